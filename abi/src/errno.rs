@@ -1,0 +1,93 @@
+//! Linux errno values and the `Errno` type carried by every fallible kernel path.
+//!
+//! The syscall dispatcher turns `Err(Errno(n))` into the return value `-n`, in one place.
+
+/// A Linux error number (always positive here; negated only at the syscall boundary).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Errno(pub i32);
+
+macro_rules! errnos {
+    ($($name:ident = $val:expr, $msg:expr;)*) => {
+        impl Errno {
+            $(#[doc = $msg] pub const $name: Errno = Errno($val);)*
+
+            /// The symbolic name, e.g. `"ENOENT"`.
+            pub fn name(self) -> &'static str {
+                match self.0 { $($val => stringify!($name),)* _ => "E?" }
+            }
+
+            /// The strerror-style description.
+            pub fn description(self) -> &'static str {
+                match self.0 { $($val => $msg,)* _ => "unknown error" }
+            }
+        }
+    };
+}
+
+errnos! {
+    EPERM = 1, "Operation not permitted";
+    ENOENT = 2, "No such file or directory";
+    ESRCH = 3, "No such process";
+    EINTR = 4, "Interrupted system call";
+    EIO = 5, "Input/output error";
+    ENXIO = 6, "No such device or address";
+    E2BIG = 7, "Argument list too long";
+    ENOEXEC = 8, "Exec format error";
+    EBADF = 9, "Bad file descriptor";
+    ECHILD = 10, "No child processes";
+    EAGAIN = 11, "Resource temporarily unavailable";
+    ENOMEM = 12, "Cannot allocate memory";
+    EACCES = 13, "Permission denied";
+    EFAULT = 14, "Bad address";
+    ENOTBLK = 15, "Block device required";
+    EBUSY = 16, "Device or resource busy";
+    EEXIST = 17, "File exists";
+    EXDEV = 18, "Invalid cross-device link";
+    ENODEV = 19, "No such device";
+    ENOTDIR = 20, "Not a directory";
+    EISDIR = 21, "Is a directory";
+    EINVAL = 22, "Invalid argument";
+    ENFILE = 23, "Too many open files in system";
+    EMFILE = 24, "Too many open files";
+    ENOTTY = 25, "Inappropriate ioctl for device";
+    ETXTBSY = 26, "Text file busy";
+    EFBIG = 27, "File too large";
+    ENOSPC = 28, "No space left on device";
+    ESPIPE = 29, "Illegal seek";
+    EROFS = 30, "Read-only file system";
+    EMLINK = 31, "Too many links";
+    EPIPE = 32, "Broken pipe";
+    ERANGE = 34, "Numerical result out of range";
+    ENAMETOOLONG = 36, "File name too long";
+    ENOSYS = 38, "Function not implemented";
+    ENOTEMPTY = 39, "Directory not empty";
+    ELOOP = 40, "Too many levels of symbolic links";
+    ENODATA = 61, "No data available";
+    EOVERFLOW = 75, "Value too large for defined data type";
+    EOPNOTSUPP = 95, "Operation not supported";
+    EUCLEAN = 117, "Structure needs cleaning";
+    EDQUOT = 122, "Disk quota exceeded";
+}
+
+impl core::fmt::Debug for Errno {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "{}({})", self.name(), self.0)
+    }
+}
+
+impl core::fmt::Display for Errno {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "{} ({})", self.description(), self.name())
+    }
+}
+
+impl Errno {
+    /// Decode a raw syscall return value: negative values in -4095..=-1 are errors.
+    pub fn from_ret(ret: isize) -> Result<usize, Errno> {
+        if (-4095..0).contains(&ret) {
+            Err(Errno(-ret as i32))
+        } else {
+            Ok(ret as usize)
+        }
+    }
+}

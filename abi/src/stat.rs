@@ -1,0 +1,268 @@
+//! `struct stat`, `struct statfs`, `struct timespec`, `linux_dirent64` and mode bits, as laid out
+//! by Linux on riscv64 (asm-generic). Structures are `#[repr(C)]` with explicit padding so the
+//! kernel can copy them to user memory byte for byte (`as_bytes`).
+
+pub const S_IFMT: u32 = 0o170000;
+pub const S_IFSOCK: u32 = 0o140000;
+pub const S_IFLNK: u32 = 0o120000;
+pub const S_IFREG: u32 = 0o100000;
+pub const S_IFBLK: u32 = 0o060000;
+pub const S_IFDIR: u32 = 0o040000;
+pub const S_IFCHR: u32 = 0o020000;
+pub const S_IFIFO: u32 = 0o010000;
+pub const S_ISUID: u32 = 0o4000;
+pub const S_ISGID: u32 = 0o2000;
+pub const S_ISVTX: u32 = 0o1000;
+
+pub const DT_UNKNOWN: u8 = 0;
+pub const DT_FIFO: u8 = 1;
+pub const DT_CHR: u8 = 2;
+pub const DT_DIR: u8 = 4;
+pub const DT_BLK: u8 = 6;
+pub const DT_REG: u8 = 8;
+pub const DT_LNK: u8 = 10;
+pub const DT_SOCK: u8 = 12;
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Timespec {
+    pub tv_sec: i64,
+    pub tv_nsec: i64,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stat {
+    pub st_dev: u64,
+    pub st_ino: u64,
+    pub st_mode: u32,
+    pub st_nlink: u32,
+    pub st_uid: u32,
+    pub st_gid: u32,
+    pub st_rdev: u64,
+    pub __pad1: u64,
+    pub st_size: i64,
+    pub st_blksize: i32,
+    pub __pad2: i32,
+    pub st_blocks: i64,
+    pub st_atime: i64,
+    pub st_atime_nsec: u64,
+    pub st_mtime: i64,
+    pub st_mtime_nsec: u64,
+    pub st_ctime: i64,
+    pub st_ctime_nsec: u64,
+    pub __unused: [u32; 2],
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Statfs {
+    pub f_type: i64,
+    pub f_bsize: i64,
+    pub f_blocks: u64,
+    pub f_bfree: u64,
+    pub f_bavail: u64,
+    pub f_files: u64,
+    pub f_ffree: u64,
+    pub f_fsid: [i32; 2],
+    pub f_namelen: i64,
+    pub f_frsize: i64,
+    pub f_flags: i64,
+    pub f_spare: [i64; 4],
+}
+
+/// Header of one `linux_dirent64` record; the NUL-terminated name follows, and the record is
+/// padded to a multiple of 8 bytes (`d_reclen`).
+pub const DIRENT64_HEADER: usize = 19;
+
+/// Length of the `linux_dirent64` record holding a name of `name_len` bytes.
+pub const fn dirent64_reclen(name_len: usize) -> usize {
+    (DIRENT64_HEADER + name_len + 1 + 7) & !7
+}
+
+macro_rules! plain_bytes {
+    ($($t:ty),*) => {$(
+        impl $t {
+            /// The structure's bytes in memory order, for copying to or from user space.
+            pub fn as_bytes(&self) -> [u8; core::mem::size_of::<$t>()] {
+                let mut out = [0u8; core::mem::size_of::<$t>()];
+                let mut w = Writer { buf: &mut out, at: 0 };
+                self.write_fields(&mut w);
+                out
+            }
+            /// Parse the structure from its memory bytes (little-endian riscv64).
+            pub fn from_bytes(bytes: &[u8; core::mem::size_of::<$t>()]) -> Self {
+                let mut r = Reader { buf: bytes, at: 0 };
+                Self::read_fields(&mut r)
+            }
+        }
+    )*};
+}
+
+struct Writer<'a> {
+    buf: &'a mut [u8],
+    at: usize,
+}
+impl Writer<'_> {
+    fn put(&mut self, b: &[u8]) {
+        self.buf[self.at..self.at + b.len()].copy_from_slice(b);
+        self.at += b.len();
+    }
+}
+struct Reader<'a> {
+    buf: &'a [u8],
+    at: usize,
+}
+impl Reader<'_> {
+    fn take<const N: usize>(&mut self) -> [u8; N] {
+        let mut a = [0u8; N];
+        a.copy_from_slice(&self.buf[self.at..self.at + N]);
+        self.at += N;
+        a
+    }
+    fn u64(&mut self) -> u64 {
+        u64::from_le_bytes(self.take())
+    }
+    fn i64(&mut self) -> i64 {
+        i64::from_le_bytes(self.take())
+    }
+    fn u32(&mut self) -> u32 {
+        u32::from_le_bytes(self.take())
+    }
+    fn i32(&mut self) -> i32 {
+        i32::from_le_bytes(self.take())
+    }
+}
+
+impl Timespec {
+    fn write_fields(&self, w: &mut Writer) {
+        w.put(&self.tv_sec.to_le_bytes());
+        w.put(&self.tv_nsec.to_le_bytes());
+    }
+    fn read_fields(r: &mut Reader) -> Self {
+        Timespec {
+            tv_sec: r.i64(),
+            tv_nsec: r.i64(),
+        }
+    }
+}
+
+impl Stat {
+    fn write_fields(&self, w: &mut Writer) {
+        w.put(&self.st_dev.to_le_bytes());
+        w.put(&self.st_ino.to_le_bytes());
+        w.put(&self.st_mode.to_le_bytes());
+        w.put(&self.st_nlink.to_le_bytes());
+        w.put(&self.st_uid.to_le_bytes());
+        w.put(&self.st_gid.to_le_bytes());
+        w.put(&self.st_rdev.to_le_bytes());
+        w.put(&self.__pad1.to_le_bytes());
+        w.put(&self.st_size.to_le_bytes());
+        w.put(&self.st_blksize.to_le_bytes());
+        w.put(&self.__pad2.to_le_bytes());
+        w.put(&self.st_blocks.to_le_bytes());
+        w.put(&self.st_atime.to_le_bytes());
+        w.put(&self.st_atime_nsec.to_le_bytes());
+        w.put(&self.st_mtime.to_le_bytes());
+        w.put(&self.st_mtime_nsec.to_le_bytes());
+        w.put(&self.st_ctime.to_le_bytes());
+        w.put(&self.st_ctime_nsec.to_le_bytes());
+        w.put(&self.__unused[0].to_le_bytes());
+        w.put(&self.__unused[1].to_le_bytes());
+    }
+    fn read_fields(r: &mut Reader) -> Self {
+        Stat {
+            st_dev: r.u64(),
+            st_ino: r.u64(),
+            st_mode: r.u32(),
+            st_nlink: r.u32(),
+            st_uid: r.u32(),
+            st_gid: r.u32(),
+            st_rdev: r.u64(),
+            __pad1: r.u64(),
+            st_size: r.i64(),
+            st_blksize: r.i32(),
+            __pad2: r.i32(),
+            st_blocks: r.i64(),
+            st_atime: r.i64(),
+            st_atime_nsec: r.u64(),
+            st_mtime: r.i64(),
+            st_mtime_nsec: r.u64(),
+            st_ctime: r.i64(),
+            st_ctime_nsec: r.u64(),
+            __unused: [r.u32(), r.u32()],
+        }
+    }
+}
+
+impl Statfs {
+    fn write_fields(&self, w: &mut Writer) {
+        for v in [self.f_type, self.f_bsize] {
+            w.put(&v.to_le_bytes());
+        }
+        for v in [
+            self.f_blocks,
+            self.f_bfree,
+            self.f_bavail,
+            self.f_files,
+            self.f_ffree,
+        ] {
+            w.put(&v.to_le_bytes());
+        }
+        w.put(&self.f_fsid[0].to_le_bytes());
+        w.put(&self.f_fsid[1].to_le_bytes());
+        for v in [self.f_namelen, self.f_frsize, self.f_flags] {
+            w.put(&v.to_le_bytes());
+        }
+        for v in self.f_spare {
+            w.put(&v.to_le_bytes());
+        }
+    }
+    fn read_fields(r: &mut Reader) -> Self {
+        Statfs {
+            f_type: r.i64(),
+            f_bsize: r.i64(),
+            f_blocks: r.u64(),
+            f_bfree: r.u64(),
+            f_bavail: r.u64(),
+            f_files: r.u64(),
+            f_ffree: r.u64(),
+            f_fsid: [r.i32(), r.i32()],
+            f_namelen: r.i64(),
+            f_frsize: r.i64(),
+            f_flags: r.i64(),
+            f_spare: [r.i64(), r.i64(), r.i64(), r.i64()],
+        }
+    }
+}
+
+plain_bytes!(Timespec, Stat, Statfs);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layouts_match_linux_riscv64() {
+        assert_eq!(core::mem::size_of::<Stat>(), 128);
+        assert_eq!(core::mem::size_of::<Statfs>(), 120);
+        assert_eq!(core::mem::size_of::<Timespec>(), 16);
+        assert_eq!(dirent64_reclen(1), 24);
+        assert_eq!(dirent64_reclen(5), 32);
+    }
+
+    #[test]
+    fn stat_round_trips_through_bytes() {
+        let s = Stat {
+            st_ino: 7,
+            st_mode: S_IFREG | 0o644,
+            st_size: 4096,
+            st_mtime_nsec: 5,
+            ..Default::default()
+        };
+        let b = s.as_bytes();
+        assert_eq!(u64::from_le_bytes(b[8..16].try_into().unwrap()), 7);
+        assert_eq!(i64::from_le_bytes(b[48..56].try_into().unwrap()), 4096);
+        assert_eq!(Stat::from_bytes(&b), s);
+    }
+}

@@ -1,0 +1,121 @@
+//! Linux riscv64 syscall numbers (asm-generic unistd.h) that dbfs-os implements or knows of.
+//! A number not handled by the kernel returns -ENOSYS.
+
+pub const SYS_GETCWD: usize = 17;
+pub const SYS_DUP: usize = 23;
+pub const SYS_DUP3: usize = 24;
+pub const SYS_FCNTL: usize = 25;
+pub const SYS_IOCTL: usize = 29;
+pub const SYS_MKDIRAT: usize = 34;
+pub const SYS_UNLINKAT: usize = 35;
+pub const SYS_SYMLINKAT: usize = 36;
+pub const SYS_LINKAT: usize = 37;
+pub const SYS_STATFS: usize = 43;
+pub const SYS_FSTATFS: usize = 44;
+pub const SYS_TRUNCATE: usize = 45;
+pub const SYS_FTRUNCATE: usize = 46;
+pub const SYS_FACCESSAT: usize = 48;
+pub const SYS_CHDIR: usize = 49;
+pub const SYS_FCHMODAT: usize = 53;
+pub const SYS_OPENAT: usize = 56;
+pub const SYS_CLOSE: usize = 57;
+pub const SYS_GETDENTS64: usize = 61;
+pub const SYS_LSEEK: usize = 62;
+pub const SYS_READ: usize = 63;
+pub const SYS_WRITE: usize = 64;
+pub const SYS_READV: usize = 65;
+pub const SYS_WRITEV: usize = 66;
+pub const SYS_PREAD64: usize = 67;
+pub const SYS_PWRITE64: usize = 68;
+pub const SYS_READLINKAT: usize = 78;
+pub const SYS_NEWFSTATAT: usize = 79;
+pub const SYS_FSTAT: usize = 80;
+pub const SYS_SYNC: usize = 81;
+pub const SYS_FSYNC: usize = 82;
+pub const SYS_FDATASYNC: usize = 83;
+pub const SYS_EXIT: usize = 93;
+pub const SYS_EXIT_GROUP: usize = 94;
+pub const SYS_SET_TID_ADDRESS: usize = 96;
+pub const SYS_NANOSLEEP: usize = 101;
+pub const SYS_CLOCK_GETTIME: usize = 113;
+pub const SYS_SCHED_YIELD: usize = 124;
+pub const SYS_KILL: usize = 129;
+pub const SYS_REBOOT: usize = 142;
+pub const SYS_UNAME: usize = 160;
+pub const SYS_GETPID: usize = 172;
+pub const SYS_GETPPID: usize = 173;
+pub const SYS_GETUID: usize = 174;
+pub const SYS_GETEUID: usize = 175;
+pub const SYS_GETGID: usize = 176;
+pub const SYS_GETEGID: usize = 177;
+pub const SYS_GETTID: usize = 178;
+pub const SYS_BRK: usize = 214;
+pub const SYS_MUNMAP: usize = 215;
+pub const SYS_CLONE: usize = 220;
+pub const SYS_EXECVE: usize = 221;
+pub const SYS_MMAP: usize = 222;
+pub const SYS_MPROTECT: usize = 226;
+pub const SYS_WAIT4: usize = 260;
+pub const SYS_RENAMEAT2: usize = 276;
+
+/// dbfs-os extension (outside Linux's range): copy the kernel's I/O counters
+/// (`KernelCounters`) to user memory. Benchmarks print them beside each figure.
+pub const SYS_DBFS_COUNTERS: usize = 1000;
+
+/// `reboot` magic values and the power-off command (Linux's).
+pub const LINUX_REBOOT_MAGIC1: usize = 0xfee1dead;
+pub const LINUX_REBOOT_MAGIC2: usize = 672274793;
+pub const LINUX_REBOOT_CMD_POWER_OFF: usize = 0x4321fedc;
+
+/// Kernel counters returned by `SYS_DBFS_COUNTERS`, all monotonically increasing since boot.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KernelCounters {
+    /// Block-device read requests issued to the driver.
+    pub dev_read_requests: u64,
+    /// Bytes read from block devices.
+    pub dev_read_bytes: u64,
+    /// Block-device write requests issued to the driver.
+    pub dev_write_requests: u64,
+    /// Bytes written to block devices.
+    pub dev_write_bytes: u64,
+    /// Device flushes (cache barriers).
+    pub dev_flushes: u64,
+    /// Block-cache hits and misses (4 KiB blocks).
+    pub cache_hits: u64,
+    pub cache_misses: u64,
+    /// Page faults served by the kernel (user lazy pages and the dbfs window).
+    pub page_faults: u64,
+    /// Bytes copied between user and kernel memory by syscalls.
+    pub user_copy_bytes: u64,
+}
+
+impl KernelCounters {
+    pub const WORDS: usize = 9;
+    pub fn to_words(&self) -> [u64; Self::WORDS] {
+        [
+            self.dev_read_requests,
+            self.dev_read_bytes,
+            self.dev_write_requests,
+            self.dev_write_bytes,
+            self.dev_flushes,
+            self.cache_hits,
+            self.cache_misses,
+            self.page_faults,
+            self.user_copy_bytes,
+        ]
+    }
+    pub fn from_words(w: &[u64; Self::WORDS]) -> Self {
+        KernelCounters {
+            dev_read_requests: w[0],
+            dev_read_bytes: w[1],
+            dev_write_requests: w[2],
+            dev_write_bytes: w[3],
+            dev_flushes: w[4],
+            cache_hits: w[5],
+            cache_misses: w[6],
+            page_faults: w[7],
+            user_copy_bytes: w[8],
+        }
+    }
+}

@@ -1,0 +1,399 @@
+//! File-system and node traits, and the plain data they exchange.
+
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::any::Any;
+
+use crate::{VfsError, VfsResult};
+
+/// A shared handle to a node.
+pub type NodeRef = Arc<dyn Node>;
+
+/// The type of a node, as `stat` and `getdents64` report it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FileType {
+    Regular,
+    Directory,
+    Symlink,
+    CharDevice,
+    BlockDevice,
+    Fifo,
+    Socket,
+}
+
+impl FileType {
+    /// The `S_IFMT` bits of this type.
+    pub fn mode_bits(self) -> u32 {
+        use abi::stat::*;
+        match self {
+            FileType::Regular => S_IFREG,
+            FileType::Directory => S_IFDIR,
+            FileType::Symlink => S_IFLNK,
+            FileType::CharDevice => S_IFCHR,
+            FileType::BlockDevice => S_IFBLK,
+            FileType::Fifo => S_IFIFO,
+            FileType::Socket => S_IFSOCK,
+        }
+    }
+
+    /// The type encoded in the `S_IFMT` bits of `mode`, if any.
+    pub fn from_mode(mode: u32) -> Option<FileType> {
+        use abi::stat::*;
+        Some(match mode & S_IFMT {
+            S_IFREG => FileType::Regular,
+            S_IFDIR => FileType::Directory,
+            S_IFLNK => FileType::Symlink,
+            S_IFCHR => FileType::CharDevice,
+            S_IFBLK => FileType::BlockDevice,
+            S_IFIFO => FileType::Fifo,
+            S_IFSOCK => FileType::Socket,
+            _ => return None,
+        })
+    }
+
+    /// The `d_type` of `getdents64`.
+    pub fn dirent_type(self) -> u8 {
+        use abi::stat::*;
+        match self {
+            FileType::Regular => DT_REG,
+            FileType::Directory => DT_DIR,
+            FileType::Symlink => DT_LNK,
+            FileType::CharDevice => DT_CHR,
+            FileType::BlockDevice => DT_BLK,
+            FileType::Fifo => DT_FIFO,
+            FileType::Socket => DT_SOCK,
+        }
+    }
+}
+
+/// A point in time: seconds and nanoseconds since the Unix epoch.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Timestamp {
+    pub sec: i64,
+    pub nsec: u32,
+}
+
+/// Where a file system gets "now" from (the kernel's clock, the host's, or a test's).
+pub trait Clock: Send + Sync {
+    fn now(&self) -> Timestamp;
+}
+
+/// A clock that always reads zero, for file systems built without a time source.
+pub struct ZeroClock;
+impl Clock for ZeroClock {
+    fn now(&self) -> Timestamp {
+        Timestamp::default()
+    }
+}
+
+/// What `stat` reports about a node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Metadata {
+    pub ino: u64,
+    pub ftype: FileType,
+    /// Permission bits including setuid, setgid and sticky (`0o7777`); no type bits.
+    pub perm: u32,
+    pub nlink: u32,
+    pub uid: u32,
+    pub gid: u32,
+    /// Size in bytes (for a symlink, the target's length).
+    pub size: u64,
+    /// Allocated space in 512-byte units.
+    pub blocks: u64,
+    /// Preferred I/O size.
+    pub blksize: u32,
+    /// Device number, for device nodes.
+    pub rdev: u64,
+    pub atime: Timestamp,
+    pub mtime: Timestamp,
+    pub ctime: Timestamp,
+}
+
+impl Metadata {
+    /// `st_mode`: type bits | permission bits.
+    pub fn mode(&self) -> u32 {
+        self.ftype.mode_bits() | (self.perm & 0o7777)
+    }
+}
+
+/// How to set one timestamp in [`SetAttr`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeSet {
+    /// The file system's clock at the time of the call.
+    Now,
+    At(Timestamp),
+}
+
+/// The attributes `setattr` changes; `None` leaves a field alone. A file system applies all
+/// given fields in one step (one transaction where it has them) and updates ctime.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SetAttr {
+    pub perm: Option<u32>,
+    pub uid: Option<u32>,
+    pub gid: Option<u32>,
+    pub size: Option<u64>,
+    pub atime: Option<TimeSet>,
+    pub mtime: Option<TimeSet>,
+}
+
+/// The identity and initial attributes of a node being created.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NewNode {
+    pub ftype: FileType,
+    /// Permission bits after the caller applied its umask.
+    pub perm: u32,
+    pub uid: u32,
+    pub gid: u32,
+    /// Device number for character and block devices, else 0.
+    pub rdev: u64,
+}
+
+impl NewNode {
+    /// A root-owned node of `ftype` with `perm`.
+    pub fn new(ftype: FileType, perm: u32) -> Self {
+        NewNode { ftype, perm, uid: 0, gid: 0, rdev: 0 }
+    }
+}
+
+/// One directory entry handed to a `readdir` sink.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DirEntry<'a> {
+    pub ino: u64,
+    pub ftype: FileType,
+    pub name: &'a str,
+    /// The cookie that resumes a listing right after this entry.
+    pub next_cookie: u64,
+}
+
+/// Flags of `rename` (the `RENAME_*` values of renameat2).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RenameFlags {
+    /// Fail with `AlreadyExists` if the target exists.
+    pub noreplace: bool,
+    /// Atomically swap source and target, which must both exist.
+    pub exchange: bool,
+}
+
+/// `statfs` figures.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FsStats {
+    /// Magic number identifying the file-system type (`f_type`).
+    pub fs_type: u64,
+    pub block_size: u64,
+    pub blocks: u64,
+    pub blocks_free: u64,
+    pub blocks_available: u64,
+    pub files: u64,
+    pub files_free: u64,
+    pub name_max: u64,
+}
+
+/// How an `setxattr` treats an existing attribute.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum XattrMode {
+    /// Create or replace.
+    Any,
+    /// XATTR_CREATE: fail with `AlreadyExists` if present.
+    Create,
+    /// XATTR_REPLACE: fail with `NoData` if absent.
+    Replace,
+}
+
+/// A mounted file system.
+pub trait FileSystem: Send + Sync {
+    /// A short type name (`"fat32"`, `"dbfs"`, `"devfs"`).
+    fn fs_name(&self) -> &'static str;
+    /// The root directory.
+    fn root(&self) -> VfsResult<NodeRef>;
+    /// Space and inode figures.
+    fn statfs(&self) -> VfsResult<FsStats> {
+        Err(VfsError::Unsupported)
+    }
+    /// Write everything buffered to the device and flush it.
+    fn sync(&self) -> VfsResult<()> {
+        Ok(())
+    }
+}
+
+/// An inode. Every method has a default that refuses the operation with the errno Linux would
+/// give for an object that cannot do it, so a file system implements only what it supports.
+pub trait Node: Send + Sync {
+    /// For downcasting the other node of `rename` / `link` to this file system's node type;
+    /// a node of another file system is refused with `CrossDevice`.
+    fn as_any(&self) -> &dyn Any;
+
+    fn getattr(&self) -> VfsResult<Metadata>;
+    fn setattr(&self, _attr: &SetAttr) -> VfsResult<Metadata> {
+        Err(VfsError::NotPermitted)
+    }
+
+    /// Called when a file description referring to this node is opened / closed for the last
+    /// time; a file system may keep an unlinked node's data until the last release.
+    fn open(&self) -> VfsResult<()> {
+        Ok(())
+    }
+    fn release(&self) -> VfsResult<()> {
+        Ok(())
+    }
+
+    // ---- regular files ----
+    /// Read at `offset`; returns the bytes read (0 at or past end of file).
+    fn read_at(&self, _offset: u64, _buf: &mut [u8]) -> VfsResult<usize> {
+        Err(self.not_a_file())
+    }
+    /// Write at `offset`, growing the file as needed; returns the bytes written.
+    fn write_at(&self, _offset: u64, _buf: &[u8]) -> VfsResult<usize> {
+        Err(self.not_a_file())
+    }
+    /// Set the size; growing reads back zeros.
+    fn truncate(&self, size: u64) -> VfsResult<()> {
+        self.setattr(&SetAttr { size: Some(size), ..Default::default() }).map(|_| ())
+    }
+    /// Make this node's data (and metadata unless `data_only`) durable.
+    fn fsync(&self, _data_only: bool) -> VfsResult<()> {
+        Ok(())
+    }
+
+    // ---- directories ----
+    fn lookup(&self, _name: &str) -> VfsResult<NodeRef> {
+        Err(VfsError::NotADirectory)
+    }
+    /// Create a node of `new.ftype` (regular, directory, fifo, device...) named `name`.
+    fn create(&self, _name: &str, _new: &NewNode) -> VfsResult<NodeRef> {
+        Err(VfsError::NotADirectory)
+    }
+    /// Create a symbolic link `name` -> `target`.
+    fn symlink(&self, _name: &str, _target: &str, _new: &NewNode) -> VfsResult<NodeRef> {
+        Err(VfsError::NotADirectory)
+    }
+    /// Add the name `name` for the existing `target` node (a hard link).
+    fn link(&self, _name: &str, _target: &dyn Node) -> VfsResult<()> {
+        Err(VfsError::NotADirectory)
+    }
+    /// Remove a non-directory entry.
+    fn unlink(&self, _name: &str) -> VfsResult<()> {
+        Err(VfsError::NotADirectory)
+    }
+    /// Remove an empty directory entry.
+    fn rmdir(&self, _name: &str) -> VfsResult<()> {
+        Err(VfsError::NotADirectory)
+    }
+    /// Move `name` of this directory to `new_name` in `new_parent` (same file system).
+    fn rename(&self, _name: &str, _new_parent: &dyn Node, _new_name: &str, _flags: RenameFlags) -> VfsResult<()> {
+        Err(VfsError::NotADirectory)
+    }
+    /// List entries from `cookie` (0 = start). Entries `.` and `..` come first. The sink returns
+    /// false to stop (e.g. the caller's buffer is full); the listing resumes from the
+    /// `next_cookie` of the last entry the sink accepted.
+    fn readdir(&self, _cookie: u64, _sink: &mut dyn FnMut(DirEntry<'_>) -> bool) -> VfsResult<()> {
+        Err(VfsError::NotADirectory)
+    }
+
+    // ---- symlinks ----
+    fn readlink(&self) -> VfsResult<String> {
+        Err(VfsError::InvalidInput)
+    }
+
+    // ---- extended attributes ----
+    fn getxattr(&self, _name: &str) -> VfsResult<Vec<u8>> {
+        Err(VfsError::Unsupported)
+    }
+    fn setxattr(&self, _name: &str, _value: &[u8], _mode: XattrMode) -> VfsResult<()> {
+        Err(VfsError::Unsupported)
+    }
+    fn listxattr(&self) -> VfsResult<Vec<String>> {
+        Err(VfsError::Unsupported)
+    }
+    fn removexattr(&self, _name: &str) -> VfsResult<()> {
+        Err(VfsError::Unsupported)
+    }
+
+    /// The error a file operation gives on this node: `IsADirectory` for a directory,
+    /// `InvalidInput` otherwise.
+    fn not_a_file(&self) -> VfsError {
+        match self.getattr() {
+            Ok(m) if m.ftype == FileType::Directory => VfsError::IsADirectory,
+            _ => VfsError::InvalidInput,
+        }
+    }
+}
+
+/// Check a single path component as every file system must: not empty, no `/` or NUL, not `.`
+/// or `..`, at most `max_len` bytes.
+pub fn check_name(name: &str, max_len: usize) -> VfsResult<()> {
+    if name.is_empty() || name == "." || name == ".." || name.bytes().any(|b| b == b'/' || b == 0) {
+        return Err(VfsError::InvalidInput);
+    }
+    if name.len() > max_len {
+        return Err(VfsError::NameTooLong);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mode_bits_round_trip() {
+        for t in [
+            FileType::Regular,
+            FileType::Directory,
+            FileType::Symlink,
+            FileType::CharDevice,
+            FileType::BlockDevice,
+            FileType::Fifo,
+            FileType::Socket,
+        ] {
+            assert_eq!(FileType::from_mode(t.mode_bits() | 0o644), Some(t));
+        }
+        assert_eq!(FileType::from_mode(0o644), None);
+    }
+
+    #[test]
+    fn names_are_checked() {
+        assert_eq!(check_name("a", 255), Ok(()));
+        assert_eq!(check_name("", 255), Err(VfsError::InvalidInput));
+        assert_eq!(check_name("..", 255), Err(VfsError::InvalidInput));
+        assert_eq!(check_name("a/b", 255), Err(VfsError::InvalidInput));
+        assert_eq!(check_name(&"x".repeat(256), 255), Err(VfsError::NameTooLong));
+    }
+
+    #[test]
+    fn every_error_has_its_own_errno() {
+        use abi::Errno;
+        let all = [
+            VfsError::NotFound,
+            VfsError::AlreadyExists,
+            VfsError::NotADirectory,
+            VfsError::IsADirectory,
+            VfsError::DirectoryNotEmpty,
+            VfsError::InvalidInput,
+            VfsError::NameTooLong,
+            VfsError::NoSpace,
+            VfsError::ReadOnly,
+            VfsError::CrossDevice,
+            VfsError::TooManyLinks,
+            VfsError::Loop,
+            VfsError::PermissionDenied,
+            VfsError::NotPermitted,
+            VfsError::Io,
+            VfsError::Corrupted,
+            VfsError::Unsupported,
+            VfsError::NoMemory,
+            VfsError::FileTooLarge,
+            VfsError::Busy,
+            VfsError::NoData,
+            VfsError::Range,
+            VfsError::IllegalSeek,
+            VfsError::NotBlockDevice,
+            VfsError::BadHandle,
+        ];
+        let mut seen: Vec<i32> = all.iter().map(|e| Errno::from(*e).0).collect();
+        seen.sort();
+        seen.dedup();
+        assert_eq!(seen.len(), all.len());
+        assert_eq!(Errno::from(VfsError::NotFound), Errno::ENOENT);
+    }
+}
