@@ -14,6 +14,11 @@ pub const S_ISUID: u32 = 0o4000;
 pub const S_ISGID: u32 = 0o2000;
 pub const S_ISVTX: u32 = 0o1000;
 
+/// `statfs.f_type` magic numbers (linux/magic.h) of the file systems the tests recognise.
+pub const MSDOS_SUPER_MAGIC: i64 = 0x4d44;
+pub const EXT4_SUPER_MAGIC: i64 = 0xef53;
+pub const TMPFS_MAGIC: i64 = 0x0102_1994;
+
 pub const DT_UNKNOWN: u8 = 0;
 pub const DT_FIFO: u8 = 1;
 pub const DT_CHR: u8 = 2;

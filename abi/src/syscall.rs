@@ -119,3 +119,9 @@ impl KernelCounters {
         }
     }
 }
+
+pub const SYS_FCHDIR: usize = 50;
+pub const SYS_FCHMOD: usize = 52;
+pub const SYS_UTIMENSAT: usize = 88;
+pub const SYS_UMASK: usize = 166;
+pub const SYS_GETTIMEOFDAY: usize = 169;

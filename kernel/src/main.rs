@@ -1,1 +1,218 @@
+//! dbfs-os kernel: boots on QEMU `virt` under OpenSBI, mounts the disks, runs `/bin/init`.
+//!
+//! Boot order: clear .bss, read the device tree (before the heap exists: the tree may sit in
+//! RAM the heap will use), set up memory and paging, probe virtio disks, mount file systems,
+//! start init, schedule. Subsystems: `arch` (CSRs, console, clock, power), `mm` (frames,
+//! page tables, address spaces, checked user access), `trap`, `task` (processes, scheduler),
+//! `syscall`, `fs` (VFS), `drivers` (virtio-blk, block cache).
+//!
+//! Kernel command line (`-append`): `key=value` kernel parameters, then `--`, then the
+//! arguments of init. Parameters: `init=PATH` (default /bin/init), `log=LEVEL`
+//! (error|warn|info|debug|trace), `bcache=MIB` (block cache per mounted disk, default 8).
+#![no_std]
+#![no_main]
+#![deny(unsafe_op_in_unsafe_fn)]
 
+extern crate alloc;
+
+#[macro_use]
+mod arch;
+mod counters;
+mod drivers;
+mod fs;
+mod mm;
+mod syscall;
+mod task;
+mod trap;
+
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+
+use arch::csr;
+use vfs::BlockDevice;
+
+/// What the kernel needs from the device tree, copied out before the heap exists.
+struct BootInfo {
+    ram_end: usize,
+    timebase_hz: u64,
+    uart: Option<usize>,
+    test_device: Option<usize>,
+    rtc: Option<usize>,
+    virtio: [(usize, usize); 16],
+    virtio_count: usize,
+    bootargs: [u8; 1024],
+    bootargs_len: usize,
+}
+
+fn read_device_tree(dtb: usize) -> BootInfo {
+    let mut info = BootInfo {
+        ram_end: mm::RAM_BASE + (128 << 20),
+        timebase_hz: 10_000_000,
+        uart: None,
+        test_device: None,
+        rtc: None,
+        virtio: [(0, 0); 16],
+        virtio_count: 0,
+        bootargs: [0; 1024],
+        bootargs_len: 0,
+    };
+    // SAFETY: OpenSBI passes the address of a valid flattened device tree in a1.
+    let fdt = match unsafe { fdt::Fdt::from_ptr(dtb as *const u8) } {
+        Ok(f) => f,
+        Err(e) => {
+            println!("[kernel] bad device tree at {:#x}: {:?}; using defaults", dtb, e);
+            return info;
+        }
+    };
+    if let Some(r) = fdt.memory().regions().find(|r| r.starting_address as usize == mm::RAM_BASE) {
+        info.ram_end = mm::RAM_BASE + r.size.unwrap_or(128 << 20);
+    }
+    if let Some(cpu) = fdt.cpus().next() {
+        info.timebase_hz = cpu.timebase_frequency() as u64;
+    }
+    let first_reg = |n: &fdt::node::FdtNode| n.reg().and_then(|mut r| r.next());
+    for node in fdt.all_nodes() {
+        let Some(compat) = node.compatible() else { continue };
+        let Some(reg) = first_reg(&node) else { continue };
+        let base = reg.starting_address as usize;
+        for c in compat.all() {
+            match c {
+                "ns16550a" if info.uart.is_none() => info.uart = Some(base),
+                "sifive,test0" | "sifive,test1" if info.test_device.is_none() => info.test_device = Some(base),
+                "google,goldfish-rtc" => info.rtc = Some(base),
+                "virtio,mmio" if info.virtio_count < info.virtio.len() => {
+                    info.virtio[info.virtio_count] = (base, reg.size.unwrap_or(0x1000));
+                    info.virtio_count += 1;
+                }
+                _ => {}
+            }
+        }
+    }
+    if let Some(args) = fdt.chosen().bootargs() {
+        let n = args.len().min(info.bootargs.len());
+        info.bootargs[..n].copy_from_slice(&args.as_bytes()[..n]);
+        info.bootargs_len = n;
+    }
+    info
+}
+
+fn clear_bss() {
+    extern "C" {
+        fn sbss();
+        fn ebss();
+    }
+    // SAFETY: [sbss, ebss) is this image's .bss, not yet used by anything (the boot stack is
+    // in .bss.stack, outside that range).
+    unsafe { core::slice::from_raw_parts_mut(sbss as usize as *mut u8, ebss as usize - sbss as usize).fill(0) };
+}
+
+struct Params {
+    init: String,
+    log: log::LevelFilter,
+    bcache_mib: usize,
+    init_args: Vec<String>,
+}
+
+fn parse_params(cmdline: &str) -> Params {
+    let mut p = Params { init: String::from("/bin/init"), log: log::LevelFilter::Warn, bcache_mib: 8, init_args: Vec::new() };
+    let mut words = cmdline.split_whitespace();
+    for w in words.by_ref() {
+        if w == "--" {
+            break;
+        }
+        match w.split_once('=') {
+            Some(("init", v)) => p.init = String::from(v),
+            Some(("log", v)) => p.log = v.parse().unwrap_or(log::LevelFilter::Warn),
+            Some(("bcache", v)) => p.bcache_mib = v.parse().unwrap_or(8),
+            _ => println!("[kernel] unknown parameter {:?} (init arguments go after --)", w),
+        }
+    }
+    p.init_args = words.map(String::from).collect();
+    p
+}
+
+/// Mount a FAT32 file system on `disk` (through its own block cache) at `path`.
+fn mount_fat(disk: &Arc<drivers::virtio_blk::VirtioDisk>, path: &str, cache_bytes: usize) -> bool {
+    let cache = Arc::new(drivers::block_cache::BlockCache::new(disk.clone(), cache_bytes));
+    match fat32::Fat32Fs::mount(cache, Arc::new(arch::time::KernelClock)) {
+        Ok(fs) => match fs::mount(path, fs) {
+            Ok(()) => {
+                log::info!("{}: FAT32 mounted at {}", disk.name, path);
+                true
+            }
+            Err(e) => {
+                println!("[kernel] mounting {} at {} failed: {}", disk.name, path, e);
+                false
+            }
+        },
+        Err(e) => {
+            println!("[kernel] {}: not a FAT32 file system ({}); not mounted at {}", disk.name, e, path);
+            false
+        }
+    }
+}
+
+#[no_mangle]
+extern "C" fn rust_main(_hartid: usize, dtb: usize) -> ! {
+    clear_bss();
+    csr::set_sstatus((csr::sstatus() & !(csr::SSTATUS_SIE | csr::SSTATUS_FS_MASK)) | csr::SSTATUS_FS_INITIAL);
+    trap::set_kernel_vector();
+    let info = read_device_tree(dtb);
+    if let Some(uart) = info.uart {
+        arch::console::init_uart(uart);
+    }
+    arch::power::init(info.test_device);
+    arch::time::init(info.timebase_hz, info.rtc);
+    let cmdline = core::str::from_utf8(&info.bootargs[..info.bootargs_len]).unwrap_or("");
+    // The heap does not exist yet: parse into owned strings only after mm::init.
+    mm::init(info.ram_end);
+    let params = parse_params(cmdline);
+    arch::console::init_logger(params.log);
+    println!(
+        "dbfs-os: {} MiB RAM, timebase {} Hz, {} virtio slots",
+        (info.ram_end - mm::RAM_BASE) >> 20,
+        info.timebase_hz,
+        info.virtio_count
+    );
+    csr::set_sie(csr::sie() | csr::SIE_STIE);
+
+    let disks = drivers::virtio_blk::probe(info.virtio[..info.virtio_count].to_vec());
+    let cache_bytes = params.bcache_mib << 20;
+    let Some(root) = disks.first() else {
+        println!("[kernel] no disk: nothing to run");
+        shutdown(2);
+    };
+    if !mount_fat(root, "/", cache_bytes) {
+        shutdown(2);
+    }
+    let devs: Vec<(String, Arc<dyn BlockDevice>)> =
+        disks.iter().map(|d| (d.name.clone(), d.clone() as Arc<dyn BlockDevice>)).collect();
+    if let Err(e) = fs::mount("/dev", fs::devfs::DevFs::new(devs)) {
+        println!("[kernel] mounting /dev failed: {}", e);
+        shutdown(2);
+    }
+    if let Some(disk) = disks.get(1) {
+        mount_fat(disk, "/fat", cache_bytes);
+    }
+
+    let mut argv = alloc::vec![params.init.clone()];
+    argv.extend(params.init_args);
+    if let Err(e) = task::spawn_init(&params.init, argv) {
+        println!("[kernel] cannot start {}: {}", params.init, e);
+        shutdown(2);
+    }
+    task::run()
+}
+
+/// Write back every file system and power off with `code` as QEMU's exit status.
+pub fn shutdown(code: u32) -> ! {
+    fs::sync_all();
+    arch::power::shutdown(code)
+}
+
+#[panic_handler]
+fn panic(info: &core::panic::PanicInfo) -> ! {
+    println!("[kernel] PANIC: {}", info);
+    arch::power::shutdown(100)
+}

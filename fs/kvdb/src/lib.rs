@@ -1,1 +1,71 @@
-//! placeholder
+//! kvdb: a copy-on-write B+tree key-value store (the BoltDB / jammdb model), `no_std` + `alloc`.
+//!
+//! Layer: below dbfs (which keeps every inode, directory entry and data chunk here), above a
+//! [`Pager`] (the kernel's page-fault-driven disk window, a host file, or RAM). kvdb knows nothing
+//! about files or devices.
+//!
+//! # Contract
+//! - A [`Db`] holds named buckets (nestable); a bucket maps byte-string keys to byte-string values
+//!   or nested buckets, in key order. Keys are 1..=page_size/8 bytes; values up to 4 GiB (those
+//!   longer than page_size/6 live in contiguous overflow pages).
+//! - Any number of read transactions ([`Db::begin_read`]) each see the snapshot of the last
+//!   commit when they began; beginning one is O(1) (copy the meta, count the reader). One write
+//!   transaction at a time ([`Db::begin_write`]); [`Tx::commit`] makes it durable, dropping it
+//!   rolls it back. Values from [`Bucket::get`] and cursors borrow the pager's page when the pager
+//!   allows it ([`Bytes`] derefs to the slice): for a memory-window pager, no copy at all.
+//! - Image bytes are untrusted: a corrupt or truncated image gives [`Error::Corrupted`] (at open,
+//!   or when the damaged page is reached), never a panic.
+//!
+//! # On-disk layout (all little-endian; see [`page`] for the byte offsets)
+//! - Pages of a fixed size (1 KiB..=64 KiB, default 4 KiB). Pages 0 and 1: meta pages (magic,
+//!   version, page size, txid, root bucket's tree root and sequence, freelist extent, page count,
+//!   FNV-1a checksum). Commit `t` writes page `t % 2`; open takes the valid meta with the highest
+//!   txid.
+//! - Node pages: a 16-byte header (kind, slot count, own page id), then 16-byte slots, then key and
+//!   value bytes. Leaf slots carry a flag: inline value, nested bucket (root page + sequence), or
+//!   overflow value (first page + length; the value fills contiguous raw pages, no header, so a
+//!   reader gets it as one slice). Branch slots carry a key and a child page; child `i` holds keys
+//!   from key `i` up to key `i+1`.
+//! - Freelist: one extent of pages listing free page ids, rewritten by every commit.
+//!
+//! # Durability contract
+//! Commit order: all new pages (nodes, overflow values, freelist) -> `sync` -> the alternate meta
+//! page -> `sync`. Nothing a committed meta references is ever overwritten while that meta can
+//! still be chosen at open, so a power cut at any point leaves either the previous commit or (once
+//! the meta write is durable) the new one. A commit that fails before its meta write returns the
+//! error and leaves the store as it was; one that fails during the meta write poisons the `Db`
+//! (further writes return [`Error::Poisoned`]; reopen).
+//!
+//! # Locks
+//! - `Db::writer` (spin mutex): held by the write transaction for its whole life; guards the
+//!   freelist.
+//! - `Db::snapshot` (spin mutex, held for a few instructions): the last committed meta and the
+//!   count of open readers per snapshot txid. Lock order: writer, then snapshot.
+//! - Pages freed by commit `t` are reused only once no reader with a snapshot older than `t` is
+//!   open (checked when a write transaction begins).
+//! - A transaction's own state is a `RefCell` (transactions are used from one thread).
+#![cfg_attr(not(any(test, feature = "std")), no_std)]
+#![forbid(unsafe_code)]
+
+extern crate alloc;
+
+mod cursor;
+mod db;
+mod error;
+#[cfg(feature = "std")]
+mod file;
+mod freelist;
+mod node;
+pub mod page;
+mod pager;
+mod tree;
+mod tx;
+
+pub use cursor::{Cursor, Entry};
+pub use db::{Db, Options, Stats};
+pub use error::{Error, Result};
+#[cfg(feature = "std")]
+pub use file::FilePager;
+pub use page::PageId;
+pub use pager::{MemPager, Pager, PagerEvent, SlicePager};
+pub use tx::{Bucket, Bytes, Tx};

@@ -1,0 +1,144 @@
+# dbfs-os: every user entry point.
+#
+#   make run BENCH=seqwrite      build everything, boot QEMU, run one benchmark, print figures
+#   make test                    host tests (cargo test) + the in-guest test runner
+#   make bench                   every benchmark in one boot; figures into build/bench-*.txt
+#   make bench-kv                kvdb vs jammdb vs redb on the host (criterion)
+#   make images | gdb | fmt | clippy | clean | deps
+#
+# Variables (override on the command line, e.g. `make run BENCH=seqread FS=fat32`):
+#   BENCH    benchmark to run: seqwrite rewrite seqread seqread4k randwrite randread
+#            randread4k randwrite4k createdel, or all                  (default: seqwrite)
+#   FS       file system(s) to measure: fat32, raw, dbfs or all        (default: all)
+#   REPS     repetitions per figure (the median is reported)           (default: 3)
+#   ARGS     extra arguments for /bin/init, e.g. ARGS="size=4 n=1000:2000:1000"
+#   MEM      guest RAM, at most 2G                                     (default: 1G)
+#   SMP      guest harts (the kernel uses one)                         (default: 1)
+#   LOG      kernel log level: error warn info debug trace            (default: warn)
+#   BCACHE   block cache per mounted disk, MiB                         (default: 8)
+#   TIMEOUT  seconds before a QEMU run is killed                       (default: 1500)
+#   PROFILE  cargo profile of kernel and programs: release or dev      (default: release)
+#
+# Disks (rebuilt by `make images`; bench disks are fresh for every run):
+#   build/root.img  vda  FAT32, the programs in /bin, mounted at /
+#   build/fat.img   vdb  FAT32, empty, mounted at /fat (benchmarks and tests)
+#   build/raw.img   vdc  no file system: /dev/vdc, the raw-device baseline
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eo pipefail -c
+.DEFAULT_GOAL := help
+
+BENCH   ?= seqwrite
+FS      ?= all
+REPS    ?= 3
+ARGS    ?=
+MEM     ?= 1G
+SMP     ?= 1
+LOG     ?= warn
+BCACHE  ?= 8
+TIMEOUT ?= 1500
+PROFILE ?= release
+
+TARGET   := riscv64gc-unknown-none-elf
+CARGO    ?= cargo
+BUILD    := build
+TGT_DIR  := target/$(TARGET)/$(PROFILE)
+KERNEL   := $(TGT_DIR)/kernel
+MKIMAGE  := target/release/mkimage
+USER_BINS := init testrunner seqwrite rewrite seqread seqread4k randwrite randread randread4k randwrite4k createdel
+CARGO_PROFILE_FLAG := $(if $(filter release,$(PROFILE)),--release,)
+
+APT_PACKAGES := qemu-system-misc fuse3 libfuse3-dev pkg-config fio fuse2fs
+
+QEMU_BASE = qemu-system-riscv64 -machine virt -nographic -bios default -m $(MEM) -smp $(SMP) \
+	-kernel $(KERNEL) \
+	-drive file=$(BUILD)/root.img,if=none,format=raw,id=vda -device virtio-blk-device,drive=vda \
+	-drive file=$(BUILD)/fat.img,if=none,format=raw,id=vdb -device virtio-blk-device,drive=vdb \
+	-drive file=$(BUILD)/raw.img,if=none,format=raw,id=vdc -device virtio-blk-device,drive=vdc
+KERNEL_PARAMS = log=$(LOG) bcache=$(BCACHE)
+
+.PHONY: help deps build kernel user mkimage images bench-disks run test test-host test-guest bench \
+	bench-kv gdb fmt clippy clean
+
+help:
+	@sed -n '2,/^$$/p' Makefile | sed 's/^# \{0,1\}//'
+
+## Set-up: install what is missing (idempotent; CI has no terminal).
+deps:
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		$(if $(filter 0,$(shell id -u)),,sudo) apt-get update -q; \
+		DEBIAN_FRONTEND=noninteractive $(if $(filter 0,$(shell id -u)),,sudo) apt-get install -y -q $$missing </dev/null; \
+	fi
+	@rustup target list --installed | grep -qx $(TARGET) || rustup target add $(TARGET)
+
+## Build
+kernel: deps
+	$(CARGO) build $(CARGO_PROFILE_FLAG) -p kernel --target $(TARGET)
+
+user: deps
+	$(CARGO) build $(CARGO_PROFILE_FLAG) -p user-tests --target $(TARGET)
+
+mkimage: deps
+	$(CARGO) build --release -p mkimage
+
+build: kernel user mkimage
+
+$(BUILD):
+	mkdir -p $(BUILD)
+
+images: build | $(BUILD)
+	$(MKIMAGE) fat32 $(BUILD)/root.img --size 64M --label DBFSROOT \
+		$(foreach b,$(USER_BINS),--add $(TGT_DIR)/$(b):/bin/$(b))
+	$(MAKE) --no-print-directory bench-disks
+
+# Fresh, empty benchmark disks, so every run starts from the same state.
+bench-disks: | $(BUILD)
+	$(MKIMAGE) fat32 $(BUILD)/fat.img --size 300M --label BENCHFAT
+	$(MKIMAGE) blank $(BUILD)/raw.img --size 64M
+
+## Run one benchmark (or BENCH=all) in QEMU.
+run: images
+	timeout --foreground -k 10 $(TIMEOUT) $(QEMU_BASE) \
+		-append "$(KERNEL_PARAMS) -- bench=$(BENCH) fs=$(FS) reps=$(REPS) $(ARGS)" \
+		| tee $(BUILD)/run-$(BENCH).log
+
+## Tests: host crates, then the in-guest runner (QEMU exit status = failures).
+test: test-host test-guest
+
+test-host: deps
+	$(CARGO) test --release --workspace --exclude kernel --exclude user-tests
+	$(CARGO) test --release -p vfs --features conformance
+
+test-guest: images
+	timeout --foreground -k 10 600 $(QEMU_BASE) -append "$(KERNEL_PARAMS) -- test" \
+		| tee $(BUILD)/test-guest.log
+	@grep -Eq '^(all: )?[0-9]+ passed, 0 failed' $(BUILD)/test-guest.log || \
+		{ echo "in-guest tests: no clean 'N passed, 0 failed' line"; exit 1; }
+
+## Every benchmark, one boot; the log is the record (see docs/BENCHMARKS.md).
+bench: images
+	timeout --foreground -k 10 $(TIMEOUT) $(QEMU_BASE) \
+		-append "$(KERNEL_PARAMS) -- bench=all fs=$(FS) reps=$(REPS) $(ARGS)" \
+		| tee $(BUILD)/bench-guest.log
+	@grep '^RESULT' $(BUILD)/bench-guest.log > $(BUILD)/bench-results.txt
+	@echo "results: $(BUILD)/bench-results.txt"
+
+bench-kv: deps
+	$(CARGO) bench -p kvdb --bench compare -- --warm-up-time 1 --measurement-time 3
+
+## Debug: QEMU waits for gdb on :1234 (`gdb-multiarch $(KERNEL) -ex 'target remote :1234'`).
+gdb: images
+	$(QEMU_BASE) -append "$(KERNEL_PARAMS) -- bench=$(BENCH) fs=$(FS)" -s -S
+
+fmt:
+	$(CARGO) fmt --all
+
+clippy: deps
+	$(CARGO) clippy --workspace --exclude kernel --exclude user-tests --all-targets -- -D warnings
+	$(CARGO) clippy -p kernel -p user-tests --target $(TARGET) -- -D warnings
+
+clean:
+	$(CARGO) clean
+	rm -rf $(BUILD)

@@ -1,0 +1,313 @@
+//! Cursors: ordered traversal of a bucket with seek / first / last / next / prev.
+//!
+//! A cursor keeps the path from the root to its leaf: clean pages are held as pager pages (so
+//! keys and values come out zero-copy), dirty nodes as arena indices. If the bucket changes while
+//! a cursor is open (same write transaction), the cursor notices through the bucket's version
+//! counter and re-seeks to the key it was on before stepping.
+
+use alloc::vec::Vec;
+
+use crate::error::{Error, Result};
+use crate::node::{Child, Entries, LeafValue};
+use crate::page;
+use crate::pager::Pager;
+use crate::tree::MAX_DEPTH;
+use crate::tx::{Bucket, Bytes};
+
+/// One entry under a cursor: a key with a value, or a key naming a nested bucket.
+pub struct Entry<'db, P: Pager + 'db> {
+    key: Bytes<'db, P>,
+    value: Option<Bytes<'db, P>>,
+}
+
+impl<'db, P: Pager + 'db> Entry<'db, P> {
+    /// The key.
+    pub fn key(&self) -> &[u8] {
+        &self.key
+    }
+    /// The value, or `None` for a nested bucket.
+    pub fn value(&self) -> Option<&[u8]> {
+        self.value.as_deref()
+    }
+    /// Whether the key names a nested bucket.
+    pub fn is_bucket(&self) -> bool {
+        self.value.is_none()
+    }
+    /// Key and value as owned-or-borrowed byte handles.
+    pub fn into_parts(self) -> (Bytes<'db, P>, Option<Bytes<'db, P>>) {
+        (self.key, self.value)
+    }
+}
+
+enum Frame<'db, P: Pager + 'db> {
+    Page { page: P::Page<'db>, leaf: bool, count: usize, index: usize },
+    Dirty { node: usize, leaf: bool, count: usize, index: usize },
+}
+
+impl<P: Pager> Frame<'_, P> {
+    fn parts(&mut self) -> (bool, usize, &mut usize) {
+        match self {
+            Frame::Page { leaf, count, index, .. } | Frame::Dirty { leaf, count, index, .. } => (*leaf, *count, index),
+        }
+    }
+}
+
+/// Where to put the index when entering a node.
+#[derive(Clone, Copy)]
+enum Target<'k> {
+    First,
+    Last,
+    Key(&'k [u8]),
+}
+
+/// An ordered cursor over one bucket.
+pub struct Cursor<'tx, 'db, P: Pager> {
+    bucket: Bucket<'tx, 'db, P>,
+    stack: Vec<Frame<'db, P>>,
+    version: u64,
+    /// The key under the cursor, kept only in write transactions (to re-seek after changes).
+    current: Option<Vec<u8>>,
+}
+
+impl<'tx, 'db, P: Pager> Cursor<'tx, 'db, P> {
+    pub(crate) fn new(bucket: Bucket<'tx, 'db, P>) -> Self {
+        Cursor { bucket, stack: Vec::new(), version: 0, current: None }
+    }
+
+    /// Move to the first entry.
+    pub fn first(&mut self) -> Result<Option<Entry<'db, P>>> {
+        self.position(Target::First)?;
+        self.settle(true)
+    }
+
+    /// Move to the last entry.
+    pub fn last(&mut self) -> Result<Option<Entry<'db, P>>> {
+        self.position(Target::Last)?;
+        self.settle(false)
+    }
+
+    /// Move to the first entry whose key is `>= key`.
+    pub fn seek(&mut self, key: &[u8]) -> Result<Option<Entry<'db, P>>> {
+        self.position(Target::Key(key))?;
+        self.settle(true)
+    }
+
+    /// Move to the next entry (the first one if the cursor is not positioned yet).
+    pub fn next(&mut self) -> Result<Option<Entry<'db, P>>> {
+        if self.stack.is_empty() {
+            return self.first();
+        }
+        if self.stale() {
+            let Some(key) = self.current.take() else { return self.first() };
+            match self.seek(&key)? {
+                Some(e) if e.key() != key.as_slice() => return Ok(Some(e)),
+                Some(_) => {}
+                None => return Ok(None),
+            }
+        }
+        if !self.step(true)? {
+            self.finish();
+            return Ok(None);
+        }
+        self.settle(true)
+    }
+
+    /// Move to the previous entry (the last one if the cursor is not positioned yet).
+    pub fn prev(&mut self) -> Result<Option<Entry<'db, P>>> {
+        if self.stack.is_empty() {
+            return self.last();
+        }
+        if self.stale() {
+            let Some(key) = self.current.take() else { return self.last() };
+            if self.seek(&key)?.is_none() {
+                return self.last();
+            }
+        }
+        if !self.step(false)? {
+            self.finish();
+            return Ok(None);
+        }
+        self.settle(false)
+    }
+
+    fn stale(&self) -> bool {
+        self.version != self.bucket.tx.state.borrow().buckets[self.bucket.id].version
+    }
+
+    fn finish(&mut self) {
+        self.stack.clear();
+        self.current = None;
+    }
+
+    /// Rebuild the path from the root towards `target`.
+    fn position(&mut self, target: Target<'_>) -> Result<()> {
+        self.stack.clear();
+        self.current = None;
+        let (root, version) = {
+            let st = self.bucket.tx.state.borrow();
+            let b = &st.buckets[self.bucket.id];
+            if b.deleted {
+                return Err(Error::BucketNotFound);
+            }
+            (b.tree.root, b.version)
+        };
+        self.version = version;
+        if root == Child::Page(0) {
+            return Ok(());
+        }
+        self.descend(root, target)
+    }
+
+    /// Push frames from `child` down to a leaf.
+    fn descend(&mut self, mut child: Child, target: Target<'_>) -> Result<()> {
+        loop {
+            if self.stack.len() >= MAX_DEPTH {
+                return Err(Error::Corrupted("tree too deep"));
+            }
+            let frame = self.load(child, target)?;
+            let next = match &frame {
+                Frame::Page { page, leaf: false, index, .. } => Some(Child::Page(page::branch_slot(page, *index)?.1)),
+                Frame::Dirty { node, leaf: false, index, .. } => Some(self.dirty_child(*node, *index)?),
+                _ => None,
+            };
+            self.stack.push(frame);
+            match next {
+                Some(c) => child = c,
+                None => return Ok(()),
+            }
+        }
+    }
+
+    fn dirty_child(&self, node: usize, index: usize) -> Result<Child> {
+        let st = self.bucket.tx.state.borrow();
+        match st.buckets[self.bucket.id].tree.nodes.get(node).map(|n| &n.entries) {
+            Some(Entries::Branch(e)) => e.get(index).map(|(_, c)| *c).ok_or(Error::Corrupted("branch index")),
+            _ => Err(Error::Corrupted("dangling dirty node")),
+        }
+    }
+
+    fn load(&self, child: Child, target: Target<'_>) -> Result<Frame<'db, P>> {
+        match child {
+            Child::Page(id) => {
+                let page_count = self.bucket.tx.state.borrow().page_count;
+                let page = self.bucket.tx.db.read_page(id, page_count)?;
+                let (leaf, count) = page::node_header(&page, id)?;
+                let index = match target {
+                    Target::First => 0,
+                    Target::Last => count.saturating_sub(1),
+                    Target::Key(k) if leaf => page::leaf_search(&page, count, k)?.unwrap_or_else(|i| i),
+                    Target::Key(k) => page::branch_search(&page, count, k)?,
+                };
+                Ok(Frame::Page { page, leaf, count, index })
+            }
+            Child::Dirty(node) => {
+                let st = self.bucket.tx.state.borrow();
+                let n = st.buckets[self.bucket.id].tree.nodes.get(node).ok_or(Error::Corrupted("dangling dirty node"))?;
+                let (leaf, count) = (n.is_leaf(), n.len());
+                let index = match (&n.entries, target) {
+                    (_, Target::First) => 0,
+                    (_, Target::Last) => count.saturating_sub(1),
+                    (Entries::Leaf(e), Target::Key(k)) => e.partition_point(|(x, _)| x.as_slice() < k),
+                    (Entries::Branch(e), Target::Key(k)) => crate::tree::branch_index(e, k),
+                };
+                Ok(Frame::Dirty { node, leaf, count, index })
+            }
+        }
+    }
+
+    /// Move one leaf position forward or backward, crossing leaves; false at either end.
+    fn step(&mut self, forward: bool) -> Result<bool> {
+        loop {
+            let Some(top) = self.stack.last_mut() else { return Ok(false) };
+            let (leaf, count, index) = top.parts();
+            let moved = if forward {
+                if *index + 1 < count {
+                    *index += 1;
+                    true
+                } else {
+                    false
+                }
+            } else if *index > 0 && count > 0 {
+                *index = (*index).min(count) - 1;
+                true
+            } else {
+                false
+            };
+            if !moved {
+                self.stack.pop();
+                continue;
+            }
+            if leaf {
+                return Ok(true);
+            }
+            // Moved within a branch: descend to the nearest leaf on that side.
+            let child = match self.stack.last() {
+                Some(Frame::Page { page, index, .. }) => Child::Page(page::branch_slot(page, *index)?.1),
+                Some(Frame::Dirty { node, index, .. }) => self.dirty_child(*node, *index)?,
+                None => return Ok(false),
+            };
+            self.descend(child, if forward { Target::First } else { Target::Last })?;
+            let Some(top) = self.stack.last_mut() else { return Ok(false) };
+            let (_, count, _) = top.parts();
+            if count > 0 {
+                return Ok(true);
+            }
+            // Empty leaf: keep going from it.
+        }
+    }
+
+    /// After positioning, make sure the cursor is on a real entry (skip past empty leaves or
+    /// an index one past the end of a leaf), then read it.
+    fn settle(&mut self, forward: bool) -> Result<Option<Entry<'db, P>>> {
+        loop {
+            let Some(top) = self.stack.last_mut() else { return Ok(None) };
+            let (_, count, index) = top.parts();
+            if *index < count {
+                break;
+            }
+            if !self.step(forward)? {
+                self.finish();
+                return Ok(None);
+            }
+        }
+        let entry = self.read_current()?;
+        if self.bucket.tx.writable() {
+            self.current = entry.as_ref().map(|e| e.key().to_vec());
+        }
+        Ok(entry)
+    }
+
+    fn read_current(&self) -> Result<Option<Entry<'db, P>>> {
+        let tx = self.bucket.tx;
+        match self.stack.last() {
+            None => Ok(None),
+            Some(Frame::Page { page, index, .. }) => {
+                let slot = page::leaf_slot(page, *index)?;
+                let key = Bytes::page(page.clone(), slot.key.clone());
+                let value = match slot.flags {
+                    page::FLAG_INLINE => Some(Bytes::page(page.clone(), slot.value)),
+                    flags => {
+                        let v = LeafValue::decode(flags, &page[slot.value])?;
+                        tx.value_of(v, None)?
+                    }
+                };
+                Ok(Some(Entry { key, value }))
+            }
+            Some(Frame::Dirty { node, index, .. }) => {
+                let (key, value) = {
+                    let st = tx.state.borrow();
+                    match st.buckets[self.bucket.id].tree.nodes.get(*node).map(|n| &n.entries) {
+                        Some(Entries::Leaf(e)) => e.get(*index).cloned().ok_or(Error::Corrupted("leaf index"))?,
+                        _ => return Err(Error::Corrupted("dangling dirty node")),
+                    }
+                };
+                let value = match value {
+                    LeafValue::Inline(v) => Some(Bytes::owned(v)),
+                    v => tx.value_of(v, None)?,
+                };
+                Ok(Some(Entry { key: Bytes::owned(key), value }))
+            }
+        }
+    }
+}
+

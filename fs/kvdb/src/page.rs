@@ -1,0 +1,299 @@
+//! On-disk layout: page header, meta page, node (branch / leaf) pages, freelist pages.
+//!
+//! All integers are little-endian. Every accessor bounds-checks offsets and lengths read from a
+//! page and returns [`Error::Corrupted`] instead of panicking: image bytes are untrusted.
+
+use core::ops::Range;
+
+use crate::error::{Error, Result};
+
+/// Index of a page in the store; page `i` starts at byte `i * page_size`. Pages 0 and 1 are the
+/// meta pages, so 0 doubles as "no page" in tree roots and the freelist pointer.
+pub type PageId = u64;
+
+/// Size of the page header of node and freelist pages.
+pub const HEADER_SIZE: usize = 16;
+/// Size of one slot (leaf or branch) in a node page.
+pub const SLOT_SIZE: usize = 16;
+/// Bytes of a meta page that carry data (the rest of the page is zero).
+pub const META_SIZE: usize = 80;
+/// "KVDB" little-endian.
+pub const MAGIC: u32 = 0x4244_564B;
+/// On-disk format version.
+pub const VERSION: u32 = 1;
+/// Smallest and largest supported page sizes.
+pub const MIN_PAGE_SIZE: usize = 1024;
+/// See [`MIN_PAGE_SIZE`].
+pub const MAX_PAGE_SIZE: usize = 65536;
+
+/// Page kinds, first field of the header.
+pub const KIND_BRANCH: u16 = 1;
+/// Leaf node page.
+pub const KIND_LEAF: u16 = 2;
+/// Freelist page (first page of the freelist extent).
+pub const KIND_FREELIST: u16 = 3;
+
+/// Leaf slot flag: the value bytes are stored in the page.
+pub const FLAG_INLINE: u32 = 0;
+/// Leaf slot flag: the value is a bucket header (`root: u64, sequence: u64`).
+pub const FLAG_BUCKET: u32 = 1;
+/// Leaf slot flag: the value is an overflow reference (`first page: u64, length: u64`).
+pub const FLAG_OVERFLOW: u32 = 2;
+
+/// Size of the in-page part of bucket and overflow values.
+pub const REF_SIZE: usize = 16;
+
+/// Longest key for a page size: small enough that any node splits into halves that fit a page.
+pub fn max_key_len(page_size: usize) -> usize {
+    page_size / 8
+}
+
+/// Longest value stored inline in a leaf; longer values go to contiguous overflow pages.
+pub fn max_inline_len(page_size: usize) -> usize {
+    page_size / 6
+}
+
+/// Whether `page_size` is supported.
+pub fn valid_page_size(page_size: usize) -> bool {
+    page_size.is_power_of_two() && (MIN_PAGE_SIZE..=MAX_PAGE_SIZE).contains(&page_size)
+}
+
+pub(crate) fn get_u32(buf: &[u8], at: usize) -> Result<u32> {
+    let b = buf.get(at..at.wrapping_add(4)).ok_or(Error::Corrupted("field out of page"))?;
+    Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+}
+
+pub(crate) fn get_u64(buf: &[u8], at: usize) -> Result<u64> {
+    let b = buf.get(at..at.wrapping_add(8)).ok_or(Error::Corrupted("field out of page"))?;
+    let mut a = [0u8; 8];
+    a.copy_from_slice(b);
+    Ok(u64::from_le_bytes(a))
+}
+
+pub(crate) fn put_u16(buf: &mut [u8], at: usize, v: u16) {
+    buf[at..at + 2].copy_from_slice(&v.to_le_bytes());
+}
+pub(crate) fn put_u32(buf: &mut [u8], at: usize, v: u32) {
+    buf[at..at + 4].copy_from_slice(&v.to_le_bytes());
+}
+pub(crate) fn put_u64(buf: &mut [u8], at: usize, v: u64) {
+    buf[at..at + 8].copy_from_slice(&v.to_le_bytes());
+}
+
+/// FNV-1a, 64 bit: enough to tell a torn or stale meta page from a good one.
+pub fn checksum(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+/// The meta page: which tree and freelist make up committed transaction `txid`.
+///
+/// ```text
+/// off size field
+///   0   4  magic "KVDB"         24   8  root      (root bucket's tree, 0 = empty)
+///   4   4  version              32   8  root_seq  (root bucket's sequence)
+///   8   4  page_size            40   8  freelist  (first page, 0 = none)
+///  12   4  flags (0)            48   8  freelist_pages
+///  16   8  txid                 56   8  page_count (high-water mark)
+///  64   8  reserved (0)         72   8  checksum  (FNV-1a of bytes 0..72)
+/// ```
+/// Transaction `txid` writes its meta to page `txid % 2`, so the previous meta survives a torn write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Meta {
+    pub page_size: u32,
+    pub txid: u64,
+    pub root: PageId,
+    pub root_seq: u64,
+    pub freelist: PageId,
+    pub freelist_pages: u64,
+    pub page_count: u64,
+}
+
+impl Meta {
+    /// Serialise into the first [`META_SIZE`] bytes of `buf`.
+    pub fn encode(&self, buf: &mut [u8]) {
+        put_u32(buf, 0, MAGIC);
+        put_u32(buf, 4, VERSION);
+        put_u32(buf, 8, self.page_size);
+        put_u32(buf, 12, 0);
+        put_u64(buf, 16, self.txid);
+        put_u64(buf, 24, self.root);
+        put_u64(buf, 32, self.root_seq);
+        put_u64(buf, 40, self.freelist);
+        put_u64(buf, 48, self.freelist_pages);
+        put_u64(buf, 56, self.page_count);
+        put_u64(buf, 64, 0);
+        let sum = checksum(&buf[..72]);
+        put_u64(buf, 72, sum);
+    }
+
+    /// Parse and validate a meta page; every field is checked against the others.
+    pub fn decode(buf: &[u8]) -> Result<Meta> {
+        if buf.len() < META_SIZE {
+            return Err(Error::Corrupted("meta page truncated"));
+        }
+        if get_u32(buf, 0)? != MAGIC {
+            return Err(Error::Corrupted("bad meta magic"));
+        }
+        if get_u64(buf, 72)? != checksum(&buf[..72]) {
+            return Err(Error::Corrupted("bad meta checksum"));
+        }
+        if get_u32(buf, 4)? != VERSION {
+            return Err(Error::Corrupted("unsupported format version"));
+        }
+        let meta = Meta {
+            page_size: get_u32(buf, 8)?,
+            txid: get_u64(buf, 16)?,
+            root: get_u64(buf, 24)?,
+            root_seq: get_u64(buf, 32)?,
+            freelist: get_u64(buf, 40)?,
+            freelist_pages: get_u64(buf, 48)?,
+            page_count: get_u64(buf, 56)?,
+        };
+        if !valid_page_size(meta.page_size as usize) {
+            return Err(Error::Corrupted("bad page size"));
+        }
+        if meta.page_count < 2 || meta.page_count > u64::MAX / MAX_PAGE_SIZE as u64 {
+            return Err(Error::Corrupted("bad page count"));
+        }
+        if meta.root == 1 || meta.root >= meta.page_count {
+            return Err(Error::Corrupted("root page out of range"));
+        }
+        if meta.freelist != 0 {
+            let end = meta.freelist.checked_add(meta.freelist_pages);
+            if meta.freelist < 2 || meta.freelist_pages == 0 || end.is_none_or(|e| e > meta.page_count)
+            {
+                return Err(Error::Corrupted("freelist out of range"));
+            }
+        }
+        Ok(meta)
+    }
+}
+
+/// Node and freelist page header.
+///
+/// ```text
+/// off size field
+///   0   2  kind (1 branch, 2 leaf, 3 freelist)
+///   2   2  reserved (0)
+///   4   4  count (slots in a node page; page ids in a freelist)
+///   8   8  id of this page (catches misdirected and stale pages)
+/// ```
+/// A node page then holds `count` slots of [`SLOT_SIZE`] bytes, then the key/value bytes the slots
+/// point at (offsets are from the start of the page). Leaf slot: `flags u32, key_off u32,
+/// key_len u32, val_len u32`, value bytes right after the key. Branch slot: `key_off u32,
+/// key_len u32, child u64`; child `i` holds keys `>= key i` and `< key i+1` (key 0 is not compared).
+/// A freelist page holds `count` page ids (u64) after the header, running on into the next pages
+/// of its extent.
+pub fn check_header(buf: &[u8], id: PageId, kind: u16) -> Result<usize> {
+    if buf.len() < HEADER_SIZE {
+        return Err(Error::Corrupted("page truncated"));
+    }
+    let found = u16::from_le_bytes([buf[0], buf[1]]);
+    if found != kind {
+        return Err(Error::Corrupted("unexpected page kind"));
+    }
+    if get_u64(buf, 8)? != id {
+        return Err(Error::Corrupted("page id mismatch"));
+    }
+    Ok(get_u32(buf, 4)? as usize)
+}
+
+/// The kind of a node page and its slot count, validated so that every slot lies in the page.
+pub fn node_header(buf: &[u8], id: PageId) -> Result<(bool, usize)> {
+    if buf.len() < HEADER_SIZE {
+        return Err(Error::Corrupted("page truncated"));
+    }
+    let kind = u16::from_le_bytes([buf[0], buf[1]]);
+    let leaf = match kind {
+        KIND_LEAF => true,
+        KIND_BRANCH => false,
+        _ => return Err(Error::Corrupted("not a node page")),
+    };
+    let count = check_header(buf, id, kind)?;
+    if count > (buf.len() - HEADER_SIZE) / SLOT_SIZE {
+        return Err(Error::Corrupted("slot count exceeds page"));
+    }
+    if !leaf && count == 0 {
+        return Err(Error::Corrupted("empty branch page"));
+    }
+    Ok((leaf, count))
+}
+
+fn range_in(buf: &[u8], off: u32, len: u32) -> Result<Range<usize>> {
+    let start = off as usize;
+    let end = start.checked_add(len as usize).ok_or(Error::Corrupted("slot overflows"))?;
+    if start < HEADER_SIZE || end > buf.len() {
+        return Err(Error::Corrupted("slot points outside page"));
+    }
+    Ok(start..end)
+}
+
+/// A decoded leaf slot: where its key and value bytes are in the page.
+#[derive(Clone, Debug)]
+pub struct LeafSlot {
+    pub flags: u32,
+    pub key: Range<usize>,
+    pub value: Range<usize>,
+}
+
+/// Slot `i` of a leaf page whose header was validated by [`node_header`] (`i < count`).
+pub fn leaf_slot(buf: &[u8], i: usize) -> Result<LeafSlot> {
+    let at = HEADER_SIZE + i * SLOT_SIZE;
+    let flags = get_u32(buf, at)?;
+    let key = range_in(buf, get_u32(buf, at + 4)?, get_u32(buf, at + 8)?)?;
+    let value = range_in(buf, key.end as u32, get_u32(buf, at + 12)?)?;
+    if flags > FLAG_OVERFLOW || (flags != FLAG_INLINE && value.len() != REF_SIZE) {
+        return Err(Error::Corrupted("bad leaf slot flags"));
+    }
+    Ok(LeafSlot { flags, key, value })
+}
+
+/// Slot `i` of a branch page: the key range and the child page.
+pub fn branch_slot(buf: &[u8], i: usize) -> Result<(Range<usize>, PageId)> {
+    let at = HEADER_SIZE + i * SLOT_SIZE;
+    let key = range_in(buf, get_u32(buf, at)?, get_u32(buf, at + 4)?)?;
+    let child = get_u64(buf, at + 8)?;
+    Ok((key, child))
+}
+
+/// Binary search of a leaf: `Ok(i)` if slot `i` holds `key`, `Err(i)` for the insertion point.
+pub fn leaf_search(buf: &[u8], count: usize, key: &[u8]) -> Result<core::result::Result<usize, usize>> {
+    let (mut lo, mut hi) = (0usize, count);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        let slot = leaf_slot(buf, mid)?;
+        match buf[slot.key].cmp(key) {
+            core::cmp::Ordering::Less => lo = mid + 1,
+            core::cmp::Ordering::Greater => hi = mid,
+            core::cmp::Ordering::Equal => return Ok(Ok(mid)),
+        }
+    }
+    Ok(Err(lo))
+}
+
+/// The child of a branch page to descend into for `key`: the last slot whose key is `<= key`,
+/// or slot 0.
+pub fn branch_search(buf: &[u8], count: usize, key: &[u8]) -> Result<usize> {
+    // Find the first slot in 1..count whose key is > key; the child is the one before it.
+    let (mut lo, mut hi) = (1usize, count);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        let (k, _) = branch_slot(buf, mid)?;
+        if buf[k] <= *key {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    Ok(lo - 1)
+}
+
+/// Decode a 16-byte bucket or overflow reference.
+pub fn decode_ref(bytes: &[u8]) -> Result<(u64, u64)> {
+    Ok((get_u64(bytes, 0)?, get_u64(bytes, 8)?))
+}

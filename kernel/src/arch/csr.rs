@@ -1,0 +1,65 @@
+//! The handful of supervisor CSRs the kernel touches, as named functions.
+
+use core::arch::asm;
+
+pub const SSTATUS_SIE: usize = 1 << 1;
+pub const SSTATUS_SPIE: usize = 1 << 5;
+pub const SSTATUS_SPP: usize = 1 << 8;
+/// Floating-point unit state "Initial": FP instructions allowed.
+pub const SSTATUS_FS_INITIAL: usize = 1 << 13;
+pub const SSTATUS_FS_MASK: usize = 3 << 13;
+/// Supervisor may access user pages (the dbfs window does not need it; kept off).
+pub const SSTATUS_SUM: usize = 1 << 18;
+
+pub const SIE_STIE: usize = 1 << 5;
+
+macro_rules! csr_rw {
+    ($read:ident, $write:ident, $name:literal) => {
+        #[inline]
+        pub fn $read() -> usize {
+            let v: usize;
+            // SAFETY: reading a CSR has no side effect on memory.
+            unsafe { asm!(concat!("csrr {}, ", $name), out(reg) v) };
+            v
+        }
+        #[inline]
+        pub fn $write(v: usize) {
+            // SAFETY: the callers (boot, trap, scheduler) write values that keep the kernel's
+            // invariants (valid trap vector, valid page table root, kernel mapped).
+            unsafe { asm!(concat!("csrw ", $name, ", {}"), in(reg) v) };
+        }
+    };
+}
+
+csr_rw!(sstatus, set_sstatus, "sstatus");
+csr_rw!(stvec, set_stvec, "stvec");
+csr_rw!(sie, set_sie, "sie");
+csr_rw!(scause, set_scause, "scause");
+csr_rw!(stval, set_stval, "stval");
+csr_rw!(sepc, set_sepc, "sepc");
+csr_rw!(satp, set_satp_raw, "satp");
+csr_rw!(sscratch, set_sscratch, "sscratch");
+
+/// Read the `time` CSR (ticks at the device tree's `timebase-frequency`).
+#[inline]
+pub fn time() -> u64 {
+    let v: u64;
+    // SAFETY: reading the time CSR has no side effects.
+    unsafe { asm!("csrr {}, time", out(reg) v) };
+    v
+}
+
+/// Switch to the page table whose `satp` value is `satp` and flush the TLB.
+#[inline]
+pub fn set_satp(satp: usize) {
+    // SAFETY: every page table the kernel installs maps the kernel image, its heap and the
+    // MMIO it uses at the same (identity) addresses, so execution continues unchanged.
+    unsafe { asm!("csrw satp, {}", "sfence.vma", in(reg) satp) };
+}
+
+/// Flush the TLB entries of one virtual address.
+#[inline]
+pub fn sfence_vma(va: usize) {
+    // SAFETY: a TLB flush only drops cached translations.
+    unsafe { asm!("sfence.vma {}, zero", in(reg) va) };
+}

@@ -1,0 +1,55 @@
+//! Time: the `time` CSR at the device tree's `timebase-frequency` (never a constant), and the
+//! wall clock read once at boot from the Goldfish RTC when the device tree has one.
+
+use core::sync::atomic::{AtomicU64, Ordering};
+
+use super::csr;
+
+static TIMEBASE_HZ: AtomicU64 = AtomicU64::new(0);
+/// Nanoseconds since the Unix epoch at `time` = 0.
+static EPOCH_OFFSET_NS: AtomicU64 = AtomicU64::new(0);
+
+pub fn init(timebase_hz: u64, rtc_base: Option<usize>) {
+    TIMEBASE_HZ.store(timebase_hz.max(1), Ordering::Relaxed);
+    if let Some(base) = rtc_base {
+        // SAFETY: `base` is the Goldfish RTC's MMIO address from the device tree, identity
+        // mapped; reading TIME_LOW (offset 0) latches TIME_HIGH (offset 4).
+        let wall_ns = unsafe {
+            let lo = (base as *const u32).read_volatile() as u64;
+            let hi = ((base + 4) as *const u32).read_volatile() as u64;
+            (hi << 32) | lo
+        };
+        EPOCH_OFFSET_NS.store(wall_ns.saturating_sub(monotonic_ns()), Ordering::Relaxed);
+    }
+}
+
+pub fn timebase_hz() -> u64 {
+    TIMEBASE_HZ.load(Ordering::Relaxed)
+}
+
+/// Nanoseconds since boot.
+pub fn monotonic_ns() -> u64 {
+    let hz = timebase_hz();
+    let t = csr::time();
+    // Split to avoid overflow: whole seconds, then the remainder.
+    (t / hz) * 1_000_000_000 + (t % hz) * 1_000_000_000 / hz
+}
+
+/// Nanoseconds since the Unix epoch (since boot if there is no RTC).
+pub fn realtime_ns() -> u64 {
+    monotonic_ns() + EPOCH_OFFSET_NS.load(Ordering::Relaxed)
+}
+
+/// Arm the timer interrupt `ms` milliseconds from now.
+pub fn set_timer_in_ms(ms: u64) {
+    let _ = sbi_rt::set_timer(csr::time() + timebase_hz() * ms / 1000);
+}
+
+/// The file systems' clock.
+pub struct KernelClock;
+impl vfs::Clock for KernelClock {
+    fn now(&self) -> vfs::Timestamp {
+        let ns = realtime_ns();
+        vfs::Timestamp { sec: (ns / 1_000_000_000) as i64, nsec: (ns % 1_000_000_000) as u32 }
+    }
+}

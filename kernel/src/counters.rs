@@ -1,0 +1,52 @@
+//! Kernel-wide I/O counters (monotonic since boot), reported to user space by the
+//! `SYS_DBFS_COUNTERS` syscall: the benchmarks print their deltas beside each figure.
+
+use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use abi::syscall::KernelCounters;
+
+static DEV_READ_REQ: AtomicU64 = AtomicU64::new(0);
+static DEV_READ_BYTES: AtomicU64 = AtomicU64::new(0);
+static DEV_WRITE_REQ: AtomicU64 = AtomicU64::new(0);
+static DEV_WRITE_BYTES: AtomicU64 = AtomicU64::new(0);
+static DEV_FLUSHES: AtomicU64 = AtomicU64::new(0);
+static CACHE_HITS: AtomicU64 = AtomicU64::new(0);
+static CACHE_MISSES: AtomicU64 = AtomicU64::new(0);
+static PAGE_FAULTS: AtomicU64 = AtomicU64::new(0);
+static USER_COPY: AtomicU64 = AtomicU64::new(0);
+
+pub fn add_dev_read(bytes: usize) {
+    DEV_READ_REQ.fetch_add(1, Relaxed);
+    DEV_READ_BYTES.fetch_add(bytes as u64, Relaxed);
+}
+pub fn add_dev_write(bytes: usize) {
+    DEV_WRITE_REQ.fetch_add(1, Relaxed);
+    DEV_WRITE_BYTES.fetch_add(bytes as u64, Relaxed);
+}
+pub fn add_dev_flush() {
+    DEV_FLUSHES.fetch_add(1, Relaxed);
+}
+pub fn add_cache(hits: u64, misses: u64) {
+    CACHE_HITS.fetch_add(hits, Relaxed);
+    CACHE_MISSES.fetch_add(misses, Relaxed);
+}
+pub fn add_page_fault() {
+    PAGE_FAULTS.fetch_add(1, Relaxed);
+}
+pub fn add_user_copy(bytes: usize) {
+    USER_COPY.fetch_add(bytes as u64, Relaxed);
+}
+
+pub fn snapshot() -> KernelCounters {
+    KernelCounters {
+        dev_read_requests: DEV_READ_REQ.load(Relaxed),
+        dev_read_bytes: DEV_READ_BYTES.load(Relaxed),
+        dev_write_requests: DEV_WRITE_REQ.load(Relaxed),
+        dev_write_bytes: DEV_WRITE_BYTES.load(Relaxed),
+        dev_flushes: DEV_FLUSHES.load(Relaxed),
+        cache_hits: CACHE_HITS.load(Relaxed),
+        cache_misses: CACHE_MISSES.load(Relaxed),
+        page_faults: PAGE_FAULTS.load(Relaxed),
+        user_copy_bytes: USER_COPY.load(Relaxed),
+    }
+}

@@ -1,0 +1,290 @@
+//! A write-back block cache in front of one disk; it is itself a `vfs::BlockDevice`, so a
+//! file system mounts the cache instead of the raw disk.
+//!
+//! Contract: reads see every earlier write. Writes stay in memory (dirty) until `flush`
+//! (fsync, sync, unmount), until dirty data passes half the capacity, or until eviction needs
+//! the slot; `flush` returns only after the data is written and the device flushed.
+//!
+//! Design: 4 KiB cache blocks with per-sector valid/dirty bits, so a partial-block write never
+//! reads the disk first. A miss reads a run of missing blocks in one request, with read-ahead
+//! when misses are sequential. Write-back walks dirty blocks in order and sends contiguous runs
+//! (up to 1 MiB) as single requests. Eviction is the clock (second-chance) algorithm. Lock
+//! order: the cache's own mutex, then the disk's.
+//!
+//! Each cache is a value owned by its mount: two disks never share one.
+
+use alloc::boxed::Box;
+use alloc::collections::{BTreeMap, VecDeque};
+use alloc::sync::Arc;
+use alloc::vec;
+use alloc::vec::Vec;
+
+use spin::Mutex;
+use vfs::{BlockDevice, VfsResult, SECTOR_SIZE};
+
+/// Bytes per cache block.
+pub const BLOCK_SIZE: usize = 4096;
+const SECTORS_PER_BLOCK: u64 = (BLOCK_SIZE / SECTOR_SIZE) as u64;
+const FULL: u8 = 0xff;
+/// Longest run written or read in one request, in blocks (1 MiB).
+const MAX_RUN: usize = 256;
+/// Blocks read ahead on a sequential miss (128 KiB).
+const READ_AHEAD: usize = 32;
+
+struct Entry {
+    data: Box<[u8; BLOCK_SIZE]>,
+    valid: u8,
+    dirty: u8,
+    referenced: bool,
+}
+
+struct Inner {
+    map: BTreeMap<u64, Entry>,
+    clock: VecDeque<u64>,
+    dirty_blocks: usize,
+    capacity: usize,
+    /// The block after the last miss, to detect sequential reading.
+    next_sequential: u64,
+    staging: Vec<u8>,
+}
+
+pub struct BlockCache {
+    dev: Arc<dyn BlockDevice>,
+    inner: Mutex<Inner>,
+    blocks: u64,
+}
+
+fn sector_mask(first: u64, count: u64) -> u8 {
+    (((1u16 << count) - 1) << first) as u8
+}
+
+impl BlockCache {
+    /// A cache of `capacity_bytes` over `dev`.
+    pub fn new(dev: Arc<dyn BlockDevice>, capacity_bytes: usize) -> Self {
+        let blocks = dev.num_sectors() / SECTORS_PER_BLOCK;
+        BlockCache {
+            dev,
+            blocks,
+            inner: Mutex::new(Inner {
+                map: BTreeMap::new(),
+                clock: VecDeque::new(),
+                dirty_blocks: 0,
+                capacity: (capacity_bytes / BLOCK_SIZE).max(2 * MAX_RUN),
+                next_sequential: u64::MAX,
+                staging: Vec::new(),
+            }),
+        }
+    }
+
+    /// Write every dirty block (no device flush).
+    fn write_back(&self, inner: &mut Inner) -> VfsResult<()> {
+        let dirty: Vec<u64> = inner.map.iter().filter(|(_, e)| e.dirty != 0).map(|(&b, _)| b).collect();
+        let mut i = 0;
+        while i < dirty.len() {
+            let start = dirty[i];
+            let mut n = 1;
+            let whole = |m: &BTreeMap<u64, Entry>, b: u64| m.get(&b).is_some_and(|e| e.valid == FULL);
+            if whole(&inner.map, start) {
+                while i + n < dirty.len()
+                    && n < MAX_RUN
+                    && dirty[i + n] == start + n as u64
+                    && whole(&inner.map, start + n as u64)
+                {
+                    n += 1;
+                }
+                self.write_run(inner, start, n)?;
+            } else {
+                self.write_partial(inner, start)?;
+            }
+            i += n;
+        }
+        Ok(())
+    }
+
+    /// Write `n` fully valid blocks from `start` as one request and mark them clean.
+    fn write_run(&self, inner: &mut Inner, start: u64, n: usize) -> VfsResult<()> {
+        let mut staging = core::mem::take(&mut inner.staging);
+        staging.resize(n * BLOCK_SIZE, 0);
+        for k in 0..n {
+            if let Some(e) = inner.map.get(&(start + k as u64)) {
+                staging[k * BLOCK_SIZE..(k + 1) * BLOCK_SIZE].copy_from_slice(&e.data[..]);
+            }
+        }
+        let r = self.dev.write_sectors(start * SECTORS_PER_BLOCK, &staging);
+        inner.staging = staging;
+        r?;
+        for k in 0..n {
+            if let Some(e) = inner.map.get_mut(&(start + k as u64)) {
+                if e.dirty != 0 {
+                    e.dirty = 0;
+                    inner.dirty_blocks -= 1;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Write the dirty sectors of a partially valid block.
+    fn write_partial(&self, inner: &mut Inner, block: u64) -> VfsResult<()> {
+        let Some(e) = inner.map.get_mut(&block) else { return Ok(()) };
+        let mut s = 0u64;
+        while s < SECTORS_PER_BLOCK {
+            if e.dirty & (1 << s) == 0 {
+                s += 1;
+                continue;
+            }
+            let mut n = 1;
+            while s + n < SECTORS_PER_BLOCK && e.dirty & (1 << (s + n)) != 0 {
+                n += 1;
+            }
+            let bytes = &e.data[s as usize * SECTOR_SIZE..(s + n) as usize * SECTOR_SIZE];
+            self.dev.write_sectors(block * SECTORS_PER_BLOCK + s, bytes)?;
+            s += n;
+        }
+        e.dirty = 0;
+        inner.dirty_blocks -= 1;
+        Ok(())
+    }
+
+    /// Make room for one more block.
+    fn evict_one(&self, inner: &mut Inner) -> VfsResult<()> {
+        while inner.map.len() >= inner.capacity {
+            let Some(b) = inner.clock.pop_front() else { return Ok(()) };
+            let Some(e) = inner.map.get_mut(&b) else { continue };
+            if e.referenced {
+                e.referenced = false;
+                inner.clock.push_back(b);
+                continue;
+            }
+            if e.dirty != 0 {
+                // Write back everything dirty: eviction under write pressure then sends long
+                // sequential runs instead of one block at a time.
+                inner.clock.push_front(b);
+                self.write_back(inner)?;
+                inner.clock.pop_front();
+            }
+            inner.map.remove(&b);
+        }
+        Ok(())
+    }
+
+    fn insert(&self, inner: &mut Inner, block: u64, entry: Entry) -> VfsResult<()> {
+        self.evict_one(inner)?;
+        inner.map.insert(block, entry);
+        inner.clock.push_back(block);
+        Ok(())
+    }
+
+    /// Fill block `b` (missing or partially valid) and the missing blocks after it, up to
+    /// `want` blocks, with one device read.
+    fn fill(&self, inner: &mut Inner, b: u64, want: usize) -> VfsResult<()> {
+        let mut n = 1;
+        while n < want && b + (n as u64) < self.blocks && !inner.map.contains_key(&(b + n as u64)) {
+            n += 1;
+        }
+        let mut buf = vec![0u8; n * BLOCK_SIZE];
+        self.dev.read_sectors(b * SECTORS_PER_BLOCK, &mut buf)?;
+        for k in 0..n {
+            let blk = b + k as u64;
+            let src = &buf[k * BLOCK_SIZE..(k + 1) * BLOCK_SIZE];
+            if let Some(e) = inner.map.get_mut(&blk) {
+                // Keep sectors already valid (they may be dirty and newer than the disk).
+                for s in 0..SECTORS_PER_BLOCK as usize {
+                    if e.valid & (1 << s) == 0 {
+                        e.data[s * SECTOR_SIZE..(s + 1) * SECTOR_SIZE]
+                            .copy_from_slice(&src[s * SECTOR_SIZE..(s + 1) * SECTOR_SIZE]);
+                    }
+                }
+                e.valid = FULL;
+                e.referenced = true;
+            } else {
+                let mut data = Box::new([0u8; BLOCK_SIZE]);
+                data.copy_from_slice(src);
+                self.insert(inner, blk, Entry { data, valid: FULL, dirty: 0, referenced: false })?;
+            }
+        }
+        inner.next_sequential = b + n as u64;
+        Ok(())
+    }
+}
+
+impl BlockDevice for BlockCache {
+    fn num_sectors(&self) -> u64 {
+        self.dev.num_sectors()
+    }
+
+    fn read_sectors(&self, sector: u64, buf: &mut [u8]) -> VfsResult<()> {
+        vfs::check_run(self.num_sectors(), sector, buf.len())?;
+        let mut inner = self.inner.lock();
+        let (mut hits, mut misses) = (0, 0);
+        let mut done = 0;
+        let mut at = sector;
+        while done < buf.len() {
+            let b = at / SECTORS_PER_BLOCK;
+            let first = at % SECTORS_PER_BLOCK;
+            let count = (SECTORS_PER_BLOCK - first).min(((buf.len() - done) / SECTOR_SIZE) as u64);
+            let need = sector_mask(first, count);
+            let present = inner.map.get(&b).is_some_and(|e| e.valid & need == need);
+            if present {
+                hits += 1;
+            } else {
+                misses += 1;
+                let remaining_blocks = (buf.len() - done).div_ceil(BLOCK_SIZE) + 1;
+                let want = if b == inner.next_sequential { remaining_blocks.max(READ_AHEAD) } else { remaining_blocks };
+                self.fill(&mut inner, b, want.min(MAX_RUN))?;
+            }
+            let Some(e) = inner.map.get_mut(&b) else { return Err(vfs::VfsError::Io) };
+            e.referenced = true;
+            let len = count as usize * SECTOR_SIZE;
+            let off = first as usize * SECTOR_SIZE;
+            buf[done..done + len].copy_from_slice(&e.data[off..off + len]);
+            done += len;
+            at += count;
+        }
+        crate::counters::add_cache(hits, misses);
+        Ok(())
+    }
+
+    fn write_sectors(&self, sector: u64, buf: &[u8]) -> VfsResult<()> {
+        vfs::check_run(self.num_sectors(), sector, buf.len())?;
+        let mut inner = self.inner.lock();
+        let mut done = 0;
+        let mut at = sector;
+        while done < buf.len() {
+            let b = at / SECTORS_PER_BLOCK;
+            let first = at % SECTORS_PER_BLOCK;
+            let count = (SECTORS_PER_BLOCK - first).min(((buf.len() - done) / SECTOR_SIZE) as u64);
+            let mask = sector_mask(first, count);
+            if !inner.map.contains_key(&b) {
+                let entry = Entry { data: Box::new([0u8; BLOCK_SIZE]), valid: 0, dirty: 0, referenced: false };
+                self.insert(&mut inner, b, entry)?;
+            }
+            let mut newly_dirty = false;
+            if let Some(e) = inner.map.get_mut(&b) {
+                let len = count as usize * SECTOR_SIZE;
+                let off = first as usize * SECTOR_SIZE;
+                e.data[off..off + len].copy_from_slice(&buf[done..done + len]);
+                e.valid |= mask;
+                newly_dirty = e.dirty == 0;
+                e.dirty |= mask;
+                e.referenced = true;
+            }
+            if newly_dirty {
+                inner.dirty_blocks += 1;
+            }
+            done += count as usize * SECTOR_SIZE;
+            at += count;
+        }
+        if inner.dirty_blocks > inner.capacity / 2 {
+            self.write_back(&mut inner)?;
+        }
+        Ok(())
+    }
+
+    fn flush(&self) -> VfsResult<()> {
+        let mut inner = self.inner.lock();
+        self.write_back(&mut inner)?;
+        drop(inner);
+        self.dev.flush()
+    }
+}

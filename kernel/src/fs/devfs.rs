@@ -1,0 +1,254 @@
+//! devfs: `/dev` with the console, `null`, `zero` and one node per disk (`vda`, `vdb`, ...).
+//!
+//! Disk nodes go straight to the driver (like O_DIRECT): aligned runs are single requests,
+//! unaligned edges are read-modify-written. They bypass any block cache, so they are the
+//! "raw device" the benchmarks measure file systems against; do not write to the node of a
+//! disk that is mounted.
+
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec;
+use alloc::vec::Vec;
+use core::any::Any;
+
+use vfs::{
+    BlockDevice, DirEntry, FileSystem, FileType, Metadata, Node, NodeRef, Timestamp, VfsError, VfsResult, SECTOR_SIZE,
+};
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Console,
+    Null,
+    Zero,
+}
+
+pub struct DevFs {
+    root: Arc<DevDir>,
+}
+
+struct DevDir {
+    entries: Vec<(String, NodeRef)>,
+}
+
+struct CharDev {
+    kind: Kind,
+    ino: u64,
+}
+
+pub struct DiskNode {
+    dev: Arc<dyn BlockDevice>,
+    ino: u64,
+    rdev: u64,
+}
+
+impl DevFs {
+    pub fn new(disks: Vec<(String, Arc<dyn BlockDevice>)>) -> Arc<DevFs> {
+        let mut entries: Vec<(String, NodeRef)> = vec![
+            (String::from("console"), Arc::new(CharDev { kind: Kind::Console, ino: 2 })),
+            (String::from("null"), Arc::new(CharDev { kind: Kind::Null, ino: 3 })),
+            (String::from("zero"), Arc::new(CharDev { kind: Kind::Zero, ino: 4 })),
+        ];
+        for (i, (name, dev)) in disks.into_iter().enumerate() {
+            // Linux's virtio-blk major is dynamic; 254 is what it usually gets.
+            let rdev = (254 << 8) | (i as u64 * 16);
+            entries.push((name, Arc::new(DiskNode { dev, ino: 10 + i as u64, rdev })));
+        }
+        Arc::new(DevFs { root: Arc::new(DevDir { entries }) })
+    }
+}
+
+impl FileSystem for DevFs {
+    fn fs_name(&self) -> &'static str {
+        "devfs"
+    }
+    fn root(&self) -> VfsResult<NodeRef> {
+        Ok(self.root.clone())
+    }
+    fn statfs(&self) -> VfsResult<vfs::FsStats> {
+        Ok(vfs::FsStats { fs_type: 0x1373, block_size: 4096, name_max: 255, ..Default::default() })
+    }
+}
+
+fn meta(ino: u64, ftype: FileType, perm: u32, size: u64, rdev: u64) -> Metadata {
+    Metadata {
+        ino,
+        ftype,
+        perm,
+        nlink: if ftype == FileType::Directory { 2 } else { 1 },
+        uid: 0,
+        gid: 0,
+        size,
+        blocks: 0,
+        blksize: 4096,
+        rdev,
+        atime: Timestamp::default(),
+        mtime: Timestamp::default(),
+        ctime: Timestamp::default(),
+    }
+}
+
+impl Node for DevDir {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn getattr(&self) -> VfsResult<Metadata> {
+        Ok(meta(1, FileType::Directory, 0o755, 0, 0))
+    }
+    fn lookup(&self, name: &str) -> VfsResult<NodeRef> {
+        self.entries.iter().find(|(n, _)| n == name).map(|(_, node)| node.clone()).ok_or(VfsError::NotFound)
+    }
+    fn create(&self, name: &str, _new: &vfs::NewNode) -> VfsResult<NodeRef> {
+        match self.lookup(name) {
+            Ok(_) => Err(VfsError::AlreadyExists),
+            Err(_) => Err(VfsError::NotPermitted),
+        }
+    }
+    fn readdir(&self, cookie: u64, sink: &mut dyn FnMut(DirEntry<'_>) -> bool) -> VfsResult<()> {
+        let mut i = cookie as usize;
+        loop {
+            let (name, ino, ftype) = match i {
+                0 => (".", 1, FileType::Directory),
+                1 => ("..", 1, FileType::Directory),
+                _ => match self.entries.get(i - 2) {
+                    Some((n, node)) => {
+                        let m = node.getattr()?;
+                        (n.as_str(), m.ino, m.ftype)
+                    }
+                    None => return Ok(()),
+                },
+            };
+            if !sink(DirEntry { ino, ftype, name, next_cookie: i as u64 + 1 }) {
+                return Ok(());
+            }
+            i += 1;
+        }
+    }
+}
+
+impl Node for CharDev {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn getattr(&self) -> VfsResult<Metadata> {
+        let rdev = match self.kind {
+            Kind::Console => (5 << 8) | 1,
+            Kind::Null => (1 << 8) | 3,
+            Kind::Zero => (1 << 8) | 5,
+        };
+        Ok(meta(self.ino, FileType::CharDevice, 0o666, 0, rdev))
+    }
+    fn setattr(&self, _attr: &vfs::SetAttr) -> VfsResult<Metadata> {
+        self.getattr()
+    }
+    fn read_at(&self, _offset: u64, buf: &mut [u8]) -> VfsResult<usize> {
+        match self.kind {
+            Kind::Null => Ok(0),
+            Kind::Zero => {
+                buf.fill(0);
+                Ok(buf.len())
+            }
+            Kind::Console => {
+                // Block (politely) until at least one byte arrives, then take what is there.
+                let mut n = 0;
+                while n == 0 {
+                    while n < buf.len() {
+                        match crate::arch::console::getc() {
+                            Some(c) => {
+                                buf[n] = if c == b'\r' { b'\n' } else { c };
+                                n += 1;
+                                if buf[n - 1] == b'\n' {
+                                    return Ok(n);
+                                }
+                            }
+                            None => break,
+                        }
+                    }
+                    if n == 0 {
+                        crate::task::yield_now();
+                    }
+                }
+                Ok(n)
+            }
+        }
+    }
+    fn write_at(&self, _offset: u64, buf: &[u8]) -> VfsResult<usize> {
+        if self.kind == Kind::Console {
+            crate::arch::console::write_bytes(buf);
+        }
+        Ok(buf.len())
+    }
+}
+
+impl DiskNode {
+    /// Read or write the byte range [offset, offset + len) with sector-aligned requests.
+    fn rw(&self, offset: u64, len: usize, mut op: impl FnMut(u64, usize, usize, &mut Vec<u8>) -> VfsResult<()>) -> VfsResult<usize> {
+        let size = self.dev.size_bytes();
+        if offset >= size {
+            return Ok(0);
+        }
+        let len = len.min((size - offset) as usize);
+        let mut done = 0;
+        let mut bounce = Vec::new();
+        while done < len {
+            let at = offset + done as u64;
+            let head = (at % SECTOR_SIZE as u64) as usize;
+            let n = if head == 0 && len - done >= SECTOR_SIZE {
+                (len - done) / SECTOR_SIZE * SECTOR_SIZE
+            } else {
+                (SECTOR_SIZE - head).min(len - done)
+            };
+            op(at / SECTOR_SIZE as u64, head, n, &mut bounce)?;
+            done += n;
+            let _ = &mut bounce;
+        }
+        Ok(len)
+    }
+}
+
+impl Node for DiskNode {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn getattr(&self) -> VfsResult<Metadata> {
+        Ok(meta(self.ino, FileType::BlockDevice, 0o660, self.dev.size_bytes(), self.rdev))
+    }
+    fn setattr(&self, _attr: &vfs::SetAttr) -> VfsResult<Metadata> {
+        self.getattr()
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> VfsResult<usize> {
+        let dev = self.dev.clone();
+        let base = offset;
+        self.rw(offset, buf.len(), |sector, head, n, bounce| {
+            let at = (sector * SECTOR_SIZE as u64 + head as u64 - base) as usize;
+            if head == 0 && n % SECTOR_SIZE == 0 {
+                dev.read_sectors(sector, &mut buf[at..at + n])
+            } else {
+                bounce.resize(SECTOR_SIZE, 0);
+                dev.read_sectors(sector, bounce)?;
+                buf[at..at + n].copy_from_slice(&bounce[head..head + n]);
+                Ok(())
+            }
+        })
+    }
+    fn write_at(&self, offset: u64, buf: &[u8]) -> VfsResult<usize> {
+        let dev = self.dev.clone();
+        let base = offset;
+        if offset >= dev.size_bytes() && !buf.is_empty() {
+            return Err(VfsError::NoSpace);
+        }
+        self.rw(offset, buf.len(), |sector, head, n, bounce| {
+            let at = (sector * SECTOR_SIZE as u64 + head as u64 - base) as usize;
+            if head == 0 && n % SECTOR_SIZE == 0 {
+                dev.write_sectors(sector, &buf[at..at + n])
+            } else {
+                bounce.resize(SECTOR_SIZE, 0);
+                dev.read_sectors(sector, bounce)?;
+                bounce[head..head + n].copy_from_slice(&buf[at..at + n]);
+                dev.write_sectors(sector, bounce)
+            }
+        })
+    }
+    fn fsync(&self, _data_only: bool) -> VfsResult<()> {
+        self.dev.flush()
+    }
+}

@@ -1,0 +1,134 @@
+//! Open file descriptions and per-process descriptor tables.
+//!
+//! An [`OpenFile`] is shared by every descriptor dup'ed or inherited from one `openat`; it
+//! holds the offset (a directory's readdir cookie lives there too) and the access mode. The
+//! node's `release` hook runs when the last descriptor closes.
+
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+
+use abi::Errno;
+use spin::Mutex;
+
+use super::path::Loc;
+
+pub struct OpenFile {
+    pub loc: Loc,
+    pub readable: bool,
+    pub writable: bool,
+    /// O_APPEND, O_NONBLOCK, ... as given to open (F_GETFL).
+    pub status_flags: Mutex<u32>,
+    pub offset: Mutex<u64>,
+}
+
+impl OpenFile {
+    pub fn new(loc: Loc, readable: bool, writable: bool, status_flags: u32) -> Result<Arc<OpenFile>, Errno> {
+        loc.node.open()?;
+        Ok(Arc::new(OpenFile {
+            loc,
+            readable,
+            writable,
+            status_flags: Mutex::new(status_flags),
+            offset: Mutex::new(0),
+        }))
+    }
+
+    pub fn append(&self) -> bool {
+        *self.status_flags.lock() & abi::fcntl::O_APPEND != 0
+    }
+}
+
+impl Drop for OpenFile {
+    fn drop(&mut self) {
+        if let Err(e) = self.loc.node.release() {
+            log::warn!("release of {} failed: {}", self.loc.path, e);
+        }
+    }
+}
+
+#[derive(Clone)]
+struct Slot {
+    file: Arc<OpenFile>,
+    cloexec: bool,
+}
+
+/// A process's descriptors.
+#[derive(Clone, Default)]
+pub struct FdTable {
+    slots: Vec<Option<Slot>>,
+}
+
+/// Most descriptors a process may hold (RLIMIT_NOFILE).
+pub const MAX_FDS: usize = 1024;
+
+impl FdTable {
+    /// Descriptors 0, 1, 2 on the console.
+    pub fn with_console() -> Result<FdTable, Errno> {
+        let loc = super::path::resolve(&Loc::root()?, "/dev/console", true)?;
+        let mut t = FdTable::default();
+        for fd in 0..3 {
+            let f = OpenFile::new(loc.clone(), fd == 0, fd != 0, 0)?;
+            t.install_at(fd, f, false);
+        }
+        Ok(t)
+    }
+
+    pub fn get(&self, fd: i32) -> Result<Arc<OpenFile>, Errno> {
+        usize::try_from(fd)
+            .ok()
+            .and_then(|i| self.slots.get(i))
+            .and_then(|s| s.as_ref())
+            .map(|s| s.file.clone())
+            .ok_or(Errno::EBADF)
+    }
+
+    /// Install at the lowest free descriptor >= `min`.
+    pub fn install_from(&mut self, min: usize, file: Arc<OpenFile>, cloexec: bool) -> Result<i32, Errno> {
+        let mut fd = min;
+        while fd < self.slots.len() && self.slots[fd].is_some() {
+            fd += 1;
+        }
+        if fd >= MAX_FDS {
+            return Err(Errno::EMFILE);
+        }
+        self.install_at(fd, file, cloexec);
+        Ok(fd as i32)
+    }
+
+    pub fn install(&mut self, file: Arc<OpenFile>, cloexec: bool) -> Result<i32, Errno> {
+        self.install_from(0, file, cloexec)
+    }
+
+    /// Put `file` at `fd`, returning what was there (closed by the caller dropping it).
+    pub fn install_at(&mut self, fd: usize, file: Arc<OpenFile>, cloexec: bool) -> Option<Arc<OpenFile>> {
+        if self.slots.len() <= fd {
+            self.slots.resize(fd + 1, None);
+        }
+        self.slots[fd].replace(Slot { file, cloexec }).map(|s| s.file)
+    }
+
+    pub fn close(&mut self, fd: i32) -> Result<Arc<OpenFile>, Errno> {
+        let i = usize::try_from(fd).map_err(|_| Errno::EBADF)?;
+        self.slots.get_mut(i).and_then(|s| s.take()).map(|s| s.file).ok_or(Errno::EBADF)
+    }
+
+    pub fn cloexec(&self, fd: i32) -> Result<bool, Errno> {
+        let i = usize::try_from(fd).map_err(|_| Errno::EBADF)?;
+        self.slots.get(i).and_then(|s| s.as_ref()).map(|s| s.cloexec).ok_or(Errno::EBADF)
+    }
+
+    pub fn set_cloexec(&mut self, fd: i32, on: bool) -> Result<(), Errno> {
+        let i = usize::try_from(fd).map_err(|_| Errno::EBADF)?;
+        let s = self.slots.get_mut(i).and_then(|s| s.as_mut()).ok_or(Errno::EBADF)?;
+        s.cloexec = on;
+        Ok(())
+    }
+
+    pub fn close_on_exec(&mut self) {
+        for s in self.slots.iter_mut() {
+            if s.as_ref().is_some_and(|s| s.cloexec) {
+                *s = None;
+            }
+        }
+    }
+}

@@ -1,0 +1,102 @@
+//! The kernel VFS: mount table, path resolution, open files and descriptors.
+//!
+//! File systems are `vfs::FileSystem` values (fat32, devfs, and later dbfs) mounted at
+//! absolute paths. Path resolution walks components from the root (or from a canonical
+//! directory path: the cwd or a directory descriptor's path), resolving `.`, `..`, symbolic
+//! links (at most [`MAX_SYMLINKS`]) and mount points; it keeps the chain of directories it
+//! walked through, so `..` never needs the file system's help and never escapes a mount
+//! upwards incorrectly.
+
+pub mod devfs;
+pub mod file;
+pub mod path;
+
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+
+use abi::Errno;
+use spin::RwLock;
+use vfs::{FileSystem, NodeRef};
+
+pub use path::Loc;
+
+pub const MAX_SYMLINKS: usize = 40;
+
+pub struct Mount {
+    /// Canonical absolute path of the mount point ("/" for the root).
+    pub path: String,
+    pub fs: Arc<dyn FileSystem>,
+    pub root: NodeRef,
+    /// Index in the mount table + 1: the `st_dev` of its files.
+    pub id: usize,
+}
+
+static MOUNTS: RwLock<Vec<Arc<Mount>>> = RwLock::new(Vec::new());
+
+/// Mount `fs` at `path` (canonical, absolute). The mount point directory is created in the
+/// parent file system if it does not exist, so listings show it.
+pub fn mount(path: &str, fs: Arc<dyn FileSystem>) -> Result<(), Errno> {
+    let root = fs.root()?;
+    if path != "/" {
+        let (parent, name) = path::resolve_parent(&Loc::root()?, path)?;
+        match parent.node.lookup(&name) {
+            Ok(_) => {}
+            Err(vfs::VfsError::NotFound) => {
+                parent.node.create(&name, &vfs::NewNode::new(vfs::FileType::Directory, 0o755))?;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let mut m = MOUNTS.write();
+    let id = m.len() + 1;
+    m.push(Arc::new(Mount { path: String::from(path), fs, root, id }));
+    Ok(())
+}
+
+pub fn mount_at(path: &str) -> Option<Arc<Mount>> {
+    MOUNTS.read().iter().find(|m| m.path == path).cloned()
+}
+
+pub fn mounts() -> Vec<Arc<Mount>> {
+    MOUNTS.read().clone()
+}
+
+/// Write back every mounted file system (sync, shutdown).
+pub fn sync_all() {
+    for m in mounts() {
+        if let Err(e) = m.fs.sync() {
+            log::error!("sync of {} failed: {}", m.path, e);
+        }
+    }
+}
+
+/// Read a whole regular file (for execve).
+pub fn read_whole_file(cwd: &str, path: &str) -> Result<Vec<u8>, Errno> {
+    let base = path::Loc::from_path(cwd)?;
+    let loc = path::resolve(&base, path, true)?;
+    let meta = loc.node.getattr()?;
+    match meta.ftype {
+        vfs::FileType::Regular => {}
+        vfs::FileType::Directory => return Err(Errno::EACCES),
+        _ => return Err(Errno::EACCES),
+    }
+    if meta.perm & 0o111 == 0 {
+        return Err(Errno::EACCES);
+    }
+    let size = usize::try_from(meta.size).map_err(|_| Errno::EFBIG)?;
+    if size > 64 << 20 {
+        return Err(Errno::E2BIG);
+    }
+    let mut buf = alloc::vec![0u8; size];
+    let mut done = 0;
+    while done < size {
+        let n = loc.node.read_at(done as u64, &mut buf[done..])?;
+        if n == 0 {
+            break;
+        }
+        done += n;
+    }
+    buf.truncate(done);
+    Ok(buf)
+}

@@ -1,0 +1,179 @@
+//! Path resolution.
+
+use alloc::collections::VecDeque;
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+
+use abi::fcntl::{NAME_MAX, PATH_MAX};
+use abi::Errno;
+use vfs::{FileType, NodeRef};
+
+use super::{mount_at, Mount, MAX_SYMLINKS};
+
+/// A resolved location: a node, its canonical absolute path and the mount it lives in.
+#[derive(Clone)]
+pub struct Loc {
+    pub node: NodeRef,
+    pub path: String,
+    pub mount: Arc<Mount>,
+}
+
+impl Loc {
+    pub fn root() -> Result<Loc, Errno> {
+        let m = mount_at("/").ok_or(Errno::ENOENT)?;
+        Ok(Loc { node: m.root.clone(), path: String::from("/"), mount: m })
+    }
+
+    /// The location of a canonical absolute path (cwd, descriptor paths).
+    pub fn from_path(path: &str) -> Result<Loc, Errno> {
+        resolve(&Loc::root()?, path, true)
+    }
+
+    pub fn is_dir(&self) -> Result<bool, Errno> {
+        Ok(self.node.getattr()?.ftype == FileType::Directory)
+    }
+}
+
+fn join(dir: &str, name: &str) -> String {
+    let mut p = String::from(dir);
+    if !p.ends_with('/') {
+        p.push('/');
+    }
+    p.push_str(name);
+    p
+}
+
+struct Walk {
+    /// Directories from the root to the current position.
+    stack: Vec<Loc>,
+    symlinks: usize,
+}
+
+impl Walk {
+    fn start(base: &Loc, path: &str) -> Result<Walk, Errno> {
+        if path.len() >= PATH_MAX {
+            return Err(Errno::ENAMETOOLONG);
+        }
+        if path.starts_with('/') {
+            return Ok(Walk { stack: alloc::vec![Loc::root()?], symlinks: 0 });
+        }
+        // Rebuild the chain of the (canonical) base path.
+        let mut w = Walk { stack: alloc::vec![Loc::root()?], symlinks: 0 };
+        let comps: VecDeque<String> = base.path.split('/').filter(|c| !c.is_empty()).map(String::from).collect();
+        w.walk(comps, true)?;
+        Ok(w)
+    }
+
+    fn top(&self) -> &Loc {
+        self.stack.last().expect("walk stack holds the root")
+    }
+
+    /// Step into `name` from the top directory.
+    fn child(&self, name: &str) -> Result<Loc, Errno> {
+        let dir = self.top();
+        if name.len() > NAME_MAX {
+            return Err(Errno::ENAMETOOLONG);
+        }
+        if !dir.is_dir()? {
+            return Err(Errno::ENOTDIR);
+        }
+        let path = join(&dir.path, name);
+        if let Some(m) = mount_at(&path) {
+            return Ok(Loc { node: m.root.clone(), path, mount: m });
+        }
+        let node = dir.node.lookup(name)?;
+        Ok(Loc { node, path, mount: dir.mount.clone() })
+    }
+
+    /// Walk the components; the last one is followed if it is a symlink only when
+    /// `follow_last`.
+    fn walk(&mut self, mut comps: VecDeque<String>, follow_last: bool) -> Result<(), Errno> {
+        while let Some(c) = comps.pop_front() {
+            match c.as_str() {
+                "" | "." => {
+                    if !self.top().is_dir()? {
+                        return Err(Errno::ENOTDIR);
+                    }
+                }
+                ".." => {
+                    if !self.top().is_dir()? {
+                        return Err(Errno::ENOTDIR);
+                    }
+                    if self.stack.len() > 1 {
+                        self.stack.pop();
+                    }
+                }
+                name => {
+                    let loc = self.child(name)?;
+                    let is_last = comps.is_empty();
+                    let meta = loc.node.getattr()?;
+                    if meta.ftype == FileType::Symlink && (!is_last || follow_last) {
+                        self.symlinks += 1;
+                        if self.symlinks > MAX_SYMLINKS {
+                            return Err(Errno::ELOOP);
+                        }
+                        let target = loc.node.readlink()?;
+                        if target.is_empty() {
+                            return Err(Errno::ENOENT);
+                        }
+                        if target.starts_with('/') {
+                            self.stack.truncate(1);
+                        }
+                        for t in target.split('/').rev() {
+                            comps.push_front(String::from(t));
+                        }
+                    } else {
+                        self.stack.push(loc);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn components(path: &str) -> VecDeque<String> {
+    path.split('/').filter(|c| !c.is_empty()).map(String::from).collect()
+}
+
+/// Resolve `path` relative to `base`.
+pub fn resolve(base: &Loc, path: &str, follow_last: bool) -> Result<Loc, Errno> {
+    if path.is_empty() {
+        return Err(Errno::ENOENT);
+    }
+    let mut w = Walk::start(base, path)?;
+    w.walk(components(path), follow_last)?;
+    let loc = w.top().clone();
+    // "file/" names a directory.
+    if path.ends_with('/') && !loc.is_dir()? {
+        return Err(Errno::ENOTDIR);
+    }
+    Ok(loc)
+}
+
+/// Resolve everything but the last component: the parent directory and the final name.
+/// `EEXIST`-style decisions are the caller's; a path ending in `.` or `..` has no name to
+/// create or remove and gives `EINVAL` (`EEXIST` for `/`).
+pub fn resolve_parent(base: &Loc, path: &str) -> Result<(Loc, String), Errno> {
+    if path.is_empty() {
+        return Err(Errno::ENOENT);
+    }
+    let mut comps = components(path);
+    let Some(name) = comps.pop_back() else {
+        return Err(Errno::EEXIST); // "/" itself
+    };
+    if name == "." || name == ".." {
+        return Err(Errno::EINVAL);
+    }
+    if name.len() > NAME_MAX {
+        return Err(Errno::ENAMETOOLONG);
+    }
+    let mut w = Walk::start(base, path)?;
+    w.walk(comps, true)?;
+    let parent = w.top().clone();
+    if !parent.is_dir()? {
+        return Err(Errno::ENOTDIR);
+    }
+    Ok((parent, name))
+}

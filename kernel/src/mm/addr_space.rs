@@ -1,0 +1,421 @@
+//! A process's user address space: areas (what may be mapped, with which permissions) and the
+//! frames actually mapped. Pages are allocated on first touch: a page fault inside an area maps
+//! a zeroed frame; outside every area it is a segmentation fault. `uaccess` uses the same path,
+//! so a syscall can read or write a page the program has not touched yet.
+//!
+//! Layout: the ELF image at its link address (>= 4 GiB), the heap (`brk`) right after it,
+//! anonymous `mmap`s from [`MMAP_BASE`] upwards, and the stack below [`STACK_TOP`].
+
+use alloc::collections::BTreeMap;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use abi::Errno;
+
+use super::frame::{self, Frame};
+use super::page_table::{PageTable, PteFlags};
+use super::{page_ceil, page_floor, PAGE_SIZE, USER_BASE, USER_END};
+
+pub const STACK_TOP: usize = 0x3f_0000_0000;
+pub const STACK_SIZE: usize = 8 << 20;
+pub const MMAP_BASE: usize = 0x20_0000_0000;
+/// The heap may grow to this many bytes.
+pub const BRK_MAX: usize = 4 << 30;
+
+bitflags::bitflags! {
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct Perm: u8 {
+        const R = 1;
+        const W = 2;
+        const X = 4;
+    }
+}
+
+impl Perm {
+    fn pte(self) -> PteFlags {
+        let mut f = PteFlags::U;
+        if self.contains(Perm::R) {
+            f |= PteFlags::R;
+        }
+        if self.contains(Perm::W) {
+            f |= PteFlags::W | PteFlags::R;
+        }
+        if self.contains(Perm::X) {
+            f |= PteFlags::X;
+        }
+        f
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Area {
+    start: usize,
+    end: usize,
+    perm: Perm,
+}
+
+pub struct AddrSpace {
+    pt: PageTable,
+    /// Areas keyed by start address; never overlapping.
+    areas: BTreeMap<usize, Area>,
+    frames: BTreeMap<usize, Frame>,
+    brk_start: usize,
+    brk: usize,
+}
+
+/// How a fault or a kernel access wants to use a page.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Access {
+    Read,
+    Write,
+    Exec,
+}
+
+impl AddrSpace {
+    pub fn new() -> Result<Self, Errno> {
+        Ok(AddrSpace {
+            pt: PageTable::new().ok_or(Errno::ENOMEM)?,
+            areas: BTreeMap::new(),
+            frames: BTreeMap::new(),
+            brk_start: 0,
+            brk: 0,
+        })
+    }
+
+    pub fn activate(&self) {
+        self.pt.activate();
+    }
+
+    pub fn satp(&self) -> usize {
+        self.pt.satp()
+    }
+
+    fn area_of(&self, va: usize) -> Option<Area> {
+        let (_, a) = self.areas.range(..=va).next_back()?;
+        (va < a.end).then_some(*a)
+    }
+
+    fn overlaps(&self, start: usize, end: usize) -> bool {
+        if let Some((_, a)) = self.areas.range(..end).next_back() {
+            return a.end > start;
+        }
+        false
+    }
+
+    /// Add an area [start, end) (page-aligned) with `perm`.
+    fn add_area(&mut self, start: usize, end: usize, perm: Perm) -> Result<(), Errno> {
+        if start >= end || start < USER_BASE || end > USER_END || self.overlaps(start, end) {
+            return Err(Errno::EINVAL);
+        }
+        self.areas.insert(start, Area { start, end, perm });
+        Ok(())
+    }
+
+    /// Remove [start, end) from every area, unmapping and freeing its pages.
+    fn remove_range(&mut self, start: usize, end: usize) {
+        let hit: Vec<Area> = self.areas.range(..end).map(|(_, a)| *a).filter(|a| a.end > start).collect();
+        for a in hit {
+            self.areas.remove(&a.start);
+            if a.start < start {
+                self.areas.insert(a.start, Area { end: start, ..a });
+            }
+            if a.end > end {
+                self.areas.insert(end, Area { start: end, ..a });
+            }
+        }
+        let pages: Vec<usize> = self.frames.range(start..end).map(|(&va, _)| va).collect();
+        for va in pages {
+            self.pt.unmap(va);
+            self.frames.remove(&va);
+        }
+    }
+
+    /// Map a fresh zeroed frame at the page of `va` (inside an area). Returns its frame.
+    fn populate(&mut self, va: usize, perm: Perm) -> Result<usize, Errno> {
+        let page = page_floor(va);
+        let f = frame::alloc().ok_or(Errno::ENOMEM)?;
+        let pa = f.pa();
+        if !self.pt.map(page, pa, perm.pte()) {
+            return Err(Errno::ENOMEM);
+        }
+        self.frames.insert(page, f);
+        crate::counters::add_page_fault();
+        Ok(pa)
+    }
+
+    /// Resolve a user access to `va`: the physical address of that byte, mapping the page first
+    /// if it lies in an area that allows `access`. `EFAULT` if the access is not allowed.
+    pub fn resolve(&mut self, va: usize, access: Access) -> Result<usize, Errno> {
+        if !(USER_BASE..USER_END).contains(&va) {
+            return Err(Errno::EFAULT);
+        }
+        let area = self.area_of(va).ok_or(Errno::EFAULT)?;
+        let allowed = match access {
+            Access::Read => area.perm.contains(Perm::R),
+            Access::Write => area.perm.contains(Perm::W),
+            Access::Exec => area.perm.contains(Perm::X),
+        };
+        if !allowed {
+            return Err(Errno::EFAULT);
+        }
+        let page = page_floor(va);
+        let pa = match self.pt.translate(page) {
+            Some((pa, _)) => pa,
+            None => self.populate(page, area.perm)?,
+        };
+        Ok(pa + (va - page))
+    }
+
+    /// Serve a user page fault. `Err` means the program touched memory it does not own.
+    pub fn handle_fault(&mut self, va: usize, access: Access) -> Result<(), Errno> {
+        self.resolve(va, access).map(|_| ())
+    }
+
+    /// Load a static ELF executable; returns the entry point.
+    pub fn load_elf(&mut self, image: &[u8]) -> Result<usize, Errno> {
+        use xmas_elf::program::Type;
+        let elf = xmas_elf::ElfFile::new(image).map_err(|_| Errno::ENOEXEC)?;
+        let h = &elf.header;
+        if h.pt1.class() != xmas_elf::header::Class::SixtyFour
+            || h.pt2.machine().as_machine() != xmas_elf::header::Machine::RISC_V
+            || h.pt2.type_().as_type() != xmas_elf::header::Type::Executable
+        {
+            return Err(Errno::ENOEXEC);
+        }
+        let mut image_end = 0;
+        for ph in elf.program_iter() {
+            if ph.get_type() != Ok(Type::Load) || ph.mem_size() == 0 {
+                continue;
+            }
+            let va = ph.virtual_addr() as usize;
+            let memsz = ph.mem_size() as usize;
+            let filesz = ph.file_size() as usize;
+            let off = ph.offset() as usize;
+            let end = va.checked_add(memsz).ok_or(Errno::ENOEXEC)?;
+            if filesz > memsz || off.checked_add(filesz).is_none_or(|e| e > image.len()) {
+                return Err(Errno::ENOEXEC);
+            }
+            let mut perm = Perm::empty();
+            if ph.flags().is_read() {
+                perm |= Perm::R;
+            }
+            if ph.flags().is_write() {
+                perm |= Perm::W;
+            }
+            if ph.flags().is_execute() {
+                perm |= Perm::X;
+            }
+            let (start, stop) = (page_floor(va), page_ceil(end));
+            // Segments may share a page boundary; extend an existing area's permissions.
+            let mut s = start;
+            while s < stop {
+                if let Some(a) = self.area_of(s) {
+                    let a_end = a.end;
+                    self.areas.get_mut(&a.start).ok_or(Errno::ENOEXEC)?.perm |= perm;
+                    s = a_end;
+                } else {
+                    let next = self.areas.range(s..).next().map_or(stop, |(&k, _)| k.min(stop));
+                    self.add_area(s, next, perm).map_err(|_| Errno::ENOEXEC)?;
+                    s = next;
+                }
+            }
+            self.copy_to_user(va, &image[off..off + filesz]).map_err(|_| Errno::ENOEXEC)?;
+            image_end = image_end.max(stop);
+        }
+        if image_end == 0 {
+            return Err(Errno::ENOEXEC);
+        }
+        // Re-apply final permissions to pages populated while copying.
+        let pages: Vec<usize> = self.frames.keys().copied().collect();
+        for va in pages {
+            if let Some(a) = self.area_of(va) {
+                self.pt.set_flags(va, a.perm.pte());
+            }
+        }
+        self.brk_start = image_end;
+        self.brk = image_end;
+        self.add_area(STACK_TOP - STACK_SIZE, STACK_TOP, Perm::R | Perm::W)?;
+        Ok(h.pt2.entry_point() as usize)
+    }
+
+    /// Copy `data` to user address `va`, populating pages (ignores the W permission: used by
+    /// the loader and stack setup).
+    fn copy_to_user(&mut self, mut va: usize, mut data: &[u8]) -> Result<(), Errno> {
+        while !data.is_empty() {
+            let page = page_floor(va);
+            let area = self.area_of(va).ok_or(Errno::EFAULT)?;
+            let pa = match self.pt.translate(page) {
+                Some((pa, _)) => pa,
+                None => self.populate(page, area.perm | Perm::W)?,
+            };
+            let n = data.len().min(page + PAGE_SIZE - va);
+            let f = self.frames.get_mut(&page).ok_or(Errno::EFAULT)?;
+            let at = va - page;
+            f.bytes_mut()[at..at + n].copy_from_slice(&data[..n]);
+            let _ = pa;
+            data = &data[n..];
+            va += n;
+        }
+        Ok(())
+    }
+
+    /// Build the initial stack (Linux layout: argc, argv[], NULL, envp[], NULL, auxv) and
+    /// return the stack pointer.
+    pub fn setup_stack(&mut self, argv: &[String], envp: &[String]) -> Result<usize, Errno> {
+        let mut sp = STACK_TOP;
+        let mut push_str = |s: &String, space: &mut Self| -> Result<usize, Errno> {
+            sp -= s.len() + 1;
+            space.copy_to_user(sp, s.as_bytes())?;
+            space.copy_to_user(sp + s.len(), &[0])?;
+            Ok(sp)
+        };
+        let mut argv_ptrs = Vec::with_capacity(argv.len());
+        for a in argv {
+            argv_ptrs.push(push_str(a, self)?);
+        }
+        let mut envp_ptrs = Vec::with_capacity(envp.len());
+        for e in envp {
+            envp_ptrs.push(push_str(e, self)?);
+        }
+        // 16 random-ish bytes for AT_RANDOM.
+        sp -= 16;
+        let seed = crate::arch::time::monotonic_ns().to_le_bytes();
+        self.copy_to_user(sp, &[seed, seed].concat())?;
+        let random = sp;
+        const AT_NULL: usize = 0;
+        const AT_PAGESZ: usize = 6;
+        const AT_RANDOM: usize = 25;
+        let mut words: Vec<usize> = Vec::new();
+        words.push(argv.len());
+        words.extend(&argv_ptrs);
+        words.push(0);
+        words.extend(&envp_ptrs);
+        words.push(0);
+        words.extend([AT_PAGESZ, PAGE_SIZE, AT_RANDOM, random, AT_NULL, 0]);
+        sp = (sp - words.len() * 8) & !0xf;
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        self.copy_to_user(sp, &bytes)?;
+        Ok(sp)
+    }
+
+    /// `brk`: move the program break; returns the (possibly unchanged) break.
+    pub fn brk(&mut self, new: usize) -> usize {
+        if new < self.brk_start || new > self.brk_start + BRK_MAX {
+            return self.brk;
+        }
+        let (old_end, new_end) = (page_ceil(self.brk), page_ceil(new));
+        if new_end > old_end {
+            if self.overlaps(old_end, new_end) {
+                return self.brk;
+            }
+            // Merge with the heap area if there is one.
+            match self.area_of(old_end - 1) {
+                Some(a) if old_end > self.brk_start && a.perm == Perm::R | Perm::W => {
+                    self.areas.get_mut(&a.start).map(|a| a.end = new_end);
+                }
+                _ => {
+                    if self.add_area(old_end, new_end, Perm::R | Perm::W).is_err() {
+                        return self.brk;
+                    }
+                }
+            }
+        } else if new_end < old_end {
+            self.remove_range(new_end, old_end);
+        }
+        self.brk = new;
+        new
+    }
+
+    /// Anonymous `mmap`: returns the address of a new zero-filled area.
+    pub fn mmap_anon(&mut self, hint: usize, len: usize, perm: Perm, fixed: bool) -> Result<usize, Errno> {
+        if len == 0 {
+            return Err(Errno::EINVAL);
+        }
+        let len = page_ceil(len);
+        if fixed {
+            if hint % PAGE_SIZE != 0 || hint < USER_BASE || hint.checked_add(len).is_none_or(|e| e > USER_END) {
+                return Err(Errno::EINVAL);
+            }
+            self.remove_range(hint, hint + len);
+            self.add_area(hint, hint + len, perm)?;
+            return Ok(hint);
+        }
+        // First fit from MMAP_BASE.
+        let mut at = MMAP_BASE;
+        for (_, a) in self.areas.range(MMAP_BASE..) {
+            if a.start >= at + len {
+                break;
+            }
+            at = at.max(a.end);
+        }
+        if at + len > STACK_TOP - STACK_SIZE {
+            return Err(Errno::ENOMEM);
+        }
+        self.add_area(at, at + len, perm)?;
+        Ok(at)
+    }
+
+    pub fn munmap(&mut self, addr: usize, len: usize) -> Result<(), Errno> {
+        if addr % PAGE_SIZE != 0 || len == 0 || addr.checked_add(len).is_none() {
+            return Err(Errno::EINVAL);
+        }
+        if addr < USER_BASE || addr + len > USER_END {
+            return Err(Errno::EINVAL);
+        }
+        self.remove_range(addr, page_ceil(addr + len));
+        Ok(())
+    }
+
+    pub fn mprotect(&mut self, addr: usize, len: usize, perm: Perm) -> Result<(), Errno> {
+        if addr % PAGE_SIZE != 0 || addr.checked_add(len).is_none() {
+            return Err(Errno::EINVAL);
+        }
+        let end = page_ceil(addr + len);
+        let mut s = addr;
+        // Every page must be in some area (Linux: ENOMEM otherwise).
+        while s < end {
+            let a = self.area_of(s).ok_or(Errno::ENOMEM)?;
+            s = a.end;
+        }
+        let hit: Vec<Area> = self.areas.range(..end).map(|(_, a)| *a).filter(|a| a.end > addr).collect();
+        for a in hit {
+            self.areas.remove(&a.start);
+            if a.start < addr {
+                self.areas.insert(a.start, Area { end: addr, ..a });
+            }
+            let (ms, me) = (a.start.max(addr), a.end.min(end));
+            self.areas.insert(ms, Area { start: ms, end: me, perm });
+            if a.end > end {
+                self.areas.insert(end, Area { start: end, ..a });
+            }
+        }
+        let pages: Vec<usize> = self.frames.range(addr..end).map(|(&va, _)| va).collect();
+        for va in pages {
+            self.pt.set_flags(va, perm.pte());
+        }
+        Ok(())
+    }
+
+    /// A copy of this address space (fork): same areas, every mapped page copied.
+    pub fn fork(&self) -> Result<AddrSpace, Errno> {
+        let mut child = AddrSpace::new()?;
+        child.areas = self.areas.clone();
+        child.brk_start = self.brk_start;
+        child.brk = self.brk;
+        for (&va, f) in &self.frames {
+            let mut nf = frame::alloc().ok_or(Errno::ENOMEM)?;
+            nf.bytes_mut().copy_from_slice(f.bytes());
+            let perm = child.area_of(va).map_or(Perm::R, |a| a.perm);
+            if !child.pt.map(va, nf.pa(), perm.pte()) {
+                return Err(Errno::ENOMEM);
+            }
+            child.frames.insert(va, nf);
+        }
+        Ok(child)
+    }
+
+    /// Pages currently backed by frames.
+    pub fn resident_pages(&self) -> usize {
+        self.frames.len()
+    }
+}

@@ -1,0 +1,75 @@
+//! The frame pool: 4 KiB physical pages for user memory and page tables.
+//!
+//! Frames are handed out zeroed and owned by a [`Frame`], which returns the page to the pool
+//! when dropped, so a page can never be freed twice or leaked by an error path.
+
+use alloc::vec::Vec;
+use spin::Mutex;
+
+use super::PAGE_SIZE;
+
+struct Pool {
+    next: usize,
+    end: usize,
+    free: Vec<usize>,
+}
+
+static POOL: Mutex<Pool> = Mutex::new(Pool { next: 0, end: 0, free: Vec::new() });
+
+pub fn init(start: usize, end: usize) {
+    let mut p = POOL.lock();
+    p.next = super::page_ceil(start);
+    p.end = super::page_floor(end);
+}
+
+pub fn free_count() -> usize {
+    let p = POOL.lock();
+    (p.end - p.next) / PAGE_SIZE + p.free.len()
+}
+
+/// An owned physical page (its address is also its kernel address).
+#[derive(Debug)]
+pub struct Frame {
+    pa: usize,
+}
+
+impl Frame {
+    pub fn pa(&self) -> usize {
+        self.pa
+    }
+    /// The page's bytes.
+    pub fn bytes(&self) -> &[u8] {
+        // SAFETY: the frame is identity-mapped RAM owned by this `Frame` for its lifetime.
+        unsafe { core::slice::from_raw_parts(self.pa as *const u8, PAGE_SIZE) }
+    }
+    /// The page's bytes, mutably.
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in `bytes`; `&mut self` makes the access exclusive.
+        unsafe { core::slice::from_raw_parts_mut(self.pa as *mut u8, PAGE_SIZE) }
+    }
+}
+
+impl Drop for Frame {
+    fn drop(&mut self) {
+        POOL.lock().free.push(self.pa);
+    }
+}
+
+/// A zeroed frame, or `None` when memory is exhausted.
+pub fn alloc() -> Option<Frame> {
+    let pa = {
+        let mut p = POOL.lock();
+        if let Some(pa) = p.free.pop() {
+            pa
+        } else if p.next < p.end {
+            let pa = p.next;
+            p.next += PAGE_SIZE;
+            pa
+        } else {
+            return None;
+        }
+    };
+    let mut f = Frame { pa };
+    f.bytes_mut().fill(0);
+    Some(f)
+}

@@ -1,0 +1,17 @@
+//! The kernel heap: a buddy allocator over a region of RAM handed over at boot.
+
+use buddy_system_allocator::LockedHeap;
+
+#[global_allocator]
+static HEAP: LockedHeap<32> = LockedHeap::empty();
+
+pub fn init(start: usize, size: usize) {
+    // SAFETY: [start, start + size) is RAM past the kernel image that nothing else uses (the
+    // frame pool starts after it), identity-mapped, and this runs once at boot.
+    unsafe { HEAP.lock().init(start, size) };
+}
+
+/// Bytes currently allocated, for diagnostics.
+pub fn used() -> usize {
+    HEAP.lock().stats_alloc_actual()
+}

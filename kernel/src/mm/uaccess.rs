@@ -1,0 +1,136 @@
+//! Checked access to user memory: the only way syscalls read or write it.
+//!
+//! Every user range is validated page by page against the process's areas (with lazy
+//! population), so a bad pointer, a kernel address, an unmapped page or a range that wraps
+//! around yields `EFAULT` and never a kernel fault. Data moves through the identity-mapped
+//! physical frames, so no user mapping needs to be active and SUM stays off.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use abi::Errno;
+
+use super::addr_space::{Access, AddrSpace};
+use super::{page_floor, PAGE_SIZE};
+
+/// The physical pieces backing the user range [va, va + len), in order, coalesced where
+/// frames happen to be contiguous.
+pub fn segments(space: &mut AddrSpace, va: usize, len: usize, access: Access) -> Result<Vec<(usize, usize)>, Errno> {
+    let mut out: Vec<(usize, usize)> = Vec::new();
+    if len == 0 {
+        return Ok(out);
+    }
+    let end = va.checked_add(len).ok_or(Errno::EFAULT)?;
+    let mut at = va;
+    while at < end {
+        let n = (page_floor(at) + PAGE_SIZE).min(end) - at;
+        let pa = space.resolve(at, access)?;
+        match out.last_mut() {
+            Some((p, l)) if *p + *l == pa => *l += n,
+            _ => out.push((pa, n)),
+        }
+        at += n;
+    }
+    crate::counters::add_user_copy(len);
+    Ok(out)
+}
+
+/// Copy user memory [va, va + buf.len()) into `buf`.
+pub fn copy_in(space: &mut AddrSpace, va: usize, buf: &mut [u8]) -> Result<(), Errno> {
+    let mut done = 0;
+    for (pa, n) in segments(space, va, buf.len(), Access::Read)? {
+        // SAFETY: `segments` returned frames owned by `space` covering exactly this range.
+        let src = unsafe { core::slice::from_raw_parts(pa as *const u8, n) };
+        buf[done..done + n].copy_from_slice(src);
+        done += n;
+    }
+    Ok(())
+}
+
+/// Copy `data` to user memory at `va`.
+pub fn copy_out(space: &mut AddrSpace, va: usize, data: &[u8]) -> Result<(), Errno> {
+    let mut done = 0;
+    for (pa, n) in segments(space, va, data.len(), Access::Write)? {
+        // SAFETY: `segments` returned writable frames owned by `space` covering this range; no
+        // kernel reference to them exists while the syscall runs.
+        let dst = unsafe { core::slice::from_raw_parts_mut(pa as *mut u8, n) };
+        dst.copy_from_slice(&data[done..done + n]);
+        done += n;
+    }
+    Ok(())
+}
+
+/// Read a plain value (little-endian u64) from user memory.
+pub fn read_u64(space: &mut AddrSpace, va: usize) -> Result<u64, Errno> {
+    let mut b = [0u8; 8];
+    copy_in(space, va, &mut b)?;
+    Ok(u64::from_le_bytes(b))
+}
+
+/// Read a NUL-terminated string of at most `max` bytes (including the NUL): `ENAMETOOLONG`
+/// past that, `EFAULT` on a bad pointer, `EINVAL` on invalid UTF-8 (paths here are UTF-8).
+pub fn read_cstr(space: &mut AddrSpace, va: usize, max: usize) -> Result<String, Errno> {
+    let mut bytes = Vec::new();
+    let mut at = va;
+    loop {
+        let pa = space.resolve(at, Access::Read)?;
+        let n = page_floor(at) + PAGE_SIZE - at;
+        // SAFETY: `resolve` returned the frame holding `at`; [pa, pa + n) stays in that page.
+        let chunk = unsafe { core::slice::from_raw_parts(pa as *const u8, n) };
+        if let Some(z) = chunk.iter().position(|&b| b == 0) {
+            bytes.extend_from_slice(&chunk[..z]);
+            break;
+        }
+        bytes.extend_from_slice(chunk);
+        if bytes.len() >= max {
+            return Err(Errno::ENAMETOOLONG);
+        }
+        at = at.checked_add(n).ok_or(Errno::EFAULT)?;
+    }
+    if bytes.len() >= max {
+        return Err(Errno::ENAMETOOLONG);
+    }
+    String::from_utf8(bytes).map_err(|_| Errno::EINVAL)
+}
+
+/// Run `f` over the user range as one or more kernel slices (zero-copy where the frames are
+/// physically contiguous, which the I/O path exploits: one copy between device cache and
+/// user buffer).
+pub fn with_user_slices_mut(
+    space: &mut AddrSpace,
+    va: usize,
+    len: usize,
+    mut f: impl FnMut(&mut [u8]) -> Result<usize, Errno>,
+) -> Result<usize, Errno> {
+    let mut total = 0;
+    for (pa, n) in segments(space, va, len, Access::Write)? {
+        // SAFETY: writable frames owned by `space`, exclusively used by this syscall.
+        let s = unsafe { core::slice::from_raw_parts_mut(pa as *mut u8, n) };
+        let got = f(s)?;
+        total += got;
+        if got < n {
+            break;
+        }
+    }
+    Ok(total)
+}
+
+/// As [`with_user_slices_mut`], read-only.
+pub fn with_user_slices(
+    space: &mut AddrSpace,
+    va: usize,
+    len: usize,
+    mut f: impl FnMut(&[u8]) -> Result<usize, Errno>,
+) -> Result<usize, Errno> {
+    let mut total = 0;
+    for (pa, n) in segments(space, va, len, Access::Read)? {
+        // SAFETY: readable frames owned by `space`.
+        let s = unsafe { core::slice::from_raw_parts(pa as *const u8, n) };
+        let got = f(s)?;
+        total += got;
+        if got < n {
+            break;
+        }
+    }
+    Ok(total)
+}

@@ -1,0 +1,729 @@
+//! File-system calls.
+
+use alloc::sync::Arc;
+use alloc::vec;
+use alloc::vec::Vec;
+
+use abi::fcntl::*;
+use abi::stat::{dirent64_reclen, Stat, Statfs, Timespec, DIRENT64_HEADER};
+use abi::Errno;
+use spin::Mutex;
+use vfs::{FileType, Metadata, NewNode, RenameFlags, SetAttr, TimeSet, Timestamp};
+
+use super::{copy_in, copy_out, read_path, with_space, SysResult};
+use crate::fs::file::OpenFile;
+use crate::fs::path::{self, Loc};
+use crate::mm::addr_space::Access;
+use crate::mm::uaccess;
+use crate::task::with_current;
+
+/// Linux's cap on one read or write (`MAX_RW_COUNT`).
+const MAX_RW: usize = 0x7fff_f000;
+
+fn file(fd: i32) -> Result<Arc<OpenFile>, Errno> {
+    with_current(|p| p.files.get(fd))
+}
+
+/// The directory relative paths start from: the cwd, or the directory open at `dirfd`.
+fn base(dirfd: i32, path: &str) -> Result<Loc, Errno> {
+    if path.starts_with('/') {
+        return Loc::root();
+    }
+    if dirfd == AT_FDCWD {
+        let cwd = with_current(|p| p.cwd.clone());
+        return Loc::from_path(&cwd);
+    }
+    let f = file(dirfd)?;
+    if !f.loc.is_dir()? {
+        return Err(Errno::ENOTDIR);
+    }
+    Ok(f.loc.clone())
+}
+
+fn umask() -> u32 {
+    with_current(|p| p.umask)
+}
+
+fn stat_of(m: &Metadata, dev: usize) -> Stat {
+    let ts = |t: Timestamp| (t.sec, t.nsec as u64);
+    Stat {
+        st_dev: dev as u64,
+        st_ino: m.ino,
+        st_mode: m.mode(),
+        st_nlink: m.nlink,
+        st_uid: m.uid,
+        st_gid: m.gid,
+        st_rdev: m.rdev,
+        st_size: m.size as i64,
+        st_blksize: m.blksize as i32,
+        st_blocks: m.blocks as i64,
+        st_atime: ts(m.atime).0,
+        st_atime_nsec: ts(m.atime).1,
+        st_mtime: ts(m.mtime).0,
+        st_mtime_nsec: ts(m.mtime).1,
+        st_ctime: ts(m.ctime).0,
+        st_ctime_nsec: ts(m.ctime).1,
+        ..Default::default()
+    }
+}
+
+pub fn sys_openat(dirfd: i32, path_ptr: usize, flags: u32, mode: u32) -> SysResult {
+    let path = read_path(path_ptr)?;
+    if flags & O_CREAT != 0 && flags & O_DIRECTORY != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if flags & O_TMPFILE == O_TMPFILE {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    let base = base(dirfd, &path)?;
+    let follow = flags & O_NOFOLLOW == 0;
+    let loc = if flags & O_CREAT != 0 {
+        if path.ends_with('/') {
+            return Err(Errno::EISDIR);
+        }
+        let (parent, name) = match path::resolve_parent(&base, &path) {
+            Err(Errno::EEXIST) | Err(Errno::EINVAL) => return Err(Errno::EISDIR),
+            r => r?,
+        };
+        match path::resolve(&parent, &name, follow) {
+            Ok(loc) => {
+                if flags & O_EXCL != 0 {
+                    return Err(Errno::EEXIST);
+                }
+                loc
+            }
+            Err(Errno::ENOENT) => {
+                // A dangling symlink named `name` still counts as existing for O_EXCL.
+                if flags & O_EXCL != 0 && parent.node.lookup(&name).is_ok() {
+                    return Err(Errno::EEXIST);
+                }
+                let perm = mode & 0o7777 & !umask();
+                let node = parent.node.create(&name, &NewNode::new(FileType::Regular, perm))?;
+                let path = if parent.path == "/" { alloc::format!("/{}", name) } else { alloc::format!("{}/{}", parent.path, name) };
+                Loc { node, path, mount: parent.mount.clone() }
+            }
+            Err(e) => return Err(e),
+        }
+    } else {
+        path::resolve(&base, &path, follow)?
+    };
+    let meta = loc.node.getattr()?;
+    if meta.ftype == FileType::Symlink {
+        return Err(Errno::ELOOP); // O_NOFOLLOW on a symlink
+    }
+    if flags & O_DIRECTORY != 0 && meta.ftype != FileType::Directory {
+        return Err(Errno::ENOTDIR);
+    }
+    let (readable, writable) = if flags & O_PATH != 0 {
+        (false, false)
+    } else {
+        match flags & O_ACCMODE {
+            O_RDONLY => (true, false),
+            O_WRONLY => (false, true),
+            O_RDWR => (true, true),
+            _ => return Err(Errno::EINVAL),
+        }
+    };
+    if meta.ftype == FileType::Directory && writable {
+        return Err(Errno::EISDIR);
+    }
+    if flags & O_TRUNC != 0 && writable && meta.ftype == FileType::Regular && meta.size != 0 {
+        loc.node.truncate(0)?;
+    }
+    let status = flags & (O_APPEND | O_NONBLOCK | O_DIRECT | O_SYNC | O_NOATIME | O_LARGEFILE | O_PATH | O_ACCMODE);
+    let f = OpenFile::new(loc, readable, writable, status)?;
+    with_current(|p| p.files.install(f, flags & O_CLOEXEC != 0)).map(|fd| fd as usize)
+}
+
+pub fn sys_close(fd: i32) -> SysResult {
+    let f = with_current(|p| p.files.close(fd))?;
+    drop(f); // may run `release` (outside the process lock)
+    Ok(0)
+}
+
+/// The reusable kernel buffer for I/O whose user pages are not physically contiguous.
+static BOUNCE: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+
+/// Read from `f` at `offset` into user memory; one file-system call for the whole range.
+fn read_into_user(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult {
+    if !f.readable {
+        return Err(Errno::EBADF);
+    }
+    let meta = f.loc.node.getattr()?;
+    let mut len = len.min(MAX_RW);
+    if matches!(meta.ftype, FileType::Regular | FileType::BlockDevice) {
+        len = len.min(meta.size.saturating_sub(offset) as usize);
+    }
+    let segs = with_space(|s| uaccess::segments(s, va, len, Access::Write))?;
+    if segs.len() == 1 {
+        let (pa, n) = segs[0];
+        // SAFETY: `segments` returned frames owned by the current process; only this process
+        // can change its own address space and it is inside this syscall, so the frames stay
+        // mapped and unaliased until it returns.
+        let dst = unsafe { core::slice::from_raw_parts_mut(pa as *mut u8, n) };
+        return Ok(f.loc.node.read_at(offset, dst)?);
+    }
+    let mut bounce = core::mem::take(&mut *BOUNCE.lock());
+    bounce.resize(len, 0);
+    let r = f.loc.node.read_at(offset, &mut bounce[..len]);
+    let out = r.map_err(Errno::from).and_then(|got| {
+        let mut done = 0;
+        for (pa, n) in segs {
+            if done >= got {
+                break;
+            }
+            let k = n.min(got - done);
+            // SAFETY: as above.
+            let dst = unsafe { core::slice::from_raw_parts_mut(pa as *mut u8, k) };
+            dst.copy_from_slice(&bounce[done..done + k]);
+            done += k;
+        }
+        Ok(got)
+    });
+    *BOUNCE.lock() = bounce;
+    out
+}
+
+/// Write user memory to `f` at `offset`; one file-system call for the whole range.
+fn write_from_user(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult {
+    if !f.writable {
+        return Err(Errno::EBADF);
+    }
+    let len = len.min(MAX_RW);
+    let segs = with_space(|s| uaccess::segments(s, va, len, Access::Read))?;
+    if segs.len() <= 1 {
+        let (pa, n) = segs.first().copied().unwrap_or((0, 0));
+        // SAFETY: as in `read_into_user` (an empty slice for a zero-length write).
+        let src: &[u8] = if n == 0 { &[] } else { unsafe { core::slice::from_raw_parts(pa as *const u8, n) } };
+        return Ok(f.loc.node.write_at(offset, src)?);
+    }
+    let mut bounce = core::mem::take(&mut *BOUNCE.lock());
+    bounce.clear();
+    for (pa, n) in segs {
+        // SAFETY: as in `read_into_user`.
+        bounce.extend_from_slice(unsafe { core::slice::from_raw_parts(pa as *const u8, n) });
+    }
+    let r = f.loc.node.write_at(offset, &bounce);
+    *BOUNCE.lock() = bounce;
+    Ok(r?)
+}
+
+fn seekable(f: &OpenFile) -> Result<bool, Errno> {
+    Ok(!matches!(f.loc.node.getattr()?.ftype, FileType::CharDevice | FileType::Fifo | FileType::Socket))
+}
+
+pub fn sys_read(fd: i32, va: usize, len: usize) -> SysResult {
+    let f = file(fd)?;
+    if f.loc.is_dir()? {
+        return Err(Errno::EISDIR);
+    }
+    if !seekable(&f)? {
+        return read_into_user(&f, 0, va, len);
+    }
+    let mut off = f.offset.lock();
+    let n = read_into_user(&f, *off, va, len)?;
+    *off += n as u64;
+    Ok(n)
+}
+
+pub fn sys_write(fd: i32, va: usize, len: usize) -> SysResult {
+    let f = file(fd)?;
+    if !seekable(&f)? {
+        return write_from_user(&f, 0, va, len);
+    }
+    let mut off = f.offset.lock();
+    if f.append() {
+        *off = f.loc.node.getattr()?.size;
+    }
+    let n = write_from_user(&f, *off, va, len)?;
+    *off += n as u64;
+    Ok(n)
+}
+
+pub fn sys_pread(fd: i32, va: usize, len: usize, offset: i64) -> SysResult {
+    let f = file(fd)?;
+    if offset < 0 {
+        return Err(Errno::EINVAL);
+    }
+    if f.loc.is_dir()? {
+        return Err(Errno::EISDIR);
+    }
+    if !seekable(&f)? {
+        return Err(Errno::ESPIPE);
+    }
+    read_into_user(&f, offset as u64, va, len)
+}
+
+pub fn sys_pwrite(fd: i32, va: usize, len: usize, offset: i64) -> SysResult {
+    let f = file(fd)?;
+    if offset < 0 {
+        return Err(Errno::EINVAL);
+    }
+    if !seekable(&f)? {
+        return Err(Errno::ESPIPE);
+    }
+    write_from_user(&f, offset as u64, va, len)
+}
+
+fn iovecs(iov: usize, count: usize) -> Result<Vec<(usize, usize)>, Errno> {
+    if count > 1024 {
+        return Err(Errno::EINVAL);
+    }
+    let mut raw = vec![0u8; count * 16];
+    copy_in(iov, &mut raw)?;
+    Ok(raw
+        .chunks_exact(16)
+        .map(|c| {
+            let base = usize::from_le_bytes(c[..8].try_into().unwrap_or_default());
+            let len = usize::from_le_bytes(c[8..].try_into().unwrap_or_default());
+            (base, len)
+        })
+        .collect())
+}
+
+pub fn sys_readv(fd: i32, iov: usize, count: usize) -> SysResult {
+    let mut total = 0;
+    for (base, len) in iovecs(iov, count)? {
+        let n = sys_read(fd, base, len)?;
+        total += n;
+        if n < len {
+            break;
+        }
+    }
+    Ok(total)
+}
+
+pub fn sys_writev(fd: i32, iov: usize, count: usize) -> SysResult {
+    let mut total = 0;
+    for (base, len) in iovecs(iov, count)? {
+        let n = sys_write(fd, base, len)?;
+        total += n;
+        if n < len {
+            break;
+        }
+    }
+    Ok(total)
+}
+
+pub fn sys_lseek(fd: i32, offset: i64, whence: u32) -> SysResult {
+    let f = file(fd)?;
+    if !seekable(&f)? {
+        return Err(Errno::ESPIPE);
+    }
+    let meta = f.loc.node.getattr()?;
+    let mut off = f.offset.lock();
+    let size = meta.size as i64;
+    let new = match whence {
+        SEEK_SET => Some(offset),
+        SEEK_CUR => (*off as i64).checked_add(offset),
+        SEEK_END => size.checked_add(offset),
+        SEEK_DATA => {
+            if offset < 0 || offset >= size {
+                return Err(Errno::ENXIO);
+            }
+            Some(offset)
+        }
+        SEEK_HOLE => {
+            if offset < 0 || offset >= size {
+                return Err(Errno::ENXIO);
+            }
+            Some(size)
+        }
+        _ => return Err(Errno::EINVAL),
+    };
+    match new {
+        Some(n) if n >= 0 => {
+            *off = n as u64;
+            Ok(n as usize)
+        }
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+pub fn sys_fstat(fd: i32, buf: usize) -> SysResult {
+    let f = file(fd)?;
+    let m = f.loc.node.getattr()?;
+    copy_out(buf, &stat_of(&m, f.loc.mount.id).as_bytes())?;
+    Ok(0)
+}
+
+pub fn sys_newfstatat(dirfd: i32, path_ptr: usize, buf: usize, flags: u32) -> SysResult {
+    if flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH | 0x800 /* AT_NO_AUTOMOUNT */) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let path = read_path(path_ptr)?;
+    let loc = if path.is_empty() && flags & AT_EMPTY_PATH != 0 {
+        if dirfd == AT_FDCWD {
+            base(dirfd, "")?
+        } else {
+            file(dirfd)?.loc.clone()
+        }
+    } else {
+        path::resolve(&base(dirfd, &path)?, &path, flags & AT_SYMLINK_NOFOLLOW == 0)?
+    };
+    let m = loc.node.getattr()?;
+    copy_out(buf, &stat_of(&m, loc.mount.id).as_bytes())?;
+    Ok(0)
+}
+
+pub fn sys_getdents64(fd: i32, buf: usize, count: usize) -> SysResult {
+    let f = file(fd)?;
+    if !f.loc.is_dir()? {
+        return Err(Errno::ENOTDIR);
+    }
+    let count = count.min(1 << 20);
+    let mut cookie_guard = f.offset.lock();
+    let mut cookie = *cookie_guard;
+    let mut out: Vec<u8> = Vec::new();
+    let mut truncated = false;
+    f.loc.node.readdir(cookie, &mut |e| {
+        let reclen = dirent64_reclen(e.name.len());
+        if out.len() + reclen > count {
+            truncated = true;
+            return false;
+        }
+        let start = out.len();
+        out.extend_from_slice(&e.ino.to_le_bytes());
+        out.extend_from_slice(&(e.next_cookie as i64).to_le_bytes());
+        out.extend_from_slice(&(reclen as u16).to_le_bytes());
+        out.push(e.ftype.dirent_type());
+        out.extend_from_slice(e.name.as_bytes());
+        out.resize(start + reclen, 0);
+        debug_assert!(DIRENT64_HEADER == 19);
+        cookie = e.next_cookie;
+        true
+    })?;
+    if out.is_empty() && truncated {
+        return Err(Errno::EINVAL);
+    }
+    copy_out(buf, &out)?;
+    *cookie_guard = cookie;
+    Ok(out.len())
+}
+
+pub fn sys_mkdirat(dirfd: i32, path_ptr: usize, mode: u32) -> SysResult {
+    let path = read_path(path_ptr)?;
+    let (parent, name) = match path::resolve_parent(&base(dirfd, &path)?, &path) {
+        Err(Errno::EINVAL) => return Err(Errno::EEXIST),
+        r => r?,
+    };
+    parent.node.create(&name, &NewNode::new(FileType::Directory, mode & 0o7777 & !umask()))?;
+    Ok(0)
+}
+
+pub fn sys_unlinkat(dirfd: i32, path_ptr: usize, flags: u32) -> SysResult {
+    if flags & !AT_REMOVEDIR != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let path = read_path(path_ptr)?;
+    let base = base(dirfd, &path)?;
+    let (parent, name) = match path::resolve_parent(&base, &path) {
+        Err(Errno::EEXIST) => return Err(if flags & AT_REMOVEDIR != 0 { Errno::EBUSY } else { Errno::EISDIR }),
+        Err(Errno::EINVAL) if flags & AT_REMOVEDIR == 0 => return Err(Errno::EISDIR),
+        r => r?,
+    };
+    let full = if parent.path == "/" { alloc::format!("/{}", name) } else { alloc::format!("{}/{}", parent.path, name) };
+    if crate::fs::mount_at(&full).is_some() {
+        return Err(Errno::EBUSY);
+    }
+    if flags & AT_REMOVEDIR != 0 {
+        parent.node.rmdir(&name)?;
+    } else {
+        if path.ends_with('/') {
+            // "unlink dir/" names a directory: EISDIR if it is one, else ENOTDIR.
+            let l = path::resolve(&parent, &name, false)?;
+            return Err(if l.is_dir()? { Errno::EISDIR } else { Errno::ENOTDIR });
+        }
+        parent.node.unlink(&name)?;
+    }
+    Ok(0)
+}
+
+pub fn sys_renameat2(olddirfd: i32, old_ptr: usize, newdirfd: i32, new_ptr: usize, flags: u32) -> SysResult {
+    if flags & !(RENAME_NOREPLACE | RENAME_EXCHANGE) != 0
+        || (flags & RENAME_NOREPLACE != 0 && flags & RENAME_EXCHANGE != 0)
+    {
+        return Err(Errno::EINVAL);
+    }
+    let old = read_path(old_ptr)?;
+    let new = read_path(new_ptr)?;
+    let busy = |e| if e == Errno::EEXIST { Errno::EBUSY } else { e };
+    let (op, on) = path::resolve_parent(&base(olddirfd, &old)?, &old).map_err(busy)?;
+    let (np, nn) = path::resolve_parent(&base(newdirfd, &new)?, &new).map_err(busy)?;
+    if !Arc::ptr_eq(&op.mount, &np.mount) {
+        return Err(Errno::EXDEV);
+    }
+    let full = |p: &Loc, n: &str| if p.path == "/" { alloc::format!("/{}", n) } else { alloc::format!("{}/{}", p.path, n) };
+    let (old_full, new_full) = (full(&op, &on), full(&np, &nn));
+    if crate::fs::mount_at(&old_full).is_some() || crate::fs::mount_at(&new_full).is_some() {
+        return Err(Errno::EBUSY);
+    }
+    let src = path::resolve(&op, &on, false)?;
+    if src.is_dir()? && new_full.starts_with(&alloc::format!("{}/", old_full)) {
+        return Err(Errno::EINVAL);
+    }
+    let flags = RenameFlags { noreplace: flags & RENAME_NOREPLACE != 0, exchange: flags & RENAME_EXCHANGE != 0 };
+    op.node.rename(&on, &*np.node, &nn, flags)?;
+    Ok(0)
+}
+
+pub fn sys_linkat(olddirfd: i32, old_ptr: usize, newdirfd: i32, new_ptr: usize, flags: u32) -> SysResult {
+    if flags & !(AT_SYMLINK_FOLLOW | AT_EMPTY_PATH) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let old = read_path(old_ptr)?;
+    let new = read_path(new_ptr)?;
+    let src = path::resolve(&base(olddirfd, &old)?, &old, flags & AT_SYMLINK_FOLLOW != 0)?;
+    if src.is_dir()? {
+        return Err(Errno::EPERM);
+    }
+    let (np, nn) = path::resolve_parent(&base(newdirfd, &new)?, &new)?;
+    if !Arc::ptr_eq(&src.mount, &np.mount) {
+        return Err(Errno::EXDEV);
+    }
+    np.node.link(&nn, &*src.node)?;
+    Ok(0)
+}
+
+pub fn sys_symlinkat(target_ptr: usize, newdirfd: i32, link_ptr: usize) -> SysResult {
+    let target = read_path(target_ptr)?;
+    let link = read_path(link_ptr)?;
+    if target.is_empty() {
+        return Err(Errno::ENOENT);
+    }
+    let (parent, name) = path::resolve_parent(&base(newdirfd, &link)?, &link)?;
+    parent.node.symlink(&name, &target, &NewNode::new(FileType::Symlink, 0o777))?;
+    Ok(0)
+}
+
+pub fn sys_readlinkat(dirfd: i32, path_ptr: usize, buf: usize, size: isize) -> SysResult {
+    if size <= 0 {
+        return Err(Errno::EINVAL);
+    }
+    let path = read_path(path_ptr)?;
+    let loc = path::resolve(&base(dirfd, &path)?, &path, false)?;
+    if loc.node.getattr()?.ftype != FileType::Symlink {
+        return Err(Errno::EINVAL);
+    }
+    let target = loc.node.readlink()?;
+    let n = target.len().min(size as usize);
+    copy_out(buf, &target.as_bytes()[..n])?;
+    Ok(n)
+}
+
+pub fn sys_ftruncate(fd: i32, len: i64) -> SysResult {
+    if len < 0 {
+        return Err(Errno::EINVAL);
+    }
+    let f = file(fd)?;
+    if !f.writable || f.loc.node.getattr()?.ftype != FileType::Regular {
+        return Err(Errno::EINVAL);
+    }
+    f.loc.node.truncate(len as u64)?;
+    Ok(0)
+}
+
+pub fn sys_truncate(path_ptr: usize, len: i64) -> SysResult {
+    if len < 0 {
+        return Err(Errno::EINVAL);
+    }
+    let path = read_path(path_ptr)?;
+    let loc = path::resolve(&base(AT_FDCWD, &path)?, &path, true)?;
+    match loc.node.getattr()?.ftype {
+        FileType::Regular => {}
+        FileType::Directory => return Err(Errno::EISDIR),
+        _ => return Err(Errno::EINVAL),
+    }
+    loc.node.truncate(len as u64)?;
+    Ok(0)
+}
+
+pub fn sys_fsync(fd: i32, data_only: bool) -> SysResult {
+    let f = file(fd)?;
+    f.loc.node.fsync(data_only)?;
+    Ok(0)
+}
+
+pub fn sys_sync() -> SysResult {
+    crate::fs::sync_all();
+    Ok(0)
+}
+
+fn statfs_of(loc: &Loc) -> Result<Statfs, Errno> {
+    let s = loc.mount.fs.statfs()?;
+    Ok(Statfs {
+        f_type: s.fs_type as i64,
+        f_bsize: s.block_size as i64,
+        f_blocks: s.blocks,
+        f_bfree: s.blocks_free,
+        f_bavail: s.blocks_available,
+        f_files: s.files,
+        f_ffree: s.files_free,
+        f_fsid: [loc.mount.id as i32, 0],
+        f_namelen: s.name_max as i64,
+        f_frsize: s.block_size as i64,
+        ..Default::default()
+    })
+}
+
+pub fn sys_statfs(path_ptr: usize, buf: usize) -> SysResult {
+    let path = read_path(path_ptr)?;
+    let loc = path::resolve(&base(AT_FDCWD, &path)?, &path, true)?;
+    copy_out(buf, &statfs_of(&loc)?.as_bytes())?;
+    Ok(0)
+}
+
+pub fn sys_fstatfs(fd: i32, buf: usize) -> SysResult {
+    let f = file(fd)?;
+    copy_out(buf, &statfs_of(&f.loc)?.as_bytes())?;
+    Ok(0)
+}
+
+pub fn sys_faccessat(dirfd: i32, path_ptr: usize, mode: u32) -> SysResult {
+    if mode & !7 != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let path = read_path(path_ptr)?;
+    let loc = path::resolve(&base(dirfd, &path)?, &path, true)?;
+    let m = loc.node.getattr()?;
+    // Root may read and write anything; executing needs some x bit (or a directory).
+    if mode & 1 != 0 && m.ftype != FileType::Directory && m.perm & 0o111 == 0 {
+        return Err(Errno::EACCES);
+    }
+    Ok(0)
+}
+
+pub fn sys_getcwd(buf: usize, size: usize) -> SysResult {
+    let cwd = with_current(|p| p.cwd.clone());
+    if cwd.len() + 1 > size {
+        return Err(Errno::ERANGE);
+    }
+    let mut bytes = cwd.into_bytes();
+    bytes.push(0);
+    copy_out(buf, &bytes)?;
+    Ok(bytes.len())
+}
+
+fn set_cwd(loc: Loc) -> SysResult {
+    if !loc.is_dir()? {
+        return Err(Errno::ENOTDIR);
+    }
+    with_current(|p| p.cwd = loc.path);
+    Ok(0)
+}
+
+pub fn sys_chdir(path_ptr: usize) -> SysResult {
+    let path = read_path(path_ptr)?;
+    set_cwd(path::resolve(&base(AT_FDCWD, &path)?, &path, true)?)
+}
+
+pub fn sys_fchdir(fd: i32) -> SysResult {
+    set_cwd(file(fd)?.loc.clone())
+}
+
+fn chmod(loc: &Loc, mode: u32) -> SysResult {
+    loc.node.setattr(&SetAttr { perm: Some(mode & 0o7777), ..Default::default() })?;
+    Ok(0)
+}
+
+pub fn sys_fchmod(fd: i32, mode: u32) -> SysResult {
+    chmod(&file(fd)?.loc, mode)
+}
+
+pub fn sys_fchmodat(dirfd: i32, path_ptr: usize, mode: u32) -> SysResult {
+    let path = read_path(path_ptr)?;
+    chmod(&path::resolve(&base(dirfd, &path)?, &path, true)?, mode)
+}
+
+pub fn sys_utimensat(dirfd: i32, path_ptr: usize, times_ptr: usize, flags: u32) -> SysResult {
+    const UTIME_NOW: i64 = (1 << 30) - 1;
+    const UTIME_OMIT: i64 = (1 << 30) - 2;
+    if flags & !AT_SYMLINK_NOFOLLOW != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let loc = if path_ptr == 0 {
+        file(dirfd)?.loc.clone()
+    } else {
+        let path = read_path(path_ptr)?;
+        path::resolve(&base(dirfd, &path)?, &path, flags & AT_SYMLINK_NOFOLLOW == 0)?
+    };
+    let (atime, mtime) = if times_ptr == 0 {
+        (Some(TimeSet::Now), Some(TimeSet::Now))
+    } else {
+        let mut raw = [0u8; 32];
+        copy_in(times_ptr, &mut raw)?;
+        let conv = |b: &[u8]| -> Result<Option<TimeSet>, Errno> {
+            let t = Timespec::from_bytes(b.try_into().map_err(|_| Errno::EFAULT)?);
+            match t.tv_nsec {
+                UTIME_NOW => Ok(Some(TimeSet::Now)),
+                UTIME_OMIT => Ok(None),
+                n if (0..1_000_000_000).contains(&n) => {
+                    Ok(Some(TimeSet::At(Timestamp { sec: t.tv_sec, nsec: n as u32 })))
+                }
+                _ => Err(Errno::EINVAL),
+            }
+        };
+        (conv(&raw[..16])?, conv(&raw[16..])?)
+    };
+    loc.node.setattr(&SetAttr { atime, mtime, ..Default::default() })?;
+    Ok(0)
+}
+
+pub fn sys_dup(fd: i32) -> SysResult {
+    with_current(|p| {
+        let f = p.files.get(fd)?;
+        p.files.install(f, false).map(|fd| fd as usize)
+    })
+}
+
+pub fn sys_dup3(old: i32, new: i32, flags: u32) -> SysResult {
+    if old == new || flags & !O_CLOEXEC != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let new_idx = usize::try_from(new).map_err(|_| Errno::EBADF)?;
+    if new_idx >= crate::fs::file::MAX_FDS {
+        return Err(Errno::EBADF);
+    }
+    let replaced = with_current(|p| {
+        let f = p.files.get(old)?;
+        Ok::<_, Errno>(p.files.install_at(new_idx, f, flags & O_CLOEXEC != 0))
+    })?;
+    drop(replaced);
+    Ok(new_idx)
+}
+
+pub fn sys_fcntl(fd: i32, cmd: u32, arg: usize) -> SysResult {
+    const F_DUPFD: u32 = 0;
+    const F_GETFD: u32 = 1;
+    const F_SETFD: u32 = 2;
+    const F_GETFL: u32 = 3;
+    const F_SETFL: u32 = 4;
+    const F_DUPFD_CLOEXEC: u32 = 1030;
+    const FD_CLOEXEC: usize = 1;
+    with_current(|p| {
+        let f = p.files.get(fd)?;
+        match cmd {
+            F_DUPFD | F_DUPFD_CLOEXEC => {
+                if arg >= crate::fs::file::MAX_FDS {
+                    return Err(Errno::EINVAL);
+                }
+                p.files.install_from(arg, f, cmd == F_DUPFD_CLOEXEC).map(|fd| fd as usize)
+            }
+            F_GETFD => Ok(if p.files.cloexec(fd)? { FD_CLOEXEC } else { 0 }),
+            F_SETFD => p.files.set_cloexec(fd, arg & FD_CLOEXEC != 0).map(|_| 0),
+            F_GETFL => Ok(*f.status_flags.lock() as usize),
+            F_SETFL => {
+                let mut s = f.status_flags.lock();
+                let settable = O_APPEND | O_NONBLOCK | O_DIRECT | O_NOATIME;
+                *s = (*s & !settable) | (arg as u32 & settable);
+                Ok(0)
+            }
+            _ => Err(Errno::EINVAL),
+        }
+    })
+}
+
+pub fn sys_ioctl(fd: i32) -> SysResult {
+    file(fd)?;
+    Err(Errno::ENOTTY)
+}

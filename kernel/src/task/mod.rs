@@ -1,0 +1,365 @@
+//! Processes and the scheduler (one hart).
+//!
+//! A process owns an address space, a trap frame, a kernel stack, an fd table and a cwd.
+//! The scheduler runs on the boot stack and switches to a process's kernel context; the
+//! process returns to it by `yield_now` (timer preemption from user mode, `sched_yield`),
+//! `block_current` (wait4) or `exit_current`. Kernel code runs with interrupts off, so
+//! nothing else runs between a check and the matching block: no lost wake-ups.
+//!
+//! Lock order: `SCHED`, then a process's `inner`, then (parent before child) another's.
+//! No lock is held across a context switch.
+
+mod switch;
+
+use alloc::boxed::Box;
+use alloc::collections::{BTreeMap, VecDeque};
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec;
+use alloc::vec::Vec;
+
+use abi::Errno;
+use spin::Mutex;
+
+use crate::fs::file::FdTable;
+use crate::mm::addr_space::AddrSpace;
+use crate::trap::TrapFrame;
+use switch::TaskContext;
+
+pub const TIME_SLICE_MS: u64 = 10;
+const KERNEL_STACK_SIZE: usize = 128 * 1024;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitStatus {
+    Exited(i32),
+    Signaled(i32),
+}
+
+impl ExitStatus {
+    /// The `wstatus` word of wait4.
+    pub fn wait_status(self) -> i32 {
+        match self {
+            ExitStatus::Exited(c) => (c & 0xff) << 8,
+            ExitStatus::Signaled(s) => s & 0x7f,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum State {
+    Ready,
+    Running,
+    /// Blocked in wait4 until a child exits.
+    Waiting,
+    Zombie(ExitStatus),
+}
+
+/// The parts of a process that syscalls use.
+pub struct ProcInner {
+    pub state: State,
+    pub ppid: usize,
+    pub children: Vec<Arc<Process>>,
+    pub space: AddrSpace,
+    pub tf: Box<TrapFrame>,
+    pub files: FdTable,
+    /// Absolute, canonical working directory.
+    pub cwd: String,
+    pub umask: u32,
+    kstack: Box<[u8]>,
+}
+
+pub struct Process {
+    pub pid: usize,
+    pub inner: Mutex<ProcInner>,
+    ctx: Mutex<TaskContext>,
+}
+
+struct Scheduler {
+    ready: VecDeque<Arc<Process>>,
+    current: Option<Arc<Process>>,
+    /// Every live (not yet reaped) process.
+    all: BTreeMap<usize, Arc<Process>>,
+    next_pid: usize,
+}
+
+static SCHED: Mutex<Scheduler> =
+    Mutex::new(Scheduler { ready: VecDeque::new(), current: None, all: BTreeMap::new(), next_pid: 1 });
+static IDLE_CTX: Mutex<TaskContext> = Mutex::new(TaskContext::zero());
+
+fn new_kstack() -> Box<[u8]> {
+    vec![0u8; KERNEL_STACK_SIZE].into_boxed_slice()
+}
+
+fn kstack_top(k: &[u8]) -> usize {
+    (k.as_ptr() as usize + k.len()) & !0xf
+}
+
+extern "C" fn first_entry() -> ! {
+    return_to_user()
+}
+
+fn make_process(inner: ProcInner) -> Arc<Process> {
+    let mut s = SCHED.lock();
+    let pid = s.next_pid;
+    s.next_pid += 1;
+    let top = kstack_top(&inner.kstack);
+    let p = Arc::new(Process {
+        pid,
+        inner: Mutex::new(inner),
+        ctx: Mutex::new(TaskContext::new(first_entry as usize, top)),
+    });
+    p.inner.lock().tf.kernel_sp = top;
+    s.all.insert(pid, p.clone());
+    s.ready.push_back(p.clone());
+    p
+}
+
+/// Create the first process from the executable at `path`.
+pub fn spawn_init(path: &str, argv: Vec<String>) -> Result<(), Errno> {
+    let image = crate::fs::read_whole_file("/", path)?;
+    let mut space = AddrSpace::new()?;
+    let entry = space.load_elf(&image)?;
+    let sp = space.setup_stack(&argv, &[])?;
+    let kstack = new_kstack();
+    let tf = Box::new(TrapFrame::new_user(entry, sp, kstack_top(&kstack)));
+    let files = FdTable::with_console()?;
+    make_process(ProcInner {
+        state: State::Ready,
+        ppid: 0,
+        children: Vec::new(),
+        space,
+        tf,
+        files,
+        cwd: String::from("/"),
+        umask: 0o022,
+        kstack,
+    });
+    Ok(())
+}
+
+fn current() -> Arc<Process> {
+    SCHED.lock().current.clone().expect("no current process")
+}
+
+pub fn current_pid() -> usize {
+    SCHED.lock().current.as_ref().map_or(0, |p| p.pid)
+}
+
+/// Run `f` with the current process's state locked.
+pub fn with_current<R>(f: impl FnOnce(&mut ProcInner) -> R) -> R {
+    let p = current();
+    let mut inner = p.inner.lock();
+    f(&mut inner)
+}
+
+/// The address of a context, for `switch` (the lock only guards against re-entrancy bugs:
+/// contexts are touched by this hart alone).
+fn ctx_ptr(ctx: &Mutex<TaskContext>) -> *mut TaskContext {
+    let mut g = ctx.lock();
+    &mut *g as *mut TaskContext
+}
+
+/// Switch from the current process to the scheduler.
+fn switch_to_scheduler() {
+    let p = current();
+    let from: *mut TaskContext = ctx_ptr(&p.ctx);
+    let to: *const TaskContext = ctx_ptr(&IDLE_CTX);
+    drop(p);
+    // SAFETY: both contexts live in statics or in a process kept alive by `SCHED.current`
+    // (and `SCHED.all`) until the scheduler runs again; no lock is held across the switch and
+    // nothing else runs on this hart meanwhile.
+    unsafe { switch::switch(from, to) };
+}
+
+/// Give up the CPU; the process stays runnable.
+pub fn yield_now() {
+    {
+        let mut s = SCHED.lock();
+        let Some(p) = s.current.clone() else { return };
+        p.inner.lock().state = State::Ready;
+        s.ready.push_back(p);
+    }
+    switch_to_scheduler();
+}
+
+/// Sleep until a child exits (wait4).
+pub fn block_current() {
+    with_current(|p| p.state = State::Waiting);
+    switch_to_scheduler();
+}
+
+fn wake(p: &Arc<Process>) {
+    let mut s = SCHED.lock();
+    let mut inner = p.inner.lock();
+    if inner.state == State::Waiting {
+        inner.state = State::Ready;
+        drop(inner);
+        s.ready.push_back(p.clone());
+    }
+}
+
+/// Return to user mode in the current process.
+pub fn return_to_user() -> ! {
+    let tf: *mut TrapFrame = with_current(|p| &mut *p.tf as *mut TrapFrame);
+    // SAFETY: the trap frame is boxed inside the current process, which stays alive while it
+    // runs; its page table was activated by the scheduler.
+    unsafe { crate::trap::enter_user(tf) }
+}
+
+/// The scheduler loop: run ready processes round-robin until none is left.
+pub fn run() -> ! {
+    crate::arch::time::set_timer_in_ms(TIME_SLICE_MS);
+    loop {
+        let next = {
+            let mut s = SCHED.lock();
+            let n = s.ready.pop_front();
+            if let Some(p) = &n {
+                s.current = Some(p.clone());
+            }
+            n
+        };
+        let Some(p) = next else {
+            if SCHED.lock().all.is_empty() {
+                log::info!("no processes left");
+                crate::shutdown(0);
+            }
+            core::hint::spin_loop();
+            continue;
+        };
+        {
+            let mut inner = p.inner.lock();
+            inner.state = State::Running;
+            inner.space.activate();
+        }
+        let to: *const TaskContext = ctx_ptr(&p.ctx);
+        let from: *mut TaskContext = ctx_ptr(&IDLE_CTX);
+        drop(p);
+        // SAFETY: see `switch_to_scheduler`.
+        unsafe { switch::switch(from, to) };
+        SCHED.lock().current = None;
+    }
+}
+
+/// fork: a copy of the current process; returns the child's pid.
+pub fn fork(tf: &TrapFrame) -> Result<usize, Errno> {
+    let parent = current();
+    let child_inner = {
+        let p = parent.inner.lock();
+        let space = p.space.fork()?;
+        let kstack = new_kstack();
+        let mut ctf = Box::new(tf.clone());
+        ctf.regs[10] = 0;
+        ctf.kernel_sp = kstack_top(&kstack);
+        ProcInner {
+            state: State::Ready,
+            ppid: parent.pid,
+            children: Vec::new(),
+            space,
+            tf: ctf,
+            files: p.files.clone(),
+            cwd: p.cwd.clone(),
+            umask: p.umask,
+            kstack,
+        }
+    };
+    let child = make_process(child_inner);
+    parent.inner.lock().children.push(child.clone());
+    Ok(child.pid)
+}
+
+/// Replace the current program (execve).
+pub fn exec(path: &str, argv: Vec<String>, envp: Vec<String>) -> Result<(), Errno> {
+    let cwd = with_current(|p| p.cwd.clone());
+    let image = crate::fs::read_whole_file(&cwd, path)?;
+    let mut space = AddrSpace::new()?;
+    let entry = space.load_elf(&image)?;
+    let sp = space.setup_stack(&argv, &envp)?;
+    with_current(|p| {
+        let ksp = p.tf.kernel_sp;
+        *p.tf = TrapFrame::new_user(entry, sp, ksp);
+        space.activate();
+        p.space = space;
+        p.files.close_on_exec();
+    });
+    Ok(())
+}
+
+/// End the current process.
+pub fn exit_current(status: ExitStatus) -> ! {
+    let p = current();
+    crate::mm::page_table::activate_kernel();
+    let (ppid, children, files) = {
+        let mut inner = p.inner.lock();
+        inner.state = State::Zombie(status);
+        // Free memory now; the kernel stack (in use right now) goes when the parent reaps.
+        inner.space = AddrSpace::new().unwrap_or_else(|_| panic!("out of memory freeing pid {}", p.pid));
+        (inner.ppid, core::mem::take(&mut inner.children), core::mem::take(&mut inner.files))
+    };
+    drop(files); // closes every descriptor (may write back data)
+    if p.pid == 1 {
+        let code = match status {
+            ExitStatus::Exited(c) => c as u32 & 0xff,
+            ExitStatus::Signaled(s) => 128 + s as u32,
+        };
+        crate::println!("[kernel] init exited with status {}", code);
+        crate::shutdown(code);
+    }
+    let (parent, init) = {
+        let s = SCHED.lock();
+        (s.all.get(&ppid).cloned(), s.all.get(&1).cloned())
+    };
+    if let Some(init) = init {
+        if !children.is_empty() {
+            for c in &children {
+                c.inner.lock().ppid = 1;
+            }
+            init.inner.lock().children.extend(children);
+            wake(&init);
+        }
+    }
+    if let Some(parent) = parent {
+        wake(&parent);
+    }
+    drop(p);
+    switch_to_scheduler();
+    unreachable!("a zombie was scheduled");
+}
+
+/// wait4: reap a zombie child (`pid` = -1 for any). `Ok(None)` with WNOHANG and nothing yet.
+pub fn wait_child(pid: isize, nohang: bool) -> Result<Option<(usize, ExitStatus)>, Errno> {
+    loop {
+        let me = current();
+        let found = {
+            let mut inner = me.inner.lock();
+            let mut any = false;
+            let mut zombie = None;
+            for (i, c) in inner.children.iter().enumerate() {
+                if pid == -1 || pid == c.pid as isize || pid == 0 {
+                    any = true;
+                    if let State::Zombie(st) = c.inner.lock().state {
+                        zombie = Some((i, st));
+                        break;
+                    }
+                }
+            }
+            if !any {
+                return Err(Errno::ECHILD);
+            }
+            zombie.map(|(i, st)| (inner.children.remove(i), st))
+        };
+        if let Some((child, st)) = found {
+            SCHED.lock().all.remove(&child.pid);
+            return Ok(Some((child.pid, st)));
+        }
+        if nohang {
+            return Ok(None);
+        }
+        drop(me);
+        block_current();
+    }
+}
+
+/// Does a process with this pid exist?
+pub fn exists(pid: usize) -> bool {
+    SCHED.lock().all.contains_key(&pid)
+}

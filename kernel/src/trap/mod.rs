@@ -1,0 +1,307 @@
+//! Traps: entry from user mode (syscalls, page faults, timer interrupts) and the return to
+//! user mode, plus a handler for traps taken in the kernel (always a kernel bug today).
+//!
+//! Convention: while a process runs in user mode, `sscratch` holds the address of its
+//! [`TrapFrame`] and `stvec` points at `user_trap_entry`. The entry code saves every user
+//! register (integer and floating point) into the frame, loads the kernel stack pointer from
+//! it and calls [`user_trap_handler`]. Kernel code runs with interrupts disabled and
+//! `stvec` = `kernel_trap_entry`.
+
+use core::arch::global_asm;
+
+use crate::arch::csr;
+
+/// Saved user state. Field offsets are used by the assembly below.
+#[repr(C)]
+#[derive(Clone, Debug)]
+pub struct TrapFrame {
+    /// x0..x31 (x0 unused).
+    pub regs: [usize; 32],
+    /// f0..f31.
+    pub fregs: [u64; 32],
+    pub fcsr: usize,
+    pub sepc: usize,
+    pub sstatus: usize,
+    /// Top of this process's kernel stack.
+    pub kernel_sp: usize,
+}
+
+const _: () = assert!(core::mem::offset_of!(TrapFrame, fcsr) == 512);
+const _: () = assert!(core::mem::offset_of!(TrapFrame, sepc) == 520);
+const _: () = assert!(core::mem::offset_of!(TrapFrame, sstatus) == 528);
+const _: () = assert!(core::mem::offset_of!(TrapFrame, kernel_sp) == 536);
+
+impl TrapFrame {
+    /// A frame that enters user mode at `entry` with stack `sp`.
+    pub fn new_user(entry: usize, sp: usize, kernel_sp: usize) -> Self {
+        let mut regs = [0; 32];
+        regs[2] = sp;
+        // Return to U-mode (SPP = 0) with interrupts enabled there, FP usable.
+        let sstatus = (csr::sstatus() & !(csr::SSTATUS_SPP | csr::SSTATUS_FS_MASK | csr::SSTATUS_SIE))
+            | csr::SSTATUS_SPIE
+            | csr::SSTATUS_FS_INITIAL;
+        TrapFrame { regs, fregs: [0; 32], fcsr: 0, sepc: entry, sstatus, kernel_sp }
+    }
+}
+
+global_asm!(
+    r#"
+    .section .text
+    .option push
+    .option arch, +d
+    .align 4
+    .globl user_trap_entry
+user_trap_entry:
+    csrrw sp, sscratch, sp
+    sd x1, 1*8(sp)
+    sd x3, 3*8(sp)
+    sd x4, 4*8(sp)
+    sd x5, 5*8(sp)
+    sd x6, 6*8(sp)
+    sd x7, 7*8(sp)
+    sd x8, 8*8(sp)
+    sd x9, 9*8(sp)
+    sd x10, 10*8(sp)
+    sd x11, 11*8(sp)
+    sd x12, 12*8(sp)
+    sd x13, 13*8(sp)
+    sd x14, 14*8(sp)
+    sd x15, 15*8(sp)
+    sd x16, 16*8(sp)
+    sd x17, 17*8(sp)
+    sd x18, 18*8(sp)
+    sd x19, 19*8(sp)
+    sd x20, 20*8(sp)
+    sd x21, 21*8(sp)
+    sd x22, 22*8(sp)
+    sd x23, 23*8(sp)
+    sd x24, 24*8(sp)
+    sd x25, 25*8(sp)
+    sd x26, 26*8(sp)
+    sd x27, 27*8(sp)
+    sd x28, 28*8(sp)
+    sd x29, 29*8(sp)
+    sd x30, 30*8(sp)
+    sd x31, 31*8(sp)
+    csrr t0, sscratch
+    sd t0, 2*8(sp)
+    .irp n, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31
+    fsd f\n, (256 + \n * 8)(sp)
+    .endr
+    frcsr t0
+    sd t0, 512(sp)
+    csrr t0, sepc
+    sd t0, 520(sp)
+    csrr t0, sstatus
+    sd t0, 528(sp)
+    mv a0, sp
+    ld sp, 536(sp)
+    call user_trap_handler
+    # user_trap_handler never returns: it ends in user_return.
+1:  j 1b
+
+    .globl user_return
+user_return:
+    # a0 = &TrapFrame of the process about to run
+    csrw sscratch, a0
+    ld t0, 520(a0)
+    csrw sepc, t0
+    ld t0, 528(a0)
+    csrw sstatus, t0
+    ld t0, 512(a0)
+    fscsr t0
+    .irp n, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31
+    fld f\n, (256 + \n * 8)(a0)
+    .endr
+    ld x1, 1*8(a0)
+    ld x2, 2*8(a0)
+    ld x3, 3*8(a0)
+    ld x4, 4*8(a0)
+    ld x5, 5*8(a0)
+    ld x6, 6*8(a0)
+    ld x7, 7*8(a0)
+    ld x8, 8*8(a0)
+    ld x9, 9*8(a0)
+    ld x11, 11*8(a0)
+    ld x12, 12*8(a0)
+    ld x13, 13*8(a0)
+    ld x14, 14*8(a0)
+    ld x15, 15*8(a0)
+    ld x16, 16*8(a0)
+    ld x17, 17*8(a0)
+    ld x18, 18*8(a0)
+    ld x19, 19*8(a0)
+    ld x20, 20*8(a0)
+    ld x21, 21*8(a0)
+    ld x22, 22*8(a0)
+    ld x23, 23*8(a0)
+    ld x24, 24*8(a0)
+    ld x25, 25*8(a0)
+    ld x26, 26*8(a0)
+    ld x27, 27*8(a0)
+    ld x28, 28*8(a0)
+    ld x29, 29*8(a0)
+    ld x30, 30*8(a0)
+    ld x31, 31*8(a0)
+    ld a0, 10*8(a0)
+    sret
+
+    .align 4
+    .globl kernel_trap_entry
+kernel_trap_entry:
+    addi sp, sp, -256
+    sd ra, 0(sp)
+    sd t0, 8(sp)
+    sd t1, 16(sp)
+    sd t2, 24(sp)
+    sd a0, 32(sp)
+    sd a1, 40(sp)
+    sd a2, 48(sp)
+    sd a3, 56(sp)
+    sd a4, 64(sp)
+    sd a5, 72(sp)
+    sd a6, 80(sp)
+    sd a7, 88(sp)
+    sd t3, 96(sp)
+    sd t4, 104(sp)
+    sd t5, 112(sp)
+    sd t6, 120(sp)
+    call kernel_trap_handler
+    ld ra, 0(sp)
+    ld t0, 8(sp)
+    ld t1, 16(sp)
+    ld t2, 24(sp)
+    ld a0, 32(sp)
+    ld a1, 40(sp)
+    ld a2, 48(sp)
+    ld a3, 56(sp)
+    ld a4, 64(sp)
+    ld a5, 72(sp)
+    ld a6, 80(sp)
+    ld a7, 88(sp)
+    ld t3, 96(sp)
+    ld t4, 104(sp)
+    ld t5, 112(sp)
+    ld t6, 120(sp)
+    addi sp, sp, 256
+    sret
+    .option pop
+"#
+);
+
+extern "C" {
+    fn user_trap_entry();
+    fn kernel_trap_entry();
+    fn user_return(tf: *mut TrapFrame) -> !;
+}
+
+/// Kernel mode: kernel traps go to `kernel_trap_entry`.
+pub fn set_kernel_vector() {
+    csr::set_stvec(kernel_trap_entry as usize);
+}
+
+/// Enter user mode with the state in `tf`.
+///
+/// # Safety
+/// `tf` must point at the running process's trap frame, which stays allocated while the
+/// process exists, and the process's page table must be active.
+pub unsafe fn enter_user(tf: *mut TrapFrame) -> ! {
+    csr::set_stvec(user_trap_entry as usize);
+    // SAFETY: guaranteed by the caller; `user_return` restores the frame and executes `sret`.
+    unsafe { user_return(tf) }
+}
+
+const INTERRUPT: usize = 1 << 63;
+const SUPERVISOR_TIMER: usize = 5;
+const ILLEGAL_INSTRUCTION: usize = 2;
+const BREAKPOINT: usize = 3;
+const ENV_CALL_FROM_U: usize = 8;
+const INSTRUCTION_PAGE_FAULT: usize = 12;
+const LOAD_PAGE_FAULT: usize = 13;
+const STORE_PAGE_FAULT: usize = 15;
+const INSTRUCTION_ACCESS_FAULT: usize = 1;
+const LOAD_ACCESS_FAULT: usize = 5;
+const STORE_ACCESS_FAULT: usize = 7;
+const INSTRUCTION_MISALIGNED: usize = 0;
+const LOAD_MISALIGNED: usize = 4;
+const STORE_MISALIGNED: usize = 6;
+
+/// Linux signal numbers reported in wait status for a process the kernel kills.
+pub const SIGILL: i32 = 4;
+pub const SIGTRAP: i32 = 5;
+pub const SIGBUS: i32 = 7;
+pub const SIGSEGV: i32 = 11;
+
+#[no_mangle]
+extern "C" fn user_trap_handler(tf: &mut TrapFrame) -> ! {
+    set_kernel_vector();
+    let scause = csr::scause();
+    let stval = csr::stval();
+    use crate::mm::addr_space::Access;
+    if scause & INTERRUPT != 0 {
+        if scause & !INTERRUPT == SUPERVISOR_TIMER {
+            crate::arch::time::set_timer_in_ms(crate::task::TIME_SLICE_MS);
+            crate::task::yield_now();
+        } else {
+            log::warn!("unexpected interrupt {:#x}", scause);
+        }
+    } else {
+        match scause {
+            ENV_CALL_FROM_U => {
+                tf.sepc += 4;
+                let args = [tf.regs[10], tf.regs[11], tf.regs[12], tf.regs[13], tf.regs[14], tf.regs[15]];
+                let ret = crate::syscall::dispatch(tf.regs[17], args, tf);
+                tf.regs[10] = ret as usize;
+            }
+            INSTRUCTION_PAGE_FAULT | LOAD_PAGE_FAULT | STORE_PAGE_FAULT => {
+                let access = match scause {
+                    INSTRUCTION_PAGE_FAULT => Access::Exec,
+                    LOAD_PAGE_FAULT => Access::Read,
+                    _ => Access::Write,
+                };
+                let ok = crate::task::with_current(|p| p.space.handle_fault(stval, access).is_ok());
+                if !ok {
+                    crate::println!(
+                        "[kernel] pid {}: segmentation fault at {:#x} (pc {:#x}, {:?})",
+                        crate::task::current_pid(),
+                        stval,
+                        tf.sepc,
+                        access
+                    );
+                    crate::task::exit_current(crate::task::ExitStatus::Signaled(SIGSEGV));
+                }
+            }
+            INSTRUCTION_ACCESS_FAULT | LOAD_ACCESS_FAULT | STORE_ACCESS_FAULT => {
+                crate::println!("[kernel] pid {}: access fault at {:#x}", crate::task::current_pid(), stval);
+                crate::task::exit_current(crate::task::ExitStatus::Signaled(SIGSEGV));
+            }
+            INSTRUCTION_MISALIGNED | LOAD_MISALIGNED | STORE_MISALIGNED => {
+                crate::println!("[kernel] pid {}: misaligned access at {:#x}", crate::task::current_pid(), stval);
+                crate::task::exit_current(crate::task::ExitStatus::Signaled(SIGBUS));
+            }
+            ILLEGAL_INSTRUCTION => {
+                crate::println!("[kernel] pid {}: illegal instruction at {:#x}", crate::task::current_pid(), tf.sepc);
+                crate::task::exit_current(crate::task::ExitStatus::Signaled(SIGILL));
+            }
+            BREAKPOINT => {
+                crate::task::exit_current(crate::task::ExitStatus::Signaled(SIGTRAP));
+            }
+            _ => {
+                crate::println!("[kernel] pid {}: unhandled trap {:#x} at {:#x}", crate::task::current_pid(), scause, tf.sepc);
+                crate::task::exit_current(crate::task::ExitStatus::Signaled(SIGILL));
+            }
+        }
+    }
+    crate::task::return_to_user()
+}
+
+#[no_mangle]
+extern "C" fn kernel_trap_handler() {
+    let scause = csr::scause();
+    panic!(
+        "trap in kernel: scause {:#x} stval {:#x} sepc {:#x}",
+        scause,
+        csr::stval(),
+        csr::sepc()
+    );
+}

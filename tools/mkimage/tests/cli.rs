@@ -1,0 +1,87 @@
+//! The mkimage binary end to end: build an image with files, then list and read them back.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn mkimage(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mkimage")).args(args).output().expect("run mkimage")
+}
+
+fn ok(args: &[&str]) -> String {
+    let out = mkimage(args);
+    assert!(out.status.success(), "mkimage {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+#[test]
+fn build_then_ls_and_cat() {
+    let tmp = tempfile::tempdir().unwrap();
+    let hello = tmp.path().join("hello.txt");
+    std::fs::write(&hello, b"hello, guest\n").unwrap();
+    let big = tmp.path().join("seqwrite");
+    let big_data: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+    std::fs::write(&big, &big_data).unwrap();
+    let extra = tmp.path().join("extra");
+    std::fs::create_dir(&extra).unwrap();
+    std::fs::write(extra.join("one"), b"1").unwrap();
+    std::fs::write(extra.join("two"), b"22").unwrap();
+    let image = tmp.path().join("disk.img");
+
+    ok(&[
+        "fat32",
+        p(&image),
+        "--size",
+        "40M",
+        "--label",
+        "TESTVOL",
+        "--add",
+        &format!("{}:/hello.txt", p(&hello)),
+        "--add",
+        &format!("{}:/bin/seqwrite", p(&big)),
+        "--add-dir",
+        &format!("{}:/etc/extra", p(&extra)),
+    ]);
+    assert_eq!(std::fs::metadata(&image).unwrap().len(), 40 << 20);
+
+    let root = ok(&["ls", p(&image)]);
+    assert_eq!(root, format!("- {:>12} hello.txt\nd {:>12} bin/\nd {:>12} etc/\n", 13, 0, 0));
+    let bin = ok(&["ls", p(&image), "/bin"]);
+    assert_eq!(bin, format!("- {:>12} seqwrite\n", big_data.len()));
+    assert_eq!(ok(&["ls", p(&image), "etc/extra"]), format!("- {:>12} one\n- {:>12} two\n", 1, 2));
+    assert_eq!(ok(&["cat", p(&image), "/hello.txt"]), "hello, guest\n");
+    let out = mkimage(&["cat", p(&image), "/bin/seqwrite"]);
+    assert!(out.status.success());
+    assert!(out.stdout == big_data);
+
+    // Errors: missing file, directory, bad image, too small, bad size; exit 1 and a message.
+    for args in [
+        vec!["cat", p(&image), "/nope"],
+        vec!["cat", p(&image), "/bin"],
+        vec!["ls", p(&hello)],
+        vec!["fat32", "/nonexistent/dir/x.img", "--size", "40M"],
+    ] {
+        let out = mkimage(&args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("error"), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+    // A bad size is a usage error (clap: status 2) with a message.
+    let out = mkimage(&["blank", p(&image), "--size", "12X"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bad size suffix"));
+    let small = tmp.path().join("small.img");
+    let out = mkimage(&["fat32", p(&small), "--size", "8M"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("too small"));
+
+    // A blank image is sparse zeros of the requested size, and not mountable.
+    let blank = tmp.path().join("blank.img");
+    ok(&["blank", p(&blank), "--size", "64M"]);
+    assert_eq!(std::fs::metadata(&blank).unwrap().len(), 64 << 20);
+    assert_eq!(mkimage(&["ls", p(&blank)]).status.code(), Some(1));
+}

@@ -1,0 +1,19 @@
+//! Benchmark `seqread` (shared/BENCH-PROTOCOL.md): `seqread NAME:PATH... [reps=N] [size=MiB] [ops=N] [quick]`.
+#![no_std]
+#![no_main]
+
+use user_tests::bench::{self, Spec, Workload};
+
+const SPEC: Spec = Spec {
+    name: "seqread",
+    workload: Workload::SeqRead,
+    bs: 1 << 20,
+    size_mib: 10,
+    ops: 0,
+};
+
+fn main(argv: &[&str]) -> i32 {
+    bench::main_io(&SPEC, argv)
+}
+
+user_tests::entry!(main);

@@ -1,0 +1,403 @@
+//! `testrunner DIR [summary=FILE] [assume=fat|nofat] [TEST...]`: the in-guest test suite.
+//!
+//! Runs every test of [`TESTS`] (or only the named ones) inside a fresh scratch directory
+//! `DIR/t.<pid>`, each test in its own subdirectory, and prints one line per test:
+//! `ok`, `FAILED: <what>`, `skipped (<why>)`, `expected failure (<why>): <what>` or
+//! `UNEXPECTED PASS`. It closes with the line `N passed, N failed` (alone on its line; also
+//! written to FILE when `summary=FILE` is given, for `init`), and exits with the number of
+//! failures (capped at 125). Skips and expected failures count as neither.
+//!
+//! Every expectation is Linux's: the same binary must pass under `qemu-riscv64` on a Linux
+//! directory. Tests needing what FAT cannot store (symbolic links, hard links, permission bits,
+//! link counts) are skipped when DIR is on FAT (`statfs` f_type `MSDOS_SUPER_MAGIC`); `assume=`
+//! overrides the detection.
+//!
+//! To add a test: write `fn my_test(cx: &Ctx) -> TestResult` in one of the modules (use
+//! `cx.path("name")` for files, the `ensure!` macro and the `Check` / `expect_errno` helpers),
+//! then add a `Test` line to [`TESTS`].
+#![no_std]
+#![no_main]
+
+mod bad_input;
+mod fs_tests;
+mod proc_tests;
+
+use user_tests::abi::stat::MSDOS_SUPER_MAGIC;
+use user_tests::prelude::*;
+
+/// A test's outcome: `Err(description of the first broken expectation)`.
+pub type TestResult = Result<(), String>;
+
+/// What a test gets: its own empty directory, and what the file system under it is.
+pub struct Ctx {
+    pub dir: String,
+    pub fat: bool,
+}
+
+impl Ctx {
+    /// The path of `name` inside the test's directory.
+    pub fn path(&self, name: &str) -> String {
+        user_tests::path_join(&self.dir, name)
+    }
+}
+
+/// Features a test needs that some file systems cannot provide: skipped there.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Needs {
+    Nothing,
+    /// Symbolic links (FAT has none).
+    Symlinks,
+    /// Hard links and link counts (FAT has none).
+    HardLinks,
+    /// Permission bits (FAT has only a read-only flag).
+    Chmod,
+    /// A file stays readable through an open descriptor after its last name is removed
+    /// (our FAT adapter keeps no orphan inodes).
+    OpenUnlinked,
+}
+
+/// Whether a test is expected to pass.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Expect {
+    Pass,
+    /// Known-missing behaviour on FAT mounts (the reason is printed); passes elsewhere.
+    FailOnFat(&'static str),
+    /// Known-missing behaviour everywhere in dbfs-os; reported separately, never a pass.
+    Fail(&'static str),
+}
+
+pub struct Test {
+    pub name: &'static str,
+    pub run: fn(&Ctx) -> TestResult,
+    pub needs: Needs,
+    pub expect: Expect,
+}
+
+const fn t(name: &'static str, run: fn(&Ctx) -> TestResult) -> Test {
+    Test {
+        name,
+        run,
+        needs: Needs::Nothing,
+        expect: Expect::Pass,
+    }
+}
+
+const fn needs(name: &'static str, run: fn(&Ctx) -> TestResult, needs: Needs) -> Test {
+    Test {
+        name,
+        run,
+        needs,
+        expect: Expect::Pass,
+    }
+}
+
+/// The test table, run in this order.
+pub const TESTS: &[Test] = &[
+    // files: contents and offsets
+    t("write_read_lseek", fs_tests::write_read_lseek),
+    t("read_at_eof_returns_0", fs_tests::read_at_eof_returns_0),
+    t("pwrite_pread_offsets", fs_tests::pwrite_pread_offsets),
+    t("io_across_blocks", fs_tests::io_across_blocks),
+    t("lseek_whence", fs_tests::lseek_whence),
+    t("write_zero_bytes", fs_tests::write_zero_bytes),
+    // open flags
+    t(
+        "o_creat_existing_keeps_data",
+        fs_tests::o_creat_existing_keeps_data,
+    ),
+    t("o_excl_existing_eexist", fs_tests::o_excl_existing_eexist),
+    t("o_trunc", fs_tests::o_trunc),
+    t("o_append", fs_tests::o_append),
+    t("open_missing_enoent", fs_tests::open_missing_enoent),
+    t(
+        "o_directory_on_file_enotdir",
+        fs_tests::o_directory_on_file_enotdir,
+    ),
+    t(
+        "path_through_file_enotdir",
+        fs_tests::path_through_file_enotdir,
+    ),
+    t("directory_io_eisdir", fs_tests::directory_io_eisdir),
+    t("name_too_long", fs_tests::name_too_long),
+    // directories and names
+    t("mkdir_existing_eexist", fs_tests::mkdir_existing_eexist),
+    t("rmdir_semantics", fs_tests::rmdir_semantics),
+    t("unlink_directory_eisdir", fs_tests::unlink_directory_eisdir),
+    t("unlink_then_recreate", fs_tests::unlink_then_recreate),
+    t("getdents_exact_names", fs_tests::getdents_exact_names),
+    t(
+        "getdents_many_small_buffer",
+        fs_tests::getdents_many_small_buffer,
+    ),
+    t("rename_semantics", fs_tests::rename_semantics),
+    t("rename_directories", fs_tests::rename_directories),
+    t(
+        "at_calls_relative_to_dirfd",
+        fs_tests::at_calls_relative_to_dirfd,
+    ),
+    t("many_files", fs_tests::many_files),
+    // sizes, attributes, durability calls
+    t("ftruncate_grow_shrink", fs_tests::ftruncate_grow_shrink),
+    t("fstat_types_and_sizes", fs_tests::fstat_types_and_sizes),
+    t("statfs_ok", fs_tests::statfs_ok),
+    t("fsync_ok", fs_tests::fsync_ok),
+    // features FAT lacks
+    needs(
+        "symlink_readlink",
+        fs_tests::symlink_readlink,
+        Needs::Symlinks,
+    ),
+    needs("hard_link", fs_tests::hard_link, Needs::HardLinks),
+    needs("chmod_mode_bits", fs_tests::chmod_mode_bits, Needs::Chmod),
+    needs(
+        "open_unlinked_file",
+        fs_tests::open_unlinked_file,
+        Needs::OpenUnlinked,
+    ),
+    Test {
+        name: "dir_nlink_counts_subdirs",
+        run: fs_tests::dir_nlink_counts_subdirs,
+        needs: Needs::Nothing,
+        expect: Expect::FailOnFat("FAT stores no link counts; the adapter reports 1"),
+    },
+    // processes and memory
+    t("getpid_positive", proc_tests::getpid_positive),
+    t("fork_exit_wait", proc_tests::fork_exit_wait),
+    t("fork_copies_memory", proc_tests::fork_copies_memory),
+    t(
+        "wait_no_children_echild",
+        proc_tests::wait_no_children_echild,
+    ),
+    t("execve_missing_enoent", proc_tests::execve_missing_enoent),
+    t("brk_growth", proc_tests::brk_growth),
+    t("mmap_anonymous", proc_tests::mmap_anonymous),
+    t("clock_monotonic", proc_tests::clock_monotonic),
+    // bad input must fail cleanly
+    t("efault_null_buffer", bad_input::efault_null_buffer),
+    t("efault_kernel_address", bad_input::efault_kernel_address),
+    t(
+        "efault_half_unmapped_buffer",
+        bad_input::efault_half_unmapped_buffer,
+    ),
+    t("efault_null_path", bad_input::efault_null_path),
+    t("ebadf_bad_fds", bad_input::ebadf_bad_fds),
+    t("ebadf_close_twice", bad_input::ebadf_close_twice),
+    t(
+        "ebadf_wrong_access_mode",
+        bad_input::ebadf_wrong_access_mode,
+    ),
+    t("enosys_unknown_syscall", bad_input::enosys_unknown_syscall),
+    t(
+        "einval_flags_and_whence",
+        bad_input::einval_flags_and_whence,
+    ),
+];
+
+/// `ensure!(cond, "format", args...)`: fail the test with the message unless `cond`.
+#[macro_export]
+macro_rules! ensure {
+    ($cond:expr, $($arg:tt)*) => {
+        if !$cond {
+            return Err(format!($($arg)*));
+        }
+    };
+}
+
+/// Turn a syscall error into a test failure naming the call: `open a: ENOENT`.
+pub trait Check<T> {
+    fn what(self, what: &str) -> Result<T, String>;
+}
+
+impl<T> Check<T> for SysResult<T> {
+    fn what(self, what: &str) -> Result<T, String> {
+        self.map_err(|e| format!("{what}: unexpected {}", e.name()))
+    }
+}
+
+/// The call must fail with exactly `want`.
+pub fn expect_errno<T: core::fmt::Debug>(r: SysResult<T>, want: Errno, what: &str) -> TestResult {
+    match r {
+        Err(e) if e == want => Ok(()),
+        Err(e) => Err(format!(
+            "{what}: expected {}, got {}",
+            want.name(),
+            e.name()
+        )),
+        Ok(v) => Err(format!(
+            "{what}: expected {}, but it succeeded ({v:?})",
+            want.name()
+        )),
+    }
+}
+
+/// Create `path` holding exactly `data`.
+pub fn put_file(path: &str, data: &[u8]) -> TestResult {
+    let f =
+        File::open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644).what(&format!("create {path}"))?;
+    f.write_all(data).what(&format!("write {path}"))?;
+    f.close().what(&format!("close {path}"))
+}
+
+/// The whole content of `path`.
+pub fn get_file(path: &str) -> Result<Vec<u8>, String> {
+    let f = File::open_read(path).what(&format!("open {path}"))?;
+    f.read_to_end().what(&format!("read {path}"))
+}
+
+/// `what` must equal `want`, shown readably on mismatch.
+pub fn same_bytes(got: &[u8], want: &[u8], what: &str) -> TestResult {
+    if got == want {
+        return Ok(());
+    }
+    let at = got
+        .iter()
+        .zip(want)
+        .position(|(a, b)| a != b)
+        .unwrap_or(got.len().min(want.len()));
+    Err(format!(
+        "{what}: got {} bytes, expected {}; first difference at byte {at}{}",
+        got.len(),
+        want.len(),
+        if got.len() <= 64 && want.len() <= 64 {
+            format!(
+                " ({:?} vs {:?})",
+                String::from_utf8_lossy(got),
+                String::from_utf8_lossy(want)
+            )
+        } else {
+            String::new()
+        }
+    ))
+}
+
+struct Options<'a> {
+    dir: &'a str,
+    summary: Option<&'a str>,
+    assume_fat: Option<bool>,
+    only: Vec<&'a str>,
+}
+
+fn parse(argv: &[&'static str]) -> Result<Options<'static>, String> {
+    let mut o = Options {
+        dir: "",
+        summary: None,
+        assume_fat: None,
+        only: Vec::new(),
+    };
+    for &a in argv.iter().skip(1) {
+        if let Some(v) = a.strip_prefix("summary=") {
+            o.summary = Some(v);
+        } else if a == "assume=fat" {
+            o.assume_fat = Some(true);
+        } else if a == "assume=nofat" {
+            o.assume_fat = Some(false);
+        } else if o.dir.is_empty() {
+            o.dir = a;
+        } else if TESTS.iter().any(|t| t.name == a) {
+            o.only.push(a);
+        } else {
+            return Err(format!("unknown test or argument {a:?}"));
+        }
+    }
+    if o.dir.is_empty() {
+        return Err("missing DIR".into());
+    }
+    Ok(o)
+}
+
+fn main(argv: &[&'static str]) -> i32 {
+    let o = match parse(argv) {
+        Ok(o) => o,
+        Err(e) => {
+            println!("testrunner: {e}");
+            println!("usage: testrunner DIR [summary=FILE] [assume=fat|nofat] [TEST...]");
+            return 125;
+        }
+    };
+    let fat = match (o.assume_fat, sys::statfs(o.dir)) {
+        (Some(f), _) => f,
+        (None, Ok(st)) => st.f_type == MSDOS_SUPER_MAGIC,
+        (None, Err(e)) => {
+            println!("testrunner: statfs {}: {}", o.dir, e.name());
+            return 125;
+        }
+    };
+    let scratch = user_tests::path_join(o.dir, &format!("t.{}", sys::getpid()));
+    if let Err(e) = sys::remove_tree(&scratch).and_then(|()| sys::mkdir(&scratch, 0o755)) {
+        println!(
+            "testrunner: cannot make scratch directory {scratch}: {}",
+            e.name()
+        );
+        return 125;
+    }
+    println!(
+        "testrunner: {} tests in {scratch} ({})",
+        TESTS.len(),
+        if fat { "FAT" } else { "not FAT" }
+    );
+
+    let (mut passed, mut failed, mut skipped, mut xfailed, mut xpassed) = (0, 0, 0, 0, 0);
+    for test in TESTS {
+        if !o.only.is_empty() && !o.only.contains(&test.name) {
+            continue;
+        }
+        if fat && test.needs != Needs::Nothing {
+            println!(
+                "test {:<32} skipped (FAT lacks {:?})",
+                test.name, test.needs
+            );
+            skipped += 1;
+            continue;
+        }
+        let dir = user_tests::path_join(&scratch, test.name);
+        let result = match sys::mkdir(&dir, 0o755) {
+            Ok(()) => (test.run)(&Ctx { dir, fat }),
+            Err(e) => Err(format!("mkdir of the test directory: {}", e.name())),
+        };
+        let expected_failure = match test.expect {
+            Expect::Pass => None,
+            Expect::FailOnFat(why) if fat => Some(why),
+            Expect::FailOnFat(_) => None,
+            Expect::Fail(why) => Some(why),
+        };
+        match (result, expected_failure) {
+            (Ok(()), None) => {
+                println!("test {:<32} ok", test.name);
+                passed += 1;
+            }
+            (Err(what), None) => {
+                println!("test {:<32} FAILED: {what}", test.name);
+                failed += 1;
+            }
+            (Err(what), Some(why)) => {
+                println!("test {:<32} expected failure ({why}): {what}", test.name);
+                xfailed += 1;
+            }
+            (Ok(()), Some(why)) => {
+                println!(
+                    "test {:<32} UNEXPECTED PASS (listed as expected failure: {why})",
+                    test.name
+                );
+                xpassed += 1;
+            }
+        }
+    }
+    if let Err(e) = sys::remove_tree(&scratch) {
+        println!("testrunner: note: could not remove {scratch}: {}", e.name());
+    }
+    println!(
+        "testrunner {}: {passed} passed, {failed} failed, {skipped} skipped, \
+         {xfailed} expected failures, {xpassed} unexpected passes",
+        o.dir
+    );
+    let closing = format!("{passed} passed, {failed} failed");
+    println!("{closing}");
+    if let Some(path) = o.summary {
+        if let Err(e) = put_file(path, format!("{closing}\n").as_bytes()) {
+            println!("testrunner: could not write summary: {e}");
+        }
+    }
+    failed.min(125)
+}
+
+user_tests::entry!(main);
