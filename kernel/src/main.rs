@@ -104,7 +104,7 @@ fn clear_bss() {
     }
     // SAFETY: [sbss, ebss) is this image's .bss, not yet used by anything (the boot stack is
     // in .bss.stack, outside that range).
-    unsafe { core::slice::from_raw_parts_mut(sbss as usize as *mut u8, ebss as usize - sbss as usize).fill(0) };
+    unsafe { core::slice::from_raw_parts_mut(sbss as *const () as *mut u8, ebss as *const () as usize - sbss as *const () as usize).fill(0) };
 }
 
 struct Params {

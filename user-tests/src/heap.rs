@@ -2,7 +2,7 @@
 //!
 //! A request is rounded up to a class (16 B .. 2^47 B); freed blocks go on that class's free
 //! list and are reused by the next request of the same class. Memory is never returned to the
-//! kernel. New memory comes from moving the break up in steps of at least [`GROW_STEP`] bytes;
+//! kernel. New memory comes from moving the break up in steps of at least `GROW_STEP` (256 KiB);
 //! `brk` follows Linux semantics (it answers the new break, or the old one on failure).
 //!
 //! Processes are single-threaded (the library never creates threads; `fork` copies the address

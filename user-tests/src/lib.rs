@@ -17,7 +17,7 @@
 //! | [`probe`]  | deliberately bad syscalls (NULL / kernel / half-unmapped buffers) for the tests, made safe | inside only |
 //! | [`io`]     | `print!`, `println!`, `eprintln!` (one `write` per call)               | no      |
 //! | [`time`], [`rng`], [`args`] | monotonic clock, xorshift PRNG, `key=value` argument parsing | no |
-//! | [`bench`]  | the benchmark harness shared by the benchmark programs (BENCH-PROTOCOL.md) | no  |
+//! | [`mod@bench`] | the benchmark harness shared by the benchmark programs (BENCH-PROTOCOL.md) | no  |
 //!
 //! A panic prints its message and location and exits with status 101.
 //!
@@ -30,7 +30,7 @@
 //! | `seqwrite` `rewrite` `seqread` `seqread4k` `randwrite` `randread` `randread4k` `randwrite4k` | `NAME:PATH... [reps=N] [size=MiB] [ops=N] [quick]` |
 //! | `createdel` | `NAME:DIR... [n=START:END:STEP] [reps=N] [quick]` |
 //!
-//! Benchmarks print `RESULT bench=... fs=NAME ...` lines (see [`bench`]); a target named `raw`
+//! Benchmarks print `RESULT bench=... fs=NAME ...` lines (see [`mod@bench`]); a target named `raw`
 //! (or a device path) is used as a raw device. Every program exits 0 on success and non-zero on
 //! any error, after printing the errno name.
 //!
@@ -65,9 +65,10 @@
 //! `src/bin/testrunner/main.rs`.
 #![no_std]
 #![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+
 #[cfg(not(target_arch = "riscv64"))]
 compile_error!("user-tests is riscv64-only: build with --target riscv64gc-unknown-none-elf");
-#![deny(clippy::undocumented_unsafe_blocks)]
 
 extern crate alloc;
 

@@ -2,7 +2,7 @@
 //!
 //! Linux (and dbfs-os) start a process with `sp` pointing at
 //! `argc, argv[0..argc], NULL, envp..., NULL, auxv pairs..., AT_NULL`, 16-byte aligned, all
-//! other registers unspecified. `_start` passes `sp` to [`start_rust`], which borrows the
+//! other registers unspecified. `_start` passes `sp` to `start_rust`, which borrows the
 //! argument strings (they live on the initial stack for the whole process, hence `'static`),
 //! calls the `main` registered by [`crate::entry!`] and exits with its return value.
 

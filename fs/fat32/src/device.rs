@@ -14,7 +14,7 @@
 //!
 //! `flush` on the cursor does nothing: fatfs calls it whenever it flushes a file's directory
 //! entry, and a device flush on every close would be a needless barrier. Durability comes from
-//! [`DeviceIo::flush`], called by `fsync` and `sync`.
+//! [`DeviceIo::flush`], called by `fsync` and `sync`, and when the cursor is dropped (unmount).
 
 use alloc::sync::Arc;
 use spin::Mutex;
@@ -61,7 +61,14 @@ pub struct DeviceIo {
 impl DeviceIo {
     pub fn new(dev: Arc<dyn BlockDevice>) -> Self {
         let size = dev.num_sectors().saturating_mul(SECTOR);
-        DeviceIo { dev, cache: Mutex::new(SectorCache { sector: None, data: [0; SECTOR_SIZE] }), size }
+        DeviceIo {
+            dev,
+            cache: Mutex::new(SectorCache {
+                sector: None,
+                data: [0; SECTOR_SIZE],
+            }),
+            size,
+        }
     }
 
     /// Size in bytes.
@@ -75,7 +82,9 @@ impl DeviceIo {
 
     /// Read `buf.len()` bytes at byte offset `pos`; the range must lie inside the device.
     pub fn read_bytes(&self, pos: u64, buf: &mut [u8]) -> VfsResult<()> {
-        let end = pos.checked_add(buf.len() as u64).ok_or(VfsError::InvalidInput)?;
+        let end = pos
+            .checked_add(buf.len() as u64)
+            .ok_or(VfsError::InvalidInput)?;
         if end > self.size {
             return Err(VfsError::InvalidInput);
         }
@@ -94,7 +103,8 @@ impl DeviceIo {
         // Middle: whole sectors in one request.
         let whole = (buf.len() - done) / SECTOR_SIZE * SECTOR_SIZE;
         if whole > 0 {
-            self.dev.read_sectors(at / SECTOR, &mut buf[done..done + whole])?;
+            self.dev
+                .read_sectors(at / SECTOR, &mut buf[done..done + whole])?;
             done += whole;
             at += whole as u64;
         }
@@ -110,7 +120,9 @@ impl DeviceIo {
 
     /// Write `buf` at byte offset `pos`; the range must lie inside the device.
     pub fn write_bytes(&self, pos: u64, buf: &[u8]) -> VfsResult<()> {
-        let end = pos.checked_add(buf.len() as u64).ok_or(VfsError::InvalidInput)?;
+        let end = pos
+            .checked_add(buf.len() as u64)
+            .ok_or(VfsError::InvalidInput)?;
         if end > self.size {
             return Err(VfsError::InvalidInput);
         }
@@ -181,6 +193,14 @@ pub struct DeviceCursor {
 impl DeviceCursor {
     pub fn new(io: Arc<DeviceIo>) -> Self {
         DeviceCursor { io, pos: 0 }
+    }
+}
+
+/// fatfs drops its cursor last when a file system is unmounted (after writing FSInfo and the
+/// clean flag): make those writes durable. A failure cannot be reported from `drop`.
+impl Drop for DeviceCursor {
+    fn drop(&mut self) {
+        let _ = self.io.flush();
     }
 }
 
@@ -269,7 +289,11 @@ mod tests {
 
     #[test]
     fn unaligned_round_trip_uses_one_request_for_the_middle() {
-        let dev = Arc::new(Counting { disk: RamDisk::new(64 * SECTOR_SIZE), reads: 0.into(), writes: 0.into() });
+        let dev = Arc::new(Counting {
+            disk: RamDisk::new(64 * SECTOR_SIZE),
+            reads: 0.into(),
+            writes: 0.into(),
+        });
         let mut c = DeviceCursor::new(Arc::new(DeviceIo::new(dev.clone())));
         let data: Vec<u8> = (0..10 * SECTOR_SIZE + 77).map(|i| (i * 7) as u8).collect();
         c.seek(SeekFrom::Start(100)).unwrap();

@@ -54,6 +54,12 @@
 //! current cluster) open between calls, in a per-mount table (at most 64; `release` closes
 //! it). That table needs `File<'static>`, which lives in [`volume`], the only module with
 //! `unsafe` (see its docs for why it is sound).
+//!
+//! Data path: fatfs moves file data one cluster per call. Reads, and writes that stay inside
+//! the current size, instead use the file's layout (its runs of contiguous clusters, computed
+//! once from the cluster chain and cached per node until a write grows the file or a truncate
+//! runs) and go to the device directly, one request per contiguous run. Writes that grow the
+//! file go through fatfs, which allocates the clusters.
 #![cfg_attr(not(test), no_std)]
 #![deny(unsafe_code)]
 
@@ -163,7 +169,11 @@ fn file_runs(file: &mut FatFile<'_>, size: u64) -> VfsResult<Vec<Run>> {
         let len = u64::from(e.size);
         match runs.last_mut() {
             Some(r) if r.disk_start + r.len == e.offset => r.len += len,
-            _ => runs.push(Run { file_start: at, disk_start: e.offset, len }),
+            _ => runs.push(Run {
+                file_start: at,
+                disk_start: e.offset,
+                len,
+            }),
         }
         at += len;
     }
@@ -192,7 +202,13 @@ fn runs_of<'r>(
 
 /// Copy file bytes `[offset, offset + len)` between `buf` and the device, one device request per
 /// contiguous run (plus sector read-modify-write at unaligned ends).
-fn transfer(io: &DeviceIo, runs: &[Run], offset: u64, len: usize, mut step: impl FnMut(&DeviceIo, u64, core::ops::Range<usize>) -> VfsResult<()>) -> VfsResult<()> {
+fn transfer(
+    io: &DeviceIo,
+    runs: &[Run],
+    offset: u64,
+    len: usize,
+    mut step: impl FnMut(&DeviceIo, u64, core::ops::Range<usize>) -> VfsResult<()>,
+) -> VfsResult<()> {
     let mut done = 0usize;
     while done < len {
         let at = offset + done as u64;
@@ -217,7 +233,11 @@ struct Names {
 
 impl Names {
     fn new() -> Self {
-        let mut n = Names { by_path: BTreeMap::new(), by_ino: BTreeMap::new(), next: ROOT_INO + 1 };
+        let mut n = Names {
+            by_path: BTreeMap::new(),
+            by_ino: BTreeMap::new(),
+            next: ROOT_INO + 1,
+        };
         n.by_path.insert(String::new(), ROOT_INO);
         n.by_ino.insert(ROOT_INO, String::new());
         n
@@ -245,8 +265,12 @@ impl Names {
     /// `path` and every path below it.
     fn subtree(&self, path: &str) -> Vec<(String, u64)> {
         let prefix = alloc::format!("{path}/");
-        let mut out: Vec<(String, u64)> =
-            self.by_path.range(prefix.clone()..).take_while(|(p, _)| p.starts_with(&prefix)).map(|(p, &i)| (p.clone(), i)).collect();
+        let mut out: Vec<(String, u64)> = self
+            .by_path
+            .range(prefix.clone()..)
+            .take_while(|(p, _)| p.starts_with(&prefix))
+            .map(|(p, &i)| (p.clone(), i))
+            .collect();
         if let Some(&ino) = self.by_path.get(path) {
             out.push((path.to_string(), ino));
         }
@@ -317,7 +341,6 @@ struct Found {
     name: String,
     is_dir: bool,
     size: u64,
-    created: fatfs::DateTime,
     modified: fatfs::DateTime,
     accessed: fatfs::Date,
 }
@@ -339,7 +362,6 @@ fn find(dir: &FatDir<'_>, name: &str) -> VfsResult<Option<Found>> {
                 name: found_name,
                 is_dir: e.is_dir(),
                 size: e.len(),
-                created: e.created(),
                 modified: e.modified(),
                 accessed: e.accessed(),
             }));
@@ -459,7 +481,9 @@ impl Fat32Fs {
             .time_provider(ClockTime(clock.clone()));
         let fs = FatFs::new(DeviceCursor::new(io.clone()), options).map_err(|e| match e {
             // A device shorter than its boot sector says reads past its end.
-            fatfs::Error::UnexpectedEof | fatfs::Error::Io(DeviceError(VfsError::InvalidInput)) => VfsError::Corrupted,
+            fatfs::Error::UnexpectedEof | fatfs::Error::Io(DeviceError(VfsError::InvalidInput)) => {
+                VfsError::Corrupted
+            }
             e => vfs_error(e),
         })?;
         let stats = fs.stats().map_err(vfs_error)?;
@@ -478,8 +502,19 @@ impl Fat32Fs {
         for entry in fs.root_dir().iter() {
             entry.map_err(vfs_error)?;
         }
-        let state = State { vol: Volume::new(fs), names: Names::new(), runs: BTreeMap::new() };
-        Ok(Arc::new(Fat32Fs { mount: Arc::new(Mount { state: Mutex::new(state), io, clock, cluster_size }) }))
+        let state = State {
+            vol: Volume::new(fs),
+            names: Names::new(),
+            runs: BTreeMap::new(),
+        };
+        Ok(Arc::new(Fat32Fs {
+            mount: Arc::new(Mount {
+                state: Mutex::new(state),
+                io,
+                clock,
+                cluster_size,
+            }),
+        }))
     }
 
     /// Bytes per cluster of this volume.
@@ -494,7 +529,11 @@ impl FileSystem for Fat32Fs {
     }
 
     fn root(&self) -> VfsResult<NodeRef> {
-        Ok(Arc::new(FatNode { mount: self.mount.clone(), ino: ROOT_INO, ftype: FileType::Directory }))
+        Ok(Arc::new(FatNode {
+            mount: self.mount.clone(),
+            ino: ROOT_INO,
+            ftype: FileType::Directory,
+        }))
     }
 
     fn statfs(&self) -> VfsResult<FsStats> {
@@ -528,17 +567,28 @@ pub struct FatNode {
 
 impl FatNode {
     fn node(&self, ino: u64, is_dir: bool) -> NodeRef {
-        let ftype = if is_dir { FileType::Directory } else { FileType::Regular };
-        Arc::new(FatNode { mount: self.mount.clone(), ino, ftype })
+        let ftype = if is_dir {
+            FileType::Directory
+        } else {
+            FileType::Regular
+        };
+        Arc::new(FatNode {
+            mount: self.mount.clone(),
+            ino,
+            ftype,
+        })
     }
 
     fn metadata(&self, found: &Found) -> Metadata {
         let cluster = u64::from(self.mount.cluster_size);
         let mtime = time::from_fat(found.modified);
-        let _ = found.created;
         Metadata {
             ino: self.ino,
-            ftype: if found.is_dir { FileType::Directory } else { FileType::Regular },
+            ftype: if found.is_dir {
+                FileType::Directory
+            } else {
+                FileType::Regular
+            },
             perm: FAT_PERM,
             nlink: if found.is_dir { 2 } else { 1 },
             uid: 0,
@@ -576,7 +626,6 @@ impl FatNode {
                 name: String::new(),
                 is_dir: true,
                 size: 0,
-                created: zero,
                 modified: zero,
                 accessed: zero.date,
             });
@@ -586,8 +635,9 @@ impl FatNode {
             let dir = open_dir(st.vol.fs(), parent)?;
             find(&dir, leaf)?.ok_or(VfsError::NotFound)?
         };
-        if let Some((size, modified, accessed)) =
-            st.vol.with_open_file(self.ino, |f| (f.size(), f.modified(), f.accessed()))
+        if let Some((size, modified, accessed)) = st
+            .vol
+            .with_open_file(self.ino, |f| (f.size(), f.modified(), f.accessed()))
         {
             found.size = u64::from(size.unwrap_or(0));
             found.modified = modified;
@@ -685,7 +735,9 @@ impl Node for FatNode {
                 let want = buf.len().min((size - offset) as usize);
                 // Straight from the device: fatfs would read one cluster per call.
                 let layout = runs_of(runs, self.ino, file, size)?;
-                transfer(io, layout, offset, want, |io, pos, range| io.read_bytes(pos, &mut buf[range]))?;
+                transfer(io, layout, offset, want, |io, pos, range| {
+                    io.read_bytes(pos, &mut buf[range])
+                })?;
                 Ok(want)
             },
         )?
@@ -693,7 +745,9 @@ impl Node for FatNode {
 
     fn write_at(&self, offset: u64, buf: &[u8]) -> VfsResult<usize> {
         self.check_file()?;
-        let end = offset.checked_add(buf.len() as u64).ok_or(VfsError::FileTooLarge)?;
+        let end = offset
+            .checked_add(buf.len() as u64)
+            .ok_or(VfsError::FileTooLarge)?;
         if end > MAX_FILE_SIZE {
             return Err(VfsError::FileTooLarge);
         }
@@ -713,7 +767,9 @@ impl Node for FatNode {
                 if end <= size {
                     // An overwrite inside the file: no allocation, straight to the device.
                     let layout = runs_of(runs, self.ino, file, size)?;
-                    transfer(io, layout, offset, buf.len(), |io, pos, range| io.write_bytes(pos, &buf[range]))?;
+                    transfer(io, layout, offset, buf.len(), |io, pos, range| {
+                        io.write_bytes(pos, &buf[range])
+                    })?;
                     #[allow(deprecated)]
                     file.set_modified(now);
                     return Ok(buf.len());
@@ -737,7 +793,11 @@ impl Node for FatNode {
         let mut st = self.mount.state.lock();
         let path = st.names.path(self.ino)?;
         st.runs.remove(&self.ino);
-        st.vol.with_file(self.ino, |fs| open_file(fs, &path), |file| resize(file, size))?
+        st.vol.with_file(
+            self.ino,
+            |fs| open_file(fs, &path),
+            |file| resize(file, size),
+        )?
     }
 
     fn fsync(&self, _data_only: bool) -> VfsResult<()> {
@@ -822,7 +882,9 @@ impl Node for FatNode {
             st.runs.remove(&ino);
             st.vol.close(ino).map_err(vfs_error)?;
         }
-        open_dir(st.vol.fs(), &path)?.remove(&found.name).map_err(vfs_error)?;
+        open_dir(st.vol.fs(), &path)?
+            .remove(&found.name)
+            .map_err(vfs_error)?;
         st.names.forget(&child);
         Ok(())
     }
@@ -840,12 +902,20 @@ impl Node for FatNode {
             return Err(VfsError::NotADirectory);
         }
         let child = join(&path, &found.name);
-        open_dir(st.vol.fs(), &path)?.remove(&found.name).map_err(vfs_error)?;
+        open_dir(st.vol.fs(), &path)?
+            .remove(&found.name)
+            .map_err(vfs_error)?;
         st.names.forget(&child);
         Ok(())
     }
 
-    fn rename(&self, name: &str, new_parent: &dyn Node, new_name: &str, flags: RenameFlags) -> VfsResult<()> {
+    fn rename(
+        &self,
+        name: &str,
+        new_parent: &dyn Node,
+        new_name: &str,
+        flags: RenameFlags,
+    ) -> VfsResult<()> {
         self.check_dir()?;
         let target_dir = self.same_mount(new_parent)?;
         target_dir.check_dir()?;
@@ -865,7 +935,9 @@ impl Node for FatNode {
         };
         let src_path = join(&src_parent, &src.name);
         let dst_path = join(&dst_parent, new_name);
-        if src.is_dir && (dst_parent == src_path || dst_parent.starts_with(&alloc::format!("{src_path}/"))) {
+        if src.is_dir
+            && (dst_parent == src_path || dst_parent.starts_with(&alloc::format!("{src_path}/")))
+        {
             return Err(VfsError::InvalidInput);
         }
         let mut case_only = false;
@@ -888,7 +960,13 @@ impl Node for FatNode {
             }
         }
         // Open files keep the position of their directory entry, which is about to move.
-        for path in [&src_path, &join(&dst_parent, dst.as_ref().map_or(new_name, |d| d.name.as_str()))] {
+        for path in [
+            &src_path,
+            &join(
+                &dst_parent,
+                dst.as_ref().map_or(new_name, |d| d.name.as_str()),
+            ),
+        ] {
             if let Some(ino) = st.names.get(path) {
                 st.runs.remove(&ino);
                 st.vol.close(ino).map_err(vfs_error)?;
@@ -901,13 +979,19 @@ impl Node for FatNode {
             if case_only {
                 // fatfs sees "a" -> "A" as a no-op: go through a temporary name.
                 let tmp = alloc::format!(".rename-{}", self.ino);
-                src_dir.rename(&src.name, &src_dir, &tmp).map_err(vfs_error)?;
-                src_dir.rename(&tmp, &dst_dir, new_name).map_err(vfs_error)?;
+                src_dir
+                    .rename(&src.name, &src_dir, &tmp)
+                    .map_err(vfs_error)?;
+                src_dir
+                    .rename(&tmp, &dst_dir, new_name)
+                    .map_err(vfs_error)?;
             } else {
                 if let Some(dst) = &dst {
                     dst_dir.remove(&dst.name).map_err(vfs_error)?;
                 }
-                src_dir.rename(&src.name, &dst_dir, new_name).map_err(vfs_error)?;
+                src_dir
+                    .rename(&src.name, &dst_dir, new_name)
+                    .map_err(vfs_error)?;
             }
             if src.is_dir && src_parent != dst_parent && fs.fat_type() == fatfs::FatType::Fat32 {
                 fix_dotdot(fs, &dst_path, &dst_parent)?;
@@ -933,7 +1017,11 @@ impl Node for FatNode {
                 entries.push((self.ino, true, ".".to_string()));
             }
             if cookie <= 1 {
-                let parent = if path.is_empty() { ROOT_INO } else { st.names.ino(split(&path).0) };
+                let parent = if path.is_empty() {
+                    ROOT_INO
+                } else {
+                    st.names.ino(split(&path).0)
+                };
                 entries.push((parent, true, "..".to_string()));
             }
             let skip = cookie.saturating_sub(2);
@@ -961,12 +1049,20 @@ impl Node for FatNode {
         for (i, (ino, is_dir, name)) in entries.iter().enumerate() {
             // Entry i of this batch sits at position cookie + i of the listing.
             let next_cookie = cookie + i as u64 + 1;
-            let ftype = if *is_dir { FileType::Directory } else { FileType::Regular };
-            if !sink(DirEntry { ino: *ino, ftype, name, next_cookie }) {
+            let ftype = if *is_dir {
+                FileType::Directory
+            } else {
+                FileType::Regular
+            };
+            if !sink(DirEntry {
+                ino: *ino,
+                ftype,
+                name,
+                next_cookie,
+            }) {
                 break;
             }
         }
         Ok(())
     }
 }
-

@@ -31,7 +31,15 @@ fn civil_from_days(z: i64) -> (i64, i64, i64) {
     let mp = (5 * doy + 2) / 153;
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (if m <= 2 { yoe + era * 400 + 1 } else { yoe + era * 400 }, m, d)
+    (
+        if m <= 2 {
+            yoe + era * 400 + 1
+        } else {
+            yoe + era * 400
+        },
+        m,
+        d,
+    )
 }
 
 /// Unix time of a FAT date and time. Out-of-range fields of a corrupt entry are clamped, never
@@ -40,8 +48,13 @@ pub fn from_fat(dt: fatfs::DateTime) -> Timestamp {
     let month = i64::from(dt.date.month).clamp(1, 12);
     let day = i64::from(dt.date.day).clamp(1, 31);
     let days = days_from_civil(i64::from(dt.date.year), month, day);
-    let secs = i64::from(dt.time.hour.min(23)) * 3600 + i64::from(dt.time.min.min(59)) * 60 + i64::from(dt.time.sec.min(59));
-    Timestamp { sec: days * 86_400 + secs, nsec: u32::from(dt.time.millis.min(999)) * 1_000_000 }
+    let secs = i64::from(dt.time.hour.min(23)) * 3600
+        + i64::from(dt.time.min.min(59)) * 60
+        + i64::from(dt.time.sec.min(59));
+    Timestamp {
+        sec: days * 86_400 + secs,
+        nsec: u32::from(dt.time.millis.min(999)) * 1_000_000,
+    }
 }
 
 /// Unix time of a FAT date (midnight).
@@ -65,7 +78,12 @@ pub fn to_fat(t: Timestamp) -> fatfs::DateTime {
     // All values are in range by construction, so the asserting constructors cannot panic.
     fatfs::DateTime::new(
         fatfs::Date::new(y as u16, m as u16, d as u16),
-        fatfs::Time::new((s / 3600) as u16, (s / 60 % 60) as u16, (s % 60) as u16, (nsec / 1_000_000) as u16),
+        fatfs::Time::new(
+            (s / 3600) as u16,
+            (s / 60 % 60) as u16,
+            (s % 60) as u16,
+            (nsec / 1_000_000) as u16,
+        ),
     )
 }
 
@@ -95,13 +113,32 @@ mod tests {
     #[test]
     fn round_trip_at_fat_granularity() {
         // 2024-02-29 13:37:42.5 UTC
-        let t = Timestamp { sec: 1_709_213_862, nsec: 500_000_000 };
+        let t = Timestamp {
+            sec: 1_709_213_862,
+            nsec: 500_000_000,
+        };
         let dt = to_fat(t);
         assert_eq!((dt.date.year, dt.date.month, dt.date.day), (2024, 2, 29));
         assert_eq!((dt.time.hour, dt.time.min, dt.time.sec), (13, 37, 42));
         assert_eq!(from_fat(dt), t);
         assert_eq!(to_fat(Timestamp { sec: 0, nsec: 0 }).date.year, 1980);
-        assert_eq!(to_fat(Timestamp { sec: i64::MAX, nsec: 0 }).date.year, 2107);
-        assert_eq!(to_fat(Timestamp { sec: i64::MIN, nsec: 0 }).date.year, 1980);
+        assert_eq!(
+            to_fat(Timestamp {
+                sec: i64::MAX,
+                nsec: 0
+            })
+            .date
+            .year,
+            2107
+        );
+        assert_eq!(
+            to_fat(Timestamp {
+                sec: i64::MIN,
+                nsec: 0
+            })
+            .date
+            .year,
+            1980
+        );
     }
 }

@@ -47,7 +47,10 @@ unsafe impl Send for Volume {}
 impl Volume {
     pub fn new(fs: FatFs) -> Self {
         let fs = NonNull::from(Box::leak(Box::new(fs)));
-        Volume { files: BTreeMap::new(), fs }
+        Volume {
+            files: BTreeMap::new(),
+            fs,
+        }
     }
 
     /// The file system, for directory operations.
@@ -85,7 +88,11 @@ impl Volume {
     }
 
     /// Run `f` on the open file of `ino` if there is one.
-    pub fn with_open_file<R>(&mut self, ino: u64, f: impl for<'v> FnOnce(&mut FatFile<'v>) -> R) -> Option<R> {
+    pub fn with_open_file<R>(
+        &mut self,
+        ino: u64,
+        f: impl for<'v> FnOnce(&mut FatFile<'v>) -> R,
+    ) -> Option<R> {
         self.files.get_mut(&ino).map(f)
     }
 

@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use fat32::Fat32Fs;
 use vfs::{
-    BlockDevice, Clock, FileSystem, FileType, NewNode, NodeRef, RamDisk, RenameFlags, SetAttr, TimeSet, Timestamp,
-    VfsError, ZeroClock,
+    BlockDevice, Clock, FileSystem, FileType, NewNode, NodeRef, RamDisk, RenameFlags, SetAttr,
+    TimeSet, Timestamp, VfsError, ZeroClock,
 };
 
 const MIB: usize = 1024 * 1024;
@@ -14,7 +14,10 @@ const MIB: usize = 1024 * 1024;
 struct FixedClock;
 impl Clock for FixedClock {
     fn now(&self) -> Timestamp {
-        Timestamp { sec: 1_714_564_800, nsec: 0 }
+        Timestamp {
+            sec: 1_714_564_800,
+            nsec: 0,
+        }
     }
 }
 
@@ -56,7 +59,14 @@ fn read_all(node: &NodeRef) -> Vec<u8> {
 }
 
 fn pattern(len: usize, seed: u8) -> Vec<u8> {
-    (0..len).map(|i| (i as u32).wrapping_mul(2_654_435_761).rotate_left(seed as u32) as u8 ^ seed).collect()
+    (0..len)
+        .map(|i| {
+            (i as u32)
+                .wrapping_mul(2_654_435_761)
+                .rotate_left(seed as u32) as u8
+                ^ seed
+        })
+        .collect()
 }
 
 #[test]
@@ -66,23 +76,42 @@ fn format_and_mount_give_an_empty_root() {
     let root = fs.root().unwrap();
     assert_eq!(names(&root), [".", ".."]);
     let m = root.getattr().unwrap();
-    assert_eq!((m.ino, m.ftype, m.nlink, m.perm), (fat32::ROOT_INO, FileType::Directory, 2, 0o755));
+    assert_eq!(
+        (m.ino, m.ftype, m.nlink, m.perm),
+        (fat32::ROOT_INO, FileType::Directory, 2, 0o755)
+    );
     let st = fs.statfs().unwrap();
     assert_eq!(st.fs_type, 0x4d44);
     assert_eq!(st.block_size, 512);
-    assert!(st.blocks >= 65_525, "FAT32 needs at least 65525 clusters, got {}", st.blocks);
-    assert_eq!(st.blocks_free, st.blocks - 1, "only the root directory's cluster is used");
+    assert!(
+        st.blocks >= 65_525,
+        "FAT32 needs at least 65525 clusters, got {}",
+        st.blocks
+    );
+    assert_eq!(
+        st.blocks_free,
+        st.blocks - 1,
+        "only the root directory's cluster is used"
+    );
 }
 
 #[test]
 fn cluster_size_follows_volume_size() {
-    for (bytes, cluster) in [(300 * MIB, 4096), (140 * MIB, 2048), (70 * MIB, 1024), (40 * MIB, 512)] {
+    for (bytes, cluster) in [
+        (300 * MIB, 4096),
+        (140 * MIB, 2048),
+        (70 * MIB, 1024),
+        (40 * MIB, 512),
+    ] {
         let (_d, fs) = fresh(bytes);
         assert_eq!(fs.cluster_size(), cluster, "{} MiB", bytes / MIB);
     }
     let small = Arc::new(RamDisk::new(16 * MIB));
     assert_eq!(Fat32Fs::format(small, "X"), Err(VfsError::InvalidInput));
-    assert_eq!(Fat32Fs::format(Arc::new(RamDisk::new(40 * MIB)), "MUCH TOO LONG LABEL"), Err(VfsError::InvalidInput));
+    assert_eq!(
+        Fat32Fs::format(Arc::new(RamDisk::new(40 * MIB)), "MUCH TOO LONG LABEL"),
+        Err(VfsError::InvalidInput)
+    );
 }
 
 #[test]
@@ -95,7 +124,11 @@ fn write_read_exact_contents_at_unaligned_offsets() {
     let data = pattern(3 * MIB + 1234, 3);
     let mut at = 0;
     for (i, chunk) in data.chunks(65_537).enumerate() {
-        assert_eq!(f.write_at(at as u64, chunk).unwrap(), chunk.len(), "chunk {i}");
+        assert_eq!(
+            f.write_at(at as u64, chunk).unwrap(),
+            chunk.len(),
+            "chunk {i}"
+        );
         at += chunk.len();
     }
     assert_eq!(f.getattr().unwrap().size, data.len() as u64);
@@ -121,7 +154,10 @@ fn write_read_exact_contents_at_unaligned_offsets() {
     assert_eq!(f.read_at(u64::MAX, &mut got).unwrap(), 0);
     assert_eq!(f.read_at(data.len() as u64 - 10, &mut got).unwrap(), 10);
     // The size via a fresh lookup agrees.
-    assert_eq!(root.lookup("data.bin").unwrap().getattr().unwrap().size, data.len() as u64);
+    assert_eq!(
+        root.lookup("data.bin").unwrap().getattr().unwrap().size,
+        data.len() as u64
+    );
 }
 
 #[test]
@@ -135,7 +171,10 @@ fn write_past_eof_fills_the_gap_with_zeros() {
     assert_eq!(&all[..4], b"head");
     assert!(all[4..10_000].iter().all(|&b| b == 0));
     assert_eq!(&all[10_000..], b"tail");
-    assert_eq!(f.write_at(u32::MAX as u64, b"x"), Err(VfsError::FileTooLarge));
+    assert_eq!(
+        f.write_at(u32::MAX as u64, b"x"),
+        Err(VfsError::FileTooLarge)
+    );
 }
 
 #[test]
@@ -158,7 +197,12 @@ fn truncate_grows_with_zeros_and_shrinks_freeing_clusters() {
     assert_eq!(f.getattr().unwrap().size, 0);
     assert_eq!(fs.statfs().unwrap().blocks_free, free0);
     // setattr(size) is the same path.
-    let m = f.setattr(&SetAttr { size: Some(512), ..Default::default() }).unwrap();
+    let m = f
+        .setattr(&SetAttr {
+            size: Some(512),
+            ..Default::default()
+        })
+        .unwrap();
     assert_eq!(m.size, 512);
     assert_eq!(fs.root().unwrap().truncate(0), Err(VfsError::IsADirectory));
 }
@@ -190,7 +234,10 @@ fn mkdir_readdir_and_cookie_resumption() {
     assert_eq!(seen[1].2, fat32::ROOT_INO);
     assert_eq!(seen[2].1, FileType::Regular);
     assert_eq!(seen.last().unwrap().1, FileType::Directory);
-    assert_eq!(seen[5].2, sub.lookup("file-03.txt").unwrap().getattr().unwrap().ino);
+    assert_eq!(
+        seen[5].2,
+        sub.lookup("file-03.txt").unwrap().getattr().unwrap().ino
+    );
     // Resume three entries at a time.
     let mut resumed = Vec::new();
     let mut cookie = 0;
@@ -212,13 +259,34 @@ fn mkdir_readdir_and_cookie_resumption() {
     }
     assert_eq!(resumed, expected);
     // Nested lookup and case-insensitive names.
-    assert_eq!(root.lookup("SUB").unwrap().getattr().unwrap().ino, sub.getattr().unwrap().ino);
-    assert_eq!(root.lookup("sub").unwrap().lookup("FILE-07.TXT").unwrap().getattr().unwrap().ftype, FileType::Regular);
-    assert_eq!(root.create("Sub", &file()).err(), Some(VfsError::AlreadyExists));
+    assert_eq!(
+        root.lookup("SUB").unwrap().getattr().unwrap().ino,
+        sub.getattr().unwrap().ino
+    );
+    assert_eq!(
+        root.lookup("sub")
+            .unwrap()
+            .lookup("FILE-07.TXT")
+            .unwrap()
+            .getattr()
+            .unwrap()
+            .ftype,
+        FileType::Regular
+    );
+    assert_eq!(
+        root.create("Sub", &file()).err(),
+        Some(VfsError::AlreadyExists)
+    );
     assert_eq!(root.lookup("nope").err(), Some(VfsError::NotFound));
     assert_eq!(root.lookup("a*b").err(), Some(VfsError::NotFound));
-    assert_eq!(root.create("a*b", &file()).err(), Some(VfsError::InvalidInput));
-    assert_eq!(root.create(&"n".repeat(256), &file()).err(), Some(VfsError::NameTooLong));
+    assert_eq!(
+        root.create("a*b", &file()).err(),
+        Some(VfsError::InvalidInput)
+    );
+    assert_eq!(
+        root.create(&"n".repeat(256), &file()).err(),
+        Some(VfsError::NameTooLong)
+    );
     let f = sub.lookup("file-00.txt").unwrap();
     assert_eq!(f.readdir(0, &mut |_| true), Err(VfsError::NotADirectory));
     assert_eq!(f.lookup("x").err(), Some(VfsError::NotADirectory));
@@ -245,7 +313,11 @@ fn unlink_and_rmdir_errors() {
     root.rmdir("d").unwrap();
     root.unlink("f").unwrap();
     assert_eq!(names(&root), [".", ".."]);
-    assert_eq!(fs.statfs().unwrap().blocks_free, free0, "all clusters are freed");
+    assert_eq!(
+        fs.statfs().unwrap().blocks_free,
+        free0,
+        "all clusters are freed"
+    );
     // The removed nodes are gone.
     assert_eq!(f.getattr().err(), Some(VfsError::NotFound));
     assert_eq!(f.read_at(0, &mut [0; 4]), Err(VfsError::NotFound));
@@ -278,35 +350,78 @@ fn rename_cases() {
     // Replace an existing file; NOREPLACE refuses.
     let h = b.create("h", &file()).unwrap();
     h.write_at(0, b"old").unwrap();
-    let noreplace = RenameFlags { noreplace: true, ..Default::default() };
-    assert_eq!(b.rename("g", &*b, "h", noreplace), Err(VfsError::AlreadyExists));
+    let noreplace = RenameFlags {
+        noreplace: true,
+        ..Default::default()
+    };
+    assert_eq!(
+        b.rename("g", &*b, "h", noreplace),
+        Err(VfsError::AlreadyExists)
+    );
     b.rename("g", &*b, "h", plain).unwrap();
     assert_eq!(names(&b), [".", "..", "h"]);
     assert_eq!(read_all(&b.lookup("h").unwrap()), b"first+more");
-    assert_eq!(h.getattr().err(), Some(VfsError::NotFound), "the replaced node is gone");
+    assert_eq!(
+        h.getattr().err(),
+        Some(VfsError::NotFound),
+        "the replaced node is gone"
+    );
 
     // Type mismatches, missing source, exchange, moving a directory into itself.
     let d = root.create("d", &dir()).unwrap();
-    assert_eq!(b.rename("h", &*root, "d", plain), Err(VfsError::IsADirectory));
-    assert_eq!(root.rename("d", &*b, "h", plain), Err(VfsError::NotADirectory));
-    assert_eq!(root.rename("nope", &*b, "x", plain), Err(VfsError::NotFound));
-    let exchange = RenameFlags { exchange: true, ..Default::default() };
-    assert_eq!(root.rename("a", &*root, "b", exchange), Err(VfsError::Unsupported));
-    assert_eq!(root.rename("d", &*d, "x", plain), Err(VfsError::InvalidInput));
+    assert_eq!(
+        b.rename("h", &*root, "d", plain),
+        Err(VfsError::IsADirectory)
+    );
+    assert_eq!(
+        root.rename("d", &*b, "h", plain),
+        Err(VfsError::NotADirectory)
+    );
+    assert_eq!(
+        root.rename("nope", &*b, "x", plain),
+        Err(VfsError::NotFound)
+    );
+    let exchange = RenameFlags {
+        exchange: true,
+        ..Default::default()
+    };
+    assert_eq!(
+        root.rename("a", &*root, "b", exchange),
+        Err(VfsError::Unsupported)
+    );
+    assert_eq!(
+        root.rename("d", &*d, "x", plain),
+        Err(VfsError::InvalidInput)
+    );
     let deeper = d.create("deeper", &dir()).unwrap();
-    assert_eq!(root.rename("d", &*deeper, "x", plain), Err(VfsError::InvalidInput));
+    assert_eq!(
+        root.rename("d", &*deeper, "x", plain),
+        Err(VfsError::InvalidInput)
+    );
 
     // Directory over a non-empty directory, then over an empty one.
-    assert_eq!(root.rename("a", &*root, "b", plain), Err(VfsError::DirectoryNotEmpty));
+    assert_eq!(
+        root.rename("a", &*root, "b", plain),
+        Err(VfsError::DirectoryNotEmpty)
+    );
     root.rename("b", &*root, "a", plain).unwrap();
     assert_eq!(sorted(names(&root)), [".", "..", "a", "d"]);
-    assert_eq!(read_all(&root.lookup("a").unwrap().lookup("h").unwrap()), b"first+more");
+    assert_eq!(
+        read_all(&root.lookup("a").unwrap().lookup("h").unwrap()),
+        b"first+more"
+    );
     // Nodes below a renamed directory follow it.
     assert_eq!(read_all(&f), b"first+more");
     assert_eq!(deeper.getattr().unwrap().ftype, FileType::Directory);
     root.rename("d", &*root, "e", plain).unwrap();
     deeper.create("z", &file()).unwrap();
-    assert!(root.lookup("e").unwrap().lookup("deeper").unwrap().lookup("z").is_ok());
+    assert!(root
+        .lookup("e")
+        .unwrap()
+        .lookup("deeper")
+        .unwrap()
+        .lookup("z")
+        .is_ok());
 
     // Case-only rename, and rename onto itself.
     root.rename("e", &*root, "E", plain).unwrap();
@@ -358,7 +473,10 @@ fn sync_without_drop_is_enough_for_another_mount() {
     // A copy of the disk taken now (as after a crash) holds the file.
     let copy = Arc::new(RamDisk::from_vec(disk.to_vec()));
     let fs2 = Fat32Fs::mount(copy, Arc::new(ZeroClock)).unwrap();
-    assert_eq!(read_all(&fs2.root().unwrap().lookup("kept").unwrap()), pattern(50_000, 2));
+    assert_eq!(
+        read_all(&fs2.root().unwrap().lookup("kept").unwrap()),
+        pattern(50_000, 2)
+    );
     drop(f);
 }
 
@@ -390,7 +508,10 @@ fn corrupt_or_foreign_devices_fail_to_mount() {
     assert!(Fat32Fs::mount(Arc::new(RamDisk::from_vec(image)), clock.clone()).is_err());
     // Truncated to half, and to just the reserved area.
     for keep in [20 * MIB, 64 * 1024] {
-        let r = Fat32Fs::mount(Arc::new(RamDisk::from_vec(good[..keep].to_vec())), clock.clone());
+        let r = Fat32Fs::mount(
+            Arc::new(RamDisk::from_vec(good[..keep].to_vec())),
+            clock.clone(),
+        );
         assert!(r.is_err(), "truncated to {keep} bytes must not mount");
     }
     // A corrupt root-cluster field.
@@ -406,24 +527,67 @@ fn fat_cannot_do_links_special_files_or_owners() {
     let (_d, fs) = fresh(40 * MIB);
     let root = fs.root().unwrap();
     let f = root.create("f", &file()).unwrap();
-    assert_eq!(root.symlink("l", "f", &file()).err(), Some(VfsError::NotPermitted));
+    assert_eq!(
+        root.symlink("l", "f", &file()).err(),
+        Some(VfsError::NotPermitted)
+    );
     assert_eq!(root.link("h", &*f).err(), Some(VfsError::NotPermitted));
-    for t in [FileType::Fifo, FileType::CharDevice, FileType::BlockDevice, FileType::Socket, FileType::Symlink] {
-        assert_eq!(root.create("s", &NewNode::new(t, 0o644)).err(), Some(VfsError::NotPermitted));
+    for t in [
+        FileType::Fifo,
+        FileType::CharDevice,
+        FileType::BlockDevice,
+        FileType::Socket,
+        FileType::Symlink,
+    ] {
+        assert_eq!(
+            root.create("s", &NewNode::new(t, 0o644)).err(),
+            Some(VfsError::NotPermitted)
+        );
     }
-    assert_eq!(f.setattr(&SetAttr { uid: Some(1000), ..Default::default() }).err(), Some(VfsError::NotPermitted));
-    assert_eq!(f.setattr(&SetAttr { perm: Some(0o4755), ..Default::default() }).err(), Some(VfsError::NotPermitted));
-    let m = f.setattr(&SetAttr { perm: Some(0o600), uid: Some(0), ..Default::default() }).unwrap();
+    assert_eq!(
+        f.setattr(&SetAttr {
+            uid: Some(1000),
+            ..Default::default()
+        })
+        .err(),
+        Some(VfsError::NotPermitted)
+    );
+    assert_eq!(
+        f.setattr(&SetAttr {
+            perm: Some(0o4755),
+            ..Default::default()
+        })
+        .err(),
+        Some(VfsError::NotPermitted)
+    );
+    let m = f
+        .setattr(&SetAttr {
+            perm: Some(0o600),
+            uid: Some(0),
+            ..Default::default()
+        })
+        .unwrap();
     assert_eq!((m.perm, m.uid, m.gid, m.nlink), (0o755, 0, 0, 1));
     assert_eq!(f.getxattr("user.x").err(), Some(VfsError::Unsupported));
     // mtime can be set, at FAT's two-second granularity.
-    let t = Timestamp { sec: 1_600_000_001, nsec: 0 };
-    let m = f.setattr(&SetAttr { mtime: Some(TimeSet::At(t)), ..Default::default() }).unwrap();
+    let t = Timestamp {
+        sec: 1_600_000_001,
+        nsec: 0,
+    };
+    let m = f
+        .setattr(&SetAttr {
+            mtime: Some(TimeSet::At(t)),
+            ..Default::default()
+        })
+        .unwrap();
     assert_eq!(m.mtime.sec, 1_600_000_000);
     // A node of another mount is refused.
     let (_d2, other) = fresh(40 * MIB);
     let other_root = other.root().unwrap();
-    assert_eq!(root.rename("f", &*other_root, "f", RenameFlags::default()), Err(VfsError::CrossDevice));
+    assert_eq!(
+        root.rename("f", &*other_root, "f", RenameFlags::default()),
+        Err(VfsError::CrossDevice)
+    );
 }
 
 #[test]
@@ -482,11 +646,13 @@ impl BlockDevice for Counting {
         self.disk.num_sectors()
     }
     fn read_sectors(&self, sector: u64, buf: &mut [u8]) -> vfs::VfsResult<()> {
-        self.reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.reads
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.disk.read_sectors(sector, buf)
     }
     fn write_sectors(&self, sector: u64, buf: &[u8]) -> vfs::VfsResult<()> {
-        self.writes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.writes
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.disk.write_sectors(sector, buf)
     }
     fn flush(&self) -> vfs::VfsResult<()> {
@@ -497,7 +663,11 @@ impl BlockDevice for Counting {
 #[test]
 fn reads_and_overwrites_of_contiguous_data_are_single_requests() {
     use std::sync::atomic::Ordering::Relaxed;
-    let dev = Arc::new(Counting { disk: RamDisk::new(40 * MIB), reads: 0.into(), writes: 0.into() });
+    let dev = Arc::new(Counting {
+        disk: RamDisk::new(40 * MIB),
+        reads: 0.into(),
+        writes: 0.into(),
+    });
     Fat32Fs::format(dev.clone(), "").unwrap();
     let fs = Fat32Fs::mount(dev.clone(), Arc::new(ZeroClock)).unwrap();
     let f = fs.root().unwrap().create("seq", &file()).unwrap();
@@ -538,7 +708,9 @@ fn random_operations_match_a_model() {
     let mut model: Vec<u8> = Vec::new();
     let mut x: u64 = 12345;
     let mut next = |n: u64| {
-        x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        x = x
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
         (x >> 33) % n
     };
     for step in 0..300 {
@@ -552,7 +724,9 @@ fn random_operations_match_a_model() {
                     model.resize(off + len, 0);
                 }
                 model[off..off + len].copy_from_slice(&data);
-                other.write_at(other.getattr().unwrap().size, &[1; 3000]).unwrap();
+                other
+                    .write_at(other.getattr().unwrap().size, &[1; 3000])
+                    .unwrap();
             }
             5..=6 => {
                 let size = next(650_000) as usize;
@@ -569,10 +743,17 @@ fn random_operations_match_a_model() {
                 let n = f.read_at(off as u64, &mut buf).unwrap();
                 let expect = model.len().saturating_sub(off).min(len);
                 assert_eq!(n, expect, "step {step}: read length at {off}");
-                assert!(buf[..n] == *model.get(off..off + n).unwrap_or(&[]), "step {step}: contents at {off}");
+                assert!(
+                    buf[..n] == *model.get(off..off + n).unwrap_or(&[]),
+                    "step {step}: contents at {off}"
+                );
             }
         }
-        assert_eq!(f.getattr().unwrap().size, model.len() as u64, "step {step}: size");
+        assert_eq!(
+            f.getattr().unwrap().size,
+            model.len() as u64,
+            "step {step}: size"
+        );
     }
     assert!(read_all(&f) == model);
 }
@@ -581,7 +762,10 @@ fn random_operations_match_a_model() {
 /// when dosfstools is not installed.
 #[test]
 fn images_pass_fsck_fat_when_available() {
-    let Ok(probe) = std::process::Command::new("fsck.fat").arg("--help").output() else {
+    let Ok(probe) = std::process::Command::new("fsck.fat")
+        .arg("--help")
+        .output()
+    else {
         eprintln!("fsck.fat not installed: skipped");
         return;
     };
@@ -594,7 +778,10 @@ fn images_pass_fsck_fat_when_available() {
         let plain = RenameFlags::default();
         let a = root.create("a", &dir()).unwrap();
         let b = a.create("b", &dir()).unwrap();
-        b.create("f", &file()).unwrap().write_at(0, &[5; 10_000]).unwrap();
+        b.create("f", &file())
+            .unwrap()
+            .write_at(0, &[5; 10_000])
+            .unwrap();
         let c = root.create("c", &dir()).unwrap();
         a.rename("b", &*c, "b2", plain).unwrap();
         c.rename("b2", &*root, "top", plain).unwrap();
@@ -602,7 +789,10 @@ fn images_pass_fsck_fat_when_available() {
         a.create("d", &dir()).unwrap();
         a.rename("d", &*root, "d at root", plain).unwrap();
         for i in 0..60 {
-            root.create(&format!("file number {i}"), &file()).unwrap().write_at(0, &[1; 5000]).unwrap();
+            root.create(&format!("file number {i}"), &file())
+                .unwrap()
+                .write_at(0, &[1; 5000])
+                .unwrap();
         }
         for i in (0..60).step_by(2) {
             root.unlink(&format!("file number {i}")).unwrap();
@@ -615,9 +805,17 @@ fn images_pass_fsck_fat_when_available() {
     }
     let path = std::env::temp_dir().join(format!("fat32-fsck-{}.img", std::process::id()));
     std::fs::write(&path, disk.to_vec()).unwrap();
-    let out = std::process::Command::new("fsck.fat").arg("-n").arg(&path).output().unwrap();
+    let out = std::process::Command::new("fsck.fat")
+        .arg("-n")
+        .arg(&path)
+        .output()
+        .unwrap();
     let _ = std::fs::remove_file(&path);
-    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "fsck.fat found problems:\n{text}");
-    assert!(!text.contains("Fixing") && !text.contains("Invalid"), "fsck.fat found problems:\n{text}");
+    assert!(
+        !text.contains("Fixing") && !text.contains("Invalid"),
+        "fsck.fat found problems:\n{text}"
+    );
 }

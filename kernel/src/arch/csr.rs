@@ -8,10 +8,20 @@ pub const SSTATUS_SPP: usize = 1 << 8;
 /// Floating-point unit state "Initial": FP instructions allowed.
 pub const SSTATUS_FS_INITIAL: usize = 1 << 13;
 pub const SSTATUS_FS_MASK: usize = 3 << 13;
-/// Supervisor may access user pages (the dbfs window does not need it; kept off).
-pub const SSTATUS_SUM: usize = 1 << 18;
 
 pub const SIE_STIE: usize = 1 << 5;
+
+macro_rules! csr_read {
+    ($read:ident, $name:literal) => {
+        #[inline]
+        pub fn $read() -> usize {
+            let v: usize;
+            // SAFETY: reading a CSR has no side effect on memory.
+            unsafe { asm!(concat!("csrr {}, ", $name), out(reg) v) };
+            v
+        }
+    };
+}
 
 macro_rules! csr_rw {
     ($read:ident, $write:ident, $name:literal) => {
@@ -32,13 +42,17 @@ macro_rules! csr_rw {
 }
 
 csr_rw!(sstatus, set_sstatus, "sstatus");
-csr_rw!(stvec, set_stvec, "stvec");
 csr_rw!(sie, set_sie, "sie");
-csr_rw!(scause, set_scause, "scause");
-csr_rw!(stval, set_stval, "stval");
-csr_rw!(sepc, set_sepc, "sepc");
-csr_rw!(satp, set_satp_raw, "satp");
-csr_rw!(sscratch, set_sscratch, "sscratch");
+csr_read!(scause, "scause");
+csr_read!(stval, "stval");
+csr_read!(sepc, "sepc");
+
+/// Point traps at `handler`.
+#[inline]
+pub fn set_stvec(handler: usize) {
+    // SAFETY: callers pass the address of one of the trap entry points in `trap`.
+    unsafe { asm!("csrw stvec, {}", in(reg) handler) };
+}
 
 /// Read the `time` CSR (ticks at the device tree's `timebase-frequency`).
 #[inline]

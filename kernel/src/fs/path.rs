@@ -152,28 +152,50 @@ pub fn resolve(base: &Loc, path: &str, follow_last: bool) -> Result<Loc, Errno> 
     Ok(loc)
 }
 
+/// What the last component of a path names, for calls that create or remove it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Special {
+    /// The path is `/` (or only slashes).
+    Root,
+    /// The path ends in `.`.
+    Dot,
+    /// The path ends in `..`.
+    DotDot,
+}
+
 /// Resolve everything but the last component: the parent directory and the final name.
-/// `EEXIST`-style decisions are the caller's; a path ending in `.` or `..` has no name to
-/// create or remove and gives `EINVAL` (`EEXIST` for `/`).
-pub fn resolve_parent(base: &Loc, path: &str) -> Result<(Loc, String), Errno> {
+/// A path whose last component is not a plain name gives `Err(Ok(special))`: each call maps
+/// that to its own errno, as Linux does (rmdir `..` is ENOTEMPTY, unlink `.` is EISDIR, ...),
+/// after the parent itself resolved.
+pub fn resolve_parent_or_special(base: &Loc, path: &str) -> Result<(Loc, String), Result<Special, Errno>> {
     if path.is_empty() {
-        return Err(Errno::ENOENT);
+        return Err(Err(Errno::ENOENT));
     }
     let mut comps = components(path);
-    let Some(name) = comps.pop_back() else {
-        return Err(Errno::EEXIST); // "/" itself
-    };
-    if name == "." || name == ".." {
-        return Err(Errno::EINVAL);
-    }
-    if name.len() > NAME_MAX {
-        return Err(Errno::ENAMETOOLONG);
-    }
-    let mut w = Walk::start(base, path)?;
-    w.walk(comps, true)?;
+    let name = comps.pop_back();
+    let mut w = Walk::start(base, path).map_err(Err)?;
+    w.walk(comps, true).map_err(Err)?;
     let parent = w.top().clone();
-    if !parent.is_dir()? {
-        return Err(Errno::ENOTDIR);
+    if !parent.is_dir().map_err(Err)? {
+        return Err(Err(Errno::ENOTDIR));
     }
-    Ok((parent, name))
+    match name.as_deref() {
+        None => Err(Ok(Special::Root)),
+        Some(".") => Err(Ok(Special::Dot)),
+        Some("..") => Err(Ok(Special::DotDot)),
+        Some(n) if n.len() > NAME_MAX => Err(Err(Errno::ENAMETOOLONG)),
+        Some(_) => Ok((parent, name.unwrap_or_default())),
+    }
+}
+
+/// [`resolve_parent_or_special`] for calls that give one errno (`special_errno`) whatever
+/// the special last component is.
+pub fn resolve_parent_as(base: &Loc, path: &str, special_errno: Errno) -> Result<(Loc, String), Errno> {
+    resolve_parent_or_special(base, path).map_err(|e| e.map_or_else(|e| e, |_| special_errno))
+}
+
+/// Parent and name for creating a node (mkdir, link, symlink, mount points): `.`, `..` and
+/// `/` already exist.
+pub fn resolve_parent(base: &Loc, path: &str) -> Result<(Loc, String), Errno> {
+    resolve_parent_as(base, path, Errno::EEXIST)
 }

@@ -86,10 +86,6 @@ impl AddrSpace {
         self.pt.activate();
     }
 
-    pub fn satp(&self) -> usize {
-        self.pt.satp()
-    }
-
     fn area_of(&self, va: usize) -> Option<Area> {
         let (_, a) = self.areas.range(..=va).next_back()?;
         (va < a.end).then_some(*a)
@@ -412,10 +408,5 @@ impl AddrSpace {
             child.frames.insert(va, nf);
         }
         Ok(child)
-    }
-
-    /// Pages currently backed by frames.
-    pub fn resident_pages(&self) -> usize {
-        self.frames.len()
     }
 }

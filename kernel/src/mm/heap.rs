@@ -10,8 +10,3 @@ pub fn init(start: usize, size: usize) {
     // frame pool starts after it), identity-mapped, and this runs once at boot.
     unsafe { HEAP.lock().init(start, size) };
 }
-
-/// Bytes currently allocated, for diagnostics.
-pub fn used() -> usize {
-    HEAP.lock().stats_alloc_actual()
-}

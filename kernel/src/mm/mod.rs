@@ -41,7 +41,7 @@ extern "C" {
 /// table.
 pub fn init(ram_end: usize) {
     let ram_end = ram_end.min(USER_BASE);
-    let kernel_end = page_ceil(ekernel as usize);
+    let kernel_end = page_ceil(ekernel as *const () as usize);
     let total = ram_end - kernel_end;
     // A quarter of free RAM for the heap (block cache, buffers, kernel stacks), at least 16 MiB.
     let heap_size = (total / 4).clamp(16 << 20, 512 << 20).min(total / 2);

@@ -73,7 +73,8 @@ pub fn sys_openat(dirfd: i32, path_ptr: usize, flags: u32, mode: u32) -> SysResu
         return Err(Errno::EINVAL);
     }
     if flags & O_TMPFILE == O_TMPFILE {
-        return Err(Errno::EOPNOTSUPP);
+        // Linux checks the access mode first.
+        return Err(if flags & O_ACCMODE == O_RDONLY { Errno::EINVAL } else { Errno::EOPNOTSUPP });
     }
     let base = base(dirfd, &path)?;
     let follow = flags & O_NOFOLLOW == 0;
@@ -81,10 +82,7 @@ pub fn sys_openat(dirfd: i32, path_ptr: usize, flags: u32, mode: u32) -> SysResu
         if path.ends_with('/') {
             return Err(Errno::EISDIR);
         }
-        let (parent, name) = match path::resolve_parent(&base, &path) {
-            Err(Errno::EEXIST) | Err(Errno::EINVAL) => return Err(Errno::EISDIR),
-            r => r?,
-        };
+        let (parent, name) = path::resolve_parent_as(&base, &path, Errno::EISDIR)?;
         match path::resolve(&parent, &name, follow) {
             Ok(loc) => {
                 if flags & O_EXCL != 0 {
@@ -403,10 +401,7 @@ pub fn sys_getdents64(fd: i32, buf: usize, count: usize) -> SysResult {
 
 pub fn sys_mkdirat(dirfd: i32, path_ptr: usize, mode: u32) -> SysResult {
     let path = read_path(path_ptr)?;
-    let (parent, name) = match path::resolve_parent(&base(dirfd, &path)?, &path) {
-        Err(Errno::EINVAL) => return Err(Errno::EEXIST),
-        r => r?,
-    };
+    let (parent, name) = path::resolve_parent(&base(dirfd, &path)?, &path)?;
     parent.node.create(&name, &NewNode::new(FileType::Directory, mode & 0o7777 & !umask()))?;
     Ok(0)
 }
@@ -417,10 +412,14 @@ pub fn sys_unlinkat(dirfd: i32, path_ptr: usize, flags: u32) -> SysResult {
     }
     let path = read_path(path_ptr)?;
     let base = base(dirfd, &path)?;
-    let (parent, name) = match path::resolve_parent(&base, &path) {
-        Err(Errno::EEXIST) => return Err(if flags & AT_REMOVEDIR != 0 { Errno::EBUSY } else { Errno::EISDIR }),
-        Err(Errno::EINVAL) if flags & AT_REMOVEDIR == 0 => return Err(Errno::EISDIR),
-        r => r?,
+    let (parent, name) = match path::resolve_parent_or_special(&base, &path) {
+        Ok(r) => r,
+        Err(Err(e)) => return Err(e),
+        // Linux: rmdir "/" is EBUSY, rmdir "." EINVAL, rmdir ".." ENOTEMPTY; unlink of any EISDIR.
+        Err(Ok(_)) if flags & AT_REMOVEDIR == 0 => return Err(Errno::EISDIR),
+        Err(Ok(path::Special::Root)) => return Err(Errno::EBUSY),
+        Err(Ok(path::Special::Dot)) => return Err(Errno::EINVAL),
+        Err(Ok(path::Special::DotDot)) => return Err(Errno::ENOTEMPTY),
     };
     let full = if parent.path == "/" { alloc::format!("/{}", name) } else { alloc::format!("{}/{}", parent.path, name) };
     if crate::fs::mount_at(&full).is_some() {
@@ -447,9 +446,8 @@ pub fn sys_renameat2(olddirfd: i32, old_ptr: usize, newdirfd: i32, new_ptr: usiz
     }
     let old = read_path(old_ptr)?;
     let new = read_path(new_ptr)?;
-    let busy = |e| if e == Errno::EEXIST { Errno::EBUSY } else { e };
-    let (op, on) = path::resolve_parent(&base(olddirfd, &old)?, &old).map_err(busy)?;
-    let (np, nn) = path::resolve_parent(&base(newdirfd, &new)?, &new).map_err(busy)?;
+    let (op, on) = path::resolve_parent_as(&base(olddirfd, &old)?, &old, Errno::EBUSY)?;
+    let (np, nn) = path::resolve_parent_as(&base(newdirfd, &new)?, &new, Errno::EBUSY)?;
     if !Arc::ptr_eq(&op.mount, &np.mount) {
         return Err(Errno::EXDEV);
     }

@@ -106,7 +106,7 @@ fn make_process(inner: ProcInner) -> Arc<Process> {
     let p = Arc::new(Process {
         pid,
         inner: Mutex::new(inner),
-        ctx: Mutex::new(TaskContext::new(first_entry as usize, top)),
+        ctx: Mutex::new(TaskContext::new(first_entry as *const () as usize, top)),
     });
     p.inner.lock().tf.kernel_sp = top;
     s.all.insert(pid, p.clone());

@@ -197,7 +197,7 @@ extern "C" {
 
 /// Kernel mode: kernel traps go to `kernel_trap_entry`.
 pub fn set_kernel_vector() {
-    csr::set_stvec(kernel_trap_entry as usize);
+    csr::set_stvec(kernel_trap_entry as *const () as usize);
 }
 
 /// Enter user mode with the state in `tf`.
@@ -206,7 +206,7 @@ pub fn set_kernel_vector() {
 /// `tf` must point at the running process's trap frame, which stays allocated while the
 /// process exists, and the process's page table must be active.
 pub unsafe fn enter_user(tf: *mut TrapFrame) -> ! {
-    csr::set_stvec(user_trap_entry as usize);
+    csr::set_stvec(user_trap_entry as *const () as usize);
     // SAFETY: guaranteed by the caller; `user_return` restores the frame and executes `sret`.
     unsafe { user_return(tf) }
 }

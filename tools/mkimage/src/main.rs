@@ -23,7 +23,10 @@ use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 use fat32::Fat32Fs;
-use vfs::{BlockDevice, Clock, FileSystem, FileType, NewNode, NodeRef, Timestamp, VfsError, VfsResult, SECTOR_SIZE};
+use vfs::{
+    BlockDevice, Clock, FileSystem, FileType, NewNode, NodeRef, Timestamp, VfsError, VfsResult,
+    SECTOR_SIZE,
+};
 
 #[derive(Parser)]
 #[command(name = "mkimage", about = "Build and inspect dbfs-os disk images")]
@@ -57,7 +60,10 @@ enum Command {
         size: u64,
     },
     /// List a directory of a FAT image (default: the root).
-    Ls { image: PathBuf, path: Option<String> },
+    Ls {
+        image: PathBuf,
+        path: Option<String>,
+    },
     /// Print a file of a FAT image to stdout.
     Cat { image: PathBuf, path: String },
 }
@@ -75,15 +81,21 @@ impl FileDevice {
             .write(true)
             .open(path)
             .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
-        let len = file.metadata().map_err(|e| format!("cannot stat {}: {e}", path.display()))?.len();
-        Ok(FileDevice { file, sectors: len / SECTOR_SIZE as u64 })
+        let len = file
+            .metadata()
+            .map_err(|e| format!("cannot stat {}: {e}", path.display()))?
+            .len();
+        Ok(FileDevice {
+            file,
+            sectors: len / SECTOR_SIZE as u64,
+        })
     }
 
     /// The BlockDevice contract: whole sectors, inside the device.
     fn check(&self, sector: u64, len: usize) -> VfsResult<()> {
         let count = (len / SECTOR_SIZE) as u64;
         match sector.checked_add(count) {
-            Some(end) if len % SECTOR_SIZE == 0 && end <= self.sectors => Ok(()),
+            Some(end) if len.is_multiple_of(SECTOR_SIZE) && end <= self.sectors => Ok(()),
             _ => Err(VfsError::InvalidInput),
         }
     }
@@ -95,11 +107,15 @@ impl BlockDevice for FileDevice {
     }
     fn read_sectors(&self, sector: u64, buf: &mut [u8]) -> VfsResult<()> {
         self.check(sector, buf.len())?;
-        self.file.read_exact_at(buf, sector * SECTOR_SIZE as u64).map_err(|_| VfsError::Io)
+        self.file
+            .read_exact_at(buf, sector * SECTOR_SIZE as u64)
+            .map_err(|_| VfsError::Io)
     }
     fn write_sectors(&self, sector: u64, buf: &[u8]) -> VfsResult<()> {
         self.check(sector, buf.len())?;
-        self.file.write_all_at(buf, sector * SECTOR_SIZE as u64).map_err(|_| VfsError::Io)
+        self.file
+            .write_all_at(buf, sector * SECTOR_SIZE as u64)
+            .map_err(|_| VfsError::Io)
     }
     fn flush(&self) -> VfsResult<()> {
         self.file.sync_data().map_err(|_| VfsError::Io)
@@ -110,8 +126,13 @@ impl BlockDevice for FileDevice {
 struct HostClock;
 impl Clock for HostClock {
     fn now(&self) -> Timestamp {
-        let d = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-        Timestamp { sec: d.as_secs() as i64, nsec: d.subsec_nanos() }
+        let d = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        Timestamp {
+            sec: d.as_secs() as i64,
+            nsec: d.subsec_nanos(),
+        }
     }
 }
 
@@ -131,7 +152,9 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         _ => (s, 1),
     };
     let n: u64 = digits.parse().map_err(|_| format!("bad size {s:?}"))?;
-    let bytes = n.checked_mul(mult).ok_or_else(|| format!("size {s:?} is too large"))?;
+    let bytes = n
+        .checked_mul(mult)
+        .ok_or_else(|| format!("size {s:?} is too large"))?;
     if bytes < SECTOR_SIZE as u64 {
         return Err(format!("size {s:?} is smaller than one sector"));
     }
@@ -151,7 +174,9 @@ fn split_pair(spec: &str) -> Result<(&str, &str), String> {
 }
 
 fn components(path: &str) -> Vec<&str> {
-    path.split('/').filter(|c| !c.is_empty() && *c != ".").collect()
+    path.split('/')
+        .filter(|c| !c.is_empty() && *c != ".")
+        .collect()
 }
 
 /// The node at `path` (absolute or relative to the root).
@@ -169,9 +194,9 @@ fn make_dirs(root: &NodeRef, path: &str) -> Result<NodeRef, String> {
     for c in components(path) {
         node = match node.lookup(c) {
             Ok(n) => n,
-            Err(VfsError::NotFound) => {
-                node.create(c, &NewNode::new(FileType::Directory, 0o755)).map_err(vfs_err(path))?
-            }
+            Err(VfsError::NotFound) => node
+                .create(c, &NewNode::new(FileType::Directory, 0o755))
+                .map_err(vfs_err(path))?,
             Err(e) => return Err(format!("{path}: {e}")),
         };
         if node.getattr().map_err(vfs_err(path))?.ftype != FileType::Directory {
@@ -193,14 +218,18 @@ fn copy_in(root: &NodeRef, src: &Path, dest: &str) -> Result<(), String> {
             n.truncate(0).map_err(vfs_err(dest))?;
             n
         }
-        Err(VfsError::NotFound) => dir.create(name, &NewNode::new(FileType::Regular, 0o755)).map_err(vfs_err(dest))?,
+        Err(VfsError::NotFound) => dir
+            .create(name, &NewNode::new(FileType::Regular, 0o755))
+            .map_err(vfs_err(dest))?,
         Err(e) => return Err(format!("{dest}: {e}")),
     };
     let file = File::open(src).map_err(|e| format!("cannot open {}: {e}", src.display()))?;
     let mut buf = vec![0u8; 1 << 20];
     let mut offset = 0u64;
     loop {
-        let n = file.read_at(&mut buf, offset).map_err(|e| format!("cannot read {}: {e}", src.display()))?;
+        let n = file
+            .read_at(&mut buf, offset)
+            .map_err(|e| format!("cannot read {}: {e}", src.display()))?;
         if n == 0 {
             break;
         }
@@ -212,17 +241,25 @@ fn copy_in(root: &NodeRef, src: &Path, dest: &str) -> Result<(), String> {
 }
 
 fn create_sparse(image: &Path, size: u64) -> Result<(), String> {
-    let file = File::create(image).map_err(|e| format!("cannot create {}: {e}", image.display()))?;
+    let file =
+        File::create(image).map_err(|e| format!("cannot create {}: {e}", image.display()))?;
     file.set_len(size / SECTOR_SIZE as u64 * SECTOR_SIZE as u64)
         .map_err(|e| format!("cannot size {}: {e}", image.display()))
 }
 
 fn mount(image: &Path) -> Result<Arc<Fat32Fs>, String> {
     let dev = Arc::new(FileDevice::open(image)?);
-    Fat32Fs::mount(dev, Arc::new(HostClock)).map_err(|e| format!("{} is not a usable FAT volume: {e}", image.display()))
+    Fat32Fs::mount(dev, Arc::new(HostClock))
+        .map_err(|e| format!("{} is not a usable FAT volume: {e}", image.display()))
 }
 
-fn cmd_fat32(image: &Path, size: u64, label: &str, add: &[String], add_dir: &[String]) -> Result<(), String> {
+fn cmd_fat32(
+    image: &Path,
+    size: u64,
+    label: &str,
+    add: &[String],
+    add_dir: &[String],
+) -> Result<(), String> {
     // Check every source before touching the image.
     let mut copies: Vec<(PathBuf, String)> = Vec::new();
     for spec in add {
@@ -231,13 +268,17 @@ fn cmd_fat32(image: &Path, size: u64, label: &str, add: &[String], add_dir: &[St
     }
     for spec in add_dir {
         let (src, dest) = split_pair(spec)?;
-        let entries = std::fs::read_dir(src).map_err(|e| format!("cannot read directory {src}: {e}"))?;
+        let entries =
+            std::fs::read_dir(src).map_err(|e| format!("cannot read directory {src}: {e}"))?;
         let mut found = Vec::new();
         for entry in entries {
             let entry = entry.map_err(|e| format!("cannot read directory {src}: {e}"))?;
             if entry.file_type().map(|t| t.is_file()).unwrap_or(false) {
                 let name = entry.file_name().to_string_lossy().into_owned();
-                found.push((entry.path(), format!("{}/{name}", dest.trim_end_matches('/'))));
+                found.push((
+                    entry.path(),
+                    format!("{}/{name}", dest.trim_end_matches('/')),
+                ));
             }
         }
         found.sort();
@@ -272,7 +313,11 @@ fn cmd_ls(image: &Path, path: Option<&str>, out: &mut dyn std::io::Write) -> Res
     let node = walk(&root, path)?;
     let meta = node.getattr().map_err(vfs_err(path))?;
     let line = |out: &mut dyn std::io::Write, ftype: FileType, size: u64, name: &str| {
-        let (kind, suffix) = if ftype == FileType::Directory { ('d', "/") } else { ('-', "") };
+        let (kind, suffix) = if ftype == FileType::Directory {
+            ('d', "/")
+        } else {
+            ('-', "")
+        };
         writeln!(out, "{kind} {size:>12} {name}{suffix}").map_err(|e| format!("write: {e}"))
     };
     if meta.ftype != FileType::Directory {
@@ -280,8 +325,10 @@ fn cmd_ls(image: &Path, path: Option<&str>, out: &mut dyn std::io::Write) -> Res
     }
     let mut entries = Vec::new();
     let mut failed = None;
-    node.readdir(2, &mut |e| {
-        entries.push(e.name.to_string());
+    node.readdir(0, &mut |e| {
+        if e.name != "." && e.name != ".." {
+            entries.push(e.name.to_string());
+        }
         true
     })
     .map_err(vfs_err(path))?;
@@ -308,7 +355,8 @@ fn cmd_cat(image: &Path, path: &str, out: &mut dyn std::io::Write) -> Result<(),
         if n == 0 {
             break;
         }
-        out.write_all(&buf[..n]).map_err(|e| format!("write: {e}"))?;
+        out.write_all(&buf[..n])
+            .map_err(|e| format!("write: {e}"))?;
         offset += n as u64;
     }
     out.flush().map_err(|e| format!("write: {e}"))
@@ -317,7 +365,13 @@ fn cmd_cat(image: &Path, path: &str, out: &mut dyn std::io::Write) -> Result<(),
 fn run(cli: Cli) -> Result<(), String> {
     let stdout = std::io::stdout();
     match cli.command {
-        Command::Fat32 { image, size, label, add, add_dir } => cmd_fat32(&image, size, &label, &add, &add_dir),
+        Command::Fat32 {
+            image,
+            size,
+            label,
+            add,
+            add_dir,
+        } => cmd_fat32(&image, size, &label, &add, &add_dir),
         Command::Blank { image, size } => create_sparse(&image, size),
         Command::Ls { image, path } => cmd_ls(&image, path.as_deref(), &mut stdout.lock()),
         Command::Cat { image, path } => cmd_cat(&image, &path, &mut stdout.lock()),

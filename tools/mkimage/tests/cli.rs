@@ -4,12 +4,19 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 fn mkimage(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mkimage")).args(args).output().expect("run mkimage")
+    Command::new(env!("CARGO_BIN_EXE_mkimage"))
+        .args(args)
+        .output()
+        .expect("run mkimage")
 }
 
 fn ok(args: &[&str]) -> String {
     let out = mkimage(args);
-    assert!(out.status.success(), "mkimage {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "mkimage {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -48,10 +55,19 @@ fn build_then_ls_and_cat() {
     assert_eq!(std::fs::metadata(&image).unwrap().len(), 40 << 20);
 
     let root = ok(&["ls", p(&image)]);
-    assert_eq!(root, format!("- {:>12} hello.txt\nd {:>12} bin/\nd {:>12} etc/\n", 13, 0, 0));
+    assert_eq!(
+        root,
+        format!(
+            "- {:>12} hello.txt\nd {:>12} bin/\nd {:>12} etc/\n",
+            13, 0, 0
+        )
+    );
     let bin = ok(&["ls", p(&image), "/bin"]);
     assert_eq!(bin, format!("- {:>12} seqwrite\n", big_data.len()));
-    assert_eq!(ok(&["ls", p(&image), "etc/extra"]), format!("- {:>12} one\n- {:>12} two\n", 1, 2));
+    assert_eq!(
+        ok(&["ls", p(&image), "etc/extra"]),
+        format!("- {:>12} one\n- {:>12} two\n", 1, 2)
+    );
     assert_eq!(ok(&["cat", p(&image), "/hello.txt"]), "hello, guest\n");
     let out = mkimage(&["cat", p(&image), "/bin/seqwrite"]);
     assert!(out.status.success());

@@ -187,6 +187,17 @@ pub fn einval_flags_and_whence(cx: &Ctx) -> TestResult {
     expect_errno(f.seek(0, 7), Errno::EINVAL, "lseek with whence 7")?;
     expect_errno(f.seek(0, 0xffff), Errno::EINVAL, "lseek with whence 0xffff")?;
     expect_errno(
+        f.pread(&mut [0u8; 4], u64::MAX),
+        Errno::EINVAL,
+        "pread at offset -1",
+    )?;
+    expect_errno(
+        f.pwrite(b"x", u64::MAX),
+        Errno::EINVAL,
+        "pwrite at offset -1",
+    )?;
+    expect_errno(f.set_len(u64::MAX), Errno::EINVAL, "ftruncate to length -1")?;
+    expect_errno(
         sys::open(&cx.dir, O_TMPFILE | O_RDONLY, 0o600),
         Errno::EINVAL,
         "O_TMPFILE without write access",

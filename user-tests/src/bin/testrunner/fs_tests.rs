@@ -939,3 +939,51 @@ pub fn dir_nlink_counts_subdirs(cx: &Ctx) -> TestResult {
     );
     Ok(())
 }
+
+pub fn dot_and_dotdot_paths(cx: &Ctx) -> TestResult {
+    let d = cx.path("d");
+    sys::mkdir(&d, 0o755).what("mkdir d")?;
+    put_file(&cx.path("f"), b"via dotdot")?;
+    same_bytes(&get_file(&cx.path("d/../f"))?, b"via dotdot", "d/../f")?;
+    same_bytes(
+        &get_file(&cx.path("./d/./../f"))?,
+        b"via dotdot",
+        "./d/./../f",
+    )?;
+    let up = sys::stat(&cx.path("d/..")).what("stat d/..")?;
+    let here = sys::stat(&cx.dir).what("stat the test directory")?;
+    ensure!(
+        up.st_ino == here.st_ino,
+        "d/.. is not the test directory (st_ino differs)"
+    );
+    expect_errno(
+        sys::mkdir(&cx.path("d/."), 0o755),
+        Errno::EEXIST,
+        "mkdir d/.",
+    )?;
+    expect_errno(sys::rmdir(&cx.path("d/.")), Errno::EINVAL, "rmdir d/.")?;
+    expect_errno(sys::rmdir(&cx.path("d/..")), Errno::ENOTEMPTY, "rmdir d/..")?;
+    expect_errno(sys::unlink(&cx.path("d/.")), Errno::EISDIR, "unlink d/.")?;
+    sys::mkdir(&cx.path("e/"), 0o755).what("mkdir with a trailing slash")?;
+    ensure!(
+        is_dir(&sys::stat(&cx.path("e")).what("stat e")?),
+        "e is not a directory"
+    );
+    sys::rmdir(&cx.path("e/")).what("rmdir with a trailing slash")
+}
+
+pub fn lowest_fd_reused(cx: &Ctx) -> TestResult {
+    let p = cx.path("f");
+    put_file(&p, b"x")?;
+    let a = sys::open(&p, O_RDONLY, 0).what("open a")?;
+    let b = sys::open(&p, O_RDONLY, 0).what("open b")?;
+    ensure!(b > a, "second fd {b} is not above the first {a}");
+    sys::close(a).what("close a")?;
+    let c = sys::open(&p, O_RDONLY, 0).what("open c")?;
+    let (_, _) = (sys::close(b), sys::close(c));
+    ensure!(
+        c == a,
+        "open after close returned fd {c}, not the lowest free {a}"
+    );
+    Ok(())
+}

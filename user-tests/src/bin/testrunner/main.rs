@@ -136,6 +136,8 @@ pub const TESTS: &[Test] = &[
         fs_tests::at_calls_relative_to_dirfd,
     ),
     t("many_files", fs_tests::many_files),
+    t("dot_and_dotdot_paths", fs_tests::dot_and_dotdot_paths),
+    t("lowest_fd_reused", fs_tests::lowest_fd_reused),
     // sizes, attributes, durability calls
     t("ftruncate_grow_shrink", fs_tests::ftruncate_grow_shrink),
     t("fstat_types_and_sizes", fs_tests::fstat_types_and_sizes),
@@ -164,6 +166,10 @@ pub const TESTS: &[Test] = &[
     t("getpid_positive", proc_tests::getpid_positive),
     t("fork_exit_wait", proc_tests::fork_exit_wait),
     t("fork_copies_memory", proc_tests::fork_copies_memory),
+    t(
+        "fork_shares_file_offset",
+        proc_tests::fork_shares_file_offset,
+    ),
     t(
         "wait_no_children_echild",
         proc_tests::wait_no_children_echild,

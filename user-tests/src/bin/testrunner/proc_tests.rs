@@ -10,6 +10,8 @@ pub fn getpid_positive(_cx: &Ctx) -> TestResult {
     let pid = sys::getpid();
     ensure!(pid > 0, "getpid returned {pid}");
     ensure!(sys::getpid() == pid, "getpid is not stable");
+    sys::sched_yield();
+    ensure!(sys::getppid() >= 0, "getppid is negative");
     Ok(())
 }
 
@@ -171,5 +173,34 @@ pub fn clock_monotonic(_cx: &Ctx) -> TestResult {
         sys::clock_gettime(999),
         Errno::EINVAL,
         "clock_gettime of an invalid clock",
+    )
+}
+
+/// After fork, parent and child share each open file description, so its offset too.
+pub fn fork_shares_file_offset(cx: &Ctx) -> TestResult {
+    let p = cx.path("f");
+    let f = File::open(&p, O_RDWR | O_CREAT | O_TRUNC, 0o644).what("create")?;
+    f.write_all(b"parent1 ").what("write")?;
+    let pid = sys::fork().what("fork")?;
+    if pid == 0 {
+        let ok = f.write_all(b"child ").is_ok();
+        sys::exit(if ok { 0 } else { 1 });
+    }
+    let (_, st) = sys::waitpid(pid).what("wait4")?;
+    ensure!(
+        st.exited() && st.exit_code() == 0,
+        "child failed to write ({:#x})",
+        st.0
+    );
+    ensure!(
+        f.seek(0, SEEK_CUR).what("lseek")? == 14,
+        "parent's offset did not move with the child's write"
+    );
+    f.write_all(b"parent2").what("write")?;
+    f.close().what("close")?;
+    crate::same_bytes(
+        &crate::get_file(&p)?,
+        b"parent1 child parent2",
+        "file written by both",
     )
 }
