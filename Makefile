@@ -45,7 +45,9 @@ BUILD    := build
 TGT_DIR  := target/$(TARGET)/$(PROFILE)
 KERNEL   := $(TGT_DIR)/kernel
 MKIMAGE  := target/release/mkimage
-USER_BINS := init testrunner seqwrite rewrite seqread seqread4k randwrite randread randread4k randwrite4k createdel
+# Every program in user-tests/src/bin (NAME.rs or NAME/main.rs) is installed as /bin/NAME.
+USER_BINS := $(sort $(basename $(notdir $(wildcard user-tests/src/bin/*.rs))) \
+	$(patsubst user-tests/src/bin/%/main.rs,%,$(wildcard user-tests/src/bin/*/main.rs)))
 CARGO_PROFILE_FLAG := $(if $(filter release,$(PROFILE)),--release,)
 
 APT_PACKAGES := qemu-system-misc fuse3 libfuse3-dev pkg-config fio fuse2fs

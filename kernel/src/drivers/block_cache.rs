@@ -200,7 +200,8 @@ impl BlockCache {
             } else {
                 let mut data = Box::new([0u8; BLOCK_SIZE]);
                 data.copy_from_slice(src);
-                self.insert(inner, blk, Entry { data, valid: FULL, dirty: 0, referenced: false })?;
+                // New blocks enter referenced (clock): a full sweep must pass before they go.
+                self.insert(inner, blk, Entry { data, valid: FULL, dirty: 0, referenced: true })?;
             }
         }
         inner.next_sequential = b + n as u64;
@@ -233,11 +234,17 @@ impl BlockDevice for BlockCache {
                 let want = if b == inner.next_sequential { remaining_blocks.max(READ_AHEAD) } else { remaining_blocks };
                 self.fill(&mut inner, b, want.min(MAX_RUN))?;
             }
-            let Some(e) = inner.map.get_mut(&b) else { return Err(vfs::VfsError::Io) };
-            e.referenced = true;
             let len = count as usize * SECTOR_SIZE;
             let off = first as usize * SECTOR_SIZE;
-            buf[done..done + len].copy_from_slice(&e.data[off..off + len]);
+            match inner.map.get_mut(&b) {
+                Some(e) => {
+                    e.referenced = true;
+                    buf[done..done + len].copy_from_slice(&e.data[off..off + len]);
+                }
+                // Evicted by its own fill (a cache smaller than the run): the disk has the
+                // data, since a block that is not cached cannot be dirty.
+                None => self.dev.read_sectors(at, &mut buf[done..done + len])?,
+            }
             done += len;
             at += count;
         }
@@ -256,7 +263,7 @@ impl BlockDevice for BlockCache {
             let count = (SECTORS_PER_BLOCK - first).min(((buf.len() - done) / SECTOR_SIZE) as u64);
             let mask = sector_mask(first, count);
             if !inner.map.contains_key(&b) {
-                let entry = Entry { data: Box::new([0u8; BLOCK_SIZE]), valid: 0, dirty: 0, referenced: false };
+                let entry = Entry { data: Box::new([0u8; BLOCK_SIZE]), valid: 0, dirty: 0, referenced: true };
                 self.insert(&mut inner, b, entry)?;
             }
             let mut newly_dirty = false;

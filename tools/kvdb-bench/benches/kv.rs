@@ -10,7 +10,7 @@ use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode};
 use redb::{ReadableTable, TableDefinition};
 
 const N: u64 = 100_000;
@@ -288,6 +288,7 @@ fn benches(c: &mut Criterion) {
 
     let mut g = c.benchmark_group("seq_insert_100k_one_tx");
     g.sample_size(10);
+    g.sampling_mode(SamplingMode::Flat);
     for e in ENGINES {
         g.bench_function(BenchmarkId::from_parameter(e.name()), |b| {
             b.iter_custom(|iters| {
@@ -303,6 +304,8 @@ fn benches(c: &mut Criterion) {
     for sync in [true, false] {
         let mut g = c.benchmark_group(if sync { "1000_small_txs_sync" } else { "1000_small_txs_nosync" });
         g.sample_size(10);
+        g.sampling_mode(SamplingMode::Flat);
+    g.sampling_mode(SamplingMode::Flat);
         for e in ENGINES {
             if !sync && matches!(e, Engine::Jammdb) {
                 continue; // jammdb always fsyncs on commit.
@@ -322,6 +325,7 @@ fn benches(c: &mut Criterion) {
     // Read benchmarks run on a database built once per engine, then reopened.
     let mut g = c.benchmark_group("random_get_100k");
     g.sample_size(10);
+    g.sampling_mode(SamplingMode::Flat);
     let mut buf = vec![0u8; BIG];
     for e in ENGINES {
         let p = fresh(dir, e.name());
@@ -333,6 +337,7 @@ fn benches(c: &mut Criterion) {
 
     let mut g = c.benchmark_group("full_scan_100k");
     g.sample_size(10);
+    g.sampling_mode(SamplingMode::Flat);
     for e in ENGINES {
         let p = dir.join(e.name());
         let db = open(e, &p);
@@ -342,6 +347,7 @@ fn benches(c: &mut Criterion) {
 
     let mut g = c.benchmark_group("write_256x64KiB_one_tx");
     g.sample_size(10);
+    g.sampling_mode(SamplingMode::Flat);
     for e in ENGINES {
         g.bench_function(BenchmarkId::from_parameter(e.name()), |b| {
             b.iter_custom(|iters| {
@@ -356,6 +362,7 @@ fn benches(c: &mut Criterion) {
 
     let mut g = c.benchmark_group("read_256x64KiB");
     g.sample_size(10);
+    g.sampling_mode(SamplingMode::Flat);
     let keys: Vec<u64> = (0..BIG_VALUES).collect();
     for e in ENGINES {
         let p = fresh(dir, e.name());
