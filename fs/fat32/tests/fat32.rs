@@ -639,6 +639,8 @@ struct Counting {
     disk: RamDisk,
     reads: std::sync::atomic::AtomicUsize,
     writes: std::sync::atomic::AtomicUsize,
+    /// Bytes written by requests of 64 KiB or more.
+    big_write_bytes: std::sync::atomic::AtomicUsize,
 }
 
 impl BlockDevice for Counting {
@@ -653,6 +655,10 @@ impl BlockDevice for Counting {
     fn write_sectors(&self, sector: u64, buf: &[u8]) -> vfs::VfsResult<()> {
         self.writes
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if buf.len() >= 64 * 1024 {
+            self.big_write_bytes
+                .fetch_add(buf.len(), std::sync::atomic::Ordering::Relaxed);
+        }
         self.disk.write_sectors(sector, buf)
     }
     fn flush(&self) -> vfs::VfsResult<()> {
@@ -667,6 +673,7 @@ fn reads_and_overwrites_of_contiguous_data_are_single_requests() {
         disk: RamDisk::new(40 * MIB),
         reads: 0.into(),
         writes: 0.into(),
+        big_write_bytes: 0.into(),
     });
     Fat32Fs::format(dev.clone(), "").unwrap();
     let fs = Fat32Fs::mount(dev.clone(), Arc::new(ZeroClock)).unwrap();
@@ -696,6 +703,39 @@ fn reads_and_overwrites_of_contiguous_data_are_single_requests() {
     assert_eq!(dev.writes.load(Relaxed) - before, 1);
     f.read_at(MIB as u64, &mut buf).unwrap();
     assert!(buf == new);
+}
+
+#[test]
+fn growing_writes_reach_the_device_as_large_requests() {
+    use std::sync::atomic::Ordering::Relaxed;
+    let dev = Arc::new(Counting {
+        disk: RamDisk::new(40 * MIB),
+        reads: 0.into(),
+        writes: 0.into(),
+        big_write_bytes: 0.into(),
+    });
+    Fat32Fs::format(dev.clone(), "").unwrap();
+    let fs = Fat32Fs::mount(dev.clone(), Arc::new(ZeroClock)).unwrap();
+    let f = fs.root().unwrap().create("grow", &file()).unwrap();
+    let data = pattern(4 * MIB, 5);
+    for (i, chunk) in data.chunks(MIB).enumerate() {
+        f.write_at((i * MIB) as u64, chunk).unwrap();
+    }
+    // Read back before any flush: the gathered run must be visible.
+    let mut back = vec![0u8; 4 * MIB];
+    assert_eq!(f.read_at(0, &mut back).unwrap(), 4 * MIB);
+    assert!(back == data);
+    f.fsync(false).unwrap();
+    // fatfs writes one cluster at a time; nearly all file data must have reached the device
+    // in requests of 64 KiB or more.
+    assert!(dev.big_write_bytes.load(Relaxed) >= 4 * MIB - 64 * 1024);
+    drop(f);
+    drop(fs);
+    let fs = Fat32Fs::mount(dev.clone(), Arc::new(ZeroClock)).unwrap();
+    let f = fs.root().unwrap().lookup("grow").unwrap();
+    back.fill(0);
+    assert_eq!(f.read_at(0, &mut back).unwrap(), 4 * MIB);
+    assert!(back == data);
 }
 
 #[test]

@@ -5,6 +5,12 @@
 //! (fsync, sync, unmount), until dirty data passes half the capacity, or until eviction needs
 //! the slot; `flush` returns only after the data is written and the device flushed.
 //!
+//! Runs of [`DIRECT_IO`] bytes or more bypass the cache, like O_DIRECT: a read goes from the
+//! disk straight into the caller's buffer, then dirty cached sectors of the range are laid
+//! over it; a write goes straight to the disk and refreshes (and cleans) cached copies. Large
+//! sequential I/O then costs the same copies as the raw device, and does not flush the small
+//! metadata blocks out of the cache.
+//!
 //! Design: 4 KiB cache blocks with per-sector valid/dirty bits, so a partial-block write never
 //! reads the disk first. A miss reads a run of missing blocks in one request, with read-ahead
 //! when misses are sequential. Write-back walks dirty blocks in order and sends contiguous runs
@@ -30,6 +36,8 @@ const FULL: u8 = 0xff;
 const MAX_RUN: usize = 256;
 /// Blocks read ahead on a sequential miss (128 KiB).
 const READ_AHEAD: usize = 32;
+/// Runs at least this long bypass the cache.
+pub const DIRECT_IO: usize = 128 * 1024;
 
 struct Entry {
     data: Box<[u8; BLOCK_SIZE]>,
@@ -209,6 +217,61 @@ impl BlockCache {
     }
 }
 
+impl BlockCache {
+    /// Cached blocks overlapping the sector run [sector, sector + len / SECTOR_SIZE).
+    fn overlapping(inner: &Inner, sector: u64, len: usize) -> Vec<u64> {
+        let first = sector / SECTORS_PER_BLOCK;
+        let last = (sector + (len / SECTOR_SIZE) as u64 - 1) / SECTORS_PER_BLOCK;
+        inner.map.range(first..=last).map(|(&b, _)| b).collect()
+    }
+
+    /// The sectors of block `b` inside [sector, sector + len/SECTOR_SIZE): (first, count, offset
+    /// of the first in the caller's buffer).
+    fn clip(b: u64, sector: u64, len: usize) -> (u64, u64, usize) {
+        let start = (b * SECTORS_PER_BLOCK).max(sector);
+        let end = ((b + 1) * SECTORS_PER_BLOCK).min(sector + (len / SECTOR_SIZE) as u64);
+        (start - b * SECTORS_PER_BLOCK, end - start, ((start - sector) as usize) * SECTOR_SIZE)
+    }
+
+    fn read_direct(&self, inner: &mut Inner, sector: u64, buf: &mut [u8]) -> VfsResult<()> {
+        self.dev.read_sectors(sector, buf)?;
+        for b in Self::overlapping(inner, sector, buf.len()) {
+            let Some(e) = inner.map.get(&b) else { continue };
+            if e.dirty == 0 {
+                continue; // clean sectors equal the disk
+            }
+            let (first, count, at) = Self::clip(b, sector, buf.len());
+            for s in first..first + count {
+                if e.dirty & (1 << s) != 0 {
+                    let o = at + ((s - first) as usize) * SECTOR_SIZE;
+                    buf[o..o + SECTOR_SIZE].copy_from_slice(&e.data[s as usize * SECTOR_SIZE..(s as usize + 1) * SECTOR_SIZE]);
+                }
+            }
+        }
+        crate::counters::add_cache(0, (buf.len() / BLOCK_SIZE) as u64);
+        Ok(())
+    }
+
+    fn write_direct(&self, inner: &mut Inner, sector: u64, buf: &[u8]) -> VfsResult<()> {
+        self.dev.write_sectors(sector, buf)?;
+        for b in Self::overlapping(inner, sector, buf.len()) {
+            let (first, count, at) = Self::clip(b, sector, buf.len());
+            let Some(e) = inner.map.get_mut(&b) else { continue };
+            let off = first as usize * SECTOR_SIZE;
+            let n = count as usize * SECTOR_SIZE;
+            e.data[off..off + n].copy_from_slice(&buf[at..at + n]);
+            let mask = sector_mask(first, count);
+            e.valid |= mask;
+            let was_dirty = e.dirty != 0;
+            e.dirty &= !mask;
+            if was_dirty && e.dirty == 0 {
+                inner.dirty_blocks -= 1;
+            }
+        }
+        Ok(())
+    }
+}
+
 impl BlockDevice for BlockCache {
     fn num_sectors(&self) -> u64 {
         self.dev.num_sectors()
@@ -217,6 +280,9 @@ impl BlockDevice for BlockCache {
     fn read_sectors(&self, sector: u64, buf: &mut [u8]) -> VfsResult<()> {
         vfs::check_run(self.num_sectors(), sector, buf.len())?;
         let mut inner = self.inner.lock();
+        if buf.len() >= DIRECT_IO {
+            return self.read_direct(&mut inner, sector, buf);
+        }
         let (mut hits, mut misses) = (0, 0);
         let mut done = 0;
         let mut at = sector;
@@ -255,6 +321,9 @@ impl BlockDevice for BlockCache {
     fn write_sectors(&self, sector: u64, buf: &[u8]) -> VfsResult<()> {
         vfs::check_run(self.num_sectors(), sector, buf.len())?;
         let mut inner = self.inner.lock();
+        if buf.len() >= DIRECT_IO {
+            return self.write_direct(&mut inner, sector, buf);
+        }
         let mut done = 0;
         let mut at = sector;
         while done < buf.len() {
