@@ -15,6 +15,7 @@
 #   MEM      guest RAM, at most 2G                                     (default: 1G)
 #   SMP      guest harts (the kernel uses one)                         (default: 1)
 #   LOG      kernel log level: error warn info debug trace            (default: warn)
+#   INIT     the first program                                         (default: /bin/init)
 #   BCACHE   block cache per mounted disk, MiB                         (default: 8)
 #   TIMEOUT  seconds before a QEMU run is killed                       (default: 1500)
 #   PROFILE  cargo profile of kernel and programs: release or dev      (default: release)
@@ -35,6 +36,7 @@ ARGS    ?=
 MEM     ?= 1G
 SMP     ?= 1
 LOG     ?= warn
+INIT    ?= /bin/init
 BCACHE  ?= 8
 TIMEOUT ?= 1500
 PROFILE ?= release
@@ -57,7 +59,7 @@ QEMU_BASE = qemu-system-riscv64 -machine virt -nographic -bios default -m $(MEM)
 	-drive file=$(BUILD)/root.img,if=none,format=raw,id=vda -device virtio-blk-device,drive=vda \
 	-drive file=$(BUILD)/fat.img,if=none,format=raw,id=vdb -device virtio-blk-device,drive=vdb \
 	-drive file=$(BUILD)/raw.img,if=none,format=raw,id=vdc -device virtio-blk-device,drive=vdc
-KERNEL_PARAMS = log=$(LOG) bcache=$(BCACHE)
+KERNEL_PARAMS = init=$(INIT) log=$(LOG) bcache=$(BCACHE)
 
 .PHONY: help deps build kernel user mkimage images bench-disks run test test-host test-guest bench \
 	bench-kv gdb fmt clippy clean

@@ -660,6 +660,10 @@ impl Node for FatNode {
         self
     }
 
+    fn ftype(&self) -> VfsResult<FileType> {
+        Ok(self.ftype)
+    }
+
     fn getattr(&self) -> VfsResult<Metadata> {
         let mut st = self.mount.state.lock();
         let found = self.stat_locked(&mut st)?;

@@ -224,6 +224,11 @@ pub trait Node: Send + Sync {
     fn as_any(&self) -> &dyn Any;
 
     fn getattr(&self) -> VfsResult<Metadata>;
+    /// The node's type. Path walks ask this for every component, so a file system that knows
+    /// the type without reading attributes should override it.
+    fn ftype(&self) -> VfsResult<FileType> {
+        Ok(self.getattr()?.ftype)
+    }
     fn setattr(&self, _attr: &SetAttr) -> VfsResult<Metadata> {
         Err(VfsError::NotPermitted)
     }

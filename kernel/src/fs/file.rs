@@ -14,6 +14,8 @@ use super::path::Loc;
 
 pub struct OpenFile {
     pub loc: Loc,
+    /// The node's type (it never changes while the node exists).
+    pub ftype: vfs::FileType,
     pub readable: bool,
     pub writable: bool,
     /// O_APPEND, O_NONBLOCK, ... as given to open (F_GETFL).
@@ -23,14 +25,25 @@ pub struct OpenFile {
 
 impl OpenFile {
     pub fn new(loc: Loc, readable: bool, writable: bool, status_flags: u32) -> Result<Arc<OpenFile>, Errno> {
+        let ftype = loc.node.ftype()?;
         loc.node.open()?;
         Ok(Arc::new(OpenFile {
             loc,
+            ftype,
             readable,
             writable,
             status_flags: Mutex::new(status_flags),
             offset: Mutex::new(0),
         }))
+    }
+
+    pub fn is_dir(&self) -> bool {
+        self.ftype == vfs::FileType::Directory
+    }
+
+    /// Whether the description has a position (not a terminal, pipe or socket).
+    pub fn seekable(&self) -> bool {
+        !matches!(self.ftype, vfs::FileType::CharDevice | vfs::FileType::Fifo | vfs::FileType::Socket)
     }
 
     pub fn append(&self) -> bool {

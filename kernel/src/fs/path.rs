@@ -31,7 +31,7 @@ impl Loc {
     }
 
     pub fn is_dir(&self) -> Result<bool, Errno> {
-        Ok(self.node.getattr()?.ftype == FileType::Directory)
+        Ok(self.node.ftype()? == FileType::Directory)
     }
 }
 
@@ -58,11 +58,20 @@ impl Walk {
         if path.starts_with('/') {
             return Ok(Walk { stack: alloc::vec![Loc::root()?], symlinks: 0 });
         }
-        // Rebuild the chain of the (canonical) base path.
-        let mut w = Walk { stack: alloc::vec![Loc::root()?], symlinks: 0 };
-        let comps: VecDeque<String> = base.path.split('/').filter(|c| !c.is_empty()).map(String::from).collect();
-        w.walk(comps, true)?;
-        Ok(w)
+        // Start at the base; its ancestors are looked up only if `..` climbs above it.
+        Ok(Walk { stack: alloc::vec![base.clone()], symlinks: 0 })
+    }
+
+    /// Replace a lone non-root bottom entry with the chain of directories from the root to it
+    /// (its path is canonical: no symlinks, `.` or `..`).
+    fn expand_bottom(&mut self) -> Result<(), Errno> {
+        if self.stack.len() == 1 && self.stack[0].path != "/" {
+            let bottom = self.stack[0].path.clone();
+            let mut w = Walk { stack: alloc::vec![Loc::root()?], symlinks: 0 };
+            w.walk(components(&bottom), true)?;
+            self.stack = w.stack;
+        }
+        Ok(())
     }
 
     fn top(&self) -> &Loc {
@@ -100,6 +109,7 @@ impl Walk {
                     if !self.top().is_dir()? {
                         return Err(Errno::ENOTDIR);
                     }
+                    self.expand_bottom()?;
                     if self.stack.len() > 1 {
                         self.stack.pop();
                     }
@@ -107,8 +117,7 @@ impl Walk {
                 name => {
                     let loc = self.child(name)?;
                     let is_last = comps.is_empty();
-                    let meta = loc.node.getattr()?;
-                    if meta.ftype == FileType::Symlink && (!is_last || follow_last) {
+                    if loc.node.ftype()? == FileType::Symlink && (!is_last || follow_last) {
                         self.symlinks += 1;
                         if self.symlinks > MAX_SYMLINKS {
                             return Err(Errno::ELOOP);
@@ -118,7 +127,7 @@ impl Walk {
                             return Err(Errno::ENOENT);
                         }
                         if target.starts_with('/') {
-                            self.stack.truncate(1);
+                            self.stack = alloc::vec![Loc::root()?];
                         }
                         for t in target.split('/').rev() {
                             comps.push_front(String::from(t));

@@ -34,7 +34,7 @@ fn base(dirfd: i32, path: &str) -> Result<Loc, Errno> {
         return Loc::from_path(&cwd);
     }
     let f = file(dirfd)?;
-    if !f.loc.is_dir()? {
+    if !f.is_dir() {
         return Err(Errno::ENOTDIR);
     }
     Ok(f.loc.clone())
@@ -105,11 +105,11 @@ pub fn sys_openat(dirfd: i32, path_ptr: usize, flags: u32, mode: u32) -> SysResu
     } else {
         path::resolve(&base, &path, follow)?
     };
-    let meta = loc.node.getattr()?;
-    if meta.ftype == FileType::Symlink {
+    let ftype = loc.node.ftype()?;
+    if ftype == FileType::Symlink {
         return Err(Errno::ELOOP); // O_NOFOLLOW on a symlink
     }
-    if flags & O_DIRECTORY != 0 && meta.ftype != FileType::Directory {
+    if flags & O_DIRECTORY != 0 && ftype != FileType::Directory {
         return Err(Errno::ENOTDIR);
     }
     let (readable, writable) = if flags & O_PATH != 0 {
@@ -122,10 +122,10 @@ pub fn sys_openat(dirfd: i32, path_ptr: usize, flags: u32, mode: u32) -> SysResu
             _ => return Err(Errno::EINVAL),
         }
     };
-    if meta.ftype == FileType::Directory && writable {
+    if ftype == FileType::Directory && writable {
         return Err(Errno::EISDIR);
     }
-    if flags & O_TRUNC != 0 && writable && meta.ftype == FileType::Regular && meta.size != 0 {
+    if flags & O_TRUNC != 0 && writable && ftype == FileType::Regular && loc.node.getattr()?.size != 0 {
         loc.node.truncate(0)?;
     }
     let status = flags & (O_APPEND | O_NONBLOCK | O_DIRECT | O_SYNC | O_NOATIME | O_LARGEFILE | O_PATH | O_ACCMODE);
@@ -147,12 +147,17 @@ fn read_into_user(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult
     if !f.readable {
         return Err(Errno::EBADF);
     }
-    let meta = f.loc.node.getattr()?;
     let mut len = len.min(MAX_RW);
-    if matches!(meta.ftype, FileType::Regular | FileType::BlockDevice) {
-        len = len.min(meta.size.saturating_sub(offset) as usize);
-    }
-    let segs = with_space(|s| uaccess::segments(s, va, len, Access::Write))?;
+    let segs = match with_space(|s| uaccess::segments(s, va, len, Access::Write)) {
+        Ok(segs) => segs,
+        // Linux copies only what the file holds: a buffer that is bad past the end of file
+        // (or a huge count) is not an error. Clamp to the bytes left and check again.
+        Err(Errno::EFAULT) if matches!(f.ftype, FileType::Regular | FileType::BlockDevice) => {
+            len = len.min(f.loc.node.getattr()?.size.saturating_sub(offset) as usize);
+            with_space(|s| uaccess::segments(s, va, len, Access::Write))?
+        }
+        Err(e) => return Err(e),
+    };
     if segs.len() == 1 {
         let (pa, n) = segs[0];
         // SAFETY: `segments` returned frames owned by the current process; only this process
@@ -206,16 +211,12 @@ fn write_from_user(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResul
     Ok(r?)
 }
 
-fn seekable(f: &OpenFile) -> Result<bool, Errno> {
-    Ok(!matches!(f.loc.node.getattr()?.ftype, FileType::CharDevice | FileType::Fifo | FileType::Socket))
-}
-
 pub fn sys_read(fd: i32, va: usize, len: usize) -> SysResult {
     let f = file(fd)?;
-    if f.loc.is_dir()? {
+    if f.is_dir() {
         return Err(Errno::EISDIR);
     }
-    if !seekable(&f)? {
+    if !f.seekable() {
         return read_into_user(&f, 0, va, len);
     }
     let mut off = f.offset.lock();
@@ -226,7 +227,7 @@ pub fn sys_read(fd: i32, va: usize, len: usize) -> SysResult {
 
 pub fn sys_write(fd: i32, va: usize, len: usize) -> SysResult {
     let f = file(fd)?;
-    if !seekable(&f)? {
+    if !f.seekable() {
         return write_from_user(&f, 0, va, len);
     }
     let mut off = f.offset.lock();
@@ -243,10 +244,10 @@ pub fn sys_pread(fd: i32, va: usize, len: usize, offset: i64) -> SysResult {
     if offset < 0 {
         return Err(Errno::EINVAL);
     }
-    if f.loc.is_dir()? {
+    if f.is_dir() {
         return Err(Errno::EISDIR);
     }
-    if !seekable(&f)? {
+    if !f.seekable() {
         return Err(Errno::ESPIPE);
     }
     read_into_user(&f, offset as u64, va, len)
@@ -257,7 +258,7 @@ pub fn sys_pwrite(fd: i32, va: usize, len: usize, offset: i64) -> SysResult {
     if offset < 0 {
         return Err(Errno::EINVAL);
     }
-    if !seekable(&f)? {
+    if !f.seekable() {
         return Err(Errno::ESPIPE);
     }
     write_from_user(&f, offset as u64, va, len)
@@ -305,7 +306,7 @@ pub fn sys_writev(fd: i32, iov: usize, count: usize) -> SysResult {
 
 pub fn sys_lseek(fd: i32, offset: i64, whence: u32) -> SysResult {
     let f = file(fd)?;
-    if !seekable(&f)? {
+    if !f.seekable() {
         return Err(Errno::ESPIPE);
     }
     let meta = f.loc.node.getattr()?;
@@ -366,7 +367,7 @@ pub fn sys_newfstatat(dirfd: i32, path_ptr: usize, buf: usize, flags: u32) -> Sy
 
 pub fn sys_getdents64(fd: i32, buf: usize, count: usize) -> SysResult {
     let f = file(fd)?;
-    if !f.loc.is_dir()? {
+    if !f.is_dir() {
         return Err(Errno::ENOTDIR);
     }
     let count = count.min(1 << 20);
@@ -500,7 +501,7 @@ pub fn sys_readlinkat(dirfd: i32, path_ptr: usize, buf: usize, size: isize) -> S
     }
     let path = read_path(path_ptr)?;
     let loc = path::resolve(&base(dirfd, &path)?, &path, false)?;
-    if loc.node.getattr()?.ftype != FileType::Symlink {
+    if loc.node.ftype()? != FileType::Symlink {
         return Err(Errno::EINVAL);
     }
     let target = loc.node.readlink()?;
@@ -514,7 +515,7 @@ pub fn sys_ftruncate(fd: i32, len: i64) -> SysResult {
         return Err(Errno::EINVAL);
     }
     let f = file(fd)?;
-    if !f.writable || f.loc.node.getattr()?.ftype != FileType::Regular {
+    if !f.writable || f.ftype != FileType::Regular {
         return Err(Errno::EINVAL);
     }
     f.loc.node.truncate(len as u64)?;
@@ -527,7 +528,7 @@ pub fn sys_truncate(path_ptr: usize, len: i64) -> SysResult {
     }
     let path = read_path(path_ptr)?;
     let loc = path::resolve(&base(AT_FDCWD, &path)?, &path, true)?;
-    match loc.node.getattr()?.ftype {
+    match loc.node.ftype()? {
         FileType::Regular => {}
         FileType::Directory => return Err(Errno::EISDIR),
         _ => return Err(Errno::EINVAL),

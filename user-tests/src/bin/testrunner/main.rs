@@ -160,7 +160,7 @@ pub const TESTS: &[Test] = &[
         name: "dir_nlink_counts_subdirs",
         run: fs_tests::dir_nlink_counts_subdirs,
         needs: Needs::Nothing,
-        expect: Expect::FailOnFat("FAT stores no link counts; the adapter reports 1"),
+        expect: Expect::FailOnFat("FAT stores no link counts"),
     },
     // processes and memory
     t("getpid_positive", proc_tests::getpid_positive),
