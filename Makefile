@@ -24,6 +24,7 @@
 #   build/root.img  vda  FAT32, the programs in /bin, mounted at /
 #   build/fat.img   vdb  FAT32, empty, mounted at /fat (benchmarks and tests)
 #   build/raw.img   vdc  no file system: /dev/vdc, the raw-device baseline
+#   build/dbfs.img  vdd  dbfs (formatted by the kernel when blank), mounted at /dbfs
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
@@ -58,7 +59,8 @@ QEMU_BASE = qemu-system-riscv64 -machine virt -nographic -bios default -m $(MEM)
 	-kernel $(KERNEL) \
 	-drive file=$(BUILD)/root.img,if=none,format=raw,id=vda -device virtio-blk-device,drive=vda \
 	-drive file=$(BUILD)/fat.img,if=none,format=raw,id=vdb -device virtio-blk-device,drive=vdb \
-	-drive file=$(BUILD)/raw.img,if=none,format=raw,id=vdc -device virtio-blk-device,drive=vdc
+	-drive file=$(BUILD)/raw.img,if=none,format=raw,id=vdc -device virtio-blk-device,drive=vdc \
+	-drive file=$(BUILD)/dbfs.img,if=none,format=raw,id=vdd -device virtio-blk-device,drive=vdd
 KERNEL_PARAMS = init=$(INIT) log=$(LOG) bcache=$(BCACHE)
 
 .PHONY: help deps build kernel user mkimage images bench-disks run test test-host test-guest bench \
@@ -101,6 +103,7 @@ images: build | $(BUILD)
 bench-disks: | $(BUILD)
 	$(MKIMAGE) fat32 $(BUILD)/fat.img --size 300M --label BENCHFAT
 	$(MKIMAGE) blank $(BUILD)/raw.img --size 64M
+	$(MKIMAGE) blank $(BUILD)/dbfs.img --size 256M
 
 ## Run one benchmark (or BENCH=all) in QEMU.
 run: images

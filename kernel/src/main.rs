@@ -153,6 +153,57 @@ fn mount_fat(disk: &Arc<drivers::virtio_blk::VirtioDisk>, path: &str, cache_byte
     }
 }
 
+/// True when the first `bytes` of `disk` are all zero (a disk never formatted).
+fn is_blank(disk: &Arc<drivers::virtio_blk::VirtioDisk>, bytes: usize) -> bool {
+    let mut buf = alloc::vec![0u8; bytes];
+    disk.read_sectors(0, &mut buf).is_ok() && buf.iter().all(|&b| b == 0)
+}
+
+/// Mount dbfs on `disk` at `path` through a page-fault-driven window. A blank disk is
+/// formatted first; a disk holding anything else that is not dbfs is refused, untouched.
+fn mount_dbfs(disk: &Arc<drivers::virtio_blk::VirtioDisk>, path: &str) -> bool {
+    type DbFs = dbfs::DbFs<fs::window_pager::WindowPager>;
+    let window = match mm::window::DiskWindow::new(disk.clone()) {
+        Ok(w) => w,
+        Err(e) => {
+            println!("[kernel] {}: no window for dbfs: {}", disk.name, e);
+            return false;
+        }
+    };
+    let mut pager = fs::window_pager::WindowPager::new(window);
+    if is_blank(disk, 2 * 65536) {
+        let opts = dbfs::MkfsOptions {
+            label: String::from("dbfs"),
+            time: vfs::Clock::now(&arch::time::KernelClock),
+            ..Default::default()
+        };
+        pager = match DbFs::mkfs(pager, opts) {
+            Ok(p) => p,
+            Err(e) => {
+                println!("[kernel] {}: formatting dbfs failed: {}", disk.name, e);
+                return false;
+            }
+        };
+        println!("[kernel] {}: blank disk formatted as dbfs", disk.name);
+    }
+    match DbFs::mount_checked(pager, Arc::new(arch::time::KernelClock)) {
+        Ok(dbfs) => match fs::mount(path, dbfs) {
+            Ok(()) => {
+                log::info!("{}: dbfs mounted at {}", disk.name, path);
+                true
+            }
+            Err(e) => {
+                println!("[kernel] mounting {} at {} failed: {}", disk.name, path, e);
+                false
+            }
+        },
+        Err(e) => {
+            println!("[kernel] {}: not mounted at {}: {}", disk.name, path, e);
+            false
+        }
+    }
+}
+
 #[no_mangle]
 extern "C" fn rust_main(_hartid: usize, dtb: usize) -> ! {
     clear_bss();
@@ -194,6 +245,9 @@ extern "C" fn rust_main(_hartid: usize, dtb: usize) -> ! {
     }
     if let Some(disk) = disks.get(1) {
         mount_fat(disk, "/fat", cache_bytes);
+    }
+    if let Some(disk) = disks.get(3) {
+        mount_dbfs(disk, "/dbfs");
     }
 
     let mut argv = alloc::vec![params.init.clone()];

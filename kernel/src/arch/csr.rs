@@ -71,6 +71,13 @@ pub fn set_satp(satp: usize) {
     unsafe { asm!("csrw satp, {}", "sfence.vma", in(reg) satp) };
 }
 
+/// Flush the whole TLB.
+#[inline]
+pub fn sfence_vma_all() {
+    // SAFETY: a TLB flush only drops cached translations.
+    unsafe { asm!("sfence.vma") };
+}
+
 /// Flush the TLB entries of one virtual address.
 #[inline]
 pub fn sfence_vma(va: usize) {

@@ -10,6 +10,7 @@
 pub mod devfs;
 pub mod file;
 pub mod path;
+pub mod window_pager;
 
 use alloc::string::String;
 use alloc::sync::Arc;

@@ -17,6 +17,7 @@ pub mod frame;
 pub mod heap;
 pub mod page_table;
 pub mod uaccess;
+pub mod window;
 
 pub const PAGE_SIZE: usize = 4096;
 /// Lowest user virtual address.

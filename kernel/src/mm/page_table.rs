@@ -5,7 +5,7 @@
 //! the U bit, below them in the tree. Only user subtrees are owned (and freed) by a table.
 
 use alloc::vec::Vec;
-use spin::Once;
+use spin::{Mutex, Once};
 
 use super::frame::{self, Frame};
 use super::{PAGE_SIZE, RAM_BASE};
@@ -26,8 +26,9 @@ bitflags::bitflags! {
 
 const GIB: usize = 1 << 30;
 
-/// The kernel's root entries, copied into every table: (index, entry).
-static KERNEL_ROOT_ENTRIES: Once<Vec<(usize, usize)>> = Once::new();
+/// The kernel's root entries, copied into every table: (index, entry). Entries added after
+/// boot (disk windows) must be added before any process exists.
+static KERNEL_ROOT_ENTRIES: Mutex<Vec<(usize, usize)>> = Mutex::new(Vec::new());
 /// The kernel-only table, used while no process runs.
 static KERNEL_TABLE: Once<PageTable> = Once::new();
 
@@ -37,17 +38,49 @@ fn leaf(pa: usize, flags: PteFlags) -> usize {
 
 pub fn init_kernel(ram_end: usize) {
     let kflags = PteFlags::R | PteFlags::W | PteFlags::X | PteFlags::G | PteFlags::A | PteFlags::D;
-    KERNEL_ROOT_ENTRIES.call_once(|| {
-        let mut v = alloc::vec![(0, leaf(0, kflags))];
+    {
+        let mut v = KERNEL_ROOT_ENTRIES.lock();
+        v.push((0, leaf(0, kflags)));
         let mut gib = RAM_BASE;
         while gib < ram_end {
             v.push((gib / GIB, leaf(gib, kflags)));
             gib += GIB;
         }
-        v
-    });
+    }
     let t = KERNEL_TABLE.call_once(|| PageTable::new().expect("no memory for the kernel page table"));
     t.activate();
+}
+
+/// Add a kernel root entry pointing at the level-1 table in frame `table_pa` for the 1 GiB of
+/// virtual space at root index `index` (a disk window), shared by every page table made from
+/// now on and by the kernel table.
+pub fn add_kernel_subtree(index: usize, table_pa: usize) {
+    let pte = ((table_pa >> 12) << 10) | PteFlags::V.bits();
+    KERNEL_ROOT_ENTRIES.lock().push((index, pte));
+    if let Some(t) = KERNEL_TABLE.get() {
+        // SAFETY: the kernel table's root frame is owned by the static table and identity-mapped.
+        let words = unsafe { core::slice::from_raw_parts_mut(t.root.pa() as *mut usize, 512) };
+        words[index] = pte;
+    }
+    crate::arch::csr::sfence_vma_all();
+}
+
+/// Map the kernel page `va` (in a subtree added by [`add_kernel_subtree`]) to frame `pa`,
+/// read-write, not user-accessible. Allocates the level-0 table if needed; false when out of
+/// memory. The caller flushes the TLB entry.
+pub fn map_kernel_page(va: usize, pa: usize, level0_tables: &mut Vec<Frame>) -> bool {
+    let root = KERNEL_ROOT_ENTRIES.lock().iter().find(|(i, _)| *i == (va >> 30) & 0x1ff).map(|&(_, e)| e);
+    let Some(root_pte) = root else { return false };
+    let l1 = PageTable::words_at((root_pte >> 10) << 12);
+    let i1 = (va >> 21) & 0x1ff;
+    if l1[i1] & PteFlags::V.bits() == 0 {
+        let Some(f) = frame::alloc() else { return false };
+        l1[i1] = ((f.pa() >> 12) << 10) | PteFlags::V.bits();
+        level0_tables.push(f);
+    }
+    let l0 = PageTable::words_at((l1[i1] >> 10) << 12);
+    l0[(va >> 12) & 0x1ff] = leaf(pa, PteFlags::R | PteFlags::W | PteFlags::G | PteFlags::A | PteFlags::D);
+    true
 }
 
 /// Switch to the kernel-only table.
@@ -66,11 +99,9 @@ pub struct PageTable {
 impl PageTable {
     pub fn new() -> Option<Self> {
         let mut root = frame::alloc()?;
-        if let Some(entries) = KERNEL_ROOT_ENTRIES.get() {
-            let words = Self::words(&mut root);
-            for &(i, e) in entries {
-                words[i] = e;
-            }
+        let words = Self::words(&mut root);
+        for &(i, e) in KERNEL_ROOT_ENTRIES.lock().iter() {
+            words[i] = e;
         }
         Some(PageTable { root, tables: Vec::new() })
     }

@@ -298,6 +298,11 @@ extern "C" fn user_trap_handler(tf: &mut TrapFrame) -> ! {
 #[no_mangle]
 extern "C" fn kernel_trap_handler() {
     let scause = csr::scause();
+    if (scause == LOAD_PAGE_FAULT || scause == STORE_PAGE_FAULT)
+        && crate::mm::window::handle_kernel_fault(csr::stval())
+    {
+        return; // `sret` retries the access, now mapped
+    }
     panic!(
         "trap in kernel: scause {:#x} stval {:#x} sepc {:#x}",
         scause,

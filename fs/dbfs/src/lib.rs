@@ -1,0 +1,843 @@
+//! dbfs: a POSIX file system whose superblock, inodes, directory entries, symlinks, xattrs and
+//! file data all live in the [`kvdb`] copy-on-write B+tree store.
+//!
+//! Layer: below the kernel VFS and the host FUSE tool (both call the [`vfs`] traits), above a
+//! [`kvdb::Db`] over a [`kvdb::Pager`] (the kernel's page-fault-driven disk window, a
+//! `FilePager` on the host, a `MemPager` in tests). `no_std` + `alloc`, no `unsafe`, no globals:
+//! two mounted [`DbFs`] values share nothing.
+//!
+//! # Entry points
+//! - [`DbFs::mkfs`] formats a pager (page size, chunk size, label, uuid, root owner).
+//! - [`DbFs::mount`] / [`DbFs::mount_checked`] open it: the superblock's magic, version, page
+//!   size, chunk size and feature bits are checked and an image this code does not understand
+//!   is refused ([`MountError`] says why; as a [`VfsError`] it is `InvalidInput`, or the
+//!   store's error). Orphans left by a crash are freed at mount.
+//! - The mounted value implements [`vfs::FileSystem`]; its nodes ([`DbNode`]) implement
+//!   [`vfs::Node`]. [`DbFs::writeback_tick`] is the write-back timer (call it periodically).
+//!
+//! # Key schema (see [`format`]; keys big-endian, record fields little-endian)
+//! | bucket     | key                         | value                                          |
+//! |------------|-----------------------------|------------------------------------------------|
+//! | `meta`     | `"superblock"`              | magic, version, page size, chunk size, feature bits, uuid, next inode number, inode count, creation time, label |
+//! | `inodes`   | ino                         | 104-byte [`Inode`]: type, perm, uid, gid, nlink, size, allocated bytes, rdev, a/m/ctime (s + ns), parent and next cookie (directories) |
+//! | `names`    | dir ino ++ name             | cookie, ino, type (the name index: lookup)     |
+//! | `cookies`  | dir ino ++ cookie           | ino, type, name (listing order: readdir)       |
+//! | `data`     | ino ++ chunk index          | chunk bytes (absent: a hole, reads as zeros)   |
+//! | `symlinks` | ino                         | target                                         |
+//! | `xattrs`   | ino ++ name                 | value                                          |
+//! | `orphans`  | ino                         | empty: unlinked while open, freed at last release or at the next mount |
+//!
+//! Readdir cookies: `0` is `.`, `1` is `..`, each entry gets the directory's next cookie
+//! (`>= 2`, never reused in that directory), and `next_cookie` of an entry is its cookie + 1.
+//! A listing resumes with a cursor seek to `(dir, cookie)`, so entries added or removed during a
+//! listing never make others repeat or disappear (a renamed entry gets a new cookie; an
+//! exchanged pair keeps its positions). Chunks of a file are adjacent keys, so a read of any
+//! size is one cursor seek and `next` steps; no stored byte at or past a file's size is
+//! non-zero (truncate cuts the last chunk), so growing a file never resurrects old data.
+//!
+//! # Transactions and durability contract
+//! - Every metadata operation (create, mkdir, mknod, symlink, link, unlink, rmdir, rename,
+//!   setattr/truncate, fallocate, set/removexattr) is exactly one kvdb write transaction that
+//!   checks and updates together; inode numbers are allocated in it. kvdb commits are atomic
+//!   and durable when they return, so after a crash the metadata is always consistent and
+//!   contains every metadata operation that returned.
+//! - `write_at` goes to a write-back cache (per mount, in [`DbFs`]): whole chunks, merged with
+//!   stored content for partial writes; reads see it. The cache is committed, as one
+//!   transaction per flush, on `fsync`, on the last `release` of the node, on `sync`, when the
+//!   dirty bytes reach the limit ([`DEFAULT_DIRTY_LIMIT`], [`DbFs::set_dirty_limit`]; the write
+//!   that crosses it commits, so a write costs at most one transaction), on
+//!   [`DbFs::writeback_tick`] when the oldest dirty data is older than [`WRITEBACK_SECS`], when
+//!   a metadata operation touches the inode (it folds the buffered data into its own
+//!   transaction), and when the `DbFs` is dropped (unmount). **Data is durable once `fsync` (or
+//!   `sync`) returns**; data written but not yet flushed is lost by a crash, in whole chunks
+//!   per flush (a flush is atomic: the file's size, times and chunks commit together).
+//! - `atime` follows Linux `relatime` and is buffered like data.
+//!
+//! # Locks
+//! `DbFs::state` (a spin mutex) guards the write-back cache and the open counts. Every write
+//! transaction is begun and committed with it held, so the lock order is: `state`, then kvdb's
+//! writer lock, then kvdb's snapshot lock. Readers take `state` only to look at the cache and
+//! to begin their read transaction (O(1)), then read without it: readers do not block each other
+//! or wait for a commit, except readers of a file with buffered data, which read under `state`.
+//! No lock is held while a readdir sink runs (only a read snapshot).
+//!
+//! # What needs the caller's identity (not checked here)
+//! The vfs traits carry no credentials, so permission checks (search/write permission on
+//! directories, sticky-directory deletion, who may chown/chmod/utimens, clearing set-id bits on
+//! write by a non-owner) are the caller's (kernel VFS / FUSE adapter). dbfs applies the rules
+//! that need no identity: setgid directories pass their group (and, to subdirectories, the
+//! setgid bit) on, and chown of a non-directory clears set-user-ID and (if group-executable)
+//! set-group-ID as Linux does.
+#![cfg_attr(not(test), no_std)]
+#![forbid(unsafe_code)]
+
+extern crate alloc;
+
+pub mod format;
+mod node;
+mod txn;
+
+use alloc::collections::BTreeMap;
+use alloc::string::String;
+use alloc::sync::{Arc, Weak};
+use alloc::vec::Vec;
+use core::fmt;
+
+use kvdb::{Db, Pager, Tx};
+use spin::Mutex;
+use vfs::{Clock, FileSystem, FileType, FsStats, Metadata, NodeRef, Timestamp, VfsError, VfsResult};
+
+pub use format::{
+    Inode, Superblock, DBFS_MAGIC, FORMAT_VERSION, MAX_FILE_SIZE, NAME_MAX, ROOT_INO,
+};
+pub use node::DbNode;
+
+use format::{bucket, ino_key, pair_key, MAX_CHUNK_SIZE, MIN_CHUNK_SIZE, MIN_PAGE_SIZE};
+use txn::Txn;
+
+/// Default write-back limit: a write that brings the buffered bytes to this commits them.
+pub const DEFAULT_DIRTY_LIMIT: usize = 16 << 20;
+/// [`DbFs::writeback_tick`] commits buffered data older than this many seconds.
+pub const WRITEBACK_SECS: i64 = 5;
+/// Default data chunk size.
+pub const DEFAULT_CHUNK_SIZE: u32 = 16 << 10;
+/// `statfs` size reported for a pager without a size limit (e.g. a growing host file).
+pub const UNBOUNDED_REPORTED_BYTES: u64 = 1 << 40;
+
+/// The one conversion from kvdb errors to the vfs error.
+pub(crate) fn kv(e: kvdb::Error) -> VfsError {
+    match e {
+        kvdb::Error::Io | kvdb::Error::Poisoned => VfsError::Io,
+        kvdb::Error::Corrupted(_) => VfsError::Corrupted,
+        kvdb::Error::NoSpace => VfsError::NoSpace,
+        kvdb::Error::KeyTooLarge => VfsError::NameTooLong,
+        kvdb::Error::ValueTooLarge => VfsError::FileTooLarge,
+        kvdb::Error::TxReadOnly => VfsError::ReadOnly,
+        kvdb::Error::InvalidOptions => VfsError::InvalidInput,
+        // Our buckets exist by construction: their absence or a key of the wrong kind is
+        // damage.
+        kvdb::Error::BucketExists | kvdb::Error::BucketNotFound | kvdb::Error::IncompatibleValue => {
+            VfsError::Corrupted
+        }
+    }
+}
+
+/// Parameters of [`DbFs::mkfs`], recorded in the superblock.
+#[derive(Clone, Debug)]
+pub struct MkfsOptions {
+    /// kvdb page size: a power of two in 4 KiB..=64 KiB.
+    pub page_size: usize,
+    /// Bytes per data chunk: a power of two in 512..=1 MiB.
+    pub chunk_size: u32,
+    /// Volume label, at most 64 bytes.
+    pub label: String,
+    /// Volume uuid (the caller supplies randomness; no_std has none).
+    pub uuid: [u8; 16],
+    pub root_perm: u32,
+    pub root_uid: u32,
+    pub root_gid: u32,
+    /// Creation time, and the root directory's times.
+    pub time: Timestamp,
+}
+
+impl Default for MkfsOptions {
+    fn default() -> Self {
+        MkfsOptions {
+            page_size: 4096,
+            chunk_size: DEFAULT_CHUNK_SIZE,
+            label: String::new(),
+            uuid: [0; 16],
+            root_perm: 0o755,
+            root_uid: 0,
+            root_gid: 0,
+            time: Timestamp::default(),
+        }
+    }
+}
+
+/// Why [`DbFs::mount_checked`] refused an image.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MountError {
+    /// The kvdb store could not be opened (not a kvdb image, truncated, corrupt, I/O).
+    Store(kvdb::Error),
+    /// A kvdb store without a dbfs superblock.
+    NotDbfs,
+    /// A dbfs format version this code does not know.
+    UnsupportedVersion(u32),
+    /// Feature bits this code does not know.
+    UnknownFeatures(u32),
+    /// The superblock's page size disagrees with the store's.
+    PageSizeMismatch { superblock: u32, store: usize },
+    /// A chunk size outside 512..=1 MiB or not a power of two.
+    BadChunkSize(u32),
+    /// A bucket or the root directory is missing or damaged.
+    Damaged(&'static str),
+}
+
+impl fmt::Display for MountError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MountError::Store(e) => write!(f, "cannot open the kvdb store: {e}"),
+            MountError::NotDbfs => write!(f, "not a dbfs image (no dbfs superblock)"),
+            MountError::UnsupportedVersion(v) => {
+                write!(f, "dbfs format version {v} is not supported (this build reads version {FORMAT_VERSION})")
+            }
+            MountError::UnknownFeatures(b) => write!(f, "image uses unknown dbfs features {b:#x}"),
+            MountError::PageSizeMismatch { superblock, store } => {
+                write!(f, "superblock page size {superblock} differs from the store's {store}")
+            }
+            MountError::BadChunkSize(c) => write!(f, "unsupported chunk size {c}"),
+            MountError::Damaged(what) => write!(f, "damaged image: {what}"),
+        }
+    }
+}
+
+impl From<MountError> for VfsError {
+    fn from(e: MountError) -> VfsError {
+        match e {
+            MountError::Store(e) => kv(e),
+            MountError::Damaged(_) => VfsError::Corrupted,
+            _ => VfsError::InvalidInput,
+        }
+    }
+}
+
+/// Buffered state of one inode in the write-back cache.
+pub(crate) struct Pending {
+    /// The record as the caller sees it (size, times updated by buffered writes).
+    pub inode: Inode,
+    /// The size in the store (chunks at or past it are absent or zero there).
+    pub stored_size: u64,
+    /// Dirty chunks: index -> bytes (at most a chunk; past its length the chunk reads zeros).
+    pub chunks: BTreeMap<u64, Vec<u8>>,
+    pub bytes: usize,
+}
+
+pub(crate) struct WriteBack {
+    pub pending: BTreeMap<u64, Pending>,
+    pub dirty_bytes: usize,
+    pub limit: usize,
+    /// When the oldest buffered change was made.
+    pub since: Option<Timestamp>,
+}
+
+impl WriteBack {
+    fn discard(&mut self, ino: u64) {
+        if let Some(p) = self.pending.remove(&ino) {
+            self.dirty_bytes = self.dirty_bytes.saturating_sub(p.bytes);
+        }
+        if self.pending.is_empty() {
+            self.since = None;
+        }
+    }
+}
+
+/// Everything `DbFs::state` guards.
+pub(crate) struct State {
+    pub wb: WriteBack,
+    /// Open counts per inode (`Node::open` / `release`).
+    pub open: BTreeMap<u64, u32>,
+}
+
+/// A mounted dbfs.
+pub struct DbFs<P: Pager> {
+    db: Db<P>,
+    clock: Arc<dyn Clock>,
+    params: Superblock,
+    chunk_size: u64,
+    state: Mutex<State>,
+    me: Weak<DbFs<P>>,
+}
+
+impl<P: Pager> DbFs<P> {
+    /// Format `pager` as an empty dbfs and give it back (mount it with [`DbFs::mount`]).
+    pub fn mkfs(pager: P, opts: MkfsOptions) -> VfsResult<P> {
+        if !opts.page_size.is_power_of_two() || !(MIN_PAGE_SIZE..=65536).contains(&opts.page_size) {
+            return Err(VfsError::InvalidInput);
+        }
+        if !valid_chunk_size(opts.chunk_size) || opts.label.len() > format::LABEL_MAX {
+            return Err(VfsError::InvalidInput);
+        }
+        let db = Db::create(pager, kvdb::Options { page_size: opts.page_size }).map_err(kv)?;
+        {
+            let tx = db.begin_write().map_err(kv)?;
+            for name in bucket::ALL {
+                tx.create_bucket(name).map_err(kv)?;
+            }
+            let sb = Superblock {
+                version: FORMAT_VERSION,
+                page_size: opts.page_size as u32,
+                chunk_size: opts.chunk_size,
+                incompat: 0,
+                uuid: opts.uuid,
+                label: opts.label.clone(),
+                next_ino: ROOT_INO + 1,
+                inode_count: 1,
+                created: opts.time,
+            };
+            tx.get_bucket(bucket::META).map_err(kv)?.put(format::SUPERBLOCK_KEY, &sb.encode()).map_err(kv)?;
+            let root = Inode {
+                ftype: FileType::Directory,
+                perm: opts.root_perm & 0o7777,
+                uid: opts.root_uid,
+                gid: opts.root_gid,
+                nlink: 2,
+                size: 0,
+                alloc_bytes: 0,
+                rdev: 0,
+                atime: opts.time,
+                mtime: opts.time,
+                ctime: opts.time,
+                parent: ROOT_INO,
+                next_cookie: 2,
+            };
+            tx.get_bucket(bucket::INODES).map_err(kv)?.put(&ino_key(ROOT_INO), &root.encode()).map_err(kv)?;
+            tx.commit().map_err(kv)?;
+        }
+        Ok(db.into_pager())
+    }
+
+    /// Mount a dbfs image; see [`DbFs::mount_checked`] for why it may be refused.
+    pub fn mount(pager: P, clock: Arc<dyn Clock>) -> VfsResult<Arc<DbFs<P>>> {
+        Self::mount_checked(pager, clock).map_err(VfsError::from)
+    }
+
+    /// Mount, saying precisely why an image is refused. Frees orphans a crash left behind
+    /// (best effort: a read-only pager keeps them).
+    pub fn mount_checked(pager: P, clock: Arc<dyn Clock>) -> Result<Arc<DbFs<P>>, MountError> {
+        let db = Db::open(pager).map_err(MountError::Store)?;
+        let params = Self::check_image(&db)?;
+        let chunk_size = u64::from(params.chunk_size);
+        let fs = Arc::new_cyclic(|me| DbFs {
+            db,
+            clock,
+            params,
+            chunk_size,
+            state: Mutex::new(State {
+                wb: WriteBack { pending: BTreeMap::new(), dirty_bytes: 0, limit: DEFAULT_DIRTY_LIMIT, since: None },
+                open: BTreeMap::new(),
+            }),
+            me: me.clone(),
+        });
+        let _ = fs.free_orphans();
+        Ok(fs)
+    }
+
+    fn check_image(db: &Db<P>) -> Result<Superblock, MountError> {
+        let tx = db.begin_read().map_err(MountError::Store)?;
+        let meta = match tx.get_bucket(bucket::META) {
+            Ok(b) => b,
+            Err(kvdb::Error::BucketNotFound) | Err(kvdb::Error::IncompatibleValue) => return Err(MountError::NotDbfs),
+            Err(e) => return Err(MountError::Store(e)),
+        };
+        let raw = meta.get(format::SUPERBLOCK_KEY).map_err(MountError::Store)?.ok_or(MountError::NotDbfs)?;
+        let sb = Superblock::decode(&raw).ok_or(MountError::NotDbfs)?;
+        if sb.version != FORMAT_VERSION {
+            return Err(MountError::UnsupportedVersion(sb.version));
+        }
+        if sb.incompat != 0 {
+            return Err(MountError::UnknownFeatures(sb.incompat));
+        }
+        if sb.page_size as usize != db.page_size() {
+            return Err(MountError::PageSizeMismatch { superblock: sb.page_size, store: db.page_size() });
+        }
+        if !valid_chunk_size(sb.chunk_size) {
+            return Err(MountError::BadChunkSize(sb.chunk_size));
+        }
+        for name in bucket::ALL {
+            if tx.get_bucket(name).is_err() {
+                return Err(MountError::Damaged("a dbfs bucket is missing"));
+            }
+        }
+        let root = tx
+            .get_bucket(bucket::INODES)
+            .and_then(|b| b.get(&ino_key(ROOT_INO)))
+            .map_err(MountError::Store)?
+            .ok_or(MountError::Damaged("no root directory"))?;
+        match Inode::decode(&root) {
+            Ok(i) if i.ftype == FileType::Directory => Ok(sb),
+            _ => Err(MountError::Damaged("root directory record")),
+        }
+    }
+
+    fn free_orphans(&self) -> VfsResult<()> {
+        let orphans: Vec<u64> = {
+            let tx = self.db.begin_read().map_err(kv)?;
+            let b = tx.get_bucket(bucket::ORPHANS).map_err(kv)?;
+            let mut c = b.cursor();
+            let mut out = Vec::new();
+            let mut e = c.first().map_err(kv)?;
+            while let Some(entry) = e {
+                out.extend(format::be_u64(entry.key()));
+                e = c.next().map_err(kv)?;
+            }
+            out
+        };
+        if orphans.is_empty() {
+            return Ok(());
+        }
+        self.write_op(|t| {
+            for ino in orphans {
+                match t.inode(ino) {
+                    Ok(i) if i.nlink == 0 => t.free_inode(ino)?,
+                    Ok(_) => {
+                        t.bucket(bucket::ORPHANS)?.delete(&ino_key(ino)).map_err(kv)?;
+                    }
+                    Err(VfsError::NotFound) => {
+                        t.bucket(bucket::ORPHANS)?.delete(&ino_key(ino)).map_err(kv)?;
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// The superblock as mounted (label, uuid, page and chunk size; counters as of mount).
+    pub fn superblock(&self) -> &Superblock {
+        &self.params
+    }
+
+    /// Bytes per data chunk.
+    pub fn chunk_size(&self) -> u32 {
+        self.params.chunk_size
+    }
+
+    /// The store's pager (counters, or the image of a `MemPager`).
+    pub fn pager(&self) -> &P {
+        self.db.pager()
+    }
+
+    /// Set the write-back limit in bytes (0: every write commits at once).
+    pub fn set_dirty_limit(&self, bytes: usize) {
+        self.state.lock().wb.limit = bytes;
+    }
+
+    /// Bytes buffered in the write-back cache.
+    pub fn dirty_bytes(&self) -> usize {
+        self.state.lock().wb.dirty_bytes
+    }
+
+    /// The write-back timer: commit buffered data older than [`WRITEBACK_SECS`].
+    pub fn writeback_tick(&self) -> VfsResult<()> {
+        let now = self.clock.now();
+        let due = self.state.lock().wb.since.is_some_and(|t| now.sec - t.sec >= WRITEBACK_SECS);
+        if due {
+            self.flush(None)?;
+        }
+        Ok(())
+    }
+
+
+    /// Run `f` as one write transaction with `state` held, then drop the write-back entries it
+    /// folded. On any error nothing is committed and the cache is untouched.
+    pub(crate) fn write_op<R>(&self, f: impl FnOnce(&mut Txn<'_, '_, P>) -> VfsResult<R>) -> VfsResult<R> {
+        let mut st = self.state.lock();
+        self.run_txn(&mut st, f)
+    }
+
+    fn run_txn<R>(&self, st: &mut State, f: impl FnOnce(&mut Txn<'_, '_, P>) -> VfsResult<R>) -> VfsResult<R> {
+        let now = self.clock.now();
+        let (r, folded) = {
+            let tx = self.db.begin_write().map_err(kv)?;
+            let (r, folded) = {
+                let mut t = Txn::new(&tx, self.chunk_size, st, now);
+                let r = f(&mut t)?;
+                t.finish()?;
+                (r, core::mem::take(&mut t.folded))
+            };
+            tx.commit().map_err(kv)?;
+            (r, folded)
+        };
+        for ino in folded {
+            st.wb.discard(ino);
+        }
+        Ok(r)
+    }
+
+    /// Commit buffered writes of `only` (or of every inode) in one transaction.
+    pub(crate) fn flush(&self, only: Option<u64>) -> VfsResult<()> {
+        let mut st = self.state.lock();
+        self.flush_locked(&mut st, only, false)
+    }
+
+    fn flush_locked(&self, st: &mut State, only: Option<u64>, always: bool) -> VfsResult<()> {
+        let inos: Vec<u64> = match only {
+            Some(ino) => st.wb.pending.contains_key(&ino).then_some(ino).into_iter().collect(),
+            None => st.wb.pending.keys().copied().collect(),
+        };
+        if inos.is_empty() && !always {
+            return Ok(());
+        }
+        self.run_txn(st, |t| {
+            for ino in inos {
+                t.inode(ino)?;
+            }
+            Ok(())
+        })
+    }
+
+    /// The write-back entry of `ino`, created from the stored record if absent.
+    fn pending_mut<'s>(&self, st: &'s mut State, ino: u64) -> VfsResult<&'s mut Pending> {
+        if !st.wb.pending.contains_key(&ino) {
+            let inode = {
+                let tx = self.db.begin_read().map_err(kv)?;
+                read_inode(&tx, ino)?
+            };
+            st.wb.pending.insert(ino, Pending { inode, stored_size: inode.size, chunks: BTreeMap::new(), bytes: 0 });
+            if st.wb.since.is_none() {
+                st.wb.since = Some(self.clock.now());
+            }
+        }
+        st.wb.pending.get_mut(&ino).ok_or(VfsError::Io)
+    }
+
+    /// The record of `ino` as callers see it (buffered changes included).
+    pub(crate) fn inode(&self, ino: u64) -> VfsResult<Inode> {
+        let st = self.state.lock();
+        if let Some(p) = st.wb.pending.get(&ino) {
+            return Ok(p.inode);
+        }
+        let tx = self.db.begin_read().map_err(kv)?;
+        drop(st);
+        read_inode(&tx, ino)
+    }
+
+    pub(crate) fn metadata(&self, ino: u64, i: &Inode) -> Metadata {
+        Metadata {
+            ino,
+            ftype: i.ftype,
+            perm: i.perm,
+            nlink: i.nlink,
+            uid: i.uid,
+            gid: i.gid,
+            size: i.size,
+            blocks: i.alloc_bytes / 512,
+            blksize: self.params.chunk_size,
+            rdev: i.rdev,
+            atime: i.atime,
+            mtime: i.mtime,
+            ctime: i.ctime,
+        }
+    }
+
+    /// Begin a read transaction (for readers that do not care about the write-back cache).
+    pub(crate) fn begin_read(&self) -> VfsResult<Tx<'_, P>> {
+        self.db.begin_read().map_err(kv)
+    }
+
+    /// `read_at` of a regular file: one read transaction, one cursor walk over the chunks,
+    /// bytes copied once from the store's page into `buf`; buffered chunks overlay it.
+    pub(crate) fn read_file(&self, ino: u64, offset: u64, buf: &mut [u8]) -> VfsResult<usize> {
+        let now = self.clock.now();
+        let mut st = self.state.lock();
+        if let Some(p) = st.wb.pending.get(&ino) {
+            let n = clamp_len(p.inode.size, offset, buf.len());
+            let out = &mut buf[..n];
+            if n > 0 {
+                if offset < p.stored_size {
+                    let tx = self.db.begin_read().map_err(kv)?;
+                    read_chunks(&tx, ino, self.chunk_size, offset, out)?;
+                } else {
+                    out.fill(0);
+                }
+                overlay(p, self.chunk_size, offset, out);
+            }
+            if !buf.is_empty() && relatime_due(&p.inode, now) {
+                if let Some(p) = st.wb.pending.get_mut(&ino) {
+                    p.inode.atime = now;
+                }
+            }
+            return Ok(n);
+        }
+        let tx = self.db.begin_read().map_err(kv)?;
+        drop(st);
+        let inode = read_inode(&tx, ino)?;
+        let n = clamp_len(inode.size, offset, buf.len());
+        if n > 0 {
+            read_chunks(&tx, ino, self.chunk_size, offset, &mut buf[..n])?;
+        }
+        drop(tx);
+        if !buf.is_empty() && relatime_due(&inode, now) {
+            let mut st = self.state.lock();
+            let p = self.pending_mut(&mut st, ino)?;
+            if relatime_due(&p.inode, now) {
+                p.inode.atime = now;
+            }
+        }
+        Ok(n)
+    }
+
+    /// `write_at` of a regular file: into the write-back cache; commits only if the dirty limit
+    /// is reached (then everything buffered goes in one transaction).
+    pub(crate) fn write_file(&self, ino: u64, offset: u64, data: &[u8]) -> VfsResult<usize> {
+        if data.is_empty() {
+            return Ok(0);
+        }
+        let end = offset
+            .checked_add(data.len() as u64)
+            .filter(|&e| e <= MAX_FILE_SIZE)
+            .ok_or(VfsError::FileTooLarge)?;
+        let now = self.clock.now();
+        let cs = self.chunk_size;
+        let mut guard = self.state.lock();
+        let st = &mut *guard;
+        let p = self.pending_mut(st, ino)?;
+        let mut reader: Option<Tx<'_, P>> = None;
+        let mut added = 0usize;
+        let mut pos = offset;
+        let mut src = 0usize;
+        while src < data.len() {
+            let idx = pos / cs;
+            let in_chunk = (pos % cs) as usize;
+            let take = (cs as usize - in_chunk).min(data.len() - src);
+            let piece = &data[src..src + take];
+            match p.chunks.entry(idx) {
+                alloc::collections::btree_map::Entry::Occupied(o) => {
+                    let buf = o.into_mut();
+                    let old = buf.len();
+                    if old < in_chunk + take {
+                        buf.resize(in_chunk + take, 0);
+                        added += in_chunk + take - old;
+                    }
+                    buf[in_chunk..in_chunk + take].copy_from_slice(piece);
+                }
+                alloc::collections::btree_map::Entry::Vacant(v) => {
+                    let buf = if in_chunk == 0 && take == cs as usize {
+                        piece.to_vec()
+                    } else {
+                        let mut buf = if idx * cs < p.stored_size {
+                            if reader.is_none() {
+                                reader = Some(self.db.begin_read().map_err(kv)?);
+                            }
+                            match &reader {
+                                Some(tx) => load_chunk(tx, ino, idx, cs)?,
+                                None => Vec::new(),
+                            }
+                        } else {
+                            Vec::new()
+                        };
+                        if buf.len() < in_chunk + take {
+                            buf.resize(in_chunk + take, 0);
+                        }
+                        buf[in_chunk..in_chunk + take].copy_from_slice(piece);
+                        buf
+                    };
+                    added += buf.len();
+                    v.insert(buf);
+                }
+            }
+            pos += take as u64;
+            src += take;
+        }
+        drop(reader);
+        p.inode.size = p.inode.size.max(end);
+        p.inode.mtime = now;
+        p.inode.ctime = now;
+        p.bytes += added;
+        st.wb.dirty_bytes += added;
+        if st.wb.dirty_bytes >= st.wb.limit {
+            self.flush_locked(st, None, false)?;
+        }
+        Ok(data.len())
+    }
+
+    pub(crate) fn open_node(&self, ino: u64) {
+        *self.state.lock().open.entry(ino).or_insert(0) += 1;
+    }
+
+    /// Last release: commit the node's buffered data, and free it if it has no links left.
+    pub(crate) fn release_node(&self, ino: u64) -> VfsResult<()> {
+        let mut st = self.state.lock();
+        let left = match st.open.get_mut(&ino) {
+            Some(n) => {
+                *n = n.saturating_sub(1);
+                *n
+            }
+            None => 0,
+        };
+        if left > 0 {
+            return Ok(());
+        }
+        st.open.remove(&ino);
+        let unlinked = match st.wb.pending.get(&ino) {
+            Some(p) => p.inode.nlink == 0,
+            None => {
+                let tx = self.db.begin_read().map_err(kv)?;
+                match read_inode(&tx, ino) {
+                    Ok(i) => i.nlink == 0,
+                    Err(VfsError::NotFound) => return Ok(()),
+                    Err(e) => return Err(e),
+                }
+            }
+        };
+        if !unlinked && !st.wb.pending.contains_key(&ino) {
+            return Ok(());
+        }
+        self.run_txn(&mut st, |t| {
+            let i = t.inode(ino)?;
+            if i.nlink == 0 {
+                t.free_inode(ino)?;
+            }
+            Ok(())
+        })
+    }
+}
+
+impl<P: Pager + Send + Sync + 'static> DbFs<P> {
+    pub(crate) fn node(&self, ino: u64, ftype: FileType) -> VfsResult<NodeRef> {
+        let fs = self.me.upgrade().ok_or(VfsError::Io)?;
+        Ok(Arc::new(DbNode::new(fs, ino, ftype)))
+    }
+}
+
+fn valid_chunk_size(c: u32) -> bool {
+    c.is_power_of_two() && (MIN_CHUNK_SIZE..=MAX_CHUNK_SIZE).contains(&c)
+}
+
+/// Bytes a read of `len` at `offset` returns from a file of `size`.
+fn clamp_len(size: u64, offset: u64, len: usize) -> usize {
+    if offset >= size {
+        0
+    } else {
+        (size - offset).min(len as u64) as usize
+    }
+}
+
+/// Linux `relatime`: update atime if it is not newer than mtime or ctime, or a day old.
+fn relatime_due(i: &Inode, now: Timestamp) -> bool {
+    i.atime <= i.mtime || i.atime <= i.ctime || now.sec - i.atime.sec >= 24 * 3600
+}
+
+pub(crate) fn read_inode<P: Pager>(tx: &Tx<'_, P>, ino: u64) -> VfsResult<Inode> {
+    match tx.get_bucket(bucket::INODES).map_err(kv)?.get(&ino_key(ino)).map_err(kv)? {
+        Some(raw) => Inode::decode(&raw),
+        None => Err(VfsError::NotFound),
+    }
+}
+
+fn load_chunk<P: Pager>(tx: &Tx<'_, P>, ino: u64, idx: u64, cs: u64) -> VfsResult<Vec<u8>> {
+    match tx.get_bucket(bucket::DATA).map_err(kv)?.get(&pair_key(ino, idx)).map_err(kv)? {
+        Some(v) if v.len() as u64 <= cs => Ok(v.to_vec()),
+        Some(_) => Err(VfsError::Corrupted),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// Fill `out` with the stored bytes of `ino` at `offset`: one cursor seek, then `next` per
+/// chunk; holes and bytes past a chunk's stored length are zeros.
+fn read_chunks<P: Pager>(tx: &Tx<'_, P>, ino: u64, cs: u64, offset: u64, out: &mut [u8]) -> VfsResult<()> {
+    let data = tx.get_bucket(bucket::DATA).map_err(kv)?;
+    let mut cursor = data.cursor();
+    let end = offset + out.len() as u64;
+    let mut pos = offset;
+    let mut entry = cursor.seek(&pair_key(ino, offset / cs)).map_err(kv)?;
+    while pos < end {
+        let Some(e) = entry else { break };
+        let key = e.key();
+        if key.len() != 16 || format::be_u64(key) != Some(ino) {
+            break;
+        }
+        let idx = format::be_u64(&key[8..]).ok_or(VfsError::Corrupted)?;
+        let start = idx.checked_mul(cs).ok_or(VfsError::Corrupted)?;
+        if start >= end {
+            break;
+        }
+        let value = e.value().ok_or(VfsError::Corrupted)?;
+        if value.len() as u64 > cs || start + cs <= pos {
+            return Err(VfsError::Corrupted);
+        }
+        if start > pos {
+            let gap = (start - pos) as usize;
+            let at = (pos - offset) as usize;
+            out[at..at + gap].fill(0);
+            pos = start;
+        }
+        let in_chunk = (pos - start) as usize;
+        let take = ((start + cs).min(end) - pos) as usize;
+        let at = (pos - offset) as usize;
+        let have = value.len().saturating_sub(in_chunk).min(take);
+        out[at..at + have].copy_from_slice(&value[in_chunk..in_chunk + have]);
+        out[at + have..at + take].fill(0);
+        pos += take as u64;
+        entry = cursor.next().map_err(kv)?;
+    }
+    let at = (pos - offset) as usize;
+    out[at..].fill(0);
+    Ok(())
+}
+
+/// Copy buffered chunks over `out` (the bytes at `offset`).
+fn overlay(p: &Pending, cs: u64, offset: u64, out: &mut [u8]) {
+    let end = offset + out.len() as u64;
+    for (&idx, buf) in p.chunks.range(offset / cs..end.div_ceil(cs)) {
+        let start = idx * cs;
+        let from = start.max(offset);
+        let to = (start + cs).min(end);
+        let a = (from - offset) as usize;
+        let b = (to - offset) as usize;
+        let in_chunk = (from - start) as usize;
+        let have = buf.len().saturating_sub(in_chunk).min(b - a);
+        out[a..a + have].copy_from_slice(&buf[in_chunk..in_chunk + have]);
+        out[a + have..b].fill(0);
+    }
+}
+
+impl<P: Pager + Send + Sync + 'static> FileSystem for DbFs<P> {
+    fn fs_name(&self) -> &'static str {
+        "dbfs"
+    }
+
+    fn root(&self) -> VfsResult<NodeRef> {
+        self.node(ROOT_INO, FileType::Directory)
+    }
+
+    /// Blocks are kvdb pages. The total is the pager's capacity ([`UNBOUNDED_REPORTED_BYTES`]
+    /// for a pager that can grow without limit); free = pages on kvdb's freelist + pages the
+    /// store can still grow by. Files: inodes in use from the superblock; free inodes are
+    /// estimated as one per free page.
+    fn statfs(&self) -> VfsResult<FsStats> {
+        let st = self.state.lock();
+        // Beginning a write transaction releases pages freed by commits no reader can see.
+        drop(self.db.begin_write().map_err(kv)?);
+        let stats = self.db.stats();
+        let used_inodes = {
+            let tx = self.db.begin_read().map_err(kv)?;
+            let raw = tx.get_bucket(bucket::META).map_err(kv)?.get(format::SUPERBLOCK_KEY).map_err(kv)?;
+            raw.and_then(|r| Superblock::decode(&r)).ok_or(VfsError::Corrupted)?.inode_count
+        };
+        drop(st);
+        let ps = self.db.page_size() as u64;
+        let cap = self.db.pager().capacity();
+        let cap = if cap == u64::MAX { UNBOUNDED_REPORTED_BYTES } else { cap };
+        let total = (cap / ps).max(stats.page_count);
+        // `None` only while a write transaction is open; ours all run under `state`, held here.
+        let free = stats.free_pages.unwrap_or(0) + (total - stats.page_count);
+        Ok(FsStats {
+            fs_type: DBFS_MAGIC,
+            block_size: ps,
+            blocks: total,
+            blocks_free: free,
+            blocks_available: free,
+            files: used_inodes + free,
+            files_free: free,
+            name_max: NAME_MAX as u64,
+        })
+    }
+
+    /// Commit everything buffered (one transaction; also when nothing is buffered, so pages
+    /// freed by earlier commits become reusable).
+    fn sync(&self) -> VfsResult<()> {
+        let mut st = self.state.lock();
+        self.flush_locked(&mut st, None, true)
+    }
+}
+
+impl<P: Pager> Drop for DbFs<P> {
+    /// Unmount: commit the write-back cache (errors cannot be reported here; call `sync` first
+    /// to see them).
+    fn drop(&mut self) {
+        let mut st = self.state.lock();
+        let _ = self.flush_locked(&mut st, None, false);
+    }
+}

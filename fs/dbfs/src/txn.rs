@@ -1,0 +1,298 @@
+//! One dbfs operation inside one kvdb write transaction.
+//!
+//! A [`Txn`] wraps the write transaction with dbfs's view of it: inode records are loaded once
+//! and written back once (at [`Txn::finish`]), the superblock counters are updated in place, and
+//! loading an inode that has buffered writes in the write-back cache *folds* them into this
+//! transaction first (its dirty chunks are written and its cached attributes become the
+//! record), so a metadata operation and the data it depends on commit together. The caller
+//! (`DbFs::run_txn`) drops the folded cache entries only after the commit succeeded.
+
+use alloc::collections::BTreeMap;
+use alloc::vec::Vec;
+
+use kvdb::{Bucket, Pager, Tx};
+use vfs::{FileType, Timestamp, VfsError, VfsResult};
+
+use crate::format::{
+    be_u64, bucket, corrupt, footprint, ino_key, name_key, pair_key, CookieEntry, Inode, NameEntry,
+    Superblock, ROOT_INO, SUPERBLOCK_KEY,
+};
+use crate::{kv, State};
+
+pub(crate) struct Txn<'a, 'db, P: Pager> {
+    pub tx: &'a Tx<'db, P>,
+    pub chunk_size: u64,
+    pub st: &'a State,
+    pub now: Timestamp,
+    /// Inodes read or written by this operation: (record, needs writing).
+    cache: BTreeMap<u64, (Inode, bool)>,
+    /// Inodes whose write-back entry this transaction consumed (folded or freed).
+    pub folded: Vec<u64>,
+    sb: Option<(Superblock, bool)>,
+}
+
+impl<'a, 'db, P: Pager> Txn<'a, 'db, P> {
+    pub fn new(tx: &'a Tx<'db, P>, chunk_size: u64, st: &'a State, now: Timestamp) -> Self {
+        Txn { tx, chunk_size, st, now, cache: BTreeMap::new(), folded: Vec::new(), sb: None }
+    }
+
+    pub fn bucket(&self, name: &[u8]) -> VfsResult<Bucket<'a, 'db, P>> {
+        self.tx.get_bucket(name).map_err(kv)
+    }
+
+    /// The inode record, with any buffered writes folded into this transaction.
+    pub fn inode(&mut self, ino: u64) -> VfsResult<Inode> {
+        if let Some((i, _)) = self.cache.get(&ino) {
+            return Ok(*i);
+        }
+        let stored = match self.bucket(bucket::INODES)?.get(&ino_key(ino)).map_err(kv)? {
+            Some(raw) => Inode::decode(&raw)?,
+            None => return Err(VfsError::NotFound),
+        };
+        let mut inode = stored;
+        let mut dirty = false;
+        if let Some(p) = self.st.wb.pending.get(&ino) {
+            inode = p.inode;
+            inode.alloc_bytes = stored.alloc_bytes;
+            let data = self.bucket(bucket::DATA)?;
+            for (&idx, buf) in &p.chunks {
+                let key = pair_key(ino, idx);
+                let old = if idx.saturating_mul(self.chunk_size) < p.stored_size {
+                    data.get(&key).map_err(kv)?.map_or(0, |v| v.len())
+                } else {
+                    0
+                };
+                data.put(&key, buf).map_err(kv)?;
+                inode.alloc_bytes = (inode.alloc_bytes + footprint(buf.len())).saturating_sub(footprint(old));
+            }
+            self.folded.push(ino);
+            dirty = true;
+        }
+        self.cache.insert(ino, (inode, dirty));
+        Ok(inode)
+    }
+
+    pub fn set_inode(&mut self, ino: u64, inode: Inode) {
+        self.cache.insert(ino, (inode, true));
+    }
+
+    /// A directory's record, refusing other types with `NotADirectory` and removed directories
+    /// with `NotFound` (Linux: creating in a deleted directory is ENOENT).
+    pub fn live_dir(&mut self, ino: u64) -> VfsResult<Inode> {
+        let d = self.inode(ino)?;
+        if d.ftype != FileType::Directory {
+            return Err(VfsError::NotADirectory);
+        }
+        if d.nlink == 0 {
+            return Err(VfsError::NotFound);
+        }
+        Ok(d)
+    }
+
+    pub fn superblock(&mut self) -> VfsResult<Superblock> {
+        if let Some((sb, _)) = &self.sb {
+            return Ok(sb.clone());
+        }
+        let raw = self.bucket(bucket::META)?.get(SUPERBLOCK_KEY).map_err(kv)?;
+        let sb = raw.and_then(|r| Superblock::decode(&r)).ok_or(VfsError::Corrupted)?;
+        self.sb = Some((sb.clone(), false));
+        Ok(sb)
+    }
+
+    fn set_superblock(&mut self, sb: Superblock) {
+        self.sb = Some((sb, true));
+    }
+
+    /// A fresh inode number (never handed out before, even across crashes: the counter commits
+    /// with the inode).
+    pub fn alloc_ino(&mut self) -> VfsResult<u64> {
+        let mut sb = self.superblock()?;
+        let ino = sb.next_ino;
+        sb.next_ino = ino.checked_add(1).ok_or(VfsError::NoSpace)?;
+        sb.inode_count += 1;
+        self.set_superblock(sb);
+        Ok(ino)
+    }
+
+    pub fn lookup_name(&self, dir: u64, name: &str) -> VfsResult<Option<NameEntry>> {
+        match self.bucket(bucket::NAMES)?.get(&name_key(dir, name.as_bytes())).map_err(kv)? {
+            Some(v) => Ok(Some(NameEntry::decode(&v)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Add `name -> ino` to directory `dir` with a fresh cookie (the caller updates times/nlink).
+    pub fn add_entry(&mut self, dir: u64, name: &str, ino: u64, ftype: FileType) -> VfsResult<()> {
+        let mut d = self.inode(dir)?;
+        let cookie = d.next_cookie.max(2);
+        d.next_cookie = cookie + 1;
+        self.set_inode(dir, d);
+        self.set_entry(dir, name, NameEntry { cookie, ino, ftype })
+    }
+
+    /// Write both keys of an entry (new, or pointing an existing name elsewhere in place).
+    pub fn set_entry(&mut self, dir: u64, name: &str, e: NameEntry) -> VfsResult<()> {
+        self.bucket(bucket::NAMES)?.put(&name_key(dir, name.as_bytes()), &e.encode()).map_err(kv)?;
+        self.bucket(bucket::COOKIES)?
+            .put(&pair_key(dir, e.cookie), &CookieEntry::encode(e.ino, e.ftype, name))
+            .map_err(kv)
+    }
+
+    pub fn remove_entry(&mut self, dir: u64, name: &str, e: &NameEntry) -> VfsResult<()> {
+        self.bucket(bucket::NAMES)?.delete(&name_key(dir, name.as_bytes())).map_err(kv)?;
+        self.bucket(bucket::COOKIES)?.delete(&pair_key(dir, e.cookie)).map_err(kv)?;
+        Ok(())
+    }
+
+    pub fn dir_is_empty(&self, dir: u64) -> VfsResult<bool> {
+        let cookies = self.bucket(bucket::COOKIES)?;
+        let mut c = cookies.cursor();
+        let first = c.seek(&ino_key(dir)).map_err(kv)?;
+        Ok(!first.is_some_and(|e| be_u64(e.key()) == Some(dir)))
+    }
+
+    /// Whether `anc` is `dir` or one of its ancestors.
+    pub fn is_ancestor(&mut self, anc: u64, dir: u64) -> VfsResult<bool> {
+        let mut cur = dir;
+        for _ in 0..1_000_000 {
+            if cur == anc {
+                return Ok(true);
+            }
+            if cur == ROOT_INO {
+                return Ok(false);
+            }
+            let parent = self.inode(cur)?.parent;
+            if parent == 0 {
+                return corrupt();
+            }
+            cur = parent;
+        }
+        corrupt()
+    }
+
+    /// Add `dn` to the link count of `ino` and set its ctime (a moved or exchanged inode: 0).
+    pub fn bump(&mut self, ino: u64, dn: i32) -> VfsResult<()> {
+        let mut i = self.inode(ino)?;
+        i.nlink = (i64::from(i.nlink) + i64::from(dn)).max(0) as u32;
+        i.ctime = self.now;
+        self.set_inode(ino, i);
+        Ok(())
+    }
+
+    /// One name of `ino` went away: drop its link count (a directory's to 0), update ctime,
+    /// and free it, or list it as an orphan while it is still open.
+    pub fn drop_link(&mut self, ino: u64) -> VfsResult<()> {
+        let mut i = self.inode(ino)?;
+        i.ctime = self.now;
+        i.nlink = if i.ftype == FileType::Directory { 0 } else { i.nlink.saturating_sub(1) };
+        if i.nlink > 0 {
+            self.set_inode(ino, i);
+        } else if self.st.open.get(&ino).is_some_and(|&n| n > 0) {
+            self.set_inode(ino, i);
+            self.bucket(bucket::ORPHANS)?.put(&ino_key(ino), &[]).map_err(kv)?;
+        } else {
+            self.free_inode(ino)?;
+        }
+        Ok(())
+    }
+
+    /// Delete every trace of `ino`: record, data, symlink target, xattrs, orphan entry.
+    pub fn free_inode(&mut self, ino: u64) -> VfsResult<()> {
+        self.bucket(bucket::INODES)?.delete(&ino_key(ino)).map_err(kv)?;
+        self.delete_prefix(bucket::DATA, ino)?;
+        self.delete_prefix(bucket::XATTRS, ino)?;
+        self.bucket(bucket::SYMLINKS)?.delete(&ino_key(ino)).map_err(kv)?;
+        self.bucket(bucket::ORPHANS)?.delete(&ino_key(ino)).map_err(kv)?;
+        self.cache.remove(&ino);
+        self.folded.push(ino);
+        let mut sb = self.superblock()?;
+        sb.inode_count = sb.inode_count.saturating_sub(1);
+        self.set_superblock(sb);
+        Ok(())
+    }
+
+    /// Delete every key of `name` that starts with `ino` (big-endian); returns the bytes of
+    /// values removed (as chunk footprints).
+    fn delete_prefix(&self, name: &[u8], ino: u64) -> VfsResult<u64> {
+        self.delete_range(name, ino, &ino_key(ino))
+    }
+
+    fn delete_range(&self, name: &[u8], ino: u64, from: &[u8]) -> VfsResult<u64> {
+        let b = self.bucket(name)?;
+        let mut keys = Vec::new();
+        let mut freed = 0;
+        {
+            let mut c = b.cursor();
+            let mut e = c.seek(from).map_err(kv)?;
+            while let Some(entry) = e {
+                if be_u64(entry.key()) != Some(ino) {
+                    break;
+                }
+                freed += footprint(entry.value().map_or(0, |v| v.len()));
+                keys.push(entry.key().to_vec());
+                e = c.next().map_err(kv)?;
+            }
+        }
+        for k in keys {
+            b.delete(&k).map_err(kv)?;
+        }
+        Ok(freed)
+    }
+
+    /// Set a regular file's size: chunks past the end go, the last partial chunk is cut, so no
+    /// stored byte at or past the size is ever non-zero. Times are the caller's business.
+    pub fn resize(&mut self, ino: u64, inode: &mut Inode, size: u64) -> VfsResult<()> {
+        let cs = self.chunk_size;
+        if size < inode.size {
+            let first_gone = size.div_ceil(cs);
+            let freed = self.delete_range(bucket::DATA, ino, &pair_key(ino, first_gone))?;
+            inode.alloc_bytes = inode.alloc_bytes.saturating_sub(freed);
+            let keep = (size % cs) as usize;
+            if keep != 0 {
+                let data = self.bucket(bucket::DATA)?;
+                let key = pair_key(ino, size / cs);
+                let cut = match data.get(&key).map_err(kv)? {
+                    Some(v) if v.len() > keep => Some((v[..keep].to_vec(), v.len())),
+                    _ => None,
+                };
+                if let Some((kept, old)) = cut {
+                    data.put(&key, &kept).map_err(kv)?;
+                    inode.alloc_bytes = (inode.alloc_bytes + footprint(keep)).saturating_sub(footprint(old));
+                }
+            }
+        }
+        inode.size = size;
+        Ok(())
+    }
+
+    /// Give every chunk of `[offset, end)` storage (zeros where there was a hole).
+    pub fn allocate(&mut self, ino: u64, inode: &mut Inode, offset: u64, end: u64) -> VfsResult<()> {
+        let cs = self.chunk_size;
+        let data = self.bucket(bucket::DATA)?;
+        let new_size = inode.size.max(end);
+        for idx in offset / cs..end.div_ceil(cs) {
+            let key = pair_key(ino, idx);
+            if data.get(&key).map_err(kv)?.is_none() {
+                let len = (new_size - idx * cs).min(cs) as usize;
+                data.put(&key, &alloc::vec![0u8; len]).map_err(kv)?;
+                inode.alloc_bytes += footprint(len);
+            }
+        }
+        inode.size = new_size;
+        Ok(())
+    }
+
+    /// Write every changed inode record and the superblock.
+    pub fn finish(&mut self) -> VfsResult<()> {
+        let inodes = self.bucket(bucket::INODES)?;
+        for (ino, (inode, dirty)) in &self.cache {
+            if *dirty {
+                inodes.put(&ino_key(*ino), &inode.encode()).map_err(kv)?;
+            }
+        }
+        if let Some((sb, true)) = &self.sb {
+            self.bucket(bucket::META)?.put(SUPERBLOCK_KEY, &sb.encode()).map_err(kv)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,208 @@
+//! Disk windows: a disk exposed as one contiguous range of kernel virtual memory, filled on
+//! demand by the page-fault handler. This is how the dbfs store reaches its disk: kvdb reads
+//! pages as plain slices of the window (no copy, no I/O call), and the first touch of a page
+//! that is not resident traps into [`handle_kernel_fault`], which reads a cluster of pages
+//! around it in ONE virtio request, maps them, flushes the TLB and resumes the access.
+//!
+//! Layout: windows live in the upper half of Sv39 from [`WINDOW_BASE`], each starting on a
+//! 1 GiB boundary. Their level-1 tables are kernel root entries shared by every page table,
+//! so a page mapped once is visible in every address space. Pages are mapped read-write,
+//! global, never user-accessible.
+//!
+//! Writes do not fault pages in: [`DiskWindow::write`] updates the resident copy of a page if
+//! there is one and sends the bytes to the disk; a page that is not resident is read from the
+//! disk (now holding the new bytes) at its first touch.
+//!
+//! Contract with the user of a window (kvdb): bytes handed out by `slice` are never written
+//! while borrowed. kvdb guarantees it: commits write only pages no live snapshot references
+//! (copy-on-write) and the meta page that is not current.
+//!
+//! Resident pages stay resident (no eviction yet): a window costs up to its disk's size in RAM.
+//! Lock order: a window's `state`, then the frame pool, then the disk.
+
+use alloc::sync::Arc;
+use alloc::vec;
+use alloc::vec::Vec;
+
+use spin::Mutex;
+use vfs::{BlockDevice, VfsError, VfsResult, SECTOR_SIZE};
+
+use super::frame::{self, Frame};
+use super::{page_table, PAGE_SIZE};
+
+/// First window address (root index 320 of Sv39's upper half).
+pub const WINDOW_BASE: usize = 0xffff_ffd0_0000_0000;
+const GIB: usize = 1 << 30;
+/// Pages read per fault (64 KiB): sequential scans fault 16x less often.
+pub const FAULT_CLUSTER_PAGES: usize = 16;
+
+struct State {
+    /// Resident pages by index.
+    frames: alloc::collections::BTreeMap<usize, Frame>,
+    level0_tables: Vec<Frame>,
+    /// Level-1 tables (one per GiB), kept for the window's life.
+    _level1_tables: Vec<Frame>,
+}
+
+pub struct DiskWindow {
+    base: usize,
+    len: usize,
+    dev: Arc<dyn BlockDevice>,
+    state: Mutex<State>,
+}
+
+static WINDOWS: Mutex<Vec<Arc<DiskWindow>>> = Mutex::new(Vec::new());
+static NEXT_BASE: Mutex<usize> = Mutex::new(WINDOW_BASE);
+
+impl DiskWindow {
+    /// A window over the whole of `dev`. Must be called before any process exists (the root
+    /// entries are copied into page tables when they are created).
+    pub fn new(dev: Arc<dyn BlockDevice>) -> VfsResult<Arc<DiskWindow>> {
+        let len = (dev.size_bytes() as usize) / PAGE_SIZE * PAGE_SIZE;
+        let gibs = len.div_ceil(GIB).max(1);
+        let base = {
+            let mut next = NEXT_BASE.lock();
+            let b = *next;
+            *next += gibs * GIB;
+            b
+        };
+        let mut level1 = Vec::new();
+        for g in 0..gibs {
+            let f = frame::alloc().ok_or(VfsError::NoMemory)?;
+            page_table::add_kernel_subtree(((base + g * GIB) >> 30) & 0x1ff, f.pa());
+            level1.push(f);
+        }
+        let w = Arc::new(DiskWindow {
+            base,
+            len,
+            dev,
+            state: Mutex::new(State {
+                frames: Default::default(),
+                level0_tables: Vec::new(),
+                _level1_tables: level1,
+            }),
+        });
+        WINDOWS.lock().push(w.clone());
+        Ok(w)
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The window's bytes [offset, offset + len): touching them faults pages in.
+    pub fn slice(&self, offset: usize, len: usize) -> Option<&[u8]> {
+        let end = offset.checked_add(len)?;
+        if end > self.len {
+            return None;
+        }
+        // SAFETY: the range lies inside the window, which is reserved for this disk for the
+        // kernel's life; unmapped pages are filled by the fault handler on first touch, and
+        // bytes handed out are not written while borrowed (module contract).
+        Some(unsafe { core::slice::from_raw_parts((self.base + offset) as *const u8, len) })
+    }
+
+    /// Map page `index` (and up to a cluster of following non-resident pages) from the disk.
+    fn fault_in(&self, index: usize) -> VfsResult<()> {
+        let mut st = self.state.lock();
+        if st.frames.contains_key(&index) {
+            return Ok(()); // another access mapped it meanwhile
+        }
+        let pages_total = self.len / PAGE_SIZE;
+        let mut n = 1;
+        while n < FAULT_CLUSTER_PAGES && index + n < pages_total && !st.frames.contains_key(&(index + n)) {
+            n += 1;
+        }
+        let mut buf = vec![0u8; n * PAGE_SIZE];
+        self.dev.read_sectors((index * PAGE_SIZE / SECTOR_SIZE) as u64, &mut buf)?;
+        for k in 0..n {
+            let mut f = frame::alloc().ok_or(VfsError::NoMemory)?;
+            f.bytes_mut().copy_from_slice(&buf[k * PAGE_SIZE..(k + 1) * PAGE_SIZE]);
+            let va = self.base + (index + k) * PAGE_SIZE;
+            let st = &mut *st;
+            if !page_table::map_kernel_page(va, f.pa(), &mut st.level0_tables) {
+                return Err(VfsError::NoMemory);
+            }
+            crate::arch::csr::sfence_vma(va);
+            st.frames.insert(index + k, f);
+        }
+        crate::counters::add_page_fault();
+        Ok(())
+    }
+
+    /// Write `(offset, bytes)` pairs (sorted, non-overlapping, sector-aligned) to the disk,
+    /// updating resident pages; contiguous pairs go out as one request.
+    pub fn write(&self, writes: &[(u64, &[u8])]) -> VfsResult<()> {
+        let mut st = self.state.lock();
+        for &(off, bytes) in writes {
+            let off = off as usize;
+            if off.checked_add(bytes.len()).is_none_or(|e| e > self.len) {
+                return Err(VfsError::InvalidInput);
+            }
+            let mut done = 0;
+            while done < bytes.len() {
+                let at = off + done;
+                let page = at / PAGE_SIZE;
+                let in_page = at % PAGE_SIZE;
+                let n = (PAGE_SIZE - in_page).min(bytes.len() - done);
+                if let Some(f) = st.frames.get_mut(&page) {
+                    f.bytes_mut()[in_page..in_page + n].copy_from_slice(&bytes[done..done + n]);
+                }
+                done += n;
+            }
+        }
+        drop(st);
+        // Coalesce adjacent writes into runs of at most 1 MiB.
+        let mut i = 0;
+        let mut run: Vec<u8> = Vec::new();
+        while i < writes.len() {
+            let (start, first) = writes[i];
+            if start % SECTOR_SIZE as u64 != 0 || first.len() % SECTOR_SIZE != 0 {
+                return Err(VfsError::InvalidInput);
+            }
+            let mut end = start + first.len() as u64;
+            let mut j = i + 1;
+            while j < writes.len()
+                && writes[j].0 == end
+                && writes[j].1.len() % SECTOR_SIZE == 0
+                && (end - start) as usize + writes[j].1.len() <= crate::drivers::virtio_blk::MAX_REQUEST
+            {
+                end += writes[j].1.len() as u64;
+                j += 1;
+            }
+            if j == i + 1 {
+                self.dev.write_sectors(start / SECTOR_SIZE as u64, first)?;
+            } else {
+                run.clear();
+                for w in &writes[i..j] {
+                    run.extend_from_slice(w.1);
+                }
+                self.dev.write_sectors(start / SECTOR_SIZE as u64, &run)?;
+            }
+            i = j;
+        }
+        Ok(())
+    }
+
+    pub fn sync(&self) -> VfsResult<()> {
+        self.dev.flush()
+    }
+}
+
+/// Serve a kernel page fault at `addr`: true if it was a window page and is now mapped.
+pub fn handle_kernel_fault(addr: usize) -> bool {
+    let w = {
+        let windows = WINDOWS.lock();
+        windows.iter().find(|w| addr >= w.base && addr < w.base + w.len).cloned()
+    };
+    let Some(w) = w else { return false };
+    match w.fault_in((addr - w.base) / PAGE_SIZE) {
+        Ok(()) => true,
+        Err(e) => {
+            // The access cannot be completed; this is a disk or memory failure under a
+            // kernel data structure: report it loudly rather than return garbage.
+            log::error!("disk window fault at {:#x}: {}", addr, e);
+            false
+        }
+    }
+}
