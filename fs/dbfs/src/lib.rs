@@ -757,7 +757,9 @@ fn read_chunks<P: Pager>(tx: &Tx<'_, P>, ino: u64, cs: u64, offset: u64, out: &m
         let take = ((start + cs).min(end) - pos) as usize;
         let at = (pos - offset) as usize;
         let have = value.len().saturating_sub(in_chunk).min(take);
-        out[at..at + have].copy_from_slice(&value[in_chunk..in_chunk + have]);
+        if have > 0 {
+            out[at..at + have].copy_from_slice(&value[in_chunk..in_chunk + have]);
+        }
         out[at + have..at + take].fill(0);
         pos += take as u64;
         entry = cursor.next().map_err(kv)?;
