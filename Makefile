@@ -1,7 +1,7 @@
 # dbfs-os: every user entry point.
 #
 #   make run BENCH=seqwrite      build everything, boot QEMU, run one benchmark, print figures
-#   make test                    host tests (cargo test) + the in-guest test runner
+#   make test                    host tests (cargo test) + the in-guest test runner + a reboot test
 #   make bench                   every benchmark in one boot; figures into build/bench-*.txt
 #   make bench-kv                kvdb vs jammdb vs redb on the host (criterion)
 #   make images | gdb | fmt | clippy | clean | deps
@@ -63,7 +63,7 @@ QEMU_BASE = qemu-system-riscv64 -machine virt -nographic -bios default -m $(MEM)
 	-drive file=$(BUILD)/dbfs.img,if=none,format=raw,id=vdd -device virtio-blk-device,drive=vdd
 KERNEL_PARAMS = init=$(INIT) log=$(LOG) bcache=$(BCACHE)
 
-.PHONY: help deps build kernel user mkimage images bench-disks run test test-host test-guest bench \
+.PHONY: help deps build kernel user mkimage images bench-disks run test test-host test-guest test-persist bench \
 	bench-kv gdb fmt clippy clean
 
 help:
@@ -111,8 +111,9 @@ run: images
 		-append "$(KERNEL_PARAMS) -- bench=$(BENCH) fs=$(FS) reps=$(REPS) $(ARGS)" \
 		| tee $(BUILD)/run-$(BENCH).log
 
-## Tests: host crates, then the in-guest runner (QEMU exit status = failures).
-test: test-host test-guest
+## Tests: host crates, then the in-guest runner (QEMU exit status = failures), then data
+## written in one boot checked in the next (same disks: nothing is reformatted).
+test: test-host test-guest test-persist
 
 test-host: deps
 	$(CARGO) test --release --workspace --exclude kernel --exclude user-tests
@@ -123,6 +124,18 @@ test-guest: images
 		| tee $(BUILD)/test-guest.log
 	@grep -Eq '^(all: )?[0-9]+ passed, 0 failed' $(BUILD)/test-guest.log || \
 		{ echo "in-guest tests: no clean 'N passed, 0 failed' line"; exit 1; }
+
+test-persist: images
+	timeout --foreground -k 10 300 $(QEMU_BASE) \
+		-append "init=/bin/persist log=$(LOG) -- write /dbfs/persist" | tee $(BUILD)/persist-1.log
+	timeout --foreground -k 10 300 $(QEMU_BASE) \
+		-append "init=/bin/persist log=$(LOG) -- write /fat/persist" | tee -a $(BUILD)/persist-1.log
+	timeout --foreground -k 10 300 $(QEMU_BASE) \
+		-append "init=/bin/persist log=$(LOG) -- check /dbfs/persist" | tee $(BUILD)/persist-2.log
+	timeout --foreground -k 10 300 $(QEMU_BASE) \
+		-append "init=/bin/persist log=$(LOG) -- check /fat/persist" | tee -a $(BUILD)/persist-2.log
+	@test "$$(grep -Ec '^[0-9]+ passed, 0 failed' $(BUILD)/persist-2.log)" = 2 || \
+		{ echo "reboot test: data written before the reboot did not come back"; exit 1; }
 
 ## Every benchmark, one boot; the log is the record (see docs/BENCHMARKS.md).
 bench: images
