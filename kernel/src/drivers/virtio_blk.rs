@@ -105,7 +105,7 @@ impl BlockDevice for VirtioDisk {
 pub fn probe(mut slots: Vec<(usize, usize)>) -> Vec<Arc<VirtioDisk>> {
     // QEMU `virt` fills the MMIO slots from the highest address down, so the first `-device`
     // on the command line sits at the highest address: walk them downwards.
-    slots.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+    slots.sort_unstable_by_key(|s| core::cmp::Reverse(s.0));
     let mut disks = Vec::new();
     for (base, size) in slots {
         let Some(header) = NonNull::new(base as *mut VirtIOHeader) else { continue };
@@ -122,7 +122,7 @@ pub fn probe(mut slots: Vec<(usize, usize)>) -> Vec<Arc<VirtioDisk>> {
             Ok(blk) => {
                 let name = alloc::format!("vd{}", (b'a' + disks.len() as u8) as char);
                 let sectors = blk.capacity();
-                log::info!("{}: virtio-blk at {:#x}, {} MiB", name, base, sectors * SECTOR_SIZE as u64 >> 20);
+                log::info!("{}: virtio-blk at {:#x}, {} MiB", name, base, (sectors * SECTOR_SIZE as u64) >> 20);
                 disks.push(Arc::new(VirtioDisk { blk: Mutex::new(blk), sectors, name }));
             }
             Err(e) => log::warn!("virtio-blk at {:#x}: {:?}", base, e),

@@ -307,7 +307,9 @@ impl AddrSpace {
             // Merge with the heap area if there is one.
             match self.area_of(old_end - 1) {
                 Some(a) if old_end > self.brk_start && a.perm == Perm::R | Perm::W => {
-                    self.areas.get_mut(&a.start).map(|a| a.end = new_end);
+                    if let Some(a) = self.areas.get_mut(&a.start) {
+                        a.end = new_end;
+                    }
                 }
                 _ => {
                     if self.add_area(old_end, new_end, Perm::R | Perm::W).is_err() {
@@ -329,7 +331,7 @@ impl AddrSpace {
         }
         let len = page_ceil(len);
         if fixed {
-            if hint % PAGE_SIZE != 0 || hint < USER_BASE || hint.checked_add(len).is_none_or(|e| e > USER_END) {
+            if !hint.is_multiple_of(PAGE_SIZE) || hint < USER_BASE || hint.checked_add(len).is_none_or(|e| e > USER_END) {
                 return Err(Errno::EINVAL);
             }
             self.remove_range(hint, hint + len);
@@ -352,7 +354,7 @@ impl AddrSpace {
     }
 
     pub fn munmap(&mut self, addr: usize, len: usize) -> Result<(), Errno> {
-        if addr % PAGE_SIZE != 0 || len == 0 || addr.checked_add(len).is_none() {
+        if !addr.is_multiple_of(PAGE_SIZE) || len == 0 || addr.checked_add(len).is_none() {
             return Err(Errno::EINVAL);
         }
         if addr < USER_BASE || addr + len > USER_END {
@@ -363,7 +365,7 @@ impl AddrSpace {
     }
 
     pub fn mprotect(&mut self, addr: usize, len: usize, perm: Perm) -> Result<(), Errno> {
-        if addr % PAGE_SIZE != 0 || addr.checked_add(len).is_none() {
+        if !addr.is_multiple_of(PAGE_SIZE) || addr.checked_add(len).is_none() {
             return Err(Errno::EINVAL);
         }
         let end = page_ceil(addr + len);

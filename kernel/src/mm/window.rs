@@ -164,7 +164,7 @@ impl DiskWindow {
             let mut j = i + 1;
             while j < writes.len()
                 && writes[j].0 == end
-                && writes[j].1.len() % SECTOR_SIZE == 0
+                && writes[j].1.len().is_multiple_of(SECTOR_SIZE)
                 && (end - start) as usize + writes[j].1.len() <= crate::drivers::virtio_blk::MAX_REQUEST
             {
                 end += writes[j].1.len() as u64;
