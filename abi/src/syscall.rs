@@ -62,6 +62,11 @@ pub const SYS_RENAMEAT2: usize = 276;
 /// (`KernelCounters`) to user memory. Benchmarks print them beside each figure.
 pub const SYS_DBFS_COUNTERS: usize = 1000;
 
+/// dbfs-os extension: write back every file system, then empty the block caches and the dbfs
+/// disk windows, so the next reads come from the disk (the `cold` benchmarks). Root only in
+/// spirit; everything runs as root here.
+pub const SYS_DBFS_DROP_CACHES: usize = 1001;
+
 /// `reboot` magic values and the power-off command (Linux's).
 pub const LINUX_REBOOT_MAGIC1: usize = 0xfee1dead;
 pub const LINUX_REBOOT_MAGIC2: usize = 672274793;

@@ -135,6 +135,7 @@ fn parse_params(cmdline: &str) -> Params {
 /// Mount a FAT32 file system on `disk` (through its own block cache) at `path`.
 fn mount_fat(disk: &Arc<drivers::virtio_blk::VirtioDisk>, path: &str, cache_bytes: usize) -> bool {
     let cache = Arc::new(drivers::block_cache::BlockCache::new(disk.clone(), cache_bytes));
+    drivers::block_cache::register(cache.clone());
     match fat32::Fat32Fs::mount(cache, Arc::new(arch::time::KernelClock)) {
         Ok(fs) => match fs::mount(path, fs) {
             Ok(()) => {

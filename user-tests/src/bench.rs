@@ -67,6 +67,9 @@ pub struct Spec {
     pub size_mib: u64,
     /// Operations (random workloads only).
     pub ops: u64,
+    /// Write everything back and drop the kernel's caches before each timed repetition, so
+    /// every byte comes from the disk (the protocol's `cold` runs; `sys::drop_caches`).
+    pub cold: bool,
 }
 
 /// The fixed PRNG seed: every run, on every system, uses the same offsets and orders.
@@ -397,6 +400,15 @@ fn write_sequential(t: &Target, f: &File, buf: &mut [u8], size: u64) -> BenchRes
 
 /// Untimed setup before each repetition.
 fn before_rep(spec: &Spec, t: &Target, device: bool, p: &IoParams) -> BenchResult<()> {
+    if spec.cold {
+        match sys::drop_caches() {
+            // Linux (under qemu-riscv64) has no such call: the run is simply not cold there.
+            Ok(()) | Err(Errno::ENOSYS) => {}
+            Err(e) => {
+                return Err(Failure { what: "drop caches".into(), errno: Some(e) });
+            }
+        }
+    }
     match spec.workload {
         Workload::SeqWrite if !device => match sys::unlink(&t.path) {
             Ok(()) | Err(Errno::ENOENT) => Ok(()),

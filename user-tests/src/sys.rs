@@ -514,6 +514,13 @@ pub fn counters() -> SysResult<KernelCounters> {
     Ok(KernelCounters::from_words(&words))
 }
 
+/// Write back every file system and empty the kernel's caches (`SYS_DBFS_DROP_CACHES`, a
+/// dbfs-os extension; `ENOSYS` on Linux).
+pub fn drop_caches() -> SysResult<()> {
+    // SAFETY: no pointer arguments.
+    check(unsafe { syscall0(SYS_DBFS_DROP_CACHES) }).map(|_| ())
+}
+
 /// Power the machine off (`reboot(MAGIC1, MAGIC2, POWER_OFF)`); needs privilege on Linux.
 pub fn power_off() -> SysResult<()> {
     // SAFETY: no pointer arguments.

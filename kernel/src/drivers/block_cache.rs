@@ -272,6 +272,35 @@ impl BlockCache {
     }
 }
 
+/// Every cache of a mounted disk, for `drop_caches`.
+static CACHES: Mutex<Vec<Arc<BlockCache>>> = Mutex::new(Vec::new());
+
+/// Remember `cache` for [`drop_all_caches`].
+pub fn register(cache: Arc<BlockCache>) {
+    CACHES.lock().push(cache);
+}
+
+/// Empty every registered cache (after writing back what is dirty).
+pub fn drop_all_caches() -> VfsResult<()> {
+    let caches: Vec<Arc<BlockCache>> = CACHES.lock().clone();
+    for c in caches {
+        c.drop_all()?;
+    }
+    Ok(())
+}
+
+impl BlockCache {
+    /// Write back everything dirty, flush the disk, and forget every block (cold reads).
+    pub fn drop_all(&self) -> VfsResult<()> {
+        self.flush()?;
+        let mut inner = self.inner.lock();
+        inner.map.clear();
+        inner.clock.clear();
+        inner.next_sequential = u64::MAX;
+        Ok(())
+    }
+}
+
 impl BlockDevice for BlockCache {
     fn num_sectors(&self) -> u64 {
         self.dev.num_sectors()

@@ -55,21 +55,25 @@ impl Drop for Frame {
     }
 }
 
+/// A frame whose old contents are left in place, for a caller that overwrites all of it
+/// before anyone can read it (disk window pages). `None` when memory is exhausted.
+pub fn alloc_for_overwrite() -> Option<Frame> {
+    let mut p = POOL.lock();
+    let pa = if let Some(pa) = p.free.pop() {
+        pa
+    } else if p.next < p.end {
+        let pa = p.next;
+        p.next += PAGE_SIZE;
+        pa
+    } else {
+        return None;
+    };
+    Some(Frame { pa })
+}
+
 /// A zeroed frame, or `None` when memory is exhausted.
 pub fn alloc() -> Option<Frame> {
-    let pa = {
-        let mut p = POOL.lock();
-        if let Some(pa) = p.free.pop() {
-            pa
-        } else if p.next < p.end {
-            let pa = p.next;
-            p.next += PAGE_SIZE;
-            pa
-        } else {
-            return None;
-        }
-    };
-    let mut f = Frame { pa };
+    let mut f = alloc_for_overwrite()?;
     f.bytes_mut().fill(0);
     Some(f)
 }

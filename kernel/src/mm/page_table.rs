@@ -83,6 +83,20 @@ pub fn map_kernel_page(va: usize, pa: usize, level0_tables: &mut Vec<Frame>) -> 
     true
 }
 
+/// Remove the mapping of kernel page `va` (in a window subtree) and flush its TLB entry.
+pub fn unmap_kernel_page(va: usize) {
+    let root = KERNEL_ROOT_ENTRIES.lock().iter().find(|(i, _)| *i == (va >> 30) & 0x1ff).map(|&(_, e)| e);
+    let Some(root_pte) = root else { return };
+    let l1 = PageTable::words_at((root_pte >> 10) << 12);
+    let e1 = l1[(va >> 21) & 0x1ff];
+    if e1 & PteFlags::V.bits() == 0 {
+        return;
+    }
+    let l0 = PageTable::words_at((e1 >> 10) << 12);
+    l0[(va >> 12) & 0x1ff] = 0;
+    crate::arch::csr::sfence_vma(va);
+}
+
 /// Switch to the kernel-only table.
 pub fn activate_kernel() {
     if let Some(t) = KERNEL_TABLE.get() {

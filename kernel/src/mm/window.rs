@@ -2,7 +2,7 @@
 //! demand by the page-fault handler. This is how the dbfs store reaches its disk: kvdb reads
 //! pages as plain slices of the window (no copy, no I/O call), and the first touch of a page
 //! that is not resident traps into [`handle_kernel_fault`], which reads a cluster of pages
-//! around it in ONE virtio request, maps them, flushes the TLB and resumes the access.
+//! from it in ONE virtio request (64 KiB, doubling up to 1 MiB while faults are sequential), maps them, flushes the TLB and resumes the access.
 //!
 //! Layout: windows live in the upper half of Sv39 from [`WINDOW_BASE`], each starting on a
 //! 1 GiB boundary. Their level-1 tables are kernel root entries shared by every page table,
@@ -17,9 +17,12 @@
 //! while borrowed. kvdb guarantees it: commits write only pages no live snapshot references
 //! (copy-on-write) and the meta page that is not current.
 //!
-//! Resident pages stay resident (no eviction yet): a window costs up to its disk's size in RAM.
+//! Every resident page is clean (writes go to the disk at once), so any page can be dropped at
+//! any time and is read again at its next touch: when the frame pool runs dry, a fault evicts
+//! a quarter of its window's pages; [`drop_all`] empties every window (the `cold` benchmarks).
 //! Lock order: a window's `state`, then the frame pool, then the disk.
 
+use alloc::collections::BTreeSet;
 use alloc::sync::Arc;
 use alloc::vec;
 use alloc::vec::Vec;
@@ -33,8 +36,10 @@ use super::{page_table, PAGE_SIZE};
 /// First window address (root index 320 of Sv39's upper half).
 pub const WINDOW_BASE: usize = 0xffff_ffd0_0000_0000;
 const GIB: usize = 1 << 30;
-/// Pages read per fault (64 KiB): sequential scans fault 16x less often.
+/// Pages read by a fault that does not continue the previous one (64 KiB).
 pub const FAULT_CLUSTER_PAGES: usize = 16;
+/// Largest cluster: each fault that continues the previous one doubles it, up to 1 MiB.
+pub const MAX_FAULT_CLUSTER_PAGES: usize = 256;
 
 struct State {
     /// Resident pages by index.
@@ -42,6 +47,10 @@ struct State {
     level0_tables: Vec<Frame>,
     /// Level-1 tables (one per GiB), kept for the window's life.
     _level1_tables: Vec<Frame>,
+    /// The page after the last cluster read, and the size of the next cluster if a fault
+    /// lands there (sequential read-ahead).
+    next_sequential: usize,
+    cluster: usize,
 }
 
 pub struct DiskWindow {
@@ -80,6 +89,8 @@ impl DiskWindow {
                 frames: Default::default(),
                 level0_tables: Vec::new(),
                 _level1_tables: level1,
+                next_sequential: usize::MAX,
+                cluster: FAULT_CLUSTER_PAGES,
             }),
         });
         WINDOWS.lock().push(w.clone());
@@ -109,14 +120,29 @@ impl DiskWindow {
             return Ok(()); // another access mapped it meanwhile
         }
         let pages_total = self.len / PAGE_SIZE;
+        st.cluster = if index == st.next_sequential {
+            (st.cluster * 2).min(MAX_FAULT_CLUSTER_PAGES)
+        } else {
+            FAULT_CLUSTER_PAGES
+        };
+        let want = st.cluster;
         let mut n = 1;
-        while n < FAULT_CLUSTER_PAGES && index + n < pages_total && !st.frames.contains_key(&(index + n)) {
+        while n < want && index + n < pages_total && !st.frames.contains_key(&(index + n)) {
             n += 1;
         }
         let mut buf = vec![0u8; n * PAGE_SIZE];
         self.dev.read_sectors((index * PAGE_SIZE / SECTOR_SIZE) as u64, &mut buf)?;
         for k in 0..n {
-            let mut f = frame::alloc().ok_or(VfsError::NoMemory)?;
+            let mut f = match frame::alloc_for_overwrite() {
+                Some(f) => f,
+                None => {
+                    let st = &mut *st;
+                    let keep: BTreeSet<usize> = (index..index + n).collect();
+                    let victims = st.frames.len() / 4 + 1;
+                    Self::evict(self.base, st, victims, &keep);
+                    frame::alloc_for_overwrite().ok_or(VfsError::NoMemory)?
+                }
+            };
             f.bytes_mut().copy_from_slice(&buf[k * PAGE_SIZE..(k + 1) * PAGE_SIZE]);
             let va = self.base + (index + k) * PAGE_SIZE;
             let st = &mut *st;
@@ -126,6 +152,7 @@ impl DiskWindow {
             crate::arch::csr::sfence_vma(va);
             st.frames.insert(index + k, f);
         }
+        st.next_sequential = index + n;
         crate::counters::add_page_fault();
         Ok(())
     }
@@ -184,8 +211,32 @@ impl DiskWindow {
         Ok(())
     }
 
+    /// Unmap up to `count` resident pages (not those in `keep`), returning their frames.
+    fn evict(base: usize, st: &mut State, count: usize, keep: &BTreeSet<usize>) {
+        let victims: Vec<usize> = st.frames.keys().copied().filter(|i| !keep.contains(i)).take(count).collect();
+        for i in victims {
+            page_table::unmap_kernel_page(base + i * PAGE_SIZE);
+            st.frames.remove(&i);
+        }
+    }
+
+    /// Unmap every resident page: the next access to each reads the disk again.
+    pub fn drop_pages(&self) {
+        let mut st = self.state.lock();
+        let all = st.frames.len();
+        Self::evict(self.base, &mut st, all, &BTreeSet::new());
+    }
+
     pub fn sync(&self) -> VfsResult<()> {
         self.dev.flush()
+    }
+}
+
+/// Drop the resident pages of every window.
+pub fn drop_all() {
+    let windows: Vec<Arc<DiskWindow>> = WINDOWS.lock().clone();
+    for w in windows {
+        w.drop_pages();
     }
 }
 

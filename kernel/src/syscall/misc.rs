@@ -118,6 +118,13 @@ pub fn sys_reboot(magic1: usize, magic2: usize, cmd: usize) -> SysResult {
     crate::shutdown(0)
 }
 
+pub fn sys_drop_caches() -> SysResult {
+    crate::fs::sync_all();
+    crate::drivers::block_cache::drop_all_caches()?;
+    crate::mm::window::drop_all();
+    Ok(0)
+}
+
 pub fn sys_counters(buf: usize) -> SysResult {
     let words = crate::counters::snapshot().to_words();
     let bytes: alloc::vec::Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();

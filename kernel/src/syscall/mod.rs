@@ -76,6 +76,7 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
         SYS_UNAME => misc::sys_uname(a[0]),
         SYS_REBOOT => misc::sys_reboot(a[0], a[1], a[2]),
         SYS_DBFS_COUNTERS => misc::sys_counters(a[0]),
+        SYS_DBFS_DROP_CACHES => misc::sys_drop_caches(),
         _ => {
             log::debug!("unknown syscall {}", num);
             Err(Errno::ENOSYS)

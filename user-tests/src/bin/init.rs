@@ -31,6 +31,8 @@ const BENCHES: &[&str] = &[
     "randread4k",
     "randwrite4k",
     "createdel",
+    "coldseqread",
+    "coldrandread",
 ];
 const FILESYSTEMS: &[&str] = &["fat32", "raw", "dbfs"];
 
@@ -73,9 +75,9 @@ fn parse(argv: &[&str]) -> Result<Config, String> {
         }
     }
     if let Some(b) = &c.bench {
-        if b != "all" && !BENCHES.contains(&b.as_str()) {
+        if b != "all" && b != "cold" && !BENCHES.contains(&b.as_str()) {
             return Err(format!(
-                "unknown benchmark {b:?}; one of {BENCHES:?} or all"
+                "unknown benchmark {b:?}; one of {BENCHES:?}, cold (both cold runs) or all"
             ));
         }
     }
@@ -158,6 +160,8 @@ fn describe(status: sys::WaitStatus) -> String {
 fn run_benches(c: &Config, bench: &str) -> bool {
     let benches: Vec<&str> = if bench == "all" {
         BENCHES.to_vec()
+    } else if bench == "cold" {
+        vec!["coldseqread", "coldrandread"]
     } else {
         vec![bench]
     };

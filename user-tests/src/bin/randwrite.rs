@@ -10,6 +10,7 @@ const SPEC: Spec = Spec {
     bs: 1 << 20,
     size_mib: 16,
     ops: 1000,
+    cold: false,
 };
 
 fn main(argv: &[&str]) -> i32 {

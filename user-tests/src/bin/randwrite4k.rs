@@ -10,6 +10,7 @@ const SPEC: Spec = Spec {
     bs: 4096,
     size_mib: 16,
     ops: 10000,
+    cold: false,
 };
 
 fn main(argv: &[&str]) -> i32 {

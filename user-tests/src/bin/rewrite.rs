@@ -10,6 +10,7 @@ const SPEC: Spec = Spec {
     bs: 1 << 20,
     size_mib: 10,
     ops: 0,
+    cold: false,
 };
 
 fn main(argv: &[&str]) -> i32 {
