@@ -24,6 +24,14 @@ pub trait BlockDevice: Send + Sync {
     fn write_sectors(&self, sector: u64, buf: &[u8]) -> VfsResult<()>;
     /// Make every completed write durable.
     fn flush(&self) -> VfsResult<()>;
+    /// Write several runs `(sector, bytes)`; a device that can keep several requests in
+    /// flight overrides this to submit them together. Returns when all are written.
+    fn write_runs(&self, runs: &[(u64, &[u8])]) -> VfsResult<()> {
+        for &(sector, bytes) in runs {
+            self.write_sectors(sector, bytes)?;
+        }
+        Ok(())
+    }
     /// Size in bytes.
     fn size_bytes(&self) -> u64 {
         self.num_sectors() * SECTOR_SIZE as u64

@@ -53,7 +53,6 @@ struct Inner {
     capacity: usize,
     /// The block after the last miss, to detect sequential reading.
     next_sequential: u64,
-    staging: Vec<u8>,
 }
 
 pub struct BlockCache {
@@ -79,19 +78,23 @@ impl BlockCache {
                 dirty_blocks: 0,
                 capacity: (capacity_bytes / BLOCK_SIZE).max(2 * MAX_RUN),
                 next_sequential: u64::MAX,
-                staging: Vec::new(),
             }),
         }
     }
 
-    /// Write every dirty block (no device flush).
+    /// Write every dirty block (no device flush): contiguous fully valid blocks as runs of
+    /// up to 1 MiB, partially valid blocks as their dirty sector runs, all submitted together.
     fn write_back(&self, inner: &mut Inner) -> VfsResult<()> {
         let dirty: Vec<u64> = inner.map.iter().filter(|(_, e)| e.dirty != 0).map(|(&b, _)| b).collect();
+        if dirty.is_empty() {
+            return Ok(());
+        }
+        let mut runs: Vec<(u64, Vec<u8>)> = Vec::new();
+        let whole = |m: &BTreeMap<u64, Entry>, b: u64| m.get(&b).is_some_and(|e| e.valid == FULL);
         let mut i = 0;
         while i < dirty.len() {
             let start = dirty[i];
             let mut n = 1;
-            let whole = |m: &BTreeMap<u64, Entry>, b: u64| m.get(&b).is_some_and(|e| e.valid == FULL);
             if whole(&inner.map, start) {
                 while i + n < dirty.len()
                     && n < MAX_RUN
@@ -100,57 +103,39 @@ impl BlockCache {
                 {
                     n += 1;
                 }
-                self.write_run(inner, start, n)?;
-            } else {
-                self.write_partial(inner, start)?;
+                let mut buf = Vec::with_capacity(n * BLOCK_SIZE);
+                for k in 0..n {
+                    if let Some(e) = inner.map.get(&(start + k as u64)) {
+                        buf.extend_from_slice(&e.data[..]);
+                    }
+                }
+                runs.push((start * SECTORS_PER_BLOCK, buf));
+            } else if let Some(e) = inner.map.get(&start) {
+                let mut s = 0u64;
+                while s < SECTORS_PER_BLOCK {
+                    if e.dirty & (1 << s) == 0 {
+                        s += 1;
+                        continue;
+                    }
+                    let mut k = 1;
+                    while s + k < SECTORS_PER_BLOCK && e.dirty & (1 << (s + k)) != 0 {
+                        k += 1;
+                    }
+                    let bytes = e.data[s as usize * SECTOR_SIZE..(s + k) as usize * SECTOR_SIZE].to_vec();
+                    runs.push((start * SECTORS_PER_BLOCK + s, bytes));
+                    s += k;
+                }
             }
             i += n;
         }
-        Ok(())
-    }
-
-    /// Write `n` fully valid blocks from `start` as one request and mark them clean.
-    fn write_run(&self, inner: &mut Inner, start: u64, n: usize) -> VfsResult<()> {
-        let mut staging = core::mem::take(&mut inner.staging);
-        staging.resize(n * BLOCK_SIZE, 0);
-        for k in 0..n {
-            if let Some(e) = inner.map.get(&(start + k as u64)) {
-                staging[k * BLOCK_SIZE..(k + 1) * BLOCK_SIZE].copy_from_slice(&e.data[..]);
+        let batch: Vec<(u64, &[u8])> = runs.iter().map(|(s, b)| (*s, b.as_slice())).collect();
+        self.dev.write_runs(&batch)?;
+        for b in dirty {
+            if let Some(e) = inner.map.get_mut(&b) {
+                e.dirty = 0;
             }
         }
-        let r = self.dev.write_sectors(start * SECTORS_PER_BLOCK, &staging);
-        inner.staging = staging;
-        r?;
-        for k in 0..n {
-            if let Some(e) = inner.map.get_mut(&(start + k as u64)) {
-                if e.dirty != 0 {
-                    e.dirty = 0;
-                    inner.dirty_blocks -= 1;
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Write the dirty sectors of a partially valid block.
-    fn write_partial(&self, inner: &mut Inner, block: u64) -> VfsResult<()> {
-        let Some(e) = inner.map.get_mut(&block) else { return Ok(()) };
-        let mut s = 0u64;
-        while s < SECTORS_PER_BLOCK {
-            if e.dirty & (1 << s) == 0 {
-                s += 1;
-                continue;
-            }
-            let mut n = 1;
-            while s + n < SECTORS_PER_BLOCK && e.dirty & (1 << (s + n)) != 0 {
-                n += 1;
-            }
-            let bytes = &e.data[s as usize * SECTOR_SIZE..(s + n) as usize * SECTOR_SIZE];
-            self.dev.write_sectors(block * SECTORS_PER_BLOCK + s, bytes)?;
-            s += n;
-        }
-        e.dirty = 0;
-        inner.dirty_blocks -= 1;
+        inner.dirty_blocks = 0;
         Ok(())
     }
 

@@ -4,6 +4,7 @@
 //! one request of up to [`MAX_REQUEST`] bytes; larger runs are split. Buffers handed to the
 //! device are kernel memory, identity-mapped, so their kernel address is their physical one.
 
+use alloc::boxed::Box;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::alloc::Layout;
@@ -11,7 +12,7 @@ use core::ptr::NonNull;
 
 use spin::Mutex;
 use vfs::{BlockDevice, VfsError, VfsResult, SECTOR_SIZE};
-use virtio_drivers::device::blk::VirtIOBlk;
+use virtio_drivers::device::blk::{BlkReq, BlkResp, VirtIOBlk};
 use virtio_drivers::transport::mmio::{MmioTransport, VirtIOHeader};
 use virtio_drivers::transport::{DeviceType, Transport};
 use virtio_drivers::{BufferDirection, Hal, PhysAddr, PAGE_SIZE};
@@ -92,6 +93,71 @@ impl BlockDevice for VirtioDisk {
             crate::counters::add_dev_write(chunk.len());
         }
         Ok(())
+    }
+
+    /// Keep the queue full: submit runs without waiting, complete them as the device finishes
+    /// them (in any order), submit more. One round trip per queue-full instead of per run.
+    fn write_runs(&self, runs: &[(u64, &[u8])]) -> VfsResult<()> {
+        struct InFlight<'a> {
+            token: u16,
+            req: Box<BlkReq>,
+            resp: Box<BlkResp>,
+            buf: &'a [u8],
+        }
+        // Split runs longer than one request.
+        let mut pieces: Vec<(u64, &[u8])> = Vec::new();
+        for &(sector, bytes) in runs {
+            vfs::check_run(self.sectors, sector, bytes.len())?;
+            for (i, chunk) in bytes.chunks(MAX_REQUEST).enumerate() {
+                if !chunk.is_empty() {
+                    pieces.push((sector + (i * MAX_REQUEST / SECTOR_SIZE) as u64, chunk));
+                }
+            }
+        }
+        let mut blk = self.blk.lock();
+        let mut inflight: Vec<InFlight> = Vec::new();
+        let mut result = Ok(());
+        let mut next = 0;
+        while next < pieces.len() || !inflight.is_empty() {
+            // Submit while the queue has room (and nothing failed).
+            while next < pieces.len() && result.is_ok() {
+                let (sector, buf) = pieces[next];
+                let mut req = Box::new(BlkReq::default());
+                let mut resp = Box::new(BlkResp::default());
+                // SAFETY: `req`, `resp` (boxed: stable addresses) and `buf` (borrowed for this
+                // call) are not touched until the request completes below.
+                match unsafe { blk.write_blocks_nb(sector as usize, &mut req, buf, &mut resp) } {
+                    Ok(token) => {
+                        inflight.push(InFlight { token, req, resp, buf });
+                        crate::counters::add_dev_write(buf.len());
+                        next += 1;
+                    }
+                    Err(virtio_drivers::Error::QueueFull) if !inflight.is_empty() => break,
+                    Err(e) => result = Err(self.io_err("write", e)),
+                }
+            }
+            if result.is_err() && inflight.is_empty() {
+                break;
+            }
+            // Complete whatever the device has finished (spin until something has).
+            let Some(token) = blk.peek_used() else {
+                core::hint::spin_loop();
+                continue;
+            };
+            let Some(i) = inflight.iter().position(|f| f.token == token) else {
+                return Err(self.io_err("write", "unknown completion token"));
+            };
+            let mut f = inflight.swap_remove(i);
+            // SAFETY: the same request, buffer and response that were submitted with `token`.
+            let r = unsafe { blk.complete_write_blocks(token, &f.req, f.buf, &mut f.resp) };
+            if let Err(e) = r {
+                result = Err(self.io_err("write", e));
+            }
+            if result.is_err() {
+                next = pieces.len(); // stop submitting; drain what is in flight
+            }
+        }
+        result
     }
 
     fn flush(&self) -> VfsResult<()> {

@@ -179,9 +179,10 @@ impl DiskWindow {
             }
         }
         drop(st);
-        // Coalesce adjacent writes into runs of at most 1 MiB.
+        // Coalesce adjacent writes into runs of at most 1 MiB, then submit all runs together.
         let mut i = 0;
-        let mut run: Vec<u8> = Vec::new();
+        let mut joined: Vec<Vec<u8>> = Vec::new();
+        let mut runs: Vec<(u64, usize, usize)> = Vec::new(); // (sector, first write, last write + 1)
         while i < writes.len() {
             let (start, first) = writes[i];
             if start % SECTOR_SIZE as u64 != 0 || first.len() % SECTOR_SIZE != 0 {
@@ -197,18 +198,22 @@ impl DiskWindow {
                 end += writes[j].1.len() as u64;
                 j += 1;
             }
-            if j == i + 1 {
-                self.dev.write_sectors(start / SECTOR_SIZE as u64, first)?;
-            } else {
-                run.clear();
-                for w in &writes[i..j] {
-                    run.extend_from_slice(w.1);
-                }
-                self.dev.write_sectors(start / SECTOR_SIZE as u64, &run)?;
+            runs.push((start / SECTOR_SIZE as u64, i, j));
+            if j > i + 1 {
+                joined.push(writes[i..j].iter().flat_map(|w| w.1.iter().copied()).collect());
             }
             i = j;
         }
-        Ok(())
+        let mut joined_iter = joined.iter();
+        let mut batch: Vec<(u64, &[u8])> = Vec::with_capacity(runs.len());
+        for &(sector, i, j) in &runs {
+            if j == i + 1 {
+                batch.push((sector, writes[i].1));
+            } else if let Some(buf) = joined_iter.next() {
+                batch.push((sector, buf.as_slice()));
+            }
+        }
+        self.dev.write_runs(&batch)
     }
 
     /// Unmap up to `count` resident pages (not those in `keep`), returning their frames.
