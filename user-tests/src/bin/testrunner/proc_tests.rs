@@ -204,3 +204,39 @@ pub fn fork_shares_file_offset(cx: &Ctx) -> TestResult {
         "file written by both",
     )
 }
+
+/// Preemptive scheduling: a child that never blocks or yields must not keep the CPU from its
+/// parent. The child spins until the parent has created a file; without a timer taking the CPU
+/// back, the parent would never run again (the child gives up after 20 s and fails the test).
+pub fn preemption(cx: &Ctx) -> TestResult {
+    let flag = cx.path("preempt.flag");
+    let pid = sys::fork().what("fork")?;
+    if pid == 0 {
+        let start = now_ns();
+        loop {
+            if sys::stat(&flag).is_ok() {
+                sys::exit(0);
+            }
+            // Pure computation between checks: nothing here gives up the CPU.
+            let mut x: u64 = 1;
+            for i in 0..200_000u64 {
+                x = core::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(i));
+            }
+            if now_ns().saturating_sub(start) > 20_000_000_000 {
+                sys::exit(1);
+            }
+        }
+    }
+    // Let the child take the CPU first, then need it back.
+    sys::sched_yield();
+    let f = File::create(&flag).what("create flag")?;
+    drop(f);
+    let (_, status) = sys::waitpid(pid).what("wait4")?;
+    let _ = sys::unlink(&flag);
+    ensure!(
+        status.exited() && status.exit_code() == 0,
+        "the spinning child never saw the parent's file (status {:#x}): no preemption",
+        status.0
+    );
+    Ok(())
+}
