@@ -1,0 +1,449 @@
+//! Grouping records into the two comparisons the protocol asks for, and the Markdown summary.
+//!
+//! Throughput results (lines with `MBps`, 10^6 bytes/s) are keyed by benchmark and file system;
+//! createdel results (lines with `creates_per_sec`) by N and file system. When the log holds the
+//! same key more than once (several runs concatenated), the median is reported, as the protocol
+//! asks. Ratios compare file systems measured in the same log, never against a figure from
+//! elsewhere.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use crate::parse::Record;
+
+/// Benchmarks in the order of the protocol's table; others follow in order of appearance.
+pub const PROTOCOL_ORDER: [&str; 8] = [
+    "seqwrite",
+    "rewrite",
+    "seqread",
+    "seqread4k",
+    "randwrite",
+    "randread",
+    "randread4k",
+    "randwrite4k",
+];
+
+/// File systems this project compares, first in every table and chart, in this order.
+const KNOWN_FS: [&str; 3] = ["dbfs", "fat32", "raw"];
+
+/// The median of one measurement and how many results it came from.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Measurement {
+    pub value: f64,
+    pub samples: usize,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThroughputRow {
+    pub bench: String,
+    /// MB/s (10^6 bytes/s) by file system.
+    pub mbps: BTreeMap<String, Measurement>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreateDelRow {
+    pub n: u64,
+    pub creates_per_sec: BTreeMap<String, Measurement>,
+    pub deletes_per_sec: BTreeMap<String, Measurement>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Summary {
+    /// Every file system in the log: dbfs, fat32, raw first, then others as they appear.
+    pub fs_order: Vec<String>,
+    pub throughput: Vec<ThroughputRow>,
+    pub createdel: Vec<CreateDelRow>,
+    /// Benchmarks with neither `MBps` nor `creates_per_sec`: in the CSV only.
+    pub other_benches: Vec<String>,
+    /// Problems with individual records (e.g. a field that is not a number).
+    pub warnings: Vec<String>,
+}
+
+/// Every value seen per key (benchmark or N) and file system.
+#[derive(Default)]
+struct Samples<K: Ord> {
+    values: BTreeMap<K, BTreeMap<String, Vec<f64>>>,
+}
+
+impl<K: Ord> Samples<K> {
+    fn push(&mut self, key: K, fs: &str, value: f64) {
+        self.values
+            .entry(key)
+            .or_default()
+            .entry(fs.to_string())
+            .or_default()
+            .push(value);
+    }
+
+    fn medians(&self, key: &K) -> BTreeMap<String, Measurement> {
+        let Some(per_fs) = self.values.get(key) else {
+            return BTreeMap::new();
+        };
+        per_fs
+            .iter()
+            .map(|(fs, values)| {
+                let measurement = Measurement {
+                    value: median(values),
+                    samples: values.len(),
+                };
+                (fs.clone(), measurement)
+            })
+            .collect()
+    }
+}
+
+/// Median of a non-empty list (mean of the middle two for an even count).
+fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let mid = sorted.len() / 2;
+    if sorted.len().is_multiple_of(2) {
+        (sorted[mid - 1] + sorted[mid]) / 2.0
+    } else {
+        sorted[mid]
+    }
+}
+
+pub fn summarize(records: &[Record]) -> Summary {
+    let mut summary = Summary::default();
+    let mut seen_fs: Vec<String> = Vec::new();
+    let mut bench_order: Vec<String> = Vec::new();
+    let mut throughput: Samples<String> = Samples::default();
+    let mut creates: Samples<u64> = Samples::default();
+    let mut deletes: Samples<u64> = Samples::default();
+
+    for record in records {
+        let (bench, fs) = (record.bench(), record.fs());
+        if !seen_fs.iter().any(|known| known == fs) {
+            seen_fs.push(fs.to_string());
+        }
+        let at = format!("line {} ({bench} on {fs})", record.line_no);
+        if record.fields.contains_key("MBps") {
+            match record.number("MBps") {
+                Some(mbps) => {
+                    if !bench_order.iter().any(|known| known == bench) {
+                        bench_order.push(bench.to_string());
+                    }
+                    throughput.push(bench.to_string(), fs, mbps);
+                }
+                None => summary.warnings.push(format!("{at}: MBps is not a number")),
+            }
+        } else if record.fields.contains_key("creates_per_sec") {
+            let n = record.fields.get("n").and_then(|n| n.parse::<u64>().ok());
+            match (
+                n,
+                record.number("creates_per_sec"),
+                record.number("deletes_per_sec"),
+            ) {
+                (Some(n), Some(created), deleted) => {
+                    creates.push(n, fs, created);
+                    if let Some(deleted) = deleted {
+                        deletes.push(n, fs, deleted);
+                    }
+                }
+                _ => summary
+                    .warnings
+                    .push(format!("{at}: n or creates_per_sec is not a number")),
+            }
+        } else if !summary.other_benches.iter().any(|known| known == bench) {
+            summary.other_benches.push(bench.to_string());
+        }
+    }
+
+    summary.fs_order = KNOWN_FS
+        .iter()
+        .filter(|fs| seen_fs.iter().any(|seen| seen == *fs))
+        .map(|fs| fs.to_string())
+        .chain(
+            seen_fs
+                .iter()
+                .filter(|fs| !KNOWN_FS.contains(&fs.as_str()))
+                .cloned(),
+        )
+        .collect();
+
+    bench_order.sort_by_key(|bench| {
+        PROTOCOL_ORDER
+            .iter()
+            .position(|known| known == bench)
+            .unwrap_or(PROTOCOL_ORDER.len())
+    });
+    summary.throughput = bench_order
+        .into_iter()
+        .map(|bench| ThroughputRow {
+            mbps: throughput.medians(&bench),
+            bench,
+        })
+        .collect();
+
+    summary.createdel = creates
+        .values
+        .keys()
+        .map(|&n| CreateDelRow {
+            n,
+            creates_per_sec: creates.medians(&n),
+            deletes_per_sec: deletes.medians(&n),
+        })
+        .collect();
+    summary
+}
+
+/// The ratio columns of the throughput table: `dbfs/fat32`, then each file system over `raw`.
+pub fn ratio_columns(fs_order: &[String]) -> Vec<(String, String)> {
+    let has = |name: &str| fs_order.iter().any(|fs| fs == name);
+    let mut columns = Vec::new();
+    if has("dbfs") && has("fat32") {
+        columns.push(("dbfs".to_string(), "fat32".to_string()));
+    }
+    if has("raw") {
+        for fs in fs_order.iter().filter(|fs| *fs != "raw") {
+            columns.push((fs.clone(), "raw".to_string()));
+        }
+    }
+    columns
+}
+
+/// `numerator / denominator` formatted as `0.57x`; `-` when either is missing or zero.
+fn ratio_cell(row: &BTreeMap<String, Measurement>, numerator: &str, denominator: &str) -> String {
+    match (row.get(numerator), row.get(denominator)) {
+        (Some(top), Some(bottom)) if bottom.value > 0.0 => {
+            format!("{:.2}x", top.value / bottom.value)
+        }
+        _ => "-".to_string(),
+    }
+}
+
+fn value_cell(measurement: Option<&Measurement>, decimals: usize) -> String {
+    match measurement {
+        Some(m) => format!("{:.*}", decimals, m.value),
+        None => "-".to_string(),
+    }
+}
+
+fn table_header(out: &mut String, columns: &[String]) {
+    let _ = writeln!(out, "| {} |", columns.join(" | "));
+    let rules: Vec<&str> = columns
+        .iter()
+        .enumerate()
+        .map(|(i, _)| if i == 0 { "---" } else { "--:" })
+        .collect();
+    let _ = writeln!(out, "|{}|", rules.join("|"));
+}
+
+/// The Markdown report: one table for throughput, one for createdel.
+pub fn render_markdown(
+    summary: &Summary,
+    title: &str,
+    source: &str,
+    result_count: usize,
+) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "# {title}\n");
+    let _ = writeln!(
+        out,
+        "Generated by `bench-report` from `{source}` ({result_count} RESULT lines). \
+         MB/s = 10^6 bytes/s. Ratios compare file systems measured in the same log."
+    );
+    let repeated = summary
+        .throughput
+        .iter()
+        .flat_map(|row| row.mbps.values())
+        .chain(
+            summary
+                .createdel
+                .iter()
+                .flat_map(|row| row.creates_per_sec.values()),
+        )
+        .any(|m| m.samples > 1);
+    if repeated {
+        let _ = writeln!(
+            out,
+            "Some workloads appear more than once in the log: each cell is the median."
+        );
+    }
+
+    if !summary.throughput.is_empty() {
+        let _ = writeln!(out, "\n## Throughput (MB/s)\n");
+        let ratios = ratio_columns(&summary.fs_order);
+        let mut columns = vec!["benchmark".to_string()];
+        columns.extend(summary.fs_order.iter().cloned());
+        columns.extend(ratios.iter().map(|(top, bottom)| format!("{top}/{bottom}")));
+        table_header(&mut out, &columns);
+        for row in &summary.throughput {
+            let mut cells = vec![row.bench.clone()];
+            cells.extend(
+                summary
+                    .fs_order
+                    .iter()
+                    .map(|fs| value_cell(row.mbps.get(fs), 2)),
+            );
+            cells.extend(
+                ratios
+                    .iter()
+                    .map(|(top, bottom)| ratio_cell(&row.mbps, top, bottom)),
+            );
+            let _ = writeln!(out, "| {} |", cells.join(" | "));
+        }
+    }
+
+    if !summary.createdel.is_empty() {
+        let _ = writeln!(out, "\n## createdel (files per second)\n");
+        let fs_present: Vec<&String> = summary
+            .fs_order
+            .iter()
+            .filter(|fs| {
+                summary
+                    .createdel
+                    .iter()
+                    .any(|row| row.creates_per_sec.contains_key(*fs))
+            })
+            .collect();
+        let mut columns = vec!["n".to_string()];
+        columns.extend(fs_present.iter().map(|fs| format!("{fs} creates/s")));
+        columns.extend(fs_present.iter().map(|fs| format!("{fs} deletes/s")));
+        table_header(&mut out, &columns);
+        for row in &summary.createdel {
+            let mut cells = vec![row.n.to_string()];
+            cells.extend(
+                fs_present
+                    .iter()
+                    .map(|fs| value_cell(row.creates_per_sec.get(*fs), 1)),
+            );
+            cells.extend(
+                fs_present
+                    .iter()
+                    .map(|fs| value_cell(row.deletes_per_sec.get(*fs), 1)),
+            );
+            let _ = writeln!(out, "| {} |", cells.join(" | "));
+        }
+    }
+
+    if !summary.other_benches.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nOther results (in results.csv only): {}.",
+            summary.other_benches.join(", ")
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse::parse_log;
+
+    const LOG: &str = "\
+RESULT bench=randread fs=fat32 MBps=100.0
+RESULT bench=seqwrite fs=fat32 MBps=117.76
+RESULT bench=seqwrite fs=raw MBps=452.59
+RESULT bench=seqwrite fs=dbfs MBps=67.17
+RESULT bench=custom fs=dbfs MBps=5
+RESULT bench=randread fs=dbfs MBps=50.0
+RESULT bench=createdel fs=fat32 n=200 creates_per_sec=47.5 deletes_per_sec=175.4
+RESULT bench=createdel fs=dbfs n=100 creates_per_sec=78.1 deletes_per_sec=227.3
+RESULT bench=createdel fs=fat32 n=100 creates_per_sec=120.7 deletes_per_sec=401.5
+RESULT bench=cold fs=dbfs faults=3
+";
+
+    fn summary() -> Summary {
+        let (records, skipped) = parse_log(LOG);
+        assert!(skipped.is_empty());
+        summarize(&records)
+    }
+
+    #[test]
+    fn orders_fs_and_benches() {
+        let summary = summary();
+        assert_eq!(summary.fs_order, ["dbfs", "fat32", "raw"]);
+        let benches: Vec<&str> = summary
+            .throughput
+            .iter()
+            .map(|row| row.bench.as_str())
+            .collect();
+        assert_eq!(benches, ["seqwrite", "randread", "custom"]);
+        let ns: Vec<u64> = summary.createdel.iter().map(|row| row.n).collect();
+        assert_eq!(ns, [100, 200]);
+        assert_eq!(summary.other_benches, ["cold"]);
+    }
+
+    #[test]
+    fn ratio_columns_follow_present_fs() {
+        let names = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let pairs = ratio_columns(&names(&["dbfs", "fat32", "raw"]));
+        let labels: Vec<String> = pairs.iter().map(|(a, b)| format!("{a}/{b}")).collect();
+        assert_eq!(labels, ["dbfs/fat32", "dbfs/raw", "fat32/raw"]);
+        assert!(ratio_columns(&names(&["dbfs"])).is_empty());
+        let pairs = ratio_columns(&names(&["fat32", "raw", "ext4"]));
+        let labels: Vec<String> = pairs.iter().map(|(a, b)| format!("{a}/{b}")).collect();
+        assert_eq!(labels, ["fat32/raw", "ext4/raw"]);
+    }
+
+    #[test]
+    fn markdown_has_values_and_ratios() {
+        let markdown = render_markdown(&summary(), "Run 1", "bench.log", 10);
+        assert!(markdown.starts_with("# Run 1\n"));
+        assert!(markdown
+            .contains("| benchmark | dbfs | fat32 | raw | dbfs/fat32 | dbfs/raw | fat32/raw |"));
+        // 67.17 / 117.76 = 0.570, 67.17 / 452.59 = 0.148, 117.76 / 452.59 = 0.260
+        assert!(markdown.contains("| seqwrite | 67.17 | 117.76 | 452.59 | 0.57x | 0.15x | 0.26x |"));
+        // No raw result for randread: its raw ratios are blank, not zero.
+        assert!(markdown.contains("| randread | 50.00 | 100.00 | - | 0.50x | - | - |"));
+        assert!(markdown.contains("| custom | 5.00 | - | - | - | - | - |"));
+        assert!(markdown.contains(
+            "| n | dbfs creates/s | fat32 creates/s | dbfs deletes/s | fat32 deletes/s |"
+        ));
+        assert!(markdown.contains("| 100 | 78.1 | 120.7 | 227.3 | 401.5 |"));
+        assert!(markdown.contains("| 200 | - | 47.5 | - | 175.4 |"));
+        assert!(markdown.contains("in results.csv only): cold."));
+        assert!(!markdown.contains("median"));
+    }
+
+    #[test]
+    fn repeated_results_use_the_median() {
+        let log = "RESULT bench=seqread fs=dbfs MBps=10\n\
+                   RESULT bench=seqread fs=dbfs MBps=30\n\
+                   RESULT bench=seqread fs=dbfs MBps=20\n\
+                   RESULT bench=seqread fs=fat32 MBps=10\n\
+                   RESULT bench=seqread fs=fat32 MBps=20\n";
+        let (records, _) = parse_log(log);
+        let summary = summarize(&records);
+        let row = &summary.throughput[0];
+        assert_eq!(
+            row.mbps["dbfs"],
+            Measurement {
+                value: 20.0,
+                samples: 3
+            }
+        );
+        assert_eq!(
+            row.mbps["fat32"],
+            Measurement {
+                value: 15.0,
+                samples: 2
+            }
+        );
+        let markdown = render_markdown(&summary, "t", "log", 5);
+        assert!(markdown.contains("| seqread | 20.00 | 15.00 | 1.33x |"));
+        assert!(markdown.contains("median"));
+    }
+
+    #[test]
+    fn unusable_numbers_are_warned_not_counted() {
+        let log = "RESULT bench=seqread fs=dbfs MBps=fast\n\
+                   RESULT bench=createdel fs=dbfs n=many creates_per_sec=1\n";
+        let (records, _) = parse_log(log);
+        let summary = summarize(&records);
+        assert!(summary.throughput.is_empty());
+        assert!(summary.createdel.is_empty());
+        assert_eq!(summary.warnings.len(), 2);
+    }
+
+    #[test]
+    fn zero_denominator_is_not_a_ratio() {
+        let (records, _) =
+            parse_log("RESULT bench=x fs=dbfs MBps=3\nRESULT bench=x fs=fat32 MBps=0\n");
+        let markdown = render_markdown(&summarize(&records), "t", "log", 2);
+        assert!(markdown.contains("| x | 3.00 | 0.00 | - |"));
+    }
+}
