@@ -1,0 +1,796 @@
+//! The FUSE adapter: `fuser::Filesystem` requests turned into the same [`vfs::Node`] calls the
+//! kernel makes on dbfs.
+//!
+//! # Contract
+//! - FUSE inode numbers are dbfs inode numbers (`vfs::Metadata::ino`); dbfs's root is inode 1,
+//!   which is also FUSE's root, so no translation table is needed.
+//! - [`DbFuse::nodes`] keeps one [`NodeRef`] per inode the kernel knows, with its lookup count:
+//!   every reply that hands the kernel an entry (lookup, create, mkdir, mknod, symlink, link,
+//!   readdirplus) adds one; `forget` takes them away and drops the node at zero. The root is
+//!   never dropped.
+//! - An open file is a handle ([`DbFuse::handles`]) holding its node, so a file unlinked while
+//!   open keeps working until `release`, which calls `Node::release` (dbfs frees it then).
+//! - Every error is `abi::Errno::from(VfsError)`, the project's one errno table; names that are
+//!   not UTF-8 (dbfs stores `str`) are `EILSEQ`. Nothing here panics on a request.
+//! - Permission checks: dbfs leaves them to the caller; the tool mounts with
+//!   `default_permissions` so the Linux kernel checks mode bits before calling us. `access` is
+//!   answered from the mode bits for mounts without it.
+//!
+//! # Locks
+//! `nodes` and `handles` are `RwLock`s held only to clone or insert an `Arc`, never across a
+//! dbfs call, so requests run in parallel on the session's worker threads; reads take only
+//! read locks here and dbfs's readers do not wait for each other.
+
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::Duration;
+
+use fuser::{
+    AccessFlags, CopyFileRangeFlags, Errno, FileAttr, FileHandle, Filesystem, FopenFlags, Generation,
+    INodeNo, InitFlags, KernelConfig, LockOwner, OpenFlags, ReplyAttr, ReplyCreate, ReplyData,
+    ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyLseek, ReplyOpen, ReplyStatfs,
+    ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
+};
+use vfs::{FileSystem, FileType, Metadata, NewNode, NodeRef, RenameFlags, SetAttr, TimeSet, VfsError, XattrMode};
+
+use crate::image::{system_to_timestamp, timestamp_to_system, Fs, ImagePager};
+
+/// How long the kernel may cache attributes and entries. The mount is the only writer of the
+/// image, so the kernel's cache cannot go stale behind its back.
+const TTL: Duration = Duration::from_secs(1);
+/// Largest read or write the kernel is asked to send.
+const MAX_IO: u32 = 1 << 20;
+
+struct Known {
+    node: NodeRef,
+    lookups: u64,
+}
+
+struct Handle {
+    node: NodeRef,
+}
+
+/// The FUSE file system over one mounted dbfs image.
+pub struct DbFuse {
+    fs: Arc<Fs>,
+    nodes: RwLock<HashMap<u64, Known>>,
+    handles: RwLock<HashMap<u64, Handle>>,
+    next_fh: AtomicU64,
+    stop_timer: Arc<AtomicBool>,
+    /// Mounted `ro`: the pager refuses writes, so nothing is committed (not even atime).
+    read_only: bool,
+}
+
+fn err(e: VfsError) -> Errno {
+    Errno::from_i32(abi::Errno::from(e).0)
+}
+
+fn read_lock<T>(l: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    l.read().unwrap_or_else(|p| p.into_inner())
+}
+
+fn write_lock<T>(l: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
+    l.write().unwrap_or_else(|p| p.into_inner())
+}
+
+fn utf8(name: &OsStr) -> Result<&str, Errno> {
+    name.to_str().ok_or(Errno::from_i32(libc::EILSEQ))
+}
+
+fn kind(t: FileType) -> fuser::FileType {
+    match t {
+        FileType::Regular => fuser::FileType::RegularFile,
+        FileType::Directory => fuser::FileType::Directory,
+        FileType::Symlink => fuser::FileType::Symlink,
+        FileType::CharDevice => fuser::FileType::CharDevice,
+        FileType::BlockDevice => fuser::FileType::BlockDevice,
+        FileType::Fifo => fuser::FileType::NamedPipe,
+        FileType::Socket => fuser::FileType::Socket,
+    }
+}
+
+pub fn attr(m: &Metadata) -> FileAttr {
+    FileAttr {
+        ino: INodeNo(m.ino),
+        size: m.size,
+        blocks: m.blocks,
+        atime: timestamp_to_system(m.atime),
+        mtime: timestamp_to_system(m.mtime),
+        ctime: timestamp_to_system(m.ctime),
+        crtime: timestamp_to_system(m.ctime),
+        kind: kind(m.ftype),
+        perm: (m.perm & 0o7777) as u16,
+        nlink: m.nlink,
+        uid: m.uid,
+        gid: m.gid,
+        rdev: m.rdev as u32,
+        blksize: m.blksize,
+        flags: 0,
+    }
+}
+
+fn time_set(t: TimeOrNow) -> TimeSet {
+    match t {
+        TimeOrNow::Now => TimeSet::Now,
+        TimeOrNow::SpecificTime(s) => TimeSet::At(system_to_timestamp(s)),
+    }
+}
+
+impl DbFuse {
+    /// Wrap a mounted image. Starts the write-back timer (a thread that stops with the mount)
+    /// unless the image is read-only.
+    pub fn new(fs: Arc<Fs>, read_only: bool) -> Result<DbFuse, VfsError> {
+        let root = fs.root()?;
+        let root_ino = root.getattr()?.ino;
+        let mut nodes = HashMap::new();
+        nodes.insert(root_ino, Known { node: root, lookups: 1 });
+        let stop_timer = Arc::new(AtomicBool::new(read_only));
+        let weak = Arc::downgrade(&fs);
+        let stop = stop_timer.clone();
+        let spawned = std::thread::Builder::new().name("dbfs-writeback".into()).spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(500));
+                let Some(fs) = weak.upgrade() else { break };
+                if let Err(e) = fs.writeback_tick() {
+                    eprintln!("dbfs-fuse: write-back failed: {e}");
+                }
+            }
+        });
+        if spawned.is_err() {
+            return Err(VfsError::NoMemory);
+        }
+        Ok(DbFuse {
+            fs,
+            nodes: RwLock::new(nodes),
+            handles: RwLock::new(HashMap::new()),
+            next_fh: AtomicU64::new(1),
+            stop_timer,
+            read_only,
+        })
+    }
+
+    fn node(&self, ino: INodeNo) -> Result<NodeRef, Errno> {
+        match read_lock(&self.nodes).get(&ino.0) {
+            Some(k) => Ok(k.node.clone()),
+            None => Err(Errno::ENOENT),
+        }
+    }
+
+    fn handle(&self, fh: FileHandle, ino: INodeNo) -> Result<NodeRef, Errno> {
+        match read_lock(&self.handles).get(&fh.0) {
+            Some(h) => Ok(h.node.clone()),
+            None => self.node(ino),
+        }
+    }
+
+    /// Tell the kernel about `node` (one more lookup) and return its attributes.
+    fn remember(&self, node: NodeRef) -> Result<FileAttr, Errno> {
+        let m = node.getattr().map_err(err)?;
+        let mut nodes = write_lock(&self.nodes);
+        nodes.entry(m.ino).and_modify(|k| k.lookups += 1).or_insert(Known { node, lookups: 1 });
+        Ok(attr(&m))
+    }
+
+    fn open_handle(&self, node: NodeRef) -> Result<FileHandle, Errno> {
+        node.open().map_err(err)?;
+        let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
+        write_lock(&self.handles).insert(fh, Handle { node });
+        Ok(FileHandle(fh))
+    }
+
+    fn new_node(req: &Request, ftype: FileType, mode: u32, umask: u32, rdev: u64) -> NewNode {
+        NewNode { ftype, perm: mode & !umask & 0o7777, uid: req.uid(), gid: req.gid(), rdev }
+    }
+
+    fn make(&self, parent: INodeNo, name: &OsStr, new: &NewNode, target: Option<&Path>) -> Result<FileAttr, Errno> {
+        let dir = self.node(parent)?;
+        let name = utf8(name)?;
+        let node = match target {
+            Some(t) => {
+                let t = t.to_str().ok_or(Errno::from_i32(libc::EILSEQ))?;
+                dir.symlink(name, t, new)
+            }
+            None => dir.create(name, new),
+        }
+        .map_err(err)?;
+        self.remember(node)
+    }
+
+    fn xattr_reply(data: &[u8], size: u32, reply: ReplyXattr) {
+        if size == 0 {
+            reply.size(data.len() as u32);
+        } else if (size as usize) < data.len() {
+            reply.error(Errno::ERANGE);
+        } else {
+            reply.data(data);
+        }
+    }
+
+    fn do_copy(&self, src: &NodeRef, mut off_in: u64, dst: &NodeRef, mut off_out: u64, len: u64) -> Result<u32, Errno> {
+        let total = len.min(u64::from(u32::MAX) & !0xfff);
+        let mut buf = vec![0u8; total.min(u64::from(MAX_IO)) as usize];
+        let mut done = 0u64;
+        while done < total {
+            let want = (total - done).min(buf.len() as u64) as usize;
+            let n = src.read_at(off_in, &mut buf[..want]).map_err(err)?;
+            if n == 0 {
+                break;
+            }
+            let mut w = 0;
+            while w < n {
+                let m = dst.write_at(off_out + w as u64, &buf[w..n]).map_err(err)?;
+                if m == 0 {
+                    return Err(Errno::EIO);
+                }
+                w += m;
+            }
+            done += n as u64;
+            off_in += n as u64;
+            off_out += n as u64;
+        }
+        Ok(done as u32)
+    }
+}
+
+impl Drop for DbFuse {
+    fn drop(&mut self) {
+        self.stop_timer.store(true, Ordering::Relaxed);
+    }
+}
+
+impl Filesystem for DbFuse {
+    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
+        // Best effort: the kernel may refuse any of these and still work.
+        let _ = config.set_max_write(MAX_IO);
+        let _ = config.set_max_readahead(MAX_IO);
+        let _ = config.add_capabilities(InitFlags::FUSE_PARALLEL_DIROPS);
+        let _ = config.add_capabilities(InitFlags::FUSE_DO_READDIRPLUS | InitFlags::FUSE_READDIRPLUS_AUTO);
+        Ok(())
+    }
+
+    fn destroy(&mut self) {
+        self.stop_timer.store(true, Ordering::Relaxed);
+        for (_, h) in write_lock(&self.handles).drain() {
+            let _ = h.node.release();
+        }
+        if self.read_only {
+            return;
+        }
+        if let Err(e) = self.fs.sync() {
+            eprintln!("dbfs-fuse: sync at unmount failed: {e}");
+        }
+        if let Err(e) = self.fs.pager().sync_file() {
+            eprintln!("dbfs-fuse: flushing the image at unmount failed: {e}");
+        }
+    }
+
+    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        let r = (|| {
+            let dir = self.node(parent)?;
+            let node = dir.lookup(utf8(name)?).map_err(err)?;
+            self.remember(node)
+        })();
+        match r {
+            Ok(a) => reply.entry(&TTL, &a, Generation(0)),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
+        if ino == INodeNo::ROOT {
+            return;
+        }
+        let mut nodes = write_lock(&self.nodes);
+        if let Some(k) = nodes.get_mut(&ino.0) {
+            k.lookups = k.lookups.saturating_sub(nlookup);
+            if k.lookups == 0 {
+                nodes.remove(&ino.0);
+            }
+        }
+    }
+
+    fn getattr(&self, _req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
+        let r = (|| {
+            let node = match fh {
+                Some(fh) => self.handle(fh, ino)?,
+                None => self.node(ino)?,
+            };
+            node.getattr().map_err(err)
+        })();
+        match r {
+            Ok(m) => reply.attr(&TTL, &attr(&m)),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn setattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        mode: Option<u32>,
+        uid: Option<u32>,
+        gid: Option<u32>,
+        size: Option<u64>,
+        atime: Option<TimeOrNow>,
+        mtime: Option<TimeOrNow>,
+        _ctime: Option<std::time::SystemTime>,
+        fh: Option<FileHandle>,
+        _crtime: Option<std::time::SystemTime>,
+        _chgtime: Option<std::time::SystemTime>,
+        _bkuptime: Option<std::time::SystemTime>,
+        _flags: Option<fuser::BsdFileFlags>,
+        reply: ReplyAttr,
+    ) {
+        let r = (|| {
+            let node = match fh {
+                Some(fh) => self.handle(fh, ino)?,
+                None => self.node(ino)?,
+            };
+            let set = SetAttr {
+                perm: mode.map(|m| m & 0o7777),
+                uid,
+                gid,
+                size,
+                atime: atime.map(time_set),
+                mtime: mtime.map(time_set),
+            };
+            node.setattr(&set).map_err(err)
+        })();
+        match r {
+            Ok(m) => reply.attr(&TTL, &attr(&m)),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
+        match self.node(ino).and_then(|n| n.readlink().map_err(err)) {
+            Ok(t) => reply.data(t.as_bytes()),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn mknod(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, rdev: u32, reply: ReplyEntry) {
+        let r = (|| {
+            let ftype = FileType::from_mode(mode).ok_or(Errno::EINVAL)?;
+            if ftype == FileType::Directory || ftype == FileType::Symlink {
+                return Err(Errno::EINVAL);
+            }
+            self.make(parent, name, &Self::new_node(req, ftype, mode, umask, u64::from(rdev)), None)
+        })();
+        match r {
+            Ok(a) => reply.entry(&TTL, &a, Generation(0)),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn mkdir(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, reply: ReplyEntry) {
+        match self.make(parent, name, &Self::new_node(req, FileType::Directory, mode, umask, 0), None) {
+            Ok(a) => reply.entry(&TTL, &a, Generation(0)),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        match self.node(parent).and_then(|d| d.unlink(utf8(name)?).map_err(err)) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        match self.node(parent).and_then(|d| d.rmdir(utf8(name)?).map_err(err)) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn symlink(&self, req: &Request, parent: INodeNo, link_name: &OsStr, target: &Path, reply: ReplyEntry) {
+        match self.make(parent, link_name, &Self::new_node(req, FileType::Symlink, 0o777, 0, 0), Some(target)) {
+            Ok(a) => reply.entry(&TTL, &a, Generation(0)),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn rename(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        newparent: INodeNo,
+        newname: &OsStr,
+        flags: fuser::RenameFlags,
+        reply: ReplyEmpty,
+    ) {
+        let r = (|| {
+            if flags.contains(fuser::RenameFlags::RENAME_WHITEOUT) {
+                return Err(Errno::EINVAL);
+            }
+            let f = RenameFlags {
+                noreplace: flags.contains(fuser::RenameFlags::RENAME_NOREPLACE),
+                exchange: flags.contains(fuser::RenameFlags::RENAME_EXCHANGE),
+            };
+            let from = self.node(parent)?;
+            let to = self.node(newparent)?;
+            from.rename(utf8(name)?, &*to, utf8(newname)?, f).map_err(err)
+        })();
+        match r {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn link(&self, _req: &Request, ino: INodeNo, newparent: INodeNo, newname: &OsStr, reply: ReplyEntry) {
+        let r = (|| {
+            let target = self.node(ino)?;
+            let dir = self.node(newparent)?;
+            dir.link(utf8(newname)?, &*target).map_err(err)?;
+            self.remember(target)
+        })();
+        match r {
+            Ok(a) => reply.entry(&TTL, &a, Generation(0)),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn open(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        let r = (|| {
+            let node = self.node(ino)?;
+            if node.ftype().map_err(err)? == FileType::Directory {
+                return Err(Errno::EISDIR);
+            }
+            self.open_handle(node)
+        })();
+        match r {
+            Ok(fh) => reply.opened(fh, FopenFlags::empty()),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn read(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        size: u32,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyData,
+    ) {
+        let r = (|| {
+            let node = self.handle(fh, ino)?;
+            let mut buf = vec![0u8; size.min(16 << 20) as usize];
+            let mut got = 0;
+            while got < buf.len() {
+                let n = node.read_at(offset + got as u64, &mut buf[got..]).map_err(err)?;
+                if n == 0 {
+                    break;
+                }
+                got += n;
+            }
+            buf.truncate(got);
+            Ok(buf)
+        })();
+        match r {
+            Ok(b) => reply.data(&b),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn write(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        data: &[u8],
+        _write_flags: WriteFlags,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyWrite,
+    ) {
+        let r = (|| {
+            let node = self.handle(fh, ino)?;
+            let mut done = 0;
+            while done < data.len() {
+                let n = node.write_at(offset + done as u64, &data[done..]).map_err(err)?;
+                if n == 0 {
+                    return Err(Errno::EIO);
+                }
+                done += n;
+            }
+            Ok(done as u32)
+        })();
+        match r {
+            Ok(n) => reply.written(n),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn flush(&self, _req: &Request, _ino: INodeNo, _fh: FileHandle, _lock_owner: LockOwner, reply: ReplyEmpty) {
+        // dbfs commits a file's buffered data at its last release and on fsync; close(2) does
+        // not promise durability, so flush has nothing to do.
+        reply.ok();
+    }
+
+    fn release(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        _flush: bool,
+        reply: ReplyEmpty,
+    ) {
+        let h = write_lock(&self.handles).remove(&fh.0);
+        match h.map(|h| h.node.release()) {
+            Some(Err(e)) => reply.error(err(e)),
+            _ => reply.ok(),
+        }
+    }
+
+    fn fsync(&self, _req: &Request, ino: INodeNo, fh: FileHandle, datasync: bool, reply: ReplyEmpty) {
+        if self.read_only {
+            return reply.ok();
+        }
+        let r = self.handle(fh, ino).and_then(|n| n.fsync(datasync).map_err(err));
+        match r.and_then(|()| self.fs.pager().sync_file().map_err(|_| Errno::EIO)) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        match self.node(ino).and_then(|n| n.ftype().map_err(err)) {
+            Ok(FileType::Directory) => reply.opened(FileHandle(0), FopenFlags::empty()),
+            Ok(_) => reply.error(Errno::ENOTDIR),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn readdir(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
+        let r = self.node(ino).and_then(|dir| {
+            dir.readdir(offset, &mut |e| !reply.add(INodeNo(e.ino), e.next_cookie, kind(e.ftype), e.name))
+                .map_err(err)
+        });
+        match r {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn readdirplus(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, mut reply: ReplyDirectoryPlus) {
+        let r = (|| {
+            let dir = self.node(ino)?;
+            let dir_attr = attr(&dir.getattr().map_err(err)?);
+            // Collect first: no dbfs snapshot is held while we look entries up.
+            let mut entries = Vec::new();
+            dir.readdir(offset, &mut |e| {
+                entries.push((e.name.to_string(), e.next_cookie));
+                entries.len() < 256
+            })
+            .map_err(err)?;
+            for (name, cookie) in entries {
+                if name == "." || name == ".." {
+                    // The kernel does not take a reference for these.
+                    if reply.add(dir_attr.ino, cookie, &name, &TTL, &dir_attr, Generation(0)) {
+                        break;
+                    }
+                    continue;
+                }
+                let node = match dir.lookup(&name) {
+                    Ok(n) => n,
+                    Err(VfsError::NotFound) => continue, // removed since the listing
+                    Err(e) => return Err(err(e)),
+                };
+                let m = node.getattr().map_err(err)?;
+                let a = attr(&m);
+                if reply.add(a.ino, cookie, &name, &TTL, &a, Generation(0)) {
+                    break;
+                }
+                let mut nodes = write_lock(&self.nodes);
+                nodes.entry(m.ino).and_modify(|k| k.lookups += 1).or_insert(Known { node, lookups: 1 });
+            }
+            Ok(())
+        })();
+        match r {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn fsyncdir(&self, _req: &Request, _ino: INodeNo, _fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
+        // Directory operations commit when they return; a sync also flushes buffered data.
+        if self.read_only {
+            return reply.ok();
+        }
+        let r = self.fs.sync().map_err(err);
+        match r.and_then(|()| self.fs.pager().sync_file().map_err(|_| Errno::EIO)) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
+        match self.fs.statfs() {
+            Ok(s) => reply.statfs(
+                s.blocks,
+                s.blocks_free,
+                s.blocks_available,
+                s.files,
+                s.files_free,
+                s.block_size as u32,
+                s.name_max as u32,
+                s.block_size as u32,
+            ),
+            Err(e) => reply.error(err(e)),
+        }
+    }
+
+    fn setxattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        name: &OsStr,
+        value: &[u8],
+        flags: i32,
+        _position: u32,
+        reply: ReplyEmpty,
+    ) {
+        let r = (|| {
+            let mode = match flags {
+                0 => XattrMode::Any,
+                libc::XATTR_CREATE => XattrMode::Create,
+                libc::XATTR_REPLACE => XattrMode::Replace,
+                _ => return Err(Errno::EINVAL),
+            };
+            self.node(ino)?.setxattr(utf8(name)?, value, mode).map_err(err)
+        })();
+        match r {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
+        match self.node(ino).and_then(|n| n.getxattr(utf8(name)?).map_err(err)) {
+            Ok(v) => Self::xattr_reply(&v, size, reply),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
+        match self.node(ino).and_then(|n| n.listxattr().map_err(err)) {
+            Ok(names) => {
+                let mut buf = Vec::new();
+                for n in names {
+                    buf.extend_from_slice(n.as_bytes());
+                    buf.push(0);
+                }
+                Self::xattr_reply(&buf, size, reply)
+            }
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn removexattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        match self.node(ino).and_then(|n| n.removexattr(utf8(name)?).map_err(err)) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn access(&self, req: &Request, ino: INodeNo, mask: AccessFlags, reply: ReplyEmpty) {
+        let r = (|| {
+            let m = self.node(ino)?.getattr().map_err(err)?;
+            let want = (mask.bits() & 7) as u32;
+            if want == 0 {
+                return Ok(());
+            }
+            let granted = if req.uid() == 0 {
+                // root may read and write anything, and execute what anyone may execute.
+                let x = if m.ftype == FileType::Directory || m.perm & 0o111 != 0 { 1 } else { 0 };
+                6 | x
+            } else if req.uid() == m.uid {
+                (m.perm >> 6) & 7
+            } else if req.gid() == m.gid {
+                (m.perm >> 3) & 7
+            } else {
+                m.perm & 7
+            };
+            if want & !granted == 0 {
+                Ok(())
+            } else {
+                Err(Errno::EACCES)
+            }
+        })();
+        match r {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn create(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, _flags: i32, reply: ReplyCreate) {
+        let r = (|| {
+            let ftype = FileType::from_mode(mode).unwrap_or(FileType::Regular);
+            if ftype != FileType::Regular {
+                return Err(Errno::EINVAL);
+            }
+            let dir = self.node(parent)?;
+            let node = dir.create(utf8(name)?, &Self::new_node(req, ftype, mode, umask, 0)).map_err(err)?;
+            let a = self.remember(node.clone())?;
+            let fh = self.open_handle(node)?;
+            Ok((a, fh))
+        })();
+        match r {
+            Ok((a, fh)) => reply.created(&TTL, &a, Generation(0), fh, FopenFlags::empty()),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn fallocate(&self, _req: &Request, ino: INodeNo, fh: FileHandle, offset: u64, length: u64, mode: i32, reply: ReplyEmpty) {
+        let r = (|| {
+            if mode != 0 {
+                return Err(Errno::EOPNOTSUPP);
+            }
+            let node = self.handle(fh, ino)?;
+            let db = node.as_any().downcast_ref::<dbfs::DbNode<ImagePager>>().ok_or(Errno::EOPNOTSUPP)?;
+            db.fallocate(offset, length).map_err(err)
+        })();
+        match r {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn lseek(&self, _req: &Request, ino: INodeNo, fh: FileHandle, offset: i64, whence: i32, reply: ReplyLseek) {
+        let r = (|| {
+            let m = self.handle(fh, ino)?.getattr().map_err(err)?;
+            let size = m.size as i64;
+            // dbfs does not report where its holes are: the whole file is data, and the only
+            // hole is the implicit one at end of file (what Linux reports for such files).
+            match whence {
+                libc::SEEK_SET => Ok(offset),
+                libc::SEEK_END => Ok(size + offset),
+                libc::SEEK_DATA if offset < 0 => Err(Errno::EINVAL),
+                libc::SEEK_HOLE if offset < 0 => Err(Errno::EINVAL),
+                libc::SEEK_DATA | libc::SEEK_HOLE if offset >= size => Err(Errno::ENXIO),
+                libc::SEEK_DATA => Ok(offset),
+                libc::SEEK_HOLE => Ok(size),
+                _ => Err(Errno::EINVAL),
+            }
+        })();
+        match r {
+            Ok(o) => reply.offset(o),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn copy_file_range(
+        &self,
+        _req: &Request,
+        ino_in: INodeNo,
+        fh_in: FileHandle,
+        offset_in: u64,
+        ino_out: INodeNo,
+        fh_out: FileHandle,
+        offset_out: u64,
+        len: u64,
+        _flags: CopyFileRangeFlags,
+        reply: ReplyWrite,
+    ) {
+        let r = (|| {
+            let src = self.handle(fh_in, ino_in)?;
+            let dst = self.handle(fh_out, ino_out)?;
+            self.do_copy(&src, offset_in, &dst, offset_out, len)
+        })();
+        match r {
+            Ok(n) => reply.written(n),
+            Err(e) => reply.error(e),
+        }
+    }
+}

@@ -1,0 +1,219 @@
+//! The image file as a kvdb pager, the host clock, and opening/formatting an image.
+//!
+//! [`ImagePager`] is kvdb's own [`FilePager`] with two additions the tool needs: a capacity (the
+//! image file's length when it was opened, so `statfs` and `ENOSPC` follow `mkfs --size`) and a
+//! read-only mode (every write is refused), which `fsck`, `ls` and `cat` use so that looking at
+//! an image never changes it (mount frees crash orphans only when it can write).
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use dbfs::{DbFs, MkfsOptions, MountError};
+use kvdb::{FilePager, Pager};
+use vfs::{Clock, Timestamp};
+
+/// A dbfs image file.
+pub struct ImagePager {
+    file: FilePager,
+    capacity: u64,
+    read_only: bool,
+    /// When false (`-o nobarrier`), kvdb's commit barriers are skipped and the file is made
+    /// durable only by [`ImagePager::sync_file`] (fsync, syncfs, unmount).
+    barriers: bool,
+}
+
+impl ImagePager {
+    /// Open `path`. A writable image may grow up to its current length (or without limit if
+    /// the file is empty).
+    pub fn open(path: &Path, read_only: bool) -> std::io::Result<ImagePager> {
+        let file = std::fs::OpenOptions::new().read(true).write(!read_only).open(path)?;
+        let len = file.metadata()?.len();
+        Ok(ImagePager {
+            file: FilePager::from_file(file)?,
+            capacity: if len == 0 { u64::MAX } else { len },
+            read_only,
+            barriers: true,
+        })
+    }
+
+    /// Skip kvdb's per-commit durability barriers (see `-o nobarrier` in main.rs).
+    pub fn without_barriers(mut self) -> Self {
+        self.barriers = false;
+        self
+    }
+
+    /// Make every write so far durable, whatever the barrier mode.
+    pub fn sync_file(&self) -> kvdb::Result<()> {
+        if self.read_only {
+            return Ok(());
+        }
+        self.file.sync()
+    }
+}
+
+impl Pager for ImagePager {
+    type Page<'a> = <FilePager as Pager>::Page<'a>;
+
+    fn read(&self, offset: u64, len: usize) -> kvdb::Result<Self::Page<'_>> {
+        self.file.read(offset, len)
+    }
+
+    fn write(&self, writes: &[(u64, &[u8])]) -> kvdb::Result<()> {
+        if self.read_only {
+            return Err(kvdb::Error::Io);
+        }
+        if writes.iter().any(|(off, b)| off.saturating_add(b.len() as u64) > self.capacity) {
+            return Err(kvdb::Error::NoSpace);
+        }
+        self.file.write(writes)
+    }
+
+    fn sync(&self) -> kvdb::Result<()> {
+        if self.read_only || !self.barriers {
+            return Ok(());
+        }
+        self.file.sync()
+    }
+
+    fn len(&self) -> u64 {
+        self.file.len()
+    }
+
+    fn capacity(&self) -> u64 {
+        self.capacity
+    }
+}
+
+/// The host's real-time clock.
+pub struct HostClock;
+
+impl Clock for HostClock {
+    fn now(&self) -> Timestamp {
+        system_to_timestamp(SystemTime::now())
+    }
+}
+
+pub fn system_to_timestamp(t: SystemTime) -> Timestamp {
+    match t.duration_since(UNIX_EPOCH) {
+        Ok(d) => Timestamp { sec: d.as_secs() as i64, nsec: d.subsec_nanos() },
+        Err(e) => {
+            let d = e.duration();
+            if d.subsec_nanos() == 0 {
+                Timestamp { sec: -(d.as_secs() as i64), nsec: 0 }
+            } else {
+                Timestamp { sec: -(d.as_secs() as i64) - 1, nsec: 1_000_000_000 - d.subsec_nanos() }
+            }
+        }
+    }
+}
+
+pub fn timestamp_to_system(t: Timestamp) -> SystemTime {
+    let nsec = std::time::Duration::from_nanos(u64::from(t.nsec.min(999_999_999)));
+    if t.sec >= 0 {
+        UNIX_EPOCH + std::time::Duration::from_secs(t.sec as u64) + nsec
+    } else {
+        UNIX_EPOCH - std::time::Duration::from_secs(t.sec.unsigned_abs()) + nsec
+    }
+}
+
+/// A mounted image.
+pub type Fs = DbFs<ImagePager>;
+
+/// Why an image could not be opened: the message a user sees.
+pub fn open_image(path: &Path, read_only: bool) -> Result<Arc<Fs>, String> {
+    open_image_with(path, read_only, true)
+}
+
+/// [`open_image`], choosing whether commits are durability barriers.
+pub fn open_image_with(path: &Path, read_only: bool, barriers: bool) -> Result<Arc<Fs>, String> {
+    let pager = ImagePager::open(path, read_only).map_err(|e| format!("{}: {e}", path.display()))?;
+    let pager = if barriers { pager } else { pager.without_barriers() };
+    DbFs::mount_checked(pager, Arc::new(HostClock)).map_err(|e: MountError| format!("{}: {e}", path.display()))
+}
+
+/// Create (or overwrite) `path` as an empty dbfs of `size` bytes (a sparse file).
+pub fn mkfs(path: &Path, size: u64, chunk_size: u32, page_size: usize, label: &str) -> Result<(), String> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    file.set_len(size).map_err(|e| format!("{}: {e}", path.display()))?;
+    drop(file);
+    let pager = ImagePager::open(path, false).map_err(|e| format!("{}: {e}", path.display()))?;
+    let now = HostClock.now();
+    let opts = MkfsOptions {
+        page_size,
+        chunk_size,
+        label: label.to_string(),
+        uuid: pseudo_uuid(),
+        time: now,
+        ..MkfsOptions::default()
+    };
+    let pager = DbFs::mkfs(pager, opts).map_err(|e| format!("{}: mkfs: {e}", path.display()))?;
+    pager.sync().map_err(|e| format!("{}: sync: {e}", path.display()))?;
+    Ok(())
+}
+
+/// A version-4-style uuid from the clock and the process id (no randomness crate needed; a
+/// uuid only has to tell images apart).
+fn pseudo_uuid() -> [u8; 16] {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    let mut x = now.as_nanos() as u64 ^ (u64::from(std::process::id()) << 32);
+    let mut out = [0u8; 16];
+    for b in out.iter_mut() {
+        // xorshift64*
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        *b = (x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 56) as u8;
+    }
+    out[6] = (out[6] & 0x0f) | 0x40;
+    out[8] = (out[8] & 0x3f) | 0x80;
+    out
+}
+
+/// Parse `1G`, `512M`, `64K` or plain bytes (powers of 1024).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let (num, mult) = match s.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => {
+            let m = match c.to_ascii_uppercase() {
+                'K' => 1u64 << 10,
+                'M' => 1 << 20,
+                'G' => 1 << 30,
+                'T' => 1 << 40,
+                _ => return Err(format!("bad size suffix in {s:?} (K, M, G, T)")),
+            };
+            (&s[..i], m)
+        }
+        _ => (s, 1),
+    };
+    let n: u64 = num.parse().map_err(|_| format!("bad size {s:?}"))?;
+    n.checked_mul(mult).ok_or_else(|| format!("size {s:?} too large"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse() {
+        assert_eq!(parse_size("1G"), Ok(1 << 30));
+        assert_eq!(parse_size("16k"), Ok(16 << 10));
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert!(parse_size("1X").is_err());
+        assert!(parse_size("").is_err());
+        assert!(parse_size("99999999999T").is_err());
+    }
+
+    #[test]
+    fn times_round_trip() {
+        for t in [Timestamp { sec: 1_700_000_000, nsec: 5 }, Timestamp { sec: -3, nsec: 250 }] {
+            assert_eq!(system_to_timestamp(timestamp_to_system(t)), t);
+        }
+    }
+}
