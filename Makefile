@@ -19,6 +19,7 @@
 #   BCACHE   block cache per mounted disk, MiB                         (default: 8)
 #   TIMEOUT  seconds before a QEMU run is killed                       (default: 1500)
 #   PROFILE  cargo profile of kernel and programs: release or dev      (default: release)
+#   REPORT   where `make bench` writes tables and charts                (default: build/bench-report)
 #
 # Disks (rebuilt by `make images`; bench disks are fresh for every run):
 #   build/root.img  vda  FAT32, the programs in /bin, mounted at /
@@ -41,6 +42,7 @@ INIT    ?= /bin/init
 BCACHE  ?= 8
 TIMEOUT ?= 1500
 PROFILE ?= release
+REPORT  ?= $(BUILD)/bench-report
 
 TARGET   := riscv64gc-unknown-none-elf
 CARGO    ?= cargo
@@ -53,7 +55,7 @@ USER_BINS := $(sort $(basename $(notdir $(wildcard user-tests/src/bin/*.rs))) \
 	$(patsubst user-tests/src/bin/%/main.rs,%,$(wildcard user-tests/src/bin/*/main.rs)))
 CARGO_PROFILE_FLAG := $(if $(filter release,$(PROFILE)),--release,)
 
-APT_PACKAGES := qemu-system-misc fuse3 libfuse3-dev pkg-config fio fuse2fs
+APT_PACKAGES := qemu-system-misc fuse3 libfuse3-dev pkg-config fio fuse2fs fonts-dejavu-core
 
 QEMU_BASE = qemu-system-riscv64 -machine virt -nographic -bios default -m $(MEM) -smp $(SMP) \
 	-kernel $(KERNEL) \
@@ -143,7 +145,9 @@ bench: images
 		-append "$(KERNEL_PARAMS) -- bench=all fs=$(FS) reps=$(REPS) $(ARGS)" \
 		| tee $(BUILD)/bench-guest.log
 	@grep '^RESULT' $(BUILD)/bench-guest.log > $(BUILD)/bench-results.txt
-	@echo "results: $(BUILD)/bench-results.txt"
+	$(CARGO) run --release -q -p bench-report -- $(BUILD)/bench-guest.log --out-dir $(REPORT) \
+		--title "dbfs-os in QEMU (FS=$(FS), REPS=$(REPS))"
+	@echo "results: $(BUILD)/bench-results.txt; tables and charts: $(REPORT)/"
 
 bench-kv: deps
 	$(CARGO) bench -p kvdb --bench compare -- --warm-up-time 1 --measurement-time 3
