@@ -14,6 +14,12 @@
 //!   store's error). Orphans left by a crash are freed at mount.
 //! - The mounted value implements [`vfs::FileSystem`]; its nodes ([`DbNode`]) implement
 //!   [`vfs::Node`]. [`DbFs::writeback_tick`] is the write-back timer (call it periodically).
+//!   [`DbNode::fallocate`] is outside the vfs traits for now.
+//! - [`DbFs::fsck`] checks the committed image (names vs cookies, link counts, parents,
+//!   orphans, chunk placement and accounting, counters) and lists the problems it finds.
+//! - Unmount = drop the last `Arc<DbFs>` (it commits the write-back cache; call
+//!   [`vfs::FileSystem::sync`] first to see errors). [`DbFs::pager`] gives the pager back for
+//!   inspection.
 //!
 //! # Key schema (see [`format`]; keys big-endian, record fields little-endian)
 //! | bucket     | key                         | value                                          |
@@ -51,15 +57,19 @@
 //!   transaction), and when the `DbFs` is dropped (unmount). **Data is durable once `fsync` (or
 //!   `sync`) returns**; data written but not yet flushed is lost by a crash, in whole chunks
 //!   per flush (a flush is atomic: the file's size, times and chunks commit together).
-//! - `atime` follows Linux `relatime` and is buffered like data.
+//! - `atime` follows Linux `relatime` and is buffered like data ([`DbFs::set_noatime`] turns
+//!   it off, e.g. for read-only media).
 //!
 //! # Locks
 //! `DbFs::state` (a spin mutex) guards the write-back cache and the open counts. Every write
 //! transaction is begun and committed with it held, so the lock order is: `state`, then kvdb's
 //! writer lock, then kvdb's snapshot lock. Readers take `state` only to look at the cache and
-//! to begin their read transaction (O(1)), then read without it: readers do not block each other
-//! or wait for a commit, except readers of a file with buffered data, which read under `state`.
-//! No lock is held while a readdir sink runs (only a read snapshot).
+//! to begin their read transaction (O(1)), then copy without it, so readers do not block each
+//! other; but they do wait while a write transaction runs (it holds `state` until its commit is
+//! published and the cache entries it folded are dropped: that pair must look atomic to a
+//! reader), and readers of a file with buffered chunks copy under `state`. Directory
+//! operations (lookup, readdir, readlink, getxattr) take no dbfs lock at all, only a read
+//! snapshot; no lock is held while a readdir sink runs.
 //!
 //! # What needs the caller's identity (not checked here)
 //! The vfs traits carry no credentials, so permission checks (search/write permission on
@@ -74,6 +84,7 @@
 extern crate alloc;
 
 pub mod format;
+mod fsck;
 mod node;
 mod txn;
 
@@ -237,6 +248,8 @@ pub(crate) struct State {
     pub wb: WriteBack,
     /// Open counts per inode (`Node::open` / `release`).
     pub open: BTreeMap<u64, u32>,
+    /// Reads do not update atime (read-only media, benchmarks).
+    pub noatime: bool,
 }
 
 /// A mounted dbfs.
@@ -316,6 +329,7 @@ impl<P: Pager> DbFs<P> {
             state: Mutex::new(State {
                 wb: WriteBack { pending: BTreeMap::new(), dirty_bytes: 0, limit: DEFAULT_DIRTY_LIMIT, since: None },
                 open: BTreeMap::new(),
+                noatime: false,
             }),
             me: me.clone(),
         });
@@ -408,9 +422,22 @@ impl<P: Pager> DbFs<P> {
         self.db.pager()
     }
 
+    /// Check the committed image's consistency (one read snapshot; buffered writes are not
+    /// looked at). Returns the problems found; empty means consistent.
+    pub fn fsck(&self) -> VfsResult<Vec<String>> {
+        let tx = self.db.begin_read().map_err(kv)?;
+        fsck::check(&tx, self.chunk_size)
+    }
+
     /// Set the write-back limit in bytes (0: every write commits at once).
     pub fn set_dirty_limit(&self, bytes: usize) {
         self.state.lock().wb.limit = bytes;
+    }
+
+    /// `noatime`: reads stop updating atime (for read-only media, where buffered atime updates
+    /// could never be committed). Default: Linux `relatime`.
+    pub fn set_noatime(&self, noatime: bool) {
+        self.state.lock().noatime = noatime;
     }
 
     /// Bytes buffered in the write-back cache.
@@ -421,7 +448,7 @@ impl<P: Pager> DbFs<P> {
     /// The write-back timer: commit buffered data older than [`WRITEBACK_SECS`].
     pub fn writeback_tick(&self) -> VfsResult<()> {
         let now = self.clock.now();
-        let due = self.state.lock().wb.since.is_some_and(|t| now.sec - t.sec >= WRITEBACK_SECS);
+        let due = self.state.lock().wb.since.is_some_and(|t| now.sec.saturating_sub(t.sec) >= WRITEBACK_SECS);
         if due {
             self.flush(None)?;
         }
@@ -479,24 +506,32 @@ impl<P: Pager> DbFs<P> {
 
     /// The write-back entry of `ino`, created from the stored record if absent.
     fn pending_mut<'s>(&self, st: &'s mut State, ino: u64) -> VfsResult<&'s mut Pending> {
-        if !st.wb.pending.contains_key(&ino) {
-            let inode = {
-                let tx = self.db.begin_read().map_err(kv)?;
-                read_inode(&tx, ino)?
-            };
-            st.wb.pending.insert(ino, Pending { inode, stored_size: inode.size, chunks: BTreeMap::new(), bytes: 0 });
-            if st.wb.since.is_none() {
-                st.wb.since = Some(self.clock.now());
+        let now = self.clock.now();
+        match st.wb.pending.entry(ino) {
+            alloc::collections::btree_map::Entry::Occupied(o) => Ok(o.into_mut()),
+            alloc::collections::btree_map::Entry::Vacant(v) => {
+                let inode = {
+                    let tx = self.db.begin_read().map_err(kv)?;
+                    read_inode(&tx, ino)?
+                };
+                st.wb.since.get_or_insert(now);
+                Ok(v.insert(Pending { inode, stored_size: inode.size, chunks: BTreeMap::new(), bytes: 0 }))
             }
         }
-        st.wb.pending.get_mut(&ino).ok_or(VfsError::Io)
     }
 
     /// The record of `ino` as callers see it (buffered changes included).
     pub(crate) fn inode(&self, ino: u64) -> VfsResult<Inode> {
         let st = self.state.lock();
         if let Some(p) = st.wb.pending.get(&ino) {
-            return Ok(p.inode);
+            // st_blocks counts buffered chunks past the stored size too (what they will take).
+            let mut i = p.inode;
+            let cs = self.chunk_size;
+            let first_new = p.stored_size.div_ceil(cs);
+            i.alloc_bytes = i
+                .alloc_bytes
+                .saturating_add(p.chunks.range(first_new..).map(|(_, b)| format::footprint(b.len())).sum::<u64>());
+            return Ok(i);
         }
         let tx = self.db.begin_read().map_err(kv)?;
         drop(st);
@@ -531,6 +566,19 @@ impl<P: Pager> DbFs<P> {
     pub(crate) fn read_file(&self, ino: u64, offset: u64, buf: &mut [u8]) -> VfsResult<usize> {
         let now = self.clock.now();
         let mut st = self.state.lock();
+        let atime = !st.noatime && !buf.is_empty();
+        // A cache entry without chunks (only a buffered atime) leaves the store authoritative
+        // for the data: read it like an uncached file, without holding `state`.
+        if let Some(p) = st.wb.pending.get(&ino).filter(|p| p.chunks.is_empty()) {
+            let size = p.inode.size;
+            let tx = self.db.begin_read().map_err(kv)?;
+            drop(st);
+            let n = clamp_len(size, offset, buf.len());
+            if n > 0 {
+                read_chunks(&tx, ino, self.chunk_size, offset, &mut buf[..n])?;
+            }
+            return Ok(n);
+        }
         if let Some(p) = st.wb.pending.get(&ino) {
             let n = clamp_len(p.inode.size, offset, buf.len());
             let out = &mut buf[..n];
@@ -543,7 +591,7 @@ impl<P: Pager> DbFs<P> {
                 }
                 overlay(p, self.chunk_size, offset, out);
             }
-            if !buf.is_empty() && relatime_due(&p.inode, now) {
+            if atime && relatime_due(&p.inode, now) {
                 if let Some(p) = st.wb.pending.get_mut(&ino) {
                     p.inode.atime = now;
                 }
@@ -558,7 +606,7 @@ impl<P: Pager> DbFs<P> {
             read_chunks(&tx, ino, self.chunk_size, offset, &mut buf[..n])?;
         }
         drop(tx);
-        if !buf.is_empty() && relatime_due(&inode, now) {
+        if atime && relatime_due(&inode, now) {
             let mut st = self.state.lock();
             let p = self.pending_mut(&mut st, ino)?;
             if relatime_due(&p.inode, now) {
@@ -706,7 +754,7 @@ fn clamp_len(size: u64, offset: u64, len: usize) -> usize {
 
 /// Linux `relatime`: update atime if it is not newer than mtime or ctime, or a day old.
 fn relatime_due(i: &Inode, now: Timestamp) -> bool {
-    i.atime <= i.mtime || i.atime <= i.ctime || now.sec - i.atime.sec >= 24 * 3600
+    i.atime <= i.mtime || i.atime <= i.ctime || now.sec.saturating_sub(i.atime.sec) >= 24 * 3600
 }
 
 pub(crate) fn read_inode<P: Pager>(tx: &Tx<'_, P>, ino: u64) -> VfsResult<Inode> {
@@ -744,7 +792,7 @@ fn read_chunks<P: Pager>(tx: &Tx<'_, P>, ino: u64, cs: u64, offset: u64, out: &m
             break;
         }
         let value = e.value().ok_or(VfsError::Corrupted)?;
-        if value.len() as u64 > cs || start + cs <= pos {
+        if value.len() as u64 > cs || start.saturating_add(cs) <= pos {
             return Err(VfsError::Corrupted);
         }
         if start > pos {
@@ -754,7 +802,7 @@ fn read_chunks<P: Pager>(tx: &Tx<'_, P>, ino: u64, cs: u64, offset: u64, out: &m
             pos = start;
         }
         let in_chunk = (pos - start) as usize;
-        let take = ((start + cs).min(end) - pos) as usize;
+        let take = (start.saturating_add(cs).min(end) - pos) as usize;
         let at = (pos - offset) as usize;
         let have = value.len().saturating_sub(in_chunk).min(take);
         if have > 0 {
@@ -780,7 +828,9 @@ fn overlay(p: &Pending, cs: u64, offset: u64, out: &mut [u8]) {
         let b = (to - offset) as usize;
         let in_chunk = (from - start) as usize;
         let have = buf.len().saturating_sub(in_chunk).min(b - a);
-        out[a..a + have].copy_from_slice(&buf[in_chunk..in_chunk + have]);
+        if have > 0 {
+            out[a..a + have].copy_from_slice(&buf[in_chunk..in_chunk + have]);
+        }
         out[a + have..b].fill(0);
     }
 }
@@ -821,7 +871,7 @@ impl<P: Pager + Send + Sync + 'static> FileSystem for DbFs<P> {
             blocks: total,
             blocks_free: free,
             blocks_available: free,
-            files: used_inodes + free,
+            files: used_inodes.saturating_add(free),
             files_free: free,
             name_max: NAME_MAX as u64,
         })

@@ -433,10 +433,12 @@ impl<P: Pager + Send + Sync + 'static> Node for DbNode<P> {
                         return Err(VfsError::DirectoryNotEmpty);
                     }
                 }
-                if s_dir && sdir != ddir && !d.as_ref().is_some_and(|d| d.ftype == FileType::Directory) {
-                    if t.inode(ddir)?.nlink >= LINK_MAX {
-                        return Err(VfsError::TooManyLinks);
-                    }
+                if s_dir
+                    && sdir != ddir
+                    && !d.as_ref().is_some_and(|d| d.ftype == FileType::Directory)
+                    && t.inode(ddir)?.nlink >= LINK_MAX
+                {
+                    return Err(VfsError::TooManyLinks);
                 }
                 if let Some(d) = &d {
                     t.remove_entry(ddir, new_name, d)?;

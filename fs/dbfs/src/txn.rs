@@ -52,19 +52,11 @@ impl<'a, 'db, P: Pager> Txn<'a, 'db, P> {
         let mut inode = stored;
         let mut dirty = false;
         if let Some(p) = self.st.wb.pending.get(&ino) {
+            // Buffered writes become part of this transaction; their chunks are written by
+            // `finish`, cut to the size the operation leaves (so a truncate or unlink of a file
+            // with buffered data never has to store it first).
             inode = p.inode;
             inode.alloc_bytes = stored.alloc_bytes;
-            let data = self.bucket(bucket::DATA)?;
-            for (&idx, buf) in &p.chunks {
-                let key = pair_key(ino, idx);
-                let old = if idx.saturating_mul(self.chunk_size) < p.stored_size {
-                    data.get(&key).map_err(kv)?.map_or(0, |v| v.len())
-                } else {
-                    0
-                };
-                data.put(&key, buf).map_err(kv)?;
-                inode.alloc_bytes = (inode.alloc_bytes + footprint(buf.len())).saturating_sub(footprint(old));
-            }
             self.folded.push(ino);
             dirty = true;
         }
@@ -109,7 +101,7 @@ impl<'a, 'db, P: Pager> Txn<'a, 'db, P> {
         let mut sb = self.superblock()?;
         let ino = sb.next_ino;
         sb.next_ino = ino.checked_add(1).ok_or(VfsError::NoSpace)?;
-        sb.inode_count += 1;
+        sb.inode_count = sb.inode_count.saturating_add(1);
         self.set_superblock(sb);
         Ok(ino)
     }
@@ -125,7 +117,7 @@ impl<'a, 'db, P: Pager> Txn<'a, 'db, P> {
     pub fn add_entry(&mut self, dir: u64, name: &str, ino: u64, ftype: FileType) -> VfsResult<()> {
         let mut d = self.inode(dir)?;
         let cookie = d.next_cookie.max(2);
-        d.next_cookie = cookie + 1;
+        d.next_cookie = cookie.checked_add(1).ok_or(VfsError::NoSpace)?;
         self.set_inode(dir, d);
         self.set_entry(dir, name, NameEntry { cookie, ino, ftype })
     }
@@ -148,7 +140,7 @@ impl<'a, 'db, P: Pager> Txn<'a, 'db, P> {
         let cookies = self.bucket(bucket::COOKIES)?;
         let mut c = cookies.cursor();
         let first = c.seek(&ino_key(dir)).map_err(kv)?;
-        Ok(!first.is_some_and(|e| be_u64(e.key()) == Some(dir)))
+        Ok(first.is_none_or(|e| be_u64(e.key()) != Some(dir)))
     }
 
     /// Whether `anc` is `dir` or one of its ancestors.
@@ -220,7 +212,7 @@ impl<'a, 'db, P: Pager> Txn<'a, 'db, P> {
     fn delete_range(&self, name: &[u8], ino: u64, from: &[u8]) -> VfsResult<u64> {
         let b = self.bucket(name)?;
         let mut keys = Vec::new();
-        let mut freed = 0;
+        let mut freed = 0u64;
         {
             let mut c = b.cursor();
             let mut e = c.seek(from).map_err(kv)?;
@@ -228,7 +220,7 @@ impl<'a, 'db, P: Pager> Txn<'a, 'db, P> {
                 if be_u64(entry.key()) != Some(ino) {
                     break;
                 }
-                freed += footprint(entry.value().map_or(0, |v| v.len()));
+                freed = freed.saturating_add(footprint(entry.value().map_or(0, |v| v.len())));
                 keys.push(entry.key().to_vec());
                 e = c.next().map_err(kv)?;
             }
@@ -257,7 +249,7 @@ impl<'a, 'db, P: Pager> Txn<'a, 'db, P> {
                 };
                 if let Some((kept, old)) = cut {
                     data.put(&key, &kept).map_err(kv)?;
-                    inode.alloc_bytes = (inode.alloc_bytes + footprint(keep)).saturating_sub(footprint(old));
+                    inode.alloc_bytes = inode.alloc_bytes.saturating_add(footprint(keep)).saturating_sub(footprint(old));
                 }
             }
         }
@@ -275,15 +267,35 @@ impl<'a, 'db, P: Pager> Txn<'a, 'db, P> {
             if data.get(&key).map_err(kv)?.is_none() {
                 let len = (new_size - idx * cs).min(cs) as usize;
                 data.put(&key, &alloc::vec![0u8; len]).map_err(kv)?;
-                inode.alloc_bytes += footprint(len);
+                inode.alloc_bytes = inode.alloc_bytes.saturating_add(footprint(len));
             }
         }
         inode.size = new_size;
         Ok(())
     }
 
-    /// Write every changed inode record and the superblock.
+    /// Write the folded buffered chunks of inodes that still exist, every changed inode record
+    /// and the superblock.
     pub fn finish(&mut self) -> VfsResult<()> {
+        let cs = self.chunk_size;
+        for &ino in &self.folded {
+            let (Some(&(mut inode, _)), Some(p)) = (self.cache.get(&ino), self.st.wb.pending.get(&ino)) else {
+                continue;
+            };
+            let data = self.bucket(bucket::DATA)?;
+            for (&idx, buf) in &p.chunks {
+                let start = idx.saturating_mul(cs);
+                if start >= inode.size {
+                    continue;
+                }
+                let keep = buf.len().min((inode.size - start).min(cs) as usize);
+                let key = pair_key(ino, idx);
+                let old = if start < p.stored_size { data.get(&key).map_err(kv)?.map_or(0, |v| v.len()) } else { 0 };
+                data.put(&key, &buf[..keep]).map_err(kv)?;
+                inode.alloc_bytes = inode.alloc_bytes.saturating_add(footprint(keep)).saturating_sub(footprint(old));
+            }
+            self.cache.insert(ino, (inode, true));
+        }
         let inodes = self.bucket(bucket::INODES)?;
         for (ino, (inode, dirty)) in &self.cache {
             if *dirty {

@@ -142,24 +142,56 @@ pub fn sys_close(fd: i32) -> SysResult {
 /// The reusable kernel buffer for I/O whose user pages are not physically contiguous.
 static BOUNCE: Mutex<Vec<u8>> = Mutex::new(Vec::new());
 
-/// Read from `f` at `offset` into user memory; one file-system call for the whole range.
+/// Most bytes moved by one file-system call: larger requests are split, so the kernel's
+/// bounce buffer stays small whatever length a program passes.
+const IO_CHUNK: usize = 1 << 20;
+
+/// Read from `f` at `offset` into user memory, one file-system call per chunk of at most
+/// [`IO_CHUNK`] bytes. Stops at a short read (end of file).
 fn read_into_user(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult {
     if !f.readable {
         return Err(Errno::EBADF);
     }
     let mut len = len.min(MAX_RW);
-    let segs = match with_space(|s| uaccess::segments(s, va, len, Access::Write)) {
-        Ok(segs) => segs,
-        // Linux copies only what the file holds: a buffer that is bad past the end of file
-        // (or a huge count) is not an error. Clamp to the bytes left and check again.
-        Err(Errno::EFAULT) if matches!(f.ftype, FileType::Regular | FileType::BlockDevice) => {
-            len = len.min(f.loc.node.getattr()?.size.saturating_sub(offset) as usize);
-            with_space(|s| uaccess::segments(s, va, len, Access::Write))?
+    let sized = matches!(f.ftype, FileType::Regular | FileType::BlockDevice);
+    // Linux copies only what the file holds: a huge count, or a buffer that is bad past the
+    // end of the file, is not an error. Large reads are clamped up front (one getattr);
+    // a chunk-sized read is clamped only if its buffer turns out bad.
+    if sized && len > IO_CHUNK {
+        len = len.min(f.loc.node.getattr()?.size.saturating_sub(offset) as usize);
+    }
+    let mut done = 0;
+    while done < len {
+        let n = (len - done).min(IO_CHUNK);
+        let got = match read_chunk(f, offset + done as u64, va + done, n) {
+            Ok(got) => got,
+            Err(Errno::EFAULT) if sized && done == 0 => {
+                let left = f.loc.node.getattr()?.size.saturating_sub(offset) as usize;
+                if left >= n {
+                    return Err(Errno::EFAULT);
+                }
+                len = left;
+                continue;
+            }
+            // Some bytes moved: report them, as Linux does.
+            Err(_) if done > 0 => break,
+            Err(e) => return Err(e),
+        };
+        done += got;
+        if got < n {
+            break;
         }
-        Err(e) => return Err(e),
-    };
-    if segs.len() == 1 {
-        let (pa, n) = segs[0];
+    }
+    Ok(done)
+}
+
+fn read_chunk(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult {
+    let segs = with_space(|s| uaccess::segments(s, va, len, Access::Write))?;
+    if segs.len() <= 1 {
+        let (pa, n) = segs.first().copied().unwrap_or((0, 0));
+        if n == 0 {
+            return Ok(0);
+        }
         // SAFETY: `segments` returned frames owned by the current process; only this process
         // can change its own address space and it is inside this syscall, so the frames stay
         // mapped and unaliased until it returns.
@@ -187,23 +219,47 @@ fn read_into_user(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult
     out
 }
 
-/// Write user memory to `f` at `offset`; one file-system call for the whole range.
+/// Write user memory to `f` at `offset`, one file-system call per chunk of at most
+/// [`IO_CHUNK`] bytes. Stops at a short write.
 fn write_from_user(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult {
     if !f.writable {
         return Err(Errno::EBADF);
     }
     let len = len.min(MAX_RW);
+    if len == 0 {
+        return Ok(f.loc.node.write_at(offset, &[])?);
+    }
+    let mut done = 0;
+    while done < len {
+        let n = (len - done).min(IO_CHUNK);
+        let put = match write_chunk(f, offset + done as u64, va + done, n) {
+            Ok(put) => put,
+            Err(e) if done > 0 => {
+                log::debug!("write stopped after {} bytes: {:?}", done, e);
+                break;
+            }
+            Err(e) => return Err(e),
+        };
+        done += put;
+        if put < n {
+            break;
+        }
+    }
+    Ok(done)
+}
+
+fn write_chunk(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult {
     let segs = with_space(|s| uaccess::segments(s, va, len, Access::Read))?;
-    if segs.len() <= 1 {
-        let (pa, n) = segs.first().copied().unwrap_or((0, 0));
-        // SAFETY: as in `read_into_user` (an empty slice for a zero-length write).
-        let src: &[u8] = if n == 0 { &[] } else { unsafe { core::slice::from_raw_parts(pa as *const u8, n) } };
+    if segs.len() == 1 {
+        let (pa, n) = segs[0];
+        // SAFETY: as in `read_chunk`.
+        let src = unsafe { core::slice::from_raw_parts(pa as *const u8, n) };
         return Ok(f.loc.node.write_at(offset, src)?);
     }
     let mut bounce = core::mem::take(&mut *BOUNCE.lock());
     bounce.clear();
     for (pa, n) in segs {
-        // SAFETY: as in `read_into_user`.
+        // SAFETY: as in `read_chunk`.
         bounce.extend_from_slice(unsafe { core::slice::from_raw_parts(pa as *const u8, n) });
     }
     let r = f.loc.node.write_at(offset, &bounce);

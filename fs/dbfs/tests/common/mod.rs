@@ -83,3 +83,9 @@ pub fn names(node: &vfs::NodeRef) -> Vec<String> {
     rest.sort();
     rest
 }
+
+/// The committed image (what a crash right now would leave) is consistent.
+pub fn assert_clean<P: kvdb::Pager + Send + Sync + 'static>(fs: &DbFs<P>) {
+    let problems = fs.fsck().expect("fsck");
+    assert!(problems.is_empty(), "fsck: {problems:#?}");
+}
