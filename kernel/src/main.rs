@@ -188,9 +188,15 @@ fn mount_dbfs(disk: &Arc<drivers::virtio_blk::VirtioDisk>, path: &str) -> bool {
         println!("[kernel] {}: blank disk formatted as dbfs", disk.name);
     }
     match DbFs::mount_checked(pager, Arc::new(arch::time::KernelClock)) {
-        Ok(dbfs) => match fs::mount(path, dbfs) {
+        Ok(dbfs) => match fs::mount(path, dbfs.clone()) {
             Ok(()) => {
                 log::info!("{}: dbfs mounted at {}", disk.name, path);
+                // Commit data buffered for longer than dbfs's write-back delay.
+                fs::register_periodic(alloc::boxed::Box::new(move || {
+                    if let Err(e) = dbfs.writeback_tick() {
+                        log::error!("dbfs write-back failed: {}", e);
+                    }
+                }));
                 true
             }
             Err(e) => {

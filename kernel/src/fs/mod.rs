@@ -63,6 +63,30 @@ pub fn mounts() -> Vec<Arc<Mount>> {
     MOUNTS.read().clone()
 }
 
+/// Work a mounted file system wants done periodically (dbfs's write-back timer).
+type Periodic = alloc::boxed::Box<dyn Fn() + Send + Sync>;
+static PERIODIC: spin::Mutex<Vec<Periodic>> = spin::Mutex::new(Vec::new());
+static LAST_TICK_NS: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
+
+/// Run `f` about once a second from now on.
+pub fn register_periodic(f: Periodic) {
+    PERIODIC.lock().push(f);
+}
+
+/// Called on timer interrupts (which only arrive in user mode, so no kernel lock is held):
+/// runs the periodic work if a second has passed since the last run.
+pub fn tick() {
+    use core::sync::atomic::Ordering::Relaxed;
+    let now = crate::arch::time::monotonic_ns();
+    if now.saturating_sub(LAST_TICK_NS.load(Relaxed)) < 1_000_000_000 {
+        return;
+    }
+    LAST_TICK_NS.store(now, Relaxed);
+    for f in PERIODIC.lock().iter() {
+        f();
+    }
+}
+
 /// Write back every mounted file system (sync, shutdown).
 pub fn sync_all() {
     for m in mounts() {

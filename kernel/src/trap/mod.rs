@@ -241,6 +241,7 @@ extern "C" fn user_trap_handler(tf: &mut TrapFrame) -> ! {
     if scause & INTERRUPT != 0 {
         if scause & !INTERRUPT == SUPERVISOR_TIMER {
             crate::arch::time::set_timer_in_ms(crate::task::TIME_SLICE_MS);
+            crate::fs::tick();
             crate::task::yield_now();
         } else {
             log::warn!("unexpected interrupt {:#x}", scause);
