@@ -61,6 +61,44 @@ pub struct BlockCache {
     blocks: u64,
 }
 
+/// The part of a sector run that falls in one cache block.
+struct Piece {
+    block: u64,
+    /// First sector of the piece within its block, and how many sectors.
+    first: u64,
+    count: u64,
+    /// Where the piece starts in the caller's buffer, and its length in bytes.
+    at: usize,
+    len: usize,
+}
+
+impl Piece {
+    fn mask(&self) -> u8 {
+        sector_mask(self.first, self.count)
+    }
+    /// The piece's byte range inside its block's data.
+    fn in_block(&self) -> core::ops::Range<usize> {
+        let off = self.first as usize * SECTOR_SIZE;
+        off..off + self.len
+    }
+}
+
+/// Split the run of `len` bytes starting at `sector` into per-block pieces.
+fn pieces(sector: u64, len: usize) -> impl Iterator<Item = Piece> {
+    let mut at = 0usize;
+    core::iter::from_fn(move || {
+        if at >= len {
+            return None;
+        }
+        let s = sector + (at / SECTOR_SIZE) as u64;
+        let first = s % SECTORS_PER_BLOCK;
+        let count = (SECTORS_PER_BLOCK - first).min(((len - at) / SECTOR_SIZE) as u64);
+        let p = Piece { block: s / SECTORS_PER_BLOCK, first, count, at, len: count as usize * SECTOR_SIZE };
+        at += p.len;
+        Some(p)
+    })
+}
+
 fn sector_mask(first: u64, count: u64) -> u8 {
     (((1u16 << count) - 1) << first) as u8
 }
@@ -203,33 +241,16 @@ impl BlockCache {
 }
 
 impl BlockCache {
-    /// Cached blocks overlapping the sector run [sector, sector + len / SECTOR_SIZE).
-    fn overlapping(inner: &Inner, sector: u64, len: usize) -> Vec<u64> {
-        let first = sector / SECTORS_PER_BLOCK;
-        let last = (sector + (len / SECTOR_SIZE) as u64 - 1) / SECTORS_PER_BLOCK;
-        inner.map.range(first..=last).map(|(&b, _)| b).collect()
-    }
-
-    /// The sectors of block `b` inside [sector, sector + len/SECTOR_SIZE): (first, count, offset
-    /// of the first in the caller's buffer).
-    fn clip(b: u64, sector: u64, len: usize) -> (u64, u64, usize) {
-        let start = (b * SECTORS_PER_BLOCK).max(sector);
-        let end = ((b + 1) * SECTORS_PER_BLOCK).min(sector + (len / SECTOR_SIZE) as u64);
-        (start - b * SECTORS_PER_BLOCK, end - start, ((start - sector) as usize) * SECTOR_SIZE)
-    }
-
     fn read_direct(&self, inner: &mut Inner, sector: u64, buf: &mut [u8]) -> VfsResult<()> {
         self.dev.read_sectors(sector, buf)?;
-        for b in Self::overlapping(inner, sector, buf.len()) {
-            let Some(e) = inner.map.get(&b) else { continue };
-            if e.dirty == 0 {
-                continue; // clean sectors equal the disk
-            }
-            let (first, count, at) = Self::clip(b, sector, buf.len());
-            for s in first..first + count {
+        // Clean cached sectors equal the disk; lay the dirty ones over what it returned.
+        for p in pieces(sector, buf.len()) {
+            let Some(e) = inner.map.get(&p.block) else { continue };
+            for s in p.first..p.first + p.count {
                 if e.dirty & (1 << s) != 0 {
-                    let o = at + ((s - first) as usize) * SECTOR_SIZE;
-                    buf[o..o + SECTOR_SIZE].copy_from_slice(&e.data[s as usize * SECTOR_SIZE..(s as usize + 1) * SECTOR_SIZE]);
+                    let o = p.at + ((s - p.first) as usize) * SECTOR_SIZE;
+                    let src = s as usize * SECTOR_SIZE;
+                    buf[o..o + SECTOR_SIZE].copy_from_slice(&e.data[src..src + SECTOR_SIZE]);
                 }
             }
         }
@@ -239,16 +260,13 @@ impl BlockCache {
 
     fn write_direct(&self, inner: &mut Inner, sector: u64, buf: &[u8]) -> VfsResult<()> {
         self.dev.write_sectors(sector, buf)?;
-        for b in Self::overlapping(inner, sector, buf.len()) {
-            let (first, count, at) = Self::clip(b, sector, buf.len());
-            let Some(e) = inner.map.get_mut(&b) else { continue };
-            let off = first as usize * SECTOR_SIZE;
-            let n = count as usize * SECTOR_SIZE;
-            e.data[off..off + n].copy_from_slice(&buf[at..at + n]);
-            let mask = sector_mask(first, count);
-            e.valid |= mask;
+        // Cached copies of the written sectors now equal the disk: refresh them, clean.
+        for p in pieces(sector, buf.len()) {
+            let Some(e) = inner.map.get_mut(&p.block) else { continue };
+            e.data[p.in_block()].copy_from_slice(&buf[p.at..p.at + p.len]);
+            e.valid |= p.mask();
             let was_dirty = e.dirty != 0;
-            e.dirty &= !mask;
+            e.dirty &= !p.mask();
             if was_dirty && e.dirty == 0 {
                 inner.dirty_blocks -= 1;
             }
@@ -298,35 +316,27 @@ impl BlockDevice for BlockCache {
             return self.read_direct(&mut inner, sector, buf);
         }
         let (mut hits, mut misses) = (0, 0);
-        let mut done = 0;
-        let mut at = sector;
-        while done < buf.len() {
-            let b = at / SECTORS_PER_BLOCK;
-            let first = at % SECTORS_PER_BLOCK;
-            let count = (SECTORS_PER_BLOCK - first).min(((buf.len() - done) / SECTOR_SIZE) as u64);
-            let need = sector_mask(first, count);
-            let present = inner.map.get(&b).is_some_and(|e| e.valid & need == need);
-            if present {
+        for p in pieces(sector, buf.len()) {
+            let need = p.mask();
+            if inner.map.get(&p.block).is_some_and(|e| e.valid & need == need) {
                 hits += 1;
             } else {
                 misses += 1;
-                let remaining_blocks = (buf.len() - done).div_ceil(BLOCK_SIZE) + 1;
-                let want = if b == inner.next_sequential { remaining_blocks.max(READ_AHEAD) } else { remaining_blocks };
-                self.fill(&mut inner, b, want.min(MAX_RUN))?;
+                let remaining_blocks = (buf.len() - p.at).div_ceil(BLOCK_SIZE) + 1;
+                let want =
+                    if p.block == inner.next_sequential { remaining_blocks.max(READ_AHEAD) } else { remaining_blocks };
+                self.fill(&mut inner, p.block, want.min(MAX_RUN))?;
             }
-            let len = count as usize * SECTOR_SIZE;
-            let off = first as usize * SECTOR_SIZE;
-            match inner.map.get_mut(&b) {
+            let dst = &mut buf[p.at..p.at + p.len];
+            match inner.map.get_mut(&p.block) {
                 Some(e) => {
                     e.referenced = true;
-                    buf[done..done + len].copy_from_slice(&e.data[off..off + len]);
+                    dst.copy_from_slice(&e.data[p.in_block()]);
                 }
                 // Evicted by its own fill (a cache smaller than the run): the disk has the
                 // data, since a block that is not cached cannot be dirty.
-                None => self.dev.read_sectors(at, &mut buf[done..done + len])?,
+                None => self.dev.read_sectors(p.block * SECTORS_PER_BLOCK + p.first, dst)?,
             }
-            done += len;
-            at += count;
         }
         crate::counters::add_cache(hits, misses);
         Ok(())
@@ -338,32 +348,22 @@ impl BlockDevice for BlockCache {
         if buf.len() >= DIRECT_IO {
             return self.write_direct(&mut inner, sector, buf);
         }
-        let mut done = 0;
-        let mut at = sector;
-        while done < buf.len() {
-            let b = at / SECTORS_PER_BLOCK;
-            let first = at % SECTORS_PER_BLOCK;
-            let count = (SECTORS_PER_BLOCK - first).min(((buf.len() - done) / SECTOR_SIZE) as u64);
-            let mask = sector_mask(first, count);
-            if !inner.map.contains_key(&b) {
+        for p in pieces(sector, buf.len()) {
+            if !inner.map.contains_key(&p.block) {
                 let entry = Entry { data: Box::new([0u8; BLOCK_SIZE]), valid: 0, dirty: 0, referenced: true };
-                self.insert(&mut inner, b, entry)?;
+                self.insert(&mut inner, p.block, entry)?;
             }
             let mut newly_dirty = false;
-            if let Some(e) = inner.map.get_mut(&b) {
-                let len = count as usize * SECTOR_SIZE;
-                let off = first as usize * SECTOR_SIZE;
-                e.data[off..off + len].copy_from_slice(&buf[done..done + len]);
-                e.valid |= mask;
+            if let Some(e) = inner.map.get_mut(&p.block) {
+                e.data[p.in_block()].copy_from_slice(&buf[p.at..p.at + p.len]);
+                e.valid |= p.mask();
                 newly_dirty = e.dirty == 0;
-                e.dirty |= mask;
+                e.dirty |= p.mask();
                 e.referenced = true;
             }
             if newly_dirty {
                 inner.dirty_blocks += 1;
             }
-            done += count as usize * SECTOR_SIZE;
-            at += count;
         }
         if inner.dirty_blocks > inner.capacity / 2 {
             self.write_back(&mut inner)?;
