@@ -24,7 +24,6 @@
 
 use alloc::collections::BTreeSet;
 use alloc::sync::Arc;
-use alloc::vec;
 use alloc::vec::Vec;
 
 use spin::Mutex;
@@ -130,30 +129,46 @@ impl DiskWindow {
         while n < want && index + n < pages_total && !st.frames.contains_key(&(index + n)) {
             n += 1;
         }
-        let mut buf = vec![0u8; n * PAGE_SIZE];
-        self.dev.read_sectors((index * PAGE_SIZE / SECTOR_SIZE) as u64, &mut buf)?;
-        for k in 0..n {
-            let mut f = match frame::alloc_for_overwrite() {
+        // Frames first (sorted, so consecutive pages tend to get contiguous frames), then one
+        // device read straight into each physically contiguous run of them: no bounce copy.
+        let mut frames: Vec<Frame> = Vec::with_capacity(n);
+        for _ in 0..n {
+            let f = match frame::alloc_for_overwrite() {
                 Some(f) => f,
                 None => {
-                    let st = &mut *st;
                     let keep: BTreeSet<usize> = (index..index + n).collect();
                     let victims = st.frames.len() / 4 + 1;
-                    Self::evict(self.base, st, victims, &keep);
+                    Self::evict(self.base, &mut st, victims, &keep);
                     frame::alloc_for_overwrite().ok_or(VfsError::NoMemory)?
                 }
             };
-            f.bytes_mut().copy_from_slice(&buf[k * PAGE_SIZE..(k + 1) * PAGE_SIZE]);
+            frames.push(f);
+        }
+        frames.sort_unstable_by_key(|f| f.pa());
+        let mut k = 0;
+        while k < n {
+            let mut run = 1;
+            while k + run < n && frames[k + run].pa() == frames[k].pa() + run * PAGE_SIZE {
+                run += 1;
+            }
+            // SAFETY: frames[k..k + run] are owned by this function, physically contiguous and
+            // identity-mapped, so they form one writable kernel buffer nothing else can see.
+            let dst = unsafe { core::slice::from_raw_parts_mut(frames[k].pa() as *mut u8, run * PAGE_SIZE) };
+            self.dev.read_sectors(((index + k) * PAGE_SIZE / SECTOR_SIZE) as u64, dst)?;
+            k += run;
+        }
+        let st = &mut *st;
+        for (k, f) in frames.into_iter().enumerate() {
             let va = self.base + (index + k) * PAGE_SIZE;
-            let st = &mut *st;
             if !page_table::map_kernel_page(va, f.pa(), &mut st.level0_tables) {
                 return Err(VfsError::NoMemory);
             }
-            crate::arch::csr::sfence_vma(va);
             st.frames.insert(index + k, f);
         }
-        st.next_sequential = index + n;
+        // The new entries were invalid before: one flush covers the whole cluster.
+        crate::arch::csr::sfence_vma_all();
         crate::counters::add_page_fault();
+        st.next_sequential = index + n;
         Ok(())
     }
 
