@@ -150,7 +150,7 @@ bench: images
 	@echo "results: $(BUILD)/bench-results.txt; tables and charts: $(REPORT)/"
 
 bench-kv: deps
-	$(CARGO) bench -p kvdb --bench compare -- --warm-up-time 1 --measurement-time 3
+	$(CARGO) bench -p kvdb-bench --bench kv -- --warm-up-time 1 --measurement-time 3
 
 ## Debug: QEMU waits for gdb on :1234 (`gdb-multiarch $(KERNEL) -ex 'target remote :1234'`).
 gdb: images

@@ -40,14 +40,29 @@ impl<'db, P: Pager + 'db> Entry<'db, P> {
 }
 
 enum Frame<'db, P: Pager + 'db> {
-    Page { page: P::Page<'db>, leaf: bool, count: usize, index: usize },
-    Dirty { node: usize, leaf: bool, count: usize, index: usize },
+    Page {
+        page: P::Page<'db>,
+        leaf: bool,
+        count: usize,
+        index: usize,
+    },
+    Dirty {
+        node: usize,
+        leaf: bool,
+        count: usize,
+        index: usize,
+    },
 }
 
 impl<P: Pager> Frame<'_, P> {
     fn parts(&mut self) -> (bool, usize, &mut usize) {
         match self {
-            Frame::Page { leaf, count, index, .. } | Frame::Dirty { leaf, count, index, .. } => (*leaf, *count, index),
+            Frame::Page {
+                leaf, count, index, ..
+            }
+            | Frame::Dirty {
+                leaf, count, index, ..
+            } => (*leaf, *count, index),
         }
     }
 }
@@ -71,7 +86,12 @@ pub struct Cursor<'tx, 'db, P: Pager> {
 
 impl<'tx, 'db, P: Pager> Cursor<'tx, 'db, P> {
     pub(crate) fn new(bucket: Bucket<'tx, 'db, P>) -> Self {
-        Cursor { bucket, stack: Vec::new(), version: 0, current: None }
+        Cursor {
+            bucket,
+            stack: Vec::new(),
+            version: 0,
+            current: None,
+        }
     }
 
     /// Move to the first entry.
@@ -93,12 +113,16 @@ impl<'tx, 'db, P: Pager> Cursor<'tx, 'db, P> {
     }
 
     /// Move to the next entry (the first one if the cursor is not positioned yet).
+    // Not `Iterator::next`: it is fallible, and pairs with `prev`/`seek` on the same position.
+    #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<Option<Entry<'db, P>>> {
         if self.stack.is_empty() {
             return self.first();
         }
         if self.stale() {
-            let Some(key) = self.current.take() else { return self.first() };
+            let Some(key) = self.current.take() else {
+                return self.first();
+            };
             match self.seek(&key)? {
                 Some(e) if e.key() != key.as_slice() => return Ok(Some(e)),
                 Some(_) => {}
@@ -118,7 +142,9 @@ impl<'tx, 'db, P: Pager> Cursor<'tx, 'db, P> {
             return self.last();
         }
         if self.stale() {
-            let Some(key) = self.current.take() else { return self.last() };
+            let Some(key) = self.current.take() else {
+                return self.last();
+            };
             if self.seek(&key)?.is_none() {
                 return self.last();
             }
@@ -166,8 +192,18 @@ impl<'tx, 'db, P: Pager> Cursor<'tx, 'db, P> {
             }
             let frame = self.load(child, target)?;
             let next = match &frame {
-                Frame::Page { page, leaf: false, index, .. } => Some(Child::Page(page::branch_slot(page, *index)?.1)),
-                Frame::Dirty { node, leaf: false, index, .. } => Some(self.dirty_child(*node, *index)?),
+                Frame::Page {
+                    page,
+                    leaf: false,
+                    index,
+                    ..
+                } => Some(Child::Page(page::branch_slot(page, *index)?.1)),
+                Frame::Dirty {
+                    node,
+                    leaf: false,
+                    index,
+                    ..
+                } => Some(self.dirty_child(*node, *index)?),
                 _ => None,
             };
             self.stack.push(frame);
@@ -180,8 +216,16 @@ impl<'tx, 'db, P: Pager> Cursor<'tx, 'db, P> {
 
     fn dirty_child(&self, node: usize, index: usize) -> Result<Child> {
         let st = self.bucket.tx.state.borrow();
-        match st.buckets[self.bucket.id].tree.nodes.get(node).map(|n| &n.entries) {
-            Some(Entries::Branch(e)) => e.get(index).map(|(_, c)| *c).ok_or(Error::Corrupted("branch index")),
+        match st.buckets[self.bucket.id]
+            .tree
+            .nodes
+            .get(node)
+            .map(|n| &n.entries)
+        {
+            Some(Entries::Branch(e)) => e
+                .get(index)
+                .map(|(_, c)| *c)
+                .ok_or(Error::Corrupted("branch index")),
             _ => Err(Error::Corrupted("dangling dirty node")),
         }
     }
@@ -195,22 +239,40 @@ impl<'tx, 'db, P: Pager> Cursor<'tx, 'db, P> {
                 let index = match target {
                     Target::First => 0,
                     Target::Last => count.saturating_sub(1),
-                    Target::Key(k) if leaf => page::leaf_search(&page, count, k)?.unwrap_or_else(|i| i),
+                    Target::Key(k) if leaf => {
+                        page::leaf_search(&page, count, k)?.unwrap_or_else(|i| i)
+                    }
                     Target::Key(k) => page::branch_search(&page, count, k)?,
                 };
-                Ok(Frame::Page { page, leaf, count, index })
+                Ok(Frame::Page {
+                    page,
+                    leaf,
+                    count,
+                    index,
+                })
             }
             Child::Dirty(node) => {
                 let st = self.bucket.tx.state.borrow();
-                let n = st.buckets[self.bucket.id].tree.nodes.get(node).ok_or(Error::Corrupted("dangling dirty node"))?;
+                let n = st.buckets[self.bucket.id]
+                    .tree
+                    .nodes
+                    .get(node)
+                    .ok_or(Error::Corrupted("dangling dirty node"))?;
                 let (leaf, count) = (n.is_leaf(), n.len());
                 let index = match (&n.entries, target) {
                     (_, Target::First) => 0,
                     (_, Target::Last) => count.saturating_sub(1),
-                    (Entries::Leaf(e), Target::Key(k)) => e.partition_point(|(x, _)| x.as_slice() < k),
+                    (Entries::Leaf(e), Target::Key(k)) => {
+                        e.partition_point(|(x, _)| x.as_slice() < k)
+                    }
                     (Entries::Branch(e), Target::Key(k)) => crate::tree::branch_index(e, k),
                 };
-                Ok(Frame::Dirty { node, leaf, count, index })
+                Ok(Frame::Dirty {
+                    node,
+                    leaf,
+                    count,
+                    index,
+                })
             }
         }
     }
@@ -218,7 +280,9 @@ impl<'tx, 'db, P: Pager> Cursor<'tx, 'db, P> {
     /// Move one leaf position forward or backward, crossing leaves; false at either end.
     fn step(&mut self, forward: bool) -> Result<bool> {
         loop {
-            let Some(top) = self.stack.last_mut() else { return Ok(false) };
+            let Some(top) = self.stack.last_mut() else {
+                return Ok(false);
+            };
             let (leaf, count, index) = top.parts();
             let moved = if forward {
                 if *index + 1 < count {
@@ -242,12 +306,16 @@ impl<'tx, 'db, P: Pager> Cursor<'tx, 'db, P> {
             }
             // Moved within a branch: descend to the nearest leaf on that side.
             let child = match self.stack.last() {
-                Some(Frame::Page { page, index, .. }) => Child::Page(page::branch_slot(page, *index)?.1),
+                Some(Frame::Page { page, index, .. }) => {
+                    Child::Page(page::branch_slot(page, *index)?.1)
+                }
                 Some(Frame::Dirty { node, index, .. }) => self.dirty_child(*node, *index)?,
                 None => return Ok(false),
             };
             self.descend(child, if forward { Target::First } else { Target::Last })?;
-            let Some(top) = self.stack.last_mut() else { return Ok(false) };
+            let Some(top) = self.stack.last_mut() else {
+                return Ok(false);
+            };
             let (_, count, _) = top.parts();
             if count > 0 {
                 return Ok(true);
@@ -260,7 +328,9 @@ impl<'tx, 'db, P: Pager> Cursor<'tx, 'db, P> {
     /// an index one past the end of a leaf), then read it.
     fn settle(&mut self, forward: bool) -> Result<Option<Entry<'db, P>>> {
         loop {
-            let Some(top) = self.stack.last_mut() else { return Ok(None) };
+            let Some(top) = self.stack.last_mut() else {
+                return Ok(None);
+            };
             let (_, count, index) = top.parts();
             if *index < count {
                 break;
@@ -296,8 +366,16 @@ impl<'tx, 'db, P: Pager> Cursor<'tx, 'db, P> {
             Some(Frame::Dirty { node, index, .. }) => {
                 let (key, value) = {
                     let st = tx.state.borrow();
-                    match st.buckets[self.bucket.id].tree.nodes.get(*node).map(|n| &n.entries) {
-                        Some(Entries::Leaf(e)) => e.get(*index).cloned().ok_or(Error::Corrupted("leaf index"))?,
+                    match st.buckets[self.bucket.id]
+                        .tree
+                        .nodes
+                        .get(*node)
+                        .map(|n| &n.entries)
+                    {
+                        Some(Entries::Leaf(e)) => e
+                            .get(*index)
+                            .cloned()
+                            .ok_or(Error::Corrupted("leaf index"))?,
                         _ => return Err(Error::Corrupted("dangling dirty node")),
                     }
                 };
@@ -305,9 +383,11 @@ impl<'tx, 'db, P: Pager> Cursor<'tx, 'db, P> {
                     LeafValue::Inline(v) => Some(Bytes::owned(v)),
                     v => tx.value_of(v, None)?,
                 };
-                Ok(Some(Entry { key: Bytes::owned(key), value }))
+                Ok(Some(Entry {
+                    key: Bytes::owned(key),
+                    value,
+                }))
             }
         }
     }
 }
-

@@ -7,7 +7,7 @@ use spin::Mutex;
 
 use crate::error::{Error, Result};
 use crate::freelist::Freelist;
-use crate::page::{self, Meta, PageId, META_SIZE, MAX_PAGE_SIZE, MIN_PAGE_SIZE};
+use crate::page::{self, Meta, PageId, MAX_PAGE_SIZE, META_SIZE, MIN_PAGE_SIZE};
 use crate::pager::Pager;
 use crate::tx::Tx;
 
@@ -112,7 +112,10 @@ impl<P: Pager> Db<P> {
             (None, None) => return Err(Error::Corrupted("no valid meta page")),
         };
         let ps = meta.page_size as u64;
-        let needed = meta.page_count.checked_mul(ps).ok_or(Error::Corrupted("bad page count"))?;
+        let needed = meta
+            .page_count
+            .checked_mul(ps)
+            .ok_or(Error::Corrupted("bad page count"))?;
         if needed > len {
             return Err(Error::Corrupted("image truncated"));
         }
@@ -131,8 +134,14 @@ impl<P: Pager> Db<P> {
         Db {
             pager,
             page_size: meta.page_size as usize,
-            snapshot: Mutex::new(Snapshot { meta, readers: BTreeMap::new() }),
-            writer: Mutex::new(WriterState { freelist, poisoned: false }),
+            snapshot: Mutex::new(Snapshot {
+                meta,
+                readers: BTreeMap::new(),
+            }),
+            writer: Mutex::new(WriterState {
+                freelist,
+                poisoned: false,
+            }),
         }
     }
 
@@ -148,18 +157,37 @@ impl<P: Pager> Db<P> {
         Ok(Tx::new_read(self, meta))
     }
 
-    /// Begin the write transaction, waiting (spinning) while another one is open.
+    /// Begin the write transaction, waiting (spinning) while another one is open. A thread that
+    /// already holds the write transaction must not call this again (it would wait forever); use
+    /// [`Db::try_begin_write`] where that can happen.
     pub fn begin_write(&self) -> Result<Tx<'_, P>> {
-        let mut writer = self.writer.lock();
+        self.start_write(self.writer.lock())
+    }
+
+    fn start_write<'a>(
+        &'a self,
+        mut writer: spin::MutexGuard<'a, WriterState>,
+    ) -> Result<Tx<'a, P>> {
         if writer.poisoned {
             return Err(Error::Poisoned);
         }
         let (meta, oldest) = {
             let snap = self.snapshot.lock();
-            (snap.meta, snap.readers.keys().next().copied().unwrap_or(u64::MAX))
+            (
+                snap.meta,
+                snap.readers.keys().next().copied().unwrap_or(u64::MAX),
+            )
         };
         writer.freelist.release(oldest);
         Ok(Tx::new_write(self, meta, writer))
+    }
+
+    /// The write transaction, or `None` if another one is open.
+    pub fn try_begin_write(&self) -> Result<Option<Tx<'_, P>>> {
+        match self.writer.try_lock() {
+            Some(writer) => self.start_write(writer).map(Some),
+            None => Ok(None),
+        }
     }
 
     /// `begin_write()` if `writable`, else `begin_read()` (the jammdb spelling).
@@ -191,11 +219,19 @@ impl<P: Pager> Db<P> {
         self.pager
     }
 
-    /// Pages in use up to the high-water mark, and pages free for reuse right now.
+    /// Pages in use up to the high-water mark, and pages free for reuse right now. Never waits:
+    /// `free_pages` is `None` while a write transaction is open.
     pub fn stats(&self) -> Stats {
         let meta = self.snapshot.lock().meta;
-        let free = self.writer.lock().freelist.free_count() as u64;
-        Stats { txid: meta.txid, page_count: meta.page_count, free_pages: free }
+        let free = self
+            .writer
+            .try_lock()
+            .map(|w| w.freelist.free_count() as u64);
+        Stats {
+            txid: meta.txid,
+            page_count: meta.page_count,
+            free_pages: free,
+        }
     }
 
     pub(crate) fn end_read(&self, txid: u64) {
@@ -217,9 +253,16 @@ impl<P: Pager> Db<P> {
     }
 
     /// Read an overflow value of `len` bytes starting at page `id`.
-    pub(crate) fn read_overflow(&self, id: PageId, len: u64, page_count: u64) -> Result<P::Page<'_>> {
+    pub(crate) fn read_overflow(
+        &self,
+        id: PageId,
+        len: u64,
+        page_count: u64,
+    ) -> Result<P::Page<'_>> {
         let pages = len.div_ceil(self.page_size as u64).max(1);
-        let end = id.checked_add(pages).ok_or(Error::Corrupted("overflow out of range"))?;
+        let end = id
+            .checked_add(pages)
+            .ok_or(Error::Corrupted("overflow out of range"))?;
         if id < 2 || end > page_count {
             return Err(Error::Corrupted("overflow out of range"));
         }
@@ -235,6 +278,7 @@ pub struct Stats {
     pub txid: u64,
     /// High-water mark in pages (the store's size).
     pub page_count: u64,
-    /// Pages on the freelist that the next write transaction may reuse.
-    pub free_pages: u64,
+    /// Pages on the freelist that the next write transaction may reuse (`None` while a write
+    /// transaction holds the freelist).
+    pub free_pages: Option<u64>,
 }

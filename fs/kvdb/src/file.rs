@@ -5,7 +5,6 @@
 //! through), so freshly committed pages are served from memory, the way a mapped file would serve
 //! them from the page cache. The cache is dropped wholesale when it exceeds its byte budget.
 
-use std::collections::BTreeMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
@@ -20,9 +19,18 @@ use crate::pager::Pager;
 /// Default cache budget: 256 MiB.
 pub const DEFAULT_CACHE_BYTES: usize = 256 << 20;
 
+/// Writes larger than this (overflow values) are not copied into the cache: a large value is
+/// read back as one range that rarely matches how it was written, and the copy costs as much as
+/// the write. They are cached on first read instead.
+const WRITE_THROUGH_MAX: usize = 16 << 10;
+
+/// Cached ranges are keyed by their start offset in units of the smallest page size, so a
+/// lookup is one index into a vector (reads sit on every tree step of every `get`).
+const GRANULE: u64 = crate::page::MIN_PAGE_SIZE as u64;
+
 struct Cache {
-    /// Cached ranges by offset; every entry starts at a page boundary.
-    ranges: BTreeMap<u64, Arc<[u8]>>,
+    /// `slots[i]`: the cached range starting at byte `i * GRANULE`, if any.
+    slots: Vec<Option<Arc<[u8]>>>,
     bytes: usize,
     longest: usize,
 }
@@ -39,8 +47,13 @@ pub struct FilePager {
 impl FilePager {
     /// Open (or create) `path` for reading and writing.
     pub fn open(path: impl AsRef<Path>) -> std::io::Result<FilePager> {
-        let file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)?;
-        Ok(Self::from_file(file)?)
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)?;
+        Self::from_file(file)
     }
 
     /// Use an already open file.
@@ -49,7 +62,11 @@ impl FilePager {
         Ok(FilePager {
             file,
             len: RwLock::new(len),
-            cache: RwLock::new(Cache { ranges: BTreeMap::new(), bytes: 0, longest: 0 }),
+            cache: RwLock::new(Cache {
+                slots: Vec::new(),
+                bytes: 0,
+                longest: 0,
+            }),
             cache_budget: DEFAULT_CACHE_BYTES,
             sync_enabled: true,
         })
@@ -68,39 +85,57 @@ impl FilePager {
     }
 
     fn insert(&self, offset: u64, data: Arc<[u8]>) {
-        if self.cache_budget == 0 {
+        if self.cache_budget == 0 || !offset.is_multiple_of(GRANULE) {
             return;
         }
+        let Ok(index) = usize::try_from(offset / GRANULE) else {
+            return;
+        };
         let mut cache = self.cache.write();
         if cache.bytes + data.len() > self.cache_budget {
-            cache.ranges.clear();
+            cache.slots.clear();
             cache.bytes = 0;
+        }
+        if cache.slots.len() <= index {
+            cache.slots.resize(index + 1, None);
         }
         cache.bytes += data.len();
         cache.longest = cache.longest.max(data.len());
-        if let Some(old) = cache.ranges.insert(offset, data) {
+        if let Some(old) = cache.slots[index].replace(data) {
             cache.bytes -= old.len();
         }
     }
 
+    fn cached(&self, offset: u64, len: usize) -> Option<Arc<[u8]>> {
+        if !offset.is_multiple_of(GRANULE) {
+            return None;
+        }
+        let index = usize::try_from(offset / GRANULE).ok()?;
+        let cache = self.cache.read();
+        match cache.slots.get(index) {
+            Some(Some(d)) if d.len() == len => Some(d.clone()),
+            _ => None,
+        }
+    }
+
+    /// Drop every cached range that overlaps `[offset, offset + len)`.
     fn invalidate(&self, offset: u64, len: usize) {
         let mut cache = self.cache.write();
-        if cache.ranges.is_empty() {
-            return;
-        }
-        let from = offset.saturating_sub(cache.longest as u64);
         let end = offset + len as u64;
-        let doomed: Vec<u64> = cache
-            .ranges
-            .range(from..end)
-            .filter(|(&o, d)| o + d.len() as u64 > offset)
-            .map(|(&o, _)| o)
-            .collect();
-        for o in doomed {
-            if let Some(d) = cache.ranges.remove(&o) {
-                cache.bytes -= d.len();
+        let first = (offset.saturating_sub(cache.longest as u64) / GRANULE) as usize;
+        let last = (end.div_ceil(GRANULE) as usize).min(cache.slots.len());
+        let mut freed = 0;
+        for i in first..last {
+            let start = i as u64 * GRANULE;
+            let overlaps = match &cache.slots[i] {
+                Some(d) => start < end && offset < start + d.len() as u64,
+                None => false,
+            };
+            if overlaps {
+                freed += cache.slots[i].take().map_or(0, |d| d.len());
             }
         }
+        cache.bytes -= freed;
     }
 }
 
@@ -108,17 +143,17 @@ impl Pager for FilePager {
     type Page<'a> = Arc<[u8]>;
 
     fn read(&self, offset: u64, len: usize) -> Result<Arc<[u8]>> {
-        if let Some(d) = self.cache.read().ranges.get(&offset) {
-            if d.len() == len {
-                return Ok(d.clone());
-            }
+        if let Some(d) = self.cached(offset, len) {
+            return Ok(d);
         }
         let end = offset.checked_add(len as u64).ok_or(Error::Io)?;
         if end > *self.len.read() {
             return Err(Error::Io);
         }
         let mut buf = std::vec![0u8; len];
-        self.file.read_exact_at(&mut buf, offset).map_err(|_| Error::Io)?;
+        self.file
+            .read_exact_at(&mut buf, offset)
+            .map_err(|_| Error::Io)?;
         let data: Arc<[u8]> = Arc::from(buf);
         self.insert(offset, data.clone());
         Ok(data)
@@ -147,8 +182,17 @@ impl Pager for FilePager {
             for w in &writes[i..j] {
                 self.invalidate(w.0, w.1.len());
             }
-            result.map_err(|e| if e.raw_os_error() == Some(28) { Error::NoSpace } else { Error::Io })?;
-            for w in &writes[i..j] {
+            result.map_err(|e| {
+                if e.raw_os_error() == Some(28) {
+                    Error::NoSpace
+                } else {
+                    Error::Io
+                }
+            })?;
+            for w in writes[i..j]
+                .iter()
+                .filter(|w| w.1.len() <= WRITE_THROUGH_MAX)
+            {
                 self.insert(w.0, Arc::from(w.1));
             }
             let mut len = self.len.write();

@@ -32,7 +32,10 @@ impl Freelist {
             }
             free.insert(p);
         }
-        Ok(Freelist { free, pending: BTreeMap::new() })
+        Ok(Freelist {
+            free,
+            pending: BTreeMap::new(),
+        })
     }
 
     /// Pages needed to store this freelist with `extra` more ids.
@@ -122,5 +125,44 @@ impl Freelist {
     /// Number of pages free now (not counting pending ones).
     pub fn free_count(&self) -> usize {
         self.free.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pending_pages_wait_for_older_readers() {
+        let mut f = Freelist::default();
+        f.free_at(5, &[(10, 2)]);
+        f.free_at(6, &[(20, 1)]);
+        assert_eq!(f.take(1), None);
+        // A reader of snapshot 4 can still see pages freed by commit 5.
+        f.release(4);
+        assert_eq!(f.take(1), None);
+        f.release(5);
+        assert_eq!(f.take(2), Some(10));
+        f.release(u64::MAX);
+        assert_eq!(f.take(1), Some(20));
+        assert_eq!(f.free_count(), 0);
+    }
+
+    #[test]
+    fn contiguous_runs_and_roundtrip() {
+        let mut f = Freelist::default();
+        f.free_at(1, &[(3, 1), (7, 4), (20, 2)]);
+        f.release(u64::MAX);
+        assert_eq!(f.take(3), Some(7));
+        f.untake(7, 3);
+        let mut buf = [0u8; 1024];
+        f.encode(&mut buf, 30);
+        let g = Freelist::decode(&buf, 30, 40).unwrap();
+        assert_eq!(g.free, f.free);
+        assert!(
+            Freelist::decode(&buf, 30, 21).is_err(),
+            "ids beyond page_count are corrupt"
+        );
+        assert!(Freelist::decode(&buf, 31, 40).is_err(), "wrong page id");
     }
 }

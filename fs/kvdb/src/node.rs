@@ -75,17 +75,34 @@ pub struct Node {
 
 impl Node {
     pub fn empty_leaf() -> Node {
-        Node { entries: Entries::Leaf(Vec::new()), size: HEADER_SIZE }
+        Node {
+            entries: Entries::Leaf(Vec::new()),
+            size: HEADER_SIZE,
+        }
     }
 
     pub fn leaf(entries: Vec<(Vec<u8>, LeafValue)>) -> Node {
-        let size = HEADER_SIZE + entries.iter().map(|(k, v)| leaf_entry_size(k, v)).sum::<usize>();
-        Node { entries: Entries::Leaf(entries), size }
+        let size = HEADER_SIZE
+            + entries
+                .iter()
+                .map(|(k, v)| leaf_entry_size(k, v))
+                .sum::<usize>();
+        Node {
+            entries: Entries::Leaf(entries),
+            size,
+        }
     }
 
     pub fn branch(entries: Vec<(Vec<u8>, Child)>) -> Node {
-        let size = HEADER_SIZE + entries.iter().map(|(k, _)| branch_entry_size(k)).sum::<usize>();
-        Node { entries: Entries::Branch(entries), size }
+        let size = HEADER_SIZE
+            + entries
+                .iter()
+                .map(|(k, _)| branch_entry_size(k))
+                .sum::<usize>();
+        Node {
+            entries: Entries::Branch(entries),
+            size,
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -208,7 +225,8 @@ impl Node {
                     data += key.len();
                     match value {
                         LeafValue::Inline(v) => buf[data..data + v.len()].copy_from_slice(v),
-                        LeafValue::Bucket { root: a, seq: b } | LeafValue::Overflow { page: a, len: b } => {
+                        LeafValue::Bucket { root: a, seq: b }
+                        | LeafValue::Overflow { page: a, len: b } => {
                             put_u64(buf, data, *a);
                             put_u64(buf, data + 8, *b);
                         }

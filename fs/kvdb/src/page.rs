@@ -59,12 +59,16 @@ pub fn valid_page_size(page_size: usize) -> bool {
 }
 
 pub(crate) fn get_u32(buf: &[u8], at: usize) -> Result<u32> {
-    let b = buf.get(at..at.wrapping_add(4)).ok_or(Error::Corrupted("field out of page"))?;
+    let b = buf
+        .get(at..at.wrapping_add(4))
+        .ok_or(Error::Corrupted("field out of page"))?;
     Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
 }
 
 pub(crate) fn get_u64(buf: &[u8], at: usize) -> Result<u64> {
-    let b = buf.get(at..at.wrapping_add(8)).ok_or(Error::Corrupted("field out of page"))?;
+    let b = buf
+        .get(at..at.wrapping_add(8))
+        .ok_or(Error::Corrupted("field out of page"))?;
     let mut a = [0u8; 8];
     a.copy_from_slice(b);
     Ok(u64::from_le_bytes(a))
@@ -165,7 +169,9 @@ impl Meta {
         }
         if meta.freelist != 0 {
             let end = meta.freelist.checked_add(meta.freelist_pages);
-            if meta.freelist < 2 || meta.freelist_pages == 0 || end.is_none_or(|e| e > meta.page_count)
+            if meta.freelist < 2
+                || meta.freelist_pages == 0
+                || end.is_none_or(|e| e > meta.page_count)
             {
                 return Err(Error::Corrupted("freelist out of range"));
             }
@@ -226,7 +232,9 @@ pub fn node_header(buf: &[u8], id: PageId) -> Result<(bool, usize)> {
 
 fn range_in(buf: &[u8], off: u32, len: u32) -> Result<Range<usize>> {
     let start = off as usize;
-    let end = start.checked_add(len as usize).ok_or(Error::Corrupted("slot overflows"))?;
+    let end = start
+        .checked_add(len as usize)
+        .ok_or(Error::Corrupted("slot overflows"))?;
     if start < HEADER_SIZE || end > buf.len() {
         return Err(Error::Corrupted("slot points outside page"));
     }
@@ -262,7 +270,11 @@ pub fn branch_slot(buf: &[u8], i: usize) -> Result<(Range<usize>, PageId)> {
 }
 
 /// Binary search of a leaf: `Ok(i)` if slot `i` holds `key`, `Err(i)` for the insertion point.
-pub fn leaf_search(buf: &[u8], count: usize, key: &[u8]) -> Result<core::result::Result<usize, usize>> {
+pub fn leaf_search(
+    buf: &[u8],
+    count: usize,
+    key: &[u8],
+) -> Result<core::result::Result<usize, usize>> {
     let (mut lo, mut hi) = (0usize, count);
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
@@ -296,4 +308,81 @@ pub fn branch_search(buf: &[u8], count: usize, key: &[u8]) -> Result<usize> {
 /// Decode a 16-byte bucket or overflow reference.
 pub fn decode_ref(bytes: &[u8]) -> Result<(u64, u64)> {
     Ok((get_u64(bytes, 0)?, get_u64(bytes, 8)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta() -> Meta {
+        Meta {
+            page_size: 4096,
+            txid: 7,
+            root: 5,
+            root_seq: 3,
+            freelist: 9,
+            freelist_pages: 1,
+            page_count: 12,
+        }
+    }
+
+    #[test]
+    fn meta_roundtrip_and_checks() {
+        let mut buf = [0u8; META_SIZE];
+        meta().encode(&mut buf);
+        assert_eq!(Meta::decode(&buf), Ok(meta()));
+        for at in 0..META_SIZE {
+            let mut bad = buf;
+            bad[at] ^= 0x10;
+            assert!(
+                matches!(Meta::decode(&bad), Err(Error::Corrupted(_))),
+                "byte {at}"
+            );
+        }
+        let mut m = meta();
+        m.root = 12;
+        m.encode(&mut buf);
+        assert_eq!(
+            Meta::decode(&buf),
+            Err(Error::Corrupted("root page out of range"))
+        );
+        m = meta();
+        m.freelist_pages = 4;
+        m.encode(&mut buf);
+        assert_eq!(
+            Meta::decode(&buf),
+            Err(Error::Corrupted("freelist out of range"))
+        );
+        assert!(Meta::decode(&buf[..40]).is_err());
+    }
+
+    #[test]
+    fn node_slots_are_bounds_checked() {
+        let mut page = [0u8; 1024];
+        page[0] = KIND_LEAF as u8;
+        put_u32(&mut page, 4, 1);
+        put_u64(&mut page, 8, 3);
+        // Slot 0: key at 1000, length 100 (runs off the page).
+        put_u32(&mut page, 16 + 4, 1000);
+        put_u32(&mut page, 16 + 8, 100);
+        assert_eq!(node_header(&page, 3), Ok((true, 1)));
+        assert!(leaf_slot(&page, 0).is_err());
+        assert_eq!(
+            node_header(&page, 4),
+            Err(Error::Corrupted("page id mismatch"))
+        );
+        put_u32(&mut page, 4, 1000);
+        assert_eq!(
+            node_header(&page, 3),
+            Err(Error::Corrupted("slot count exceeds page"))
+        );
+    }
+
+    #[test]
+    fn size_limits_let_halves_fit() {
+        for ps in [MIN_PAGE_SIZE, 4096, MAX_PAGE_SIZE] {
+            let largest_entry = SLOT_SIZE + max_key_len(ps) + max_inline_len(ps);
+            assert!(HEADER_SIZE + 3 * largest_entry <= ps, "page size {ps}");
+        }
+    }
 }

@@ -83,7 +83,10 @@ impl MemPager {
 
     /// A store holding `image` (e.g. bytes read from a file or a crash-test reconstruction).
     pub fn from_image(image: Vec<u8>) -> Self {
-        MemPager { bytes: RwLock::new(image), ..Self::default() }
+        MemPager {
+            bytes: RwLock::new(image),
+            ..Self::default()
+        }
     }
 
     /// Limit the store to `capacity` bytes: growing past it is [`Error::NoSpace`].

@@ -25,7 +25,10 @@ pub struct Tree {
 
 impl Tree {
     pub fn new(root: PageId) -> Tree {
-        Tree { root: Child::Page(root), nodes: Vec::new() }
+        Tree {
+            root: Child::Page(root),
+            nodes: Vec::new(),
+        }
     }
 }
 
@@ -69,7 +72,10 @@ pub fn lookup<'db, P: Pager>(
             Child::Page(0) => return Ok(None),
             Child::Page(id) => return lookup_pages(db, page_count, id, key),
             Child::Dirty(i) => {
-                let node = tree.nodes.get(i).ok_or(Error::Corrupted("dangling dirty node"))?;
+                let node = tree
+                    .nodes
+                    .get(i)
+                    .ok_or(Error::Corrupted("dangling dirty node"))?;
                 match &node.entries {
                     Entries::Leaf(e) => {
                         return Ok(match e.binary_search_by(|(k, _)| k.as_slice().cmp(key)) {
@@ -111,7 +117,9 @@ fn lookup_pages<'db, P: Pager>(
 
 /// Child index for `key` in a dirty branch: the last entry whose key is `<= key`, or 0.
 pub fn branch_index(entries: &[(Vec<u8>, Child)], key: &[u8]) -> usize {
-    entries.get(1..).map_or(0, |rest| rest.partition_point(|(k, _)| k.as_slice() <= key))
+    entries
+        .get(1..)
+        .map_or(0, |rest| rest.partition_point(|(k, _)| k.as_slice() <= key))
 }
 
 /// Mutating access to a tree inside a write transaction.
@@ -142,13 +150,22 @@ impl<P: Pager> WriteCtx<'_, '_, P> {
     }
 
     /// Insert or replace `key`; returns the value it replaced.
-    pub fn put(&mut self, tree: &mut Tree, key: &[u8], value: LeafValue, mode: PutMode) -> Result<Option<LeafValue>> {
+    pub fn put(
+        &mut self,
+        tree: &mut Tree,
+        key: &[u8],
+        value: LeafValue,
+        mode: PutMode,
+    ) -> Result<Option<LeafValue>> {
         let root = self.materialize(&mut tree.nodes, tree.root)?;
         tree.root = Child::Dirty(root);
         let (old, split) = self.insert(&mut tree.nodes, root, key, value, mode, 0)?;
         if let Some((sep, right)) = split {
             let left_key = tree.nodes[root].first_key().to_vec();
-            tree.nodes.push(Node::branch(vec![(left_key, Child::Dirty(root)), (sep, Child::Dirty(right))]));
+            tree.nodes.push(Node::branch(vec![
+                (left_key, Child::Dirty(root)),
+                (sep, Child::Dirty(right)),
+            ]));
             tree.root = Child::Dirty(tree.nodes.len() - 1);
         }
         Ok(old)
@@ -226,23 +243,23 @@ impl<P: Pager> WriteCtx<'_, '_, P> {
         tree.root = Child::Dirty(root);
         let old = self.remove(&mut tree.nodes, root, key, 0)?;
         // Collapse a root branch with a single child, and an empty root leaf to the empty tree.
-        loop {
-            match tree.root {
-                Child::Dirty(r) => match &tree.nodes[r].entries {
-                    Entries::Branch(e) if e.len() == 1 => tree.root = e[0].1,
-                    Entries::Leaf(e) if e.is_empty() => {
-                        tree.root = Child::Page(0);
-                        break;
-                    }
-                    _ => break,
-                },
-                Child::Page(_) => break,
+        while let Child::Dirty(r) = tree.root {
+            match &tree.nodes[r].entries {
+                Entries::Branch(e) if e.len() == 1 => tree.root = e[0].1,
+                Entries::Leaf(e) if e.is_empty() => tree.root = Child::Page(0),
+                _ => break,
             }
         }
         Ok(old)
     }
 
-    fn remove(&mut self, nodes: &mut Vec<Node>, idx: usize, key: &[u8], depth: usize) -> Result<Option<LeafValue>> {
+    fn remove(
+        &mut self,
+        nodes: &mut Vec<Node>,
+        idx: usize,
+        key: &[u8],
+        depth: usize,
+    ) -> Result<Option<LeafValue>> {
         if depth > MAX_DEPTH {
             return Err(Error::Corrupted("tree too deep"));
         }
@@ -274,7 +291,9 @@ impl<P: Pager> WriteCtx<'_, '_, P> {
     /// Child `i` of branch `parent` is under a quarter page: merge it with a neighbour, or, if the
     /// two do not fit one page, share their entries evenly.
     fn rebalance(&mut self, nodes: &mut Vec<Node>, parent: usize, i: usize) -> Result<()> {
-        let Entries::Branch(e) = &nodes[parent].entries else { return Ok(()) };
+        let Entries::Branch(e) = &nodes[parent].entries else {
+            return Ok(());
+        };
         if e.len() < 2 {
             return Ok(());
         }
@@ -343,12 +362,20 @@ impl<P: Pager> WriteCtx<'_, '_, P> {
         }
         let mut pieces = self.spill_node(&mut tree.nodes, root, alloc, writes, 0)?;
         while pieces.len() > 1 {
-            let node = Node::branch(pieces.into_iter().map(|(k, id)| (k, Child::Page(id))).collect());
+            let node = Node::branch(
+                pieces
+                    .into_iter()
+                    .map(|(k, id)| (k, Child::Page(id)))
+                    .collect(),
+            );
             tree.nodes.push(node);
             let idx = tree.nodes.len() - 1;
             pieces = self.spill_node(&mut tree.nodes, idx, alloc, writes, 0)?;
         }
-        let id = pieces.first().map(|p| p.1).ok_or(Error::Corrupted("empty spill"))?;
+        let id = pieces
+            .first()
+            .map(|p| p.1)
+            .ok_or(Error::Corrupted("empty spill"))?;
         tree.root = Child::Page(id);
         tree.nodes.clear();
         Ok(id)

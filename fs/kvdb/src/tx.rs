@@ -28,6 +28,10 @@ use crate::tree::{self, Found, PutMode, Tree, WriteCtx, MAX_DEPTH};
 
 /// Bytes of a key or value: borrowed from a pager page when the pager allows it (zero-copy), or
 /// owned when they come from a node the write transaction has modified.
+///
+/// Use them while the transaction that returned them is open. Pagers that hand out owned buffers
+/// (`MemPager`, `FilePager`) keep the bytes valid afterwards too, but with a memory-window pager
+/// (`Page = &[u8]`) the page may be reused by a later commit once no reader holds its snapshot.
 pub struct Bytes<'db, P: Pager + 'db> {
     repr: Repr<'db, P>,
 }
@@ -39,10 +43,14 @@ enum Repr<'db, P: Pager + 'db> {
 
 impl<'db, P: Pager + 'db> Bytes<'db, P> {
     pub(crate) fn page(page: P::Page<'db>, range: core::ops::Range<usize>) -> Self {
-        Bytes { repr: Repr::Page(page, range.start, range.end) }
+        Bytes {
+            repr: Repr::Page(page, range.start, range.end),
+        }
     }
     pub(crate) fn owned(v: Vec<u8>) -> Self {
-        Bytes { repr: Repr::Owned(v) }
+        Bytes {
+            repr: Repr::Owned(v),
+        }
     }
 }
 
@@ -60,8 +68,12 @@ impl<'db, P: Pager + 'db> Deref for Bytes<'db, P> {
 impl<'db, P: Pager + 'db> Clone for Bytes<'db, P> {
     fn clone(&self) -> Self {
         match &self.repr {
-            Repr::Page(p, s, e) => Bytes { repr: Repr::Page(p.clone(), *s, *e) },
-            Repr::Owned(v) => Bytes { repr: Repr::Owned(v.clone()) },
+            Repr::Page(p, s, e) => Bytes {
+                repr: Repr::Page(p.clone(), *s, *e),
+            },
+            Repr::Owned(v) => Bytes {
+                repr: Repr::Owned(v.clone()),
+            },
         }
     }
 }
@@ -118,9 +130,21 @@ impl<'db, P: Pager> Tx<'db, P> {
         Self::new(db, meta, None)
     }
 
-    pub(crate) fn new_write(db: &'db Db<P>, mut meta: Meta, guard: MutexGuard<'db, WriterState>) -> Self {
+    pub(crate) fn new_write(
+        db: &'db Db<P>,
+        mut meta: Meta,
+        guard: MutexGuard<'db, WriterState>,
+    ) -> Self {
         meta.txid += 1;
-        Self::new(db, meta, Some(WriteState { guard, freed: Vec::new(), taken: Vec::new() }))
+        Self::new(
+            db,
+            meta,
+            Some(WriteState {
+                guard,
+                freed: Vec::new(),
+                taken: Vec::new(),
+            }),
+        )
     }
 
     fn new(db: &'db Db<P>, meta: Meta, write: Option<WriteState<'db>>) -> Self {
@@ -133,8 +157,17 @@ impl<'db, P: Pager> Tx<'db, P> {
             deleted: false,
             version: 0,
         };
-        let state = TxState { buckets: vec![root], write, page_count: meta.page_count };
-        Tx { db, meta, state: RefCell::new(state), done: false }
+        let state = TxState {
+            buckets: vec![root],
+            write,
+            page_count: meta.page_count,
+        };
+        Tx {
+            db,
+            meta,
+            state: RefCell::new(state),
+            done: false,
+        }
     }
 
     /// Whether this is the write transaction.
@@ -195,7 +228,9 @@ impl<'db, P: Pager> Tx<'db, P> {
     fn commit_inner(&self) -> Result<bool> {
         let mut st = self.state.borrow_mut();
         let st = &mut *st;
-        let Some(ws) = st.write.as_mut() else { return Err(Error::TxReadOnly) };
+        let Some(ws) = st.write.as_mut() else {
+            return Err(Error::TxReadOnly);
+        };
         let db = self.db;
         let ps = db.page_size as u64;
         let txid = self.meta.txid;
@@ -215,23 +250,45 @@ impl<'db, P: Pager> Tx<'db, P> {
         let mut order: Vec<(usize, usize)> = (1..st.buckets.len()).map(|b| (depth(b), b)).collect();
         order.sort_unstable_by(|a, b| b.cmp(a));
         {
-            let WriteState { guard, freed, taken } = ws;
-            let mut pages = PageAlloc { freelist: &mut guard.freelist, taken, page_count, capacity_pages };
+            let WriteState {
+                guard,
+                freed,
+                taken,
+            } = ws;
+            let mut pages = PageAlloc {
+                freelist: &mut guard.freelist,
+                taken,
+                page_count,
+                capacity_pages,
+            };
             for &(_, b) in &order {
                 let bucket = &mut st.buckets[b];
                 if bucket.deleted || !bucket.dirty {
                     continue;
                 }
-                let mut ctx = WriteCtx { db, page_count: self.meta.page_count, freed };
+                let mut ctx = WriteCtx {
+                    db,
+                    page_count: self.meta.page_count,
+                    freed,
+                };
                 let root = ctx.spill(&mut bucket.tree, &mut |n| pages.take(n), &mut writes)?;
                 let (seq, name) = (bucket.seq, bucket.name.clone());
                 let parent = bucket.parent.unwrap_or(0);
                 let parent = &mut st.buckets[parent];
-                ctx.put(&mut parent.tree, &name, LeafValue::Bucket { root, seq }, PutMode::SetBucket)?;
+                ctx.put(
+                    &mut parent.tree,
+                    &name,
+                    LeafValue::Bucket { root, seq },
+                    PutMode::SetBucket,
+                )?;
                 parent.dirty = true;
             }
             let root_bucket = &mut st.buckets[0];
-            let mut ctx = WriteCtx { db, page_count: self.meta.page_count, freed };
+            let mut ctx = WriteCtx {
+                db,
+                page_count: self.meta.page_count,
+                freed,
+            };
             let root = ctx.spill(&mut root_bucket.tree, &mut |n| pages.take(n), &mut writes)?;
 
             // The old freelist extent is part of the previous commit: free it like any page.
@@ -255,7 +312,10 @@ impl<'db, P: Pager> Tx<'db, P> {
             st.page_count = page_count;
 
             writes.sort_unstable_by_key(|w| w.0);
-            let list: Vec<(u64, &[u8])> = writes.iter().map(|(id, b)| (id * ps, b.as_slice())).collect();
+            let list: Vec<(u64, &[u8])> = writes
+                .iter()
+                .map(|(id, b)| (id * ps, b.as_slice()))
+                .collect();
             db.pager.write(&list)?;
             db.pager.sync()?;
 
@@ -263,7 +323,11 @@ impl<'db, P: Pager> Tx<'db, P> {
             meta.encode(&mut meta_page);
             let slot = (txid % 2) * ps;
             // From here on a failure leaves the meta page's state unknown.
-            if let Err(e) = db.pager.write(&[(slot, &meta_page)]).and_then(|_| db.pager.sync()) {
+            if let Err(e) = db
+                .pager
+                .write(&[(slot, &meta_page)])
+                .and_then(|_| db.pager.sync())
+            {
                 guard.poisoned = true;
                 return Err(e);
             }
@@ -308,18 +372,30 @@ impl<'db, P: Pager> Tx<'db, P> {
         Ok(match found {
             Found::Page(page, slot) => {
                 if slot.flags == page::FLAG_INLINE {
-                    (slot.flags, LeafValue::Inline(Vec::new()), Some(Bytes::page(page, slot.value)))
+                    (
+                        slot.flags,
+                        LeafValue::Inline(Vec::new()),
+                        Some(Bytes::page(page, slot.value)),
+                    )
                 } else {
                     let v = LeafValue::decode(slot.flags, &page[slot.value.clone()])?;
                     (slot.flags, v, None)
                 }
             }
-            Found::Dirty(LeafValue::Inline(v)) => (page::FLAG_INLINE, LeafValue::Inline(Vec::new()), Some(Bytes::owned(v))),
+            Found::Dirty(LeafValue::Inline(v)) => (
+                page::FLAG_INLINE,
+                LeafValue::Inline(Vec::new()),
+                Some(Bytes::owned(v)),
+            ),
             Found::Dirty(v) => (1, v, None),
         })
     }
 
-    pub(crate) fn value_of(&self, value: LeafValue, inline: Option<Bytes<'db, P>>) -> Result<Option<Bytes<'db, P>>> {
+    pub(crate) fn value_of(
+        &self,
+        value: LeafValue,
+        inline: Option<Bytes<'db, P>>,
+    ) -> Result<Option<Bytes<'db, P>>> {
         match value {
             LeafValue::Bucket { .. } => Ok(None),
             LeafValue::Overflow { page, len } => {
@@ -333,7 +409,9 @@ impl<'db, P: Pager> Tx<'db, P> {
     }
 
     fn get(&self, b: usize, key: &[u8]) -> Result<Option<Bytes<'db, P>>> {
-        let Some(found) = self.lookup(b, key)? else { return Ok(None) };
+        let Some(found) = self.lookup(b, key)? else {
+            return Ok(None);
+        };
         let (_, value, inline) = self.found_value(found)?;
         if let LeafValue::Bucket { .. } = value {
             return Err(Error::IncompatibleValue);
@@ -361,7 +439,11 @@ impl<'db, P: Pager> Tx<'db, P> {
             LeafValue::Inline(value.to_vec())
         };
         let ws = st.write.as_mut().ok_or(Error::TxReadOnly)?;
-        let mut ctx = WriteCtx { db: self.db, page_count: self.meta.page_count, freed: &mut ws.freed };
+        let mut ctx = WriteCtx {
+            db: self.db,
+            page_count: self.meta.page_count,
+            freed: &mut ws.freed,
+        };
         let bucket = &mut st.buckets[b];
         let old = ctx.put(&mut bucket.tree, key, leaf_value.clone(), PutMode::Value);
         bucket.version += 1;
@@ -404,7 +486,10 @@ impl<'db, P: Pager> Tx<'db, P> {
             }
             return Err(e);
         }
-        Ok(LeafValue::Overflow { page: id, len: value.len() as u64 })
+        Ok(LeafValue::Overflow {
+            page: id,
+            len: value.len() as u64,
+        })
     }
 
     fn alloc(&self, st: &mut TxState<'db>, n: u64) -> Result<PageId> {
@@ -415,7 +500,10 @@ impl<'db, P: Pager> Tx<'db, P> {
         }
         let ps = self.db.page_size as u64;
         let id = st.page_count;
-        if id.checked_add(n).is_none_or(|end| end > self.db.pager.capacity() / ps) {
+        if id
+            .checked_add(n)
+            .is_none_or(|end| end > self.db.pager.capacity() / ps)
+        {
             return Err(Error::NoSpace);
         }
         st.page_count += n;
@@ -424,7 +512,9 @@ impl<'db, P: Pager> Tx<'db, P> {
 
     fn delete(&self, b: usize, key: &[u8]) -> Result<bool> {
         self.check_writable()?;
-        let Some(found) = self.lookup(b, key)? else { return Ok(false) };
+        let Some(found) = self.lookup(b, key)? else {
+            return Ok(false);
+        };
         let (_, value, _) = self.found_value(found)?;
         if let LeafValue::Bucket { .. } = value {
             return Err(Error::IncompatibleValue);
@@ -433,7 +523,11 @@ impl<'db, P: Pager> Tx<'db, P> {
         let mut st = self.state.borrow_mut();
         let st = &mut *st;
         let ws = st.write.as_mut().ok_or(Error::TxReadOnly)?;
-        let mut ctx = WriteCtx { db: self.db, page_count: self.meta.page_count, freed: &mut ws.freed };
+        let mut ctx = WriteCtx {
+            db: self.db,
+            page_count: self.meta.page_count,
+            freed: &mut ws.freed,
+        };
         let bucket = &mut st.buckets[b];
         let old = ctx.delete(&mut bucket.tree, key)?;
         bucket.version += 1;
@@ -461,9 +555,18 @@ impl<'db, P: Pager> Tx<'db, P> {
                 let mut st = self.state.borrow_mut();
                 let st = &mut *st;
                 let ws = st.write.as_mut().ok_or(Error::TxReadOnly)?;
-                let mut ctx = WriteCtx { db: self.db, page_count: self.meta.page_count, freed: &mut ws.freed };
+                let mut ctx = WriteCtx {
+                    db: self.db,
+                    page_count: self.meta.page_count,
+                    freed: &mut ws.freed,
+                };
                 let p = &mut st.buckets[parent];
-                ctx.put(&mut p.tree, name, LeafValue::Bucket { root: 0, seq: 0 }, PutMode::NewBucket)?;
+                ctx.put(
+                    &mut p.tree,
+                    name,
+                    LeafValue::Bucket { root: 0, seq: 0 },
+                    PutMode::NewBucket,
+                )?;
                 p.version += 1;
                 p.dirty = true;
                 (0, 0)
@@ -488,7 +591,9 @@ impl<'db, P: Pager> Tx<'db, P> {
 
     fn find_open(&self, parent: usize, name: &[u8]) -> Option<usize> {
         let st = self.state.borrow();
-        st.buckets.iter().position(|b| !b.deleted && b.parent == Some(parent) && b.name == name)
+        st.buckets
+            .iter()
+            .position(|b| !b.deleted && b.parent == Some(parent) && b.name == name)
     }
 
     fn delete_bucket_in(&self, parent: usize, name: &[u8]) -> Result<()> {
@@ -506,7 +611,11 @@ impl<'db, P: Pager> Tx<'db, P> {
         let st = &mut *st;
         let ws = st.write.as_mut().ok_or(Error::TxReadOnly)?;
         ws.freed.extend(freed);
-        let mut ctx = WriteCtx { db: self.db, page_count: self.meta.page_count, freed: &mut ws.freed };
+        let mut ctx = WriteCtx {
+            db: self.db,
+            page_count: self.meta.page_count,
+            freed: &mut ws.freed,
+        };
         let p = &mut st.buckets[parent];
         ctx.delete(&mut p.tree, name)?;
         p.version += 1;
@@ -515,7 +624,12 @@ impl<'db, P: Pager> Tx<'db, P> {
     }
 
     /// Free everything an open bucket references and mark it (and open descendants) deleted.
-    fn free_open_bucket(&self, b: usize, freed: &mut Vec<(PageId, u64)>, depth: usize) -> Result<()> {
+    fn free_open_bucket(
+        &self,
+        b: usize,
+        freed: &mut Vec<(PageId, u64)>,
+        depth: usize,
+    ) -> Result<()> {
         let root = self.state.borrow().buckets[b].tree.root;
         self.free_pages(Some(b), root, freed, depth)?;
         self.state.borrow_mut().buckets[b].deleted = true;
@@ -524,7 +638,13 @@ impl<'db, P: Pager> Tx<'db, P> {
 
     /// Free the pages of a subtree. `owner` is the open bucket the subtree belongs to (so nested
     /// buckets that are open in this transaction are freed through their own state).
-    fn free_pages(&self, owner: Option<usize>, child: Child, freed: &mut Vec<(PageId, u64)>, depth: usize) -> Result<()> {
+    fn free_pages(
+        &self,
+        owner: Option<usize>,
+        child: Child,
+        freed: &mut Vec<(PageId, u64)>,
+        depth: usize,
+    ) -> Result<()> {
         if depth > MAX_DEPTH {
             return Err(Error::Corrupted("tree too deep"));
         }
@@ -551,7 +671,11 @@ impl<'db, P: Pager> Tx<'db, P> {
             Child::Dirty(i) => {
                 let st = self.state.borrow();
                 let owner_b = owner.ok_or(Error::Corrupted("dirty node without bucket"))?;
-                let node = st.buckets[owner_b].tree.nodes.get(i).ok_or(Error::Corrupted("dangling dirty node"))?;
+                let node = st.buckets[owner_b]
+                    .tree
+                    .nodes
+                    .get(i)
+                    .ok_or(Error::Corrupted("dangling dirty node"))?;
                 match &node.entries {
                     crate::node::Entries::Leaf(e) => values.extend(e.iter().cloned()),
                     crate::node::Entries::Branch(e) => children.extend(e.iter().map(|(_, c)| *c)),
@@ -598,7 +722,10 @@ pub struct Bucket<'tx, 'db, P: Pager> {
 
 impl<P: Pager> Clone for Bucket<'_, '_, P> {
     fn clone(&self) -> Self {
-        Bucket { tx: self.tx, id: self.id }
+        Bucket {
+            tx: self.tx,
+            id: self.id,
+        }
     }
 }
 
@@ -697,7 +824,10 @@ impl PageAlloc<'_> {
             return Ok(id);
         }
         let id = self.page_count;
-        if id.checked_add(n).is_none_or(|end| end > self.capacity_pages) {
+        if id
+            .checked_add(n)
+            .is_none_or(|end| end > self.capacity_pages)
+        {
             return Err(Error::NoSpace);
         }
         self.page_count += n;

@@ -65,18 +65,25 @@ fn readers_see_their_snapshot() {
         let b = tx.get_bucket(b"b").unwrap();
         b.put(b"k", format!("new{i}").as_bytes()).unwrap();
         for j in 0..50u32 {
-            b.put(format!("fill{i:03}{j:03}").as_bytes(), &[i as u8; 100]).unwrap();
+            b.put(format!("fill{i:03}{j:03}").as_bytes(), &[i as u8; 100])
+                .unwrap();
         }
         tx.commit().unwrap();
     }
     assert_eq!(&*old, b"old");
-    assert_eq!(&*reader.get_bucket(b"b").unwrap().get(b"k").unwrap().unwrap(), b"old");
+    assert_eq!(
+        &*reader.get_bucket(b"b").unwrap().get(b"k").unwrap().unwrap(),
+        b"old"
+    );
     let mut c = reader.get_bucket(b"b").unwrap().cursor();
     assert_eq!(c.first().unwrap().unwrap().key(), b"k");
     assert!(c.next().unwrap().is_none());
     drop(reader);
     let tx = db.begin_read().unwrap();
-    assert_eq!(&*tx.get_bucket(b"b").unwrap().get(b"k").unwrap().unwrap(), b"new49");
+    assert_eq!(
+        &*tx.get_bucket(b"b").unwrap().get(b"k").unwrap().unwrap(),
+        b"new49"
+    );
 }
 
 #[test]
@@ -86,7 +93,10 @@ fn errors_are_reported() {
     let b = tx.create_bucket(b"b").unwrap();
     assert_eq!(tx.create_bucket(b"b").err(), Some(Error::BucketExists));
     assert_eq!(b.put(b"", b"v"), Err(Error::KeyTooLarge));
-    assert_eq!(b.put(&vec![1u8; db.max_key_len() + 1], b"v"), Err(Error::KeyTooLarge));
+    assert_eq!(
+        b.put(&vec![1u8; db.max_key_len() + 1], b"v"),
+        Err(Error::KeyTooLarge)
+    );
     b.put(&vec![1u8; db.max_key_len()], b"v").unwrap();
     b.put(b"value", b"v").unwrap();
     b.create_bucket(b"nested").unwrap();
@@ -107,7 +117,10 @@ fn errors_are_reported() {
     assert_eq!(b.delete(b"value"), Err(Error::TxReadOnly));
     assert_eq!(tx.create_bucket(b"c").err(), Some(Error::TxReadOnly));
     assert_eq!(b.next_sequence(), Err(Error::TxReadOnly));
-    assert_eq!(Db::create(MemPager::new(), Options { page_size: 3000 }).err(), Some(Error::InvalidOptions));
+    assert_eq!(
+        Db::create(MemPager::new(), Options { page_size: 3000 }).err(),
+        Some(Error::InvalidOptions)
+    );
 }
 
 #[test]
@@ -138,15 +151,27 @@ fn large_values_are_contiguous_and_pages_are_reused() {
     let grown = db.stats().page_count;
     for round in 0..20u8 {
         let tx = db.begin_write().unwrap();
-        tx.get_bucket(b"data").unwrap().put(b"big", &vec![round; 65536]).unwrap();
+        tx.get_bucket(b"data")
+            .unwrap()
+            .put(b"big", &vec![round; 65536])
+            .unwrap();
         tx.commit().unwrap();
     }
-    assert_eq!(db.stats().page_count, grown, "steady-state rewrites must reuse freed pages");
+    assert_eq!(
+        db.stats().page_count,
+        grown,
+        "steady-state rewrites must reuse freed pages"
+    );
     let tx = db.begin_write().unwrap();
     assert!(tx.get_bucket(b"data").unwrap().delete(b"big").unwrap());
     tx.commit().unwrap();
     let tx = db.begin_read().unwrap();
-    assert!(tx.get_bucket(b"data").unwrap().get(b"big").unwrap().is_none());
+    assert!(tx
+        .get_bucket(b"data")
+        .unwrap()
+        .get(b"big")
+        .unwrap()
+        .is_none());
 }
 
 #[test]
@@ -164,7 +189,10 @@ fn slice_pager_reads_are_zero_copy() {
     let range = image.as_ptr_range();
     for key in [&b"small"[..], b"large"] {
         let v = b.get(key).unwrap().unwrap();
-        assert!(range.contains(&v.as_ptr()), "value must point into the image");
+        assert!(
+            range.contains(&v.as_ptr()),
+            "value must point into the image"
+        );
     }
     assert_eq!(&*b.get(b"small").unwrap().unwrap(), b"hello");
     assert_eq!(b.get(b"large").unwrap().unwrap().len(), 20_000);
@@ -205,8 +233,16 @@ fn many_keys_split_merge_and_cursor() {
     let expect = model.range(probe.to_vec()..).next().map(|(k, _)| k.clone());
     assert_eq!(c.seek(probe).unwrap().map(|e| e.key().to_vec()), expect);
     drop(tx);
-    let expected: common::Model =
-        [(b"b".to_vec(), Item::Bucket(model.into_iter().map(|(k, v)| (k, Item::Value(v))).collect()))].into();
+    let expected: common::Model = [(
+        b"b".to_vec(),
+        Item::Bucket(
+            model
+                .into_iter()
+                .map(|(k, v)| (k, Item::Value(v)))
+                .collect(),
+        ),
+    )]
+    .into();
     assert_eq!(dump(&db).unwrap(), expected);
     assert_eq!(dump(&reopen(db)).unwrap(), expected);
 }
@@ -221,7 +257,9 @@ fn nested_buckets_and_delete_bucket_free_pages() {
         for i in 0..5u32 {
             let nested = top.create_bucket(format!("n{i}").as_bytes()).unwrap();
             for j in 0..200u32 {
-                nested.put(format!("k{j:04}").as_bytes(), &[j as u8; 50]).unwrap();
+                nested
+                    .put(format!("k{j:04}").as_bytes(), &[j as u8; 50])
+                    .unwrap();
             }
             let deeper = nested.create_bucket(b"deeper").unwrap();
             deeper.put(b"x", &vec![1u8; 9000]).unwrap();
@@ -232,7 +270,15 @@ fn nested_buckets_and_delete_bucket_free_pages() {
             let tx = db.begin_read().unwrap();
             let n3 = tx.get_bucket(b"top").unwrap().get_bucket(b"n3").unwrap();
             assert_eq!(&*n3.get(b"k0007").unwrap().unwrap(), &[7u8; 50][..]);
-            assert_eq!(n3.get_bucket(b"deeper").unwrap().get(b"x").unwrap().unwrap().len(), 9000);
+            assert_eq!(
+                n3.get_bucket(b"deeper")
+                    .unwrap()
+                    .get(b"x")
+                    .unwrap()
+                    .unwrap()
+                    .len(),
+                9000
+            );
             assert_eq!(tx.get_bucket(b"top").unwrap().sequence(), 1);
         }
         let tx = db.begin_write().unwrap();
@@ -242,7 +288,11 @@ fn nested_buckets_and_delete_bucket_free_pages() {
         if round == 2 {
             high = db.stats().page_count;
         } else if round > 2 {
-            assert_eq!(db.stats().page_count, high, "deleted buckets' pages must be reused");
+            assert_eq!(
+                db.stats().page_count,
+                high,
+                "deleted buckets' pages must be reused"
+            );
         }
     }
 }
@@ -294,7 +344,8 @@ fn put_many_batches_in_one_transaction() {
     let db = mem_db();
     let tx = db.begin_write().unwrap();
     let b = tx.create_bucket(b"file").unwrap();
-    b.put_many((0u64..5000).map(|i| (i.to_be_bytes(), i.to_le_bytes()))).unwrap();
+    b.put_many((0u64..5000).map(|i| (i.to_be_bytes(), i.to_le_bytes())))
+        .unwrap();
     tx.commit().unwrap();
     let tx = db.begin_read().unwrap();
     let b = tx.get_bucket(b"file").unwrap();
@@ -309,7 +360,11 @@ fn put_many_batches_in_one_transaction() {
     }
     assert_eq!(i, 5000);
     // Appending sorted keys fills pages: 5000 x (16 + 8 + 8) bytes ~ 160 KiB ~ 40 pages.
-    assert!(db.stats().page_count < 60, "pages: {}", db.stats().page_count);
+    assert!(
+        db.stats().page_count < 60,
+        "pages: {}",
+        db.stats().page_count
+    );
 }
 
 #[test]
@@ -324,7 +379,9 @@ fn out_of_space_leaves_store_unchanged() {
     for i in 0..100u32 {
         let tx = db.begin_write().unwrap();
         let b = tx.get_bucket(b"b").unwrap();
-        let r = b.put(format!("k{i}").as_bytes(), &vec![1u8; 20_000]).and_then(|_| tx.commit());
+        let r = b
+            .put(format!("k{i}").as_bytes(), &vec![1u8; 20_000])
+            .and_then(|_| tx.commit());
         if let Err(e) = r {
             assert_eq!(e, Error::NoSpace);
             hit = true;
@@ -341,7 +398,10 @@ fn out_of_space_leaves_store_unchanged() {
     tx.get_bucket(b"b").unwrap().put(b"small", b"ok").unwrap();
     tx.commit().unwrap();
     let tx = db.begin_read().unwrap();
-    assert_eq!(&*tx.get_bucket(b"b").unwrap().get(b"small").unwrap().unwrap(), b"ok");
+    assert_eq!(
+        &*tx.get_bucket(b"b").unwrap().get(b"small").unwrap().unwrap(),
+        b"ok"
+    );
 }
 
 #[test]
@@ -365,7 +425,10 @@ fn io_error_in_commit_leaves_store_unchanged() {
     db.pager().fail_writes_after(None);
     assert_eq!(dump(&db).unwrap(), before);
     assert_eq!(db.stats(), stats);
-    assert_eq!(dump(&Db::open(MemPager::from_image(db.pager().image())).unwrap()).unwrap(), before);
+    assert_eq!(
+        dump(&Db::open(MemPager::from_image(db.pager().image())).unwrap()).unwrap(),
+        before
+    );
     let tx = db.begin_write().unwrap();
     tx.get_bucket(b"b").unwrap().put(b"after", b"ok").unwrap();
     tx.commit().unwrap();
@@ -376,11 +439,16 @@ fn file_pager_roundtrip() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db.kv");
     {
-        let db = Db::create(kvdb::FilePager::open(&path).unwrap(), Options { page_size: 8192 }).unwrap();
+        let db = Db::create(
+            kvdb::FilePager::open(&path).unwrap(),
+            Options { page_size: 8192 },
+        )
+        .unwrap();
         let tx = db.begin_write().unwrap();
         let b = tx.create_bucket(b"b").unwrap();
         for i in 0..2000u32 {
-            b.put(&i.to_be_bytes(), &vec![i as u8; (i % 700) as usize]).unwrap();
+            b.put(&i.to_be_bytes(), &vec![i as u8; (i % 700) as usize])
+                .unwrap();
         }
         b.put(b"big", &vec![3u8; 100_000]).unwrap();
         tx.commit().unwrap();
@@ -389,7 +457,10 @@ fn file_pager_roundtrip() {
     assert_eq!(db.page_size(), 8192);
     let tx = db.begin_read().unwrap();
     let b = tx.get_bucket(b"b").unwrap();
-    assert_eq!(&*b.get(&1999u32.to_be_bytes()).unwrap().unwrap(), &vec![1999u32 as u8; 1999 % 700][..]);
+    assert_eq!(
+        &*b.get(&1999u32.to_be_bytes()).unwrap().unwrap(),
+        &vec![1999u32 as u8; 1999 % 700][..]
+    );
     assert_eq!(b.get(b"big").unwrap().unwrap().len(), 100_000);
 }
 
@@ -397,7 +468,10 @@ fn file_pager_roundtrip() {
 fn concurrent_readers_and_writer() {
     let db = mem_db();
     let tx = db.begin_write().unwrap();
-    tx.create_bucket(b"b").unwrap().put(b"counter", &0u64.to_le_bytes()).unwrap();
+    tx.create_bucket(b"b")
+        .unwrap()
+        .put(b"counter", &0u64.to_le_bytes())
+        .unwrap();
     tx.commit().unwrap();
     std::thread::scope(|s| {
         for _ in 0..2 {
@@ -406,10 +480,15 @@ fn concurrent_readers_and_writer() {
                 for _ in 0..200 {
                     let tx = db.begin_read().unwrap();
                     let b = tx.get_bucket(b"b").unwrap();
-                    let v = u64::from_le_bytes(b.get(b"counter").unwrap().unwrap()[..8].try_into().unwrap());
+                    let v = u64::from_le_bytes(
+                        b.get(b"counter").unwrap().unwrap()[..8].try_into().unwrap(),
+                    );
                     // Every key written with the counter is visible in the same snapshot.
                     if v > 0 {
-                        assert_eq!(&*b.get(format!("k{v}").as_bytes()).unwrap().unwrap(), &v.to_le_bytes());
+                        assert_eq!(
+                            &*b.get(format!("k{v}").as_bytes()).unwrap().unwrap(),
+                            &v.to_le_bytes()
+                        );
                     }
                     assert!(v >= last);
                     last = v;
@@ -447,4 +526,76 @@ fn small_pages_work() {
         assert_eq!(&*b.get(k).unwrap().unwrap(), &v[..]);
     }
     let _ = db.pager().len();
+}
+
+#[test]
+fn one_writer_at_a_time() {
+    let db = mem_db();
+    let tx = db.begin_write().unwrap();
+    assert!(db.try_begin_write().unwrap().is_none());
+    assert_eq!(
+        db.stats().free_pages,
+        None,
+        "stats must not wait for the writer"
+    );
+    let r = db.begin_read().unwrap();
+    drop(tx);
+    assert!(db.try_begin_write().unwrap().is_some());
+    drop(r);
+}
+
+/// The file pager's cache must never serve stale bytes: run a mixed workload with many commits
+/// (pages freed and reused, overflow values rewritten) and compare with a model after each commit
+/// and after reopening the file (cold cache), with a small cache budget that forces clears.
+#[test]
+fn file_pager_cache_stays_coherent() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db.kv");
+    let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+    let mut rng = Rng(99);
+    for budget in [1usize << 30, 200_000] {
+        let pager = kvdb::FilePager::open(&path)
+            .unwrap()
+            .without_sync()
+            .with_cache_budget(budget);
+        let db = if model.is_empty() {
+            Db::create(pager, Options { page_size: 1024 }).unwrap()
+        } else {
+            Db::open(pager).unwrap()
+        };
+        for _ in 0..40 {
+            let tx = db.begin_write().unwrap();
+            let b = tx.get_or_create_bucket(b"b").unwrap();
+            for _ in 0..60 {
+                let k = format!("k{:03}", rng.below(300)).into_bytes();
+                if rng.below(4) == 0 {
+                    b.delete(&k).unwrap();
+                    model.remove(&k);
+                } else {
+                    let len = [10, 150, 1500, 5000][rng.below(4) as usize];
+                    let v = vec![rng.below(256) as u8; len];
+                    b.put(&k, &v).unwrap();
+                    model.insert(k, v);
+                }
+            }
+            tx.commit().unwrap();
+            let tx = db.begin_read().unwrap();
+            let b = tx.get_bucket(b"b").unwrap();
+            for (k, v) in &model {
+                assert_eq!(&*b.get(k).unwrap().unwrap(), &v[..]);
+            }
+        }
+    }
+    let db = Db::open(kvdb::FilePager::open(&path).unwrap()).unwrap();
+    let expected: common::Model = [(
+        b"b".to_vec(),
+        Item::Bucket(
+            model
+                .into_iter()
+                .map(|(k, v)| (k, Item::Value(v)))
+                .collect(),
+        ),
+    )]
+    .into();
+    assert_eq!(dump(&db).unwrap(), expected);
 }

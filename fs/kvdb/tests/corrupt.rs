@@ -11,9 +11,15 @@ fn sample_image(page_size: usize) -> Vec<u8> {
     let db = Db::create(MemPager::new(), Options { page_size }).unwrap();
     for t in 0..4u32 {
         let tx = db.begin_write().unwrap();
-        let b = tx.get_or_create_bucket(format!("bucket{}", t % 2).as_bytes()).unwrap();
+        let b = tx
+            .get_or_create_bucket(format!("bucket{}", t % 2).as_bytes())
+            .unwrap();
         for i in 0..300u32 {
-            b.put(format!("key{:05}", i * 7 + t).as_bytes(), &vec![i as u8; (i % 90) as usize]).unwrap();
+            b.put(
+                format!("key{:05}", i * 7 + t).as_bytes(),
+                &vec![i as u8; (i % 90) as usize],
+            )
+            .unwrap();
         }
         b.put(b"big", &vec![t as u8; 3 * page_size + 17]).unwrap();
         let n = b.get_or_create_bucket(b"nested").unwrap();
@@ -51,24 +57,49 @@ fn exercise(image: Vec<u8>) -> Result<usize, Error> {
 fn truncated_images_are_errors() {
     let image = sample_image(4096);
     assert!(exercise(image.clone()).is_ok());
-    for len in [0, 1, 79, 80, 4095, 4096, 4176, 8191, 8192, 12288, image.len() / 2, image.len() - 1] {
+    for len in [
+        0,
+        1,
+        79,
+        80,
+        4095,
+        4096,
+        4176,
+        8191,
+        8192,
+        12288,
+        image.len() / 2,
+        image.len() - 1,
+    ] {
         let r = Db::open(MemPager::from_image(image[..len].to_vec())).map(|_| ());
         assert!(matches!(r, Err(Error::Corrupted(_))), "len {len}: {r:?}");
     }
-    assert!(matches!(Db::open(MemPager::new()).err(), Some(Error::Corrupted(_))));
-    assert!(matches!(Db::open(MemPager::from_image(vec![0xff; 65536])).err(), Some(Error::Corrupted(_))));
+    assert!(matches!(
+        Db::open(MemPager::new()).err(),
+        Some(Error::Corrupted(_))
+    ));
+    assert!(matches!(
+        Db::open(MemPager::from_image(vec![0xff; 65536])).err(),
+        Some(Error::Corrupted(_))
+    ));
 }
 
 #[test]
 fn one_bad_meta_falls_back_to_the_other() {
     let mut image = sample_image(4096);
-    let newest = Db::open(MemPager::from_image(image.clone())).unwrap().stats().txid;
+    let newest = Db::open(MemPager::from_image(image.clone()))
+        .unwrap()
+        .stats()
+        .txid;
     let slot = (newest % 2) as usize * 4096;
     image[slot + 20] ^= 0x40;
     let db = Db::open(MemPager::from_image(image.clone())).unwrap();
     assert_eq!(db.stats().txid, newest - 1);
     image[(1 - newest % 2) as usize * 4096 + 3] ^= 1;
-    assert_eq!(Db::open(MemPager::from_image(image)).err(), Some(Error::Corrupted("no valid meta page")));
+    assert_eq!(
+        Db::open(MemPager::from_image(image)).err(),
+        Some(Error::Corrupted("no valid meta page"))
+    );
 }
 
 fn mutate(rng: &mut Rng, image: &mut Vec<u8>, page_size: usize) {
@@ -84,7 +115,15 @@ fn mutate(rng: &mut Rng, image: &mut Vec<u8>, page_size: usize) {
         2 => {
             let page = 2 + rng.below((image.len() / page_size - 2) as u64) as usize;
             let at = page * page_size + rng.below(256) as usize;
-            let v: u32 = [0, 1, 2, 0xffff, 0xffff_ffff, page_size as u32, rng.next() as u32][rng.below(7) as usize];
+            let v: u32 = [
+                0,
+                1,
+                2,
+                0xffff,
+                0xffff_ffff,
+                page_size as u32,
+                rng.next() as u32,
+            ][rng.below(7) as usize];
             image[at..at + 4].copy_from_slice(&v.to_le_bytes());
         }
         // A whole page of garbage.
@@ -98,7 +137,9 @@ fn mutate(rng: &mut Rng, image: &mut Vec<u8>, page_size: usize) {
         4 => {
             for slot in 0..2 {
                 let at = slot * page_size;
-                let Ok(mut m) = Meta::decode(&image[at..at + 80]) else { continue };
+                let Ok(mut m) = Meta::decode(&image[at..at + 80]) else {
+                    continue;
+                };
                 match rng.below(5) {
                     0 => m.root = rng.below(image.len() as u64 / page_size as u64 + 2),
                     1 => m.freelist = rng.below(image.len() as u64 / page_size as u64 + 2),
@@ -136,6 +177,41 @@ fn mutated_images_never_panic() {
             }
         }
         // Both outcomes must occur, or the mutations are not reaching anything.
-        assert!(opened > 50 && errors > 50, "page {page_size}: {opened} clean, {errors} errors");
+        assert!(
+            opened > 50 && errors > 50,
+            "page {page_size}: {opened} clean, {errors} errors"
+        );
+    }
+}
+
+/// With KVDB_FUZZ_SEEDS=<dir>, write small valid images there as a seed corpus for cargo fuzz.
+#[test]
+fn write_fuzz_seeds() {
+    let Some(dir) = std::env::var_os("KVDB_FUZZ_SEEDS") else {
+        return;
+    };
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = Db::create(MemPager::new(), Options { page_size: 1024 }).unwrap();
+    std::fs::write(std::path::Path::new(&dir).join("empty"), db.pager().image()).unwrap();
+    for t in 0..3u32 {
+        let tx = db.begin_write().unwrap();
+        let b = tx.get_or_create_bucket(format!("b{t}").as_bytes()).unwrap();
+        for i in 0..(20 * (t + 1)) {
+            b.put(
+                format!("k{i:03}").as_bytes(),
+                &vec![i as u8; (i * 5 % 300) as usize],
+            )
+            .unwrap();
+        }
+        b.get_or_create_bucket(b"n")
+            .unwrap()
+            .put(b"x", &[1u8; 1500])
+            .unwrap();
+        tx.commit().unwrap();
+        std::fs::write(
+            std::path::Path::new(&dir).join(format!("seed{t}")),
+            db.pager().image(),
+        )
+        .unwrap();
     }
 }

@@ -23,14 +23,18 @@ fn workload(page_size: usize, seed: u64) -> Run {
     let mut log_len = 0;
     for t in 0..24u32 {
         let tx = db.begin_write().unwrap();
-        let b = tx.get_or_create_bucket(format!("b{}", t % 3).as_bytes()).unwrap();
+        let b = tx
+            .get_or_create_bucket(format!("b{}", t % 3).as_bytes())
+            .unwrap();
         for _ in 0..(10 + rng.below(120)) {
             let k = format!("k{:04}", rng.below(400)).into_bytes();
             match rng.below(10) {
                 0..=2 => {
                     b.delete(&k).unwrap();
                 }
-                3 => b.put(&k, &vec![t as u8; 2000 + rng.below(9000) as usize]).unwrap(),
+                3 => b
+                    .put(&k, &vec![t as u8; 2000 + rng.below(9000) as usize])
+                    .unwrap(),
                 _ => b.put(&k, &vec![t as u8; rng.below(200) as usize]).unwrap(),
             }
         }
@@ -59,7 +63,11 @@ fn workload(page_size: usize, seed: u64) -> Run {
     }
     let log = LOG.with(|l| std::mem::take(&mut *l.borrow_mut()));
     assert_eq!(log.len(), log_len);
-    Run { initial, log, commits }
+    Run {
+        initial,
+        log,
+        commits,
+    }
 }
 
 thread_local! {
@@ -94,12 +102,20 @@ fn acceptable(run: &Run, n: usize, meta_write_partial: bool) -> Vec<Model> {
 }
 
 fn check(image: Vec<u8>, ok: &[Model], what: &str) {
-    let db = Db::open(MemPager::from_image(image)).unwrap_or_else(|e| panic!("{what}: open failed: {e}"));
+    let db = Db::open(MemPager::from_image(image))
+        .unwrap_or_else(|e| panic!("{what}: open failed: {e}"));
     let got = dump(&db).unwrap_or_else(|e| panic!("{what}: read failed: {e}"));
-    assert!(ok.contains(&got), "{what}: state is none of the {} acceptable ones", ok.len());
+    assert!(
+        ok.contains(&got),
+        "{what}: state is none of the {} acceptable ones",
+        ok.len()
+    );
     // The recovered store must accept new writes.
     let tx = db.begin_write().unwrap();
-    tx.get_or_create_bucket(b"after").unwrap().put(b"k", b"v").unwrap();
+    tx.get_or_create_bucket(b"after")
+        .unwrap()
+        .put(b"k", b"v")
+        .unwrap();
     tx.commit().unwrap();
 }
 
@@ -109,11 +125,15 @@ fn crash_at_every_prefix(page_size: usize, seed: u64) {
     let mut image = run.initial.clone();
     let mut cuts = 0;
     for n in 0..=run.log.len() {
-        check(image.clone(), &acceptable(&run, n, false), &format!("cut after {n} events"));
+        check(
+            image.clone(),
+            &acceptable(&run, n, false),
+            &format!("cut after {n} events"),
+        );
         cuts += 1;
         if let Some(PagerEvent::Write(offset, data)) = run.log.get(n) {
             // Torn: only the first part of this write lands (a sector, or half of it).
-            let keep = (data.len() / 2).min(512).max(1);
+            let keep = (data.len() / 2).clamp(1, 512);
             let mut torn = image.clone();
             apply(&mut torn, *offset, &data[..keep]);
             check(torn, &acceptable(&run, n, true), &format!("torn write {n}"));
@@ -122,7 +142,10 @@ fn crash_at_every_prefix(page_size: usize, seed: u64) {
     }
     assert!(cuts > 100, "only {cuts} cuts");
     // The complete log gives the last state.
-    assert_eq!(dump(&Db::open(MemPager::from_image(image)).unwrap()).unwrap(), run.commits.last().unwrap().1);
+    assert_eq!(
+        dump(&Db::open(MemPager::from_image(image)).unwrap()).unwrap(),
+        run.commits.last().unwrap().1
+    );
 }
 
 #[test]

@@ -11,13 +11,36 @@ use proptest::prelude::*;
 
 #[derive(Clone, Debug)]
 enum Op {
-    Put { bucket: u8, nested: bool, key: u16, len: u16 },
-    Delete { bucket: u8, nested: bool, key: u16 },
-    DeleteRange { bucket: u8, from: u16, count: u16 },
-    CreateNested { bucket: u8 },
-    DeleteNested { bucket: u8 },
-    DeleteBucket { bucket: u8 },
-    Seek { bucket: u8, key: u16, back: u8 },
+    Put {
+        bucket: u8,
+        nested: bool,
+        key: u16,
+        len: u16,
+    },
+    Delete {
+        bucket: u8,
+        nested: bool,
+        key: u16,
+    },
+    DeleteRange {
+        bucket: u8,
+        from: u16,
+        count: u16,
+    },
+    CreateNested {
+        bucket: u8,
+    },
+    DeleteNested {
+        bucket: u8,
+    },
+    DeleteBucket {
+        bucket: u8,
+    },
+    Seek {
+        bucket: u8,
+        key: u16,
+        back: u8,
+    },
     Commit,
     Rollback,
     Reopen,
@@ -47,7 +70,9 @@ fn key(k: u16) -> Vec<u8> {
 }
 
 fn value(k: u16, len: u16, salt: u32) -> Vec<u8> {
-    (0..len as u32).map(|i| (i.wrapping_mul(31).wrapping_add(k as u32).wrapping_add(salt)) as u8).collect()
+    (0..len as u32)
+        .map(|i| (i.wrapping_mul(31).wrapping_add(k as u32).wrapping_add(salt)) as u8)
+        .collect()
 }
 
 fn bucket_name(b: u8) -> Vec<u8> {
@@ -57,8 +82,11 @@ fn bucket_name(b: u8) -> Vec<u8> {
 const NESTED: &[u8] = b"nested";
 
 /// Model map for a top-level bucket (or its nested bucket), creating the top-level one on demand.
-fn model_map<'m>(m: &'m mut Model, b: u8, nested: bool) -> Option<&'m mut BTreeMap<Vec<u8>, Item>> {
-    let Item::Bucket(top) = m.entry(bucket_name(b)).or_insert_with(|| Item::Bucket(BTreeMap::new())) else {
+fn model_map(m: &mut Model, b: u8, nested: bool) -> Option<&mut BTreeMap<Vec<u8>, Item>> {
+    let Item::Bucket(top) = m
+        .entry(bucket_name(b))
+        .or_insert_with(|| Item::Bucket(BTreeMap::new()))
+    else {
         unreachable!()
     };
     if !nested {
@@ -87,7 +115,6 @@ fn open<'tx, 'db>(
 }
 
 fn run(ops: Vec<Op>, page_size: usize) {
-    if std::env::var("KVDB_DEBUG").is_ok() { eprintln!("ops={}", ops.len()); }
     let mut db = Db::create(MemPager::new(), Options { page_size }).unwrap();
     let mut committed: Model = BTreeMap::new();
     let mut salt = 0u32;
@@ -102,24 +129,42 @@ fn run(ops: Vec<Op>, page_size: usize) {
             i += 1;
             salt += 1;
             match o {
-                Op::Put { bucket, nested, key: k, len } => {
+                Op::Put {
+                    bucket,
+                    nested,
+                    key: k,
+                    len,
+                } => {
                     let v = value(k, len, salt);
                     let Some(b) = open(&tx, bucket, nested) else {
                         model_map(&mut working, bucket, false);
                         continue;
                     };
                     b.put(&key(k), &v).unwrap();
-                    model_map(&mut working, bucket, nested).unwrap().insert(key(k), Item::Value(v));
+                    model_map(&mut working, bucket, nested)
+                        .unwrap()
+                        .insert(key(k), Item::Value(v));
                 }
-                Op::Delete { bucket, nested, key: k } => {
+                Op::Delete {
+                    bucket,
+                    nested,
+                    key: k,
+                } => {
                     let Some(b) = open(&tx, bucket, nested) else {
                         model_map(&mut working, bucket, false);
                         continue;
                     };
-                    let existed = model_map(&mut working, bucket, nested).unwrap().remove(&key(k)).is_some();
+                    let existed = model_map(&mut working, bucket, nested)
+                        .unwrap()
+                        .remove(&key(k))
+                        .is_some();
                     assert_eq!(b.delete(&key(k)).unwrap(), existed);
                 }
-                Op::DeleteRange { bucket, from, count } => {
+                Op::DeleteRange {
+                    bucket,
+                    from,
+                    count,
+                } => {
                     let b = open(&tx, bucket, false).unwrap();
                     let m = model_map(&mut working, bucket, false).unwrap();
                     let doomed: Vec<Vec<u8>> = m
@@ -162,18 +207,32 @@ fn run(ops: Vec<Op>, page_size: usize) {
                         assert_eq!(r, Err(Error::BucketNotFound));
                     }
                 }
-                Op::Seek { bucket, key: k, back } => {
+                Op::Seek {
+                    bucket,
+                    key: k,
+                    back,
+                } => {
                     let b = open(&tx, bucket, false).unwrap();
                     let m = model_map(&mut working, bucket, false).unwrap();
                     let mut c = b.cursor();
-                    let got = c.seek(&key(k)).unwrap().map(|e| (e.key().to_vec(), e.value().map(<[u8]>::to_vec)));
-                    let want = m.range(key(k)..).next().map(|(k, v)| (k.clone(), item_value(v)));
+                    let got = c
+                        .seek(&key(k))
+                        .unwrap()
+                        .map(|e| (e.key().to_vec(), e.value().map(<[u8]>::to_vec)));
+                    let want = m
+                        .range(key(k)..)
+                        .next()
+                        .map(|(k, v)| (k.clone(), item_value(v)));
                     assert_eq!(got, want);
                     // Walk a few steps back from there (from the end if the seek ran off it).
                     let mut expect = m.range(..key(k)).rev();
                     for _ in 0..back {
                         let got = c.prev().unwrap().map(|e| e.key().to_vec());
-                        let want = if got.is_some() || want.is_some() { expect.next().map(|(k, _)| k.clone()) } else { None };
+                        let want = if got.is_some() || want.is_some() {
+                            expect.next().map(|(k, _)| k.clone())
+                        } else {
+                            None
+                        };
                         if want.is_none() && got.is_none() {
                             break;
                         }
@@ -194,7 +253,6 @@ fn run(ops: Vec<Op>, page_size: usize) {
             }
         }
         assert_eq!(dump(&db).unwrap(), committed);
-        if std::env::var("KVDB_DEBUG").is_ok() { eprintln!("  pages={} keys={}", db.stats().page_count, format!("{:?}", committed).len()); }
         if let Some(Op::Reopen) = end {
             db = Db::open(MemPager::from_image(db.into_pager().image())).unwrap();
             assert_eq!(dump(&db).unwrap(), committed);
@@ -210,7 +268,7 @@ fn item_value(v: &Item) -> Option<Vec<u8>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
     #[test]
     fn matches_btreemap_4k(ops in proptest::collection::vec(op(), 1..400)) {

@@ -87,7 +87,8 @@ fn insert_one_tx(engine: Engine, path: &Path, keys: impl Iterator<Item = u64>) {
             let db = kvdb_create(path, true);
             let tx = db.begin_write().unwrap();
             let b = tx.create_bucket(b"t").unwrap();
-            b.put_many(keys.map(|i| (i.to_be_bytes(), value(i)))).unwrap();
+            b.put_many(keys.map(|i| (i.to_be_bytes(), value(i))))
+                .unwrap();
             tx.commit().unwrap();
         }
         Engine::Jammdb => {
@@ -167,7 +168,8 @@ fn write_big(engine: Engine, path: &Path) {
             let tx = db.tx(true).unwrap();
             let b = tx.create_bucket("t").unwrap();
             for (i, v) in values.iter().enumerate() {
-                b.put((i as u64).to_be_bytes().to_vec(), v.as_slice()).unwrap();
+                b.put((i as u64).to_be_bytes().to_vec(), v.as_slice())
+                    .unwrap();
             }
             tx.commit().unwrap();
         }
@@ -177,7 +179,8 @@ fn write_big(engine: Engine, path: &Path) {
             {
                 let mut t = tx.open_table(TABLE).unwrap();
                 for (i, v) in values.iter().enumerate() {
-                    t.insert(&(i as u64).to_be_bytes()[..], v.as_slice()).unwrap();
+                    t.insert(&(i as u64).to_be_bytes()[..], v.as_slice())
+                        .unwrap();
                 }
             }
             tx.commit().unwrap();
@@ -187,14 +190,16 @@ fn write_big(engine: Engine, path: &Path) {
 
 /// An opened database of one engine, for the read benchmarks.
 enum Opened {
-    Kvdb(kvdb::Db<kvdb::FilePager>),
+    Kvdb(Box<kvdb::Db<kvdb::FilePager>>),
     Jammdb(jammdb::DB),
     Redb(redb::Database),
 }
 
 fn open(engine: Engine, path: &Path) -> Opened {
     match engine {
-        Engine::Kvdb => Opened::Kvdb(kvdb::Db::open(kvdb::FilePager::open(path).unwrap()).unwrap()),
+        Engine::Kvdb => Opened::Kvdb(Box::new(
+            kvdb::Db::open(kvdb::FilePager::open(path).unwrap()).unwrap(),
+        )),
         Engine::Jammdb => Opened::Jammdb(jammdb::DB::open(path).unwrap()),
         Engine::Redb => Opened::Redb(redb::Database::open(path).unwrap()),
     }
@@ -270,6 +275,50 @@ fn scan(db: &Opened) -> usize {
     total
 }
 
+/// Delete every other key of the 100k-key store in one transaction (fills the freelist).
+fn delete_half(engine: Engine, path: &Path) {
+    match engine {
+        Engine::Kvdb => {
+            let db = kvdb::Db::open(kvdb::FilePager::open(path).unwrap()).unwrap();
+            let tx = db.begin_write().unwrap();
+            let b = tx.get_bucket(b"t").unwrap();
+            for i in (0..N).step_by(2) {
+                b.delete(&i.to_be_bytes()).unwrap();
+            }
+            tx.commit().unwrap();
+        }
+        Engine::Jammdb => {
+            let db = jammdb::DB::open(path).unwrap();
+            let tx = db.tx(true).unwrap();
+            let b = tx.get_bucket("t").unwrap();
+            for i in (0..N).step_by(2) {
+                b.delete(i.to_be_bytes()).unwrap();
+            }
+            tx.commit().unwrap();
+        }
+        Engine::Redb => {
+            let db = redb::Database::open(path).unwrap();
+            let tx = db.begin_write().unwrap();
+            {
+                let mut t = tx.open_table(TABLE).unwrap();
+                for i in (0..N).step_by(2) {
+                    t.remove(&i.to_be_bytes()[..]).unwrap();
+                }
+            }
+            tx.commit().unwrap();
+        }
+    }
+}
+
+/// Begin and end one read transaction.
+fn begin_read(db: &Opened) {
+    match db {
+        Opened::Kvdb(db) => drop(black_box(db.begin_read().unwrap())),
+        Opened::Jammdb(db) => drop(black_box(db.tx(false).unwrap())),
+        Opened::Redb(db) => drop(black_box(db.begin_read().unwrap())),
+    }
+}
+
 fn timed(iters: u64, mut f: impl FnMut()) -> Duration {
     let mut total = Duration::ZERO;
     for _ in 0..iters {
@@ -281,8 +330,10 @@ fn timed(iters: u64, mut f: impl FnMut()) -> Duration {
 }
 
 fn benches(c: &mut Criterion) {
-    let dir = tempfile::tempdir_in(std::env::var_os("KVDB_BENCH_DIR").unwrap_or_else(|| std::env::temp_dir().into()))
-        .unwrap();
+    let dir = tempfile::tempdir_in(
+        std::env::var_os("KVDB_BENCH_DIR").unwrap_or_else(|| std::env::temp_dir().into()),
+    )
+    .unwrap();
     let dir = dir.path();
     let order = shuffled();
 
@@ -302,10 +353,14 @@ fn benches(c: &mut Criterion) {
     g.finish();
 
     for sync in [true, false] {
-        let mut g = c.benchmark_group(if sync { "1000_small_txs_sync" } else { "1000_small_txs_nosync" });
+        let mut g = c.benchmark_group(if sync {
+            "1000_small_txs_sync"
+        } else {
+            "1000_small_txs_nosync"
+        });
         g.sample_size(10);
         g.sampling_mode(SamplingMode::Flat);
-    g.sampling_mode(SamplingMode::Flat);
+        g.sampling_mode(SamplingMode::Flat);
         for e in ENGINES {
             if !sync && matches!(e, Engine::Jammdb) {
                 continue; // jammdb always fsyncs on commit.
@@ -331,7 +386,9 @@ fn benches(c: &mut Criterion) {
         let p = fresh(dir, e.name());
         insert_one_tx(e, &p, 0..N);
         let db = open(e, &p);
-        g.bench_function(BenchmarkId::from_parameter(e.name()), |b| b.iter(|| black_box(get_all(&db, &order, &mut buf))));
+        g.bench_function(BenchmarkId::from_parameter(e.name()), |b| {
+            b.iter(|| black_box(get_all(&db, &order, &mut buf)))
+        });
     }
     g.finish();
 
@@ -341,7 +398,23 @@ fn benches(c: &mut Criterion) {
     for e in ENGINES {
         let p = dir.join(e.name());
         let db = open(e, &p);
-        g.bench_function(BenchmarkId::from_parameter(e.name()), |b| b.iter(|| black_box(scan(&db))));
+        g.bench_function(BenchmarkId::from_parameter(e.name()), |b| {
+            b.iter(|| black_box(scan(&db)))
+        });
+    }
+    g.finish();
+
+    // Starting a read transaction on a store with a long freelist (half of 100k keys deleted).
+    let mut g = c.benchmark_group("begin_read_tx_big_freelist");
+    g.sample_size(10);
+    g.sampling_mode(SamplingMode::Flat);
+    for e in ENGINES {
+        let p = dir.join(e.name());
+        delete_half(e, &p);
+        let db = open(e, &p);
+        g.bench_function(BenchmarkId::from_parameter(e.name()), |b| {
+            b.iter(|| begin_read(&db))
+        });
     }
     g.finish();
 
@@ -368,7 +441,9 @@ fn benches(c: &mut Criterion) {
         let p = fresh(dir, e.name());
         write_big(e, &p);
         let db = open(e, &p);
-        g.bench_function(BenchmarkId::from_parameter(e.name()), |b| b.iter(|| black_box(get_all(&db, &keys, &mut buf))));
+        g.bench_function(BenchmarkId::from_parameter(e.name()), |b| {
+            b.iter(|| black_box(get_all(&db, &keys, &mut buf)))
+        });
     }
     g.finish();
 }

@@ -14,7 +14,7 @@ pub enum Item {
 
 pub type Model = BTreeMap<Vec<u8>, Item>;
 
-fn dump_bucket<P: Pager>(b: &Bucket<'_, '_, P>, depth: usize) -> Result<Model> {
+fn dump_bucket<P: Pager>(b: &Bucket<'_, '_, P>) -> Result<Model> {
     let mut out = BTreeMap::new();
     let mut c = b.cursor();
     let mut e = c.first()?;
@@ -22,9 +22,12 @@ fn dump_bucket<P: Pager>(b: &Bucket<'_, '_, P>, depth: usize) -> Result<Model> {
         let key = entry.key().to_vec();
         let item = match entry.value() {
             Some(v) => Item::Value(v.to_vec()),
-            None => Item::Bucket(dump_bucket(&b.get_bucket(&key)?, depth + 1)?),
+            None => Item::Bucket(dump_bucket(&b.get_bucket(&key)?)?),
         };
-        assert!(out.insert(key, item).is_none(), "cursor returned a key twice");
+        assert!(
+            out.insert(key, item).is_none(),
+            "cursor returned a key twice"
+        );
         e = c.next()?;
     }
     Ok(out)
@@ -40,7 +43,7 @@ pub fn dump<P: Pager>(db: &Db<P>) -> Result<Model> {
     while let Some(entry) = e {
         let key = entry.key().to_vec();
         let b = tx.get_bucket(&key)?;
-        out.insert(key, Item::Bucket(dump_bucket(&b, 1)?));
+        out.insert(key, Item::Bucket(dump_bucket(&b)?));
         e = c.next()?;
     }
     Ok(out)
