@@ -4,6 +4,8 @@
 #   make test                    host tests (cargo test) + the in-guest test runner + a reboot test
 #   make bench                   every benchmark in one boot; figures into build/bench-*.txt
 #   make bench-kv                kvdb vs jammdb vs redb on the host (criterion)
+#   make fuse IMAGE=...          mount a dbfs image on the host (foreground; Ctrl-C unmounts)
+#   make bench-fuse              dbfs-fuse vs fuse2fs (ext4) vs the host directory, with fio
 #   make images | gdb | fmt | clippy | clean | deps
 #
 # Variables (override on the command line, e.g. `make run BENCH=seqread FS=fat32`):
@@ -20,6 +22,9 @@
 #   TIMEOUT  seconds before a QEMU run is killed                       (default: 1500)
 #   PROFILE  cargo profile of kernel and programs: release or dev      (default: release)
 #   REPORT   where `make bench` writes tables and charts                (default: build/bench-report)
+#   IMAGE    dbfs image for `make fuse`                                 (default: build/dbfs.img)
+#   MNT      where `make fuse` mounts it                                (default: build/mnt)
+#   FUSE_OPTS extra mount options, e.g. FUSE_OPTS=nobarrier,allow_other
 #
 # Disks (rebuilt by `make images`; bench disks are fresh for every run):
 #   build/root.img  vda  FAT32, the programs in /bin, mounted at /
@@ -43,6 +48,9 @@ BCACHE  ?= 8
 TIMEOUT ?= 1500
 PROFILE ?= release
 REPORT  ?= $(BUILD)/bench-report
+IMAGE   ?= $(BUILD)/dbfs.img
+MNT     ?= $(BUILD)/mnt
+FUSE_OPTS ?=
 
 TARGET   := riscv64gc-unknown-none-elf
 CARGO    ?= cargo
@@ -66,7 +74,7 @@ QEMU_BASE = qemu-system-riscv64 -machine virt -nographic -bios default -m $(MEM)
 KERNEL_PARAMS = init=$(INIT) log=$(LOG) bcache=$(BCACHE)
 
 .PHONY: help deps build kernel user mkimage images bench-disks run test test-host test-guest test-persist bench \
-	bench-kv gdb fmt clippy clean
+	bench-kv fuse bench-fuse gdb fmt clippy clean
 
 help:
 	@sed -n '2,/^$$/p' Makefile | sed 's/^# \{0,1\}//'
@@ -148,6 +156,16 @@ bench: images
 	$(CARGO) run --release -q -p bench-report -- $(BUILD)/bench-guest.log --out-dir $(REPORT) \
 		--title "dbfs-os in QEMU (FS=$(FS), REPS=$(REPS))"
 	@echo "results: $(BUILD)/bench-results.txt; tables and charts: $(REPORT)/"
+
+## Mount a dbfs image on the host in the foreground (Ctrl-C unmounts cleanly).
+fuse: deps | $(BUILD)
+	$(CARGO) build --release -p dbfs-fuse
+	mkdir -p $(MNT)
+	target/release/dbfs-fuse mount $(IMAGE) $(MNT) -f $(if $(FUSE_OPTS),-o $(FUSE_OPTS))
+
+## dbfs-fuse vs fuse2fs (ext4) vs the host directory; see docs/BENCHMARKS.md.
+bench-fuse: deps
+	tools/dbfs-fuse/bench.sh
 
 bench-kv: deps
 	$(CARGO) bench -p kvdb-bench --bench kv -- --warm-up-time 1 --measurement-time 3

@@ -29,12 +29,15 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
 use fuser::{
-    AccessFlags, CopyFileRangeFlags, Errno, FileAttr, FileHandle, Filesystem, FopenFlags, Generation,
-    INodeNo, InitFlags, KernelConfig, LockOwner, OpenFlags, ReplyAttr, ReplyCreate, ReplyData,
-    ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyLseek, ReplyOpen, ReplyStatfs,
-    ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
+    AccessFlags, CopyFileRangeFlags, Errno, FileAttr, FileHandle, Filesystem, FopenFlags,
+    Generation, INodeNo, InitFlags, KernelConfig, LockOwner, OpenFlags, ReplyAttr, ReplyCreate,
+    ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyLseek, ReplyOpen,
+    ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
-use vfs::{FileSystem, FileType, Metadata, NewNode, NodeRef, RenameFlags, SetAttr, TimeSet, VfsError, XattrMode};
+use vfs::{
+    FileSystem, FileType, Metadata, NewNode, NodeRef, RenameFlags, SetAttr, TimeSet, VfsError,
+    XattrMode,
+};
 
 use crate::image::{system_to_timestamp, timestamp_to_system, Fs, ImagePager};
 
@@ -126,19 +129,27 @@ impl DbFuse {
         let root = fs.root()?;
         let root_ino = root.getattr()?.ino;
         let mut nodes = HashMap::new();
-        nodes.insert(root_ino, Known { node: root, lookups: 1 });
+        nodes.insert(
+            root_ino,
+            Known {
+                node: root,
+                lookups: 1,
+            },
+        );
         let stop_timer = Arc::new(AtomicBool::new(read_only));
         let weak = Arc::downgrade(&fs);
         let stop = stop_timer.clone();
-        let spawned = std::thread::Builder::new().name("dbfs-writeback".into()).spawn(move || {
-            while !stop.load(Ordering::Relaxed) {
-                std::thread::sleep(Duration::from_millis(500));
-                let Some(fs) = weak.upgrade() else { break };
-                if let Err(e) = fs.writeback_tick() {
-                    eprintln!("dbfs-fuse: write-back failed: {e}");
+        let spawned = std::thread::Builder::new()
+            .name("dbfs-writeback".into())
+            .spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(500));
+                    let Some(fs) = weak.upgrade() else { break };
+                    if let Err(e) = fs.writeback_tick() {
+                        eprintln!("dbfs-fuse: write-back failed: {e}");
+                    }
                 }
-            }
-        });
+            });
         if spawned.is_err() {
             return Err(VfsError::NoMemory);
         }
@@ -170,7 +181,10 @@ impl DbFuse {
     fn remember(&self, node: NodeRef) -> Result<FileAttr, Errno> {
         let m = node.getattr().map_err(err)?;
         let mut nodes = write_lock(&self.nodes);
-        nodes.entry(m.ino).and_modify(|k| k.lookups += 1).or_insert(Known { node, lookups: 1 });
+        nodes
+            .entry(m.ino)
+            .and_modify(|k| k.lookups += 1)
+            .or_insert(Known { node, lookups: 1 });
         Ok(attr(&m))
     }
 
@@ -182,10 +196,22 @@ impl DbFuse {
     }
 
     fn new_node(req: &Request, ftype: FileType, mode: u32, umask: u32, rdev: u64) -> NewNode {
-        NewNode { ftype, perm: mode & !umask & 0o7777, uid: req.uid(), gid: req.gid(), rdev }
+        NewNode {
+            ftype,
+            perm: mode & !umask & 0o7777,
+            uid: req.uid(),
+            gid: req.gid(),
+            rdev,
+        }
     }
 
-    fn make(&self, parent: INodeNo, name: &OsStr, new: &NewNode, target: Option<&Path>) -> Result<FileAttr, Errno> {
+    fn make(
+        &self,
+        parent: INodeNo,
+        name: &OsStr,
+        new: &NewNode,
+        target: Option<&Path>,
+    ) -> Result<FileAttr, Errno> {
         let dir = self.node(parent)?;
         let name = utf8(name)?;
         let node = match target {
@@ -209,13 +235,23 @@ impl DbFuse {
         }
     }
 
-    fn do_copy(&self, src: &NodeRef, mut off_in: u64, dst: &NodeRef, mut off_out: u64, len: u64) -> Result<u32, Errno> {
+    fn do_copy(
+        &self,
+        src: &NodeRef,
+        mut off_in: u64,
+        dst: &NodeRef,
+        mut off_out: u64,
+        len: u64,
+    ) -> Result<u32, Errno> {
         let total = len.min(u64::from(u32::MAX) & !0xfff);
         let mut buf = vec![0u8; total.min(u64::from(MAX_IO)) as usize];
         let mut done = 0u64;
         while done < total {
             let want = (total - done).min(buf.len() as u64) as usize;
-            let n = src.read_at(off_in, &mut buf[..want]).map_err(err)?;
+            let n = src
+                .read_at(off_in, &mut buf[..want])
+                .map_err(err)?
+                .min(want);
             if n == 0 {
                 break;
             }
@@ -247,7 +283,8 @@ impl Filesystem for DbFuse {
         let _ = config.set_max_write(MAX_IO);
         let _ = config.set_max_readahead(MAX_IO);
         let _ = config.add_capabilities(InitFlags::FUSE_PARALLEL_DIROPS);
-        let _ = config.add_capabilities(InitFlags::FUSE_DO_READDIRPLUS | InitFlags::FUSE_READDIRPLUS_AUTO);
+        let _ = config
+            .add_capabilities(InitFlags::FUSE_DO_READDIRPLUS | InitFlags::FUSE_READDIRPLUS_AUTO);
         Ok(())
     }
 
@@ -352,13 +389,27 @@ impl Filesystem for DbFuse {
         }
     }
 
-    fn mknod(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, rdev: u32, reply: ReplyEntry) {
+    fn mknod(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        rdev: u32,
+        reply: ReplyEntry,
+    ) {
         let r = (|| {
             let ftype = FileType::from_mode(mode).ok_or(Errno::EINVAL)?;
             if ftype == FileType::Directory || ftype == FileType::Symlink {
                 return Err(Errno::EINVAL);
             }
-            self.make(parent, name, &Self::new_node(req, ftype, mode, umask, u64::from(rdev)), None)
+            self.make(
+                parent,
+                name,
+                &Self::new_node(req, ftype, mode, umask, u64::from(rdev)),
+                None,
+            )
         })();
         match r {
             Ok(a) => reply.entry(&TTL, &a, Generation(0)),
@@ -366,29 +417,60 @@ impl Filesystem for DbFuse {
         }
     }
 
-    fn mkdir(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, reply: ReplyEntry) {
-        match self.make(parent, name, &Self::new_node(req, FileType::Directory, mode, umask, 0), None) {
+    fn mkdir(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        reply: ReplyEntry,
+    ) {
+        match self.make(
+            parent,
+            name,
+            &Self::new_node(req, FileType::Directory, mode, umask, 0),
+            None,
+        ) {
             Ok(a) => reply.entry(&TTL, &a, Generation(0)),
             Err(e) => reply.error(e),
         }
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        match self.node(parent).and_then(|d| d.unlink(utf8(name)?).map_err(err)) {
+        match self
+            .node(parent)
+            .and_then(|d| d.unlink(utf8(name)?).map_err(err))
+        {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(e),
         }
     }
 
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        match self.node(parent).and_then(|d| d.rmdir(utf8(name)?).map_err(err)) {
+        match self
+            .node(parent)
+            .and_then(|d| d.rmdir(utf8(name)?).map_err(err))
+        {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(e),
         }
     }
 
-    fn symlink(&self, req: &Request, parent: INodeNo, link_name: &OsStr, target: &Path, reply: ReplyEntry) {
-        match self.make(parent, link_name, &Self::new_node(req, FileType::Symlink, 0o777, 0, 0), Some(target)) {
+    fn symlink(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        link_name: &OsStr,
+        target: &Path,
+        reply: ReplyEntry,
+    ) {
+        match self.make(
+            parent,
+            link_name,
+            &Self::new_node(req, FileType::Symlink, 0o777, 0, 0),
+            Some(target),
+        ) {
             Ok(a) => reply.entry(&TTL, &a, Generation(0)),
             Err(e) => reply.error(e),
         }
@@ -414,7 +496,8 @@ impl Filesystem for DbFuse {
             };
             let from = self.node(parent)?;
             let to = self.node(newparent)?;
-            from.rename(utf8(name)?, &*to, utf8(newname)?, f).map_err(err)
+            from.rename(utf8(name)?, &*to, utf8(newname)?, f)
+                .map_err(err)
         })();
         match r {
             Ok(()) => reply.ok(),
@@ -422,7 +505,14 @@ impl Filesystem for DbFuse {
         }
     }
 
-    fn link(&self, _req: &Request, ino: INodeNo, newparent: INodeNo, newname: &OsStr, reply: ReplyEntry) {
+    fn link(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        newparent: INodeNo,
+        newname: &OsStr,
+        reply: ReplyEntry,
+    ) {
         let r = (|| {
             let target = self.node(ino)?;
             let dir = self.node(newparent)?;
@@ -465,7 +555,9 @@ impl Filesystem for DbFuse {
             let mut buf = vec![0u8; size.min(16 << 20) as usize];
             let mut got = 0;
             while got < buf.len() {
-                let n = node.read_at(offset + got as u64, &mut buf[got..]).map_err(err)?;
+                let n = node
+                    .read_at(offset + got as u64, &mut buf[got..])
+                    .map_err(err)?;
                 if n == 0 {
                     break;
                 }
@@ -496,7 +588,9 @@ impl Filesystem for DbFuse {
             let node = self.handle(fh, ino)?;
             let mut done = 0;
             while done < data.len() {
-                let n = node.write_at(offset + done as u64, &data[done..]).map_err(err)?;
+                let n = node
+                    .write_at(offset + done as u64, &data[done..])
+                    .map_err(err)?;
                 if n == 0 {
                     return Err(Errno::EIO);
                 }
@@ -510,7 +604,14 @@ impl Filesystem for DbFuse {
         }
     }
 
-    fn flush(&self, _req: &Request, _ino: INodeNo, _fh: FileHandle, _lock_owner: LockOwner, reply: ReplyEmpty) {
+    fn flush(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _lock_owner: LockOwner,
+        reply: ReplyEmpty,
+    ) {
         // dbfs commits a file's buffered data at its last release and on fsync; close(2) does
         // not promise durability, so flush has nothing to do.
         reply.ok();
@@ -533,11 +634,20 @@ impl Filesystem for DbFuse {
         }
     }
 
-    fn fsync(&self, _req: &Request, ino: INodeNo, fh: FileHandle, datasync: bool, reply: ReplyEmpty) {
+    fn fsync(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        datasync: bool,
+        reply: ReplyEmpty,
+    ) {
         if self.read_only {
             return reply.ok();
         }
-        let r = self.handle(fh, ino).and_then(|n| n.fsync(datasync).map_err(err));
+        let r = self
+            .handle(fh, ino)
+            .and_then(|n| n.fsync(datasync).map_err(err));
         match r.and_then(|()| self.fs.pager().sync_file().map_err(|_| Errno::EIO)) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(e),
@@ -552,10 +662,19 @@ impl Filesystem for DbFuse {
         }
     }
 
-    fn readdir(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
+    fn readdir(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectory,
+    ) {
         let r = self.node(ino).and_then(|dir| {
-            dir.readdir(offset, &mut |e| !reply.add(INodeNo(e.ino), e.next_cookie, kind(e.ftype), e.name))
-                .map_err(err)
+            dir.readdir(offset, &mut |e| {
+                !reply.add(INodeNo(e.ino), e.next_cookie, kind(e.ftype), e.name)
+            })
+            .map_err(err)
         });
         match r {
             Ok(()) => reply.ok(),
@@ -563,7 +682,14 @@ impl Filesystem for DbFuse {
         }
     }
 
-    fn readdirplus(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, mut reply: ReplyDirectoryPlus) {
+    fn readdirplus(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectoryPlus,
+    ) {
         let r = (|| {
             let dir = self.node(ino)?;
             let dir_attr = attr(&dir.getattr().map_err(err)?);
@@ -593,7 +719,10 @@ impl Filesystem for DbFuse {
                     break;
                 }
                 let mut nodes = write_lock(&self.nodes);
-                nodes.entry(m.ino).and_modify(|k| k.lookups += 1).or_insert(Known { node, lookups: 1 });
+                nodes
+                    .entry(m.ino)
+                    .and_modify(|k| k.lookups += 1)
+                    .or_insert(Known { node, lookups: 1 });
             }
             Ok(())
         })();
@@ -603,7 +732,14 @@ impl Filesystem for DbFuse {
         }
     }
 
-    fn fsyncdir(&self, _req: &Request, _ino: INodeNo, _fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
+    fn fsyncdir(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _datasync: bool,
+        reply: ReplyEmpty,
+    ) {
         // Directory operations commit when they return; a sync also flushes buffered data.
         if self.read_only {
             return reply.ok();
@@ -648,7 +784,9 @@ impl Filesystem for DbFuse {
                 libc::XATTR_REPLACE => XattrMode::Replace,
                 _ => return Err(Errno::EINVAL),
             };
-            self.node(ino)?.setxattr(utf8(name)?, value, mode).map_err(err)
+            self.node(ino)?
+                .setxattr(utf8(name)?, value, mode)
+                .map_err(err)
         })();
         match r {
             Ok(()) => reply.ok(),
@@ -657,7 +795,10 @@ impl Filesystem for DbFuse {
     }
 
     fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
-        match self.node(ino).and_then(|n| n.getxattr(utf8(name)?).map_err(err)) {
+        match self
+            .node(ino)
+            .and_then(|n| n.getxattr(utf8(name)?).map_err(err))
+        {
             Ok(v) => Self::xattr_reply(&v, size, reply),
             Err(e) => reply.error(e),
         }
@@ -678,7 +819,10 @@ impl Filesystem for DbFuse {
     }
 
     fn removexattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        match self.node(ino).and_then(|n| n.removexattr(utf8(name)?).map_err(err)) {
+        match self
+            .node(ino)
+            .and_then(|n| n.removexattr(utf8(name)?).map_err(err))
+        {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(e),
         }
@@ -693,7 +837,11 @@ impl Filesystem for DbFuse {
             }
             let granted = if req.uid() == 0 {
                 // root may read and write anything, and execute what anyone may execute.
-                let x = if m.ftype == FileType::Directory || m.perm & 0o111 != 0 { 1 } else { 0 };
+                let x = if m.ftype == FileType::Directory || m.perm & 0o111 != 0 {
+                    1
+                } else {
+                    0
+                };
                 6 | x
             } else if req.uid() == m.uid {
                 (m.perm >> 6) & 7
@@ -714,14 +862,25 @@ impl Filesystem for DbFuse {
         }
     }
 
-    fn create(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, umask: u32, _flags: i32, reply: ReplyCreate) {
+    fn create(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        _flags: i32,
+        reply: ReplyCreate,
+    ) {
         let r = (|| {
             let ftype = FileType::from_mode(mode).unwrap_or(FileType::Regular);
             if ftype != FileType::Regular {
                 return Err(Errno::EINVAL);
             }
             let dir = self.node(parent)?;
-            let node = dir.create(utf8(name)?, &Self::new_node(req, ftype, mode, umask, 0)).map_err(err)?;
+            let node = dir
+                .create(utf8(name)?, &Self::new_node(req, ftype, mode, umask, 0))
+                .map_err(err)?;
             let a = self.remember(node.clone())?;
             let fh = self.open_handle(node)?;
             Ok((a, fh))
@@ -732,13 +891,25 @@ impl Filesystem for DbFuse {
         }
     }
 
-    fn fallocate(&self, _req: &Request, ino: INodeNo, fh: FileHandle, offset: u64, length: u64, mode: i32, reply: ReplyEmpty) {
+    fn fallocate(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        length: u64,
+        mode: i32,
+        reply: ReplyEmpty,
+    ) {
         let r = (|| {
             if mode != 0 {
                 return Err(Errno::EOPNOTSUPP);
             }
             let node = self.handle(fh, ino)?;
-            let db = node.as_any().downcast_ref::<dbfs::DbNode<ImagePager>>().ok_or(Errno::EOPNOTSUPP)?;
+            let db = node
+                .as_any()
+                .downcast_ref::<dbfs::DbNode<ImagePager>>()
+                .ok_or(Errno::EOPNOTSUPP)?;
             db.fallocate(offset, length).map_err(err)
         })();
         match r {
@@ -747,15 +918,26 @@ impl Filesystem for DbFuse {
         }
     }
 
-    fn lseek(&self, _req: &Request, ino: INodeNo, fh: FileHandle, offset: i64, whence: i32, reply: ReplyLseek) {
+    fn lseek(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        offset: i64,
+        whence: i32,
+        reply: ReplyLseek,
+    ) {
         let r = (|| {
             let m = self.handle(fh, ino)?.getattr().map_err(err)?;
-            let size = m.size as i64;
+            let size = i64::try_from(m.size).map_err(|_| Errno::EOVERFLOW)?;
             // dbfs does not report where its holes are: the whole file is data, and the only
             // hole is the implicit one at end of file (what Linux reports for such files).
             match whence {
-                libc::SEEK_SET => Ok(offset),
-                libc::SEEK_END => Ok(size + offset),
+                libc::SEEK_SET if offset >= 0 => Ok(offset),
+                libc::SEEK_END => size
+                    .checked_add(offset)
+                    .filter(|&o| o >= 0)
+                    .ok_or(Errno::EINVAL),
                 libc::SEEK_DATA if offset < 0 => Err(Errno::EINVAL),
                 libc::SEEK_HOLE if offset < 0 => Err(Errno::EINVAL),
                 libc::SEEK_DATA | libc::SEEK_HOLE if offset >= size => Err(Errno::ENXIO),

@@ -37,15 +37,25 @@ pub struct Report {
 
 /// Check `path`. `Err` means the image cannot be opened at all (exit status 2).
 pub fn check(path: &Path, verbose: bool) -> Result<Report, String> {
-    let mut report = Report { problems: Vec::new(), dirs: 0, files: 0, others: 0, bytes: 0, records: 0 };
+    let mut report = Report {
+        problems: Vec::new(),
+        dirs: 0,
+        files: 0,
+        others: 0,
+        bytes: 0,
+        records: 0,
+    };
 
     // Pass 1: the store.
     let pager = ImagePager::open(path, true).map_err(|e| format!("{}: {e}", path.display()))?;
-    let db = Db::open(pager).map_err(|e| format!("{}: cannot open the kvdb store: {e}", path.display()))?;
+    let db = Db::open(pager)
+        .map_err(|e| format!("{}: cannot open the kvdb store: {e}", path.display()))?;
     let mut inode_records = 0u64;
     let mut orphans = BTreeSet::new();
     {
-        let tx = db.begin_read().map_err(|e| format!("{}: {e}", path.display()))?;
+        let tx = db
+            .begin_read()
+            .map_err(|e| format!("{}: {e}", path.display()))?;
         for name in bucket::ALL {
             let label = String::from_utf8_lossy(name).into_owned();
             let b = match tx.get_bucket(name) {
@@ -67,16 +77,22 @@ pub fn check(path: &Path, verbose: bool) -> Result<Report, String> {
                             if let Ok(k) = <[u8; 8]>::try_from(entry.key()) {
                                 orphans.insert(u64::from_be_bytes(k));
                             } else {
-                                report.problems.push("orphans: a key that is not an inode number".into());
+                                report
+                                    .problems
+                                    .push("orphans: a key that is not an inode number".into());
                             }
                         }
                         if entry.value().is_none() {
-                            report.problems.push(format!("bucket {label}: nested bucket where a record belongs"));
+                            report.problems.push(format!(
+                                "bucket {label}: nested bucket where a record belongs"
+                            ));
                         }
                     }
                     Ok(None) => break,
                     Err(err) => {
-                        report.problems.push(format!("bucket {label}: unreadable after {n} records: {err}"));
+                        report.problems.push(format!(
+                            "bucket {label}: unreadable after {n} records: {err}"
+                        ));
                         break;
                     }
                 }
@@ -94,7 +110,8 @@ pub fn check(path: &Path, verbose: bool) -> Result<Report, String> {
     let pager = db.into_pager();
 
     // Pass 2: the file system.
-    let fs = dbfs::DbFs::mount_checked(pager, Arc::new(HostClock)).map_err(|e| format!("{}: {e}", path.display()))?;
+    let fs = dbfs::DbFs::mount_checked(pager, Arc::new(HostClock))
+        .map_err(|e| format!("{}: {e}", path.display()))?;
     let root = fs.root().map_err(|e| format!("root: {e}"))?;
     let root_ino = root.getattr().map_err(|e| format!("root: {e}"))?.ino;
     // ino -> (names seen, expected link count, path of first name)
@@ -121,30 +138,42 @@ pub fn check(path: &Path, verbose: bool) -> Result<Report, String> {
         }
         let mut subdirs = 0u32;
         for (name, ino, ftype) in entries {
-            let child_path = if path == "/" { format!("/{name}") } else { format!("{path}/{name}") };
+            let child_path = if path == "/" {
+                format!("/{name}")
+            } else {
+                format!("{path}/{name}")
+            };
             if name == "." {
                 if ino != dir_ino {
-                    report.problems.push(format!("{path}: '.' is inode {ino}, not {dir_ino}"));
+                    report
+                        .problems
+                        .push(format!("{path}: '.' is inode {ino}, not {dir_ino}"));
                 }
                 continue;
             }
             if name == ".." {
                 if ino != parent {
-                    report.problems.push(format!("{path}: '..' is inode {ino}, not the parent {parent}"));
+                    report.problems.push(format!(
+                        "{path}: '..' is inode {ino}, not the parent {parent}"
+                    ));
                 }
                 continue;
             }
             let node = match dir.lookup(&name) {
                 Ok(n) => n,
                 Err(e) => {
-                    report.problems.push(format!("{child_path}: listed but lookup fails: {e}"));
+                    report
+                        .problems
+                        .push(format!("{child_path}: listed but lookup fails: {e}"));
                     continue;
                 }
             };
             let m = match node.getattr() {
                 Ok(m) => m,
                 Err(e) => {
-                    report.problems.push(format!("{child_path}: inode {ino}: {e}"));
+                    report
+                        .problems
+                        .push(format!("{child_path}: inode {ino}: {e}"));
                     continue;
                 }
             };
@@ -157,7 +186,10 @@ pub fn check(path: &Path, verbose: bool) -> Result<Report, String> {
             if ftype == FileType::Directory {
                 subdirs += 1;
                 if seen.contains_key(&m.ino) {
-                    report.problems.push(format!("{child_path}: directory inode {} has a second name", m.ino));
+                    report.problems.push(format!(
+                        "{child_path}: directory inode {} has a second name",
+                        m.ino
+                    ));
                     continue;
                 }
                 seen.insert(m.ino, (1, m.nlink, child_path.clone()));
@@ -166,7 +198,9 @@ pub fn check(path: &Path, verbose: bool) -> Result<Report, String> {
                 continue;
             }
             let first = !seen.contains_key(&m.ino);
-            let e = seen.entry(m.ino).or_insert((0, m.nlink, child_path.clone()));
+            let e = seen
+                .entry(m.ino)
+                .or_insert((0, m.nlink, child_path.clone()));
             e.0 += 1;
             if !first {
                 continue;
@@ -178,12 +212,17 @@ pub fn check(path: &Path, verbose: bool) -> Result<Report, String> {
                     while off < m.size {
                         match node.read_at(off, &mut buf) {
                             Ok(0) => {
-                                report.problems.push(format!("{child_path}: size {} but data ends at {off}", m.size));
+                                report.problems.push(format!(
+                                    "{child_path}: size {} but data ends at {off}",
+                                    m.size
+                                ));
                                 break;
                             }
                             Ok(n) => off += n as u64,
                             Err(e) => {
-                                report.problems.push(format!("{child_path}: read at {off}: {e}"));
+                                report
+                                    .problems
+                                    .push(format!("{child_path}: read at {off}: {e}"));
                                 break;
                             }
                         }
@@ -194,7 +233,11 @@ pub fn check(path: &Path, verbose: bool) -> Result<Report, String> {
                     report.others += 1;
                     match node.readlink() {
                         Ok(t) if t.len() as u64 == m.size => {}
-                        Ok(t) => report.problems.push(format!("{child_path}: target of {} bytes, size {}", t.len(), m.size)),
+                        Ok(t) => report.problems.push(format!(
+                            "{child_path}: target of {} bytes, size {}",
+                            t.len(),
+                            m.size
+                        )),
                         Err(e) => report.problems.push(format!("{child_path}: readlink: {e}")),
                     }
                 }
@@ -203,16 +246,19 @@ pub fn check(path: &Path, verbose: bool) -> Result<Report, String> {
             check_xattrs(&node, &child_path, &mut report.problems);
         }
         match dir.getattr() {
-            Ok(m) if m.nlink != 2 + subdirs => {
-                report.problems.push(format!("{path}: link count {} but 2 + {subdirs} subdirectories", m.nlink))
-            }
+            Ok(m) if m.nlink != 2 + subdirs => report.problems.push(format!(
+                "{path}: link count {} but 2 + {subdirs} subdirectories",
+                m.nlink
+            )),
             _ => {}
         }
         check_xattrs(&dir, &path, &mut report.problems);
     }
     for (ino, (names, nlink, path)) in &seen {
         if !dirs.contains(ino) && *names != *nlink {
-            report.problems.push(format!("{path}: link count {nlink} but {names} names"));
+            report
+                .problems
+                .push(format!("{path}: link count {nlink} but {names} names"));
         }
     }
     let reachable = seen.len() as u64;
@@ -224,7 +270,10 @@ pub fn check(path: &Path, verbose: bool) -> Result<Report, String> {
     }
     let sb = fs.superblock();
     if sb.inode_count != inode_records {
-        report.problems.push(format!("superblock counts {} inodes, the store holds {inode_records}", sb.inode_count));
+        report.problems.push(format!(
+            "superblock counts {} inodes, the store holds {inode_records}",
+            sb.inode_count
+        ));
     }
     Ok(report)
 }

@@ -27,7 +27,10 @@ impl ImagePager {
     /// Open `path`. A writable image may grow up to its current length (or without limit if
     /// the file is empty).
     pub fn open(path: &Path, read_only: bool) -> std::io::Result<ImagePager> {
-        let file = std::fs::OpenOptions::new().read(true).write(!read_only).open(path)?;
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(!read_only)
+            .open(path)?;
         let len = file.metadata()?.len();
         Ok(ImagePager {
             file: FilePager::from_file(file)?,
@@ -63,7 +66,10 @@ impl Pager for ImagePager {
         if self.read_only {
             return Err(kvdb::Error::Io);
         }
-        if writes.iter().any(|(off, b)| off.saturating_add(b.len() as u64) > self.capacity) {
+        if writes
+            .iter()
+            .any(|(off, b)| off.saturating_add(b.len() as u64) > self.capacity)
+        {
             return Err(kvdb::Error::NoSpace);
         }
         self.file.write(writes)
@@ -96,25 +102,37 @@ impl Clock for HostClock {
 
 pub fn system_to_timestamp(t: SystemTime) -> Timestamp {
     match t.duration_since(UNIX_EPOCH) {
-        Ok(d) => Timestamp { sec: d.as_secs() as i64, nsec: d.subsec_nanos() },
+        Ok(d) => Timestamp {
+            sec: d.as_secs() as i64,
+            nsec: d.subsec_nanos(),
+        },
         Err(e) => {
             let d = e.duration();
             if d.subsec_nanos() == 0 {
-                Timestamp { sec: -(d.as_secs() as i64), nsec: 0 }
+                Timestamp {
+                    sec: -(d.as_secs() as i64),
+                    nsec: 0,
+                }
             } else {
-                Timestamp { sec: -(d.as_secs() as i64) - 1, nsec: 1_000_000_000 - d.subsec_nanos() }
+                Timestamp {
+                    sec: -(d.as_secs() as i64) - 1,
+                    nsec: 1_000_000_000 - d.subsec_nanos(),
+                }
             }
         }
     }
 }
 
+/// A timestamp as `SystemTime`; one a corrupt image puts out of `SystemTime`'s range reads as
+/// the epoch instead of panicking.
 pub fn timestamp_to_system(t: Timestamp) -> SystemTime {
     let nsec = std::time::Duration::from_nanos(u64::from(t.nsec.min(999_999_999)));
-    if t.sec >= 0 {
-        UNIX_EPOCH + std::time::Duration::from_secs(t.sec as u64) + nsec
+    let base = if t.sec >= 0 {
+        UNIX_EPOCH.checked_add(std::time::Duration::from_secs(t.sec as u64))
     } else {
-        UNIX_EPOCH - std::time::Duration::from_secs(t.sec.unsigned_abs()) + nsec
-    }
+        UNIX_EPOCH.checked_sub(std::time::Duration::from_secs(t.sec.unsigned_abs()))
+    };
+    base.and_then(|b| b.checked_add(nsec)).unwrap_or(UNIX_EPOCH)
 }
 
 /// A mounted image.
@@ -127,13 +145,25 @@ pub fn open_image(path: &Path, read_only: bool) -> Result<Arc<Fs>, String> {
 
 /// [`open_image`], choosing whether commits are durability barriers.
 pub fn open_image_with(path: &Path, read_only: bool, barriers: bool) -> Result<Arc<Fs>, String> {
-    let pager = ImagePager::open(path, read_only).map_err(|e| format!("{}: {e}", path.display()))?;
-    let pager = if barriers { pager } else { pager.without_barriers() };
-    DbFs::mount_checked(pager, Arc::new(HostClock)).map_err(|e: MountError| format!("{}: {e}", path.display()))
+    let pager =
+        ImagePager::open(path, read_only).map_err(|e| format!("{}: {e}", path.display()))?;
+    let pager = if barriers {
+        pager
+    } else {
+        pager.without_barriers()
+    };
+    DbFs::mount_checked(pager, Arc::new(HostClock))
+        .map_err(|e: MountError| format!("{}: {e}", path.display()))
 }
 
 /// Create (or overwrite) `path` as an empty dbfs of `size` bytes (a sparse file).
-pub fn mkfs(path: &Path, size: u64, chunk_size: u32, page_size: usize, label: &str) -> Result<(), String> {
+pub fn mkfs(
+    path: &Path,
+    size: u64,
+    chunk_size: u32,
+    page_size: usize,
+    label: &str,
+) -> Result<(), String> {
     let file = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -141,7 +171,8 @@ pub fn mkfs(path: &Path, size: u64, chunk_size: u32, page_size: usize, label: &s
         .truncate(true)
         .open(path)
         .map_err(|e| format!("{}: {e}", path.display()))?;
-    file.set_len(size).map_err(|e| format!("{}: {e}", path.display()))?;
+    file.set_len(size)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
     drop(file);
     let pager = ImagePager::open(path, false).map_err(|e| format!("{}: {e}", path.display()))?;
     let now = HostClock.now();
@@ -154,14 +185,18 @@ pub fn mkfs(path: &Path, size: u64, chunk_size: u32, page_size: usize, label: &s
         ..MkfsOptions::default()
     };
     let pager = DbFs::mkfs(pager, opts).map_err(|e| format!("{}: mkfs: {e}", path.display()))?;
-    pager.sync().map_err(|e| format!("{}: sync: {e}", path.display()))?;
+    pager
+        .sync()
+        .map_err(|e| format!("{}: sync: {e}", path.display()))?;
     Ok(())
 }
 
 /// A version-4-style uuid from the clock and the process id (no randomness crate needed; a
 /// uuid only has to tell images apart).
 fn pseudo_uuid() -> [u8; 16] {
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
     let mut x = now.as_nanos() as u64 ^ (u64::from(std::process::id()) << 32);
     let mut out = [0u8; 16];
     for b in out.iter_mut() {
@@ -193,7 +228,8 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         _ => (s, 1),
     };
     let n: u64 = num.parse().map_err(|_| format!("bad size {s:?}"))?;
-    n.checked_mul(mult).ok_or_else(|| format!("size {s:?} too large"))
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("size {s:?} too large"))
 }
 
 #[cfg(test)]
@@ -212,8 +248,23 @@ mod tests {
 
     #[test]
     fn times_round_trip() {
-        for t in [Timestamp { sec: 1_700_000_000, nsec: 5 }, Timestamp { sec: -3, nsec: 250 }] {
+        for t in [
+            Timestamp {
+                sec: 1_700_000_000,
+                nsec: 5,
+            },
+            Timestamp { sec: -3, nsec: 250 },
+        ] {
             assert_eq!(system_to_timestamp(timestamp_to_system(t)), t);
         }
+        // Out of range (a corrupt inode): no panic.
+        let _ = timestamp_to_system(Timestamp {
+            sec: i64::MAX,
+            nsec: u32::MAX,
+        });
+        let _ = timestamp_to_system(Timestamp {
+            sec: i64::MIN,
+            nsec: 0,
+        });
     }
 }

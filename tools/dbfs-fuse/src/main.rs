@@ -45,7 +45,10 @@ use vfs::{FileSystem, FileType, NewNode, NodeRef, VfsError};
 use image::{open_image, parse_size, Fs};
 
 #[derive(Parser)]
-#[command(name = "dbfs-fuse", about = "Format, mount (FUSE), check and edit dbfs images on the host")]
+#[command(
+    name = "dbfs-fuse",
+    about = "Format, mount (FUSE), check and edit dbfs images on the host"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -72,7 +75,10 @@ enum Command {
     Mount {
         image: PathBuf,
         mountpoint: PathBuf,
-        /// Mount options, comma separated (may be repeated).
+        /// Mount options, comma separated (may be repeated): ro, allow_other, allow_root,
+        /// auto_unmount, noatime, fsname=NAME, nobarrier (fdatasync the image only on fsync,
+        /// syncfs and unmount: faster, but a host crash may tear the last commits), and any
+        /// other option the kernel's FUSE accepts.
         #[arg(short = 'o', value_name = "OPT[,OPT...]")]
         options: Vec<String>,
         /// Stay in the foreground (unmount on SIGINT / SIGTERM / SIGHUP).
@@ -92,11 +98,18 @@ enum Command {
         verbose: bool,
     },
     /// List a directory of IMAGE (default: the root).
-    Ls { image: PathBuf, path: Option<String> },
+    Ls {
+        image: PathBuf,
+        path: Option<String>,
+    },
     /// Print a file of IMAGE to stdout.
     Cat { image: PathBuf, path: String },
     /// Copy host file HOSTFILE (`-`: stdin) to PATH in IMAGE (created or replaced).
-    Put { image: PathBuf, hostfile: PathBuf, path: String },
+    Put {
+        image: PathBuf,
+        hostfile: PathBuf,
+        path: String,
+    },
     /// Benchmark helper (any directory, any file system): the createdel workload of
     /// BENCH-PROTOCOL.md. Creates N one-byte files named x%06d in random order, then unlinks
     /// them in sorted order; prints one RESULT line.
@@ -113,11 +126,24 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let r = match cli.command {
-        Command::Mkfs { image, size, chunk_size, page_size, label } => {
+        Command::Mkfs {
+            image,
+            size,
+            chunk_size,
+            page_size,
+            label,
+        } => {
             let chunk = u32::try_from(chunk_size).map_err(|_| "chunk size too large".to_string());
             chunk.and_then(|c| image::mkfs(&image, size, c, page_size as usize, &label))
         }
-        Command::Mount { image, mountpoint, options, foreground, threads, log } => {
+        Command::Mount {
+            image,
+            mountpoint,
+            options,
+            foreground,
+            threads,
+            log,
+        } => {
             if foreground {
                 mount_foreground(&image, &mountpoint, &options, threads)
             } else {
@@ -127,7 +153,11 @@ fn main() -> ExitCode {
         Command::Fsck { image, verbose } => return fsck_command(&image, verbose),
         Command::Ls { image, path } => ls(&image, path.as_deref().unwrap_or("/")),
         Command::Cat { image, path } => cat(&image, &path),
-        Command::Put { image, hostfile, path } => put(&image, &hostfile, &path),
+        Command::Put {
+            image,
+            hostfile,
+            path,
+        } => put(&image, &hostfile, &path),
         Command::Createdel { dir, n, fs } => createdel(&dir, n, &fs),
     };
     match r {
@@ -145,9 +175,17 @@ fn main() -> ExitCode {
 /// own options (`nobarrier`) are taken out and returned as flags.
 fn mount_options(opts: &[String]) -> Result<(Vec<MountOption>, SessionACL, bool), String> {
     let mut barriers = true;
-    let mut out = vec![MountOption::FSName("dbfs".into()), MountOption::Subtype("dbfs".into()), MountOption::DefaultPermissions];
+    let mut out = vec![
+        MountOption::FSName("dbfs".into()),
+        MountOption::Subtype("dbfs".into()),
+        MountOption::DefaultPermissions,
+    ];
     let mut acl = SessionACL::Owner;
-    for o in opts.iter().flat_map(|s| s.split(',')).filter(|s| !s.is_empty()) {
+    for o in opts
+        .iter()
+        .flat_map(|s| s.split(','))
+        .filter(|s| !s.is_empty())
+    {
         let m = match o {
             "allow_other" => {
                 acl = SessionACL::All;
@@ -196,14 +234,20 @@ fn mount_options(opts: &[String]) -> Result<(Vec<MountOption>, SessionACL, bool)
     Ok((out, acl, barriers))
 }
 
-fn mount_foreground(image: &Path, mountpoint: &Path, opts: &[String], threads: usize) -> Result<(), String> {
+fn mount_foreground(
+    image: &Path,
+    mountpoint: &Path,
+    opts: &[String],
+    threads: usize,
+) -> Result<(), String> {
     let (options, acl, barriers) = mount_options(opts)?;
     let read_only = options.contains(&MountOption::RO);
     // Block the termination signals before any thread exists, so every thread inherits the mask
     // and only the waiter below receives them.
     let signals = signals::block_termination().map_err(|e| format!("signal mask: {e}"))?;
     let fs = image::open_image_with(image, read_only, barriers)?;
-    let adapter = adapter::DbFuse::new(fs.clone(), read_only).map_err(|e| format!("{}: {e}", image.display()))?;
+    let adapter = adapter::DbFuse::new(fs.clone(), read_only)
+        .map_err(|e| format!("{}: {e}", image.display()))?;
     let mut config = Config::default();
     config.mount_options = options;
     config.acl = acl;
@@ -230,7 +274,9 @@ fn mount_foreground(image: &Path, mountpoint: &Path, opts: &[String], threads: u
     // to see any error, then the last reference drops and the image is closed.
     if !read_only {
         fs.sync().map_err(|e| format!("final sync: {e}"))?;
-        fs.pager().sync_file().map_err(|e| format!("final image flush: {e}"))?;
+        fs.pager()
+            .sync_file()
+            .map_err(|e| format!("final image flush: {e}"))?;
     }
     drop(fs);
     r
@@ -238,26 +284,39 @@ fn mount_foreground(image: &Path, mountpoint: &Path, opts: &[String], threads: u
 
 /// Detach a mount that a plain unmount could not remove (busy).
 fn lazy_unmount(mnt: &Path) {
-    let ok = std::process::Command::new("fusermount3").arg("-uz").arg(mnt).status().is_ok_and(|s| s.success());
+    let ok = std::process::Command::new("fusermount3")
+        .arg("-uz")
+        .arg(mnt)
+        .status()
+        .is_ok_and(|s| s.success());
     if !ok {
-        let _ = std::process::Command::new("umount").arg("-l").arg(mnt).status();
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(mnt)
+            .status();
     }
 }
 
 /// Start `dbfs-fuse mount ... -f` as a detached child and wait until its mount is live.
 fn mount_background(mountpoint: &Path, log: Option<&Path>) -> Result<(), String> {
     let exe = std::env::current_exe().map_err(|e| format!("current executable: {e}"))?;
-    let mnt = std::fs::canonicalize(mountpoint).map_err(|e| format!("{}: {e}", mountpoint.display()))?;
+    let mnt =
+        std::fs::canonicalize(mountpoint).map_err(|e| format!("{}: {e}", mountpoint.display()))?;
     let (log_path, temporary) = match log {
         Some(p) => (p.to_path_buf(), false),
-        None => (std::env::temp_dir().join(format!("dbfs-fuse-{}.log", std::process::id())), true),
+        None => (
+            std::env::temp_dir().join(format!("dbfs-fuse-{}.log", std::process::id())),
+            true,
+        ),
     };
     let log_file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(&log_path)
         .map_err(|e| format!("{}: {e}", log_path.display()))?;
-    let log_err = log_file.try_clone().map_err(|e| format!("{}: {e}", log_path.display()))?;
+    let log_err = log_file
+        .try_clone()
+        .map_err(|e| format!("{}: {e}", log_path.display()))?;
     let mut args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     args.push("-f".into());
     let before = mounted_at(&mnt);
@@ -287,7 +346,11 @@ fn mount_background(mountpoint: &Path, log: Option<&Path>) -> Result<(), String>
                 let _ = std::fs::remove_file(&log_path);
             }
             let msg = msg.trim().trim_start_matches("dbfs-fuse: ");
-            return Err(if msg.is_empty() { format!("mount process exited with {status}") } else { msg.to_string() });
+            return Err(if msg.is_empty() {
+                format!("mount process exited with {status}")
+            } else {
+                msg.to_string()
+            });
         }
         if Instant::now() > deadline {
             let _ = child.kill();
@@ -299,9 +362,18 @@ fn mount_background(mountpoint: &Path, log: Option<&Path>) -> Result<(), String>
 
 /// How many mounts sit on `mnt` (from /proc/self/mountinfo).
 fn mounted_at(mnt: &Path) -> usize {
-    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else { return 0 };
-    let want = mnt.to_string_lossy().replace('\\', "\\134").replace(' ', "\\040").replace('\t', "\\011").replace('\n', "\\012");
-    info.lines().filter(|l| l.split(' ').nth(4) == Some(want.as_str())).count()
+    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return 0;
+    };
+    let want = mnt
+        .to_string_lossy()
+        .replace('\\', "\\134")
+        .replace(' ', "\\040")
+        .replace('\t', "\\011")
+        .replace('\n', "\\012");
+    info.lines()
+        .filter(|l| l.split(' ').nth(4) == Some(want.as_str()))
+        .count()
 }
 
 mod signals {
@@ -356,7 +428,11 @@ fn fsck_command(image: &Path, verbose: bool) -> ExitCode {
                 r.bytes,
                 r.others,
                 r.records,
-                if r.problems.is_empty() { "clean".to_string() } else { format!("{} problems", r.problems.len()) }
+                if r.problems.is_empty() {
+                    "clean".to_string()
+                } else {
+                    format!("{} problems", r.problems.len())
+                }
             );
             if r.problems.is_empty() {
                 ExitCode::SUCCESS
@@ -411,8 +487,25 @@ fn ls(image: &Path, path: &str) -> Result<(), String> {
     for name in names.into_iter().filter(|n| n != "." && n != "..") {
         let node = dir.lookup(&name).map_err(|e| format!("{name}: {e}"))?;
         let m = node.getattr().map_err(|e| format!("{name}: {e}"))?;
-        let target = if m.ftype == FileType::Symlink { node.readlink().map(|t| format!(" -> {t}")).unwrap_or_default() } else { String::new() };
-        let _ = writeln!(out, "{}{:04o} {:>3} {:>5} {:>5} {:>12} {}{}", type_char(m.ftype), m.perm, m.nlink, m.uid, m.gid, m.size, name, target);
+        let target = if m.ftype == FileType::Symlink {
+            node.readlink()
+                .map(|t| format!(" -> {t}"))
+                .unwrap_or_default()
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            out,
+            "{}{:04o} {:>3} {:>5} {:>5} {:>12} {}{}",
+            type_char(m.ftype),
+            m.perm,
+            m.nlink,
+            m.uid,
+            m.gid,
+            m.size,
+            name,
+            target
+        );
     }
     Ok(())
 }
@@ -424,11 +517,14 @@ fn cat(image: &Path, path: &str) -> Result<(), String> {
     let mut off = 0u64;
     let mut out = std::io::stdout().lock();
     loop {
-        let n = node.read_at(off, &mut buf).map_err(|e| format!("{path}: {e}"))?;
+        let n = node
+            .read_at(off, &mut buf)
+            .map_err(|e| format!("{path}: {e}"))?;
         if n == 0 {
             break;
         }
-        out.write_all(&buf[..n]).map_err(|e| format!("stdout: {e}"))?;
+        out.write_all(&buf[..n])
+            .map_err(|e| format!("stdout: {e}"))?;
         off += n as u64;
     }
     out.flush().map_err(|e| format!("stdout: {e}"))
@@ -452,7 +548,14 @@ fn put(image: &Path, hostfile: &Path, path: &str) -> Result<(), String> {
             n
         }
         Err(VfsError::NotFound) => dir
-            .create(name, &NewNode { uid: current_uid(), gid: current_gid(), ..NewNode::new(FileType::Regular, 0o644) })
+            .create(
+                name,
+                &NewNode {
+                    uid: current_uid(),
+                    gid: current_gid(),
+                    ..NewNode::new(FileType::Regular, 0o644)
+                },
+            )
             .map_err(|e| format!("{path}: {e}"))?,
         Err(e) => return Err(format!("{path}: {e}")),
     };

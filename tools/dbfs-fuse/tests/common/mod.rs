@@ -17,7 +17,12 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_dbfs-fuse");
 /// True if this machine can mount FUSE file systems; prints why not otherwise.
 pub fn fuse_available() -> bool {
     let ok = Path::new("/dev/fuse").exists()
-        && Command::new("fusermount3").arg("-V").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok();
+        && Command::new("fusermount3")
+            .arg("-V")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok();
     if !ok {
         eprintln!("note: /dev/fuse or fusermount3 missing: FUSE mount test skipped");
     }
@@ -25,18 +30,37 @@ pub fn fuse_available() -> bool {
 }
 
 pub fn mkfs(image: &Path, size: &str) {
-    let out = Command::new(BIN).arg("mkfs").arg(image).args(["--size", size]).output().expect("run mkfs");
-    assert!(out.status.success(), "mkfs: {}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new(BIN)
+        .arg("mkfs")
+        .arg(image)
+        .args(["--size", size])
+        .output()
+        .expect("run mkfs");
+    assert!(
+        out.status.success(),
+        "mkfs: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 pub fn run(cmd: &mut Command) -> std::process::Output {
-    cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"))
+    cmd.output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"))
 }
 
 /// Run a shell command with a time limit; panics with its output if it fails.
 pub fn sh(dir: &Path, script: &str, limit_secs: u32) -> String {
     let out = run(Command::new("timeout")
-        .args(["-k", "5", &limit_secs.to_string(), "bash", "-euo", "pipefail", "-c", script])
+        .args([
+            "-k",
+            "5",
+            &limit_secs.to_string(),
+            "bash",
+            "-euo",
+            "pipefail",
+            "-c",
+            script,
+        ])
         .current_dir(dir));
     assert!(
         out.status.success(),
@@ -49,15 +73,28 @@ pub fn sh(dir: &Path, script: &str, limit_secs: u32) -> String {
 }
 
 pub fn mount_count(mnt: &Path) -> usize {
-    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else { return 0 };
+    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return 0;
+    };
     let want = mnt.to_string_lossy().into_owned();
-    info.lines().filter(|l| l.split(' ').nth(4) == Some(want.as_str())).count()
+    info.lines()
+        .filter(|l| l.split(' ').nth(4) == Some(want.as_str()))
+        .count()
 }
 
 fn detach(mnt: &Path) {
-    let ok = Command::new("fusermount3").arg("-uz").arg(mnt).stderr(Stdio::null()).status().is_ok_and(|s| s.success());
+    let ok = Command::new("fusermount3")
+        .arg("-uz")
+        .arg(mnt)
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
     if !ok {
-        let _ = Command::new("umount").arg("-l").arg(mnt).stderr(Stdio::null()).status();
+        let _ = Command::new("umount")
+            .arg("-l")
+            .arg(mnt)
+            .stderr(Stdio::null())
+            .status();
     }
 }
 
@@ -75,7 +112,11 @@ impl Mounted {
         std::fs::create_dir_all(mnt).expect("mountpoint");
         let mnt = std::fs::canonicalize(mnt).expect("canonical mountpoint");
         let mut cmd = Command::new(BIN);
-        cmd.arg("mount").arg(image).arg(&mnt).arg("-f").stdin(Stdio::null());
+        cmd.arg("mount")
+            .arg(image)
+            .arg(&mnt)
+            .arg("-f")
+            .stdin(Stdio::null());
         if !opts.is_empty() {
             cmd.args(["-o", opts]);
         }
@@ -104,14 +145,22 @@ impl Mounted {
                     }
                     std::thread::sleep(Duration::from_millis(100));
                 }
-                eprintln!("watchdog: {} still mounted after {limit:?}: detaching and killing", mnt.display());
+                eprintln!(
+                    "watchdog: {} still mounted after {limit:?}: detaching and killing",
+                    mnt.display()
+                );
                 detach(&mnt);
                 if let Some(c) = child.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
                     let _ = c.kill();
                 }
             });
         }
-        Mounted { mnt, image: image.to_path_buf(), child, done }
+        Mounted {
+            mnt,
+            image: image.to_path_buf(),
+            child,
+            done,
+        }
     }
 
     pub fn path(&self, rel: &str) -> PathBuf {
@@ -119,7 +168,12 @@ impl Mounted {
     }
 
     pub fn pid(&self) -> u32 {
-        self.child.lock().unwrap().as_ref().map(|c| c.id()).unwrap_or(0)
+        self.child
+            .lock()
+            .unwrap()
+            .as_ref()
+            .map(|c| c.id())
+            .unwrap_or(0)
     }
 
     /// Unmount with `fusermount3 -u` and wait for the process; returns its exit success.
@@ -133,12 +187,22 @@ impl Mounted {
     }
 
     fn finish(&mut self, by_signal: bool) -> bool {
-        let Some(mut child) = self.child.lock().unwrap_or_else(|p| p.into_inner()).take() else { return false };
+        let Some(mut child) = self.child.lock().unwrap_or_else(|p| p.into_inner()).take() else {
+            return false;
+        };
         if by_signal {
-            let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+            let _ = Command::new("kill")
+                .args(["-TERM", &child.id().to_string()])
+                .status();
         } else {
             let mut tries = 0;
-            while !Command::new("fusermount3").arg("-u").arg(&self.mnt).stderr(Stdio::null()).status().is_ok_and(|s| s.success()) {
+            while !Command::new("fusermount3")
+                .arg("-u")
+                .arg(&self.mnt)
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+            {
                 tries += 1;
                 if tries > 50 || mount_count(&self.mnt) == 0 {
                     break;
@@ -150,7 +214,9 @@ impl Mounted {
         let status = loop {
             match child.try_wait() {
                 Ok(Some(s)) => break Some(s),
-                Ok(None) if start.elapsed() < Duration::from_secs(20) => std::thread::sleep(Duration::from_millis(20)),
+                Ok(None) if start.elapsed() < Duration::from_secs(20) => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
                 _ => break None,
             }
         };
@@ -192,5 +258,7 @@ pub fn pattern(seed: u64, len: usize) -> Vec<u8> {
 
 /// FNV-1a, enough to compare file contents across a remount.
 pub fn checksum(data: &[u8]) -> u64 {
-    data.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
+    data.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    })
 }
