@@ -9,17 +9,18 @@
 //! so a page mapped once is visible in every address space. Pages are mapped read-write,
 //! global, never user-accessible.
 //!
-//! Writes do not fault pages in: [`DiskWindow::write`] updates the resident copy of a page if
-//! there is one and sends the bytes to the disk; a page that is not resident is read from the
-//! disk (now holding the new bytes) at its first touch.
+//! Writes never read the disk: [`DiskWindow::write`] puts whole pages into the window (a fresh
+//! frame for a page not resident) and marks them dirty; [`DiskWindow::sync`] sends all dirty
+//! pages as batched contiguous runs and then flushes the disk. kvdb's commit order (pages,
+//! sync, meta page, sync) therefore reaches the disk unchanged, in a few large requests.
 //!
 //! Contract with the user of a window (kvdb): bytes handed out by `slice` are never written
 //! while borrowed. kvdb guarantees it: commits write only pages no live snapshot references
 //! (copy-on-write) and the meta page that is not current.
 //!
-//! Every resident page is clean (writes go to the disk at once), so any page can be dropped at
-//! any time and is read again at its next touch: when the frame pool runs dry, a fault evicts
-//! a quarter of its window's pages; [`drop_all`] empties every window (the `cold` benchmarks).
+//! A clean page can be dropped at any time and is read again at its next touch: when the frame
+//! pool runs dry, a fault evicts a quarter of its window's clean pages; [`drop_all`] empties
+//! every window of its clean pages (the `cold` benchmarks). Dirty pages stay until `sync`.
 //! Lock order: a window's `state`, then the frame pool, then the disk.
 
 use alloc::collections::BTreeSet;
@@ -46,6 +47,9 @@ struct State {
     level0_tables: Vec<Frame>,
     /// Level-1 tables (one per GiB), kept for the window's life.
     _level1_tables: Vec<Frame>,
+    /// Pages written since the last `sync`: their only up-to-date copy is the frame, so they
+    /// are never evicted until `sync` has put them on the disk.
+    dirty: BTreeSet<usize>,
     /// The page after the last cluster read, and the size of the next cluster if a fault
     /// lands there (sequential read-ahead).
     next_sequential: usize,
@@ -88,6 +92,7 @@ impl DiskWindow {
                 frames: Default::default(),
                 level0_tables: Vec::new(),
                 _level1_tables: level1,
+                dirty: BTreeSet::new(),
                 next_sequential: usize::MAX,
                 cluster: FAULT_CLUSTER_PAGES,
             }),
@@ -172,68 +177,96 @@ impl DiskWindow {
         Ok(())
     }
 
-    /// Write `(offset, bytes)` pairs (sorted, non-overlapping, sector-aligned) to the disk,
-    /// updating resident pages; contiguous pairs go out as one request.
+    /// Write `(offset, bytes)` pairs (sorted, non-overlapping). Whole pages go into the window
+    /// (a page not resident gets a fresh frame: no read) and become dirty; [`Self::sync`] sends
+    /// them to the disk. Pieces that are not whole pages (never from kvdb, whose pages are
+    /// multiples of 4 KiB) are written through at once.
     pub fn write(&self, writes: &[(u64, &[u8])]) -> VfsResult<()> {
         let mut st = self.state.lock();
+        let mut through: Vec<(u64, &[u8])> = Vec::new();
         for &(off, bytes) in writes {
             let off = off as usize;
             if off.checked_add(bytes.len()).is_none_or(|e| e > self.len) {
                 return Err(VfsError::InvalidInput);
             }
-            let mut done = 0;
-            while done < bytes.len() {
-                let at = off + done;
-                let page = at / PAGE_SIZE;
-                let in_page = at % PAGE_SIZE;
-                let n = (PAGE_SIZE - in_page).min(bytes.len() - done);
-                if let Some(f) = st.frames.get_mut(&page) {
-                    f.bytes_mut()[in_page..in_page + n].copy_from_slice(&bytes[done..done + n]);
+            if off % PAGE_SIZE != 0 || bytes.len() % PAGE_SIZE != 0 {
+                for (k, chunk) in bytes.chunks(PAGE_SIZE).enumerate() {
+                    let at = off + k * PAGE_SIZE;
+                    if let Some(f) = st.frames.get_mut(&(at / PAGE_SIZE)) {
+                        let in_page = at % PAGE_SIZE;
+                        let n = chunk.len().min(PAGE_SIZE - in_page);
+                        f.bytes_mut()[in_page..in_page + n].copy_from_slice(&chunk[..n]);
+                    }
                 }
-                done += n;
+                if off % SECTOR_SIZE != 0 || bytes.len() % SECTOR_SIZE != 0 {
+                    return Err(VfsError::InvalidInput);
+                }
+                through.push(((off / SECTOR_SIZE) as u64, bytes));
+                continue;
+            }
+            for (k, page_bytes) in bytes.chunks(PAGE_SIZE).enumerate() {
+                let page = off / PAGE_SIZE + k;
+                if !st.frames.contains_key(&page) {
+                    let f = match frame::alloc_for_overwrite() {
+                        Some(f) => f,
+                        None => {
+                            let keep: BTreeSet<usize> = [page].into_iter().collect();
+                            let victims = st.frames.len() / 4 + 1;
+                            Self::evict(self.base, &mut st, victims, &keep);
+                            frame::alloc_for_overwrite().ok_or(VfsError::NoMemory)?
+                        }
+                    };
+                    let st = &mut *st;
+                    if !page_table::map_kernel_page(self.base + page * PAGE_SIZE, f.pa(), &mut st.level0_tables) {
+                        return Err(VfsError::NoMemory);
+                    }
+                    st.frames.insert(page, f);
+                }
+                if let Some(f) = st.frames.get_mut(&page) {
+                    f.bytes_mut().copy_from_slice(page_bytes);
+                }
+                st.dirty.insert(page);
             }
         }
+        crate::arch::csr::sfence_vma_all();
         drop(st);
-        // Coalesce adjacent writes into runs of at most 1 MiB, then submit all runs together.
+        self.dev.write_runs(&through)
+    }
+
+    /// Send every dirty page to the disk (contiguous pages as one request of up to 1 MiB, all
+    /// requests in flight together), then flush the disk: everything written before this call
+    /// is durable when it returns.
+    pub fn sync(&self) -> VfsResult<()> {
+        let mut st = self.state.lock();
+        let dirty: Vec<usize> = st.dirty.iter().copied().collect();
+        let mut runs: Vec<(u64, Vec<u8>)> = Vec::new();
+        let max_pages = crate::drivers::virtio_blk::MAX_REQUEST / PAGE_SIZE;
         let mut i = 0;
-        let mut joined: Vec<Vec<u8>> = Vec::new();
-        let mut runs: Vec<(u64, usize, usize)> = Vec::new(); // (sector, first write, last write + 1)
-        while i < writes.len() {
-            let (start, first) = writes[i];
-            if start % SECTOR_SIZE as u64 != 0 || first.len() % SECTOR_SIZE != 0 {
-                return Err(VfsError::InvalidInput);
+        while i < dirty.len() {
+            let mut n = 1;
+            while i + n < dirty.len() && dirty[i + n] == dirty[i] + n && n < max_pages {
+                n += 1;
             }
-            let mut end = start + first.len() as u64;
-            let mut j = i + 1;
-            while j < writes.len()
-                && writes[j].0 == end
-                && writes[j].1.len().is_multiple_of(SECTOR_SIZE)
-                && (end - start) as usize + writes[j].1.len() <= crate::drivers::virtio_blk::MAX_REQUEST
-            {
-                end += writes[j].1.len() as u64;
-                j += 1;
+            let mut buf = Vec::with_capacity(n * PAGE_SIZE);
+            for page in dirty[i]..dirty[i] + n {
+                if let Some(f) = st.frames.get(&page) {
+                    buf.extend_from_slice(f.bytes());
+                }
             }
-            runs.push((start / SECTOR_SIZE as u64, i, j));
-            if j > i + 1 {
-                joined.push(writes[i..j].iter().flat_map(|w| w.1.iter().copied()).collect());
-            }
-            i = j;
+            runs.push(((dirty[i] * PAGE_SIZE / SECTOR_SIZE) as u64, buf));
+            i += n;
         }
-        let mut joined_iter = joined.iter();
-        let mut batch: Vec<(u64, &[u8])> = Vec::with_capacity(runs.len());
-        for &(sector, i, j) in &runs {
-            if j == i + 1 {
-                batch.push((sector, writes[i].1));
-            } else if let Some(buf) = joined_iter.next() {
-                batch.push((sector, buf.as_slice()));
-            }
-        }
-        self.dev.write_runs(&batch)
+        let batch: Vec<(u64, &[u8])> = runs.iter().map(|(s, b)| (*s, b.as_slice())).collect();
+        self.dev.write_runs(&batch)?;
+        st.dirty.clear();
+        drop(st);
+        self.dev.flush()
     }
 
     /// Unmap up to `count` resident pages (not those in `keep`), returning their frames.
     fn evict(base: usize, st: &mut State, count: usize, keep: &BTreeSet<usize>) {
-        let victims: Vec<usize> = st.frames.keys().copied().filter(|i| !keep.contains(i)).take(count).collect();
+        let victims: Vec<usize> =
+            st.frames.keys().copied().filter(|i| !keep.contains(i) && !st.dirty.contains(i)).take(count).collect();
         for i in victims {
             page_table::unmap_kernel_page(base + i * PAGE_SIZE);
             st.frames.remove(&i);
@@ -247,9 +280,6 @@ impl DiskWindow {
         Self::evict(self.base, &mut st, all, &BTreeSet::new());
     }
 
-    pub fn sync(&self) -> VfsResult<()> {
-        self.dev.flush()
-    }
 }
 
 /// Drop the resident pages of every window.
