@@ -7,6 +7,7 @@
 #![no_std]
 #![forbid(unsafe_code)]
 
+pub mod bench;
 pub mod errno;
 pub mod fcntl;
 pub mod stat;

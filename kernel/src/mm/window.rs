@@ -184,6 +184,7 @@ impl DiskWindow {
     pub fn write(&self, writes: &[(u64, &[u8])]) -> VfsResult<()> {
         let mut st = self.state.lock();
         let mut through: Vec<(u64, &[u8])> = Vec::new();
+        let mut mapped_new = false;
         for &(off, bytes) in writes {
             let off = off as usize;
             if off.checked_add(bytes.len()).is_none_or(|e| e > self.len) {
@@ -221,6 +222,7 @@ impl DiskWindow {
                         return Err(VfsError::NoMemory);
                     }
                     st.frames.insert(page, f);
+                    mapped_new = true;
                 }
                 if let Some(f) = st.frames.get_mut(&page) {
                     f.bytes_mut().copy_from_slice(page_bytes);
@@ -228,7 +230,10 @@ impl DiskWindow {
                 st.dirty.insert(page);
             }
         }
-        crate::arch::csr::sfence_vma_all();
+        if mapped_new {
+            // The new entries were invalid before: one flush covers them all.
+            crate::arch::csr::sfence_vma_all();
+        }
         drop(st);
         self.dev.write_runs(&through)
     }

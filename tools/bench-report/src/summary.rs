@@ -11,17 +11,9 @@ use std::fmt::Write as _;
 
 use crate::parse::Record;
 
-/// Benchmarks in the order of the protocol's table; others follow in order of appearance.
-pub const PROTOCOL_ORDER: [&str; 8] = [
-    "seqwrite",
-    "rewrite",
-    "seqread",
-    "seqread4k",
-    "randwrite",
-    "randread",
-    "randread4k",
-    "randwrite4k",
-];
+/// Benchmarks in the protocol's order (the list the guest's init runs); others follow in
+/// order of appearance.
+pub const PROTOCOL_ORDER: &[&str] = abi::bench::BENCHMARKS;
 
 /// File systems this project compares, first in every table and chart, in this order.
 const KNOWN_FS: [&str; 3] = ["dbfs", "fat32", "raw"];

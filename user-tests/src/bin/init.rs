@@ -20,20 +20,8 @@
 
 use user_tests::prelude::*;
 
-/// Protocol order (shared/BENCH-PROTOCOL.md).
-const BENCHES: &[&str] = &[
-    "seqwrite",
-    "rewrite",
-    "seqread",
-    "seqread4k",
-    "randwrite",
-    "randread",
-    "randread4k",
-    "randwrite4k",
-    "createdel",
-    "coldseqread",
-    "coldrandread",
-];
+/// Protocol order (shared/BENCH-PROTOCOL.md), shared with the host's report tool.
+const BENCHES: &[&str] = user_tests::abi::bench::BENCHMARKS;
 const FILESYSTEMS: &[&str] = &["fat32", "raw", "dbfs"];
 
 struct Config {
