@@ -55,9 +55,12 @@ FUSE_OPTS ?=
 TARGET   := riscv64gc-unknown-none-elf
 CARGO    ?= cargo
 BUILD    := build
-TGT_DIR  := target/$(TARGET)/$(PROFILE)
+# Honour CARGO_TARGET_DIR, so parallel work trees / helpers can build in separate dirs.
+CARGO_TARGET_DIR ?= target
+export CARGO_TARGET_DIR
+TGT_DIR  := $(CARGO_TARGET_DIR)/$(TARGET)/$(PROFILE)
 KERNEL   := $(TGT_DIR)/kernel
-MKIMAGE  := target/release/mkimage
+MKIMAGE  := $(CARGO_TARGET_DIR)/release/mkimage
 # Every program in user-tests/src/bin (NAME.rs or NAME/main.rs) is installed as /bin/NAME.
 USER_BINS := $(sort $(basename $(notdir $(wildcard user-tests/src/bin/*.rs))) \
 	$(patsubst user-tests/src/bin/%/main.rs,%,$(wildcard user-tests/src/bin/*/main.rs)))
@@ -161,7 +164,7 @@ bench: images
 fuse: deps | $(BUILD)
 	$(CARGO) build --release -p dbfs-fuse
 	mkdir -p $(MNT)
-	target/release/dbfs-fuse mount $(IMAGE) $(MNT) -f $(if $(FUSE_OPTS),-o $(FUSE_OPTS))
+	$(CARGO_TARGET_DIR)/release/dbfs-fuse mount $(IMAGE) $(MNT) -f $(if $(FUSE_OPTS),-o $(FUSE_OPTS))
 
 ## dbfs-fuse vs fuse2fs (ext4) vs the host directory; see docs/BENCHMARKS.md.
 bench-fuse: deps
