@@ -2,10 +2,19 @@
 #
 #   make run BENCH=seqwrite      build everything, boot QEMU, run one benchmark, print figures
 #   make test                    host tests (cargo test) + the in-guest test runner + a reboot test
+#                                + a full-disk test (test-fill: ENOSPC on small dbfs and FAT disks)
+#                                + a crash test (30 SIGKILLs of QEMU mid-write, tests/crash.sh)
+#   make crash-test              the crash test with CRASH_POINTS kills (default 200), ~3 s each
+#   make test-cross              (in `make test`) guest and host agree on dbfs: a tree written by
+#                                the host is verified in the guest and the reverse, and one script
+#                                run in both gives identical listings (tests/crosscheck.sh, SEED=N)
 #   make bench                   every benchmark in one boot; figures into build/bench-*.txt
 #   make bench-kv                kvdb vs jammdb vs redb on the host (criterion)
 #   make fuse IMAGE=...          mount a dbfs image on the host (foreground; Ctrl-C unmounts)
 #   make bench-fuse              dbfs-fuse vs fuse2fs (ext4) vs the host directory, with fio
+#   make fuzz                    cargo-fuzz: mount + walk + writes on damaged dbfs, then FAT32
+#                                images (fs/*/fuzz, target mount_walk), FUZZ_SECS each; not in
+#                                `make test` (tests/corrupt.rs, tests/mutate_walk.rs are)
 #   make images | gdb | fmt | clippy | clean | deps
 #
 # Variables (override on the command line, e.g. `make run BENCH=seqread FS=fat32`):
@@ -25,6 +34,10 @@
 #   IMAGE    dbfs image for `make fuse`                                 (default: build/dbfs.img)
 #   MNT      where `make fuse` mounts it                                (default: build/mnt)
 #   FUSE_OPTS extra mount options, e.g. FUSE_OPTS=nobarrier,allow_other
+#   CRASH_POINTS  QEMU kills in `make crash-test`                      (default: 200)
+#   CRASH_SEED    replay a crash test's operations and kill delays     (default: random, printed)
+#   SEED     seed of the tree `make test-cross` generates               (default: 1)
+#   FUZZ_SECS  seconds per fuzz target in `make fuzz`                   (default: 600)
 #
 # Disks (rebuilt by `make images`; bench disks are fresh for every run):
 #   build/root.img  vda  FAT32, the programs in /bin, mounted at /
@@ -51,6 +64,9 @@ REPORT  ?= $(BUILD)/bench-report
 IMAGE   ?= $(BUILD)/dbfs.img
 MNT     ?= $(BUILD)/mnt
 FUSE_OPTS ?=
+CRASH_POINTS ?= 200
+CRASH_SEED ?=
+SEED    ?= 1
 
 TARGET   := riscv64gc-unknown-none-elf
 CARGO    ?= cargo
@@ -75,9 +91,14 @@ QEMU_BASE = qemu-system-riscv64 -machine virt -nographic -bios default -m $(MEM)
 	-drive file=$(BUILD)/raw.img,if=none,format=raw,id=vdc -device virtio-blk-device,drive=vdc \
 	-drive file=$(BUILD)/dbfs.img,if=none,format=raw,id=vdd -device virtio-blk-device,drive=vdd
 KERNEL_PARAMS = init=$(INIT) log=$(LOG) bcache=$(BCACHE)
+# QEMU_BASE with another image as vdd: $(call QEMU_DBFS,IMAGE).
+QEMU_DBFS = $(subst file=$(BUILD)/dbfs.img$(comma),file=$(1)$(comma),$(QEMU_BASE))
+comma := ,
+# QEMU_BASE with the small full-disk test images as vdb (FAT) and vdd (dbfs).
+QEMU_FILL = $(subst file=$(BUILD)/fat.img$(comma),file=$(BUILD)/fill-fat.img$(comma),$(call QEMU_DBFS,$(BUILD)/fill-dbfs.img))
 
-.PHONY: help deps build kernel user mkimage images bench-disks run test test-host test-guest test-persist bench \
-	bench-kv fuse bench-fuse gdb fmt clippy clean
+.PHONY: help deps build kernel user mkimage images bench-disks run test test-host test-guest test-persist test-crash crash-test test-cross test-fill bench \
+	bench-kv fuse bench-fuse gdb fmt clippy clean fuzz
 
 help:
 	@sed -n '2,/^$$/p' Makefile | sed 's/^# \{0,1\}//'
@@ -126,7 +147,7 @@ run: images
 
 ## Tests: host crates, then the in-guest runner (QEMU exit status = failures), then data
 ## written in one boot checked in the next (same disks: nothing is reformatted).
-test: test-host test-guest test-persist
+test: test-host test-guest test-persist test-crash test-cross test-fill
 
 test-host: deps
 	$(CARGO) test --release --workspace --exclude kernel --exclude user-tests
@@ -149,6 +170,37 @@ test-persist: images
 		-append "init=/bin/persist log=$(LOG) -- check /fat/persist" | tee -a $(BUILD)/persist-2.log
 	@test "$$(grep -Ec '^[0-9]+ passed, 0 failed' $(BUILD)/persist-2.log)" = 2 || \
 		{ echo "reboot test: data written before the reboot did not come back"; exit 1; }
+
+## A full disk (user-tests/src/bin/fillfs.rs): small dbfs (16 MiB) and FAT (34 MiB) disks
+## are filled until ENOSPC; committed files must survive, deleting must work and free space.
+test-fill: images
+	$(MKIMAGE) fat32 $(BUILD)/fill-fat.img --size 34M --label FILLFAT
+	$(MKIMAGE) blank $(BUILD)/fill-dbfs.img --size 16M
+	timeout --foreground -k 10 300 $(QEMU_FILL) \
+		-append "init=/bin/fillfs log=$(LOG) -- /dbfs /fat" | tee $(BUILD)/test-fill.log
+	@grep -Eq '^[0-9]+ passed, 0 failed' $(BUILD)/test-fill.log || \
+		{ echo "full-disk test: a check failed"; exit 1; }
+
+## Guest and host agree (tests/crosscheck.sh): dbfs-fuse and the guest each write a generated
+## tree the other verifies, and tests/crosscheck/workload.txt gives the same listing on both.
+test-cross: images
+	$(CARGO) build --release -p dbfs-fuse
+	QEMU='$(call QEMU_DBFS,@DBFS@)' KPARAMS='log=$(LOG) bcache=$(BCACHE)' \
+		DBFS_FUSE=$(CARGO_TARGET_DIR)/release/dbfs-fuse WORK=$(BUILD)/cross SEED=$(SEED) \
+		tests/crosscheck.sh
+
+## Crash survival: SIGKILL QEMU while /bin/crashwriter writes to dbfs, then fsck the image and
+## check every committed file on the host and in the next boot (tests/crash.sh).
+CRASH_ENV = BUILD=$(BUILD) KERNEL=$(KERNEL) DBFS_FUSE=$(CARGO_TARGET_DIR)/release/dbfs-fuse \
+	MEM=$(MEM) LOG=$(LOG) CRASH_SEED=$(CRASH_SEED)
+
+test-crash: images
+	$(CARGO) build --release -p dbfs-fuse
+	$(CRASH_ENV) CRASH_POINTS=30 tests/crash.sh
+
+crash-test: images
+	$(CARGO) build --release -p dbfs-fuse
+	$(CRASH_ENV) CRASH_POINTS=$(CRASH_POINTS) tests/crash.sh
 
 ## Every benchmark, one boot; the log is the record (see docs/BENCHMARKS.md).
 bench: images
@@ -174,6 +226,18 @@ bench-kv: deps
 	$(CARGO) bench -p kvdb-bench --bench kv -- --warm-up-time 1 --measurement-time 3
 
 ## Debug: QEMU waits for gdb on :1234 (`gdb-multiarch $(KERNEL) -ex 'target remote :1234'`).
+## Fuzzing (docs/ARCHITECTURE.md, "Fuzzing"): cargo-fuzz on stable through RUSTC_BOOTSTRAP,
+## one job per target, in each fuzz crate's own target dir. fat32 is built with -O: its fuzz
+## Cargo.toml turns overflow checks on for our crates and off for fatfs (as in the kernel).
+FUZZ_SECS ?= 600
+FUZZ_RUN = env -u CARGO_TARGET_DIR RUSTC_BOOTSTRAP=1 cargo fuzz run
+fuzz:
+	@command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
+	cd fs/dbfs/fuzz && python3 seeds.py corpus/mount_walk && $(FUZZ_RUN) -s none mount_walk -- \
+		-max_total_time=$(FUZZ_SECS) -timeout=20 -max_len=385 -len_control=10 -print_final_stats=1
+	cd fs/fat32/fuzz && python3 seeds.py corpus/mount_walk && $(FUZZ_RUN) -O -s none mount_walk -- \
+		-max_total_time=$(FUZZ_SECS) -timeout=20 -max_len=448 -len_control=10 -print_final_stats=1
+
 gdb: images
 	$(QEMU_BASE) -append "$(KERNEL_PARAMS) -- bench=$(BENCH) fs=$(FS)" -s -S
 

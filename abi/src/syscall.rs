@@ -1,6 +1,18 @@
 //! Linux riscv64 syscall numbers (asm-generic unistd.h) that dbfs-os implements or knows of.
 //! A number not handled by the kernel returns -ENOSYS.
 
+pub const SYS_SETXATTR: usize = 5;
+pub const SYS_LSETXATTR: usize = 6;
+pub const SYS_FSETXATTR: usize = 7;
+pub const SYS_GETXATTR: usize = 8;
+pub const SYS_LGETXATTR: usize = 9;
+pub const SYS_FGETXATTR: usize = 10;
+pub const SYS_LISTXATTR: usize = 11;
+pub const SYS_LLISTXATTR: usize = 12;
+pub const SYS_FLISTXATTR: usize = 13;
+pub const SYS_REMOVEXATTR: usize = 14;
+pub const SYS_LREMOVEXATTR: usize = 15;
+pub const SYS_FREMOVEXATTR: usize = 16;
 pub const SYS_GETCWD: usize = 17;
 pub const SYS_DUP: usize = 23;
 pub const SYS_DUP3: usize = 24;
@@ -66,6 +78,15 @@ pub const SYS_DBFS_COUNTERS: usize = 1000;
 /// disk windows, so the next reads come from the disk (the `cold` benchmarks). Root only in
 /// spirit; everything runs as root here.
 pub const SYS_DBFS_DROP_CACHES: usize = 1001;
+
+/// `setxattr` flags (Linux's `XATTR_CREATE` / `XATTR_REPLACE`) and size limits.
+pub const XATTR_CREATE: u32 = 1;
+pub const XATTR_REPLACE: u32 = 2;
+/// Longest attribute name, in bytes (without the NUL).
+pub const XATTR_NAME_MAX: usize = 255;
+/// Largest attribute value, and largest name list `listxattr` returns.
+pub const XATTR_SIZE_MAX: usize = 65536;
+pub const XATTR_LIST_MAX: usize = 65536;
 
 /// `reboot` magic values and the power-off command (Linux's).
 pub const LINUX_REBOOT_MAGIC1: usize = 0xfee1dead;

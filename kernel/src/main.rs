@@ -8,7 +8,9 @@
 //!
 //! Kernel command line (`-append`): `key=value` kernel parameters, then `--`, then the
 //! arguments of init. Parameters: `init=PATH` (default /bin/init), `log=LEVEL`
-//! (error|warn|info|debug|trace), `bcache=MIB` (block cache per mounted disk, default 8).
+//! (error|warn|info|debug|trace), `bcache=MIB` (block cache per mounted disk, default 8),
+//! `dbfs_fsck=1` (check the dbfs image at mount with `DbFs::fsck`, print
+//! `[kernel] vdd: dbfs fsck: clean` or the problems, and refuse to mount a damaged image).
 #![no_std]
 #![no_main]
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -111,11 +113,12 @@ struct Params {
     init: String,
     log: log::LevelFilter,
     bcache_mib: usize,
+    dbfs_fsck: bool,
     init_args: Vec<String>,
 }
 
 fn parse_params(cmdline: &str) -> Params {
-    let mut p = Params { init: String::from("/bin/init"), log: log::LevelFilter::Warn, bcache_mib: 8, init_args: Vec::new() };
+    let mut p = Params { init: String::from("/bin/init"), log: log::LevelFilter::Warn, bcache_mib: 8, dbfs_fsck: false, init_args: Vec::new() };
     let mut words = cmdline.split_whitespace();
     for w in words.by_ref() {
         if w == "--" {
@@ -125,6 +128,7 @@ fn parse_params(cmdline: &str) -> Params {
             Some(("init", v)) => p.init = String::from(v),
             Some(("log", v)) => p.log = v.parse().unwrap_or(log::LevelFilter::Warn),
             Some(("bcache", v)) => p.bcache_mib = v.parse().unwrap_or(8),
+            Some(("dbfs_fsck", v)) => p.dbfs_fsck = v == "1",
             _ => println!("[kernel] unknown parameter {:?} (init arguments go after --)", w),
         }
     }
@@ -162,7 +166,8 @@ fn is_blank(disk: &Arc<drivers::virtio_blk::VirtioDisk>, bytes: usize) -> bool {
 
 /// Mount dbfs on `disk` at `path` through a page-fault-driven window. A blank disk is
 /// formatted first; a disk holding anything else that is not dbfs is refused, untouched.
-fn mount_dbfs(disk: &Arc<drivers::virtio_blk::VirtioDisk>, path: &str) -> bool {
+/// With `fsck`, the mounted image is checked first and not mounted if damaged.
+fn mount_dbfs(disk: &Arc<drivers::virtio_blk::VirtioDisk>, path: &str, fsck: bool) -> bool {
     type DbFs = dbfs::DbFs<fs::window_pager::WindowPager>;
     let window = match mm::window::DiskWindow::new(disk.clone()) {
         Ok(w) => w,
@@ -188,6 +193,7 @@ fn mount_dbfs(disk: &Arc<drivers::virtio_blk::VirtioDisk>, path: &str) -> bool {
         println!("[kernel] {}: blank disk formatted as dbfs", disk.name);
     }
     match DbFs::mount_checked(pager, Arc::new(arch::time::KernelClock)) {
+        Ok(dbfs) if fsck && !dbfs_fsck_clean(&dbfs, &disk.name, path) => false,
         Ok(dbfs) => match fs::mount(path, dbfs.clone()) {
             Ok(()) => {
                 log::info!("{}: dbfs mounted at {}", disk.name, path);
@@ -206,6 +212,28 @@ fn mount_dbfs(disk: &Arc<drivers::virtio_blk::VirtioDisk>, path: &str) -> bool {
         },
         Err(e) => {
             println!("[kernel] {}: not mounted at {}: {}", disk.name, path, e);
+            false
+        }
+    }
+}
+
+/// Run `DbFs::fsck` on a freshly mounted image and print the verdict (one line the host can
+/// grep: `dbfs fsck: clean`, or each problem then `dbfs fsck: N problems`).
+fn dbfs_fsck_clean(dbfs: &dbfs::DbFs<fs::window_pager::WindowPager>, disk: &str, path: &str) -> bool {
+    match dbfs.fsck() {
+        Ok(problems) if problems.is_empty() => {
+            println!("[kernel] {}: dbfs fsck: clean", disk);
+            true
+        }
+        Ok(problems) => {
+            for p in &problems {
+                println!("[kernel] {}: dbfs fsck: {}", disk, p);
+            }
+            println!("[kernel] {}: dbfs fsck: {} problems; not mounted at {}", disk, problems.len(), path);
+            false
+        }
+        Err(e) => {
+            println!("[kernel] {}: dbfs fsck: cannot check ({}); not mounted at {}", disk, e, path);
             false
         }
     }
@@ -254,7 +282,7 @@ extern "C" fn rust_main(_hartid: usize, dtb: usize) -> ! {
         mount_fat(disk, "/fat", cache_bytes);
     }
     if let Some(disk) = disks.get(3) {
-        mount_dbfs(disk, "/dbfs");
+        mount_dbfs(disk, "/dbfs", params.dbfs_fsck);
     }
 
     let mut argv = alloc::vec![params.init.clone()];

@@ -27,8 +27,10 @@
 //! |---------|-----------|
 //! | `init` | `bench=<name\|all> [fs=fat32\|raw\|dbfs\|all] [reps=N] [quick] [size=MiB] [ops=N] [n=S:E:STEP]`, or `test` (the default) |
 //! | `testrunner` | `DIR [summary=FILE] [assume=fat\|nofat] [TEST...]`; closes with `N passed, N failed`, exit = failures |
+//! | `badsys` | `DIR [summary=FILE] [qemu] [-v]`: bad pointers, paths, descriptors, flags and types for every implemented syscall, each against Linux's errno; same closing line |
 //! | `seqwrite` `rewrite` `seqread` `seqread4k` `randwrite` `randread` `randread4k` `randwrite4k` | `NAME:PATH... [reps=N] [size=MiB] [ops=N] [quick]` |
 //! | `createdel` | `NAME:DIR... [n=START:END:STEP] [reps=N] [quick]` |
+//! | `crosscheck` | `verify DIR`, `gen DIR seed=N` or `workload DIR`: the guest side of `make test-cross` (tests/crosscheck) |
 //!
 //! Benchmarks print `RESULT bench=... fs=NAME ...` lines (see [`mod@bench`]); a target named `raw`
 //! (or a device path) is used as a raw device. Every program exits 0 on success and non-zero on

@@ -54,22 +54,39 @@
 //!   that crosses it commits, so a write costs at most one transaction), on
 //!   [`DbFs::writeback_tick`] when the oldest dirty data is older than [`WRITEBACK_SECS`], when
 //!   a metadata operation touches the inode (it folds the buffered data into its own
-//!   transaction), and when the `DbFs` is dropped (unmount). **Data is durable once `fsync` (or
+//!   transaction), and when the `DbFs` is dropped (unmount). Closing a file that was only
+//!   read commits nothing: its buffered atime waits for the timer or the next commit.
+//!   Concurrent `fsync`s share commits (see Locks). **Data is durable once `fsync` (or
 //!   `sync`) returns**; data written but not yet flushed is lost by a crash, in whole chunks
 //!   per flush (a flush is atomic: the file's size, times and chunks commit together).
 //! - `atime` follows Linux `relatime` and is buffered like data ([`DbFs::set_noatime`] turns
 //!   it off, e.g. for read-only media).
+//! - A full store: kvdb keeps a reserve ([`kvdb::reserve_pages`], 1/64 of the store) that
+//!   only deletions may use, so unlink, rmdir, rename over a name and shrinking truncates
+//!   still commit when writes cannot; `statfs` reports it as free but not available. A flush
+//!   that does not fit fails with `NoSpace` and changes nothing: the buffered data stays
+//!   dirty and `fsync`, `sync` and the last close report `NoSpace` while it cannot commit. A
+//!   write finding the cache at its limit retries the flush first and, if that fails, returns
+//!   `NoSpace` without buffering anything. Unlinking or truncating the file drops its buffered
+//!   data with it, so deleting is how space comes back.
 //!
 //! # Locks
-//! `DbFs::state` (a spin mutex) guards the write-back cache and the open counts. Every write
-//! transaction is begun and committed with it held, so the lock order is: `state`, then kvdb's
-//! writer lock, then kvdb's snapshot lock. Readers take `state` only to look at the cache and
-//! to begin their read transaction (O(1)), then copy without it, so readers do not block each
-//! other; but they do wait while a write transaction runs (it holds `state` until its commit is
-//! published and the cache entries it folded are dropped: that pair must look atomic to a
-//! reader), and readers of a file with buffered chunks copy under `state`. Directory
-//! operations (lookup, readdir, readlink, getxattr) take no dbfs lock at all, only a read
-//! snapshot; no lock is held while a readdir sink runs.
+//! Two locks, always taken in this order: kvdb's writer lock (held by the one write
+//! transaction), then `DbFs::state` (the write-back cache, open counts, fsync waiters). On the
+//! host they are blocking OS locks, in the kernel spin locks ([`kvdb::sync`]).
+//! - A write transaction takes the writer lock, then `state` while the operation runs and its
+//!   folded chunks are copied into the transaction; it releases `state` for the commit's I/O
+//!   (page writes and the two device barriers) and takes it again, still holding the writer
+//!   lock, to drop the folded cache entries ([`kvdb::Tx::commit_then`]). An entry written
+//!   while its commit ran has a new generation and stays, dirty.
+//! - Readers take `state` only to look at the cache and begin their read snapshot (O(1)), and
+//!   copy from the store without it; readers of chunks still in the cache copy under it. So
+//!   readers and buffered writers go on while a commit waits for the device.
+//! - `fsync` registers its inode as waiting, then waits for the writer lock; the commit that
+//!   gets it folds every waiting inode (group commit), and a waiter whose data was committed
+//!   meanwhile returns without a commit of its own.
+//! - Directory operations (lookup, readdir, readlink, getxattr) take no dbfs lock at all,
+//!   only a read snapshot; no lock is held while a readdir sink runs.
 //!
 //! # What needs the caller's identity (not checked here)
 //! The vfs traits carry no credentials, so permission checks (search/write permission on
@@ -95,7 +112,7 @@ use alloc::vec::Vec;
 use core::fmt;
 
 use kvdb::{Db, Pager, Tx};
-use spin::Mutex;
+use kvdb::sync::Mutex;
 use vfs::{Clock, FileSystem, FileType, FsStats, Metadata, NodeRef, Timestamp, VfsError, VfsResult};
 
 pub use format::{
@@ -222,6 +239,9 @@ pub(crate) struct Pending {
     /// Dirty chunks: index -> bytes (at most a chunk; past its length the chunk reads zeros).
     pub chunks: BTreeMap<u64, Vec<u8>>,
     pub bytes: usize,
+    /// Bumped by every change to the entry, so a commit that folded it can tell whether it
+    /// changed while the commit ran (then the entry stays, still dirty).
+    pub gen: u64,
 }
 
 pub(crate) struct WriteBack {
@@ -250,6 +270,44 @@ pub(crate) struct State {
     pub open: BTreeMap<u64, u32>,
     /// Reads do not update atime (read-only media, benchmarks).
     pub noatime: bool,
+    /// Inodes whose `fsync` is waiting for the write transaction: whichever commit runs next
+    /// folds them all (group commit), and each waiter then finds its data committed.
+    pub fsync_wanted: BTreeMap<u64, u32>,
+    /// Inode records of recent read snapshots, for the read path.
+    pub icache: SnapshotInodes,
+}
+
+/// A few inode records as stored in given snapshots: `(txid, ino) -> record`. A snapshot
+/// never changes, so an entry is right for as long as its txid is the one a reader sees; a
+/// sequential reader of one file then looks its inode up once per commit, not once per call.
+#[derive(Default)]
+pub(crate) struct SnapshotInodes {
+    slots: [(u64, u64, Option<Inode>); 8],
+    next: usize,
+}
+
+impl SnapshotInodes {
+    fn get(&self, txid: u64, ino: u64) -> Option<Inode> {
+        self.slots.iter().find(|s| s.0 == txid && s.1 == ino).and_then(|s| s.2)
+    }
+    fn put(&mut self, txid: u64, ino: u64, inode: Inode) {
+        self.slots[self.next] = (txid, ino, Some(inode));
+        self.next = (self.next + 1) % self.slots.len();
+    }
+}
+
+/// Why [`DbFs::flush`] runs: it decides what the commit folds and whether it is still needed
+/// once the write transaction is ours.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Flush {
+    /// `fsync` of one inode: its buffered data, plus every other inode whose fsync waits.
+    Inode(u64),
+    /// Everything buffered, if anything is (timer, unmount).
+    All,
+    /// Everything buffered, and commit even if nothing is (`sync`: makes freed pages reusable).
+    AllAlways,
+    /// Everything buffered, if the dirty limit is still reached (a writer crossed it).
+    Limit,
 }
 
 /// A mounted dbfs.
@@ -330,6 +388,8 @@ impl<P: Pager> DbFs<P> {
                 wb: WriteBack { pending: BTreeMap::new(), dirty_bytes: 0, limit: DEFAULT_DIRTY_LIMIT, since: None },
                 open: BTreeMap::new(),
                 noatime: false,
+                fsync_wanted: BTreeMap::new(),
+                icache: SnapshotInodes::default(),
             }),
             me: me.clone(),
         });
@@ -450,55 +510,122 @@ impl<P: Pager> DbFs<P> {
         let now = self.clock.now();
         let due = self.state.lock().wb.since.is_some_and(|t| now.sec.saturating_sub(t.sec) >= WRITEBACK_SECS);
         if due {
-            self.flush(None)?;
+            self.flush(Flush::All)?;
         }
         Ok(())
     }
 
 
-    /// Run `f` as one write transaction with `state` held, then drop the write-back entries it
-    /// folded. On any error nothing is committed and the cache is untouched.
+    /// Run `f` as one write transaction, then drop the write-back entries it folded (those
+    /// that did not change meanwhile). On any error nothing is committed and the cache is
+    /// untouched.
+    ///
+    /// Locking: kvdb's writer lock first (`begin_write`), then `state` while `f` runs and the
+    /// transaction's pages are built; `state` is released for the commit itself (page writes
+    /// and the two device flushes), so readers and buffered writers go on meanwhile. Readers see
+    /// the folded entries until they are dropped, and an entry's bytes equal what the commit
+    /// stores, so the old snapshot + cache and the new snapshot + cache read the same.
     pub(crate) fn write_op<R>(&self, f: impl FnOnce(&mut Txn<'_, '_, P>) -> VfsResult<R>) -> VfsResult<R> {
-        let mut st = self.state.lock();
-        self.run_txn(&mut st, f)
+        let tx = self.db.begin_write().map_err(kv)?;
+        self.run_txn(tx, f)
     }
 
-    fn run_txn<R>(&self, st: &mut State, f: impl FnOnce(&mut Txn<'_, '_, P>) -> VfsResult<R>) -> VfsResult<R> {
+    /// The body of [`DbFs::write_op`] for a write transaction the caller already began.
+    fn run_txn<R>(&self, tx: Tx<'_, P>, f: impl FnOnce(&mut Txn<'_, '_, P>) -> VfsResult<R>) -> VfsResult<R> {
         let now = self.clock.now();
         let (r, folded) = {
-            let tx = self.db.begin_write().map_err(kv)?;
-            let (r, folded) = {
-                let mut t = Txn::new(&tx, self.chunk_size, st, now);
-                let r = f(&mut t)?;
-                t.finish()?;
-                (r, core::mem::take(&mut t.folded))
-            };
-            tx.commit().map_err(kv)?;
+            let st = self.state.lock();
+            let mut t = Txn::new(&tx, self.chunk_size, &st, now);
+            let r = f(&mut t)?;
+            t.finish()?;
+            // (ino, generation folded, size the commit stores)
+            let folded: Vec<(u64, u64, Option<u64>)> = t
+                .folded
+                .iter()
+                .filter_map(|&ino| st.wb.pending.get(&ino).map(|p| (ino, p.gen, t.cached_size(ino))))
+                .collect();
             (r, folded)
         };
-        for ino in folded {
-            st.wb.discard(ino);
-        }
+        // The folded entries go while kvdb's writer lock is still held, so the next write
+        // transaction never finds an entry whose data this commit already stored (it would
+        // count those chunks as new).
+        tx.commit_then(|| {
+            if folded.is_empty() {
+                return;
+            }
+            let mut st = self.state.lock();
+            for (ino, gen, size) in folded {
+                match st.wb.pending.get_mut(&ino) {
+                    Some(p) if p.gen == gen => st.wb.discard(ino),
+                    Some(p) => {
+                        // Written while the commit ran: stays dirty; the store now holds the
+                        // folded size.
+                        if let Some(size) = size {
+                            p.stored_size = size;
+                        }
+                    }
+                    None => {}
+                }
+            }
+        })
+        .map_err(kv)?;
         Ok(r)
     }
 
-    /// Commit buffered writes of `only` (or of every inode) in one transaction.
-    pub(crate) fn flush(&self, only: Option<u64>) -> VfsResult<()> {
+    /// Commit buffered writes (see [`Flush`]) in one transaction. Waits for the write
+    /// transaction; a commit that ran meanwhile may have done the work already.
+    pub(crate) fn flush(&self, why: Flush) -> VfsResult<()> {
+        {
+            let mut st = self.state.lock();
+            match why {
+                Flush::Inode(ino) => {
+                    if !st.wb.pending.contains_key(&ino) {
+                        return Ok(());
+                    }
+                    *st.fsync_wanted.entry(ino).or_insert(0) += 1;
+                }
+                Flush::All | Flush::Limit if st.wb.pending.is_empty() => return Ok(()),
+                _ => {}
+            }
+        }
+        let tx = self.db.begin_write();
         let mut st = self.state.lock();
-        self.flush_locked(&mut st, only, false)
-    }
-
-    fn flush_locked(&self, st: &mut State, only: Option<u64>, always: bool) -> VfsResult<()> {
-        let inos: Vec<u64> = match only {
-            Some(ino) => st.wb.pending.contains_key(&ino).then_some(ino).into_iter().collect(),
-            None => st.wb.pending.keys().copied().collect(),
+        if let Flush::Inode(ino) = why {
+            if let Some(n) = st.fsync_wanted.get_mut(&ino) {
+                *n -= 1;
+                if *n == 0 {
+                    st.fsync_wanted.remove(&ino);
+                }
+            }
+        }
+        let tx = tx.map_err(kv)?;
+        let inos: Vec<u64> = match why {
+            Flush::Inode(ino) => {
+                if !st.wb.pending.contains_key(&ino) {
+                    // Committed by the transaction we waited for.
+                    return Ok(());
+                }
+                let mut v: Vec<u64> =
+                    st.fsync_wanted.keys().copied().filter(|i| st.wb.pending.contains_key(i)).collect();
+                if !v.contains(&ino) {
+                    v.push(ino);
+                }
+                v
+            }
+            Flush::Limit if st.wb.dirty_bytes < st.wb.limit => return Ok(()),
+            _ => st.wb.pending.keys().copied().collect(),
         };
-        if inos.is_empty() && !always {
+        if inos.is_empty() && why != Flush::AllAlways {
             return Ok(());
         }
-        self.run_txn(st, |t| {
+        drop(st);
+        self.run_txn(tx, |t| {
             for ino in inos {
-                t.inode(ino)?;
+                match t.inode(ino) {
+                    // Freed by a metadata operation after we looked: nothing left to write.
+                    Ok(_) | Err(VfsError::NotFound) => {}
+                    Err(e) => return Err(e),
+                }
             }
             Ok(())
         })
@@ -515,7 +642,7 @@ impl<P: Pager> DbFs<P> {
                     read_inode(&tx, ino)?
                 };
                 st.wb.since.get_or_insert(now);
-                Ok(v.insert(Pending { inode, stored_size: inode.size, chunks: BTreeMap::new(), bytes: 0 }))
+                Ok(v.insert(Pending { inode, stored_size: inode.size, chunks: BTreeMap::new(), bytes: 0, gen: 0 }))
             }
         }
     }
@@ -594,13 +721,22 @@ impl<P: Pager> DbFs<P> {
             if atime && relatime_due(&p.inode, now) {
                 if let Some(p) = st.wb.pending.get_mut(&ino) {
                     p.inode.atime = now;
+                    p.gen += 1;
                 }
             }
             return Ok(n);
         }
         let tx = self.db.begin_read().map_err(kv)?;
+        let cached = st.icache.get(tx.id(), ino);
         drop(st);
-        let inode = read_inode(&tx, ino)?;
+        let inode = match cached {
+            Some(i) => i,
+            None => {
+                let i = read_inode(&tx, ino)?;
+                self.state.lock().icache.put(tx.id(), ino, i);
+                i
+            }
+        };
         let n = clamp_len(inode.size, offset, buf.len());
         if n > 0 {
             read_chunks(&tx, ino, self.chunk_size, offset, &mut buf[..n])?;
@@ -611,6 +747,7 @@ impl<P: Pager> DbFs<P> {
             let p = self.pending_mut(&mut st, ino)?;
             if relatime_due(&p.inode, now) {
                 p.inode.atime = now;
+                p.gen += 1;
             }
         }
         Ok(n)
@@ -626,6 +763,16 @@ impl<P: Pager> DbFs<P> {
             .checked_add(data.len() as u64)
             .filter(|&e| e <= MAX_FILE_SIZE)
             .ok_or(VfsError::FileTooLarge)?;
+        // A cache still at its limit means the last flush failed (a full store): try again
+        // before buffering more, and fail this write if it still cannot commit. So a write that
+        // returns ENOSPC buffered nothing, and a full store cannot grow the cache without end.
+        let full = {
+            let st = self.state.lock();
+            st.wb.dirty_bytes >= st.wb.limit
+        };
+        if full {
+            self.flush(Flush::Limit)?;
+        }
         let now = self.clock.now();
         let cs = self.chunk_size;
         let mut guard = self.state.lock();
@@ -683,9 +830,17 @@ impl<P: Pager> DbFs<P> {
         p.inode.mtime = now;
         p.inode.ctime = now;
         p.bytes += added;
+        p.gen += 1;
         st.wb.dirty_bytes += added;
-        if st.wb.dirty_bytes >= st.wb.limit {
-            self.flush_locked(st, None, false)?;
+        let over = st.wb.dirty_bytes >= st.wb.limit;
+        drop(guard);
+        if over {
+            match self.flush(Flush::Limit) {
+                // This write is buffered (it is not undone): the next write retries the flush
+                // and fails, as do fsync, sync and the last close.
+                Ok(()) | Err(VfsError::NoSpace) => {}
+                Err(e) => return Err(e),
+            }
         }
         Ok(data.len())
     }
@@ -719,11 +874,24 @@ impl<P: Pager> DbFs<P> {
                 }
             }
         };
-        if !unlinked && !st.wb.pending.contains_key(&ino) {
+        // Buffered data commits at the last close; a buffered atime alone (the file was only
+        // read) is left to the write-back timer, so reading costs no commit.
+        let data = st.wb.pending.get(&ino).is_some_and(|p| !p.chunks.is_empty());
+        if !unlinked && !data {
             return Ok(());
         }
-        self.run_txn(&mut st, |t| {
-            let i = t.inode(ino)?;
+        drop(st);
+        self.write_op(|t| {
+            if t.st.open.contains_key(&ino) {
+                // Opened again while we waited for the write transaction: its last release
+                // will do this.
+                return Ok(());
+            }
+            let i = match t.inode(ino) {
+                Ok(i) => i,
+                Err(VfsError::NotFound) => return Ok(()),
+                Err(e) => return Err(e),
+            };
             if i.nlink == 0 {
                 t.free_inode(ino)?;
             }
@@ -776,8 +944,30 @@ fn load_chunk<P: Pager>(tx: &Tx<'_, P>, ino: u64, idx: u64, cs: u64) -> VfsResul
 /// chunk; holes and bytes past a chunk's stored length are zeros.
 fn read_chunks<P: Pager>(tx: &Tx<'_, P>, ino: u64, cs: u64, offset: u64, out: &mut [u8]) -> VfsResult<()> {
     let data = tx.get_bucket(bucket::DATA).map_err(kv)?;
-    let mut cursor = data.cursor();
     let end = offset + out.len() as u64;
+    if out.is_empty() {
+        return Ok(());
+    }
+    if offset / cs == (end - 1) / cs {
+        // Inside one chunk (the small-read case): one point lookup, cheaper than a cursor.
+        let idx = offset / cs;
+        let in_chunk = (offset - idx * cs) as usize;
+        let have = match data.get(&pair_key(ino, idx)).map_err(kv)? {
+            Some(v) if v.len() as u64 > cs => return Err(VfsError::Corrupted),
+            Some(v) => {
+                let have = v.len().saturating_sub(in_chunk).min(out.len());
+                // A chunk may store fewer bytes than `in_chunk` (grown by truncate): zeros.
+                if have > 0 {
+                    out[..have].copy_from_slice(&v[in_chunk..in_chunk + have]);
+                }
+                have
+            }
+            None => 0,
+        };
+        out[have..].fill(0);
+        return Ok(());
+    }
+    let mut cursor = data.cursor();
     let mut pos = offset;
     let mut entry = cursor.seek(&pair_key(ino, offset / cs)).map_err(kv)?;
     while pos < end {
@@ -810,6 +1000,9 @@ fn read_chunks<P: Pager>(tx: &Tx<'_, P>, ino: u64, cs: u64, offset: u64, out: &m
         }
         out[at + have..at + take].fill(0);
         pos += take as u64;
+        if pos >= end {
+            break;
+        }
         entry = cursor.next().map_err(kv)?;
     }
     let at = (pos - offset) as usize;
@@ -846,31 +1039,34 @@ impl<P: Pager + Send + Sync + 'static> FileSystem for DbFs<P> {
 
     /// Blocks are kvdb pages. The total is the pager's capacity ([`UNBOUNDED_REPORTED_BYTES`]
     /// for a pager that can grow without limit); free = pages on kvdb's freelist + pages the
-    /// store can still grow by. Files: inodes in use from the superblock; free inodes are
+    /// store can still grow by; available = free minus kvdb's reserve for deletions
+    /// ([`kvdb::reserve_pages`]). Files: inodes in use from the superblock; free inodes are
     /// estimated as one per free page.
     fn statfs(&self) -> VfsResult<FsStats> {
-        let st = self.state.lock();
-        // Beginning a write transaction releases pages freed by commits no reader can see.
-        drop(self.db.begin_write().map_err(kv)?);
-        let stats = self.db.stats();
+        // Beginning a write transaction releases pages freed by commits no reader can see;
+        // holding it, the freelist count is exact.
+        let (stats, free_pages) = {
+            let w = self.db.begin_write().map_err(kv)?;
+            (self.db.stats(), w.reusable_pages())
+        };
         let used_inodes = {
             let tx = self.db.begin_read().map_err(kv)?;
             let raw = tx.get_bucket(bucket::META).map_err(kv)?.get(format::SUPERBLOCK_KEY).map_err(kv)?;
             raw.and_then(|r| Superblock::decode(&r)).ok_or(VfsError::Corrupted)?.inode_count
         };
-        drop(st);
         let ps = self.db.page_size() as u64;
         let cap = self.db.pager().capacity();
         let cap = if cap == u64::MAX { UNBOUNDED_REPORTED_BYTES } else { cap };
         let total = (cap / ps).max(stats.page_count);
-        // `None` only while a write transaction is open; ours all run under `state`, held here.
-        let free = stats.free_pages.unwrap_or(0) + (total - stats.page_count);
+        let free = free_pages.unwrap_or(0) + total.saturating_sub(stats.page_count);
+        // kvdb keeps pages back for deletions: free, but not available to writes.
+        let available = free.saturating_sub(kvdb::reserve_pages(total));
         Ok(FsStats {
             fs_type: DBFS_MAGIC,
             block_size: ps,
             blocks: total,
             blocks_free: free,
-            blocks_available: free,
+            blocks_available: available,
             files: used_inodes.saturating_add(free),
             files_free: free,
             name_max: NAME_MAX as u64,
@@ -880,8 +1076,7 @@ impl<P: Pager + Send + Sync + 'static> FileSystem for DbFs<P> {
     /// Commit everything buffered (one transaction; also when nothing is buffered, so pages
     /// freed by earlier commits become reusable).
     fn sync(&self) -> VfsResult<()> {
-        let mut st = self.state.lock();
-        self.flush_locked(&mut st, None, true)
+        self.flush(Flush::AllAlways)
     }
 }
 
@@ -889,7 +1084,6 @@ impl<P: Pager> Drop for DbFs<P> {
     /// Unmount: commit the write-back cache (errors cannot be reported here; call `sync` first
     /// to see them).
     fn drop(&mut self) {
-        let mut st = self.state.lock();
-        let _ = self.flush_locked(&mut st, None, false);
+        let _ = self.flush(Flush::All);
     }
 }

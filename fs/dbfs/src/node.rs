@@ -256,7 +256,7 @@ impl<P: Pager + Send + Sync + 'static> Node for DbNode<P> {
     }
 
     fn fsync(&self, _data_only: bool) -> VfsResult<()> {
-        self.fs.flush(Some(self.ino))
+        self.fs.flush(crate::Flush::Inode(self.ino))
     }
 
     fn lookup(&self, name: &str) -> VfsResult<NodeRef> {

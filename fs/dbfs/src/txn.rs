@@ -64,6 +64,11 @@ impl<'a, 'db, P: Pager> Txn<'a, 'db, P> {
         Ok(inode)
     }
 
+    /// The size this transaction leaves `ino` with, if it loaded the inode.
+    pub fn cached_size(&self, ino: u64) -> Option<u64> {
+        self.cache.get(&ino).map(|(i, _)| i.size)
+    }
+
     pub fn set_inode(&mut self, ino: u64, inode: Inode) {
         self.cache.insert(ino, (inode, true));
     }
@@ -174,6 +179,8 @@ impl<'a, 'db, P: Pager> Txn<'a, 'db, P> {
     /// One name of `ino` went away: drop its link count (a directory's to 0), update ctime,
     /// and free it, or list it as an orphan while it is still open.
     pub fn drop_link(&mut self, ino: u64) -> VfsResult<()> {
+        // Removing a name must work on a full store (kvdb's reserve).
+        self.tx.use_reserve();
         let mut i = self.inode(ino)?;
         i.ctime = self.now;
         i.nlink = if i.ftype == FileType::Directory { 0 } else { i.nlink.saturating_sub(1) };
@@ -190,6 +197,7 @@ impl<'a, 'db, P: Pager> Txn<'a, 'db, P> {
 
     /// Delete every trace of `ino`: record, data, symlink target, xattrs, orphan entry.
     pub fn free_inode(&mut self, ino: u64) -> VfsResult<()> {
+        self.tx.use_reserve();
         self.bucket(bucket::INODES)?.delete(&ino_key(ino)).map_err(kv)?;
         self.delete_prefix(bucket::DATA, ino)?;
         self.delete_prefix(bucket::XATTRS, ino)?;
@@ -236,6 +244,7 @@ impl<'a, 'db, P: Pager> Txn<'a, 'db, P> {
     pub fn resize(&mut self, ino: u64, inode: &mut Inode, size: u64) -> VfsResult<()> {
         let cs = self.chunk_size;
         if size < inode.size {
+            self.tx.use_reserve(); // shrinking frees space: allowed on a full store
             let first_gone = size.div_ceil(cs);
             let freed = self.delete_range(bucket::DATA, ino, &pair_key(ino, first_gone))?;
             inode.alloc_bytes = inode.alloc_bytes.saturating_sub(freed);

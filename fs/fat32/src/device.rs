@@ -100,8 +100,14 @@ impl DeviceIo {
         let size = dev.num_sectors().saturating_mul(SECTOR);
         DeviceIo {
             dev,
-            cache: Mutex::new(SectorCache { entries: Vec::new(), next_victim: 0 }),
-            pending: Mutex::new(Pending { first_sector: 0, data: Vec::new() }),
+            cache: Mutex::new(SectorCache {
+                entries: Vec::new(),
+                next_victim: 0,
+            }),
+            pending: Mutex::new(Pending {
+                first_sector: 0,
+                data: Vec::new(),
+            }),
             size,
         }
     }
@@ -147,7 +153,11 @@ impl DeviceIo {
     /// Gather a whole-sector write that continues the pending run (or starts one). Returns
     /// false when the write is not of that shape and must go the normal way.
     fn gather(&self, pos: u64, buf: &[u8]) -> VfsResult<bool> {
-        if !pos.is_multiple_of(SECTOR) || buf.is_empty() || buf.len() % SECTOR_SIZE != 0 || buf.len() >= MAX_PENDING {
+        if !pos.is_multiple_of(SECTOR)
+            || buf.is_empty()
+            || buf.len() % SECTOR_SIZE != 0
+            || buf.len() >= MAX_PENDING
+        {
             return Ok(false);
         }
         let sector = pos / SECTOR;
@@ -196,7 +206,9 @@ impl DeviceIo {
 
     /// Read `buf.len()` bytes at byte offset `pos`; the range must lie inside the device.
     pub fn read_bytes(&self, pos: u64, buf: &mut [u8]) -> VfsResult<()> {
-        let end = pos.checked_add(buf.len() as u64).ok_or(VfsError::InvalidInput)?;
+        let end = pos
+            .checked_add(buf.len() as u64)
+            .ok_or(VfsError::InvalidInput)?;
         if end > self.size {
             return Err(VfsError::InvalidInput);
         }
@@ -221,7 +233,11 @@ impl DeviceIo {
             self.dev.read_sectors(first, middle)?;
             let cache = self.cache.lock();
             let n = (whole / SECTOR_SIZE) as u64;
-            for e in cache.entries.iter().filter(|e| e.dirty && e.sector >= first && e.sector < first + n) {
+            for e in cache
+                .entries
+                .iter()
+                .filter(|e| e.dirty && e.sector >= first && e.sector < first + n)
+            {
                 let off = ((e.sector - first) as usize) * SECTOR_SIZE;
                 middle[off..off + SECTOR_SIZE].copy_from_slice(&e.data);
             }
@@ -240,7 +256,9 @@ impl DeviceIo {
 
     /// Write `buf` at byte offset `pos`; the range must lie inside the device.
     pub fn write_bytes(&self, pos: u64, buf: &[u8]) -> VfsResult<()> {
-        let end = pos.checked_add(buf.len() as u64).ok_or(VfsError::InvalidInput)?;
+        let end = pos
+            .checked_add(buf.len() as u64)
+            .ok_or(VfsError::InvalidInput)?;
         if end > self.size {
             return Err(VfsError::InvalidInput);
         }
@@ -285,7 +303,11 @@ impl DeviceIo {
         }
         let mut data = [0u8; SECTOR_SIZE];
         self.dev.read_sectors(sector, &mut data)?;
-        let fresh = CachedSector { sector, data, dirty: false };
+        let fresh = CachedSector {
+            sector,
+            data,
+            dirty: false,
+        };
         if cache.entries.len() < CACHED_SECTORS {
             cache.entries.push(fresh);
             return Ok(cache.entries.len() - 1);

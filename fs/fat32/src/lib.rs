@@ -39,9 +39,15 @@
 //! - `sync` writes back every open file's directory entry and flushes the device; the FSInfo
 //!   free-cluster hint and the clean flag are written at unmount (drop) only, so after a crash
 //!   the free count is recomputed from the FAT (fatfs does this on the dirty flag).
-//! - Limitation inherited from fatfs: a FAT whose chains are corrupt (loops, cluster numbers 0/1)
-//!   can loop or, in builds with overflow checks, panic inside fatfs. Mount-time checks catch
-//!   corrupt boot sectors, not corrupt chains.
+//! - Corrupt chains: fatfs follows a directory's cluster chain until it ends, so a looping chain
+//!   would hang it. Paths are therefore resolved here one component at a time and every
+//!   directory's chain is checked (it must end within the volume's cluster count) before fatfs
+//!   reads it; a file whose size exceeds the data area is `Corrupted` at open (fatfs's walks of a
+//!   file's chain are bounded by its size). fatfs itself still does unchecked arithmetic on
+//!   cluster numbers read from disk: in builds with overflow checks (tests, fuzzing) those are
+//!   turned off for the fatfs crate only (see the workspace `Cargo.toml`), as in the kernel's
+//!   release build, where they wrap and the access fails or lands in the wrong cluster of an
+//!   already corrupt volume.
 //!
 //! Lock rules: one `spin::Mutex` per mount ([`Mount::state`]) guards the fatfs file system, the
 //! table of open files and the path/inode table; every operation takes it once and does not
@@ -89,6 +95,7 @@ use volume::Volume;
 pub(crate) type FatFs = fatfs::FileSystem<DeviceCursor, ClockTime, fatfs::LossyOemCpConverter>;
 pub(crate) type FatFile<'a> = fatfs::File<'a, DeviceCursor, ClockTime, fatfs::LossyOemCpConverter>;
 type FatDir<'a> = fatfs::Dir<'a, DeviceCursor, ClockTime, fatfs::LossyOemCpConverter>;
+type FatDirEntry<'a> = fatfs::DirEntry<'a, DeviceCursor, ClockTime, fatfs::LossyOemCpConverter>;
 type FatError = fatfs::Error<DeviceError>;
 
 /// `f_type` of `statfs` for FAT (Linux `MSDOS_SUPER_MAGIC`).
@@ -319,21 +326,75 @@ fn check_fat_name(name: &str) -> VfsResult<()> {
     Ok(())
 }
 
-fn open_dir<'a>(fs: &'a FatFs, path: &str) -> VfsResult<FatDir<'a>> {
-    if path.is_empty() {
-        return Ok(fs.root_dir());
+/// Fail with `Corrupted` if the cluster chain of `dir` has more clusters than the volume (it
+/// loops). fatfs follows a directory's chain until it ends, so a loop would make every listing,
+/// lookup or entry allocation in that directory spin forever; this walk only reads FAT entries
+/// (a seek, no directory data) and stops after the volume's cluster count.
+fn check_dir_chain(fs: &FatFs, dir: &FatDir<'_>) -> VfsResult<()> {
+    // The FAT12/16 root directory is a fixed area, not a chain.
+    let Some(stream) = dir.as_file() else {
+        return Ok(());
+    };
+    let clusters = u64::from(fs.stats().map_err(vfs_error)?.total_clusters());
+    let limit = (clusters + 1)
+        .saturating_mul(u64::from(fs.cluster_size()))
+        .min(u64::from(u32::MAX));
+    let reached = stream
+        .clone()
+        .seek(SeekFrom::Start(limit))
+        .map_err(vfs_error)?;
+    if reached >= limit {
+        return Err(VfsError::Corrupted);
     }
-    fs.root_dir().open_dir(path).map_err(|e| match e {
-        fatfs::Error::InvalidInput => VfsError::NotADirectory,
-        e => vfs_error(e),
-    })
+    Ok(())
 }
 
+/// The entry of `dir` named `name` (ignoring case, as FAT does), never `.` or `..`.
+fn find_entry<'a>(dir: &FatDir<'a>, name: &str) -> VfsResult<Option<FatDirEntry<'a>>> {
+    for entry in dir.iter() {
+        let e = entry.map_err(vfs_error)?;
+        if e.eq_name(name) && !is_dot(&e.file_name()) {
+            return Ok(Some(e));
+        }
+    }
+    Ok(None)
+}
+
+/// Open the directory at `path`, one component at a time, checking each directory's cluster
+/// chain before it is read (see [`check_dir_chain`]; fatfs's own `open_dir` would walk a looping
+/// directory forever).
+fn open_dir<'a>(fs: &'a FatFs, path: &str) -> VfsResult<FatDir<'a>> {
+    let mut dir = fs.root_dir();
+    check_dir_chain(fs, &dir)?;
+    if path.is_empty() {
+        return Ok(dir);
+    }
+    for name in path.split('/') {
+        let e = find_entry(&dir, name)?.ok_or(VfsError::NotFound)?;
+        if !e.is_dir() {
+            return Err(VfsError::NotADirectory);
+        }
+        dir = e.to_dir();
+        check_dir_chain(fs, &dir)?;
+    }
+    Ok(dir)
+}
+
+/// Open the file at `path`. A size larger than the volume's data area is `Corrupted`: every
+/// chain walk fatfs does on the file (seek, read, extents) is bounded by the size, so this keeps
+/// a looping chain from being walked for up to 4 GiB worth of clusters.
 fn open_file<'a>(fs: &'a FatFs, path: &str) -> VfsResult<FatFile<'a>> {
-    fs.root_dir().open_file(path).map_err(|e| match e {
-        fatfs::Error::InvalidInput => VfsError::IsADirectory,
-        e => vfs_error(e),
-    })
+    let (parent, leaf) = split(path);
+    let dir = open_dir(fs, parent)?;
+    let e = find_entry(&dir, leaf)?.ok_or(VfsError::NotFound)?;
+    if e.is_dir() {
+        return Err(VfsError::IsADirectory);
+    }
+    let stats = fs.stats().map_err(vfs_error)?;
+    if e.len() > u64::from(stats.total_clusters()) * u64::from(stats.cluster_size()) {
+        return Err(VfsError::Corrupted);
+    }
+    Ok(e.to_file())
 }
 
 /// What a directory entry says about its node.
@@ -351,23 +412,13 @@ fn is_dot(name: &str) -> bool {
 
 /// The entry of `dir` whose name equals `name` (ignoring case, as FAT does).
 fn find(dir: &FatDir<'_>, name: &str) -> VfsResult<Option<Found>> {
-    for entry in dir.iter() {
-        let e = entry.map_err(vfs_error)?;
-        if e.eq_name(name) {
-            let found_name = e.file_name();
-            if is_dot(&found_name) {
-                continue;
-            }
-            return Ok(Some(Found {
-                name: found_name,
-                is_dir: e.is_dir(),
-                size: e.len(),
-                modified: e.modified(),
-                accessed: e.accessed(),
-            }));
-        }
-    }
-    Ok(None)
+    Ok(find_entry(dir, name)?.map(|e| Found {
+        name: e.file_name(),
+        is_dir: e.is_dir(),
+        size: e.len(),
+        modified: e.modified(),
+        accessed: e.accessed(),
+    }))
 }
 
 fn write_zeros(file: &mut FatFile<'_>, mut count: u64) -> VfsResult<()> {
@@ -498,7 +549,8 @@ impl Fat32Fs {
                 return Err(VfsError::Corrupted);
             }
         }
-        // The root directory must be readable.
+        // The root directory must be readable (and its chain must end).
+        check_dir_chain(&fs, &fs.root_dir())?;
         for entry in fs.root_dir().iter() {
             entry.map_err(vfs_error)?;
         }
@@ -906,6 +958,8 @@ impl Node for FatNode {
             return Err(VfsError::NotADirectory);
         }
         let child = join(&path, &found.name);
+        // fatfs lists the directory to see that it is empty: check its chain first.
+        open_dir(st.vol.fs(), &child)?;
         open_dir(st.vol.fs(), &path)?
             .remove(&found.name)
             .map_err(vfs_error)?;
@@ -991,6 +1045,10 @@ impl Node for FatNode {
                     .map_err(vfs_error)?;
             } else {
                 if let Some(dst) = &dst {
+                    if dst.is_dir {
+                        // Listed by fatfs to see that it is empty: check its chain first.
+                        open_dir(fs, &join(&dst_parent, &dst.name))?;
+                    }
                     dst_dir.remove(&dst.name).map_err(vfs_error)?;
                 }
                 src_dir

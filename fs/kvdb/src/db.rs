@@ -3,7 +3,7 @@
 use alloc::collections::BTreeMap;
 use alloc::vec;
 
-use spin::Mutex;
+use crate::sync::{Mutex, MutexGuard};
 
 use crate::error::{Error, Result};
 use crate::freelist::Freelist;
@@ -166,7 +166,7 @@ impl<P: Pager> Db<P> {
 
     fn start_write<'a>(
         &'a self,
-        mut writer: spin::MutexGuard<'a, WriterState>,
+        mut writer: MutexGuard<'a, WriterState>,
     ) -> Result<Tx<'a, P>> {
         if writer.poisoned {
             return Err(Error::Poisoned);

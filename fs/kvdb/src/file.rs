@@ -11,7 +11,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::vec::Vec;
 
-use spin::RwLock;
+use crate::sync::RwLock;
 
 use crate::error::{Error, Result};
 use crate::pager::Pager;

@@ -122,6 +122,12 @@ impl Freelist {
         }
     }
 
+    /// Number of pages listed, free now or pending (what the store will have free once no
+    /// reader holds an old snapshot).
+    pub fn total_count(&self) -> u64 {
+        (self.free.len() + self.pending.values().map(Vec::len).sum::<usize>()) as u64
+    }
+
     /// Number of pages free now (not counting pending ones).
     pub fn free_count(&self) -> usize {
         self.free.len()

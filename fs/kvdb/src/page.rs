@@ -161,6 +161,10 @@ impl Meta {
         if !valid_page_size(meta.page_size as usize) {
             return Err(Error::Corrupted("bad page size"));
         }
+        // The next write transaction takes txid + 1.
+        if meta.txid == u64::MAX {
+            return Err(Error::Corrupted("bad txid"));
+        }
         if meta.page_count < 2 || meta.page_count > u64::MAX / MAX_PAGE_SIZE as u64 {
             return Err(Error::Corrupted("bad page count"));
         }
@@ -354,6 +358,20 @@ mod tests {
             Err(Error::Corrupted("freelist out of range"))
         );
         assert!(Meta::decode(&buf[..40]).is_err());
+    }
+
+    /// Found by fuzzing dbfs: a sealed meta with txid u64::MAX opened, and the next write
+    /// transaction's `txid + 1` overflowed (a panic with overflow checks).
+    #[test]
+    fn last_txid_is_rejected() {
+        let mut buf = [0u8; META_SIZE];
+        let mut m = meta();
+        m.txid = u64::MAX;
+        m.encode(&mut buf);
+        assert_eq!(Meta::decode(&buf), Err(Error::Corrupted("bad txid")));
+        m.txid = u64::MAX - 1;
+        m.encode(&mut buf);
+        assert_eq!(Meta::decode(&buf), Ok(m));
     }
 
     #[test]

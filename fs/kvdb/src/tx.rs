@@ -16,7 +16,7 @@ use alloc::vec::Vec;
 use core::cell::RefCell;
 use core::ops::Deref;
 
-use spin::MutexGuard;
+use crate::sync::MutexGuard;
 
 use crate::cursor::Cursor;
 use crate::db::{Db, WriterState};
@@ -109,6 +109,8 @@ pub(crate) struct WriteState<'db> {
     pub freed: Vec<(PageId, u64)>,
     /// Pages taken from the freelist (given back if the transaction does not commit).
     pub taken: Vec<(PageId, u64)>,
+    /// Set by [`Tx::use_reserve`]: this transaction may dip into the reserve.
+    pub use_reserve: bool,
 }
 
 pub(crate) struct TxState<'db> {
@@ -143,6 +145,7 @@ impl<'db, P: Pager> Tx<'db, P> {
                 guard,
                 freed: Vec::new(),
                 taken: Vec::new(),
+                use_reserve: false,
             }),
         )
     }
@@ -157,8 +160,12 @@ impl<'db, P: Pager> Tx<'db, P> {
             deleted: false,
             version: 0,
         };
+        // Room for the root and a few opened buckets, so opening them does not reallocate
+        // (a short read transaction opens one or two).
+        let mut buckets = Vec::with_capacity(4);
+        buckets.push(root);
         let state = TxState {
-            buckets: vec![root],
+            buckets,
             write,
             page_count: meta.page_count,
         };
@@ -222,8 +229,37 @@ impl<'db, P: Pager> Tx<'db, P> {
         result.map(|_| ())
     }
 
+    /// Pages on the freelist this write transaction may reuse (`None` for a read transaction).
+    pub fn reusable_pages(&self) -> Option<u64> {
+        self.state.borrow().write.as_ref().map(|w| w.guard.freelist.free_count() as u64)
+    }
+
+    /// [`Tx::commit`], then run `after` while this transaction still holds the writer lock:
+    /// the next write transaction starts only once `after` returned. A layer that keeps its own
+    /// state about uncommitted changes (dbfs's write-back cache) updates it here, so the next
+    /// writer never sees the new store beside the old state. `after` does not run if the
+    /// commit fails.
+    pub fn commit_then<R>(mut self, after: impl FnOnce() -> R) -> Result<R> {
+        self.done = true;
+        let result = self.commit_inner();
+        if result.is_err() {
+            self.rollback_pages();
+        }
+        result.map(|_| after())
+    }
+
     /// Drop the transaction's changes (same as dropping it).
     pub fn rollback(self) {}
+
+    /// Let this write transaction use the reserved pages ([`crate::reserve_pages`]): for
+    /// deletions, which need fresh pages (copy-on-write) before they free any, so that removing
+    /// files still works on a full store. A transaction that frees at least as many pages as it
+    /// takes may use the reserve without asking. No effect on a read transaction.
+    pub fn use_reserve(&self) {
+        if let Some(ws) = self.state.borrow_mut().write.as_mut() {
+            ws.use_reserve = true;
+        }
+    }
 
     fn commit_inner(&self) -> Result<bool> {
         let mut st = self.state.borrow_mut();
@@ -254,6 +290,7 @@ impl<'db, P: Pager> Tx<'db, P> {
                 guard,
                 freed,
                 taken,
+                use_reserve,
             } = ws;
             let mut pages = PageAlloc {
                 freelist: &mut guard.freelist,
@@ -301,6 +338,19 @@ impl<'db, P: Pager> Tx<'db, P> {
             let mut buf = vec![0u8; (fl_pages * ps) as usize];
             pages.freelist.encode(&mut buf, fl);
             let page_count = pages.page_count;
+            // The reserve: a transaction that leaves more pages in use than it found may not
+            // leave fewer than `reserve_pages` free (growing the file or the freelist counts as
+            // use), unless it asked for the reserve; the store is left exactly as it was.
+            let taken_now: u64 = pages.taken.iter().map(|t| t.1).sum();
+            let grown = (page_count - self.meta.page_count) + taken_now;
+            let released: u64 = freed.iter().map(|f| f.1).sum();
+            if grown > released && !*use_reserve {
+                let free_after = capacity_pages.saturating_sub(page_count)
+                    + pages.freelist.total_count();
+                if free_after < crate::reserve_pages(capacity_pages) {
+                    return Err(Error::NoSpace);
+                }
+            }
             writes.push((fl, buf));
 
             let mut meta = self.meta;

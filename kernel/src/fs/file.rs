@@ -21,6 +21,8 @@ pub struct OpenFile {
     /// O_APPEND, O_NONBLOCK, ... as given to open (F_GETFL).
     pub status_flags: Mutex<u32>,
     pub offset: Mutex<u64>,
+    /// `release` already ran (through [`OpenFile::close_last`]): `Drop` skips it.
+    released: bool,
 }
 
 impl OpenFile {
@@ -34,7 +36,22 @@ impl OpenFile {
             writable,
             status_flags: Mutex::new(status_flags),
             offset: Mutex::new(0),
+            released: false,
         }))
+    }
+
+    /// Drop one descriptor's reference; when it was the last, run the node's `release` here
+    /// and return its error, as Linux's close(2) reports the final flush's (a file system
+    /// that buffers writes may only learn at that commit that the disk is full: ENOSPC).
+    pub fn close_last(this: Arc<OpenFile>) -> Result<(), Errno> {
+        match Arc::try_unwrap(this) {
+            Ok(mut f) => {
+                f.released = true;
+                f.loc.node.release()?;
+                Ok(())
+            }
+            Err(_) => Ok(()), // other descriptors still share it
+        }
     }
 
     pub fn is_dir(&self) -> bool {
@@ -53,6 +70,9 @@ impl OpenFile {
 
 impl Drop for OpenFile {
     fn drop(&mut self) {
+        if self.released {
+            return;
+        }
         if let Err(e) = self.loc.node.release() {
             log::warn!("release of {} failed: {}", self.loc.path, e);
         }

@@ -329,6 +329,11 @@ impl AddrSpace {
         if len == 0 {
             return Err(Errno::EINVAL);
         }
+        // Linux: a length that rounds past the end of the address space, or is larger than
+        // user space, is ENOMEM.
+        if len > USER_END - USER_BASE {
+            return Err(Errno::ENOMEM);
+        }
         let len = page_ceil(len);
         if fixed {
             if !hint.is_multiple_of(PAGE_SIZE) || hint < USER_BASE || hint.checked_add(len).is_none_or(|e| e > USER_END) {

@@ -13,6 +13,14 @@ use abi::Errno;
 use super::addr_space::{Access, AddrSpace};
 use super::{page_floor, PAGE_SIZE};
 
+/// Linux's `access_ok`: whether [va, va + len) lies below the top of user space without
+/// wrapping. Nothing is looked up: a range can pass and still fault page by page. Calls that
+/// take a buffer and a length check this first (EFAULT), before clamping the length to what
+/// they will really move, as Linux does.
+pub fn range_ok(va: usize, len: usize) -> bool {
+    va.checked_add(len).is_some_and(|end| end <= super::USER_END)
+}
+
 /// The physical pieces backing the user range [va, va + len), in order, coalesced where
 /// frames happen to be contiguous.
 pub fn segments(space: &mut AddrSpace, va: usize, len: usize, access: Access) -> Result<Vec<(usize, usize)>, Errno> {

@@ -135,7 +135,9 @@ pub fn sys_openat(dirfd: i32, path_ptr: usize, flags: u32, mode: u32) -> SysResu
 
 pub fn sys_close(fd: i32) -> SysResult {
     let f = with_current(|p| p.files.close(fd))?;
-    drop(f); // may run `release` (outside the process lock)
+    // May run `release` (outside the process lock); its error is close's, the descriptor is
+    // gone either way (as in Linux).
+    OpenFile::close_last(f)?;
     Ok(0)
 }
 
@@ -152,6 +154,7 @@ fn read_into_user(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult
     if !f.readable {
         return Err(Errno::EBADF);
     }
+    check_rw(offset, va, len)?;
     let mut len = len.min(MAX_RW);
     let sized = matches!(f.ftype, FileType::Regular | FileType::BlockDevice);
     // Linux copies only what the file holds: a huge count, or a buffer that is bad past the
@@ -183,6 +186,19 @@ fn read_into_user(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult
         }
     }
     Ok(done)
+}
+
+/// Linux's checks before any byte moves (`access_ok`, then `rw_verify_area`): the whole user
+/// range must lie in user space (EFAULT), and the end offset must fit in a signed 64-bit
+/// offset (EINVAL), both judged on the length as given, before it is clamped.
+fn check_rw(offset: u64, va: usize, len: usize) -> Result<(), Errno> {
+    if !uaccess::range_ok(va, len) {
+        return Err(Errno::EFAULT);
+    }
+    if offset.checked_add(len as u64).is_none_or(|end| end > i64::MAX as u64) {
+        return Err(Errno::EINVAL);
+    }
+    Ok(())
 }
 
 fn read_chunk(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult {
@@ -225,6 +241,7 @@ fn write_from_user(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResul
     if !f.writable {
         return Err(Errno::EBADF);
     }
+    check_rw(offset, va, len)?;
     let len = len.min(MAX_RW);
     if len == 0 {
         return Ok(f.loc.node.write_at(offset, &[])?);
@@ -320,23 +337,35 @@ pub fn sys_pwrite(fd: i32, va: usize, len: usize, offset: i64) -> SysResult {
     write_from_user(&f, offset as u64, va, len)
 }
 
+/// The iovec array, checked as Linux's `import_iovec` does before any I/O: at most `IOV_MAX`
+/// entries, no negative length (EINVAL), every buffer inside user space (EFAULT); lengths past
+/// `MAX_RW` in total are cut.
 fn iovecs(iov: usize, count: usize) -> Result<Vec<(usize, usize)>, Errno> {
     if count > 1024 {
         return Err(Errno::EINVAL);
     }
     let mut raw = vec![0u8; count * 16];
     copy_in(iov, &mut raw)?;
-    Ok(raw
-        .chunks_exact(16)
-        .map(|c| {
-            let base = usize::from_le_bytes(c[..8].try_into().unwrap_or_default());
-            let len = usize::from_le_bytes(c[8..].try_into().unwrap_or_default());
-            (base, len)
-        })
-        .collect())
+    let mut out = Vec::with_capacity(count);
+    let mut total = 0usize;
+    for c in raw.chunks_exact(16) {
+        let base = usize::from_le_bytes(c[..8].try_into().unwrap_or_default());
+        let len = usize::from_le_bytes(c[8..].try_into().unwrap_or_default());
+        if len > isize::MAX as usize {
+            return Err(Errno::EINVAL);
+        }
+        if !uaccess::range_ok(base, len) {
+            return Err(Errno::EFAULT);
+        }
+        let len = len.min(MAX_RW - total);
+        total += len;
+        out.push((base, len));
+    }
+    Ok(out)
 }
 
 pub fn sys_readv(fd: i32, iov: usize, count: usize) -> SysResult {
+    file(fd)?;
     let mut total = 0;
     for (base, len) in iovecs(iov, count)? {
         let n = sys_read(fd, base, len)?;
@@ -349,6 +378,7 @@ pub fn sys_readv(fd: i32, iov: usize, count: usize) -> SysResult {
 }
 
 pub fn sys_writev(fd: i32, iov: usize, count: usize) -> SysResult {
+    file(fd)?;
     let mut total = 0;
     for (base, len) in iovecs(iov, count)? {
         let n = sys_write(fd, base, len)?;
@@ -532,6 +562,11 @@ pub fn sys_linkat(olddirfd: i32, old_ptr: usize, newdirfd: i32, new_ptr: usize, 
         return Err(Errno::EPERM);
     }
     let (np, nn) = path::resolve_parent(&base(newdirfd, &new)?, &new)?;
+    // Linux looks the new name up before asking the file system (which may not support
+    // links at all: EPERM on FAT), so an existing name is EEXIST everywhere.
+    if np.node.lookup(&nn).is_ok() {
+        return Err(Errno::EEXIST);
+    }
     if !Arc::ptr_eq(&src.mount, &np.mount) {
         return Err(Errno::EXDEV);
     }
@@ -546,6 +581,9 @@ pub fn sys_symlinkat(target_ptr: usize, newdirfd: i32, link_ptr: usize) -> SysRe
         return Err(Errno::ENOENT);
     }
     let (parent, name) = path::resolve_parent(&base(newdirfd, &link)?, &link)?;
+    if parent.node.lookup(&name).is_ok() {
+        return Err(Errno::EEXIST); // as in `sys_linkat`
+    }
     parent.node.symlink(&name, &target, &NewNode::new(FileType::Symlink, 0o777))?;
     Ok(0)
 }
@@ -696,6 +734,10 @@ pub fn sys_utimensat(dirfd: i32, path_ptr: usize, times_ptr: usize, flags: u32) 
         return Err(Errno::EINVAL);
     }
     let loc = if path_ptr == 0 {
+        // Linux: a NULL path names the descriptor itself, except with AT_FDCWD (a bad path).
+        if dirfd == AT_FDCWD {
+            return Err(Errno::EFAULT);
+        }
         file(dirfd)?.loc.clone()
     } else {
         let path = read_path(path_ptr)?;

@@ -7,6 +7,7 @@
 mod fs;
 mod misc;
 mod process;
+mod xattr;
 
 use abi::syscall::*;
 use abi::Errno;
@@ -17,6 +18,18 @@ pub type SysResult = Result<usize, Errno>;
 
 pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
     let r: SysResult = match num {
+        SYS_SETXATTR => xattr::sys_setxattr(a[0], a[1], a[2], a[3], a[4] as u32, true),
+        SYS_LSETXATTR => xattr::sys_setxattr(a[0], a[1], a[2], a[3], a[4] as u32, false),
+        SYS_FSETXATTR => xattr::sys_fsetxattr(a[0] as i32, a[1], a[2], a[3], a[4] as u32),
+        SYS_GETXATTR => xattr::sys_getxattr(a[0], a[1], a[2], a[3], true),
+        SYS_LGETXATTR => xattr::sys_getxattr(a[0], a[1], a[2], a[3], false),
+        SYS_FGETXATTR => xattr::sys_fgetxattr(a[0] as i32, a[1], a[2], a[3]),
+        SYS_LISTXATTR => xattr::sys_listxattr(a[0], a[1], a[2], true),
+        SYS_LLISTXATTR => xattr::sys_listxattr(a[0], a[1], a[2], false),
+        SYS_FLISTXATTR => xattr::sys_flistxattr(a[0] as i32, a[1], a[2]),
+        SYS_REMOVEXATTR => xattr::sys_removexattr(a[0], a[1], true),
+        SYS_LREMOVEXATTR => xattr::sys_removexattr(a[0], a[1], false),
+        SYS_FREMOVEXATTR => xattr::sys_fremovexattr(a[0] as i32, a[1]),
         SYS_GETCWD => fs::sys_getcwd(a[0], a[1]),
         SYS_DUP => fs::sys_dup(a[0] as i32),
         SYS_DUP3 => fs::sys_dup3(a[0] as i32, a[1] as i32, a[2] as u32),

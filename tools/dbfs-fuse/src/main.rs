@@ -10,7 +10,13 @@
 //! dbfs-fuse ls IMAGE [PATH]
 //! dbfs-fuse cat IMAGE PATH
 //! dbfs-fuse put IMAGE HOSTFILE PATH   (HOSTFILE `-` reads stdin)
+//! dbfs-fuse gen-tree IMAGE --seed N [--dir PATH]     cross-check tree + MANIFEST (no mount)
+//! dbfs-fuse verify-tree IMAGE [--dir PATH]           check it against MANIFEST (no mount)
+//! dbfs-fuse verify-dir DIR                           the same through std::fs (a FUSE mount)
+//! dbfs-fuse workload DIR                             tests/crosscheck/workload.txt in DIR
 //! ```
+//!
+//! The last four are the host side of `make test-cross` (see `cross.rs` and tests/crosscheck).
 //!
 //! `mount` runs in the background unless `-f`: it starts itself again in the foreground in a
 //! new process group, waits until the mount is live (or prints why it failed) and returns. The
@@ -30,6 +36,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod adapter;
+mod cross;
 mod fsck;
 mod image;
 
@@ -110,6 +117,28 @@ enum Command {
         hostfile: PathBuf,
         path: String,
     },
+    /// Cross-check: write the tree generated from SEED and its MANIFEST into IMAGE through
+    /// the dbfs library (no mount).
+    GenTree {
+        image: PathBuf,
+        #[arg(long)]
+        seed: u64,
+        /// Directory of the image to write the tree in (created if missing).
+        #[arg(long, default_value = "/")]
+        dir: String,
+    },
+    /// Cross-check: check a tree of IMAGE against its MANIFEST through the dbfs library;
+    /// prints `N passed, N failed`, exit 1 on any failure.
+    VerifyTree {
+        image: PathBuf,
+        #[arg(long, default_value = "/")]
+        dir: String,
+    },
+    /// Cross-check: check host directory DIR (e.g. a FUSE mount) against DIR/MANIFEST.
+    VerifyDir { dir: PathBuf },
+    /// Cross-check: run the workload script in new directory DIR through std::fs and print
+    /// the final listing between markers.
+    Workload { dir: PathBuf },
     /// Benchmark helper (any directory, any file system): the createdel workload of
     /// BENCH-PROTOCOL.md. Creates N one-byte files named x%06d in random order, then unlinks
     /// them in sorted order; prints one RESULT line.
@@ -159,6 +188,10 @@ fn main() -> ExitCode {
             path,
         } => put(&image, &hostfile, &path),
         Command::Createdel { dir, n, fs } => createdel(&dir, n, &fs),
+        Command::GenTree { image, seed, dir } => cross::gen_tree(&image, seed, &dir),
+        Command::VerifyTree { image, dir } => cross::verify_tree(&image, &dir),
+        Command::VerifyDir { dir } => cross::verify_dir(&dir),
+        Command::Workload { dir } => cross::workload(&dir),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

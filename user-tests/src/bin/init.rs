@@ -8,8 +8,8 @@
 //! - `bench=all` runs every benchmark in protocol order; `fs` defaults to `all`: every file
 //!   system whose mount point (`/fat`, `/dbfs`) or device (`/dev/vdc`) exists; a missing one is
 //!   skipped with a note. `reps`, `quick`, `size`, `ops`, `n` are passed to the benchmarks.
-//! - `test` runs `/bin/testrunner /fat` (and `/bin/testrunner /dbfs` when `/dbfs` exists) and
-//!   prints `N passed, N failed` summed over them; exit 0 only if nothing failed.
+//! - `test` runs `/bin/testrunner DIR` then `/bin/badsys DIR` for DIR = `/fat` (and `/dbfs` when
+//!   it exists) and prints `N passed, N failed` summed over them; exit 0 only if nothing failed.
 //! - With no arguments: `test`.
 //!
 //! Two arguments exist for running init itself on Linux under `qemu-riscv64`: `prefix=DIR`
@@ -223,12 +223,24 @@ fn run_tests(c: &Config) -> bool {
         println!("init: no file system to test");
         return false;
     }
-    println!("==== dbfs-os tests: testrunner on {} ====", dirs.join(", "));
+    println!(
+        "==== dbfs-os tests: testrunner and badsys on {} ====",
+        dirs.join(", ")
+    );
     let (mut passed, mut failed) = (0u64, 0u64);
-    for d in &dirs {
-        let summary = user_tests::path_join(d, ".testrunner-summary");
+    // Each program closes with `N passed, N failed`; every line is counted.
+    let runs = dirs
+        .iter()
+        .flat_map(|d| ["testrunner", "badsys"].map(|prog| (prog, d)));
+    for (prog, d) in runs {
+        let summary = user_tests::path_join(d, &format!(".{prog}-summary"));
         let _ = sys::unlink(&summary);
-        match c.run("testrunner", &[d.clone(), format!("summary={summary}")]) {
+        let mut args = vec![d.clone(), format!("summary={summary}")];
+        if prog == "badsys" && c.runner.is_some() {
+            // Under qemu-user: accept the answers where qemu-user differs from Linux.
+            args.push("qemu".into());
+        }
+        match c.run(prog, &args) {
             Ok(st) => {
                 let text = File::open_read(&summary)
                     .and_then(|f| f.read_to_end())
@@ -242,7 +254,7 @@ fn run_tests(c: &Config) -> bool {
                     }
                     _ => {
                         // No summary: count the exit status (= failures) or at least one.
-                        println!("init: testrunner {d}: no summary ({})", describe(st));
+                        println!("init: {prog} {d}: no summary ({})", describe(st));
                         failed += if st.exited() {
                             (st.exit_code() as u64).max(1)
                         } else {
@@ -252,7 +264,7 @@ fn run_tests(c: &Config) -> bool {
                 }
             }
             Err(e) => {
-                println!("init: testrunner {d}: {e}");
+                println!("init: {prog} {d}: {e}");
                 failed += 1;
             }
         }

@@ -16,7 +16,9 @@ pub struct TestClock {
 
 impl TestClock {
     pub fn new() -> Arc<TestClock> {
-        Arc::new(TestClock { nanos: AtomicI64::new(1_700_000_000_000_000_000) })
+        Arc::new(TestClock {
+            nanos: AtomicI64::new(1_700_000_000_000_000_000),
+        })
     }
     pub fn advance_secs(&self, s: i64) {
         self.nanos.fetch_add(s * 1_000_000_000, Ordering::SeqCst);
@@ -26,7 +28,10 @@ impl TestClock {
 impl Clock for TestClock {
     fn now(&self) -> Timestamp {
         let n = self.nanos.fetch_add(1, Ordering::SeqCst);
-        Timestamp { sec: n.div_euclid(1_000_000_000), nsec: n.rem_euclid(1_000_000_000) as u32 }
+        Timestamp {
+            sec: n.div_euclid(1_000_000_000),
+            nsec: n.rem_euclid(1_000_000_000) as u32,
+        }
     }
 }
 
@@ -49,7 +54,8 @@ pub fn remount(fs: Arc<DbFs<MemPager>>) -> Arc<DbFs<MemPager>> {
 
 /// "Power cut": mount a copy of the bytes as they are now, without flushing anything.
 pub fn crash_copy(fs: &DbFs<MemPager>) -> Arc<DbFs<MemPager>> {
-    DbFs::mount(MemPager::from_image(fs.pager().image()), TestClock::new()).expect("mount after crash")
+    DbFs::mount(MemPager::from_image(fs.pager().image()), TestClock::new())
+        .expect("mount after crash")
 }
 
 pub fn reg() -> NewNode {
@@ -61,7 +67,9 @@ pub fn dir() -> NewNode {
 }
 
 pub fn pattern(len: usize, seed: u8) -> Vec<u8> {
-    (0..len).map(|i| ((i * 131 + i / 4099) as u8) ^ seed).collect()
+    (0..len)
+        .map(|i| ((i * 131 + i / 4099) as u8) ^ seed)
+        .collect()
 }
 
 pub fn read_all(node: &vfs::NodeRef) -> Vec<u8> {

@@ -21,6 +21,7 @@
 mod bad_input;
 mod fs_tests;
 mod proc_tests;
+mod xattr_tests;
 
 use user_tests::abi::stat::MSDOS_SUPER_MAGIC;
 use user_tests::prelude::*;
@@ -162,6 +163,8 @@ pub const TESTS: &[Test] = &[
         needs: Needs::Nothing,
         expect: Expect::FailOnFat("FAT stores no link counts"),
     },
+    // extended attributes (FAT: EOPNOTSUPP, checked too)
+    t("xattr_semantics", xattr_tests::xattr_semantics),
     // processes and memory
     t("getpid_positive", proc_tests::getpid_positive),
     t("fork_exit_wait", proc_tests::fork_exit_wait),

@@ -1,0 +1,213 @@
+//! Locking: a commit's device I/O does not hold dbfs's write-back lock, concurrent fsyncs share
+//! commits, and nothing written while a commit runs is lost.
+mod common;
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread;
+use std::time::Duration;
+
+use common::*;
+use dbfs::{DbFs, MkfsOptions};
+use kvdb::{MemPager, Pager};
+use vfs::FileSystem;
+
+/// A pager whose `sync` can be held shut, to freeze a commit in the middle of its I/O.
+#[derive(Default)]
+struct GatedPager {
+    inner: MemPager,
+    armed: AtomicBool,
+    in_sync: AtomicBool,
+    open: Mutex<bool>,
+    cv: Condvar,
+    syncs: AtomicUsize,
+}
+
+impl GatedPager {
+    fn arm(&self) {
+        *self.open.lock().unwrap() = false;
+        self.armed.store(true, Ordering::SeqCst);
+    }
+    fn release(&self) {
+        self.armed.store(false, Ordering::SeqCst);
+        *self.open.lock().unwrap() = true;
+        self.cv.notify_all();
+    }
+}
+
+impl Pager for GatedPager {
+    type Page<'a> = <MemPager as Pager>::Page<'a>;
+
+    fn read(&self, offset: u64, len: usize) -> kvdb::Result<Self::Page<'_>> {
+        self.inner.read(offset, len)
+    }
+    fn write(&self, writes: &[(u64, &[u8])]) -> kvdb::Result<()> {
+        self.inner.write(writes)
+    }
+    fn sync(&self) -> kvdb::Result<()> {
+        self.syncs.fetch_add(1, Ordering::SeqCst);
+        if self.armed.load(Ordering::SeqCst) {
+            self.in_sync.store(true, Ordering::SeqCst);
+            let mut open = self.open.lock().unwrap();
+            while !*open {
+                open = self.cv.wait(open).unwrap();
+            }
+            self.in_sync.store(false, Ordering::SeqCst);
+        }
+        self.inner.sync()
+    }
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+}
+
+fn gated() -> Arc<DbFs<GatedPager>> {
+    let pager = GatedPager::default();
+    let formatted = DbFs::mkfs(pager, MkfsOptions::default()).expect("mkfs");
+    DbFs::mount(formatted, TestClock::new()).expect("mount")
+}
+
+/// Run `f` on another thread; fail (instead of hanging) if it does not finish in time.
+fn must_not_block<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(Duration::from_secs(20)).unwrap_or_else(|_| panic!("{what} waited for a commit's I/O"))
+}
+
+fn wait_until(what: &str, cond: impl Fn() -> bool) {
+    for _ in 0..2000 {
+        if cond() {
+            return;
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+    panic!("timed out waiting for {what}");
+}
+
+#[test]
+fn commit_io_does_not_block_readers_or_buffered_writers() {
+    let fs = gated();
+    let root = fs.root().unwrap();
+    let f = root.create("f", &reg()).unwrap();
+    let a = pattern(40_000, 1);
+    f.write_at(0, &a).unwrap();
+
+    // fsync on another thread; its commit stops inside the pager's first barrier.
+    fs.pager().arm();
+    let syncer = {
+        let f = f.clone();
+        thread::spawn(move || f.fsync(false))
+    };
+    wait_until("the commit to reach its barrier", || fs.pager().in_sync.load(Ordering::SeqCst));
+
+    // Meanwhile: read the file, overwrite part of what is being committed, append, read again,
+    // and look up names. None of it may wait for the commit.
+    let b = pattern(10_000, 2);
+    let (f2, root2, b2) = (f.clone(), root.clone(), b.clone());
+    let seen = must_not_block("read/write during a commit", move || {
+        let before = read_all(&f2);
+        f2.write_at(5_000, &b2).unwrap();
+        f2.write_at(40_000, &b2).unwrap();
+        let after = read_all(&f2);
+        let found = root2.lookup("f").is_ok();
+        (before, after, found)
+    });
+    let mut expect = a.clone();
+    expect[5_000..15_000].copy_from_slice(&b);
+    expect.extend_from_slice(&b);
+    assert_eq!(seen.0, a, "reader during the commit");
+    assert_eq!(seen.1, expect, "reader after writing during the commit");
+    assert!(seen.2);
+
+    fs.pager().release();
+    syncer.join().unwrap().unwrap();
+    // The writes made during the commit are still buffered (not dropped with the folded entry)
+    // and still visible.
+    assert!(fs.dirty_bytes() > 0, "data written during a commit was dropped from the cache");
+    assert_eq!(read_all(&f), expect);
+    f.fsync(false).unwrap();
+    assert_eq!(fs.dirty_bytes(), 0);
+    let image = fs.pager().inner.image();
+    let after = DbFs::mount(MemPager::from_image(image), TestClock::new()).unwrap();
+    assert_eq!(read_all(&after.root().unwrap().lookup("f").unwrap()), expect);
+    assert_clean(&*after);
+    assert_clean(&*fs);
+}
+
+#[test]
+fn concurrent_fsyncs_lose_nothing_and_share_commits() {
+    const THREADS: usize = 4;
+    const ROUNDS: usize = 40;
+    let fs = gated();
+    let root = fs.root().unwrap();
+    let files: Vec<_> = (0..THREADS).map(|t| root.create(&format!("f{t}"), &reg()).unwrap()).collect();
+    let syncs_before = fs.pager().syncs.load(Ordering::SeqCst);
+    let workers: Vec<_> = files
+        .iter()
+        .enumerate()
+        .map(|(t, f)| {
+            let f = f.clone();
+            let root = root.clone();
+            thread::spawn(move || {
+                for r in 0..ROUNDS {
+                    let piece = pattern(3_000 + 17 * r, (t * 64 + r) as u8);
+                    f.write_at((r * 5_000) as u64, &piece).unwrap();
+                    f.fsync(false).unwrap();
+                    // Metadata operations interleave with the data commits.
+                    let name = format!("t{t}r{r}");
+                    root.create(&name, &reg()).unwrap();
+                    if r % 2 == 0 {
+                        root.unlink(&name).unwrap();
+                    }
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+    // Two barriers per commit; count commits made for the fsyncs (metadata operations commit
+    // on their own: THREADS * ROUNDS creates + half as many unlinks).
+    let barriers = fs.pager().syncs.load(Ordering::SeqCst) - syncs_before;
+    let metadata_commits = THREADS * ROUNDS + THREADS * ROUNDS / 2;
+    assert!(barriers / 2 <= metadata_commits + THREADS * ROUNDS, "more commits than operations");
+    let image = fs.pager().inner.image();
+    let after = DbFs::mount(MemPager::from_image(image), TestClock::new()).unwrap();
+    let r2 = after.root().unwrap();
+    for t in 0..THREADS {
+        let mut expect = Vec::new();
+        for r in 0..ROUNDS {
+            let piece = pattern(3_000 + 17 * r, (t * 64 + r) as u8);
+            let at = r * 5_000;
+            if expect.len() < at + piece.len() {
+                expect.resize(at + piece.len(), 0);
+            }
+            expect[at..at + piece.len()].copy_from_slice(&piece);
+        }
+        assert_eq!(read_all(&r2.lookup(&format!("f{t}")).unwrap()), expect, "file f{t} after crash");
+        for r in 0..ROUNDS {
+            assert_eq!(r2.lookup(&format!("t{t}r{r}")).is_ok(), r % 2 == 1);
+        }
+    }
+    assert_clean(&*after);
+}
+
+#[test]
+fn reading_a_file_then_closing_it_commits_nothing() {
+    let fs = gated();
+    let root = fs.root().unwrap();
+    let f = root.create("f", &reg()).unwrap();
+    f.write_at(0, b"hello").unwrap();
+    f.fsync(false).unwrap();
+    let before = fs.pager().syncs.load(Ordering::SeqCst);
+    f.open().unwrap();
+    assert_eq!(read_all(&f), b"hello");
+    f.release().unwrap();
+    assert_eq!(fs.pager().syncs.load(Ordering::SeqCst), before, "a read-only open/close committed");
+    // The atime is still buffered and reaches the store with the next sync.
+    fs.sync().unwrap();
+    assert_eq!(fs.dirty_bytes(), 0);
+}

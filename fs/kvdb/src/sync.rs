@@ -1,0 +1,75 @@
+//! The locks kvdb (and dbfs above it) use: blocking OS locks on the host, spin locks in the kernel.
+//!
+//! With the `std` feature (the host: FUSE tool, tests, benchmarks) these wrap `std::sync`, so a
+//! thread that waits for a lock sleeps instead of spinning. That matters on the host: a FUSE
+//! daemon runs several threads on few cores, and a spinning waiter can burn the time slice the
+//! lock holder needs (while the holder waits for an `fdatasync`, for instance). Without `std`
+//! (the kernel: one hart, no preemption inside the kernel) they are `spin` locks.
+//!
+//! The API is the `spin` one (no poisoning): `lock()`, `try_lock() -> Option`, `read()`,
+//! `write()`. A panic while a std lock is held does not poison it for the others: kvdb keeps
+//! its own `poisoned` flag where a half-done operation matters.
+
+#[cfg(feature = "std")]
+mod imp {
+    use std::sync::{PoisonError, TryLockError};
+
+    pub type MutexGuard<'a, T> = std::sync::MutexGuard<'a, T>;
+    pub type RwLockReadGuard<'a, T> = std::sync::RwLockReadGuard<'a, T>;
+    pub type RwLockWriteGuard<'a, T> = std::sync::RwLockWriteGuard<'a, T>;
+
+    /// A mutual-exclusion lock (blocking, never poisoned).
+    #[derive(Debug, Default)]
+    pub struct Mutex<T: ?Sized>(std::sync::Mutex<T>);
+
+    impl<T> Mutex<T> {
+        pub const fn new(value: T) -> Self {
+            Mutex(std::sync::Mutex::new(value))
+        }
+        pub fn into_inner(self) -> T {
+            self.0.into_inner().unwrap_or_else(PoisonError::into_inner)
+        }
+    }
+
+    impl<T: ?Sized> Mutex<T> {
+        pub fn lock(&self) -> MutexGuard<'_, T> {
+            self.0.lock().unwrap_or_else(PoisonError::into_inner)
+        }
+        pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+            match self.0.try_lock() {
+                Ok(g) => Some(g),
+                Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+                Err(TryLockError::WouldBlock) => None,
+            }
+        }
+        pub fn get_mut(&mut self) -> &mut T {
+            self.0.get_mut().unwrap_or_else(PoisonError::into_inner)
+        }
+    }
+
+    /// A readers-writer lock (blocking, never poisoned).
+    #[derive(Debug, Default)]
+    pub struct RwLock<T: ?Sized>(std::sync::RwLock<T>);
+
+    impl<T> RwLock<T> {
+        pub const fn new(value: T) -> Self {
+            RwLock(std::sync::RwLock::new(value))
+        }
+    }
+
+    impl<T: ?Sized> RwLock<T> {
+        pub fn read(&self) -> RwLockReadGuard<'_, T> {
+            self.0.read().unwrap_or_else(PoisonError::into_inner)
+        }
+        pub fn write(&self) -> RwLockWriteGuard<'_, T> {
+            self.0.write().unwrap_or_else(PoisonError::into_inner)
+        }
+    }
+}
+
+#[cfg(not(feature = "std"))]
+mod imp {
+    pub use spin::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+}
+
+pub use imp::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};

@@ -1,0 +1,190 @@
+#!/usr/bin/env bash
+# Crash-survival test of dbfs in the guest (`make test-crash`, `make crash-test`).
+#
+# One fresh dbfs image; CRASH_POINTS times: boot QEMU with init=/bin/crashwriter (see
+# user-tests/src/bin/crashwriter.rs) and the kernel's dbfs_fsck=1, wait for the writer's first
+# COMMITTED (or CHECK) line, wait a random 0..CRASH_MAX_DELAY_MS more and SIGKILL QEMU. Then:
+#   - `dbfs-fuse fsck IMAGE` must pass (and the kernel's own fsck at the next mount);
+#   - every slot file must hold exactly what the last COMMITTED line of this boot (or the
+#     writer's STATE lines at boot) says, except the slots of the one operation in flight
+#     (INTENT without COMMITTED): all old or all new. Contents are compared with `cksum`;
+#   - the writer's STATE lines at the next boot must equal what the host saw, and its
+#     CHECK line must say `0 failed`.
+# A last boot (`check`) verifies the final state and exits cleanly.
+#
+# Environment: CRASH_POINTS (20), CRASH_SEED (random; printed, replays the writer's operations
+# and the kill delays, though not the host's timing), CRASH_MAX_DELAY_MS (3000), BUILD (build),
+# KERNEL, DBFS_FUSE, MEM (1G), LOG (warn), CRASH_BOOT_TIMEOUT (120 s per boot).
+set -euo pipefail
+
+points=${CRASH_POINTS:-20}
+seed=${CRASH_SEED:-$(od -An -N2 -tu2 /dev/urandom | tr -d ' ')}
+max_delay=${CRASH_MAX_DELAY_MS:-3000}
+build=${BUILD:-build}
+kernel=${KERNEL:?KERNEL: path of the kernel ELF}
+fuse=${DBFS_FUSE:?DBFS_FUSE: path of the dbfs-fuse binary}
+mem=${MEM:-1G}
+log_level=${LOG:-warn}
+boot_timeout=${CRASH_BOOT_TIMEOUT:-120}
+
+dir=$build/crash
+img=$dir/dbfs.img
+mkdir -p "$dir"
+rm -f "$dir"/boot-*.log
+truncate -s 0 "$img"
+truncate -s 256M "$img" # blank: the kernel formats it at the first boot
+
+RANDOM=$seed
+echo "crash test: seed=$seed points=$points max_delay=${max_delay}ms (replay: CRASH_SEED=$seed)"
+
+tpid="" qpid=""
+cleanup() {
+    [ -n "$qpid" ] && kill -KILL "$qpid" 2>/dev/null || true
+    [ -n "$tpid" ] && kill -KILL "$tpid" 2>/dev/null || true
+}
+trap cleanup EXIT
+
+fail() {
+    echo "crash test FAILED (seed=$seed, boot $boot): $*"
+    [ -n "${log:-}" ] && [ -f "$log" ] && { echo "--- last lines of $log"; tail -n 25 "$log"; }
+    echo "image kept in $img"
+    exit 1
+}
+
+# Boot in the background; sets tpid (timeout) and qpid (QEMU itself).
+boot_qemu() { # ARGS-FOR-THE-WRITER
+    local drives=()
+    local d
+    for d in root:vda fat:vdb raw:vdc; do
+        # The other disks are only read: snapshot=on leaves the shared images untouched.
+        drives+=(-drive "file=$build/${d%%:*}.img,if=none,format=raw,id=${d##*:},snapshot=on"
+            -device "virtio-blk-device,drive=${d##*:}")
+    done
+    timeout -s KILL "$boot_timeout" qemu-system-riscv64 -machine virt -nographic -bios default \
+        -m "$mem" -smp 1 -kernel "$kernel" "${drives[@]}" \
+        -drive "file=$img,if=none,format=raw,id=vdd" -device virtio-blk-device,drive=vdd \
+        -append "init=/bin/crashwriter log=$log_level dbfs_fsck=1 -- seed=$seed boot=$boot $*" \
+        </dev/null >"$log" 2>&1 &
+    tpid=$!
+    qpid=""
+    local i
+    for i in $(seq 100); do
+        qpid=$(pgrep -P "$tpid" || true)
+        [ -n "$qpid" ] && return 0
+        kill -0 "$tpid" 2>/dev/null || break
+        sleep 0.05
+    done
+    fail "QEMU did not start"
+}
+
+# The log without carriage returns and without a last, unfinished line.
+complete_lines() {
+    tr -d '\r' <"$log" | if [ -n "$(tail -c1 "$log")" ]; then sed '$d'; else cat; fi
+}
+
+# STATE lines the guest printed, as "name=size:crc" sorted.
+guest_state() {
+    complete_lines | awk '/^STATE /{print $2 "=" $3 ":" $4}' | sort | tr '\n' ' '
+}
+
+# The host's view of a slot: "-" (absent) or "size:crc".
+declare -A actual
+observe() {
+    actual=()
+    local listing name sum
+    listing=$("$fuse" ls "$img" /crash) || fail "dbfs-fuse ls failed"
+    for name in $(awk '{print $NF}' <<<"$listing"); do
+        case $name in
+        f[0-9][0-9])
+            sum=$("$fuse" cat "$img" "/crash/$name" | cksum) || fail "dbfs-fuse cat /crash/$name failed"
+            set -- $sum
+            actual[$name]="$2:$1"
+            ;;
+        journal | journal.new | tmp.*) ;;
+        *) fail "unexpected file /crash/$name" ;;
+        esac
+    done
+}
+
+# Compare the image with this boot's log; sets in_flight=1 when an operation was cut.
+verify_boot() {
+    local -A want=() pend=()
+    local kind name st
+    while read -r kind name st; do
+        case $kind in
+        C) want[$name]=$st ;;
+        P) pend[$name]=$st ;;
+        esac
+    done < <(complete_lines | awk '
+        /^STATE / { st[$2] = $3 ":" $4 }
+        /^INTENT / { pseq = $2; n = 0; for (i = 3; i <= NF; i++) pe[++n] = $i }
+        /^COMMITTED / {
+            for (i = 3; i <= NF; i++) { split($i, a, "="); st[a[1]] = a[2] }
+            if ($2 == pseq) pseq = ""
+        }
+        END {
+            for (k in st) print "C", k, st[k]
+            if (pseq != "") for (i = 1; i <= n; i++) { split(pe[i], a, "="); print "P", a[1], a[2] }
+        }')
+    observe
+    local slot have old=1 new=1
+    for slot in $(seq -f 'f%02g' 0 15); do
+        have=${actual[$slot]:--}
+        if [ -n "${pend[$slot]:-}" ]; then
+            [ "$have" = "${want[$slot]:--}" ] || old=0
+            [ "$have" = "${pend[$slot]}" ] || new=0
+        elif [ "$have" != "${want[$slot]:--}" ]; then
+            fail "$slot holds $have, the last commit said ${want[$slot]:--}"
+        fi
+    done
+    in_flight=0
+    if [ ${#pend[@]} -gt 0 ]; then
+        in_flight=1
+        [ $old = 1 ] || [ $new = 1 ] ||
+            fail "the operation in flight is torn: $(for s in "${!pend[@]}"; do echo -n "$s=${actual[$s]:--} (old ${want[$s]:--}, new ${pend[$s]}) "; done)"
+    fi
+    host_state=$(for s in "${!actual[@]}"; do echo "$s=${actual[$s]}"; done | sort | tr '\n' ' ')
+}
+
+host_state=""
+mid_op=0 commits=0
+start=$(date +%s)
+for boot in $(seq 1 "$points"); do
+    log=$dir/boot-$boot.log
+    boot_qemu
+    # Wait for the writer to get going: its check is done and it commits.
+    for i in $(seq $((boot_timeout * 20))); do
+        grep -Eq '^(COMMITTED|CHECK) ' "$log" && break
+        kill -0 "$qpid" 2>/dev/null || break
+        sleep 0.05
+    done
+    delay=$((RANDOM % (max_delay + 1)))
+    sleep "$(printf '%d.%03d' $((delay / 1000)) $((delay % 1000)))"
+    kill -0 "$qpid" 2>/dev/null || fail "QEMU exited before the kill"
+    kill -KILL "$qpid"
+    wait "$tpid" 2>/dev/null || true
+    tpid="" qpid=""
+
+    grep -q 'dbfs fsck: clean' "$log" || fail "the kernel's fsck at mount did not report clean"
+    grep -Eq '^CHECK [0-9]+ passed, 0 failed' "$log" || fail "the writer's check failed"
+    [ "$(guest_state)" = "$host_state" ] ||
+        fail "the guest found [$(guest_state)], the host saw [$host_state] after the last kill"
+    "$fuse" fsck "$img" >"$dir/fsck.out" 2>&1 || { cat "$dir/fsck.out"; fail "dbfs-fuse fsck found problems"; }
+    verify_boot
+    n=$(grep -c '^COMMITTED ' "$log" || true)
+    commits=$((commits + n))
+    mid_op=$((mid_op + in_flight))
+    echo "crash point $boot: killed ${delay}ms after the first commit, $n commits this boot, operation in flight: $([ $in_flight = 1 ] && echo yes || echo no); fsck clean, contents ok"
+done
+
+boot=$((points + 1))
+log=$dir/boot-$boot.log
+boot_qemu check
+status=0
+wait "$tpid" || status=$?
+tpid="" qpid=""
+grep -q 'dbfs fsck: clean' "$log" || fail "the kernel's fsck at mount did not report clean"
+grep -Eq '^CHECK [0-9]+ passed, 0 failed' "$log" || fail "the final check failed"
+[ "$(guest_state)" = "$host_state" ] || fail "the guest found [$(guest_state)], the host saw [$host_state]"
+[ $status = 0 ] || fail "the final check boot exited with status $status"
+echo "crash test passed: $points kill points ($mid_op with an operation in flight), $commits commits checked, $(($(date +%s) - start)) s, seed=$seed"

@@ -1,0 +1,169 @@
+//! A full dbfs image through a real FUSE mount: writes fail with ENOSPC (never EIO, and the
+//! tool does not die), committed files stay intact, deleting works on the full disk and gives
+//! the space back, `statfs` agrees, and the image is fsck-clean afterwards. Without /dev/fuse
+//! the test prints a note and passes.
+
+mod common;
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use common::*;
+
+const MIB: usize = 1 << 20;
+
+fn avail(dir: &Path) -> u64 {
+    let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: `c` is a NUL-terminated path; `st` is a plain-data out parameter.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; both pointers are valid for the call.
+    assert_eq!(unsafe { libc::statvfs(c.as_ptr(), &mut st) }, 0, "statvfs");
+    st.f_bavail * st.f_frsize
+}
+
+fn errno(e: &std::io::Error) -> i32 {
+    e.raw_os_error().unwrap_or(-1)
+}
+
+#[test]
+fn full_image_enospc_keeps_data_and_frees_on_delete() {
+    if !fuse_available() {
+        return;
+    }
+    let tmp = tempfile::Builder::new()
+        .prefix("dbfs-fuse-full-")
+        .tempdir()
+        .unwrap();
+    let image = tmp.path().join("dbfs.img");
+    mkfs(&image, "12M");
+    let mnt = tmp.path().join("mnt");
+    let m = Mounted::new(&image, &mnt, "", Duration::from_secs(110));
+
+    let keep: Vec<(String, Vec<u8>)> = (0..3)
+        .map(|i| (format!("keep{i}"), pattern(i, 5000 + i as usize * 200_000)))
+        .collect();
+    for (name, data) in &keep {
+        let mut f = File::create(m.path(name)).unwrap();
+        f.write_all(data).unwrap();
+        f.sync_all().unwrap();
+    }
+    fs::create_dir(m.path("emptydir")).unwrap();
+    let before = avail(&m.mnt);
+
+    // Fill: 128 KiB writes, fsync every MiB, until an error; it must be ENOSPC.
+    let piece = pattern(99, 128 << 10);
+    let mut f = File::create(m.path("filler")).unwrap();
+    let (mut acked, mut committed) = (0usize, 0usize);
+    let err = loop {
+        if let Err(e) = f.write_all(&piece) {
+            break ("write", e);
+        }
+        acked += piece.len();
+        if acked % MIB == 0 {
+            match f.sync_all() {
+                Ok(()) => committed = acked,
+                Err(e) => break ("fsync", e),
+            }
+        }
+        assert!(
+            acked < 64 * MIB,
+            "64 MiB written to a 12 MiB image without ENOSPC"
+        );
+    };
+    eprintln!(
+        "filled: {acked} bytes accepted, {committed} committed; {} failed: {}",
+        err.0, err.1
+    );
+    assert_eq!(
+        errno(&err.1),
+        libc::ENOSPC,
+        "{} failed with {}, not ENOSPC",
+        err.0,
+        err.1
+    );
+    let fsync_after = f.sync_all();
+    assert!(
+        fsync_after.as_ref().is_ok()
+            || fsync_after
+                .as_ref()
+                .is_err_and(|e| errno(e) == libc::ENOSPC),
+        "fsync after the fill: {fsync_after:?}"
+    );
+    drop(f);
+    // What committed is what statfs promised (within metadata overhead), and little is left.
+    assert!(
+        committed as u64 <= before + MIB as u64,
+        "{committed} committed > {before} available"
+    );
+    assert!(
+        committed as u64 + before / 20 + MIB as u64 >= before,
+        "only {committed} of {before} fit"
+    );
+    assert!(
+        avail(&m.mnt) < 2 * MIB as u64,
+        "{} still available",
+        avail(&m.mnt)
+    );
+    // Small creates fail with ENOSPC too, never EIO.
+    let mut made = 0;
+    let create_err = loop {
+        match File::create(m.path(&format!("m{made}"))) {
+            Ok(_) => made += 1,
+            Err(e) => break Some(e),
+        }
+        if made >= 3000 {
+            break None;
+        }
+    };
+    if let Some(e) = &create_err {
+        assert_eq!(errno(e), libc::ENOSPC, "create on a full image: {e}");
+    }
+    for (name, data) in &keep {
+        assert_eq!(
+            &fs::read(m.path(name)).unwrap(),
+            data,
+            "{name} on the full image"
+        );
+    }
+
+    // Delete on the full image: truncate, unlink, rmdir all succeed.
+    OpenOptions::new()
+        .write(true)
+        .open(m.path("filler"))
+        .unwrap()
+        .set_len(0)
+        .unwrap();
+    fs::remove_file(m.path("filler")).unwrap();
+    for i in 0..made {
+        fs::remove_file(m.path(&format!("m{i}"))).unwrap();
+    }
+    fs::remove_dir(m.path("emptydir")).unwrap();
+    let freed = avail(&m.mnt);
+    assert!(
+        freed + before / 20 + MIB as u64 >= before,
+        "deleting freed only {freed} of {before}"
+    );
+    let again = pattern(7, 4 * MIB);
+    {
+        let mut f = File::create(m.path("again")).unwrap();
+        f.write_all(&again).unwrap();
+        f.sync_all().unwrap();
+    }
+    assert_eq!(fs::read(m.path("again")).unwrap(), again);
+    assert!(
+        m.unmount(),
+        "the mount process failed or did not unmount cleanly"
+    );
+
+    let out = run(Command::new(BIN).arg("fsck").arg(&image));
+    assert!(
+        out.status.success(),
+        "fsck after the fill:\n{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let out = run(Command::new(BIN).arg("cat").arg(&image).arg("/keep2"));
+    assert_eq!(out.stdout, keep[2].1, "keep2 after unmount");
+}
