@@ -4,7 +4,9 @@
 #   make test                    host tests (cargo test) + the in-guest test runner + a reboot test
 #                                + a full-disk test (test-fill: ENOSPC on small dbfs and FAT disks)
 #                                + a crash test (30 SIGKILLs of QEMU mid-write, tests/crash.sh)
-#   make crash-test              the crash test with CRASH_POINTS kills (default 200), ~3 s each
+#   make crash-test              the crash test with CRASH_POINTS kills (default 200), ~3 s each,
+#                                then CRASH_POINTS SIGKILLs of dbfs-fuse mid-write (tools/dbfs-fuse/tests/crash.rs;
+#                                40 of them run in `make test`)
 #   make test-cross              (in `make test`) guest and host agree on dbfs: a tree written by
 #                                the host is verified in the guest and the reverse, and one script
 #                                run in both gives identical listings (tests/crosscheck.sh, SEED=N)
@@ -201,6 +203,7 @@ test-crash: images
 crash-test: images
 	$(CARGO) build --release -p dbfs-fuse
 	$(CRASH_ENV) CRASH_POINTS=$(CRASH_POINTS) tests/crash.sh
+	CRASH_SEED=$(CRASH_SEED) FUSE_CRASH_ROUNDS=$(CRASH_POINTS) $(CARGO) test --release -p dbfs-fuse --test crash -- --nocapture
 
 ## Every benchmark, one boot; the log is the record (see docs/BENCHMARKS.md).
 bench: images

@@ -114,10 +114,16 @@ pub struct KernelCounters {
     pub page_faults: u64,
     /// Bytes copied between user and kernel memory by syscalls.
     pub user_copy_bytes: u64,
+    /// dbfs disk window: pages read from the disk by page faults, and dirty pages written
+    /// back by commits.
+    pub window_pages_read: u64,
+    pub window_pages_written: u64,
+    /// kvdb transactions committed (each writes one meta page) on dbfs disk windows.
+    pub transactions: u64,
 }
 
 impl KernelCounters {
-    pub const WORDS: usize = 9;
+    pub const WORDS: usize = 12;
     pub fn to_words(&self) -> [u64; Self::WORDS] {
         [
             self.dev_read_requests,
@@ -129,6 +135,9 @@ impl KernelCounters {
             self.cache_misses,
             self.page_faults,
             self.user_copy_bytes,
+            self.window_pages_read,
+            self.window_pages_written,
+            self.transactions,
         ]
     }
     pub fn from_words(w: &[u64; Self::WORDS]) -> Self {
@@ -142,6 +151,9 @@ impl KernelCounters {
             cache_misses: w[6],
             page_faults: w[7],
             user_copy_bytes: w[8],
+            window_pages_read: w[9],
+            window_pages_written: w[10],
+            transactions: w[11],
         }
     }
 }

@@ -14,6 +14,9 @@ static CACHE_HITS: AtomicU64 = AtomicU64::new(0);
 static CACHE_MISSES: AtomicU64 = AtomicU64::new(0);
 static PAGE_FAULTS: AtomicU64 = AtomicU64::new(0);
 static USER_COPY: AtomicU64 = AtomicU64::new(0);
+static WINDOW_READ: AtomicU64 = AtomicU64::new(0);
+static WINDOW_WRITTEN: AtomicU64 = AtomicU64::new(0);
+static TRANSACTIONS: AtomicU64 = AtomicU64::new(0);
 
 pub fn add_dev_read(bytes: usize) {
     DEV_READ_REQ.fetch_add(1, Relaxed);
@@ -37,6 +40,16 @@ pub fn add_user_copy(bytes: usize) {
     USER_COPY.fetch_add(bytes as u64, Relaxed);
 }
 
+pub fn add_window_read(pages: usize) {
+    WINDOW_READ.fetch_add(pages as u64, Relaxed);
+}
+pub fn add_window_written(pages: usize) {
+    WINDOW_WRITTEN.fetch_add(pages as u64, Relaxed);
+}
+pub fn add_transaction() {
+    TRANSACTIONS.fetch_add(1, Relaxed);
+}
+
 pub fn snapshot() -> KernelCounters {
     KernelCounters {
         dev_read_requests: DEV_READ_REQ.load(Relaxed),
@@ -48,5 +61,8 @@ pub fn snapshot() -> KernelCounters {
         cache_misses: CACHE_MISSES.load(Relaxed),
         page_faults: PAGE_FAULTS.load(Relaxed),
         user_copy_bytes: USER_COPY.load(Relaxed),
+        window_pages_read: WINDOW_READ.load(Relaxed),
+        window_pages_written: WINDOW_WRITTEN.load(Relaxed),
+        transactions: TRANSACTIONS.load(Relaxed),
     }
 }

@@ -285,7 +285,8 @@ pub fn counter_delta(before: &KernelCounters, after: &KernelCounters) -> KernelC
 pub fn format_counters(c: &KernelCounters) -> String {
     format!(
         "dev_read_bytes={} dev_write_bytes={} cache_hits={} cache_misses={} page_faults={} \
-         dev_read_requests={} dev_write_requests={} dev_flushes={} user_copy_bytes={}",
+         dev_read_requests={} dev_write_requests={} dev_flushes={} user_copy_bytes={} \
+         window_pages_read={} window_pages_written={} transactions={}",
         c.dev_read_bytes,
         c.dev_write_bytes,
         c.cache_hits,
@@ -294,7 +295,10 @@ pub fn format_counters(c: &KernelCounters) -> String {
         c.dev_read_requests,
         c.dev_write_requests,
         c.dev_flushes,
-        c.user_copy_bytes
+        c.user_copy_bytes,
+        c.window_pages_read,
+        c.window_pages_written,
+        c.transactions
     )
 }
 

@@ -97,6 +97,15 @@ fn fuzzer_findings_replay_without_panics() {
     let found: &[(&str, &[u8])] = &[
         // Both meta pages re-sealed with txid u64::MAX: the next write transaction's txid + 1
         // overflowed in kvdb (fixed: such a meta is corrupt at open).
+        // A meta txid just below u64::MAX, then commits (fixed: txids from 2^63 up are corrupt).
+        (
+            "meta txid near u64::MAX, then commits",
+            &[
+                0x03, 0x0c, 0x10, 0x10, 0x00, 0x10, 0x10, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x10,
+                0x01, 0x00, 0x00, 0xfa, 0x3a, 0x03, 0x0c, 0x10, 0x10, 0x00, 0x10, 0x10, 0x00, 0x00, 0x10,
+                0x10, 0x00, 0x86, 0x01, 0x00, 0x00, 0x1a,
+            ],
+        ),
         (
             "meta txid u64::MAX",
             &[

@@ -21,6 +21,8 @@ pub const META_SIZE: usize = 80;
 pub const MAGIC: u32 = 0x4244_564B;
 /// On-disk format version.
 pub const VERSION: u32 = 1;
+/// Meta pages with a txid at or above this are corrupt (see [`Meta::decode`]).
+pub const MAX_TXID: u64 = 1 << 63;
 /// Smallest and largest supported page sizes.
 pub const MIN_PAGE_SIZE: usize = 1024;
 /// See [`MIN_PAGE_SIZE`].
@@ -161,8 +163,10 @@ impl Meta {
         if !valid_page_size(meta.page_size as usize) {
             return Err(Error::Corrupted("bad page size"));
         }
-        // The next write transaction takes txid + 1.
-        if meta.txid == u64::MAX {
+        // Every write transaction takes txid + 1: a txid no store can reach by committing (one
+        // commit per nanosecond would take 292 years to get to 2^63) is damage, and leaves room
+        // for the commits of this mount.
+        if meta.txid >= MAX_TXID {
             return Err(Error::Corrupted("bad txid"));
         }
         if meta.page_count < 2 || meta.page_count > u64::MAX / MAX_PAGE_SIZE as u64 {
@@ -360,16 +364,18 @@ mod tests {
         assert!(Meta::decode(&buf[..40]).is_err());
     }
 
-    /// Found by fuzzing dbfs: a sealed meta with txid u64::MAX opened, and the next write
-    /// transaction's `txid + 1` overflowed (a panic with overflow checks).
+    /// Found by fuzzing dbfs: a sealed meta with txid u64::MAX (or just below it, then a commit)
+    /// opened, and a write transaction's `txid + 1` overflowed (a panic with overflow checks).
     #[test]
-    fn last_txid_is_rejected() {
+    fn unreachable_txids_are_rejected() {
         let mut buf = [0u8; META_SIZE];
         let mut m = meta();
-        m.txid = u64::MAX;
-        m.encode(&mut buf);
-        assert_eq!(Meta::decode(&buf), Err(Error::Corrupted("bad txid")));
-        m.txid = u64::MAX - 1;
+        for txid in [u64::MAX, u64::MAX - 1, MAX_TXID] {
+            m.txid = txid;
+            m.encode(&mut buf);
+            assert_eq!(Meta::decode(&buf), Err(Error::Corrupted("bad txid")));
+        }
+        m.txid = MAX_TXID - 1;
         m.encode(&mut buf);
         assert_eq!(Meta::decode(&buf), Ok(m));
     }

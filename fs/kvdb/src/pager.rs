@@ -52,6 +52,10 @@ pub trait Pager {
     fn capacity(&self) -> u64 {
         u64::MAX
     }
+
+    /// Told after transaction `txid` committed (its meta page is durable). For counters; the
+    /// default does nothing.
+    fn committed(&self, _txid: u64) {}
 }
 
 /// One recorded pager operation, in issue order (see [`MemPager::record`]).

@@ -382,6 +382,7 @@ impl<'db, P: Pager> Tx<'db, P> {
                 return Err(e);
             }
             db.snapshot.lock().meta = meta;
+            db.pager.committed(txid);
         }
         Ok(true)
     }
@@ -519,9 +520,16 @@ impl<'db, P: Pager> Tx<'db, P> {
         let n = value.len().div_ceil(ps) as u64;
         let id = self.alloc(st, n)?;
         let full = value.len() / ps * ps;
-        let mut tail = vec![0u8; ps];
         let rest = &value[full..];
-        tail[..rest.len()].copy_from_slice(rest);
+        // The last page padded with zeros, only when the value does not end on a page (a
+        // chunk-sized value is written straight from `value`, with no page buffer to fill).
+        let tail = if rest.is_empty() {
+            Vec::new()
+        } else {
+            let mut t = vec![0u8; ps];
+            t[..rest.len()].copy_from_slice(rest);
+            t
+        };
         let base = id * ps as u64;
         let mut writes: Vec<(u64, &[u8])> = Vec::with_capacity(2);
         if full > 0 {

@@ -46,6 +46,10 @@ impl Pager for WindowPager {
         self.window.len() as u64
     }
 
+    fn committed(&self, _txid: u64) {
+        crate::counters::add_transaction();
+    }
+
     fn capacity(&self) -> u64 {
         self.window.len() as u64
     }

@@ -15,6 +15,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -101,6 +102,17 @@ fn verify(dir: &Path, rec: &mut Record, seed: u64) {
         .iter()
         .flat_map(|(_, e)| e.iter().map(|(n, _)| n))
         .collect();
+    let wrong: Vec<String> = found
+        .iter()
+        .filter(|(name, have)| !in_flight.contains(name) && **have != get(&rec.committed, name))
+        .map(|(name, have)| format!("{name}: found {} want {}", describe(have), describe(&get(&rec.committed, name))))
+        .collect();
+    if !wrong.is_empty() {
+        eprintln!("seed {seed}: {} slots differ from what was committed:\n  {}", wrong.len(), wrong.join("\n  "));
+        if let Some(h) = rec.history.len().checked_sub(12) {
+            eprintln!("last operations:\n  {}", rec.history[h..].join("\n  "));
+        }
+    }
     for (name, have) in &found {
         if !in_flight.contains(&name) {
             let want = get(&rec.committed, name);
@@ -273,8 +285,14 @@ fn sigkill_during_writes_keeps_what_fsync_returned_for() {
         verify(&dir, &mut rec, seed);
         let shared = Arc::new(Mutex::new(std::mem::take(&mut rec)));
         let stop = Arc::new(AtomicBool::new(false));
+        // The writer reaches the mount through an open directory descriptor: once the dead
+        // mount is detached (`fusermount3 -u -z` below), a path under the mountpoint would
+        // resolve to the empty directory underneath, where a whole replace could "succeed"
+        // after the kill; through the descriptor every call fails with ENOTCONN instead.
+        let dir_handle = File::open(&dir).expect("open the mount's root directory");
+        let via_fd = PathBuf::from(format!("/proc/self/fd/{}", dir_handle.as_raw_fd()));
         let writer = {
-            let (shared, stop, dir) = (shared.clone(), stop.clone(), dir.clone());
+            let (shared, stop, dir) = (shared.clone(), stop.clone(), via_fd.clone());
             let mut wrng = Rng(rng.below(u64::MAX) | 1);
             let first = seq;
             std::thread::spawn(move || {
@@ -302,6 +320,7 @@ fn sigkill_during_writes_keeps_what_fsync_returned_for() {
         // The writer sees ENOTCONN and stops; stop it anyway if it is between operations.
         stop.store(true, Ordering::Relaxed);
         seq = writer.join().expect("writer thread");
+        drop(dir_handle);
         drop(m);
         rec = Arc::try_unwrap(shared)
             .ok()
