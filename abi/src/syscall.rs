@@ -120,10 +120,13 @@ pub struct KernelCounters {
     pub window_pages_written: u64,
     /// kvdb transactions committed (each writes one meta page) on dbfs disk windows.
     pub transactions: u64,
+    /// dbfs file bytes read from the disk straight into the caller's buffer (large reads),
+    /// bypassing the window.
+    pub window_direct_bytes: u64,
 }
 
 impl KernelCounters {
-    pub const WORDS: usize = 12;
+    pub const WORDS: usize = 13;
     pub fn to_words(&self) -> [u64; Self::WORDS] {
         [
             self.dev_read_requests,
@@ -138,6 +141,7 @@ impl KernelCounters {
             self.window_pages_read,
             self.window_pages_written,
             self.transactions,
+            self.window_direct_bytes,
         ]
     }
     pub fn from_words(w: &[u64; Self::WORDS]) -> Self {
@@ -154,6 +158,7 @@ impl KernelCounters {
             window_pages_read: w[9],
             window_pages_written: w[10],
             transactions: w[11],
+            window_direct_bytes: w[12],
         }
     }
 }

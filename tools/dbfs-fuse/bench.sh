@@ -11,7 +11,8 @@
 # Variables: SIZE (fio --size per job, default 256M), RUNTIME (fio --runtime cap per run in
 # seconds, default 5), REPS (repetitions, median reported, default 3), N (createdel files,
 # default 20000), IMG_SIZE (both images, default 3G), WORK (scratch directory, default a new
-# one under /tmp, removed at the end unless KEEP=1), JOBS ("1 4"), BSS ("1m 4k"),
+# one under /tmp, removed at the end unless KEEP=1), DBFS_MKFS_OPTS (extra `dbfs-fuse mkfs`
+# options for both dbfs images, e.g. "--chunk-size 4K"), JOBS ("1 4"), BSS ("1m 4k"),
 # RWS ("write read randwrite randread"). Needs fio, fuse2fs, mkfs.ext4, fusermount3.
 #
 # fio runs buffered (no --direct: FUSE mounts without direct_io); write jobs end with fsync
@@ -26,6 +27,7 @@ SIZE=${SIZE:-256M}
 RUNTIME=${RUNTIME:-5}
 REPS=${REPS:-3}
 N=${N:-20000}
+DBFS_MKFS_OPTS=${DBFS_MKFS_OPTS:-}
 IMG_SIZE=${IMG_SIZE:-3G}
 JOBS=${JOBS:-"1 4"}
 BSS=${BSS:-"1m 4k"}
@@ -74,10 +76,10 @@ wait_mounted() {
     exit 1
 }
 
-"$BIN" mkfs "$WORK/dbfs.img" --size "$IMG_SIZE"
+"$BIN" mkfs "$WORK/dbfs.img" --size "$IMG_SIZE" $DBFS_MKFS_OPTS
 DBFS_PID=$("$BIN" mount "$WORK/dbfs.img" "$MNT_dbfs")
 wait_mounted "$MNT_dbfs"
-"$BIN" mkfs "$WORK/dbfsnb.img" --size "$IMG_SIZE"
+"$BIN" mkfs "$WORK/dbfsnb.img" --size "$IMG_SIZE" $DBFS_MKFS_OPTS
 DBFSNB_PID=$("$BIN" mount "$WORK/dbfsnb.img" "$MNT_dbfsnb" -o nobarrier)
 wait_mounted "$MNT_dbfsnb"
 truncate -s "$IMG_SIZE" "$WORK/ext4.img"

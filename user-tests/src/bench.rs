@@ -286,7 +286,7 @@ pub fn format_counters(c: &KernelCounters) -> String {
     format!(
         "dev_read_bytes={} dev_write_bytes={} cache_hits={} cache_misses={} page_faults={} \
          dev_read_requests={} dev_write_requests={} dev_flushes={} user_copy_bytes={} \
-         window_pages_read={} window_pages_written={} transactions={}",
+         window_pages_read={} window_pages_written={} transactions={} window_direct_bytes={}",
         c.dev_read_bytes,
         c.dev_write_bytes,
         c.cache_hits,
@@ -298,7 +298,8 @@ pub fn format_counters(c: &KernelCounters) -> String {
         c.user_copy_bytes,
         c.window_pages_read,
         c.window_pages_written,
-        c.transactions
+        c.transactions,
+        c.window_direct_bytes
     )
 }
 

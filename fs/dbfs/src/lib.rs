@@ -129,6 +129,10 @@ pub const DEFAULT_DIRTY_LIMIT: usize = 16 << 20;
 pub const WRITEBACK_SECS: i64 = 5;
 /// Default data chunk size.
 pub const DEFAULT_CHUNK_SIZE: u32 = 16 << 10;
+/// Reads of at least this many bytes move whole stored chunks with [`kvdb::Pager::read_into`]
+/// when the pager says that beats a copy (the kernel window: a device read straight into the
+/// caller's buffer, like FAT32's direct I/O for large runs).
+pub const DIRECT_READ_MIN: usize = 128 << 10;
 /// `statfs` size reported for a pager without a size limit (e.g. a growing host file).
 pub const UNBOUNDED_REPORTED_BYTES: u64 = 1 << 40;
 
@@ -948,7 +952,8 @@ fn read_chunks<P: Pager>(tx: &Tx<'_, P>, ino: u64, cs: u64, offset: u64, out: &m
     if out.is_empty() {
         return Ok(());
     }
-    if offset / cs == (end - 1) / cs {
+    let direct = out.len() >= DIRECT_READ_MIN && tx.pager().direct_reads();
+    if offset / cs == (end - 1) / cs && !direct {
         // Inside one chunk (the small-read case): one point lookup, cheaper than a cursor.
         let idx = offset / cs;
         let in_chunk = (offset - idx * cs) as usize;
@@ -968,6 +973,8 @@ fn read_chunks<P: Pager>(tx: &Tx<'_, P>, ino: u64, cs: u64, offset: u64, out: &m
         return Ok(());
     }
     let mut cursor = data.cursor();
+    // Direct reads: (store offset, position in `out`, length), merged where both are adjacent.
+    let mut runs: Vec<(u64, usize, usize)> = Vec::new();
     let mut pos = offset;
     let mut entry = cursor.seek(&pair_key(ino, offset / cs)).map_err(kv)?;
     while pos < end {
@@ -996,7 +1003,14 @@ fn read_chunks<P: Pager>(tx: &Tx<'_, P>, ino: u64, cs: u64, offset: u64, out: &m
         let at = (pos - offset) as usize;
         let have = value.len().saturating_sub(in_chunk).min(take);
         if have > 0 {
-            out[at..at + have].copy_from_slice(&value[in_chunk..in_chunk + have]);
+            let src = e.overflow_location().map(|(o, _)| o + in_chunk as u64);
+            match src {
+                Some(src) if direct && src % 512 == 0 && have % 512 == 0 => match runs.last_mut() {
+                    Some((s, a, n)) if *s + *n as u64 == src && *a + *n == at => *n += have,
+                    _ => runs.push((src, at, have)),
+                },
+                _ => out[at..at + have].copy_from_slice(&value[in_chunk..in_chunk + have]),
+            }
         }
         out[at + have..at + take].fill(0);
         pos += take as u64;
@@ -1007,6 +1021,9 @@ fn read_chunks<P: Pager>(tx: &Tx<'_, P>, ino: u64, cs: u64, offset: u64, out: &m
     }
     let at = (pos - offset) as usize;
     out[at..].fill(0);
+    for (src, at, n) in runs {
+        tx.pager().read_into(src, &mut out[at..at + n]).map_err(kv)?;
+    }
     Ok(())
 }
 

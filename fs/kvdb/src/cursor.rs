@@ -18,6 +18,8 @@ use crate::tx::{Bucket, Bytes};
 pub struct Entry<'db, P: Pager + 'db> {
     key: Bytes<'db, P>,
     value: Option<Bytes<'db, P>>,
+    /// Where a committed overflow value lies in the store: (byte offset, length).
+    loc: Option<(u64, u64)>,
 }
 
 impl<'db, P: Pager + 'db> Entry<'db, P> {
@@ -28,6 +30,13 @@ impl<'db, P: Pager + 'db> Entry<'db, P> {
     /// The value, or `None` for a nested bucket.
     pub fn value(&self) -> Option<&[u8]> {
         self.value.as_deref()
+    }
+    /// For a value stored in overflow pages of a committed snapshot: its byte offset in the
+    /// store and its length, so a caller can move it with [`crate::Pager::read_into`] (e.g. a
+    /// device read straight into its buffer) instead of copying it from [`Entry::value`].
+    /// `None` for inline values, buckets, and values written by this transaction.
+    pub fn overflow_location(&self) -> Option<(u64, u64)> {
+        self.loc
     }
     /// Whether the key names a nested bucket.
     pub fn is_bucket(&self) -> bool {
@@ -354,14 +363,19 @@ impl<'tx, 'db, P: Pager> Cursor<'tx, 'db, P> {
             Some(Frame::Page { page, index, .. }) => {
                 let slot = page::leaf_slot(page, *index)?;
                 let key = Bytes::page(page.clone(), slot.key.clone());
+                let mut loc = None;
                 let value = match slot.flags {
                     page::FLAG_INLINE => Some(Bytes::page(page.clone(), slot.value)),
                     flags => {
                         let v = LeafValue::decode(flags, &page[slot.value])?;
+                        if let LeafValue::Overflow { page, len } = v {
+                            loc = Some((page * tx.db.page_size() as u64, len));
+                        }
+                        // Bounds-checks the location (an error for a damaged page).
                         tx.value_of(v, None)?
                     }
                 };
-                Ok(Some(Entry { key, value }))
+                Ok(Some(Entry { key, value, loc }))
             }
             Some(Frame::Dirty { node, index, .. }) => {
                 let (key, value) = {
@@ -386,6 +400,7 @@ impl<'tx, 'db, P: Pager> Cursor<'tx, 'db, P> {
                 Ok(Some(Entry {
                     key: Bytes::owned(key),
                     value,
+                    loc: None,
                 }))
             }
         }

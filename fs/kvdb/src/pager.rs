@@ -53,6 +53,20 @@ pub trait Pager {
         u64::MAX
     }
 
+    /// Copy the bytes `[offset, offset + dst.len())` into `dst`. A pager that can move them
+    /// more cheaply than a copy out of [`Pager::read`] (the kernel's disk window: a device read
+    /// straight into `dst`) overrides it, and says so with [`Pager::direct_reads`].
+    fn read_into(&self, offset: u64, dst: &mut [u8]) -> Result<()> {
+        let src = self.read(offset, dst.len())?;
+        dst.copy_from_slice(&src);
+        Ok(())
+    }
+
+    /// Whether [`Pager::read_into`] beats copying from [`Pager::read`] for large ranges.
+    fn direct_reads(&self) -> bool {
+        false
+    }
+
     /// Told after transaction `txid` committed (its meta page is durable). For counters; the
     /// default does nothing.
     fn committed(&self, _txid: u64) {}

@@ -177,6 +177,11 @@ impl<'db, P: Pager> Tx<'db, P> {
         }
     }
 
+    /// The store's pager (for [`crate::Pager::read_into`] of a value's location).
+    pub fn pager(&self) -> &'db P {
+        self.db.pager()
+    }
+
     /// Whether this is the write transaction.
     pub fn writable(&self) -> bool {
         self.state.borrow().write.is_some()

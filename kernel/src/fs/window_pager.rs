@@ -46,6 +46,15 @@ impl Pager for WindowPager {
         self.window.len() as u64
     }
 
+    fn read_into(&self, offset: u64, dst: &mut [u8]) -> Result<()> {
+        let offset = usize::try_from(offset).map_err(|_| Error::Io)?;
+        self.window.read_into(offset, dst).map_err(|_| Error::Io)
+    }
+
+    fn direct_reads(&self) -> bool {
+        true
+    }
+
     fn committed(&self, _txid: u64) {
         crate::counters::add_transaction();
     }

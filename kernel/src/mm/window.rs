@@ -120,6 +120,27 @@ impl DiskWindow {
         Some(unsafe { core::slice::from_raw_parts((self.base + offset) as *const u8, len) })
     }
 
+    /// Copy `[offset, offset + dst.len())` into `dst`: a device read straight into `dst` (no
+    /// page is mapped, nothing is copied by the CPU) unless a page of the range is dirty (its
+    /// newest bytes are only in the window) or the range is not sector-aligned; then a copy
+    /// out of the window. Clean pages equal the disk (commits write them before they become
+    /// visible), so resident clean pages need not be looked at. `dst` must be memory the device
+    /// can write (kernel or user frames: the kernel maps RAM at identity).
+    pub fn read_into(&self, offset: usize, dst: &mut [u8]) -> VfsResult<()> {
+        if dst.is_empty() {
+            return Ok(());
+        }
+        let end = offset.checked_add(dst.len()).filter(|&e| e <= self.len).ok_or(VfsError::InvalidInput)?;
+        let dirty = self.state.lock().dirty.range(offset / PAGE_SIZE..=(end - 1) / PAGE_SIZE).next().is_some();
+        if dirty || offset % SECTOR_SIZE != 0 || dst.len() % SECTOR_SIZE != 0 {
+            let src = self.slice(offset, dst.len()).ok_or(VfsError::InvalidInput)?;
+            dst.copy_from_slice(src);
+            return Ok(());
+        }
+        crate::counters::add_window_direct(dst.len());
+        self.dev.read_sectors((offset / SECTOR_SIZE) as u64, dst)
+    }
+
     /// Map page `index` (and up to a cluster of following non-resident pages) from the disk.
     fn fault_in(&self, index: usize) -> VfsResult<()> {
         let mut st = self.state.lock();
