@@ -6,6 +6,7 @@
 //!     valgrind --tool=callgrind target/release/examples/writepath seq     # 10 MiB, fsync
 //!     valgrind --tool=callgrind target/release/examples/writepath rewrite # then again
 //!     valgrind --tool=callgrind target/release/examples/writepath rand    # 200 x 1 MiB in 16 MiB
+//!     valgrind --tool=callgrind target/release/examples/writepath rand 64 # ... in 64 MiB
 use std::cell::UnsafeCell;
 use std::sync::Arc;
 
@@ -95,12 +96,13 @@ fn main() {
             20 * bs
         }
         "rand" => {
+            let mib: u64 = std::env::args().nth(2).and_then(|a| a.parse().ok()).unwrap_or(16);
             let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
             for _ in 0..200 {
                 x ^= x << 13;
                 x ^= x >> 7;
                 x ^= x << 17;
-                f.write_at((x % 16) * bs as u64, &data).unwrap();
+                f.write_at((x % mib.max(1)) * bs as u64, &data).unwrap();
             }
             f.fsync(false).unwrap();
             200 * bs

@@ -779,6 +779,23 @@ impl<P: Pager> DbFs<P> {
         }
         let now = self.clock.now();
         let cs = self.chunk_size;
+        // Whole chunks are copied before taking `state`, so writers to different files (and
+        // readers) do not wait for each other's copies; only partial chunks, which merge with
+        // what is buffered or stored, are built under the lock.
+        let mut whole: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
+        {
+            let mut pos = offset;
+            let mut src = 0usize;
+            while src < data.len() {
+                let in_chunk = (pos % cs) as usize;
+                let take = (cs as usize - in_chunk).min(data.len() - src);
+                if in_chunk == 0 && take == cs as usize {
+                    whole.insert(pos / cs, data[src..src + take].to_vec());
+                }
+                pos += take as u64;
+                src += take;
+            }
+        }
         let mut guard = self.state.lock();
         let st = &mut *guard;
         let p = self.pending_mut(st, ino)?;
@@ -791,6 +808,13 @@ impl<P: Pager> DbFs<P> {
             let in_chunk = (pos % cs) as usize;
             let take = (cs as usize - in_chunk).min(data.len() - src);
             let piece = &data[src..src + take];
+            if let Some(copy) = whole.remove(&idx) {
+                added += copy.len().saturating_sub(p.chunks.get(&idx).map_or(0, |b| b.len()));
+                p.chunks.insert(idx, copy);
+                pos += take as u64;
+                src += take;
+                continue;
+            }
             match p.chunks.entry(idx) {
                 alloc::collections::btree_map::Entry::Occupied(o) => {
                     let buf = o.into_mut();

@@ -102,6 +102,15 @@ fn read_past_a_short_chunk_reads_zeros() {
 #[test]
 fn fuzzer_findings_replay_without_panics() {
     let found: &[(&str, &[u8])] = &[
+        // An overflow value's page id near u64::MAX: its byte offset (page * page size)
+        // overflowed in kvdb's cursor before the bounds check (fixed: checked_mul).
+        (
+            "overflow page id * page size",
+            &[
+                0x05, 0x02, 0x3a, 0xc8, 0xc8, 0xd1, 0xc8, 0xc8, 0xd1, 0xc8, 0xd1, 0x38, 0xd8, 0x00,
+                0x2e,
+            ],
+        ),
         // Both meta pages re-sealed with txid u64::MAX: the next write transaction's txid + 1
         // overflowed in kvdb (fixed: such a meta is corrupt at open).
         // A meta txid just below u64::MAX, then commits (fixed: txids from 2^63 up are corrupt).

@@ -261,7 +261,7 @@ impl DiskWindow {
             for (k, page_bytes) in bytes.chunks(PAGE_SIZE).enumerate() {
                 let page = first + k;
                 if let Some(f) = st.frames.get_mut(&page) {
-                    copy_page(f.bytes_mut(), page_bytes);
+                    f.bytes_mut().copy_from_slice(page_bytes);
                 }
                 st.dirty.insert(page);
             }
@@ -350,39 +350,6 @@ impl DiskWindow {
         Self::evict(self.base, &mut st, all, &BTreeSet::new());
     }
 
-}
-
-/// Copy one whole page into a frame. The compiler's `memcpy` moves 8 bytes per loop turn,
-/// and under an emulator (QEMU TCG) each turn costs a block dispatch; this moves 64, so
-/// commits (every byte kvdb writes lands here) spend far less time copying.
-fn copy_page(dst: &mut [u8], src: &[u8]) {
-    assert!(dst.len() == PAGE_SIZE && src.len() == PAGE_SIZE);
-    #[cfg(target_arch = "riscv64")]
-    if dst.as_ptr() as usize % 8 == 0 && src.as_ptr() as usize % 8 == 0 {
-        let d = dst.as_mut_ptr();
-        // SAFETY: both ranges are PAGE_SIZE bytes (checked above), 8-byte aligned and do not
-        // overlap (`dst` is borrowed mutably); the loop reads and writes exactly those bytes.
-        unsafe {
-            core::arch::asm!(
-                "2:",
-                "ld {a}, 0({s})", "ld {b}, 8({s})", "ld {c}, 16({s})", "ld {e}, 24({s})",
-                "ld {f}, 32({s})", "ld {g}, 40({s})", "ld {h}, 48({s})", "ld {i}, 56({s})",
-                "sd {a}, 0({d})", "sd {b}, 8({d})", "sd {c}, 16({d})", "sd {e}, 24({d})",
-                "sd {f}, 32({d})", "sd {g}, 40({d})", "sd {h}, 48({d})", "sd {i}, 56({d})",
-                "addi {s}, {s}, 64",
-                "addi {d}, {d}, 64",
-                "bltu {d}, {end}, 2b",
-                s = inout(reg) src.as_ptr() => _,
-                d = inout(reg) d => _,
-                end = in(reg) d.add(PAGE_SIZE),
-                a = out(reg) _, b = out(reg) _, c = out(reg) _, e = out(reg) _,
-                f = out(reg) _, g = out(reg) _, h = out(reg) _, i = out(reg) _,
-                options(nostack),
-            );
-        }
-        return;
-    }
-    dst.copy_from_slice(src);
 }
 
 /// Drop the resident pages of every window.
