@@ -155,7 +155,7 @@ impl DeviceIo {
     fn gather(&self, pos: u64, buf: &[u8]) -> VfsResult<bool> {
         if !pos.is_multiple_of(SECTOR)
             || buf.is_empty()
-            || buf.len() % SECTOR_SIZE != 0
+            || !buf.len().is_multiple_of(SECTOR_SIZE)
             || buf.len() >= MAX_PENDING
         {
             return Ok(false);

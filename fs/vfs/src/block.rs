@@ -40,7 +40,7 @@ pub trait BlockDevice: Send + Sync {
 
 /// Check a run against a device of `num_sectors` sectors.
 pub fn check_run(num_sectors: u64, sector: u64, len: usize) -> VfsResult<()> {
-    if len % SECTOR_SIZE != 0 {
+    if !len.is_multiple_of(SECTOR_SIZE) {
         return Err(VfsError::InvalidInput);
     }
     let count = (len / SECTOR_SIZE) as u64;

@@ -132,7 +132,7 @@ impl DiskWindow {
         }
         let end = offset.checked_add(dst.len()).filter(|&e| e <= self.len).ok_or(VfsError::InvalidInput)?;
         let dirty = self.state.lock().dirty.range(offset / PAGE_SIZE..=(end - 1) / PAGE_SIZE).next().is_some();
-        if dirty || offset % SECTOR_SIZE != 0 || dst.len() % SECTOR_SIZE != 0 {
+        if dirty || !offset.is_multiple_of(SECTOR_SIZE) || !dst.len().is_multiple_of(SECTOR_SIZE) {
             let src = self.slice(offset, dst.len()).ok_or(VfsError::InvalidInput)?;
             dst.copy_from_slice(src);
             return Ok(());
@@ -215,7 +215,7 @@ impl DiskWindow {
             if off.checked_add(bytes.len()).is_none_or(|e| e > self.len) {
                 return Err(VfsError::InvalidInput);
             }
-            if off % PAGE_SIZE != 0 || bytes.len() % PAGE_SIZE != 0 {
+            if !off.is_multiple_of(PAGE_SIZE) || !bytes.len().is_multiple_of(PAGE_SIZE) {
                 for (k, chunk) in bytes.chunks(PAGE_SIZE).enumerate() {
                     let at = off + k * PAGE_SIZE;
                     if let Some(f) = st.frames.get_mut(&(at / PAGE_SIZE)) {
@@ -224,7 +224,7 @@ impl DiskWindow {
                         f.bytes_mut()[in_page..in_page + n].copy_from_slice(&chunk[..n]);
                     }
                 }
-                if off % SECTOR_SIZE != 0 || bytes.len() % SECTOR_SIZE != 0 {
+                if !off.is_multiple_of(SECTOR_SIZE) || !bytes.len().is_multiple_of(SECTOR_SIZE) {
                     return Err(VfsError::InvalidInput);
                 }
                 through.push(((off / SECTOR_SIZE) as u64, bytes));

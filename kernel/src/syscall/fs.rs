@@ -217,7 +217,7 @@ fn read_chunk(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult {
     let mut bounce = core::mem::take(&mut *BOUNCE.lock());
     bounce.resize(len, 0);
     let r = f.loc.node.read_at(offset, &mut bounce[..len]);
-    let out = r.map_err(Errno::from).map(|got| {
+    let out = r.map_err(Errno::from).inspect(|&got| {
         let mut done = 0;
         for (pa, n) in segs {
             if done >= got {
@@ -229,7 +229,6 @@ fn read_chunk(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult {
             dst.copy_from_slice(&bounce[done..done + k]);
             done += k;
         }
-        got
     });
     *BOUNCE.lock() = bounce;
     out

@@ -431,6 +431,15 @@ fn fixture_tree(dest: &Path) {
                 &format!("cp -a '{}' '{}'", from.display(), to.display()),
                 60,
             );
+            // Only the sources: build outputs and fuzz corpora (ignored by git) can be huge.
+            sh(
+                dest,
+                &format!(
+                    "find '{}' -depth -type d \\( -name target -o -name corpus -o -name artifacts \\) -exec rm -rf {{}} +",
+                    to.display()
+                ),
+                60,
+            );
         }
     }
     fs::write(dest.join("big.bin"), pattern(9, 3 << 20)).unwrap();
