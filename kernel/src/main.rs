@@ -197,10 +197,18 @@ fn mount_dbfs(disk: &Arc<drivers::virtio_blk::VirtioDisk>, path: &str, fsck: boo
         Ok(dbfs) => match fs::mount(path, dbfs.clone()) {
             Ok(()) => {
                 log::info!("{}: dbfs mounted at {}", disk.name, path);
-                // Commit data buffered for longer than dbfs's write-back delay.
+                // Commit data buffered for longer than dbfs's write-back delay. A failure
+                // (e.g. ENOSPC while the disk is full) is logged once, not on every tick, and
+                // so is the recovery.
+                let failing = core::sync::atomic::AtomicBool::new(false);
                 fs::register_periodic(alloc::boxed::Box::new(move || {
-                    if let Err(e) = dbfs.writeback_tick() {
-                        log::error!("dbfs write-back failed: {}", e);
+                    use core::sync::atomic::Ordering::Relaxed;
+                    match dbfs.writeback_tick() {
+                        Err(e) if !failing.swap(true, Relaxed) => {
+                            log::error!("dbfs write-back failed: {} (retrying every tick)", e)
+                        }
+                        Ok(()) if failing.swap(false, Relaxed) => log::warn!("dbfs write-back succeeded again"),
+                        _ => {}
                     }
                 }));
                 true
