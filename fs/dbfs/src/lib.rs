@@ -782,20 +782,17 @@ impl<P: Pager> DbFs<P> {
         // Whole chunks are copied before taking `state`, so writers to different files (and
         // readers) do not wait for each other's copies; only partial chunks, which merge with
         // what is buffered or stored, are built under the lock.
-        let mut whole: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
-        {
-            let mut pos = offset;
-            let mut src = 0usize;
-            while src < data.len() {
-                let in_chunk = (pos % cs) as usize;
-                let take = (cs as usize - in_chunk).min(data.len() - src);
-                if in_chunk == 0 && take == cs as usize {
-                    whole.insert(pos / cs, data[src..src + take].to_vec());
-                }
-                pos += take as u64;
-                src += take;
-            }
-        }
+        // The whole chunks lie between the first and the last chunk boundary inside the write,
+        // in order: the loop below takes them from the front.
+        let first_whole = offset.div_ceil(cs);
+        let whole_end = end / cs;
+        let head = (first_whole * cs - offset) as usize;
+        let mut whole: alloc::collections::VecDeque<Vec<u8>> = (first_whole..whole_end.max(first_whole))
+            .map(|i| {
+                let at = head + ((i - first_whole) * cs) as usize;
+                data[at..at + cs as usize].to_vec()
+            })
+            .collect();
         let mut guard = self.state.lock();
         let st = &mut *guard;
         let p = self.pending_mut(st, ino)?;
@@ -808,7 +805,8 @@ impl<P: Pager> DbFs<P> {
             let in_chunk = (pos % cs) as usize;
             let take = (cs as usize - in_chunk).min(data.len() - src);
             let piece = &data[src..src + take];
-            if let Some(copy) = whole.remove(&idx) {
+            if in_chunk == 0 && take == cs as usize {
+                let copy = whole.pop_front().ok_or(VfsError::Io)?;
                 added += copy.len().saturating_sub(p.chunks.get(&idx).map_or(0, |b| b.len()));
                 p.chunks.insert(idx, copy);
                 pos += take as u64;
@@ -826,26 +824,22 @@ impl<P: Pager> DbFs<P> {
                     buf[in_chunk..in_chunk + take].copy_from_slice(piece);
                 }
                 alloc::collections::btree_map::Entry::Vacant(v) => {
-                    let buf = if in_chunk == 0 && take == cs as usize {
-                        piece.to_vec()
-                    } else {
-                        let mut buf = if idx * cs < p.stored_size {
-                            if reader.is_none() {
-                                reader = Some(self.db.begin_read().map_err(kv)?);
-                            }
-                            match &reader {
-                                Some(tx) => load_chunk(tx, ino, idx, cs)?,
-                                None => Vec::new(),
-                            }
-                        } else {
-                            Vec::new()
-                        };
-                        if buf.len() < in_chunk + take {
-                            buf.resize(in_chunk + take, 0);
+                    // A partial chunk: merged with what the store holds.
+                    let mut buf = if idx * cs < p.stored_size {
+                        if reader.is_none() {
+                            reader = Some(self.db.begin_read().map_err(kv)?);
                         }
-                        buf[in_chunk..in_chunk + take].copy_from_slice(piece);
-                        buf
+                        match &reader {
+                            Some(tx) => load_chunk(tx, ino, idx, cs)?,
+                            None => Vec::new(),
+                        }
+                    } else {
+                        Vec::new()
                     };
+                    if buf.len() < in_chunk + take {
+                        buf.resize(in_chunk + take, 0);
+                    }
+                    buf[in_chunk..in_chunk + take].copy_from_slice(piece);
                     added += buf.len();
                     v.insert(buf);
                 }

@@ -781,3 +781,70 @@ fn open_unlinked(_fs: &dyn FileSystem, root: &NodeRef, caps: &Capabilities) -> C
     expect_eq!(ok!(ok!(root.create("f", &reg())).getattr()).size, 0);
     Ok(())
 }
+
+/// What [`walk_bounded`] met: every entry as `(parent, name, type)`, for a later write phase.
+#[derive(Default)]
+pub struct Walked {
+    pub nodes: usize,
+    pub entries: Vec<(NodeRef, String, FileType)>,
+}
+
+/// Walk a possibly damaged tree doing every read-side operation once, ignoring errors (the
+/// fuzz and corruption tests of each file system): open, read (up to 256 KiB, plus the tail
+/// the size claims), readlink, xattrs, readdir from the start and resumed, lookup, release.
+/// Bounded whatever the image says: at most 300 nodes, 200 entries per directory and
+/// `max_depth` levels.
+pub fn walk_bounded(root: &NodeRef, max_depth: usize) -> Walked {
+    let mut seen = Walked::default();
+    walk_node(root, 0, max_depth, &mut seen);
+    seen
+}
+
+fn walk_node(node: &NodeRef, depth: usize, max_depth: usize, seen: &mut Walked) {
+    const MAX_NODES: usize = 300;
+    const MAX_ENTRIES: usize = 200;
+    const MAX_READ: u64 = 256 * 1024;
+    if seen.nodes >= MAX_NODES {
+        return;
+    }
+    seen.nodes += 1;
+    let _ = node.open();
+    if let Ok(m) = node.getattr() {
+        if m.ftype == FileType::Regular {
+            let mut buf = vec![0u8; 64 * 1024];
+            let mut at = 0u64;
+            while at < m.size.min(MAX_READ) {
+                match node.read_at(at, &mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => at += n as u64,
+                }
+            }
+            // The tail, wherever the size says it is.
+            let _ = node.read_at(m.size.saturating_sub(100), &mut buf[..200]);
+        }
+    }
+    let _ = node.readlink();
+    if let Ok(names) = node.listxattr() {
+        for n in names.iter().take(20) {
+            let _ = node.getxattr(n);
+        }
+    }
+    let mut names = Vec::new();
+    let _ = node.readdir(0, &mut |e| {
+        if e.name != "." && e.name != ".." {
+            names.push((e.name.to_string(), e.ftype));
+        }
+        names.len() < MAX_ENTRIES
+    });
+    // Resume in the middle, as getdents does.
+    let _ = node.readdir(3, &mut |_| false);
+    let _ = node.release();
+    for (name, ftype) in names {
+        seen.entries.push((node.clone(), name.clone(), ftype));
+        if depth < max_depth {
+            if let Ok(child) = node.lookup(&name) {
+                walk_node(&child, depth + 1, max_depth, seen);
+            }
+        }
+    }
+}

@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use dbfs::{DbFs, MkfsOptions};
 use kvdb::MemPager;
+use vfs::conformance::{walk_bounded, Walked};
 use vfs::{FileSystem, FileType, NewNode, NodeRef, RenameFlags, XattrMode, ZeroClock};
 
 const PAGE: usize = 4096;
@@ -156,64 +157,10 @@ pub fn apply(input: &[u8], image: &mut [u8]) {
     }
 }
 
-const MAX_NODES: usize = 300;
+/// How deep the first walk of a case goes.
 const MAX_DEPTH: usize = 8;
-const MAX_ENTRIES: usize = 200;
-const MAX_READ: u64 = 256 * 1024;
 
-#[derive(Default)]
-struct Seen {
-    nodes: usize,
-    /// (parent, name, type) of every entry met.
-    entries: Vec<(NodeRef, String, FileType)>,
-}
-
-fn walk(node: &NodeRef, depth: usize, max_depth: usize, seen: &mut Seen) {
-    if seen.nodes >= MAX_NODES {
-        return;
-    }
-    seen.nodes += 1;
-    let _ = node.open();
-    if let Ok(m) = node.getattr() {
-        if m.ftype == FileType::Regular {
-            let mut buf = vec![0u8; 64 * 1024];
-            let mut at = 0u64;
-            while at < m.size.min(MAX_READ) {
-                match node.read_at(at, &mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => at += n as u64,
-                }
-            }
-            // The tail, wherever the size says it is.
-            let _ = node.read_at(m.size.saturating_sub(100), &mut buf[..200]);
-        }
-    }
-    let _ = node.readlink();
-    if let Ok(names) = node.listxattr() {
-        for n in names.iter().take(20) {
-            let _ = node.getxattr(n);
-        }
-    }
-    let mut names = Vec::new();
-    let _ = node.readdir(0, &mut |e| {
-        if e.name != "." && e.name != ".." {
-            names.push((e.name.to_string(), e.ftype));
-        }
-        names.len() < MAX_ENTRIES
-    });
-    let _ = node.readdir(3, &mut |_| false);
-    let _ = node.release();
-    for (name, ftype) in names {
-        seen.entries.push((node.clone(), name.clone(), ftype));
-        if depth < max_depth {
-            if let Ok(child) = node.lookup(&name) {
-                walk(&child, depth + 1, max_depth, seen);
-            }
-        }
-    }
-}
-
-fn write_phase(fs: &DbFs<MemPager>, root: &NodeRef, seen: &Seen) {
+fn write_phase(fs: &DbFs<MemPager>, root: &NodeRef, seen: &Walked) {
     let reg = node(FileType::Regular, 0o644);
     if let Ok(f) = root.create("fuzz-new", &reg) {
         let _ = f.write_at(0, &pattern(3000, 1));
@@ -283,8 +230,7 @@ pub fn exercise(image: Vec<u8>) -> bool {
     let _ = fs.fsck();
     let _ = fs.statfs();
     if let Ok(root) = fs.root() {
-        let mut seen = Seen::default();
-        walk(&root, 0, MAX_DEPTH, &mut seen);
+        let seen = walk_bounded(&root, MAX_DEPTH);
         write_phase(&fs, &root, &seen);
     }
     let _ = fs.fsck();
@@ -295,7 +241,7 @@ pub fn exercise(image: Vec<u8>) -> bool {
         Arc::new(ZeroClock),
     ) {
         if let Ok(root) = fs.root() {
-            walk(&root, 0, 1, &mut Seen::default());
+            walk_bounded(&root, 1);
         }
         let _ = fs.fsck();
     }

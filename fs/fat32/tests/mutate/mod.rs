@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use fat32::Fat32Fs;
+use vfs::conformance::{walk_bounded, Walked};
 use vfs::{
     BlockDevice, Clock, FileSystem, FileType, NewNode, NodeRef, RamDisk, RenameFlags, Timestamp,
     VfsResult, SECTOR_SIZE,
@@ -270,62 +271,12 @@ pub fn apply(input: &[u8], layout: &Layout, dev: &Overlay) {
     }
 }
 
-/// Limits of one walk, so a case does a bounded amount of work whatever the image says.
-const MAX_NODES: usize = 300;
+/// How deep the first walk of a case goes.
 const MAX_DEPTH: usize = 8;
-const MAX_ENTRIES: usize = 200;
-const MAX_READ: u64 = 256 * 1024;
-
-/// What a walk saw, for the write phase.
-#[derive(Default)]
-struct Seen {
-    nodes: usize,
-    /// (parent, name, is_dir) of every entry met.
-    entries: Vec<(NodeRef, String, bool)>,
-}
-
-fn walk(node: &NodeRef, depth: usize, max_depth: usize, seen: &mut Seen) {
-    if seen.nodes >= MAX_NODES {
-        return;
-    }
-    seen.nodes += 1;
-    let attr = node.getattr();
-    if let Ok(m) = &attr {
-        if m.ftype == FileType::Regular {
-            let mut buf = vec![0u8; 64 * 1024];
-            let mut at = 0u64;
-            while at < m.size.min(MAX_READ) {
-                match node.read_at(at, &mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => at += n as u64,
-                }
-            }
-        }
-    }
-    let _ = node.readlink();
-    let _ = node.listxattr();
-    let mut names = Vec::new();
-    let _ = node.readdir(0, &mut |e| {
-        if e.name != "." && e.name != ".." {
-            names.push((e.name.to_string(), e.ftype == FileType::Directory));
-        }
-        names.len() < MAX_ENTRIES
-    });
-    // Resume in the middle, as getdents does.
-    let _ = node.readdir(3, &mut |_| false);
-    for (name, is_dir) in names {
-        seen.entries.push((node.clone(), name.clone(), is_dir));
-        if depth < max_depth {
-            if let Ok(child) = node.lookup(&name) {
-                walk(&child, depth + 1, max_depth, seen);
-            }
-        }
-    }
-}
 
 /// Writes on a damaged volume: new files and directories, overwrite, growth, truncate, rename,
 /// unlink and rmdir of existing entries.
-fn write_phase(fs: &Fat32Fs, root: &NodeRef, seen: &Seen) {
+fn write_phase(fs: &Fat32Fs, root: &NodeRef, seen: &Walked) {
     if let Ok(f) = root.create("fuzz-new.txt", &reg()) {
         let _ = f.write_at(0, &pattern(3000, 1));
         let _ = f.write_at(100, b"overwrite inside");
@@ -340,8 +291,8 @@ fn write_phase(fs: &Fat32Fs, root: &NodeRef, seen: &Seen) {
             .create("inner", &reg())
             .map(|f| f.write_at(0, &pattern(1500, 2)));
     }
-    let files: Vec<_> = seen.entries.iter().filter(|e| !e.2).take(3).collect();
-    let dirs: Vec<_> = seen.entries.iter().filter(|e| e.2).take(2).collect();
+    let files: Vec<_> = seen.entries.iter().filter(|e| e.2 != FileType::Directory).take(3).collect();
+    let dirs: Vec<_> = seen.entries.iter().filter(|e| e.2 == FileType::Directory).take(2).collect();
     if let Some((parent, name, _)) = files.first() {
         if let Ok(f) = parent.lookup(name) {
             let _ = f.write_at(0, b"rewritten");
@@ -377,8 +328,7 @@ pub fn exercise(dev: Arc<Overlay>) -> bool {
     };
     let _ = fs.statfs();
     if let Ok(root) = fs.root() {
-        let mut seen = Seen::default();
-        walk(&root, 0, MAX_DEPTH, &mut seen);
+        let seen = walk_bounded(&root, MAX_DEPTH);
         write_phase(&fs, &root, &seen);
     }
     drop(fs);
@@ -386,7 +336,7 @@ pub fn exercise(dev: Arc<Overlay>) -> bool {
     // covered the rest).
     if let Ok(fs) = Fat32Fs::mount(dev, clock) {
         if let Ok(root) = fs.root() {
-            walk(&root, 0, 1, &mut Seen::default());
+            walk_bounded(&root, 1);
         }
     }
     true
