@@ -85,8 +85,11 @@ pub struct Options {
     pub reps: usize,
     pub size_mib: Option<u64>,
     pub ops: Option<u64>,
-    /// (start, end, step) for createdel.
-    pub n_range: Option<(u64, u64, u64)>,
+    /// The file counts createdel runs, ascending (`n=START:END:STEP` or `n=A,B,C`).
+    pub n_list: Option<Vec<u64>>,
+    /// createdel: a file system whose create + delete at some N took longer than this many
+    /// seconds is not run at larger N (FAT32 directories are linear, so its time grows as N^2).
+    pub max_secs: Option<u64>,
     pub quick: bool,
 }
 
@@ -148,7 +151,8 @@ pub fn parse_options(argv: &[&str]) -> Result<Options, String> {
         reps: 3,
         size_mib: None,
         ops: None,
-        n_range: None,
+        n_list: None,
+        max_secs: None,
         quick: false,
     };
     for &arg in argv.iter().skip(1) {
@@ -160,7 +164,10 @@ pub fn parse_options(argv: &[&str]) -> Result<Options, String> {
                 o.size_mib = Some(parse_u64(v).map_err(|_| format!("bad size={v} (MiB)"))?)
             }
             ("ops", Some(v)) => o.ops = Some(parse_u64(v).map_err(|_| format!("bad ops={v}"))?),
-            ("n", Some(v)) => o.n_range = Some(parse_range(v)?),
+            ("n", Some(v)) => o.n_list = Some(parse_n(v)?),
+            ("max_secs", Some(v)) => {
+                o.max_secs = Some(parse_u64(v).map_err(|_| format!("bad max_secs={v}"))?)
+            }
             ("quick", None) => o.quick = true,
             (t, None) if t.contains(':') => {
                 let (name, path) = t.split_once(':').unwrap_or((t, ""));
@@ -181,17 +188,22 @@ pub fn parse_options(argv: &[&str]) -> Result<Options, String> {
     Ok(o)
 }
 
-fn parse_range(v: &str) -> Result<(u64, u64, u64), String> {
-    let bad = || format!("bad n={v}: want N or START:END:STEP");
-    let parts: Vec<&str> = v.split(':').collect();
-    let nums: Vec<u64> = parts
-        .iter()
-        .map(|p| parse_u64(p))
+/// `N`, `START:END:STEP` or an ascending list `A,B,C` of file counts.
+fn parse_n(v: &str) -> Result<Vec<u64>, String> {
+    let bad = || format!("bad n={v}: want N, START:END:STEP or A,B,C (ascending, > 0)");
+    let sep = if v.contains(',') { ',' } else { ':' };
+    let nums: Vec<u64> = v
+        .split(sep)
+        .map(parse_u64)
         .collect::<Result<_, _>>()
         .map_err(|_| bad())?;
-    match nums.as_slice() {
-        [n] if *n > 0 => Ok((*n, *n, 1)),
-        [s, e, st] if *s > 0 && *st > 0 && e >= s => Ok((*s, *e, *st)),
+    if nums.contains(&0) {
+        return Err(bad());
+    }
+    match (sep, nums.as_slice()) {
+        (',', list) if list.windows(2).all(|w| w[0] < w[1]) => Ok(nums),
+        (':', [n]) => Ok(vec![*n]),
+        (':', [s, e, st]) if e >= s => Ok((*s..=*e).step_by(*st as usize).collect()),
         _ => Err(bad()),
     }
 }
@@ -700,14 +712,16 @@ pub fn main_createdel(argv: &[&str]) -> i32 {
         Ok(o) => o,
         Err(msg) => {
             println!("createdel: {msg}");
-            println!("usage: createdel NAME:DIR... [n=START:END:STEP] [reps=N] [quick]");
+            println!(
+                "usage: createdel NAME:DIR... [n=START:END:STEP|n=A,B,C] [max_secs=S] [reps=N] [quick]"
+            );
             return 2;
         }
     };
-    let (start, end, step) = opts.n_range.unwrap_or(if opts.quick {
-        (100, 300, 100)
+    let ns = opts.n_list.clone().unwrap_or(if opts.quick {
+        vec![100, 200, 300]
     } else {
-        (100, 500, 100)
+        vec![100, 200, 300, 400, 500]
     });
     let mut targets = Vec::new();
     for t in available_targets("createdel", &opts.targets) {
@@ -729,12 +743,21 @@ pub fn main_createdel(argv: &[&str]) -> i32 {
             failed = true;
         }
     }
-    let mut n = start;
-    while n <= end {
+    // Stopped growing: (file system index) -> the N whose run went over max_secs.
+    let mut capped: Vec<Option<(u64, f64)>> = vec![None; targets.len()];
+    for &n in &ns {
+        for (i, t) in targets.iter().enumerate() {
+            if let (true, Some((at, secs))) = (alive[i], capped[i]) {
+                println!(
+                    "SKIP bench=createdel fs={} n={n}: n={at} took {secs:.1} s, over max_secs",
+                    t.name
+                );
+            }
+        }
         let mut times: Vec<Vec<(f64, f64)>> = vec![Vec::new(); targets.len()];
         for _rep in 0..opts.reps {
             for (i, t) in targets.iter().enumerate() {
-                if !alive[i] {
+                if !alive[i] || capped[i].is_some() {
                     continue;
                 }
                 match createdel_once(&t.path, n) {
@@ -760,6 +783,9 @@ pub fn main_createdel(argv: &[&str]) -> i32 {
                 v[(v.len() - 1) / 2]
             };
             let (c, d) = (med(|r| r.0), med(|r| r.1));
+            if opts.max_secs.is_some_and(|m| c + d > m as f64) {
+                capped[i] = Some((n, c + d));
+            }
             ResultLine::new("createdel")
                 .field("fs", &t.name)
                 .field("n", n)
@@ -774,7 +800,6 @@ pub fn main_createdel(argv: &[&str]) -> i32 {
         }
         print_table(&format!("createdel n={n} create"), "files/s", &rows);
         print_table(&format!("createdel n={n} delete"), "files/s", &drows);
-        n += step;
     }
     for (i, t) in targets.iter().enumerate() {
         if alive[i] {
