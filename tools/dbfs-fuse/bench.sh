@@ -13,7 +13,8 @@
 # default 20000), IMG_SIZE (both images, default 3G), WORK (scratch directory, default a new
 # one under /tmp, removed at the end unless KEEP=1), DBFS_MKFS_OPTS (extra `dbfs-fuse mkfs`
 # options for both dbfs images, e.g. "--chunk-size 4K"), JOBS ("1 4"), BSS ("1m 4k"),
-# RWS ("write read randwrite randread"). Needs fio, fuse2fs, mkfs.ext4, fusermount3.
+# RWS ("write read randwrite randread"), SYSTEMS (columns, default "dbfs dbfsnb ext4 host";
+# also dbfs4k: a dbfs image made with --chunk-size 4K), N=0 skips createdel. Needs fio, fuse2fs, mkfs.ext4, fusermount3.
 #
 # fio runs buffered (no --direct: FUSE mounts without direct_io); write jobs end with fsync
 # (--end_fsync=1) so every system pays for getting the data to its image. Both FUSE daemons
@@ -32,7 +33,7 @@ IMG_SIZE=${IMG_SIZE:-3G}
 JOBS=${JOBS:-"1 4"}
 BSS=${BSS:-"1m 4k"}
 RWS=${RWS:-"write read randwrite randread"}
-SYSTEMS=(dbfs dbfsnb ext4 host)
+read -r -a SYSTEMS <<<"${SYSTEMS:-dbfs dbfsnb ext4 host}"
 NSYS=${#SYSTEMS[@]}
 
 for tool in fio fuse2fs mkfs.ext4 fusermount3; do
@@ -45,23 +46,18 @@ BIN=$TARGET/release/dbfs-fuse
 
 WORK=${WORK:-$(mktemp -d /tmp/dbfs-bench.XXXXXX)}
 mkdir -p "$WORK"
-MNT_dbfs=$WORK/mnt-dbfs
-MNT_dbfsnb=$WORK/mnt-dbfsnb
-MNT_ext4=$WORK/mnt-ext4
 MNT_host=$WORK/host
-mkdir -p "$MNT_dbfs" "$MNT_dbfsnb" "$MNT_ext4" "$MNT_host"
-DBFS_PID=
-DBFSNB_PID=
-EXT4_PID=
+mkdir -p "$MNT_host"
+PIDS=()
 
 cleanup() {
     set +e
-    for m in "$MNT_dbfs" "$MNT_dbfsnb" "$MNT_ext4"; do
+    for m in "$WORK"/mnt-*; do
         if grep -q " $m " /proc/mounts; then
             fusermount3 -u "$m" 2>/dev/null || fusermount3 -uz "$m" 2>/dev/null || umount -l "$m"
         fi
     done
-    for p in $DBFS_PID $DBFSNB_PID $EXT4_PID; do
+    for p in "${PIDS[@]}"; do
         for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
         kill -0 "$p" 2>/dev/null && kill -KILL "$p"
     done
@@ -76,17 +72,33 @@ wait_mounted() {
     exit 1
 }
 
-"$BIN" mkfs "$WORK/dbfs.img" --size "$IMG_SIZE" $DBFS_MKFS_OPTS
-DBFS_PID=$("$BIN" mount "$WORK/dbfs.img" "$MNT_dbfs")
-wait_mounted "$MNT_dbfs"
-"$BIN" mkfs "$WORK/dbfsnb.img" --size "$IMG_SIZE" $DBFS_MKFS_OPTS
-DBFSNB_PID=$("$BIN" mount "$WORK/dbfsnb.img" "$MNT_dbfsnb" -o nobarrier)
-wait_mounted "$MNT_dbfsnb"
-truncate -s "$IMG_SIZE" "$WORK/ext4.img"
-mkfs.ext4 -F -q "$WORK/ext4.img"
-fuse2fs "$WORK/ext4.img" "$MNT_ext4" -f >"$WORK/fuse2fs.log" 2>&1 &
-EXT4_PID=$!
-wait_mounted "$MNT_ext4"
+# The systems: dbfs (default mount), dbfsnb (-o nobarrier), dbfs4k (4 KiB chunks), ext4
+# (fuse2fs), host (a plain directory).
+mnt_of() { if [ "$1" = host ]; then echo "$MNT_host"; else echo "$WORK/mnt-$1"; fi; }
+for sys in "${SYSTEMS[@]}"; do
+    mnt=$(mnt_of "$sys")
+    mkdir -p "$mnt"
+    case $sys in
+    dbfs | dbfsnb | dbfs4k)
+        mkfs_opts=$DBFS_MKFS_OPTS mount_opts=()
+        [ "$sys" = dbfs4k ] && mkfs_opts="$mkfs_opts --chunk-size 4K"
+        [ "$sys" = dbfsnb ] && mount_opts=(-o nobarrier)
+        # shellcheck disable=SC2086
+        "$BIN" mkfs "$WORK/$sys.img" --size "$IMG_SIZE" $mkfs_opts
+        PIDS+=("$("$BIN" mount "$WORK/$sys.img" "$mnt" "${mount_opts[@]}")")
+        wait_mounted "$mnt"
+        ;;
+    ext4)
+        truncate -s "$IMG_SIZE" "$WORK/ext4.img"
+        mkfs.ext4 -F -q "$WORK/ext4.img"
+        fuse2fs "$WORK/ext4.img" "$mnt" -f >"$WORK/fuse2fs.log" 2>&1 &
+        PIDS+=($!)
+        wait_mounted "$mnt"
+        ;;
+    host) ;;
+    *) echo "bench-fuse: unknown system $sys (dbfs dbfsnb dbfs4k ext4 host)" >&2; exit 1 ;;
+    esac
+done
 
 echo "# dbfs-fuse benchmark, $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "# CPU: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores; kernel $(uname -r); $(fio --version); fuse2fs $(fuse2fs -V 2>&1 | head -1 | awk '{print $2}')"
@@ -94,7 +106,6 @@ echo "# fio --size=$SIZE per job, --runtime=$RUNTIME cap, buffered, --end_fsync=
 
 declare -A RES
 
-mnt_of() { case $1 in dbfs) echo "$MNT_dbfs" ;; dbfsnb) echo "$MNT_dbfsnb" ;; ext4) echo "$MNT_ext4" ;; host) echo "$MNT_host" ;; esac; }
 
 run_fio() { # sys rw bs jobs -> MB/s
     local dir extra=""
@@ -127,6 +138,7 @@ for jobs in $JOBS; do
 done
 
 for rep in $(seq "$REPS"); do
+    [ "$N" -gt 0 ] || break
     for k in $(seq 0 $((NSYS - 1))); do
         sys=${SYSTEMS[$(( (k + rep) % NSYS ))]}
         d=$(mnt_of "$sys")/createdel
@@ -138,22 +150,34 @@ for rep in $(seq "$REPS"); do
     done
 done
 
+label() { case $1 in dbfs) echo "dbfs-fuse" ;; dbfsnb) echo "dbfs-fuse nobarrier" ;; dbfs4k) echo "dbfs-fuse 4K chunks" ;; ext4) echo "fuse2fs ext4" ;; host) echo "host dir" ;; esac; }
+HAVE_EXT4=0
+for sys in "${SYSTEMS[@]}"; do [ "$sys" = ext4 ] && HAVE_EXT4=1; done
+row() { # label key-prefix
+    local out="| $1" v
+    for sys in "${SYSTEMS[@]}"; do out+=" | $(median <<<"${RES["$2 $sys"]:-}")"; done
+    if [ $HAVE_EXT4 = 1 ]; then
+        e=$(median <<<"${RES["$2 ext4"]:-}")
+        for sys in "${SYSTEMS[@]}"; do
+            case $sys in dbfs*) v=$(median <<<"${RES["$2 $sys"]:-}"); out+=" | $(ratio "$v" "$e")" ;; esac
+        done
+    fi
+    echo "$out |"
+}
 echo
-echo "| workload | bs | jobs | dbfs-fuse MB/s | dbfs-fuse nobarrier MB/s | fuse2fs ext4 MB/s | host dir MB/s | dbfs / ext4 | nobarrier / ext4 |"
-echo "|---|---|---:|---:|---:|---:|---:|---:|---:|"
+hdr="| workload | bs | jobs" sep="|---|---|---:"
+for sys in "${SYSTEMS[@]}"; do hdr+=" | $(label "$sys") MB/s"; sep+="|---:"; done
+if [ $HAVE_EXT4 = 1 ]; then
+    for sys in "${SYSTEMS[@]}"; do case $sys in dbfs*) hdr+=" | $sys / ext4"; sep+="|---:" ;; esac; done
+fi
+echo "$hdr |"
+echo "$sep|"
 for jobs in $JOBS; do
     for bs in $BSS; do
         for rw in $RWS; do
-            d=$(median <<<"${RES["$rw $bs $jobs dbfs"]}")
-            nb=$(median <<<"${RES["$rw $bs $jobs dbfsnb"]}")
-            e=$(median <<<"${RES["$rw $bs $jobs ext4"]}")
-            h=$(median <<<"${RES["$rw $bs $jobs host"]}")
-            echo "| $rw | $bs | $jobs | $d | $nb | $e | $h | $(ratio "$d" "$e") | $(ratio "$nb" "$e") |"
+            row "$rw | $bs | $jobs" "$rw $bs $jobs"
         done
     done
 done
-d=$(median <<<"${RES["createdel dbfs"]}")
-nb=$(median <<<"${RES["createdel dbfsnb"]}")
-e=$(median <<<"${RES["createdel ext4"]}")
-h=$(median <<<"${RES["createdel host"]}")
-echo "| createdel N=$N (ops/s, creates + unlinks) | - | 1 | $d | $nb | $e | $h | $(ratio "$d" "$e") | $(ratio "$nb" "$e") |"
+[ "$N" -gt 0 ] && row "createdel N=$N (ops/s, creates + unlinks) | - | 1" "createdel"
+exit 0
