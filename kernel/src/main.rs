@@ -10,7 +10,12 @@
 //! arguments of init. Parameters: `init=PATH` (default /bin/init), `log=LEVEL`
 //! (error|warn|info|debug|trace), `bcache=MIB` (block cache per mounted disk, default 8),
 //! `dbfs_fsck=1` (check the dbfs image at mount with `DbFs::fsck`, print
-//! `[kernel] vdd: dbfs fsck: clean` or the problems, and refuse to mount a damaged image).
+//! `[kernel] vdd: dbfs fsck: clean` or the problems, and refuse to mount a damaged image),
+//! `dbfs_dirsync=1` (every dbfs commit durable when it returns, `DbFs::set_sync_metadata`;
+//! default: deferred to fsync, sync and the write-back timer), `dbfs_direct_write=1` (the whole
+//! chunks of large dbfs writes go straight from the caller's buffer to the disk, one commit per
+//! write, see `dbfs::DIRECT_WRITE_MIN`; default: off, every write goes through the write-back
+//! cache, which is faster today because each kvdb commit rewrites the whole freelist).
 #![no_std]
 #![no_main]
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -114,11 +119,13 @@ struct Params {
     log: log::LevelFilter,
     bcache_mib: usize,
     dbfs_fsck: bool,
+    dbfs_dirsync: bool,
+    dbfs_direct_write: bool,
     init_args: Vec<String>,
 }
 
 fn parse_params(cmdline: &str) -> Params {
-    let mut p = Params { init: String::from("/bin/init"), log: log::LevelFilter::Warn, bcache_mib: 8, dbfs_fsck: false, init_args: Vec::new() };
+    let mut p = Params { init: String::from("/bin/init"), log: log::LevelFilter::Warn, bcache_mib: 8, dbfs_fsck: false, dbfs_dirsync: false, dbfs_direct_write: false, init_args: Vec::new() };
     let mut words = cmdline.split_whitespace();
     for w in words.by_ref() {
         if w == "--" {
@@ -129,6 +136,8 @@ fn parse_params(cmdline: &str) -> Params {
             Some(("log", v)) => p.log = v.parse().unwrap_or(log::LevelFilter::Warn),
             Some(("bcache", v)) => p.bcache_mib = v.parse().unwrap_or(8),
             Some(("dbfs_fsck", v)) => p.dbfs_fsck = v == "1",
+            Some(("dbfs_dirsync", v)) => p.dbfs_dirsync = v == "1",
+            Some(("dbfs_direct_write", v)) => p.dbfs_direct_write = v == "1",
             _ => println!("[kernel] unknown parameter {:?} (init arguments go after --)", w),
         }
     }
@@ -166,8 +175,9 @@ fn is_blank(disk: &Arc<drivers::virtio_blk::VirtioDisk>, bytes: usize) -> bool {
 
 /// Mount dbfs on `disk` at `path` through a page-fault-driven window. A blank disk is
 /// formatted first; a disk holding anything else that is not dbfs is refused, untouched.
-/// With `fsck`, the mounted image is checked first and not mounted if damaged.
-fn mount_dbfs(disk: &Arc<drivers::virtio_blk::VirtioDisk>, path: &str, fsck: bool) -> bool {
+/// With `fsck`, the mounted image is checked first and not mounted if damaged; with `dirsync`,
+/// every commit is durable when it returns.
+fn mount_dbfs(disk: &Arc<drivers::virtio_blk::VirtioDisk>, path: &str, fsck: bool, dirsync: bool, direct: bool) -> bool {
     type DbFs = dbfs::DbFs<fs::window_pager::WindowPager>;
     let window = match mm::window::DiskWindow::new(disk.clone()) {
         Ok(w) => w,
@@ -197,7 +207,12 @@ fn mount_dbfs(disk: &Arc<drivers::virtio_blk::VirtioDisk>, path: &str, fsck: boo
         Ok(dbfs) => match fs::mount(path, dbfs.clone()) {
             Ok(()) => {
                 log::info!("{}: dbfs mounted at {}", disk.name, path);
-                // Commit data buffered for longer than dbfs's write-back delay. A failure
+                dbfs.set_sync_metadata(dirsync);
+                if !direct {
+                    dbfs.set_direct_write_min(None);
+                }
+                // Commit data buffered for longer than dbfs's write-back delay, and make
+                // commits older than that durable (a barrier). A failure
                 // (e.g. ENOSPC while the disk is full) is logged once, not on every tick, and
                 // so is the recovery.
                 let failing = core::sync::atomic::AtomicBool::new(false);
@@ -290,7 +305,7 @@ extern "C" fn rust_main(_hartid: usize, dtb: usize) -> ! {
         mount_fat(disk, "/fat", cache_bytes);
     }
     if let Some(disk) = disks.get(3) {
-        mount_dbfs(disk, "/dbfs", params.dbfs_fsck);
+        mount_dbfs(disk, "/dbfs", params.dbfs_fsck, params.dbfs_dirsync, params.dbfs_direct_write);
     }
 
     let mut argv = alloc::vec![params.init.clone()];

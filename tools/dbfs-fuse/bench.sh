@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # dbfs-fuse against fuse2fs (ext4 image) and the host directory (ceiling), in one session,
 # alternating the systems, per shared/BENCH-PROTOCOL.md. `make bench-fuse` runs this.
-# dbfs-fuse runs twice: as mounted by default (every kvdb commit is a durability barrier: two
-# fdatasyncs per metadata operation) and with `-o nobarrier` (image synced on fsync/unmount
-# only, which is what fuse2fs does).
+# dbfs-fuse runs twice: as mounted by default (commits deferred to barriers, two fdatasyncs
+# each, on fsync, syncfs, unmount and every 5 s) and with `-o nobarrier` (image synced on
+# fsync/unmount only, which is what fuse2fs does).
 #
 #   tools/dbfs-fuse/bench.sh            # full matrix, REPS=3
 #   REPS=1 RUNTIME=3 N=5000 tools/dbfs-fuse/bench.sh   # quick look
@@ -14,7 +14,11 @@
 # one under /tmp, removed at the end unless KEEP=1), DBFS_MKFS_OPTS (extra `dbfs-fuse mkfs`
 # options for both dbfs images, e.g. "--chunk-size 4K"), JOBS ("1 4"), BSS ("1m 4k"),
 # RWS ("write read randwrite randread"), SYSTEMS (columns, default "dbfs dbfsnb ext4 host";
-# also dbfs4k: a dbfs image made with --chunk-size 4K), N=0 skips createdel. Needs fio, fuse2fs, mkfs.ext4, fusermount3.
+# also dbfs4k: a dbfs image made with --chunk-size 4K; dbfsds: mounted with -o dirsync, every
+# commit durable as before deferred commits; dbfsalt: the dbfs-fuse binary ALT_BIN, e.g. an
+# older commit's build, for before/after in one session), N=0 skips createdel, FIO=0 skips the
+# fio lines (e.g. FIO=0 SYSTEMS="dbfs dbfsds ext4": the createdel line only). Needs fio,
+# fuse2fs, mkfs.ext4, fusermount3.
 #
 # fio runs buffered (no --direct: FUSE mounts without direct_io); write jobs end with fsync
 # (--end_fsync=1) so every system pays for getting the data to its image. Both FUSE daemons
@@ -34,6 +38,7 @@ JOBS=${JOBS:-"1 4"}
 BSS=${BSS:-"1m 4k"}
 RWS=${RWS:-"write read randwrite randread"}
 read -r -a SYSTEMS <<<"${SYSTEMS:-dbfs dbfsnb ext4 host}"
+[ "${FIO:-1}" = 0 ] && JOBS=""
 NSYS=${#SYSTEMS[@]}
 
 for tool in fio fuse2fs mkfs.ext4 fusermount3; do
@@ -79,13 +84,17 @@ for sys in "${SYSTEMS[@]}"; do
     mnt=$(mnt_of "$sys")
     mkdir -p "$mnt"
     case $sys in
-    dbfs | dbfsnb | dbfs4k)
-        mkfs_opts=$DBFS_MKFS_OPTS mount_opts=()
+    dbfs | dbfsnb | dbfs4k | dbfsds | dbfsalt)
+        mkfs_opts=$DBFS_MKFS_OPTS mount_opts=() bin=$BIN
         [ "$sys" = dbfs4k ] && mkfs_opts="$mkfs_opts --chunk-size 4K"
         [ "$sys" = dbfsnb ] && mount_opts=(-o nobarrier)
+        [ "$sys" = dbfsds ] && mount_opts=(-o dirsync)
+        if [ "$sys" = dbfsalt ]; then
+            bin=${ALT_BIN:?bench-fuse: dbfsalt needs ALT_BIN=path/to/another/dbfs-fuse}
+        fi
         # shellcheck disable=SC2086
-        "$BIN" mkfs "$WORK/$sys.img" --size "$IMG_SIZE" $mkfs_opts
-        PIDS+=("$("$BIN" mount "$WORK/$sys.img" "$mnt" "${mount_opts[@]}")")
+        "$bin" mkfs "$WORK/$sys.img" --size "$IMG_SIZE" $mkfs_opts
+        PIDS+=("$("$bin" mount "$WORK/$sys.img" "$mnt" "${mount_opts[@]}")")
         wait_mounted "$mnt"
         ;;
     ext4)
@@ -96,7 +105,7 @@ for sys in "${SYSTEMS[@]}"; do
         wait_mounted "$mnt"
         ;;
     host) ;;
-    *) echo "bench-fuse: unknown system $sys (dbfs dbfsnb dbfs4k ext4 host)" >&2; exit 1 ;;
+    *) echo "bench-fuse: unknown system $sys (dbfs dbfsnb dbfs4k dbfsds dbfsalt ext4 host)" >&2; exit 1 ;;
     esac
 done
 
@@ -150,7 +159,7 @@ for rep in $(seq "$REPS"); do
     done
 done
 
-label() { case $1 in dbfs) echo "dbfs-fuse" ;; dbfsnb) echo "dbfs-fuse nobarrier" ;; dbfs4k) echo "dbfs-fuse 4K chunks" ;; ext4) echo "fuse2fs ext4" ;; host) echo "host dir" ;; esac; }
+label() { case $1 in dbfs) echo "dbfs-fuse" ;; dbfsnb) echo "dbfs-fuse nobarrier" ;; dbfs4k) echo "dbfs-fuse 4K chunks" ;; dbfsds) echo "dbfs-fuse dirsync" ;; dbfsalt) echo "dbfs-fuse ALT_BIN" ;; ext4) echo "fuse2fs ext4" ;; host) echo "host dir" ;; esac; }
 HAVE_EXT4=0
 for sys in "${SYSTEMS[@]}"; do [ "$sys" = ext4 ] && HAVE_EXT4=1; done
 row() { # label key-prefix

@@ -44,9 +44,18 @@
 //! # Transactions and durability contract
 //! - Every metadata operation (create, mkdir, mknod, symlink, link, unlink, rmdir, rename,
 //!   setattr/truncate, fallocate, set/removexattr) is exactly one kvdb write transaction that
-//!   checks and updates together; inode numbers are allocated in it. kvdb commits are atomic
-//!   and durable when they return, so after a crash the metadata is always consistent and
-//!   contains every metadata operation that returned.
+//!   checks and updates together; inode numbers are allocated in it. It commits *deferred*
+//!   ([`kvdb::Tx::commit_deferred`]): atomic and visible at once, but durable only at the next
+//!   *barrier* (kvdb's `sync`: device flush, meta page, device flush), like ext4's journal
+//!   commit. Barriers happen on `fsync` of any node (a file: its data and every commit before;
+//!   a directory: its entries, so a new name is durable once the file *and* its directory
+//!   were fsynced, as POSIX asks), on `sync`, on unmount, from [`DbFs::writeback_tick`] once
+//!   the oldest commit not yet durable is [`WRITEBACK_SECS`] old, and inside kvdb when the
+//!   pages waiting for one exceed its bound. **After a crash the store is exactly the state of
+//!   the last completed barrier**: always consistent, every operation either wholly there or
+//!   wholly absent, everything fsynced there, and at most about [`WRITEBACK_SECS`] (twice
+//!   that for buffered data) of returned operations lost. [`DbFs::set_sync_metadata`]
+//!   (`dirsync`) restores the old rule: every commit is durable when it returns.
 //! - `write_at` goes to a write-back cache (per mount, in [`DbFs`]): whole chunks, merged with
 //!   stored content for partial writes; reads see it. The cache is committed, as one
 //!   transaction per flush, on `fsync`, on the last `release` of the node, on `sync`, when the
@@ -56,9 +65,19 @@
 //!   a metadata operation touches the inode (it folds the buffered data into its own
 //!   transaction), and when the `DbFs` is dropped (unmount). Closing a file that was only
 //!   read commits nothing: its buffered atime waits for the timer or the next commit.
-//!   Concurrent `fsync`s share commits (see Locks). **Data is durable once `fsync` (or
-//!   `sync`) returns**; data written but not yet flushed is lost by a crash, in whole chunks
-//!   per flush (a flush is atomic: the file's size, times and chunks commit together).
+//!   Only the commits of `fsync` and `sync` are durable ones; the others are deferred like
+//!   metadata operations. Concurrent `fsync`s share commits (see Locks). **Data is durable
+//!   once `fsync` (or `sync`) returns**; data written but not yet flushed or not yet behind a
+//!   barrier is lost by a crash, in whole flushes (a flush is atomic: the file's size, times
+//!   and chunks commit together).
+//! - Direct writes ([`DIRECT_WRITE_MIN`], [`DbFs::set_direct_write_min`]; on by default only
+//!   when the pager's [`kvdb::Pager::direct_writes`] says so): a write whose whole chunks add
+//!   up to the threshold stores them at once in one transaction of their own (committed like a
+//!   metadata operation, folding the file's other buffered data), their pages written by the
+//!   pager straight from the caller's buffer ([`kvdb::Bucket::put_direct`]); its partial end
+//!   chunks then go through the cache. Cached chunks it replaces are dropped at its commit;
+//!   until then buffered writes to the file wait (`State::direct_busy`). A crash may keep
+//!   the whole chunks of such a write without its buffered ends.
 //! - `atime` follows Linux `relatime` and is buffered like data ([`DbFs::set_noatime`] turns
 //!   it off, e.g. for read-only media).
 //! - A full store: kvdb keeps a reserve ([`kvdb::reserve_pages`], 1/64 of the store) that
@@ -82,6 +101,12 @@
 //! - Readers take `state` only to look at the cache and begin their read snapshot (O(1)), and
 //!   copy from the store without it; readers of chunks still in the cache copy under it. So
 //!   readers and buffered writers go on while a commit waits for the device.
+//! - A small read (inside one chunk, at most `SMALL_READ_MAX` bytes) of a file with no
+//!   buffered chunks, whose chunk location and size are remembered for the newest commit
+//!   (`ChunkLocs`, `SnapshotInodes`), begins no read transaction: it copies under `state`
+//!   and kvdb's snapshot lock ([`kvdb::Db::with_committed`]: no write transaction can begin
+//!   meanwhile, so the snapshot's pages stay). Sequential 4 KiB reads walk the tree once per
+//!   32 chunks per commit instead of once per call.
 //! - `fsync` registers its inode as waiting, then waits for the writer lock; the commit that
 //!   gets it folds every waiting inode (group commit), and a waiter whose data was committed
 //!   meanwhile returns without a commit of its own.
@@ -133,6 +158,14 @@ pub const DEFAULT_CHUNK_SIZE: u32 = 16 << 10;
 /// when the pager says that beats a copy (the kernel window: a device read straight into the
 /// caller's buffer, like FAT32's direct I/O for large runs).
 pub const DIRECT_READ_MIN: usize = 128 << 10;
+/// Reads of at most this many bytes inside one chunk may copy from a remembered chunk location
+/// ([`ChunkLocs`]) under the store's snapshot lock, without a read transaction.
+pub(crate) const SMALL_READ_MAX: usize = 64 << 10;
+/// Writes whose whole chunks add up to at least this many bytes store those chunks at once, in
+/// one transaction, without the write-back cache, when the pager says its
+/// [`kvdb::Pager::write_direct`] beats a copy (the kernel window: a device write straight from
+/// the caller's buffer, like FAT32 overwriting in place). See [`DbFs::set_direct_write_min`].
+pub const DIRECT_WRITE_MIN: usize = 128 << 10;
 /// `statfs` size reported for a pager without a size limit (e.g. a growing host file).
 pub const UNBOUNDED_REPORTED_BYTES: u64 = 1 << 40;
 
@@ -257,6 +290,18 @@ pub(crate) struct WriteBack {
 }
 
 impl WriteBack {
+    /// Drop the buffered chunks `[first, end)` of `ino` (a direct write stored newer ones).
+    fn drop_chunks(&mut self, ino: u64, first: u64, end: u64) {
+        let Some(p) = self.pending.get_mut(&ino) else { return };
+        let gone: Vec<u64> = p.chunks.range(first..end).map(|(&i, _)| i).collect();
+        for idx in gone {
+            if let Some(buf) = p.chunks.remove(&idx) {
+                p.bytes = p.bytes.saturating_sub(buf.len());
+                self.dirty_bytes = self.dirty_bytes.saturating_sub(buf.len());
+            }
+        }
+    }
+
     fn discard(&mut self, ino: u64) {
         if let Some(p) = self.pending.remove(&ino) {
             self.dirty_bytes = self.dirty_bytes.saturating_sub(p.bytes);
@@ -279,6 +324,32 @@ pub(crate) struct State {
     pub fsync_wanted: BTreeMap<u64, u32>,
     /// Inode records of recent read snapshots, for the read path.
     pub icache: SnapshotInodes,
+    /// Where recently read chunks lie in recent snapshots, for small reads (see [`ChunkLocs`]).
+    pub chunk_locs: ChunkLocs,
+    /// Large writes store their whole chunks directly when those add up to this many bytes
+    /// (`usize::MAX`: never).
+    pub direct_write_min: usize,
+    /// The direct write whose transaction is running, if any: (its number, ino, first chunk,
+    /// end chunk). Buffered writes to that inode wait for it, and reads of it leave atime
+    /// alone, so nothing builds on the contents it is replacing; its commit drops the cached
+    /// chunks it replaced (see [`DbFs::write_whole_chunks`]).
+    pub direct_busy: Option<DirectWrite>,
+    /// Numbers the direct writes, so a failed one clears only its own `direct_busy`.
+    pub direct_seq: u64,
+    /// Every commit is durable (`dirsync`): the behaviour before deferred commits.
+    pub sync_metadata: bool,
+    /// When the oldest deferred commit not yet durable was made (the write-back timer makes
+    /// it durable [`WRITEBACK_SECS`] later).
+    pub unsynced_since: Option<Timestamp>,
+}
+
+/// See [`State::direct_busy`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct DirectWrite {
+    pub seq: u64,
+    pub ino: u64,
+    pub first: u64,
+    pub end: u64,
 }
 
 /// A few inode records as stored in given snapshots: `(txid, ino) -> record`. A snapshot
@@ -297,6 +368,79 @@ impl SnapshotInodes {
     fn put(&mut self, txid: u64, ino: u64, inode: Inode) {
         self.slots[self.next] = (txid, ino, Some(inode));
         self.next = (self.next + 1) % self.slots.len();
+    }
+}
+
+/// Chunks one [`ChunkLocs`] run remembers: a sequential 4 KiB reader walks the tree once per
+/// this many chunks (per commit).
+const CHUNK_RUN: usize = 32;
+
+/// Where a few runs of consecutive stored chunks lie, as committed in given snapshots:
+/// `(txid, ino)` -> chunk `first + k` is an overflow value of `locs[k].1` bytes at store offset
+/// `locs[k].0`. Like [`SnapshotInodes`], a run is right for as long as its txid is the newest
+/// commit, so a small read of a remembered chunk copies it under [`kvdb::Db::with_committed`]
+/// with neither a read transaction nor a tree walk ([`DbFs::read_remembered`]). Runs are only
+/// walked for readers that look sequential (or re-read a chunk), so random reads pay nothing.
+#[derive(Default)]
+pub(crate) struct ChunkLocs {
+    slots: [ChunkRun; 4],
+    next: usize,
+}
+
+#[derive(Default, Clone, Copy)]
+struct ChunkRun {
+    /// `ino` 0 (no inode has it): an empty slot.
+    ino: u64,
+    txid: u64,
+    first: u64,
+    len: usize,
+    locs: [(u64, u32); CHUNK_RUN],
+    /// The last chunk of `ino` a small read did not find here (or the last of the run).
+    last_miss: u64,
+}
+
+impl ChunkLocs {
+    fn get(&self, txid: u64, ino: u64, idx: u64) -> Option<(u64, u32)> {
+        let r = self.slots.iter().find(|r| r.ino == ino && r.txid == txid)?;
+        let k = usize::try_from(idx.checked_sub(r.first)?).ok()?;
+        if k < r.len {
+            Some(r.locs[k])
+        } else {
+            None
+        }
+    }
+
+    /// Whether a run of `ino` (of any snapshot) holds chunk `idx`.
+    fn covers(&self, ino: u64, idx: u64) -> bool {
+        self.slots.iter().any(|r| r.ino == ino && idx >= r.first && idx - r.first < r.len as u64)
+    }
+
+    /// A small read of chunk `idx` of `ino` found no location: whether the reader looks
+    /// sequential (this chunk or the next one after the last miss), so a run is worth walking.
+    fn missed(&mut self, ino: u64, idx: u64) -> bool {
+        if let Some(r) = self.slots.iter_mut().find(|r| r.ino == ino) {
+            let sequential = idx == r.last_miss || Some(idx) == r.last_miss.checked_add(1);
+            r.last_miss = idx;
+            return sequential;
+        }
+        self.slots[self.next] = ChunkRun { ino, last_miss: idx, ..ChunkRun::default() };
+        self.next = (self.next + 1) % self.slots.len();
+        false
+    }
+
+    fn put(&mut self, txid: u64, ino: u64, first: u64, locs: &[(u64, u32)]) {
+        let at = match self.slots.iter().position(|r| r.ino == ino) {
+            Some(at) => at,
+            None => {
+                let at = self.next;
+                self.next = (self.next + 1) % self.slots.len();
+                at
+            }
+        };
+        let r = &mut self.slots[at];
+        let len = locs.len().min(CHUNK_RUN);
+        *r = ChunkRun { ino, txid, first, len, last_miss: first + len.saturating_sub(1) as u64, ..ChunkRun::default() };
+        r.locs[..len].copy_from_slice(&locs[..len]);
     }
 }
 
@@ -383,6 +527,7 @@ impl<P: Pager> DbFs<P> {
         let db = Db::open(pager).map_err(MountError::Store)?;
         let params = Self::check_image(&db)?;
         let chunk_size = u64::from(params.chunk_size);
+        let db_direct_writes = db.pager().direct_writes();
         let fs = Arc::new_cyclic(|me| DbFs {
             db,
             clock,
@@ -394,6 +539,12 @@ impl<P: Pager> DbFs<P> {
                 noatime: false,
                 fsync_wanted: BTreeMap::new(),
                 icache: SnapshotInodes::default(),
+                chunk_locs: ChunkLocs::default(),
+                direct_write_min: if db_direct_writes { DIRECT_WRITE_MIN } else { usize::MAX },
+                direct_busy: None,
+                direct_seq: 0,
+                sync_metadata: false,
+                unsynced_since: None,
             }),
             me: me.clone(),
         });
@@ -504,18 +655,59 @@ impl<P: Pager> DbFs<P> {
         self.state.lock().noatime = noatime;
     }
 
+    /// Store the whole chunks of writes whose whole chunks add up to at least `bytes` directly
+    /// (one transaction per write, pages written by [`kvdb::Pager::write_direct`], no
+    /// write-back cache); `None` buffers every write. The default is [`DIRECT_WRITE_MIN`] when
+    /// the pager's [`kvdb::Pager::direct_writes`] says so, else `None`.
+    pub fn set_direct_write_min(&self, bytes: Option<usize>) {
+        self.state.lock().direct_write_min = bytes.map_or(usize::MAX, |b| b.max(1));
+    }
+
     /// Bytes buffered in the write-back cache.
     pub fn dirty_bytes(&self) -> usize {
         self.state.lock().wb.dirty_bytes
     }
 
-    /// The write-back timer: commit buffered data older than [`WRITEBACK_SECS`].
+    /// Make every commit durable when it returns (`dirsync`), as dbfs did before commits were
+    /// deferred: each metadata operation and flush then pays a barrier. Default: off.
+    pub fn set_sync_metadata(&self, on: bool) {
+        self.state.lock().sync_metadata = on;
+        if on {
+            // What was committed before is made durable now, so "every returned operation is
+            // durable" holds from here on.
+            let _ = self.barrier();
+        }
+    }
+
+    /// The write-back timer: commit buffered data older than [`WRITEBACK_SECS`], and make
+    /// commits older than that durable (one barrier).
     pub fn writeback_tick(&self) -> VfsResult<()> {
         let now = self.clock.now();
         let due = self.state.lock().wb.since.is_some_and(|t| now.sec.saturating_sub(t.sec) >= WRITEBACK_SECS);
         if due {
-            self.flush(Flush::All)?;
+            // The flushed data is already old: it becomes durable with it. A flush that fails
+            // (e.g. the store is full) must not keep what did commit from becoming durable.
+            let flushed = self.flush(Flush::All);
+            self.barrier()?;
+            return flushed;
         }
+        if self.db.sync_pending() {
+            let since = *self.state.lock().unsynced_since.get_or_insert(now);
+            if now.sec.saturating_sub(since.sec) >= WRITEBACK_SECS {
+                return self.barrier();
+            }
+        } else {
+            self.state.lock().unsynced_since = None;
+        }
+        Ok(())
+    }
+
+    /// Make every commit so far durable (kvdb's barrier; nothing to do when none is pending).
+    fn barrier(&self) -> VfsResult<()> {
+        // Cleared first: a commit made meanwhile sets it again, and one the barrier covers
+        // leaves it stale, which the timer sees (nothing pending) and clears.
+        self.state.lock().unsynced_since = None;
+        self.db.sync().map_err(kv)?;
         Ok(())
     }
 
@@ -534,10 +726,21 @@ impl<P: Pager> DbFs<P> {
         self.run_txn(tx, f)
     }
 
-    /// The body of [`DbFs::write_op`] for a write transaction the caller already began.
+    /// The body of [`DbFs::write_op`] for a write transaction the caller already began: a
+    /// deferred commit (durable at the next barrier) unless `sync_metadata` is set.
     fn run_txn<R>(&self, tx: Tx<'_, P>, f: impl FnOnce(&mut Txn<'_, '_, P>) -> VfsResult<R>) -> VfsResult<R> {
+        self.run_txn_as(tx, false, f)
+    }
+
+    /// [`DbFs::run_txn`], durable when it returns if `durable` (fsync, sync).
+    fn run_txn_as<R>(
+        &self,
+        tx: Tx<'_, P>,
+        durable: bool,
+        f: impl FnOnce(&mut Txn<'_, '_, P>) -> VfsResult<R>,
+    ) -> VfsResult<R> {
         let now = self.clock.now();
-        let (r, folded) = {
+        let (r, folded, direct, durable) = {
             let st = self.state.lock();
             let mut t = Txn::new(&tx, self.chunk_size, &st, now);
             let r = f(&mut t)?;
@@ -548,16 +751,25 @@ impl<P: Pager> DbFs<P> {
                 .iter()
                 .filter_map(|&ino| st.wb.pending.get(&ino).map(|p| (ino, p.gen, t.cached_size(ino))))
                 .collect();
-            (r, folded)
+            (r, folded, st.direct_busy, durable || st.sync_metadata)
         };
         // The folded entries go while kvdb's writer lock is still held, so the next write
         // transaction never finds an entry whose data this commit already stored (it would
         // count those chunks as new).
-        tx.commit_then(|| {
-            if folded.is_empty() {
+        let after = || {
+            if folded.is_empty() && direct.is_none() {
                 return;
             }
             let mut st = self.state.lock();
+            // A direct write's chunks are stored now: the cached ones it replaced go, and
+            // buffered writes to the file may go on.
+            if let Some(d) = direct {
+                st.wb.drop_chunks(d.ino, d.first, d.end);
+                if let Some(p) = st.wb.pending.get_mut(&d.ino) {
+                    p.inode.size = p.inode.size.max(d.end.saturating_mul(self.chunk_size));
+                }
+                st.direct_busy = None;
+            }
             for (ino, gen, size) in folded {
                 match st.wb.pending.get_mut(&ino) {
                     Some(p) if p.gen == gen => st.wb.discard(ino),
@@ -571,8 +783,13 @@ impl<P: Pager> DbFs<P> {
                     None => {}
                 }
             }
-        })
-        .map_err(kv)?;
+        };
+        if durable {
+            tx.commit_then(after).map_err(kv)?;
+        } else {
+            tx.commit_deferred_then(after).map_err(kv)?;
+            self.state.lock().unsynced_since.get_or_insert(now);
+        }
         Ok(r)
     }
 
@@ -584,7 +801,10 @@ impl<P: Pager> DbFs<P> {
             match why {
                 Flush::Inode(ino) => {
                     if !st.wb.pending.contains_key(&ino) {
-                        return Ok(());
+                        // Nothing buffered: what was committed (data, or the entries of a
+                        // directory) becomes durable.
+                        drop(st);
+                        return self.barrier();
                     }
                     *st.fsync_wanted.entry(ino).or_insert(0) += 1;
                 }
@@ -606,8 +826,10 @@ impl<P: Pager> DbFs<P> {
         let inos: Vec<u64> = match why {
             Flush::Inode(ino) => {
                 if !st.wb.pending.contains_key(&ino) {
-                    // Committed by the transaction we waited for.
-                    return Ok(());
+                    // Committed by the transaction we waited for; maybe not durably.
+                    drop(st);
+                    drop(tx);
+                    return self.barrier();
                 }
                 let mut v: Vec<u64> =
                     st.fsync_wanted.keys().copied().filter(|i| st.wb.pending.contains_key(i)).collect();
@@ -623,7 +845,10 @@ impl<P: Pager> DbFs<P> {
             return Ok(());
         }
         drop(st);
-        self.run_txn(tx, |t| {
+        // fsync and sync are durability points; the timer, the dirty limit and unmount are
+        // not (unmount's barrier follows in `drop`).
+        let durable = matches!(why, Flush::Inode(_) | Flush::AllAlways);
+        self.run_txn_as(tx, durable, |t| {
             for ino in inos {
                 match t.inode(ino) {
                     // Freed by a metadata operation after we looked: nothing left to write.
@@ -695,9 +920,28 @@ impl<P: Pager> DbFs<P> {
     /// `read_at` of a regular file: one read transaction, one cursor walk over the chunks,
     /// bytes copied once from the store's page into `buf`; buffered chunks overlay it.
     pub(crate) fn read_file(&self, ino: u64, offset: u64, buf: &mut [u8]) -> VfsResult<usize> {
-        let now = self.clock.now();
         let mut st = self.state.lock();
-        let atime = !st.noatime && !buf.is_empty();
+        // Not while a direct write to the file commits (its entry would be built on the
+        // record that write replaces).
+        let atime = !st.noatime && !buf.is_empty() && st.direct_busy.is_none_or(|d| d.ino != ino);
+        let mut walk = false;
+        if let Some(r) = self.read_remembered(&mut st, ino, offset, buf, &mut walk) {
+            let (n, stored) = r?;
+            // As below: an inode read from the store gets its relatime update buffered. (The
+            // clock is read only then: a buffered record is not looked at by reads.)
+            if let Some(i) = stored.filter(|_| atime) {
+                let now = self.clock.now();
+                if relatime_due(&i, now) {
+                    let p = self.pending_mut(&mut st, ino)?;
+                    if relatime_due(&p.inode, now) {
+                        p.inode.atime = now;
+                        p.gen += 1;
+                    }
+                }
+            }
+            return Ok(n);
+        }
+        let now = self.clock.now();
         // A cache entry without chunks (only a buffered atime) leaves the store authoritative
         // for the data: read it like an uncached file, without holding `state`.
         if let Some(p) = st.wb.pending.get(&ino).filter(|p| p.chunks.is_empty()) {
@@ -707,6 +951,7 @@ impl<P: Pager> DbFs<P> {
             let n = clamp_len(size, offset, buf.len());
             if n > 0 {
                 read_chunks(&tx, ino, self.chunk_size, offset, &mut buf[..n])?;
+                self.remember_chunks(&tx, ino, offset, n, walk);
             }
             return Ok(n);
         }
@@ -744,10 +989,14 @@ impl<P: Pager> DbFs<P> {
         let n = clamp_len(inode.size, offset, buf.len());
         if n > 0 {
             read_chunks(&tx, ino, self.chunk_size, offset, &mut buf[..n])?;
+            self.remember_chunks(&tx, ino, offset, n, walk);
         }
         drop(tx);
         if atime && relatime_due(&inode, now) {
             let mut st = self.state.lock();
+            if st.direct_busy.is_some_and(|d| d.ino == ino) {
+                return Ok(n);
+            }
             let p = self.pending_mut(&mut st, ino)?;
             if relatime_due(&p.inode, now) {
                 p.inode.atime = now;
@@ -755,6 +1004,105 @@ impl<P: Pager> DbFs<P> {
             }
         }
         Ok(n)
+    }
+
+    /// Whether a read of `n` bytes at `offset` may use [`ChunkLocs`]: inside one chunk, and
+    /// small (the copy runs under the store's snapshot lock).
+    fn small_read(&self, offset: u64, n: usize) -> bool {
+        n > 0 && n <= SMALL_READ_MAX && offset / self.chunk_size == (offset + n as u64 - 1) / self.chunk_size
+    }
+
+    /// The fast path of a small read of a file whose data is all in the store (no buffered
+    /// chunks): if the newest commit's location of the chunk is remembered ([`ChunkLocs`]) and
+    /// so is the size (the buffered record, or [`SnapshotInodes`]), copy from the store under
+    /// [`kvdb::Db::with_committed`]. `st` is held throughout, so the snapshot is the one the
+    /// write-back cache describes, as for [`DbFs::begin_read`] under `state`. `None`: take the
+    /// slow path, and `walk` says whether it should remember a run of chunk locations (the
+    /// reader looks sequential: [`ChunkLocs::missed`]). `Some(Ok((n, stored)))`: `n` bytes
+    /// read; `stored` is the record from the store when no buffered one exists (for the atime
+    /// update).
+    fn read_remembered(
+        &self,
+        st: &mut State,
+        ino: u64,
+        offset: u64,
+        buf: &mut [u8],
+        walk: &mut bool,
+    ) -> Option<VfsResult<(usize, Option<Inode>)>> {
+        let buffered = match st.wb.pending.get(&ino) {
+            Some(p) if !p.chunks.is_empty() => return None,
+            Some(p) => Some(p.inode.size),
+            None => None,
+        };
+        if buf.is_empty() || buf.len() > SMALL_READ_MAX {
+            return None;
+        }
+        let cs = self.chunk_size;
+        let idx = offset / cs;
+        // Random readers mostly end here, without taking the snapshot lock.
+        if !st.chunk_locs.covers(ino, idx) {
+            *walk = st.chunk_locs.missed(ino, idx);
+            return None;
+        }
+        self.db.with_committed(|txid| {
+            let (size, stored) = match buffered {
+                Some(size) => (size, None),
+                None => match st.icache.get(txid, ino) {
+                    Some(i) => (i.size, Some(i)),
+                    None => {
+                        *walk = st.chunk_locs.missed(ino, idx);
+                        return None;
+                    }
+                },
+            };
+            let n = clamp_len(size, offset, buf.len());
+            if n == 0 {
+                return Some(Ok((0, stored)));
+            }
+            if !self.small_read(offset, n) {
+                return None;
+            }
+            let Some((at, len)) = st.chunk_locs.get(txid, ino, idx) else {
+                *walk = st.chunk_locs.missed(ino, idx);
+                return None;
+            };
+            let in_chunk = offset - idx * cs;
+            let have = u64::from(len).saturating_sub(in_chunk).min(n as u64) as usize;
+            if have > 0 {
+                // Whole pages, as kvdb reads them.
+                let ps = self.db.page_size() as u64;
+                let Some(start) = at.checked_add(in_chunk).filter(|s| s.checked_add(ps + have as u64).is_some()) else {
+                    return Some(Err(VfsError::Corrupted));
+                };
+                let from = start - start % ps;
+                let to = (start + have as u64).div_ceil(ps) * ps;
+                let pages = match self.db.pager().read(from, (to - from) as usize) {
+                    Ok(p) => p,
+                    Err(e) => return Some(Err(kv(e))),
+                };
+                let skip = (start - from) as usize;
+                buf[..have].copy_from_slice(&pages[skip..skip + have]);
+            }
+            buf[have..n].fill(0);
+            Some(Ok((n, stored)))
+        })
+    }
+
+    /// After a small read through `tx` missed [`ChunkLocs`] and the reader looks sequential
+    /// (`walk`, from [`DbFs::read_remembered`]): remember where the chunks from this one on lie
+    /// in `tx`'s snapshot (one cursor walk of up to [`CHUNK_RUN`] consecutive stored chunks),
+    /// so the next reads take the fast path.
+    fn remember_chunks(&self, tx: &Tx<'_, P>, ino: u64, offset: u64, n: usize, walk: bool) {
+        if !walk || !self.small_read(offset, n) {
+            return;
+        }
+        let cs = self.chunk_size;
+        let idx = offset / cs;
+        let mut locs: Vec<(u64, u32)> = Vec::with_capacity(CHUNK_RUN);
+        // A failed walk only means the next reads take the slow path (which reports errors).
+        if chunk_run(tx, ino, idx, cs, &mut locs).is_ok() && !locs.is_empty() {
+            self.state.lock().chunk_locs.put(tx.id(), ino, idx, &locs);
+        }
     }
 
     /// `write_at` of a regular file: into the write-back cache; commits only if the dirty limit
@@ -770,15 +1118,33 @@ impl<P: Pager> DbFs<P> {
         // A cache still at its limit means the last flush failed (a full store): try again
         // before buffering more, and fail this write if it still cannot commit. So a write that
         // returns ENOSPC buffered nothing, and a full store cannot grow the cache without end.
-        let full = {
+        let (full, direct_min) = {
             let st = self.state.lock();
-            st.wb.dirty_bytes >= st.wb.limit
+            (st.wb.dirty_bytes >= st.wb.limit, st.direct_write_min)
         };
         if full {
             self.flush(Flush::Limit)?;
         }
         let now = self.clock.now();
         let cs = self.chunk_size;
+        {
+            // Enough whole chunks: they are stored now, straight from `data`; the partial
+            // chunks at either end go through the cache afterwards (their merge then reads
+            // the new store). An error in those leaves the whole chunks written.
+            let (first, last) = (offset.div_ceil(cs), end / cs);
+            if last > first && (last - first).saturating_mul(cs) >= direct_min as u64 {
+                let head = (first * cs - offset) as usize;
+                let body = ((last - first) * cs) as usize;
+                self.write_whole_chunks(ino, first, &data[head..head + body])?;
+                if head > 0 {
+                    self.write_file(ino, offset, &data[..head])?;
+                }
+                if head + body < data.len() {
+                    self.write_file(ino, last * cs, &data[head + body..])?;
+                }
+                return Ok(data.len());
+            }
+        }
         // Whole chunks are copied before taking `state`, so writers to different files (and
         // readers) do not wait for each other's copies; only partial chunks, which merge with
         // what is buffered or stored, are built under the lock.
@@ -794,6 +1160,13 @@ impl<P: Pager> DbFs<P> {
             })
             .collect();
         let mut guard = self.state.lock();
+        while guard.direct_busy.is_some_and(|d| d.ino == ino) {
+            // A direct write to this file is committing: wait for its transaction (it holds
+            // the writer lock until its chunks replaced the cached ones), then look again.
+            drop(guard);
+            drop(self.db.begin_write().map_err(kv)?);
+            guard = self.state.lock();
+        }
         let st = &mut *guard;
         let p = self.pending_mut(st, ino)?;
         let mut reader: Option<Tx<'_, P>> = None;
@@ -865,6 +1238,50 @@ impl<P: Pager> DbFs<P> {
             }
         }
         Ok(data.len())
+    }
+
+    /// Store `data`, the whole chunks from chunk `first` on, in one write transaction through
+    /// [`kvdb::Bucket::put_direct`]: the pager writes their pages straight from `data` (no
+    /// copy into the write-back cache or the store's page buffers), and the commit (the same
+    /// [`DbFs::run_txn`] as metadata operations, so the same durability) publishes them with
+    /// the file's new size and times. The transaction folds the file's other buffered data,
+    /// like a metadata operation; cached chunks this write replaces are not stored but dropped
+    /// at its commit ([`State::direct_busy`] keeps buffered writers to the file waiting until
+    /// then, so no later write is lost).
+    fn write_whole_chunks(&self, ino: u64, first: u64, data: &[u8]) -> VfsResult<()> {
+        let cs = self.chunk_size;
+        let count = data.len() as u64 / cs;
+        let end = first + count;
+        let tx = self.db.begin_write().map_err(kv)?;
+        let me = {
+            let mut st = self.state.lock();
+            st.direct_seq += 1;
+            let d = DirectWrite { seq: st.direct_seq, ino, first, end };
+            st.direct_busy = Some(d);
+            d
+        };
+        let r = self.run_txn(tx, |t| {
+            let mut inode = t.inode(ino)?;
+            let keys: Vec<[u8; 16]> = (first..end).map(|idx| pair_key(ino, idx)).collect();
+            let pairs: Vec<(&[u8], &[u8])> =
+                keys.iter().map(|k| k.as_slice()).zip(data.chunks_exact(cs as usize)).collect();
+            let replaced = t.bucket(bucket::DATA)?.put_direct(&pairs).map_err(kv)?;
+            let old: u64 = replaced.iter().flatten().map(|&len| format::footprint(len as usize)).sum();
+            inode.alloc_bytes = inode.alloc_bytes.saturating_add(count * format::footprint(cs as usize)).saturating_sub(old);
+            inode.size = inode.size.max(end * cs);
+            inode.mtime = t.now;
+            inode.ctime = t.now;
+            t.set_inode(ino, inode);
+            Ok(())
+        });
+        if r.is_err() {
+            // Nothing was committed: the cache is as it was.
+            let mut st = self.state.lock();
+            if st.direct_busy == Some(me) {
+                st.direct_busy = None;
+            }
+        }
+        r
     }
 
     pub(crate) fn open_node(&self, ino: u64) {
@@ -960,6 +1377,29 @@ fn load_chunk<P: Pager>(tx: &Tx<'_, P>, ino: u64, idx: u64, cs: u64) -> VfsResul
         Some(_) => Err(VfsError::Corrupted),
         None => Ok(Vec::new()),
     }
+}
+
+/// Where the stored chunks of `ino` from `idx` on lie: up to [`CHUNK_RUN`] consecutive chunks
+/// held as overflow values (store offset, length), stopping at a hole or an inline value.
+fn chunk_run<P: Pager>(tx: &Tx<'_, P>, ino: u64, idx: u64, cs: u64, locs: &mut Vec<(u64, u32)>) -> VfsResult<()> {
+    let data = tx.get_bucket(bucket::DATA).map_err(kv)?;
+    let mut cursor = data.cursor();
+    let mut entry = cursor.seek(&pair_key(ino, idx)).map_err(kv)?;
+    while let Some(e) = entry {
+        let want = idx.checked_add(locs.len() as u64).ok_or(VfsError::Corrupted)?;
+        if e.key() != pair_key(ino, want).as_slice() {
+            break;
+        }
+        match e.overflow_location() {
+            Some((at, len)) if len <= cs => locs.push((at, len as u32)),
+            _ => break,
+        }
+        if locs.len() == CHUNK_RUN {
+            break;
+        }
+        entry = cursor.next().map_err(kv)?;
+    }
+    Ok(())
 }
 
 /// Fill `out` with the stored bytes of `ino` at `offset`: one cursor seek, then `next` per
@@ -1120,5 +1560,6 @@ impl<P: Pager> Drop for DbFs<P> {
     /// to see them).
     fn drop(&mut self) {
         let _ = self.flush(Flush::All);
+        let _ = self.barrier();
     }
 }

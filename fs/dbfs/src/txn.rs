@@ -292,9 +292,14 @@ impl<'a, 'db, P: Pager> Txn<'a, 'db, P> {
                 continue;
             };
             let data = self.bucket(bucket::DATA)?;
+            // Chunks a direct write stores in this transaction replace the cached ones.
+            let replaced = match self.st.direct_busy {
+                Some(d) if d.ino == ino => d.first..d.end,
+                _ => 0..0,
+            };
             for (&idx, buf) in &p.chunks {
                 let start = idx.saturating_mul(cs);
-                if start >= inode.size {
+                if start >= inode.size || replaced.contains(&idx) {
                     continue;
                 }
                 let keep = buf.len().min((inode.size - start).min(cs) as usize);

@@ -131,3 +131,64 @@ fn every_crash_point_leaves_a_whole_prefix_of_operations() {
     }
     assert_eq!(last_state, states.len() - 1);
 }
+
+/// Deferred commits: operations run without a barrier between them, and the barriers are the
+/// durability points a program has (fsync of a file or a directory, sync). A crash at any
+/// point must leave exactly the state of a barrier, never one in between, and never an older
+/// one than a barrier already completed.
+#[test]
+fn deferred_commits_crash_to_the_last_barrier() {
+    let fs = fresh();
+    let root = fs.root().unwrap();
+    fs.sync().unwrap();
+    let base = fs.pager().image();
+    let mut states = vec![snapshot(&root)];
+    fs.pager().record();
+    let plain = RenameFlags::default();
+    for round in 0..6u8 {
+        let d = root.create(&format!("d{round}"), &dir()).unwrap();
+        for i in 0..5u8 {
+            let f = d.create(&format!("f{i}"), &reg()).unwrap();
+            f.write_at(0, &pattern(3_000 + 997 * usize::from(i), round * 8 + i)).unwrap();
+            f.release().unwrap(); // the last close commits the data, deferred
+        }
+        d.rename("f0", &*root, &format!("moved{round}"), plain).unwrap();
+        d.unlink("f1").unwrap();
+        if round > 0 {
+            root.rmdir(&format!("gone{}", round - 1)).unwrap();
+        }
+        root.create(&format!("gone{round}"), &dir()).unwrap();
+        // A barrier, one of three kinds.
+        match round % 3 {
+            0 => root.fsync(false).unwrap(),
+            1 => d.lookup("f2").unwrap().fsync(false).unwrap(),
+            _ => fs.sync().unwrap(),
+        }
+        states.push(snapshot(&root));
+    }
+    let log = fs.pager().take_log();
+    let mut image = base.clone();
+    let mut last_state = 0;
+    for (i, ev) in log.iter().enumerate() {
+        if let PagerEvent::Write(off, bytes) = ev {
+            let mut torn = image.clone();
+            apply(&mut torn, *off, &bytes[..bytes.len() / 2]);
+            for candidate in [torn, {
+                apply(&mut image, *off, bytes);
+                image.clone()
+            }] {
+                let crashed = DbFs::mount(MemPager::from_image(candidate), TestClock::new())
+                    .unwrap_or_else(|e| panic!("event {i}: mount failed: {e:?}"));
+                assert_clean(&crashed);
+                let snap = snapshot(&crashed.root().unwrap());
+                let k = states[last_state..]
+                    .iter()
+                    .position(|s| *s == snap)
+                    .map(|k| k + last_state)
+                    .unwrap_or_else(|| panic!("event {i}: state after crash is no barrier's at or after {last_state}"));
+                last_state = k;
+            }
+        }
+    }
+    assert_eq!(last_state, states.len() - 1);
+}

@@ -75,7 +75,12 @@ fn crash_keeps_metadata_and_fsynced_data_only() {
     let b = root.create("b", &reg()).unwrap();
     b.write_at(0, b"buffered").unwrap();
     assert!(fs.dirty_bytes() > 0);
-    // Power cut now: b exists (its create committed) but its data was never flushed.
+    // Power cut now: b's create committed deferred, not durably yet.
+    let after = crash_copy(&fs);
+    assert!(matches!(after.root().unwrap().lookup("b"), Err(vfs::VfsError::NotFound)));
+    // fsync of the directory makes its entries durable (not b's buffered data).
+    root.fsync(false).unwrap();
+    assert!(fs.dirty_bytes() > 0);
     let after = crash_copy(&fs);
     let r2 = after.root().unwrap();
     assert_eq!(read_all(&r2.lookup("a").unwrap()), b"durable");
@@ -85,14 +90,60 @@ fn crash_keeps_metadata_and_fsynced_data_only() {
     assert_eq!(fs.dirty_bytes(), 0);
     let after = crash_copy(&fs);
     assert_eq!(read_all(&after.root().unwrap().lookup("b").unwrap()), b"buffered");
-    // Last release commits too.
+    // Last release commits too, deferred: durable with the next barrier.
     let c = root.create("c", &reg()).unwrap();
     c.open().unwrap();
     c.write_at(0, b"closed").unwrap();
     c.release().unwrap();
+    assert_eq!(fs.dirty_bytes(), 0);
+    assert!(crash_copy(&fs).root().unwrap().lookup("c").is_err());
+    c.fsync(false).unwrap();
     let after = crash_copy(&fs);
     assert_eq!(read_all(&after.root().unwrap().lookup("c").unwrap()), b"closed");
     assert_clean(&fs);
+}
+
+#[test]
+fn writeback_timer_makes_deferred_commits_durable() {
+    let clock = TestClock::new();
+    let pager = DbFs::mkfs(MemPager::new(), dbfs::MkfsOptions::default()).unwrap();
+    let fs = DbFs::mount(pager, clock.clone()).unwrap();
+    let root = fs.root().unwrap();
+    root.create("x", &reg()).unwrap();
+    fs.writeback_tick().unwrap();
+    assert!(crash_copy(&fs).root().unwrap().lookup("x").is_err(), "not durable at once");
+    clock.advance_secs(dbfs::WRITEBACK_SECS - 1);
+    fs.writeback_tick().unwrap();
+    assert!(crash_copy(&fs).root().unwrap().lookup("x").is_err(), "nor before the delay");
+    clock.advance_secs(1);
+    fs.writeback_tick().unwrap();
+    assert!(crash_copy(&fs).root().unwrap().lookup("x").is_ok(), "durable after the delay");
+    // Buffered data: flushed and made durable by the same tick once it is old enough.
+    let f = root.lookup("x").unwrap();
+    f.write_at(0, b"late").unwrap();
+    clock.advance_secs(dbfs::WRITEBACK_SECS);
+    fs.writeback_tick().unwrap();
+    assert_eq!(fs.dirty_bytes(), 0);
+    assert_eq!(read_all(&crash_copy(&fs).root().unwrap().lookup("x").unwrap()), b"late");
+    assert_clean(&fs);
+}
+
+#[test]
+fn sync_metadata_makes_every_operation_durable() {
+    let fs = fresh();
+    fs.set_sync_metadata(true);
+    let root = fs.root().unwrap();
+    let d = root.create("d", &dir()).unwrap();
+    d.create("f", &reg()).unwrap();
+    root.rename("d", &*root, "e", PLAIN).unwrap();
+    let after = crash_copy(&fs);
+    assert!(after.root().unwrap().lookup("e").unwrap().lookup("f").is_ok());
+    // Back to deferred commits: the next operation is not durable by itself.
+    fs.set_sync_metadata(false);
+    root.create("g", &reg()).unwrap();
+    assert!(crash_copy(&fs).root().unwrap().lookup("g").is_err());
+    fs.sync().unwrap();
+    assert!(crash_copy(&fs).root().unwrap().lookup("g").is_ok());
 }
 
 #[test]
@@ -104,6 +155,8 @@ fn metadata_operation_folds_buffered_data() {
     // A rename is one transaction; it carries the file's buffered data with it.
     root.rename("f", &*root, "g", PLAIN).unwrap();
     f.setxattr("user.x", b"1", XattrMode::Any).unwrap();
+    // The directory's fsync is a barrier only: the data is there because the rename carried it.
+    root.fsync(false).unwrap();
     let after = crash_copy(&fs);
     let g = after.root().unwrap().lookup("g").unwrap();
     assert_eq!(read_all(&g), pattern(100_000, 2));

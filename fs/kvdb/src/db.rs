@@ -27,6 +27,9 @@ impl Default for Options {
 /// The committed state readers start from, and who is reading which snapshot.
 pub(crate) struct Snapshot {
     pub meta: Meta,
+    /// Txid of the newest meta known to be on stable storage (what a crash goes back to).
+    /// Equal to `meta.txid` unless deferred commits wait for a barrier.
+    pub durable_txid: u64,
     /// Open read transactions per snapshot txid.
     pub readers: BTreeMap<u64, usize>,
 }
@@ -36,7 +39,15 @@ pub(crate) struct WriterState {
     pub freelist: Freelist,
     /// Set when a commit failed after it may have written its meta page.
     pub poisoned: bool,
+    /// Meta slot (0 or 1) holding the newest durable meta: the next barrier writes the other.
+    pub durable_slot: u64,
+    /// A deferred commit that leaves more pages than this held or freshly written since the
+    /// last barrier forces one ([`Db::set_barrier_bound`]).
+    pub barrier_bound: u64,
 }
+
+/// Default bound on pages held or written since the last barrier: 16 MiB worth.
+pub const DEFAULT_BARRIER_BOUND_BYTES: u64 = 16 << 20;
 
 /// A key-value store over a [`Pager`].
 ///
@@ -74,7 +85,7 @@ impl<P: Pager> Db<P> {
         meta.encode(&mut buf[ps..]);
         pager.write(&[(0, &buf)])?;
         pager.sync()?;
-        Ok(Db::from_parts(pager, meta, Freelist::default()))
+        Ok(Db::from_parts(pager, meta, 1, Freelist::default()))
     }
 
     /// Open an existing database: the newer of the two valid meta pages wins. Any inconsistency in
@@ -100,15 +111,18 @@ impl<P: Pager> Db<P> {
             }
             ps *= 2;
         }
-        let meta = match (first, second) {
+        // Barriers alternate slots (not txid parity: deferred commits skip txids), so the
+        // newest valid meta wins wherever it is, and the next barrier overwrites the other slot.
+        let (meta, slot) = match (first, second) {
             (Some(a), Some(b)) => {
                 if b.txid > a.txid {
-                    b
+                    (b, 1)
                 } else {
-                    a
+                    (a, 0)
                 }
             }
-            (Some(m), None) | (None, Some(m)) => m,
+            (Some(m), None) => (m, 0),
+            (None, Some(m)) => (m, 1),
             (None, None) => return Err(Error::Corrupted("no valid meta page")),
         };
         let ps = meta.page_size as u64;
@@ -127,22 +141,128 @@ impl<P: Pager> Db<P> {
             let buf = pager.read(meta.freelist * ps, extent_len)?;
             Freelist::decode(&buf, meta.freelist, meta.page_count)?
         };
-        Ok(Db::from_parts(pager, meta, freelist))
+        Ok(Db::from_parts(pager, meta, slot, freelist))
     }
 
-    fn from_parts(pager: P, meta: Meta, freelist: Freelist) -> Db<P> {
+    fn from_parts(pager: P, meta: Meta, durable_slot: u64, freelist: Freelist) -> Db<P> {
+        let page_size = meta.page_size as usize;
         Db {
             pager,
-            page_size: meta.page_size as usize,
+            page_size,
             snapshot: Mutex::new(Snapshot {
                 meta,
+                durable_txid: meta.txid,
                 readers: BTreeMap::new(),
             }),
             writer: Mutex::new(WriterState {
                 freelist,
                 poisoned: false,
+                durable_slot,
+                barrier_bound: (DEFAULT_BARRIER_BOUND_BYTES / page_size as u64).max(16),
             }),
         }
+    }
+
+    /// Durability barrier: make the newest commit durable if a deferred commit left it
+    /// pending (`sync`, the meta page to the slot not holding the durable meta, `sync`).
+    /// Returns whether there was anything to do. Waits for an open write transaction.
+    pub fn sync(&self) -> Result<bool> {
+        let mut writer = self.writer.lock();
+        self.barrier(&mut writer)
+    }
+
+    /// Whether commits made by [`Tx::commit_deferred`] wait for a barrier ([`Db::sync`]).
+    pub fn sync_pending(&self) -> bool {
+        let snap = self.snapshot.lock();
+        snap.durable_txid != snap.meta.txid
+    }
+
+    /// Txid of the newest commit known to be durable.
+    pub fn durable_txid(&self) -> u64 {
+        self.snapshot.lock().durable_txid
+    }
+
+    /// Bound (in pages, at least 1) on pages held for, or written since, the last barrier: a
+    /// deferred commit leaving more forces a barrier. Default: 16 MiB worth of pages.
+    pub fn set_barrier_bound(&self, pages: u64) {
+        self.writer.lock().barrier_bound = pages.max(1);
+    }
+
+    /// The barrier, with the writer lock held (so the snapshot meta is the newest commit and
+    /// no commit runs meanwhile). A failure before the meta write changes nothing; one during
+    /// it poisons the store (the slot's content is unknown).
+    pub(crate) fn barrier(&self, writer: &mut WriterState) -> Result<bool> {
+        if writer.poisoned {
+            return Err(Error::Poisoned);
+        }
+        let meta = {
+            let snap = self.snapshot.lock();
+            if snap.durable_txid == snap.meta.txid {
+                return Ok(false);
+            }
+            snap.meta
+        };
+        self.pager.sync()?;
+        self.write_meta(writer, &meta)?;
+        Ok(true)
+    }
+
+    /// Out of free pages in an open write transaction: if pages wait for a barrier, make the
+    /// newest commit durable and release what that and the readers allow. Pages the open
+    /// transaction freed stay put (the durable meta still references them). Returns whether
+    /// anything may have become free.
+    pub(crate) fn reclaim_held(&self, writer: &mut WriterState) -> Result<bool> {
+        if writer.freelist.held_count() == 0 {
+            return Ok(false);
+        }
+        self.barrier(writer)?;
+        let limit = {
+            let snap = self.snapshot.lock();
+            let oldest = snap.readers.keys().next().copied().unwrap_or(u64::MAX);
+            oldest.min(snap.meta.txid)
+        };
+        writer.freelist.release(limit);
+        Ok(true)
+    }
+
+    /// Write `meta` to the slot not holding the durable meta and `sync`; on success it is the
+    /// durable meta and the snapshot readers start from. The caller holds the writer lock and
+    /// has made every page `meta` references durable.
+    pub(crate) fn write_meta(&self, writer: &mut WriterState, meta: &Meta) -> Result<()> {
+        let ps = self.page_size;
+        let mut meta_page = vec![0u8; ps];
+        meta.encode(&mut meta_page);
+        let slot = 1 - writer.durable_slot;
+        if let Err(e) = self
+            .pager
+            .write(&[(slot * ps as u64, &meta_page)])
+            .and_then(|_| self.pager.sync())
+        {
+            writer.poisoned = true;
+            return Err(e);
+        }
+        writer.durable_slot = slot;
+        writer.freelist.barrier_done(meta.txid);
+        {
+            let mut snap = self.snapshot.lock();
+            snap.meta = *meta;
+            snap.durable_txid = meta.txid;
+        }
+        self.pager.committed(meta.txid);
+        Ok(())
+    }
+
+    /// Run `f` with the txid of the newest commit while holding the snapshot lock: the cheap
+    /// way to copy a few bytes of that snapshot whose place is already known (a location such
+    /// as [`crate::Entry::overflow_location`], remembered under the same txid), with neither a
+    /// read transaction nor a tree walk. Sound because a page of the newest snapshot is only
+    /// reused by a write transaction that *begins* after the next commit, and beginning one
+    /// takes this lock to find the oldest reader; so until `f` returns those pages stay as they
+    /// are (read them with [`Pager::read`]). `f` must be short (it holds up every `begin_read`
+    /// and `begin_write`) and must not begin a transaction itself (it would wait forever).
+    pub fn with_committed<R>(&self, f: impl FnOnce(u64) -> R) -> R {
+        let snap = self.snapshot.lock();
+        f(snap.meta.txid)
     }
 
     /// Begin a read transaction: a snapshot of the last commit. O(1) in the store size: it copies
@@ -164,12 +284,25 @@ impl<P: Pager> Db<P> {
         self.start_write(self.writer.lock())
     }
 
-    fn start_write<'a>(
-        &'a self,
-        mut writer: MutexGuard<'a, WriterState>,
-    ) -> Result<Tx<'a, P>> {
+    fn start_write<'a>(&'a self, mut writer: MutexGuard<'a, WriterState>) -> Result<Tx<'a, P>> {
         if writer.poisoned {
             return Err(Error::Poisoned);
+        }
+        // Pages held for the barrier are not reusable yet: when the store runs short of
+        // space, make them so first (a store filled by held pages must not fail writes).
+        if writer.freelist.held_count() > 0 {
+            let (page_count, capacity) = {
+                let snap = self.snapshot.lock();
+                (
+                    snap.meta.page_count,
+                    self.pager.capacity() / self.page_size as u64,
+                )
+            };
+            let free_now = capacity.saturating_sub(page_count) + writer.freelist.total_count()
+                - writer.freelist.held_count();
+            if free_now < 2 * crate::reserve_pages(capacity) {
+                self.barrier(&mut writer)?;
+            }
         }
         let (meta, oldest) = {
             let snap = self.snapshot.lock();

@@ -3,7 +3,16 @@
 //! `free` pages may be reused now. `pending[t]` holds the pages freed by the commit of transaction
 //! `t`: they are still part of snapshot `t - 1`, so they move to `free` only once no open reader
 //! has a snapshot older than `t`. On disk the freelist is one extent of pages listing
-//! `free ∪ pending` (after a restart nobody holds an old snapshot).
+//! `free ∪ pending ∪ held` (after a restart nobody holds an old snapshot).
+//!
+//! Deferred commits (no barrier, no meta write) add a second rule: the newest *durable* meta is
+//! what a crash goes back to, so a page it references must not be overwritten before a newer
+//! meta is durable. A page freed since the last barrier is therefore either
+//! - *fresh*: taken (or grown) since the last barrier, so the durable meta cannot reference it
+//!   (it was free, or past the end, when the barrier completed): it goes to `pending[t]` and
+//!   follows the reader rule only; or
+//! - *held*: possibly referenced by the durable meta: it waits in `held[t]` until the next
+//!   barrier completes ([`Freelist::barrier_done`]), then joins `pending[t]`.
 
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::vec::Vec;
@@ -15,6 +24,10 @@ use crate::page::{self, PageId, HEADER_SIZE, KIND_FREELIST};
 pub struct Freelist {
     free: BTreeSet<PageId>,
     pending: BTreeMap<u64, Vec<PageId>>,
+    /// Pages freed by commit `t` since the last barrier that the durable meta may reference.
+    held: BTreeMap<u64, Vec<PageId>>,
+    /// Pages taken or grown since the last barrier (never referenced by the durable meta).
+    fresh: BTreeSet<PageId>,
 }
 
 impl Freelist {
@@ -34,20 +47,20 @@ impl Freelist {
         }
         Ok(Freelist {
             free,
-            pending: BTreeMap::new(),
+            ..Freelist::default()
         })
     }
 
     /// Pages needed to store this freelist with `extra` more ids.
     pub fn pages_needed(&self, page_size: usize, extra: usize) -> u64 {
-        let ids = self.free.len() + self.pending.values().map(Vec::len).sum::<usize>() + extra;
+        let ids = self.total_count() as usize + extra;
         (HEADER_SIZE + ids * 8).div_ceil(page_size) as u64
     }
 
     /// Serialise `free ∪ pending` into `buf` (the whole extent, zeroed) as page `id`.
     pub fn encode(&self, buf: &mut [u8], id: PageId) {
         let mut ids: Vec<PageId> = self.free.iter().copied().collect();
-        for p in self.pending.values() {
+        for p in self.pending.values().chain(self.held.values()) {
             ids.extend_from_slice(p);
         }
         ids.sort_unstable();
@@ -84,8 +97,15 @@ impl Freelist {
         };
         for p in start..start + n {
             self.free.remove(&p);
+            self.fresh.insert(p);
         }
         Some(start)
+    }
+
+    /// Note pages a transaction added past the store's end: like taken ones, the durable meta
+    /// cannot reference them.
+    pub fn grown(&mut self, start: PageId, n: u64) {
+        self.fresh.extend(start..start + n);
     }
 
     /// Give back pages taken by a transaction that did not commit.
@@ -93,20 +113,54 @@ impl Freelist {
         self.free.extend(start..start + n);
     }
 
-    /// Record pages freed by the commit of `txid`.
+    /// Record pages freed by the commit of `txid`: fresh ones wait for readers only, the others
+    /// also for the next barrier.
     pub fn free_at(&mut self, txid: u64, pages: &[(PageId, u64)]) {
-        if pages.is_empty() {
-            return;
-        }
-        let list = self.pending.entry(txid).or_default();
+        let mut fresh = Vec::new();
+        let mut held = Vec::new();
         for &(start, n) in pages {
-            list.extend(start..start + n);
+            for p in start..start + n {
+                if self.fresh.contains(&p) {
+                    fresh.push(p);
+                } else {
+                    held.push(p);
+                }
+            }
+        }
+        if !fresh.is_empty() {
+            self.pending.entry(txid).or_default().extend(fresh);
+        }
+        if !held.is_empty() {
+            self.held.entry(txid).or_default().extend(held);
         }
     }
 
     /// Forget what a failed commit of `txid` recorded.
     pub fn unfree_at(&mut self, txid: u64) {
         self.pending.remove(&txid);
+        self.held.remove(&txid);
+    }
+
+    /// A barrier made commit `durable_txid` durable: no page freed by it or before is referenced
+    /// by the durable meta any more (a transaction still open, with a later txid, keeps its
+    /// held pages), and nothing taken so far is fresh relative to the next barrier.
+    pub fn barrier_done(&mut self, durable_txid: u64) {
+        let later = self.held.split_off(&durable_txid.saturating_add(1));
+        for (t, pages) in core::mem::replace(&mut self.held, later) {
+            self.pending.entry(t).or_default().extend(pages);
+        }
+        self.fresh.clear();
+    }
+
+    /// Pages waiting for the next barrier (held) plus pages taken since the last one: what a
+    /// barrier would settle. [`crate::Db`] forces a barrier when it exceeds its bound.
+    pub fn since_barrier(&self) -> u64 {
+        (self.held.values().map(Vec::len).sum::<usize>() + self.fresh.len()) as u64
+    }
+
+    /// Pages held for the next barrier.
+    pub fn held_count(&self) -> u64 {
+        self.held.values().map(Vec::len).sum::<usize>() as u64
     }
 
     /// Move to `free` every pending set freed by a commit `t <= oldest_reader` (no reader can see
@@ -122,10 +176,11 @@ impl Freelist {
         }
     }
 
-    /// Number of pages listed, free now or pending (what the store will have free once no
-    /// reader holds an old snapshot).
+    /// Number of pages listed, free now, pending or held (what the store will have free once
+    /// no reader holds an old snapshot and the next barrier completed).
     pub fn total_count(&self) -> u64 {
         (self.free.len() + self.pending.values().map(Vec::len).sum::<usize>()) as u64
+            + self.held_count()
     }
 
     /// Number of pages free now (not counting pending ones).
@@ -143,6 +198,7 @@ mod tests {
         let mut f = Freelist::default();
         f.free_at(5, &[(10, 2)]);
         f.free_at(6, &[(20, 1)]);
+        f.barrier_done(u64::MAX);
         assert_eq!(f.take(1), None);
         // A reader of snapshot 4 can still see pages freed by commit 5.
         f.release(4);
@@ -158,6 +214,7 @@ mod tests {
     fn contiguous_runs_and_roundtrip() {
         let mut f = Freelist::default();
         f.free_at(1, &[(3, 1), (7, 4), (20, 2)]);
+        f.barrier_done(u64::MAX);
         f.release(u64::MAX);
         assert_eq!(f.take(3), Some(7));
         f.untake(7, 3);
@@ -170,5 +227,75 @@ mod tests {
             "ids beyond page_count are corrupt"
         );
         assert!(Freelist::decode(&buf, 31, 40).is_err(), "wrong page id");
+    }
+
+    #[test]
+    fn pages_of_the_durable_meta_wait_for_the_barrier() {
+        let mut f = Freelist::default();
+        // Pages 10 and 11 belong to the durable meta; a deferred commit 5 frees them.
+        f.free_at(5, &[(10, 2)]);
+        f.release(u64::MAX);
+        assert_eq!(
+            f.take(1),
+            None,
+            "held until the next barrier, even with no reader"
+        );
+        assert_eq!(f.held_count(), 2);
+        assert_eq!(
+            f.total_count(),
+            2,
+            "listed on disk: free in the state being committed"
+        );
+        f.barrier_done(u64::MAX);
+        assert_eq!(f.held_count(), 0);
+        f.release(4);
+        assert_eq!(f.take(1), None, "then the reader rule still applies");
+        f.release(u64::MAX);
+        assert_eq!(f.take(2), Some(10));
+    }
+
+    #[test]
+    fn fresh_pages_are_reused_before_the_barrier() {
+        let mut f = Freelist::default();
+        f.grown(30, 1); // commit 5 grew the store by page 30
+        f.free_at(6, &[(30, 1)]); // commit 6 freed it again: never in a durable meta
+        f.release(5);
+        assert_eq!(f.take(1), None, "a reader of snapshot 5 still sees page 30");
+        f.release(u64::MAX);
+        assert_eq!(f.take(1), Some(30));
+        // Taken again: still fresh, so freeing it once more does not hold it either.
+        f.free_at(7, &[(30, 1)]);
+        f.release(u64::MAX);
+        assert_eq!(f.take(1), Some(30));
+        // After a barrier page 30 may be in the durable meta: the next free holds it.
+        f.barrier_done(u64::MAX);
+        f.free_at(8, &[(30, 1)]);
+        f.release(u64::MAX);
+        assert_eq!(f.take(1), None);
+        assert_eq!(f.since_barrier(), 1);
+    }
+
+    #[test]
+    fn a_barrier_releases_only_what_it_made_durable() {
+        let mut f = Freelist::default();
+        f.free_at(4, &[(10, 1)]);
+        f.free_at(6, &[(11, 1)]); // freed by an open transaction 6
+        f.barrier_done(5); // the barrier wrote meta 5
+        f.release(u64::MAX);
+        assert_eq!(f.take(1), Some(10));
+        assert_eq!(f.take(1), None, "page 11 is still in durable meta 5");
+        f.barrier_done(6);
+        f.release(u64::MAX);
+        assert_eq!(f.take(1), Some(11));
+    }
+
+    #[test]
+    fn failed_commit_forgets_held_pages() {
+        let mut f = Freelist::default();
+        f.free_at(3, &[(12, 3)]);
+        f.unfree_at(3);
+        f.barrier_done(u64::MAX);
+        f.release(u64::MAX);
+        assert_eq!(f.total_count(), 0);
     }
 }

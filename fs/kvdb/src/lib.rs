@@ -10,8 +10,9 @@
 //!   longer than page_size/6 live in contiguous overflow pages).
 //! - Any number of read transactions ([`Db::begin_read`]) each see the snapshot of the last
 //!   commit when they began; beginning one is O(1) (copy the meta, count the reader). One write
-//!   transaction at a time ([`Db::begin_write`]); [`Tx::commit`] makes it durable, dropping it
-//!   rolls it back. Values from [`Bucket::get`] and cursors borrow the pager's page when the pager
+//!   transaction at a time ([`Db::begin_write`]); [`Tx::commit`] makes it durable,
+//!   [`Tx::commit_deferred`] publishes it without a barrier (durable at the next [`Db::sync`]),
+//!   dropping it rolls it back. Values from [`Bucket::get`] and cursors borrow the pager's page when the pager
 //!   allows it ([`Bytes`] derefs to the slice): for a memory-window pager, no copy at all.
 //! - Image bytes are untrusted: a corrupt or truncated image gives [`Error::Corrupted`] (at open,
 //!   or when the damaged page is reached), never a panic.
@@ -19,8 +20,8 @@
 //! # On-disk layout (all little-endian; see [`page`] for the byte offsets)
 //! - Pages of a fixed size (1 KiB..=64 KiB, default 4 KiB). Pages 0 and 1: meta pages (magic,
 //!   version, page size, txid, root bucket's tree root and sequence, freelist extent, page count,
-//!   FNV-1a checksum). Commit `t` writes page `t % 2`; open takes the valid meta with the highest
-//!   txid.
+//!   FNV-1a checksum). Each barrier writes the slot not holding the newest durable meta; open
+//!   takes the valid meta with the highest txid.
 //! - Node pages: a 16-byte header (kind, slot count, own page id), then 16-byte slots, then key and
 //!   value bytes. Leaf slots carry a flag: inline value, nested bucket (root page + sequence), or
 //!   overflow value (first page + length; the value fills contiguous raw pages, no header, so a
@@ -29,12 +30,18 @@
 //! - Freelist: one extent of pages listing free page ids, rewritten by every commit.
 //!
 //! # Durability contract
-//! Commit order: all new pages (nodes, overflow values, freelist) -> `sync` -> the alternate meta
-//! page -> `sync`. Nothing a committed meta references is ever overwritten while that meta can
-//! still be chosen at open, so a power cut at any point leaves either the previous commit or (once
-//! the meta write is durable) the new one. A commit that fails before its meta write returns the
-//! error and leaves the store as it was; one that fails during the meta write poisons the `Db`
-//! (further writes return [`Error::Poisoned`]; reopen).
+//! A commit writes all its new pages (nodes, overflow values, freelist). A *barrier* then makes
+//! the newest commit durable: `sync` -> the meta page into the slot not holding the durable
+//! meta -> `sync`. [`Tx::commit`] is a commit plus a barrier; [`Tx::commit_deferred`] skips the
+//! barrier (readers and later writers see its state at once); [`Db::sync`] is the barrier
+//! alone (no-op when nothing is pending), and a deferred commit forces one when more than
+//! [`Db::set_barrier_bound`] pages wait for it. Nothing the durable meta references is
+//! overwritten before a newer meta is durable (pages freed since the last barrier that it may
+//! reference are *held* until the next one; pages both taken and freed since then are reused
+//! at once, subject to readers), so a power cut at any point leaves exactly the state of the
+//! last barrier whose meta write reached the disk. A commit that fails before its meta write
+//! returns the error and leaves the store as it was; one that fails during the meta write
+//! poisons the `Db` (further writes return [`Error::Poisoned`]; reopen).
 //!
 //! # Locks
 //! - `Db::writer` (spin mutex): held by the write transaction for its whole life; guards the
@@ -42,7 +49,8 @@
 //! - `Db::snapshot` (spin mutex, held for a few instructions): the last committed meta and the
 //!   count of open readers per snapshot txid. Lock order: writer, then snapshot.
 //! - Pages freed by commit `t` are reused only once no reader with a snapshot older than `t` is
-//!   open (checked when a write transaction begins).
+//!   open (checked when a write transaction begins), and, if the durable meta may reference
+//!   them, once the next barrier completed.
 //! - A transaction's own state is a `RefCell` (transactions are used from one thread).
 #![cfg_attr(not(any(test, feature = "std")), no_std)]
 #![forbid(unsafe_code)]

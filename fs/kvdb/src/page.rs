@@ -107,7 +107,8 @@ pub fn checksum(bytes: &[u8]) -> u64 {
 ///  16   8  txid                 56   8  page_count (high-water mark)
 ///  64   8  reserved (0)         72   8  checksum  (FNV-1a of bytes 0..72)
 /// ```
-/// Transaction `txid` writes its meta to page `txid % 2`, so the previous meta survives a torn write.
+/// Each barrier writes its meta to the page (0 or 1) not holding the newest durable meta, so that
+/// one survives a torn write; open takes the valid meta with the highest txid.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Meta {
     pub page_size: u32,

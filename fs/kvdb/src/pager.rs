@@ -67,6 +67,21 @@ pub trait Pager {
         false
     }
 
+    /// Write every `(offset, bytes)` pair (whole pages, sorted, non-overlapping) like
+    /// [`Pager::write`], for the pages of large values ([`crate::Bucket::put_direct`]). A pager
+    /// that can move them more cheaply than `write` (the kernel's disk window: a device write
+    /// straight from the caller's buffer, dropping any resident copy of those pages) overrides
+    /// it and says so with [`Pager::direct_writes`]. Same contract as `write`: durable once the
+    /// next `sync` returns; the pager is done with the buffers when this returns.
+    fn write_direct(&self, writes: &[(u64, &[u8])]) -> Result<()> {
+        self.write(writes)
+    }
+
+    /// Whether [`Pager::write_direct`] beats [`Pager::write`] for large values.
+    fn direct_writes(&self) -> bool {
+        false
+    }
+
     /// Told after transaction `txid` committed (its meta page is durable). For counters; the
     /// default does nothing.
     fn committed(&self, _txid: u64) {}

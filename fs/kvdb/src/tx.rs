@@ -6,10 +6,12 @@
 //! arena index), so several handles, nested buckets and cursors can be used at once.
 //!
 //! Commit: spill dirty buckets deepest first (each writes its new root into its parent's entry),
-//! then the root bucket, then the freelist; write all pages, `sync`, write the alternate meta
-//! page, `sync`. Until the meta page is durable the previous commit is what a reopen finds. If
-//! any step before the meta write fails, every page the transaction took goes back to the
-//! freelist and the error is returned; the store is as it was.
+//! then the root bucket, then the freelist; write all pages; then, for a durable commit, the
+//! barrier: `sync`, the meta page into the slot not holding the durable meta, `sync` (a
+//! deferred commit only publishes the new meta to readers). Until a meta page is durable the
+//! previous barrier's state is what a reopen finds. If any step before the meta write fails,
+//! every page the transaction took goes back to the freelist and the error is returned; the
+//! store is as it was.
 
 use alloc::vec;
 use alloc::vec::Vec;
@@ -221,17 +223,40 @@ impl<'db, P: Pager> Tx<'db, P> {
         Cursor::new(self.root())
     }
 
-    /// Make every change durable, or return an error and leave the store as it was.
+    /// Make every change durable, or return an error and leave the store as it was. Also makes
+    /// every earlier deferred commit durable (one barrier covers them all).
     pub fn commit(mut self) -> Result<()> {
         self.done = true;
-        let result = self.commit_inner();
+        let result = self.commit_inner(true);
         if result.is_err() {
             self.rollback_pages();
         }
-        if let Ok(false) = result {
-            // Read-only transaction: nothing to do (end_read runs in Drop).
+        result.map(|_| ())
+    }
+
+    /// Commit without a durability barrier: the pages are written (no `sync`, no meta page), the
+    /// new state is published to later readers and writers at once, and it becomes durable with
+    /// the next barrier ([`Db::sync`], a durable [`Tx::commit`], or one forced when too many
+    /// pages wait for it). A crash before that goes back to the last barrier's state, which
+    /// stays intact: pages it references are not reused until a newer meta is durable. An
+    /// error leaves the store as it was.
+    pub fn commit_deferred(mut self) -> Result<()> {
+        self.done = true;
+        let result = self.commit_inner(false);
+        if result.is_err() {
+            self.rollback_pages();
         }
         result.map(|_| ())
+    }
+
+    /// [`Tx::commit_then`] with [`Tx::commit_deferred`]'s durability.
+    pub fn commit_deferred_then<R>(mut self, after: impl FnOnce() -> R) -> Result<R> {
+        self.done = true;
+        let result = self.commit_inner(false);
+        if result.is_err() {
+            self.rollback_pages();
+        }
+        result.map(|_| after())
     }
 
     /// Pages on the freelist this write transaction may reuse (`None` for a read transaction).
@@ -246,7 +271,7 @@ impl<'db, P: Pager> Tx<'db, P> {
     /// commit fails.
     pub fn commit_then<R>(mut self, after: impl FnOnce() -> R) -> Result<R> {
         self.done = true;
-        let result = self.commit_inner();
+        let result = self.commit_inner(true);
         if result.is_err() {
             self.rollback_pages();
         }
@@ -266,7 +291,7 @@ impl<'db, P: Pager> Tx<'db, P> {
         }
     }
 
-    fn commit_inner(&self) -> Result<bool> {
+    fn commit_inner(&self, durable: bool) -> Result<()> {
         let mut st = self.state.borrow_mut();
         let st = &mut *st;
         let Some(ws) = st.write.as_mut() else {
@@ -298,7 +323,8 @@ impl<'db, P: Pager> Tx<'db, P> {
                 use_reserve,
             } = ws;
             let mut pages = PageAlloc {
-                freelist: &mut guard.freelist,
+                db,
+                writer: guard,
                 taken,
                 page_count,
                 capacity_pages,
@@ -337,11 +363,11 @@ impl<'db, P: Pager> Tx<'db, P> {
             if self.meta.freelist != 0 {
                 freed.push((self.meta.freelist, self.meta.freelist_pages));
             }
-            pages.freelist.free_at(txid, freed);
-            let fl_pages = pages.freelist.pages_needed(db.page_size, 0);
+            pages.writer.freelist.free_at(txid, freed);
+            let fl_pages = pages.writer.freelist.pages_needed(db.page_size, 0);
             let fl = pages.take(fl_pages)?;
             let mut buf = vec![0u8; (fl_pages * ps) as usize];
-            pages.freelist.encode(&mut buf, fl);
+            pages.writer.freelist.encode(&mut buf, fl);
             let page_count = pages.page_count;
             // The reserve: a transaction that leaves more pages in use than it found may not
             // leave fewer than `reserve_pages` free (growing the file or the freelist counts as
@@ -350,8 +376,8 @@ impl<'db, P: Pager> Tx<'db, P> {
             let grown = (page_count - self.meta.page_count) + taken_now;
             let released: u64 = freed.iter().map(|f| f.1).sum();
             if grown > released && !*use_reserve {
-                let free_after = capacity_pages.saturating_sub(page_count)
-                    + pages.freelist.total_count();
+                let free_after =
+                    capacity_pages.saturating_sub(page_count) + pages.writer.freelist.total_count();
                 if free_after < crate::reserve_pages(capacity_pages) {
                     return Err(Error::NoSpace);
                 }
@@ -371,25 +397,25 @@ impl<'db, P: Pager> Tx<'db, P> {
                 .iter()
                 .map(|(id, b)| (id * ps, b.as_slice()))
                 .collect();
-            db.pager.write(&list)?;
-            db.pager.sync()?;
-
-            let mut meta_page = vec![0u8; ps as usize];
-            meta.encode(&mut meta_page);
-            let slot = (txid % 2) * ps;
-            // From here on a failure leaves the meta page's state unknown.
-            if let Err(e) = db
-                .pager
-                .write(&[(slot, &meta_page)])
-                .and_then(|_| db.pager.sync())
-            {
-                guard.poisoned = true;
-                return Err(e);
+            if guard.poisoned {
+                return Err(Error::Poisoned);
             }
-            db.snapshot.lock().meta = meta;
-            db.pager.committed(txid);
+            db.pager.write(&list)?;
+            if durable {
+                // Every page of this and earlier deferred commits, then the meta: a barrier.
+                db.pager.sync()?;
+                // From here on a failure leaves the meta page's state unknown (poisoned).
+                db.write_meta(guard, &meta)?;
+            } else {
+                db.snapshot.lock().meta = meta;
+                if guard.freelist.since_barrier() > guard.barrier_bound {
+                    // The commit is done and published whatever happens here; a failing
+                    // barrier leaves it pending, and the next barrier reports the error again.
+                    let _ = db.barrier(guard);
+                }
+            }
         }
-        Ok(true)
+        Ok(())
     }
 
     /// Give back pages taken from the freelist and forget this transaction's frees.
@@ -555,6 +581,115 @@ impl<'db, P: Pager> Tx<'db, P> {
         })
     }
 
+    /// [`Bucket::put_direct`]: allocate every large value's pages, write their whole pages
+    /// with one [`Pager::write_direct`] (straight from the caller's bytes) and the padded last
+    /// pages with one `write`, then insert the pairs. Returns the replaced values' lengths.
+    fn put_direct(&self, b: usize, pairs: &[(&[u8], &[u8])]) -> Result<Vec<Option<u64>>> {
+        self.check_writable()?;
+        let ps = self.db.page_size;
+        for &(key, value) in pairs {
+            if key.is_empty() || key.len() > page::max_key_len(ps) {
+                return Err(Error::KeyTooLarge);
+            }
+            if value.len() as u64 > u32::MAX as u64 {
+                return Err(Error::ValueTooLarge);
+            }
+        }
+        let mut st = self.state.borrow_mut();
+        let st = &mut *st;
+        if st.buckets[b].deleted {
+            return Err(Error::BucketNotFound);
+        }
+        // Pages of each pair's value (None: stored inline), all taken before anything is
+        // written: one extent for all of them if the store has one (the values then lie in
+        // order, and the pager can write them as one piece), else one per value.
+        let pages_of = |value: &[u8]| (value.len() > page::max_inline_len(ps)).then(|| value.len().div_ceil(ps) as u64);
+        let total: u64 = pairs.iter().filter_map(|&(_, v)| pages_of(v)).sum();
+        let mut next = if total > 0 { self.alloc(st, total).ok() } else { None };
+        let mut extents: Vec<Option<(PageId, u64)>> = Vec::with_capacity(pairs.len());
+        let mut direct: Vec<(u64, &[u8])> = Vec::new();
+        let mut tails: Vec<(u64, Vec<u8>)> = Vec::new();
+        let mut failed = None;
+        for &(_, value) in pairs {
+            let Some(n) = pages_of(value) else {
+                extents.push(None);
+                continue;
+            };
+            let id = match next.as_mut() {
+                Some(at) => {
+                    *at += n;
+                    *at - n
+                }
+                None => match self.alloc(st, n) {
+                    Ok(id) => id,
+                    Err(e) => {
+                        failed = Some(e);
+                        break;
+                    }
+                },
+            };
+            extents.push(Some((id, n)));
+            let base = id * ps as u64;
+            let full = value.len() / ps * ps;
+            if full > 0 {
+                direct.push((base, &value[..full]));
+            }
+            if full < value.len() {
+                let mut tail = vec![0u8; ps];
+                tail[..value.len() - full].copy_from_slice(&value[full..]);
+                tails.push((base + full as u64, tail));
+            }
+        }
+        let written = match failed {
+            Some(e) => Err(e),
+            None => {
+                direct.sort_unstable_by_key(|w| w.0);
+                tails.sort_unstable_by_key(|w| w.0);
+                let tails: Vec<(u64, &[u8])> = tails.iter().map(|(o, t)| (*o, t.as_slice())).collect();
+                let d = if direct.is_empty() { Ok(()) } else { self.db.pager.write_direct(&direct) };
+                d.and_then(|_| if tails.is_empty() { Ok(()) } else { self.db.pager.write(&tails) })
+            }
+        };
+        let ws = st.write.as_mut().ok_or(Error::TxReadOnly)?;
+        if let Err(e) = written {
+            // Nothing references the pages: they go back with the transaction's frees.
+            ws.freed.extend(extents.iter().flatten().copied());
+            return Err(e);
+        }
+        let mut ctx = WriteCtx {
+            db: self.db,
+            page_count: self.meta.page_count,
+            freed: &mut ws.freed,
+        };
+        let bucket = &mut st.buckets[b];
+        bucket.version += 1;
+        bucket.dirty = true;
+        let mut replaced = Vec::with_capacity(pairs.len());
+        for (i, (&(key, value), extent)) in pairs.iter().zip(&extents).enumerate() {
+            let leaf_value = match *extent {
+                Some((page, _)) => LeafValue::Overflow {
+                    page,
+                    len: value.len() as u64,
+                },
+                None => LeafValue::Inline(value.to_vec()),
+            };
+            match ctx.put(&mut bucket.tree, key, leaf_value, PutMode::Value) {
+                Ok(Some(LeafValue::Overflow { page, len })) => {
+                    ctx.freed.push((page, len.div_ceil(ps as u64).max(1)));
+                    replaced.push(Some(len));
+                }
+                Ok(Some(LeafValue::Inline(v))) => replaced.push(Some(v.len() as u64)),
+                Ok(_) => replaced.push(None),
+                Err(e) => {
+                    // This pair and the ones after it are not inserted: free their pages.
+                    ctx.freed.extend(extents[i..].iter().flatten().copied());
+                    return Err(e);
+                }
+            }
+        }
+        Ok(replaced)
+    }
+
     fn alloc(&self, st: &mut TxState<'db>, n: u64) -> Result<PageId> {
         let ws = st.write.as_mut().ok_or(Error::TxReadOnly)?;
         if let Some(id) = ws.guard.freelist.take(n) {
@@ -567,9 +702,17 @@ impl<'db, P: Pager> Tx<'db, P> {
             .checked_add(n)
             .is_none_or(|end| end > self.db.pager.capacity() / ps)
         {
+            // Pages held for a barrier: after one, they may be free.
+            if self.db.reclaim_held(&mut ws.guard)? {
+                if let Some(id) = ws.guard.freelist.take(n) {
+                    ws.taken.push((id, n));
+                    return Ok(id);
+                }
+            }
             return Err(Error::NoSpace);
         }
         st.page_count += n;
+        ws.guard.freelist.grown(id, n);
         Ok(id)
     }
 
@@ -804,6 +947,17 @@ impl<'tx, 'db, P: Pager> Bucket<'tx, 'db, P> {
         self.tx.put(self.id, key, value)
     }
 
+    /// Insert or replace several pairs like [`Bucket::put`], writing the whole pages of each
+    /// large value with [`Pager::write_direct`] straight from the caller's bytes, one call for
+    /// all of them (so the kernel window can send adjacent values' pages as one device write
+    /// instead of copying them into its frames). The pages are free in the committed store
+    /// until this transaction commits, and the commit's barrier covers them. Stops at the first
+    /// error; pairs before it stay inserted in the transaction. Returns, for each pair, the
+    /// length of the value it replaced (`None`: the key was new).
+    pub fn put_direct(&self, pairs: &[(&[u8], &[u8])]) -> Result<Vec<Option<u64>>> {
+        self.tx.put_direct(self.id, pairs)
+    }
+
     /// Insert many pairs in one go (sorted input is fastest: appends fill pages completely).
     /// Stops at the first error; pairs before it stay inserted in the transaction.
     pub fn put_many<K, V, I>(&self, pairs: I) -> Result<()>
@@ -872,17 +1026,19 @@ impl<'tx, 'db, P: Pager> Bucket<'tx, 'db, P> {
     }
 }
 
-/// Page allocation during commit: freelist first, then growing the store.
-struct PageAlloc<'a> {
-    freelist: &'a mut crate::freelist::Freelist,
+/// Page allocation during commit: freelist first, then growing the store, then pages held for
+/// a barrier (after one).
+struct PageAlloc<'a, P: Pager> {
+    db: &'a Db<P>,
+    writer: &'a mut WriterState,
     taken: &'a mut Vec<(PageId, u64)>,
     page_count: u64,
     capacity_pages: u64,
 }
 
-impl PageAlloc<'_> {
+impl<P: Pager> PageAlloc<'_, P> {
     fn take(&mut self, n: u64) -> Result<PageId> {
-        if let Some(id) = self.freelist.take(n) {
+        if let Some(id) = self.writer.freelist.take(n) {
             self.taken.push((id, n));
             return Ok(id);
         }
@@ -891,9 +1047,16 @@ impl PageAlloc<'_> {
             .checked_add(n)
             .is_none_or(|end| end > self.capacity_pages)
         {
+            if self.db.reclaim_held(self.writer)? {
+                if let Some(id) = self.writer.freelist.take(n) {
+                    self.taken.push((id, n));
+                    return Ok(id);
+                }
+            }
             return Err(Error::NoSpace);
         }
         self.page_count += n;
+        self.writer.freelist.grown(id, n);
         Ok(id)
     }
 }

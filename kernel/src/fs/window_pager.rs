@@ -1,8 +1,9 @@
 //! The kvdb pager the kernel gives dbfs: a [`DiskWindow`] over the dbfs disk.
 //!
 //! `read` hands out slices of the window (zero copy: the first touch of a page faults it in);
-//! `write` sends pages to the disk and refreshes resident copies; `sync` is the disk's flush,
-//! the barrier kvdb's commit order relies on (pages -> sync -> meta -> sync).
+//! `write` sends pages to the disk and refreshes resident copies; `write_direct` (the pages of
+//! large values) sends them from the caller's buffer and drops resident copies; `sync` is the
+//! disk's flush, the barrier kvdb's commit order relies on (pages -> sync -> meta -> sync).
 
 use alloc::sync::Arc;
 
@@ -52,6 +53,14 @@ impl Pager for WindowPager {
     }
 
     fn direct_reads(&self) -> bool {
+        true
+    }
+
+    fn write_direct(&self, writes: &[(u64, &[u8])]) -> Result<()> {
+        self.window.write_direct(writes).map_err(|_| Error::Io)
+    }
+
+    fn direct_writes(&self) -> bool {
         true
     }
 

@@ -43,6 +43,27 @@ pub fn segments(space: &mut AddrSpace, va: usize, len: usize, access: Access) ->
     Ok(out)
 }
 
+/// The physical start of the user range [va, va + len) if it is one physical run (what
+/// [`segments`] would return as a single piece), `None` if it is not; no allocation, for the
+/// small reads and writes whose per-call cost matters. Same checks and errors as `segments`,
+/// same counter.
+pub fn contiguous(space: &mut AddrSpace, va: usize, len: usize, access: Access) -> Result<Option<usize>, Errno> {
+    if len == 0 {
+        return Ok(None);
+    }
+    let end = va.checked_add(len).ok_or(Errno::EFAULT)?;
+    let start = space.resolve(va, access)?;
+    let mut at = page_floor(va) + PAGE_SIZE;
+    while at < end {
+        if space.resolve(at, access)? != start + (at - va) {
+            return Ok(None);
+        }
+        at += PAGE_SIZE;
+    }
+    crate::counters::add_user_copy(len);
+    Ok(Some(start))
+}
+
 /// Copy user memory [va, va + buf.len()) into `buf`.
 pub fn copy_in(space: &mut AddrSpace, va: usize, buf: &mut [u8]) -> Result<(), Errno> {
     let mut done = 0;

@@ -274,6 +274,55 @@ impl DiskWindow {
         self.dev.write_runs(&through)
     }
 
+    /// Write whole pages to the disk straight from the callers' buffers (`(offset, bytes)`
+    /// pairs, page-aligned, sorted, non-overlapping): kvdb's [`kvdb::Pager::write_direct`] for
+    /// the pages of large values. No frame is filled; a resident copy of any of those pages
+    /// (clean, or dirty from an earlier write this one supersedes) is unmapped and forgotten
+    /// first, so the window never shows, nor later syncs, older bytes: the next touch reads
+    /// the disk. Pieces adjacent both on the disk and in memory go as one request, all
+    /// requests in flight together; they have completed when this returns, so the flush of the
+    /// next [`Self::sync`] covers them. `bytes` must be memory the device can read (kernel or
+    /// user frames: the kernel maps RAM at identity).
+    pub fn write_direct(&self, writes: &[(u64, &[u8])]) -> VfsResult<()> {
+        let mut st = self.state.lock();
+        let mut runs: Vec<(u64, &[u8])> = Vec::with_capacity(writes.len());
+        for &(off, bytes) in writes {
+            let off = usize::try_from(off).map_err(|_| VfsError::InvalidInput)?;
+            if off.checked_add(bytes.len()).is_none_or(|e| e > self.len)
+                || !off.is_multiple_of(PAGE_SIZE)
+                || !bytes.len().is_multiple_of(PAGE_SIZE)
+            {
+                return Err(VfsError::InvalidInput);
+            }
+            let first = off / PAGE_SIZE;
+            let resident: Vec<usize> =
+                st.frames.range(first..first + bytes.len() / PAGE_SIZE).map(|(&page, _)| page).collect();
+            for page in resident {
+                page_table::unmap_kernel_page(self.base + page * PAGE_SIZE);
+                st.frames.remove(&page);
+                st.dirty.remove(&page);
+            }
+            let sector = (off / SECTOR_SIZE) as u64;
+            match runs.last_mut() {
+                Some((at, prev))
+                    if *at + (prev.len() / SECTOR_SIZE) as u64 == sector
+                        && (prev.as_ptr() as usize).checked_add(prev.len()) == Some(bytes.as_ptr() as usize) =>
+                {
+                    // SAFETY: `prev` and `bytes` are both borrowed for this call and adjacent in
+                    // memory, so the joined range is exactly their union: readable, live, not
+                    // written while borrowed.
+                    *prev = unsafe { core::slice::from_raw_parts(prev.as_ptr(), prev.len() + bytes.len()) };
+                }
+                _ => runs.push((sector, bytes)),
+            }
+        }
+        // The state lock is held until the device has the bytes: no fault reads these pages
+        // from the disk before they are there.
+        let r = self.dev.write_runs(&runs);
+        drop(st);
+        r
+    }
+
     /// Send every dirty page to the disk (contiguous pages as one request of up to 1 MiB, all
     /// requests in flight together), then flush the disk: everything written before this call
     /// is durable when it returns.

@@ -201,7 +201,20 @@ fn check_rw(offset: u64, va: usize, len: usize) -> Result<(), Errno> {
     Ok(())
 }
 
+/// User ranges up to this long are first tried as one physical run without building a list
+/// of pieces (no heap allocation on the small-read path).
+const SMALL_IO: usize = 2 * crate::mm::PAGE_SIZE;
+
 fn read_chunk(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult {
+    if len <= SMALL_IO {
+        if let Some(pa) = with_space(|s| uaccess::contiguous(s, va, len, Access::Write))? {
+            // SAFETY: `contiguous` returned one run of frames owned by the current process,
+            // covering exactly this range; only this process can change its address space and
+            // it is inside this syscall, so they stay mapped and unaliased until it returns.
+            let dst = unsafe { core::slice::from_raw_parts_mut(pa as *mut u8, len) };
+            return Ok(f.loc.node.read_at(offset, dst)?);
+        }
+    }
     let segs = with_space(|s| uaccess::segments(s, va, len, Access::Write))?;
     if segs.len() <= 1 {
         let (pa, n) = segs.first().copied().unwrap_or((0, 0));

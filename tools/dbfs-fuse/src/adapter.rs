@@ -735,16 +735,17 @@ impl Filesystem for DbFuse {
     fn fsyncdir(
         &self,
         _req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         _fh: FileHandle,
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
-        // Directory operations commit when they return; a sync also flushes buffered data.
+        // Directory operations commit deferred: fsync of the directory is the barrier that
+        // makes its entries (and every earlier commit) durable.
         if self.read_only {
             return reply.ok();
         }
-        let r = self.fs.sync().map_err(err);
+        let r = self.node(ino).and_then(|n| n.fsync(false).map_err(err));
         match r.and_then(|()| self.fs.pager().sync_file().map_err(|_| Errno::EIO)) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(e),

@@ -23,13 +23,17 @@
 //! foreground process unmounts cleanly on SIGINT, SIGTERM or SIGHUP (buffered data is committed
 //! first); `-o auto_unmount` also makes fusermount3 unmount if the process dies. Mount options:
 //! `ro`, `allow_other`, `allow_root`, `auto_unmount`, `default_permissions` (always on: dbfs
-//! leaves permission checks to the caller), `dev`, `suid`, `noatime`, `fsname=`, others passed
-//! to the kernel unchanged; and one of the tool's own:
-//! - `nobarrier`: skip the two `fdatasync`s kvdb issues per commit (one per metadata operation);
+//! leaves permission checks to the caller), `dev`, `suid`, `noatime`, `fsname=`, `sync` and
+//! `dirsync` (also make every dbfs commit durable when it returns, one barrier per metadata
+//! operation; by default commits are deferred to the next fsync, syncfs, unmount or the 5 s
+//! write-back timer, like ext4's journal), others passed to the kernel unchanged; and one of
+//! the tool's own:
+//! - `nobarrier`: skip the two `fdatasync`s of each kvdb barrier (fsync, syncfs, the timer);
 //!   the image is made durable on fsync, syncfs and unmount instead. Safe against the tool
-//!   crashing or being killed (every commit is in the host page cache), NOT against a host crash
-//!   or power loss between syncs, which may leave a torn commit (fsck finds it). Like ext4's
-//!   `nobarrier`; off by default.
+//!   crashing or being killed (every barrier's writes are in the host page cache; commits after
+//!   the last barrier are lost, as without `nobarrier`), NOT against a host crash or power loss
+//!   between syncs, which may leave a torn commit (fsck finds it). Like ext4's `nobarrier`; off
+//!   by default.
 //!
 //! Errors are one line on stderr and a non-zero exit status; a corrupt image is refused with the
 //! reason, never a panic.
@@ -279,6 +283,11 @@ fn mount_foreground(
     // and only the waiter below receives them.
     let signals = signals::block_termination().map_err(|e| format!("signal mask: {e}"))?;
     let fs = image::open_image_with(image, read_only, barriers)?;
+    // `sync` / `dirsync`: every dbfs commit durable when it returns (else deferred to fsync,
+    // syncfs, the 5 s write-back timer and unmount).
+    if options.contains(&MountOption::Sync) || options.contains(&MountOption::DirSync) {
+        fs.set_sync_metadata(true);
+    }
     let adapter = adapter::DbFuse::new(fs.clone(), read_only)
         .map_err(|e| format!("{}: {e}", image.display()))?;
     let mut config = Config::default();

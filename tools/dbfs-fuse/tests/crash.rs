@@ -1,5 +1,7 @@
-//! dbfs-fuse killed with SIGKILL in the middle of writes: what fsync (or a rename) returned
-//! for must be there after a remount, and the image must pass fsck.
+//! dbfs-fuse killed with SIGKILL in the middle of writes: what fsync returned for must be there
+//! after a remount, and the image must pass fsck. dbfs commits metadata operations deferred
+//! (durable at the next barrier), so like a correct POSIX program the writer fsyncs the
+//! directory after a rename or delete before it counts the operation as committed.
 //!
 //! Each round mounts the image, checks every slot file against what earlier rounds recorded,
 //! starts a writer thread (replace a slot by a new file + fsync + rename, append + fsync,
@@ -171,6 +173,11 @@ fn verify(dir: &Path, rec: &mut Record, seed: u64) {
 }
 
 /// One writer operation; `Err` once the mount is gone.
+/// fsync of a directory: makes its entries durable (FUSE `fsyncdir`).
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
 fn step(dir: &Path, rec: &Mutex<Record>, rng: &mut Rng, seq: u64) -> std::io::Result<()> {
     let target = slot(rng.below(SLOTS));
     let present: Vec<(String, Arc<Vec<u8>>)> = {
@@ -211,6 +218,7 @@ fn step(dir: &Path, rec: &Mutex<Record>, rng: &mut Rng, seq: u64) -> std::io::Re
             f.sync_all()?;
             drop(f);
             fs::rename(&tmp, dir.join(&effects[0].0))?;
+            sync_dir(dir)?;
         }
         Kind::Append => {
             let path = dir.join(&effects[0].0);
@@ -221,8 +229,14 @@ fn step(dir: &Path, rec: &Mutex<Record>, rng: &mut Rng, seq: u64) -> std::io::Re
             f.write_all(&effects[0].1.as_ref().unwrap()[old_len..])?;
             f.sync_all()?;
         }
-        Kind::Rename => fs::rename(dir.join(&effects[0].0), dir.join(&effects[1].0))?,
-        Kind::Delete => fs::remove_file(dir.join(&effects[0].0))?,
+        Kind::Rename => {
+            fs::rename(dir.join(&effects[0].0), dir.join(&effects[1].0))?;
+            sync_dir(dir)?;
+        }
+        Kind::Delete => {
+            fs::remove_file(dir.join(&effects[0].0))?;
+            sync_dir(dir)?;
+        }
     }
     let mut r = rec.lock().unwrap();
     r.pending = None;

@@ -7,10 +7,13 @@
 //! # What is written
 //! Sixteen file slots `f00`..`f15` in DIR. Each operation is one of:
 //! - replace: write a new file `tmp.SEQ` (4 KiB .. 3 MiB of bytes derived from seed and SEQ),
-//!   fsync it, rename it over `fNN` (dbfs commits a rename as its own transaction: durable
-//!   when it returns);
+//!   fsync it, rename it over `fNN`, fsync DIR;
 //! - append / patch: one `write` (O_APPEND) or one `pwrite` into an existing slot, then fsync;
-//! - rename `fA` over `fB`; delete `fNN`.
+//! - rename `fA` over `fB`, fsync DIR; delete `fNN`, fsync DIR.
+//!
+//! dbfs commits a rename or unlink atomically but durably only at the next barrier (fsync of
+//! any file or directory, sync, the write-back timer), so like a correct POSIX program the
+//! writer fsyncs the directory before it counts such an operation as committed.
 //!
 //! # What is promised, and how it is checked
 //! Before an operation, its effects (`name=SIZE:CRC` or `name=-` for "absent"; CRC is the
@@ -430,14 +433,18 @@ impl Writer<'_> {
             (30..=44, Some(from)) if from != slot => {
                 let moved = self.state.get(&from).copied().flatten();
                 let (a, b) = (self.path(&from), self.path(&slot));
-                self.run(vec![(from, None), (slot, moved)], |_| {
-                    io("rename", sys::rename(&a, &b))
+                self.run(vec![(from, None), (slot, moved)], |w| {
+                    io("rename", sys::rename(&a, &b))?;
+                    fsync_dir(w.dir)
                 })
             }
             // Delete.
             (45..=57, Some(name)) => {
                 let path = self.path(&name);
-                self.run(vec![(name, None)], |_| io(&path, sys::unlink(&path)))
+                self.run(vec![(name, None)], |w| {
+                    io(&path, sys::unlink(&path))?;
+                    fsync_dir(w.dir)
+                })
             }
             // Replace (or create): new file, fsync, rename over the slot.
             _ => {
@@ -445,12 +452,13 @@ impl Writer<'_> {
                 let tmp = self.path(&format!("tmp.{seq}"));
                 let path = self.path(&slot);
                 let effects = vec![(slot, Some((data.len(), self.ck.of(&data))))];
-                self.run(effects, |_| {
+                self.run(effects, |w| {
                     let f = io(&tmp, File::open(&tmp, O_WRONLY | O_CREAT | O_EXCL, 0o644))?;
                     io(&tmp, f.write_all(&data))?;
                     io(&tmp, sys::fsync(f.fd()))?;
                     drop(f);
-                    io("rename", sys::rename(&tmp, &path))
+                    io("rename", sys::rename(&tmp, &path))?;
+                    fsync_dir(w.dir)
                 })
             }
         }

@@ -5,6 +5,8 @@
 //! init bench=<name|all> [fs=<fat32|raw|dbfs|all>[,...]] [reps=N] [quick] [size=MiB] [ops=N] [n=S:E:STEP|A,B,C] [max_secs=S]
 //! init test
 //! ```
+//! - `bench=a,b,...` runs several in that order in one boot (e.g. `bench=seqread,seqread4k`,
+//!   whose ratio is only meaningful within one boot).
 //! - `bench=all` runs every benchmark in protocol order; `fs` defaults to `all`: every file
 //!   system whose mount point (`/fat`, `/dbfs`) or device (`/dev/vdc`) exists; a missing one is
 //!   skipped with a note. `reps`, `quick`, `size`, `ops`, `n`, `max_secs` are passed to the benchmarks.
@@ -62,11 +64,13 @@ fn parse(argv: &[&str]) -> Result<Config, String> {
             _ => println!("init: ignoring argument {a:?}"),
         }
     }
-    if let Some(b) = &c.bench {
-        if b != "all" && b != "cold" && !BENCHES.contains(&b.as_str()) {
-            return Err(format!(
-                "unknown benchmark {b:?}; one of {BENCHES:?}, cold (both cold runs) or all"
-            ));
+    if let Some(list) = &c.bench {
+        for b in list.split(',') {
+            if b != "all" && b != "cold" && !BENCHES.contains(&b) {
+                return Err(format!(
+                    "unknown benchmark {b:?}; one of {BENCHES:?}, cold (both cold runs) or all"
+                ));
+            }
         }
     }
     if c.bench.is_none() {
@@ -145,14 +149,15 @@ fn describe(status: sys::WaitStatus) -> String {
     }
 }
 
-fn run_benches(c: &Config, bench: &str) -> bool {
-    let benches: Vec<&str> = if bench == "all" {
-        BENCHES.to_vec()
-    } else if bench == "cold" {
-        vec!["coldseqread", "coldrandread"]
-    } else {
-        vec![bench]
-    };
+fn run_benches(c: &Config, list: &str) -> bool {
+    let mut benches: Vec<&str> = Vec::new();
+    for bench in list.split(',') {
+        match bench {
+            "all" => benches.extend_from_slice(BENCHES),
+            "cold" => benches.extend(["coldseqread", "coldrandread"]),
+            _ => benches.push(bench),
+        }
+    }
     let located: Vec<(String, String)> =
         c.fs.iter()
             .filter_map(|fs| c.location(fs).map(|loc| (fs.clone(), loc)))

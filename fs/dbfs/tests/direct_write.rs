@@ -1,0 +1,350 @@
+//! Large writes whose whole chunks go straight to the store (`Pager::write_direct`, the kernel
+//! window's buffer-to-device path) instead of the write-back cache: the bytes, sizes and
+//! accounting match a model with every mix of direct and buffered writes, the cached chunks a
+//! direct write replaces never come back, a failing direct write changes nothing, concurrent
+//! buffered writes to the same file are not lost, and a crash at any point of a run of direct
+//! writes leaves the file as it was before or after each one.
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use common::*;
+use dbfs::{DbFs, MkfsOptions, DIRECT_WRITE_MIN};
+use kvdb::{MemPager, Pager, PagerEvent};
+use vfs::{FileSystem, NodeRef};
+
+const CHUNK: usize = 16 << 10;
+
+/// A RAM pager that claims direct writes and counts the bytes they move.
+#[derive(Default)]
+struct DirectPager {
+    inner: MemPager,
+    direct_bytes: AtomicUsize,
+}
+
+impl Pager for DirectPager {
+    type Page<'a> = <MemPager as Pager>::Page<'a>;
+
+    fn read(&self, offset: u64, len: usize) -> kvdb::Result<Self::Page<'_>> {
+        self.inner.read(offset, len)
+    }
+    fn write(&self, writes: &[(u64, &[u8])]) -> kvdb::Result<()> {
+        self.inner.write(writes)
+    }
+    fn write_direct(&self, writes: &[(u64, &[u8])]) -> kvdb::Result<()> {
+        for &(off, bytes) in writes {
+            assert_eq!(off % 4096, 0, "direct write at an unaligned offset");
+            assert_eq!(bytes.len() % 4096, 0, "direct write of a partial page");
+        }
+        self.inner.write(writes)?;
+        let n: usize = writes.iter().map(|w| w.1.len()).sum();
+        self.direct_bytes.fetch_add(n, Ordering::SeqCst);
+        Ok(())
+    }
+    fn direct_writes(&self) -> bool {
+        true
+    }
+    fn sync(&self) -> kvdb::Result<()> {
+        self.inner.sync()
+    }
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+}
+
+fn mount() -> Arc<DbFs<DirectPager>> {
+    let opts = MkfsOptions {
+        chunk_size: CHUNK as u32,
+        ..MkfsOptions::default()
+    };
+    let pager = DbFs::mkfs(DirectPager::default(), opts).unwrap();
+    DbFs::mount(pager, TestClock::new()).unwrap()
+}
+
+fn remount(fs: Arc<DbFs<DirectPager>>) -> Arc<DbFs<DirectPager>> {
+    let image = fs.pager().inner.image();
+    drop(fs);
+    let pager = DirectPager {
+        inner: MemPager::from_image(image),
+        ..DirectPager::default()
+    };
+    DbFs::mount(pager, TestClock::new()).unwrap()
+}
+
+fn direct(fs: &DbFs<DirectPager>) -> usize {
+    fs.pager().direct_bytes.load(Ordering::SeqCst)
+}
+
+fn write(f: &NodeRef, model: &mut Vec<u8>, off: usize, bytes: &[u8]) {
+    assert_eq!(f.write_at(off as u64, bytes).unwrap(), bytes.len());
+    if model.len() < off + bytes.len() {
+        model.resize(off + bytes.len(), 0);
+    }
+    model[off..off + bytes.len()].copy_from_slice(bytes);
+}
+
+fn check(what: &str, f: &NodeRef, model: &[u8]) {
+    assert_eq!(
+        f.getattr().unwrap().size,
+        model.len() as u64,
+        "{what}: size"
+    );
+    let got = read_all(f);
+    assert!(got == model, "{what}: contents differ");
+}
+
+#[test]
+fn direct_and_buffered_writes_match_the_model() {
+    let fs = mount();
+    let root = fs.root().unwrap();
+    let f = root.create("f", &reg()).unwrap();
+    let mut model = Vec::new();
+
+    // A fresh file written in 1 MiB pieces: every chunk goes direct.
+    for k in 0..4 {
+        write(&f, &mut model, k << 20, &pattern(1 << 20, k as u8));
+    }
+    assert_eq!(direct(&fs), 4 << 20);
+    assert_eq!(fs.dirty_bytes(), 0, "direct chunks were buffered");
+    check("fresh", &f, &model);
+
+    // Buffered pieces inside chunks that a direct write then replaces, and one beside them:
+    // the replaced ones must not come back (now, at the commit, after a remount).
+    write(&f, &mut model, 3 * CHUNK + 100, &pattern(5_000, 40));
+    write(&f, &mut model, 20 * CHUNK + 7, &pattern(300, 41));
+    write(&f, &mut model, 40 * CHUNK, &pattern(CHUNK, 42));
+    assert!(fs.dirty_bytes() > 0);
+    let before = direct(&fs);
+    // Unaligned at both ends: a head and a tail chunk through the cache, 16 whole ones direct.
+    write(&f, &mut model, 2 * CHUNK + 999, &pattern(17 * CHUNK, 43));
+    assert_eq!(direct(&fs) - before, 16 * CHUNK);
+    check("direct over buffered", &f, &model);
+    // The head and tail chunks merged with what was stored and buffered.
+    write(&f, &mut model, 19 * CHUNK + 5, &pattern(10, 44));
+    check("partial after direct", &f, &model);
+
+    // Growing the file with a direct write past a hole, then one below the threshold.
+    write(
+        &f,
+        &mut model,
+        (6 << 20) + 3,
+        &pattern(DIRECT_WRITE_MIN + CHUNK, 45),
+    );
+    let before = direct(&fs);
+    write(
+        &f,
+        &mut model,
+        5 << 20,
+        &pattern(DIRECT_WRITE_MIN - CHUNK, 46),
+    );
+    assert_eq!(
+        direct(&fs),
+        before,
+        "a write below the threshold went direct"
+    );
+    check("grown", &f, &model);
+
+    f.fsync(false).unwrap();
+    assert_eq!(fs.dirty_bytes(), 0);
+    check("after fsync", &f, &model);
+    assert_clean(&*fs);
+
+    // Overwrite everything once more with the cache off, then compare after a remount.
+    fs.set_direct_write_min(None);
+    let before = direct(&fs);
+    write(&f, &mut model, CHUNK, &pattern(1 << 20, 47));
+    assert_eq!(direct(&fs), before);
+    fs.set_direct_write_min(Some(DIRECT_WRITE_MIN));
+    write(&f, &mut model, 0, &pattern(1 << 20, 48));
+    fs.sync().unwrap();
+    assert_clean(&*fs);
+    drop(f);
+    drop(root);
+    let fs = remount(fs);
+    let f = fs.root().unwrap().lookup("f").unwrap();
+    check("after remount", &f, &model);
+    assert_clean(&*fs);
+}
+
+#[test]
+fn a_failing_direct_write_changes_nothing() {
+    let fs = mount();
+    let root = fs.root().unwrap();
+    let f = root.create("f", &reg()).unwrap();
+    let mut model = Vec::new();
+    write(&f, &mut model, 0, &pattern(1 << 20, 1));
+    // Buffered data in the range of the failing write stays, and stays dirty.
+    write(&f, &mut model, CHUNK + 10, &pattern(100, 2));
+    let dirty = fs.dirty_bytes();
+    let blocks = f.getattr().unwrap().blocks;
+    fs.pager().inner.fail_writes_after(Some(0));
+    assert!(f.write_at(0, &pattern(512 << 10, 3)).is_err());
+    fs.pager().inner.fail_writes_after(None);
+    assert_eq!(fs.dirty_bytes(), dirty);
+    assert_eq!(f.getattr().unwrap().blocks, blocks);
+    check("after the failure", &f, &model);
+    f.fsync(false).unwrap();
+    assert_clean(&*fs);
+    write(&f, &mut model, 0, &pattern(512 << 10, 4));
+    f.fsync(false).unwrap();
+    check("healed", &f, &model);
+    assert_clean(&*fs);
+}
+
+#[test]
+fn buffered_writes_beside_concurrent_direct_writes_are_kept() {
+    let fs = mount();
+    let root = fs.root().unwrap();
+    let f = root.create("f", &reg()).unwrap();
+    // Chunks 1..=16: rewritten directly by one thread; chunk 0 and chunks 17..: small
+    // buffered writes by another, into the same file (same cache entry, same inode record).
+    let big = 16 * CHUNK;
+    f.write_at(0, &vec![0u8; CHUNK + big + 4 * CHUNK]).unwrap();
+    f.fsync(false).unwrap();
+    let rounds = 40;
+    let writer = {
+        let f = f.clone();
+        std::thread::spawn(move || {
+            for k in 0..rounds {
+                f.write_at(CHUNK as u64, &pattern(big, k as u8)).unwrap();
+            }
+        })
+    };
+    let mut small = vec![0u8; CHUNK + 4 * CHUNK];
+    for k in 0..400usize {
+        let at = if k % 2 == 0 {
+            (k * 37) % (CHUNK - 50)
+        } else {
+            CHUNK + (k * 911) % (4 * CHUNK - 50)
+        };
+        let piece = pattern(50, k as u8);
+        let file_at = if at < CHUNK { at } else { at + big };
+        f.write_at(file_at as u64, &piece).unwrap();
+        small[at..at + 50].copy_from_slice(&piece);
+    }
+    writer.join().unwrap();
+    let mut model = small[..CHUNK].to_vec();
+    model.extend_from_slice(&pattern(big, (rounds - 1) as u8));
+    model.extend_from_slice(&small[CHUNK..]);
+    check("concurrent", &f, &model);
+    fs.sync().unwrap();
+    check("after sync", &f, &model);
+    assert!(direct(&fs) >= rounds * big);
+    assert_clean(&*fs);
+}
+
+#[test]
+fn buffered_writes_into_chunks_being_written_directly_are_ordered() {
+    let fs = mount();
+    let root = fs.root().unwrap();
+    let f = root.create("f", &reg()).unwrap();
+    let big = 16 * CHUNK;
+    f.write_at(0, &vec![0u8; big]).unwrap();
+    f.fsync(false).unwrap();
+    let rounds = 40;
+    let writer = {
+        let f = f.clone();
+        std::thread::spawn(move || {
+            for k in 1..=rounds {
+                f.write_at(0, &pattern(big, k as u8)).unwrap();
+            }
+        })
+    };
+    // Small pieces into the chunks the other thread rewrites. Whatever the interleaving, each
+    // byte is then the last big write's or one of a small piece's: never an older big
+    // write's (a piece merged with a chunk being replaced, and committed after it).
+    let mut pieces = Vec::new();
+    for k in 0..300usize {
+        let at = (k * 7919) % (big - 50);
+        let piece = vec![0xF0 | (k % 8) as u8; 50];
+        f.write_at(at as u64, &piece).unwrap();
+        pieces.push((at, piece));
+    }
+    writer.join().unwrap();
+    fs.sync().unwrap();
+    let last = pattern(big, rounds as u8);
+    let got = read_all(&f);
+    for (i, &b) in got.iter().enumerate() {
+        let from_piece = pieces
+            .iter()
+            .any(|(at, p)| (*at..at + 50).contains(&i) && p[i - at] == b);
+        assert!(
+            b == last[i] || from_piece,
+            "byte {i} is {b:#x}: from an older write"
+        );
+    }
+    assert_clean(&*fs);
+}
+
+#[test]
+fn a_crash_during_direct_writes_leaves_each_write_whole() {
+    let fs = mount();
+    let root = fs.root().unwrap();
+    let f = root.create("f", &reg()).unwrap();
+    let size = 1 << 20;
+    f.write_at(0, &pattern(size, 0)).unwrap();
+    f.fsync(false).unwrap();
+    let base = fs.pager().inner.image();
+    fs.pager().inner.record();
+    // States after each fsync'd write: a rewrite, an unaligned overwrite with buffered ends,
+    // a write that grows the file. The unaligned one commits its whole chunks first (the
+    // direct transaction), its ends at the fsync: a crash may show the state in between.
+    let mut model = pattern(size, 0);
+    let mut states = vec![model.clone()];
+    for (k, (off, len)) in [
+        (0usize, size),
+        (CHUNK / 2, 9 * CHUNK),
+        (size - CHUNK, 10 * CHUNK),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let piece = pattern(len, k as u8 + 1);
+        let (first, last) = (off.div_ceil(CHUNK) * CHUNK, (off + len) / CHUNK * CHUNK);
+        if first != off || last != off + len {
+            let mut between = model.clone();
+            between[first..last].copy_from_slice(&piece[first - off..last - off]);
+            states.push(between);
+        }
+        write(&f, &mut model, off, &piece);
+        f.fsync(false).unwrap();
+        states.push(model.clone());
+    }
+    assert!(direct(&fs) > 0);
+    let log = fs.pager().inner.take_log();
+    let mut image = base;
+    let mut last = 0;
+    let mut seen = 0;
+    for (i, ev) in log.iter().enumerate() {
+        let PagerEvent::Write(off, bytes) = ev else {
+            continue;
+        };
+        let at = *off as usize;
+        // Torn: only the first half of this write reached the disk; then all of it.
+        let mut torn = image.clone();
+        torn.resize(torn.len().max(at + bytes.len()), 0);
+        torn[at..at + bytes.len() / 2].copy_from_slice(&bytes[..bytes.len() / 2]);
+        image.resize(image.len().max(at + bytes.len()), 0);
+        image[at..at + bytes.len()].copy_from_slice(bytes);
+        for candidate in [torn, image.clone()] {
+            let crashed = DbFs::mount(MemPager::from_image(candidate), TestClock::new())
+                .unwrap_or_else(|e| panic!("event {i}: mount failed: {e:?}"));
+            assert_clean(&crashed);
+            let got = read_all(&crashed.root().unwrap().lookup("f").unwrap());
+            let k = states[last..]
+                .iter()
+                .position(|s| *s == got)
+                .unwrap_or_else(|| {
+                    panic!("event {i}: the file is none of the states at or after {last}")
+                });
+            last += k;
+            seen = seen.max(last);
+        }
+    }
+    assert_eq!(
+        seen,
+        states.len() - 1,
+        "the replay never reached the last state"
+    );
+}
