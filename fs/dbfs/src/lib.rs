@@ -336,6 +336,11 @@ pub(crate) struct State {
     pub direct_busy: Option<DirectWrite>,
     /// Numbers the direct writes, so a failed one clears only its own `direct_busy`.
     pub direct_seq: u64,
+    /// Inodes whose stored record the transaction now committing changes; set while its I/O
+    /// runs without `state`, cleared once the new store is published. A write-back entry is
+    /// never created for them meanwhile: it would start from the record that commit replaces
+    /// (a read snapshot still shows it) and a later flush would write that back.
+    pub committing: Vec<u64>,
     /// Every commit is durable (`dirsync`): the behaviour before deferred commits.
     pub sync_metadata: bool,
     /// When the oldest deferred commit not yet durable was made (the write-back timer makes
@@ -542,6 +547,7 @@ impl<P: Pager> DbFs<P> {
                 chunk_locs: ChunkLocs::default(),
                 direct_write_min: if db_direct_writes { DIRECT_WRITE_MIN } else { usize::MAX },
                 direct_busy: None,
+                committing: Vec::new(),
                 direct_seq: 0,
                 sync_metadata: false,
                 unsynced_since: None,
@@ -741,7 +747,7 @@ impl<P: Pager> DbFs<P> {
     ) -> VfsResult<R> {
         let now = self.clock.now();
         let (r, folded, direct, durable) = {
-            let st = self.state.lock();
+            let mut st = self.state.lock();
             let mut t = Txn::new(&tx, self.chunk_size, &st, now);
             let r = f(&mut t)?;
             t.finish()?;
@@ -751,16 +757,16 @@ impl<P: Pager> DbFs<P> {
                 .iter()
                 .filter_map(|&ino| st.wb.pending.get(&ino).map(|p| (ino, p.gen, t.cached_size(ino))))
                 .collect();
+            let changed = t.changed_inodes();
+            st.committing = changed;
             (r, folded, st.direct_busy, durable || st.sync_metadata)
         };
         // The folded entries go while kvdb's writer lock is still held, so the next write
         // transaction never finds an entry whose data this commit already stored (it would
         // count those chunks as new).
         let after = || {
-            if folded.is_empty() && direct.is_none() {
-                return;
-            }
             let mut st = self.state.lock();
+            st.committing.clear();
             // A direct write's chunks are stored now: the cached ones it replaced go, and
             // buffered writes to the file may go on.
             if let Some(d) = direct {
@@ -784,10 +790,13 @@ impl<P: Pager> DbFs<P> {
                 }
             }
         };
-        if durable {
-            tx.commit_then(after).map_err(kv)?;
-        } else {
-            tx.commit_deferred_then(after).map_err(kv)?;
+        let committed = if durable { tx.commit_then(after) } else { tx.commit_deferred_then(after) };
+        if let Err(e) = committed {
+            // Nothing was published: the stored records are the old ones again.
+            self.state.lock().committing.clear();
+            return Err(kv(e));
+        }
+        if !durable {
             self.state.lock().unsynced_since.get_or_insert(now);
         }
         Ok(r)
@@ -923,7 +932,7 @@ impl<P: Pager> DbFs<P> {
         let mut st = self.state.lock();
         // Not while a direct write to the file commits (its entry would be built on the
         // record that write replaces).
-        let atime = !st.noatime && !buf.is_empty() && st.direct_busy.is_none_or(|d| d.ino != ino);
+        let atime = !st.noatime && !buf.is_empty() && st.direct_busy.is_none_or(|d| d.ino != ino) && !st.committing.contains(&ino);
         let mut walk = false;
         if let Some(r) = self.read_remembered(&mut st, ino, offset, buf, &mut walk) {
             let (n, stored) = r?;
@@ -994,7 +1003,7 @@ impl<P: Pager> DbFs<P> {
         drop(tx);
         if atime && relatime_due(&inode, now) {
             let mut st = self.state.lock();
-            if st.direct_busy.is_some_and(|d| d.ino == ino) {
+            if st.direct_busy.is_some_and(|d| d.ino == ino) || st.committing.contains(&ino) {
                 return Ok(n);
             }
             let p = self.pending_mut(&mut st, ino)?;
@@ -1160,9 +1169,12 @@ impl<P: Pager> DbFs<P> {
             })
             .collect();
         let mut guard = self.state.lock();
-        while guard.direct_busy.is_some_and(|d| d.ino == ino) {
-            // A direct write to this file is committing: wait for its transaction (it holds
-            // the writer lock until its chunks replaced the cached ones), then look again.
+        while guard.direct_busy.is_some_and(|d| d.ino == ino)
+            || (guard.committing.contains(&ino) && !guard.wb.pending.contains_key(&ino))
+        {
+            // A direct write to this file, or a transaction changing its record, is
+            // committing: wait for it (it holds the writer lock until the new store is
+            // published and the cache updated), then look again.
             drop(guard);
             drop(self.db.begin_write().map_err(kv)?);
             guard = self.state.lock();

@@ -65,6 +65,13 @@ impl<'a, 'db, P: Pager> Txn<'a, 'db, P> {
     }
 
     /// The size this transaction leaves `ino` with, if it loaded the inode.
+    /// Inodes whose stored record this transaction changes (written, folded or freed).
+    pub fn changed_inodes(&self) -> Vec<u64> {
+        let mut v: Vec<u64> = self.cache.iter().filter(|(_, (_, dirty))| *dirty).map(|(&ino, _)| ino).collect();
+        v.extend_from_slice(&self.folded);
+        v
+    }
+
     pub fn cached_size(&self, ino: u64) -> Option<u64> {
         self.cache.get(&ino).map(|(i, _)| i.size)
     }

@@ -214,3 +214,47 @@ fn reading_a_file_then_closing_it_commits_nothing() {
     fs.sync().unwrap();
     assert_eq!(fs.dirty_bytes(), 0);
 }
+
+/// A buffered write to a file whose record a metadata operation is committing (here: a
+/// truncate frozen in its barrier) waits for that commit. Before, it started a write-back
+/// entry from the record the truncate replaces, and its flush wrote the old size back and
+/// brought the cut data back.
+#[test]
+fn a_write_during_a_commit_of_its_inode_builds_on_the_new_record() {
+    let fs = gated();
+    fs.set_sync_metadata(true);
+    let root = fs.root().unwrap();
+    let f = root.create("f", &reg()).unwrap();
+    let a = pattern(40_000, 3);
+    f.write_at(0, &a).unwrap();
+    f.fsync(false).unwrap();
+
+    fs.pager().arm();
+    let truncater = {
+        let f = f.clone();
+        thread::spawn(move || f.truncate(1_000))
+    };
+    wait_until("the truncate to reach its barrier", || fs.pager().in_sync.load(Ordering::SeqCst));
+    // A reader meanwhile sees the old contents and must not buffer an atime on the old record.
+    assert_eq!(read_all(&f), a);
+    let b = pattern(100, 4);
+    let writer = {
+        let (f, b) = (f.clone(), b.clone());
+        thread::spawn(move || f.write_at(20_000, &b))
+    };
+    thread::sleep(Duration::from_millis(100));
+    fs.pager().release();
+    truncater.join().unwrap().unwrap();
+    assert_eq!(writer.join().unwrap().unwrap(), 100);
+
+    let mut expect = a[..1_000].to_vec();
+    expect.resize(20_000, 0);
+    expect.extend_from_slice(&b);
+    assert_eq!(read_all(&f), expect);
+    f.fsync(false).unwrap();
+    let image = fs.pager().inner.image();
+    let after = DbFs::mount(MemPager::from_image(image), TestClock::new()).unwrap();
+    assert_eq!(read_all(&after.root().unwrap().lookup("f").unwrap()), expect);
+    assert_clean(&*after);
+    assert_clean(&*fs);
+}
