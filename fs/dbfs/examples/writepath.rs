@@ -5,6 +5,7 @@
 //!     cargo build --release -p dbfs --example writepath
 //!     valgrind --tool=callgrind target/release/examples/writepath seq     # 10 MiB, fsync
 //!     valgrind --tool=callgrind target/release/examples/writepath rewrite # then again
+//!     valgrind --tool=callgrind target/release/examples/writepath seqnew  # unlink+create, 3x
 //!     valgrind --tool=callgrind target/release/examples/writepath rand    # 200 x 1 MiB in 16 MiB
 //!     valgrind --tool=callgrind target/release/examples/writepath rand 64 # ... in 64 MiB
 use std::cell::UnsafeCell;
@@ -95,6 +96,17 @@ fn main() {
             seq(&f);
             20 * bs
         }
+        "seqnew" => {
+            // The seqwrite benchmark: unlink, create, write 10 MiB, fsync, three times.
+            let root = fs.root().unwrap();
+            drop(f);
+            for _ in 0..3 {
+                let _ = root.unlink("g");
+                let g = root.create("g", &NewNode::new(FileType::Regular, 0o644)).unwrap();
+                seq(&g);
+            }
+            30 * bs
+        }
         "rand" => {
             let mib: u64 = std::env::args().nth(2).and_then(|a| a.parse().ok()).unwrap_or(16);
             let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
@@ -107,7 +119,7 @@ fn main() {
             f.fsync(false).unwrap();
             200 * bs
         }
-        m => panic!("unknown mode {m:?}: seq, rewrite or rand"),
+        m => panic!("unknown mode {m:?}: seq, rewrite, seqnew or rand"),
     };
     let secs = t.elapsed().as_secs_f64();
     println!("{mode}: {:.1} MB/s", total as f64 / secs / 1e6);

@@ -674,6 +674,17 @@ impl<P: Pager> DbFs<P> {
         self.state.lock().wb.dirty_bytes
     }
 
+    /// Force a barrier once more than `bytes` of store pages were written, or are held, since
+    /// the last one ([`kvdb::Db::set_barrier_bound`]; default
+    /// [`kvdb::DEFAULT_BARRIER_BOUND_BYTES`]). The kernel keeps the default: those pages are
+    /// dirty frames of its disk window. The host tool raises it: its pages are in the host's
+    /// page cache, and a bound is only how far the image may grow before a barrier frees
+    /// the held pages.
+    pub fn set_barrier_bound(&self, bytes: u64) {
+        let ps = self.db.page_size() as u64;
+        self.db.set_barrier_bound(bytes.div_ceil(ps));
+    }
+
     /// Make every commit durable when it returns (`dirsync`), as dbfs did before commits were
     /// deferred: each metadata operation and flush then pays a barrier. Default: off.
     pub fn set_sync_metadata(&self, on: bool) {
@@ -821,7 +832,10 @@ impl<P: Pager> DbFs<P> {
                 _ => {}
             }
         }
-        let tx = self.db.begin_write();
+        // A durable flush begins with the barrier its deferred predecessors need anyway, so
+        // pages they freed are reused now (see `Db::begin_write_durable`).
+        let durable = matches!(why, Flush::Inode(_) | Flush::AllAlways);
+        let tx = if durable { self.db.begin_write_durable() } else { self.db.begin_write() };
         let mut st = self.state.lock();
         if let Flush::Inode(ino) = why {
             if let Some(n) = st.fsync_wanted.get_mut(&ino) {
@@ -856,7 +870,6 @@ impl<P: Pager> DbFs<P> {
         drop(st);
         // fsync and sync are durability points; the timer, the dirty limit and unmount are
         // not (unmount's barrier follows in `drop`).
-        let durable = matches!(why, Flush::Inode(_) | Flush::AllAlways);
         self.run_txn_as(tx, durable, |t| {
             for ino in inos {
                 match t.inode(ino) {

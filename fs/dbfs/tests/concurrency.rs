@@ -92,6 +92,9 @@ fn commit_io_does_not_block_readers_or_buffered_writers() {
     let fs = gated();
     let root = fs.root().unwrap();
     let f = root.create("f", &reg()).unwrap();
+    // Durable first, so the fsync below has no earlier barrier to make (Db::begin_write_durable)
+    // and the gate stops its own commit.
+    fs.sync().unwrap();
     let a = pattern(40_000, 1);
     f.write_at(0, &a).unwrap();
 

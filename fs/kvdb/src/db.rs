@@ -315,6 +315,19 @@ impl<P: Pager> Db<P> {
         Ok(Tx::new_write(self, meta, writer))
     }
 
+    /// Begin the write transaction of a commit that will be durable ([`Tx::commit`]): if
+    /// pages wait for a barrier, make the newest commit durable first. That barrier has to
+    /// come before this commit's anyway, and the transaction can then reuse those pages
+    /// instead of growing the store (e.g. a file deleted by a deferred commit, then a new one
+    /// written and fsynced: without this, the new file's pages all come from fresh space).
+    pub fn begin_write_durable(&self) -> Result<Tx<'_, P>> {
+        let mut writer = self.writer.lock();
+        if !writer.poisoned && writer.freelist.held_count() > 0 {
+            self.barrier(&mut writer)?;
+        }
+        self.start_write(writer)
+    }
+
     /// The write transaction, or `None` if another one is open.
     pub fn try_begin_write(&self) -> Result<Option<Tx<'_, P>>> {
         match self.writer.try_lock() {

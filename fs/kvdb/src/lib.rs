@@ -71,7 +71,7 @@ mod tree;
 mod tx;
 
 pub use cursor::{Cursor, Entry};
-pub use db::{Db, Options, Stats};
+pub use db::{Db, Options, Stats, DEFAULT_BARRIER_BOUND_BYTES};
 pub use error::{Error, Result};
 #[cfg(feature = "std")]
 pub use file::FilePager;
