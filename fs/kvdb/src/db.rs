@@ -44,6 +44,9 @@ pub(crate) struct WriterState {
     /// A deferred commit that leaves more pages than this held or freshly written since the
     /// last barrier forces one ([`Db::set_barrier_bound`]).
     pub barrier_bound: u64,
+    /// The freelist extent the newest meta points at is out of date: deferred commits do not
+    /// write one (nothing reads it before the next barrier, which writes a fresh one).
+    pub freelist_stale: bool,
 }
 
 /// Default bound on pages held or written since the last barrier: 16 MiB worth.
@@ -159,6 +162,7 @@ impl<P: Pager> Db<P> {
                 poisoned: false,
                 durable_slot,
                 barrier_bound: (DEFAULT_BARRIER_BOUND_BYTES / page_size as u64).max(16),
+                freelist_stale: false,
             }),
         }
     }
@@ -195,15 +199,63 @@ impl<P: Pager> Db<P> {
         if writer.poisoned {
             return Err(Error::Poisoned);
         }
-        let meta = {
+        let mut meta = {
             let snap = self.snapshot.lock();
             if snap.durable_txid == snap.meta.txid {
                 return Ok(false);
             }
             snap.meta
         };
-        self.pager.sync()?;
+        let mut old_extent = None;
+        if writer.freelist_stale {
+            // Deferred commits left the freelist extent as the durable meta had it: write the
+            // current one to fresh pages. The old extent stays intact until the new meta is
+            // durable, and is listed as free in the new one.
+            let ps = self.page_size as u64;
+            let old = (meta.freelist, meta.freelist_pages);
+            let extra: &[(PageId, u64)] = if old.0 != 0 { core::slice::from_ref(&old) } else { &[] };
+            let n = writer.freelist.pages_needed(self.page_size, old.1 as usize);
+            let (fl, grown) = match writer.freelist.take(n) {
+                Some(id) => (id, false),
+                None => {
+                    let capacity = self.pager.capacity() / ps;
+                    if meta.page_count.saturating_add(n) > capacity {
+                        return Err(Error::NoSpace);
+                    }
+                    let id = meta.page_count;
+                    writer.freelist.grown(id, n);
+                    (id, true)
+                }
+            };
+            let mut buf = alloc::vec![0u8; (n * ps) as usize];
+            writer.freelist.encode_with(&mut buf, fl, extra);
+            if let Err(e) = self.pager.write(&[(fl * ps, &buf)]) {
+                if !grown {
+                    writer.freelist.untake(fl, n);
+                }
+                return Err(e);
+            }
+            meta.freelist = fl;
+            meta.freelist_pages = n;
+            if grown {
+                meta.page_count += n;
+            }
+            old_extent = Some((old, fl, n, grown));
+        }
+        if let Err(e) = self.pager.sync() {
+            if let Some((_, fl, n, false)) = old_extent {
+                writer.freelist.untake(fl, n);
+            }
+            return Err(e);
+        }
+        if let Some((old, ..)) = old_extent {
+            if old.0 != 0 {
+                // Referenced by the durable meta until the write below: held, then free.
+                writer.freelist.free_at(meta.txid, &[old]);
+            }
+        }
         self.write_meta(writer, &meta)?;
+        writer.freelist_stale = false;
         Ok(true)
     }
 

@@ -57,9 +57,18 @@ impl Freelist {
         (HEADER_SIZE + ids * 8).div_ceil(page_size) as u64
     }
 
-    /// Serialise `free ∪ pending` into `buf` (the whole extent, zeroed) as page `id`.
+    /// Serialise `free ∪ pending ∪ held` into `buf` (the whole extent, zeroed) as page `id`.
     pub fn encode(&self, buf: &mut [u8], id: PageId) {
+        self.encode_with(buf, id, &[]);
+    }
+
+    /// [`Freelist::encode`], listing the pages of `extra` as free too (the extent this one
+    /// replaces, freed once the meta that points at this one is durable).
+    pub fn encode_with(&self, buf: &mut [u8], id: PageId, extra: &[(PageId, u64)]) {
         let mut ids: Vec<PageId> = self.free.iter().copied().collect();
+        for &(start, n) in extra {
+            ids.extend(start..start + n);
+        }
         for p in self.pending.values().chain(self.held.values()) {
             ids.extend_from_slice(p);
         }

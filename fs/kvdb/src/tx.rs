@@ -359,15 +359,23 @@ impl<'db, P: Pager> Tx<'db, P> {
             };
             let root = ctx.spill(&mut root_bucket.tree, &mut |n| pages.take(n), &mut writes)?;
 
-            // The old freelist extent is part of the previous commit: free it like any page.
-            if self.meta.freelist != 0 {
-                freed.push((self.meta.freelist, self.meta.freelist_pages));
+            // A durable commit writes the freelist its meta points at; the old extent is part
+            // of the previous commit: free it like any page. A deferred commit writes none (the
+            // next barrier does, see `Db::barrier`): its meta keeps the old extent's place.
+            let mut fl_extent = None;
+            if durable {
+                if self.meta.freelist != 0 {
+                    freed.push((self.meta.freelist, self.meta.freelist_pages));
+                }
+                pages.writer.freelist.free_at(txid, freed);
+                let fl_pages = pages.writer.freelist.pages_needed(db.page_size, 0);
+                let fl = pages.take(fl_pages)?;
+                let mut buf = vec![0u8; (fl_pages * ps) as usize];
+                pages.writer.freelist.encode(&mut buf, fl);
+                fl_extent = Some((fl, fl_pages, buf));
+            } else {
+                pages.writer.freelist.free_at(txid, freed);
             }
-            pages.writer.freelist.free_at(txid, freed);
-            let fl_pages = pages.writer.freelist.pages_needed(db.page_size, 0);
-            let fl = pages.take(fl_pages)?;
-            let mut buf = vec![0u8; (fl_pages * ps) as usize];
-            pages.writer.freelist.encode(&mut buf, fl);
             let page_count = pages.page_count;
             // The reserve: a transaction that leaves more pages in use than it found may not
             // leave fewer than `reserve_pages` free (growing the file or the freelist counts as
@@ -382,13 +390,14 @@ impl<'db, P: Pager> Tx<'db, P> {
                     return Err(Error::NoSpace);
                 }
             }
-            writes.push((fl, buf));
-
             let mut meta = self.meta;
+            if let Some((fl, fl_pages, buf)) = fl_extent {
+                writes.push((fl, buf));
+                meta.freelist = fl;
+                meta.freelist_pages = fl_pages;
+            }
             meta.root = root;
             meta.root_seq = st.buckets[0].seq;
-            meta.freelist = fl;
-            meta.freelist_pages = fl_pages;
             meta.page_count = page_count;
             st.page_count = page_count;
 
@@ -406,7 +415,9 @@ impl<'db, P: Pager> Tx<'db, P> {
                 db.pager.sync()?;
                 // From here on a failure leaves the meta page's state unknown (poisoned).
                 db.write_meta(guard, &meta)?;
+                guard.freelist_stale = false;
             } else {
+                guard.freelist_stale = true;
                 db.snapshot.lock().meta = meta;
                 if guard.freelist.since_barrier() > guard.barrier_bound {
                     // The commit is done and published whatever happens here; a failing
