@@ -27,11 +27,14 @@
 //!   overflow value (first page + length; the value fills contiguous raw pages, no header, so a
 //!   reader gets it as one slice). Branch slots carry a key and a child page; child `i` holds keys
 //!   from key `i` up to key `i+1`.
-//! - Freelist: one extent of pages listing free page ids, rewritten by every commit.
+//! - Freelist: one extent of pages listing free page ids, written by every durable commit and
+//!   by every barrier that follows deferred commits (a deferred commit writes none: its meta
+//!   keeps the old extent's place, which nothing reads before the next barrier).
 //!
 //! # Durability contract
-//! A commit writes all its new pages (nodes, overflow values, freelist). A *barrier* then makes
-//! the newest commit durable: `sync` -> the meta page into the slot not holding the durable
+//! A commit writes all its new pages (nodes, overflow values; a durable one the freelist too).
+//! A *barrier* then makes the newest commit durable: (the current freelist, if deferred commits
+//! left it unwritten) -> `sync` -> the meta page into the slot not holding the durable
 //! meta -> `sync`. [`Tx::commit`] is a commit plus a barrier; [`Tx::commit_deferred`] skips the
 //! barrier (readers and later writers see its state at once); [`Db::sync`] is the barrier
 //! alone (no-op when nothing is pending), and a deferred commit forces one when more than

@@ -6,8 +6,8 @@
 //! arena index), so several handles, nested buckets and cursors can be used at once.
 //!
 //! Commit: spill dirty buckets deepest first (each writes its new root into its parent's entry),
-//! then the root bucket, then the freelist; write all pages; then, for a durable commit, the
-//! barrier: `sync`, the meta page into the slot not holding the durable meta, `sync` (a
+//! then the root bucket, then (durable commits only) the freelist; write all pages; then, for a
+//! durable commit, the barrier: `sync`, the meta page into the slot not holding the durable meta, `sync` (a
 //! deferred commit only publishes the new meta to readers). Until a meta page is durable the
 //! previous barrier's state is what a reopen finds. If any step before the meta write fails,
 //! every page the transaction took goes back to the freelist and the error is returned; the
