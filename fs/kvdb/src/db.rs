@@ -196,6 +196,13 @@ impl<P: Pager> Db<P> {
     /// no commit runs meanwhile). A failure before the meta write changes nothing; one during
     /// it poisons the store (the slot's content is unknown).
     pub(crate) fn barrier(&self, writer: &mut WriterState) -> Result<bool> {
+        self.barrier_with(writer, None)
+    }
+
+    /// [`Db::barrier`] while a write transaction is open: it may have grown the store past the
+    /// newest commit's page count already (`tx_pages`), so a fresh freelist extent that has to
+    /// grow the store goes past those pages, and `tx_pages` follows it.
+    fn barrier_with(&self, writer: &mut WriterState, tx_pages: Option<&mut u64>) -> Result<bool> {
         if writer.poisoned {
             return Err(Error::Poisoned);
         }
@@ -219,10 +226,10 @@ impl<P: Pager> Db<P> {
                 Some(id) => (id, false),
                 None => {
                     let capacity = self.pager.capacity() / ps;
-                    if meta.page_count.saturating_add(n) > capacity {
+                    let id = meta.page_count.max(tx_pages.as_deref().copied().unwrap_or(0));
+                    if id.saturating_add(n) > capacity {
                         return Err(Error::NoSpace);
                     }
-                    let id = meta.page_count;
                     writer.freelist.grown(id, n);
                     (id, true)
                 }
@@ -238,7 +245,12 @@ impl<P: Pager> Db<P> {
             meta.freelist = fl;
             meta.freelist_pages = n;
             if grown {
-                meta.page_count += n;
+                // Pages an open transaction grew into below the extent are neither listed nor
+                // referenced by this meta: a crash before its commit leaks them, never reuses them.
+                meta.page_count = fl + n;
+                if let Some(tx_pages) = tx_pages {
+                    *tx_pages = fl + n;
+                }
             }
             old_extent = Some((old, fl, n, grown));
         }
@@ -259,15 +271,15 @@ impl<P: Pager> Db<P> {
         Ok(true)
     }
 
-    /// Out of free pages in an open write transaction: if pages wait for a barrier, make the
-    /// newest commit durable and release what that and the readers allow. Pages the open
+    /// Out of free pages in an open write transaction (which has grown the store to
+    /// `tx_pages`): if pages wait for a barrier, make the newest commit durable and release what that and the readers allow. Pages the open
     /// transaction freed stay put (the durable meta still references them). Returns whether
     /// anything may have become free.
-    pub(crate) fn reclaim_held(&self, writer: &mut WriterState) -> Result<bool> {
+    pub(crate) fn reclaim_held(&self, writer: &mut WriterState, tx_pages: &mut u64) -> Result<bool> {
         if writer.freelist.held_count() == 0 {
             return Ok(false);
         }
-        self.barrier(writer)?;
+        self.barrier_with(writer, Some(tx_pages))?;
         let limit = {
             let snap = self.snapshot.lock();
             let oldest = snap.readers.keys().next().copied().unwrap_or(u64::MAX);

@@ -303,6 +303,12 @@ impl<'db, P: Pager> Tx<'db, P> {
         let page_count = st.page_count;
         let capacity_pages = db.pager.capacity() / ps;
         let mut writes: Vec<(PageId, Vec<u8>)> = Vec::new();
+        // Where the freelist extent is now: a barrier made while this transaction ran (to
+        // reclaim held pages) wrote a new one, so `self.meta`'s may be gone already.
+        let (old_fl, old_fl_pages) = {
+            let m = db.snapshot.lock().meta;
+            (m.freelist, m.freelist_pages)
+        };
 
         // Deepest buckets first, so each parent sees its children's new roots.
         let depth = |mut b: usize| {
@@ -364,8 +370,8 @@ impl<'db, P: Pager> Tx<'db, P> {
             // next barrier does, see `Db::barrier`): its meta keeps the old extent's place.
             let mut fl_extent = None;
             if durable {
-                if self.meta.freelist != 0 {
-                    freed.push((self.meta.freelist, self.meta.freelist_pages));
+                if old_fl != 0 {
+                    freed.push((old_fl, old_fl_pages));
                 }
                 pages.writer.freelist.free_at(txid, freed);
                 let fl_pages = pages.writer.freelist.pages_needed(db.page_size, 0);
@@ -391,6 +397,8 @@ impl<'db, P: Pager> Tx<'db, P> {
                 }
             }
             let mut meta = self.meta;
+            meta.freelist = old_fl;
+            meta.freelist_pages = old_fl_pages;
             if let Some((fl, fl_pages, buf)) = fl_extent {
                 writes.push((fl, buf));
                 meta.freelist = fl;
@@ -714,7 +722,7 @@ impl<'db, P: Pager> Tx<'db, P> {
             .is_none_or(|end| end > self.db.pager.capacity() / ps)
         {
             // Pages held for a barrier: after one, they may be free.
-            if self.db.reclaim_held(&mut ws.guard)? {
+            if self.db.reclaim_held(&mut ws.guard, &mut st.page_count)? {
                 if let Some(id) = ws.guard.freelist.take(n) {
                     ws.taken.push((id, n));
                     return Ok(id);
@@ -1058,7 +1066,7 @@ impl<P: Pager> PageAlloc<'_, P> {
             .checked_add(n)
             .is_none_or(|end| end > self.capacity_pages)
         {
-            if self.db.reclaim_held(self.writer)? {
+            if self.db.reclaim_held(self.writer, &mut self.page_count)? {
                 if let Some(id) = self.writer.freelist.take(n) {
                     self.taken.push((id, n));
                     return Ok(id);
