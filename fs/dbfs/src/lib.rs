@@ -348,6 +348,14 @@ pub(crate) struct State {
     pub unsynced_since: Option<Timestamp>,
 }
 
+impl State {
+    /// A transaction that changes `ino`'s stored record is running or committing (a direct
+    /// write to it, or any commit of it): nothing may be built on the record it replaces.
+    fn in_flight(&self, ino: u64) -> bool {
+        self.direct_busy.is_some_and(|d| d.ino == ino) || self.committing.contains(&ino)
+    }
+}
+
 /// See [`State::direct_busy`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct DirectWrite {
@@ -945,7 +953,7 @@ impl<P: Pager> DbFs<P> {
         let mut st = self.state.lock();
         // Not while a direct write to the file commits (its entry would be built on the
         // record that write replaces).
-        let atime = !st.noatime && !buf.is_empty() && st.direct_busy.is_none_or(|d| d.ino != ino) && !st.committing.contains(&ino);
+        let atime = !st.noatime && !buf.is_empty() && !st.in_flight(ino);
         let mut walk = false;
         if let Some(r) = self.read_remembered(&mut st, ino, offset, buf, &mut walk) {
             let (n, stored) = r?;
@@ -1016,7 +1024,7 @@ impl<P: Pager> DbFs<P> {
         drop(tx);
         if atime && relatime_due(&inode, now) {
             let mut st = self.state.lock();
-            if st.direct_busy.is_some_and(|d| d.ino == ino) || st.committing.contains(&ino) {
+            if st.in_flight(ino) {
                 return Ok(n);
             }
             let p = self.pending_mut(&mut st, ino)?;

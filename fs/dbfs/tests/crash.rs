@@ -10,7 +10,7 @@ use kvdb::{MemPager, PagerEvent};
 use vfs::{FileSystem, FileType, NewNode, NodeRef, RenameFlags, XattrMode};
 
 /// Everything observable about a tree: (path, type, size, nlink, contents or target).
-fn snapshot(root: &NodeRef) -> Vec<(String, FileType, u64, u32, Vec<u8>)> {
+fn snapshot(root: &NodeRef) -> State {
     let mut out = Vec::new();
     let mut stack = vec![(String::new(), root.clone())];
     while let Some((path, node)) = stack.pop() {
@@ -50,6 +50,37 @@ fn apply(image: &mut Vec<u8>, off: u64, bytes: &[u8]) {
         image.resize(end, 0);
     }
     image[off as usize..end].copy_from_slice(bytes);
+}
+
+type State = Vec<(String, FileType, u64, u32, Vec<u8>)>;
+
+/// Crash after every write of `log` applied to `base`, whole and torn (only its first half on
+/// the disk): each image must mount clean and show one of `states`, the same or a later one
+/// than at the previous crash point, ending at the last. `what` names the states for failures.
+fn replay(base: &[u8], log: &[PagerEvent], states: &[State], what: &str) {
+    let mut image = base.to_vec();
+    let mut last_state = 0;
+    for (i, ev) in log.iter().enumerate() {
+        if let PagerEvent::Write(off, bytes) = ev {
+            let mut torn = image.clone();
+            apply(&mut torn, *off, &bytes[..bytes.len() / 2]);
+            for candidate in [torn, {
+                apply(&mut image, *off, bytes);
+                image.clone()
+            }] {
+                let crashed = DbFs::mount(MemPager::from_image(candidate), TestClock::new())
+                    .unwrap_or_else(|e| panic!("event {i}: mount failed: {e:?}"));
+                assert_clean(&crashed);
+                let snap = snapshot(&crashed.root().unwrap());
+                last_state = states[last_state..]
+                    .iter()
+                    .position(|s| *s == snap)
+                    .map(|k| k + last_state)
+                    .unwrap_or_else(|| panic!("event {i}: state after crash is {what} at or after {last_state}"));
+            }
+        }
+    }
+    assert_eq!(last_state, states.len() - 1);
 }
 
 #[test]
@@ -104,32 +135,7 @@ fn every_crash_point_leaves_a_whole_prefix_of_operations() {
     }
     let log = fs.pager().take_log();
     assert!(log.len() > 40, "{} events", log.len());
-    let mut image = base.clone();
-    let mut last_state = 0;
-    for (i, ev) in log.iter().enumerate() {
-        if let PagerEvent::Write(off, bytes) = ev {
-            // Torn: only the first half of this write reached the disk.
-            let mut torn = image.clone();
-            apply(&mut torn, *off, &bytes[..bytes.len() / 2]);
-            for candidate in [torn, {
-                apply(&mut image, *off, bytes);
-                image.clone()
-            }] {
-                let crashed = DbFs::mount(MemPager::from_image(candidate), TestClock::new())
-                    .unwrap_or_else(|e| panic!("event {i}: mount failed: {e:?}"));
-                assert_clean(&crashed);
-                let snap = snapshot(&crashed.root().unwrap());
-                // The same or a later prefix than at the previous crash point.
-                let k = states[last_state..]
-                    .iter()
-                    .position(|s| *s == snap)
-                    .map(|k| k + last_state)
-                    .unwrap_or_else(|| panic!("event {i}: state after crash is no prefix of the operations at or after {last_state}"));
-                last_state = k;
-            }
-        }
-    }
-    assert_eq!(last_state, states.len() - 1);
+    replay(&base, &log, &states, "no prefix of the operations");
 }
 
 /// Deferred commits: operations run without a barrier between them, and the barriers are the
@@ -167,28 +173,5 @@ fn deferred_commits_crash_to_the_last_barrier() {
         states.push(snapshot(&root));
     }
     let log = fs.pager().take_log();
-    let mut image = base.clone();
-    let mut last_state = 0;
-    for (i, ev) in log.iter().enumerate() {
-        if let PagerEvent::Write(off, bytes) = ev {
-            let mut torn = image.clone();
-            apply(&mut torn, *off, &bytes[..bytes.len() / 2]);
-            for candidate in [torn, {
-                apply(&mut image, *off, bytes);
-                image.clone()
-            }] {
-                let crashed = DbFs::mount(MemPager::from_image(candidate), TestClock::new())
-                    .unwrap_or_else(|e| panic!("event {i}: mount failed: {e:?}"));
-                assert_clean(&crashed);
-                let snap = snapshot(&crashed.root().unwrap());
-                let k = states[last_state..]
-                    .iter()
-                    .position(|s| *s == snap)
-                    .map(|k| k + last_state)
-                    .unwrap_or_else(|| panic!("event {i}: state after crash is no barrier's at or after {last_state}"));
-                last_state = k;
-            }
-        }
-    }
-    assert_eq!(last_state, states.len() - 1);
+    replay(&base, &log, &states, "no barrier's");
 }

@@ -520,15 +520,21 @@ impl<'db, P: Pager> Tx<'db, P> {
         self.value_of(value, inline)
     }
 
-    fn put(&self, b: usize, key: &[u8], value: &[u8]) -> Result<()> {
-        self.check_writable()?;
-        let ps = self.db.page_size;
-        if key.is_empty() || key.len() > page::max_key_len(ps) {
+    /// The size limits of a pair (what `put` and `put_direct` refuse before touching anything).
+    fn check_pair(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        if key.is_empty() || key.len() > page::max_key_len(self.db.page_size) {
             return Err(Error::KeyTooLarge);
         }
         if value.len() as u64 > u32::MAX as u64 {
             return Err(Error::ValueTooLarge);
         }
+        Ok(())
+    }
+
+    fn put(&self, b: usize, key: &[u8], value: &[u8]) -> Result<()> {
+        self.check_writable()?;
+        let ps = self.db.page_size;
+        self.check_pair(key, value)?;
         let mut st = self.state.borrow_mut();
         let st = &mut *st;
         if st.buckets[b].deleted {
@@ -607,12 +613,7 @@ impl<'db, P: Pager> Tx<'db, P> {
         self.check_writable()?;
         let ps = self.db.page_size;
         for &(key, value) in pairs {
-            if key.is_empty() || key.len() > page::max_key_len(ps) {
-                return Err(Error::KeyTooLarge);
-            }
-            if value.len() as u64 > u32::MAX as u64 {
-                return Err(Error::ValueTooLarge);
-            }
+            self.check_pair(key, value)?;
         }
         let mut st = self.state.borrow_mut();
         let st = &mut *st;

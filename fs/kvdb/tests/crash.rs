@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{dump, Model, Rng};
+use common::{dump, random_edits, Model, Rng};
 use kvdb::{Db, MemPager, Options, PagerEvent};
 
 struct Run {
@@ -26,18 +26,8 @@ fn workload(page_size: usize, seed: u64) -> Run {
         let b = tx
             .get_or_create_bucket(format!("b{}", t % 3).as_bytes())
             .unwrap();
-        for _ in 0..(10 + rng.below(120)) {
-            let k = format!("k{:04}", rng.below(400)).into_bytes();
-            match rng.below(10) {
-                0..=2 => {
-                    b.delete(&k).unwrap();
-                }
-                3 => b
-                    .put(&k, &vec![t as u8; 2000 + rng.below(9000) as usize])
-                    .unwrap(),
-                _ => b.put(&k, &vec![t as u8; rng.below(200) as usize]).unwrap(),
-            }
-        }
+        let ops = 10 + rng.below(120);
+        random_edits(&b, &mut rng, t, ops, 400, (2000, 9000), 200);
         if t % 5 == 1 {
             let n = b.get_or_create_bucket(b"nested").unwrap();
             n.put(format!("n{t}").as_bytes(), b"nested value").unwrap();

@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{dump, Model, Rng};
+use common::{dump, random_edits, Model, Rng};
 use kvdb::{Db, MemPager, Options, Pager, PagerEvent};
 
 struct Run {
@@ -59,18 +59,8 @@ fn workload(page_size: usize, seed: u64, steps: u32, bound: Option<u64>) -> Run 
                 let b = tx
                     .get_or_create_bucket(format!("b{}", t % 3).as_bytes())
                     .unwrap();
-                for _ in 0..(1 + rng.below(40)) {
-                    let k = format!("k{:04}", rng.below(300)).into_bytes();
-                    match rng.below(10) {
-                        0..=2 => {
-                            b.delete(&k).unwrap();
-                        }
-                        3 => b
-                            .put(&k, &vec![t as u8; 1500 + rng.below(6000) as usize])
-                            .unwrap(),
-                        _ => b.put(&k, &vec![t as u8; rng.below(150) as usize]).unwrap(),
-                    }
-                }
+                let ops = 1 + rng.below(40);
+                random_edits(&b, &mut rng, t, ops, 300, (1500, 6000), 150);
                 if t % 7 == 3 {
                     let _ = tx.delete_bucket(b"b2");
                 }
@@ -208,7 +198,7 @@ fn crash_at_every_prefix(run: &Run) {
         let before = expected(run, n);
         check(
             image.clone(),
-            &[before.clone()],
+            std::slice::from_ref(&before),
             &format!("cut after {n} events"),
         );
         if let Some(PagerEvent::Write(offset, data)) = run.log.get(n) {

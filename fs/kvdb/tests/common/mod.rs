@@ -121,3 +121,27 @@ impl Rng {
         self.next() % n.max(1)
     }
 }
+
+/// One random batch of edits to `b`, valued `t`: `ops` deletes and puts of keys `k0000` up to
+/// `keys`, 3 in 10 deletes, 1 in 10 a large value (`big_min` plus up to `big_extra` bytes,
+/// stored in overflow pages), the rest small ones (up to `small` bytes).
+pub fn random_edits<P: Pager>(
+    b: &Bucket<'_, '_, P>,
+    rng: &mut Rng,
+    t: u32,
+    ops: u64,
+    keys: u64,
+    (big_min, big_extra): (usize, u64),
+    small: u64,
+) {
+    for _ in 0..ops {
+        let k = format!("k{:04}", rng.below(keys)).into_bytes();
+        match rng.below(10) {
+            0..=2 => {
+                b.delete(&k).unwrap();
+            }
+            3 => b.put(&k, &vec![t as u8; big_min + rng.below(big_extra) as usize]).unwrap(),
+            _ => b.put(&k, &vec![t as u8; rng.below(small) as usize]).unwrap(),
+        }
+    }
+}
