@@ -9,14 +9,19 @@
 //! Kernel command line (`-append`): `key=value` kernel parameters, then `--`, then the
 //! arguments of init. Parameters: `init=PATH` (default /bin/init), `log=LEVEL`
 //! (error|warn|info|debug|trace), `bcache=MIB` (block cache per mounted disk, default 8),
+//! `blk_selftest=1` (check the virtio-blk scatter-gather
+//! path on vdc, overwriting its first 10 MiB, and power off with status 3 if it fails),
 //! `dbfs_fsck=1` (check the dbfs image at mount with `DbFs::fsck`, print
 //! `[kernel] vdd: dbfs fsck: clean` or the problems, and refuse to mount a damaged image),
 //! `dbfs_dirsync=1` (every dbfs commit durable when it returns, `DbFs::set_sync_metadata`;
-//! default: deferred to fsync, sync and the write-back timer), `dbfs_direct_write=1` (the whole
-//! chunks of large dbfs writes go straight from the caller's buffer to the disk, one commit per
-//! write, see `dbfs::DIRECT_WRITE_MIN`; default: off, every write goes through the write-back
-//! cache, which measured faster on rewrite and random writes: it merges overlapping writes and
-//! commits once per 16 MiB, see docs/BENCHMARKS.md).
+//! default: deferred to fsync, sync and the write-back timer), `dbfs_direct_write=0` (default 1:
+//! the whole chunks of a large dbfs write go from the user's pages straight to the disk in one
+//! scattered request, no copy, one deferred commit per write, see `dbfs::DIRECT_WRITE_MIN`; 0:
+//! every write is copied into the write-back cache, which merges overlapping writes),
+//! `dbfs_chunk_kib=K` (the chunk size a blank
+//! dbfs disk is formatted with, 1..1024 KiB, a power of two; default 64 KiB, `KERNEL_DBFS_CHUNK_SIZE`),
+//! `dbfs_barrier_mib=M` (force a dbfs barrier once M MiB of store pages wait for one,
+//! `DbFs::set_barrier_bound`; default a quarter of the disk, at least 16 MiB).
 #![no_std]
 #![no_main]
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -120,13 +125,19 @@ struct Params {
     log: log::LevelFilter,
     bcache_mib: usize,
     dbfs_fsck: bool,
+    /// Check the virtio scatter-gather path on vdc before mounting (`drivers::blk_selftest`).
+    blk_selftest: bool,
     dbfs_dirsync: bool,
     dbfs_direct_write: bool,
+    /// Chunk size (bytes) a blank dbfs disk is formatted with; `None`: dbfs's default.
+    dbfs_chunk: Option<u32>,
+    /// `DbFs::set_barrier_bound` in MiB; `None`: kvdb's default.
+    dbfs_barrier_mib: Option<u64>,
     init_args: Vec<String>,
 }
 
 fn parse_params(cmdline: &str) -> Params {
-    let mut p = Params { init: String::from("/bin/init"), log: log::LevelFilter::Warn, bcache_mib: 8, dbfs_fsck: false, dbfs_dirsync: false, dbfs_direct_write: false, init_args: Vec::new() };
+    let mut p = Params { init: String::from("/bin/init"), log: log::LevelFilter::Warn, bcache_mib: 8, dbfs_fsck: false, blk_selftest: false, dbfs_dirsync: false, dbfs_direct_write: true, dbfs_chunk: None, dbfs_barrier_mib: None, init_args: Vec::new() };
     let mut words = cmdline.split_whitespace();
     for w in words.by_ref() {
         if w == "--" {
@@ -137,8 +148,14 @@ fn parse_params(cmdline: &str) -> Params {
             Some(("log", v)) => p.log = v.parse().unwrap_or(log::LevelFilter::Warn),
             Some(("bcache", v)) => p.bcache_mib = v.parse().unwrap_or(8),
             Some(("dbfs_fsck", v)) => p.dbfs_fsck = v == "1",
+            Some(("blk_selftest", v)) => p.blk_selftest = v == "1",
             Some(("dbfs_dirsync", v)) => p.dbfs_dirsync = v == "1",
-            Some(("dbfs_direct_write", v)) => p.dbfs_direct_write = v == "1",
+            Some(("dbfs_direct_write", v)) => p.dbfs_direct_write = v != "0",
+            Some(("dbfs_barrier_mib", v)) => p.dbfs_barrier_mib = v.parse().ok().filter(|&m| m > 0),
+            Some(("dbfs_chunk_kib", v)) => match v.parse::<u32>() {
+                Ok(k) if k > 0 && k <= 1024 => p.dbfs_chunk = Some(k * 1024),
+                _ => println!("[kernel] dbfs_chunk_kib={} ignored (1..1024)", v),
+            },
             _ => println!("[kernel] unknown parameter {:?} (init arguments go after --)", w),
         }
     }
@@ -178,7 +195,15 @@ fn is_blank(disk: &Arc<drivers::virtio_blk::VirtioDisk>, bytes: usize) -> bool {
 /// formatted first; a disk holding anything else that is not dbfs is refused, untouched.
 /// With `fsck`, the mounted image is checked first and not mounted if damaged; with `dirsync`,
 /// every commit is durable when it returns.
-fn mount_dbfs(disk: &Arc<drivers::virtio_blk::VirtioDisk>, path: &str, fsck: bool, dirsync: bool, direct: bool) -> bool {
+/// Chunk size the kernel formats a blank dbfs disk with. Larger than dbfs's default (16 KiB,
+/// what dbfs-fuse uses): in the guest a large write's cost follows its number of chunks (one
+/// B+tree entry each, decoded and rewritten by every commit that touches its leaf), while the
+/// read-modify-write of small random writes, which favours small chunks on the host, costs
+/// little here (docs/BENCHMARKS.md has both measured).
+const KERNEL_DBFS_CHUNK_SIZE: u32 = 64 << 10;
+
+fn mount_dbfs(disk: &Arc<drivers::virtio_blk::VirtioDisk>, path: &str, params: &Params) -> bool {
+    let (fsck, dirsync, direct) = (params.dbfs_fsck, params.dbfs_dirsync, params.dbfs_direct_write);
     type DbFs = dbfs::DbFs<fs::window_pager::WindowPager>;
     let window = match mm::window::DiskWindow::new(disk.clone()) {
         Ok(w) => w,
@@ -192,6 +217,7 @@ fn mount_dbfs(disk: &Arc<drivers::virtio_blk::VirtioDisk>, path: &str, fsck: boo
         let opts = dbfs::MkfsOptions {
             label: String::from("dbfs"),
             time: vfs::Clock::now(&arch::time::KernelClock),
+            chunk_size: params.dbfs_chunk.unwrap_or(KERNEL_DBFS_CHUNK_SIZE),
             ..Default::default()
         };
         pager = match DbFs::mkfs(pager, opts) {
@@ -209,6 +235,12 @@ fn mount_dbfs(disk: &Arc<drivers::virtio_blk::VirtioDisk>, path: &str, fsck: boo
             Ok(()) => {
                 log::info!("{}: dbfs mounted at {}", disk.name, path);
                 dbfs.set_sync_metadata(dirsync);
+                // Data reaches the disk straight from its buffers (`put_direct`), so pages
+                // held for the next barrier cost disk space, not memory: let up to a quarter of
+                // the disk accumulate (fewer barriers, each two device flushes) before forcing
+                // one. A nearly full store forces one anyway (kvdb reclaims held pages).
+                let bound = params.dbfs_barrier_mib.map_or((disk.size_bytes() / 4).max(16 << 20), |mib| mib << 20);
+                dbfs.set_barrier_bound(bound);
                 if !direct {
                     dbfs.set_direct_write_min(None);
                 }
@@ -302,11 +334,21 @@ extern "C" fn rust_main(_hartid: usize, dtb: usize) -> ! {
         println!("[kernel] mounting /dev failed: {}", e);
         shutdown(2);
     }
+    if params.blk_selftest {
+        match disks.get(2).map(|d| drivers::blk_selftest::run(d)) {
+            Some(Ok(())) => println!("[kernel] vdc: scatter-gather self-test: ok"),
+            Some(Err(e)) => {
+                println!("[kernel] vdc: scatter-gather self-test FAILED: {}", e);
+                shutdown(3);
+            }
+            None => println!("[kernel] no vdc: scatter-gather self-test skipped"),
+        }
+    }
     if let Some(disk) = disks.get(1) {
         mount_fat(disk, "/fat", cache_bytes);
     }
     if let Some(disk) = disks.get(3) {
-        mount_dbfs(disk, "/dbfs", params.dbfs_fsck, params.dbfs_dirsync, params.dbfs_direct_write);
+        mount_dbfs(disk, "/dbfs", &params);
     }
 
     let mut argv = alloc::vec![params.init.clone()];

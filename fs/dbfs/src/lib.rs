@@ -971,6 +971,34 @@ impl<P: Pager> DbFs<P> {
             }
             return Ok(n);
         }
+        self.read_stored(st, ino, offset, buf, atime, walk)
+    }
+
+    /// [`DbFs::read_file`] into the pieces of `bufs` (a scattered read: the kernel passes the
+    /// user's pages, and the bytes go there straight from the store's pages or the disk,
+    /// without a bounce buffer). Used for reads of at least [`DIRECT_READ_MIN`] bytes; `None`
+    /// for smaller ones (their fast path wants one slice: the caller joins the pieces).
+    pub(crate) fn read_scattered(&self, ino: u64, offset: u64, bufs: &mut [&mut [u8]]) -> Option<VfsResult<usize>> {
+        let mut out = Pieces::new(bufs);
+        if out.len() < DIRECT_READ_MIN {
+            return None;
+        }
+        let st = self.state.lock();
+        let atime = !st.noatime && !st.in_flight(ino);
+        Some(self.read_stored(st, ino, offset, &mut out, atime, false))
+    }
+
+    /// The part of [`DbFs::read_file`] after its small-read fast path.
+    fn read_stored<O: Out + ?Sized>(
+        &self,
+        st: kvdb::sync::MutexGuard<'_, State>,
+        ino: u64,
+        offset: u64,
+        buf: &mut O,
+        atime: bool,
+        walk: bool,
+    ) -> VfsResult<usize> {
+        let mut st = st;
         let now = self.clock.now();
         // A cache entry without chunks (only a buffered atime) leaves the store authoritative
         // for the data: read it like an uncached file, without holding `state`.
@@ -980,22 +1008,22 @@ impl<P: Pager> DbFs<P> {
             drop(st);
             let n = clamp_len(size, offset, buf.len());
             if n > 0 {
-                read_chunks(&tx, ino, self.chunk_size, offset, &mut buf[..n])?;
+                read_chunks(&tx, ino, self.chunk_size, offset, buf, n)?;
                 self.remember_chunks(&tx, ino, offset, n, walk);
             }
             return Ok(n);
         }
         if let Some(p) = st.wb.pending.get(&ino) {
             let n = clamp_len(p.inode.size, offset, buf.len());
-            let out = &mut buf[..n];
+            let out = buf;
             if n > 0 {
                 if offset < p.stored_size {
                     let tx = self.db.begin_read().map_err(kv)?;
-                    read_chunks(&tx, ino, self.chunk_size, offset, out)?;
+                    read_chunks(&tx, ino, self.chunk_size, offset, out, n)?;
                 } else {
-                    out.fill(0);
+                    out.zero(0, n);
                 }
-                overlay(p, self.chunk_size, offset, out);
+                overlay(p, self.chunk_size, offset, out, n);
             }
             if atime && relatime_due(&p.inode, now) {
                 if let Some(p) = st.wb.pending.get_mut(&ino) {
@@ -1018,7 +1046,7 @@ impl<P: Pager> DbFs<P> {
         };
         let n = clamp_len(inode.size, offset, buf.len());
         if n > 0 {
-            read_chunks(&tx, ino, self.chunk_size, offset, &mut buf[..n])?;
+            read_chunks(&tx, ino, self.chunk_size, offset, buf, n)?;
             self.remember_chunks(&tx, ino, offset, n, walk);
         }
         drop(tx);
@@ -1138,7 +1166,20 @@ impl<P: Pager> DbFs<P> {
     /// `write_at` of a regular file: into the write-back cache; commits only if the dirty limit
     /// is reached (then everything buffered goes in one transaction).
     pub(crate) fn write_file(&self, ino: u64, offset: u64, data: &[u8]) -> VfsResult<usize> {
-        if data.is_empty() {
+        self.write_gathered(ino, offset, &Src::new(&[data]))
+    }
+
+    /// [`DbFs::write_file`] of the concatenation of `data`'s pieces (a gathered write: the
+    /// kernel passes the user's pages as they lie, and each byte is copied once, into the
+    /// write-back cache).
+    pub(crate) fn write_gathered(&self, ino: u64, offset: u64, data: &Src<'_>) -> VfsResult<usize> {
+        self.write_src(ino, offset, data, true)
+    }
+
+    /// The write itself. `may_flush`: whether a full cache may be committed here (not for the
+    /// partial chunks a direct write buffers for its own transaction to take).
+    fn write_src(&self, ino: u64, offset: u64, data: &Src<'_>, may_flush: bool) -> VfsResult<usize> {
+        if data.len() == 0 {
             return Ok(0);
         }
         let end = offset
@@ -1152,41 +1193,56 @@ impl<P: Pager> DbFs<P> {
             let st = self.state.lock();
             (st.wb.dirty_bytes >= st.wb.limit, st.direct_write_min)
         };
-        if full {
+        if full && may_flush {
             self.flush(Flush::Limit)?;
         }
         let now = self.clock.now();
         let cs = self.chunk_size;
         {
-            // Enough whole chunks: they are stored now, straight from `data`; the partial
-            // chunks at either end go through the cache afterwards (their merge then reads
-            // the new store). An error in those leaves the whole chunks written.
+            // Enough whole chunks: they are stored now, straight from `data`. The partial
+            // chunks at either end are buffered first, and the transaction storing the whole
+            // chunks folds them (it folds the file's buffered data like any metadata
+            // operation), so the write commits as one: a crash never keeps half of it.
             let (first, last) = (offset.div_ceil(cs), end / cs);
             if last > first && (last - first).saturating_mul(cs) >= direct_min as u64 {
+                // Each whole chunk as the pieces of `data` it spans (with a user's pages, the
+                // pages themselves: kvdb sends them to the disk without a copy).
                 let head = (first * cs - offset) as usize;
                 let body = ((last - first) * cs) as usize;
-                self.write_whole_chunks(ino, first, &data[head..head + body])?;
+                let chunks: Vec<Vec<&[u8]>> =
+                    (0..last - first).map(|i| data.pieces_in(head + (i * cs) as usize, cs as usize)).collect();
                 if head > 0 {
-                    self.write_file(ino, offset, &data[..head])?;
+                    self.write_src(ino, offset, &Src::new(&data.pieces_in(0, head)), false)?;
                 }
                 if head + body < data.len() {
-                    self.write_file(ino, last * cs, &data[head + body..])?;
+                    let rest = data.pieces_in(head + body, data.len() - head - body);
+                    self.write_src(ino, last * cs, &Src::new(&rest), false)?;
                 }
+                self.write_whole_chunks(ino, first, &chunks)?;
                 return Ok(data.len());
             }
         }
-        // Whole chunks are copied before taking `state`, so writers to different files (and
-        // readers) do not wait for each other's copies; only partial chunks, which merge with
-        // what is buffered or stored, are built under the lock.
-        // The whole chunks lie between the first and the last chunk boundary inside the write,
-        // in order: the loop below takes them from the front.
+        // Whole chunks not in the cache are copied into fresh buffers before taking `state`,
+        // so writers to different files (and readers) do not wait for each other's copies.
+        // A whole chunk already cached is overwritten in place under the lock (no allocation,
+        // and the buffer is still warm), as are partial chunks, which merge with what is
+        // buffered or stored. The whole chunks lie between the first and the last chunk
+        // boundary inside the write, in order: the loop below takes them from the front.
         let first_whole = offset.div_ceil(cs);
         let whole_end = end / cs;
         let head = (first_whole * cs - offset) as usize;
-        let mut whole: alloc::collections::VecDeque<Vec<u8>> = (first_whole..whole_end.max(first_whole))
-            .map(|i| {
+        let cached: Vec<bool> = {
+            let st = self.state.lock();
+            let p = st.wb.pending.get(&ino);
+            (first_whole..whole_end.max(first_whole))
+                .map(|i| p.and_then(|p| p.chunks.get(&i)).is_some_and(|b| b.len() == cs as usize))
+                .collect()
+        };
+        let mut whole: alloc::collections::VecDeque<Option<Vec<u8>>> = (first_whole..whole_end.max(first_whole))
+            .zip(&cached)
+            .map(|(i, &cached)| {
                 let at = head + ((i - first_whole) * cs) as usize;
-                data[at..at + cs as usize].to_vec()
+                (!cached).then(|| data.to_vec(at, cs as usize))
             })
             .collect();
         let mut guard = self.state.lock();
@@ -1210,11 +1266,17 @@ impl<P: Pager> DbFs<P> {
             let idx = pos / cs;
             let in_chunk = (pos % cs) as usize;
             let take = (cs as usize - in_chunk).min(data.len() - src);
-            let piece = &data[src..src + take];
             if in_chunk == 0 && take == cs as usize {
-                let copy = whole.pop_front().ok_or(VfsError::Io)?;
-                added += copy.len().saturating_sub(p.chunks.get(&idx).map_or(0, |b| b.len()));
-                p.chunks.insert(idx, copy);
+                match (whole.pop_front().ok_or(VfsError::Io)?, p.chunks.get_mut(&idx)) {
+                    (None, Some(buf)) if buf.len() == take => data.copy_to(src, buf),
+                    (copy, _) => {
+                        // Copied before the lock, or (rarely) no longer cached as a whole chunk
+                        // since we looked: copied now.
+                        let copy = copy.unwrap_or_else(|| data.to_vec(src, take));
+                        added += copy.len().saturating_sub(p.chunks.get(&idx).map_or(0, |b| b.len()));
+                        p.chunks.insert(idx, copy);
+                    }
+                }
                 pos += take as u64;
                 src += take;
                 continue;
@@ -1227,7 +1289,7 @@ impl<P: Pager> DbFs<P> {
                         buf.resize(in_chunk + take, 0);
                         added += in_chunk + take - old;
                     }
-                    buf[in_chunk..in_chunk + take].copy_from_slice(piece);
+                    data.copy_to(src, &mut buf[in_chunk..in_chunk + take]);
                 }
                 alloc::collections::btree_map::Entry::Vacant(v) => {
                     // A partial chunk: merged with what the store holds.
@@ -1245,7 +1307,7 @@ impl<P: Pager> DbFs<P> {
                     if buf.len() < in_chunk + take {
                         buf.resize(in_chunk + take, 0);
                     }
-                    buf[in_chunk..in_chunk + take].copy_from_slice(piece);
+                    data.copy_to(src, &mut buf[in_chunk..in_chunk + take]);
                     added += buf.len();
                     v.insert(buf);
                 }
@@ -1260,7 +1322,7 @@ impl<P: Pager> DbFs<P> {
         p.bytes += added;
         p.gen += 1;
         st.wb.dirty_bytes += added;
-        let over = st.wb.dirty_bytes >= st.wb.limit;
+        let over = st.wb.dirty_bytes >= st.wb.limit && may_flush;
         drop(guard);
         if over {
             match self.flush(Flush::Limit) {
@@ -1273,17 +1335,18 @@ impl<P: Pager> DbFs<P> {
         Ok(data.len())
     }
 
-    /// Store `data`, the whole chunks from chunk `first` on, in one write transaction through
-    /// [`kvdb::Bucket::put_direct`]: the pager writes their pages straight from `data` (no
-    /// copy into the write-back cache or the store's page buffers), and the commit (the same
+    /// Store `chunks` (each the pieces of one whole chunk, from chunk `first` on) in one write
+    /// transaction through [`kvdb::Bucket::put_direct_gathered`]: the pager writes their pages
+    /// straight from the pieces (no copy into the write-back cache or the store's page buffers;
+    /// pieces not on page boundaries are joined by kvdb), and the commit (the same
     /// [`DbFs::run_txn`] as metadata operations, so the same durability) publishes them with
     /// the file's new size and times. The transaction folds the file's other buffered data,
     /// like a metadata operation; cached chunks this write replaces are not stored but dropped
     /// at its commit ([`State::direct_busy`] keeps buffered writers to the file waiting until
     /// then, so no later write is lost).
-    fn write_whole_chunks(&self, ino: u64, first: u64, data: &[u8]) -> VfsResult<()> {
+    fn write_whole_chunks(&self, ino: u64, first: u64, chunks: &[Vec<&[u8]>]) -> VfsResult<()> {
         let cs = self.chunk_size;
-        let count = data.len() as u64 / cs;
+        let count = chunks.len() as u64;
         let end = first + count;
         let tx = self.db.begin_write().map_err(kv)?;
         let me = {
@@ -1296,9 +1359,9 @@ impl<P: Pager> DbFs<P> {
         let r = self.run_txn(tx, |t| {
             let mut inode = t.inode(ino)?;
             let keys: Vec<[u8; 16]> = (first..end).map(|idx| pair_key(ino, idx)).collect();
-            let pairs: Vec<(&[u8], &[u8])> =
-                keys.iter().map(|k| k.as_slice()).zip(data.chunks_exact(cs as usize)).collect();
-            let replaced = t.bucket(bucket::DATA)?.put_direct(&pairs).map_err(kv)?;
+            let pairs: Vec<(&[u8], &[&[u8]])> =
+                keys.iter().map(|k| k.as_slice()).zip(chunks.iter().map(|c| c.as_slice())).collect();
+            let replaced = t.bucket(bucket::DATA)?.put_direct_gathered(&pairs).map_err(kv)?;
             let old: u64 = replaced.iter().flatten().map(|&len| format::footprint(len as usize)).sum();
             inode.alloc_bytes = inode.alloc_bytes.saturating_add(count * format::footprint(cs as usize)).saturating_sub(old);
             inode.size = inode.size.max(end * cs);
@@ -1379,6 +1442,96 @@ impl<P: Pager + Send + Sync + 'static> DbFs<P> {
     }
 }
 
+/// The bytes of one write: the concatenation of `pieces` (one slice for `write_at`, the
+/// user's pages for a gathered write).
+#[derive(Clone)]
+pub(crate) struct Src<'a> {
+    pieces: &'a [&'a [u8]],
+    len: usize,
+    /// Where the last copy began: (piece index, offset of that piece). Writes copy front to
+    /// back, so the next copy starts looking there instead of at the first piece.
+    hint: core::cell::Cell<(usize, usize)>,
+}
+
+impl<'a> Src<'a> {
+    pub(crate) fn new(pieces: &'a [&'a [u8]]) -> Self {
+        Src { pieces, len: pieces.iter().map(|p| p.len()).sum(), hint: core::cell::Cell::new((0, 0)) }
+    }
+
+    /// The pieces from the one holding byte `at` on, and `at` relative to that piece.
+    fn seek(&self, at: usize) -> (&'a [&'a [u8]], usize) {
+        let (mut i, mut start) = self.hint.get();
+        if at < start {
+            (i, start) = (0, 0);
+        }
+        while i < self.pieces.len() && at >= start + self.pieces[i].len() {
+            start += self.pieces[i].len();
+            i += 1;
+        }
+        self.hint.set((i, start));
+        (&self.pieces[i..], at - start)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The pieces holding the bytes `at..at + n`, cut to that range.
+    fn pieces_in(&self, at: usize, n: usize) -> Vec<&'a [u8]> {
+        let (pieces, mut at) = self.seek(at);
+        let mut out = Vec::new();
+        let mut left = n;
+        for piece in pieces {
+            if left == 0 {
+                break;
+            }
+            let k = (piece.len() - at).min(left);
+            out.push(&piece[at..at + k]);
+            left -= k;
+            at = 0;
+        }
+        out
+    }
+
+    /// Copy the bytes at `at..at + dst.len()` into `dst` (the caller keeps the range inside).
+    fn copy_to(&self, at: usize, dst: &mut [u8]) {
+        let (pieces, mut at) = self.seek(at);
+        let mut done = 0;
+        for piece in pieces {
+            if done == dst.len() {
+                break;
+            }
+            if at >= piece.len() {
+                at -= piece.len();
+                continue;
+            }
+            let n = (piece.len() - at).min(dst.len() - done);
+            dst[done..done + n].copy_from_slice(&piece[at..at + n]);
+            done += n;
+            at = 0;
+        }
+    }
+
+    /// The bytes at `at..at + n`, copied (no zero fill first).
+    fn to_vec(&self, at: usize, n: usize) -> Vec<u8> {
+        let (pieces, mut at) = self.seek(at);
+        let mut v = Vec::with_capacity(n);
+        for piece in pieces {
+            if v.len() == n {
+                break;
+            }
+            if at >= piece.len() {
+                at -= piece.len();
+                continue;
+            }
+            let k = (piece.len() - at).min(n - v.len());
+            v.extend_from_slice(&piece[at..at + k]);
+            at = 0;
+        }
+        v
+    }
+}
+
 fn valid_chunk_size(c: u32) -> bool {
     c.is_power_of_two() && (MIN_CHUNK_SIZE..=MAX_CHUNK_SIZE).contains(&c)
 }
@@ -1405,10 +1558,27 @@ pub(crate) fn read_inode<P: Pager>(tx: &Tx<'_, P>, ino: u64) -> VfsResult<Inode>
 }
 
 fn load_chunk<P: Pager>(tx: &Tx<'_, P>, ino: u64, idx: u64, cs: u64) -> VfsResult<Vec<u8>> {
-    match tx.get_bucket(bucket::DATA).map_err(kv)?.get(&pair_key(ino, idx)).map_err(kv)? {
-        Some(v) if v.len() as u64 <= cs => Ok(v.to_vec()),
-        Some(_) => Err(VfsError::Corrupted),
-        None => Ok(Vec::new()),
+    let key = pair_key(ino, idx);
+    let data = tx.get_bucket(bucket::DATA).map_err(kv)?;
+    let mut cursor = data.cursor();
+    let Some(e) = cursor.seek(&key).map_err(kv)?.filter(|e| e.key() == key.as_slice()) else {
+        return Ok(Vec::new());
+    };
+    let value = e.value().ok_or(VfsError::Corrupted)?;
+    if value.len() as u64 > cs {
+        return Err(VfsError::Corrupted);
+    }
+    match e.overflow_location() {
+        // A pager with direct reads (the kernel window) reads the chunk from the disk straight
+        // into the new buffer: no page faults, no frames for pages about to be replaced.
+        Some((at, len)) if tx.pager().direct_reads() && at % 512 == 0 && len == value.len() as u64 => {
+            let mut buf = Vec::with_capacity(len.next_multiple_of(512) as usize);
+            buf.resize(len.next_multiple_of(512) as usize, 0);
+            tx.pager().read_into(at, &mut buf).map_err(kv)?;
+            buf.truncate(len as usize);
+            Ok(buf)
+        }
+        _ => Ok(value.to_vec()),
     }
 }
 
@@ -1437,13 +1607,20 @@ fn chunk_run<P: Pager>(tx: &Tx<'_, P>, ino: u64, idx: u64, cs: u64, locs: &mut V
 
 /// Fill `out` with the stored bytes of `ino` at `offset`: one cursor seek, then `next` per
 /// chunk; holes and bytes past a chunk's stored length are zeros.
-fn read_chunks<P: Pager>(tx: &Tx<'_, P>, ino: u64, cs: u64, offset: u64, out: &mut [u8]) -> VfsResult<()> {
+fn read_chunks<P: Pager, O: Out + ?Sized>(
+    tx: &Tx<'_, P>,
+    ino: u64,
+    cs: u64,
+    offset: u64,
+    out: &mut O,
+    len: usize,
+) -> VfsResult<()> {
     let data = tx.get_bucket(bucket::DATA).map_err(kv)?;
-    let end = offset + out.len() as u64;
-    if out.is_empty() {
+    let end = offset + len as u64;
+    if len == 0 {
         return Ok(());
     }
-    let direct = out.len() >= DIRECT_READ_MIN && tx.pager().direct_reads();
+    let direct = len >= DIRECT_READ_MIN && tx.pager().direct_reads();
     if offset / cs == (end - 1) / cs && !direct {
         // Inside one chunk (the small-read case): one point lookup, cheaper than a cursor.
         let idx = offset / cs;
@@ -1451,16 +1628,16 @@ fn read_chunks<P: Pager>(tx: &Tx<'_, P>, ino: u64, cs: u64, offset: u64, out: &m
         let have = match data.get(&pair_key(ino, idx)).map_err(kv)? {
             Some(v) if v.len() as u64 > cs => return Err(VfsError::Corrupted),
             Some(v) => {
-                let have = v.len().saturating_sub(in_chunk).min(out.len());
+                let have = v.len().saturating_sub(in_chunk).min(len);
                 // A chunk may store fewer bytes than `in_chunk` (grown by truncate): zeros.
                 if have > 0 {
-                    out[..have].copy_from_slice(&v[in_chunk..in_chunk + have]);
+                    out.put(0, &v[in_chunk..in_chunk + have]);
                 }
                 have
             }
             None => 0,
         };
-        out[have..].fill(0);
+        out.zero(have, len - have);
         return Ok(());
     }
     let mut cursor = data.cursor();
@@ -1486,7 +1663,7 @@ fn read_chunks<P: Pager>(tx: &Tx<'_, P>, ino: u64, cs: u64, offset: u64, out: &m
         if start > pos {
             let gap = (start - pos) as usize;
             let at = (pos - offset) as usize;
-            out[at..at + gap].fill(0);
+            out.zero(at, gap);
             pos = start;
         }
         let in_chunk = (pos - start) as usize;
@@ -1500,10 +1677,10 @@ fn read_chunks<P: Pager>(tx: &Tx<'_, P>, ino: u64, cs: u64, offset: u64, out: &m
                     Some((s, a, n)) if *s + *n as u64 == src && *a + *n == at => *n += have,
                     _ => runs.push((src, at, have)),
                 },
-                _ => out[at..at + have].copy_from_slice(&value[in_chunk..in_chunk + have]),
+                _ => out.put(at, &value[in_chunk..in_chunk + have]),
             }
         }
-        out[at + have..at + take].fill(0);
+        out.zero(at + have, take - have);
         pos += take as u64;
         if pos >= end {
             break;
@@ -1511,16 +1688,16 @@ fn read_chunks<P: Pager>(tx: &Tx<'_, P>, ino: u64, cs: u64, offset: u64, out: &m
         entry = cursor.next().map_err(kv)?;
     }
     let at = (pos - offset) as usize;
-    out[at..].fill(0);
+    out.zero(at, len - at);
     for (src, at, n) in runs {
-        tx.pager().read_into(src, &mut out[at..at + n]).map_err(kv)?;
+        out.read_from(tx.pager(), src, at, n).map_err(kv)?;
     }
     Ok(())
 }
 
 /// Copy buffered chunks over `out` (the bytes at `offset`).
-fn overlay(p: &Pending, cs: u64, offset: u64, out: &mut [u8]) {
-    let end = offset + out.len() as u64;
+fn overlay<O: Out + ?Sized>(p: &Pending, cs: u64, offset: u64, out: &mut O, len: usize) {
+    let end = offset + len as u64;
     for (&idx, buf) in p.chunks.range(offset / cs..end.div_ceil(cs)) {
         let start = idx * cs;
         let from = start.max(offset);
@@ -1530,9 +1707,115 @@ fn overlay(p: &Pending, cs: u64, offset: u64, out: &mut [u8]) {
         let in_chunk = (from - start) as usize;
         let have = buf.len().saturating_sub(in_chunk).min(b - a);
         if have > 0 {
-            out[a..a + have].copy_from_slice(&buf[in_chunk..in_chunk + have]);
+            out.put(a, &buf[in_chunk..in_chunk + have]);
         }
-        out[a + have..b].fill(0);
+        out.zero(a + have, b - a - have);
+    }
+}
+
+/// Where a read's bytes go: one slice, or the pieces of a scattered read ([`Pieces`]).
+/// Positions are offsets into the concatenation; callers keep them inside [`Out::len`].
+pub(crate) trait Out {
+    fn len(&self) -> usize;
+    /// Copy `src` to `at..at + src.len()`.
+    fn put(&mut self, at: usize, src: &[u8]);
+    /// Zero `at..at + n`.
+    fn zero(&mut self, at: usize, n: usize);
+    /// Read `n` bytes of the store at `src` into `at..at + n` ([`Pager::read_into`]).
+    fn read_from<P: Pager>(&mut self, pager: &P, src: u64, at: usize, n: usize) -> kvdb::Result<()>;
+}
+
+impl Out for [u8] {
+    fn len(&self) -> usize {
+        <[u8]>::len(self)
+    }
+    fn put(&mut self, at: usize, src: &[u8]) {
+        self[at..at + src.len()].copy_from_slice(src);
+    }
+    fn zero(&mut self, at: usize, n: usize) {
+        self[at..at + n].fill(0);
+    }
+    fn read_from<P: Pager>(&mut self, pager: &P, src: u64, at: usize, n: usize) -> kvdb::Result<()> {
+        pager.read_into(src, &mut self[at..at + n])
+    }
+}
+
+/// The pieces of a scattered read as one [`Out`].
+pub(crate) struct Pieces<'a, 'b> {
+    pieces: &'a mut [&'b mut [u8]],
+    len: usize,
+}
+
+impl<'a, 'b> Pieces<'a, 'b> {
+    pub(crate) fn new(pieces: &'a mut [&'b mut [u8]]) -> Self {
+        let len = pieces.iter().map(|p| p.len()).sum();
+        Pieces { pieces, len }
+    }
+
+    /// Run `f(piece part, offset of that part in the range)` over the parts of the pieces that
+    /// hold `at..at + n`, in order.
+    fn each<E>(&mut self, mut at: usize, n: usize, mut f: impl FnMut(&mut [u8], usize) -> Result<(), E>) -> Result<(), E> {
+        let mut done = 0;
+        for piece in self.pieces.iter_mut() {
+            if done == n {
+                break;
+            }
+            if at >= piece.len() {
+                at -= piece.len();
+                continue;
+            }
+            let k = (piece.len() - at).min(n - done);
+            f(&mut piece[at..at + k], done)?;
+            done += k;
+            at = 0;
+        }
+        Ok(())
+    }
+}
+
+impl Out for Pieces<'_, '_> {
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn put(&mut self, at: usize, src: &[u8]) {
+        let _ = self.each::<()>(at, src.len(), |part, off| {
+            part.copy_from_slice(&src[off..off + part.len()]);
+            Ok(())
+        });
+    }
+    fn zero(&mut self, at: usize, n: usize) {
+        let _ = self.each::<()>(at, n, |part, _| {
+            part.fill(0);
+            Ok(())
+        });
+    }
+    fn read_from<P: Pager>(&mut self, pager: &P, src: u64, at: usize, n: usize) -> kvdb::Result<()> {
+        // All parts in one `read_into_pieces` (the window pager: one scattered device read
+        // into the user's pages) when each is whole sectors; else part by part.
+        let mut parts: Vec<&mut [u8]> = Vec::new();
+        let (mut skip, mut have) = (at, 0);
+        for piece in self.pieces.iter_mut() {
+            if have == n {
+                break;
+            }
+            if skip >= piece.len() {
+                skip -= piece.len();
+                continue;
+            }
+            let k = (piece.len() - skip).min(n - have);
+            parts.push(&mut piece[skip..skip + k]);
+            have += k;
+            skip = 0;
+        }
+        if src.is_multiple_of(512) && parts.iter().all(|p| p.len().is_multiple_of(512)) {
+            return pager.read_into_pieces(src, &mut parts);
+        }
+        let mut from = src;
+        for part in parts {
+            pager.read_into(from, part)?;
+            from += part.len() as u64;
+        }
+        Ok(())
     }
 }
 

@@ -251,6 +251,17 @@ impl<P: Pager + Send + Sync + 'static> Node for DbNode<P> {
         self.fs.write_file(self.ino, offset, buf)
     }
 
+    fn read_scattered_at(&self, offset: u64, bufs: &mut [&mut [u8]]) -> Option<VfsResult<usize>> {
+        match self.check_file() {
+            Ok(()) => self.fs.read_scattered(self.ino, offset, bufs),
+            Err(e) => Some(Err(e)),
+        }
+    }
+
+    fn write_gathered_at(&self, offset: u64, bufs: &[&[u8]]) -> Option<VfsResult<usize>> {
+        Some(self.check_file().and_then(|_| self.fs.write_gathered(self.ino, offset, &crate::Src::new(bufs))))
+    }
+
     fn truncate(&self, size: u64) -> VfsResult<()> {
         self.setattr(&SetAttr { size: Some(size), ..Default::default() }).map(|_| ())
     }

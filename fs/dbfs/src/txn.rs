@@ -304,16 +304,25 @@ impl<'a, 'db, P: Pager> Txn<'a, 'db, P> {
                 Some(d) if d.ino == ino => d.first..d.end,
                 _ => 0..0,
             };
+            // All of the file's chunks in one `put_direct`: their pages go to the store straight
+            // from the cache's buffers (the kernel window sends them to the disk without copying
+            // them into its frames), and the replaced values' lengths come back with it.
+            let mut keys: Vec<[u8; 16]> = Vec::with_capacity(p.chunks.len());
+            let mut values: Vec<&[u8]> = Vec::with_capacity(p.chunks.len());
             for (&idx, buf) in &p.chunks {
                 let start = idx.saturating_mul(cs);
                 if start >= inode.size || replaced.contains(&idx) {
                     continue;
                 }
                 let keep = buf.len().min((inode.size - start).min(cs) as usize);
-                let key = pair_key(ino, idx);
-                let old = if start < p.stored_size { data.get(&key).map_err(kv)?.map_or(0, |v| v.len()) } else { 0 };
-                data.put(&key, &buf[..keep]).map_err(kv)?;
-                inode.alloc_bytes = inode.alloc_bytes.saturating_add(footprint(keep)).saturating_sub(footprint(old));
+                keys.push(pair_key(ino, idx));
+                values.push(&buf[..keep]);
+            }
+            let pairs: Vec<(&[u8], &[u8])> = keys.iter().map(|k| k.as_slice()).zip(values.iter().copied()).collect();
+            let old = data.put_direct(&pairs).map_err(kv)?;
+            for (value, old) in values.iter().zip(old) {
+                let old = old.map_or(0, |len| len as usize);
+                inode.alloc_bytes = inode.alloc_bytes.saturating_add(footprint(value.len())).saturating_sub(footprint(old));
             }
             self.cache.insert(ino, (inode, true));
         }

@@ -221,7 +221,7 @@ impl<P: Pager> Db<P> {
             let ps = self.page_size as u64;
             let old = (meta.freelist, meta.freelist_pages);
             let extra: &[(PageId, u64)] = if old.0 != 0 { core::slice::from_ref(&old) } else { &[] };
-            let n = writer.freelist.pages_needed(self.page_size, old.1 as usize);
+            let n = writer.freelist.pages_needed(self.page_size, extra.len());
             let (fl, grown) = match writer.freelist.take(n) {
                 Some(id) => (id, false),
                 None => {

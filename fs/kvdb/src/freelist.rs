@@ -14,36 +14,154 @@
 //! - *held*: possibly referenced by the durable meta: it waits in `held[t]` until the next
 //!   barrier completes ([`Freelist::barrier_done`]), then joins `pending[t]`.
 
-use alloc::collections::{BTreeMap, BTreeSet};
+use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
 
 use crate::error::{Error, Result};
-use crate::page::{self, PageId, HEADER_SIZE, KIND_FREELIST};
+use crate::page::{self, PageId, HEADER_SIZE, KIND_FREELIST, KIND_FREELIST_RUNS};
+
+/// A set of pages kept as maximal runs (`start -> length`), so that the cost of every
+/// operation follows the number of runs, not of pages: a 1 MiB write frees and takes 256
+/// pages in a handful of runs.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Runs {
+    map: BTreeMap<PageId, u64>,
+    pages: u64,
+}
+
+impl Runs {
+    /// Add `[start, start + n)`; pages already in the set are counted once.
+    fn insert(&mut self, start: PageId, n: u64) {
+        if n == 0 {
+            return;
+        }
+        let (mut s, mut e) = (start, start.saturating_add(n));
+        if let Some((&ps, &pl)) = self.map.range(..=s).next_back() {
+            if ps + pl >= s {
+                s = ps;
+                e = e.max(ps + pl);
+                self.map.remove(&ps);
+                self.pages -= pl;
+            }
+        }
+        while let Some((&ns, &nl)) = self.map.range(s..).next() {
+            if ns > e {
+                break;
+            }
+            e = e.max(ns + nl);
+            self.map.remove(&ns);
+            self.pages -= nl;
+        }
+        self.map.insert(s, e - s);
+        self.pages += e - s;
+    }
+
+    /// The runs overlapping `[start, end)`, in order.
+    fn overlapping(&self, start: PageId, end: PageId) -> Vec<(PageId, u64)> {
+        let mut out = Vec::new();
+        if let Some((&ps, &pl)) = self.map.range(..start).next_back() {
+            if ps + pl > start {
+                out.push((ps, pl));
+            }
+        }
+        out.extend(self.map.range(start..end).map(|(&s, &l)| (s, l)));
+        out
+    }
+
+    /// Take `[start, start + n)` out of the set (pages not in it are ignored).
+    fn remove(&mut self, start: PageId, n: u64) {
+        let end = start.saturating_add(n);
+        for (rs, rl) in self.overlapping(start, end) {
+            self.map.remove(&rs);
+            self.pages -= rl;
+            if rs < start {
+                self.map.insert(rs, start - rs);
+                self.pages += start - rs;
+            }
+            if rs + rl > end {
+                self.map.insert(end, rs + rl - end);
+                self.pages += rs + rl - end;
+            }
+        }
+    }
+
+    /// `[start, start + n)` split into the parts inside the set and the parts outside it.
+    fn split(&self, start: PageId, n: u64) -> (RunList, RunList) {
+        let end = start.saturating_add(n);
+        let (mut inside, mut outside) = (Vec::new(), Vec::new());
+        let mut at = start;
+        for (rs, rl) in self.overlapping(start, end) {
+            let (s, e) = (rs.max(start), (rs + rl).min(end));
+            if s > at {
+                outside.push((at, s - at));
+            }
+            inside.push((s, e - s));
+            at = e;
+        }
+        if at < end {
+            outside.push((at, end - at));
+        }
+        (inside, outside)
+    }
+
+    /// The lowest run of at least `n` pages (first fit, so the store stays compact).
+    fn first_fit(&self, n: u64) -> Option<PageId> {
+        self.map.iter().find(|&(_, &l)| l >= n).map(|(&s, _)| s)
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (PageId, u64)> + '_ {
+        self.map.iter().map(|(&s, &l)| (s, l))
+    }
+
+    fn clear(&mut self) {
+        self.map.clear();
+        self.pages = 0;
+    }
+}
+
+/// Runs of pages, `(start, length)`.
+type RunList = Vec<(PageId, u64)>;
+
+fn pages_in(runs: &[(PageId, u64)]) -> u64 {
+    runs.iter().map(|r| r.1).sum()
+}
 
 #[derive(Clone, Debug, Default)]
 pub struct Freelist {
-    free: BTreeSet<PageId>,
-    pending: BTreeMap<u64, Vec<PageId>>,
+    free: Runs,
+    pending: BTreeMap<u64, Vec<(PageId, u64)>>,
     /// Pages freed by commit `t` since the last barrier that the durable meta may reference.
-    held: BTreeMap<u64, Vec<PageId>>,
+    held: BTreeMap<u64, Vec<(PageId, u64)>>,
     /// Pages taken or grown since the last barrier (never referenced by the durable meta).
-    fresh: BTreeSet<PageId>,
+    fresh: Runs,
 }
 
+/// Bytes per run in a freelist extent: start and length.
+const RUN_SIZE: usize = 16;
+
 impl Freelist {
-    /// Decode the on-disk freelist extent; every id must be a non-meta page below `page_count`.
+    /// Decode the on-disk freelist extent; every page must be a non-meta page below
+    /// `page_count`. Reads the run format this crate writes and the one-id-per-page format of
+    /// earlier images.
     pub fn decode(buf: &[u8], id: PageId, page_count: u64) -> Result<Freelist> {
-        let count = page::check_header(buf, id, KIND_FREELIST)?;
-        if count > (buf.len() - HEADER_SIZE) / 8 {
+        let kind = if buf.len() >= 2 { u16::from_le_bytes([buf[0], buf[1]]) } else { 0 };
+        let (entry, kind) = if kind == KIND_FREELIST { (8, KIND_FREELIST) } else { (RUN_SIZE, KIND_FREELIST_RUNS) };
+        let count = page::check_header(buf, id, kind)?;
+        if count > (buf.len() - HEADER_SIZE) / entry {
             return Err(Error::Corrupted("freelist count exceeds extent"));
         }
-        let mut free = BTreeSet::new();
+        let mut free = Runs::default();
         for i in 0..count {
-            let p = page::get_u64(buf, HEADER_SIZE + i * 8)?;
-            if p < 2 || p >= page_count {
+            let at = HEADER_SIZE + i * entry;
+            let (start, n) = if entry == 8 {
+                (page::get_u64(buf, at)?, 1)
+            } else {
+                (page::get_u64(buf, at)?, page::get_u64(buf, at + 8)?)
+            };
+            if start < 2 || n == 0 || start.checked_add(n).is_none_or(|end| end > page_count) {
                 return Err(Error::Corrupted("freelist page out of range"));
             }
-            free.insert(p);
+            free.insert(start, n);
         }
         Ok(Freelist {
             free,
@@ -51,10 +169,12 @@ impl Freelist {
         })
     }
 
-    /// Pages needed to store this freelist with `extra` more ids.
+    /// Pages needed to store this freelist with `extra` more runs.
     pub fn pages_needed(&self, page_size: usize, extra: usize) -> u64 {
-        let ids = self.total_count() as usize + extra;
-        (HEADER_SIZE + ids * 8).div_ceil(page_size) as u64
+        let runs = self.free.map.len()
+            + self.pending.values().chain(self.held.values()).map(Vec::len).sum::<usize>()
+            + extra;
+        (HEADER_SIZE + runs * RUN_SIZE).div_ceil(page_size) as u64
     }
 
     /// Serialise `free ∪ pending ∪ held` into `buf` (the whole extent, zeroed) as page `id`.
@@ -65,61 +185,39 @@ impl Freelist {
     /// [`Freelist::encode`], listing the pages of `extra` as free too (the extent this one
     /// replaces, freed once the meta that points at this one is durable).
     pub fn encode_with(&self, buf: &mut [u8], id: PageId, extra: &[(PageId, u64)]) {
-        let mut ids: Vec<PageId> = self.free.iter().copied().collect();
-        for &(start, n) in extra {
-            ids.extend(start..start + n);
+        let mut all = self.free.clone();
+        for &(start, n) in self.pending.values().chain(self.held.values()).flatten().chain(extra) {
+            all.insert(start, n);
         }
-        for p in self.pending.values().chain(self.held.values()) {
-            ids.extend_from_slice(p);
-        }
-        ids.sort_unstable();
-        ids.dedup();
-        page::put_u16(buf, 0, KIND_FREELIST);
-        page::put_u32(buf, 4, ids.len() as u32);
+        page::put_u16(buf, 0, KIND_FREELIST_RUNS);
+        page::put_u32(buf, 4, all.map.len() as u32);
         page::put_u64(buf, 8, id);
-        for (i, p) in ids.iter().enumerate() {
-            page::put_u64(buf, HEADER_SIZE + i * 8, *p);
+        for (i, (start, n)) in all.iter().enumerate() {
+            page::put_u64(buf, HEADER_SIZE + i * RUN_SIZE, start);
+            page::put_u64(buf, HEADER_SIZE + i * RUN_SIZE + 8, n);
         }
     }
 
-    /// Take `n` contiguous free pages, or `None` if no run is long enough.
+    /// Take `n` contiguous free pages (the lowest run long enough), or `None` if there is none.
     pub fn take(&mut self, n: u64) -> Option<PageId> {
-        let start = if n == 1 {
-            *self.free.first()?
-        } else {
-            let mut run_start = 0;
-            let mut run_len = 0;
-            let mut found = None;
-            for &p in &self.free {
-                if run_len > 0 && p == run_start + run_len {
-                    run_len += 1;
-                } else {
-                    run_start = p;
-                    run_len = 1;
-                }
-                if run_len == n {
-                    found = Some(run_start);
-                    break;
-                }
-            }
-            found?
-        };
-        for p in start..start + n {
-            self.free.remove(&p);
-            self.fresh.insert(p);
+        if n == 0 {
+            return None;
         }
+        let start = self.free.first_fit(n)?;
+        self.free.remove(start, n);
+        self.fresh.insert(start, n);
         Some(start)
     }
 
     /// Note pages a transaction added past the store's end: like taken ones, the durable meta
     /// cannot reference them.
     pub fn grown(&mut self, start: PageId, n: u64) {
-        self.fresh.extend(start..start + n);
+        self.fresh.insert(start, n);
     }
 
     /// Give back pages taken by a transaction that did not commit.
     pub fn untake(&mut self, start: PageId, n: u64) {
-        self.free.extend(start..start + n);
+        self.free.insert(start, n);
     }
 
     /// Record pages freed by the commit of `txid`: fresh ones wait for readers only, the others
@@ -128,13 +226,9 @@ impl Freelist {
         let mut fresh = Vec::new();
         let mut held = Vec::new();
         for &(start, n) in pages {
-            for p in start..start + n {
-                if self.fresh.contains(&p) {
-                    fresh.push(p);
-                } else {
-                    held.push(p);
-                }
-            }
+            let (inside, outside) = self.fresh.split(start, n);
+            fresh.extend(inside);
+            held.extend(outside);
         }
         if !fresh.is_empty() {
             self.pending.entry(txid).or_default().extend(fresh);
@@ -155,8 +249,8 @@ impl Freelist {
     /// held pages), and nothing taken so far is fresh relative to the next barrier.
     pub fn barrier_done(&mut self, durable_txid: u64) {
         let later = self.held.split_off(&durable_txid.saturating_add(1));
-        for (t, pages) in core::mem::replace(&mut self.held, later) {
-            self.pending.entry(t).or_default().extend(pages);
+        for (t, runs) in core::mem::replace(&mut self.held, later) {
+            self.pending.entry(t).or_default().extend(runs);
         }
         self.fresh.clear();
     }
@@ -164,12 +258,12 @@ impl Freelist {
     /// Pages waiting for the next barrier (held) plus pages taken since the last one: what a
     /// barrier would settle. [`crate::Db`] forces a barrier when it exceeds its bound.
     pub fn since_barrier(&self) -> u64 {
-        (self.held.values().map(Vec::len).sum::<usize>() + self.fresh.len()) as u64
+        self.held_count() + self.fresh.pages
     }
 
     /// Pages held for the next barrier.
     pub fn held_count(&self) -> u64 {
-        self.held.values().map(Vec::len).sum::<usize>() as u64
+        self.held.values().map(|r| pages_in(r)).sum()
     }
 
     /// Move to `free` every pending set freed by a commit `t <= oldest_reader` (no reader can see
@@ -179,8 +273,10 @@ impl Freelist {
             if t > oldest_reader {
                 break;
             }
-            if let Some(pages) = self.pending.remove(&t) {
-                self.free.extend(pages);
+            if let Some(runs) = self.pending.remove(&t) {
+                for (start, n) in runs {
+                    self.free.insert(start, n);
+                }
             }
         }
     }
@@ -188,13 +284,12 @@ impl Freelist {
     /// Number of pages listed, free now, pending or held (what the store will have free once
     /// no reader holds an old snapshot and the next barrier completed).
     pub fn total_count(&self) -> u64 {
-        (self.free.len() + self.pending.values().map(Vec::len).sum::<usize>()) as u64
-            + self.held_count()
+        self.free.pages + self.pending.values().map(|r| pages_in(r)).sum::<u64>() + self.held_count()
     }
 
     /// Number of pages free now (not counting pending ones).
     pub fn free_count(&self) -> usize {
-        self.free.len()
+        self.free.pages as usize
     }
 }
 
@@ -306,5 +401,67 @@ mod tests {
         f.barrier_done(u64::MAX);
         f.release(u64::MAX);
         assert_eq!(f.total_count(), 0);
+    }
+    #[test]
+    fn runs_merge_split_and_count_pages_once() {
+        let mut r = Runs::default();
+        r.insert(10, 5); // 10..15
+        r.insert(20, 5); // 20..25
+        r.insert(15, 5); // joins both: 10..25
+        assert_eq!(r.iter().collect::<Vec<_>>(), [(10, 15)]);
+        r.insert(12, 20); // overlaps: 10..32, pages counted once
+        assert_eq!((r.iter().collect::<Vec<_>>(), r.pages), (vec![(10, 22)], 22));
+        r.remove(14, 4); // a hole: 10..14, 18..32
+        assert_eq!(r.iter().collect::<Vec<_>>(), [(10, 4), (18, 14)]);
+        assert_eq!(r.pages, 18);
+        r.remove(8, 3); // the front: 11..14
+        r.remove(30, 10); // the back: 18..30
+        assert_eq!(r.iter().collect::<Vec<_>>(), [(11, 3), (18, 12)]);
+        assert_eq!(r.pages, 15);
+        let (inside, outside) = r.split(9, 12); // 9..21
+        assert_eq!(inside, [(11, 3), (18, 3)]);
+        assert_eq!(outside, [(9, 2), (14, 4)]);
+        assert_eq!(r.first_fit(4), Some(18));
+        assert_eq!(r.first_fit(3), Some(11));
+        assert_eq!(r.first_fit(13), None);
+    }
+
+    #[test]
+    fn a_freed_run_is_held_only_where_it_was_not_fresh() {
+        let mut f = Freelist::default();
+        f.grown(100, 4); // 100..104 fresh
+        f.free_at(7, &[(98, 8)]); // 98..106: 100..104 fresh, the rest held
+        assert_eq!(f.held_count(), 4);
+        f.release(u64::MAX);
+        assert_eq!(f.free_count(), 4);
+        assert_eq!(f.take(4), Some(100));
+        assert_eq!(f.total_count(), 4, "the held pages are still listed");
+    }
+
+    #[test]
+    fn extents_of_the_page_list_format_still_decode() {
+        // What earlier versions wrote: one id per free page.
+        let mut buf = [0u8; 256];
+        page::put_u16(&mut buf, 0, KIND_FREELIST);
+        page::put_u32(&mut buf, 4, 4);
+        page::put_u64(&mut buf, 8, 9);
+        for (i, id) in [3u64, 4, 5, 7].iter().enumerate() {
+            page::put_u64(&mut buf, HEADER_SIZE + i * 8, *id);
+        }
+        let f = Freelist::decode(&buf, 9, 10).unwrap();
+        assert_eq!(f.free.iter().collect::<Vec<_>>(), [(3, 3), (7, 1)]);
+        assert!(Freelist::decode(&buf, 9, 7).is_err(), "page 7 is past the end");
+    }
+
+    #[test]
+    fn a_run_past_the_end_or_empty_is_corrupt() {
+        let mut f = Freelist::default();
+        f.untake(5, 3);
+        let mut buf = [0u8; 128];
+        f.encode(&mut buf, 20);
+        assert!(Freelist::decode(&buf, 20, 8).is_ok());
+        assert!(Freelist::decode(&buf, 20, 7).is_err());
+        page::put_u64(&mut buf, HEADER_SIZE + 8, 0);
+        assert!(Freelist::decode(&buf, 20, 8).is_err(), "a run of no pages");
     }
 }

@@ -32,8 +32,11 @@ pub const MAX_PAGE_SIZE: usize = 65536;
 pub const KIND_BRANCH: u16 = 1;
 /// Leaf node page.
 pub const KIND_LEAF: u16 = 2;
-/// Freelist page (first page of the freelist extent).
+/// Freelist page (first page of the freelist extent), one page id per free page: what
+/// earlier versions wrote; still read.
 pub const KIND_FREELIST: u16 = 3;
+/// Freelist page (first page of the freelist extent), one `(start, length)` run per 16 bytes.
+pub const KIND_FREELIST_RUNS: u16 = 4;
 
 /// Leaf slot flag: the value bytes are stored in the page.
 pub const FLAG_INLINE: u32 = 0;

@@ -62,6 +62,18 @@ pub trait Pager {
         Ok(())
     }
 
+    /// [`Pager::read_into`] of the bytes at `offset` into the concatenation of `dst`'s pieces
+    /// (the pages of a user buffer). The default reads each piece in turn; the kernel's disk
+    /// window reads them with one scattered device request.
+    fn read_into_pieces(&self, offset: u64, dst: &mut [&mut [u8]]) -> Result<()> {
+        let mut at = offset;
+        for piece in dst.iter_mut() {
+            self.read_into(at, piece)?;
+            at += piece.len() as u64;
+        }
+        Ok(())
+    }
+
     /// Whether [`Pager::read_into`] beats copying from [`Pager::read`] for large ranges.
     fn direct_reads(&self) -> bool {
         false

@@ -522,10 +522,14 @@ impl<'db, P: Pager> Tx<'db, P> {
 
     /// The size limits of a pair (what `put` and `put_direct` refuse before touching anything).
     fn check_pair(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.check_pair_len(key, value.len())
+    }
+
+    fn check_pair_len(&self, key: &[u8], value_len: usize) -> Result<()> {
         if key.is_empty() || key.len() > page::max_key_len(self.db.page_size) {
             return Err(Error::KeyTooLarge);
         }
-        if value.len() as u64 > u32::MAX as u64 {
+        if value_len as u64 > u32::MAX as u64 {
             return Err(Error::ValueTooLarge);
         }
         Ok(())
@@ -609,11 +613,12 @@ impl<'db, P: Pager> Tx<'db, P> {
     /// [`Bucket::put_direct`]: allocate every large value's pages, write their whole pages
     /// with one [`Pager::write_direct`] (straight from the caller's bytes) and the padded last
     /// pages with one `write`, then insert the pairs. Returns the replaced values' lengths.
-    fn put_direct(&self, b: usize, pairs: &[(&[u8], &[u8])]) -> Result<Vec<Option<u64>>> {
+    fn put_direct(&self, b: usize, pairs: &[(&[u8], &[&[u8]])]) -> Result<Vec<Option<u64>>> {
         self.check_writable()?;
         let ps = self.db.page_size;
-        for &(key, value) in pairs {
-            self.check_pair(key, value)?;
+        let lens: Vec<usize> = pairs.iter().map(|(_, pieces)| pieces.iter().map(|p| p.len()).sum()).collect();
+        for (&(key, _), &len) in pairs.iter().zip(&lens) {
+            self.check_pair_len(key, len)?;
         }
         let mut st = self.state.borrow_mut();
         let st = &mut *st;
@@ -623,15 +628,17 @@ impl<'db, P: Pager> Tx<'db, P> {
         // Pages of each pair's value (None: stored inline), all taken before anything is
         // written: one extent for all of them if the store has one (the values then lie in
         // order, and the pager can write them as one piece), else one per value.
-        let pages_of = |value: &[u8]| (value.len() > page::max_inline_len(ps)).then(|| value.len().div_ceil(ps) as u64);
-        let total: u64 = pairs.iter().filter_map(|&(_, v)| pages_of(v)).sum();
+        let pages_of = |len: usize| (len > page::max_inline_len(ps)).then(|| len.div_ceil(ps) as u64);
+        let total: u64 = lens.iter().filter_map(|&len| pages_of(len)).sum();
         let mut next = if total > 0 { self.alloc(st, total).ok() } else { None };
         let mut extents: Vec<Option<(PageId, u64)>> = Vec::with_capacity(pairs.len());
         let mut direct: Vec<(u64, &[u8])> = Vec::new();
+        // Whole pages of values whose pieces do not fall on page boundaries, joined.
+        let mut joined: Vec<(u64, Vec<u8>)> = Vec::new();
         let mut tails: Vec<(u64, Vec<u8>)> = Vec::new();
         let mut failed = None;
-        for &(_, value) in pairs {
-            let Some(n) = pages_of(value) else {
+        for (&(_, pieces), &len) in pairs.iter().zip(&lens) {
+            let Some(n) = pages_of(len) else {
                 extents.push(None);
                 continue;
             };
@@ -650,19 +657,48 @@ impl<'db, P: Pager> Tx<'db, P> {
             };
             extents.push(Some((id, n)));
             let base = id * ps as u64;
-            let full = value.len() / ps * ps;
-            if full > 0 {
-                direct.push((base, &value[..full]));
+            let full = len / ps * ps;
+            // The whole pages go straight from the pieces when each piece inside them starts
+            // and ends on a page boundary of the value; otherwise they are joined first.
+            let mut at = 0;
+            let mut aligned = true;
+            for piece in pieces.iter() {
+                if at < full && (at % ps != 0 || (piece.len() % ps != 0 && at + piece.len() < full)) {
+                    aligned = false;
+                    break;
+                }
+                at += piece.len();
             }
-            if full < value.len() {
-                let mut tail = vec![0u8; ps];
-                tail[..value.len() - full].copy_from_slice(&value[full..]);
+            let mut tail = if full < len { vec![0u8; ps] } else { Vec::new() };
+            let mut at = 0;
+            let mut whole = Vec::new();
+            for piece in pieces.iter() {
+                let in_full = piece.len().min(full.saturating_sub(at));
+                if in_full > 0 {
+                    if aligned {
+                        direct.push((base + at as u64, &piece[..in_full]));
+                    } else {
+                        whole.extend_from_slice(&piece[..in_full]);
+                    }
+                }
+                let rest = &piece[in_full..];
+                if !rest.is_empty() {
+                    let t = at + in_full - full;
+                    tail[t..t + rest.len()].copy_from_slice(rest);
+                }
+                at += piece.len();
+            }
+            if !whole.is_empty() {
+                joined.push((base, whole));
+            }
+            if full < len {
                 tails.push((base + full as u64, tail));
             }
         }
         let written = match failed {
             Some(e) => Err(e),
             None => {
+                direct.extend(joined.iter().map(|(o, w)| (*o, w.as_slice())));
                 direct.sort_unstable_by_key(|w| w.0);
                 tails.sort_unstable_by_key(|w| w.0);
                 let tails: Vec<(u64, &[u8])> = tails.iter().map(|(o, t)| (*o, t.as_slice())).collect();
@@ -685,13 +721,10 @@ impl<'db, P: Pager> Tx<'db, P> {
         bucket.version += 1;
         bucket.dirty = true;
         let mut replaced = Vec::with_capacity(pairs.len());
-        for (i, (&(key, value), extent)) in pairs.iter().zip(&extents).enumerate() {
+        for (i, ((&(key, pieces), extent), &len)) in pairs.iter().zip(&extents).zip(&lens).enumerate() {
             let leaf_value = match *extent {
-                Some((page, _)) => LeafValue::Overflow {
-                    page,
-                    len: value.len() as u64,
-                },
-                None => LeafValue::Inline(value.to_vec()),
+                Some((page, _)) => LeafValue::Overflow { page, len: len as u64 },
+                None => LeafValue::Inline(pieces.concat()),
             };
             match ctx.put(&mut bucket.tree, key, leaf_value, PutMode::Value) {
                 Ok(Some(LeafValue::Overflow { page, len })) => {
@@ -975,6 +1008,15 @@ impl<'tx, 'db, P: Pager> Bucket<'tx, 'db, P> {
     /// error; pairs before it stay inserted in the transaction. Returns, for each pair, the
     /// length of the value it replaced (`None`: the key was new).
     pub fn put_direct(&self, pairs: &[(&[u8], &[u8])]) -> Result<Vec<Option<u64>>> {
+        let gathered: Vec<(&[u8], &[&[u8]])> = pairs.iter().map(|(k, v)| (*k, core::slice::from_ref(v))).collect();
+        self.tx.put_direct(self.id, &gathered)
+    }
+
+    /// [`Bucket::put_direct`] of values given as pieces (each value is the concatenation of
+    /// its pieces, e.g. the pages of a user buffer): the whole pages of a value whose pieces
+    /// begin and end on its page boundaries are written straight from the pieces; those of
+    /// other values are joined first.
+    pub fn put_direct_gathered(&self, pairs: &[(&[u8], &[&[u8]])]) -> Result<Vec<Option<u64>>> {
         self.tx.put_direct(self.id, pairs)
     }
 

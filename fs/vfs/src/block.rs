@@ -32,6 +32,34 @@ pub trait BlockDevice: Send + Sync {
         }
         Ok(())
     }
+    /// Write several runs `(sector, pieces)`: the concatenation of a run's `pieces` is written
+    /// from `sector` on. Every piece is a multiple of [`SECTOR_SIZE`] bytes (else
+    /// `InvalidInput`, and nothing is written). This lets a caller whose bytes for one stretch
+    /// of the disk lie in several buffers send them without first copying them into one: a
+    /// device with scatter-gather (the kernel's virtio driver) sends each run as one request
+    /// whose data is described by all its pieces. Returns when all are written; durable, like
+    /// the other writes, only after `flush`. This default sends each piece as its own run.
+    fn write_gather(&self, runs: &[(u64, &[&[u8]])]) -> VfsResult<()> {
+        let flat = gather_to_runs(self.num_sectors(), runs)?;
+        self.write_runs(&flat)
+    }
+    /// Read the sectors from `sector` on into the concatenation of `pieces` (each a multiple
+    /// of [`SECTOR_SIZE`] bytes, else `InvalidInput`): a scattered read, e.g. straight into
+    /// the pages of a user buffer. A device with scatter-gather (the kernel's virtio driver)
+    /// serves it as one request; this default reads piece by piece.
+    fn read_scatter(&self, sector: u64, pieces: &mut [&mut [u8]]) -> VfsResult<()> {
+        let total: usize = pieces.iter().map(|p| p.len()).sum();
+        if pieces.iter().any(|p| !p.len().is_multiple_of(SECTOR_SIZE)) {
+            return Err(VfsError::InvalidInput);
+        }
+        check_run(self.num_sectors(), sector, total)?;
+        let mut at = sector;
+        for piece in pieces.iter_mut() {
+            self.read_sectors(at, piece)?;
+            at += (piece.len() / SECTOR_SIZE) as u64;
+        }
+        Ok(())
+    }
     /// Size in bytes.
     fn size_bytes(&self) -> u64 {
         self.num_sectors() * SECTOR_SIZE as u64
@@ -48,6 +76,31 @@ pub fn check_run(num_sectors: u64, sector: u64, len: usize) -> VfsResult<()> {
         Some(end) if end <= num_sectors => Ok(()),
         _ => Err(VfsError::InvalidInput),
     }
+}
+
+/// Check gathered runs against a device of `num_sectors` sectors (every piece a whole number
+/// of sectors, every run inside the device) and list their non-empty pieces as plain runs,
+/// each at the sector following the previous piece of its run.
+pub fn gather_to_runs<'a>(num_sectors: u64, runs: &[(u64, &[&'a [u8]])]) -> VfsResult<Vec<(u64, &'a [u8])>> {
+    let mut flat = Vec::with_capacity(runs.len());
+    for &(sector, pieces) in runs {
+        let mut len = 0usize;
+        for piece in pieces {
+            if !piece.len().is_multiple_of(SECTOR_SIZE) {
+                return Err(VfsError::InvalidInput);
+            }
+            len = len.checked_add(piece.len()).ok_or(VfsError::InvalidInput)?;
+        }
+        check_run(num_sectors, sector, len)?;
+        let mut at = sector;
+        for &piece in pieces {
+            if !piece.is_empty() {
+                flat.push((at, piece));
+                at += (piece.len() / SECTOR_SIZE) as u64;
+            }
+        }
+    }
+    Ok(flat)
 }
 
 /// A disk held in memory, for tests and for building images.
@@ -112,5 +165,53 @@ mod tests {
         assert_eq!(d.write_sectors(7, &data), Err(VfsError::InvalidInput));
         assert_eq!(d.read_sectors(0, &mut [0; 100]), Err(VfsError::InvalidInput));
         assert_eq!(d.read_sectors(u64::MAX, &mut back), Err(VfsError::InvalidInput));
+    }
+
+    /// Sector `s` of the pattern: every byte says which sector it was meant for.
+    fn pattern(first: u8, sectors: usize) -> Vec<u8> {
+        (0..sectors * SECTOR_SIZE).map(|i| first.wrapping_add((i / SECTOR_SIZE) as u8)).collect()
+    }
+
+    #[test]
+    fn write_gather_places_each_piece_after_the_previous_one() {
+        let d = RamDisk::new(32 * SECTOR_SIZE);
+        // Run 1 at sector 3: pieces of 2, 0 and 3 sectors, from separate buffers.
+        let a = pattern(10, 2);
+        let b = pattern(12, 3);
+        // Run 2 at sector 20: one piece of 1 sector, then one of 2.
+        let c = pattern(40, 1);
+        let e = pattern(41, 2);
+        let empty: &[u8] = &[];
+        d.write_gather(&[(3, &[&a, empty, &b]), (20, &[&c, &e])]).unwrap();
+
+        let disk = d.to_vec();
+        let sector = |s: usize| &disk[s * SECTOR_SIZE..(s + 1) * SECTOR_SIZE];
+        for s in 0..32 {
+            let expect = match s {
+                3..=7 => Some(10 + (s - 3) as u8),
+                20..=22 => Some(40 + (s - 20) as u8),
+                _ => None,
+            };
+            match expect {
+                Some(v) => assert!(sector(s).iter().all(|&x| x == v), "sector {s} holds the wrong piece"),
+                None => assert!(sector(s).iter().all(|&x| x == 0), "sector {s} was written"),
+            }
+        }
+    }
+
+    #[test]
+    fn write_gather_rejects_bad_runs_and_writes_nothing() {
+        let d = RamDisk::new(8 * SECTOR_SIZE);
+        let good = pattern(1, 2);
+        let half = vec![7u8; SECTOR_SIZE / 2];
+        // A piece that is not whole sectors, even after a good run.
+        assert_eq!(d.write_gather(&[(0, &[&good]), (4, &[&good, &half])]), Err(VfsError::InvalidInput));
+        // A run whose pieces together pass the end of the device.
+        assert_eq!(d.write_gather(&[(5, &[&good, &good])]), Err(VfsError::InvalidInput));
+        assert_eq!(d.write_gather(&[(u64::MAX, &[&good])]), Err(VfsError::InvalidInput));
+        assert!(d.to_vec().iter().all(|&x| x == 0));
+        // Exactly to the end is fine.
+        d.write_gather(&[(4, &[&good, &good])]).unwrap();
+        assert_eq!(&d.to_vec()[4 * SECTOR_SIZE..], &[good.as_slice(), good.as_slice()].concat()[..]);
     }
 }

@@ -27,6 +27,6 @@ pub mod conformance;
 mod error;
 mod node;
 
-pub use block::{check_run, BlockDevice, RamDisk, SECTOR_SIZE};
+pub use block::{check_run, gather_to_runs, BlockDevice, RamDisk, SECTOR_SIZE};
 pub use error::{VfsError, VfsResult};
 pub use node::*;

@@ -251,6 +251,21 @@ pub trait Node: Send + Sync {
     fn write_at(&self, _offset: u64, _buf: &[u8]) -> VfsResult<usize> {
         Err(self.not_a_file())
     }
+    /// A scattered read (like `preadv` with one offset): the bytes at `offset` into the
+    /// concatenation of `bufs`, same result as [`Node::read_at`] into the joined buffer. A file
+    /// system that fills scattered pieces itself returns `Some`; the default `None` (also
+    /// allowed for any read the file system prefers to get as one slice) asks the caller to
+    /// read into one buffer and scatter it.
+    fn read_scattered_at(&self, _offset: u64, _bufs: &mut [&mut [u8]]) -> Option<VfsResult<usize>> {
+        None
+    }
+    /// A gathered write (like `pwritev` with one offset): the concatenation of `bufs` at
+    /// `offset`, same result as [`Node::write_at`] of the joined bytes. A file system that
+    /// copies from scattered pieces itself (so the kernel need not join a user's pages into a
+    /// bounce buffer first) returns `Some`; the default `None` asks the caller to join them.
+    fn write_gathered_at(&self, _offset: u64, _bufs: &[&[u8]]) -> Option<VfsResult<usize>> {
+        None
+    }
     /// Set the size; growing reads back zeros.
     fn truncate(&self, size: u64) -> VfsResult<()> {
         self.setattr(&SetAttr { size: Some(size), ..Default::default() }).map(|_| ())

@@ -14,8 +14,9 @@
 //! Design: 4 KiB cache blocks with per-sector valid/dirty bits, so a partial-block write never
 //! reads the disk first. A miss reads a run of missing blocks in one request, with read-ahead
 //! when misses are sequential. Write-back walks dirty blocks in order and sends contiguous runs
-//! (up to 1 MiB) as single requests. Eviction is the clock (second-chance) algorithm. Lock
-//! order: the cache's own mutex, then the disk's.
+//! (up to 1 MiB), each gathered from its blocks' buffers without copying them together.
+//! Eviction is the clock (second-chance) algorithm. Lock order: the cache's own mutex, then
+//! the disk's.
 //!
 //! Each cache is a value owned by its mount: two disks never share one.
 
@@ -26,7 +27,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use spin::Mutex;
-use vfs::{BlockDevice, VfsResult, SECTOR_SIZE};
+use vfs::{BlockDevice, VfsError, VfsResult, SECTOR_SIZE};
 
 /// Bytes per cache block.
 pub const BLOCK_SIZE: usize = 4096;
@@ -122,33 +123,40 @@ impl BlockCache {
 
     /// Write every dirty block (no device flush): contiguous fully valid blocks as runs of
     /// up to 1 MiB, partially valid blocks as their dirty sector runs, all submitted together.
+    /// A run is gathered straight from its blocks' buffers (`write_gather`: no copy; blocks
+    /// that happen to be adjacent in memory become one piece).
     fn write_back(&self, inner: &mut Inner) -> VfsResult<()> {
         let dirty: Vec<u64> = inner.map.iter().filter(|(_, e)| e.dirty != 0).map(|(&b, _)| b).collect();
         if dirty.is_empty() {
             return Ok(());
         }
-        let mut runs: Vec<(u64, Vec<u8>)> = Vec::new();
-        let whole = |m: &BTreeMap<u64, Entry>, b: u64| m.get(&b).is_some_and(|e| e.valid == FULL);
+        let mut runs: Vec<(u64, Vec<&[u8]>)> = Vec::new();
+        let map = &inner.map;
+        let whole = |b: u64| map.get(&b).is_some_and(|e| e.valid == FULL);
         let mut i = 0;
         while i < dirty.len() {
             let start = dirty[i];
             let mut n = 1;
-            if whole(&inner.map, start) {
-                while i + n < dirty.len()
-                    && n < MAX_RUN
-                    && dirty[i + n] == start + n as u64
-                    && whole(&inner.map, start + n as u64)
+            if whole(start) {
+                while i + n < dirty.len() && n < MAX_RUN && dirty[i + n] == start + n as u64 && whole(start + n as u64)
                 {
                     n += 1;
                 }
-                let mut buf = Vec::with_capacity(n * BLOCK_SIZE);
+                let mut pieces: Vec<&[u8]> = Vec::with_capacity(n);
                 for k in 0..n {
-                    if let Some(e) = inner.map.get(&(start + k as u64)) {
-                        buf.extend_from_slice(&e.data[..]);
+                    let block: &[u8] = &map.get(&(start + k as u64)).ok_or(VfsError::Io)?.data[..];
+                    match pieces.last_mut() {
+                        Some(prev) if prev.as_ptr() as usize + prev.len() == block.as_ptr() as usize => {
+                            // SAFETY: two blocks of `map`, adjacent in memory and both borrowed
+                            // (the cache is locked) until the write returns: their union is one
+                            // live, readable range.
+                            *prev = unsafe { core::slice::from_raw_parts(prev.as_ptr(), prev.len() + BLOCK_SIZE) };
+                        }
+                        _ => pieces.push(block),
                     }
                 }
-                runs.push((start * SECTORS_PER_BLOCK, buf));
-            } else if let Some(e) = inner.map.get(&start) {
+                runs.push((start * SECTORS_PER_BLOCK, pieces));
+            } else if let Some(e) = map.get(&start) {
                 let mut s = 0u64;
                 while s < SECTORS_PER_BLOCK {
                     if e.dirty & (1 << s) == 0 {
@@ -159,15 +167,15 @@ impl BlockCache {
                     while s + k < SECTORS_PER_BLOCK && e.dirty & (1 << (s + k)) != 0 {
                         k += 1;
                     }
-                    let bytes = e.data[s as usize * SECTOR_SIZE..(s + k) as usize * SECTOR_SIZE].to_vec();
-                    runs.push((start * SECTORS_PER_BLOCK + s, bytes));
+                    let bytes = &e.data[s as usize * SECTOR_SIZE..(s + k) as usize * SECTOR_SIZE];
+                    runs.push((start * SECTORS_PER_BLOCK + s, vec![bytes]));
                     s += k;
                 }
             }
             i += n;
         }
-        let batch: Vec<(u64, &[u8])> = runs.iter().map(|(s, b)| (*s, b.as_slice())).collect();
-        self.dev.write_runs(&batch)?;
+        let batch: Vec<(u64, &[&[u8]])> = runs.iter().map(|(s, pieces)| (*s, pieces.as_slice())).collect();
+        self.dev.write_gather(&batch)?;
         for b in dirty {
             if let Some(e) = inner.map.get_mut(&b) {
                 e.dirty = 0;

@@ -1,24 +1,83 @@
-//! virtio-blk disks through the `virtio-drivers` crate (MMIO transport, polled completion).
+//! virtio-blk disks: our own request layer over the `virtio-drivers` crate's split virtqueue
+//! ([`VirtQueue`]) and MMIO transport, polled completion.
 //!
-//! Each disk is a [`VirtioDisk`] implementing `vfs::BlockDevice`. A run of sectors is sent as
-//! one request of up to [`MAX_REQUEST`] bytes; larger runs are split. Buffers handed to the
-//! device are kernel memory, identity-mapped, so their kernel address is their physical one.
+//! Each disk is a [`VirtioDisk`] implementing `vfs::BlockDevice`. The crate's own `VirtIOBlk`
+//! is not used: its queue has 16 descriptors and its requests carry ONE data buffer, so bytes
+//! for one stretch of the disk that lie in several memory pieces had to be copied together or
+//! sent as several requests. Here a request is the virtio-blk layout (virtio 1.1, 5.2.6): a
+//! 16-byte header the device reads (type, reserved, sector), then the data pieces (device-read
+//! for a write, device-written for a read), then one status byte the device writes. A write
+//! run may have as many pieces as the device's `seg_max` allows (scatter-gather), so callers
+//! hand over their frames as they are ([`BlockDevice::write_gather`]): no copy, one request per
+//! contiguous disk run of up to [`MAX_REQUEST`] bytes.
+//!
+//! The queue has [`QUEUE_SIZE`] entries; with indirect descriptors (negotiated when offered:
+//! the crate then puts each request's chain in its own table) every request takes one entry
+//! whatever its piece count. All I/O (reads, writes, flushes) goes through one engine,
+//! [`VirtioDisk::run`], that keeps the queue full: it submits requests without waiting,
+//! notifies the device once per batch, and completes them in whatever order the device
+//! finishes them. One `Mutex` owns the transport and the queue.
+//!
+//! Buffers handed to the device are kernel memory, identity-mapped, so their kernel address is
+//! their physical one. A request's header and status live in a `Box` that stays alive, and
+//! its data stays borrowed, until the request has completed (or the device has been reset).
+//!
+//! Counters: `add_dev_read` / `add_dev_write` / `add_dev_flush` count requests (and bytes) as
+//! they are handed to the device.
 
 use alloc::boxed::Box;
+use alloc::string::String;
 use alloc::sync::Arc;
+use alloc::vec;
 use alloc::vec::Vec;
 use core::alloc::Layout;
 use core::ptr::NonNull;
 
 use spin::Mutex;
 use vfs::{BlockDevice, VfsError, VfsResult, SECTOR_SIZE};
-use virtio_drivers::device::blk::{BlkReq, BlkResp, VirtIOBlk};
+use virtio_drivers::queue::VirtQueue;
 use virtio_drivers::transport::mmio::{MmioTransport, VirtIOHeader};
-use virtio_drivers::transport::{DeviceType, Transport};
+use virtio_drivers::transport::{DeviceStatus, DeviceType, Transport};
 use virtio_drivers::{BufferDirection, Hal, PhysAddr, PAGE_SIZE};
 
-/// Largest single request.
+/// Largest single request, in bytes: a longer run is split into several requests.
 pub const MAX_REQUEST: usize = 1 << 20;
+/// Entries of the request queue. With indirect descriptors this is also the most requests in
+/// flight at once (128 MiB at [`MAX_REQUEST`]); the probe fails if the device offers fewer.
+pub const QUEUE_SIZE: usize = 128;
+/// The only queue of a virtio-blk device without `VIRTIO_BLK_F_MQ`.
+const QUEUE: u16 = 0;
+
+// Feature bits (virtio 1.1, 5.2.3 and 6).
+/// `seg_max` in the config space is the most data segments of one request.
+const F_SEG_MAX: u64 = 1 << 2;
+/// The device is read-only: writes would fail.
+const F_RO: u64 = 1 << 5;
+/// The device has a write cache and takes FLUSH requests; without it writes are durable on
+/// completion.
+const F_FLUSH: u64 = 1 << 9;
+/// Indirect descriptor tables: a request of any piece count takes one queue entry.
+const F_RING_INDIRECT_DESC: u64 = 1 << 28;
+/// A non-legacy device; a driver must accept it when offered.
+const F_VERSION_1: u64 = 1 << 32;
+const WANTED_FEATURES: u64 = F_SEG_MAX | F_RO | F_FLUSH | F_RING_INDIRECT_DESC | F_VERSION_1;
+
+// Config space (virtio 1.1, 5.2.4): capacity (u64, read as two u32 because MMIO only
+// guarantees 4-byte alignment), size_max (u32), seg_max (u32), ...
+const CFG_CAPACITY_LOW: usize = 0;
+const CFG_CAPACITY_HIGH: usize = 4;
+const CFG_SEG_MAX: usize = 12;
+
+// Request types and the success status (virtio 1.1, 5.2.6).
+const T_IN: u32 = 0;
+const T_OUT: u32 = 1;
+const T_FLUSH: u32 = 4;
+const S_OK: u8 = 0;
+/// Header length; the status byte follows it in the same allocation.
+const HEADER_LEN: usize = 16;
+/// What the status byte holds until the device writes it: not `S_OK`, so a completion whose
+/// status the device never wrote is an error.
+const STATUS_UNSET: u8 = 0xff;
 
 pub struct KernelHal;
 
@@ -52,19 +111,345 @@ unsafe impl Hal for KernelHal {
     unsafe fn unshare(_paddr: PhysAddr, _buffer: NonNull<[u8]>, _direction: BufferDirection) {}
 }
 
-type Blk = VirtIOBlk<KernelHal, MmioTransport<'static>>;
+/// What the lock of a disk protects: the transport and the one queue.
+struct Device {
+    transport: MmioTransport<'static>,
+    queue: VirtQueue<KernelHal, QUEUE_SIZE>,
+    /// The device broke the protocol (a completion we never submitted) and was reset so it
+    /// stops touching memory; every later request fails with `Io`.
+    broken: bool,
+}
+
+/// The data of one request.
+enum Data<'a> {
+    /// A flush: header and status only.
+    None,
+    /// A write: the device reads these pieces, in order.
+    Out(Vec<&'a [u8]>),
+    /// A read: the device fills these pieces, in order.
+    In(Vec<&'a mut [u8]>),
+}
+
+/// One virtio-blk request before it is submitted.
+struct Request<'a> {
+    kind: u32,
+    sector: u64,
+    data: Data<'a>,
+}
+
+impl Request<'_> {
+    fn bytes(&self) -> usize {
+        match &self.data {
+            Data::None => 0,
+            Data::Out(pieces) => pieces.iter().map(|p| p.len()).sum(),
+            Data::In(pieces) => pieces.iter().map(|p| p.len()).sum(),
+        }
+    }
+
+    /// The header (type, reserved, sector; little-endian as virtio 1.x and, on riscv64, legacy
+    /// devices read it) followed by the unset status byte.
+    fn header(&self) -> Box<[u8; HEADER_LEN + 1]> {
+        let mut head = Box::new([0u8; HEADER_LEN + 1]);
+        head[0..4].copy_from_slice(&self.kind.to_le_bytes());
+        head[8..16].copy_from_slice(&self.sector.to_le_bytes());
+        head[HEADER_LEN] = STATUS_UNSET;
+        head
+    }
+}
+
+/// The device-readable and device-writable buffer lists of a request, in the order the
+/// virtio-blk layout wants them: header, [data out], | [data in], status. Built the same way
+/// for `add` and for `pop_used`, which must be given the same buffers.
+fn buffers<'r>(head: &'r mut [u8; HEADER_LEN + 1], data: &'r mut Data<'_>) -> (Vec<&'r [u8]>, Vec<&'r mut [u8]>) {
+    let (header, status) = head.split_at_mut(HEADER_LEN);
+    match data {
+        Data::None => (vec![&*header], vec![status]),
+        Data::Out(pieces) => {
+            let mut device_reads: Vec<&[u8]> = Vec::with_capacity(1 + pieces.len());
+            device_reads.push(header);
+            device_reads.extend(pieces.iter().copied());
+            (device_reads, vec![status])
+        }
+        Data::In(pieces) => {
+            let mut device_writes: Vec<&mut [u8]> = Vec::with_capacity(pieces.len() + 1);
+            device_writes.extend(pieces.iter_mut().map(|p| &mut **p));
+            device_writes.push(status);
+            (vec![&*header], device_writes)
+        }
+    }
+}
+
+/// A submitted request: what must stay alive until the device hands its token back.
+struct InFlight<'a> {
+    token: u16,
+    head: Box<[u8; HEADER_LEN + 1]>,
+    req: Request<'a>,
+}
 
 /// One virtio-blk disk.
 pub struct VirtioDisk {
-    blk: Mutex<Blk>,
+    dev: Mutex<Device>,
     sectors: u64,
-    pub name: alloc::string::String,
+    /// Most data pieces in one request: the device's `seg_max`, and at most what one
+    /// descriptor chain of our queue can hold (header and status take two entries).
+    max_segments: usize,
+    read_only: bool,
+    has_flush: bool,
+    pub name: String,
 }
 
 impl VirtioDisk {
+    /// Most data pieces one request carries (the device's `seg_max`, at most 126).
+    pub fn max_segments(&self) -> usize {
+        self.max_segments
+    }
+
     fn io_err<E: core::fmt::Debug>(&self, what: &str, e: E) -> VfsError {
         log::error!("{}: {} failed: {:?}", self.name, what, e);
         VfsError::Io
+    }
+
+    /// Initialise the device behind `transport` (virtio 1.1, 3.1.1): negotiate features, read
+    /// the capacity and `seg_max`, set up the queue.
+    fn new(mut transport: MmioTransport<'static>, name: String) -> Result<VirtioDisk, String> {
+        transport.set_status(DeviceStatus::empty()); // reset
+        transport.set_status(DeviceStatus::ACKNOWLEDGE | DeviceStatus::DRIVER);
+        let features = transport.read_device_features() & WANTED_FEATURES;
+        transport.write_driver_features(features);
+        let negotiating = DeviceStatus::ACKNOWLEDGE | DeviceStatus::DRIVER | DeviceStatus::FEATURES_OK;
+        transport.set_status(negotiating);
+        let fail = |transport: &mut MmioTransport<'static>, why: String| {
+            transport.set_status(negotiating | DeviceStatus::FAILED);
+            Err(why)
+        };
+        // Only a virtio 1.x device may refuse the features by clearing FEATURES_OK.
+        if features & F_VERSION_1 != 0 && !transport.get_status().contains(DeviceStatus::FEATURES_OK) {
+            return fail(&mut transport, alloc::format!("device refused features {:#x}", features));
+        }
+        transport.set_guest_page_size(PAGE_SIZE as u32);
+
+        let offered = transport.max_queue_size(QUEUE);
+        if offered < QUEUE_SIZE as u32 {
+            return fail(
+                &mut transport,
+                alloc::format!("device offers a queue of {} entries; this driver needs {}", offered, QUEUE_SIZE),
+            );
+        }
+        let config = transport.read_consistent(|| {
+            let low: u32 = transport.read_config_space(CFG_CAPACITY_LOW)?;
+            let high: u32 = transport.read_config_space(CFG_CAPACITY_HIGH)?;
+            let seg_max: u32 = if features & F_SEG_MAX != 0 { transport.read_config_space(CFG_SEG_MAX)? } else { 0 };
+            Ok((u64::from(low) | (u64::from(high) << 32), seg_max))
+        });
+        let (sectors, seg_max) = match config {
+            Ok(c) => c,
+            Err(e) => return fail(&mut transport, alloc::format!("config space: {:?}", e)),
+        };
+        // Without SEG_MAX the device takes any count; a device claiming 0 gets 1 (a request
+        // needs at least one data piece).
+        let chain_room = QUEUE_SIZE - 2;
+        let max_segments = if features & F_SEG_MAX != 0 { (seg_max as usize).clamp(1, chain_room) } else { chain_room };
+        let indirect = features & F_RING_INDIRECT_DESC != 0;
+        let queue = match VirtQueue::new(&mut transport, QUEUE, indirect, false) {
+            Ok(q) => q,
+            Err(e) => return fail(&mut transport, alloc::format!("queue setup: {:?}", e)),
+        };
+        transport.finish_init();
+        log::info!(
+            "{}: {} MiB, features {:#x}, {} pieces per request{}",
+            name,
+            (sectors * SECTOR_SIZE as u64) >> 20,
+            features,
+            max_segments,
+            if indirect { ", indirect" } else { "" }
+        );
+        Ok(VirtioDisk {
+            dev: Mutex::new(Device { transport, queue, broken: false }),
+            sectors,
+            max_segments,
+            read_only: features & F_RO != 0,
+            has_flush: features & F_FLUSH != 0,
+            name,
+        })
+    }
+
+    /// Send `requests` to the device and wait until all have completed. The queue is kept
+    /// full: requests are added until it has no room, the device is notified once for the
+    /// batch, and each completion (in whatever order the device finishes them) makes room for
+    /// more. After the first failure nothing more is submitted; what is in flight is drained
+    /// (its buffers are borrowed from the caller and must not be given back while the device
+    /// may still use them), then the error is returned.
+    fn run(&self, what: &str, requests: Vec<Request<'_>>) -> VfsResult<()> {
+        let mut guard = self.dev.lock();
+        let dev = &mut *guard;
+        if dev.broken {
+            return Err(VfsError::Io);
+        }
+        let mut pending = requests.into_iter();
+        let mut waiting: Option<Request<'_>> = None; // did not fit the queue last time
+        let mut inflight: Vec<InFlight<'_>> = Vec::new();
+        let mut result = Ok(());
+        loop {
+            let mut added = false;
+            while result.is_ok() {
+                let Some(mut req) = waiting.take().or_else(|| pending.next()) else { break };
+                let mut head = req.header();
+                let (device_reads, mut device_writes) = buffers(&mut head, &mut req.data);
+                // SAFETY: every buffer stays valid and untouched until its token is popped
+                // below: the header and status are boxed (a stable address) and move into
+                // `inflight` with the request, whose data is borrowed for this whole call,
+                // which does not return while anything is in flight (or the device was reset).
+                let added_token = unsafe { dev.queue.add(&device_reads, &mut device_writes) };
+                drop((device_reads, device_writes));
+                match added_token {
+                    Ok(token) => {
+                        match req.kind {
+                            T_IN => crate::counters::add_dev_read(req.bytes()),
+                            T_OUT => crate::counters::add_dev_write(req.bytes()),
+                            _ => crate::counters::add_dev_flush(),
+                        }
+                        inflight.push(InFlight { token, head, req });
+                        added = true;
+                    }
+                    Err(virtio_drivers::Error::QueueFull) if !inflight.is_empty() => {
+                        waiting = Some(req);
+                        break;
+                    }
+                    Err(e) => result = Err(self.io_err(what, e)),
+                }
+            }
+            if added && dev.queue.should_notify() {
+                dev.transport.notify(QUEUE);
+            }
+            if inflight.is_empty() {
+                return result;
+            }
+            // Complete whatever the device has finished (spin until something has).
+            let Some(token) = dev.queue.peek_used() else {
+                core::hint::spin_loop();
+                continue;
+            };
+            let Some(i) = inflight.iter().position(|f| f.token == token) else {
+                self.reset(dev);
+                return Err(self.io_err(what, "completion of a request never submitted"));
+            };
+            let mut done = inflight.swap_remove(i);
+            let popped = {
+                let (device_reads, mut device_writes) = buffers(&mut done.head, &mut done.req.data);
+                // SAFETY: the same buffers, built the same way, that were added with `token`.
+                unsafe { dev.queue.pop_used(token, &device_reads, &mut device_writes) }
+            };
+            match popped {
+                Ok(_) if done.head[HEADER_LEN] == S_OK => {}
+                Ok(_) => {
+                    let why = alloc::format!("sector {}: status {}", done.req.sector, done.head[HEADER_LEN]);
+                    result = result.and(Err(self.io_err(what, why)));
+                }
+                Err(e) => {
+                    // Cannot happen after `peek_used` gave this token; if it does, the queue
+                    // state is unknown: stop the device before the borrowed buffers go back.
+                    self.reset(dev);
+                    return Err(self.io_err(what, e));
+                }
+            }
+        }
+    }
+
+    /// Reset the device (status 0): it stops using the queue and every buffer in it, so the
+    /// caller may give them back. The disk is unusable afterwards.
+    fn reset(&self, dev: &mut Device) {
+        dev.transport.set_status(DeviceStatus::empty());
+        dev.broken = true;
+        log::error!("{}: device reset after a protocol error; further I/O fails", self.name);
+    }
+
+    /// Check a run of `pieces` from `sector` (every piece whole sectors, the run inside the
+    /// device).
+    fn check_pieces(&self, sector: u64, lens: impl Iterator<Item = usize>) -> VfsResult<()> {
+        let mut len = 0usize;
+        for piece in lens {
+            if !piece.is_multiple_of(SECTOR_SIZE) {
+                return Err(VfsError::InvalidInput);
+            }
+            len = len.checked_add(piece).ok_or(VfsError::InvalidInput)?;
+        }
+        vfs::check_run(self.sectors, sector, len)
+    }
+
+    /// Split gathered write runs into requests (see [`split_run`]). Every run is checked
+    /// before any request is built: a bad one writes nothing.
+    fn write_requests<'a>(&self, runs: &[(u64, &[&'a [u8]])]) -> VfsResult<Vec<Request<'a>>> {
+        if self.read_only {
+            return Err(VfsError::ReadOnly);
+        }
+        for &(sector, pieces) in runs {
+            self.check_pieces(sector, pieces.iter().map(|p| p.len()))?;
+        }
+        let mut requests = Vec::new();
+        for &(sector, pieces) in runs {
+            split_run(sector, pieces.iter().copied(), self.max_segments, |at, data| {
+                requests.push(Request { kind: T_OUT, sector: at, data: Data::Out(data) })
+            });
+        }
+        Ok(requests)
+    }
+}
+
+/// A data piece of a request: something that can be measured and cut in two.
+trait Piece: Sized {
+    fn len(&self) -> usize;
+    fn split_at(self, at: usize) -> (Self, Self);
+}
+
+impl Piece for &[u8] {
+    fn len(&self) -> usize {
+        <[u8]>::len(self)
+    }
+    fn split_at(self, at: usize) -> (Self, Self) {
+        <[u8]>::split_at(self, at)
+    }
+}
+
+impl Piece for &mut [u8] {
+    fn len(&self) -> usize {
+        <[u8]>::len(self)
+    }
+    fn split_at(self, at: usize) -> (Self, Self) {
+        <[u8]>::split_at_mut(self, at)
+    }
+}
+
+/// Split one disk run (from `sector`, the concatenation of `pieces`, each whole sectors) into
+/// requests, handed to `emit(sector, pieces)`: pieces are taken in order until a request has
+/// `max_segments` of them or [`MAX_REQUEST`] bytes (a piece crossing that limit is cut at
+/// it). Empty pieces are skipped (a descriptor may not be empty).
+fn split_run<P: Piece>(
+    sector: u64,
+    pieces: impl Iterator<Item = P>,
+    max_segments: usize,
+    mut emit: impl FnMut(u64, Vec<P>),
+) {
+    let mut at = sector;
+    let mut current: Vec<P> = Vec::new();
+    let mut current_bytes = 0;
+    for piece in pieces {
+        let mut rest = piece;
+        while rest.len() > 0 {
+            if current.len() == max_segments || current_bytes == MAX_REQUEST {
+                emit(at, core::mem::take(&mut current));
+                at += (current_bytes / SECTOR_SIZE) as u64;
+                current_bytes = 0;
+            }
+            // A multiple of SECTOR_SIZE: MAX_REQUEST and every piece are.
+            let take = rest.len().min(MAX_REQUEST - current_bytes);
+            let (now, later) = rest.split_at(take);
+            current.push(now);
+            current_bytes += take;
+            rest = later;
+        }
+    }
+    if !current.is_empty() {
+        emit(at, current);
     }
 }
 
@@ -73,96 +458,47 @@ impl BlockDevice for VirtioDisk {
         self.sectors
     }
 
+    /// One request per [`MAX_REQUEST`] bytes, all in flight together.
     fn read_sectors(&self, sector: u64, buf: &mut [u8]) -> VfsResult<()> {
-        vfs::check_run(self.sectors, sector, buf.len())?;
-        let mut blk = self.blk.lock();
-        for (i, chunk) in buf.chunks_mut(MAX_REQUEST).enumerate() {
-            let at = sector + (i * MAX_REQUEST / SECTOR_SIZE) as u64;
-            blk.read_blocks(at as usize, chunk).map_err(|e| self.io_err("read", e))?;
-            crate::counters::add_dev_read(chunk.len());
-        }
-        Ok(())
+        self.read_scatter(sector, &mut [buf])
+    }
+
+    /// The run as one request whose data is the pieces (split only past `seg_max` pieces or
+    /// [`MAX_REQUEST`] bytes), all in flight together: the device fills each piece in place.
+    fn read_scatter(&self, sector: u64, pieces: &mut [&mut [u8]]) -> VfsResult<()> {
+        self.check_pieces(sector, pieces.iter().map(|p| p.len()))?;
+        let mut requests = Vec::new();
+        split_run(sector, pieces.iter_mut().map(|p| &mut **p), self.max_segments, |at, data| {
+            requests.push(Request { kind: T_IN, sector: at, data: Data::In(data) })
+        });
+        self.run("read", requests)
     }
 
     fn write_sectors(&self, sector: u64, buf: &[u8]) -> VfsResult<()> {
-        vfs::check_run(self.sectors, sector, buf.len())?;
-        let mut blk = self.blk.lock();
-        for (i, chunk) in buf.chunks(MAX_REQUEST).enumerate() {
-            let at = sector + (i * MAX_REQUEST / SECTOR_SIZE) as u64;
-            blk.write_blocks(at as usize, chunk).map_err(|e| self.io_err("write", e))?;
-            crate::counters::add_dev_write(chunk.len());
-        }
-        Ok(())
+        self.write_gather(&[(sector, &[buf])])
     }
 
-    /// Keep the queue full: submit runs without waiting, complete them as the device finishes
-    /// them (in any order), submit more. One round trip per queue-full instead of per run.
+    /// Each run as its own request(s), all in flight together.
     fn write_runs(&self, runs: &[(u64, &[u8])]) -> VfsResult<()> {
-        struct InFlight<'a> {
-            token: u16,
-            req: Box<BlkReq>,
-            resp: Box<BlkResp>,
-            buf: &'a [u8],
-        }
-        // Split runs longer than one request.
-        let mut pieces: Vec<(u64, &[u8])> = Vec::new();
-        for &(sector, bytes) in runs {
-            vfs::check_run(self.sectors, sector, bytes.len())?;
-            for (i, chunk) in bytes.chunks(MAX_REQUEST).enumerate() {
-                if !chunk.is_empty() {
-                    pieces.push((sector + (i * MAX_REQUEST / SECTOR_SIZE) as u64, chunk));
-                }
-            }
-        }
-        let mut blk = self.blk.lock();
-        let mut inflight: Vec<InFlight> = Vec::new();
-        let mut result = Ok(());
-        let mut next = 0;
-        while next < pieces.len() || !inflight.is_empty() {
-            // Submit while the queue has room (and nothing failed).
-            while next < pieces.len() && result.is_ok() {
-                let (sector, buf) = pieces[next];
-                let mut req = Box::new(BlkReq::default());
-                let mut resp = Box::new(BlkResp::default());
-                // SAFETY: `req`, `resp` (boxed: stable addresses) and `buf` (borrowed for this
-                // call) are not touched until the request completes below.
-                match unsafe { blk.write_blocks_nb(sector as usize, &mut req, buf, &mut resp) } {
-                    Ok(token) => {
-                        inflight.push(InFlight { token, req, resp, buf });
-                        crate::counters::add_dev_write(buf.len());
-                        next += 1;
-                    }
-                    Err(virtio_drivers::Error::QueueFull) if !inflight.is_empty() => break,
-                    Err(e) => result = Err(self.io_err("write", e)),
-                }
-            }
-            if result.is_err() && inflight.is_empty() {
-                break;
-            }
-            // Complete whatever the device has finished (spin until something has).
-            let Some(token) = blk.peek_used() else {
-                core::hint::spin_loop();
-                continue;
-            };
-            let Some(i) = inflight.iter().position(|f| f.token == token) else {
-                return Err(self.io_err("write", "unknown completion token"));
-            };
-            let mut f = inflight.swap_remove(i);
-            // SAFETY: the same request, buffer and response that were submitted with `token`.
-            let r = unsafe { blk.complete_write_blocks(token, &f.req, f.buf, &mut f.resp) };
-            if let Err(e) = r {
-                result = Err(self.io_err("write", e));
-            }
-            if result.is_err() {
-                next = pieces.len(); // stop submitting; drain what is in flight
-            }
-        }
-        result
+        let pieces: Vec<(u64, &[&[u8]])> =
+            runs.iter().map(|(sector, bytes)| (*sector, core::slice::from_ref(bytes))).collect();
+        self.write_gather(&pieces)
     }
 
+    /// Each run as one request whose data is its pieces (split only past `seg_max` pieces or
+    /// [`MAX_REQUEST`] bytes), all in flight together; the pieces are not copied.
+    fn write_gather(&self, runs: &[(u64, &[&[u8]])]) -> VfsResult<()> {
+        let requests = self.write_requests(runs)?;
+        self.run("write", requests)
+    }
+
+    /// A FLUSH request when the device has a write cache; without `VIRTIO_BLK_F_FLUSH` a
+    /// completed write is already durable and nothing is sent.
     fn flush(&self) -> VfsResult<()> {
-        crate::counters::add_dev_flush();
-        self.blk.lock().flush().map_err(|e| self.io_err("flush", e))
+        if !self.has_flush {
+            return Ok(());
+        }
+        self.run("flush", vec![Request { kind: T_FLUSH, sector: 0, data: Data::None }])
     }
 }
 
@@ -184,14 +520,13 @@ pub fn probe(mut slots: Vec<(usize, usize)>) -> Vec<Arc<VirtioDisk>> {
         if transport.device_type() != DeviceType::Block {
             continue;
         }
-        match VirtIOBlk::<KernelHal, _>::new(transport) {
-            Ok(blk) => {
-                let name = alloc::format!("vd{}", (b'a' + disks.len() as u8) as char);
-                let sectors = blk.capacity();
-                log::info!("{}: virtio-blk at {:#x}, {} MiB", name, base, (sectors * SECTOR_SIZE as u64) >> 20);
-                disks.push(Arc::new(VirtioDisk { blk: Mutex::new(blk), sectors, name }));
+        let name = alloc::format!("vd{}", (b'a' + disks.len() as u8) as char);
+        match VirtioDisk::new(transport, name) {
+            Ok(disk) => {
+                log::info!("{}: virtio-blk at {:#x}", disk.name, base);
+                disks.push(Arc::new(disk));
             }
-            Err(e) => log::warn!("virtio-blk at {:#x}: {:?}", base, e),
+            Err(e) => log::warn!("virtio-blk at {:#x}: {}", base, e),
         }
     }
     disks

@@ -52,6 +52,11 @@ impl Pager for WindowPager {
         self.window.read_into(offset, dst).map_err(|_| Error::Io)
     }
 
+    fn read_into_pieces(&self, offset: u64, dst: &mut [&mut [u8]]) -> Result<()> {
+        let offset = usize::try_from(offset).map_err(|_| Error::Io)?;
+        self.window.read_into_pieces(offset, dst).map_err(|_| Error::Io)
+    }
+
     fn direct_reads(&self) -> bool {
         true
     }

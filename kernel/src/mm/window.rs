@@ -11,8 +11,9 @@
 //!
 //! Writes never read the disk: [`DiskWindow::write`] puts whole pages into the window (a fresh
 //! frame for a page not resident) and marks them dirty; [`DiskWindow::sync`] sends all dirty
-//! pages as batched contiguous runs and then flushes the disk. kvdb's commit order (pages,
-//! sync, meta page, sync) therefore reaches the disk unchanged, in a few large requests.
+//! pages as batched contiguous disk runs, each gathered from its frames (no copy), and then
+//! flushes the disk. kvdb's commit order (pages, sync, meta page, sync) therefore reaches the
+//! disk unchanged, in a few large requests.
 //!
 //! Contract with the user of a window (kvdb): bytes handed out by `slice` are never written
 //! while borrowed. kvdb guarantees it: commits write only pages no live snapshot references
@@ -40,9 +41,6 @@ const GIB: usize = 1 << 30;
 pub const FAULT_CLUSTER_PAGES: usize = 16;
 /// Largest cluster: each fault that continues the previous one doubles it, up to 1 MiB.
 pub const MAX_FAULT_CLUSTER_PAGES: usize = 256;
-/// `sync` sends a run of dirty pages straight from their frames (no copy) when at least this
-/// many are consecutive both on the disk and in physical memory; shorter pieces are gathered.
-const DIRECT_MIN_PAGES: usize = 8;
 
 struct State {
     /// Resident pages by index.
@@ -141,6 +139,28 @@ impl DiskWindow {
         self.dev.read_sectors((offset / SECTOR_SIZE) as u64, dst)
     }
 
+    /// [`Self::read_into`] into the concatenation of `pieces` (the pages of a user buffer):
+    /// one scattered device read when the range is clean and every piece is whole sectors,
+    /// else piece by piece.
+    pub fn read_into_pieces(&self, offset: usize, pieces: &mut [&mut [u8]]) -> VfsResult<()> {
+        let total: usize = pieces.iter().map(|p| p.len()).sum();
+        if total == 0 {
+            return Ok(());
+        }
+        let end = offset.checked_add(total).filter(|&e| e <= self.len).ok_or(VfsError::InvalidInput)?;
+        let dirty = self.state.lock().dirty.range(offset / PAGE_SIZE..=(end - 1) / PAGE_SIZE).next().is_some();
+        if dirty || !offset.is_multiple_of(SECTOR_SIZE) || pieces.iter().any(|p| !p.len().is_multiple_of(SECTOR_SIZE)) {
+            let mut at = offset;
+            for piece in pieces.iter_mut() {
+                self.read_into(at, piece)?;
+                at += piece.len();
+            }
+            return Ok(());
+        }
+        crate::counters::add_window_direct(total);
+        self.dev.read_scatter((offset / SECTOR_SIZE) as u64, pieces)
+    }
+
     /// Map page `index` (and up to a cluster of following non-resident pages) from the disk.
     fn fault_in(&self, index: usize) -> VfsResult<()> {
         let mut st = self.state.lock();
@@ -232,7 +252,7 @@ impl DiskWindow {
             }
             // Frames for the pages not resident, allocated together and sorted, so that the
             // consecutive pages of a piece tend to get physically contiguous frames, which
-            // `sync` then hands to the device without a gather copy.
+            // `sync` then hands to the device as one piece (fewer descriptors per request).
             let first = off / PAGE_SIZE;
             let pages = bytes.len() / PAGE_SIZE;
             let missing: Vec<usize> = (first..first + pages).filter(|p| !st.frames.contains_key(p)).collect();
@@ -279,13 +299,15 @@ impl DiskWindow {
     /// the pages of large values. No frame is filled; a resident copy of any of those pages
     /// (clean, or dirty from an earlier write this one supersedes) is unmapped and forgotten
     /// first, so the window never shows, nor later syncs, older bytes: the next touch reads
-    /// the disk. Pieces adjacent both on the disk and in memory go as one request, all
-    /// requests in flight together; they have completed when this returns, so the flush of the
+    /// the disk. Pieces adjacent on the disk form one run, sent as one gathered request
+    /// whatever memory they lie in (pieces also adjacent in memory become one piece), all
+    /// runs in flight together; they have completed when this returns, so the flush of the
     /// next [`Self::sync`] covers them. `bytes` must be memory the device can read (kernel or
     /// user frames: the kernel maps RAM at identity).
     pub fn write_direct(&self, writes: &[(u64, &[u8])]) -> VfsResult<()> {
         let mut st = self.state.lock();
-        let mut runs: Vec<(u64, &[u8])> = Vec::with_capacity(writes.len());
+        // (first sector, pieces in disk order, sectors so far)
+        let mut runs: Vec<(u64, Vec<&[u8]>, u64)> = Vec::with_capacity(writes.len());
         for &(off, bytes) in writes {
             let off = usize::try_from(off).map_err(|_| VfsError::InvalidInput)?;
             if off.checked_add(bytes.len()).is_none_or(|e| e > self.len)
@@ -303,80 +325,68 @@ impl DiskWindow {
                 st.dirty.remove(&page);
             }
             let sector = (off / SECTOR_SIZE) as u64;
+            let sectors = (bytes.len() / SECTOR_SIZE) as u64;
             match runs.last_mut() {
-                Some((at, prev))
-                    if *at + (prev.len() / SECTOR_SIZE) as u64 == sector
-                        && (prev.as_ptr() as usize).checked_add(prev.len()) == Some(bytes.as_ptr() as usize) =>
-                {
-                    // SAFETY: `prev` and `bytes` are both borrowed for this call and adjacent in
-                    // memory, so the joined range is exactly their union: readable, live, not
-                    // written while borrowed.
-                    *prev = unsafe { core::slice::from_raw_parts(prev.as_ptr(), prev.len() + bytes.len()) };
+                Some((at, pieces, len)) if *at + *len == sector => {
+                    *len += sectors;
+                    match pieces.last_mut() {
+                        Some(prev)
+                            if (prev.as_ptr() as usize).checked_add(prev.len()) == Some(bytes.as_ptr() as usize) =>
+                        {
+                            // SAFETY: `prev` and `bytes` are both borrowed for this call and
+                            // adjacent in memory, so the joined range is exactly their union:
+                            // readable, live, not written while borrowed.
+                            *prev = unsafe { core::slice::from_raw_parts(prev.as_ptr(), prev.len() + bytes.len()) };
+                        }
+                        _ => pieces.push(bytes),
+                    }
                 }
-                _ => runs.push((sector, bytes)),
+                _ => runs.push((sector, alloc::vec![bytes], sectors)),
             }
         }
+        let gathered: Vec<(u64, &[&[u8]])> = runs.iter().map(|(at, pieces, _)| (*at, pieces.as_slice())).collect();
         // The state lock is held until the device has the bytes: no fault reads these pages
         // from the disk before they are there.
-        let r = self.dev.write_runs(&runs);
+        let r = self.dev.write_gather(&gathered);
         drop(st);
         r
     }
 
-    /// Send every dirty page to the disk (contiguous pages as one request of up to 1 MiB, all
-    /// requests in flight together), then flush the disk: everything written before this call
-    /// is durable when it returns.
+    /// Send every dirty page to the disk, then flush the disk: everything written before this
+    /// call is durable when it returns. Each run of pages consecutive on the disk is one
+    /// gathered write whose pieces are its frames (frames also consecutive in physical memory
+    /// make one piece): no copy, and the device splits nothing it need not (past `seg_max`
+    /// pieces or 1 MiB); all runs are in flight together.
     pub fn sync(&self) -> VfsResult<()> {
         let mut st = self.state.lock();
-        // Every dirty page with its frame's address, in disk order.
-        let mut dirty: Vec<(usize, usize)> = Vec::with_capacity(st.dirty.len());
+        // (first page, pieces, pages so far), in disk order.
+        let mut runs: Vec<(usize, Vec<&[u8]>, usize)> = Vec::new();
         for &page in &st.dirty {
             let pa = st.frames.get(&page).ok_or(VfsError::Io)?.pa();
-            dirty.push((page, pa));
-        }
-        // Pages consecutive on the disk AND in physical memory go to the device straight from
-        // their frames (`Direct`: no copy); short physical pieces of a disk run are gathered
-        // into one buffer instead (`Gathered`), so scattered frames do not multiply requests.
-        enum Run {
-            Direct { page: usize, pa: usize, pages: usize },
-            Gathered { page: usize, buf: Vec<u8> },
-        }
-        let mut runs: Vec<Run> = Vec::new();
-        let mut i = 0;
-        while i < dirty.len() {
-            let (page, pa) = dirty[i];
-            let mut n = 1;
-            while i + n < dirty.len() && dirty[i + n] == (page + n, pa + n * PAGE_SIZE) {
-                n += 1;
-            }
-            let joins_gather = matches!(runs.last(), Some(Run::Gathered { page: p, buf })
-                if p + buf.len() / PAGE_SIZE == page);
-            if n >= DIRECT_MIN_PAGES {
-                runs.push(Run::Direct { page, pa, pages: n });
-            } else {
-                // SAFETY: the frames of pages page..page + n are physically contiguous (checked
-                // above), identity-mapped and owned by `st.frames`, locked for this call.
-                let bytes = unsafe { core::slice::from_raw_parts(pa as *const u8, n * PAGE_SIZE) };
-                match runs.last_mut() {
-                    Some(Run::Gathered { buf, .. }) if joins_gather => buf.extend_from_slice(bytes),
-                    _ => runs.push(Run::Gathered { page, buf: bytes.to_vec() }),
+            // SAFETY: the frame of a resident page: identity-mapped, owned by `st.frames`, and
+            // neither written nor freed while the state lock is held, which it is until the
+            // device has finished with these bytes (below).
+            let frame = unsafe { core::slice::from_raw_parts(pa as *const u8, PAGE_SIZE) };
+            match runs.last_mut() {
+                Some((first, pieces, pages)) if *first + *pages == page => {
+                    *pages += 1;
+                    match pieces.last_mut() {
+                        Some(prev) if prev.as_ptr() as usize + prev.len() == pa => {
+                            // SAFETY: `prev` ends where this frame begins, both frames of the
+                            // state held as above: the union is one readable physical range.
+                            *prev = unsafe { core::slice::from_raw_parts(prev.as_ptr(), prev.len() + PAGE_SIZE) };
+                        }
+                        _ => pieces.push(frame),
+                    }
                 }
+                _ => runs.push((page, alloc::vec![frame], 1)),
             }
-            i += n;
         }
         let sector = |page: usize| (page * PAGE_SIZE / SECTOR_SIZE) as u64;
-        let batch: Vec<(u64, &[u8])> = runs
-            .iter()
-            .map(|r| match r {
-                // SAFETY: as above; the state lock is held until the device has finished.
-                Run::Direct { page, pa, pages } => {
-                    (sector(*page), unsafe { core::slice::from_raw_parts(*pa as *const u8, pages * PAGE_SIZE) })
-                }
-                Run::Gathered { page, buf } => (sector(*page), buf.as_slice()),
-            })
-            .collect();
-        self.dev.write_runs(&batch)?;
-        crate::counters::add_window_written(dirty.len());
+        let gathered: Vec<(u64, &[&[u8]])> =
+            runs.iter().map(|(page, pieces, _)| (sector(*page), pieces.as_slice())).collect();
+        self.dev.write_gather(&gathered)?;
+        crate::counters::add_window_written(st.dirty.len());
         st.dirty.clear();
         drop(st);
         self.dev.flush()

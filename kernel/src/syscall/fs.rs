@@ -227,6 +227,14 @@ fn read_chunk(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult {
         let dst = unsafe { core::slice::from_raw_parts_mut(pa as *mut u8, n) };
         return Ok(f.loc.node.read_at(offset, dst)?);
     }
+    {
+        // SAFETY: as above; the pieces are disjoint frames, borrowed only for this call.
+        let mut pieces: Vec<&mut [u8]> =
+            segs.iter().map(|&(pa, n)| unsafe { core::slice::from_raw_parts_mut(pa as *mut u8, n) }).collect();
+        if let Some(r) = f.loc.node.read_scattered_at(offset, &mut pieces) {
+            return Ok(r?);
+        }
+    }
     let mut bounce = core::mem::take(&mut *BOUNCE.lock());
     bounce.resize(len, 0);
     let r = f.loc.node.read_at(offset, &mut bounce[..len]);
@@ -284,6 +292,11 @@ fn write_chunk(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult {
         // SAFETY: as in `read_chunk`.
         let src = unsafe { core::slice::from_raw_parts(pa as *const u8, n) };
         return Ok(f.loc.node.write_at(offset, src)?);
+    }
+    // SAFETY: as in `read_chunk`; the slices live only for this call.
+    let pieces: Vec<&[u8]> = segs.iter().map(|&(pa, n)| unsafe { core::slice::from_raw_parts(pa as *const u8, n) }).collect();
+    if let Some(r) = f.loc.node.write_gathered_at(offset, &pieces) {
+        return Ok(r?);
     }
     let mut bounce = core::mem::take(&mut *BOUNCE.lock());
     bounce.clear();

@@ -1,0 +1,108 @@
+//! `Bucket::put_direct_gathered`: values given as pieces (the pages of a user buffer) are
+//! stored exactly like the joined bytes, and only whole pages whose pieces fall on the value's
+//! page boundaries go to the pager straight from the pieces.
+
+use std::sync::Mutex;
+
+use kvdb::{Db, MemPager, Options, Pager};
+
+/// A MemPager that records, for each `write_direct` call, the addresses of the slices it got.
+#[derive(Default)]
+struct Recording {
+    inner: MemPager,
+    direct: Mutex<Vec<(u64, usize, usize)>>,
+}
+
+impl Pager for Recording {
+    type Page<'a> = <MemPager as Pager>::Page<'a>;
+
+    fn read(&self, offset: u64, len: usize) -> kvdb::Result<Self::Page<'_>> {
+        self.inner.read(offset, len)
+    }
+    fn write(&self, writes: &[(u64, &[u8])]) -> kvdb::Result<()> {
+        self.inner.write(writes)
+    }
+    fn write_direct(&self, writes: &[(u64, &[u8])]) -> kvdb::Result<()> {
+        let mut log = self.direct.lock().unwrap();
+        for &(off, bytes) in writes {
+            assert_eq!(off % 4096, 0, "direct write at an unaligned offset");
+            assert_eq!(bytes.len() % 4096, 0, "direct write of a partial page");
+            log.push((off, bytes.as_ptr() as usize, bytes.len()));
+        }
+        self.inner.write(writes)
+    }
+    fn direct_writes(&self) -> bool {
+        true
+    }
+    fn sync(&self) -> kvdb::Result<()> {
+        self.inner.sync()
+    }
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+}
+
+fn bytes(n: usize, seed: u8) -> Vec<u8> {
+    (0..n).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)).collect()
+}
+
+#[test]
+fn gathered_values_read_back_joined_and_aligned_pages_go_direct() {
+    let db = Db::create(Recording::default(), Options::default()).unwrap();
+    let a = bytes(4 * 4096, 1); // four page pieces: all direct
+    let b = bytes(3 * 4096 + 100, 2); // pieces 4096, 8192, 100: two direct pieces and a tail
+    let c = bytes(2 * 4096, 3); // pieces 1000, 7192: not on page boundaries, joined
+    let d = bytes(300, 4); // small: stored in the leaf
+    let a_pieces: Vec<&[u8]> = a.chunks(4096).collect();
+    let b_pieces: Vec<&[u8]> = vec![&b[..4096], &b[4096..3 * 4096], &b[3 * 4096..]];
+    let c_pieces: Vec<&[u8]> = vec![&c[..1000], &c[1000..]];
+    let d_pieces: Vec<&[u8]> = vec![&d[..7], &d[7..]];
+    {
+        let tx = db.begin_write().unwrap();
+        let bucket = tx.create_bucket(b"data").unwrap();
+        let old = bucket
+            .put_direct_gathered(&[
+                (b"a", &a_pieces),
+                (b"b", &b_pieces),
+                (b"c", &c_pieces),
+                (b"d", &d_pieces),
+            ])
+            .unwrap();
+        assert_eq!(old, [None, None, None, None]);
+        tx.commit().unwrap();
+    }
+    let log = db.pager().direct.lock().unwrap().clone();
+    let from = |piece: &[u8]| log.iter().any(|&(_, addr, len)| addr == piece.as_ptr() as usize && len == piece.len());
+    for p in &a_pieces {
+        assert!(from(p), "a page of `a` was not written from its piece");
+    }
+    assert!(from(b_pieces[0]) && from(b_pieces[1]), "the whole pages of `b` went through a copy");
+    assert!(!log.iter().any(|&(_, addr, _)| addr == c.as_ptr() as usize), "`c`'s unaligned piece went direct");
+    let direct_bytes: usize = log.iter().map(|e| e.2).sum();
+    assert_eq!(direct_bytes, 4 * 4096 + 3 * 4096 + 2 * 4096, "joined pages of `c` go direct too");
+
+    let tx = db.begin_read().unwrap();
+    let bucket = tx.get_bucket(b"data").unwrap();
+    for (key, want) in [(&b"a"[..], &a), (b"b", &b), (b"c", &c), (b"d", &d)] {
+        assert_eq!(bucket.get(key).unwrap().as_deref(), Some(want.as_slice()), "{:?}", key);
+    }
+    drop(tx);
+
+    // Replacing returns the old lengths, and the reopened store has the new values.
+    {
+        let tx = db.begin_write().unwrap();
+        let bucket = tx.get_bucket(b"data").unwrap();
+        let e = bytes(4096, 9);
+        let halves: Vec<&[u8]> = vec![&e[..2048], &e[2048..]];
+        let whole: Vec<&[u8]> = vec![&e[..]];
+        let old = bucket.put_direct_gathered(&[(b"b", &halves), (b"z", &whole)]).unwrap();
+        assert_eq!(old, [Some(b.len() as u64), None]);
+        tx.commit().unwrap();
+    }
+    let image = db.into_pager().inner.image();
+    let db = Db::open(MemPager::from_image(image)).unwrap();
+    let tx = db.begin_read().unwrap();
+    let bucket = tx.get_bucket(b"data").unwrap();
+    assert_eq!(bucket.get(b"b").unwrap().as_deref(), Some(bytes(4096, 9).as_slice()));
+    assert_eq!(bucket.get(b"a").unwrap().as_deref(), Some(a.as_slice()));
+}
