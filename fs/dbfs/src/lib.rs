@@ -1572,8 +1572,7 @@ fn load_chunk<P: Pager>(tx: &Tx<'_, P>, ino: u64, idx: u64, cs: u64) -> VfsResul
         // A pager with direct reads (the kernel window) reads the chunk from the disk straight
         // into the new buffer: no page faults, no frames for pages about to be replaced.
         Some((at, len)) if tx.pager().direct_reads() && at % 512 == 0 && len == value.len() as u64 => {
-            let mut buf = Vec::with_capacity(len.next_multiple_of(512) as usize);
-            buf.resize(len.next_multiple_of(512) as usize, 0);
+            let mut buf = alloc::vec![0u8; len.next_multiple_of(512) as usize];
             tx.pager().read_into(at, &mut buf).map_err(kv)?;
             buf.truncate(len as usize);
             Ok(buf)

@@ -60,6 +60,10 @@ pub trait BlockDevice: Send + Sync {
         }
         Ok(())
     }
+    /// A hint: start making the completed writes durable, without waiting (a device that can
+    /// keep a flush in flight in the background does; the default does nothing). Durability
+    /// still comes only from `flush`, which then has less left to do.
+    fn flush_behind(&self) {}
     /// Size in bytes.
     fn size_bytes(&self) -> u64 {
         self.num_sectors() * SECTOR_SIZE as u64

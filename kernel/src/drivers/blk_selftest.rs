@@ -111,6 +111,12 @@ pub fn run(disk: &VirtioDisk) -> Result<(), String> {
     }
     check_region(disk, |_| 1).map_err(|e| format!("after the rejected writes: {}", e))?;
 
+    // A background flush in flight while the gathered write runs: its completion must be
+    // taken back on the way (not mistaken for a stray one, which resets the device), and a
+    // second hint while it is still in flight sends nothing more.
+    let flushes = crate::counters::snapshot().dev_flushes;
+    disk.flush_behind();
+    disk.flush_behind();
     let before = crate::counters::snapshot().dev_write_requests;
     let runs: [(u64, &[&[u8]]); 3] = [(A_SECTOR, &a_pieces), (B_SECTOR, &b_pieces), (C_SECTOR, &c_pieces)];
     disk.write_gather(&runs).map_err(|e| format!("write_gather: {:?}", e))?;
@@ -157,6 +163,11 @@ pub fn run(disk: &VirtioDisk) -> Result<(), String> {
     }
     if read_requests != A_PIECES.div_ceil(per_request) as u64 {
         return Err(format!("{} read requests for run A, expected {}", read_requests, A_PIECES.div_ceil(per_request)));
+    }
+    disk.flush().map_err(|e| format!("flush after flush_behind: {:?}", e))?;
+    let sent = crate::counters::snapshot().dev_flushes - flushes;
+    if !(2..=3).contains(&sent) {
+        return Err(format!("{} flushes for two flush_behind hints and a flush, expected 2 or 3", sent));
     }
     Ok(())
 }

@@ -118,6 +118,28 @@ struct Device {
     /// The device broke the protocol (a completion we never submitted) and was reset so it
     /// stops touching memory; every later request fails with `Io`.
     broken: bool,
+    /// A flush started by [`BlockDevice::flush_behind`] that nobody waits for: its token and
+    /// its header/status buffer (alive until the device hands the token back, which the
+    /// completion loop of a later request notices).
+    behind: Option<(u16, Box<[u8; HEADER_LEN + 1]>)>,
+}
+
+impl Device {
+    /// Take back the flush-behind request if `token` is its completion (its status only
+    /// logged: a later flush covers the same writes and reports its own failure).
+    fn reap_behind(&mut self, token: u16, name: &str) -> bool {
+        let Some((t, mut head)) = self.behind.take_if(|(t, _)| *t == token) else {
+            return false;
+        };
+        let mut none = Data::None;
+        let (device_reads, mut device_writes) = buffers(&mut head, &mut none);
+        // SAFETY: the buffers that were added with `t` (a flush: header and status).
+        match unsafe { self.queue.pop_used(t, &device_reads, &mut device_writes) } {
+            Ok(_) if head[HEADER_LEN] == S_OK => {}
+            r => log::warn!("{}: background flush failed ({:?}, status {})", name, r.err(), head[HEADER_LEN]),
+        }
+        true
+    }
 }
 
 /// The data of one request.
@@ -264,7 +286,7 @@ impl VirtioDisk {
             if indirect { ", indirect" } else { "" }
         );
         Ok(VirtioDisk {
-            dev: Mutex::new(Device { transport, queue, broken: false }),
+            dev: Mutex::new(Device { transport, queue, broken: false, behind: None }),
             sectors,
             max_segments,
             read_only: features & F_RO != 0,
@@ -311,7 +333,7 @@ impl VirtioDisk {
                         inflight.push(InFlight { token, head, req });
                         added = true;
                     }
-                    Err(virtio_drivers::Error::QueueFull) if !inflight.is_empty() => {
+                    Err(virtio_drivers::Error::QueueFull) if !inflight.is_empty() || dev.behind.is_some() => {
                         waiting = Some(req);
                         break;
                     }
@@ -321,7 +343,7 @@ impl VirtioDisk {
             if added && dev.queue.should_notify() {
                 dev.transport.notify(QUEUE);
             }
-            if inflight.is_empty() {
+            if inflight.is_empty() && waiting.is_none() {
                 return result;
             }
             // Complete whatever the device has finished (spin until something has).
@@ -329,6 +351,9 @@ impl VirtioDisk {
                 core::hint::spin_loop();
                 continue;
             };
+            if dev.reap_behind(token, &self.name) {
+                continue;
+            }
             let Some(i) = inflight.iter().position(|f| f.token == token) else {
                 self.reset(dev);
                 return Err(self.io_err(what, "completion of a request never submitted"));
@@ -360,6 +385,7 @@ impl VirtioDisk {
     fn reset(&self, dev: &mut Device) {
         dev.transport.set_status(DeviceStatus::empty());
         dev.broken = true;
+        dev.behind = None; // the device no longer touches its buffers
         log::error!("{}: device reset after a protocol error; further I/O fails", self.name);
     }
 
@@ -499,6 +525,39 @@ impl BlockDevice for VirtioDisk {
             return Ok(());
         }
         self.run("flush", vec![Request { kind: T_FLUSH, sector: 0, data: Data::None }])
+    }
+
+    /// Submit a flush and return without waiting for it (at most one in flight; none if one
+    /// still is). The host makes the completed writes durable while the guest runs on, so a
+    /// later `flush` finds little left to do.
+    fn flush_behind(&self) {
+        if !self.has_flush {
+            return;
+        }
+        let mut guard = self.dev.lock();
+        let dev = &mut *guard;
+        if dev.broken {
+            return;
+        }
+        if let Some(token) = dev.behind.as_ref().map(|b| b.0) {
+            if dev.queue.peek_used() != Some(token) || !dev.reap_behind(token, &self.name) {
+                return;
+            }
+        }
+        let mut req = Request { kind: T_FLUSH, sector: 0, data: Data::None };
+        let mut head = req.header();
+        let (device_reads, mut device_writes) = buffers(&mut head, &mut req.data);
+        // SAFETY: the header/status box moves into `dev.behind` and stays alive until the
+        // token is popped by `reap_behind` (or the device is reset); a flush has no data.
+        let added = unsafe { dev.queue.add(&device_reads, &mut device_writes) };
+        drop((device_reads, device_writes));
+        if let Ok(token) = added {
+            crate::counters::add_dev_flush();
+            dev.behind = Some((token, head));
+            if dev.queue.should_notify() {
+                dev.transport.notify(QUEUE);
+            }
+        }
     }
 }
 

@@ -42,6 +42,10 @@ pub const FAULT_CLUSTER_PAGES: usize = 16;
 /// Largest cluster: each fault that continues the previous one doubles it, up to 1 MiB.
 pub const MAX_FAULT_CLUSTER_PAGES: usize = 256;
 
+/// Bytes a `write_direct` call must send for the window to start a background flush after it
+/// ([`BlockDevice::flush_behind`]).
+const FLUSH_BEHIND_MIN: usize = 256 << 10;
+
 struct State {
     /// Resident pages by index.
     frames: alloc::collections::BTreeMap<usize, Frame>,
@@ -349,6 +353,12 @@ impl DiskWindow {
         // from the disk before they are there.
         let r = self.dev.write_gather(&gathered);
         drop(st);
+        // Large direct writes (file data) are flushed in the background at once, so the
+        // flush of the next barrier (fsync) finds them durable already and only has the
+        // commit's own pages left.
+        if r.is_ok() && gathered.iter().flat_map(|g| g.1.iter()).map(|p| p.len()).sum::<usize>() >= FLUSH_BEHIND_MIN {
+            self.dev.flush_behind();
+        }
         r
     }
 
