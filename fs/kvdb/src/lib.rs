@@ -27,7 +27,9 @@
 //!   overflow value (first page + length; the value fills contiguous raw pages, no header, so a
 //!   reader gets it as one slice). Branch slots carry a key and a child page; child `i` holds keys
 //!   from key `i` up to key `i+1`.
-//! - Freelist: one extent of pages listing free page ids, written by every durable commit and
+//! - Freelist: one extent of pages listing the free pages as runs (start, length; 16 bytes
+//!   each; extents of earlier versions, one page id per free page, are still read), written
+//!   by every durable commit and
 //!   by every barrier that follows deferred commits (a deferred commit writes none: its meta
 //!   keeps the old extent's place, which nothing reads before the next barrier).
 //!
