@@ -1202,7 +1202,9 @@ impl<P: Pager> DbFs<P> {
             // Enough whole chunks: they are stored now, straight from `data`. The partial
             // chunks at either end are buffered first, and the transaction storing the whole
             // chunks folds them (it folds the file's buffered data like any metadata
-            // operation), so the write commits as one: a crash never keeps half of it.
+            // operation), so the write commits as one: a crash never keeps half of it. If
+            // that transaction fails (a full store), the write returns the error with its ends
+            // still buffered, as a failed write may leave part of its bytes in the file.
             let (first, last) = (offset.div_ceil(cs), end / cs);
             if last > first && (last - first).saturating_mul(cs) >= direct_min as u64 {
                 // Each whole chunk as the pieces of `data` it spans (with a user's pages, the

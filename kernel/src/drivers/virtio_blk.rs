@@ -343,7 +343,10 @@ impl VirtioDisk {
             if added && dev.queue.should_notify() {
                 dev.transport.notify(QUEUE);
             }
-            if inflight.is_empty() && waiting.is_none() {
+            // Done when nothing is in flight and nothing waits for room (a request waits only
+            // while something else, perhaps a background flush, holds the queue; after an
+            // error it is not sent).
+            if inflight.is_empty() && (waiting.is_none() || result.is_err()) {
                 return result;
             }
             // Complete whatever the device has finished (spin until something has).
