@@ -1753,46 +1753,8 @@ impl<'a, 'b> Pieces<'a, 'b> {
         Pieces { pieces, len }
     }
 
-    /// Run `f(piece part, offset of that part in the range)` over the parts of the pieces that
-    /// hold `at..at + n`, in order.
-    fn each<E>(&mut self, mut at: usize, n: usize, mut f: impl FnMut(&mut [u8], usize) -> Result<(), E>) -> Result<(), E> {
-        let mut done = 0;
-        for piece in self.pieces.iter_mut() {
-            if done == n {
-                break;
-            }
-            if at >= piece.len() {
-                at -= piece.len();
-                continue;
-            }
-            let k = (piece.len() - at).min(n - done);
-            f(&mut piece[at..at + k], done)?;
-            done += k;
-            at = 0;
-        }
-        Ok(())
-    }
-}
-
-impl Out for Pieces<'_, '_> {
-    fn len(&self) -> usize {
-        self.len
-    }
-    fn put(&mut self, at: usize, src: &[u8]) {
-        let _ = self.each::<()>(at, src.len(), |part, off| {
-            part.copy_from_slice(&src[off..off + part.len()]);
-            Ok(())
-        });
-    }
-    fn zero(&mut self, at: usize, n: usize) {
-        let _ = self.each::<()>(at, n, |part, _| {
-            part.fill(0);
-            Ok(())
-        });
-    }
-    fn read_from<P: Pager>(&mut self, pager: &P, src: u64, at: usize, n: usize) -> kvdb::Result<()> {
-        // All parts in one `read_into_pieces` (the window pager: one scattered device read
-        // into the user's pages) when each is whole sectors; else part by part.
+    /// The parts of the pieces that hold `at..at + n`, in order.
+    fn parts(&mut self, at: usize, n: usize) -> Vec<&mut [u8]> {
         let mut parts: Vec<&mut [u8]> = Vec::new();
         let (mut skip, mut have) = (at, 0);
         for piece in self.pieces.iter_mut() {
@@ -1808,6 +1770,30 @@ impl Out for Pieces<'_, '_> {
             have += k;
             skip = 0;
         }
+        parts
+    }
+}
+
+impl Out for Pieces<'_, '_> {
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn put(&mut self, at: usize, src: &[u8]) {
+        let mut off = 0;
+        for part in self.parts(at, src.len()) {
+            part.copy_from_slice(&src[off..off + part.len()]);
+            off += part.len();
+        }
+    }
+    fn zero(&mut self, at: usize, n: usize) {
+        for part in self.parts(at, n) {
+            part.fill(0);
+        }
+    }
+    fn read_from<P: Pager>(&mut self, pager: &P, src: u64, at: usize, n: usize) -> kvdb::Result<()> {
+        // All parts in one `read_into_pieces` (the window pager: one scattered device read
+        // into the user's pages) when each is whole sectors; else part by part.
+        let mut parts = self.parts(at, n);
         if src.is_multiple_of(512) && parts.iter().all(|p| p.len().is_multiple_of(512)) {
             return pager.read_into_pieces(src, &mut parts);
         }
