@@ -195,10 +195,10 @@ fn is_blank(disk: &Arc<drivers::virtio_blk::VirtioDisk>, bytes: usize) -> bool {
 /// formatted first; a disk holding anything else that is not dbfs is refused, untouched.
 /// With `fsck`, the mounted image is checked first and not mounted if damaged; with `dirsync`,
 /// every commit is durable when it returns.
-/// Chunk size the kernel formats a blank dbfs disk with. Larger than dbfs's default (16 KiB,
-/// what dbfs-fuse uses): in the guest a large write's cost follows its number of chunks (one
-/// B+tree entry each, decoded and rewritten by every commit that touches its leaf), while the
-/// read-modify-write of small random writes, which favours small chunks on the host, costs
+/// Chunk size the kernel formats a blank dbfs disk with. Larger than dbfs's default (16 KiB)
+/// and dbfs-fuse's (4 KiB): in the guest a large write's cost follows its number of chunks
+/// (one B+tree entry each, decoded and rewritten by every commit that touches its leaf), while
+/// the read-modify-write of small random writes, which favours small chunks on the host, costs
 /// little here (docs/BENCHMARKS.md has both measured).
 const KERNEL_DBFS_CHUNK_SIZE: u32 = 64 << 10;
 

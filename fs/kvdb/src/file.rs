@@ -24,6 +24,10 @@ pub const DEFAULT_CACHE_BYTES: usize = 256 << 20;
 /// the write. They are cached on first read instead.
 const WRITE_THROUGH_MAX: usize = 16 << 10;
 
+/// A read of at most a quarter of this that misses the cache reads the whole aligned window of
+/// this size around it and caches every piece of the same length in it (see [`FilePager::read`]).
+const READ_AROUND: u64 = 64 << 10;
+
 /// Cached ranges are keyed by their start offset in units of the smallest page size, so a
 /// lookup is one index into a vector (reads sit on every tree step of every `get`).
 const GRANULE: u64 = crate::page::MIN_PAGE_SIZE as u64;
@@ -42,6 +46,12 @@ pub struct FilePager {
     cache: RwLock<Cache>,
     cache_budget: usize,
     sync_enabled: bool,
+    /// Bumped by every `write` before its `pwrite` and again (under the cache lock) after it
+    /// updated the cache; `writing` counts the writes between the two. A read-around caches
+    /// the neighbours it read only if no write ran meanwhile and none is running (a neighbour,
+    /// unlike the range asked for, may be a page being rewritten).
+    writes: std::sync::atomic::AtomicU64,
+    writing: std::sync::atomic::AtomicU64,
 }
 
 impl FilePager {
@@ -69,6 +79,8 @@ impl FilePager {
             }),
             cache_budget: DEFAULT_CACHE_BYTES,
             sync_enabled: true,
+            writes: std::sync::atomic::AtomicU64::new(0),
+            writing: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
@@ -137,29 +149,9 @@ impl FilePager {
         }
         cache.bytes -= freed;
     }
-}
 
-impl Pager for FilePager {
-    type Page<'a> = Arc<[u8]>;
-
-    fn read(&self, offset: u64, len: usize) -> Result<Arc<[u8]>> {
-        if let Some(d) = self.cached(offset, len) {
-            return Ok(d);
-        }
-        let end = offset.checked_add(len as u64).ok_or(Error::Io)?;
-        if end > *self.len.read() {
-            return Err(Error::Io);
-        }
-        let mut buf = std::vec![0u8; len];
-        self.file
-            .read_exact_at(&mut buf, offset)
-            .map_err(|_| Error::Io)?;
-        let data: Arc<[u8]> = Arc::from(buf);
-        self.insert(offset, data.clone());
-        Ok(data)
-    }
-
-    fn write(&self, writes: &[(u64, &[u8])]) -> Result<()> {
+    /// The writes themselves: each run of contiguous ranges as one `pwrite`, then the cache.
+    fn write_pieces(&self, writes: &[(u64, &[u8])]) -> Result<()> {
         // Coalesce contiguous ranges into one pwrite each.
         let mut i = 0;
         while i < writes.len() {
@@ -202,6 +194,88 @@ impl Pager for FilePager {
         Ok(())
     }
 
+    /// [`Pager::read`] of `offset..offset + len` through one `pread` of `first..last` (pieces
+    /// of `len` bytes): the range asked for is cached, and so are its neighbours if no write
+    /// ran meanwhile.
+    fn read_around(&self, offset: u64, len: usize, first: u64, last: u64) -> Result<Arc<[u8]>> {
+        use std::sync::atomic::Ordering::SeqCst;
+        let before = self.writes.load(SeqCst);
+        let mut buf = std::vec![0u8; (last - first) as usize];
+        self.file.read_exact_at(&mut buf, first).map_err(|_| Error::Io)?;
+        let at = (offset - first) as usize;
+        let data: Arc<[u8]> = Arc::from(&buf[at..at + len]);
+        self.insert(offset, data.clone());
+        let mut cache = self.cache.write();
+        if self.writes.load(SeqCst) != before || self.writing.load(SeqCst) != 0 {
+            return Ok(data);
+        }
+        for (k, piece) in buf.chunks_exact(len).enumerate() {
+            let start = first + (k * len) as u64;
+            if start == offset {
+                continue;
+            }
+            let Ok(index) = usize::try_from(start / GRANULE) else { continue };
+            if cache.bytes + len > self.cache_budget {
+                break;
+            }
+            if cache.slots.len() <= index {
+                cache.slots.resize(index + 1, None);
+            }
+            if cache.slots[index].is_none() {
+                cache.bytes += len;
+                cache.longest = cache.longest.max(len);
+                cache.slots[index] = Some(Arc::from(piece));
+            }
+        }
+        Ok(data)
+    }
+}
+
+impl Pager for FilePager {
+    type Page<'a> = Arc<[u8]>;
+
+    fn read(&self, offset: u64, len: usize) -> Result<Arc<[u8]>> {
+        if let Some(d) = self.cached(offset, len) {
+            return Ok(d);
+        }
+        let end = offset.checked_add(len as u64).ok_or(Error::Io)?;
+        let file_len = *self.len.read();
+        if end > file_len {
+            return Err(Error::Io);
+        }
+        // Read around a small miss: the pieces of the same length before and after it, within
+        // the aligned READ_AROUND window, come in with the same `pread` (random reads of small
+        // chunks then warm the cache as fast as reads of large ones would).
+        let step = len as u64;
+        if self.cache_budget > 0 && step > 0 && step <= READ_AROUND / 4 && offset.is_multiple_of(GRANULE) {
+            let window = offset - offset % READ_AROUND;
+            let first = offset - (offset - window) / step * step;
+            let last = (first + (READ_AROUND / step) * step).min(file_len / step * step).max(end);
+            if last - first > step {
+                return self.read_around(offset, len, first, last);
+            }
+        }
+        let mut buf = std::vec![0u8; len];
+        self.file
+            .read_exact_at(&mut buf, offset)
+            .map_err(|_| Error::Io)?;
+        let data: Arc<[u8]> = Arc::from(buf);
+        self.insert(offset, data.clone());
+        Ok(data)
+    }
+
+    fn write(&self, writes: &[(u64, &[u8])]) -> Result<()> {
+        use std::sync::atomic::Ordering::SeqCst;
+        self.writing.fetch_add(1, SeqCst);
+        self.writes.fetch_add(1, SeqCst);
+        let r = self.write_pieces(writes);
+        // Under the cache lock, after this write's invalidations: see `read_around`.
+        let _cache = self.cache.write();
+        self.writes.fetch_add(1, SeqCst);
+        self.writing.fetch_sub(1, SeqCst);
+        r
+    }
+
     fn sync(&self) -> Result<()> {
         if self.sync_enabled {
             self.file.sync_data().map_err(|_| Error::Io)?;
@@ -211,5 +285,43 @@ impl Pager for FilePager {
 
     fn len(&self) -> u64 {
         *self.len.read()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn page(k: u64, version: u8) -> Vec<u8> {
+        (0..4096u64).map(|i| (i as u8) ^ (k as u8).wrapping_mul(7) ^ version).collect()
+    }
+
+    /// Neighbours cached by a read-around are the file's bytes, and a later write of one of
+    /// them is what reads return (the write invalidates the read-around's copy).
+    #[test]
+    fn read_around_caches_neighbours_and_writes_replace_them() {
+        let dir = std::env::temp_dir().join(format!("kvdb-readaround-{}", std::process::id()));
+        let pager = FilePager::open(&dir).unwrap();
+        let pages = 40u64; // 160 KiB: two full 64 KiB windows and a partial one
+        let all: Vec<Vec<u8>> = (0..pages).map(|k| page(k, 1)).collect();
+        // Written as one large run (not cached: larger than WRITE_THROUGH_MAX), so reads miss.
+        let joined: Vec<u8> = all.concat();
+        pager.write(&[(0, &joined)]).unwrap();
+        assert_eq!(&*pager.read(5 * 4096, 4096).unwrap(), all[5].as_slice());
+        // Page 5's window is pages 0..16: the others are cached now, with the right bytes.
+        for k in 0..16u64 {
+            let c = pager.cached(k * 4096, 4096).expect("neighbour not cached");
+            assert_eq!(&*c, all[k as usize].as_slice(), "page {k}");
+        }
+        assert!(pager.cached(16 * 4096, 4096).is_none(), "read past the window");
+        // A write of a cached neighbour wins over the read-around's copy.
+        let new7 = page(7, 2);
+        pager.write(&[(7 * 4096, &new7)]).unwrap();
+        assert_eq!(&*pager.read(7 * 4096, 4096).unwrap(), new7.as_slice());
+        // Near the end of the file the window stops at the end.
+        assert_eq!(&*pager.read(39 * 4096, 4096).unwrap(), all[39].as_slice());
+        assert_eq!(&*pager.cached(33 * 4096, 4096).unwrap(), all[33].as_slice());
+        assert!(pager.read(40 * 4096, 4096).is_err());
+        std::fs::remove_file(&dir).unwrap();
     }
 }

@@ -4,7 +4,7 @@
 //! written by the guest can be mounted, checked and measured on Linux, and the other way round.
 //!
 //! ```text
-//! dbfs-fuse mkfs IMAGE --size 1G [--chunk-size 16K] [--page-size 4K] [--label NAME]
+//! dbfs-fuse mkfs IMAGE --size 1G [--chunk-size 4K] [--page-size 4K] [--label NAME]
 //! dbfs-fuse mount IMAGE MOUNTPOINT [-o OPT[,OPT...]] [-f] [--threads N] [--log FILE]
 //! dbfs-fuse fsck IMAGE [-v]           exit 0 clean, 1 problems found, 2 cannot open
 //! dbfs-fuse ls IMAGE [PATH]
@@ -73,8 +73,10 @@ enum Command {
         /// Image size, e.g. 1G (K, M, G, T suffixes; powers of 1024).
         #[arg(long, value_parser = parse_size)]
         size: u64,
-        /// Bytes per data chunk: a power of two in 512..=1M.
-        #[arg(long, value_parser = parse_size, default_value = "16K")]
+        /// Bytes per data chunk: a power of two in 512..=1M. 4K by default: small random
+        /// writes then rewrite no more than they change (docs/BENCHMARKS.md has 4K and 16K
+        /// measured against fuse2fs).
+        #[arg(long, value_parser = parse_size, default_value = "4K")]
         chunk_size: u64,
         /// kvdb page size: a power of two in 4K..=64K.
         #[arg(long, value_parser = parse_size, default_value = "4K")]
