@@ -211,7 +211,7 @@ impl FilePager {
         }
         for (k, piece) in buf.chunks_exact(len).enumerate() {
             let start = first + (k * len) as u64;
-            if start == offset {
+            if start == offset || !start.is_multiple_of(GRANULE) {
                 continue;
             }
             let Ok(index) = usize::try_from(start / GRANULE) else { continue };
@@ -247,7 +247,9 @@ impl Pager for FilePager {
         // the aligned READ_AROUND window, come in with the same `pread` (random reads of small
         // chunks then warm the cache as fast as reads of large ones would).
         let step = len as u64;
-        if self.cache_budget > 0 && step > 0 && step <= READ_AROUND / 4 && offset.is_multiple_of(GRANULE) {
+        // Only whole granules: the cache finds a range by its start's granule, so every piece
+        // must start on one.
+        if self.cache_budget > 0 && step > 0 && step.is_multiple_of(GRANULE) && step <= READ_AROUND / 4 && offset.is_multiple_of(GRANULE) {
             let window = offset - offset % READ_AROUND;
             let first = offset - (offset - window) / step * step;
             let last = (first + (READ_AROUND / step) * step).min(file_len / step * step).max(end);
@@ -322,6 +324,12 @@ mod tests {
         assert_eq!(&*pager.read(39 * 4096, 4096).unwrap(), all[39].as_slice());
         assert_eq!(&*pager.cached(33 * 4096, 4096).unwrap(), all[33].as_slice());
         assert!(pager.read(40 * 4096, 4096).is_err());
+        // A read of less than a granule (a meta page's header) brings in no neighbours: the
+        // cache could not find pieces that do not start on a granule.
+        let pager = FilePager::open(&dir).unwrap();
+        assert_eq!(&*pager.read(0, 100).unwrap(), &all[0][..100]);
+        assert!(pager.cached(1024, 100).is_none());
+        assert_eq!(&*pager.read(1024, 1024).unwrap(), &all[0][1024..2048]);
         std::fs::remove_file(&dir).unwrap();
     }
 }
