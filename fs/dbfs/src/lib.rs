@@ -991,14 +991,13 @@ impl<P: Pager> DbFs<P> {
     /// The part of [`DbFs::read_file`] after its small-read fast path.
     fn read_stored<O: Out + ?Sized>(
         &self,
-        st: kvdb::sync::MutexGuard<'_, State>,
+        mut st: kvdb::sync::MutexGuard<'_, State>,
         ino: u64,
         offset: u64,
         buf: &mut O,
         atime: bool,
         walk: bool,
     ) -> VfsResult<usize> {
-        let mut st = st;
         let now = self.clock.now();
         // A cache entry without chunks (only a buffered atime) leaves the store authoritative
         // for the data: read it like an uncached file, without holding `state`.
@@ -1446,7 +1445,6 @@ impl<P: Pager + Send + Sync + 'static> DbFs<P> {
 
 /// The bytes of one write: the concatenation of `pieces` (one slice for `write_at`, the
 /// user's pages for a gathered write).
-#[derive(Clone)]
 pub(crate) struct Src<'a> {
     pieces: &'a [&'a [u8]],
     len: usize,
@@ -1497,40 +1495,16 @@ impl<'a> Src<'a> {
 
     /// Copy the bytes at `at..at + dst.len()` into `dst` (the caller keeps the range inside).
     fn copy_to(&self, at: usize, dst: &mut [u8]) {
-        let (pieces, mut at) = self.seek(at);
         let mut done = 0;
-        for piece in pieces {
-            if done == dst.len() {
-                break;
-            }
-            if at >= piece.len() {
-                at -= piece.len();
-                continue;
-            }
-            let n = (piece.len() - at).min(dst.len() - done);
-            dst[done..done + n].copy_from_slice(&piece[at..at + n]);
-            done += n;
-            at = 0;
+        for piece in self.pieces_in(at, dst.len()) {
+            dst[done..done + piece.len()].copy_from_slice(piece);
+            done += piece.len();
         }
     }
 
     /// The bytes at `at..at + n`, copied (no zero fill first).
     fn to_vec(&self, at: usize, n: usize) -> Vec<u8> {
-        let (pieces, mut at) = self.seek(at);
-        let mut v = Vec::with_capacity(n);
-        for piece in pieces {
-            if v.len() == n {
-                break;
-            }
-            if at >= piece.len() {
-                at -= piece.len();
-                continue;
-            }
-            let k = (piece.len() - at).min(n - v.len());
-            v.extend_from_slice(&piece[at..at + k]);
-            at = 0;
-        }
-        v
+        self.pieces_in(at, n).concat()
     }
 }
 

@@ -300,9 +300,8 @@ fn write_chunk(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult {
     }
     let mut bounce = core::mem::take(&mut *BOUNCE.lock());
     bounce.clear();
-    for (pa, n) in segs {
-        // SAFETY: as in `read_chunk`.
-        bounce.extend_from_slice(unsafe { core::slice::from_raw_parts(pa as *const u8, n) });
+    for piece in pieces {
+        bounce.extend_from_slice(piece);
     }
     let r = f.loc.node.write_at(offset, &bounce);
     *BOUNCE.lock() = bounce;
