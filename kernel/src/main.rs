@@ -151,6 +151,10 @@ fn parse_params(cmdline: &str) -> Params {
             Some(("blk_selftest", v)) => p.blk_selftest = v == "1",
             Some(("dbfs_dirsync", v)) => p.dbfs_dirsync = v == "1",
             Some(("dbfs_direct_write", v)) => p.dbfs_direct_write = v != "0",
+            Some(("dbfs_flush_behind_kib", v)) => match v.parse::<usize>() {
+                Ok(k) => mm::window::FLUSH_BEHIND_BYTES.store(k << 10, core::sync::atomic::Ordering::Relaxed),
+                Err(_) => println!("[kernel] dbfs_flush_behind_kib={} ignored (a number of KiB, 0 = never)", v),
+            },
             Some(("dbfs_barrier_mib", v)) => p.dbfs_barrier_mib = v.parse().ok().filter(|&m| m > 0),
             Some(("dbfs_chunk_kib", v)) => match v.parse::<u32>() {
                 Ok(k) if k > 0 && k <= 1024 => p.dbfs_chunk = Some(k * 1024),

@@ -42,9 +42,10 @@ pub const FAULT_CLUSTER_PAGES: usize = 16;
 /// Largest cluster: each fault that continues the previous one doubles it, up to 1 MiB.
 pub const MAX_FAULT_CLUSTER_PAGES: usize = 256;
 
-/// Bytes a `write_direct` call must send for the window to start a background flush after it
-/// ([`BlockDevice::flush_behind`]).
-const FLUSH_BEHIND_MIN: usize = 256 << 10;
+/// Bytes `write_direct` calls must have sent since the last background flush for the window to
+/// start another after them ([`BlockDevice::flush_behind`]); 0 = never. Kernel parameter
+/// `dbfs_flush_behind_kib`.
+pub static FLUSH_BEHIND_BYTES: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(256 << 10);
 
 struct State {
     /// Resident pages by index.
@@ -66,6 +67,8 @@ pub struct DiskWindow {
     len: usize,
     dev: Arc<dyn BlockDevice>,
     state: Mutex<State>,
+    /// Bytes sent by `write_direct` since it last started a background flush.
+    direct_since_flush: core::sync::atomic::AtomicUsize,
 }
 
 static WINDOWS: Mutex<Vec<Arc<DiskWindow>>> = Mutex::new(Vec::new());
@@ -101,6 +104,7 @@ impl DiskWindow {
                 next_sequential: usize::MAX,
                 cluster: FAULT_CLUSTER_PAGES,
             }),
+            direct_since_flush: core::sync::atomic::AtomicUsize::new(0),
         });
         WINDOWS.lock().push(w.clone());
         Ok(w)
@@ -356,8 +360,15 @@ impl DiskWindow {
         // Large direct writes (file data) are flushed in the background at once, so the
         // flush of the next barrier (fsync) finds them durable already and only has the
         // commit's own pages left.
-        if r.is_ok() && gathered.iter().flat_map(|g| g.1.iter()).map(|p| p.len()).sum::<usize>() >= FLUSH_BEHIND_MIN {
-            self.dev.flush_behind();
+        if r.is_ok() {
+            use core::sync::atomic::Ordering::Relaxed;
+            let sent: usize = gathered.iter().flat_map(|g| g.1.iter()).map(|p| p.len()).sum();
+            let since = self.direct_since_flush.fetch_add(sent, Relaxed) + sent;
+            let at = FLUSH_BEHIND_BYTES.load(Relaxed);
+            if at > 0 && since >= at {
+                self.direct_since_flush.store(0, Relaxed);
+                self.dev.flush_behind();
+            }
         }
         r
     }

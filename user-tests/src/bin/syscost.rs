@@ -2,6 +2,8 @@
 //! directory: a 1 MiB file is written, then timed loops of `getppid` (the bare trap),
 //! `pread` of 0 bytes (fd lookup + file-system entry), of 1 byte (the file system's lookup
 //! without the copy), and of 4 KiB at one offset and sequentially. Prints `SYSCOST dir=... op=... ns_per_call=...` lines. Not part of the tests.
+//! Options: `calls=N` (default 5000 per loop; more to profile one loop) and `only=OP` (run
+//! only that loop, e.g. `only=pread4k_seq`).
 #![no_std]
 #![no_main]
 
@@ -12,21 +14,29 @@ use alloc::vec::Vec;
 use user_tests::prelude::*;
 use user_tests::time::Stopwatch;
 
-const CALLS: u64 = 5000;
+fn per_call(sw: &Stopwatch, calls: u64) -> u64 {
+    sw.elapsed_ns() / calls.max(1)
+}
 
-fn per_call(sw: &Stopwatch) -> u64 {
-    sw.elapsed_ns() / CALLS
+/// The value of option `key=` among `argv`.
+fn option<'a>(argv: &[&'a str], key: &str) -> Option<&'a str> {
+    argv.iter().find_map(|a| a.strip_prefix(key).and_then(|r| r.strip_prefix('=')))
 }
 
 fn main(argv: &[&str]) -> i32 {
     // Arguments with '=' are the benchmark options `make run` passes to every init: ignored.
     let given: Vec<&str> = argv.iter().skip(1).copied().filter(|a| !a.contains('=')).collect();
     let dirs: Vec<&str> = if given.is_empty() { vec!["/dbfs", "/fat"] } else { given };
-    let sw = Stopwatch::start();
-    for _ in 0..CALLS {
-        let _ = sys::getppid();
+    let calls: u64 = option(argv, "calls").and_then(|v| v.parse().ok()).unwrap_or(5000);
+    let only = option(argv, "only");
+    let run = |op: &str| only.is_none_or(|o| o == op);
+    if run("getppid") {
+        let sw = Stopwatch::start();
+        for _ in 0..calls {
+            let _ = sys::getppid();
+        }
+        println!("SYSCOST op=getppid ns_per_call={}", per_call(&sw, calls));
     }
-    println!("SYSCOST op=getppid ns_per_call={}", per_call(&sw));
     for dir in &dirs {
         let path = format!("{dir}/syscost.dat");
         let f = match File::open(&path, O_RDWR | O_CREAT | O_TRUNC, 0o644) {
@@ -42,27 +52,24 @@ fn main(argv: &[&str]) -> i32 {
             return 1;
         }
         let mut buf = vec![0u8; 4096];
-        let sw = Stopwatch::start();
-        for _ in 0..CALLS {
-            let _ = f.pread(&mut buf[..0], 0);
+        // (name, bytes per call, offset of call i): 0 bytes = fd lookup + file-system entry;
+        // 1 byte = the file system's lookup without the 4 KiB copy.
+        let loops: [(&str, usize, fn(u64) -> u64); 4] = [
+            ("pread0", 0, |_| 0),
+            ("pread1", 1, |_| 8192),
+            ("pread4k_same", 4096, |_| 8192),
+            ("pread4k_seq", 4096, |i| (i * 4096) % (1 << 20)),
+        ];
+        for (op, len, at) in loops {
+            if !run(op) {
+                continue;
+            }
+            let sw = Stopwatch::start();
+            for i in 0..calls {
+                let _ = f.pread(&mut buf[..len], at(i));
+            }
+            println!("SYSCOST dir={dir} op={op} ns_per_call={}", per_call(&sw, calls));
         }
-        println!("SYSCOST dir={dir} op=pread0 ns_per_call={}", per_call(&sw));
-        // One byte: the file-system entry and lookup without the 4 KiB copy.
-        let sw = Stopwatch::start();
-        for _ in 0..CALLS {
-            let _ = f.pread(&mut buf[..1], 8192);
-        }
-        println!("SYSCOST dir={dir} op=pread1 ns_per_call={}", per_call(&sw));
-        let sw = Stopwatch::start();
-        for _ in 0..CALLS {
-            let _ = f.pread(&mut buf, 8192);
-        }
-        println!("SYSCOST dir={dir} op=pread4k_same ns_per_call={}", per_call(&sw));
-        let sw = Stopwatch::start();
-        for i in 0..CALLS {
-            let _ = f.pread(&mut buf, (i * 4096) % (1 << 20));
-        }
-        println!("SYSCOST dir={dir} op=pread4k_seq ns_per_call={}", per_call(&sw));
         drop(f);
         let _ = sys::unlink(&path);
     }

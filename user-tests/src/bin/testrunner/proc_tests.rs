@@ -240,3 +240,84 @@ pub fn preemption(cx: &Ctx) -> TestResult {
     );
     Ok(())
 }
+
+/// Load all 32 FP registers and `fcsr` from `init`, make `rounds` sched_yield calls (each a
+/// chance for another process to run and use its own FP registers), then store them into
+/// `out`. The kernel saves and restores FP state lazily: this sees whether it ever loses it.
+fn fp_across_yields(init: &[u64; 33], out: &mut [u64; 33], rounds: usize) {
+    // SAFETY: reads `init`, writes `out` (both 33 words), makes sched_yield syscalls (no
+    // arguments, a0 returned); every FP register it changes is declared clobbered.
+    unsafe {
+        core::arch::asm!(
+            ".option push",
+            ".option arch, +d",
+            ".irp n, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31",
+            "fld f\\n, (\\n * 8)({src})",
+            ".endr",
+            "ld {t}, 256({src})",
+            "fscsr {t}",
+            "2:",
+            "li a7, {nr}",
+            "ecall",
+            "addi {n}, {n}, -1",
+            "bnez {n}, 2b",
+            ".irp n, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31",
+            "fsd f\\n, (\\n * 8)({dst})",
+            ".endr",
+            "frcsr {t}",
+            "sd {t}, 256({dst})",
+            ".option pop",
+            src = in(reg) init.as_ptr(),
+            dst = in(reg) out.as_mut_ptr(),
+            n = inout(reg) rounds.max(1) => _,
+            t = out(reg) _,
+            nr = const abi::syscall::SYS_SCHED_YIELD,
+            out("a0") _, out("a7") _,
+            out("f0") _, out("f1") _, out("f2") _, out("f3") _, out("f4") _, out("f5") _,
+            out("f6") _, out("f7") _, out("f8") _, out("f9") _, out("f10") _, out("f11") _,
+            out("f12") _, out("f13") _, out("f14") _, out("f15") _, out("f16") _, out("f17") _,
+            out("f18") _, out("f19") _, out("f20") _, out("f21") _, out("f22") _, out("f23") _,
+            out("f24") _, out("f25") _, out("f26") _, out("f27") _, out("f28") _, out("f29") _,
+            out("f30") _, out("f31") _,
+            options(nostack),
+        );
+    }
+}
+
+/// FP registers (and the rounding mode in `fcsr`) survive system calls and switches to another
+/// process that uses different values in them: parent and child run the same loop with
+/// different patterns, yielding to each other.
+pub fn fp_state_survives_switches(_cx: &Ctx) -> TestResult {
+    let pattern = |seed: u64| -> [u64; 33] {
+        let mut v = [0u64; 33];
+        for (i, w) in v.iter_mut().enumerate().take(32) {
+            *w = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15).wrapping_add(i as u64 * 0x0101_0101);
+        }
+        // fcsr: rounding mode (bits 5..7) 1 or 2, no exception flags.
+        v[32] = if seed & 1 == 0 { 1 << 5 } else { 2 << 5 };
+        v
+    };
+    let pid = sys::fork().what("fork")?;
+    let mine = pattern(if pid == 0 { 7 } else { 8 });
+    let mut got = [0u64; 33];
+    fp_across_yields(&mine, &mut got, 300);
+    let bad = (0..33).find(|&i| got[i] != mine[i]);
+    if pid == 0 {
+        sys::exit(if bad.is_some() { 1 } else { 0 });
+    }
+    let (_, status) = sys::waitpid(pid).what("wait4")?;
+    if let Some(i) = bad {
+        return Err(format!(
+            "parent: {} is {:#x} after yields, was {:#x}",
+            if i == 32 { "fcsr".into() } else { format!("f{i}") },
+            got[i],
+            mine[i]
+        ));
+    }
+    ensure!(
+        status.exited() && status.exit_code() == 0,
+        "the child lost its FP registers across yields (status {:#x})",
+        status.0
+    );
+    Ok(())
+}
