@@ -838,8 +838,19 @@ impl Node for FatNode {
                 } else {
                     file.seek(SeekFrom::Start(offset)).map_err(vfs_error)?;
                 }
-                file.write_all(buf).map_err(vfs_error)?;
-                Ok(buf.len())
+                // Like Linux, a write that runs out of space part way is short: it reports the
+                // bytes the file now holds, and only a write that stored nothing is ENOSPC.
+                let mut done = 0;
+                while done < buf.len() {
+                    match file.write(&buf[done..]) {
+                        Ok(0) if done == 0 => return Err(VfsError::NoSpace),
+                        Ok(0) => break,
+                        Ok(n) => done += n,
+                        Err(fatfs::Error::NotEnoughSpace) if done > 0 => break,
+                        Err(e) => return Err(vfs_error(e)),
+                    }
+                }
+                Ok(done)
             },
         )?
     }

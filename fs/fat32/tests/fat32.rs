@@ -619,6 +619,17 @@ fn filling_the_volume_reports_no_space() {
     assert_eq!(err, VfsError::NoSpace);
     assert!(written >= 30 * MIB as u64);
     assert_eq!(fs.statfs().unwrap().blocks_free, 0);
+    // The write that reached the end of the space was short, as on Linux: what it reported
+    // is what the file holds, and the call after it wrote nothing.
+    assert_eq!(f.getattr().unwrap().size, written);
+    assert_ne!(written % MIB as u64, 0, "the last write that fitted only partly was short");
+    let back = {
+        let mut b = vec![0u8; 4096];
+        let n = f.read_at(written - 4096, &mut b).unwrap();
+        b.truncate(n);
+        b
+    };
+    assert_eq!(back, vec![0xAB; 4096]);
     // Freeing the file gives the space back.
     fs.root().unwrap().unlink("fill").unwrap();
     assert!(fs.statfs().unwrap().blocks_free > 60_000);
