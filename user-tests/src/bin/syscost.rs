@@ -54,11 +54,13 @@ fn main(argv: &[&str]) -> i32 {
         let mut buf = vec![0u8; 4096];
         // (name, bytes per call, offset of call i): 0 bytes = fd lookup + file-system entry;
         // 1 byte = the file system's lookup without the 4 KiB copy.
-        let loops: [(&str, usize, fn(u64) -> u64); 4] = [
+        let loops: [(&str, usize, fn(u64) -> u64); 5] = [
             ("pread0", 0, |_| 0),
             ("pread1", 1, |_| 8192),
             ("pread4k_same", 4096, |_| 8192),
             ("pread4k_seq", 4096, |i| (i * 4096) % (1 << 20)),
+            // Sequential over 64 KiB only: the same pages again and again (TLB-resident).
+            ("pread4k_seq64k", 4096, |i| (i * 4096) % (64 << 10)),
         ];
         for (op, len, at) in loops {
             if !run(op) {
