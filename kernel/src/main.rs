@@ -74,11 +74,18 @@ fn read_device_tree(dtb: usize) -> BootInfo {
     let fdt = match unsafe { fdt::Fdt::from_ptr(dtb as *const u8) } {
         Ok(f) => f,
         Err(e) => {
-            println!("[kernel] bad device tree at {:#x}: {:?}; using defaults", dtb, e);
+            println!(
+                "[kernel] bad device tree at {:#x}: {:?}; using defaults",
+                dtb, e
+            );
             return info;
         }
     };
-    if let Some(r) = fdt.memory().regions().find(|r| r.starting_address as usize == mm::RAM_BASE) {
+    if let Some(r) = fdt
+        .memory()
+        .regions()
+        .find(|r| r.starting_address as usize == mm::RAM_BASE)
+    {
         info.ram_end = mm::RAM_BASE + r.size.unwrap_or(128 << 20);
     }
     if let Some(cpu) = fdt.cpus().next() {
@@ -86,13 +93,19 @@ fn read_device_tree(dtb: usize) -> BootInfo {
     }
     let first_reg = |n: &fdt::node::FdtNode| n.reg().and_then(|mut r| r.next());
     for node in fdt.all_nodes() {
-        let Some(compat) = node.compatible() else { continue };
-        let Some(reg) = first_reg(&node) else { continue };
+        let Some(compat) = node.compatible() else {
+            continue;
+        };
+        let Some(reg) = first_reg(&node) else {
+            continue;
+        };
         let base = reg.starting_address as usize;
         for c in compat.all() {
             match c {
                 "ns16550a" if info.uart.is_none() => info.uart = Some(base),
-                "sifive,test0" | "sifive,test1" if info.test_device.is_none() => info.test_device = Some(base),
+                "sifive,test0" | "sifive,test1" if info.test_device.is_none() => {
+                    info.test_device = Some(base)
+                }
                 "google,goldfish-rtc" => info.rtc = Some(base),
                 "virtio,mmio" if info.virtio_count < info.virtio.len() => {
                     info.virtio[info.virtio_count] = (base, reg.size.unwrap_or(0x1000));
@@ -117,7 +130,13 @@ fn clear_bss() {
     }
     // SAFETY: [sbss, ebss) is this image's .bss, not yet used by anything (the boot stack is
     // in .bss.stack, outside that range).
-    unsafe { core::slice::from_raw_parts_mut(sbss as *const () as *mut u8, ebss as *const () as usize - sbss as *const () as usize).fill(0) };
+    unsafe {
+        core::slice::from_raw_parts_mut(
+            sbss as *const () as *mut u8,
+            ebss as *const () as usize - sbss as *const () as usize,
+        )
+        .fill(0)
+    };
 }
 
 struct Params {
@@ -137,7 +156,18 @@ struct Params {
 }
 
 fn parse_params(cmdline: &str) -> Params {
-    let mut p = Params { init: String::from("/bin/init"), log: log::LevelFilter::Warn, bcache_mib: 8, dbfs_fsck: false, blk_selftest: false, dbfs_dirsync: false, dbfs_direct_write: true, dbfs_chunk: None, dbfs_barrier_mib: None, init_args: Vec::new() };
+    let mut p = Params {
+        init: String::from("/bin/init"),
+        log: log::LevelFilter::Warn,
+        bcache_mib: 8,
+        dbfs_fsck: false,
+        blk_selftest: false,
+        dbfs_dirsync: false,
+        dbfs_direct_write: true,
+        dbfs_chunk: None,
+        dbfs_barrier_mib: None,
+        init_args: Vec::new(),
+    };
     let mut words = cmdline.split_whitespace();
     for w in words.by_ref() {
         if w == "--" {
@@ -152,15 +182,22 @@ fn parse_params(cmdline: &str) -> Params {
             Some(("dbfs_dirsync", v)) => p.dbfs_dirsync = v == "1",
             Some(("dbfs_direct_write", v)) => p.dbfs_direct_write = v != "0",
             Some(("dbfs_flush_behind_kib", v)) => match v.parse::<usize>() {
-                Ok(k) => mm::window::FLUSH_BEHIND_BYTES.store(k << 10, core::sync::atomic::Ordering::Relaxed),
-                Err(_) => println!("[kernel] dbfs_flush_behind_kib={} ignored (a number of KiB, 0 = never)", v),
+                Ok(k) => mm::window::FLUSH_BEHIND_BYTES
+                    .store(k << 10, core::sync::atomic::Ordering::Relaxed),
+                Err(_) => println!(
+                    "[kernel] dbfs_flush_behind_kib={} ignored (a number of KiB, 0 = never)",
+                    v
+                ),
             },
             Some(("dbfs_barrier_mib", v)) => p.dbfs_barrier_mib = v.parse().ok().filter(|&m| m > 0),
             Some(("dbfs_chunk_kib", v)) => match v.parse::<u32>() {
                 Ok(k) if k > 0 && k <= 1024 => p.dbfs_chunk = Some(k * 1024),
                 _ => println!("[kernel] dbfs_chunk_kib={} ignored (1..1024)", v),
             },
-            _ => println!("[kernel] unknown parameter {:?} (init arguments go after --)", w),
+            _ => println!(
+                "[kernel] unknown parameter {:?} (init arguments go after --)",
+                w
+            ),
         }
     }
     p.init_args = words.map(String::from).collect();
@@ -169,7 +206,10 @@ fn parse_params(cmdline: &str) -> Params {
 
 /// Mount a FAT32 file system on `disk` (through its own block cache) at `path`.
 fn mount_fat(disk: &Arc<drivers::virtio_blk::VirtioDisk>, path: &str, cache_bytes: usize) -> bool {
-    let cache = Arc::new(drivers::block_cache::BlockCache::new(disk.clone(), cache_bytes));
+    let cache = Arc::new(drivers::block_cache::BlockCache::new(
+        disk.clone(),
+        cache_bytes,
+    ));
     drivers::block_cache::register(cache.clone());
     match fat32::Fat32Fs::mount(cache, Arc::new(arch::time::KernelClock)) {
         Ok(fs) => match fs::mount(path, fs) {
@@ -183,7 +223,10 @@ fn mount_fat(disk: &Arc<drivers::virtio_blk::VirtioDisk>, path: &str, cache_byte
             }
         },
         Err(e) => {
-            println!("[kernel] {}: not a FAT32 file system ({}); not mounted at {}", disk.name, e, path);
+            println!(
+                "[kernel] {}: not a FAT32 file system ({}); not mounted at {}",
+                disk.name, e, path
+            );
             false
         }
     }
@@ -207,7 +250,11 @@ fn is_blank(disk: &Arc<drivers::virtio_blk::VirtioDisk>, bytes: usize) -> bool {
 const KERNEL_DBFS_CHUNK_SIZE: u32 = 64 << 10;
 
 fn mount_dbfs(disk: &Arc<drivers::virtio_blk::VirtioDisk>, path: &str, params: &Params) -> bool {
-    let (fsck, dirsync, direct) = (params.dbfs_fsck, params.dbfs_dirsync, params.dbfs_direct_write);
+    let (fsck, dirsync, direct) = (
+        params.dbfs_fsck,
+        params.dbfs_dirsync,
+        params.dbfs_direct_write,
+    );
     type DbFs = dbfs::DbFs<fs::window_pager::WindowPager>;
     let window = match mm::window::DiskWindow::new(disk.clone()) {
         Ok(w) => w,
@@ -243,7 +290,9 @@ fn mount_dbfs(disk: &Arc<drivers::virtio_blk::VirtioDisk>, path: &str, params: &
                 // held for the next barrier cost disk space, not memory: let up to a quarter of
                 // the disk accumulate (fewer barriers, each two device flushes) before forcing
                 // one. A nearly full store forces one anyway (kvdb reclaims held pages).
-                let bound = params.dbfs_barrier_mib.map_or((disk.size_bytes() / 4).max(16 << 20), |mib| mib << 20);
+                let bound = params
+                    .dbfs_barrier_mib
+                    .map_or((disk.size_bytes() / 4).max(16 << 20), |mib| mib << 20);
                 dbfs.set_barrier_bound(bound);
                 if !direct {
                     dbfs.set_direct_write_min(None);
@@ -259,7 +308,9 @@ fn mount_dbfs(disk: &Arc<drivers::virtio_blk::VirtioDisk>, path: &str, params: &
                         Err(e) if !failing.swap(true, Relaxed) => {
                             log::error!("dbfs write-back failed: {} (retrying every tick)", e)
                         }
-                        Ok(()) if failing.swap(false, Relaxed) => log::warn!("dbfs write-back succeeded again"),
+                        Ok(()) if failing.swap(false, Relaxed) => {
+                            log::warn!("dbfs write-back succeeded again")
+                        }
                         _ => {}
                     }
                 }));
@@ -279,7 +330,11 @@ fn mount_dbfs(disk: &Arc<drivers::virtio_blk::VirtioDisk>, path: &str, params: &
 
 /// Run `DbFs::fsck` on a freshly mounted image and print the verdict (one line the host can
 /// grep: `dbfs fsck: clean`, or each problem then `dbfs fsck: N problems`).
-fn dbfs_fsck_clean(dbfs: &dbfs::DbFs<fs::window_pager::WindowPager>, disk: &str, path: &str) -> bool {
+fn dbfs_fsck_clean(
+    dbfs: &dbfs::DbFs<fs::window_pager::WindowPager>,
+    disk: &str,
+    path: &str,
+) -> bool {
     match dbfs.fsck() {
         Ok(problems) if problems.is_empty() => {
             println!("[kernel] {}: dbfs fsck: clean", disk);
@@ -289,11 +344,19 @@ fn dbfs_fsck_clean(dbfs: &dbfs::DbFs<fs::window_pager::WindowPager>, disk: &str,
             for p in &problems {
                 println!("[kernel] {}: dbfs fsck: {}", disk, p);
             }
-            println!("[kernel] {}: dbfs fsck: {} problems; not mounted at {}", disk, problems.len(), path);
+            println!(
+                "[kernel] {}: dbfs fsck: {} problems; not mounted at {}",
+                disk,
+                problems.len(),
+                path
+            );
             false
         }
         Err(e) => {
-            println!("[kernel] {}: dbfs fsck: cannot check ({}); not mounted at {}", disk, e, path);
+            println!(
+                "[kernel] {}: dbfs fsck: cannot check ({}); not mounted at {}",
+                disk, e, path
+            );
             false
         }
     }
@@ -302,7 +365,9 @@ fn dbfs_fsck_clean(dbfs: &dbfs::DbFs<fs::window_pager::WindowPager>, disk: &str,
 #[no_mangle]
 extern "C" fn rust_main(_hartid: usize, dtb: usize) -> ! {
     clear_bss();
-    csr::set_sstatus((csr::sstatus() & !(csr::SSTATUS_SIE | csr::SSTATUS_FS_MASK)) | csr::SSTATUS_FS_INITIAL);
+    csr::set_sstatus(
+        (csr::sstatus() & !(csr::SSTATUS_SIE | csr::SSTATUS_FS_MASK)) | csr::SSTATUS_FS_INITIAL,
+    );
     trap::set_kernel_vector();
     let info = read_device_tree(dtb);
     if let Some(uart) = info.uart {
@@ -332,8 +397,10 @@ extern "C" fn rust_main(_hartid: usize, dtb: usize) -> ! {
     if !mount_fat(root, "/", cache_bytes) {
         shutdown(2);
     }
-    let devs: Vec<(String, Arc<dyn BlockDevice>)> =
-        disks.iter().map(|d| (d.name.clone(), d.clone() as Arc<dyn BlockDevice>)).collect();
+    let devs: Vec<(String, Arc<dyn BlockDevice>)> = disks
+        .iter()
+        .map(|d| (d.name.clone(), d.clone() as Arc<dyn BlockDevice>))
+        .collect();
     if let Err(e) = fs::mount("/dev", fs::devfs::DevFs::new(devs)) {
         println!("[kernel] mounting /dev failed: {}", e);
         shutdown(2);

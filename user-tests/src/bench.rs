@@ -422,7 +422,10 @@ fn before_rep(spec: &Spec, t: &Target, device: bool, p: &IoParams) -> BenchResul
             // Linux (under qemu-riscv64) has no such call: the run is simply not cold there.
             Ok(()) | Err(Errno::ENOSYS) => {}
             Err(e) => {
-                return Err(Failure { what: "drop caches".into(), errno: Some(e) });
+                return Err(Failure {
+                    what: "drop caches".into(),
+                    errno: Some(e),
+                });
             }
         }
     }

@@ -820,7 +820,15 @@ fn path_getxattr(nr: usize, path: &str, name: &str, buf: &mut [u8]) -> SysResult
     with_cstr(path, |p| {
         with_cstr(name, |n| {
             // SAFETY: both strings are NUL-terminated and alive; `buf` is writable for its length.
-            check(unsafe { syscall4(nr, p as usize, n as usize, buf.as_mut_ptr() as usize, buf.len()) })
+            check(unsafe {
+                syscall4(
+                    nr,
+                    p as usize,
+                    n as usize,
+                    buf.as_mut_ptr() as usize,
+                    buf.len(),
+                )
+            })
         })
     })
 }
@@ -840,7 +848,15 @@ pub fn lgetxattr_into(path: &str, name: &str, buf: &mut [u8]) -> SysResult<usize
 pub fn fgetxattr_into(fd: Fd, name: &str, buf: &mut [u8]) -> SysResult<usize> {
     with_cstr(name, |n| {
         // SAFETY: `n` is NUL-terminated; `buf` is writable for its length.
-        check(unsafe { syscall4(SYS_FGETXATTR, fd as usize, n as usize, buf.as_mut_ptr() as usize, buf.len()) })
+        check(unsafe {
+            syscall4(
+                SYS_FGETXATTR,
+                fd as usize,
+                n as usize,
+                buf.as_mut_ptr() as usize,
+                buf.len(),
+            )
+        })
     })
 }
 
@@ -877,7 +893,14 @@ fn path_setxattr(nr: usize, path: &str, name: &str, value: &[u8], flags: u32) ->
         with_cstr(name, |n| {
             // SAFETY: both strings are NUL-terminated and alive; `value` is readable.
             check(unsafe {
-                syscall5(nr, p as usize, n as usize, value.as_ptr() as usize, value.len(), flags as usize)
+                syscall5(
+                    nr,
+                    p as usize,
+                    n as usize,
+                    value.as_ptr() as usize,
+                    value.len(),
+                    flags as usize,
+                )
             })
             .map(|_| ())
         })
@@ -900,7 +923,14 @@ pub fn fsetxattr(fd: Fd, name: &str, value: &[u8], flags: u32) -> SysResult<()> 
     with_cstr(name, |n| {
         // SAFETY: `n` is NUL-terminated; `value` is readable for its length.
         check(unsafe {
-            syscall5(SYS_FSETXATTR, fd as usize, n as usize, value.as_ptr() as usize, value.len(), flags as usize)
+            syscall5(
+                SYS_FSETXATTR,
+                fd as usize,
+                n as usize,
+                value.as_ptr() as usize,
+                value.len(),
+                flags as usize,
+            )
         })
         .map(|_| ())
     })
@@ -927,7 +957,14 @@ pub fn llistxattr_into(path: &str, buf: &mut [u8]) -> SysResult<usize> {
 /// `flistxattr(fd, buf, buf.len())`.
 pub fn flistxattr_into(fd: Fd, buf: &mut [u8]) -> SysResult<usize> {
     // SAFETY: `buf` is writable for its length.
-    check(unsafe { syscall3(SYS_FLISTXATTR, fd as usize, buf.as_mut_ptr() as usize, buf.len()) })
+    check(unsafe {
+        syscall3(
+            SYS_FLISTXATTR,
+            fd as usize,
+            buf.as_mut_ptr() as usize,
+            buf.len(),
+        )
+    })
 }
 
 fn split_names(raw: Vec<u8>) -> SysResult<Vec<String>> {

@@ -21,7 +21,10 @@ struct HostClock(Instant);
 impl vfs::Clock for HostClock {
     fn now(&self) -> Timestamp {
         let d = self.0.elapsed();
-        Timestamp { sec: 1_700_000_000 + d.as_secs() as i64, nsec: d.subsec_nanos() }
+        Timestamp {
+            sec: 1_700_000_000 + d.as_secs() as i64,
+            nsec: d.subsec_nanos(),
+        }
     }
 }
 
@@ -56,7 +59,11 @@ fn fill(f: &NodeRef, size: usize, bs: usize) {
 }
 
 /// One measurement: (bytes or ops, seconds).
-fn run_one<P: Pager + Send + Sync + 'static>(fs: &Arc<DbFs<P>>, bench: &str, bs: usize) -> (u64, f64) {
+fn run_one<P: Pager + Send + Sync + 'static>(
+    fs: &Arc<DbFs<P>>,
+    bench: &str,
+    bs: usize,
+) -> (u64, f64) {
     let root = fs.root().unwrap();
     match bench {
         "seqwrite" | "rewrite" => {
@@ -107,7 +114,9 @@ fn run_one<P: Pager + Send + Sync + 'static>(fs: &Arc<DbFs<P>>, bench: &str, bs:
         }
         "createdel" => {
             let n = bs;
-            let d = root.create("d", &NewNode::new(FileType::Directory, 0o755)).unwrap();
+            let d = root
+                .create("d", &NewNode::new(FileType::Directory, 0o755))
+                .unwrap();
             let mut order: Vec<usize> = (0..n).collect();
             let mut rng = Rng(12345);
             for i in (1..n).rev() {
@@ -161,7 +170,10 @@ fn main() {
         ("randread", 4096),
         ("createdel", n_files),
     ];
-    let opts = MkfsOptions { chunk_size: chunk, ..Default::default() };
+    let opts = MkfsOptions {
+        chunk_size: chunk,
+        ..Default::default()
+    };
     println!("dbfs host bench: chunk {chunk} B, page 4096 B, median of {reps}");
     let mut table = Vec::new();
     let pagers: Vec<String> = args
@@ -169,7 +181,11 @@ fn main() {
         .position(|a| a == "--pagers")
         .and_then(|i| args.get(i + 1))
         .map(|s| s.split(',').map(String::from).collect())
-        .unwrap_or_else(|| ["mem", "file", "file-nosync", "slice"].map(String::from).to_vec());
+        .unwrap_or_else(|| {
+            ["mem", "file", "file-nosync", "slice"]
+                .map(String::from)
+                .to_vec()
+        });
     for pager_kind in pagers.iter().map(String::as_str) {
         for &(bench, bs) in &work {
             if pager_kind == "slice" && !bench.starts_with("randread") && bench != "seqread" {
@@ -177,13 +193,21 @@ fn main() {
             }
             // With a real fdatasync per commit (two per transaction), createdel is bound by the
             // disk's flush latency: run it at the protocol's smallest N.
-            let bs = if pager_kind == "file" && bench == "createdel" { bs.min(1000) } else { bs };
+            let bs = if pager_kind == "file" && bench == "createdel" {
+                bs.min(1000)
+            } else {
+                bs
+            };
             let mut secs = Vec::new();
             let mut amount = 0;
             for _ in 0..reps {
                 let (a, s) = match pager_kind {
                     "mem" => {
-                        let fs = DbFs::mount(DbFs::mkfs(MemPager::new(), opts.clone()).unwrap(), clock()).unwrap();
+                        let fs = DbFs::mount(
+                            DbFs::mkfs(MemPager::new(), opts.clone()).unwrap(),
+                            clock(),
+                        )
+                        .unwrap();
                         run_one(&fs, bench, bs)
                     }
                     "file" | "file-nosync" => {
@@ -192,13 +216,18 @@ fn main() {
                         if pager_kind == "file-nosync" {
                             pager = pager.without_sync();
                         }
-                        let fs = DbFs::mount(DbFs::mkfs(pager, opts.clone()).unwrap(), clock()).unwrap();
+                        let fs =
+                            DbFs::mount(DbFs::mkfs(pager, opts.clone()).unwrap(), clock()).unwrap();
                         run_one(&fs, bench, bs)
                     }
                     _ => {
                         // Read-only zero-copy pager over an image prepared in RAM: the shape of
                         // the kernel's memory window (values are borrowed, not copied).
-                        let fs = DbFs::mount(DbFs::mkfs(MemPager::new(), opts.clone()).unwrap(), clock()).unwrap();
+                        let fs = DbFs::mount(
+                            DbFs::mkfs(MemPager::new(), opts.clone()).unwrap(),
+                            clock(),
+                        )
+                        .unwrap();
                         let root = fs.root().unwrap();
                         let f = root.create("f", &reg()).unwrap();
                         fill(&f, if bench == "seqread" { FILE } else { RAND_FILE }, MIB);
@@ -243,12 +272,20 @@ fn main() {
             } else {
                 (amount as f64 / s / 1e6, "MB/s")
             };
-            let bs_label = if bench == "createdel" { format!("N={bs}") } else if bs == MIB { "1 MiB".into() } else { "4 KiB".into() };
+            let bs_label = if bench == "createdel" {
+                format!("N={bs}")
+            } else if bs == MIB {
+                "1 MiB".into()
+            } else {
+                "4 KiB".into()
+            };
             println!(
                 "RESULT bench={bench} fs=dbfs pager={pager_kind} bs={bs} amount={amount} secs={s:.4} {}={figure:.1}",
                 unit.replace('/', "p")
             );
-            table.push(format!("| {pager_kind} | {bench} | {bs_label} | {figure:.1} {unit} | {s:.3} s |"));
+            table.push(format!(
+                "| {pager_kind} | {bench} | {bs_label} | {figure:.1} {unit} | {s:.3} s |"
+            ));
         }
     }
     println!("\n| pager | workload | block | median | time |\n|---|---|---|---:|---:|");

@@ -12,17 +12,27 @@ use vfs::{Clock, FileSystem, FileType, NewNode, Timestamp};
 struct Fixed;
 impl Clock for Fixed {
     fn now(&self) -> Timestamp {
-        Timestamp { sec: 1_700_000_000, nsec: 0 }
+        Timestamp {
+            sec: 1_700_000_000,
+            nsec: 0,
+        }
     }
 }
 
 fn main() {
-    let bs: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(4096);
+    let bs: usize = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(4096);
     let size = 10 << 20;
     let image = {
         let pager = DbFs::mkfs(MemPager::new(), MkfsOptions::default()).unwrap();
         let fs = DbFs::mount(pager, Arc::new(Fixed)).unwrap();
-        let f = fs.root().unwrap().create("f", &NewNode::new(FileType::Regular, 0o644)).unwrap();
+        let f = fs
+            .root()
+            .unwrap()
+            .create("f", &NewNode::new(FileType::Regular, 0o644))
+            .unwrap();
         let data: Vec<u8> = (0..size).map(|i| (i * 7) as u8).collect();
         f.write_at(0, &data).unwrap();
         fs.sync().unwrap();
@@ -47,5 +57,9 @@ fn main() {
         }
     }
     let secs = t.elapsed().as_secs_f64();
-    println!("bs={bs} {:.1} MB/s ({} calls/pass) checksum {sum}", 3.0 * size as f64 / secs / 1e6, size / bs);
+    println!(
+        "bs={bs} {:.1} MB/s ({} calls/pass) checksum {sum}",
+        3.0 * size as f64 / secs / 1e6,
+        size / bs
+    );
 }

@@ -18,7 +18,10 @@ use vfs::{Clock, FileSystem, FileType, NewNode, Timestamp};
 struct Fixed;
 impl Clock for Fixed {
     fn now(&self) -> Timestamp {
-        Timestamp { sec: 1_700_000_000, nsec: 0 }
+        Timestamp {
+            sec: 1_700_000_000,
+            nsec: 0,
+        }
     }
 }
 
@@ -52,7 +55,9 @@ impl Pager for WindowLike {
             // SAFETY: as in `read`: the written ranges are not borrowed by any reader.
             let all: &mut [u8] = unsafe { &mut *self.bytes.get() };
             let end = start.checked_add(data.len()).ok_or(Error::Io)?;
-            all.get_mut(start..end).ok_or(Error::NoSpace)?.copy_from_slice(data);
+            all.get_mut(start..end)
+                .ok_or(Error::NoSpace)?
+                .copy_from_slice(data);
         }
         Ok(())
     }
@@ -73,10 +78,16 @@ impl Pager for WindowLike {
 
 fn main() {
     let mode = std::env::args().nth(1).unwrap_or_else(|| "seq".into());
-    let pager = WindowLike { bytes: UnsafeCell::new(vec![0u8; 256 << 20].into_boxed_slice()) };
+    let pager = WindowLike {
+        bytes: UnsafeCell::new(vec![0u8; 256 << 20].into_boxed_slice()),
+    };
     let pager = DbFs::mkfs(pager, MkfsOptions::default()).unwrap();
     let fs = DbFs::mount(pager, Arc::new(Fixed)).unwrap();
-    let f = fs.root().unwrap().create("f", &NewNode::new(FileType::Regular, 0o644)).unwrap();
+    let f = fs
+        .root()
+        .unwrap()
+        .create("f", &NewNode::new(FileType::Regular, 0o644))
+        .unwrap();
     let bs = 1 << 20;
     let data: Vec<u8> = (0..bs).map(|i| (i * 7) as u8).collect();
     let seq = |f: &Arc<dyn vfs::Node>| {
@@ -102,13 +113,18 @@ fn main() {
             drop(f);
             for _ in 0..3 {
                 let _ = root.unlink("g");
-                let g = root.create("g", &NewNode::new(FileType::Regular, 0o644)).unwrap();
+                let g = root
+                    .create("g", &NewNode::new(FileType::Regular, 0o644))
+                    .unwrap();
                 seq(&g);
             }
             30 * bs
         }
         "rand" => {
-            let mib: u64 = std::env::args().nth(2).and_then(|a| a.parse().ok()).unwrap_or(16);
+            let mib: u64 = std::env::args()
+                .nth(2)
+                .and_then(|a| a.parse().ok())
+                .unwrap_or(16);
             let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
             for _ in 0..200 {
                 x ^= x << 13;

@@ -59,7 +59,9 @@ pub mod bucket {
     /// ino (BE u64) -> empty: inodes with no links that were still open.
     pub const ORPHANS: &[u8] = b"orphans";
     /// Every bucket, in the order mkfs creates them.
-    pub const ALL: [&[u8]; 8] = [META, INODES, NAMES, COOKIES, DATA, SYMLINKS, XATTRS, ORPHANS];
+    pub const ALL: [&[u8]; 8] = [
+        META, INODES, NAMES, COOKIES, DATA, SYMLINKS, XATTRS, ORPHANS,
+    ];
 }
 
 /// Key of the superblock record in the `meta` bucket.
@@ -176,7 +178,10 @@ impl Superblock {
             uuid,
             next_ino: u64_at(b, 40).ok()?,
             inode_count: u64_at(b, 48).ok()?,
-            created: Timestamp { sec: u64_at(b, 56).ok()? as i64, nsec: 0 },
+            created: Timestamp {
+                sec: u64_at(b, 56).ok()? as i64,
+                nsec: 0,
+            },
             label: String::from(label),
         })
     }
@@ -319,7 +324,11 @@ impl NameEntry {
         if b.len() != 17 {
             return corrupt();
         }
-        Ok(NameEntry { cookie: u64_at(b, 0)?, ino: u64_at(b, 8)?, ftype: ftype_from(b[16])? })
+        Ok(NameEntry {
+            cookie: u64_at(b, 0)?,
+            ino: u64_at(b, 8)?,
+            ftype: ftype_from(b[16])?,
+        })
     }
 }
 
@@ -344,7 +353,11 @@ impl<'a> CookieEntry<'a> {
             return corrupt();
         }
         let name = core::str::from_utf8(&b[9..]).map_err(|_| VfsError::Corrupted)?;
-        Ok(CookieEntry { ino: u64_at(b, 0)?, ftype: ftype_from(b[8])?, name })
+        Ok(CookieEntry {
+            ino: u64_at(b, 0)?,
+            ftype: ftype_from(b[8])?,
+            name,
+        })
     }
 }
 
@@ -370,7 +383,10 @@ mod tests {
             rdev: 6,
             atime: Timestamp { sec: -7, nsec: 8 },
             mtime: Timestamp { sec: 9, nsec: 10 },
-            ctime: Timestamp { sec: 11, nsec: 999_999_999 },
+            ctime: Timestamp {
+                sec: 11,
+                nsec: 999_999_999,
+            },
             parent: 12,
             next_cookie: 13,
         };
@@ -388,7 +404,11 @@ mod tests {
             created: Timestamp { sec: 100, nsec: 0 },
         };
         assert_eq!(Superblock::decode(&sb.encode()), Some(sb));
-        let n = NameEntry { cookie: 9, ino: 10, ftype: FileType::Fifo };
+        let n = NameEntry {
+            cookie: 9,
+            ino: 10,
+            ftype: FileType::Fifo,
+        };
         assert_eq!(NameEntry::decode(&n.encode()), Ok(n));
         let c = CookieEntry::encode(3, FileType::Symlink, "name");
         let d = CookieEntry::decode(&c).unwrap();

@@ -50,7 +50,11 @@ pub(crate) fn check<P: Pager>(tx: &Tx<'_, P>, chunk_size: u64) -> VfsResult<Vec<
         }
     }
     if inodes.len() as u64 != sb.inode_count {
-        bad.push(format!("superblock counts {} inodes, {} exist", sb.inode_count, inodes.len()));
+        bad.push(format!(
+            "superblock counts {} inodes, {} exist",
+            sb.inode_count,
+            inodes.len()
+        ));
     }
     if let Some((&max, _)) = inodes.iter().next_back() {
         if max >= sb.next_ino {
@@ -61,7 +65,10 @@ pub(crate) fn check<P: Pager>(tx: &Tx<'_, P>, chunk_size: u64) -> VfsResult<Vec<
         Some(r) if r.ftype == FileType::Directory && r.parent == ROOT_INO => {}
         _ => bad.push(String::from("root directory missing or wrong")),
     }
-    let orphans: BTreeSet<u64> = entries(tx, bucket::ORPHANS)?.iter().filter_map(|(k, _)| be_u64(k)).collect();
+    let orphans: BTreeSet<u64> = entries(tx, bucket::ORPHANS)?
+        .iter()
+        .filter_map(|(k, _)| be_u64(k))
+        .collect();
 
     // Directory entries: the name index and the cookie index must describe the same set.
     let mut links: BTreeMap<u64, u32> = BTreeMap::new();
@@ -91,13 +98,18 @@ pub(crate) fn check<P: Pager>(tx: &Tx<'_, P>, chunk_size: u64) -> VfsResult<Vec<
             continue;
         };
         match by_cookie.get(&(dir, e.cookie)) {
-            Some((ino, ftype, n)) if *ino == e.ino && *ftype == e.ftype && *n == name => seen_cookies += 1,
+            Some((ino, ftype, n)) if *ino == e.ino && *ftype == e.ftype && *n == name => {
+                seen_cookies += 1
+            }
             _ => bad.push(format!("{dir}/{name}: cookie {} does not match", e.cookie)),
         }
         match inodes.get(&dir) {
             Some(d) if d.ftype == FileType::Directory => {
                 if e.cookie >= d.next_cookie {
-                    bad.push(format!("{dir}/{name}: cookie {} not below next_cookie", e.cookie));
+                    bad.push(format!(
+                        "{dir}/{name}: cookie {} not below next_cookie",
+                        e.cookie
+                    ));
                 }
             }
             _ => bad.push(format!("{dir}/{name}: parent is not a directory")),
@@ -117,7 +129,10 @@ pub(crate) fn check<P: Pager>(tx: &Tx<'_, P>, chunk_size: u64) -> VfsResult<Vec<
         }
     }
     if seen_cookies != by_cookie.len() {
-        bad.push(format!("{} cookie entries without a name", by_cookie.len().saturating_sub(seen_cookies)));
+        bad.push(format!(
+            "{} cookie entries without a name",
+            by_cookie.len().saturating_sub(seen_cookies)
+        ));
     }
 
     // Link counts; unreferenced inodes must be orphans.
@@ -133,7 +148,10 @@ pub(crate) fn check<P: Pager>(tx: &Tx<'_, P>, chunk_size: u64) -> VfsResult<Vec<
             bad.push(format!("directory {ino} has {names} names"));
         }
         if i.nlink != expect {
-            bad.push(format!("inode {ino}: nlink {} but {expect} expected", i.nlink));
+            bad.push(format!(
+                "inode {ino}: nlink {} but {expect} expected",
+                i.nlink
+            ));
         }
         if ino != ROOT_INO && names == 0 && !orphans.contains(&ino) {
             bad.push(format!("inode {ino} is unreferenced and not an orphan"));
@@ -159,12 +177,17 @@ pub(crate) fn check<P: Pager>(tx: &Tx<'_, P>, chunk_size: u64) -> VfsResult<Vec<
             continue;
         };
         if i.ftype != FileType::Regular || v.len() as u64 > chunk_size {
-            bad.push(format!("chunk {idx} of inode {ino}: wrong type or length {}", v.len()));
+            bad.push(format!(
+                "chunk {idx} of inode {ino}: wrong type or length {}",
+                v.len()
+            ));
         }
         let start = idx.saturating_mul(chunk_size);
         let live = i.size.saturating_sub(start).min(v.len() as u64) as usize;
         if v[live..].iter().any(|&b| b != 0) {
-            bad.push(format!("chunk {idx} of inode {ino}: data past the file size"));
+            bad.push(format!(
+                "chunk {idx} of inode {ino}: data past the file size"
+            ));
         }
         let a = alloc.entry(ino).or_insert(0);
         *a = a.saturating_add(footprint(v.len()));
@@ -172,17 +195,24 @@ pub(crate) fn check<P: Pager>(tx: &Tx<'_, P>, chunk_size: u64) -> VfsResult<Vec<
     for (&ino, i) in &inodes {
         let a = alloc.get(&ino).copied().unwrap_or(0);
         if i.alloc_bytes != a {
-            bad.push(format!("inode {ino}: alloc_bytes {} but chunks take {a}", i.alloc_bytes));
+            bad.push(format!(
+                "inode {ino}: alloc_bytes {} but chunks take {a}",
+                i.alloc_bytes
+            ));
         }
     }
-    let symlinks: BTreeMap<u64, usize> =
-        entries(tx, bucket::SYMLINKS)?.iter().filter_map(|(k, v)| Some((be_u64(k)?, v.len()))).collect();
+    let symlinks: BTreeMap<u64, usize> = entries(tx, bucket::SYMLINKS)?
+        .iter()
+        .filter_map(|(k, v)| Some((be_u64(k)?, v.len())))
+        .collect();
     for (&ino, i) in &inodes {
         let has = symlinks.get(&ino);
         match (i.ftype == FileType::Symlink, has) {
             (true, Some(&len)) if len as u64 == i.size => {}
             (false, None) => {}
-            _ => bad.push(format!("inode {ino}: symlink target missing, stray or of wrong size")),
+            _ => bad.push(format!(
+                "inode {ino}: symlink target missing, stray or of wrong size"
+            )),
         }
     }
     for (k, _) in entries(tx, bucket::XATTRS)? {

@@ -136,9 +136,11 @@ use alloc::sync::{Arc, Weak};
 use alloc::vec::Vec;
 use core::fmt;
 
-use kvdb::{Db, Pager, Tx};
 use kvdb::sync::Mutex;
-use vfs::{Clock, FileSystem, FileType, FsStats, Metadata, NodeRef, Timestamp, VfsError, VfsResult};
+use kvdb::{Db, Pager, Tx};
+use vfs::{
+    Clock, FileSystem, FileType, FsStats, Metadata, NodeRef, Timestamp, VfsError, VfsResult,
+};
 
 pub use format::{
     Inode, Superblock, DBFS_MAGIC, FORMAT_VERSION, MAX_FILE_SIZE, NAME_MAX, ROOT_INO,
@@ -181,9 +183,9 @@ pub(crate) fn kv(e: kvdb::Error) -> VfsError {
         kvdb::Error::InvalidOptions => VfsError::InvalidInput,
         // Our buckets exist by construction: their absence or a key of the wrong kind is
         // damage.
-        kvdb::Error::BucketExists | kvdb::Error::BucketNotFound | kvdb::Error::IncompatibleValue => {
-            VfsError::Corrupted
-        }
+        kvdb::Error::BucketExists
+        | kvdb::Error::BucketNotFound
+        | kvdb::Error::IncompatibleValue => VfsError::Corrupted,
     }
 }
 
@@ -249,7 +251,10 @@ impl fmt::Display for MountError {
             }
             MountError::UnknownFeatures(b) => write!(f, "image uses unknown dbfs features {b:#x}"),
             MountError::PageSizeMismatch { superblock, store } => {
-                write!(f, "superblock page size {superblock} differs from the store's {store}")
+                write!(
+                    f,
+                    "superblock page size {superblock} differs from the store's {store}"
+                )
             }
             MountError::BadChunkSize(c) => write!(f, "unsupported chunk size {c}"),
             MountError::Damaged(what) => write!(f, "damaged image: {what}"),
@@ -292,7 +297,9 @@ pub(crate) struct WriteBack {
 impl WriteBack {
     /// Drop the buffered chunks `[first, end)` of `ino` (a direct write stored newer ones).
     fn drop_chunks(&mut self, ino: u64, first: u64, end: u64) {
-        let Some(p) = self.pending.get_mut(&ino) else { return };
+        let Some(p) = self.pending.get_mut(&ino) else {
+            return;
+        };
         let gone: Vec<u64> = p.chunks.range(first..end).map(|(&i, _)| i).collect();
         for idx in gone {
             if let Some(buf) = p.chunks.remove(&idx) {
@@ -376,7 +383,10 @@ pub(crate) struct SnapshotInodes {
 
 impl SnapshotInodes {
     fn get(&self, txid: u64, ino: u64) -> Option<Inode> {
-        self.slots.iter().find(|s| s.0 == txid && s.1 == ino).and_then(|s| s.2)
+        self.slots
+            .iter()
+            .find(|s| s.0 == txid && s.1 == ino)
+            .and_then(|s| s.2)
     }
     fn put(&mut self, txid: u64, ino: u64, inode: Inode) {
         self.slots[self.next] = (txid, ino, Some(inode));
@@ -425,7 +435,9 @@ impl ChunkLocs {
 
     /// Whether a run of `ino` (of any snapshot) holds chunk `idx`.
     fn covers(&self, ino: u64, idx: u64) -> bool {
-        self.slots.iter().any(|r| r.ino == ino && idx >= r.first && idx - r.first < r.len as u64)
+        self.slots
+            .iter()
+            .any(|r| r.ino == ino && idx >= r.first && idx - r.first < r.len as u64)
     }
 
     /// A small read of chunk `idx` of `ino` found no location: whether the reader looks
@@ -436,7 +448,11 @@ impl ChunkLocs {
             r.last_miss = idx;
             return sequential;
         }
-        self.slots[self.next] = ChunkRun { ino, last_miss: idx, ..ChunkRun::default() };
+        self.slots[self.next] = ChunkRun {
+            ino,
+            last_miss: idx,
+            ..ChunkRun::default()
+        };
         self.next = (self.next + 1) % self.slots.len();
         false
     }
@@ -452,7 +468,14 @@ impl ChunkLocs {
         };
         let r = &mut self.slots[at];
         let len = locs.len().min(CHUNK_RUN);
-        *r = ChunkRun { ino, txid, first, len, last_miss: first + len.saturating_sub(1) as u64, ..ChunkRun::default() };
+        *r = ChunkRun {
+            ino,
+            txid,
+            first,
+            len,
+            last_miss: first + len.saturating_sub(1) as u64,
+            ..ChunkRun::default()
+        };
         r.locs[..len].copy_from_slice(&locs[..len]);
     }
 }
@@ -490,7 +513,13 @@ impl<P: Pager> DbFs<P> {
         if !valid_chunk_size(opts.chunk_size) || opts.label.len() > format::LABEL_MAX {
             return Err(VfsError::InvalidInput);
         }
-        let db = Db::create(pager, kvdb::Options { page_size: opts.page_size }).map_err(kv)?;
+        let db = Db::create(
+            pager,
+            kvdb::Options {
+                page_size: opts.page_size,
+            },
+        )
+        .map_err(kv)?;
         {
             let tx = db.begin_write().map_err(kv)?;
             for name in bucket::ALL {
@@ -507,7 +536,10 @@ impl<P: Pager> DbFs<P> {
                 inode_count: 1,
                 created: opts.time,
             };
-            tx.get_bucket(bucket::META).map_err(kv)?.put(format::SUPERBLOCK_KEY, &sb.encode()).map_err(kv)?;
+            tx.get_bucket(bucket::META)
+                .map_err(kv)?
+                .put(format::SUPERBLOCK_KEY, &sb.encode())
+                .map_err(kv)?;
             let root = Inode {
                 ftype: FileType::Directory,
                 perm: opts.root_perm & 0o7777,
@@ -523,7 +555,10 @@ impl<P: Pager> DbFs<P> {
                 parent: ROOT_INO,
                 next_cookie: 2,
             };
-            tx.get_bucket(bucket::INODES).map_err(kv)?.put(&ino_key(ROOT_INO), &root.encode()).map_err(kv)?;
+            tx.get_bucket(bucket::INODES)
+                .map_err(kv)?
+                .put(&ino_key(ROOT_INO), &root.encode())
+                .map_err(kv)?;
             tx.commit().map_err(kv)?;
         }
         Ok(db.into_pager())
@@ -547,13 +582,22 @@ impl<P: Pager> DbFs<P> {
             params,
             chunk_size,
             state: Mutex::new(State {
-                wb: WriteBack { pending: BTreeMap::new(), dirty_bytes: 0, limit: DEFAULT_DIRTY_LIMIT, since: None },
+                wb: WriteBack {
+                    pending: BTreeMap::new(),
+                    dirty_bytes: 0,
+                    limit: DEFAULT_DIRTY_LIMIT,
+                    since: None,
+                },
                 open: BTreeMap::new(),
                 noatime: false,
                 fsync_wanted: BTreeMap::new(),
                 icache: SnapshotInodes::default(),
                 chunk_locs: ChunkLocs::default(),
-                direct_write_min: if db_direct_writes { DIRECT_WRITE_MIN } else { usize::MAX },
+                direct_write_min: if db_direct_writes {
+                    DIRECT_WRITE_MIN
+                } else {
+                    usize::MAX
+                },
                 direct_busy: None,
                 committing: Vec::new(),
                 direct_seq: 0,
@@ -570,10 +614,15 @@ impl<P: Pager> DbFs<P> {
         let tx = db.begin_read().map_err(MountError::Store)?;
         let meta = match tx.get_bucket(bucket::META) {
             Ok(b) => b,
-            Err(kvdb::Error::BucketNotFound) | Err(kvdb::Error::IncompatibleValue) => return Err(MountError::NotDbfs),
+            Err(kvdb::Error::BucketNotFound) | Err(kvdb::Error::IncompatibleValue) => {
+                return Err(MountError::NotDbfs)
+            }
             Err(e) => return Err(MountError::Store(e)),
         };
-        let raw = meta.get(format::SUPERBLOCK_KEY).map_err(MountError::Store)?.ok_or(MountError::NotDbfs)?;
+        let raw = meta
+            .get(format::SUPERBLOCK_KEY)
+            .map_err(MountError::Store)?
+            .ok_or(MountError::NotDbfs)?;
         let sb = Superblock::decode(&raw).ok_or(MountError::NotDbfs)?;
         if sb.version != FORMAT_VERSION {
             return Err(MountError::UnsupportedVersion(sb.version));
@@ -582,7 +631,10 @@ impl<P: Pager> DbFs<P> {
             return Err(MountError::UnknownFeatures(sb.incompat));
         }
         if sb.page_size as usize != db.page_size() {
-            return Err(MountError::PageSizeMismatch { superblock: sb.page_size, store: db.page_size() });
+            return Err(MountError::PageSizeMismatch {
+                superblock: sb.page_size,
+                store: db.page_size(),
+            });
         }
         if !valid_chunk_size(sb.chunk_size) {
             return Err(MountError::BadChunkSize(sb.chunk_size));
@@ -624,10 +676,14 @@ impl<P: Pager> DbFs<P> {
                 match t.inode(ino) {
                     Ok(i) if i.nlink == 0 => t.free_inode(ino)?,
                     Ok(_) => {
-                        t.bucket(bucket::ORPHANS)?.delete(&ino_key(ino)).map_err(kv)?;
+                        t.bucket(bucket::ORPHANS)?
+                            .delete(&ino_key(ino))
+                            .map_err(kv)?;
                     }
                     Err(VfsError::NotFound) => {
-                        t.bucket(bucket::ORPHANS)?.delete(&ino_key(ino)).map_err(kv)?;
+                        t.bucket(bucket::ORPHANS)?
+                            .delete(&ino_key(ino))
+                            .map_err(kv)?;
                     }
                     Err(e) => return Err(e),
                 }
@@ -708,7 +764,12 @@ impl<P: Pager> DbFs<P> {
     /// commits older than that durable (one barrier).
     pub fn writeback_tick(&self) -> VfsResult<()> {
         let now = self.clock.now();
-        let due = self.state.lock().wb.since.is_some_and(|t| now.sec.saturating_sub(t.sec) >= WRITEBACK_SECS);
+        let due = self
+            .state
+            .lock()
+            .wb
+            .since
+            .is_some_and(|t| now.sec.saturating_sub(t.sec) >= WRITEBACK_SECS);
         if due {
             // The flushed data is already old: it becomes durable with it. A flush that fails
             // (e.g. the store is full) must not keep what did commit from becoming durable.
@@ -736,7 +797,6 @@ impl<P: Pager> DbFs<P> {
         Ok(())
     }
 
-
     /// Run `f` as one write transaction, then drop the write-back entries it folded (those
     /// that did not change meanwhile). On any error nothing is committed and the cache is
     /// untouched.
@@ -746,14 +806,21 @@ impl<P: Pager> DbFs<P> {
     /// and the two device flushes), so readers and buffered writers go on meanwhile. Readers see
     /// the folded entries until they are dropped, and an entry's bytes equal what the commit
     /// stores, so the old snapshot + cache and the new snapshot + cache read the same.
-    pub(crate) fn write_op<R>(&self, f: impl FnOnce(&mut Txn<'_, '_, P>) -> VfsResult<R>) -> VfsResult<R> {
+    pub(crate) fn write_op<R>(
+        &self,
+        f: impl FnOnce(&mut Txn<'_, '_, P>) -> VfsResult<R>,
+    ) -> VfsResult<R> {
         let tx = self.db.begin_write().map_err(kv)?;
         self.run_txn(tx, f)
     }
 
     /// The body of [`DbFs::write_op`] for a write transaction the caller already began: a
     /// deferred commit (durable at the next barrier) unless `sync_metadata` is set.
-    fn run_txn<R>(&self, tx: Tx<'_, P>, f: impl FnOnce(&mut Txn<'_, '_, P>) -> VfsResult<R>) -> VfsResult<R> {
+    fn run_txn<R>(
+        &self,
+        tx: Tx<'_, P>,
+        f: impl FnOnce(&mut Txn<'_, '_, P>) -> VfsResult<R>,
+    ) -> VfsResult<R> {
         self.run_txn_as(tx, false, f)
     }
 
@@ -774,7 +841,12 @@ impl<P: Pager> DbFs<P> {
             let folded: Vec<(u64, u64, Option<u64>)> = t
                 .folded
                 .iter()
-                .filter_map(|&ino| st.wb.pending.get(&ino).map(|p| (ino, p.gen, t.cached_size(ino))))
+                .filter_map(|&ino| {
+                    st.wb
+                        .pending
+                        .get(&ino)
+                        .map(|p| (ino, p.gen, t.cached_size(ino)))
+                })
                 .collect();
             let changed = t.changed_inodes();
             st.committing = changed;
@@ -809,7 +881,11 @@ impl<P: Pager> DbFs<P> {
                 }
             }
         };
-        let committed = if durable { tx.commit_then(after) } else { tx.commit_deferred_then(after) };
+        let committed = if durable {
+            tx.commit_then(after)
+        } else {
+            tx.commit_deferred_then(after)
+        };
         if let Err(e) = committed {
             // Nothing was published: the stored records are the old ones again.
             self.state.lock().committing.clear();
@@ -843,7 +919,11 @@ impl<P: Pager> DbFs<P> {
         // A durable flush begins with the barrier its deferred predecessors need anyway, so
         // pages they freed are reused now (see `Db::begin_write_durable`).
         let durable = matches!(why, Flush::Inode(_) | Flush::AllAlways);
-        let tx = if durable { self.db.begin_write_durable() } else { self.db.begin_write() };
+        let tx = if durable {
+            self.db.begin_write_durable()
+        } else {
+            self.db.begin_write()
+        };
         let mut st = self.state.lock();
         if let Flush::Inode(ino) = why {
             if let Some(n) = st.fsync_wanted.get_mut(&ino) {
@@ -862,8 +942,12 @@ impl<P: Pager> DbFs<P> {
                     drop(tx);
                     return self.barrier();
                 }
-                let mut v: Vec<u64> =
-                    st.fsync_wanted.keys().copied().filter(|i| st.wb.pending.contains_key(i)).collect();
+                let mut v: Vec<u64> = st
+                    .fsync_wanted
+                    .keys()
+                    .copied()
+                    .filter(|i| st.wb.pending.contains_key(i))
+                    .collect();
                 if !v.contains(&ino) {
                     v.push(ino);
                 }
@@ -901,7 +985,13 @@ impl<P: Pager> DbFs<P> {
                     read_inode(&tx, ino)?
                 };
                 st.wb.since.get_or_insert(now);
-                Ok(v.insert(Pending { inode, stored_size: inode.size, chunks: BTreeMap::new(), bytes: 0, gen: 0 }))
+                Ok(v.insert(Pending {
+                    inode,
+                    stored_size: inode.size,
+                    chunks: BTreeMap::new(),
+                    bytes: 0,
+                    gen: 0,
+                }))
             }
         }
     }
@@ -914,9 +1004,12 @@ impl<P: Pager> DbFs<P> {
             let mut i = p.inode;
             let cs = self.chunk_size;
             let first_new = p.stored_size.div_ceil(cs);
-            i.alloc_bytes = i
-                .alloc_bytes
-                .saturating_add(p.chunks.range(first_new..).map(|(_, b)| format::footprint(b.len())).sum::<u64>());
+            i.alloc_bytes = i.alloc_bytes.saturating_add(
+                p.chunks
+                    .range(first_new..)
+                    .map(|(_, b)| format::footprint(b.len()))
+                    .sum::<u64>(),
+            );
             return Ok(i);
         }
         let tx = self.db.begin_read().map_err(kv)?;
@@ -978,7 +1071,12 @@ impl<P: Pager> DbFs<P> {
     /// user's pages, and the bytes go there straight from the store's pages or the disk,
     /// without a bounce buffer). Used for reads of at least [`DIRECT_READ_MIN`] bytes; `None`
     /// for smaller ones (their fast path wants one slice: the caller joins the pieces).
-    pub(crate) fn read_scattered(&self, ino: u64, offset: u64, bufs: &mut [&mut [u8]]) -> Option<VfsResult<usize>> {
+    pub(crate) fn read_scattered(
+        &self,
+        ino: u64,
+        offset: u64,
+        bufs: &mut [&mut [u8]],
+    ) -> Option<VfsResult<usize>> {
         let mut out = Pieces::new(bufs);
         if out.len() < DIRECT_READ_MIN {
             return None;
@@ -1066,7 +1164,9 @@ impl<P: Pager> DbFs<P> {
     /// Whether a read of `n` bytes at `offset` may use [`ChunkLocs`]: inside one chunk, and
     /// small (the copy runs under the store's snapshot lock).
     fn small_read(&self, offset: u64, n: usize) -> bool {
-        n > 0 && n <= SMALL_READ_MAX && offset / self.chunk_size == (offset + n as u64 - 1) / self.chunk_size
+        n > 0
+            && n <= SMALL_READ_MAX
+            && offset / self.chunk_size == (offset + n as u64 - 1) / self.chunk_size
     }
 
     /// The fast path of a small read of a file whose data is all in the store (no buffered
@@ -1128,7 +1228,10 @@ impl<P: Pager> DbFs<P> {
             if have > 0 {
                 // Whole pages, as kvdb reads them.
                 let ps = self.db.page_size() as u64;
-                let Some(start) = at.checked_add(in_chunk).filter(|s| s.checked_add(ps + have as u64).is_some()) else {
+                let Some(start) = at
+                    .checked_add(in_chunk)
+                    .filter(|s| s.checked_add(ps + have as u64).is_some())
+                else {
                     return Some(Err(VfsError::Corrupted));
                 };
                 let from = start - start % ps;
@@ -1177,7 +1280,13 @@ impl<P: Pager> DbFs<P> {
 
     /// The write itself. `may_flush`: whether a full cache may be committed here (not for the
     /// partial chunks a direct write buffers for its own transaction to take).
-    fn write_src(&self, ino: u64, offset: u64, data: &Src<'_>, may_flush: bool) -> VfsResult<usize> {
+    fn write_src(
+        &self,
+        ino: u64,
+        offset: u64,
+        data: &Src<'_>,
+        may_flush: bool,
+    ) -> VfsResult<usize> {
         if data.len() == 0 {
             return Ok(0);
         }
@@ -1210,8 +1319,9 @@ impl<P: Pager> DbFs<P> {
                 // pages themselves: kvdb sends them to the disk without a copy).
                 let head = (first * cs - offset) as usize;
                 let body = ((last - first) * cs) as usize;
-                let chunks: Vec<Vec<&[u8]>> =
-                    (0..last - first).map(|i| data.pieces_in(head + (i * cs) as usize, cs as usize)).collect();
+                let chunks: Vec<Vec<&[u8]>> = (0..last - first)
+                    .map(|i| data.pieces_in(head + (i * cs) as usize, cs as usize))
+                    .collect();
                 if head > 0 {
                     self.write_src(ino, offset, &Src::new(&data.pieces_in(0, head)), false)?;
                 }
@@ -1236,10 +1346,14 @@ impl<P: Pager> DbFs<P> {
             let st = self.state.lock();
             let p = st.wb.pending.get(&ino);
             (first_whole..whole_end.max(first_whole))
-                .map(|i| p.and_then(|p| p.chunks.get(&i)).is_some_and(|b| b.len() == cs as usize))
+                .map(|i| {
+                    p.and_then(|p| p.chunks.get(&i))
+                        .is_some_and(|b| b.len() == cs as usize)
+                })
                 .collect()
         };
-        let mut whole: alloc::collections::VecDeque<Option<Vec<u8>>> = (first_whole..whole_end.max(first_whole))
+        let mut whole: alloc::collections::VecDeque<Option<Vec<u8>>> = (first_whole
+            ..whole_end.max(first_whole))
             .zip(&cached)
             .map(|(i, &cached)| {
                 let at = head + ((i - first_whole) * cs) as usize;
@@ -1268,13 +1382,18 @@ impl<P: Pager> DbFs<P> {
             let in_chunk = (pos % cs) as usize;
             let take = (cs as usize - in_chunk).min(data.len() - src);
             if in_chunk == 0 && take == cs as usize {
-                match (whole.pop_front().ok_or(VfsError::Io)?, p.chunks.get_mut(&idx)) {
+                match (
+                    whole.pop_front().ok_or(VfsError::Io)?,
+                    p.chunks.get_mut(&idx),
+                ) {
                     (None, Some(buf)) if buf.len() == take => data.copy_to(src, buf),
                     (copy, _) => {
                         // Copied before the lock, or (rarely) no longer cached as a whole chunk
                         // since we looked: copied now.
                         let copy = copy.unwrap_or_else(|| data.to_vec(src, take));
-                        added += copy.len().saturating_sub(p.chunks.get(&idx).map_or(0, |b| b.len()));
+                        added += copy
+                            .len()
+                            .saturating_sub(p.chunks.get(&idx).map_or(0, |b| b.len()));
                         p.chunks.insert(idx, copy);
                     }
                 }
@@ -1353,18 +1472,36 @@ impl<P: Pager> DbFs<P> {
         let me = {
             let mut st = self.state.lock();
             st.direct_seq += 1;
-            let d = DirectWrite { seq: st.direct_seq, ino, first, end };
+            let d = DirectWrite {
+                seq: st.direct_seq,
+                ino,
+                first,
+                end,
+            };
             st.direct_busy = Some(d);
             d
         };
         let r = self.run_txn(tx, |t| {
             let mut inode = t.inode(ino)?;
             let keys: Vec<[u8; 16]> = (first..end).map(|idx| pair_key(ino, idx)).collect();
-            let pairs: Vec<(&[u8], &[&[u8]])> =
-                keys.iter().map(|k| k.as_slice()).zip(chunks.iter().map(|c| c.as_slice())).collect();
-            let replaced = t.bucket(bucket::DATA)?.put_direct_gathered(&pairs).map_err(kv)?;
-            let old: u64 = replaced.iter().flatten().map(|&len| format::footprint(len as usize)).sum();
-            inode.alloc_bytes = inode.alloc_bytes.saturating_add(count * format::footprint(cs as usize)).saturating_sub(old);
+            let pairs: Vec<(&[u8], &[&[u8]])> = keys
+                .iter()
+                .map(|k| k.as_slice())
+                .zip(chunks.iter().map(|c| c.as_slice()))
+                .collect();
+            let replaced = t
+                .bucket(bucket::DATA)?
+                .put_direct_gathered(&pairs)
+                .map_err(kv)?;
+            let old: u64 = replaced
+                .iter()
+                .flatten()
+                .map(|&len| format::footprint(len as usize))
+                .sum();
+            inode.alloc_bytes = inode
+                .alloc_bytes
+                .saturating_add(count * format::footprint(cs as usize))
+                .saturating_sub(old);
             inode.size = inode.size.max(end * cs);
             inode.mtime = t.now;
             inode.ctime = t.now;
@@ -1412,7 +1549,11 @@ impl<P: Pager> DbFs<P> {
         };
         // Buffered data commits at the last close; a buffered atime alone (the file was only
         // read) is left to the write-back timer, so reading costs no commit.
-        let data = st.wb.pending.get(&ino).is_some_and(|p| !p.chunks.is_empty());
+        let data = st
+            .wb
+            .pending
+            .get(&ino)
+            .is_some_and(|p| !p.chunks.is_empty());
         if !unlinked && !data {
             return Ok(());
         }
@@ -1455,7 +1596,11 @@ pub(crate) struct Src<'a> {
 
 impl<'a> Src<'a> {
     pub(crate) fn new(pieces: &'a [&'a [u8]]) -> Self {
-        Src { pieces, len: pieces.iter().map(|p| p.len()).sum(), hint: core::cell::Cell::new((0, 0)) }
+        Src {
+            pieces,
+            len: pieces.iter().map(|p| p.len()).sum(),
+            hint: core::cell::Cell::new((0, 0)),
+        }
     }
 
     /// The pieces from the one holding byte `at` on, and `at` relative to that piece.
@@ -1527,7 +1672,12 @@ fn relatime_due(i: &Inode, now: Timestamp) -> bool {
 }
 
 pub(crate) fn read_inode<P: Pager>(tx: &Tx<'_, P>, ino: u64) -> VfsResult<Inode> {
-    match tx.get_bucket(bucket::INODES).map_err(kv)?.get(&ino_key(ino)).map_err(kv)? {
+    match tx
+        .get_bucket(bucket::INODES)
+        .map_err(kv)?
+        .get(&ino_key(ino))
+        .map_err(kv)?
+    {
         Some(raw) => Inode::decode(&raw),
         None => Err(VfsError::NotFound),
     }
@@ -1537,7 +1687,11 @@ fn load_chunk<P: Pager>(tx: &Tx<'_, P>, ino: u64, idx: u64, cs: u64) -> VfsResul
     let key = pair_key(ino, idx);
     let data = tx.get_bucket(bucket::DATA).map_err(kv)?;
     let mut cursor = data.cursor();
-    let Some(e) = cursor.seek(&key).map_err(kv)?.filter(|e| e.key() == key.as_slice()) else {
+    let Some(e) = cursor
+        .seek(&key)
+        .map_err(kv)?
+        .filter(|e| e.key() == key.as_slice())
+    else {
         return Ok(Vec::new());
     };
     let value = e.value().ok_or(VfsError::Corrupted)?;
@@ -1547,7 +1701,9 @@ fn load_chunk<P: Pager>(tx: &Tx<'_, P>, ino: u64, idx: u64, cs: u64) -> VfsResul
     match e.overflow_location() {
         // A pager with direct reads (the kernel window) reads the chunk from the disk straight
         // into the new buffer: no page faults, no frames for pages about to be replaced.
-        Some((at, len)) if tx.pager().direct_reads() && at % 512 == 0 && len == value.len() as u64 => {
+        Some((at, len))
+            if tx.pager().direct_reads() && at % 512 == 0 && len == value.len() as u64 =>
+        {
             let mut buf = alloc::vec![0u8; len.next_multiple_of(512) as usize];
             tx.pager().read_into(at, &mut buf).map_err(kv)?;
             buf.truncate(len as usize);
@@ -1559,12 +1715,20 @@ fn load_chunk<P: Pager>(tx: &Tx<'_, P>, ino: u64, idx: u64, cs: u64) -> VfsResul
 
 /// Where the stored chunks of `ino` from `idx` on lie: up to [`CHUNK_RUN`] consecutive chunks
 /// held as overflow values (store offset, length), stopping at a hole or an inline value.
-fn chunk_run<P: Pager>(tx: &Tx<'_, P>, ino: u64, idx: u64, cs: u64, locs: &mut Vec<(u64, u32)>) -> VfsResult<()> {
+fn chunk_run<P: Pager>(
+    tx: &Tx<'_, P>,
+    ino: u64,
+    idx: u64,
+    cs: u64,
+    locs: &mut Vec<(u64, u32)>,
+) -> VfsResult<()> {
     let data = tx.get_bucket(bucket::DATA).map_err(kv)?;
     let mut cursor = data.cursor();
     let mut entry = cursor.seek(&pair_key(ino, idx)).map_err(kv)?;
     while let Some(e) = entry {
-        let want = idx.checked_add(locs.len() as u64).ok_or(VfsError::Corrupted)?;
+        let want = idx
+            .checked_add(locs.len() as u64)
+            .ok_or(VfsError::Corrupted)?;
         if e.key() != pair_key(ino, want).as_slice() {
             break;
         }
@@ -1697,7 +1861,8 @@ pub(crate) trait Out {
     /// Zero `at..at + n`.
     fn zero(&mut self, at: usize, n: usize);
     /// Read `n` bytes of the store at `src` into `at..at + n` ([`Pager::read_into`]).
-    fn read_from<P: Pager>(&mut self, pager: &P, src: u64, at: usize, n: usize) -> kvdb::Result<()>;
+    fn read_from<P: Pager>(&mut self, pager: &P, src: u64, at: usize, n: usize)
+        -> kvdb::Result<()>;
 }
 
 impl Out for [u8] {
@@ -1710,7 +1875,13 @@ impl Out for [u8] {
     fn zero(&mut self, at: usize, n: usize) {
         self[at..at + n].fill(0);
     }
-    fn read_from<P: Pager>(&mut self, pager: &P, src: u64, at: usize, n: usize) -> kvdb::Result<()> {
+    fn read_from<P: Pager>(
+        &mut self,
+        pager: &P,
+        src: u64,
+        at: usize,
+        n: usize,
+    ) -> kvdb::Result<()> {
         pager.read_into(src, &mut self[at..at + n])
     }
 }
@@ -1764,7 +1935,13 @@ impl Out for Pieces<'_, '_> {
             part.fill(0);
         }
     }
-    fn read_from<P: Pager>(&mut self, pager: &P, src: u64, at: usize, n: usize) -> kvdb::Result<()> {
+    fn read_from<P: Pager>(
+        &mut self,
+        pager: &P,
+        src: u64,
+        at: usize,
+        n: usize,
+    ) -> kvdb::Result<()> {
         // All parts in one `read_into_pieces` (the window pager: one scattered device read
         // into the user's pages) when each is whole sectors; else part by part.
         let mut parts = self.parts(at, n);
@@ -1803,12 +1980,22 @@ impl<P: Pager + Send + Sync + 'static> FileSystem for DbFs<P> {
         };
         let used_inodes = {
             let tx = self.db.begin_read().map_err(kv)?;
-            let raw = tx.get_bucket(bucket::META).map_err(kv)?.get(format::SUPERBLOCK_KEY).map_err(kv)?;
-            raw.and_then(|r| Superblock::decode(&r)).ok_or(VfsError::Corrupted)?.inode_count
+            let raw = tx
+                .get_bucket(bucket::META)
+                .map_err(kv)?
+                .get(format::SUPERBLOCK_KEY)
+                .map_err(kv)?;
+            raw.and_then(|r| Superblock::decode(&r))
+                .ok_or(VfsError::Corrupted)?
+                .inode_count
         };
         let ps = self.db.page_size() as u64;
         let cap = self.db.pager().capacity();
-        let cap = if cap == u64::MAX { UNBOUNDED_REPORTED_BYTES } else { cap };
+        let cap = if cap == u64::MAX {
+            UNBOUNDED_REPORTED_BYTES
+        } else {
+            cap
+        };
         let total = (cap / ps).max(stats.page_count);
         let free = free_pages.unwrap_or(0) + total.saturating_sub(stats.page_count);
         // kvdb keeps pages back for deletions: free, but not available to writes.

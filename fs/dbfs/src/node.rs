@@ -7,8 +7,8 @@ use core::any::Any;
 
 use kvdb::Pager;
 use vfs::{
-    check_name, DirEntry, FileType, Metadata, NewNode, Node, NodeRef, RenameFlags, SetAttr, TimeSet,
-    VfsError, VfsResult, XattrMode,
+    check_name, DirEntry, FileType, Metadata, NewNode, Node, NodeRef, RenameFlags, SetAttr,
+    TimeSet, VfsError, VfsResult, XattrMode,
 };
 
 use crate::format::{
@@ -61,7 +61,10 @@ impl<P: Pager + Send + Sync + 'static> DbNode<P> {
         if len == 0 {
             return Err(VfsError::InvalidInput);
         }
-        let end = offset.checked_add(len).filter(|&e| e <= MAX_FILE_SIZE).ok_or(VfsError::FileTooLarge)?;
+        let end = offset
+            .checked_add(len)
+            .filter(|&e| e <= MAX_FILE_SIZE)
+            .ok_or(VfsError::FileTooLarge)?;
         let ino = self.ino;
         self.fs.write_op(|t| {
             let mut i = t.inode(ino)?;
@@ -125,7 +128,9 @@ impl<P: Pager + Send + Sync + 'static> DbNode<P> {
             };
             t.set_inode(ino, inode);
             if let Some(target) = target {
-                t.bucket(bucket::SYMLINKS)?.put(&ino_key(ino), target.as_bytes()).map_err(kv)?;
+                t.bucket(bucket::SYMLINKS)?
+                    .put(&ino_key(ino), target.as_bytes())
+                    .map_err(kv)?;
             }
             t.add_entry(dir, name, ino, ftype)?;
             d = t.inode(dir)?;
@@ -259,11 +264,18 @@ impl<P: Pager + Send + Sync + 'static> Node for DbNode<P> {
     }
 
     fn write_gathered_at(&self, offset: u64, bufs: &[&[u8]]) -> Option<VfsResult<usize>> {
-        Some(self.check_file().and_then(|_| self.fs.write_gathered(self.ino, offset, &crate::Src::new(bufs))))
+        Some(self.check_file().and_then(|_| {
+            self.fs
+                .write_gathered(self.ino, offset, &crate::Src::new(bufs))
+        }))
     }
 
     fn truncate(&self, size: u64) -> VfsResult<()> {
-        self.setattr(&SetAttr { size: Some(size), ..Default::default() }).map(|_| ())
+        self.setattr(&SetAttr {
+            size: Some(size),
+            ..Default::default()
+        })
+        .map(|_| ())
     }
 
     fn fsync(&self, _data_only: bool) -> VfsResult<()> {
@@ -275,7 +287,11 @@ impl<P: Pager + Send + Sync + 'static> Node for DbNode<P> {
         check_name(name, NAME_MAX)?;
         let e = {
             let tx = self.fs.begin_read()?;
-            let raw = tx.get_bucket(bucket::NAMES).map_err(kv)?.get(&name_key(self.ino, name.as_bytes())).map_err(kv)?;
+            let raw = tx
+                .get_bucket(bucket::NAMES)
+                .map_err(kv)?
+                .get(&name_key(self.ino, name.as_bytes()))
+                .map_err(kv)?;
             match raw {
                 Some(v) => NameEntry::decode(&v)?,
                 None => return Err(VfsError::NotFound),
@@ -301,7 +317,11 @@ impl<P: Pager + Send + Sync + 'static> Node for DbNode<P> {
         if target.len() > SYMLINK_MAX {
             return Err(VfsError::NameTooLong);
         }
-        let new = NewNode { ftype: FileType::Symlink, perm: 0o777, ..*new };
+        let new = NewNode {
+            ftype: FileType::Symlink,
+            perm: 0o777,
+            ..*new
+        };
         self.make(name, &new, Some(target))
     }
 
@@ -379,7 +399,13 @@ impl<P: Pager + Send + Sync + 'static> Node for DbNode<P> {
         })
     }
 
-    fn rename(&self, name: &str, new_parent: &dyn Node, new_name: &str, flags: RenameFlags) -> VfsResult<()> {
+    fn rename(
+        &self,
+        name: &str,
+        new_parent: &dyn Node,
+        new_name: &str,
+        flags: RenameFlags,
+    ) -> VfsResult<()> {
         self.check_dir()?;
         let other = self.same_fs(new_parent)?;
         other.check_dir()?;
@@ -405,7 +431,11 @@ impl<P: Pager + Send + Sync + 'static> Node for DbNode<P> {
             }
             if let Some(d) = &d {
                 if sdir != ddir && d.ftype == FileType::Directory && t.is_ancestor(d.ino, sdir)? {
-                    return Err(if flags.exchange { VfsError::InvalidInput } else { VfsError::DirectoryNotEmpty });
+                    return Err(if flags.exchange {
+                        VfsError::InvalidInput
+                    } else {
+                        VfsError::DirectoryNotEmpty
+                    });
                 }
                 if d.ino == s.ino {
                     // Same name, or two links to one inode: nothing to do.
@@ -415,10 +445,28 @@ impl<P: Pager + Send + Sync + 'static> Node for DbNode<P> {
             let now = t.now;
             if flags.exchange {
                 let d = d.ok_or(VfsError::NotFound)?;
-                t.set_entry(sdir, name, NameEntry { cookie: s.cookie, ino: d.ino, ftype: d.ftype })?;
-                t.set_entry(ddir, new_name, NameEntry { cookie: d.cookie, ino: s.ino, ftype: s.ftype })?;
+                t.set_entry(
+                    sdir,
+                    name,
+                    NameEntry {
+                        cookie: s.cookie,
+                        ino: d.ino,
+                        ftype: d.ftype,
+                    },
+                )?;
+                t.set_entry(
+                    ddir,
+                    new_name,
+                    NameEntry {
+                        cookie: d.cookie,
+                        ino: s.ino,
+                        ftype: s.ftype,
+                    },
+                )?;
                 if sdir != ddir {
-                    for (moved, ftype, from, to) in [(s.ino, s.ftype, sdir, ddir), (d.ino, d.ftype, ddir, sdir)] {
+                    for (moved, ftype, from, to) in
+                        [(s.ino, s.ftype, sdir, ddir), (d.ino, d.ftype, ddir, sdir)]
+                    {
                         if ftype == FileType::Directory {
                             let mut m = t.inode(moved)?;
                             m.parent = to;
@@ -483,17 +531,31 @@ impl<P: Pager + Send + Sync + 'static> Node for DbNode<P> {
         self.check_dir()?;
         let tx = self.fs.begin_read()?;
         let me = read_inode(&tx, self.ino)?;
-        if cookie == 0 && !sink(DirEntry { ino: self.ino, ftype: FileType::Directory, name: ".", next_cookie: 1 }) {
+        if cookie == 0
+            && !sink(DirEntry {
+                ino: self.ino,
+                ftype: FileType::Directory,
+                name: ".",
+                next_cookie: 1,
+            })
+        {
             return Ok(());
         }
         if cookie <= 1
-            && !sink(DirEntry { ino: me.parent, ftype: FileType::Directory, name: "..", next_cookie: 2 })
+            && !sink(DirEntry {
+                ino: me.parent,
+                ftype: FileType::Directory,
+                name: "..",
+                next_cookie: 2,
+            })
         {
             return Ok(());
         }
         let cookies = tx.get_bucket(bucket::COOKIES).map_err(kv)?;
         let mut cursor = cookies.cursor();
-        let mut entry = cursor.seek(&crate::format::pair_key(self.ino, cookie.max(2))).map_err(kv)?;
+        let mut entry = cursor
+            .seek(&crate::format::pair_key(self.ino, cookie.max(2)))
+            .map_err(kv)?;
         while let Some(e) = entry {
             let key = e.key();
             if key.len() != 16 || be_u64(key) != Some(self.ino) {
@@ -501,7 +563,12 @@ impl<P: Pager + Send + Sync + 'static> Node for DbNode<P> {
             }
             let c = be_u64(&key[8..]).ok_or(VfsError::Corrupted)?;
             let v = CookieEntry::decode(e.value().ok_or(VfsError::Corrupted)?)?;
-            if !sink(DirEntry { ino: v.ino, ftype: v.ftype, name: v.name, next_cookie: c.saturating_add(1) }) {
+            if !sink(DirEntry {
+                ino: v.ino,
+                ftype: v.ftype,
+                name: v.name,
+                next_cookie: c.saturating_add(1),
+            }) {
                 return Ok(());
             }
             entry = cursor.next().map_err(kv)?;
@@ -514,16 +581,26 @@ impl<P: Pager + Send + Sync + 'static> Node for DbNode<P> {
             return Err(VfsError::InvalidInput);
         }
         let tx = self.fs.begin_read()?;
-        let raw = tx.get_bucket(bucket::SYMLINKS).map_err(kv)?.get(&ino_key(self.ino)).map_err(kv)?;
+        let raw = tx
+            .get_bucket(bucket::SYMLINKS)
+            .map_err(kv)?
+            .get(&ino_key(self.ino))
+            .map_err(kv)?;
         let raw = raw.ok_or(VfsError::Corrupted)?;
-        core::str::from_utf8(&raw).map(String::from).map_err(|_| VfsError::Corrupted)
+        core::str::from_utf8(&raw)
+            .map(String::from)
+            .map_err(|_| VfsError::Corrupted)
     }
 
     fn getxattr(&self, name: &str) -> VfsResult<Vec<u8>> {
         self.xattr_name_ok(name, false)?;
         let tx = self.fs.begin_read()?;
         read_inode(&tx, self.ino)?;
-        let raw = tx.get_bucket(bucket::XATTRS).map_err(kv)?.get(&name_key(self.ino, name.as_bytes())).map_err(kv)?;
+        let raw = tx
+            .get_bucket(bucket::XATTRS)
+            .map_err(kv)?
+            .get(&name_key(self.ino, name.as_bytes()))
+            .map_err(kv)?;
         raw.map(|v| v.to_vec()).ok_or(VfsError::NoData)
     }
 
@@ -562,7 +639,9 @@ impl<P: Pager + Send + Sync + 'static> Node for DbNode<P> {
             if be_u64(key) != Some(self.ino) {
                 break;
             }
-            out.push(String::from(core::str::from_utf8(&key[8..]).map_err(|_| VfsError::Corrupted)?));
+            out.push(String::from(
+                core::str::from_utf8(&key[8..]).map_err(|_| VfsError::Corrupted)?,
+            ));
             e = c.next().map_err(kv)?;
         }
         Ok(out)
@@ -573,7 +652,11 @@ impl<P: Pager + Send + Sync + 'static> Node for DbNode<P> {
         let ino = self.ino;
         self.fs.write_op(|t| {
             let mut i = t.inode(ino)?;
-            if !t.bucket(bucket::XATTRS)?.delete(&name_key(ino, name.as_bytes())).map_err(kv)? {
+            if !t
+                .bucket(bucket::XATTRS)?
+                .delete(&name_key(ino, name.as_bytes()))
+                .map_err(kv)?
+            {
                 return Err(VfsError::NoData);
             }
             i.ctime = t.now;

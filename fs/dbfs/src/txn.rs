@@ -33,7 +33,15 @@ pub(crate) struct Txn<'a, 'db, P: Pager> {
 
 impl<'a, 'db, P: Pager> Txn<'a, 'db, P> {
     pub fn new(tx: &'a Tx<'db, P>, chunk_size: u64, st: &'a State, now: Timestamp) -> Self {
-        Txn { tx, chunk_size, st, now, cache: BTreeMap::new(), folded: Vec::new(), sb: None }
+        Txn {
+            tx,
+            chunk_size,
+            st,
+            now,
+            cache: BTreeMap::new(),
+            folded: Vec::new(),
+            sb: None,
+        }
     }
 
     pub fn bucket(&self, name: &[u8]) -> VfsResult<Bucket<'a, 'db, P>> {
@@ -45,7 +53,11 @@ impl<'a, 'db, P: Pager> Txn<'a, 'db, P> {
         if let Some((i, _)) = self.cache.get(&ino) {
             return Ok(*i);
         }
-        let stored = match self.bucket(bucket::INODES)?.get(&ino_key(ino)).map_err(kv)? {
+        let stored = match self
+            .bucket(bucket::INODES)?
+            .get(&ino_key(ino))
+            .map_err(kv)?
+        {
             Some(raw) => Inode::decode(&raw)?,
             None => return Err(VfsError::NotFound),
         };
@@ -67,7 +79,12 @@ impl<'a, 'db, P: Pager> Txn<'a, 'db, P> {
     /// The size this transaction leaves `ino` with, if it loaded the inode.
     /// Inodes whose stored record this transaction changes (written, folded or freed).
     pub fn changed_inodes(&self) -> Vec<u64> {
-        let mut v: Vec<u64> = self.cache.iter().filter(|(_, (_, dirty))| *dirty).map(|(&ino, _)| ino).collect();
+        let mut v: Vec<u64> = self
+            .cache
+            .iter()
+            .filter(|(_, (_, dirty))| *dirty)
+            .map(|(&ino, _)| ino)
+            .collect();
         v.extend_from_slice(&self.folded);
         v
     }
@@ -98,7 +115,9 @@ impl<'a, 'db, P: Pager> Txn<'a, 'db, P> {
             return Ok(sb.clone());
         }
         let raw = self.bucket(bucket::META)?.get(SUPERBLOCK_KEY).map_err(kv)?;
-        let sb = raw.and_then(|r| Superblock::decode(&r)).ok_or(VfsError::Corrupted)?;
+        let sb = raw
+            .and_then(|r| Superblock::decode(&r))
+            .ok_or(VfsError::Corrupted)?;
         self.sb = Some((sb.clone(), false));
         Ok(sb)
     }
@@ -119,7 +138,11 @@ impl<'a, 'db, P: Pager> Txn<'a, 'db, P> {
     }
 
     pub fn lookup_name(&self, dir: u64, name: &str) -> VfsResult<Option<NameEntry>> {
-        match self.bucket(bucket::NAMES)?.get(&name_key(dir, name.as_bytes())).map_err(kv)? {
+        match self
+            .bucket(bucket::NAMES)?
+            .get(&name_key(dir, name.as_bytes()))
+            .map_err(kv)?
+        {
             Some(v) => Ok(Some(NameEntry::decode(&v)?)),
             None => Ok(None),
         }
@@ -136,15 +159,24 @@ impl<'a, 'db, P: Pager> Txn<'a, 'db, P> {
 
     /// Write both keys of an entry (new, or pointing an existing name elsewhere in place).
     pub fn set_entry(&mut self, dir: u64, name: &str, e: NameEntry) -> VfsResult<()> {
-        self.bucket(bucket::NAMES)?.put(&name_key(dir, name.as_bytes()), &e.encode()).map_err(kv)?;
+        self.bucket(bucket::NAMES)?
+            .put(&name_key(dir, name.as_bytes()), &e.encode())
+            .map_err(kv)?;
         self.bucket(bucket::COOKIES)?
-            .put(&pair_key(dir, e.cookie), &CookieEntry::encode(e.ino, e.ftype, name))
+            .put(
+                &pair_key(dir, e.cookie),
+                &CookieEntry::encode(e.ino, e.ftype, name),
+            )
             .map_err(kv)
     }
 
     pub fn remove_entry(&mut self, dir: u64, name: &str, e: &NameEntry) -> VfsResult<()> {
-        self.bucket(bucket::NAMES)?.delete(&name_key(dir, name.as_bytes())).map_err(kv)?;
-        self.bucket(bucket::COOKIES)?.delete(&pair_key(dir, e.cookie)).map_err(kv)?;
+        self.bucket(bucket::NAMES)?
+            .delete(&name_key(dir, name.as_bytes()))
+            .map_err(kv)?;
+        self.bucket(bucket::COOKIES)?
+            .delete(&pair_key(dir, e.cookie))
+            .map_err(kv)?;
         Ok(())
     }
 
@@ -190,12 +222,18 @@ impl<'a, 'db, P: Pager> Txn<'a, 'db, P> {
         self.tx.use_reserve();
         let mut i = self.inode(ino)?;
         i.ctime = self.now;
-        i.nlink = if i.ftype == FileType::Directory { 0 } else { i.nlink.saturating_sub(1) };
+        i.nlink = if i.ftype == FileType::Directory {
+            0
+        } else {
+            i.nlink.saturating_sub(1)
+        };
         if i.nlink > 0 {
             self.set_inode(ino, i);
         } else if self.st.open.get(&ino).is_some_and(|&n| n > 0) {
             self.set_inode(ino, i);
-            self.bucket(bucket::ORPHANS)?.put(&ino_key(ino), &[]).map_err(kv)?;
+            self.bucket(bucket::ORPHANS)?
+                .put(&ino_key(ino), &[])
+                .map_err(kv)?;
         } else {
             self.free_inode(ino)?;
         }
@@ -205,11 +243,17 @@ impl<'a, 'db, P: Pager> Txn<'a, 'db, P> {
     /// Delete every trace of `ino`: record, data, symlink target, xattrs, orphan entry.
     pub fn free_inode(&mut self, ino: u64) -> VfsResult<()> {
         self.tx.use_reserve();
-        self.bucket(bucket::INODES)?.delete(&ino_key(ino)).map_err(kv)?;
+        self.bucket(bucket::INODES)?
+            .delete(&ino_key(ino))
+            .map_err(kv)?;
         self.delete_prefix(bucket::DATA, ino)?;
         self.delete_prefix(bucket::XATTRS, ino)?;
-        self.bucket(bucket::SYMLINKS)?.delete(&ino_key(ino)).map_err(kv)?;
-        self.bucket(bucket::ORPHANS)?.delete(&ino_key(ino)).map_err(kv)?;
+        self.bucket(bucket::SYMLINKS)?
+            .delete(&ino_key(ino))
+            .map_err(kv)?;
+        self.bucket(bucket::ORPHANS)?
+            .delete(&ino_key(ino))
+            .map_err(kv)?;
         self.cache.remove(&ino);
         self.folded.push(ino);
         let mut sb = self.superblock()?;
@@ -265,7 +309,10 @@ impl<'a, 'db, P: Pager> Txn<'a, 'db, P> {
                 };
                 if let Some((kept, old)) = cut {
                     data.put(&key, &kept).map_err(kv)?;
-                    inode.alloc_bytes = inode.alloc_bytes.saturating_add(footprint(keep)).saturating_sub(footprint(old));
+                    inode.alloc_bytes = inode
+                        .alloc_bytes
+                        .saturating_add(footprint(keep))
+                        .saturating_sub(footprint(old));
                 }
             }
         }
@@ -274,7 +321,13 @@ impl<'a, 'db, P: Pager> Txn<'a, 'db, P> {
     }
 
     /// Give every chunk of `[offset, end)` storage (zeros where there was a hole).
-    pub fn allocate(&mut self, ino: u64, inode: &mut Inode, offset: u64, end: u64) -> VfsResult<()> {
+    pub fn allocate(
+        &mut self,
+        ino: u64,
+        inode: &mut Inode,
+        offset: u64,
+        end: u64,
+    ) -> VfsResult<()> {
         let cs = self.chunk_size;
         let data = self.bucket(bucket::DATA)?;
         let new_size = inode.size.max(end);
@@ -295,7 +348,9 @@ impl<'a, 'db, P: Pager> Txn<'a, 'db, P> {
     pub fn finish(&mut self) -> VfsResult<()> {
         let cs = self.chunk_size;
         for &ino in &self.folded {
-            let (Some(&(mut inode, _)), Some(p)) = (self.cache.get(&ino), self.st.wb.pending.get(&ino)) else {
+            let (Some(&(mut inode, _)), Some(p)) =
+                (self.cache.get(&ino), self.st.wb.pending.get(&ino))
+            else {
                 continue;
             };
             let data = self.bucket(bucket::DATA)?;
@@ -318,11 +373,18 @@ impl<'a, 'db, P: Pager> Txn<'a, 'db, P> {
                 keys.push(pair_key(ino, idx));
                 values.push(&buf[..keep]);
             }
-            let pairs: Vec<(&[u8], &[u8])> = keys.iter().map(|k| k.as_slice()).zip(values.iter().copied()).collect();
+            let pairs: Vec<(&[u8], &[u8])> = keys
+                .iter()
+                .map(|k| k.as_slice())
+                .zip(values.iter().copied())
+                .collect();
             let old = data.put_direct(&pairs).map_err(kv)?;
             for (value, old) in values.iter().zip(old) {
                 let old = old.map_or(0, |len| len as usize);
-                inode.alloc_bytes = inode.alloc_bytes.saturating_add(footprint(value.len())).saturating_sub(footprint(old));
+                inode.alloc_bytes = inode
+                    .alloc_bytes
+                    .saturating_add(footprint(value.len()))
+                    .saturating_sub(footprint(old));
             }
             self.cache.insert(ino, (inode, true));
         }
@@ -333,7 +395,9 @@ impl<'a, 'db, P: Pager> Txn<'a, 'db, P> {
             }
         }
         if let Some((sb, true)) = &self.sb {
-            self.bucket(bucket::META)?.put(SUPERBLOCK_KEY, &sb.encode()).map_err(kv)?;
+            self.bucket(bucket::META)?
+                .put(SUPERBLOCK_KEY, &sb.encode())
+                .map_err(kv)?;
         }
         Ok(())
     }

@@ -74,7 +74,8 @@ fn must_not_block<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 
     thread::spawn(move || {
         let _ = tx.send(f());
     });
-    rx.recv_timeout(Duration::from_secs(20)).unwrap_or_else(|_| panic!("{what} waited for a commit's I/O"))
+    rx.recv_timeout(Duration::from_secs(20))
+        .unwrap_or_else(|_| panic!("{what} waited for a commit's I/O"))
 }
 
 fn wait_until(what: &str, cond: impl Fn() -> bool) {
@@ -104,7 +105,9 @@ fn commit_io_does_not_block_readers_or_buffered_writers() {
         let f = f.clone();
         thread::spawn(move || f.fsync(false))
     };
-    wait_until("the commit to reach its barrier", || fs.pager().in_sync.load(Ordering::SeqCst));
+    wait_until("the commit to reach its barrier", || {
+        fs.pager().in_sync.load(Ordering::SeqCst)
+    });
 
     // Meanwhile: read the file, overwrite part of what is being committed, append, read again,
     // and look up names. None of it may wait for the commit.
@@ -129,13 +132,19 @@ fn commit_io_does_not_block_readers_or_buffered_writers() {
     syncer.join().unwrap().unwrap();
     // The writes made during the commit are still buffered (not dropped with the folded entry)
     // and still visible.
-    assert!(fs.dirty_bytes() > 0, "data written during a commit was dropped from the cache");
+    assert!(
+        fs.dirty_bytes() > 0,
+        "data written during a commit was dropped from the cache"
+    );
     assert_eq!(read_all(&f), expect);
     f.fsync(false).unwrap();
     assert_eq!(fs.dirty_bytes(), 0);
     let image = fs.pager().inner.image();
     let after = DbFs::mount(MemPager::from_image(image), TestClock::new()).unwrap();
-    assert_eq!(read_all(&after.root().unwrap().lookup("f").unwrap()), expect);
+    assert_eq!(
+        read_all(&after.root().unwrap().lookup("f").unwrap()),
+        expect
+    );
     assert_clean(&*after);
     assert_clean(&*fs);
 }
@@ -146,7 +155,9 @@ fn concurrent_fsyncs_lose_nothing_and_share_commits() {
     const ROUNDS: usize = 40;
     let fs = gated();
     let root = fs.root().unwrap();
-    let files: Vec<_> = (0..THREADS).map(|t| root.create(&format!("f{t}"), &reg()).unwrap()).collect();
+    let files: Vec<_> = (0..THREADS)
+        .map(|t| root.create(&format!("f{t}"), &reg()).unwrap())
+        .collect();
     let syncs_before = fs.pager().syncs.load(Ordering::SeqCst);
     let workers: Vec<_> = files
         .iter()
@@ -179,7 +190,10 @@ fn concurrent_fsyncs_lose_nothing_and_share_commits() {
     // operation (THREADS * ROUNDS creates + half as many unlinks, plus the fsyncs).
     let barriers = fs.pager().syncs.load(Ordering::SeqCst) - syncs_before;
     let metadata_commits = THREADS * ROUNDS + THREADS * ROUNDS / 2;
-    assert!(barriers / 2 <= metadata_commits + THREADS * ROUNDS, "more commits than operations");
+    assert!(
+        barriers / 2 <= metadata_commits + THREADS * ROUNDS,
+        "more commits than operations"
+    );
     let image = fs.pager().inner.image();
     let after = DbFs::mount(MemPager::from_image(image), TestClock::new()).unwrap();
     let r2 = after.root().unwrap();
@@ -193,7 +207,11 @@ fn concurrent_fsyncs_lose_nothing_and_share_commits() {
             }
             expect[at..at + piece.len()].copy_from_slice(&piece);
         }
-        assert_eq!(read_all(&r2.lookup(&format!("f{t}")).unwrap()), expect, "file f{t} after crash");
+        assert_eq!(
+            read_all(&r2.lookup(&format!("f{t}")).unwrap()),
+            expect,
+            "file f{t} after crash"
+        );
         for r in 0..ROUNDS {
             assert_eq!(r2.lookup(&format!("t{t}r{r}")).is_ok(), r % 2 == 1);
         }
@@ -212,7 +230,11 @@ fn reading_a_file_then_closing_it_commits_nothing() {
     f.open().unwrap();
     assert_eq!(read_all(&f), b"hello");
     f.release().unwrap();
-    assert_eq!(fs.pager().syncs.load(Ordering::SeqCst), before, "a read-only open/close committed");
+    assert_eq!(
+        fs.pager().syncs.load(Ordering::SeqCst),
+        before,
+        "a read-only open/close committed"
+    );
     // The atime is still buffered and reaches the store with the next sync.
     fs.sync().unwrap();
     assert_eq!(fs.dirty_bytes(), 0);
@@ -237,7 +259,9 @@ fn a_write_during_a_commit_of_its_inode_builds_on_the_new_record() {
         let f = f.clone();
         thread::spawn(move || f.truncate(1_000))
     };
-    wait_until("the truncate to reach its barrier", || fs.pager().in_sync.load(Ordering::SeqCst));
+    wait_until("the truncate to reach its barrier", || {
+        fs.pager().in_sync.load(Ordering::SeqCst)
+    });
     // A reader meanwhile sees the old contents and must not buffer an atime on the old record.
     assert_eq!(read_all(&f), a);
     let b = pattern(100, 4);
@@ -257,7 +281,10 @@ fn a_write_during_a_commit_of_its_inode_builds_on_the_new_record() {
     f.fsync(false).unwrap();
     let image = fs.pager().inner.image();
     let after = DbFs::mount(MemPager::from_image(image), TestClock::new()).unwrap();
-    assert_eq!(read_all(&after.root().unwrap().lookup("f").unwrap()), expect);
+    assert_eq!(
+        read_all(&after.root().unwrap().lookup("f").unwrap()),
+        expect
+    );
     assert_clean(&*after);
     assert_clean(&*fs);
 }

@@ -26,7 +26,10 @@ fn conformance_posix_write_through() {
 #[test]
 fn conformance_posix_small_chunks() {
     let factory = || -> Arc<dyn FileSystem> {
-        common::fresh_with(dbfs::MkfsOptions { chunk_size: 4096, ..Default::default() })
+        common::fresh_with(dbfs::MkfsOptions {
+            chunk_size: 4096,
+            ..Default::default()
+        })
     };
     run(&factory, &Capabilities::POSIX);
 }

@@ -13,10 +13,13 @@ fn image() -> Vec<u8> {
     let d = root.create("d", &dir()).unwrap();
     for i in 0..40 {
         let f = d.create(&format!("file{i}"), &reg()).unwrap();
-        f.write_at(i * 1000, &pattern(5000 + i as usize * 300, i as u8)).unwrap();
-        f.setxattr("user.i", &[i as u8], vfs::XattrMode::Any).unwrap();
+        f.write_at(i * 1000, &pattern(5000 + i as usize * 300, i as u8))
+            .unwrap();
+        f.setxattr("user.i", &[i as u8], vfs::XattrMode::Any)
+            .unwrap();
     }
-    root.symlink("l", "d/file1", &NewNode::new(FileType::Symlink, 0o777)).unwrap();
+    root.symlink("l", "d/file1", &NewNode::new(FileType::Symlink, 0o777))
+        .unwrap();
     fs.sync().unwrap();
     fs.pager().image()
 }

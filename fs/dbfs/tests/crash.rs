@@ -76,7 +76,9 @@ fn replay(base: &[u8], log: &[PagerEvent], states: &[State], what: &str) {
                     .iter()
                     .position(|s| *s == snap)
                     .map(|k| k + last_state)
-                    .unwrap_or_else(|| panic!("event {i}: state after crash is {what} at or after {last_state}"));
+                    .unwrap_or_else(|| {
+                        panic!("event {i}: state after crash is {what} at or after {last_state}")
+                    });
             }
         }
     }
@@ -112,17 +114,37 @@ fn every_crash_point_leaves_a_whole_prefix_of_operations() {
         Box::new(|| d.rename("f", &*root, "g", plain).unwrap()),
         Box::new(|| root.link("h", &*root.lookup("g").unwrap()).unwrap()),
         Box::new(|| {
-            root.symlink("s", "g", &NewNode::new(FileType::Symlink, 0o777)).unwrap();
+            root.symlink("s", "g", &NewNode::new(FileType::Symlink, 0o777))
+                .unwrap();
         }),
-        Box::new(|| root.lookup("g").unwrap().setxattr("user.k", b"v", XattrMode::Create).unwrap()),
+        Box::new(|| {
+            root.lookup("g")
+                .unwrap()
+                .setxattr("user.k", b"v", XattrMode::Create)
+                .unwrap()
+        }),
         Box::new(|| root.lookup("g").unwrap().truncate(1234).unwrap()),
-        Box::new(|| root.rename("d", &*root, "a", RenameFlags { exchange: true, ..Default::default() }).unwrap()),
+        Box::new(|| {
+            root.rename(
+                "d",
+                &*root,
+                "a",
+                RenameFlags {
+                    exchange: true,
+                    ..Default::default()
+                },
+            )
+            .unwrap()
+        }),
         Box::new(|| root.unlink("h").unwrap()),
         Box::new(|| {
             root.create("e", &dir()).unwrap();
         }),
         Box::new(|| {
-            root.lookup("e").unwrap().create("x", &NewNode::new(FileType::Fifo, 0o600)).unwrap();
+            root.lookup("e")
+                .unwrap()
+                .create("x", &NewNode::new(FileType::Fifo, 0o600))
+                .unwrap();
         }),
         Box::new(|| root.lookup("e").unwrap().unlink("x").unwrap()),
         Box::new(|| root.rmdir("e").unwrap()),
@@ -155,10 +177,12 @@ fn deferred_commits_crash_to_the_last_barrier() {
         let d = root.create(&format!("d{round}"), &dir()).unwrap();
         for i in 0..5u8 {
             let f = d.create(&format!("f{i}"), &reg()).unwrap();
-            f.write_at(0, &pattern(3_000 + 997 * usize::from(i), round * 8 + i)).unwrap();
+            f.write_at(0, &pattern(3_000 + 997 * usize::from(i), round * 8 + i))
+                .unwrap();
             f.release().unwrap(); // the last close commits the data, deferred
         }
-        d.rename("f0", &*root, &format!("moved{round}"), plain).unwrap();
+        d.rename("f0", &*root, &format!("moved{round}"), plain)
+            .unwrap();
         d.unlink("f1").unwrap();
         if round > 0 {
             root.rmdir(&format!("gone{}", round - 1)).unwrap();

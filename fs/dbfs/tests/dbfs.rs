@@ -8,11 +8,23 @@ use std::sync::Arc;
 use common::*;
 use dbfs::{DbFs, MkfsOptions, MountError};
 use kvdb::MemPager;
-use vfs::{FileSystem, FileType, NewNode, Node, RenameFlags, SetAttr, TimeSet, Timestamp, VfsError, XattrMode};
+use vfs::{
+    FileSystem, FileType, NewNode, Node, RenameFlags, SetAttr, TimeSet, Timestamp, VfsError,
+    XattrMode,
+};
 
-const PLAIN: RenameFlags = RenameFlags { noreplace: false, exchange: false };
-const NOREPLACE: RenameFlags = RenameFlags { noreplace: true, exchange: false };
-const EXCHANGE: RenameFlags = RenameFlags { noreplace: false, exchange: true };
+const PLAIN: RenameFlags = RenameFlags {
+    noreplace: false,
+    exchange: false,
+};
+const NOREPLACE: RenameFlags = RenameFlags {
+    noreplace: true,
+    exchange: false,
+};
+const EXCHANGE: RenameFlags = RenameFlags {
+    noreplace: false,
+    exchange: true,
+};
 
 #[test]
 fn every_operation_survives_remount() {
@@ -22,13 +34,35 @@ fn every_operation_survives_remount() {
     let f = d.create("f", &reg()).unwrap();
     let data = pattern(300_000, 5);
     f.write_at(0, &data).unwrap();
-    root.symlink("l", "d/f", &NewNode::new(FileType::Symlink, 0o777)).unwrap();
+    root.symlink("l", "d/f", &NewNode::new(FileType::Symlink, 0o777))
+        .unwrap();
     root.link("hard", &*f).unwrap();
-    root.create("fifo", &NewNode::new(FileType::Fifo, 0o600)).unwrap();
-    root.create("blk", &NewNode { ftype: FileType::BlockDevice, perm: 0o660, uid: 3, gid: 4, rdev: 0x0801 }).unwrap();
+    root.create("fifo", &NewNode::new(FileType::Fifo, 0o600))
+        .unwrap();
+    root.create(
+        "blk",
+        &NewNode {
+            ftype: FileType::BlockDevice,
+            perm: 0o660,
+            uid: 3,
+            gid: 4,
+            rdev: 0x0801,
+        },
+    )
+    .unwrap();
     f.setxattr("user.k", b"v", XattrMode::Create).unwrap();
-    let t = Timestamp { sec: 1_234_567_890, nsec: 123_456_789 };
-    f.setattr(&SetAttr { perm: Some(0o600), uid: Some(10), gid: Some(20), mtime: Some(TimeSet::At(t)), ..Default::default() }).unwrap();
+    let t = Timestamp {
+        sec: 1_234_567_890,
+        nsec: 123_456_789,
+    };
+    f.setattr(&SetAttr {
+        perm: Some(0o600),
+        uid: Some(10),
+        gid: Some(20),
+        mtime: Some(TimeSet::At(t)),
+        ..Default::default()
+    })
+    .unwrap();
     root.create("gone", &reg()).unwrap();
     root.unlink("gone").unwrap();
     root.create("e", &dir()).unwrap();
@@ -50,15 +84,30 @@ fn every_operation_survives_remount() {
     let f = d.lookup("f").unwrap();
     let m = f.getattr().unwrap();
     assert_eq!(m, before_f);
-    assert_eq!((m.perm, m.uid, m.gid, m.nlink, m.mtime), (0o600, 10, 20, 2, t));
+    assert_eq!(
+        (m.perm, m.uid, m.gid, m.nlink, m.mtime),
+        (0o600, 10, 20, 2, t)
+    );
     assert_eq!(read_all(&f), data);
     assert_eq!(f.getxattr("user.k").unwrap(), b"v");
     assert_eq!(root.lookup("l").unwrap().readlink().unwrap(), "d/f");
-    assert_eq!(root.lookup("fifo").unwrap().getattr().unwrap().ftype, FileType::Fifo);
+    assert_eq!(
+        root.lookup("fifo").unwrap().getattr().unwrap().ftype,
+        FileType::Fifo
+    );
     let b = root.lookup("blk").unwrap().getattr().unwrap();
-    assert_eq!((b.ftype, b.rdev, b.uid, b.gid), (FileType::BlockDevice, 0x0801, 3, 4));
-    assert_eq!(d.lookup("e2").unwrap().getattr().unwrap().ftype, FileType::Directory);
-    assert_eq!(read_all(&root.lookup("g").unwrap()), pattern(50_000, 1)[..10_001].to_vec());
+    assert_eq!(
+        (b.ftype, b.rdev, b.uid, b.gid),
+        (FileType::BlockDevice, 0x0801, 3, 4)
+    );
+    assert_eq!(
+        d.lookup("e2").unwrap().getattr().unwrap().ftype,
+        FileType::Directory
+    );
+    assert_eq!(
+        read_all(&root.lookup("g").unwrap()),
+        pattern(50_000, 1)[..10_001].to_vec()
+    );
     // The inode counter survives: a new file gets a number never used before.
     let n = root.create("new", &reg()).unwrap().getattr().unwrap().ino;
     assert!(n > before_f.ino && n > b.ino);
@@ -77,7 +126,10 @@ fn crash_keeps_metadata_and_fsynced_data_only() {
     assert!(fs.dirty_bytes() > 0);
     // Power cut now: b's create committed deferred, not durably yet.
     let after = crash_copy(&fs);
-    assert!(matches!(after.root().unwrap().lookup("b"), Err(vfs::VfsError::NotFound)));
+    assert!(matches!(
+        after.root().unwrap().lookup("b"),
+        Err(vfs::VfsError::NotFound)
+    ));
     // fsync of the directory makes its entries durable (not b's buffered data).
     root.fsync(false).unwrap();
     assert!(fs.dirty_bytes() > 0);
@@ -89,7 +141,10 @@ fn crash_keeps_metadata_and_fsynced_data_only() {
     fs.sync().unwrap();
     assert_eq!(fs.dirty_bytes(), 0);
     let after = crash_copy(&fs);
-    assert_eq!(read_all(&after.root().unwrap().lookup("b").unwrap()), b"buffered");
+    assert_eq!(
+        read_all(&after.root().unwrap().lookup("b").unwrap()),
+        b"buffered"
+    );
     // Last release commits too, deferred: durable with the next barrier.
     let c = root.create("c", &reg()).unwrap();
     c.open().unwrap();
@@ -99,7 +154,10 @@ fn crash_keeps_metadata_and_fsynced_data_only() {
     assert!(crash_copy(&fs).root().unwrap().lookup("c").is_err());
     c.fsync(false).unwrap();
     let after = crash_copy(&fs);
-    assert_eq!(read_all(&after.root().unwrap().lookup("c").unwrap()), b"closed");
+    assert_eq!(
+        read_all(&after.root().unwrap().lookup("c").unwrap()),
+        b"closed"
+    );
     assert_clean(&fs);
 }
 
@@ -111,20 +169,32 @@ fn writeback_timer_makes_deferred_commits_durable() {
     let root = fs.root().unwrap();
     root.create("x", &reg()).unwrap();
     fs.writeback_tick().unwrap();
-    assert!(crash_copy(&fs).root().unwrap().lookup("x").is_err(), "not durable at once");
+    assert!(
+        crash_copy(&fs).root().unwrap().lookup("x").is_err(),
+        "not durable at once"
+    );
     clock.advance_secs(dbfs::WRITEBACK_SECS - 1);
     fs.writeback_tick().unwrap();
-    assert!(crash_copy(&fs).root().unwrap().lookup("x").is_err(), "nor before the delay");
+    assert!(
+        crash_copy(&fs).root().unwrap().lookup("x").is_err(),
+        "nor before the delay"
+    );
     clock.advance_secs(1);
     fs.writeback_tick().unwrap();
-    assert!(crash_copy(&fs).root().unwrap().lookup("x").is_ok(), "durable after the delay");
+    assert!(
+        crash_copy(&fs).root().unwrap().lookup("x").is_ok(),
+        "durable after the delay"
+    );
     // Buffered data: flushed and made durable by the same tick once it is old enough.
     let f = root.lookup("x").unwrap();
     f.write_at(0, b"late").unwrap();
     clock.advance_secs(dbfs::WRITEBACK_SECS);
     fs.writeback_tick().unwrap();
     assert_eq!(fs.dirty_bytes(), 0);
-    assert_eq!(read_all(&crash_copy(&fs).root().unwrap().lookup("x").unwrap()), b"late");
+    assert_eq!(
+        read_all(&crash_copy(&fs).root().unwrap().lookup("x").unwrap()),
+        b"late"
+    );
     assert_clean(&fs);
 }
 
@@ -137,7 +207,13 @@ fn sync_metadata_makes_every_operation_durable() {
     d.create("f", &reg()).unwrap();
     root.rename("d", &*root, "e", PLAIN).unwrap();
     let after = crash_copy(&fs);
-    assert!(after.root().unwrap().lookup("e").unwrap().lookup("f").is_ok());
+    assert!(after
+        .root()
+        .unwrap()
+        .lookup("e")
+        .unwrap()
+        .lookup("f")
+        .is_ok());
     // Back to deferred commits: the next operation is not durable by itself.
     fs.set_sync_metadata(false);
     root.create("g", &reg()).unwrap();
@@ -232,24 +308,42 @@ fn statfs_counts_blocks_and_inodes() {
     assert!(s3.blocks_free >= s2.blocks_free + (4 << 20) / 4096);
     assert_eq!(s3.files - s3.files_free, 10);
     // A capped pager reports its real size.
-    let pager = DbFs::mkfs(MemPager::new().with_capacity_limit(8 << 20), MkfsOptions::default()).unwrap();
+    let pager = DbFs::mkfs(
+        MemPager::new().with_capacity_limit(8 << 20),
+        MkfsOptions::default(),
+    )
+    .unwrap();
     let small = DbFs::mount(pager, TestClock::new()).unwrap();
     assert_eq!(small.statfs().unwrap().blocks, (8 << 20) / 4096);
 }
 
 #[test]
 fn out_of_space_is_enospc_and_the_fs_stays_usable() {
-    let pager = DbFs::mkfs(MemPager::new().with_capacity_limit(2 << 20), MkfsOptions::default()).unwrap();
+    let pager = DbFs::mkfs(
+        MemPager::new().with_capacity_limit(2 << 20),
+        MkfsOptions::default(),
+    )
+    .unwrap();
     let fs = DbFs::mount(pager, TestClock::new()).unwrap();
     let root = fs.root().unwrap();
     let f = root.create("big", &reg()).unwrap();
     f.write_at(0, &vec![1u8; 4 << 20]).unwrap();
     assert_eq!(f.fsync(false), Err(VfsError::NoSpace));
     // The failed flush kept the buffered data; truncating it away lets the commit succeed.
-    f.truncate(4096).unwrap_or_else(|e| panic!("truncate: {e:?}"));
+    f.truncate(4096)
+        .unwrap_or_else(|e| panic!("truncate: {e:?}"));
     fs.sync().unwrap();
     let fs = remount(fs);
-    assert_eq!(fs.root().unwrap().lookup("big").unwrap().getattr().unwrap().size, 4096);
+    assert_eq!(
+        fs.root()
+            .unwrap()
+            .lookup("big")
+            .unwrap()
+            .getattr()
+            .unwrap()
+            .size,
+        4096
+    );
 }
 
 #[test]
@@ -275,18 +369,36 @@ fn rename_edge_cases() {
     let sub = a.create("sub", &dir()).unwrap();
     let deep = sub.create("deep", &dir()).unwrap();
     // Into own subtree (also into itself): EINVAL.
-    assert_eq!(root.rename("a", &*deep, "x", PLAIN), Err(VfsError::InvalidInput));
-    assert_eq!(root.rename("a", &*a, "x", PLAIN), Err(VfsError::InvalidInput));
+    assert_eq!(
+        root.rename("a", &*deep, "x", PLAIN),
+        Err(VfsError::InvalidInput)
+    );
+    assert_eq!(
+        root.rename("a", &*a, "x", PLAIN),
+        Err(VfsError::InvalidInput)
+    );
     // Onto an ancestor of the source: ENOTEMPTY.
-    assert_eq!(sub.rename("deep", &*root, "a", PLAIN), Err(VfsError::DirectoryNotEmpty));
+    assert_eq!(
+        sub.rename("deep", &*root, "a", PLAIN),
+        Err(VfsError::DirectoryNotEmpty)
+    );
     // Exchange of directories in different parents fixes `..` and link counts.
     let f = b.create("file", &reg()).unwrap();
     let (ra, rb) = (a.getattr().unwrap().nlink, b.getattr().unwrap().nlink);
     assert_eq!((ra, rb), (3, 2));
     a.rename("sub", &*b, "file", EXCHANGE).unwrap();
-    assert_eq!(b.lookup("file").unwrap().getattr().unwrap().ftype, FileType::Directory);
-    assert_eq!(a.lookup("sub").unwrap().getattr().unwrap().ino, f.getattr().unwrap().ino);
-    assert_eq!((a.getattr().unwrap().nlink, b.getattr().unwrap().nlink), (2, 3));
+    assert_eq!(
+        b.lookup("file").unwrap().getattr().unwrap().ftype,
+        FileType::Directory
+    );
+    assert_eq!(
+        a.lookup("sub").unwrap().getattr().unwrap().ino,
+        f.getattr().unwrap().ino
+    );
+    assert_eq!(
+        (a.getattr().unwrap().nlink, b.getattr().unwrap().nlink),
+        (2, 3)
+    );
     let mut dotdot = 0;
     sub.readdir(0, &mut |e| {
         if e.name == ".." {
@@ -297,9 +409,20 @@ fn rename_edge_cases() {
     .unwrap();
     assert_eq!(dotdot, b.getattr().unwrap().ino);
     // Exchange with a missing target; both flags.
-    assert_eq!(root.rename("a", &*root, "zz", EXCHANGE), Err(VfsError::NotFound));
     assert_eq!(
-        root.rename("a", &*root, "b", RenameFlags { noreplace: true, exchange: true }),
+        root.rename("a", &*root, "zz", EXCHANGE),
+        Err(VfsError::NotFound)
+    );
+    assert_eq!(
+        root.rename(
+            "a",
+            &*root,
+            "b",
+            RenameFlags {
+                noreplace: true,
+                exchange: true
+            }
+        ),
         Err(VfsError::InvalidInput)
     );
     // Two links to one inode: rename is a no-op that keeps both names.
@@ -309,7 +432,10 @@ fn rename_edge_cases() {
     assert!(root.lookup("x").is_ok() && root.lookup("y").is_ok());
     assert_eq!(x.getattr().unwrap().nlink, 2);
     // NOREPLACE onto itself is EEXIST; plain onto itself is fine.
-    assert_eq!(root.rename("x", &*root, "x", NOREPLACE), Err(VfsError::AlreadyExists));
+    assert_eq!(
+        root.rename("x", &*root, "x", NOREPLACE),
+        Err(VfsError::AlreadyExists)
+    );
     // Replacing a file drops its link count; the replaced inode is freed.
     let victim = root.create("victim", &reg()).unwrap();
     root.rename("x", &*root, "victim", PLAIN).unwrap();
@@ -325,7 +451,10 @@ fn rename_edge_cases() {
     // Another file system's node is EXDEV.
     let other = fresh();
     let oroot = other.root().unwrap();
-    assert_eq!(root.rename("c", &*oroot, "c", PLAIN), Err(VfsError::CrossDevice));
+    assert_eq!(
+        root.rename("c", &*oroot, "c", PLAIN),
+        Err(VfsError::CrossDevice)
+    );
     assert_eq!(oroot.link("l", &*x).err(), Some(VfsError::CrossDevice));
     // Rename updates ctime of the moved inode and both directories' mtime.
     let t0 = x.getattr().unwrap().ctime;
@@ -347,21 +476,41 @@ fn xattr_flags_and_namespaces() {
     let f = root.create("f", &reg()).unwrap();
     for ns in ["user.a", "trusted.b", "security.c"] {
         f.setxattr(ns, ns.as_bytes(), XattrMode::Create).unwrap();
-        assert_eq!(f.setxattr(ns, b"", XattrMode::Create), Err(VfsError::AlreadyExists));
+        assert_eq!(
+            f.setxattr(ns, b"", XattrMode::Create),
+            Err(VfsError::AlreadyExists)
+        );
         f.setxattr(ns, b"second", XattrMode::Replace).unwrap();
     }
-    assert_eq!(f.setxattr("user.none", b"", XattrMode::Replace), Err(VfsError::NoData));
-    assert_eq!(f.setxattr("bogus.a", b"", XattrMode::Any), Err(VfsError::Unsupported));
-    assert_eq!(f.setxattr("system.posix_acl_access", b"", XattrMode::Any), Err(VfsError::Unsupported));
-    assert_eq!(f.setxattr(&format!("user.{}", "n".repeat(251)), b"", XattrMode::Any), Err(VfsError::Range));
+    assert_eq!(
+        f.setxattr("user.none", b"", XattrMode::Replace),
+        Err(VfsError::NoData)
+    );
+    assert_eq!(
+        f.setxattr("bogus.a", b"", XattrMode::Any),
+        Err(VfsError::Unsupported)
+    );
+    assert_eq!(
+        f.setxattr("system.posix_acl_access", b"", XattrMode::Any),
+        Err(VfsError::Unsupported)
+    );
+    assert_eq!(
+        f.setxattr(&format!("user.{}", "n".repeat(251)), b"", XattrMode::Any),
+        Err(VfsError::Range)
+    );
     let big = vec![9u8; 65536];
     f.setxattr("user.big", &big, XattrMode::Any).unwrap();
     assert_eq!(f.getxattr("user.big").unwrap(), big);
     let mut l = f.listxattr().unwrap();
     l.sort();
     assert_eq!(l, ["security.c", "trusted.b", "user.a", "user.big"]);
-    let l = root.symlink("l", "f", &NewNode::new(FileType::Symlink, 0o777)).unwrap();
-    assert_eq!(l.setxattr("user.a", b"", XattrMode::Any), Err(VfsError::NotPermitted));
+    let l = root
+        .symlink("l", "f", &NewNode::new(FileType::Symlink, 0o777))
+        .unwrap();
+    assert_eq!(
+        l.setxattr("user.a", b"", XattrMode::Any),
+        Err(VfsError::NotPermitted)
+    );
     l.setxattr("trusted.a", b"ok", XattrMode::Any).unwrap();
     let c0 = f.getattr().unwrap().ctime;
     f.removexattr("user.a").unwrap();
@@ -371,7 +520,15 @@ fn xattr_flags_and_namespaces() {
     let g = root.create("f", &reg()).unwrap();
     assert_eq!(g.listxattr().unwrap(), Vec::<String>::new());
     let fs = remount(fs);
-    assert_eq!(fs.root().unwrap().lookup("l").unwrap().getxattr("trusted.a").unwrap(), b"ok");
+    assert_eq!(
+        fs.root()
+            .unwrap()
+            .lookup("l")
+            .unwrap()
+            .getxattr("trusted.a")
+            .unwrap(),
+        b"ok"
+    );
     assert_clean(&fs);
 }
 
@@ -416,7 +573,10 @@ fn large_sparse_files() {
     f.truncate(3 * mib + 20).unwrap();
     f.truncate(5 * mib).unwrap();
     let all = read_all(&f);
-    assert_eq!(&all[3 * mib as usize + 17..3 * mib as usize + 20], &block[..3]);
+    assert_eq!(
+        &all[3 * mib as usize + 17..3 * mib as usize + 20],
+        &block[..3]
+    );
     assert!(all[3 * mib as usize + 20..].iter().all(|&b| b == 0));
     // fallocate fills holes and grows the file.
     let node = f.as_any().downcast_ref::<dbfs::DbNode<MemPager>>().unwrap();
@@ -425,8 +585,13 @@ fn large_sparse_files() {
     let m = f.getattr().unwrap();
     assert_eq!(m.size, 6 * mib);
     assert!(m.blocks >= before + (mib / 512));
-    assert!(read_all(&f)[3 * mib as usize + 20..].iter().all(|&b| b == 0));
-    assert_eq!(f.write_at(dbfs::MAX_FILE_SIZE, b"x"), Err(VfsError::FileTooLarge));
+    assert!(read_all(&f)[3 * mib as usize + 20..]
+        .iter()
+        .all(|&b| b == 0));
+    assert_eq!(
+        f.write_at(dbfs::MAX_FILE_SIZE, b"x"),
+        Err(VfsError::FileTooLarge)
+    );
     assert_clean(&fs);
 }
 
@@ -513,9 +678,15 @@ fn timestamps_move_exactly_when_posix_says() {
     assert!(f.getattr().unwrap().atime > r.atime);
     // chmod / chown: ctime only.
     let before = f.getattr().unwrap();
-    f.setattr(&SetAttr { perm: Some(0o640), ..Default::default() }).unwrap();
+    f.setattr(&SetAttr {
+        perm: Some(0o640),
+        ..Default::default()
+    })
+    .unwrap();
     let after = f.getattr().unwrap();
-    assert!(after.ctime > before.ctime && after.mtime == before.mtime && after.atime == before.atime);
+    assert!(
+        after.ctime > before.ctime && after.mtime == before.mtime && after.atime == before.atime
+    );
     // truncate to the same size: nothing; to another size: mtime + ctime.
     f.truncate(3).unwrap();
     assert_eq!(f.getattr().unwrap(), after);
@@ -524,14 +695,22 @@ fn timestamps_move_exactly_when_posix_says() {
     assert!(t.mtime > after.mtime && t.ctime == t.mtime);
     // utimens with explicit times sets them, ctime to now.
     let at = Timestamp { sec: 5, nsec: 6 };
-    let m = f.setattr(&SetAttr { atime: Some(TimeSet::At(at)), mtime: Some(TimeSet::Now), ..Default::default() }).unwrap();
+    let m = f
+        .setattr(&SetAttr {
+            atime: Some(TimeSet::At(at)),
+            mtime: Some(TimeSet::Now),
+            ..Default::default()
+        })
+        .unwrap();
     assert_eq!(m.atime, at);
     assert!(m.mtime > t.mtime && m.ctime >= m.mtime);
     // link: target ctime, dir mtime + ctime; unlink the same.
     let r1 = root.getattr().unwrap();
     root.link("g", &*f).unwrap();
     let (r2, f2) = (root.getattr().unwrap(), f.getattr().unwrap());
-    assert!(r2.mtime > r1.mtime && r2.ctime == r2.mtime && f2.ctime > m.ctime && f2.mtime == m.mtime);
+    assert!(
+        r2.mtime > r1.mtime && r2.ctime == r2.mtime && f2.ctime > m.ctime && f2.mtime == m.mtime
+    );
     root.unlink("g").unwrap();
     assert!(f.getattr().unwrap().ctime > f2.ctime);
     // A zero-length write changes nothing.
@@ -540,7 +719,10 @@ fn timestamps_move_exactly_when_posix_says() {
     assert_eq!(f.getattr().unwrap(), z);
     // Times survive remount with nanoseconds.
     let fs = remount(fs);
-    assert_eq!(fs.root().unwrap().lookup("f").unwrap().getattr().unwrap(), z);
+    assert_eq!(
+        fs.root().unwrap().lookup("f").unwrap().getattr().unwrap(),
+        z
+    );
 }
 
 #[test]
@@ -548,23 +730,87 @@ fn ownership_rules_that_need_no_credentials() {
     let fs = fresh();
     let root = fs.root().unwrap();
     // setgid directory: group inherited, subdirectories inherit the bit.
-    let sg = root.create("sg", &NewNode { ftype: FileType::Directory, perm: 0o2775, uid: 1, gid: 50, rdev: 0 }).unwrap();
-    let f = sg.create("f", &NewNode { ftype: FileType::Regular, perm: 0o644, uid: 2, gid: 7, rdev: 0 }).unwrap();
-    assert_eq!((f.getattr().unwrap().gid, f.getattr().unwrap().perm), (50, 0o644));
-    let sub = sg.create("sub", &NewNode { ftype: FileType::Directory, perm: 0o755, uid: 2, gid: 7, rdev: 0 }).unwrap();
-    assert_eq!((sub.getattr().unwrap().gid, sub.getattr().unwrap().perm), (50, 0o2755));
+    let sg = root
+        .create(
+            "sg",
+            &NewNode {
+                ftype: FileType::Directory,
+                perm: 0o2775,
+                uid: 1,
+                gid: 50,
+                rdev: 0,
+            },
+        )
+        .unwrap();
+    let f = sg
+        .create(
+            "f",
+            &NewNode {
+                ftype: FileType::Regular,
+                perm: 0o644,
+                uid: 2,
+                gid: 7,
+                rdev: 0,
+            },
+        )
+        .unwrap();
+    assert_eq!(
+        (f.getattr().unwrap().gid, f.getattr().unwrap().perm),
+        (50, 0o644)
+    );
+    let sub = sg
+        .create(
+            "sub",
+            &NewNode {
+                ftype: FileType::Directory,
+                perm: 0o755,
+                uid: 2,
+                gid: 7,
+                rdev: 0,
+            },
+        )
+        .unwrap();
+    assert_eq!(
+        (sub.getattr().unwrap().gid, sub.getattr().unwrap().perm),
+        (50, 0o2755)
+    );
     // chown of a regular file clears set-user-ID, and set-group-ID if group-executable.
-    f.setattr(&SetAttr { perm: Some(0o6755), ..Default::default() }).unwrap();
-    let m = f.setattr(&SetAttr { uid: Some(9), ..Default::default() }).unwrap();
+    f.setattr(&SetAttr {
+        perm: Some(0o6755),
+        ..Default::default()
+    })
+    .unwrap();
+    let m = f
+        .setattr(&SetAttr {
+            uid: Some(9),
+            ..Default::default()
+        })
+        .unwrap();
     assert_eq!(m.perm, 0o0755);
-    f.setattr(&SetAttr { perm: Some(0o6745), ..Default::default() }).unwrap();
-    let m = f.setattr(&SetAttr { gid: Some(9), ..Default::default() }).unwrap();
+    f.setattr(&SetAttr {
+        perm: Some(0o6745),
+        ..Default::default()
+    })
+    .unwrap();
+    let m = f
+        .setattr(&SetAttr {
+            gid: Some(9),
+            ..Default::default()
+        })
+        .unwrap();
     assert_eq!(m.perm, 0o2745);
     // Directories keep theirs.
-    let m = sub.setattr(&SetAttr { uid: Some(9), ..Default::default() }).unwrap();
+    let m = sub
+        .setattr(&SetAttr {
+            uid: Some(9),
+            ..Default::default()
+        })
+        .unwrap();
     assert_eq!(m.perm, 0o2755);
     // Sticky bit is stored.
-    let t = root.create("tmp", &NewNode::new(FileType::Directory, 0o1777)).unwrap();
+    let t = root
+        .create("tmp", &NewNode::new(FileType::Directory, 0o1777))
+        .unwrap();
     assert_eq!(t.getattr().unwrap().perm, 0o1777);
 }
 
@@ -575,22 +821,43 @@ fn name_and_type_errors_match_linux() {
     let f = root.create("f", &reg()).unwrap();
     let long = "x".repeat(256);
     assert_eq!(root.lookup(&long).err(), Some(VfsError::NameTooLong));
-    assert_eq!(root.create(&long, &reg()).err(), Some(VfsError::NameTooLong));
+    assert_eq!(
+        root.create(&long, &reg()).err(),
+        Some(VfsError::NameTooLong)
+    );
     root.create(&"y".repeat(255), &reg()).unwrap();
-    assert_eq!(root.symlink("s", "", &reg()).err(), Some(VfsError::NotFound));
-    assert_eq!(root.symlink("s", &"t".repeat(4096), &reg()).err(), Some(VfsError::NameTooLong));
-    assert_eq!(f.symlink("s", "t", &reg()).err(), Some(VfsError::NotADirectory));
+    assert_eq!(
+        root.symlink("s", "", &reg()).err(),
+        Some(VfsError::NotFound)
+    );
+    assert_eq!(
+        root.symlink("s", &"t".repeat(4096), &reg()).err(),
+        Some(VfsError::NameTooLong)
+    );
+    assert_eq!(
+        f.symlink("s", "t", &reg()).err(),
+        Some(VfsError::NotADirectory)
+    );
     let l = root.symlink("s", "t", &reg()).unwrap();
     assert_eq!(l.read_at(0, &mut [0; 4]), Err(VfsError::InvalidInput));
     assert_eq!(l.getattr().unwrap().perm, 0o777);
-    assert_eq!(root.create("bad", &NewNode::new(FileType::Symlink, 0o777)).err(), Some(VfsError::InvalidInput));
+    assert_eq!(
+        root.create("bad", &NewNode::new(FileType::Symlink, 0o777))
+            .err(),
+        Some(VfsError::InvalidInput)
+    );
     let d = root.create("d", &dir()).unwrap();
     assert_eq!(root.link("dl", &*d), Err(VfsError::NotPermitted));
     assert_eq!(d.truncate(0), Err(VfsError::IsADirectory));
-    let p = root.create("p", &NewNode::new(FileType::Fifo, 0o644)).unwrap();
+    let p = root
+        .create("p", &NewNode::new(FileType::Fifo, 0o644))
+        .unwrap();
     assert_eq!(p.truncate(0), Err(VfsError::InvalidInput));
     assert_eq!(f.readdir(0, &mut |_| true), Err(VfsError::NotADirectory));
-    assert_eq!(root.rename("f", &*f, "g", PLAIN), Err(VfsError::NotADirectory));
+    assert_eq!(
+        root.rename("f", &*f, "g", PLAIN),
+        Err(VfsError::NotADirectory)
+    );
 }
 
 #[test]
@@ -608,24 +875,55 @@ fn mkfs_parameters_and_mount_refusals() {
     let pager = DbFs::mkfs(MemPager::new(), opts).unwrap();
     let fs = DbFs::mount(pager, TestClock::new()).unwrap();
     let sb = fs.superblock();
-    assert_eq!((sb.page_size, sb.chunk_size, sb.label.as_str(), sb.uuid), (8192, 65536, "students", [0xab; 16]));
+    assert_eq!(
+        (sb.page_size, sb.chunk_size, sb.label.as_str(), sb.uuid),
+        (8192, 65536, "students", [0xab; 16])
+    );
     let r = fs.root().unwrap().getattr().unwrap();
-    assert_eq!((r.perm, r.uid, r.gid, r.mtime.sec, r.blksize), (0o1777, 4, 5, 99, 65536));
+    assert_eq!(
+        (r.perm, r.uid, r.gid, r.mtime.sec, r.blksize),
+        (0o1777, 4, 5, 99, 65536)
+    );
     for bad in [
-        MkfsOptions { page_size: 1024, ..Default::default() },
-        MkfsOptions { page_size: 5000, ..Default::default() },
-        MkfsOptions { chunk_size: 3000, ..Default::default() },
-        MkfsOptions { chunk_size: 256, ..Default::default() },
-        MkfsOptions { label: "l".repeat(65), ..Default::default() },
+        MkfsOptions {
+            page_size: 1024,
+            ..Default::default()
+        },
+        MkfsOptions {
+            page_size: 5000,
+            ..Default::default()
+        },
+        MkfsOptions {
+            chunk_size: 3000,
+            ..Default::default()
+        },
+        MkfsOptions {
+            chunk_size: 256,
+            ..Default::default()
+        },
+        MkfsOptions {
+            label: "l".repeat(65),
+            ..Default::default()
+        },
     ] {
-        assert_eq!(DbFs::mkfs(MemPager::new(), bad).err(), Some(VfsError::InvalidInput));
+        assert_eq!(
+            DbFs::mkfs(MemPager::new(), bad).err(),
+            Some(VfsError::InvalidInput)
+        );
     }
     // Not a kvdb image at all.
-    let e = DbFs::mount_checked(MemPager::from_image(vec![0x5a; 65536]), TestClock::new()).err().unwrap();
-    assert!(matches!(e, MountError::Store(kvdb::Error::Corrupted(_))), "{e}");
+    let e = DbFs::mount_checked(MemPager::from_image(vec![0x5a; 65536]), TestClock::new())
+        .err()
+        .unwrap();
+    assert!(
+        matches!(e, MountError::Store(kvdb::Error::Corrupted(_))),
+        "{e}"
+    );
     // A kvdb store that is not dbfs.
     let db = kvdb::Db::create(MemPager::new(), kvdb::Options::default()).unwrap();
-    let e = DbFs::mount_checked(db.into_pager(), TestClock::new()).err().unwrap();
+    let e = DbFs::mount_checked(db.into_pager(), TestClock::new())
+        .err()
+        .unwrap();
     assert_eq!(e, MountError::NotDbfs);
     assert_eq!(VfsError::from(e), VfsError::InvalidInput);
     // A newer format version, unknown features, a bad chunk size.
@@ -633,7 +931,14 @@ fn mkfs_parameters_and_mount_refusals() {
         (8usize, 2u32, MountError::UnsupportedVersion(2)),
         (20, 1, MountError::UnknownFeatures(1)),
         (16, 1000, MountError::BadChunkSize(1000)),
-        (12, 16384, MountError::PageSizeMismatch { superblock: 16384, store: 4096 }),
+        (
+            12,
+            16384,
+            MountError::PageSizeMismatch {
+                superblock: 16384,
+                store: 4096,
+            },
+        ),
     ] {
         let pager = DbFs::mkfs(MemPager::new(), MkfsOptions::default()).unwrap();
         let db = kvdb::Db::open(pager).unwrap();
@@ -645,7 +950,9 @@ fn mkfs_parameters_and_mount_refusals() {
             meta.put(b"superblock", &sb).unwrap();
             tx.commit().unwrap();
         }
-        let e = DbFs::mount_checked(db.into_pager(), TestClock::new()).err().unwrap();
+        let e = DbFs::mount_checked(db.into_pager(), TestClock::new())
+            .err()
+            .unwrap();
         assert_eq!(e, expect);
         assert!(!e.to_string().is_empty());
     }
@@ -666,11 +973,20 @@ fn damaged_records_are_corrupted_not_panics() {
     let db = kvdb::Db::open(MemPager::from_image(image)).unwrap();
     {
         let tx = db.begin_write().unwrap();
-        tx.get_bucket(b"inodes").unwrap().put(&ino.to_be_bytes(), b"junk").unwrap();
+        tx.get_bucket(b"inodes")
+            .unwrap()
+            .put(&ino.to_be_bytes(), b"junk")
+            .unwrap();
         let mut k = ino.to_be_bytes().to_vec();
         k.extend_from_slice(&0u64.to_be_bytes());
-        tx.get_bucket(b"data").unwrap().put(&k, &vec![1u8; 100_000]).unwrap();
-        tx.get_bucket(b"cookies").unwrap().put(&[0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 99], b"x").unwrap();
+        tx.get_bucket(b"data")
+            .unwrap()
+            .put(&k, &vec![1u8; 100_000])
+            .unwrap();
+        tx.get_bucket(b"cookies")
+            .unwrap()
+            .put(&[0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 99], b"x")
+            .unwrap();
         tx.commit().unwrap();
     }
     let fs = DbFs::mount(db.into_pager(), TestClock::new()).unwrap();
@@ -687,14 +1003,21 @@ fn damaged_records_are_corrupted_not_panics() {
 fn file_pager_round_trip() {
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("img");
-    let pager = DbFs::mkfs(kvdb::FilePager::open(&path).unwrap(), MkfsOptions::default()).unwrap();
+    let pager = DbFs::mkfs(
+        kvdb::FilePager::open(&path).unwrap(),
+        MkfsOptions::default(),
+    )
+    .unwrap();
     drop(pager);
     {
         let fs = DbFs::mount(kvdb::FilePager::open(&path).unwrap(), TestClock::new()).unwrap();
         let root = fs.root().unwrap();
         let f = root.create("f", &reg()).unwrap();
         f.write_at(0, &pattern(1 << 20, 8)).unwrap();
-        root.create("d", &dir()).unwrap().create("inner", &reg()).unwrap();
+        root.create("d", &dir())
+            .unwrap()
+            .create("inner", &reg())
+            .unwrap();
         // Dropping the mount commits the cache.
     }
     let fs = DbFs::mount(kvdb::FilePager::open(&path).unwrap(), TestClock::new()).unwrap();
@@ -721,7 +1044,10 @@ fn writeback_limit_and_timer() {
     clock.advance_secs(dbfs::WRITEBACK_SECS);
     fs.writeback_tick().unwrap();
     assert_eq!(fs.dirty_bytes(), 0);
-    assert_eq!(read_all(&crash_copy(&fs).root().unwrap().lookup("f").unwrap())[..2], *b"x\x03");
+    assert_eq!(
+        read_all(&crash_copy(&fs).root().unwrap().lookup("f").unwrap())[..2],
+        *b"x\x03"
+    );
 }
 
 #[test]
@@ -763,7 +1089,12 @@ fn concurrent_readers_and_a_writer() {
 fn two_mounts_share_nothing() {
     let a = fresh();
     let b = fresh();
-    a.root().unwrap().create("only-a", &reg()).unwrap().write_at(0, b"a").unwrap();
+    a.root()
+        .unwrap()
+        .create("only-a", &reg())
+        .unwrap()
+        .write_at(0, b"a")
+        .unwrap();
     assert_eq!(b.dirty_bytes(), 0);
     assert_eq!(names(&b.root().unwrap()), Vec::<String>::new());
 }
@@ -799,11 +1130,18 @@ fn read_only_zero_copy_mount_with_noatime() {
     let f = ro.root().unwrap().lookup("f").unwrap();
     let before = f.getattr().unwrap();
     assert_eq!(read_all(&f), pattern(100_000, 2));
-    assert_eq!(f.getattr().unwrap(), before, "noatime: reads change nothing");
+    assert_eq!(
+        f.getattr().unwrap(),
+        before,
+        "noatime: reads change nothing"
+    );
     assert_eq!(ro.dirty_bytes(), 0);
     assert_clean(&*ro);
     ro.sync().unwrap_err();
-    assert_eq!(ro.root().unwrap().create("x", &reg()).err(), Some(VfsError::Io));
+    assert_eq!(
+        ro.root().unwrap().create("x", &reg()).err(),
+        Some(VfsError::Io)
+    );
     // With relatime on, the first read buffers an atime; reads stay lock-free and correct.
     let fs = fresh();
     let f = fs.root().unwrap().create("g", &reg()).unwrap();
@@ -816,5 +1154,15 @@ fn read_only_zero_copy_mount_with_noatime() {
     f.read_at(1, &mut buf).unwrap();
     assert_eq!(&buf[..3], b"ata");
     fs.sync().unwrap();
-    assert_eq!(crash_copy(&fs).root().unwrap().lookup("g").unwrap().getattr().unwrap().atime, a);
+    assert_eq!(
+        crash_copy(&fs)
+            .root()
+            .unwrap()
+            .lookup("g")
+            .unwrap()
+            .getattr()
+            .unwrap()
+            .atime,
+        a
+    );
 }

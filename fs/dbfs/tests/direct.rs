@@ -63,8 +63,14 @@ fn read_range(f: &NodeRef, offset: u64, len: usize) -> Vec<u8> {
 
 #[test]
 fn direct_reads_match_the_model() {
-    let pager = DbFs::mkfs(DirectPager::default(), MkfsOptions { chunk_size: 16 << 10, ..MkfsOptions::default() })
-        .unwrap();
+    let pager = DbFs::mkfs(
+        DirectPager::default(),
+        MkfsOptions {
+            chunk_size: 16 << 10,
+            ..MkfsOptions::default()
+        },
+    )
+    .unwrap();
     let fs = DbFs::mount(pager, TestClock::new()).unwrap();
     let root = fs.root().unwrap();
     let f = root.create("f", &reg()).unwrap();
@@ -73,7 +79,9 @@ fn direct_reads_match_the_model() {
     // Pieces at odd offsets and lengths, leaving holes; a tail that ends mid-chunk.
     let mut seed = 7u64;
     for k in 0..40 {
-        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         let off = (seed >> 20) as usize % (size - 70_000);
         let len = 1 + (seed >> 45) as usize % 65_000;
         if k % 7 == 3 {
@@ -100,11 +108,17 @@ fn direct_reads_match_the_model() {
             let got = read_range(&f, off as u64, len);
             let end = (off + len).min(size);
             assert_eq!(got.len(), end - off, "{what}: length at {off}+{len}");
-            assert!(got == model[off..end], "{what}: bytes differ at {off}+{len}");
+            assert!(
+                got == model[off..end],
+                "{what}: bytes differ at {off}+{len}"
+            );
         }
     };
     check("committed", &model);
-    assert!(fs.pager().direct_bytes.load(Ordering::SeqCst) > 0, "the direct path was not used");
+    assert!(
+        fs.pager().direct_bytes.load(Ordering::SeqCst) > 0,
+        "the direct path was not used"
+    );
 
     // Buffered (uncommitted) writes overlay the committed bytes read directly.
     let piece = pattern(40_000, 200);
@@ -137,7 +151,11 @@ fn check_scattered(f: &NodeRef, model: &[u8], offset: usize, len: usize, sizes: 
     let n = r.unwrap();
     let want = model.len().saturating_sub(offset).min(len);
     assert_eq!(n, want, "length at {offset}");
-    assert!(n == 0 || buf[..n] == model[offset..offset + n], "bytes at {offset}..{}", offset + n);
+    assert!(
+        n == 0 || buf[..n] == model[offset..offset + n],
+        "bytes at {offset}..{}",
+        offset + n
+    );
     let mut plain = vec![0u8; len];
     assert_eq!(f.read_at(offset as u64, &mut plain).unwrap(), n);
     assert!(plain[..n] == buf[..n]);
@@ -156,7 +174,11 @@ fn scattered_reads_match_the_model() {
     let mut model = pattern(3 << 20, 5);
     f.write_at(0, &model).unwrap();
     // A hole: grown by truncate, then written beyond.
-    f.setattr(&SetAttr { size: Some(4 << 20), ..Default::default() }).unwrap();
+    f.setattr(&SetAttr {
+        size: Some(4 << 20),
+        ..Default::default()
+    })
+    .unwrap();
     model.resize(4 << 20, 0);
     let tail = pattern(300_000, 9);
     f.write_at(4 << 20, &tail).unwrap();
@@ -164,7 +186,12 @@ fn scattered_reads_match_the_model() {
 
     let page = [4096usize];
     let odd = [4096 - 17, 4096, 100, 8192 + 3];
-    let cases = [(0, 1 << 20), (12_345, 700_000), ((3 << 20) - 5000, 300_000), ((4 << 20) + 1000, 1 << 20)];
+    let cases = [
+        (0, 1 << 20),
+        (12_345, 700_000),
+        ((3 << 20) - 5000, 300_000),
+        ((4 << 20) + 1000, 1 << 20),
+    ];
     // Buffered (the cache overlays the store), then committed (straight from the store).
     for stage in ["buffered", "stored"] {
         for &(off, len) in &cases {
@@ -175,7 +202,10 @@ fn scattered_reads_match_the_model() {
     }
     let before = fs.pager().pieces_calls.load(Ordering::SeqCst);
     assert!(check_scattered(&f, &model, 1 << 20, 1 << 20, &page));
-    assert!(fs.pager().pieces_calls.load(Ordering::SeqCst) > before, "page pieces were not read in one call");
+    assert!(
+        fs.pager().pieces_calls.load(Ordering::SeqCst) > before,
+        "page pieces were not read in one call"
+    );
     // Small scattered reads are left to the caller.
     assert!(!check_scattered(&f, &model, 0, 8192, &page));
     // Past the end: nothing.

@@ -357,7 +357,10 @@ fn gathered_writes_match_the_model() {
     let mut model = Vec::new();
     let gathered = |f: &NodeRef, model: &mut Vec<u8>, off: usize, pieces: &[&[u8]]| {
         let joined = pieces.concat();
-        assert_eq!(f.write_gathered_at(off as u64, pieces).unwrap().unwrap(), joined.len());
+        assert_eq!(
+            f.write_gathered_at(off as u64, pieces).unwrap().unwrap(),
+            joined.len()
+        );
         if model.len() < off + joined.len() {
             model.resize(off + joined.len(), 0);
         }
@@ -371,7 +374,11 @@ fn gathered_writes_match_the_model() {
         let pages: Vec<&[u8]> = buf.chunks(4096).collect();
         gathered(&f, &mut model, 2 << 20, &pages);
         if direct_min.is_some() {
-            assert_eq!(direct(&fs) - before, 1 << 20, "a chunk-aligned gathered write of pages");
+            assert_eq!(
+                direct(&fs) - before,
+                1 << 20,
+                "a chunk-aligned gathered write of pages"
+            );
         } else {
             assert_eq!(direct(&fs), before, "the cache is off for direct writes");
         }
@@ -383,7 +390,12 @@ fn gathered_writes_match_the_model() {
         check("odd pieces", &f, &model);
         // Small gathered writes, inside one chunk and across two.
         let small = pattern(9000, 80 + round);
-        gathered(&f, &mut model, 5 * CHUNK + 10, &[&small[..10], &small[10..4000], &small[4000..]]);
+        gathered(
+            &f,
+            &mut model,
+            5 * CHUNK + 10,
+            &[&small[..10], &small[10..4000], &small[4000..]],
+        );
         gathered(&f, &mut model, 7 * CHUNK - 50, &[&small[..100]]);
         check("small", &f, &model);
     }

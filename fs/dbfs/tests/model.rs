@@ -16,14 +16,46 @@ const NAMES: [&str; 4] = ["a", "b", "c", "d"];
 
 #[derive(Clone, Debug)]
 enum Op {
-    Create { dir: usize, name: usize, is_dir: bool },
-    Write { file: usize, off: u32, len: u32, seed: u8 },
-    Truncate { file: usize, size: u32 },
-    Read { file: usize, off: u32, len: u32 },
-    Unlink { dir: usize, name: usize },
-    Rmdir { dir: usize, name: usize },
-    Rename { sdir: usize, sname: usize, ddir: usize, dname: usize, flags: u8 },
-    Link { file: usize, dir: usize, name: usize },
+    Create {
+        dir: usize,
+        name: usize,
+        is_dir: bool,
+    },
+    Write {
+        file: usize,
+        off: u32,
+        len: u32,
+        seed: u8,
+    },
+    Truncate {
+        file: usize,
+        size: u32,
+    },
+    Read {
+        file: usize,
+        off: u32,
+        len: u32,
+    },
+    Unlink {
+        dir: usize,
+        name: usize,
+    },
+    Rmdir {
+        dir: usize,
+        name: usize,
+    },
+    Rename {
+        sdir: usize,
+        sname: usize,
+        ddir: usize,
+        dname: usize,
+        flags: u8,
+    },
+    Link {
+        file: usize,
+        dir: usize,
+        name: usize,
+    },
     Sync,
     Remount,
     Check,
@@ -50,7 +82,10 @@ fn op() -> impl Strategy<Value = Op> {
 #[derive(Clone, Debug)]
 enum Kind {
     File(Vec<u8>),
-    Dir { entries: BTreeMap<String, usize>, parent: usize },
+    Dir {
+        entries: BTreeMap<String, usize>,
+        parent: usize,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -71,7 +106,16 @@ struct Model {
 impl Model {
     fn new() -> Model {
         let mut nodes = HashMap::new();
-        nodes.insert(0, MNode { kind: Kind::Dir { entries: BTreeMap::new(), parent: 0 }, nlink: 2 });
+        nodes.insert(
+            0,
+            MNode {
+                kind: Kind::Dir {
+                    entries: BTreeMap::new(),
+                    parent: 0,
+                },
+                nlink: 2,
+            },
+        );
         Model { nodes, next: 1 }
     }
 
@@ -136,13 +180,24 @@ impl Model {
 
     fn drop_link(&mut self, id: usize) {
         let n = self.nodes.get_mut(&id).unwrap();
-        n.nlink = if matches!(n.kind, Kind::Dir { .. }) { 0 } else { n.nlink - 1 };
+        n.nlink = if matches!(n.kind, Kind::Dir { .. }) {
+            0
+        } else {
+            n.nlink - 1
+        };
         if n.nlink == 0 {
             self.nodes.remove(&id);
         }
     }
 
-    fn rename(&mut self, sdir: usize, sname: &str, ddir: usize, dname: &str, flags: RenameFlags) -> VfsResult<()> {
+    fn rename(
+        &mut self,
+        sdir: usize,
+        sname: &str,
+        ddir: usize,
+        dname: &str,
+        flags: RenameFlags,
+    ) -> VfsResult<()> {
         if flags.noreplace && flags.exchange {
             return Err(VfsError::InvalidInput);
         }
@@ -159,7 +214,11 @@ impl Model {
         }
         if let Some(d) = d {
             if sdir != ddir && self.is_dir(d) && self.is_ancestor(d, sdir) {
-                return Err(if flags.exchange { VfsError::InvalidInput } else { VfsError::DirectoryNotEmpty });
+                return Err(if flags.exchange {
+                    VfsError::InvalidInput
+                } else {
+                    VfsError::DirectoryNotEmpty
+                });
             }
             if d == s {
                 return Ok(());
@@ -172,7 +231,9 @@ impl Model {
             if sdir != ddir {
                 for (moved, from, to) in [(s, sdir, ddir), (d, ddir, sdir)] {
                     if self.is_dir(moved) {
-                        if let Kind::Dir { parent, .. } = &mut self.nodes.get_mut(&moved).unwrap().kind {
+                        if let Kind::Dir { parent, .. } =
+                            &mut self.nodes.get_mut(&moved).unwrap().kind
+                        {
                             *parent = to;
                         }
                         self.nodes.get_mut(&from).unwrap().nlink -= 1;
@@ -186,7 +247,9 @@ impl Model {
             match (self.is_dir(s), self.is_dir(d)) {
                 (true, false) => return Err(VfsError::NotADirectory),
                 (false, true) => return Err(VfsError::IsADirectory),
-                (true, true) if !self.entries(d).is_empty() => return Err(VfsError::DirectoryNotEmpty),
+                (true, true) if !self.entries(d).is_empty() => {
+                    return Err(VfsError::DirectoryNotEmpty)
+                }
                 _ => {}
             }
             self.entries_mut(ddir).remove(dname);
@@ -211,13 +274,17 @@ impl Model {
 fn resolve(root: &NodeRef, path: &[String]) -> NodeRef {
     let mut n = root.clone();
     for c in path {
-        n = n.lookup(c).unwrap_or_else(|e| panic!("lookup {path:?}: {e:?}"));
+        n = n
+            .lookup(c)
+            .unwrap_or_else(|e| panic!("lookup {path:?}: {e:?}"));
     }
     n
 }
 
 fn data(len: usize, seed: u8) -> Vec<u8> {
-    (0..len).map(|i| (i as u8).wrapping_mul(13).wrapping_add(seed) | 1).collect()
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(13).wrapping_add(seed) | 1)
+        .collect()
 }
 
 /// The whole tree of `fs` must match the model: names, types, inode identity (hard links),
@@ -250,10 +317,24 @@ fn check_tree(model: &Model, root: &NodeRef, inos: &mut HashMap<usize, u64>) {
                     true
                 })
                 .unwrap();
-                let listed: Vec<_> = listed.split_off(2).into_iter().collect::<BTreeMap<_, _>>().into_iter().collect();
+                let listed: Vec<_> = listed
+                    .split_off(2)
+                    .into_iter()
+                    .collect::<BTreeMap<_, _>>()
+                    .into_iter()
+                    .collect();
                 let expect: Vec<_> = entries
                     .iter()
-                    .map(|(n, c)| (n.clone(), if model.is_dir(*c) { FileType::Directory } else { FileType::Regular }))
+                    .map(|(n, c)| {
+                        (
+                            n.clone(),
+                            if model.is_dir(*c) {
+                                FileType::Directory
+                            } else {
+                                FileType::Regular
+                            },
+                        )
+                    })
                     .collect();
                 assert_eq!(listed, expect, "listing of {path:?}");
             }
@@ -262,7 +343,14 @@ fn check_tree(model: &Model, root: &NodeRef, inos: &mut HashMap<usize, u64>) {
 }
 
 fn run(ops: Vec<Op>, chunk_size: u32, dirty_limit: usize) {
-    let pager = DbFs::mkfs(MemPager::new(), MkfsOptions { chunk_size, ..Default::default() }).unwrap();
+    let pager = DbFs::mkfs(
+        MemPager::new(),
+        MkfsOptions {
+            chunk_size,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     let mut fs: Arc<DbFs<MemPager>> = DbFs::mount(pager, TestClock::new()).unwrap();
     fs.set_dirty_limit(dirty_limit);
     let mut root = fs.root().unwrap();
@@ -282,8 +370,21 @@ fn run(ops: Vec<Op>, chunk_size: u32, dirty_limit: usize) {
                 } else {
                     let new = model.next;
                     model.next += 1;
-                    let kind = if is_dir { Kind::Dir { entries: BTreeMap::new(), parent: *id } } else { Kind::File(Vec::new()) };
-                    model.nodes.insert(new, MNode { kind, nlink: if is_dir { 2 } else { 1 } });
+                    let kind = if is_dir {
+                        Kind::Dir {
+                            entries: BTreeMap::new(),
+                            parent: *id,
+                        }
+                    } else {
+                        Kind::File(Vec::new())
+                    };
+                    model.nodes.insert(
+                        new,
+                        MNode {
+                            kind,
+                            nlink: if is_dir { 2 } else { 1 },
+                        },
+                    );
                     model.entries_mut(*id).insert(name.into(), new);
                     if is_dir {
                         model.nodes.get_mut(id).unwrap().nlink += 1;
@@ -292,13 +393,22 @@ fn run(ops: Vec<Op>, chunk_size: u32, dirty_limit: usize) {
                 };
                 assert_eq!(real, expect, "{ctx}");
             }
-            Op::Write { file, off, len, seed } => {
+            Op::Write {
+                file,
+                off,
+                len,
+                seed,
+            } => {
                 if files.is_empty() {
                     continue;
                 }
                 let (path, id) = &files[file % files.len()];
                 let bytes = data(len as usize, seed);
-                assert_eq!(resolve(&root, path).write_at(off as u64, &bytes), Ok(bytes.len()), "{ctx}");
+                assert_eq!(
+                    resolve(&root, path).write_at(off as u64, &bytes),
+                    Ok(bytes.len()),
+                    "{ctx}"
+                );
                 if let Kind::File(v) = &mut model.nodes.get_mut(id).unwrap().kind {
                     if !bytes.is_empty() {
                         let end = off as usize + bytes.len();
@@ -365,10 +475,19 @@ fn run(ops: Vec<Op>, chunk_size: u32, dirty_limit: usize) {
                 };
                 assert_eq!(real, expect, "{ctx}");
             }
-            Op::Rename { sdir, sname, ddir, dname, flags } => {
+            Op::Rename {
+                sdir,
+                sname,
+                ddir,
+                dname,
+                flags,
+            } => {
                 let (spath, sid) = &dirs[sdir % dirs.len()];
                 let (dpath, did) = &dirs[ddir % dirs.len()];
-                let flags = RenameFlags { noreplace: flags == 1, exchange: flags == 2 };
+                let flags = RenameFlags {
+                    noreplace: flags == 1,
+                    exchange: flags == 2,
+                };
                 let (sname, dname) = (NAMES[sname], NAMES[dname]);
                 let dnode = resolve(&root, dpath);
                 let real = resolve(&root, spath).rename(sname, &*dnode, dname, flags);

@@ -622,7 +622,11 @@ fn filling_the_volume_reports_no_space() {
     // The write that reached the end of the space was short, as on Linux: what it reported
     // is what the file holds, and the call after it wrote nothing.
     assert_eq!(f.getattr().unwrap().size, written);
-    assert_ne!(written % MIB as u64, 0, "the last write that fitted only partly was short");
+    assert_ne!(
+        written % MIB as u64,
+        0,
+        "the last write that fitted only partly was short"
+    );
     let back = {
         let mut b = vec![0u8; 4096];
         let n = f.read_at(written - 4096, &mut b).unwrap();

@@ -370,7 +370,9 @@ impl<'tx, 'db, P: Pager> Cursor<'tx, 'db, P> {
                         let v = LeafValue::decode(flags, &page[slot.value])?;
                         if let LeafValue::Overflow { page, len } = v {
                             // A damaged page id may overflow here; value_of rejects it below.
-                            loc = page.checked_mul(tx.db.page_size() as u64).map(|at| (at, len));
+                            loc = page
+                                .checked_mul(tx.db.page_size() as u64)
+                                .map(|at| (at, len));
                         }
                         // Bounds-checks the location (an error for a damaged page).
                         tx.value_of(v, None)?

@@ -220,13 +220,19 @@ impl<P: Pager> Db<P> {
             // durable, and is listed as free in the new one.
             let ps = self.page_size as u64;
             let old = (meta.freelist, meta.freelist_pages);
-            let extra: &[(PageId, u64)] = if old.0 != 0 { core::slice::from_ref(&old) } else { &[] };
+            let extra: &[(PageId, u64)] = if old.0 != 0 {
+                core::slice::from_ref(&old)
+            } else {
+                &[]
+            };
             let n = writer.freelist.pages_needed(self.page_size, extra.len());
             let (fl, grown) = match writer.freelist.take(n) {
                 Some(id) => (id, false),
                 None => {
                     let capacity = self.pager.capacity() / ps;
-                    let id = meta.page_count.max(tx_pages.as_deref().copied().unwrap_or(0));
+                    let id = meta
+                        .page_count
+                        .max(tx_pages.as_deref().copied().unwrap_or(0));
                     if id.saturating_add(n) > capacity {
                         return Err(Error::NoSpace);
                     }
@@ -275,7 +281,11 @@ impl<P: Pager> Db<P> {
     /// `tx_pages`): if pages wait for a barrier, make the newest commit durable and release what that and the readers allow. Pages the open
     /// transaction freed stay put (the durable meta still references them). Returns whether
     /// anything may have become free.
-    pub(crate) fn reclaim_held(&self, writer: &mut WriterState, tx_pages: &mut u64) -> Result<bool> {
+    pub(crate) fn reclaim_held(
+        &self,
+        writer: &mut WriterState,
+        tx_pages: &mut u64,
+    ) -> Result<bool> {
         if writer.freelist.held_count() == 0 {
             return Ok(false);
         }

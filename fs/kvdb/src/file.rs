@@ -201,7 +201,9 @@ impl FilePager {
         use std::sync::atomic::Ordering::SeqCst;
         let before = self.writes.load(SeqCst);
         let mut buf = std::vec![0u8; (last - first) as usize];
-        self.file.read_exact_at(&mut buf, first).map_err(|_| Error::Io)?;
+        self.file
+            .read_exact_at(&mut buf, first)
+            .map_err(|_| Error::Io)?;
         let at = (offset - first) as usize;
         let data: Arc<[u8]> = Arc::from(&buf[at..at + len]);
         self.insert(offset, data.clone());
@@ -214,7 +216,9 @@ impl FilePager {
             if start == offset || !start.is_multiple_of(GRANULE) {
                 continue;
             }
-            let Ok(index) = usize::try_from(start / GRANULE) else { continue };
+            let Ok(index) = usize::try_from(start / GRANULE) else {
+                continue;
+            };
             if cache.bytes + len > self.cache_budget {
                 break;
             }
@@ -249,10 +253,17 @@ impl Pager for FilePager {
         let step = len as u64;
         // Only whole granules: the cache finds a range by its start's granule, so every piece
         // must start on one.
-        if self.cache_budget > 0 && step > 0 && step.is_multiple_of(GRANULE) && step <= READ_AROUND / 4 && offset.is_multiple_of(GRANULE) {
+        if self.cache_budget > 0
+            && step > 0
+            && step.is_multiple_of(GRANULE)
+            && step <= READ_AROUND / 4
+            && offset.is_multiple_of(GRANULE)
+        {
             let window = offset - offset % READ_AROUND;
             let first = offset - (offset - window) / step * step;
-            let last = (first + (READ_AROUND / step) * step).min(file_len / step * step).max(end);
+            let last = (first + (READ_AROUND / step) * step)
+                .min(file_len / step * step)
+                .max(end);
             if last - first > step {
                 return self.read_around(offset, len, first, last);
             }
@@ -295,7 +306,9 @@ mod tests {
     use super::*;
 
     fn page(k: u64, version: u8) -> Vec<u8> {
-        (0..4096u64).map(|i| (i as u8) ^ (k as u8).wrapping_mul(7) ^ version).collect()
+        (0..4096u64)
+            .map(|i| (i as u8) ^ (k as u8).wrapping_mul(7) ^ version)
+            .collect()
     }
 
     /// Neighbours cached by a read-around are the file's bytes, and a later write of one of
@@ -315,7 +328,10 @@ mod tests {
             let c = pager.cached(k * 4096, 4096).expect("neighbour not cached");
             assert_eq!(&*c, all[k as usize].as_slice(), "page {k}");
         }
-        assert!(pager.cached(16 * 4096, 4096).is_none(), "read past the window");
+        assert!(
+            pager.cached(16 * 4096, 4096).is_none(),
+            "read past the window"
+        );
         // A write of a cached neighbour wins over the read-around's copy.
         let new7 = page(7, 2);
         pager.write(&[(7 * 4096, &new7)]).unwrap();

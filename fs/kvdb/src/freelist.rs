@@ -144,8 +144,16 @@ impl Freelist {
     /// `page_count`. Reads the run format this crate writes and the one-id-per-page format of
     /// earlier images.
     pub fn decode(buf: &[u8], id: PageId, page_count: u64) -> Result<Freelist> {
-        let kind = if buf.len() >= 2 { u16::from_le_bytes([buf[0], buf[1]]) } else { 0 };
-        let (entry, kind) = if kind == KIND_FREELIST { (8, KIND_FREELIST) } else { (RUN_SIZE, KIND_FREELIST_RUNS) };
+        let kind = if buf.len() >= 2 {
+            u16::from_le_bytes([buf[0], buf[1]])
+        } else {
+            0
+        };
+        let (entry, kind) = if kind == KIND_FREELIST {
+            (8, KIND_FREELIST)
+        } else {
+            (RUN_SIZE, KIND_FREELIST_RUNS)
+        };
         let count = page::check_header(buf, id, kind)?;
         if count > (buf.len() - HEADER_SIZE) / entry {
             return Err(Error::Corrupted("freelist count exceeds extent"));
@@ -172,7 +180,12 @@ impl Freelist {
     /// Pages needed to store this freelist with `extra` more runs.
     pub fn pages_needed(&self, page_size: usize, extra: usize) -> u64 {
         let runs = self.free.map.len()
-            + self.pending.values().chain(self.held.values()).map(Vec::len).sum::<usize>()
+            + self
+                .pending
+                .values()
+                .chain(self.held.values())
+                .map(Vec::len)
+                .sum::<usize>()
             + extra;
         (HEADER_SIZE + runs * RUN_SIZE).div_ceil(page_size) as u64
     }
@@ -186,7 +199,13 @@ impl Freelist {
     /// replaces, freed once the meta that points at this one is durable).
     pub fn encode_with(&self, buf: &mut [u8], id: PageId, extra: &[(PageId, u64)]) {
         let mut all = self.free.clone();
-        for &(start, n) in self.pending.values().chain(self.held.values()).flatten().chain(extra) {
+        for &(start, n) in self
+            .pending
+            .values()
+            .chain(self.held.values())
+            .flatten()
+            .chain(extra)
+        {
             all.insert(start, n);
         }
         page::put_u16(buf, 0, KIND_FREELIST_RUNS);
@@ -284,7 +303,9 @@ impl Freelist {
     /// Number of pages listed, free now, pending or held (what the store will have free once
     /// no reader holds an old snapshot and the next barrier completed).
     pub fn total_count(&self) -> u64 {
-        self.free.pages + self.pending.values().map(|r| pages_in(r)).sum::<u64>() + self.held_count()
+        self.free.pages
+            + self.pending.values().map(|r| pages_in(r)).sum::<u64>()
+            + self.held_count()
     }
 
     /// Number of pages free now (not counting pending ones).
@@ -410,7 +431,10 @@ mod tests {
         r.insert(15, 5); // joins both: 10..25
         assert_eq!(r.iter().collect::<Vec<_>>(), [(10, 15)]);
         r.insert(12, 20); // overlaps: 10..32, pages counted once
-        assert_eq!((r.iter().collect::<Vec<_>>(), r.pages), (vec![(10, 22)], 22));
+        assert_eq!(
+            (r.iter().collect::<Vec<_>>(), r.pages),
+            (vec![(10, 22)], 22)
+        );
         r.remove(14, 4); // a hole: 10..14, 18..32
         assert_eq!(r.iter().collect::<Vec<_>>(), [(10, 4), (18, 14)]);
         assert_eq!(r.pages, 18);
@@ -450,7 +474,10 @@ mod tests {
         }
         let f = Freelist::decode(&buf, 9, 10).unwrap();
         assert_eq!(f.free.iter().collect::<Vec<_>>(), [(3, 3), (7, 1)]);
-        assert!(Freelist::decode(&buf, 9, 7).is_err(), "page 7 is past the end");
+        assert!(
+            Freelist::decode(&buf, 9, 7).is_err(),
+            "page 7 is past the end"
+        );
     }
 
     #[test]

@@ -261,7 +261,11 @@ impl<'db, P: Pager> Tx<'db, P> {
 
     /// Pages on the freelist this write transaction may reuse (`None` for a read transaction).
     pub fn reusable_pages(&self) -> Option<u64> {
-        self.state.borrow().write.as_ref().map(|w| w.guard.freelist.free_count() as u64)
+        self.state
+            .borrow()
+            .write
+            .as_ref()
+            .map(|w| w.guard.freelist.free_count() as u64)
     }
 
     /// [`Tx::commit`], then run `after` while this transaction still holds the writer lock:
@@ -616,7 +620,10 @@ impl<'db, P: Pager> Tx<'db, P> {
     fn put_direct(&self, b: usize, pairs: &[(&[u8], &[&[u8]])]) -> Result<Vec<Option<u64>>> {
         self.check_writable()?;
         let ps = self.db.page_size;
-        let lens: Vec<usize> = pairs.iter().map(|(_, pieces)| pieces.iter().map(|p| p.len()).sum()).collect();
+        let lens: Vec<usize> = pairs
+            .iter()
+            .map(|(_, pieces)| pieces.iter().map(|p| p.len()).sum())
+            .collect();
         for (&(key, _), &len) in pairs.iter().zip(&lens) {
             self.check_pair_len(key, len)?;
         }
@@ -628,9 +635,14 @@ impl<'db, P: Pager> Tx<'db, P> {
         // Pages of each pair's value (None: stored inline), all taken before anything is
         // written: one extent for all of them if the store has one (the values then lie in
         // order, and the pager can write them as one piece), else one per value.
-        let pages_of = |len: usize| (len > page::max_inline_len(ps)).then(|| len.div_ceil(ps) as u64);
+        let pages_of =
+            |len: usize| (len > page::max_inline_len(ps)).then(|| len.div_ceil(ps) as u64);
         let total: u64 = lens.iter().filter_map(|&len| pages_of(len)).sum();
-        let mut next = if total > 0 { self.alloc(st, total).ok() } else { None };
+        let mut next = if total > 0 {
+            self.alloc(st, total).ok()
+        } else {
+            None
+        };
         let mut extents: Vec<Option<(PageId, u64)>> = Vec::with_capacity(pairs.len());
         let mut direct: Vec<(u64, &[u8])> = Vec::new();
         // Whole pages of values whose pieces do not fall on page boundaries, joined.
@@ -663,13 +675,18 @@ impl<'db, P: Pager> Tx<'db, P> {
             let mut at = 0;
             let mut aligned = true;
             for piece in pieces.iter() {
-                if at < full && (at % ps != 0 || (piece.len() % ps != 0 && at + piece.len() < full)) {
+                if at < full && (at % ps != 0 || (piece.len() % ps != 0 && at + piece.len() < full))
+                {
                     aligned = false;
                     break;
                 }
                 at += piece.len();
             }
-            let mut tail = if full < len { vec![0u8; ps] } else { Vec::new() };
+            let mut tail = if full < len {
+                vec![0u8; ps]
+            } else {
+                Vec::new()
+            };
             let mut at = 0;
             let mut whole = Vec::new();
             for piece in pieces.iter() {
@@ -701,9 +718,20 @@ impl<'db, P: Pager> Tx<'db, P> {
                 direct.extend(joined.iter().map(|(o, w)| (*o, w.as_slice())));
                 direct.sort_unstable_by_key(|w| w.0);
                 tails.sort_unstable_by_key(|w| w.0);
-                let tails: Vec<(u64, &[u8])> = tails.iter().map(|(o, t)| (*o, t.as_slice())).collect();
-                let d = if direct.is_empty() { Ok(()) } else { self.db.pager.write_direct(&direct) };
-                d.and_then(|_| if tails.is_empty() { Ok(()) } else { self.db.pager.write(&tails) })
+                let tails: Vec<(u64, &[u8])> =
+                    tails.iter().map(|(o, t)| (*o, t.as_slice())).collect();
+                let d = if direct.is_empty() {
+                    Ok(())
+                } else {
+                    self.db.pager.write_direct(&direct)
+                };
+                d.and_then(|_| {
+                    if tails.is_empty() {
+                        Ok(())
+                    } else {
+                        self.db.pager.write(&tails)
+                    }
+                })
             }
         };
         let ws = st.write.as_mut().ok_or(Error::TxReadOnly)?;
@@ -721,9 +749,14 @@ impl<'db, P: Pager> Tx<'db, P> {
         bucket.version += 1;
         bucket.dirty = true;
         let mut replaced = Vec::with_capacity(pairs.len());
-        for (i, ((&(key, pieces), extent), &len)) in pairs.iter().zip(&extents).zip(&lens).enumerate() {
+        for (i, ((&(key, pieces), extent), &len)) in
+            pairs.iter().zip(&extents).zip(&lens).enumerate()
+        {
             let leaf_value = match *extent {
-                Some((page, _)) => LeafValue::Overflow { page, len: len as u64 },
+                Some((page, _)) => LeafValue::Overflow {
+                    page,
+                    len: len as u64,
+                },
                 None => LeafValue::Inline(pieces.concat()),
             };
             match ctx.put(&mut bucket.tree, key, leaf_value, PutMode::Value) {
@@ -1008,7 +1041,10 @@ impl<'tx, 'db, P: Pager> Bucket<'tx, 'db, P> {
     /// error; pairs before it stay inserted in the transaction. Returns, for each pair, the
     /// length of the value it replaced (`None`: the key was new).
     pub fn put_direct(&self, pairs: &[(&[u8], &[u8])]) -> Result<Vec<Option<u64>>> {
-        let gathered: Vec<(&[u8], &[&[u8]])> = pairs.iter().map(|(k, v)| (*k, core::slice::from_ref(v))).collect();
+        let gathered: Vec<(&[u8], &[&[u8]])> = pairs
+            .iter()
+            .map(|(k, v)| (*k, core::slice::from_ref(v)))
+            .collect();
         self.tx.put_direct(self.id, &gathered)
     }
 

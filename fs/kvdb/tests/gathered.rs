@@ -43,7 +43,9 @@ impl Pager for Recording {
 }
 
 fn bytes(n: usize, seed: u8) -> Vec<u8> {
-    (0..n).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)).collect()
+    (0..n)
+        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+        .collect()
 }
 
 #[test]
@@ -72,19 +74,37 @@ fn gathered_values_read_back_joined_and_aligned_pages_go_direct() {
         tx.commit().unwrap();
     }
     let log = db.pager().direct.lock().unwrap().clone();
-    let from = |piece: &[u8]| log.iter().any(|&(_, addr, len)| addr == piece.as_ptr() as usize && len == piece.len());
+    let from = |piece: &[u8]| {
+        log.iter()
+            .any(|&(_, addr, len)| addr == piece.as_ptr() as usize && len == piece.len())
+    };
     for p in &a_pieces {
         assert!(from(p), "a page of `a` was not written from its piece");
     }
-    assert!(from(b_pieces[0]) && from(b_pieces[1]), "the whole pages of `b` went through a copy");
-    assert!(!log.iter().any(|&(_, addr, _)| addr == c.as_ptr() as usize), "`c`'s unaligned piece went direct");
+    assert!(
+        from(b_pieces[0]) && from(b_pieces[1]),
+        "the whole pages of `b` went through a copy"
+    );
+    assert!(
+        !log.iter().any(|&(_, addr, _)| addr == c.as_ptr() as usize),
+        "`c`'s unaligned piece went direct"
+    );
     let direct_bytes: usize = log.iter().map(|e| e.2).sum();
-    assert_eq!(direct_bytes, 4 * 4096 + 3 * 4096 + 2 * 4096, "joined pages of `c` go direct too");
+    assert_eq!(
+        direct_bytes,
+        4 * 4096 + 3 * 4096 + 2 * 4096,
+        "joined pages of `c` go direct too"
+    );
 
     let tx = db.begin_read().unwrap();
     let bucket = tx.get_bucket(b"data").unwrap();
     for (key, want) in [(&b"a"[..], &a), (b"b", &b), (b"c", &c), (b"d", &d)] {
-        assert_eq!(bucket.get(key).unwrap().as_deref(), Some(want.as_slice()), "{:?}", key);
+        assert_eq!(
+            bucket.get(key).unwrap().as_deref(),
+            Some(want.as_slice()),
+            "{:?}",
+            key
+        );
     }
     drop(tx);
 
@@ -95,7 +115,9 @@ fn gathered_values_read_back_joined_and_aligned_pages_go_direct() {
         let e = bytes(4096, 9);
         let halves: Vec<&[u8]> = vec![&e[..2048], &e[2048..]];
         let whole: Vec<&[u8]> = vec![&e[..]];
-        let old = bucket.put_direct_gathered(&[(b"b", &halves), (b"z", &whole)]).unwrap();
+        let old = bucket
+            .put_direct_gathered(&[(b"b", &halves), (b"z", &whole)])
+            .unwrap();
         assert_eq!(old, [Some(b.len() as u64), None]);
         tx.commit().unwrap();
     }
@@ -103,6 +125,9 @@ fn gathered_values_read_back_joined_and_aligned_pages_go_direct() {
     let db = Db::open(MemPager::from_image(image)).unwrap();
     let tx = db.begin_read().unwrap();
     let bucket = tx.get_bucket(b"data").unwrap();
-    assert_eq!(bucket.get(b"b").unwrap().as_deref(), Some(bytes(4096, 9).as_slice()));
+    assert_eq!(
+        bucket.get(b"b").unwrap().as_deref(),
+        Some(bytes(4096, 9).as_slice())
+    );
     assert_eq!(bucket.get(b"a").unwrap().as_deref(), Some(a.as_slice()));
 }

@@ -85,7 +85,10 @@ pub fn check_run(num_sectors: u64, sector: u64, len: usize) -> VfsResult<()> {
 /// Check gathered runs against a device of `num_sectors` sectors (every piece a whole number
 /// of sectors, every run inside the device) and list their non-empty pieces as plain runs,
 /// each at the sector following the previous piece of its run.
-pub fn gather_to_runs<'a>(num_sectors: u64, runs: &[(u64, &[&'a [u8]])]) -> VfsResult<Vec<(u64, &'a [u8])>> {
+pub fn gather_to_runs<'a>(
+    num_sectors: u64,
+    runs: &[(u64, &[&'a [u8]])],
+) -> VfsResult<Vec<(u64, &'a [u8])>> {
     let mut flat = Vec::with_capacity(runs.len());
     for &(sector, pieces) in runs {
         let mut len = 0usize;
@@ -117,14 +120,20 @@ impl RamDisk {
     /// A zero-filled disk of `bytes` bytes (rounded down to whole sectors).
     pub fn new(bytes: usize) -> Self {
         let sectors = (bytes / SECTOR_SIZE) as u64;
-        RamDisk { data: Mutex::new(vec![0; sectors as usize * SECTOR_SIZE]), sectors }
+        RamDisk {
+            data: Mutex::new(vec![0; sectors as usize * SECTOR_SIZE]),
+            sectors,
+        }
     }
 
     /// A disk holding `image` (its length rounded down to whole sectors).
     pub fn from_vec(mut image: Vec<u8>) -> Self {
         let sectors = (image.len() / SECTOR_SIZE) as u64;
         image.truncate(sectors as usize * SECTOR_SIZE);
-        RamDisk { data: Mutex::new(image), sectors }
+        RamDisk {
+            data: Mutex::new(image),
+            sectors,
+        }
     }
 
     /// A copy of the whole disk.
@@ -167,13 +176,21 @@ mod tests {
         d.read_sectors(6, &mut back).unwrap();
         assert_eq!(back, data);
         assert_eq!(d.write_sectors(7, &data), Err(VfsError::InvalidInput));
-        assert_eq!(d.read_sectors(0, &mut [0; 100]), Err(VfsError::InvalidInput));
-        assert_eq!(d.read_sectors(u64::MAX, &mut back), Err(VfsError::InvalidInput));
+        assert_eq!(
+            d.read_sectors(0, &mut [0; 100]),
+            Err(VfsError::InvalidInput)
+        );
+        assert_eq!(
+            d.read_sectors(u64::MAX, &mut back),
+            Err(VfsError::InvalidInput)
+        );
     }
 
     /// Sector `s` of the pattern: every byte says which sector it was meant for.
     fn pattern(first: u8, sectors: usize) -> Vec<u8> {
-        (0..sectors * SECTOR_SIZE).map(|i| first.wrapping_add((i / SECTOR_SIZE) as u8)).collect()
+        (0..sectors * SECTOR_SIZE)
+            .map(|i| first.wrapping_add((i / SECTOR_SIZE) as u8))
+            .collect()
     }
 
     #[test]
@@ -186,7 +203,8 @@ mod tests {
         let c = pattern(40, 1);
         let e = pattern(41, 2);
         let empty: &[u8] = &[];
-        d.write_gather(&[(3, &[&a, empty, &b]), (20, &[&c, &e])]).unwrap();
+        d.write_gather(&[(3, &[&a, empty, &b]), (20, &[&c, &e])])
+            .unwrap();
 
         let disk = d.to_vec();
         let sector = |s: usize| &disk[s * SECTOR_SIZE..(s + 1) * SECTOR_SIZE];
@@ -197,7 +215,10 @@ mod tests {
                 _ => None,
             };
             match expect {
-                Some(v) => assert!(sector(s).iter().all(|&x| x == v), "sector {s} holds the wrong piece"),
+                Some(v) => assert!(
+                    sector(s).iter().all(|&x| x == v),
+                    "sector {s} holds the wrong piece"
+                ),
                 None => assert!(sector(s).iter().all(|&x| x == 0), "sector {s} was written"),
             }
         }
@@ -209,13 +230,25 @@ mod tests {
         let good = pattern(1, 2);
         let half = vec![7u8; SECTOR_SIZE / 2];
         // A piece that is not whole sectors, even after a good run.
-        assert_eq!(d.write_gather(&[(0, &[&good]), (4, &[&good, &half])]), Err(VfsError::InvalidInput));
+        assert_eq!(
+            d.write_gather(&[(0, &[&good]), (4, &[&good, &half])]),
+            Err(VfsError::InvalidInput)
+        );
         // A run whose pieces together pass the end of the device.
-        assert_eq!(d.write_gather(&[(5, &[&good, &good])]), Err(VfsError::InvalidInput));
-        assert_eq!(d.write_gather(&[(u64::MAX, &[&good])]), Err(VfsError::InvalidInput));
+        assert_eq!(
+            d.write_gather(&[(5, &[&good, &good])]),
+            Err(VfsError::InvalidInput)
+        );
+        assert_eq!(
+            d.write_gather(&[(u64::MAX, &[&good])]),
+            Err(VfsError::InvalidInput)
+        );
         assert!(d.to_vec().iter().all(|&x| x == 0));
         // Exactly to the end is fine.
         d.write_gather(&[(4, &[&good, &good])]).unwrap();
-        assert_eq!(&d.to_vec()[4 * SECTOR_SIZE..], &[good.as_slice(), good.as_slice()].concat()[..]);
+        assert_eq!(
+            &d.to_vec()[4 * SECTOR_SIZE..],
+            &[good.as_slice(), good.as_slice()].concat()[..]
+        );
     }
 }

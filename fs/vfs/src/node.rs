@@ -152,7 +152,13 @@ pub struct NewNode {
 impl NewNode {
     /// A root-owned node of `ftype` with `perm`.
     pub fn new(ftype: FileType, perm: u32) -> Self {
-        NewNode { ftype, perm, uid: 0, gid: 0, rdev: 0 }
+        NewNode {
+            ftype,
+            perm,
+            uid: 0,
+            gid: 0,
+            rdev: 0,
+        }
     }
 }
 
@@ -268,7 +274,11 @@ pub trait Node: Send + Sync {
     }
     /// Set the size; growing reads back zeros.
     fn truncate(&self, size: u64) -> VfsResult<()> {
-        self.setattr(&SetAttr { size: Some(size), ..Default::default() }).map(|_| ())
+        self.setattr(&SetAttr {
+            size: Some(size),
+            ..Default::default()
+        })
+        .map(|_| ())
     }
     /// Make this node's data (and metadata unless `data_only`) durable.
     fn fsync(&self, _data_only: bool) -> VfsResult<()> {
@@ -300,7 +310,13 @@ pub trait Node: Send + Sync {
         Err(VfsError::NotADirectory)
     }
     /// Move `name` of this directory to `new_name` in `new_parent` (same file system).
-    fn rename(&self, _name: &str, _new_parent: &dyn Node, _new_name: &str, _flags: RenameFlags) -> VfsResult<()> {
+    fn rename(
+        &self,
+        _name: &str,
+        _new_parent: &dyn Node,
+        _new_name: &str,
+        _flags: RenameFlags,
+    ) -> VfsResult<()> {
         Err(VfsError::NotADirectory)
     }
     /// List entries from `cookie` (0 = start). Entries `.` and `..` come first. The sink returns
@@ -377,7 +393,10 @@ mod tests {
         assert_eq!(check_name("", 255), Err(VfsError::InvalidInput));
         assert_eq!(check_name("..", 255), Err(VfsError::InvalidInput));
         assert_eq!(check_name("a/b", 255), Err(VfsError::InvalidInput));
-        assert_eq!(check_name(&"x".repeat(256), 255), Err(VfsError::NameTooLong));
+        assert_eq!(
+            check_name(&"x".repeat(256), 255),
+            Err(VfsError::NameTooLong)
+        );
     }
 
     #[test]

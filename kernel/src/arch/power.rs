@@ -14,7 +14,11 @@ pub fn shutdown(code: u32) -> ! {
     let base = TEST_DEVICE.load(Ordering::Relaxed);
     if base != 0 {
         // 0x5555 = pass (exit 0); (code << 16) | 0x3333 = fail with exit status `code`.
-        let value: u32 = if code == 0 { 0x5555 } else { ((code & 0xffff) << 16) | 0x3333 };
+        let value: u32 = if code == 0 {
+            0x5555
+        } else {
+            ((code & 0xffff) << 16) | 0x3333
+        };
         // SAFETY: `base` is the test device's MMIO address from the device tree, identity
         // mapped; the write ends the machine.
         unsafe { (base as *mut u32).write_volatile(value) };

@@ -50,6 +50,9 @@ pub struct KernelClock;
 impl vfs::Clock for KernelClock {
     fn now(&self) -> vfs::Timestamp {
         let ns = realtime_ns();
-        vfs::Timestamp { sec: (ns / 1_000_000_000) as i64, nsec: (ns % 1_000_000_000) as u32 }
+        vfs::Timestamp {
+            sec: (ns / 1_000_000_000) as i64,
+            nsec: (ns % 1_000_000_000) as u32,
+        }
     }
 }

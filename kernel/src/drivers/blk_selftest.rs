@@ -33,7 +33,10 @@ const C_SECTOR: u64 = 9000;
 fn fill_sector(out: &mut [u8], sector: u64, generation: u8) {
     out[..8].copy_from_slice(&((u64::from(generation) << 56) | sector).to_le_bytes());
     for (j, b) in out[8..].iter_mut().enumerate() {
-        *b = (sector as usize).wrapping_mul(31).wrapping_add(j * 7).wrapping_add(usize::from(generation) * 101) as u8;
+        *b = (sector as usize)
+            .wrapping_mul(31)
+            .wrapping_add(j * 7)
+            .wrapping_add(usize::from(generation) * 101) as u8;
     }
 }
 
@@ -49,7 +52,8 @@ fn pattern(first: u64, sectors: usize, generation: u8) -> Vec<u8> {
 /// Read the region back and compare each sector with `expected_generation(sector)`.
 fn check_region(disk: &VirtioDisk, expected_generation: impl Fn(u64) -> u8) -> Result<(), String> {
     let mut back = vec![0u8; REGION_SECTORS as usize * SECTOR_SIZE];
-    disk.read_sectors(0, &mut back).map_err(|e| format!("read back: {:?}", e))?;
+    disk.read_sectors(0, &mut back)
+        .map_err(|e| format!("read back: {:?}", e))?;
     let mut want = [0u8; SECTOR_SIZE];
     for (s, got) in back.chunks(SECTOR_SIZE).enumerate() {
         let s = s as u64;
@@ -71,10 +75,14 @@ fn check_region(disk: &VirtioDisk, expected_generation: impl Fn(u64) -> u8) -> R
 /// Run the check on `disk` (its first 10 MiB are overwritten). `Err` says what was wrong.
 pub fn run(disk: &VirtioDisk) -> Result<(), String> {
     if disk.num_sectors() < REGION_SECTORS + 8 {
-        return Err(format!("{} is smaller than the 10 MiB the test needs", disk.name));
+        return Err(format!(
+            "{} is smaller than the 10 MiB the test needs",
+            disk.name
+        ));
     }
     // Generation 1 everywhere, one piece per call.
-    disk.write_sectors(0, &pattern(0, REGION_SECTORS as usize, 1)).map_err(|e| format!("write: {:?}", e))?;
+    disk.write_sectors(0, &pattern(0, REGION_SECTORS as usize, 1))
+        .map_err(|e| format!("write: {:?}", e))?;
 
     // Run A: piece k (disk sector A_SECTOR + 8k) lies at slot (7k mod 300) of one buffer, so
     // no two consecutive pieces are adjacent in memory.
@@ -84,7 +92,9 @@ pub fn run(disk: &VirtioDisk) -> Result<(), String> {
         let first = A_SECTOR + 8 * k as u64;
         a_buf[slot(k) * 4096..(slot(k) + 1) * 4096].copy_from_slice(&pattern(first, 8, 2));
     }
-    let a_pieces: Vec<&[u8]> = (0..A_PIECES).map(|k| &a_buf[slot(k) * 4096..(slot(k) + 1) * 4096]).collect();
+    let a_pieces: Vec<&[u8]> = (0..A_PIECES)
+        .map(|k| &a_buf[slot(k) * 4096..(slot(k) + 1) * 4096])
+        .collect();
     // Run B: 3 MiB in one piece (cut at each request limit), then pieces of 1 and 3 sectors.
     let b_big = pattern(B_SECTOR, 6144, 2);
     let b_one = pattern(B_SECTOR + 6144, 1, 2);
@@ -99,9 +109,21 @@ pub fn run(disk: &VirtioDisk) -> Result<(), String> {
     let half = [0u8; SECTOR_SIZE / 2];
     type Runs<'a> = &'a [(u64, &'a [&'a [u8]])];
     let bad_calls: [(&str, Runs); 3] = [
-        ("a piece of half a sector", &[(A_SECTOR, &a_pieces[..1]), (C_SECTOR, &[&half])]),
-        ("a run past the end", &[(A_SECTOR, &a_pieces[..1]), (disk.num_sectors() - 2, &[&b_three])]),
-        ("a run past u64", &[(u64::MAX - 1, &[&b_one, &b_one, &b_one])]),
+        (
+            "a piece of half a sector",
+            &[(A_SECTOR, &a_pieces[..1]), (C_SECTOR, &[&half])],
+        ),
+        (
+            "a run past the end",
+            &[
+                (A_SECTOR, &a_pieces[..1]),
+                (disk.num_sectors() - 2, &[&b_three]),
+            ],
+        ),
+        (
+            "a run past u64",
+            &[(u64::MAX - 1, &[&b_one, &b_one, &b_one])],
+        ),
     ];
     for (what, runs) in bad_calls {
         match disk.write_gather(runs) {
@@ -118,13 +140,21 @@ pub fn run(disk: &VirtioDisk) -> Result<(), String> {
     disk.flush_behind();
     disk.flush_behind();
     let before = crate::counters::snapshot().dev_write_requests;
-    let runs: [(u64, &[&[u8]]); 3] = [(A_SECTOR, &a_pieces), (B_SECTOR, &b_pieces), (C_SECTOR, &c_pieces)];
-    disk.write_gather(&runs).map_err(|e| format!("write_gather: {:?}", e))?;
+    let runs: [(u64, &[&[u8]]); 3] = [
+        (A_SECTOR, &a_pieces),
+        (B_SECTOR, &b_pieces),
+        (C_SECTOR, &c_pieces),
+    ];
+    disk.write_gather(&runs)
+        .map_err(|e| format!("write_gather: {:?}", e))?;
     let requests = crate::counters::snapshot().dev_write_requests - before;
 
     let in_run = |s: u64, at: u64, sectors: u64| s >= at && s < at + sectors;
     check_region(disk, |s| {
-        if in_run(s, A_SECTOR, 8 * A_PIECES as u64) || in_run(s, B_SECTOR, 6148) || in_run(s, C_SECTOR, 32) {
+        if in_run(s, A_SECTOR, 8 * A_PIECES as u64)
+            || in_run(s, B_SECTOR, 6148)
+            || in_run(s, C_SECTOR, 32)
+        {
             2
         } else {
             1
@@ -140,15 +170,23 @@ pub fn run(disk: &VirtioDisk) -> Result<(), String> {
         r_pieces.push(slots[slot(k)].take().ok_or("slot used twice")?);
     }
     let before_read = crate::counters::snapshot().dev_read_requests;
-    disk.read_scatter(A_SECTOR, &mut r_pieces).map_err(|e| format!("read_scatter: {:?}", e))?;
+    disk.read_scatter(A_SECTOR, &mut r_pieces)
+        .map_err(|e| format!("read_scatter: {:?}", e))?;
     let read_requests = crate::counters::snapshot().dev_read_requests - before_read;
     drop(r_pieces);
     if r_buf != a_buf {
-        return Err(String::from("read_scatter put sectors into the wrong pieces"));
+        return Err(String::from(
+            "read_scatter put sectors into the wrong pieces",
+        ));
     }
     match disk.read_scatter(A_SECTOR, &mut [&mut [0u8; 100][..]]) {
         Err(VfsError::InvalidInput) => {}
-        other => return Err(format!("read_scatter of half a sector: {:?}, expected InvalidInput", other)),
+        other => {
+            return Err(format!(
+                "read_scatter of half a sector: {:?}, expected InvalidInput",
+                other
+            ))
+        }
     }
 
     // A run is split only where it must be: A every `max_segments` pieces (its pieces are
@@ -156,18 +194,30 @@ pub fn run(disk: &VirtioDisk) -> Result<(), String> {
     // pieces: the tail of the big one is empty, so 2, if the device takes that many), C not
     // at all.
     let per_request = disk.max_segments().min(MAX_REQUEST / 4096);
-    let b_requests = (6148 * SECTOR_SIZE).div_ceil(MAX_REQUEST) + usize::from(disk.max_segments() < 2);
+    let b_requests =
+        (6148 * SECTOR_SIZE).div_ceil(MAX_REQUEST) + usize::from(disk.max_segments() < 2);
     let expected = A_PIECES.div_ceil(per_request) + b_requests + 1;
     if requests != expected as u64 {
-        return Err(format!("{} write requests, expected {} ({} pieces each)", requests, expected, per_request));
+        return Err(format!(
+            "{} write requests, expected {} ({} pieces each)",
+            requests, expected, per_request
+        ));
     }
     if read_requests != A_PIECES.div_ceil(per_request) as u64 {
-        return Err(format!("{} read requests for run A, expected {}", read_requests, A_PIECES.div_ceil(per_request)));
+        return Err(format!(
+            "{} read requests for run A, expected {}",
+            read_requests,
+            A_PIECES.div_ceil(per_request)
+        ));
     }
-    disk.flush().map_err(|e| format!("flush after flush_behind: {:?}", e))?;
+    disk.flush()
+        .map_err(|e| format!("flush after flush_behind: {:?}", e))?;
     let sent = crate::counters::snapshot().dev_flushes - flushes;
     if !(2..=3).contains(&sent) {
-        return Err(format!("{} flushes for two flush_behind hints and a flush, expected 2 or 3", sent));
+        return Err(format!(
+            "{} flushes for two flush_behind hints and a flush, expected 2 or 3",
+            sent
+        ));
     }
     Ok(())
 }

@@ -94,7 +94,13 @@ fn pieces(sector: u64, len: usize) -> impl Iterator<Item = Piece> {
         let s = sector + (at / SECTOR_SIZE) as u64;
         let first = s % SECTORS_PER_BLOCK;
         let count = (SECTORS_PER_BLOCK - first).min(((len - at) / SECTOR_SIZE) as u64);
-        let p = Piece { block: s / SECTORS_PER_BLOCK, first, count, at, len: count as usize * SECTOR_SIZE };
+        let p = Piece {
+            block: s / SECTORS_PER_BLOCK,
+            first,
+            count,
+            at,
+            len: count as usize * SECTOR_SIZE,
+        };
         at += p.len;
         Some(p)
     })
@@ -126,7 +132,12 @@ impl BlockCache {
     /// A run is gathered straight from its blocks' buffers (`write_gather`: no copy; blocks
     /// that happen to be adjacent in memory become one piece).
     fn write_back(&self, inner: &mut Inner) -> VfsResult<()> {
-        let dirty: Vec<u64> = inner.map.iter().filter(|(_, e)| e.dirty != 0).map(|(&b, _)| b).collect();
+        let dirty: Vec<u64> = inner
+            .map
+            .iter()
+            .filter(|(_, e)| e.dirty != 0)
+            .map(|(&b, _)| b)
+            .collect();
         if dirty.is_empty() {
             return Ok(());
         }
@@ -138,7 +149,10 @@ impl BlockCache {
             let start = dirty[i];
             let mut n = 1;
             if whole(start) {
-                while i + n < dirty.len() && n < MAX_RUN && dirty[i + n] == start + n as u64 && whole(start + n as u64)
+                while i + n < dirty.len()
+                    && n < MAX_RUN
+                    && dirty[i + n] == start + n as u64
+                    && whole(start + n as u64)
                 {
                     n += 1;
                 }
@@ -146,11 +160,15 @@ impl BlockCache {
                 for k in 0..n {
                     let block: &[u8] = &map.get(&(start + k as u64)).ok_or(VfsError::Io)?.data[..];
                     match pieces.last_mut() {
-                        Some(prev) if prev.as_ptr() as usize + prev.len() == block.as_ptr() as usize => {
+                        Some(prev)
+                            if prev.as_ptr() as usize + prev.len() == block.as_ptr() as usize =>
+                        {
                             // SAFETY: two blocks of `map`, adjacent in memory and both borrowed
                             // (the cache is locked) until the write returns: their union is one
                             // live, readable range.
-                            *prev = unsafe { core::slice::from_raw_parts(prev.as_ptr(), prev.len() + BLOCK_SIZE) };
+                            *prev = unsafe {
+                                core::slice::from_raw_parts(prev.as_ptr(), prev.len() + BLOCK_SIZE)
+                            };
                         }
                         _ => pieces.push(block),
                     }
@@ -174,7 +192,10 @@ impl BlockCache {
             }
             i += n;
         }
-        let batch: Vec<(u64, &[&[u8]])> = runs.iter().map(|(s, pieces)| (*s, pieces.as_slice())).collect();
+        let batch: Vec<(u64, &[&[u8]])> = runs
+            .iter()
+            .map(|(s, pieces)| (*s, pieces.as_slice()))
+            .collect();
         self.dev.write_gather(&batch)?;
         for b in dirty {
             if let Some(e) = inner.map.get_mut(&b) {
@@ -188,8 +209,12 @@ impl BlockCache {
     /// Make room for one more block.
     fn evict_one(&self, inner: &mut Inner) -> VfsResult<()> {
         while inner.map.len() >= inner.capacity {
-            let Some(b) = inner.clock.pop_front() else { return Ok(()) };
-            let Some(e) = inner.map.get_mut(&b) else { continue };
+            let Some(b) = inner.clock.pop_front() else {
+                return Ok(());
+            };
+            let Some(e) = inner.map.get_mut(&b) else {
+                continue;
+            };
             if e.referenced {
                 e.referenced = false;
                 inner.clock.push_back(b);
@@ -240,7 +265,16 @@ impl BlockCache {
                 let mut data = Box::new([0u8; BLOCK_SIZE]);
                 data.copy_from_slice(src);
                 // New blocks enter referenced (clock): a full sweep must pass before they go.
-                self.insert(inner, blk, Entry { data, valid: FULL, dirty: 0, referenced: true })?;
+                self.insert(
+                    inner,
+                    blk,
+                    Entry {
+                        data,
+                        valid: FULL,
+                        dirty: 0,
+                        referenced: true,
+                    },
+                )?;
             }
         }
         inner.next_sequential = b + n as u64;
@@ -253,7 +287,9 @@ impl BlockCache {
         self.dev.read_sectors(sector, buf)?;
         // Clean cached sectors equal the disk; lay the dirty ones over what it returned.
         for p in pieces(sector, buf.len()) {
-            let Some(e) = inner.map.get(&p.block) else { continue };
+            let Some(e) = inner.map.get(&p.block) else {
+                continue;
+            };
             for s in p.first..p.first + p.count {
                 if e.dirty & (1 << s) != 0 {
                     let o = p.at + ((s - p.first) as usize) * SECTOR_SIZE;
@@ -270,7 +306,9 @@ impl BlockCache {
         self.dev.write_sectors(sector, buf)?;
         // Cached copies of the written sectors now equal the disk: refresh them, clean.
         for p in pieces(sector, buf.len()) {
-            let Some(e) = inner.map.get_mut(&p.block) else { continue };
+            let Some(e) = inner.map.get_mut(&p.block) else {
+                continue;
+            };
             e.data[p.in_block()].copy_from_slice(&buf[p.at..p.at + p.len]);
             e.valid |= p.mask();
             let was_dirty = e.dirty != 0;
@@ -326,13 +364,20 @@ impl BlockDevice for BlockCache {
         let (mut hits, mut misses) = (0, 0);
         for p in pieces(sector, buf.len()) {
             let need = p.mask();
-            if inner.map.get(&p.block).is_some_and(|e| e.valid & need == need) {
+            if inner
+                .map
+                .get(&p.block)
+                .is_some_and(|e| e.valid & need == need)
+            {
                 hits += 1;
             } else {
                 misses += 1;
                 let remaining_blocks = (buf.len() - p.at).div_ceil(BLOCK_SIZE) + 1;
-                let want =
-                    if p.block == inner.next_sequential { remaining_blocks.max(READ_AHEAD) } else { remaining_blocks };
+                let want = if p.block == inner.next_sequential {
+                    remaining_blocks.max(READ_AHEAD)
+                } else {
+                    remaining_blocks
+                };
                 self.fill(&mut inner, p.block, want.min(MAX_RUN))?;
             }
             let dst = &mut buf[p.at..p.at + p.len];
@@ -343,7 +388,9 @@ impl BlockDevice for BlockCache {
                 }
                 // Evicted by its own fill (a cache smaller than the run): the disk has the
                 // data, since a block that is not cached cannot be dirty.
-                None => self.dev.read_sectors(p.block * SECTORS_PER_BLOCK + p.first, dst)?,
+                None => self
+                    .dev
+                    .read_sectors(p.block * SECTORS_PER_BLOCK + p.first, dst)?,
             }
         }
         crate::counters::add_cache(hits, misses);
@@ -358,7 +405,12 @@ impl BlockDevice for BlockCache {
         }
         for p in pieces(sector, buf.len()) {
             if !inner.map.contains_key(&p.block) {
-                let entry = Entry { data: Box::new([0u8; BLOCK_SIZE]), valid: 0, dirty: 0, referenced: true };
+                let entry = Entry {
+                    data: Box::new([0u8; BLOCK_SIZE]),
+                    valid: 0,
+                    dirty: 0,
+                    referenced: true,
+                };
                 self.insert(&mut inner, p.block, entry)?;
             }
             let mut newly_dirty = false;

@@ -136,7 +136,12 @@ impl Device {
         // SAFETY: the buffers that were added with `t` (a flush: header and status).
         match unsafe { self.queue.pop_used(t, &device_reads, &mut device_writes) } {
             Ok(_) if head[HEADER_LEN] == S_OK => {}
-            r => log::warn!("{}: background flush failed ({:?}, status {})", name, r.err(), head[HEADER_LEN]),
+            r => log::warn!(
+                "{}: background flush failed ({:?}, status {})",
+                name,
+                r.err(),
+                head[HEADER_LEN]
+            ),
         }
         true
     }
@@ -182,7 +187,10 @@ impl Request<'_> {
 /// The device-readable and device-writable buffer lists of a request, in the order the
 /// virtio-blk layout wants them: header, [data out], | [data in], status. Built the same way
 /// for `add` and for `pop_used`, which must be given the same buffers.
-fn buffers<'r>(head: &'r mut [u8; HEADER_LEN + 1], data: &'r mut Data<'_>) -> (Vec<&'r [u8]>, Vec<&'r mut [u8]>) {
+fn buffers<'r>(
+    head: &'r mut [u8; HEADER_LEN + 1],
+    data: &'r mut Data<'_>,
+) -> (Vec<&'r [u8]>, Vec<&'r mut [u8]>) {
     let (header, status) = head.split_at_mut(HEADER_LEN);
     match data {
         Data::None => (vec![&*header], vec![status]),
@@ -238,15 +246,21 @@ impl VirtioDisk {
         transport.set_status(DeviceStatus::ACKNOWLEDGE | DeviceStatus::DRIVER);
         let features = transport.read_device_features() & WANTED_FEATURES;
         transport.write_driver_features(features);
-        let negotiating = DeviceStatus::ACKNOWLEDGE | DeviceStatus::DRIVER | DeviceStatus::FEATURES_OK;
+        let negotiating =
+            DeviceStatus::ACKNOWLEDGE | DeviceStatus::DRIVER | DeviceStatus::FEATURES_OK;
         transport.set_status(negotiating);
         let fail = |transport: &mut MmioTransport<'static>, why: String| {
             transport.set_status(negotiating | DeviceStatus::FAILED);
             Err(why)
         };
         // Only a virtio 1.x device may refuse the features by clearing FEATURES_OK.
-        if features & F_VERSION_1 != 0 && !transport.get_status().contains(DeviceStatus::FEATURES_OK) {
-            return fail(&mut transport, alloc::format!("device refused features {:#x}", features));
+        if features & F_VERSION_1 != 0
+            && !transport.get_status().contains(DeviceStatus::FEATURES_OK)
+        {
+            return fail(
+                &mut transport,
+                alloc::format!("device refused features {:#x}", features),
+            );
         }
         transport.set_guest_page_size(PAGE_SIZE as u32);
 
@@ -254,13 +268,21 @@ impl VirtioDisk {
         if offered < QUEUE_SIZE as u32 {
             return fail(
                 &mut transport,
-                alloc::format!("device offers a queue of {} entries; this driver needs {}", offered, QUEUE_SIZE),
+                alloc::format!(
+                    "device offers a queue of {} entries; this driver needs {}",
+                    offered,
+                    QUEUE_SIZE
+                ),
             );
         }
         let config = transport.read_consistent(|| {
             let low: u32 = transport.read_config_space(CFG_CAPACITY_LOW)?;
             let high: u32 = transport.read_config_space(CFG_CAPACITY_HIGH)?;
-            let seg_max: u32 = if features & F_SEG_MAX != 0 { transport.read_config_space(CFG_SEG_MAX)? } else { 0 };
+            let seg_max: u32 = if features & F_SEG_MAX != 0 {
+                transport.read_config_space(CFG_SEG_MAX)?
+            } else {
+                0
+            };
             Ok((u64::from(low) | (u64::from(high) << 32), seg_max))
         });
         let (sectors, seg_max) = match config {
@@ -270,7 +292,11 @@ impl VirtioDisk {
         // Without SEG_MAX the device takes any count; a device claiming 0 gets 1 (a request
         // needs at least one data piece).
         let chain_room = QUEUE_SIZE - 2;
-        let max_segments = if features & F_SEG_MAX != 0 { (seg_max as usize).clamp(1, chain_room) } else { chain_room };
+        let max_segments = if features & F_SEG_MAX != 0 {
+            (seg_max as usize).clamp(1, chain_room)
+        } else {
+            chain_room
+        };
         let indirect = features & F_RING_INDIRECT_DESC != 0;
         let queue = match VirtQueue::new(&mut transport, QUEUE, indirect, false) {
             Ok(q) => q,
@@ -286,7 +312,12 @@ impl VirtioDisk {
             if indirect { ", indirect" } else { "" }
         );
         Ok(VirtioDisk {
-            dev: Mutex::new(Device { transport, queue, broken: false, behind: None }),
+            dev: Mutex::new(Device {
+                transport,
+                queue,
+                broken: false,
+                behind: None,
+            }),
             sectors,
             max_segments,
             read_only: features & F_RO != 0,
@@ -314,7 +345,9 @@ impl VirtioDisk {
         loop {
             let mut added = false;
             while result.is_ok() {
-                let Some(mut req) = waiting.take().or_else(|| pending.next()) else { break };
+                let Some(mut req) = waiting.take().or_else(|| pending.next()) else {
+                    break;
+                };
                 let mut head = req.header();
                 let (device_reads, mut device_writes) = buffers(&mut head, &mut req.data);
                 // SAFETY: every buffer stays valid and untouched until its token is popped
@@ -333,7 +366,9 @@ impl VirtioDisk {
                         inflight.push(InFlight { token, head, req });
                         added = true;
                     }
-                    Err(virtio_drivers::Error::QueueFull) if !inflight.is_empty() || dev.behind.is_some() => {
+                    Err(virtio_drivers::Error::QueueFull)
+                        if !inflight.is_empty() || dev.behind.is_some() =>
+                    {
                         waiting = Some(req);
                         break;
                     }
@@ -370,7 +405,11 @@ impl VirtioDisk {
             match popped {
                 Ok(_) if done.head[HEADER_LEN] == S_OK => {}
                 Ok(_) => {
-                    let why = alloc::format!("sector {}: status {}", done.req.sector, done.head[HEADER_LEN]);
+                    let why = alloc::format!(
+                        "sector {}: status {}",
+                        done.req.sector,
+                        done.head[HEADER_LEN]
+                    );
                     result = result.and(Err(self.io_err(what, why)));
                 }
                 Err(e) => {
@@ -389,7 +428,10 @@ impl VirtioDisk {
         dev.transport.set_status(DeviceStatus::empty());
         dev.broken = true;
         dev.behind = None; // the device no longer touches its buffers
-        log::error!("{}: device reset after a protocol error; further I/O fails", self.name);
+        log::error!(
+            "{}: device reset after a protocol error; further I/O fails",
+            self.name
+        );
     }
 
     /// Check a run of `pieces` from `sector` (every piece whole sectors, the run inside the
@@ -416,9 +458,18 @@ impl VirtioDisk {
         }
         let mut requests = Vec::new();
         for &(sector, pieces) in runs {
-            split_run(sector, pieces.iter().copied(), self.max_segments, |at, data| {
-                requests.push(Request { kind: T_OUT, sector: at, data: Data::Out(data) })
-            });
+            split_run(
+                sector,
+                pieces.iter().copied(),
+                self.max_segments,
+                |at, data| {
+                    requests.push(Request {
+                        kind: T_OUT,
+                        sector: at,
+                        data: Data::Out(data),
+                    })
+                },
+            );
         }
         Ok(requests)
     }
@@ -497,9 +548,18 @@ impl BlockDevice for VirtioDisk {
     fn read_scatter(&self, sector: u64, pieces: &mut [&mut [u8]]) -> VfsResult<()> {
         self.check_pieces(sector, pieces.iter().map(|p| p.len()))?;
         let mut requests = Vec::new();
-        split_run(sector, pieces.iter_mut().map(|p| &mut **p), self.max_segments, |at, data| {
-            requests.push(Request { kind: T_IN, sector: at, data: Data::In(data) })
-        });
+        split_run(
+            sector,
+            pieces.iter_mut().map(|p| &mut **p),
+            self.max_segments,
+            |at, data| {
+                requests.push(Request {
+                    kind: T_IN,
+                    sector: at,
+                    data: Data::In(data),
+                })
+            },
+        );
         self.run("read", requests)
     }
 
@@ -509,8 +569,10 @@ impl BlockDevice for VirtioDisk {
 
     /// Each run as its own request(s), all in flight together.
     fn write_runs(&self, runs: &[(u64, &[u8])]) -> VfsResult<()> {
-        let pieces: Vec<(u64, &[&[u8]])> =
-            runs.iter().map(|(sector, bytes)| (*sector, core::slice::from_ref(bytes))).collect();
+        let pieces: Vec<(u64, &[&[u8]])> = runs
+            .iter()
+            .map(|(sector, bytes)| (*sector, core::slice::from_ref(bytes)))
+            .collect();
         self.write_gather(&pieces)
     }
 
@@ -527,7 +589,14 @@ impl BlockDevice for VirtioDisk {
         if !self.has_flush {
             return Ok(());
         }
-        self.run("flush", vec![Request { kind: T_FLUSH, sector: 0, data: Data::None }])
+        self.run(
+            "flush",
+            vec![Request {
+                kind: T_FLUSH,
+                sector: 0,
+                data: Data::None,
+            }],
+        )
     }
 
     /// Submit a flush and return without waiting for it (at most one in flight; none if one
@@ -547,7 +616,11 @@ impl BlockDevice for VirtioDisk {
                 return;
             }
         }
-        let mut req = Request { kind: T_FLUSH, sector: 0, data: Data::None };
+        let mut req = Request {
+            kind: T_FLUSH,
+            sector: 0,
+            data: Data::None,
+        };
         let mut head = req.header();
         let (device_reads, mut device_writes) = buffers(&mut head, &mut req.data);
         // SAFETY: the header/status box moves into `dev.behind` and stays alive until the
@@ -572,7 +645,9 @@ pub fn probe(mut slots: Vec<(usize, usize)>) -> Vec<Arc<VirtioDisk>> {
     slots.sort_unstable_by_key(|s| core::cmp::Reverse(s.0));
     let mut disks = Vec::new();
     for (base, size) in slots {
-        let Some(header) = NonNull::new(base as *mut VirtIOHeader) else { continue };
+        let Some(header) = NonNull::new(base as *mut VirtIOHeader) else {
+            continue;
+        };
         // SAFETY: `base`/`size` describe a virtio MMIO region from the device tree, identity
         // mapped and used by nothing else for the life of the kernel.
         let transport = match unsafe { MmioTransport::new(header, size) } {

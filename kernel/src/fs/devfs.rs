@@ -12,7 +12,8 @@ use alloc::vec::Vec;
 use core::any::Any;
 
 use vfs::{
-    BlockDevice, DirEntry, FileSystem, FileType, Metadata, Node, NodeRef, Timestamp, VfsError, VfsResult, SECTOR_SIZE,
+    BlockDevice, DirEntry, FileSystem, FileType, Metadata, Node, NodeRef, Timestamp, VfsError,
+    VfsResult, SECTOR_SIZE,
 };
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -44,16 +45,43 @@ pub struct DiskNode {
 impl DevFs {
     pub fn new(disks: Vec<(String, Arc<dyn BlockDevice>)>) -> Arc<DevFs> {
         let mut entries: Vec<(String, NodeRef)> = vec![
-            (String::from("console"), Arc::new(CharDev { kind: Kind::Console, ino: 2 })),
-            (String::from("null"), Arc::new(CharDev { kind: Kind::Null, ino: 3 })),
-            (String::from("zero"), Arc::new(CharDev { kind: Kind::Zero, ino: 4 })),
+            (
+                String::from("console"),
+                Arc::new(CharDev {
+                    kind: Kind::Console,
+                    ino: 2,
+                }),
+            ),
+            (
+                String::from("null"),
+                Arc::new(CharDev {
+                    kind: Kind::Null,
+                    ino: 3,
+                }),
+            ),
+            (
+                String::from("zero"),
+                Arc::new(CharDev {
+                    kind: Kind::Zero,
+                    ino: 4,
+                }),
+            ),
         ];
         for (i, (name, dev)) in disks.into_iter().enumerate() {
             // Linux's virtio-blk major is dynamic; 254 is what it usually gets.
             let rdev = (254 << 8) | (i as u64 * 16);
-            entries.push((name, Arc::new(DiskNode { dev, ino: 10 + i as u64, rdev })));
+            entries.push((
+                name,
+                Arc::new(DiskNode {
+                    dev,
+                    ino: 10 + i as u64,
+                    rdev,
+                }),
+            ));
         }
-        Arc::new(DevFs { root: Arc::new(DevDir { entries }) })
+        Arc::new(DevFs {
+            root: Arc::new(DevDir { entries }),
+        })
     }
 }
 
@@ -65,7 +93,12 @@ impl FileSystem for DevFs {
         Ok(self.root.clone())
     }
     fn statfs(&self) -> VfsResult<vfs::FsStats> {
-        Ok(vfs::FsStats { fs_type: 0x1373, block_size: 4096, name_max: 255, ..Default::default() })
+        Ok(vfs::FsStats {
+            fs_type: 0x1373,
+            block_size: 4096,
+            name_max: 255,
+            ..Default::default()
+        })
     }
 }
 
@@ -95,7 +128,11 @@ impl Node for DevDir {
         Ok(meta(1, FileType::Directory, 0o755, 0, 0))
     }
     fn lookup(&self, name: &str) -> VfsResult<NodeRef> {
-        self.entries.iter().find(|(n, _)| n == name).map(|(_, node)| node.clone()).ok_or(VfsError::NotFound)
+        self.entries
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, node)| node.clone())
+            .ok_or(VfsError::NotFound)
     }
     fn create(&self, name: &str, _new: &vfs::NewNode) -> VfsResult<NodeRef> {
         match self.lookup(name) {
@@ -117,7 +154,12 @@ impl Node for DevDir {
                     None => return Ok(()),
                 },
             };
-            if !sink(DirEntry { ino, ftype, name, next_cookie: i as u64 + 1 }) {
+            if !sink(DirEntry {
+                ino,
+                ftype,
+                name,
+                next_cookie: i as u64 + 1,
+            }) {
                 return Ok(());
             }
             i += 1;
@@ -181,7 +223,12 @@ impl Node for CharDev {
 
 impl DiskNode {
     /// Read or write the byte range [offset, offset + len) with sector-aligned requests.
-    fn rw(&self, offset: u64, len: usize, mut op: impl FnMut(u64, usize, usize, &mut Vec<u8>) -> VfsResult<()>) -> VfsResult<usize> {
+    fn rw(
+        &self,
+        offset: u64,
+        len: usize,
+        mut op: impl FnMut(u64, usize, usize, &mut Vec<u8>) -> VfsResult<()>,
+    ) -> VfsResult<usize> {
         let size = self.dev.size_bytes();
         if offset >= size {
             return Ok(0);
@@ -210,7 +257,13 @@ impl Node for DiskNode {
         self
     }
     fn getattr(&self) -> VfsResult<Metadata> {
-        Ok(meta(self.ino, FileType::BlockDevice, 0o660, self.dev.size_bytes(), self.rdev))
+        Ok(meta(
+            self.ino,
+            FileType::BlockDevice,
+            0o660,
+            self.dev.size_bytes(),
+            self.rdev,
+        ))
     }
     fn setattr(&self, _attr: &vfs::SetAttr) -> VfsResult<Metadata> {
         self.getattr()

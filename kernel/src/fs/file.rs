@@ -26,7 +26,12 @@ pub struct OpenFile {
 }
 
 impl OpenFile {
-    pub fn new(loc: Loc, readable: bool, writable: bool, status_flags: u32) -> Result<Arc<OpenFile>, Errno> {
+    pub fn new(
+        loc: Loc,
+        readable: bool,
+        writable: bool,
+        status_flags: u32,
+    ) -> Result<Arc<OpenFile>, Errno> {
         let ftype = loc.node.ftype()?;
         loc.node.open()?;
         Ok(Arc::new(OpenFile {
@@ -60,7 +65,10 @@ impl OpenFile {
 
     /// Whether the description has a position (not a terminal, pipe or socket).
     pub fn seekable(&self) -> bool {
-        !matches!(self.ftype, vfs::FileType::CharDevice | vfs::FileType::Fifo | vfs::FileType::Socket)
+        !matches!(
+            self.ftype,
+            vfs::FileType::CharDevice | vfs::FileType::Fifo | vfs::FileType::Socket
+        )
     }
 
     pub fn append(&self) -> bool {
@@ -116,7 +124,12 @@ impl FdTable {
     }
 
     /// Install at the lowest free descriptor >= `min`.
-    pub fn install_from(&mut self, min: usize, file: Arc<OpenFile>, cloexec: bool) -> Result<i32, Errno> {
+    pub fn install_from(
+        &mut self,
+        min: usize,
+        file: Arc<OpenFile>,
+        cloexec: bool,
+    ) -> Result<i32, Errno> {
         let mut fd = min;
         while fd < self.slots.len() && self.slots[fd].is_some() {
             fd += 1;
@@ -133,26 +146,45 @@ impl FdTable {
     }
 
     /// Put `file` at `fd`, returning what was there (closed by the caller dropping it).
-    pub fn install_at(&mut self, fd: usize, file: Arc<OpenFile>, cloexec: bool) -> Option<Arc<OpenFile>> {
+    pub fn install_at(
+        &mut self,
+        fd: usize,
+        file: Arc<OpenFile>,
+        cloexec: bool,
+    ) -> Option<Arc<OpenFile>> {
         if self.slots.len() <= fd {
             self.slots.resize(fd + 1, None);
         }
-        self.slots[fd].replace(Slot { file, cloexec }).map(|s| s.file)
+        self.slots[fd]
+            .replace(Slot { file, cloexec })
+            .map(|s| s.file)
     }
 
     pub fn close(&mut self, fd: i32) -> Result<Arc<OpenFile>, Errno> {
         let i = usize::try_from(fd).map_err(|_| Errno::EBADF)?;
-        self.slots.get_mut(i).and_then(|s| s.take()).map(|s| s.file).ok_or(Errno::EBADF)
+        self.slots
+            .get_mut(i)
+            .and_then(|s| s.take())
+            .map(|s| s.file)
+            .ok_or(Errno::EBADF)
     }
 
     pub fn cloexec(&self, fd: i32) -> Result<bool, Errno> {
         let i = usize::try_from(fd).map_err(|_| Errno::EBADF)?;
-        self.slots.get(i).and_then(|s| s.as_ref()).map(|s| s.cloexec).ok_or(Errno::EBADF)
+        self.slots
+            .get(i)
+            .and_then(|s| s.as_ref())
+            .map(|s| s.cloexec)
+            .ok_or(Errno::EBADF)
     }
 
     pub fn set_cloexec(&mut self, fd: i32, on: bool) -> Result<(), Errno> {
         let i = usize::try_from(fd).map_err(|_| Errno::EBADF)?;
-        let s = self.slots.get_mut(i).and_then(|s| s.as_mut()).ok_or(Errno::EBADF)?;
+        let s = self
+            .slots
+            .get_mut(i)
+            .and_then(|s| s.as_mut())
+            .ok_or(Errno::EBADF)?;
         s.cloexec = on;
         Ok(())
     }

@@ -44,14 +44,21 @@ pub fn mount(path: &str, fs: Arc<dyn FileSystem>) -> Result<(), Errno> {
         match parent.node.lookup(&name) {
             Ok(_) => {}
             Err(vfs::VfsError::NotFound) => {
-                parent.node.create(&name, &vfs::NewNode::new(vfs::FileType::Directory, 0o755))?;
+                parent
+                    .node
+                    .create(&name, &vfs::NewNode::new(vfs::FileType::Directory, 0o755))?;
             }
             Err(e) => return Err(e.into()),
         }
     }
     let mut m = MOUNTS.write();
     let id = m.len() + 1;
-    m.push(Arc::new(Mount { path: String::from(path), fs, root, id }));
+    m.push(Arc::new(Mount {
+        path: String::from(path),
+        fs,
+        root,
+        id,
+    }));
     Ok(())
 }
 

@@ -22,7 +22,11 @@ pub struct Loc {
 impl Loc {
     pub fn root() -> Result<Loc, Errno> {
         let m = mount_at("/").ok_or(Errno::ENOENT)?;
-        Ok(Loc { node: m.root.clone(), path: String::from("/"), mount: m })
+        Ok(Loc {
+            node: m.root.clone(),
+            path: String::from("/"),
+            mount: m,
+        })
     }
 
     /// The location of a canonical absolute path (cwd, descriptor paths).
@@ -56,10 +60,16 @@ impl Walk {
             return Err(Errno::ENAMETOOLONG);
         }
         if path.starts_with('/') {
-            return Ok(Walk { stack: alloc::vec![Loc::root()?], symlinks: 0 });
+            return Ok(Walk {
+                stack: alloc::vec![Loc::root()?],
+                symlinks: 0,
+            });
         }
         // Start at the base; its ancestors are looked up only if `..` climbs above it.
-        Ok(Walk { stack: alloc::vec![base.clone()], symlinks: 0 })
+        Ok(Walk {
+            stack: alloc::vec![base.clone()],
+            symlinks: 0,
+        })
     }
 
     /// Replace a lone non-root bottom entry with the chain of directories from the root to it
@@ -67,7 +77,10 @@ impl Walk {
     fn expand_bottom(&mut self) -> Result<(), Errno> {
         if self.stack.len() == 1 && self.stack[0].path != "/" {
             let bottom = self.stack[0].path.clone();
-            let mut w = Walk { stack: alloc::vec![Loc::root()?], symlinks: 0 };
+            let mut w = Walk {
+                stack: alloc::vec![Loc::root()?],
+                symlinks: 0,
+            };
             w.walk(components(&bottom), true)?;
             self.stack = w.stack;
         }
@@ -89,10 +102,18 @@ impl Walk {
         }
         let path = join(&dir.path, name);
         if let Some(m) = mount_at(&path) {
-            return Ok(Loc { node: m.root.clone(), path, mount: m });
+            return Ok(Loc {
+                node: m.root.clone(),
+                path,
+                mount: m,
+            });
         }
         let node = dir.node.lookup(name)?;
-        Ok(Loc { node, path, mount: dir.mount.clone() })
+        Ok(Loc {
+            node,
+            path,
+            mount: dir.mount.clone(),
+        })
     }
 
     /// Walk the components; the last one is followed if it is a symlink only when
@@ -143,7 +164,10 @@ impl Walk {
 }
 
 fn components(path: &str) -> VecDeque<String> {
-    path.split('/').filter(|c| !c.is_empty()).map(String::from).collect()
+    path.split('/')
+        .filter(|c| !c.is_empty())
+        .map(String::from)
+        .collect()
 }
 
 /// Resolve `path` relative to `base`.
@@ -176,7 +200,10 @@ pub enum Special {
 /// A path whose last component is not a plain name gives `Err(Ok(special))`: each call maps
 /// that to its own errno, as Linux does (rmdir `..` is ENOTEMPTY, unlink `.` is EISDIR, ...),
 /// after the parent itself resolved.
-pub fn resolve_parent_or_special(base: &Loc, path: &str) -> Result<(Loc, String), Result<Special, Errno>> {
+pub fn resolve_parent_or_special(
+    base: &Loc,
+    path: &str,
+) -> Result<(Loc, String), Result<Special, Errno>> {
     if path.is_empty() {
         return Err(Err(Errno::ENOENT));
     }
@@ -199,7 +226,11 @@ pub fn resolve_parent_or_special(base: &Loc, path: &str) -> Result<(Loc, String)
 
 /// [`resolve_parent_or_special`] for calls that give one errno (`special_errno`) whatever
 /// the special last component is.
-pub fn resolve_parent_as(base: &Loc, path: &str, special_errno: Errno) -> Result<(Loc, String), Errno> {
+pub fn resolve_parent_as(
+    base: &Loc,
+    path: &str,
+    special_errno: Errno,
+) -> Result<(Loc, String), Errno> {
     resolve_parent_or_special(base, path).map_err(|e| e.map_or_else(|e| e, |_| special_errno))
 }
 

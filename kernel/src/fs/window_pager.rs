@@ -54,7 +54,9 @@ impl Pager for WindowPager {
 
     fn read_into_pieces(&self, offset: u64, dst: &mut [&mut [u8]]) -> Result<()> {
         let offset = usize::try_from(offset).map_err(|_| Error::Io)?;
-        self.window.read_into_pieces(offset, dst).map_err(|_| Error::Io)
+        self.window
+            .read_into_pieces(offset, dst)
+            .map_err(|_| Error::Io)
     }
 
     fn direct_reads(&self) -> bool {

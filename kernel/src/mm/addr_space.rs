@@ -109,7 +109,12 @@ impl AddrSpace {
 
     /// Remove [start, end) from every area, unmapping and freeing its pages.
     fn remove_range(&mut self, start: usize, end: usize) {
-        let hit: Vec<Area> = self.areas.range(..end).map(|(_, a)| *a).filter(|a| a.end > start).collect();
+        let hit: Vec<Area> = self
+            .areas
+            .range(..end)
+            .map(|(_, a)| *a)
+            .filter(|a| a.end > start)
+            .collect();
         for a in hit {
             self.areas.remove(&a.start);
             if a.start < start {
@@ -210,12 +215,17 @@ impl AddrSpace {
                     self.areas.get_mut(&a.start).ok_or(Errno::ENOEXEC)?.perm |= perm;
                     s = a_end;
                 } else {
-                    let next = self.areas.range(s..).next().map_or(stop, |(&k, _)| k.min(stop));
+                    let next = self
+                        .areas
+                        .range(s..)
+                        .next()
+                        .map_or(stop, |(&k, _)| k.min(stop));
                     self.add_area(s, next, perm).map_err(|_| Errno::ENOEXEC)?;
                     s = next;
                 }
             }
-            self.copy_to_user(va, &image[off..off + filesz]).map_err(|_| Errno::ENOEXEC)?;
+            self.copy_to_user(va, &image[off..off + filesz])
+                .map_err(|_| Errno::ENOEXEC)?;
             image_end = image_end.max(stop);
         }
         if image_end == 0 {
@@ -325,7 +335,13 @@ impl AddrSpace {
     }
 
     /// Anonymous `mmap`: returns the address of a new zero-filled area.
-    pub fn mmap_anon(&mut self, hint: usize, len: usize, perm: Perm, fixed: bool) -> Result<usize, Errno> {
+    pub fn mmap_anon(
+        &mut self,
+        hint: usize,
+        len: usize,
+        perm: Perm,
+        fixed: bool,
+    ) -> Result<usize, Errno> {
         if len == 0 {
             return Err(Errno::EINVAL);
         }
@@ -336,7 +352,10 @@ impl AddrSpace {
         }
         let len = page_ceil(len);
         if fixed {
-            if !hint.is_multiple_of(PAGE_SIZE) || hint < USER_BASE || hint.checked_add(len).is_none_or(|e| e > USER_END) {
+            if !hint.is_multiple_of(PAGE_SIZE)
+                || hint < USER_BASE
+                || hint.checked_add(len).is_none_or(|e| e > USER_END)
+            {
                 return Err(Errno::EINVAL);
             }
             self.remove_range(hint, hint + len);
@@ -380,14 +399,26 @@ impl AddrSpace {
             let a = self.area_of(s).ok_or(Errno::ENOMEM)?;
             s = a.end;
         }
-        let hit: Vec<Area> = self.areas.range(..end).map(|(_, a)| *a).filter(|a| a.end > addr).collect();
+        let hit: Vec<Area> = self
+            .areas
+            .range(..end)
+            .map(|(_, a)| *a)
+            .filter(|a| a.end > addr)
+            .collect();
         for a in hit {
             self.areas.remove(&a.start);
             if a.start < addr {
                 self.areas.insert(a.start, Area { end: addr, ..a });
             }
             let (ms, me) = (a.start.max(addr), a.end.min(end));
-            self.areas.insert(ms, Area { start: ms, end: me, perm });
+            self.areas.insert(
+                ms,
+                Area {
+                    start: ms,
+                    end: me,
+                    perm,
+                },
+            );
             if a.end > end {
                 self.areas.insert(end, Area { start: end, ..a });
             }

@@ -14,7 +14,11 @@ struct Pool {
     free: Vec<usize>,
 }
 
-static POOL: Mutex<Pool> = Mutex::new(Pool { next: 0, end: 0, free: Vec::new() });
+static POOL: Mutex<Pool> = Mutex::new(Pool {
+    next: 0,
+    end: 0,
+    free: Vec::new(),
+});
 
 pub fn init(start: usize, end: usize) {
     let mut p = POOL.lock();

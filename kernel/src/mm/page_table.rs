@@ -47,7 +47,8 @@ pub fn init_kernel(ram_end: usize) {
             gib += GIB;
         }
     }
-    let t = KERNEL_TABLE.call_once(|| PageTable::new().expect("no memory for the kernel page table"));
+    let t =
+        KERNEL_TABLE.call_once(|| PageTable::new().expect("no memory for the kernel page table"));
     t.activate();
 }
 
@@ -69,23 +70,36 @@ pub fn add_kernel_subtree(index: usize, table_pa: usize) {
 /// read-write, not user-accessible. Allocates the level-0 table if needed; false when out of
 /// memory. The caller flushes the TLB entry.
 pub fn map_kernel_page(va: usize, pa: usize, level0_tables: &mut Vec<Frame>) -> bool {
-    let root = KERNEL_ROOT_ENTRIES.lock().iter().find(|(i, _)| *i == (va >> 30) & 0x1ff).map(|&(_, e)| e);
+    let root = KERNEL_ROOT_ENTRIES
+        .lock()
+        .iter()
+        .find(|(i, _)| *i == (va >> 30) & 0x1ff)
+        .map(|&(_, e)| e);
     let Some(root_pte) = root else { return false };
     let l1 = PageTable::words_at((root_pte >> 10) << 12);
     let i1 = (va >> 21) & 0x1ff;
     if l1[i1] & PteFlags::V.bits() == 0 {
-        let Some(f) = frame::alloc() else { return false };
+        let Some(f) = frame::alloc() else {
+            return false;
+        };
         l1[i1] = ((f.pa() >> 12) << 10) | PteFlags::V.bits();
         level0_tables.push(f);
     }
     let l0 = PageTable::words_at((l1[i1] >> 10) << 12);
-    l0[(va >> 12) & 0x1ff] = leaf(pa, PteFlags::R | PteFlags::W | PteFlags::G | PteFlags::A | PteFlags::D);
+    l0[(va >> 12) & 0x1ff] = leaf(
+        pa,
+        PteFlags::R | PteFlags::W | PteFlags::G | PteFlags::A | PteFlags::D,
+    );
     true
 }
 
 /// Remove the mapping of kernel page `va` (in a window subtree) and flush its TLB entry.
 pub fn unmap_kernel_page(va: usize) {
-    let root = KERNEL_ROOT_ENTRIES.lock().iter().find(|(i, _)| *i == (va >> 30) & 0x1ff).map(|&(_, e)| e);
+    let root = KERNEL_ROOT_ENTRIES
+        .lock()
+        .iter()
+        .find(|(i, _)| *i == (va >> 30) & 0x1ff)
+        .map(|&(_, e)| e);
     let Some(root_pte) = root else { return };
     let l1 = PageTable::words_at((root_pte >> 10) << 12);
     let e1 = l1[(va >> 21) & 0x1ff];
@@ -117,7 +131,10 @@ impl PageTable {
         for &(i, e) in KERNEL_ROOT_ENTRIES.lock().iter() {
             words[i] = e;
         }
-        Some(PageTable { root, tables: Vec::new() })
+        Some(PageTable {
+            root,
+            tables: Vec::new(),
+        })
     }
 
     fn words(f: &mut Frame) -> &mut [usize] {

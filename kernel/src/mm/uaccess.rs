@@ -18,12 +18,18 @@ use super::{page_floor, PAGE_SIZE};
 /// take a buffer and a length check this first (EFAULT), before clamping the length to what
 /// they will really move, as Linux does.
 pub fn range_ok(va: usize, len: usize) -> bool {
-    va.checked_add(len).is_some_and(|end| end <= super::USER_END)
+    va.checked_add(len)
+        .is_some_and(|end| end <= super::USER_END)
 }
 
 /// The physical pieces backing the user range [va, va + len), in order, coalesced where
 /// frames happen to be contiguous.
-pub fn segments(space: &mut AddrSpace, va: usize, len: usize, access: Access) -> Result<Vec<(usize, usize)>, Errno> {
+pub fn segments(
+    space: &mut AddrSpace,
+    va: usize,
+    len: usize,
+    access: Access,
+) -> Result<Vec<(usize, usize)>, Errno> {
     let mut out: Vec<(usize, usize)> = Vec::new();
     if len == 0 {
         return Ok(out);
@@ -47,7 +53,12 @@ pub fn segments(space: &mut AddrSpace, va: usize, len: usize, access: Access) ->
 /// [`segments`] would return as a single piece), `None` if it is not; no allocation, for the
 /// small reads and writes whose per-call cost matters. Same checks and errors as `segments`,
 /// same counter.
-pub fn contiguous(space: &mut AddrSpace, va: usize, len: usize, access: Access) -> Result<Option<usize>, Errno> {
+pub fn contiguous(
+    space: &mut AddrSpace,
+    va: usize,
+    len: usize,
+    access: Access,
+) -> Result<Option<usize>, Errno> {
     if len == 0 {
         return Ok(None);
     }

@@ -45,7 +45,8 @@ pub const MAX_FAULT_CLUSTER_PAGES: usize = 256;
 /// Bytes `write_direct` calls must have sent since the last background flush for the window to
 /// start another after them ([`BlockDevice::flush_behind`]); 0 = never. Kernel parameter
 /// `dbfs_flush_behind_kib`.
-pub static FLUSH_BEHIND_BYTES: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(256 << 10);
+pub static FLUSH_BEHIND_BYTES: core::sync::atomic::AtomicUsize =
+    core::sync::atomic::AtomicUsize::new(256 << 10);
 
 struct State {
     /// Resident pages by index.
@@ -136,10 +137,21 @@ impl DiskWindow {
         if dst.is_empty() {
             return Ok(());
         }
-        let end = offset.checked_add(dst.len()).filter(|&e| e <= self.len).ok_or(VfsError::InvalidInput)?;
-        let dirty = self.state.lock().dirty.range(offset / PAGE_SIZE..=(end - 1) / PAGE_SIZE).next().is_some();
+        let end = offset
+            .checked_add(dst.len())
+            .filter(|&e| e <= self.len)
+            .ok_or(VfsError::InvalidInput)?;
+        let dirty = self
+            .state
+            .lock()
+            .dirty
+            .range(offset / PAGE_SIZE..=(end - 1) / PAGE_SIZE)
+            .next()
+            .is_some();
         if dirty || !offset.is_multiple_of(SECTOR_SIZE) || !dst.len().is_multiple_of(SECTOR_SIZE) {
-            let src = self.slice(offset, dst.len()).ok_or(VfsError::InvalidInput)?;
+            let src = self
+                .slice(offset, dst.len())
+                .ok_or(VfsError::InvalidInput)?;
             dst.copy_from_slice(src);
             return Ok(());
         }
@@ -155,9 +167,21 @@ impl DiskWindow {
         if total == 0 {
             return Ok(());
         }
-        let end = offset.checked_add(total).filter(|&e| e <= self.len).ok_or(VfsError::InvalidInput)?;
-        let dirty = self.state.lock().dirty.range(offset / PAGE_SIZE..=(end - 1) / PAGE_SIZE).next().is_some();
-        if dirty || !offset.is_multiple_of(SECTOR_SIZE) || pieces.iter().any(|p| !p.len().is_multiple_of(SECTOR_SIZE)) {
+        let end = offset
+            .checked_add(total)
+            .filter(|&e| e <= self.len)
+            .ok_or(VfsError::InvalidInput)?;
+        let dirty = self
+            .state
+            .lock()
+            .dirty
+            .range(offset / PAGE_SIZE..=(end - 1) / PAGE_SIZE)
+            .next()
+            .is_some();
+        if dirty
+            || !offset.is_multiple_of(SECTOR_SIZE)
+            || pieces.iter().any(|p| !p.len().is_multiple_of(SECTOR_SIZE))
+        {
             let mut at = offset;
             for piece in pieces.iter_mut() {
                 self.read_into(at, piece)?;
@@ -210,8 +234,11 @@ impl DiskWindow {
             }
             // SAFETY: frames[k..k + run] are owned by this function, physically contiguous and
             // identity-mapped, so they form one writable kernel buffer nothing else can see.
-            let dst = unsafe { core::slice::from_raw_parts_mut(frames[k].pa() as *mut u8, run * PAGE_SIZE) };
-            self.dev.read_sectors(((index + k) * PAGE_SIZE / SECTOR_SIZE) as u64, dst)?;
+            let dst = unsafe {
+                core::slice::from_raw_parts_mut(frames[k].pa() as *mut u8, run * PAGE_SIZE)
+            };
+            self.dev
+                .read_sectors(((index + k) * PAGE_SIZE / SECTOR_SIZE) as u64, dst)?;
             k += run;
         }
         let st = &mut *st;
@@ -263,7 +290,9 @@ impl DiskWindow {
             // `sync` then hands to the device as one piece (fewer descriptors per request).
             let first = off / PAGE_SIZE;
             let pages = bytes.len() / PAGE_SIZE;
-            let missing: Vec<usize> = (first..first + pages).filter(|p| !st.frames.contains_key(p)).collect();
+            let missing: Vec<usize> = (first..first + pages)
+                .filter(|p| !st.frames.contains_key(p))
+                .collect();
             let mut fresh: Vec<Frame> = Vec::with_capacity(missing.len());
             for _ in 0..missing.len() {
                 let f = match frame::alloc_for_overwrite() {
@@ -280,7 +309,11 @@ impl DiskWindow {
             fresh.sort_unstable_by_key(|f| f.pa());
             for (page, f) in missing.into_iter().zip(fresh) {
                 let st = &mut *st;
-                if !page_table::map_kernel_page(self.base + page * PAGE_SIZE, f.pa(), &mut st.level0_tables) {
+                if !page_table::map_kernel_page(
+                    self.base + page * PAGE_SIZE,
+                    f.pa(),
+                    &mut st.level0_tables,
+                ) {
                     return Err(VfsError::NoMemory);
                 }
                 st.frames.insert(page, f);
@@ -325,8 +358,11 @@ impl DiskWindow {
                 return Err(VfsError::InvalidInput);
             }
             let first = off / PAGE_SIZE;
-            let resident: Vec<usize> =
-                st.frames.range(first..first + bytes.len() / PAGE_SIZE).map(|(&page, _)| page).collect();
+            let resident: Vec<usize> = st
+                .frames
+                .range(first..first + bytes.len() / PAGE_SIZE)
+                .map(|(&page, _)| page)
+                .collect();
             for page in resident {
                 page_table::unmap_kernel_page(self.base + page * PAGE_SIZE);
                 st.frames.remove(&page);
@@ -339,12 +375,15 @@ impl DiskWindow {
                     *len += sectors;
                     match pieces.last_mut() {
                         Some(prev)
-                            if (prev.as_ptr() as usize).checked_add(prev.len()) == Some(bytes.as_ptr() as usize) =>
+                            if (prev.as_ptr() as usize).checked_add(prev.len())
+                                == Some(bytes.as_ptr() as usize) =>
                         {
                             // SAFETY: `prev` and `bytes` are both borrowed for this call and
                             // adjacent in memory, so the joined range is exactly their union:
                             // readable, live, not written while borrowed.
-                            *prev = unsafe { core::slice::from_raw_parts(prev.as_ptr(), prev.len() + bytes.len()) };
+                            *prev = unsafe {
+                                core::slice::from_raw_parts(prev.as_ptr(), prev.len() + bytes.len())
+                            };
                         }
                         _ => pieces.push(bytes),
                     }
@@ -352,7 +391,10 @@ impl DiskWindow {
                 _ => runs.push((sector, alloc::vec![bytes], sectors)),
             }
         }
-        let gathered: Vec<(u64, &[&[u8]])> = runs.iter().map(|(at, pieces, _)| (*at, pieces.as_slice())).collect();
+        let gathered: Vec<(u64, &[&[u8]])> = runs
+            .iter()
+            .map(|(at, pieces, _)| (*at, pieces.as_slice()))
+            .collect();
         // The state lock is held until the device has the bytes: no fault reads these pages
         // from the disk before they are there.
         let r = self.dev.write_gather(&gathered);
@@ -362,7 +404,11 @@ impl DiskWindow {
         // commit's own pages left.
         if r.is_ok() {
             use core::sync::atomic::Ordering::Relaxed;
-            let sent: usize = gathered.iter().flat_map(|g| g.1.iter()).map(|p| p.len()).sum();
+            let sent: usize = gathered
+                .iter()
+                .flat_map(|g| g.1.iter())
+                .map(|p| p.len())
+                .sum();
             let since = self.direct_since_flush.fetch_add(sent, Relaxed) + sent;
             let at = FLUSH_BEHIND_BYTES.load(Relaxed);
             if at > 0 && since >= at {
@@ -395,7 +441,9 @@ impl DiskWindow {
                         Some(prev) if prev.as_ptr() as usize + prev.len() == pa => {
                             // SAFETY: `prev` ends where this frame begins, both frames of the
                             // state held as above: the union is one readable physical range.
-                            *prev = unsafe { core::slice::from_raw_parts(prev.as_ptr(), prev.len() + PAGE_SIZE) };
+                            *prev = unsafe {
+                                core::slice::from_raw_parts(prev.as_ptr(), prev.len() + PAGE_SIZE)
+                            };
                         }
                         _ => pieces.push(frame),
                     }
@@ -404,8 +452,10 @@ impl DiskWindow {
             }
         }
         let sector = |page: usize| (page * PAGE_SIZE / SECTOR_SIZE) as u64;
-        let gathered: Vec<(u64, &[&[u8]])> =
-            runs.iter().map(|(page, pieces, _)| (sector(*page), pieces.as_slice())).collect();
+        let gathered: Vec<(u64, &[&[u8]])> = runs
+            .iter()
+            .map(|(page, pieces, _)| (sector(*page), pieces.as_slice()))
+            .collect();
         self.dev.write_gather(&gathered)?;
         crate::counters::add_window_written(st.dirty.len());
         st.dirty.clear();
@@ -415,8 +465,13 @@ impl DiskWindow {
 
     /// Unmap up to `count` resident pages (not those in `keep`), returning their frames.
     fn evict(base: usize, st: &mut State, count: usize, keep: &BTreeSet<usize>) {
-        let victims: Vec<usize> =
-            st.frames.keys().copied().filter(|i| !keep.contains(i) && !st.dirty.contains(i)).take(count).collect();
+        let victims: Vec<usize> = st
+            .frames
+            .keys()
+            .copied()
+            .filter(|i| !keep.contains(i) && !st.dirty.contains(i))
+            .take(count)
+            .collect();
         for i in victims {
             page_table::unmap_kernel_page(base + i * PAGE_SIZE);
             st.frames.remove(&i);
@@ -429,7 +484,6 @@ impl DiskWindow {
         let all = st.frames.len();
         Self::evict(self.base, &mut st, all, &BTreeSet::new());
     }
-
 }
 
 /// Drop the resident pages of every window.
@@ -444,7 +498,10 @@ pub fn drop_all() {
 pub fn handle_kernel_fault(addr: usize) -> bool {
     let w = {
         let windows = WINDOWS.lock();
-        windows.iter().find(|w| addr >= w.base && addr < w.base + w.len).cloned()
+        windows
+            .iter()
+            .find(|w| addr >= w.base && addr < w.base + w.len)
+            .cloned()
     };
     let Some(w) = w else { return false };
     match w.fault_in((addr - w.base) / PAGE_SIZE) {

@@ -74,7 +74,11 @@ pub fn sys_openat(dirfd: i32, path_ptr: usize, flags: u32, mode: u32) -> SysResu
     }
     if flags & O_TMPFILE == O_TMPFILE {
         // Linux checks the access mode first.
-        return Err(if flags & O_ACCMODE == O_RDONLY { Errno::EINVAL } else { Errno::EOPNOTSUPP });
+        return Err(if flags & O_ACCMODE == O_RDONLY {
+            Errno::EINVAL
+        } else {
+            Errno::EOPNOTSUPP
+        });
     }
     let base = base(dirfd, &path)?;
     let follow = flags & O_NOFOLLOW == 0;
@@ -96,9 +100,19 @@ pub fn sys_openat(dirfd: i32, path_ptr: usize, flags: u32, mode: u32) -> SysResu
                     return Err(Errno::EEXIST);
                 }
                 let perm = mode & 0o7777 & !umask();
-                let node = parent.node.create(&name, &NewNode::new(FileType::Regular, perm))?;
-                let path = if parent.path == "/" { alloc::format!("/{}", name) } else { alloc::format!("{}/{}", parent.path, name) };
-                Loc { node, path, mount: parent.mount.clone() }
+                let node = parent
+                    .node
+                    .create(&name, &NewNode::new(FileType::Regular, perm))?;
+                let path = if parent.path == "/" {
+                    alloc::format!("/{}", name)
+                } else {
+                    alloc::format!("{}/{}", parent.path, name)
+                };
+                Loc {
+                    node,
+                    path,
+                    mount: parent.mount.clone(),
+                }
             }
             Err(e) => return Err(e),
         }
@@ -125,10 +139,22 @@ pub fn sys_openat(dirfd: i32, path_ptr: usize, flags: u32, mode: u32) -> SysResu
     if ftype == FileType::Directory && writable {
         return Err(Errno::EISDIR);
     }
-    if flags & O_TRUNC != 0 && writable && ftype == FileType::Regular && loc.node.getattr()?.size != 0 {
+    if flags & O_TRUNC != 0
+        && writable
+        && ftype == FileType::Regular
+        && loc.node.getattr()?.size != 0
+    {
         loc.node.truncate(0)?;
     }
-    let status = flags & (O_APPEND | O_NONBLOCK | O_DIRECT | O_SYNC | O_NOATIME | O_LARGEFILE | O_PATH | O_ACCMODE);
+    let status = flags
+        & (O_APPEND
+            | O_NONBLOCK
+            | O_DIRECT
+            | O_SYNC
+            | O_NOATIME
+            | O_LARGEFILE
+            | O_PATH
+            | O_ACCMODE);
     let f = OpenFile::new(loc, readable, writable, status)?;
     with_current(|p| p.files.install(f, flags & O_CLOEXEC != 0)).map(|fd| fd as usize)
 }
@@ -195,7 +221,10 @@ fn check_rw(offset: u64, va: usize, len: usize) -> Result<(), Errno> {
     if !uaccess::range_ok(va, len) {
         return Err(Errno::EFAULT);
     }
-    if offset.checked_add(len as u64).is_none_or(|end| end > i64::MAX as u64) {
+    if offset
+        .checked_add(len as u64)
+        .is_none_or(|end| end > i64::MAX as u64)
+    {
         return Err(Errno::EINVAL);
     }
     Ok(())
@@ -229,8 +258,10 @@ fn read_chunk(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult {
     }
     {
         // SAFETY: as above; the pieces are disjoint frames, borrowed only for this call.
-        let mut pieces: Vec<&mut [u8]> =
-            segs.iter().map(|&(pa, n)| unsafe { core::slice::from_raw_parts_mut(pa as *mut u8, n) }).collect();
+        let mut pieces: Vec<&mut [u8]> = segs
+            .iter()
+            .map(|&(pa, n)| unsafe { core::slice::from_raw_parts_mut(pa as *mut u8, n) })
+            .collect();
         if let Some(r) = f.loc.node.read_scattered_at(offset, &mut pieces) {
             return Ok(r?);
         }
@@ -294,7 +325,10 @@ fn write_chunk(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult {
         return Ok(f.loc.node.write_at(offset, src)?);
     }
     // SAFETY: as in `read_chunk`; the slices live only for this call.
-    let pieces: Vec<&[u8]> = segs.iter().map(|&(pa, n)| unsafe { core::slice::from_raw_parts(pa as *const u8, n) }).collect();
+    let pieces: Vec<&[u8]> = segs
+        .iter()
+        .map(|&(pa, n)| unsafe { core::slice::from_raw_parts(pa as *const u8, n) })
+        .collect();
     if let Some(r) = f.loc.node.write_gathered_at(offset, &pieces) {
         return Ok(r?);
     }
@@ -457,7 +491,7 @@ pub fn sys_fstat(fd: i32, buf: usize) -> SysResult {
 }
 
 pub fn sys_newfstatat(dirfd: i32, path_ptr: usize, buf: usize, flags: u32) -> SysResult {
-    if flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH | 0x800 /* AT_NO_AUTOMOUNT */) != 0 {
+    if flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH | 0x800/* AT_NO_AUTOMOUNT */) != 0 {
         return Err(Errno::EINVAL);
     }
     let path = read_path(path_ptr)?;
@@ -468,7 +502,11 @@ pub fn sys_newfstatat(dirfd: i32, path_ptr: usize, buf: usize, flags: u32) -> Sy
             file(dirfd)?.loc.clone()
         }
     } else {
-        path::resolve(&base(dirfd, &path)?, &path, flags & AT_SYMLINK_NOFOLLOW == 0)?
+        path::resolve(
+            &base(dirfd, &path)?,
+            &path,
+            flags & AT_SYMLINK_NOFOLLOW == 0,
+        )?
     };
     let m = loc.node.getattr()?;
     copy_out(buf, &stat_of(&m, loc.mount.id).as_bytes())?;
@@ -512,7 +550,10 @@ pub fn sys_getdents64(fd: i32, buf: usize, count: usize) -> SysResult {
 pub fn sys_mkdirat(dirfd: i32, path_ptr: usize, mode: u32) -> SysResult {
     let path = read_path(path_ptr)?;
     let (parent, name) = path::resolve_parent(&base(dirfd, &path)?, &path)?;
-    parent.node.create(&name, &NewNode::new(FileType::Directory, mode & 0o7777 & !umask()))?;
+    parent.node.create(
+        &name,
+        &NewNode::new(FileType::Directory, mode & 0o7777 & !umask()),
+    )?;
     Ok(0)
 }
 
@@ -531,7 +572,11 @@ pub fn sys_unlinkat(dirfd: i32, path_ptr: usize, flags: u32) -> SysResult {
         Err(Ok(path::Special::Dot)) => return Err(Errno::EINVAL),
         Err(Ok(path::Special::DotDot)) => return Err(Errno::ENOTEMPTY),
     };
-    let full = if parent.path == "/" { alloc::format!("/{}", name) } else { alloc::format!("{}/{}", parent.path, name) };
+    let full = if parent.path == "/" {
+        alloc::format!("/{}", name)
+    } else {
+        alloc::format!("{}/{}", parent.path, name)
+    };
     if crate::fs::mount_at(&full).is_some() {
         return Err(Errno::EBUSY);
     }
@@ -541,14 +586,24 @@ pub fn sys_unlinkat(dirfd: i32, path_ptr: usize, flags: u32) -> SysResult {
         if path.ends_with('/') {
             // "unlink dir/" names a directory: EISDIR if it is one, else ENOTDIR.
             let l = path::resolve(&parent, &name, false)?;
-            return Err(if l.is_dir()? { Errno::EISDIR } else { Errno::ENOTDIR });
+            return Err(if l.is_dir()? {
+                Errno::EISDIR
+            } else {
+                Errno::ENOTDIR
+            });
         }
         parent.node.unlink(&name)?;
     }
     Ok(0)
 }
 
-pub fn sys_renameat2(olddirfd: i32, old_ptr: usize, newdirfd: i32, new_ptr: usize, flags: u32) -> SysResult {
+pub fn sys_renameat2(
+    olddirfd: i32,
+    old_ptr: usize,
+    newdirfd: i32,
+    new_ptr: usize,
+    flags: u32,
+) -> SysResult {
     if flags & !(RENAME_NOREPLACE | RENAME_EXCHANGE) != 0
         || (flags & RENAME_NOREPLACE != 0 && flags & RENAME_EXCHANGE != 0)
     {
@@ -561,7 +616,13 @@ pub fn sys_renameat2(olddirfd: i32, old_ptr: usize, newdirfd: i32, new_ptr: usiz
     if !Arc::ptr_eq(&op.mount, &np.mount) {
         return Err(Errno::EXDEV);
     }
-    let full = |p: &Loc, n: &str| if p.path == "/" { alloc::format!("/{}", n) } else { alloc::format!("{}/{}", p.path, n) };
+    let full = |p: &Loc, n: &str| {
+        if p.path == "/" {
+            alloc::format!("/{}", n)
+        } else {
+            alloc::format!("{}/{}", p.path, n)
+        }
+    };
     let (old_full, new_full) = (full(&op, &on), full(&np, &nn));
     if crate::fs::mount_at(&old_full).is_some() || crate::fs::mount_at(&new_full).is_some() {
         return Err(Errno::EBUSY);
@@ -570,12 +631,21 @@ pub fn sys_renameat2(olddirfd: i32, old_ptr: usize, newdirfd: i32, new_ptr: usiz
     if src.is_dir()? && new_full.starts_with(&alloc::format!("{}/", old_full)) {
         return Err(Errno::EINVAL);
     }
-    let flags = RenameFlags { noreplace: flags & RENAME_NOREPLACE != 0, exchange: flags & RENAME_EXCHANGE != 0 };
+    let flags = RenameFlags {
+        noreplace: flags & RENAME_NOREPLACE != 0,
+        exchange: flags & RENAME_EXCHANGE != 0,
+    };
     op.node.rename(&on, &*np.node, &nn, flags)?;
     Ok(0)
 }
 
-pub fn sys_linkat(olddirfd: i32, old_ptr: usize, newdirfd: i32, new_ptr: usize, flags: u32) -> SysResult {
+pub fn sys_linkat(
+    olddirfd: i32,
+    old_ptr: usize,
+    newdirfd: i32,
+    new_ptr: usize,
+    flags: u32,
+) -> SysResult {
     if flags & !(AT_SYMLINK_FOLLOW | AT_EMPTY_PATH) != 0 {
         return Err(Errno::EINVAL);
     }
@@ -608,7 +678,9 @@ pub fn sys_symlinkat(target_ptr: usize, newdirfd: i32, link_ptr: usize) -> SysRe
     if parent.node.lookup(&name).is_ok() {
         return Err(Errno::EEXIST); // as in `sys_linkat`
     }
-    parent.node.symlink(&name, &target, &NewNode::new(FileType::Symlink, 0o777))?;
+    parent
+        .node
+        .symlink(&name, &target, &NewNode::new(FileType::Symlink, 0o777))?;
     Ok(0)
 }
 
@@ -738,7 +810,10 @@ pub fn sys_fchdir(fd: i32) -> SysResult {
 }
 
 fn chmod(loc: &Loc, mode: u32) -> SysResult {
-    loc.node.setattr(&SetAttr { perm: Some(mode & 0o7777), ..Default::default() })?;
+    loc.node.setattr(&SetAttr {
+        perm: Some(mode & 0o7777),
+        ..Default::default()
+    })?;
     Ok(0)
 }
 
@@ -765,7 +840,11 @@ pub fn sys_utimensat(dirfd: i32, path_ptr: usize, times_ptr: usize, flags: u32) 
         file(dirfd)?.loc.clone()
     } else {
         let path = read_path(path_ptr)?;
-        path::resolve(&base(dirfd, &path)?, &path, flags & AT_SYMLINK_NOFOLLOW == 0)?
+        path::resolve(
+            &base(dirfd, &path)?,
+            &path,
+            flags & AT_SYMLINK_NOFOLLOW == 0,
+        )?
     };
     let (atime, mtime) = if times_ptr == 0 {
         (Some(TimeSet::Now), Some(TimeSet::Now))
@@ -777,15 +856,20 @@ pub fn sys_utimensat(dirfd: i32, path_ptr: usize, times_ptr: usize, flags: u32) 
             match t.tv_nsec {
                 UTIME_NOW => Ok(Some(TimeSet::Now)),
                 UTIME_OMIT => Ok(None),
-                n if (0..1_000_000_000).contains(&n) => {
-                    Ok(Some(TimeSet::At(Timestamp { sec: t.tv_sec, nsec: n as u32 })))
-                }
+                n if (0..1_000_000_000).contains(&n) => Ok(Some(TimeSet::At(Timestamp {
+                    sec: t.tv_sec,
+                    nsec: n as u32,
+                }))),
                 _ => Err(Errno::EINVAL),
             }
         };
         (conv(&raw[..16])?, conv(&raw[16..])?)
     };
-    loc.node.setattr(&SetAttr { atime, mtime, ..Default::default() })?;
+    loc.node.setattr(&SetAttr {
+        atime,
+        mtime,
+        ..Default::default()
+    })?;
     Ok(0)
 }
 
@@ -827,7 +911,9 @@ pub fn sys_fcntl(fd: i32, cmd: u32, arg: usize) -> SysResult {
                 if arg >= crate::fs::file::MAX_FDS {
                     return Err(Errno::EINVAL);
                 }
-                p.files.install_from(arg, f, cmd == F_DUPFD_CLOEXEC).map(|fd| fd as usize)
+                p.files
+                    .install_from(arg, f, cmd == F_DUPFD_CLOEXEC)
+                    .map(|fd| fd as usize)
             }
             F_GETFD => Ok(if p.files.cloexec(fd)? { FD_CLOEXEC } else { 0 }),
             F_SETFD => p.files.set_cloexec(fd, arg & FD_CLOEXEC != 0).map(|_| 0),

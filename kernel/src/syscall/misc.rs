@@ -55,7 +55,10 @@ pub fn sys_mprotect(addr: usize, len: usize, prot: u32) -> SysResult {
 }
 
 fn timespec(ns: u64) -> Timespec {
-    Timespec { tv_sec: (ns / 1_000_000_000) as i64, tv_nsec: (ns % 1_000_000_000) as i64 }
+    Timespec {
+        tv_sec: (ns / 1_000_000_000) as i64,
+        tv_nsec: (ns % 1_000_000_000) as i64,
+    }
 }
 
 pub fn sys_clock_gettime(clock: u32, tp: usize) -> SysResult {
@@ -65,7 +68,9 @@ pub fn sys_clock_gettime(clock: u32, tp: usize) -> SysResult {
     const CLOCK_BOOTTIME: u32 = 7;
     let ns = match clock {
         CLOCK_REALTIME | CLOCK_REALTIME_COARSE => time::realtime_ns(),
-        CLOCK_MONOTONIC | CLOCK_MONOTONIC_RAW | CLOCK_MONOTONIC_COARSE | CLOCK_BOOTTIME => time::monotonic_ns(),
+        CLOCK_MONOTONIC | CLOCK_MONOTONIC_RAW | CLOCK_MONOTONIC_COARSE | CLOCK_BOOTTIME => {
+            time::monotonic_ns()
+        }
         _ => return Err(Errno::EINVAL),
     };
     copy_out(tp, &timespec(ns).as_bytes())?;
@@ -90,7 +95,8 @@ pub fn sys_nanosleep(req: usize) -> SysResult {
     if t.tv_sec < 0 || !(0..1_000_000_000).contains(&t.tv_nsec) {
         return Err(Errno::EINVAL);
     }
-    let deadline = time::monotonic_ns().saturating_add(t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64);
+    let deadline =
+        time::monotonic_ns().saturating_add(t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64);
     while time::monotonic_ns() < deadline {
         crate::task::yield_now();
     }
@@ -98,7 +104,14 @@ pub fn sys_nanosleep(req: usize) -> SysResult {
 }
 
 pub fn sys_uname(buf: usize) -> SysResult {
-    let fields = ["dbfs-os", "dbfs-os", env!("CARGO_PKG_VERSION"), "#1", "riscv64", ""];
+    let fields = [
+        "dbfs-os",
+        "dbfs-os",
+        env!("CARGO_PKG_VERSION"),
+        "#1",
+        "riscv64",
+        "",
+    ];
     let mut out = [0u8; 65 * 6];
     for (i, f) in fields.iter().enumerate() {
         out[i * 65..i * 65 + f.len()].copy_from_slice(f.as_bytes());
@@ -108,7 +121,9 @@ pub fn sys_uname(buf: usize) -> SysResult {
 }
 
 pub fn sys_reboot(magic1: usize, magic2: usize, cmd: usize) -> SysResult {
-    if magic1 as u32 as usize != LINUX_REBOOT_MAGIC1 || magic2 as u32 as usize != LINUX_REBOOT_MAGIC2 {
+    if magic1 as u32 as usize != LINUX_REBOOT_MAGIC1
+        || magic2 as u32 as usize != LINUX_REBOOT_MAGIC2
+    {
         return Err(Errno::EINVAL);
     }
     if cmd as u32 as usize != LINUX_REBOOT_CMD_POWER_OFF {

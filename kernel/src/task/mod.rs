@@ -82,8 +82,12 @@ struct Scheduler {
     next_pid: usize,
 }
 
-static SCHED: Mutex<Scheduler> =
-    Mutex::new(Scheduler { ready: VecDeque::new(), current: None, all: BTreeMap::new(), next_pid: 1 });
+static SCHED: Mutex<Scheduler> = Mutex::new(Scheduler {
+    ready: VecDeque::new(),
+    current: None,
+    all: BTreeMap::new(),
+    next_pid: 1,
+});
 static IDLE_CTX: Mutex<TaskContext> = Mutex::new(TaskContext::zero());
 
 fn new_kstack() -> Box<[u8]> {
@@ -292,8 +296,13 @@ pub fn exit_current(status: ExitStatus) -> ! {
         let mut inner = p.inner.lock();
         inner.state = State::Zombie(status);
         // Free memory now; the kernel stack (in use right now) goes when the parent reaps.
-        inner.space = AddrSpace::new().unwrap_or_else(|_| panic!("out of memory freeing pid {}", p.pid));
-        (inner.ppid, core::mem::take(&mut inner.children), core::mem::take(&mut inner.files))
+        inner.space =
+            AddrSpace::new().unwrap_or_else(|_| panic!("out of memory freeing pid {}", p.pid));
+        (
+            inner.ppid,
+            core::mem::take(&mut inner.children),
+            core::mem::take(&mut inner.files),
+        )
     };
     drop(files); // closes every descriptor (may write back data)
     if p.pid == 1 {

@@ -12,11 +12,19 @@ pub struct TaskContext {
 
 impl TaskContext {
     pub const fn zero() -> Self {
-        TaskContext { ra: 0, sp: 0, s: [0; 12] }
+        TaskContext {
+            ra: 0,
+            sp: 0,
+            s: [0; 12],
+        }
     }
     /// A context that starts executing `entry` on the stack `sp`.
     pub fn new(entry: usize, sp: usize) -> Self {
-        TaskContext { ra: entry, sp, s: [0; 12] }
+        TaskContext {
+            ra: entry,
+            sp,
+            s: [0; 12],
+        }
     }
 }
 

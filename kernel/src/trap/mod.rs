@@ -57,10 +57,18 @@ impl TrapFrame {
         let mut regs = [0; 32];
         regs[2] = sp;
         // Return to U-mode (SPP = 0) with interrupts enabled there, FP usable.
-        let sstatus = (csr::sstatus() & !(csr::SSTATUS_SPP | csr::SSTATUS_FS_MASK | csr::SSTATUS_SIE))
+        let sstatus = (csr::sstatus()
+            & !(csr::SSTATUS_SPP | csr::SSTATUS_FS_MASK | csr::SSTATUS_SIE))
             | csr::SSTATUS_SPIE
             | csr::SSTATUS_FS_INITIAL;
-        TrapFrame { regs, fregs: [0; 32], fcsr: 0, sepc: entry, sstatus, kernel_sp }
+        TrapFrame {
+            regs,
+            fregs: [0; 32],
+            fcsr: 0,
+            sepc: entry,
+            sstatus,
+            kernel_sp,
+        }
     }
 }
 
@@ -294,7 +302,14 @@ extern "C" fn user_trap_handler(tf: &mut TrapFrame) -> ! {
         match scause {
             ENV_CALL_FROM_U => {
                 tf.sepc += 4;
-                let args = [tf.regs[10], tf.regs[11], tf.regs[12], tf.regs[13], tf.regs[14], tf.regs[15]];
+                let args = [
+                    tf.regs[10],
+                    tf.regs[11],
+                    tf.regs[12],
+                    tf.regs[13],
+                    tf.regs[14],
+                    tf.regs[15],
+                ];
                 let ret = crate::syscall::dispatch(tf.regs[17], args, tf);
                 tf.regs[10] = ret as usize;
             }
@@ -317,22 +332,39 @@ extern "C" fn user_trap_handler(tf: &mut TrapFrame) -> ! {
                 }
             }
             INSTRUCTION_ACCESS_FAULT | LOAD_ACCESS_FAULT | STORE_ACCESS_FAULT => {
-                crate::println!("[kernel] pid {}: access fault at {:#x}", crate::task::current_pid(), stval);
+                crate::println!(
+                    "[kernel] pid {}: access fault at {:#x}",
+                    crate::task::current_pid(),
+                    stval
+                );
                 crate::task::exit_current(crate::task::ExitStatus::Signaled(SIGSEGV));
             }
             INSTRUCTION_MISALIGNED | LOAD_MISALIGNED | STORE_MISALIGNED => {
-                crate::println!("[kernel] pid {}: misaligned access at {:#x}", crate::task::current_pid(), stval);
+                crate::println!(
+                    "[kernel] pid {}: misaligned access at {:#x}",
+                    crate::task::current_pid(),
+                    stval
+                );
                 crate::task::exit_current(crate::task::ExitStatus::Signaled(SIGBUS));
             }
             ILLEGAL_INSTRUCTION => {
-                crate::println!("[kernel] pid {}: illegal instruction at {:#x}", crate::task::current_pid(), tf.sepc);
+                crate::println!(
+                    "[kernel] pid {}: illegal instruction at {:#x}",
+                    crate::task::current_pid(),
+                    tf.sepc
+                );
                 crate::task::exit_current(crate::task::ExitStatus::Signaled(SIGILL));
             }
             BREAKPOINT => {
                 crate::task::exit_current(crate::task::ExitStatus::Signaled(SIGTRAP));
             }
             _ => {
-                crate::println!("[kernel] pid {}: unhandled trap {:#x} at {:#x}", crate::task::current_pid(), scause, tf.sepc);
+                crate::println!(
+                    "[kernel] pid {}: unhandled trap {:#x} at {:#x}",
+                    crate::task::current_pid(),
+                    scause,
+                    tf.sepc
+                );
                 crate::task::exit_current(crate::task::ExitStatus::Signaled(SIGILL));
             }
         }

@@ -31,7 +31,9 @@ fn byte(file: usize, pos: usize) -> u8 {
 }
 
 fn expected(file: usize, size: usize, hole: usize) -> Vec<u8> {
-    (0..size).map(|p| if p < hole { 0 } else { byte(file, p) }).collect()
+    (0..size)
+        .map(|p| if p < hole { 0 } else { byte(file, p) })
+        .collect()
 }
 
 fn write(dir: &str) -> Result<(), String> {
@@ -43,9 +45,11 @@ fn write(dir: &str) -> Result<(), String> {
         let path = format!("{dir}/{name}");
         let f = File::create(&path).map_err(|e| format!("create {path}: {}", e.name()))?;
         let data = expected(i, size, hole);
-        f.pwrite_all(&data[hole..], hole as u64).map_err(|e| format!("write {path}: {}", e.name()))?;
+        f.pwrite_all(&data[hole..], hole as u64)
+            .map_err(|e| format!("write {path}: {}", e.name()))?;
         if size == hole && size > 0 {
-            sys::ftruncate(f.fd(), size as u64).map_err(|e| format!("truncate {path}: {}", e.name()))?;
+            sys::ftruncate(f.fd(), size as u64)
+                .map_err(|e| format!("truncate {path}: {}", e.name()))?;
         }
         sys::fsync(f.fd()).map_err(|e| format!("fsync {path}: {}", e.name()))?;
     }
@@ -57,7 +61,8 @@ fn write(dir: &str) -> Result<(), String> {
     // Symlinks and hard links where the file system has them (FAT has neither).
     let _ = sys::symlink("one", &format!("{dir}/link-to-one"));
     let _ = sys::link(&format!("{dir}/page"), &format!("{dir}/page-again"));
-    let d = File::open(dir, O_RDONLY | O_DIRECTORY, 0).map_err(|e| format!("open {dir}: {}", e.name()))?;
+    let d = File::open(dir, O_RDONLY | O_DIRECTORY, 0)
+        .map_err(|e| format!("open {dir}: {}", e.name()))?;
     sys::fsync(d.fd()).map_err(|e| format!("fsync {dir}: {}", e.name()))?;
     Ok(())
 }
@@ -83,7 +88,9 @@ fn check(dir: &str) -> (u32, u32) {
                 return Err(format!("size {} != {}", st.st_size, size));
             }
             let mut back = vec![0u8; size + 1];
-            let n = f.pread_full(&mut back, 0).map_err(|e| format!("read: {}", e.name()))?;
+            let n = f
+                .pread_full(&mut back, 0)
+                .map_err(|e| format!("read: {}", e.name()))?;
             if n != size {
                 return Err(format!("read {n} bytes of {size}"));
             }
@@ -106,12 +113,23 @@ fn check(dir: &str) -> (u32, u32) {
     );
     // Present only where the file system supports them; if present they must be right.
     if let Ok(t) = sys::readlink(&format!("{dir}/link-to-one")) {
-        verdict("symlink".into(), if t == "one" { Ok(()) } else { Err(format!("target {t:?}")) });
+        verdict(
+            "symlink".into(),
+            if t == "one" {
+                Ok(())
+            } else {
+                Err(format!("target {t:?}"))
+            },
+        );
     }
     if let Ok(st) = sys::stat(&format!("{dir}/page-again")) {
         verdict(
             "hard link".into(),
-            if st.st_nlink == 2 && st.st_size == 4096 { Ok(()) } else { Err(format!("nlink {}", st.st_nlink)) },
+            if st.st_nlink == 2 && st.st_size == 4096 {
+                Ok(())
+            } else {
+                Err(format!("nlink {}", st.st_nlink))
+            },
         );
     }
     (passed, failed)

@@ -20,14 +20,26 @@ fn per_call(sw: &Stopwatch, calls: u64) -> u64 {
 
 /// The value of option `key=` among `argv`.
 fn option<'a>(argv: &[&'a str], key: &str) -> Option<&'a str> {
-    argv.iter().find_map(|a| a.strip_prefix(key).and_then(|r| r.strip_prefix('=')))
+    argv.iter()
+        .find_map(|a| a.strip_prefix(key).and_then(|r| r.strip_prefix('=')))
 }
 
 fn main(argv: &[&str]) -> i32 {
     // Arguments with '=' are the benchmark options `make run` passes to every init: ignored.
-    let given: Vec<&str> = argv.iter().skip(1).copied().filter(|a| !a.contains('=')).collect();
-    let dirs: Vec<&str> = if given.is_empty() { vec!["/dbfs", "/fat"] } else { given };
-    let calls: u64 = option(argv, "calls").and_then(|v| v.parse().ok()).unwrap_or(5000);
+    let given: Vec<&str> = argv
+        .iter()
+        .skip(1)
+        .copied()
+        .filter(|a| !a.contains('='))
+        .collect();
+    let dirs: Vec<&str> = if given.is_empty() {
+        vec!["/dbfs", "/fat"]
+    } else {
+        given
+    };
+    let calls: u64 = option(argv, "calls")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5000);
     let only = option(argv, "only");
     let run = |op: &str| only.is_none_or(|o| o == op);
     if run("getppid") {
@@ -70,7 +82,10 @@ fn main(argv: &[&str]) -> i32 {
             for i in 0..calls {
                 let _ = f.pread(&mut buf[..len], at(i));
             }
-            println!("SYSCOST dir={dir} op={op} ns_per_call={}", per_call(&sw, calls));
+            println!(
+                "SYSCOST dir={dir} op={op} ns_per_call={}",
+                per_call(&sw, calls)
+            );
         }
         drop(f);
         let _ = sys::unlink(&path);

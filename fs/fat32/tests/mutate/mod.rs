@@ -291,8 +291,18 @@ fn write_phase(fs: &Fat32Fs, root: &NodeRef, seen: &Walked) {
             .create("inner", &reg())
             .map(|f| f.write_at(0, &pattern(1500, 2)));
     }
-    let files: Vec<_> = seen.entries.iter().filter(|e| e.2 != FileType::Directory).take(3).collect();
-    let dirs: Vec<_> = seen.entries.iter().filter(|e| e.2 == FileType::Directory).take(2).collect();
+    let files: Vec<_> = seen
+        .entries
+        .iter()
+        .filter(|e| e.2 != FileType::Directory)
+        .take(3)
+        .collect();
+    let dirs: Vec<_> = seen
+        .entries
+        .iter()
+        .filter(|e| e.2 == FileType::Directory)
+        .take(2)
+        .collect();
     if let Some((parent, name, _)) = files.first() {
         if let Ok(f) = parent.lookup(name) {
             let _ = f.write_at(0, b"rewritten");

@@ -140,8 +140,12 @@ pub fn random_edits<P: Pager>(
             0..=2 => {
                 b.delete(&k).unwrap();
             }
-            3 => b.put(&k, &vec![t as u8; big_min + rng.below(big_extra) as usize]).unwrap(),
-            _ => b.put(&k, &vec![t as u8; rng.below(small) as usize]).unwrap(),
+            3 => b
+                .put(&k, &vec![t as u8; big_min + rng.below(big_extra) as usize])
+                .unwrap(),
+            _ => b
+                .put(&k, &vec![t as u8; rng.below(small) as usize])
+                .unwrap(),
         }
     }
 }

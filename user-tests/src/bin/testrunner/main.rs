@@ -169,7 +169,10 @@ pub const TESTS: &[Test] = &[
     t("getpid_positive", proc_tests::getpid_positive),
     t("fork_exit_wait", proc_tests::fork_exit_wait),
     t("preemption", proc_tests::preemption),
-    t("fp_state_survives_switches", proc_tests::fp_state_survives_switches),
+    t(
+        "fp_state_survives_switches",
+        proc_tests::fp_state_survives_switches,
+    ),
     t("fork_copies_memory", proc_tests::fork_copies_memory),
     t(
         "fork_shares_file_offset",

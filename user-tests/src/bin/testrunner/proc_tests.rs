@@ -291,7 +291,9 @@ pub fn fp_state_survives_switches(_cx: &Ctx) -> TestResult {
     let pattern = |seed: u64| -> [u64; 33] {
         let mut v = [0u64; 33];
         for (i, w) in v.iter_mut().enumerate().take(32) {
-            *w = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15).wrapping_add(i as u64 * 0x0101_0101);
+            *w = seed
+                .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+                .wrapping_add(i as u64 * 0x0101_0101);
         }
         // fcsr: rounding mode (bits 5..7) 1 or 2, no exception flags.
         v[32] = if seed & 1 == 0 { 1 << 5 } else { 2 << 5 };
@@ -309,7 +311,11 @@ pub fn fp_state_survives_switches(_cx: &Ctx) -> TestResult {
     if let Some(i) = bad {
         return Err(format!(
             "parent: {} is {:#x} after yields, was {:#x}",
-            if i == 32 { "fcsr".into() } else { format!("f{i}") },
+            if i == 32 {
+                "fcsr".into()
+            } else {
+                format!("f{i}")
+            },
             got[i],
             mine[i]
         ));
