@@ -14,6 +14,9 @@ use alloc::vec::Vec;
 use user_tests::prelude::*;
 use user_tests::time::Stopwatch;
 
+/// A timed loop: its name, bytes per call and the offset of call i.
+type Loop = (&'static str, usize, fn(u64) -> u64);
+
 fn per_call(sw: &Stopwatch, calls: u64) -> u64 {
     sw.elapsed_ns() / calls.max(1)
 }
@@ -66,7 +69,7 @@ fn main(argv: &[&str]) -> i32 {
         let mut buf = vec![0u8; 4096];
         // (name, bytes per call, offset of call i): 0 bytes = fd lookup + file-system entry;
         // 1 byte = the file system's lookup without the 4 KiB copy.
-        let loops: [(&str, usize, fn(u64) -> u64); 5] = [
+        let loops: [Loop; 5] = [
             ("pread0", 0, |_| 0),
             ("pread1", 1, |_| 8192),
             ("pread4k_same", 4096, |_| 8192),
