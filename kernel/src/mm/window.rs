@@ -42,11 +42,16 @@ pub const FAULT_CLUSTER_PAGES: usize = 16;
 /// Largest cluster: each fault that continues the previous one doubles it, up to 1 MiB.
 pub const MAX_FAULT_CLUSTER_PAGES: usize = 256;
 
-/// Bytes `write_direct` calls must have sent since the last background flush for the window to
-/// start another after them ([`BlockDevice::flush_behind`]); 0 = never. Kernel parameter
-/// `dbfs_flush_behind_kib`.
+/// Bytes `write_direct` calls must have sent since the last `sync` for the window to start a
+/// background flush after them ([`BlockDevice::flush_behind`]); 0 = never. Each background
+/// flush that no `sync` follows doubles the bytes the next one waits for, up to
+/// [`FLUSH_BEHIND_MAX`]: a few large writes before an fsync (rewrite) find their data durable
+/// already, while a long run of writes without one (randwrite) does not make the host write
+/// every MiB out as it comes. Kernel parameter `dbfs_flush_behind_kib`.
 pub static FLUSH_BEHIND_BYTES: core::sync::atomic::AtomicUsize =
     core::sync::atomic::AtomicUsize::new(256 << 10);
+/// The largest gap between background flushes.
+const FLUSH_BEHIND_MAX: usize = 64 << 20;
 
 struct State {
     /// Resident pages by index.
@@ -68,8 +73,10 @@ pub struct DiskWindow {
     len: usize,
     dev: Arc<dyn BlockDevice>,
     state: Mutex<State>,
-    /// Bytes sent by `write_direct` since it last started a background flush.
+    /// Bytes sent by `write_direct` since it last started a background flush or `sync` ran.
     direct_since_flush: core::sync::atomic::AtomicUsize,
+    /// Bytes the next background flush waits for (0: [`FLUSH_BEHIND_BYTES`], as after a sync).
+    behind_at: core::sync::atomic::AtomicUsize,
 }
 
 static WINDOWS: Mutex<Vec<Arc<DiskWindow>>> = Mutex::new(Vec::new());
@@ -106,6 +113,7 @@ impl DiskWindow {
                 cluster: FAULT_CLUSTER_PAGES,
             }),
             direct_since_flush: core::sync::atomic::AtomicUsize::new(0),
+            behind_at: core::sync::atomic::AtomicUsize::new(0),
         });
         WINDOWS.lock().push(w.clone());
         Ok(w)
@@ -399,10 +407,11 @@ impl DiskWindow {
         // from the disk before they are there.
         let r = self.dev.write_gather(&gathered);
         drop(st);
-        // Large direct writes (file data) are flushed in the background at once, so the
-        // flush of the next barrier (fsync) finds them durable already and only has the
-        // commit's own pages left.
-        if r.is_ok() {
+        // Direct writes (file data) are flushed in the background, so the flush of the next
+        // barrier (fsync) finds them durable already and only has the commit's own pages
+        // left; less and less often while no barrier comes (see FLUSH_BEHIND_BYTES).
+        let base = FLUSH_BEHIND_BYTES.load(core::sync::atomic::Ordering::Relaxed);
+        if r.is_ok() && base > 0 {
             use core::sync::atomic::Ordering::Relaxed;
             let sent: usize = gathered
                 .iter()
@@ -410,9 +419,11 @@ impl DiskWindow {
                 .map(|p| p.len())
                 .sum();
             let since = self.direct_since_flush.fetch_add(sent, Relaxed) + sent;
-            let at = FLUSH_BEHIND_BYTES.load(Relaxed);
-            if at > 0 && since >= at {
+            let at = self.behind_at.load(Relaxed).max(base);
+            if since >= at {
                 self.direct_since_flush.store(0, Relaxed);
+                self.behind_at
+                    .store(at.saturating_mul(2).min(FLUSH_BEHIND_MAX.max(base)), Relaxed);
                 self.dev.flush_behind();
             }
         }
@@ -460,6 +471,9 @@ impl DiskWindow {
         crate::counters::add_window_written(st.dirty.len());
         st.dirty.clear();
         drop(st);
+        // A barrier: background flushes start over from the first step.
+        self.direct_since_flush.store(0, core::sync::atomic::Ordering::Relaxed);
+        self.behind_at.store(0, core::sync::atomic::Ordering::Relaxed);
         self.dev.flush()
     }
 
