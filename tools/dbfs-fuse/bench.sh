@@ -15,7 +15,8 @@
 # options for both dbfs images, e.g. "--chunk-size 4K"), JOBS ("1 4"), BSS ("1m 4k"),
 # RWS ("write read randwrite randread"), SYSTEMS (columns, default "dbfs dbfsnb ext4 host";
 # also dbfs4k: a dbfs image made with --chunk-size 4K; dbfsds: mounted with -o dirsync, every
-# commit durable as before deferred commits; dbfsalt: the dbfs-fuse binary ALT_BIN, e.g. an
+# commit durable as before deferred commits; dbfsnwb: mounted with -o nowriteback_cache (every
+# write(2) a FUSE request, as before the kernel's write-back cache was on); dbfsalt: the dbfs-fuse binary ALT_BIN, e.g. an
 # older commit's build, for before/after in one session), N=0 skips createdel, FIO=0 skips the
 # fio lines (e.g. FIO=0 SYSTEMS="dbfs dbfsds ext4": the createdel line only). Needs fio,
 # fuse2fs, mkfs.ext4, fusermount3.
@@ -84,11 +85,12 @@ for sys in "${SYSTEMS[@]}"; do
     mnt=$(mnt_of "$sys")
     mkdir -p "$mnt"
     case $sys in
-    dbfs | dbfsnb | dbfs4k | dbfsds | dbfsalt)
+    dbfs | dbfsnb | dbfs4k | dbfsds | dbfsnwb | dbfsalt)
         mkfs_opts=$DBFS_MKFS_OPTS mount_opts=() bin=$BIN
         [ "$sys" = dbfs4k ] && mkfs_opts="$mkfs_opts --chunk-size 4K"
         [ "$sys" = dbfsnb ] && mount_opts=(-o nobarrier)
         [ "$sys" = dbfsds ] && mount_opts=(-o dirsync)
+        [ "$sys" = dbfsnwb ] && mount_opts=(-o nowriteback_cache)
         if [ "$sys" = dbfsalt ]; then
             bin=${ALT_BIN:?bench-fuse: dbfsalt needs ALT_BIN=path/to/another/dbfs-fuse}
         fi
@@ -105,7 +107,7 @@ for sys in "${SYSTEMS[@]}"; do
         wait_mounted "$mnt"
         ;;
     host) ;;
-    *) echo "bench-fuse: unknown system $sys (dbfs dbfsnb dbfs4k dbfsds dbfsalt ext4 host)" >&2; exit 1 ;;
+    *) echo "bench-fuse: unknown system $sys (dbfs dbfsnb dbfs4k dbfsds dbfsnwb dbfsalt ext4 host)" >&2; exit 1 ;;
     esac
 done
 
@@ -159,7 +161,7 @@ for rep in $(seq "$REPS"); do
     done
 done
 
-label() { case $1 in dbfs) echo "dbfs-fuse" ;; dbfsnb) echo "dbfs-fuse nobarrier" ;; dbfs4k) echo "dbfs-fuse 4K chunks" ;; dbfsds) echo "dbfs-fuse dirsync" ;; dbfsalt) echo "dbfs-fuse ALT_BIN" ;; ext4) echo "fuse2fs ext4" ;; host) echo "host dir" ;; esac; }
+label() { case $1 in dbfs) echo "dbfs-fuse" ;; dbfsnb) echo "dbfs-fuse nobarrier" ;; dbfs4k) echo "dbfs-fuse 4K chunks" ;; dbfsds) echo "dbfs-fuse dirsync" ;; dbfsnwb) echo "dbfs-fuse nowriteback_cache" ;; dbfsalt) echo "dbfs-fuse ALT_BIN" ;; ext4) echo "fuse2fs ext4" ;; host) echo "host dir" ;; esac; }
 HAVE_EXT4=0
 for sys in "${SYSTEMS[@]}"; do [ "$sys" = ext4 ] && HAVE_EXT4=1; done
 row() { # label key-prefix

@@ -65,6 +65,8 @@ pub struct DbFuse {
     stop_timer: Arc<AtomicBool>,
     /// Mounted `ro`: the pager refuses writes, so nothing is committed (not even atime).
     read_only: bool,
+    /// Ask for the kernel's write-back cache (see [`DbFuse::set_writeback_cache`]).
+    writeback_cache: bool,
 }
 
 fn err(e: VfsError) -> Errno {
@@ -160,7 +162,27 @@ impl DbFuse {
             next_fh: AtomicU64::new(1),
             stop_timer,
             read_only,
+            writeback_cache: false,
         })
+    }
+
+    /// Ask the kernel for FUSE's write-back cache (`FUSE_WRITEBACK_CACHE`, at `init`; ignored
+    /// on a read-only mount). Buffered writes then go to the kernel's page cache and reach us
+    /// merged, up to [`MAX_IO`] bytes a request, at write-back, fsync, close or when dirty
+    /// pages must go. What that asks of this adapter, and how it is met:
+    /// - the kernel may READ through a handle opened write-only (to fill a partial page): a
+    ///   handle is not tied to an access mode here;
+    /// - writes arrive late (at flush, release, fsync, or after the writer returned), through
+    ///   any writable handle of the file: `write` uses the offset it is given;
+    /// - O_APPEND is done by the kernel (the offset it sends is its own end of file);
+    /// - the kernel owns size, mtime and ctime while it caches the file: it sends them back
+    ///   with `setattr` (it writes dirty pages back before a `setattr` of times or mode);
+    /// - our idea of the size may be behind the kernel's, so SEEK_DATA / SEEK_HOLE are left
+    ///   to the kernel (`lseek` answers ENOSYS), which answers them from its own size;
+    /// - the times may come after dbfs freed the file (unlinked or replaced after its last
+    ///   close): `setattr` of times only then succeeds (see there).
+    pub fn set_writeback_cache(&mut self, on: bool) {
+        self.writeback_cache = on && !self.read_only;
     }
 
     fn node(&self, ino: INodeNo) -> Result<NodeRef, Errno> {
@@ -285,6 +307,14 @@ impl Filesystem for DbFuse {
         let _ = config.add_capabilities(InitFlags::FUSE_PARALLEL_DIROPS);
         let _ = config
             .add_capabilities(InitFlags::FUSE_DO_READDIRPLUS | InitFlags::FUSE_READDIRPLUS_AUTO);
+        if self.writeback_cache
+            && config
+                .add_capabilities(InitFlags::FUSE_WRITEBACK_CACHE)
+                .is_err()
+        {
+            // The kernel runs the mount without it: we then answer lseek ourselves.
+            self.writeback_cache = false;
+        }
         Ok(())
     }
 
@@ -345,7 +375,7 @@ impl Filesystem for DbFuse {
 
     fn setattr(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         mode: Option<u32>,
         uid: Option<u32>,
@@ -353,7 +383,7 @@ impl Filesystem for DbFuse {
         size: Option<u64>,
         atime: Option<TimeOrNow>,
         mtime: Option<TimeOrNow>,
-        _ctime: Option<std::time::SystemTime>,
+        ctime: Option<std::time::SystemTime>,
         fh: Option<FileHandle>,
         _crtime: Option<std::time::SystemTime>,
         _chgtime: Option<std::time::SystemTime>,
@@ -374,10 +404,46 @@ impl Filesystem for DbFuse {
                 atime: atime.map(time_set),
                 mtime: mtime.map(time_set),
             };
-            node.setattr(&set).map_err(err)
+            let only_times = mode.is_none() && uid.is_none() && gid.is_none() && size.is_none();
+            match node.setattr(&set) {
+                Ok(m) => Ok((TTL, attr(&m))),
+                // With the write-back cache the kernel sends a file's times after the fact
+                // (at write-back or syncfs), also for a file unlinked or renamed over after
+                // its last close, which dbfs has freed by then. Nobody can see that file any
+                // more: take the times and answer with what the kernel sent (not cached), so
+                // that syncfs does not fail for it.
+                Err(VfsError::NotFound) if self.writeback_cache && only_times => {
+                    let now = std::time::SystemTime::now();
+                    let t = |x: Option<TimeOrNow>| match x {
+                        Some(TimeOrNow::SpecificTime(s)) => s,
+                        _ => now,
+                    };
+                    Ok((
+                        Duration::ZERO,
+                        FileAttr {
+                            ino,
+                            size: 0,
+                            blocks: 0,
+                            atime: t(atime),
+                            mtime: t(mtime),
+                            ctime: ctime.unwrap_or(now),
+                            crtime: ctime.unwrap_or(now),
+                            kind: kind(node.ftype().unwrap_or(FileType::Regular)),
+                            perm: 0,
+                            nlink: 0,
+                            uid: req.uid(),
+                            gid: req.gid(),
+                            rdev: 0,
+                            blksize: 4096,
+                            flags: 0,
+                        },
+                    ))
+                }
+                Err(e) => Err(err(e)),
+            }
         })();
         match r {
-            Ok(m) => reply.attr(&TTL, &attr(&m)),
+            Ok((ttl, a)) => reply.attr(&ttl, &a),
             Err(e) => reply.error(e),
         }
     }
@@ -929,6 +995,12 @@ impl Filesystem for DbFuse {
         reply: ReplyLseek,
     ) {
         let r = (|| {
+            if self.writeback_cache && matches!(whence, libc::SEEK_DATA | libc::SEEK_HOLE) {
+                // Our size may lag the kernel's (dirty pages not yet written back). ENOSYS
+                // makes the kernel answer these from its own size from now on, the same way
+                // we would: all data below the size, one hole at it.
+                return Err(Errno::ENOSYS);
+            }
             let m = self.handle(fh, ino)?.getattr().map_err(err)?;
             let size = i64::try_from(m.size).map_err(|_| Errno::EOVERFLOW)?;
             // dbfs does not report where its holes are: the whole file is data, and the only

@@ -46,6 +46,12 @@ impl ImagePager {
         self
     }
 
+    /// Set the byte budget of the page cache (`kvdb::FilePager`'s; 0: no cache).
+    pub fn with_cache_budget(mut self, bytes: usize) -> Self {
+        self.file = self.file.with_cache_budget(bytes);
+        self
+    }
+
     /// Make every write so far durable, whatever the barrier mode.
     pub fn sync_file(&self) -> kvdb::Result<()> {
         if self.read_only {
@@ -140,13 +146,23 @@ pub type Fs = DbFs<ImagePager>;
 
 /// Why an image could not be opened: the message a user sees.
 pub fn open_image(path: &Path, read_only: bool) -> Result<Arc<Fs>, String> {
-    open_image_with(path, read_only, true)
+    open_image_with(path, read_only, true, None)
 }
 
-/// [`open_image`], choosing whether commits are durability barriers.
-pub fn open_image_with(path: &Path, read_only: bool, barriers: bool) -> Result<Arc<Fs>, String> {
+/// [`open_image`], choosing whether commits are durability barriers and the page cache's
+/// budget in bytes (`None`: kvdb's default, 256 MiB).
+pub fn open_image_with(
+    path: &Path,
+    read_only: bool,
+    barriers: bool,
+    cache_bytes: Option<usize>,
+) -> Result<Arc<Fs>, String> {
     let pager =
         ImagePager::open(path, read_only).map_err(|e| format!("{}: {e}", path.display()))?;
+    let pager = match cache_bytes {
+        Some(b) => pager.with_cache_budget(b),
+        None => pager,
+    };
     let pager = if barriers {
         pager
     } else {
@@ -158,8 +174,34 @@ pub fn open_image_with(path: &Path, read_only: bool, barriers: bool) -> Result<A
     // Written pages sit in the host page cache, so a barrier need not come every 16 MiB (the
     // kernel's bound, where they are dirty frames); 4 KiB random rewrites paid two fdatasyncs
     // per 16 MiB. The image may grow by the bound before a barrier frees what it holds.
-    fs.set_barrier_bound(HOST_BARRIER_BOUND.min(capacity / 8).max(kvdb::DEFAULT_BARRIER_BOUND_BYTES));
+    fs.set_barrier_bound(
+        HOST_BARRIER_BOUND
+            .min(capacity / 8)
+            .max(kvdb::DEFAULT_BARRIER_BOUND_BYTES),
+    );
     Ok(fs)
+}
+
+/// The page cache budget of a mount unless `-o cache_size=` says otherwise: 1/8 of the
+/// machine's memory, at least kvdb's default (256 MiB) and at most 2 GiB. kvdb drops its
+/// whole cache when the budget is reached, so a budget below the set of pages a workload
+/// keeps reading (e.g. four 256 MiB files read at random) turns most reads into `pread`s
+/// of the image again.
+pub fn default_mount_cache_bytes() -> usize {
+    const MIN: u64 = 256 << 20; // kvdb's default budget (`FilePager`)
+    const MAX: u64 = 2 << 30;
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let (pages, page) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    let ram = u64::try_from(pages)
+        .ok()
+        .zip(u64::try_from(page).ok())
+        .map_or(0, |(n, p)| n.saturating_mul(p));
+    usize::try_from((ram / 8).clamp(MIN, MAX)).unwrap_or(MIN as usize)
 }
 
 /// Bound on store pages written or held between two barriers (see `DbFs::set_barrier_bound`),

@@ -26,14 +26,24 @@
 //! leaves permission checks to the caller), `dev`, `suid`, `noatime`, `fsname=`, `sync` and
 //! `dirsync` (also make every dbfs commit durable when it returns, one barrier per metadata
 //! operation; by default commits are deferred to the next fsync, syncfs, unmount or the 5 s
-//! write-back timer, like ext4's journal), others passed to the kernel unchanged; and one of
-//! the tool's own:
+//! write-back timer, like ext4's journal), others passed to the kernel unchanged; and the
+//! tool's own:
 //! - `nobarrier`: skip the two `fdatasync`s of each kvdb barrier (fsync, syncfs, the timer);
 //!   the image is made durable on fsync, syncfs and unmount instead. Safe against the tool
 //!   crashing or being killed (every barrier's writes are in the host page cache; commits after
 //!   the last barrier are lost, as without `nobarrier`), NOT against a host crash or power loss
 //!   between syncs, which may leave a torn commit (fsck finds it). Like ext4's `nobarrier`; off
 //!   by default.
+//! - `cache_size=SIZE`: the budget of the tool's cache of image pages (tree pages and file
+//!   chunks, shared by all readers; `K`/`M`/`G` suffixes, 0 turns it off). Default: 1/8 of
+//!   the machine's memory, between 256 MiB and 2 GiB. The cache is dropped whole when full.
+//! - `nowriteback_cache`: turn off the kernel's FUSE write-back cache, which is on by default
+//!   (read-write mounts): buffered writes collect in the kernel's page cache and reach dbfs
+//!   merged (up to 1 MiB a request) at write-back, fsync or close, instead of one request per
+//!   write(2). Reads still reach dbfs (files open without keep_cache). What a writer sees is
+//!   the same either way (POSIX); the difference is when data reaches dbfs's own buffers, and
+//!   so where a full image's ENOSPC shows: with the cache, at fsync or close (as on NFS)
+//!   rather than at write(2).
 //!
 //! Errors are one line on stderr and a non-zero exit status; a corrupt image is refused with the
 //! reason, never a panic.
@@ -90,8 +100,11 @@ enum Command {
         mountpoint: PathBuf,
         /// Mount options, comma separated (may be repeated): ro, allow_other, allow_root,
         /// auto_unmount, noatime, fsname=NAME, nobarrier (fdatasync the image only on fsync,
-        /// syncfs and unmount: faster, but a host crash may tear the last commits), and any
-        /// other option the kernel's FUSE accepts.
+        /// syncfs and unmount: faster, but a host crash may tear the last commits),
+        /// nowriteback_cache (send every write(2) to dbfs as it happens instead of through the
+        /// kernel's write-back cache, which is on by default), cache_size=SIZE (the tool's
+        /// cache of image pages; default 1/8 of memory, 256M..2G; 0 = none), and any other
+        /// option the kernel's FUSE accepts.
         #[arg(short = 'o', value_name = "OPT[,OPT...]")]
         options: Vec<String>,
         /// Stay in the foreground (unmount on SIGINT / SIGTERM / SIGHUP).
@@ -210,10 +223,24 @@ fn main() -> ExitCode {
 
 // ---- mount ----
 
+/// The tool's own mount options (not passed to the kernel).
+struct ToolOptions {
+    /// kvdb barriers `fdatasync` the image (`nobarrier` turns them off).
+    barriers: bool,
+    /// The kernel's write-back cache (`nowriteback_cache` turns it off).
+    writeback_cache: bool,
+    /// The image page cache's budget in bytes (`cache_size=`).
+    cache_bytes: usize,
+}
+
 /// Mount options as fuser understands them; `default_permissions` is always added. The tool's
-/// own options (`nobarrier`) are taken out and returned as flags.
-fn mount_options(opts: &[String]) -> Result<(Vec<MountOption>, SessionACL, bool), String> {
-    let mut barriers = true;
+/// own options (`nobarrier`, `nowriteback_cache`, `cache_size=`) are taken out and returned.
+fn mount_options(opts: &[String]) -> Result<(Vec<MountOption>, SessionACL, ToolOptions), String> {
+    let mut tool = ToolOptions {
+        barriers: true,
+        writeback_cache: true,
+        cache_bytes: image::default_mount_cache_bytes(),
+    };
     let mut out = vec![
         MountOption::FSName("dbfs".into()),
         MountOption::Subtype("dbfs".into()),
@@ -237,11 +264,27 @@ fn mount_options(opts: &[String]) -> Result<(Vec<MountOption>, SessionACL, bool)
             "auto_unmount" => MountOption::AutoUnmount,
             "default_permissions" => continue,
             "nobarrier" => {
-                barriers = false;
+                tool.barriers = false;
                 continue;
             }
             "barrier" => {
-                barriers = true;
+                tool.barriers = true;
+                continue;
+            }
+            "nowriteback_cache" => {
+                tool.writeback_cache = false;
+                continue;
+            }
+            "writeback_cache" => {
+                tool.writeback_cache = true;
+                continue;
+            }
+            x if x.starts_with("cache_size=") => {
+                let v = &x["cache_size=".len()..];
+                tool.cache_bytes = parse_size(v)
+                    .ok()
+                    .and_then(|b| usize::try_from(b).ok())
+                    .ok_or_else(|| format!("-o cache_size={v}: not a size (e.g. 512M, 2G, 0)"))?;
                 continue;
             }
             "ro" => MountOption::RO,
@@ -270,7 +313,7 @@ fn mount_options(opts: &[String]) -> Result<(Vec<MountOption>, SessionACL, bool)
         // fusermount3 implements auto_unmount only for mounts other users may see.
         acl = SessionACL::RootAndOwner;
     }
-    Ok((out, acl, barriers))
+    Ok((out, acl, tool))
 }
 
 fn mount_foreground(
@@ -279,19 +322,20 @@ fn mount_foreground(
     opts: &[String],
     threads: usize,
 ) -> Result<(), String> {
-    let (options, acl, barriers) = mount_options(opts)?;
+    let (options, acl, tool) = mount_options(opts)?;
     let read_only = options.contains(&MountOption::RO);
     // Block the termination signals before any thread exists, so every thread inherits the mask
     // and only the waiter below receives them.
     let signals = signals::block_termination().map_err(|e| format!("signal mask: {e}"))?;
-    let fs = image::open_image_with(image, read_only, barriers)?;
+    let fs = image::open_image_with(image, read_only, tool.barriers, Some(tool.cache_bytes))?;
     // `sync` / `dirsync`: every dbfs commit durable when it returns (else deferred to fsync,
     // syncfs, the 5 s write-back timer and unmount).
     if options.contains(&MountOption::Sync) || options.contains(&MountOption::DirSync) {
         fs.set_sync_metadata(true);
     }
-    let adapter = adapter::DbFuse::new(fs.clone(), read_only)
+    let mut adapter = adapter::DbFuse::new(fs.clone(), read_only)
         .map_err(|e| format!("{}: {e}", image.display()))?;
+    adapter.set_writeback_cache(tool.writeback_cache);
     let mut config = Config::default();
     config.mount_options = options;
     config.acl = acl;

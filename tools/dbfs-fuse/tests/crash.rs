@@ -107,10 +107,20 @@ fn verify(dir: &Path, rec: &mut Record, seed: u64) {
     let wrong: Vec<String> = found
         .iter()
         .filter(|(name, have)| !in_flight.contains(name) && **have != get(&rec.committed, name))
-        .map(|(name, have)| format!("{name}: found {} want {}", describe(have), describe(&get(&rec.committed, name))))
+        .map(|(name, have)| {
+            format!(
+                "{name}: found {} want {}",
+                describe(have),
+                describe(&get(&rec.committed, name))
+            )
+        })
         .collect();
     if !wrong.is_empty() {
-        eprintln!("seed {seed}: {} slots differ from what was committed:\n  {}", wrong.len(), wrong.join("\n  "));
+        eprintln!(
+            "seed {seed}: {} slots differ from what was committed:\n  {}",
+            wrong.len(),
+            wrong.join("\n  ")
+        );
         if let Some(h) = rec.history.len().checked_sub(12) {
             eprintln!("last operations:\n  {}", rec.history[h..].join("\n  "));
         }

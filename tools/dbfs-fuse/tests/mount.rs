@@ -666,8 +666,10 @@ fn background_mount_and_auto_unmount() {
         // Say what is still holding the mount before failing.
         let ps = run(Command::new("ps").args(["-eo", "pid,ppid,stat,etimes,cmd"]));
         let ps = String::from_utf8_lossy(&ps.stdout);
-        let relevant: Vec<&str> =
-            ps.lines().filter(|l| l.contains("fusermount") || l.contains("dbfs-fuse")).collect();
+        let relevant: Vec<&str> = ps
+            .lines()
+            .filter(|l| l.contains("fusermount") || l.contains("dbfs-fuse"))
+            .collect();
         eprintln!("mount still present; processes:\n{}", relevant.join("\n"));
     }
     assert_eq!(mount_count(&mnt), 0, "auto_unmount removed the mount");
