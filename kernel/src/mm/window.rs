@@ -422,8 +422,10 @@ impl DiskWindow {
             let at = self.behind_at.load(Relaxed).max(base);
             if since >= at {
                 self.direct_since_flush.store(0, Relaxed);
-                self.behind_at
-                    .store(at.saturating_mul(2).min(FLUSH_BEHIND_MAX.max(base)), Relaxed);
+                self.behind_at.store(
+                    at.saturating_mul(2).min(FLUSH_BEHIND_MAX.max(base)),
+                    Relaxed,
+                );
                 self.dev.flush_behind();
             }
         }
@@ -472,8 +474,10 @@ impl DiskWindow {
         st.dirty.clear();
         drop(st);
         // A barrier: background flushes start over from the first step.
-        self.direct_since_flush.store(0, core::sync::atomic::Ordering::Relaxed);
-        self.behind_at.store(0, core::sync::atomic::Ordering::Relaxed);
+        self.direct_since_flush
+            .store(0, core::sync::atomic::Ordering::Relaxed);
+        self.behind_at
+            .store(0, core::sync::atomic::Ordering::Relaxed);
         self.dev.flush()
     }
 

@@ -5,8 +5,10 @@
 //! [`TrapFrame`] and `stvec` points at `user_trap_entry`. The entry code saves every integer
 //! register into the frame, the floating-point ones only if the program changed them since it
 //! last entered (`sstatus.FS` = Dirty), loads the kernel stack pointer from the frame and calls
-//! [`user_trap_handler`]. Kernel code runs with interrupts disabled, `stvec` =
-//! `kernel_trap_entry` and FP off. `user_return` reloads the FP registers only if another
+//! [`user_trap_handler`]. Kernel code runs with interrupts disabled and `stvec` =
+//! `kernel_trap_entry`, and must not use FP registers (the kernel binary has no FP instruction
+//! outside this file; turning FS off in the kernel would catch one, but that extra `sstatus`
+//! write cost more than it saved under QEMU). `user_return` reloads the FP registers only if another
 //! frame's were loaded since (`FP_OWNER`): a syscall from a program that does not use FP moves
 //! 64 fewer words.
 
@@ -132,10 +134,6 @@ user_trap_entry:
     xor t0, t0, t1
 2:
     sd t0, 528(sp)
-    # The kernel runs with FS = Off: an FP instruction in kernel code traps (a kernel bug)
-    # instead of silently clobbering a program's registers.
-    li t1, 3 << 13
-    csrc sstatus, t1
     mv a0, sp
     ld sp, 536(sp)
     call user_trap_handler
