@@ -145,17 +145,7 @@ impl DiskWindow {
         if dst.is_empty() {
             return Ok(());
         }
-        let end = offset
-            .checked_add(dst.len())
-            .filter(|&e| e <= self.len)
-            .ok_or(VfsError::InvalidInput)?;
-        let dirty = self
-            .state
-            .lock()
-            .dirty
-            .range(offset / PAGE_SIZE..=(end - 1) / PAGE_SIZE)
-            .next()
-            .is_some();
+        let dirty = self.any_dirty(offset, dst.len())?;
         if dirty || !offset.is_multiple_of(SECTOR_SIZE) || !dst.len().is_multiple_of(SECTOR_SIZE) {
             let src = self
                 .slice(offset, dst.len())
@@ -167,6 +157,21 @@ impl DiskWindow {
         self.dev.read_sectors((offset / SECTOR_SIZE) as u64, dst)
     }
 
+    /// Whether a page of [offset, offset + len) (`len` > 0) is dirty, i.e. newer in its frame
+    /// than on the disk; `InvalidInput` for a range past the window.
+    fn any_dirty(&self, offset: usize, len: usize) -> VfsResult<bool> {
+        let end = offset
+            .checked_add(len)
+            .filter(|&e| e <= self.len)
+            .ok_or(VfsError::InvalidInput)?;
+        let st = self.state.lock();
+        Ok(st
+            .dirty
+            .range(offset / PAGE_SIZE..=(end - 1) / PAGE_SIZE)
+            .next()
+            .is_some())
+    }
+
     /// [`Self::read_into`] into the concatenation of `pieces` (the pages of a user buffer):
     /// one scattered device read when the range is clean and every piece is whole sectors,
     /// else piece by piece.
@@ -175,17 +180,7 @@ impl DiskWindow {
         if total == 0 {
             return Ok(());
         }
-        let end = offset
-            .checked_add(total)
-            .filter(|&e| e <= self.len)
-            .ok_or(VfsError::InvalidInput)?;
-        let dirty = self
-            .state
-            .lock()
-            .dirty
-            .range(offset / PAGE_SIZE..=(end - 1) / PAGE_SIZE)
-            .next()
-            .is_some();
+        let dirty = self.any_dirty(offset, total)?;
         if dirty
             || !offset.is_multiple_of(SECTOR_SIZE)
             || pieces.iter().any(|p| !p.len().is_multiple_of(SECTOR_SIZE))
