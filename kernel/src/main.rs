@@ -21,7 +21,9 @@
 //! `dbfs_chunk_kib=K` (the chunk size a blank
 //! dbfs disk is formatted with, 1..1024 KiB, a power of two; default 64 KiB, `KERNEL_DBFS_CHUNK_SIZE`),
 //! `dbfs_barrier_mib=M` (force a dbfs barrier once M MiB of store pages wait for one,
-//! `DbFs::set_barrier_bound`; default a quarter of the disk, at least 16 MiB).
+//! `DbFs::set_barrier_bound`; default a quarter of the disk, at least 16 MiB),
+//! `dbfs_flush_behind_kib=K` (start a background device flush after K KiB of direct dbfs
+//! writes, doubling the gap while no barrier comes; default 256, 0 = never).
 #![no_std]
 #![no_main]
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -152,6 +154,8 @@ struct Params {
     dbfs_chunk: Option<u32>,
     /// `DbFs::set_barrier_bound` in MiB; `None`: kvdb's default.
     dbfs_barrier_mib: Option<u64>,
+    /// First step of dbfs's background flushes in bytes (`mm::window::FLUSH_BEHIND_DEFAULT`).
+    dbfs_flush_behind: usize,
     init_args: Vec<String>,
 }
 
@@ -166,6 +170,7 @@ fn parse_params(cmdline: &str) -> Params {
         dbfs_direct_write: true,
         dbfs_chunk: None,
         dbfs_barrier_mib: None,
+        dbfs_flush_behind: mm::window::FLUSH_BEHIND_DEFAULT,
         init_args: Vec::new(),
     };
     let mut words = cmdline.split_whitespace();
@@ -182,8 +187,7 @@ fn parse_params(cmdline: &str) -> Params {
             Some(("dbfs_dirsync", v)) => p.dbfs_dirsync = v == "1",
             Some(("dbfs_direct_write", v)) => p.dbfs_direct_write = v != "0",
             Some(("dbfs_flush_behind_kib", v)) => match v.parse::<usize>() {
-                Ok(k) => mm::window::FLUSH_BEHIND_BYTES
-                    .store(k << 10, core::sync::atomic::Ordering::Relaxed),
+                Ok(k) => p.dbfs_flush_behind = k.saturating_mul(1024),
                 Err(_) => println!(
                     "[kernel] dbfs_flush_behind_kib={} ignored (a number of KiB, 0 = never)",
                     v
@@ -256,7 +260,7 @@ fn mount_dbfs(disk: &Arc<drivers::virtio_blk::VirtioDisk>, path: &str, params: &
         params.dbfs_direct_write,
     );
     type DbFs = dbfs::DbFs<fs::window_pager::WindowPager>;
-    let window = match mm::window::DiskWindow::new(disk.clone()) {
+    let window = match mm::window::DiskWindow::new(disk.clone(), params.dbfs_flush_behind) {
         Ok(w) => w,
         Err(e) => {
             println!("[kernel] {}: no window for dbfs: {}", disk.name, e);

@@ -27,6 +27,8 @@
 use alloc::collections::BTreeSet;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
+use core::sync::atomic::AtomicUsize;
+use core::sync::atomic::Ordering::Relaxed;
 
 use spin::Mutex;
 use vfs::{BlockDevice, VfsError, VfsResult, SECTOR_SIZE};
@@ -42,14 +44,14 @@ pub const FAULT_CLUSTER_PAGES: usize = 16;
 /// Largest cluster: each fault that continues the previous one doubles it, up to 1 MiB.
 pub const MAX_FAULT_CLUSTER_PAGES: usize = 256;
 
-/// Bytes `write_direct` calls must have sent since the last `sync` for the window to start a
-/// background flush after them ([`BlockDevice::flush_behind`]); 0 = never. Each background
-/// flush that no `sync` follows doubles the bytes the next one waits for, up to
-/// [`FLUSH_BEHIND_MAX`]: a few large writes before an fsync (rewrite) find their data durable
-/// already, while a long run of writes without one (randwrite) does not make the host write
-/// every MiB out as it comes. Kernel parameter `dbfs_flush_behind_kib`.
-pub static FLUSH_BEHIND_BYTES: core::sync::atomic::AtomicUsize =
-    core::sync::atomic::AtomicUsize::new(256 << 10);
+/// Default first step of background flushes: bytes `write_direct` calls must have sent since
+/// the last `sync` for the window to start a background flush after them
+/// ([`BlockDevice::flush_behind`]). Each background flush that no `sync` follows doubles the
+/// bytes the next one waits for, up to [`FLUSH_BEHIND_MAX`]: a few large writes before an fsync
+/// (rewrite) find their data durable already, while a long run of writes without one
+/// (randwrite) does not make the host write every MiB out as it comes. Kernel parameter
+/// `dbfs_flush_behind_kib` (0 = never).
+pub const FLUSH_BEHIND_DEFAULT: usize = 256 << 10;
 /// The largest gap between background flushes.
 const FLUSH_BEHIND_MAX: usize = 64 << 20;
 
@@ -73,19 +75,22 @@ pub struct DiskWindow {
     len: usize,
     dev: Arc<dyn BlockDevice>,
     state: Mutex<State>,
+    /// First step of background flushes in bytes (0: none; see [`FLUSH_BEHIND_DEFAULT`]).
+    flush_behind: usize,
     /// Bytes sent by `write_direct` since it last started a background flush or `sync` ran.
-    direct_since_flush: core::sync::atomic::AtomicUsize,
-    /// Bytes the next background flush waits for (0: [`FLUSH_BEHIND_BYTES`], as after a sync).
-    behind_at: core::sync::atomic::AtomicUsize,
+    direct_since_flush: AtomicUsize,
+    /// Bytes the next background flush waits for (0: `flush_behind`, as after a sync).
+    behind_at: AtomicUsize,
 }
 
 static WINDOWS: Mutex<Vec<Arc<DiskWindow>>> = Mutex::new(Vec::new());
 static NEXT_BASE: Mutex<usize> = Mutex::new(WINDOW_BASE);
 
 impl DiskWindow {
-    /// A window over the whole of `dev`. Must be called before any process exists (the root
-    /// entries are copied into page tables when they are created).
-    pub fn new(dev: Arc<dyn BlockDevice>) -> VfsResult<Arc<DiskWindow>> {
+    /// A window over the whole of `dev`, whose direct writes start background flushes after
+    /// `flush_behind` bytes (see [`FLUSH_BEHIND_DEFAULT`]). Must be called before any process
+    /// exists (the root entries are copied into page tables when they are created).
+    pub fn new(dev: Arc<dyn BlockDevice>, flush_behind: usize) -> VfsResult<Arc<DiskWindow>> {
         let len = (dev.size_bytes() as usize) / PAGE_SIZE * PAGE_SIZE;
         let gibs = len.div_ceil(GIB).max(1);
         let base = {
@@ -112,8 +117,9 @@ impl DiskWindow {
                 next_sequential: usize::MAX,
                 cluster: FAULT_CLUSTER_PAGES,
             }),
-            direct_since_flush: core::sync::atomic::AtomicUsize::new(0),
-            behind_at: core::sync::atomic::AtomicUsize::new(0),
+            flush_behind,
+            direct_since_flush: AtomicUsize::new(0),
+            behind_at: AtomicUsize::new(0),
         });
         WINDOWS.lock().push(w.clone());
         Ok(w)
@@ -404,15 +410,10 @@ impl DiskWindow {
         drop(st);
         // Direct writes (file data) are flushed in the background, so the flush of the next
         // barrier (fsync) finds them durable already and only has the commit's own pages
-        // left; less and less often while no barrier comes (see FLUSH_BEHIND_BYTES).
-        let base = FLUSH_BEHIND_BYTES.load(core::sync::atomic::Ordering::Relaxed);
+        // left; less and less often while no barrier comes (see FLUSH_BEHIND_DEFAULT).
+        let base = self.flush_behind;
         if r.is_ok() && base > 0 {
-            use core::sync::atomic::Ordering::Relaxed;
-            let sent: usize = gathered
-                .iter()
-                .flat_map(|g| g.1.iter())
-                .map(|p| p.len())
-                .sum();
+            let sent: usize = writes.iter().map(|w| w.1.len()).sum();
             let since = self.direct_since_flush.fetch_add(sent, Relaxed) + sent;
             let at = self.behind_at.load(Relaxed).max(base);
             if since >= at {
@@ -469,10 +470,8 @@ impl DiskWindow {
         st.dirty.clear();
         drop(st);
         // A barrier: background flushes start over from the first step.
-        self.direct_since_flush
-            .store(0, core::sync::atomic::Ordering::Relaxed);
-        self.behind_at
-            .store(0, core::sync::atomic::Ordering::Relaxed);
+        self.direct_since_flush.store(0, Relaxed);
+        self.behind_at.store(0, Relaxed);
         self.dev.flush()
     }
 
