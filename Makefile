@@ -156,12 +156,14 @@ test-host: deps
 	$(CARGO) test --release -p vfs --features conformance
 
 test-guest: images
-	timeout --foreground -k 10 600 $(QEMU_BASE) -append "$(KERNEL_PARAMS) blk_selftest=1 -- test" \
+	timeout --foreground -k 10 600 $(QEMU_BASE) -append "$(KERNEL_PARAMS) blk_selftest=1 mem_selftest=1 -- test" \
 		| tee $(BUILD)/test-guest.log
 	@grep -Eq '^(all: )?[0-9]+ passed, 0 failed' $(BUILD)/test-guest.log || \
 		{ echo "in-guest tests: no clean 'N passed, 0 failed' line"; exit 1; }
 	@grep -q 'scatter-gather self-test: ok' $(BUILD)/test-guest.log || \
 		{ echo "virtio-blk scatter-gather self-test did not pass"; exit 1; }
+	@grep -q 'memcpy/memset self-test: ok' $(BUILD)/test-guest.log || \
+		{ echo "kernel memcpy/memset self-test did not pass"; exit 1; }
 
 test-persist: images
 	timeout --foreground -k 10 300 $(QEMU_BASE) \

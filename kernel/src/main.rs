@@ -11,6 +11,8 @@
 //! (error|warn|info|debug|trace), `bcache=MIB` (block cache per mounted disk, default 8),
 //! `blk_selftest=1` (check the virtio-blk scatter-gather
 //! path on vdc, overwriting its first 10 MiB, and power off with status 3 if it fails),
+//! `mem_selftest=1` (check the kernel's `memcpy`/`memset` against a byte loop at boot, power off
+//! with status 3 if they differ),
 //! `dbfs_fsck=1` (check the dbfs image at mount with `DbFs::fsck`, print
 //! `[kernel] vdd: dbfs fsck: clean` or the problems, and refuse to mount a damaged image),
 //! `dbfs_dirsync=1` (every dbfs commit durable when it returns, `DbFs::set_sync_metadata`;
@@ -148,6 +150,8 @@ struct Params {
     dbfs_fsck: bool,
     /// Check the virtio scatter-gather path on vdc before mounting (`drivers::blk_selftest`).
     blk_selftest: bool,
+    /// Check the kernel's `memcpy` and `memset` at boot (`arch::mem::selftest`).
+    mem_selftest: bool,
     dbfs_dirsync: bool,
     dbfs_direct_write: bool,
     /// Chunk size (bytes) a blank dbfs disk is formatted with; `None`: dbfs's default.
@@ -166,6 +170,7 @@ fn parse_params(cmdline: &str) -> Params {
         bcache_mib: 8,
         dbfs_fsck: false,
         blk_selftest: false,
+        mem_selftest: false,
         dbfs_dirsync: false,
         dbfs_direct_write: true,
         dbfs_chunk: None,
@@ -184,6 +189,7 @@ fn parse_params(cmdline: &str) -> Params {
             Some(("bcache", v)) => p.bcache_mib = v.parse().unwrap_or(8),
             Some(("dbfs_fsck", v)) => p.dbfs_fsck = v == "1",
             Some(("blk_selftest", v)) => p.blk_selftest = v == "1",
+            Some(("mem_selftest", v)) => p.mem_selftest = v == "1",
             Some(("dbfs_dirsync", v)) => p.dbfs_dirsync = v == "1",
             Some(("dbfs_direct_write", v)) => p.dbfs_direct_write = v != "0",
             Some(("dbfs_flush_behind_kib", v)) => match v.parse::<usize>() {
@@ -384,6 +390,15 @@ extern "C" fn rust_main(_hartid: usize, dtb: usize) -> ! {
     mm::init(info.ram_end);
     let params = parse_params(cmdline);
     arch::console::init_logger(params.log);
+    if params.mem_selftest {
+        match arch::mem::selftest() {
+            Ok(()) => println!("[kernel] memcpy/memset self-test: ok"),
+            Err(e) => {
+                println!("[kernel] memcpy/memset self-test FAILED: {}", e);
+                shutdown(3);
+            }
+        }
+    }
     println!(
         "dbfs-os: {} MiB RAM, timebase {} Hz, {} virtio slots",
         (info.ram_end - mm::RAM_BASE) >> 20,

@@ -382,11 +382,11 @@ pub(crate) struct SnapshotInodes {
 }
 
 impl SnapshotInodes {
-    fn get(&self, txid: u64, ino: u64) -> Option<Inode> {
+    fn get(&self, txid: u64, ino: u64) -> Option<&Inode> {
         self.slots
             .iter()
             .find(|s| s.0 == txid && s.1 == ino)
-            .and_then(|s| s.2)
+            .and_then(|s| s.2.as_ref())
     }
     fn put(&mut self, txid: u64, ino: u64, inode: Inode) {
         self.slots[self.next] = (txid, ino, Some(inode));
@@ -1048,18 +1048,15 @@ impl<P: Pager> DbFs<P> {
         // record that write replaces).
         let atime = !st.noatime && !buf.is_empty() && !st.in_flight(ino);
         let mut walk = false;
-        if let Some(r) = self.read_remembered(&mut st, ino, offset, buf, &mut walk) {
-            let (n, stored) = r?;
-            // As below: an inode read from the store gets its relatime update buffered. (The
-            // clock is read only then: a buffered record is not looked at by reads.)
-            if let Some(i) = stored.filter(|_| atime) {
-                let now = self.clock.now();
-                if relatime_due(&i, now) {
-                    let p = self.pending_mut(&mut st, ino)?;
-                    if relatime_due(&p.inode, now) {
-                        p.inode.atime = now;
-                        p.gen += 1;
-                    }
+        if let Some(r) = self.read_remembered(&mut st, ino, offset, buf, atime, &mut walk) {
+            let (n, due) = r?;
+            // As below: an inode read from the store gets its relatime update buffered. (A
+            // buffered record is not looked at by reads.)
+            if let Some(now) = due {
+                let p = self.pending_mut(&mut st, ino)?;
+                if relatime_due(&p.inode, now) {
+                    p.inode.atime = now;
+                    p.gen += 1;
                 }
             }
             return Ok(n);
@@ -1131,7 +1128,7 @@ impl<P: Pager> DbFs<P> {
             return Ok(n);
         }
         let tx = self.db.begin_read().map_err(kv)?;
-        let cached = st.icache.get(tx.id(), ino);
+        let cached = st.icache.get(tx.id(), ino).copied();
         drop(st);
         let inode = match cached {
             Some(i) => i,
@@ -1176,16 +1173,18 @@ impl<P: Pager> DbFs<P> {
     /// write-back cache describes, as for [`DbFs::begin_read`] under `state`. `None`: take the
     /// slow path, and `walk` says whether it should remember a run of chunk locations (the
     /// reader looks sequential: [`ChunkLocs::missed`]). `Some(Ok((n, stored)))`: `n` bytes
-    /// read; `stored` is the record from the store when no buffered one exists (for the atime
-    /// update).
+    /// read; `due` is the time to store as the atime when `atime` (the read may update it) and
+    /// the record comes from the store (no buffered one) and its relatime update is due. The
+    /// clock is read only then; the record is looked at in place, not copied.
     fn read_remembered(
         &self,
         st: &mut State,
         ino: u64,
         offset: u64,
         buf: &mut [u8],
+        atime: bool,
         walk: &mut bool,
-    ) -> Option<VfsResult<(usize, Option<Inode>)>> {
+    ) -> Option<VfsResult<(usize, Option<Timestamp>)>> {
         let buffered = match st.wb.pending.get(&ino) {
             Some(p) if !p.chunks.is_empty() => return None,
             Some(p) => Some(p.inode.size),
@@ -1202,10 +1201,18 @@ impl<P: Pager> DbFs<P> {
             return None;
         }
         self.db.with_committed(|txid| {
-            let (size, stored) = match buffered {
+            let (size, due) = match buffered {
                 Some(size) => (size, None),
                 None => match st.icache.get(txid, ino) {
-                    Some(i) => (i.size, Some(i)),
+                    Some(i) => {
+                        let due = if atime {
+                            let now = self.clock.now();
+                            relatime_due(i, now).then_some(now)
+                        } else {
+                            None
+                        };
+                        (i.size, due)
+                    }
                     None => {
                         *walk = st.chunk_locs.missed(ino, idx);
                         return None;
@@ -1214,7 +1221,7 @@ impl<P: Pager> DbFs<P> {
             };
             let n = clamp_len(size, offset, buf.len());
             if n == 0 {
-                return Some(Ok((0, stored)));
+                return Some(Ok((0, due)));
             }
             if !self.small_read(offset, n) {
                 return None;
@@ -1244,7 +1251,7 @@ impl<P: Pager> DbFs<P> {
                 buf[..have].copy_from_slice(&pages[skip..skip + have]);
             }
             buf[have..n].fill(0);
-            Some(Ok((n, stored)))
+            Some(Ok((n, due)))
         })
     }
 

@@ -652,6 +652,47 @@ fn readdir_resumes_while_entries_change() {
 }
 
 #[test]
+fn relatime_on_the_small_read_path_of_a_stored_file() {
+    // Small sequential reads of a file with nothing buffered take the remembered-chunk path,
+    // which looks at the stored record in place: it must still update atime when relatime says
+    // so (a day later), and only then.
+    let clock = TestClock::new();
+    let pager = DbFs::mkfs(MemPager::new(), MkfsOptions::default()).unwrap();
+    let fs = DbFs::mount(pager, clock.clone()).unwrap();
+    let root = fs.root().unwrap();
+    let f = root.create("f", &reg()).unwrap();
+    f.write_at(0, &[7u8; 256 << 10]).unwrap();
+    f.fsync(false).unwrap();
+    let mut buf = [0u8; 4096];
+    let mut read_some = |f: &vfs::NodeRef| {
+        for k in 0..8u64 {
+            assert_eq!(f.read_at(k * 4096, &mut buf).unwrap(), 4096);
+            assert!(buf.iter().all(|&b| b == 7));
+        }
+    };
+    // First reads: atime <= mtime, so one update; stored by the fsync.
+    read_some(&f);
+    f.fsync(false).unwrap();
+    let first = f.getattr().unwrap().atime;
+    assert!(first > f.getattr().unwrap().mtime);
+    // The same day: no update, however many reads.
+    clock.advance_secs(3600);
+    read_some(&f);
+    read_some(&f);
+    assert_eq!(f.getattr().unwrap().atime, first);
+    // A day later: the next read updates it.
+    clock.advance_secs(2 * 24 * 3600);
+    read_some(&f);
+    let later = f.getattr().unwrap().atime;
+    assert!(
+        later > first,
+        "atime not updated a day later: {later:?} vs {first:?}"
+    );
+    f.fsync(false).unwrap();
+    assert_eq!(f.getattr().unwrap().atime, later);
+}
+
+#[test]
 fn timestamps_move_exactly_when_posix_says() {
     let clock = TestClock::new();
     let pager = DbFs::mkfs(MemPager::new(), MkfsOptions::default()).unwrap();

@@ -4,6 +4,7 @@
 
 pub mod console;
 pub mod csr;
+pub mod mem;
 pub mod power;
 pub mod time;
 

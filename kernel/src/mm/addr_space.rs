@@ -150,16 +150,31 @@ impl AddrSpace {
         if !(USER_BASE..USER_END).contains(&va) {
             return Err(Errno::EFAULT);
         }
+        let page = page_floor(va);
+        // A mapped page's entry carries its area's permissions (`populate`, `mprotect` and
+        // `fork` keep them equal), so a page already mapped for this access needs no area
+        // lookup: the common case of every read and write system call.
+        let need = match access {
+            Access::Read => PteFlags::R,
+            Access::Write => PteFlags::W,
+            Access::Exec => PteFlags::X,
+        };
+        if let Some((pa, flags)) = self.pt.translate(page) {
+            if flags.contains(need | PteFlags::U) {
+                return Ok(pa + (va - page));
+            }
+        }
         let area = self.area_of(va).ok_or(Errno::EFAULT)?;
         let allowed = match access {
-            Access::Read => area.perm.contains(Perm::R),
+            // As on Linux/RISC-V, where a writable page is always readable (the ISA has no
+            // write-only pages): a PROT_WRITE buffer can be passed to write(2).
+            Access::Read => area.perm.intersects(Perm::R | Perm::W),
             Access::Write => area.perm.contains(Perm::W),
             Access::Exec => area.perm.contains(Perm::X),
         };
         if !allowed {
             return Err(Errno::EFAULT);
         }
-        let page = page_floor(va);
         let pa = match self.pt.translate(page) {
             Some((pa, _)) => pa,
             None => self.populate(page, area.perm)?,

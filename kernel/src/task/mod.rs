@@ -17,6 +17,8 @@ use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec;
 use alloc::vec::Vec;
+use core::sync::atomic::AtomicPtr;
+use core::sync::atomic::Ordering::Relaxed;
 
 use abi::Errno;
 use spin::Mutex;
@@ -89,6 +91,11 @@ static SCHED: Mutex<Scheduler> = Mutex::new(Scheduler {
     next_pid: 1,
 });
 static IDLE_CTX: Mutex<TaskContext> = Mutex::new(TaskContext::zero());
+/// The process in `SCHED.current`, for [`with_current`] on the system-call path without the
+/// scheduler lock or a reference-count round trip (each an atomic operation, which QEMU
+/// charges for). Set and cleared by [`run`] together with `SCHED.current`, whose `Arc` keeps
+/// the process alive for exactly that time; null while the scheduler itself runs.
+static CURRENT: AtomicPtr<Process> = AtomicPtr::new(core::ptr::null_mut());
 
 fn new_kstack() -> Box<[u8]> {
     vec![0u8; KERNEL_STACK_SIZE].into_boxed_slice()
@@ -151,7 +158,12 @@ pub fn current_pid() -> usize {
 
 /// Run `f` with the current process's state locked.
 pub fn with_current<R>(f: impl FnOnce(&mut ProcInner) -> R) -> R {
-    let p = current();
+    let p = CURRENT.load(Relaxed);
+    assert!(!p.is_null(), "no current process");
+    // SAFETY: `CURRENT` points at the process `SCHED.current` holds an `Arc` of; only `run`
+    // drops that `Arc`, and it runs on this hart only after the process has switched away,
+    // which no code does while inside `f` (it holds the process's lock).
+    let p = unsafe { &*p };
     let mut inner = p.inner.lock();
     f(&mut inner)
 }
@@ -219,6 +231,7 @@ pub fn run() -> ! {
             let n = s.ready.pop_front();
             if let Some(p) = &n {
                 s.current = Some(p.clone());
+                CURRENT.store(Arc::as_ptr(p).cast_mut(), Relaxed);
             }
             n
         };
@@ -240,7 +253,9 @@ pub fn run() -> ! {
         drop(p);
         // SAFETY: see `switch_to_scheduler`.
         unsafe { switch::switch(from, to) };
-        SCHED.lock().current = None;
+        let mut s = SCHED.lock();
+        CURRENT.store(core::ptr::null_mut(), Relaxed);
+        s.current = None;
     }
 }
 

@@ -17,6 +17,20 @@ use user_tests::time::Stopwatch;
 /// A timed loop: its name, bytes per call and the offset of call i.
 type Loop = (&'static str, usize, fn(u64) -> u64);
 
+/// What the kernel did besides the calls themselves since `before` (page faults, device
+/// reads, commits), as ` faults=.. dev_reads=.. commits=..`; empty without counters.
+fn io_note(before: Option<abi::syscall::KernelCounters>) -> alloc::string::String {
+    match (before, sys::counters().ok()) {
+        (Some(b), Some(a)) => format!(
+            " faults={} dev_reads={} commits={}",
+            a.page_faults - b.page_faults,
+            a.dev_read_requests - b.dev_read_requests,
+            a.transactions - b.transactions
+        ),
+        _ => alloc::string::String::new(),
+    }
+}
+
 fn per_call(sw: &Stopwatch, calls: u64) -> u64 {
     sw.elapsed_ns() / calls.max(1)
 }
@@ -61,7 +75,7 @@ fn main(argv: &[&str]) -> i32 {
                 return 1;
             }
         };
-        let data: Vec<u8> = (0..1u32 << 20).map(|i| i as u8).collect();
+        let data: Vec<u8> = (0..8u32 << 20).map(|i| i as u8).collect();
         if f.write_all(&data).and_then(|_| f.sync()).is_err() {
             println!("{path}: write failed");
             return 1;
@@ -69,24 +83,43 @@ fn main(argv: &[&str]) -> i32 {
         let mut buf = vec![0u8; 4096];
         // (name, bytes per call, offset of call i): 0 bytes = fd lookup + file-system entry;
         // 1 byte = the file system's lookup without the 4 KiB copy.
-        let loops: [Loop; 5] = [
+        let loops: [Loop; 6] = [
             ("pread0", 0, |_| 0),
             ("pread1", 1, |_| 8192),
             ("pread4k_same", 4096, |_| 8192),
             ("pread4k_seq", 4096, |i| (i * 4096) % (1 << 20)),
             // Sequential over 64 KiB only: the same pages again and again (TLB-resident).
             ("pread4k_seq64k", 4096, |i| (i * 4096) % (64 << 10)),
+            ("pread4k_seq8m", 4096, |i| (i * 4096) % (8 << 20)),
         ];
         for (op, len, at) in loops {
             if !run(op) {
                 continue;
             }
+            let before = sys::counters().ok();
             let sw = Stopwatch::start();
             for i in 0..calls {
                 let _ = f.pread(&mut buf[..len], at(i));
             }
+            let ns = per_call(&sw, calls);
             println!(
-                "SYSCOST dir={dir} op={op} ns_per_call={}",
+                "SYSCOST dir={dir} op={op} ns_per_call={ns}{}",
+                io_note(before)
+            );
+        }
+        // read(2) through the file offset, as the seqread4k benchmark reads (back to the
+        // start at the end of the file): the offset lock and update on top of pread.
+        if run("read4k_seq") {
+            let _ = f.seek(0, SEEK_SET);
+            let sw = Stopwatch::start();
+            for i in 0..calls {
+                if i % 256 == 0 {
+                    let _ = f.seek(0, SEEK_SET);
+                }
+                let _ = f.read_full(&mut buf);
+            }
+            println!(
+                "SYSCOST dir={dir} op=read4k_seq ns_per_call={}",
                 per_call(&sw, calls)
             );
         }
