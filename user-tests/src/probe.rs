@@ -95,6 +95,33 @@ pub fn write_half_mapped(fd: Fd, mapped: usize, total: usize) -> SysResult<usize
     })
 }
 
+/// `read(fd, buf, len)` then `write(fd2, buf, len)` through one page of a private mapping
+/// whose protection is first set to `prot` (`mprotect`); answers (read, write). The page was
+/// written before the change, so a write that may read it sees `fill`.
+pub fn rw_through_protected_page(
+    fd: Fd,
+    fd2: Fd,
+    prot: u32,
+    len: usize,
+    fill: u8,
+) -> SysResult<(SysResult<usize>, SysResult<usize>)> {
+    let mut map = AnonMap::new(PAGE_SIZE)?;
+    map.as_mut_slice().fill(fill);
+    let addr = map.addr();
+    // SAFETY: the page is our private mapping, alive until `map` drops; no slice of it is
+    // live while the kernel reads or writes it.
+    Errno::from_ret(unsafe { syscall3(SYS_MPROTECT, addr, PAGE_SIZE, prot as usize) })?;
+    let len = len.min(PAGE_SIZE);
+    // SAFETY: as above.
+    let r = Errno::from_ret(unsafe { syscall3(SYS_READ, fd as usize, addr, len) });
+    // SAFETY: as above; the kernel only reads the buffer.
+    let w = Errno::from_ret(unsafe { syscall3(SYS_WRITE, fd2 as usize, addr, len) });
+    // Make it writable again so dropping (munmap) and any later use are plain.
+    // SAFETY: as above.
+    unsafe { syscall3(SYS_MPROTECT, addr, PAGE_SIZE, 3) };
+    Ok((r, w))
+}
+
 /// Syscall number `n` with all arguments 0 (for numbers the kernel must not implement).
 pub fn unknown_syscall(n: usize) -> SysResult<usize> {
     // SAFETY: all-zero arguments; `n` is a number no kernel we run on implements.

@@ -77,6 +77,71 @@ pub fn efault_half_unmapped_buffer(cx: &Ctx) -> TestResult {
     Ok(())
 }
 
+/// Page protections decide what a buffer may be used for, as on Linux/RISC-V: `read` into a
+/// read-only page is EFAULT (and reads nothing), `write` from it works; a write-only page is
+/// also readable (the ISA has no write-only pages), so both work; a PROT_NONE page takes
+/// neither. Each time the page is mapped before the call (it was filled), so the answer
+/// comes from the permission, not from a missing page.
+pub fn efault_by_page_protection(cx: &Ctx) -> TestResult {
+    let (p, f) = file_with(cx, 8192)?;
+    let out_path = cx.path("out");
+    let out = File::open(&out_path, O_RDWR | O_CREAT | O_TRUNC, 0o644).what("open out")?;
+    let cases: [(&str, u32, Option<Errno>, Option<Errno>); 3] = [
+        ("PROT_READ", PROT_READ, Some(Errno::EFAULT), None),
+        ("PROT_WRITE", PROT_WRITE, None, None),
+        (
+            "PROT_NONE",
+            PROT_NONE,
+            Some(Errno::EFAULT),
+            Some(Errno::EFAULT),
+        ),
+    ];
+    let mut written = 0u64;
+    for (name, prot, read_err, write_err) in cases {
+        f.seek(0, SEEK_SET).what("lseek")?;
+        let (r, w) = probe::rw_through_protected_page(f.fd(), out.fd(), prot, 100, 0x5A)
+            .what(&format!("map and mprotect {name}"))?;
+        match (read_err, r) {
+            (Some(e), Err(got)) if got == e => {}
+            (None, Ok(100)) => {}
+            (want, got) => {
+                return Err(format!(
+                    "read into a {name} page: expected {want:?} (None = 100 bytes), got {got:?}"
+                ))
+            }
+        }
+        match (write_err, w) {
+            (Some(e), Err(got)) if got == e => {}
+            (None, Ok(100)) => written += 100,
+            (want, got) => {
+                return Err(format!(
+                    "write from a {name} page: expected {want:?} (None = 100 bytes), got {got:?}"
+                ))
+            }
+        }
+        if read_err.is_some() {
+            ensure!(
+                f.seek(0, SEEK_CUR).what("lseek")? == 0,
+                "a read refused for {name} moved the offset"
+            );
+        }
+    }
+    drop(out);
+    // PROT_READ: the page still held the fill; PROT_WRITE: the read had put the file's first
+    // 100 bytes there before the write took them.
+    let mut want = vec![0x5Au8; 100];
+    want.extend((0..100).map(|i| i as u8));
+    same_bytes(
+        &get_file(&out_path)?,
+        &want,
+        "bytes written from protected pages",
+    )?;
+    ensure!(written == 200, "written {written} bytes, expected 200");
+    drop(f);
+    let orig: Vec<u8> = (0..8192).map(|i| i as u8).collect();
+    same_bytes(&get_file(&p)?, &orig, "file after the calls")
+}
+
 pub fn efault_null_path(_cx: &Ctx) -> TestResult {
     expect_errno(
         probe::openat_path(BadAddr::Null, O_RDONLY),

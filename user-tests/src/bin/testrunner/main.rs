@@ -188,6 +188,10 @@ pub const TESTS: &[Test] = &[
     t("clock_monotonic", proc_tests::clock_monotonic),
     // bad input must fail cleanly
     t("efault_null_buffer", bad_input::efault_null_buffer),
+    t(
+        "efault_by_page_protection",
+        bad_input::efault_by_page_protection,
+    ),
     t("efault_kernel_address", bad_input::efault_kernel_address),
     t(
         "efault_half_unmapped_buffer",
