@@ -378,7 +378,7 @@ extern "C" fn rust_main(_hartid: usize, dtb: usize) -> ! {
     csr::set_sstatus(
         (csr::sstatus() & !(csr::SSTATUS_SIE | csr::SSTATUS_FS_MASK)) | csr::SSTATUS_FS_INITIAL,
     );
-    trap::set_kernel_vector();
+    trap::init();
     let info = read_device_tree(dtb);
     if let Some(uart) = info.uart {
         arch::console::init_uart(uart);

@@ -47,6 +47,13 @@ csr_read!(scause, "scause");
 csr_read!(stval, "stval");
 csr_read!(sepc, "sepc");
 
+/// Set `sscratch` (the trap entry's user/kernel marker, see `trap`).
+#[inline]
+pub fn set_sscratch(v: usize) {
+    // SAFETY: `sscratch` is only read by the trap entry, which expects 0 while the kernel runs.
+    unsafe { asm!("csrw sscratch, {}", in(reg) v) };
+}
+
 /// Point traps at `handler`.
 #[inline]
 pub fn set_stvec(handler: usize) {

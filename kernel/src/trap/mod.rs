@@ -1,12 +1,18 @@
 //! Traps: entry from user mode (syscalls, page faults, timer interrupts) and the return to
 //! user mode, plus a handler for traps taken in the kernel (always a kernel bug today).
 //!
-//! Convention: while a process runs in user mode, `sscratch` holds the address of its
-//! [`TrapFrame`] and `stvec` points at `user_trap_entry`. The entry code saves every integer
-//! register into the frame, the floating-point ones only if the program changed them since it
-//! last entered (`sstatus.FS` = Dirty), loads the kernel stack pointer from the frame and calls
-//! [`user_trap_handler`]. Kernel code runs with interrupts disabled and `stvec` =
-//! `kernel_trap_entry`, and must not use FP registers (the kernel binary has no FP instruction
+//! Convention: `stvec` always points at `user_trap_entry`, which tells the two cases apart by
+//! `sscratch`: while a process runs in user mode it holds the address of its [`TrapFrame`],
+//! while the kernel runs it is 0 (as in Linux). The first instruction swaps it with `sp`; a 0
+//! means the trap came from the kernel, so it swaps back and goes to `kernel_trap_entry`.
+//! From user mode the entry code saves every integer register into the frame (reading the
+//! user's `sp` back from `sscratch` and leaving 0 there in one instruction), the
+//! floating-point ones only if the program changed them since it last entered (`sstatus.FS`
+//! = Dirty), loads the kernel stack pointer from the frame and calls [`user_trap_handler`].
+//! `user_return` puts the frame's address back into `sscratch`. So no trap writes `stvec`:
+//! under QEMU every CSR access returns to its main loop, and a system call used to pay two
+//! for that. Kernel code runs with interrupts disabled and must not use FP registers (the
+//! kernel binary has no FP instruction
 //! outside this file; turning FS off in the kernel would catch one, but that extra `sstatus`
 //! write cost more than it saved under QEMU). `user_return` reloads the FP registers only if another
 //! frame's were loaded since (`FP_OWNER`): a syscall from a program that does not use FP moves
@@ -83,6 +89,8 @@ global_asm!(
     .globl user_trap_entry
 user_trap_entry:
     csrrw sp, sscratch, sp
+    # sscratch was 0: a trap taken in the kernel.
+    beqz sp, 9f
     sd x1, 1*8(sp)
     sd x3, 3*8(sp)
     sd x4, 4*8(sp)
@@ -113,7 +121,8 @@ user_trap_entry:
     sd x29, 29*8(sp)
     sd x30, 30*8(sp)
     sd x31, 31*8(sp)
-    csrr t0, sscratch
+    # The user's sp, and sscratch = 0 for as long as the kernel runs.
+    csrrw t0, sscratch, zero
     sd t0, 2*8(sp)
     csrr t0, sepc
     sd t0, 520(sp)
@@ -139,6 +148,10 @@ user_trap_entry:
     call user_trap_handler
     # user_trap_handler never returns: it ends in user_return.
 1:  j 1b
+9:
+    # From the kernel: sp back to the kernel stack, sscratch back to 0.
+    csrrw sp, sscratch, sp
+    j kernel_trap_entry
 
     .globl user_return
 user_return:
@@ -241,13 +254,14 @@ kernel_trap_entry:
 
 extern "C" {
     fn user_trap_entry();
-    fn kernel_trap_entry();
     fn user_return(tf: *mut TrapFrame) -> !;
 }
 
-/// Kernel mode: kernel traps go to `kernel_trap_entry`.
-pub fn set_kernel_vector() {
-    csr::set_stvec(kernel_trap_entry as *const () as usize);
+/// Point every trap at `user_trap_entry`, with `sscratch` = 0 (the kernel is running): once,
+/// at boot, before anything can trap.
+pub fn init() {
+    csr::set_sscratch(0);
+    csr::set_stvec(user_trap_entry as *const () as usize);
 }
 
 /// Enter user mode with the state in `tf`.
@@ -256,7 +270,6 @@ pub fn set_kernel_vector() {
 /// `tf` must point at the running process's trap frame, which stays allocated while the
 /// process exists, and the process's page table must be active.
 pub unsafe fn enter_user(tf: *mut TrapFrame) -> ! {
-    csr::set_stvec(user_trap_entry as *const () as usize);
     // SAFETY: guaranteed by the caller; `user_return` restores the frame and executes `sret`.
     unsafe { user_return(tf) }
 }
@@ -284,9 +297,10 @@ pub const SIGSEGV: i32 = 11;
 
 #[no_mangle]
 extern "C" fn user_trap_handler(tf: &mut TrapFrame) -> ! {
-    set_kernel_vector();
     let scause = csr::scause();
-    let stval = csr::stval();
+    // `stval` is read only by the arms that use it, first thing (nothing can trap before):
+    // under QEMU each CSR access costs a return to its main loop, and a system call has no use
+    // for it.
     use crate::mm::addr_space::Access;
     if scause & INTERRUPT != 0 {
         if scause & !INTERRUPT == SUPERVISOR_TIMER {
@@ -312,6 +326,7 @@ extern "C" fn user_trap_handler(tf: &mut TrapFrame) -> ! {
                 tf.regs[10] = ret as usize;
             }
             INSTRUCTION_PAGE_FAULT | LOAD_PAGE_FAULT | STORE_PAGE_FAULT => {
+                let stval = csr::stval();
                 let access = match scause {
                     INSTRUCTION_PAGE_FAULT => Access::Exec,
                     LOAD_PAGE_FAULT => Access::Read,
@@ -330,6 +345,7 @@ extern "C" fn user_trap_handler(tf: &mut TrapFrame) -> ! {
                 }
             }
             INSTRUCTION_ACCESS_FAULT | LOAD_ACCESS_FAULT | STORE_ACCESS_FAULT => {
+                let stval = csr::stval();
                 crate::println!(
                     "[kernel] pid {}: access fault at {:#x}",
                     crate::task::current_pid(),
@@ -338,6 +354,7 @@ extern "C" fn user_trap_handler(tf: &mut TrapFrame) -> ! {
                 crate::task::exit_current(crate::task::ExitStatus::Signaled(SIGSEGV));
             }
             INSTRUCTION_MISALIGNED | LOAD_MISALIGNED | STORE_MISALIGNED => {
+                let stval = csr::stval();
                 crate::println!(
                     "[kernel] pid {}: misaligned access at {:#x}",
                     crate::task::current_pid(),
