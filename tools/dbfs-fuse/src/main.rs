@@ -21,7 +21,11 @@
 //! `mount` runs in the background unless `-f`: it starts itself again in the foreground in a
 //! new process group, waits until the mount is live (or prints why it failed) and returns. The
 //! foreground process unmounts cleanly on SIGINT, SIGTERM or SIGHUP (buffered data is committed
-//! first); `-o auto_unmount` also makes fusermount3 unmount if the process dies. Mount options:
+//! first); `-o auto_unmount` also makes fusermount3 unmount if the process dies (a small
+//! child, `dbfs-fuse hold-until-exit`, keeps fusermount3's socket open until the process has
+//! fully exited, so fusermount3 finds the connection gone; see `hold_socket_past_exit`), and
+//! on a signal the tool unmounts it itself (fusermount3 leaves a mount whose process still
+//! answers). Mount options:
 //! `ro`, `allow_other`, `allow_root`, `auto_unmount`, `default_permissions` (always on: dbfs
 //! leaves permission checks to the caller), `dev`, `suid`, `noatime`, `fsname=`, `sync` and
 //! `dirsync` (also make every dbfs commit durable when it returns, one barrier per metadata
@@ -158,6 +162,15 @@ enum Command {
     /// Cross-check: run the workload script in new directory DIR through std::fs and print
     /// the final listing between markers.
     Workload { dir: PathBuf },
+    /// Internal (started by `mount -o auto_unmount`): hold descriptor FD, inherited from
+    /// process PID, until PID has exited. See `hold_socket_past_exit`.
+    #[command(hide = true)]
+    HoldUntilExit {
+        #[arg(long)]
+        fd: i32,
+        #[arg(long)]
+        pid: i32,
+    },
     /// Benchmark helper (any directory, any file system): the createdel workload of
     /// BENCH-PROTOCOL.md. Creates N one-byte files named x%06d in random order, then unlinks
     /// them in sorted order; prints one RESULT line.
@@ -211,6 +224,11 @@ fn main() -> ExitCode {
         Command::VerifyTree { image, dir } => cross::verify_tree(&image, &dir),
         Command::VerifyDir { dir } => cross::verify_dir(&dir),
         Command::Workload { dir } => cross::workload(&dir),
+        Command::HoldUntilExit { fd, pid } => {
+            hold_until_exit(pid);
+            let _ = fd; // closed by the exit
+            Ok(())
+        }
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
@@ -341,18 +359,43 @@ fn mount_foreground(
     config.acl = acl;
     config.n_threads = Some(threads.max(1));
     config.clone_fd = threads > 1;
+    let auto_unmount = config.mount_options.contains(&MountOption::AutoUnmount);
+    let sockets_before = if auto_unmount {
+        socket_fds()
+    } else {
+        Vec::new()
+    };
+    // mountinfo names mount points by absolute path.
+    let canonical = std::fs::canonicalize(mountpoint).unwrap_or_else(|_| mountpoint.to_path_buf());
+    let mounts_before = mounted_at(&canonical);
     let mut session = fuser::Session::new(adapter, mountpoint, &config)
         .map_err(|e| format!("cannot mount on {}: {e}", mountpoint.display()))?;
+    let holder = if auto_unmount {
+        hold_socket_past_exit(&sockets_before)
+    } else {
+        None
+    };
     let mut unmounter = session.unmount_callable();
-    let mnt = mountpoint.to_path_buf();
+    let mnt = canonical;
     std::thread::Builder::new()
         .name("dbfs-signals".into())
         .spawn(move || {
             if let Some(sig) = signals::wait(&signals) {
                 eprintln!("dbfs-fuse: signal {sig}: unmounting {}", mnt.display());
+                // fuser unmounts an auto_unmount mount by closing its end of fusermount3's
+                // socket: the holder's copy must go first.
+                if let Some(mut h) = holder {
+                    let _ = h.kill();
+                    let _ = h.wait();
+                }
                 if let Err(e) = unmounter.unmount() {
                     eprintln!("dbfs-fuse: unmount failed ({e}); detaching lazily");
                     lazy_unmount(&mnt);
+                } else if auto_unmount && mounted_at(&mnt) > mounts_before {
+                    // fusermount3 (3.14) does not unmount on that close while this process
+                    // still answers: it checks the mount point, finds it alive and leaves it.
+                    // Unmount it here, so the session ends.
+                    unmount_path(&mnt);
                 }
             }
         })
@@ -368,6 +411,106 @@ fn mount_foreground(
     }
     drop(fs);
     r
+}
+
+/// The descriptors of this process that are sockets.
+fn socket_fds() -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| {
+        let e = e.ok()?;
+        let fd: i32 = e.file_name().to_str()?.parse().ok()?;
+        let target = std::fs::read_link(e.path()).ok()?;
+        target
+            .to_str()
+            .is_some_and(|t| t.starts_with("socket:"))
+            .then_some(fd)
+    })
+    .collect()
+}
+
+/// With `-o auto_unmount`, fusermount3 stays behind and unmounts when this process's end of
+/// its socket closes, after checking the mount point: only if opening it fails with ENOTCONN
+/// (the FUSE connection is gone). When this process is killed, its threads drop their
+/// descriptors as each leaves the kernel, and the socket can close while a worker thread still
+/// holds `/dev/fuse`: fusermount3's open then reaches a live connection, fails with
+/// ECONNABORTED as the connection goes down, and the dead mount stays (fuse3 3.14: `strace`
+/// of fusermount3 shows it, for about one mount in four killed with writes in flight).
+///
+/// So a copy of the socket is held by a small child process (`dbfs-fuse hold-until-exit`),
+/// which waits on a pidfd of this process: that becomes readable only once every thread has
+/// exited and every descriptor is released, so the socket closes after the connection is
+/// gone. `before`: the sockets that existed before the mount; the new one is fusermount3's.
+/// `None` if it cannot be found or the child cannot start (auto_unmount then works as fuser
+/// does it, with the race). The signal path kills the child before unmounting.
+fn hold_socket_past_exit(before: &[i32]) -> Option<std::process::Child> {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let new: Vec<i32> = socket_fds()
+        .into_iter()
+        .filter(|fd| !before.contains(fd))
+        .collect();
+    let [fd] = new[..] else {
+        return None;
+    };
+    // An inheritable copy (every other descriptor of ours is close-on-exec), for the child only.
+    // SAFETY: F_DUPFD creates a new descriptor for the open socket `fd`.
+    let dup = unsafe { libc::fcntl(fd, libc::F_DUPFD, 3) };
+    if dup < 0 {
+        return None;
+    }
+    // SAFETY: `dup` is a fresh descriptor nothing else owns; it is closed when this drops,
+    // after the child has inherited it.
+    let dup = unsafe { OwnedFd::from_raw_fd(dup) };
+    let exe = std::env::current_exe().ok()?;
+    let child = std::process::Command::new(exe)
+        .args(["hold-until-exit", "--fd"])
+        .arg(std::os::fd::AsRawFd::as_raw_fd(&dup).to_string())
+        .arg("--pid")
+        .arg(std::process::id().to_string())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .ok();
+    drop(dup);
+    child
+}
+
+/// Wait until process `pid` has exited (all its threads gone). Returns at once if it is
+/// already gone or cannot be watched.
+fn hold_until_exit(pid: i32) {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as i32;
+    if pidfd < 0 {
+        return;
+    }
+    let mut p = libc::pollfd {
+        fd: pidfd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    loop {
+        // SAFETY: `p` is one valid pollfd.
+        let r = unsafe { libc::poll(&mut p, 1, -1) };
+        if r > 0 || (r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR)) {
+            return;
+        }
+    }
+}
+
+/// Unmount `mnt` (ours, found still mounted), lazily if it is busy.
+fn unmount_path(mnt: &Path) {
+    let ok = std::process::Command::new("fusermount3")
+        .arg("-u")
+        .arg(mnt)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("dbfs-fuse: {} is busy; detaching lazily", mnt.display());
+        lazy_unmount(mnt);
+    }
 }
 
 /// Detach a mount that a plain unmount could not remove (busy).

@@ -652,7 +652,23 @@ fn background_mount_and_auto_unmount() {
     let guard = scopeguard(mnt.clone(), pid);
     fs::write(mnt.join("hello"), b"world").unwrap();
     assert_eq!(fs::read(mnt.join("hello")).unwrap(), b"world");
-    // Kill the daemon without letting it unmount: auto_unmount must remove the mount.
+    // Kill the daemon without letting it unmount, with writes in flight (a thread writing and
+    // fsyncing until its mount dies): auto_unmount must remove the mount. fusermount3 only
+    // unmounts if it finds the FUSE connection gone, and without the tool's holder process
+    // it looked while a worker thread still held /dev/fuse in about one kill in four.
+    let busy = mnt.join("busy");
+    let writer = std::thread::spawn(move || {
+        let Ok(mut f) = File::create(&busy) else {
+            return;
+        };
+        let block = vec![7u8; 1 << 20];
+        for _ in 0..200 {
+            if f.write_all(&block).and_then(|_| f.sync_data()).is_err() {
+                return;
+            }
+        }
+    });
+    std::thread::sleep(Duration::from_millis(300));
     let _ = Command::new("kill")
         .args(["-KILL", &pid.to_string()])
         .status();
@@ -673,7 +689,53 @@ fn background_mount_and_auto_unmount() {
         eprintln!("mount still present; processes:\n{}", relevant.join("\n"));
     }
     assert_eq!(mount_count(&mnt), 0, "auto_unmount removed the mount");
+    let _ = writer.join();
     drop(guard);
+
+    // SIGTERM of an auto_unmount mount: the tool unmounts and exits (fusermount3 leaves a
+    // mount whose process still answers, so the tool must unmount it itself), and the data
+    // written since the mount is in the image.
+    let out = run(Command::new("timeout")
+        .args(["30", BIN, "mount"])
+        .arg(&image)
+        .arg(&mnt)
+        .args(["-o", "auto_unmount"]));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pid: i32 = String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .expect("pid on stdout");
+    let guard = scopeguard(mnt.clone(), pid);
+    fs::write(mnt.join("after"), b"term").unwrap();
+    let _ = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status();
+    let start = std::time::Instant::now();
+    // Running, not exited (an exited child of the finished parent can stay a zombie).
+    let alive = || {
+        fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|st| {
+            st.rsplit_once(") ")
+                .is_some_and(|(_, rest)| !rest.starts_with('Z'))
+        })
+    };
+    while (mount_count(&mnt) > 0 || alive()) && start.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        mount_count(&mnt),
+        0,
+        "SIGTERM unmounted the auto_unmount mount"
+    );
+    assert!(!alive(), "the mount process exited after SIGTERM");
+    drop(guard);
+    let (code, out) = fsck_status(&image);
+    assert_eq!(code, 0, "{out}");
+    let cat = run(Command::new(BIN).arg("cat").arg(&image).arg("/after"));
+    assert_eq!(cat.stdout, b"term");
 }
 
 /// Unmount lazily and kill `pid` on drop (for the background-mount test).
