@@ -3,7 +3,8 @@
 //! [`ImagePager`] is kvdb's own [`FilePager`] with two additions the tool needs: a capacity (the
 //! image file's length when it was opened, so `statfs` and `ENOSPC` follow `mkfs --size`) and a
 //! read-only mode (every write is refused), which `fsck`, `ls` and `cat` use so that looking at
-//! an image never changes it (mount frees crash orphans only when it can write).
+//! an image never changes it (mount frees crash orphans only when it can write). An open image
+//! is locked against other processes (see `lock_image`).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -23,6 +24,44 @@ pub struct ImagePager {
     barriers: bool,
 }
 
+/// How long opening an image waits for another process to let go of it.
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Two processes writing one image would corrupt it (each commits from its own idea of the
+/// free pages): a writer takes an exclusive `flock` on the image, a reader (fsck, ls, cat,
+/// a read-only mount) a shared one, both held until the file is closed. A busy image is
+/// waited for up to [`LOCK_WAIT`] (a process just killed may still be leaving the kernel),
+/// then refused. File systems without `flock` are used unlocked.
+fn lock_image(file: &std::fs::File, shared: bool) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let op = if shared { libc::LOCK_SH } else { libc::LOCK_EX } | libc::LOCK_NB;
+    let start = std::time::Instant::now();
+    let mut said = false;
+    loop {
+        // SAFETY: flock on a descriptor this function borrows; no memory is passed.
+        if unsafe { libc::flock(file.as_raw_fd(), op) } == 0 {
+            return Ok(());
+        }
+        let e = std::io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EWOULDBLOCK) => {}
+            Some(libc::ENOLCK) | Some(libc::EOPNOTSUPP) | Some(libc::EINVAL) => return Ok(()),
+            _ => return Err(e),
+        }
+        if start.elapsed() >= LOCK_WAIT {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::WouldBlock,
+                "in use by another process (mounted, or being checked or written)",
+            ));
+        }
+        if !said && start.elapsed() >= std::time::Duration::from_secs(1) {
+            eprintln!("dbfs-fuse: waiting for another process to release the image");
+            said = true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
 impl ImagePager {
     /// Open `path`. A writable image may grow up to its current length (or without limit if
     /// the file is empty).
@@ -31,6 +70,7 @@ impl ImagePager {
             .read(true)
             .write(!read_only)
             .open(path)?;
+        lock_image(&file, read_only)?;
         let len = file.metadata()?.len();
         Ok(ImagePager {
             file: FilePager::from_file(file)?,

@@ -756,6 +756,55 @@ impl Drop for Guard {
 }
 
 #[test]
+fn an_image_in_use_is_refused() {
+    if !fuse_available() {
+        return;
+    }
+    // A second writer would commit from its own idea of the free pages and corrupt the
+    // image: while it is mounted read-write, `put` and `fsck` wait briefly, then refuse
+    // with a reason; the mount is unaffected, and afterwards both work.
+    let (tmp, image, mnt) = setup("busy", "64M");
+    let host = tmp.path().join("host.txt");
+    fs::write(&host, b"from the host").unwrap();
+    let m = Mounted::new(&image, &mnt, "", Duration::from_secs(60));
+    fs::write(m.path("mounted.txt"), b"from the mount").unwrap();
+    let put = run(Command::new(BIN)
+        .arg("put")
+        .arg(&image)
+        .arg(&host)
+        .arg("/host.txt"));
+    assert!(
+        !put.status.success(),
+        "put into a mounted image was accepted"
+    );
+    let err = String::from_utf8_lossy(&put.stderr);
+    assert!(err.contains("in use"), "put: {err}");
+    let (code, out) = fsck_status(&image);
+    assert_eq!(code, 2, "fsck of a mounted image: {out}");
+    assert!(out.contains("in use"), "fsck: {out}");
+    assert_eq!(fs::read(m.path("mounted.txt")).unwrap(), b"from the mount");
+    assert!(m.unmount());
+    let put = run(Command::new(BIN)
+        .arg("put")
+        .arg(&image)
+        .arg(&host)
+        .arg("/host.txt"));
+    assert!(
+        put.status.success(),
+        "{}",
+        String::from_utf8_lossy(&put.stderr)
+    );
+    let (code, out) = fsck_status(&image);
+    assert_eq!(code, 0, "{out}");
+    let m = Mounted::new(&image, &mnt, "ro", Duration::from_secs(60));
+    assert_eq!(fs::read(m.path("host.txt")).unwrap(), b"from the host");
+    assert_eq!(fs::read(m.path("mounted.txt")).unwrap(), b"from the mount");
+    // Readers share: fsck of a read-only mount's image works.
+    assert_eq!(fsck_status(&image).0, 0);
+    assert!(m.unmount());
+}
+
+#[test]
 fn offline_commands_and_corrupt_images() {
     let tmp = tempfile::tempdir().unwrap();
     let image = tmp.path().join("img");
