@@ -202,67 +202,71 @@ pub fn selftest() -> Result<(), String> {
         unsafe { core::ptr::write_volatile(b, pattern(i)) };
     }
     let sp = src.as_ptr();
-    let dp = dst.as_mut_ptr();
-    for so in 0..8 {
-        for d in 0..8 {
-            for len in 0..=MAX_LEN {
-                let start = GUARD + d;
-                for i in 0..dst.len() {
-                    // SAFETY: i < dst.len().
-                    unsafe { core::ptr::write_volatile(dp.add(i), FILL) };
-                }
-                // SAFETY: [start, start + len) lies inside `dst`, [so, so + len) inside `src`;
-                // the two arrays do not overlap.
-                let ret = unsafe { memcpy(dp.add(start), sp.add(so), len) };
-                if ret != unsafe { dp.add(start) } {
-                    return Err(format!("memcpy(len {len}) returned another pointer"));
-                }
-                for i in 0..dst.len() {
-                    // SAFETY: i < dst.len().
-                    let got = unsafe { core::ptr::read_volatile(dp.add(i)) };
-                    let want = if (start..start + len).contains(&i) {
-                        pattern(so + i - start)
-                    } else {
-                        FILL
-                    };
-                    if got != want {
-                        return Err(format!(
-                            "memcpy(dst+{d}, src+{so}, {len}): byte {} is {got:#x}, not {want:#x}",
-                            i as isize - start as isize
-                        ));
-                    }
-                }
-            }
-        }
-    }
     for d in 0..8 {
         for len in 0..=MAX_LEN {
-            let start = GUARD + d;
-            for i in 0..dst.len() {
-                // SAFETY: i < dst.len().
-                unsafe { core::ptr::write_volatile(dp.add(i), FILL) };
+            for so in 0..8 {
+                // SAFETY: `check` passes a destination with `len` bytes of room; [so, so + len)
+                // lies inside `src`, which does not overlap `dst`.
+                check(
+                    &mut dst,
+                    d,
+                    len,
+                    || format!("memcpy(dst+{d}, src+{so}, {len})"),
+                    |p| unsafe { memcpy(p, sp.add(so), len) },
+                    |k| pattern(so + k),
+                )?;
             }
             // Only the low byte of the value counts (0xA5), as C's memset says.
-            // SAFETY: [start, start + len) lies inside `dst`.
-            let ret = unsafe { memset(dp.add(start), 0x1A5, len) };
-            if ret != unsafe { dp.add(start) } {
-                return Err(format!("memset(len {len}) returned another pointer"));
-            }
-            for i in 0..dst.len() {
-                // SAFETY: i < dst.len().
-                let got = unsafe { core::ptr::read_volatile(dp.add(i)) };
-                let want = if (start..start + len).contains(&i) {
-                    0xA5
-                } else {
-                    FILL
-                };
-                if got != want {
-                    return Err(format!(
-                        "memset(dst+{d}, 0xa5, {len}): byte {} is {got:#x}, not {want:#x}",
-                        i as isize - start as isize
-                    ));
-                }
-            }
+            // SAFETY: as above.
+            check(
+                &mut dst,
+                d,
+                len,
+                || format!("memset(dst+{d}, 0xa5, {len})"),
+                |p| unsafe { memset(p, 0x1A5, len) },
+                |_| 0xA5,
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// Fill `dst` with [`FILL`], run `op` on the `len` bytes at [`GUARD`]` + d`, and check that it
+/// returned that address, left byte `k` of the range equal to `want(k)` and every byte around
+/// the range untouched.
+fn check(
+    dst: &mut [u8],
+    d: usize,
+    len: usize,
+    what: impl Fn() -> String,
+    op: impl FnOnce(*mut u8) -> *mut u8,
+    want: impl Fn(usize) -> u8,
+) -> Result<(), String> {
+    let dp = dst.as_mut_ptr();
+    let start = GUARD + d;
+    for i in 0..dst.len() {
+        // SAFETY: i < dst.len().
+        unsafe { core::ptr::write_volatile(dp.add(i), FILL) };
+    }
+    // SAFETY: start + len <= MAX_LEN + 8 + GUARD < dst.len().
+    let at = unsafe { dp.add(start) };
+    if op(at) != at {
+        return Err(format!("{} returned another pointer", what()));
+    }
+    for i in 0..dst.len() {
+        // SAFETY: i < dst.len().
+        let got = unsafe { core::ptr::read_volatile(dp.add(i)) };
+        let expect = if (start..start + len).contains(&i) {
+            want(i - start)
+        } else {
+            FILL
+        };
+        if got != expect {
+            return Err(format!(
+                "{}: byte {} is {got:#x}, not {expect:#x}",
+                what(),
+                i as isize - start as isize
+            ));
         }
     }
     Ok(())
