@@ -162,12 +162,10 @@ enum Command {
     /// Cross-check: run the workload script in new directory DIR through std::fs and print
     /// the final listing between markers.
     Workload { dir: PathBuf },
-    /// Internal (started by `mount -o auto_unmount`): hold descriptor FD, inherited from
-    /// process PID, until PID has exited. See `hold_socket_past_exit`.
+    /// Internal (started by `mount -o auto_unmount`): keep the descriptors inherited from
+    /// process PID open until PID has exited. See `hold_socket_past_exit`.
     #[command(hide = true)]
     HoldUntilExit {
-        #[arg(long)]
-        fd: i32,
         #[arg(long)]
         pid: i32,
     },
@@ -224,9 +222,8 @@ fn main() -> ExitCode {
         Command::VerifyTree { image, dir } => cross::verify_tree(&image, &dir),
         Command::VerifyDir { dir } => cross::verify_dir(&dir),
         Command::Workload { dir } => cross::workload(&dir),
-        Command::HoldUntilExit { fd, pid } => {
+        Command::HoldUntilExit { pid } => {
             hold_until_exit(pid);
-            let _ = fd; // closed by the exit
             Ok(())
         }
     };
@@ -464,9 +461,7 @@ fn hold_socket_past_exit(before: &[i32]) -> Option<std::process::Child> {
     let dup = unsafe { OwnedFd::from_raw_fd(dup) };
     let exe = std::env::current_exe().ok()?;
     let child = std::process::Command::new(exe)
-        .args(["hold-until-exit", "--fd"])
-        .arg(std::os::fd::AsRawFd::as_raw_fd(&dup).to_string())
-        .arg("--pid")
+        .args(["hold-until-exit", "--pid"])
         .arg(std::process::id().to_string())
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())

@@ -635,21 +635,8 @@ fn background_mount_and_auto_unmount() {
     let (_tmp, image, mnt) = setup("bg", "64M");
     fs::create_dir_all(&mnt).unwrap();
     let mnt = mnt.canonicalize().unwrap();
-    let out = run(Command::new("timeout")
-        .args(["30", BIN, "mount"])
-        .arg(&image)
-        .arg(&mnt)
-        .args(["-o", "auto_unmount"]));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let pid: i32 = String::from_utf8_lossy(&out.stdout)
-        .trim()
-        .parse()
-        .expect("pid on stdout");
-    let guard = scopeguard(mnt.clone(), pid);
+    let guard = background_auto_unmount(&image, &mnt);
+    let pid = guard.1;
     fs::write(mnt.join("hello"), b"world").unwrap();
     assert_eq!(fs::read(mnt.join("hello")).unwrap(), b"world");
     // Kill the daemon without letting it unmount, with writes in flight (a thread writing and
@@ -669,9 +656,7 @@ fn background_mount_and_auto_unmount() {
         }
     });
     std::thread::sleep(Duration::from_millis(300));
-    let _ = Command::new("kill")
-        .args(["-KILL", &pid.to_string()])
-        .status();
+    signal(pid, "-KILL");
     let start = std::time::Instant::now();
     // A killed daemon is gone only once its threads leave the kernel (an fdatasync in flight
     // finishes first), which takes seconds on a loaded machine.
@@ -695,25 +680,10 @@ fn background_mount_and_auto_unmount() {
     // SIGTERM of an auto_unmount mount: the tool unmounts and exits (fusermount3 leaves a
     // mount whose process still answers, so the tool must unmount it itself), and the data
     // written since the mount is in the image.
-    let out = run(Command::new("timeout")
-        .args(["30", BIN, "mount"])
-        .arg(&image)
-        .arg(&mnt)
-        .args(["-o", "auto_unmount"]));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let pid: i32 = String::from_utf8_lossy(&out.stdout)
-        .trim()
-        .parse()
-        .expect("pid on stdout");
-    let guard = scopeguard(mnt.clone(), pid);
+    let guard = background_auto_unmount(&image, &mnt);
+    let pid = guard.1;
     fs::write(mnt.join("after"), b"term").unwrap();
-    let _ = Command::new("kill")
-        .args(["-TERM", &pid.to_string()])
-        .status();
+    signal(pid, "-TERM");
     let start = std::time::Instant::now();
     // Running, not exited (an exited child of the finished parent can stay a zombie).
     let alive = || {
@@ -738,20 +708,42 @@ fn background_mount_and_auto_unmount() {
     assert_eq!(cat.stdout, b"term");
 }
 
-/// Unmount lazily and kill `pid` on drop (for the background-mount test).
-struct Guard(std::path::PathBuf, i32);
-fn scopeguard(mnt: std::path::PathBuf, pid: i32) -> Guard {
-    Guard(mnt, pid)
+/// `dbfs-fuse mount IMAGE MNT -o auto_unmount` in the background (the tool prints the mount
+/// process's pid); the guard unmounts lazily and kills that process on drop.
+fn background_auto_unmount(image: &Path, mnt: &Path) -> Guard {
+    let out = run(Command::new("timeout")
+        .args(["30", BIN, "mount"])
+        .arg(image)
+        .arg(mnt)
+        .args(["-o", "auto_unmount"]));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pid: i32 = String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .expect("pid on stdout");
+    Guard(mnt.to_path_buf(), pid)
 }
+
+/// Send signal `sig` (as `kill` spells it, e.g. "-TERM") to process `pid`.
+fn signal(pid: i32, sig: &str) {
+    let _ = Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .stderr(std::process::Stdio::null())
+        .status();
+}
+
+/// Unmount lazily and kill the mount process on drop (for the background-mount test).
+struct Guard(std::path::PathBuf, i32);
 impl Drop for Guard {
     fn drop(&mut self) {
         if mount_count(&self.0) > 0 {
             let _ = Command::new("fusermount3").arg("-uz").arg(&self.0).status();
         }
-        let _ = Command::new("kill")
-            .args(["-KILL", &self.1.to_string()])
-            .stderr(std::process::Stdio::null())
-            .status();
+        signal(self.1, "-KILL");
     }
 }
 
