@@ -74,8 +74,9 @@ fn read_device_tree(dtb: usize) -> BootInfo {
         bootargs: [0; 1024],
         bootargs_len: 0,
     };
-    // SAFETY: OpenSBI passes the address of a valid flattened device tree in a1.
-    let fdt = match unsafe { fdt::Fdt::from_ptr(dtb as *const u8) } {
+    // SAFETY: OpenSBI passes the physical address of a valid flattened device tree in a1; the
+    // boot page table's direct map covers it.
+    let fdt = match unsafe { fdt::Fdt::from_ptr(mm::phys_to_virt(dtb) as *const u8) } {
         Ok(f) => f,
         Err(e) => {
             println!(
@@ -106,11 +107,13 @@ fn read_device_tree(dtb: usize) -> BootInfo {
         let base = reg.starting_address as usize;
         for c in compat.all() {
             match c {
-                "ns16550a" if info.uart.is_none() => info.uart = Some(base),
+                // The devices the kernel drives itself are kept as direct-map addresses;
+                // virtio slots stay physical (the driver maps them, and logs them as such).
+                "ns16550a" if info.uart.is_none() => info.uart = Some(mm::phys_to_virt(base)),
                 "sifive,test0" | "sifive,test1" if info.test_device.is_none() => {
-                    info.test_device = Some(base)
+                    info.test_device = Some(mm::phys_to_virt(base))
                 }
-                "google,goldfish-rtc" => info.rtc = Some(base),
+                "google,goldfish-rtc" => info.rtc = Some(mm::phys_to_virt(base)),
                 "virtio,mmio" if info.virtio_count < info.virtio.len() => {
                     info.virtio[info.virtio_count] = (base, reg.size.unwrap_or(0x1000));
                     info.virtio_count += 1;

@@ -21,7 +21,7 @@ fn putc(c: u8) {
         sbi_rt::legacy::console_putchar(c as usize);
         return;
     }
-    // SAFETY: `base` is the UART's MMIO address from the device tree, identity-mapped in every
+    // SAFETY: `base` is the UART's MMIO address from the device tree, in the direct map of every
     // page table; LSR (offset 5) bit 5 says the transmit holding register (offset 0) is empty.
     unsafe {
         let lsr = (base + 5) as *const u8;

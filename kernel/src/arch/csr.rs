@@ -73,8 +73,8 @@ pub fn time() -> u64 {
 /// Switch to the page table whose `satp` value is `satp` and flush the TLB.
 #[inline]
 pub fn set_satp(satp: usize) {
-    // SAFETY: every page table the kernel installs maps the kernel image, its heap and the
-    // MMIO it uses at the same (identity) addresses, so execution continues unchanged.
+    // SAFETY: every page table the kernel installs has the same upper half (the direct map,
+    // which holds the kernel image, its heap, stacks and MMIO), so execution continues unchanged.
     unsafe { asm!("csrw satp, {}", "sfence.vma", in(reg) satp) };
 }
 

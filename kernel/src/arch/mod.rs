@@ -1,6 +1,15 @@
 //! RISC-V specifics: the boot entry, CSR access, the SBI calls, the console UART, the clock and
 //! power-off. Everything that needs inline assembly outside trap entry and context switch
 //! lives here.
+//!
+//! Boot: OpenSBI enters `_start` at the kernel's physical load address (0x8020_0000) with
+//! paging off, but the kernel is linked in the upper half, at `mm::PHYS_OFFSET + 0x8020_0000`
+//! (`linker.ld`). `_start` turns on Sv39 with `BOOT_PAGE_TABLE`, which maps the first 4 GiB of
+//! physical memory twice with 1 GiB pages: at `mm::PHYS_OFFSET` (the direct map) and, for the
+//! RAM gigabyte the code runs in, at its own address (so the instruction after the `satp`
+//! write still executes). It then jumps to `rust_main` at its linked address with the boot
+//! stack's linked address in `sp`; from there on no code runs at a physical address, and
+//! `mm::init` replaces the boot table with the kernel table (no identity mapping at all).
 
 pub mod console;
 pub mod csr;
@@ -13,10 +22,20 @@ core::arch::global_asm!(
     .section .text.entry
     .globl _start
 _start:
-    # a0 = hart id, a1 = device tree address (OpenSBI's convention)
-    la sp, boot_stack_top
-    call rust_main
-1:  j 1b
+    # a0 = hart id, a1 = device tree's physical address (OpenSBI's convention).
+    # Paging is off: `lla` gives physical addresses here.
+    lla t0, {boot_pt}
+    srli t0, t0, 12
+    li t1, 8 << 60
+    or t0, t0, t1
+    csrw satp, t0
+    sfence.vma
+    li t1, {phys_offset}
+    lla sp, boot_stack_top
+    add sp, sp, t1
+    lla t0, rust_main
+    add t0, t0, t1
+    jr t0
 
     .section .bss.stack
     .align 12
@@ -25,5 +44,31 @@ boot_stack_lower:
     .space 4096 * 32
     .globl boot_stack_top
 boot_stack_top:
-"#
+"#,
+    boot_pt = sym BOOT_PAGE_TABLE,
+    phys_offset = const crate::mm::PHYS_OFFSET,
 );
+
+/// A root page table with 512 entries, page-aligned as `satp` requires.
+#[repr(C, align(4096))]
+struct RootTable([usize; 512]);
+
+/// The page table `_start` runs `rust_main` with (see the module docs): physical 0..4 GiB at
+/// `PHYS_OFFSET` (root entries 256..260), and the gigabyte at 0x8000_0000 also at its own
+/// address (entry 2). Read-write-execute, global, accessed and dirty gigapages.
+#[no_mangle]
+static BOOT_PAGE_TABLE: RootTable = {
+    const FLAGS: usize = 0xef; // V R W X G A D
+    const fn gigapage(pa: usize) -> usize {
+        ((pa >> 12) << 10) | FLAGS
+    }
+    let mut t = [0usize; 512];
+    t[2] = gigapage(0x8000_0000);
+    let first = (crate::mm::PHYS_OFFSET >> 30) & 0x1ff;
+    let mut g = 0;
+    while g < 4 {
+        t[first + g] = gigapage(g << 30);
+        g += 1;
+    }
+    RootTable(t)
+};

@@ -19,8 +19,8 @@ pub fn shutdown(code: u32) -> ! {
         } else {
             ((code & 0xffff) << 16) | 0x3333
         };
-        // SAFETY: `base` is the test device's MMIO address from the device tree, identity
-        // mapped; the write ends the machine.
+        // SAFETY: `base` is the test device's MMIO address from the device tree, in the
+        // direct map; the write ends the machine.
         unsafe { (base as *mut u32).write_volatile(value) };
     }
     if code == 0 {

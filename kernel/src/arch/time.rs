@@ -12,8 +12,8 @@ static EPOCH_OFFSET_NS: AtomicU64 = AtomicU64::new(0);
 pub fn init(timebase_hz: u64, rtc_base: Option<usize>) {
     TIMEBASE_HZ.store(timebase_hz.max(1), Ordering::Relaxed);
     if let Some(base) = rtc_base {
-        // SAFETY: `base` is the Goldfish RTC's MMIO address from the device tree, identity
-        // mapped; reading TIME_LOW (offset 0) latches TIME_HIGH (offset 4).
+        // SAFETY: `base` is the Goldfish RTC's MMIO address from the device tree, in the
+        // direct map; reading TIME_LOW (offset 0) latches TIME_HIGH (offset 4).
         let wall_ns = unsafe {
             let lo = (base as *const u32).read_volatile() as u64;
             let hi = ((base + 4) as *const u32).read_volatile() as u64;

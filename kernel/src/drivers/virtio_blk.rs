@@ -18,8 +18,8 @@
 //! notifies the device once per batch, and completes them in whatever order the device
 //! finishes them. One `Mutex` owns the transport and the queue.
 //!
-//! Buffers handed to the device are kernel memory, identity-mapped, so their kernel address is
-//! their physical one. A request's header and status live in a `Box` that stays alive, and
+//! Buffers handed to the device are kernel memory in the direct map (heap, stacks, frames),
+//! so their physical address is their kernel address less `mm::PHYS_OFFSET`. A request's header and status live in a `Box` that stays alive, and
 //! its data stays borrowed, until the request has completed (or the device has been reset).
 //!
 //! Counters: `add_dev_read` / `add_dev_write` / `add_dev_flush` count requests (and bytes) as
@@ -81,16 +81,26 @@ const STATUS_UNSET: u8 = 0xff;
 
 pub struct KernelHal;
 
-// SAFETY: `dma_alloc` returns zeroed, page-aligned, exclusively owned heap memory whose
-// physical address equals its (identity-mapped) virtual address; `share` returns that address
-// for kernel buffers, which are all identity-mapped.
+/// The physical address of a kernel buffer. Every buffer the kernel hands a device is in the
+/// direct map; anything else is a kernel bug that would make the device write elsewhere.
+fn direct_map_phys(va: usize) -> PhysAddr {
+    match crate::mm::virt_to_phys(va) {
+        Some(pa) => pa as PhysAddr,
+        None => panic!("virtio buffer {:#x} is not in the direct map", va),
+    }
+}
+
+// SAFETY: `dma_alloc` returns zeroed, page-aligned, exclusively owned heap memory and its
+// physical address (heap memory is in the direct map); `share` returns the physical address
+// of a kernel buffer, which is in the direct map too (never a disk window: those are read and
+// written through their frames).
 unsafe impl Hal for KernelHal {
     fn dma_alloc(pages: usize, _direction: BufferDirection) -> (PhysAddr, NonNull<u8>) {
         let layout = Layout::from_size_align(pages * PAGE_SIZE, PAGE_SIZE).expect("DMA layout");
         // SAFETY: the layout has a non-zero size.
         let ptr = unsafe { alloc::alloc::alloc_zeroed(layout) };
         let ptr = NonNull::new(ptr).expect("out of memory for virtio DMA");
-        (ptr.as_ptr() as PhysAddr, ptr)
+        (direct_map_phys(ptr.as_ptr() as usize), ptr)
     }
 
     unsafe fn dma_dealloc(_paddr: PhysAddr, vaddr: NonNull<u8>, pages: usize) -> i32 {
@@ -101,11 +111,11 @@ unsafe impl Hal for KernelHal {
     }
 
     unsafe fn mmio_phys_to_virt(paddr: PhysAddr, _size: usize) -> NonNull<u8> {
-        NonNull::new(paddr as *mut u8).expect("null MMIO address")
+        NonNull::new(crate::mm::phys_to_virt(paddr as usize) as *mut u8).expect("null MMIO address")
     }
 
     unsafe fn share(buffer: NonNull<[u8]>, _direction: BufferDirection) -> PhysAddr {
-        buffer.as_ptr() as *mut u8 as PhysAddr
+        direct_map_phys(buffer.as_ptr() as *mut u8 as usize)
     }
 
     unsafe fn unshare(_paddr: PhysAddr, _buffer: NonNull<[u8]>, _direction: BufferDirection) {}
@@ -645,11 +655,11 @@ pub fn probe(mut slots: Vec<(usize, usize)>) -> Vec<Arc<VirtioDisk>> {
     slots.sort_unstable_by_key(|s| core::cmp::Reverse(s.0));
     let mut disks = Vec::new();
     for (base, size) in slots {
-        let Some(header) = NonNull::new(base as *mut VirtIOHeader) else {
+        let Some(header) = NonNull::new(crate::mm::phys_to_virt(base) as *mut VirtIOHeader) else {
             continue;
         };
-        // SAFETY: `base`/`size` describe a virtio MMIO region from the device tree, identity
-        // mapped and used by nothing else for the life of the kernel.
+        // SAFETY: `base`/`size` describe a virtio MMIO region from the device tree, in the direct
+        // map and used by nothing else for the life of the kernel.
         let transport = match unsafe { MmioTransport::new(header, size) } {
             Ok(t) => t,
             Err(_) => continue, // empty slot

@@ -144,8 +144,9 @@ impl AddrSpace {
         Ok(pa)
     }
 
-    /// Resolve a user access to `va`: the physical address of that byte, mapping the page first
-    /// if it lies in an area that allows `access`. `EFAULT` if the access is not allowed.
+    /// Resolve a user access to `va`: the kernel (direct-map) address of that byte, mapping the
+    /// page first if it lies in an area that allows `access`. `EFAULT` if the access is not
+    /// allowed. Consecutive kernel addresses are consecutive physical ones too.
     pub fn resolve(&mut self, va: usize, access: Access) -> Result<usize, Errno> {
         if !(USER_BASE..USER_END).contains(&va) {
             return Err(Errno::EFAULT);
@@ -161,7 +162,7 @@ impl AddrSpace {
         };
         if let Some((pa, flags)) = self.pt.translate(page) {
             if flags.contains(need | PteFlags::U) {
-                return Ok(pa + (va - page));
+                return Ok(super::phys_to_virt(pa) + (va - page));
             }
         }
         let area = self.area_of(va).ok_or(Errno::EFAULT)?;
@@ -179,7 +180,7 @@ impl AddrSpace {
             Some((pa, _)) => pa,
             None => self.populate(page, area.perm)?,
         };
-        Ok(pa + (va - page))
+        Ok(super::phys_to_virt(pa) + (va - page))
     }
 
     /// Serve a user page fault. `Err` means the program touched memory it does not own.

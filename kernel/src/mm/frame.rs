@@ -31,25 +31,30 @@ pub fn free_count() -> usize {
     (p.end - p.next) / PAGE_SIZE + p.free.len()
 }
 
-/// An owned physical page (its address is also its kernel address).
+/// An owned physical page; the kernel reaches it through the direct map.
 #[derive(Debug)]
 pub struct Frame {
     pa: usize,
 }
 
 impl Frame {
+    /// Its physical address (for page tables and DMA).
     pub fn pa(&self) -> usize {
         self.pa
     }
+    /// Its kernel (direct-map) address.
+    pub fn va(&self) -> usize {
+        super::phys_to_virt(self.pa)
+    }
     /// The page's bytes.
     pub fn bytes(&self) -> &[u8] {
-        // SAFETY: the frame is identity-mapped RAM owned by this `Frame` for its lifetime.
-        unsafe { core::slice::from_raw_parts(self.pa as *const u8, PAGE_SIZE) }
+        // SAFETY: the frame is RAM in the direct map, owned by this `Frame` for its lifetime.
+        unsafe { core::slice::from_raw_parts(self.va() as *const u8, PAGE_SIZE) }
     }
     /// The page's bytes, mutably.
     pub fn bytes_mut(&mut self) -> &mut [u8] {
         // SAFETY: as in `bytes`; `&mut self` makes the access exclusive.
-        unsafe { core::slice::from_raw_parts_mut(self.pa as *mut u8, PAGE_SIZE) }
+        unsafe { core::slice::from_raw_parts_mut(self.va() as *mut u8, PAGE_SIZE) }
     }
 }
 

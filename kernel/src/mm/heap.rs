@@ -7,6 +7,6 @@ static HEAP: LockedHeap<32> = LockedHeap::empty();
 
 pub fn init(start: usize, size: usize) {
     // SAFETY: [start, start + size) is RAM past the kernel image that nothing else uses (the
-    // frame pool starts after it), identity-mapped, and this runs once at boot.
+    // frame pool starts after it), given by its direct-map address, and this runs once at boot.
     unsafe { HEAP.lock().init(start, size) };
 }

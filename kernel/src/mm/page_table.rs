@@ -1,14 +1,16 @@
 //! Sv39 page tables.
 //!
-//! Every table shares the kernel's root entries: 1 GiB identity leaves for the low 1 GiB
-//! (MMIO: test device, RTC, PLIC, UART, virtio) and for RAM. User pages are 4 KiB leaves with
-//! the U bit, below them in the tree. Only user subtrees are owned (and freed) by a table.
+//! Every table shares the kernel's root entries, all in the upper half: the direct map (1 GiB
+//! leaves at `PHYS_OFFSET` for the low 1 GiB of MMIO (test device, RTC, PLIC, UART, virtio)
+//! and for RAM, which hold the kernel image too) and the disk windows' subtrees. User pages
+//! are 4 KiB leaves with the U bit in the lower half (root entries 0..256). Only user subtrees
+//! are owned (and freed) by a table. Tables are edited through the direct map.
 
 use alloc::vec::Vec;
 use spin::{Mutex, Once};
 
 use super::frame::{self, Frame};
-use super::{PAGE_SIZE, RAM_BASE};
+use super::{phys_to_virt, PAGE_SIZE, PHYS_OFFSET, RAM_BASE};
 
 bitflags::bitflags! {
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,10 +42,11 @@ pub fn init_kernel(ram_end: usize) {
     let kflags = PteFlags::R | PteFlags::W | PteFlags::X | PteFlags::G | PteFlags::A | PteFlags::D;
     {
         let mut v = KERNEL_ROOT_ENTRIES.lock();
-        v.push((0, leaf(0, kflags)));
+        let root_index = |pa: usize| ((PHYS_OFFSET + pa) >> 30) & 0x1ff;
+        v.push((root_index(0), leaf(0, kflags)));
         let mut gib = RAM_BASE;
         while gib < ram_end {
-            v.push((gib / GIB, leaf(gib, kflags)));
+            v.push((root_index(gib), leaf(gib, kflags)));
             gib += GIB;
         }
     }
@@ -59,8 +62,8 @@ pub fn add_kernel_subtree(index: usize, table_pa: usize) {
     let pte = ((table_pa >> 12) << 10) | PteFlags::V.bits();
     KERNEL_ROOT_ENTRIES.lock().push((index, pte));
     if let Some(t) = KERNEL_TABLE.get() {
-        // SAFETY: the kernel table's root frame is owned by the static table and identity-mapped.
-        let words = unsafe { core::slice::from_raw_parts_mut(t.root.pa() as *mut usize, 512) };
+        // SAFETY: the kernel table's root frame is owned by the static table, in the direct map.
+        let words = unsafe { core::slice::from_raw_parts_mut(t.root.va() as *mut usize, 512) };
         words[index] = pte;
     }
     crate::arch::csr::sfence_vma_all();
@@ -139,13 +142,13 @@ impl PageTable {
 
     fn words(f: &mut Frame) -> &mut [usize] {
         // SAFETY: a frame is 4096 bytes, page-aligned, owned; viewed as 512 page-table entries.
-        unsafe { core::slice::from_raw_parts_mut(f.pa() as *mut usize, 512) }
+        unsafe { core::slice::from_raw_parts_mut(f.va() as *mut usize, 512) }
     }
 
     fn words_at(pa: usize) -> &'static mut [usize] {
         // SAFETY: `pa` is a page-table frame owned by some `PageTable` (reached through a valid
-        // non-leaf entry), identity-mapped; the kernel is single-threaded while it edits tables.
-        unsafe { core::slice::from_raw_parts_mut(pa as *mut usize, 512) }
+        // non-leaf entry), in the direct map; the kernel is single-threaded while it edits tables.
+        unsafe { core::slice::from_raw_parts_mut(phys_to_virt(pa) as *mut usize, 512) }
     }
 
     pub fn satp(&self) -> usize {
@@ -156,8 +159,12 @@ impl PageTable {
         crate::arch::csr::set_satp(self.satp());
     }
 
-    /// The leaf entry slot for `va`, creating intermediate tables if `create`.
+    /// The leaf entry slot for the user address `va`, creating intermediate tables if
+    /// `create`. `None` for an upper-half (kernel) address.
     fn slot(&mut self, va: usize, create: bool) -> Option<&'static mut usize> {
+        if va >= super::USER_END {
+            return None;
+        }
         let idx = [(va >> 30) & 0x1ff, (va >> 21) & 0x1ff, (va >> 12) & 0x1ff];
         let mut table = self.root.pa();
         for &i in &idx[..2] {

@@ -2,8 +2,8 @@
 //!
 //! Every user range is validated page by page against the process's areas (with lazy
 //! population), so a bad pointer, a kernel address, an unmapped page or a range that wraps
-//! around yields `EFAULT` and never a kernel fault. Data moves through the identity-mapped
-//! physical frames, so no user mapping needs to be active and SUM stays off.
+//! around yields `EFAULT` and never a kernel fault. Data moves through the frames' direct-map
+//! addresses, so no user mapping needs to be active and SUM stays off.
 
 use alloc::string::String;
 use alloc::vec::Vec;

@@ -146,7 +146,7 @@ impl DiskWindow {
     /// newest bytes are only in the window) or the range is not sector-aligned; then a copy
     /// out of the window. Clean pages equal the disk (commits write them before they become
     /// visible), so resident clean pages need not be looked at. `dst` must be memory the device
-    /// can write (kernel or user frames: the kernel maps RAM at identity).
+    /// can write (kernel or user frames, through the direct map).
     pub fn read_into(&self, offset: usize, dst: &mut [u8]) -> VfsResult<()> {
         if dst.is_empty() {
             return Ok(());
@@ -242,9 +242,9 @@ impl DiskWindow {
                 run += 1;
             }
             // SAFETY: frames[k..k + run] are owned by this function, physically contiguous and
-            // identity-mapped, so they form one writable kernel buffer nothing else can see.
+            // in the direct map, so they form one writable kernel buffer nothing else can see.
             let dst = unsafe {
-                core::slice::from_raw_parts_mut(frames[k].pa() as *mut u8, run * PAGE_SIZE)
+                core::slice::from_raw_parts_mut(frames[k].va() as *mut u8, run * PAGE_SIZE)
             };
             self.dev
                 .read_sectors(((index + k) * PAGE_SIZE / SECTOR_SIZE) as u64, dst)?;
@@ -353,7 +353,7 @@ impl DiskWindow {
     /// whatever memory they lie in (pieces also adjacent in memory become one piece), all
     /// runs in flight together; they have completed when this returns, so the flush of the
     /// next [`Self::sync`] covers them. `bytes` must be memory the device can read (kernel or
-    /// user frames: the kernel maps RAM at identity).
+    /// user frames, through the direct map).
     pub fn write_direct(&self, writes: &[(u64, &[u8])]) -> VfsResult<()> {
         let mut st = self.state.lock();
         // (first sector, pieces in disk order, sectors so far)
@@ -438,8 +438,8 @@ impl DiskWindow {
         // (first page, pieces, pages so far), in disk order.
         let mut runs: Vec<(usize, Vec<&[u8]>, usize)> = Vec::new();
         for &page in &st.dirty {
-            let pa = st.frames.get(&page).ok_or(VfsError::Io)?.pa();
-            // SAFETY: the frame of a resident page: identity-mapped, owned by `st.frames`, and
+            let pa = st.frames.get(&page).ok_or(VfsError::Io)?.va();
+            // SAFETY: the frame of a resident page: in the direct map, owned by `st.frames`, and
             // neither written nor freed while the state lock is held, which it is until the
             // device has finished with these bytes (below).
             let frame = unsafe { core::slice::from_raw_parts(pa as *const u8, PAGE_SIZE) };
