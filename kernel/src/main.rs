@@ -37,10 +37,12 @@ mod arch;
 mod counters;
 mod drivers;
 mod fs;
+mod ipc;
 mod mm;
 mod syscall;
 mod task;
 mod trap;
+mod tty;
 
 use alloc::string::String;
 use alloc::sync::Arc;

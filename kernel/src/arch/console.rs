@@ -48,6 +48,14 @@ pub fn getc() -> Option<u8> {
     }
 }
 
+/// Write bytes to the console exactly as given (the terminal's output processing is `tty`'s).
+pub fn write_raw(bytes: &[u8]) {
+    let _guard = LOCK.lock();
+    for &b in bytes {
+        putc(b);
+    }
+}
+
 /// Write bytes to the console, translating `\n` to `\r\n`.
 pub fn write_bytes(bytes: &[u8]) {
     let _guard = LOCK.lock();

@@ -91,3 +91,11 @@ pub fn sfence_vma(va: usize) {
     // SAFETY: a TLB flush only drops cached translations.
     unsafe { asm!("sfence.vma {}, zero", in(reg) va) };
 }
+
+/// Wait until an interrupt enabled in `sie` is pending (even with `sstatus.SIE` off, as in
+/// the kernel: the interrupt then stays pending and is taken in user mode).
+#[inline]
+pub fn wait_for_interrupt() {
+    // SAFETY: `wfi` only pauses the hart; it has no effect on memory.
+    unsafe { asm!("wfi") };
+}

@@ -15,6 +15,7 @@ pub mod console;
 pub mod csr;
 pub mod mem;
 pub mod power;
+pub mod random;
 pub mod time;
 
 core::arch::global_asm!(

@@ -45,6 +45,12 @@ pub fn set_timer_in_ms(ms: u64) {
     let _ = sbi_rt::set_timer(csr::time() + timebase_hz() * ms / 1000);
 }
 
+/// Arm the timer interrupt `ns` nanoseconds from now.
+pub fn set_timer_in_ns(ns: u64) {
+    let ticks = (timebase_hz() as u128 * ns as u128 / 1_000_000_000) as u64;
+    let _ = sbi_rt::set_timer(csr::time() + ticks.max(1));
+}
+
 /// The file systems' clock.
 pub struct KernelClock;
 impl vfs::Clock for KernelClock {

@@ -21,6 +21,8 @@ enum Kind {
     Console,
     Null,
     Zero,
+    /// `/dev/urandom` and `/dev/random` (`crate::arch::random`: not cryptographic).
+    Random,
 }
 
 pub struct DevFs {
@@ -50,6 +52,27 @@ impl DevFs {
                 Arc::new(CharDev {
                     kind: Kind::Console,
                     ino: 2,
+                }),
+            ),
+            (
+                String::from("tty"),
+                Arc::new(CharDev {
+                    kind: Kind::Console,
+                    ino: 5,
+                }),
+            ),
+            (
+                String::from("urandom"),
+                Arc::new(CharDev {
+                    kind: Kind::Random,
+                    ino: 6,
+                }),
+            ),
+            (
+                String::from("random"),
+                Arc::new(CharDev {
+                    kind: Kind::Random,
+                    ino: 7,
                 }),
             ),
             (
@@ -167,15 +190,25 @@ impl Node for DevDir {
     }
 }
 
+/// Whether `node` is the console terminal (`/dev/console`, `/dev/tty`).
+pub fn is_console(node: &dyn Node) -> bool {
+    node.as_any()
+        .downcast_ref::<CharDev>()
+        .is_some_and(|c| c.kind == Kind::Console)
+}
+
 impl Node for CharDev {
     fn as_any(&self) -> &dyn Any {
         self
     }
     fn getattr(&self) -> VfsResult<Metadata> {
         let rdev = match self.kind {
+            Kind::Console if self.ino == 5 => (5 << 8),
             Kind::Console => (5 << 8) | 1,
             Kind::Null => (1 << 8) | 3,
             Kind::Zero => (1 << 8) | 5,
+            Kind::Random if self.ino == 7 => (1 << 8) | 8,
+            Kind::Random => (1 << 8) | 9,
         };
         Ok(meta(self.ino, FileType::CharDevice, 0o666, 0, rdev))
     }
@@ -185,37 +218,22 @@ impl Node for CharDev {
     fn read_at(&self, _offset: u64, buf: &mut [u8]) -> VfsResult<usize> {
         match self.kind {
             Kind::Null => Ok(0),
+            Kind::Random => {
+                crate::arch::random::fill(buf);
+                Ok(buf.len())
+            }
             Kind::Zero => {
                 buf.fill(0);
                 Ok(buf.len())
             }
-            Kind::Console => {
-                // Block (politely) until at least one byte arrives, then take what is there.
-                let mut n = 0;
-                while n == 0 {
-                    while n < buf.len() {
-                        match crate::arch::console::getc() {
-                            Some(c) => {
-                                buf[n] = if c == b'\r' { b'\n' } else { c };
-                                n += 1;
-                                if buf[n - 1] == b'\n' {
-                                    return Ok(n);
-                                }
-                            }
-                            None => break,
-                        }
-                    }
-                    if n == 0 {
-                        crate::task::yield_now();
-                    }
-                }
-                Ok(n)
-            }
+            // The terminal (`tty`); the syscall layer reads it through `tty::read` directly,
+            // with O_NONBLOCK and EINTR, so this path only serves VFS-typed callers.
+            Kind::Console => crate::tty::read(buf, false).map_err(|_| VfsError::Io),
         }
     }
     fn write_at(&self, _offset: u64, buf: &[u8]) -> VfsResult<usize> {
         if self.kind == Kind::Console {
-            crate::arch::console::write_bytes(buf);
+            crate::tty::write(buf);
         }
         Ok(buf.len())
     }

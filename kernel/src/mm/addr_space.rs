@@ -3,8 +3,10 @@
 //! a zeroed frame; outside every area it is a segmentation fault. `uaccess` uses the same path,
 //! so a syscall can read or write a page the program has not touched yet.
 //!
-//! Layout: the ELF image at its link address (>= 4 GiB), the heap (`brk`) right after it,
-//! anonymous `mmap`s from [`MMAP_BASE`] upwards, and the stack below [`STACK_TOP`].
+//! Layout, as Linux lays out a riscv64 process: the ELF image at its link address (static
+//! executables at 0x10000; a static-PIE `ET_DYN` image at [`ET_DYN_BASE`]), the heap (`brk`)
+//! right after it, anonymous `mmap`s placed top down below the stack's reserved range, the
+//! stack below [`STACK_TOP`], and the signal-return trampoline in the last user page.
 
 use alloc::collections::BTreeMap;
 use alloc::string::String;
@@ -18,7 +20,32 @@ use super::{page_ceil, page_floor, PAGE_SIZE, USER_BASE, USER_END};
 
 pub const STACK_TOP: usize = 0x3f_0000_0000;
 pub const STACK_SIZE: usize = 8 << 20;
+/// Lowest address a non-fixed `mmap` is placed at (they go top down from [`MMAP_TOP`]).
 pub const MMAP_BASE: usize = 0x20_0000_0000;
+/// Highest end of a non-fixed `mmap`: below the stack, with a guard gap.
+pub const MMAP_TOP: usize = STACK_TOP - STACK_SIZE - (1 << 20);
+/// Where a position-independent (`ET_DYN`) executable is loaded (two thirds of the way up,
+/// as Linux's `ELF_ET_DYN_BASE`).
+pub const ET_DYN_BASE: usize = 0x2a_aaaa_a000;
+
+/// What the loader learned from an executable, for the initial stack's auxiliary vector.
+#[derive(Clone, Copy, Debug)]
+pub struct ElfInfo {
+    pub entry: usize,
+    /// User address of the program headers (AT_PHDR), their size and count.
+    pub phdr: usize,
+    pub phent: usize,
+    pub phnum: usize,
+}
+
+/// The credentials the auxiliary vector reports (AT_UID, AT_EUID, AT_GID, AT_EGID).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AuxIds {
+    pub uid: u32,
+    pub euid: u32,
+    pub gid: u32,
+    pub egid: u32,
+}
 /// The heap may grow to this many bytes.
 pub const BRK_MAX: usize = 4 << 30;
 
@@ -84,6 +111,16 @@ impl AddrSpace {
 
     pub fn activate(&self) {
         self.pt.activate();
+    }
+
+    /// Unmap and free all user memory (exit), allocating nothing; the space stays usable
+    /// (empty).
+    pub fn clear(&mut self) {
+        self.pt.clear_user();
+        self.frames.clear();
+        self.areas.clear();
+        self.brk_start = 0;
+        self.brk = 0;
     }
 
     fn area_of(&self, va: usize) -> Option<Area> {
@@ -188,23 +225,54 @@ impl AddrSpace {
         self.resolve(va, access).map(|_| ())
     }
 
-    /// Load a static ELF executable; returns the entry point.
-    pub fn load_elf(&mut self, image: &[u8]) -> Result<usize, Errno> {
+    /// Load a statically linked ELF executable (`ET_EXEC`, or a static-PIE `ET_DYN`, which
+    /// is placed at [`ET_DYN_BASE`]); maps the signal trampoline and reserves the stack.
+    /// An executable that asks for a dynamic loader (`PT_INTERP`) is ENOEXEC: there is none.
+    pub fn load_elf(&mut self, image: &[u8]) -> Result<ElfInfo, Errno> {
+        use xmas_elf::header::Type as EType;
         use xmas_elf::program::Type;
         let elf = xmas_elf::ElfFile::new(image).map_err(|_| Errno::ENOEXEC)?;
         let h = &elf.header;
         if h.pt1.class() != xmas_elf::header::Class::SixtyFour
             || h.pt2.machine().as_machine() != xmas_elf::header::Machine::RISC_V
-            || h.pt2.type_().as_type() != xmas_elf::header::Type::Executable
         {
             return Err(Errno::ENOEXEC);
+        }
+        let bias = match h.pt2.type_().as_type() {
+            EType::Executable => 0,
+            EType::SharedObject => ET_DYN_BASE,
+            _ => return Err(Errno::ENOEXEC),
+        };
+        if elf
+            .program_iter()
+            .any(|ph| ph.get_type() == Ok(Type::Interp))
+        {
+            log::info!("execve: dynamically linked executables are not supported");
+            return Err(Errno::ENOEXEC);
+        }
+        let phoff = h.pt2.ph_offset() as usize;
+        let phent = h.pt2.ph_entry_size() as usize;
+        let phnum = h.pt2.ph_count() as usize;
+        let mut phdr = 0;
+        for ph in elf.program_iter() {
+            if ph.get_type() == Ok(Type::Phdr) {
+                phdr = ph.virtual_addr() as usize + bias;
+            } else if ph.get_type() == Ok(Type::Load)
+                && phdr == 0
+                && (ph.offset() as usize) <= phoff
+                && phoff + phent * phnum <= (ph.offset() + ph.file_size()) as usize
+            {
+                phdr = ph.virtual_addr() as usize + bias + (phoff - ph.offset() as usize);
+            }
         }
         let mut image_end = 0;
         for ph in elf.program_iter() {
             if ph.get_type() != Ok(Type::Load) || ph.mem_size() == 0 {
                 continue;
             }
-            let va = ph.virtual_addr() as usize;
+            let va = (ph.virtual_addr() as usize)
+                .checked_add(bias)
+                .ok_or(Errno::ENOEXEC)?;
             let memsz = ph.mem_size() as usize;
             let filesz = ph.file_size() as usize;
             let off = ph.offset() as usize;
@@ -247,6 +315,14 @@ impl AddrSpace {
         if image_end == 0 {
             return Err(Errno::ENOEXEC);
         }
+        let tramp = crate::task::signal::SIGRETURN_TRAMPOLINE;
+        self.add_area(tramp, tramp + PAGE_SIZE, Perm::R | Perm::X)
+            .map_err(|_| Errno::ENOEXEC)?;
+        let code: Vec<u8> = crate::task::signal::TRAMPOLINE_CODE
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .collect();
+        self.copy_to_user(tramp, &code)?;
         // Re-apply final permissions to pages populated while copying.
         let pages: Vec<usize> = self.frames.keys().copied().collect();
         for va in pages {
@@ -257,7 +333,12 @@ impl AddrSpace {
         self.brk_start = image_end;
         self.brk = image_end;
         self.add_area(STACK_TOP - STACK_SIZE, STACK_TOP, Perm::R | Perm::W)?;
-        Ok(h.pt2.entry_point() as usize)
+        Ok(ElfInfo {
+            entry: (h.pt2.entry_point() as usize).wrapping_add(bias),
+            phdr,
+            phent,
+            phnum,
+        })
     }
 
     /// Copy `data` to user address `va`, populating pages (ignores the W permission: used by
@@ -281,9 +362,17 @@ impl AddrSpace {
         Ok(())
     }
 
-    /// Build the initial stack (Linux layout: argc, argv[], NULL, envp[], NULL, auxv) and
-    /// return the stack pointer.
-    pub fn setup_stack(&mut self, argv: &[String], envp: &[String]) -> Result<usize, Errno> {
+    /// Build the initial stack (Linux layout: argc, argv[], NULL, envp[], NULL, auxv, with the
+    /// strings, AT_RANDOM's 16 bytes and the platform name above) and return the stack
+    /// pointer.
+    pub fn setup_stack(
+        &mut self,
+        argv: &[String],
+        envp: &[String],
+        execfn: &str,
+        elf: &ElfInfo,
+        ids: AuxIds,
+    ) -> Result<usize, Errno> {
         let mut sp = STACK_TOP;
         let mut push_str = |s: &String, space: &mut Self| -> Result<usize, Errno> {
             sp -= s.len() + 1;
@@ -299,21 +388,48 @@ impl AddrSpace {
         for e in envp {
             envp_ptrs.push(push_str(e, self)?);
         }
-        // 16 random-ish bytes for AT_RANDOM.
-        sp -= 16;
-        let seed = crate::arch::time::monotonic_ns().to_le_bytes();
-        self.copy_to_user(sp, &[seed, seed].concat())?;
+        let execfn_ptr = push_str(&String::from(execfn), self)?;
+        let platform = push_str(&String::from("riscv64"), self)?;
+        // 16 random bytes for AT_RANDOM (glibc's stack protector and pointer guard).
+        sp = (sp - 16) & !0xf;
+        let mut random_bytes = [0u8; 16];
+        crate::arch::random::fill(&mut random_bytes);
+        self.copy_to_user(sp, &random_bytes)?;
         let random = sp;
-        const AT_NULL: usize = 0;
-        const AT_PAGESZ: usize = 6;
-        const AT_RANDOM: usize = 25;
+        // ISA letters of rv64gc (bit = letter - 'a'): i, m, a, f, d, c.
+        let hwcap = [b'i', b'm', b'a', b'f', b'd', b'c']
+            .iter()
+            .fold(0usize, |m, &l| m | 1 << (l - b'a'));
+        let auxv: [(usize, usize); 18] = [
+            (3, elf.phdr),                          // AT_PHDR
+            (4, elf.phent),                         // AT_PHENT
+            (5, elf.phnum),                         // AT_PHNUM
+            (6, PAGE_SIZE),                         // AT_PAGESZ
+            (7, 0),                                 // AT_BASE: no interpreter
+            (8, 0),                                 // AT_FLAGS
+            (9, elf.entry),                         // AT_ENTRY
+            (11, ids.uid as usize),                 // AT_UID
+            (12, ids.euid as usize),                // AT_EUID
+            (13, ids.gid as usize),                 // AT_GID
+            (14, ids.egid as usize),                // AT_EGID
+            (15, platform),                         // AT_PLATFORM
+            (16, hwcap),                            // AT_HWCAP
+            (17, crate::syscall::CLK_TCK as usize), // AT_CLKTCK
+            (23, 0),                                // AT_SECURE
+            (25, random),                           // AT_RANDOM
+            (26, 0),                                // AT_HWCAP2
+            (31, execfn_ptr),                       // AT_EXECFN
+        ];
         let mut words: Vec<usize> = Vec::new();
         words.push(argv.len());
         words.extend(&argv_ptrs);
         words.push(0);
         words.extend(&envp_ptrs);
         words.push(0);
-        words.extend([AT_PAGESZ, PAGE_SIZE, AT_RANDOM, random, AT_NULL, 0]);
+        for (k, v) in auxv {
+            words.extend([k, v]);
+        }
+        words.extend([0, 0]); // AT_NULL
         sp = (sp - words.len() * 8) & !0xf;
         let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
         self.copy_to_user(sp, &bytes)?;
@@ -378,17 +494,31 @@ impl AddrSpace {
             self.add_area(hint, hint + len, perm)?;
             return Ok(hint);
         }
-        // First fit from MMAP_BASE.
-        let mut at = MMAP_BASE;
-        for (_, a) in self.areas.range(MMAP_BASE..) {
-            if a.start >= at + len {
+        // A free hint is taken as is (Linux).
+        if hint != 0
+            && hint.is_multiple_of(PAGE_SIZE)
+            && hint >= USER_BASE
+            && hint.checked_add(len).is_some_and(|e| e <= MMAP_TOP)
+            && !self.overlaps(hint, hint + len)
+        {
+            self.add_area(hint, hint + len, perm)?;
+            return Ok(hint);
+        }
+        // Top down from MMAP_TOP: the highest gap that fits.
+        let mut top = MMAP_TOP;
+        for (_, a) in self.areas.range(..MMAP_TOP).rev() {
+            if top < len {
                 break;
             }
-            at = at.max(a.end);
+            if a.end <= top - len {
+                break;
+            }
+            top = top.min(a.start);
         }
-        if at + len > STACK_TOP - STACK_SIZE {
+        if top < len || top - len < MMAP_BASE {
             return Err(Errno::ENOMEM);
         }
+        let at = top - len;
         self.add_area(at, at + len, perm)?;
         Ok(at)
     }

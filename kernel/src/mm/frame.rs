@@ -9,12 +9,14 @@ use spin::Mutex;
 use super::PAGE_SIZE;
 
 struct Pool {
+    start: usize,
     next: usize,
     end: usize,
     free: Vec<usize>,
 }
 
 static POOL: Mutex<Pool> = Mutex::new(Pool {
+    start: 0,
     next: 0,
     end: 0,
     free: Vec::new(),
@@ -23,12 +25,19 @@ static POOL: Mutex<Pool> = Mutex::new(Pool {
 pub fn init(start: usize, end: usize) {
     let mut p = POOL.lock();
     p.next = super::page_ceil(start);
+    p.start = p.next;
     p.end = super::page_floor(end);
 }
 
 pub fn free_count() -> usize {
     let p = POOL.lock();
     (p.end - p.next) / PAGE_SIZE + p.free.len()
+}
+
+/// Frames handed out and not yet returned.
+pub fn used_count() -> usize {
+    let p = POOL.lock();
+    (p.next - p.start) / PAGE_SIZE - p.free.len()
 }
 
 /// An owned physical page; the kernel reaches it through the direct map.

@@ -151,6 +151,14 @@ impl PageTable {
         unsafe { core::slice::from_raw_parts_mut(phys_to_virt(pa) as *mut usize, 512) }
     }
 
+    /// Remove every user mapping and free the user subtrees (exit): allocates nothing.
+    pub fn clear_user(&mut self) {
+        let words = Self::words(&mut self.root);
+        words[..256].fill(0);
+        self.tables.clear();
+        crate::arch::csr::sfence_vma_all();
+    }
+
     pub fn satp(&self) -> usize {
         (8 << 60) | (self.root.pa() >> 12)
     }

@@ -10,6 +10,7 @@ use abi::Errno;
 use spin::Mutex;
 use vfs::{FileType, Metadata, NewNode, RenameFlags, SetAttr, TimeSet, Timestamp};
 
+pub use super::stream::{stream_of, Stream};
 use super::{copy_in, copy_out, read_path, with_space, SysResult};
 use crate::fs::file::OpenFile;
 use crate::fs::path::{self, Loc};
@@ -122,6 +123,10 @@ pub fn sys_openat(dirfd: i32, path_ptr: usize, flags: u32, mode: u32) -> SysResu
     let ftype = loc.node.ftype()?;
     if ftype == FileType::Symlink {
         return Err(Errno::ELOOP); // O_NOFOLLOW on a symlink
+    }
+    if ftype == FileType::Fifo && flags & O_PATH == 0 {
+        let f = super::stream::open_fifo(loc, flags)?;
+        return with_current(|p| p.files.install(f, flags & O_CLOEXEC != 0)).map(|fd| fd as usize);
     }
     if flags & O_DIRECTORY != 0 && ftype != FileType::Directory {
         return Err(Errno::ENOTDIR);
@@ -347,6 +352,9 @@ pub fn sys_read(fd: i32, va: usize, len: usize) -> SysResult {
     if f.is_dir() {
         return Err(Errno::EISDIR);
     }
+    if let Some(s) = stream_of(&f) {
+        return super::stream::read(&f, s, va, len);
+    }
     if !f.seekable() {
         return read_into_user(&f, 0, va, len);
     }
@@ -358,6 +366,9 @@ pub fn sys_read(fd: i32, va: usize, len: usize) -> SysResult {
 
 pub fn sys_write(fd: i32, va: usize, len: usize) -> SysResult {
     let f = file(fd)?;
+    if let Some(s) = stream_of(&f) {
+        return super::stream::write(&f, s, va, len);
+    }
     if !f.seekable() {
         return write_from_user(&f, 0, va, len);
     }
@@ -927,9 +938,4 @@ pub fn sys_fcntl(fd: i32, cmd: u32, arg: usize) -> SysResult {
             _ => Err(Errno::EINVAL),
         }
     })
-}
-
-pub fn sys_ioctl(fd: i32) -> SysResult {
-    file(fd)?;
-    Err(Errno::ENOTTY)
 }

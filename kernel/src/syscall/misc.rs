@@ -88,18 +88,115 @@ pub fn sys_gettimeofday(tv: usize) -> SysResult {
     Ok(0)
 }
 
-pub fn sys_nanosleep(req: usize) -> SysResult {
+pub fn sys_nanosleep(req: usize, rem: usize) -> SysResult {
+    sys_clock_nanosleep(CLOCK_MONOTONIC, 0, req, rem)
+}
+
+/// clock_nanosleep (and nanosleep): sleep on the timer list until the deadline; a signal
+/// ends the sleep early with EINTR and the time left in `rem` (relative sleeps only).
+pub fn sys_clock_nanosleep(clock: u32, flags: u32, req: usize, rem: usize) -> SysResult {
+    const TIMER_ABSTIME: u32 = 1;
     let mut b = [0u8; 16];
     copy_in(req, &mut b)?;
     let t = Timespec::from_bytes(&b);
     if t.tv_sec < 0 || !(0..1_000_000_000).contains(&t.tv_nsec) {
         return Err(Errno::EINVAL);
     }
-    let deadline =
-        time::monotonic_ns().saturating_add(t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64);
-    while time::monotonic_ns() < deadline {
-        crate::task::yield_now();
+    let ns = (t.tv_sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(t.tv_nsec as u64);
+    let now = time::monotonic_ns();
+    let deadline = match (clock, flags & TIMER_ABSTIME != 0) {
+        (CLOCK_REALTIME, true) => now.saturating_add(ns.saturating_sub(time::realtime_ns())),
+        (CLOCK_MONOTONIC | 7, true) => ns,
+        (CLOCK_REALTIME | CLOCK_MONOTONIC | 7, false) => now.saturating_add(ns),
+        _ => return Err(Errno::EINVAL),
+    };
+    loop {
+        let now = time::monotonic_ns();
+        if now >= deadline {
+            return Ok(0);
+        }
+        if crate::task::signal::pending() {
+            if rem != 0 && flags & TIMER_ABSTIME == 0 {
+                copy_out(rem, &timespec(deadline - now).as_bytes())?;
+            }
+            return Err(Errno::EINTR);
+        }
+        crate::task::wait::sleep_until(deadline);
     }
+}
+
+pub fn sys_clock_getres(clock: u32, res: usize) -> SysResult {
+    if clock > 11 {
+        return Err(Errno::EINVAL);
+    }
+    if res != 0 {
+        let tick = (1_000_000_000 / time::timebase_hz()).max(1);
+        copy_out(res, &timespec(tick).as_bytes())?;
+    }
+    Ok(0)
+}
+
+/// getrandom: bytes from the kernel's generator (never blocks; flags GRND_NONBLOCK,
+/// GRND_RANDOM, GRND_INSECURE accepted).
+pub fn sys_getrandom(buf: usize, len: usize, flags: u32) -> SysResult {
+    if flags & !7 != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let len = len.min(1 << 20);
+    let mut b = alloc::vec![0u8; len];
+    crate::arch::random::fill(&mut b);
+    copy_out(buf, &b)?;
+    Ok(len)
+}
+
+/// sysinfo: uptime, memory (frames free of the frame pool), process count.
+pub fn sys_sysinfo(info: usize) -> SysResult {
+    let mut b = [0u8; 112];
+    let put = |b: &mut [u8], off: usize, v: u64| b[off..off + 8].copy_from_slice(&v.to_le_bytes());
+    put(&mut b, 0, time::monotonic_ns() / 1_000_000_000);
+    let free = crate::mm::frame::free_count() as u64 * crate::mm::PAGE_SIZE as u64;
+    let total = free + crate::mm::frame::used_count() as u64 * crate::mm::PAGE_SIZE as u64;
+    put(&mut b, 32, total); // totalram
+    put(&mut b, 40, free); // freeram
+    let procs = crate::task::all_processes().len() as u16;
+    b[80..82].copy_from_slice(&procs.to_le_bytes());
+    b[104..108].copy_from_slice(&1u32.to_le_bytes()); // mem_unit
+    copy_out(info, &b)?;
+    Ok(0)
+}
+
+/// Clock ticks per second that `times` counts in (AT_CLKTCK, Linux's USER_HZ).
+pub const CLK_TCK: u64 = 100;
+
+/// times: CPU time of the caller and its reaped children, in clock ticks; returns the ticks
+/// since boot.
+pub fn sys_times(buf: usize) -> SysResult {
+    let (own, children) = crate::task::with_current(|p| (p.cpu_ns, p.children_cpu_ns));
+    let tick = |ns: u64| ns / (1_000_000_000 / CLK_TCK);
+    if buf != 0 {
+        let mut b = [0u8; 32];
+        b[0..8].copy_from_slice(&tick(own).to_le_bytes());
+        b[16..24].copy_from_slice(&tick(children).to_le_bytes());
+        copy_out(buf, &b)?;
+    }
+    Ok(tick(time::monotonic_ns()) as usize)
+}
+
+/// getrusage: user time (all CPU time is counted as user time) for RUSAGE_SELF (0),
+/// RUSAGE_CHILDREN (-1) and RUSAGE_THREAD (1).
+pub fn sys_getrusage(who: isize, buf: usize) -> SysResult {
+    let (own, children) = crate::task::with_current(|p| (p.cpu_ns, p.children_cpu_ns));
+    let ns = match who {
+        0 | 1 => own,
+        -1 => children,
+        _ => return Err(Errno::EINVAL),
+    };
+    let mut b = [0u8; 144];
+    b[0..8].copy_from_slice(&(ns / 1_000_000_000).to_le_bytes());
+    b[8..16].copy_from_slice(&(ns % 1_000_000_000 / 1000).to_le_bytes());
+    copy_out(buf, &b)?;
     Ok(0)
 }
 
@@ -145,4 +242,18 @@ pub fn sys_counters(buf: usize) -> SysResult {
     let bytes: alloc::vec::Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
     copy_out(buf, &bytes)?;
     Ok(words.len())
+}
+
+/// sched_getaffinity: one hart (CPU 0) whatever the pid (which must exist).
+pub fn sys_sched_getaffinity(pid: usize, size: usize, mask: usize) -> SysResult {
+    if pid != 0 && !crate::task::exists(pid) {
+        return Err(Errno::ESRCH);
+    }
+    if size < 8 || size % 8 != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let mut b = alloc::vec![0u8; size.min(128)];
+    b[0] = 1;
+    copy_out(mask, &b)?;
+    Ok(b.len())
 }

@@ -1,4 +1,5 @@
-//! Process calls: clone (fork), execve, wait4, exit, kill, umask.
+//! Process calls: clone (fork), execve, wait4, exit, umask, process groups and sessions,
+//! credentials, resource limits and usage.
 
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -22,12 +23,30 @@ pub fn sys_umask(mask: u32) -> SysResult {
     Ok(task::with_current(|p| core::mem::replace(&mut p.umask, mask & 0o777)) as usize)
 }
 
-pub fn sys_clone(flags: usize, stack: usize, tf: &TrapFrame) -> SysResult {
+pub fn sys_clone(
+    flags: usize,
+    stack: usize,
+    ptid: usize,
+    tls: usize,
+    ctid: usize,
+    tf: &TrapFrame,
+) -> SysResult {
+    const CLONE_SETTLS: u64 = 0x0008_0000;
+    const CLONE_PARENT_SETTID: u64 = 0x0010_0000;
+    const CLONE_CHILD_CLEARTID: u64 = 0x0020_0000;
+    const CLONE_CHILD_SETTID: u64 = 0x0100_0000;
     let flags = flags as u64;
     let exit_signal = flags & 0xff;
-    // Only process creation: fork, and vfork-style (CLONE_VM | CLONE_VFORK), which a copy
-    // implements correctly. Threads (CLONE_VM without CLONE_VFORK) are not supported.
-    let known = abi::fcntl::CLONE_VM | abi::fcntl::CLONE_VFORK;
+    // Only process creation: fork (glibc's passes CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID),
+    // and vfork-style (CLONE_VM | CLONE_VFORK), which a copy implements correctly. Threads
+    // (CLONE_VM without CLONE_VFORK) are not supported. CLONE_CHILD_CLEARTID has nothing to
+    // do in a process of one thread.
+    let known = abi::fcntl::CLONE_VM
+        | abi::fcntl::CLONE_VFORK
+        | CLONE_SETTLS
+        | CLONE_PARENT_SETTID
+        | CLONE_CHILD_CLEARTID
+        | CLONE_CHILD_SETTID;
     if flags & !0xff & !known != 0 {
         return Err(Errno::EINVAL);
     }
@@ -41,7 +60,20 @@ pub fn sys_clone(flags: usize, stack: usize, tf: &TrapFrame) -> SysResult {
     if stack != 0 {
         child_tf.regs[2] = stack;
     }
-    task::fork(&child_tf)
+    if flags & CLONE_SETTLS != 0 {
+        child_tf.regs[4] = tls;
+    }
+    let pid = task::fork(&child_tf)?;
+    let tid = (pid as u32).to_le_bytes();
+    if flags & CLONE_PARENT_SETTID != 0 {
+        super::copy_out(ptid, &tid)?;
+    }
+    if flags & CLONE_CHILD_SETTID != 0 {
+        if let Some(child) = task::find(pid) {
+            let _ = uaccess::copy_out(&mut child.inner.lock().space, ctid, &tid);
+        }
+    }
+    Ok(pid)
 }
 
 /// Read a NULL-terminated array of string pointers (argv, envp).
@@ -103,22 +135,243 @@ pub fn sys_wait4(pid: isize, wstatus: usize, options: u32) -> SysResult {
     }
 }
 
-pub fn sys_kill(pid: isize, sig: i32) -> SysResult {
-    if !(0..=64).contains(&sig) {
+/// setpgid: move process `pid` (0: the caller) into group `pgid` (0: its own pid). Linux's
+/// rules: only the caller or one of its children, not a session leader, within one session.
+pub fn sys_setpgid(pid: isize, pgid: isize) -> SysResult {
+    if pgid < 0 {
         return Err(Errno::EINVAL);
     }
-    if pid <= 0 {
-        return Err(Errno::EINVAL);
-    }
-    if !task::exists(pid as usize) {
+    let me = task::current_pid();
+    let pid = if pid == 0 { me } else { pid as usize };
+    let target = task::find(pid).ok_or(Errno::ESRCH)?;
+    let (my_sid, is_child) = {
+        let my = task::with_current(|p| (p.sid, p.children.iter().any(|c| c.pid == pid)));
+        my
+    };
+    if pid != me && !is_child {
         return Err(Errno::ESRCH);
     }
-    if sig == 0 {
-        return Ok(0);
+    let pgid = if pgid == 0 { pid } else { pgid as usize };
+    let mut t = target.inner.lock();
+    if t.sid != my_sid {
+        return Err(Errno::EPERM);
     }
-    if pid as usize == task::current_pid() {
-        task::exit_current(ExitStatus::Signaled(sig));
+    if t.sid == pid {
+        return Err(Errno::EPERM); // a session leader
     }
-    // Delivering signals to other processes is not implemented.
-    Err(Errno::EPERM)
+    if pgid != pid {
+        drop(t);
+        let same_session = task::processes_in_group(pgid)
+            .iter()
+            .any(|p| p.pid == pid || p.inner.lock().sid == my_sid);
+        if !same_session {
+            return Err(Errno::EPERM);
+        }
+        t = target.inner.lock();
+    }
+    t.pgid = pgid;
+    Ok(0)
+}
+
+fn proc_field(pid: isize, f: impl Fn(&task::ProcInner) -> usize) -> SysResult {
+    if pid < 0 {
+        return Err(Errno::ESRCH);
+    }
+    if pid == 0 {
+        return Ok(task::with_current(|p| f(p)));
+    }
+    let p = task::find(pid as usize).ok_or(Errno::ESRCH)?;
+    let v = f(&p.inner.lock());
+    Ok(v)
+}
+
+pub fn sys_getpgid(pid: isize) -> SysResult {
+    proc_field(pid, |p| p.pgid)
+}
+
+pub fn sys_getsid(pid: isize) -> SysResult {
+    proc_field(pid, |p| p.sid)
+}
+
+/// setsid: a new session and group led by the caller (EPERM for a group leader).
+pub fn sys_setsid() -> SysResult {
+    let me = task::current_pid();
+    if !task::processes_in_group(me).is_empty() {
+        return Err(Errno::EPERM);
+    }
+    task::with_current(|p| {
+        p.sid = me;
+        p.pgid = me;
+    });
+    Ok(me)
+}
+
+/// The id arguments of the set*id calls: -1 (as u32) means "unchanged".
+fn id(a: usize) -> u32 {
+    a as u32
+}
+
+pub fn sys_setuid(uid: usize) -> SysResult {
+    task::with_current(|p| p.cred.setuid(id(uid))).map(|_| 0)
+}
+pub fn sys_setgid(gid: usize) -> SysResult {
+    task::with_current(|p| p.cred.setgid(id(gid))).map(|_| 0)
+}
+pub fn sys_setreuid(r: usize, e: usize) -> SysResult {
+    task::with_current(|p| p.cred.setreuid(id(r), id(e))).map(|_| 0)
+}
+pub fn sys_setregid(r: usize, e: usize) -> SysResult {
+    task::with_current(|p| p.cred.setregid(id(r), id(e))).map(|_| 0)
+}
+pub fn sys_setresuid(r: usize, e: usize, s: usize) -> SysResult {
+    task::with_current(|p| p.cred.setresuid(id(r), id(e), id(s))).map(|_| 0)
+}
+pub fn sys_setresgid(r: usize, e: usize, s: usize) -> SysResult {
+    task::with_current(|p| p.cred.setresgid(id(r), id(e), id(s))).map(|_| 0)
+}
+
+fn put_ids(ptrs: [usize; 3], ids: [u32; 3]) -> SysResult {
+    for (ptr, v) in ptrs.iter().zip(ids) {
+        super::copy_out(*ptr, &v.to_le_bytes())?;
+    }
+    Ok(0)
+}
+
+pub fn sys_getresuid(r: usize, e: usize, s: usize) -> SysResult {
+    let c = task::with_current(|p| p.cred.clone());
+    put_ids([r, e, s], [c.uid, c.euid, c.suid])
+}
+pub fn sys_getresgid(r: usize, e: usize, s: usize) -> SysResult {
+    let c = task::with_current(|p| p.cred.clone());
+    put_ids([r, e, s], [c.gid, c.egid, c.sgid])
+}
+
+pub fn sys_getid(which: usize) -> SysResult {
+    let c = task::with_current(|p| p.cred.clone());
+    Ok(match which {
+        abi::syscall::SYS_GETUID => c.uid,
+        abi::syscall::SYS_GETEUID => c.euid,
+        abi::syscall::SYS_GETGID => c.gid,
+        _ => c.egid,
+    } as usize)
+}
+
+/// setfsuid/setfsgid: always return the old id; change it when allowed (root, or one of the
+/// caller's ids).
+pub fn sys_setfsid(new: usize, group: bool) -> SysResult {
+    task::with_current(|p| {
+        let c = &mut p.cred;
+        let old = if group { c.fsgid } else { c.fsuid };
+        let new = id(new);
+        let allowed = c.euid == 0
+            || if group {
+                [c.gid, c.egid, c.sgid, c.fsgid].contains(&new)
+            } else {
+                [c.uid, c.euid, c.suid, c.fsuid].contains(&new)
+            };
+        if allowed && new != u32::MAX {
+            if group {
+                c.fsgid = new;
+            } else {
+                c.fsuid = new;
+            }
+        }
+        Ok(old as usize)
+    })
+}
+
+pub fn sys_getgroups(size: usize, list: usize) -> SysResult {
+    let groups = task::with_current(|p| p.cred.groups.clone());
+    if size == 0 {
+        return Ok(groups.len());
+    }
+    if size < groups.len() || size > (i32::MAX as usize) {
+        return Err(Errno::EINVAL);
+    }
+    let bytes: Vec<u8> = groups.iter().flat_map(|g| g.to_le_bytes()).collect();
+    super::copy_out(list, &bytes)?;
+    Ok(groups.len())
+}
+
+pub fn sys_setgroups(size: usize, list: usize) -> SysResult {
+    const NGROUPS_MAX: usize = 65536;
+    if size > NGROUPS_MAX {
+        return Err(Errno::EINVAL);
+    }
+    if task::with_current(|p| p.cred.euid) != 0 {
+        return Err(Errno::EPERM);
+    }
+    let mut bytes = alloc::vec![0u8; size * 4];
+    super::copy_in(list, &mut bytes)?;
+    let mut groups: Vec<u32> = bytes
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    groups.sort_unstable();
+    groups.dedup();
+    task::with_current(|p| p.cred.groups = groups);
+    Ok(0)
+}
+
+/// Resource limits: (soft, hard) per resource, the same for every process (setting them is
+/// accepted for NOFILE, STACK and CORE downwards only, as an unprivileged Linux would allow).
+fn limit_of(resource: usize) -> Option<(u64, u64)> {
+    const INF: u64 = u64::MAX;
+    Some(match resource {
+        0 => (INF, INF),                                      // CPU
+        1 => (INF, INF),                                      // FSIZE
+        2 => (INF, INF),                                      // DATA
+        3 => (crate::mm::addr_space::STACK_SIZE as u64, INF), // STACK
+        4 => (0, INF),                                        // CORE
+        5 => (INF, INF),                                      // RSS
+        6 => (4096, 4096),                                    // NPROC
+        7 => (
+            crate::fs::file::MAX_FDS as u64,
+            crate::fs::file::MAX_FDS as u64,
+        ), // NOFILE
+        8 => (8 << 20, 8 << 20),                              // MEMLOCK
+        9 => (INF, INF),                                      // AS
+        10 => (INF, INF),                                     // LOCKS
+        11 => (0, 0),                                         // SIGPENDING
+        12 => (819200, 819200),                               // MSGQUEUE
+        13 => (0, 0),                                         // NICE
+        14 => (0, 0),                                         // RTPRIO
+        15 => (INF, INF),                                     // RTTIME
+        _ => return None,
+    })
+}
+
+pub fn sys_prlimit64(pid: usize, resource: usize, new: usize, old: usize) -> SysResult {
+    if pid != 0 && !task::exists(pid) {
+        return Err(Errno::ESRCH);
+    }
+    let (soft, hard) = limit_of(resource).ok_or(Errno::EINVAL)?;
+    if new != 0 {
+        let mut b = [0u8; 16];
+        super::copy_in(new, &mut b)?;
+        let ns = u64::from_le_bytes(b[..8].try_into().unwrap_or([0; 8]));
+        let nh = u64::from_le_bytes(b[8..].try_into().unwrap_or([0; 8]));
+        if ns > nh {
+            return Err(Errno::EINVAL);
+        }
+        if nh > hard && task::with_current(|p| p.cred.euid) != 0 {
+            return Err(Errno::EPERM);
+        }
+        // Accepted; the kernel's limits are fixed for now.
+    }
+    if old != 0 {
+        let mut b = [0u8; 16];
+        b[..8].copy_from_slice(&soft.to_le_bytes());
+        b[8..].copy_from_slice(&hard.to_le_bytes());
+        super::copy_out(old, &b)?;
+    }
+    Ok(0)
+}
+
+pub fn sys_getrlimit(resource: usize, old: usize) -> SysResult {
+    sys_prlimit64(0, resource, 0, old)
+}
+
+pub fn sys_setrlimit(resource: usize, new: usize) -> SysResult {
+    sys_prlimit64(0, resource, new, 0)
 }

@@ -9,7 +9,10 @@
 //! Lock order: `SCHED`, then a process's `inner`, then (parent before child) another's.
 //! No lock is held across a context switch.
 
+pub mod cred;
+pub mod signal;
 mod switch;
+pub mod wait;
 
 use alloc::boxed::Box;
 use alloc::collections::{BTreeMap, VecDeque};
@@ -17,8 +20,8 @@ use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec;
 use alloc::vec::Vec;
-use core::sync::atomic::AtomicPtr;
 use core::sync::atomic::Ordering::Relaxed;
+use core::sync::atomic::{AtomicPtr, AtomicU64};
 
 use abi::Errno;
 use spin::Mutex;
@@ -51,7 +54,7 @@ impl ExitStatus {
 pub enum State {
     Ready,
     Running,
-    /// Blocked in wait4 until a child exits.
+    /// Sleeping (wait4, a pipe, the terminal, a timer) until `wake`.
     Waiting,
     Zombie(ExitStatus),
 }
@@ -67,12 +70,23 @@ pub struct ProcInner {
     /// Absolute, canonical working directory.
     pub cwd: String,
     pub umask: u32,
+    /// Signal actions and mask (the pending set is `Process::sig_pending`).
+    pub sig: signal::SigState,
+    /// Process group and session.
+    pub pgid: usize,
+    pub sid: usize,
+    pub cred: cred::Cred,
+    /// CPU time this process ran, and that of its reaped children (times, getrusage).
+    pub cpu_ns: u64,
+    pub children_cpu_ns: u64,
     kstack: Box<[u8]>,
 }
 
 pub struct Process {
     pub pid: usize,
     pub inner: Mutex<ProcInner>,
+    /// Pending signals (bit `n - 1` for signal `n`), readable without the lock.
+    pub sig_pending: AtomicU64,
     ctx: Mutex<TaskContext>,
 }
 
@@ -117,6 +131,7 @@ fn make_process(inner: ProcInner) -> Arc<Process> {
     let p = Arc::new(Process {
         pid,
         inner: Mutex::new(inner),
+        sig_pending: AtomicU64::new(0),
         ctx: Mutex::new(TaskContext::new(first_entry as *const () as usize, top)),
     });
     p.inner.lock().tf.kernel_sp = top;
@@ -125,12 +140,89 @@ fn make_process(inner: ProcInner) -> Arc<Process> {
     p
 }
 
+/// The environment init starts with.
+const INIT_ENV: [&str; 7] = [
+    "HOME=/",
+    "PATH=/bin:/usr/bin:/sbin",
+    "TERM=vt100",
+    "SHELL=/bin/sh",
+    "USER=root",
+    "LOGNAME=root",
+    "PS1=\\w # ",
+];
+
+/// How many `#!` interpreters may chain (Linux: 4).
+const MAX_SHEBANG_DEPTH: usize = 4;
+
+/// The interpreter line of a script (`#!interp [arg]`), if `image` is one.
+fn shebang(image: &[u8]) -> Result<Option<(String, Option<String>)>, Errno> {
+    if !image.starts_with(b"#!") {
+        return Ok(None);
+    }
+    let line_end = image
+        .iter()
+        .position(|&b| b == b'\n')
+        .unwrap_or(image.len());
+    let line = &image[2..line_end.min(256)];
+    let line = core::str::from_utf8(line)
+        .map_err(|_| Errno::ENOEXEC)?
+        .trim();
+    let (interp, arg) = match line.find([' ', '\t']) {
+        Some(i) => (&line[..i], Some(line[i..].trim())),
+        None => (line, None),
+    };
+    if interp.is_empty() {
+        return Err(Errno::ENOEXEC);
+    }
+    Ok(Some((
+        String::from(interp),
+        arg.filter(|a| !a.is_empty()).map(String::from),
+    )))
+}
+
+/// A new address space running the program at `path` (a static ELF executable, or a `#!`
+/// script run by its interpreter): (space, entry, stack pointer).
+fn load_program(
+    cwd: &str,
+    path: &str,
+    mut argv: Vec<String>,
+    envp: &[String],
+    creds: &cred::Cred,
+) -> Result<(AddrSpace, usize, usize), Errno> {
+    let mut path = String::from(path);
+    let mut image = crate::fs::read_whole_file(cwd, &path)?;
+    for depth in 0.. {
+        let Some((interp, arg)) = shebang(&image)? else {
+            break;
+        };
+        if depth == MAX_SHEBANG_DEPTH {
+            return Err(Errno::ELOOP);
+        }
+        let mut new_argv = alloc::vec![interp.clone()];
+        new_argv.extend(arg);
+        new_argv.push(path.clone());
+        new_argv.extend(argv.into_iter().skip(1));
+        argv = new_argv;
+        image = crate::fs::read_whole_file(cwd, &interp)?;
+        path = interp;
+    }
+    let mut space = AddrSpace::new()?;
+    let elf = space.load_elf(&image)?;
+    drop(image);
+    let ids = crate::mm::addr_space::AuxIds {
+        uid: creds.uid,
+        euid: creds.euid,
+        gid: creds.gid,
+        egid: creds.egid,
+    };
+    let sp = space.setup_stack(&argv, envp, &path, &elf, ids)?;
+    Ok((space, elf.entry, sp))
+}
+
 /// Create the first process from the executable at `path`.
 pub fn spawn_init(path: &str, argv: Vec<String>) -> Result<(), Errno> {
-    let image = crate::fs::read_whole_file("/", path)?;
-    let mut space = AddrSpace::new()?;
-    let entry = space.load_elf(&image)?;
-    let sp = space.setup_stack(&argv, &[])?;
+    let env: Vec<String> = INIT_ENV.iter().map(|s| String::from(*s)).collect();
+    let (space, entry, sp) = load_program("/", path, argv, &env, &cred::Cred::default())?;
     let kstack = new_kstack();
     let tf = Box::new(TrapFrame::new_user(entry, sp, kstack_top(&kstack)));
     let files = FdTable::with_console()?;
@@ -143,6 +235,12 @@ pub fn spawn_init(path: &str, argv: Vec<String>) -> Result<(), Errno> {
         files,
         cwd: String::from("/"),
         umask: 0o022,
+        sig: signal::SigState::default(),
+        pgid: 1,
+        sid: 1,
+        cred: cred::Cred::default(),
+        cpu_ns: 0,
+        children_cpu_ns: 0,
         kstack,
     });
     Ok(())
@@ -204,7 +302,8 @@ pub fn block_current() {
     switch_to_scheduler();
 }
 
-fn wake(p: &Arc<Process>) {
+/// Make a sleeping process runnable (no effect on one that is not sleeping).
+pub fn wake(p: &Arc<Process>) {
     let mut s = SCHED.lock();
     let mut inner = p.inner.lock();
     if inner.state == State::Waiting {
@@ -214,9 +313,21 @@ fn wake(p: &Arc<Process>) {
     }
 }
 
-/// Return to user mode in the current process.
+/// Return to user mode in the current process, delivering its pending signals first.
 pub fn return_to_user() -> ! {
+    return_to_user_restarting(None)
+}
+
+/// As [`return_to_user`], after a system call that asked to be restarted
+/// ([`signal::ERESTARTSYS`]) with `restart` = its original first argument.
+pub fn return_to_user_restarting(restart: Option<usize>) -> ! {
     let tf: *mut TrapFrame = with_current(|p| &mut *p.tf as *mut TrapFrame);
+    let me = CURRENT.load(Relaxed);
+    // SAFETY: as in `with_current`: the current process outlives this call.
+    if restart.is_some() || unsafe { &*me }.sig_pending.load(Relaxed) != 0 {
+        // SAFETY: the frame belongs to the current process, which only this code touches now.
+        signal::deliver(unsafe { &mut *tf }, restart);
+    }
     // SAFETY: the trap frame is boxed inside the current process, which stays alive while it
     // runs; its page table was activated by the scheduler.
     unsafe { crate::trap::enter_user(tf) }
@@ -240,7 +351,7 @@ pub fn run() -> ! {
                 log::info!("no processes left");
                 crate::shutdown(0);
             }
-            core::hint::spin_loop();
+            idle();
             continue;
         };
         {
@@ -250,13 +361,59 @@ pub fn run() -> ! {
         }
         let to: *const TaskContext = ctx_ptr(&p.ctx);
         let from: *mut TaskContext = ctx_ptr(&IDLE_CTX);
-        drop(p);
+        let started = crate::arch::time::monotonic_ns();
         // SAFETY: see `switch_to_scheduler`.
         unsafe { switch::switch(from, to) };
+        let ran = crate::arch::time::monotonic_ns().saturating_sub(started);
+        p.inner.lock().cpu_ns += ran;
+        drop(p);
         let mut s = SCHED.lock();
         CURRENT.store(core::ptr::null_mut(), Relaxed);
         s.current = None;
     }
+}
+
+/// Nothing is runnable: take console input, wake sleepers whose time has come, run the file
+/// systems' periodic work, and wait for the next timer tick (`wfi`; the timer is set to the
+/// earliest deadline, at most a few milliseconds away so typing is picked up).
+fn idle() {
+    let now = crate::arch::time::monotonic_ns();
+    crate::tty::poll_input();
+    let next = wait::wake_expired(now);
+    crate::fs::tick();
+    if !SCHED.lock().ready.is_empty() {
+        return;
+    }
+    const POLL_NS: u64 = 5_000_000;
+    let wait_ns = next.map_or(POLL_NS, |d| d.saturating_sub(now).min(POLL_NS));
+    crate::arch::time::set_timer_in_ns(wait_ns.max(100_000));
+    crate::arch::csr::wait_for_interrupt();
+}
+
+/// Every live process with process group `pgid`.
+pub fn processes_in_group(pgid: usize) -> Vec<Arc<Process>> {
+    let all: Vec<Arc<Process>> = SCHED.lock().all.values().cloned().collect();
+    all.into_iter()
+        .filter(|p| {
+            let i = p.inner.lock();
+            i.pgid == pgid && !matches!(i.state, State::Zombie(_))
+        })
+        .collect()
+}
+
+/// Every live process.
+pub fn all_processes() -> Vec<Arc<Process>> {
+    SCHED.lock().all.values().cloned().collect()
+}
+
+/// The process with this pid, if it exists (zombies included).
+pub fn find(pid: usize) -> Option<Arc<Process>> {
+    SCHED.lock().all.get(&pid).cloned()
+}
+
+/// The current process.
+pub fn current_process() -> Arc<Process> {
+    current()
 }
 
 /// fork: a copy of the current process; returns the child's pid.
@@ -278,6 +435,15 @@ pub fn fork(tf: &TrapFrame) -> Result<usize, Errno> {
             files: p.files.clone(),
             cwd: p.cwd.clone(),
             umask: p.umask,
+            sig: signal::SigState {
+                saved_mask: None,
+                ..p.sig.clone()
+            },
+            pgid: p.pgid,
+            sid: p.sid,
+            cred: p.cred.clone(),
+            cpu_ns: 0,
+            children_cpu_ns: 0,
             kstack,
         }
     };
@@ -288,17 +454,15 @@ pub fn fork(tf: &TrapFrame) -> Result<usize, Errno> {
 
 /// Replace the current program (execve).
 pub fn exec(path: &str, argv: Vec<String>, envp: Vec<String>) -> Result<(), Errno> {
-    let cwd = with_current(|p| p.cwd.clone());
-    let image = crate::fs::read_whole_file(&cwd, path)?;
-    let mut space = AddrSpace::new()?;
-    let entry = space.load_elf(&image)?;
-    let sp = space.setup_stack(&argv, &envp)?;
+    let (cwd, creds) = with_current(|p| (p.cwd.clone(), p.cred.clone()));
+    let (space, entry, sp) = load_program(&cwd, path, argv, &envp, &creds)?;
     with_current(|p| {
         let ksp = p.tf.kernel_sp;
         *p.tf = TrapFrame::new_user(entry, sp, ksp);
         space.activate();
         p.space = space;
         p.files.close_on_exec();
+        p.sig.reset_for_exec();
     });
     Ok(())
 }
@@ -310,15 +474,16 @@ pub fn exit_current(status: ExitStatus) -> ! {
     let (ppid, children, files) = {
         let mut inner = p.inner.lock();
         inner.state = State::Zombie(status);
-        // Free memory now; the kernel stack (in use right now) goes when the parent reaps.
-        inner.space =
-            AddrSpace::new().unwrap_or_else(|_| panic!("out of memory freeing pid {}", p.pid));
+        // Free memory now (allocating nothing); the kernel stack (in use right now) goes
+        // when the parent reaps.
+        inner.space.clear();
         (
             inner.ppid,
             core::mem::take(&mut inner.children),
             core::mem::take(&mut inner.files),
         )
     };
+    wait::drop_timers(p.pid);
     drop(files); // closes every descriptor (may write back data)
     if p.pid == 1 {
         let code = match status {
@@ -343,6 +508,7 @@ pub fn exit_current(status: ExitStatus) -> ! {
     }
     if let Some(parent) = parent {
         wake(&parent);
+        signal::send(&parent, signal::SIGCHLD);
     }
     drop(p);
     switch_to_scheduler();
@@ -372,6 +538,11 @@ pub fn wait_child(pid: isize, nohang: bool) -> Result<Option<(usize, ExitStatus)
             zombie.map(|(i, st)| (inner.children.remove(i), st))
         };
         if let Some((child, st)) = found {
+            let spent = {
+                let c = child.inner.lock();
+                c.cpu_ns + c.children_cpu_ns
+            };
+            me.inner.lock().children_cpu_ns += spent;
             SCHED.lock().all.remove(&child.pid);
             return Ok(Some((child.pid, st)));
         }
@@ -379,6 +550,9 @@ pub fn wait_child(pid: isize, nohang: bool) -> Result<Option<(usize, ExitStatus)
             return Ok(None);
         }
         drop(me);
+        if signal::pending() {
+            return Err(signal::ERESTARTSYS);
+        }
         block_current();
     }
 }

@@ -59,6 +59,16 @@ impl Drop for TrapFrame {
     }
 }
 
+/// The kernel changed `tf`'s FP registers (rt_sigreturn): make `user_return` load them.
+pub fn fp_state_changed(tf: &TrapFrame) {
+    let _ = FP_OWNER.compare_exchange(
+        tf as *const TrapFrame as usize,
+        0,
+        core::sync::atomic::Ordering::Relaxed,
+        core::sync::atomic::Ordering::Relaxed,
+    );
+}
+
 impl TrapFrame {
     /// A frame that enters user mode at `entry` with stack `sp`.
     pub fn new_user(entry: usize, sp: usize, kernel_sp: usize) -> Self {
@@ -289,11 +299,14 @@ const INSTRUCTION_MISALIGNED: usize = 0;
 const LOAD_MISALIGNED: usize = 4;
 const STORE_MISALIGNED: usize = 6;
 
-/// Linux signal numbers reported in wait status for a process the kernel kills.
-pub const SIGILL: i32 = 4;
-pub const SIGTRAP: i32 = 5;
-pub const SIGBUS: i32 = 7;
-pub const SIGSEGV: i32 = 11;
+use crate::task::signal::{self, SIGBUS, SIGILL, SIGSEGV, SIGTRAP};
+
+/// A fault of the current program: print it (a student wants to see where) and raise the
+/// signal; a program that does not handle it dies of it, and its parent sees that in wait4.
+fn fault(sig: usize, what: core::fmt::Arguments) {
+    crate::println!("[kernel] pid {}: {}", crate::task::current_pid(), what);
+    signal::force_current(sig);
+}
 
 #[no_mangle]
 extern "C" fn user_trap_handler(tf: &mut TrapFrame) -> ! {
@@ -302,9 +315,12 @@ extern "C" fn user_trap_handler(tf: &mut TrapFrame) -> ! {
     // under QEMU each CSR access costs a return to its main loop, and a system call has no use
     // for it.
     use crate::mm::addr_space::Access;
+    let mut restart = None;
     if scause & INTERRUPT != 0 {
         if scause & !INTERRUPT == SUPERVISOR_TIMER {
             crate::arch::time::set_timer_in_ms(crate::task::TIME_SLICE_MS);
+            crate::tty::poll_input();
+            crate::task::wait::wake_expired(crate::arch::time::monotonic_ns());
             crate::fs::tick();
             crate::task::yield_now();
         } else {
@@ -323,6 +339,9 @@ extern "C" fn user_trap_handler(tf: &mut TrapFrame) -> ! {
                     tf.regs[15],
                 ];
                 let ret = crate::syscall::dispatch(tf.regs[17], args, tf);
+                if ret == -(signal::ERESTARTSYS.0 as isize) {
+                    restart = Some(args[0]);
+                }
                 tf.regs[10] = ret as usize;
             }
             INSTRUCTION_PAGE_FAULT | LOAD_PAGE_FAULT | STORE_PAGE_FAULT => {
@@ -334,57 +353,39 @@ extern "C" fn user_trap_handler(tf: &mut TrapFrame) -> ! {
                 };
                 let ok = crate::task::with_current(|p| p.space.handle_fault(stval, access).is_ok());
                 if !ok {
-                    crate::println!(
-                        "[kernel] pid {}: segmentation fault at {:#x} (pc {:#x}, {:?})",
-                        crate::task::current_pid(),
-                        stval,
-                        tf.sepc,
-                        access
+                    fault(
+                        SIGSEGV,
+                        format_args!(
+                            "segmentation fault at {:#x} (pc {:#x}, {:?})",
+                            stval, tf.sepc, access
+                        ),
                     );
-                    crate::task::exit_current(crate::task::ExitStatus::Signaled(SIGSEGV));
                 }
             }
             INSTRUCTION_ACCESS_FAULT | LOAD_ACCESS_FAULT | STORE_ACCESS_FAULT => {
                 let stval = csr::stval();
-                crate::println!(
-                    "[kernel] pid {}: access fault at {:#x}",
-                    crate::task::current_pid(),
-                    stval
-                );
-                crate::task::exit_current(crate::task::ExitStatus::Signaled(SIGSEGV));
+                fault(SIGSEGV, format_args!("access fault at {:#x}", stval));
             }
             INSTRUCTION_MISALIGNED | LOAD_MISALIGNED | STORE_MISALIGNED => {
                 let stval = csr::stval();
-                crate::println!(
-                    "[kernel] pid {}: misaligned access at {:#x}",
-                    crate::task::current_pid(),
-                    stval
-                );
-                crate::task::exit_current(crate::task::ExitStatus::Signaled(SIGBUS));
+                fault(SIGBUS, format_args!("misaligned access at {:#x}", stval));
             }
             ILLEGAL_INSTRUCTION => {
-                crate::println!(
-                    "[kernel] pid {}: illegal instruction at {:#x}",
-                    crate::task::current_pid(),
-                    tf.sepc
+                fault(
+                    SIGILL,
+                    format_args!("illegal instruction at {:#x}", tf.sepc),
                 );
-                crate::task::exit_current(crate::task::ExitStatus::Signaled(SIGILL));
             }
-            BREAKPOINT => {
-                crate::task::exit_current(crate::task::ExitStatus::Signaled(SIGTRAP));
-            }
+            BREAKPOINT => fault(SIGTRAP, format_args!("breakpoint at {:#x}", tf.sepc)),
             _ => {
-                crate::println!(
-                    "[kernel] pid {}: unhandled trap {:#x} at {:#x}",
-                    crate::task::current_pid(),
-                    scause,
-                    tf.sepc
+                fault(
+                    SIGILL,
+                    format_args!("unhandled trap {:#x} at {:#x}", scause, tf.sepc),
                 );
-                crate::task::exit_current(crate::task::ExitStatus::Signaled(SIGILL));
             }
         }
     }
-    crate::task::return_to_user()
+    crate::task::return_to_user_restarting(restart)
 }
 
 #[no_mangle]

@@ -1,0 +1,3 @@
+//! Communication between processes: pipes and FIFOs (`pipe`).
+
+pub mod pipe;

@@ -1,0 +1,355 @@
+//! Pipes (pipe2) and FIFOs (a named pipe made by mknod/mkfifo in any file system).
+//!
+//! A [`Pipe`] is a 64 KiB ring with counts of open read and write ends. Each end is a
+//! [`PipeEnd`], a VFS node that an `OpenFile` holds like any other, so dup, fork, close-on-exec
+//! and the last close (`release`, which drops the end's count) work unchanged. Semantics as on
+//! Linux: a read of an empty pipe sleeps while a writer exists and returns 0 (end of file)
+//! when none is left; a write sleeps while the pipe is full, writes of at most `PIPE_BUF`
+//! bytes are never interleaved with others, and a write with no reader left raises SIGPIPE and
+//! fails with EPIPE. `O_NONBLOCK` turns each sleep into EAGAIN. A FIFO's pipe lives in
+//! [`FIFOS`], keyed by the node's mount and inode, while any end is open; opening one end
+//! waits for the other as Linux does (except O_RDWR, and O_NONBLOCK: a reader opens at once,
+//! a writer without a reader gets ENXIO).
+//!
+//! Lock rule: a pipe's state lock is never held while sleeping or signalling.
+
+use alloc::collections::{BTreeMap, VecDeque};
+use alloc::sync::{Arc, Weak};
+use core::any::Any;
+
+use abi::Errno;
+use spin::Mutex;
+use vfs::{FileType, Metadata, Node, NodeRef, Timestamp, VfsResult};
+
+use crate::task::signal;
+use crate::task::wait::WaitQueue;
+
+/// Bytes a pipe holds (Linux's default pipe size).
+pub const PIPE_CAPACITY: usize = 64 * 1024;
+/// Writes up to this size are atomic.
+pub const PIPE_BUF: usize = 4096;
+
+struct State {
+    buf: VecDeque<u8>,
+    readers: usize,
+    writers: usize,
+    /// Ends ever opened: a FIFO opener waits for this to move, not for the count (an end
+    /// opened and closed again while it slept still lets it go, as on Linux).
+    reader_opens: u64,
+    writer_opens: u64,
+}
+
+pub struct Pipe {
+    state: Mutex<State>,
+    /// Readers waiting for data (or for the last writer to go).
+    readable: WaitQueue,
+    /// Writers waiting for room, and FIFO openers waiting for the other end.
+    writable: WaitQueue,
+    ino: u64,
+}
+
+static NEXT_INO: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(1);
+
+impl Pipe {
+    fn new() -> Arc<Pipe> {
+        Arc::new(Pipe {
+            state: Mutex::new(State {
+                buf: VecDeque::new(),
+                readers: 0,
+                writers: 0,
+                reader_opens: 0,
+                writer_opens: 0,
+            }),
+            readable: WaitQueue::new(),
+            writable: WaitQueue::new(),
+            ino: NEXT_INO.fetch_add(1, core::sync::atomic::Ordering::Relaxed),
+        })
+    }
+
+    fn wake_all(&self) {
+        self.readable.wake_all();
+        self.writable.wake_all();
+        crate::syscall::poll_wake();
+    }
+
+    /// Read what is there (at most `buf.len()`), sleeping while the pipe is empty and a writer
+    /// exists.
+    pub fn read(&self, buf: &mut [u8], nonblock: bool) -> Result<usize, Errno> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        loop {
+            {
+                let mut st = self.state.lock();
+                if !st.buf.is_empty() {
+                    let n = buf.len().min(st.buf.len());
+                    for (i, b) in st.buf.drain(..n).enumerate() {
+                        buf[i] = b;
+                    }
+                    drop(st);
+                    self.wake_all();
+                    return Ok(n);
+                }
+                if st.writers == 0 {
+                    return Ok(0);
+                }
+            }
+            if nonblock {
+                return Err(Errno::EAGAIN);
+            }
+            if signal::pending() {
+                return Err(signal::ERESTARTSYS);
+            }
+            self.readable.sleep();
+        }
+    }
+
+    /// Write all of `data`, sleeping while the pipe is full; a short count only when a signal
+    /// or O_NONBLOCK stops it after some bytes went in.
+    pub fn write(&self, data: &[u8], nonblock: bool) -> Result<usize, Errno> {
+        let mut done = 0;
+        loop {
+            {
+                let mut st = self.state.lock();
+                if st.readers == 0 {
+                    drop(st);
+                    signal::send(&crate::task::current_process(), signal::SIGPIPE);
+                    return if done > 0 {
+                        Ok(done)
+                    } else {
+                        Err(Errno::EPIPE)
+                    };
+                }
+                let room = PIPE_CAPACITY - st.buf.len();
+                let left = data.len() - done;
+                // Small writes go in whole or not at all.
+                let n = if left <= PIPE_BUF && room < left {
+                    0
+                } else {
+                    room.min(left)
+                };
+                if n > 0 {
+                    st.buf.extend(&data[done..done + n]);
+                    done += n;
+                    drop(st);
+                    self.wake_all();
+                    if done == data.len() {
+                        return Ok(done);
+                    }
+                    continue;
+                }
+            }
+            if data.is_empty() {
+                return Ok(0);
+            }
+            if nonblock {
+                return if done > 0 {
+                    Ok(done)
+                } else {
+                    Err(Errno::EAGAIN)
+                };
+            }
+            if signal::pending() {
+                return if done > 0 {
+                    Ok(done)
+                } else {
+                    Err(signal::ERESTARTSYS)
+                };
+            }
+            self.writable.sleep();
+        }
+    }
+
+    /// Bytes waiting to be read (FIONREAD).
+    pub fn available(&self) -> usize {
+        self.state.lock().buf.len()
+    }
+
+    /// poll: (readable, writable, hung up / error).
+    pub fn poll(&self, reading: bool, writing: bool) -> (bool, bool, bool) {
+        let st = self.state.lock();
+        let r = reading && (!st.buf.is_empty() || st.writers == 0);
+        let w = writing && (st.readers == 0 || st.buf.len() < PIPE_CAPACITY);
+        let hup = reading && st.writers == 0;
+        let err = writing && st.readers == 0;
+        (r, w, hup || err)
+    }
+
+    fn open_end(self: &Arc<Self>, read: bool, write: bool) {
+        let mut st = self.state.lock();
+        if read {
+            st.readers += 1;
+            st.reader_opens += 1;
+        }
+        if write {
+            st.writers += 1;
+            st.writer_opens += 1;
+        }
+    }
+
+    fn close_end(&self, read: bool, write: bool) {
+        {
+            let mut st = self.state.lock();
+            if read {
+                st.readers -= 1;
+            }
+            if write {
+                st.writers -= 1;
+            }
+        }
+        self.wake_all();
+    }
+}
+
+/// One open end of a pipe (or both, for a FIFO opened O_RDWR).
+pub struct PipeEnd {
+    pub pipe: Arc<Pipe>,
+    pub read: bool,
+    pub write: bool,
+    /// A FIFO's node in its file system (its attributes are the FIFO's); `None` for pipe2.
+    backing: Option<NodeRef>,
+    /// The FIFO's key in [`FIFOS`].
+    fifo_key: Option<(usize, u64)>,
+}
+
+impl Drop for PipeEnd {
+    fn drop(&mut self) {
+        self.pipe.close_end(self.read, self.write);
+        if let Some(key) = self.fifo_key {
+            let mut t = FIFOS.lock();
+            if t.get(&key).is_some_and(|w| w.strong_count() == 0) {
+                t.remove(&key);
+            }
+        }
+    }
+}
+
+impl Node for PipeEnd {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn getattr(&self) -> VfsResult<Metadata> {
+        if let Some(b) = &self.backing {
+            return b.getattr();
+        }
+        Ok(Metadata {
+            ino: self.pipe.ino,
+            ftype: FileType::Fifo,
+            perm: 0o600,
+            nlink: 1,
+            uid: crate::task::with_current(|p| p.cred.euid),
+            gid: crate::task::with_current(|p| p.cred.egid),
+            size: 0,
+            blocks: 0,
+            blksize: PIPE_BUF as u32,
+            rdev: 0,
+            atime: Timestamp::default(),
+            mtime: Timestamp::default(),
+            ctime: Timestamp::default(),
+        })
+    }
+    fn setattr(&self, attr: &vfs::SetAttr) -> VfsResult<Metadata> {
+        match &self.backing {
+            Some(b) => b.setattr(attr),
+            None => self.getattr(),
+        }
+    }
+    fn read_at(&self, _offset: u64, buf: &mut [u8]) -> VfsResult<usize> {
+        self.pipe.read(buf, false).map_err(errno_to_vfs)
+    }
+    fn write_at(&self, _offset: u64, buf: &[u8]) -> VfsResult<usize> {
+        self.pipe.write(buf, false).map_err(errno_to_vfs)
+    }
+}
+
+/// The syscall layer reads and writes pipes through `Pipe::read`/`write` (with their errno);
+/// a VFS-typed caller that reaches `read_at`/`write_at` instead sees any failure as EIO.
+fn errno_to_vfs(_e: Errno) -> vfs::VfsError {
+    vfs::VfsError::Io
+}
+
+/// A new pipe: (read end, write end) nodes.
+pub fn new_pipe() -> (Arc<PipeEnd>, Arc<PipeEnd>) {
+    let pipe = Pipe::new();
+    pipe.open_end(true, false);
+    pipe.open_end(false, true);
+    let r = Arc::new(PipeEnd {
+        pipe: pipe.clone(),
+        read: true,
+        write: false,
+        backing: None,
+        fifo_key: None,
+    });
+    let w = Arc::new(PipeEnd {
+        pipe,
+        read: false,
+        write: true,
+        backing: None,
+        fifo_key: None,
+    });
+    (r, w)
+}
+
+/// The pipes of FIFOs with an open end, by (mount id, inode).
+static FIFOS: Mutex<BTreeMap<(usize, u64), Weak<Pipe>>> = Mutex::new(BTreeMap::new());
+
+/// Open the FIFO `node` (of mount `mount_id`) for reading and/or writing: its end, after
+/// waiting for the other side as Linux does.
+pub fn open_fifo(
+    node: NodeRef,
+    mount_id: usize,
+    read: bool,
+    write: bool,
+    nonblock: bool,
+) -> Result<Arc<PipeEnd>, Errno> {
+    let ino = node.getattr()?.ino;
+    let key = (mount_id, ino);
+    let pipe = {
+        let mut t = FIFOS.lock();
+        match t.get(&key).and_then(|w| w.upgrade()) {
+            Some(p) => p,
+            None => {
+                let p = Pipe::new();
+                t.insert(key, Arc::downgrade(&p));
+                p
+            }
+        }
+    };
+    if write && !read && nonblock && pipe.state.lock().readers == 0 {
+        return Err(Errno::ENXIO);
+    }
+    let (seen_r, seen_w) = {
+        let st = pipe.state.lock();
+        (st.reader_opens, st.writer_opens)
+    };
+    let end = Arc::new(PipeEnd {
+        pipe: pipe.clone(),
+        read,
+        write,
+        backing: Some(node),
+        fifo_key: Some(key),
+    });
+    pipe.open_end(read, write);
+    pipe.wake_all();
+    if read && write || nonblock {
+        return Ok(end);
+    }
+    // Wait for the other side (a reader for a writer, a writer for a reader).
+    loop {
+        {
+            let st = pipe.state.lock();
+            let other = if read {
+                st.writers > 0 || st.writer_opens > seen_w
+            } else {
+                st.readers > 0 || st.reader_opens > seen_r
+            };
+            if other {
+                return Ok(end);
+            }
+        }
+        if signal::pending() {
+            return Err(signal::ERESTARTSYS); // `end` drops: the count goes back
+        }
+        pipe.writable.sleep();
+    }
+}

@@ -1,0 +1,255 @@
+//! Waiting for descriptors: ppoll and pselect6.
+//!
+//! Readiness: a pipe end asks its pipe, the terminal asks the line discipline, every other
+//! file is always ready (as on Linux for regular files). A caller with nothing ready sleeps on
+//! one queue, [`POLLERS`], that pipes and the terminal wake on every change ([`poll_wake`]);
+//! it then looks again. Timeouts use the timer list; a signal ends the wait with EINTR.
+
+use alloc::vec;
+use alloc::vec::Vec;
+
+use abi::stat::Timespec;
+use abi::Errno;
+
+use super::fs::{stream_of, Stream};
+use super::{copy_in, copy_out, SysResult};
+use crate::task::signal;
+use crate::task::wait::WaitQueue;
+use crate::task::with_current;
+
+const POLLIN: u16 = 0x1;
+const POLLPRI: u16 = 0x2;
+const POLLOUT: u16 = 0x4;
+const POLLERR: u16 = 0x8;
+const POLLHUP: u16 = 0x10;
+const POLLNVAL: u16 = 0x20;
+const POLLRDNORM: u16 = 0x40;
+const POLLWRNORM: u16 = 0x100;
+
+static POLLERS: WaitQueue = WaitQueue::new();
+
+/// Something a poller may wait for changed (pipe data or room, terminal input).
+pub fn poll_wake() {
+    POLLERS.wake_all();
+}
+
+/// The events of `fd` among `events` (plus POLLERR/POLLHUP/POLLNVAL, always reported).
+fn poll_one(fd: i32, events: u16) -> u16 {
+    let f = match with_current(|p| p.files.get(fd)) {
+        Ok(f) => f,
+        Err(_) => return POLLNVAL,
+    };
+    let want_in = events & (POLLIN | POLLRDNORM) != 0;
+    let want_out = events & (POLLOUT | POLLWRNORM) != 0;
+    let mut rev = 0;
+    match stream_of(&f) {
+        Some(Stream::Pipe(end)) => {
+            let (r, w, hup) = end.pipe.poll(end.read, end.write);
+            if r && want_in {
+                rev |= events & (POLLIN | POLLRDNORM);
+            }
+            if w && want_out {
+                rev |= events & (POLLOUT | POLLWRNORM);
+            }
+            if hup {
+                rev |= if end.read { POLLHUP } else { POLLERR };
+            }
+        }
+        Some(Stream::Tty) => {
+            if want_in && crate::tty::readable() {
+                rev |= events & (POLLIN | POLLRDNORM);
+            }
+            rev |= events & (POLLOUT | POLLWRNORM);
+        }
+        None => rev |= events & (POLLIN | POLLRDNORM | POLLOUT | POLLWRNORM),
+    }
+    let _ = POLLPRI;
+    rev
+}
+
+/// A relative timeout from user memory, as a deadline on the monotonic clock (None: wait
+/// forever).
+fn deadline(tmo: usize) -> Result<Option<u64>, Errno> {
+    if tmo == 0 {
+        return Ok(None);
+    }
+    let mut b = [0u8; 16];
+    copy_in(tmo, &mut b)?;
+    let t = Timespec::from_bytes(&b);
+    if t.tv_sec < 0 || !(0..1_000_000_000).contains(&t.tv_nsec) {
+        return Err(Errno::EINVAL);
+    }
+    let ns = (t.tv_sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(t.tv_nsec as u64);
+    Ok(Some(crate::arch::time::monotonic_ns().saturating_add(ns)))
+}
+
+/// Install a temporary signal mask for the wait; the old one comes back on return (or after
+/// the handler of the signal that ended the wait).
+fn with_mask<R>(mask: Option<u64>, f: impl FnOnce() -> R) -> R {
+    let Some(m) = mask else { return f() };
+    let old = with_current(|p| {
+        let old = p.sig.blocked;
+        p.sig.set_blocked(m);
+        old
+    });
+    let r = f();
+    if signal::pending() {
+        with_current(|p| p.sig.saved_mask = Some(old));
+    } else {
+        with_current(|p| p.sig.blocked = old);
+    }
+    r
+}
+
+fn read_sigmask(ptr: usize, size: usize) -> Result<Option<u64>, Errno> {
+    if ptr == 0 {
+        return Ok(None);
+    }
+    if size != 8 {
+        return Err(Errno::EINVAL);
+    }
+    let mut b = [0u8; 8];
+    copy_in(ptr, &mut b)?;
+    Ok(Some(u64::from_le_bytes(b)))
+}
+
+/// Sleep until `ready` returns Some, the deadline passes (Some(0)... returned as `timeout`),
+/// or a signal arrives (EINTR).
+fn wait_loop(
+    deadline: Option<u64>,
+    mut ready: impl FnMut() -> Option<usize>,
+) -> Result<usize, Errno> {
+    loop {
+        if let Some(n) = ready() {
+            return Ok(n);
+        }
+        if deadline.is_some_and(|d| crate::arch::time::monotonic_ns() >= d) {
+            return Ok(0);
+        }
+        if signal::pending() {
+            return Err(Errno::EINTR);
+        }
+        POLLERS.sleep_until(deadline);
+    }
+}
+
+pub fn sys_ppoll(fds: usize, nfds: usize, tmo: usize, sigmask: usize, size: usize) -> SysResult {
+    if nfds > crate::fs::file::MAX_FDS {
+        return Err(Errno::EINVAL);
+    }
+    let mut raw = vec![0u8; nfds * 8];
+    copy_in(fds, &mut raw)?;
+    let entries: Vec<(i32, u16)> = raw
+        .chunks_exact(8)
+        .map(|c| {
+            (
+                i32::from_le_bytes([c[0], c[1], c[2], c[3]]),
+                u16::from_le_bytes([c[4], c[5]]),
+            )
+        })
+        .collect();
+    let dl = deadline(tmo)?;
+    let mask = read_sigmask(sigmask, size)?;
+    let mut revents = vec![0u16; nfds];
+    let n = with_mask(mask, || {
+        wait_loop(dl, || {
+            let mut n = 0;
+            for (i, &(fd, ev)) in entries.iter().enumerate() {
+                revents[i] = if fd < 0 { 0 } else { poll_one(fd, ev) };
+                if revents[i] != 0 {
+                    n += 1;
+                }
+            }
+            (n > 0).then_some(n)
+        })
+    })?;
+    for (i, r) in revents.iter().enumerate() {
+        raw[i * 8 + 6..i * 8 + 8].copy_from_slice(&r.to_le_bytes());
+    }
+    copy_out(fds, &raw)?;
+    Ok(n)
+}
+
+pub fn sys_pselect6(
+    nfds: usize,
+    rfds: usize,
+    wfds: usize,
+    efds: usize,
+    tmo: usize,
+    sig: usize,
+) -> SysResult {
+    if nfds > crate::fs::file::MAX_FDS {
+        return Err(Errno::EINVAL);
+    }
+    let bytes = nfds.div_ceil(64) * 8;
+    let load = |ptr: usize| -> Result<Vec<u8>, Errno> {
+        let mut v = vec![0u8; bytes];
+        if ptr != 0 {
+            copy_in(ptr, &mut v)?;
+        }
+        Ok(v)
+    };
+    let (rin, win, ein) = (load(rfds)?, load(wfds)?, load(efds)?);
+    let isset = |v: &[u8], fd: usize| v[fd / 8] & (1 << (fd % 8)) != 0;
+    for fd in 0..nfds {
+        if (isset(&rin, fd) || isset(&win, fd) || isset(&ein, fd))
+            && with_current(|p| p.files.get(fd as i32)).is_err()
+        {
+            return Err(Errno::EBADF);
+        }
+    }
+    let dl = deadline(tmo)?;
+    // The sixth argument points at { const sigset_t *ss; size_t ss_len; }.
+    let mask = if sig != 0 {
+        let mut b = [0u8; 16];
+        copy_in(sig, &mut b)?;
+        let ptr = usize::from_le_bytes(b[..8].try_into().unwrap_or([0; 8]));
+        let len = usize::from_le_bytes(b[8..].try_into().unwrap_or([0; 8]));
+        read_sigmask(ptr, len)?
+    } else {
+        None
+    };
+    let (mut rout, mut wout, mut eout) = (vec![0u8; bytes], vec![0u8; bytes], vec![0u8; bytes]);
+    let n = with_mask(mask, || {
+        wait_loop(dl, || {
+            let mut n = 0;
+            rout.fill(0);
+            wout.fill(0);
+            eout.fill(0);
+            for fd in 0..nfds {
+                let mut ev = 0;
+                if isset(&rin, fd) {
+                    ev |= POLLIN;
+                }
+                if isset(&win, fd) {
+                    ev |= POLLOUT;
+                }
+                if ev == 0 && !isset(&ein, fd) {
+                    continue;
+                }
+                let r = poll_one(fd as i32, ev);
+                if isset(&rin, fd) && r & (POLLIN | POLLHUP | POLLERR) != 0 {
+                    rout[fd / 8] |= 1 << (fd % 8);
+                    n += 1;
+                }
+                if isset(&win, fd) && r & (POLLOUT | POLLERR) != 0 {
+                    wout[fd / 8] |= 1 << (fd % 8);
+                    n += 1;
+                }
+            }
+            (n > 0).then_some(n)
+        })
+    })?;
+    if rfds != 0 {
+        copy_out(rfds, &rout)?;
+    }
+    if wfds != 0 {
+        copy_out(wfds, &wout)?;
+    }
+    if efds != 0 {
+        copy_out(efds, &eout)?;
+    }
+    Ok(n)
+}

@@ -1,0 +1,204 @@
+//! Streams: pipes (pipe2, FIFOs) and the terminal, whose reads and writes sleep, honour
+//! O_NONBLOCK and can be interrupted by signals; and ioctl.
+//!
+//! `read`/`write` in `fs.rs` hand a descriptor to [`read`]/[`write`] here when [`stream_of`]
+//! says it is one. Data moves through a kernel buffer of at most [`STREAM_CHUNK`] bytes per
+//! call (a pipe holds 64 KiB, a terminal line 4 KiB), so no user page is borrowed while the
+//! caller sleeps.
+
+use alloc::sync::Arc;
+use alloc::vec;
+
+use abi::fcntl::{O_CLOEXEC, O_NONBLOCK};
+use abi::Errno;
+
+use super::{copy_in, copy_out, SysResult};
+use crate::fs::file::OpenFile;
+use crate::fs::path::Loc;
+use crate::ipc::pipe::{self, PipeEnd};
+use crate::mm::uaccess;
+use crate::task::with_current;
+
+/// Most bytes one stream read or write moves through the kernel buffer.
+const STREAM_CHUNK: usize = 64 * 1024;
+
+/// What kind of stream an open file is.
+pub enum Stream<'a> {
+    Pipe(&'a PipeEnd),
+    Tty,
+}
+
+pub fn stream_of(f: &OpenFile) -> Option<Stream<'_>> {
+    let node = &*f.loc.node;
+    if let Some(p) = node.as_any().downcast_ref::<PipeEnd>() {
+        return Some(Stream::Pipe(p));
+    }
+    crate::fs::devfs::is_console(node).then_some(Stream::Tty)
+}
+
+fn nonblock(f: &OpenFile) -> bool {
+    *f.status_flags.lock() & O_NONBLOCK != 0
+}
+
+/// read(2) on a stream.
+pub fn read(f: &OpenFile, s: Stream, va: usize, len: usize) -> SysResult {
+    if !f.readable {
+        return Err(Errno::EBADF);
+    }
+    if !uaccess::range_ok(va, len) {
+        return Err(Errno::EFAULT);
+    }
+    let len = len.min(STREAM_CHUNK);
+    // Check the buffer first: data taken from a pipe and then not delivered would be lost.
+    super::with_space(|sp| uaccess::segments(sp, va, len, crate::mm::addr_space::Access::Write))?;
+    let mut buf = vec![0u8; len];
+    let n = match s {
+        Stream::Pipe(p) => p.pipe.read(&mut buf, nonblock(f))?,
+        Stream::Tty => crate::tty::read(&mut buf, nonblock(f))?,
+    };
+    copy_out(va, &buf[..n])?;
+    Ok(n)
+}
+
+/// write(2) on a stream.
+pub fn write(f: &OpenFile, s: Stream, va: usize, len: usize) -> SysResult {
+    if !f.writable {
+        return Err(Errno::EBADF);
+    }
+    if !uaccess::range_ok(va, len) {
+        return Err(Errno::EFAULT);
+    }
+    let mut done = 0;
+    while done < len {
+        let n = (len - done).min(STREAM_CHUNK);
+        let mut buf = vec![0u8; n];
+        copy_in(va + done, &mut buf)?;
+        let put = match &s {
+            Stream::Pipe(p) => match p.pipe.write(&buf, nonblock(f)) {
+                Ok(k) => k,
+                Err(_) if done > 0 => break,
+                Err(e) => return Err(e),
+            },
+            Stream::Tty => {
+                crate::tty::write(&buf);
+                n
+            }
+        };
+        done += put;
+        if put < n {
+            break;
+        }
+    }
+    if len == 0 {
+        if let Stream::Pipe(p) = s {
+            p.pipe
+                .write(&[], true)
+                .or_else(|e| if e == Errno::EAGAIN { Ok(0) } else { Err(e) })?;
+        }
+    }
+    Ok(done)
+}
+
+/// An open file for one pipe end (no path: `/proc/self/fd` would show `pipe:[ino]`).
+fn pipe_file(end: Arc<PipeEnd>, flags: u32) -> Result<Arc<OpenFile>, Errno> {
+    let root = Loc::root()?;
+    let (r, w) = (end.read, end.write);
+    let loc = Loc {
+        node: end,
+        path: alloc::string::String::from("pipe:"),
+        mount: root.mount,
+    };
+    OpenFile::new(loc, r, w, flags & O_NONBLOCK)
+}
+
+pub fn sys_pipe2(fds: usize, flags: u32) -> SysResult {
+    const O_DIRECT: u32 = abi::fcntl::O_DIRECT;
+    if flags & !(O_CLOEXEC | O_NONBLOCK | O_DIRECT) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    // Check the result pointer before anything is installed.
+    super::with_space(|sp| uaccess::segments(sp, fds, 8, crate::mm::addr_space::Access::Write))?;
+    let (r, w) = pipe::new_pipe();
+    let (rf, wf) = (pipe_file(r, flags)?, pipe_file(w, flags)?);
+    let cloexec = flags & O_CLOEXEC != 0;
+    let (a, b) = with_current(|p| {
+        let a = p.files.install(rf, cloexec)?;
+        match p.files.install(wf, cloexec) {
+            Ok(b) => Ok((a, b)),
+            Err(e) => {
+                let _ = p.files.close(a);
+                Err(e)
+            }
+        }
+    })?;
+    let mut out = [0u8; 8];
+    out[..4].copy_from_slice(&a.to_le_bytes());
+    out[4..].copy_from_slice(&b.to_le_bytes());
+    copy_out(fds, &out)?;
+    Ok(0)
+}
+
+/// Open a FIFO found by path: its pipe end, in place of the file system's node.
+pub fn open_fifo(loc: Loc, flags: u32) -> Result<Arc<OpenFile>, Errno> {
+    use abi::fcntl::{O_ACCMODE, O_RDONLY, O_RDWR, O_WRONLY};
+    let (r, w) = match flags & O_ACCMODE {
+        O_RDONLY => (true, false),
+        O_WRONLY => (false, true),
+        O_RDWR => (true, true),
+        _ => return Err(Errno::EINVAL),
+    };
+    let end = pipe::open_fifo(
+        loc.node.clone(),
+        loc.mount.id,
+        r,
+        w,
+        flags & O_NONBLOCK != 0,
+    )?;
+    let loc = Loc {
+        node: end,
+        path: loc.path,
+        mount: loc.mount,
+    };
+    OpenFile::new(
+        loc,
+        r,
+        w,
+        flags & (O_NONBLOCK | abi::fcntl::O_APPEND | O_ACCMODE),
+    )
+}
+
+pub fn sys_ioctl(fd: i32, cmd: usize, arg: usize) -> SysResult {
+    const FIONBIO: u32 = 0x5421;
+    const FIOCLEX: u32 = 0x5451;
+    const FIONCLEX: u32 = 0x5450;
+    let f = with_current(|p| p.files.get(fd))?;
+    let cmd = cmd as u32;
+    match cmd {
+        FIOCLEX | FIONCLEX => {
+            with_current(|p| p.files.set_cloexec(fd, cmd == FIOCLEX))?;
+            return Ok(0);
+        }
+        FIONBIO => {
+            let mut b = [0u8; 4];
+            copy_in(arg, &mut b)?;
+            let mut s = f.status_flags.lock();
+            if i32::from_le_bytes(b) != 0 {
+                *s |= O_NONBLOCK;
+            } else {
+                *s &= !O_NONBLOCK;
+            }
+            return Ok(0);
+        }
+        _ => {}
+    }
+    match stream_of(&f) {
+        Some(Stream::Tty) => crate::tty::ioctl(cmd, arg, &copy_in, &copy_out),
+        Some(Stream::Pipe(p)) if cmd == 0x541b => {
+            // FIONREAD: bytes waiting in the pipe.
+            let n = p.pipe.available() as i32;
+            copy_out(arg, &n.to_le_bytes())?;
+            Ok(0)
+        }
+        _ => Err(Errno::ENOTTY),
+    }
+}

@@ -1,0 +1,104 @@
+//! Sleeping and waking: wait queues and timed sleeps.
+//!
+//! A process that must wait for something (a pipe's data, a terminal line, a child's exit, a
+//! deadline) puts itself on a [`WaitQueue`] (or the timer list) and blocks; whoever makes the
+//! condition true wakes the queue. Kernel code runs with interrupts off on one hart, so between
+//! the check of a condition and the block nothing else runs: no wake-up is lost. Wake-ups may be
+//! spurious (a signal, a stale queue entry): every sleeper re-checks its condition in a loop,
+//! and a sleeper that finds a signal pending returns `EINTR` (or asks for a restart).
+
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+
+use spin::Mutex;
+
+use super::{block_current, current, wake, Process};
+
+/// Processes waiting for one kind of event.
+pub struct WaitQueue {
+    waiters: Mutex<Vec<Arc<Process>>>,
+}
+
+impl Default for WaitQueue {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl WaitQueue {
+    pub const fn new() -> Self {
+        WaitQueue {
+            waiters: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Block the current process until this queue is woken (or a signal or the timer wakes it
+    /// first). The caller re-checks its condition afterwards.
+    pub fn sleep(&self) {
+        self.sleep_until(None)
+    }
+
+    /// As [`Self::sleep`], but wake at the latest at `deadline` (monotonic ns), if given.
+    pub fn sleep_until(&self, deadline: Option<u64>) {
+        let me = current();
+        {
+            let mut w = self.waiters.lock();
+            if !w.iter().any(|p| Arc::ptr_eq(p, &me)) {
+                w.push(me.clone());
+            }
+        }
+        if let Some(d) = deadline {
+            add_timer(d, me.clone());
+        }
+        drop(me);
+        block_current();
+    }
+
+    /// Make every waiter runnable.
+    pub fn wake_all(&self) {
+        let waiters = core::mem::take(&mut *self.waiters.lock());
+        for p in &waiters {
+            wake(p);
+        }
+    }
+}
+
+/// Processes sleeping until a deadline: (deadline in monotonic ns, process).
+static TIMERS: Mutex<Vec<(u64, Arc<Process>)>> = Mutex::new(Vec::new());
+
+fn add_timer(deadline: u64, p: Arc<Process>) {
+    TIMERS.lock().push((deadline, p));
+}
+
+/// Sleep until `deadline` (monotonic ns) or until something else wakes the process (a signal).
+pub fn sleep_until(deadline: u64) {
+    add_timer(deadline, current());
+    block_current();
+}
+
+/// Wake every process whose deadline has passed (the scheduler's idle loop and the timer
+/// interrupt call this). Returns the earliest deadline still pending.
+pub fn wake_expired(now: u64) -> Option<u64> {
+    let due: Vec<Arc<Process>> = {
+        let mut t = TIMERS.lock();
+        let mut due = Vec::new();
+        t.retain(|(d, p)| {
+            if *d <= now {
+                due.push(p.clone());
+                false
+            } else {
+                true
+            }
+        });
+        due
+    };
+    for p in &due {
+        wake(p);
+    }
+    TIMERS.lock().iter().map(|(d, _)| *d).min()
+}
+
+/// Forget the timers of a process that is gone (exit), so the list does not keep it alive.
+pub fn drop_timers(pid: usize) {
+    TIMERS.lock().retain(|(_, p)| p.pid != pid);
+}
