@@ -1,5 +1,10 @@
 # dbfs-os: every user entry point.
 #
+#   make run                     build everything, boot QEMU into busybox sh on the console
+#                                (/fat, /dbfs, /dev mounted; `exit` powers off with its status;
+#                                Ctrl-A X leaves QEMU at once)
+#   make run CMD='cmd line'      boot, run the line with /bin/sh -c, print its output; QEMU's
+#                                exit status is the command's
 #   make run BENCH=seqwrite      build everything, boot QEMU, run one benchmark, print figures
 #   make test                    host tests (cargo test) + the in-guest test runner + a reboot test
 #                                + a full-disk test (test-fill: ENOSPC on small dbfs and FAT disks)
@@ -20,8 +25,10 @@
 #   make images | gdb | fmt | clippy | clean | deps
 #
 # Variables (override on the command line, e.g. `make run BENCH=seqread FS=fat32`):
-#   BENCH    benchmark to run: seqwrite rewrite seqread seqread4k randwrite randread
-#            randread4k randwrite4k createdel, or all                  (default: seqwrite)
+#   BENCH    benchmark for `make run`: seqwrite rewrite seqread seqread4k randwrite randread
+#            randread4k randwrite4k createdel, or all   (default: none, a shell; `make bench`
+#            and `make gdb` use seqwrite / all)
+#   CMD      shell command line `make run` runs with /bin/sh -c       (default: none)
 #   FS       file system(s) to measure: fat32, raw, dbfs or all        (default: all)
 #   REPS     repetitions per figure (the median is reported)           (default: 3)
 #   ARGS     extra arguments for /bin/init, e.g. ARGS="size=4 n=1000:2000:1000"
@@ -51,7 +58,9 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 .DEFAULT_GOAL := help
 
-BENCH   ?= seqwrite
+BENCH   ?=
+CMD     ?=
+export CMD
 FS      ?= all
 REPS    ?= 3
 ARGS    ?=
@@ -93,6 +102,7 @@ QEMU_BASE = qemu-system-riscv64 -machine virt -nographic -bios default -m $(MEM)
 	-drive file=$(BUILD)/raw.img,if=none,format=raw,id=vdc -device virtio-blk-device,drive=vdc \
 	-drive file=$(BUILD)/dbfs.img,if=none,format=raw,id=vdd -device virtio-blk-device,drive=vdd
 KERNEL_PARAMS = init=$(INIT) log=$(LOG) bcache=$(BCACHE)
+SHELL_PARAMS = init=/bin/sh log=$(LOG) bcache=$(BCACHE)
 # QEMU_BASE with another image as vdd: $(call QEMU_DBFS,IMAGE).
 QEMU_DBFS = $(subst file=$(BUILD)/dbfs.img$(comma),file=$(1)$(comma),$(QEMU_BASE))
 comma := ,
@@ -145,11 +155,22 @@ bench-disks: | $(BUILD)
 	$(MKIMAGE) blank $(BUILD)/raw.img --size 64M
 	$(MKIMAGE) blank $(BUILD)/dbfs.img --size 256M
 
-## Run one benchmark (or BENCH=all) in QEMU.
+## Run one benchmark (or BENCH=all), a command (CMD=...), or an interactive shell in QEMU.
+## The command line reaches the kernel in single quotes (the kernel splits its command line
+## as sh does), with every ' in it written as '\''.
 run: images
-	timeout --foreground -k 10 $(TIMEOUT) $(QEMU_BASE) \
-		-append "$(KERNEL_PARAMS) -- bench=$(BENCH) fs=$(FS) reps=$(REPS) $(ARGS)" \
-		| tee $(BUILD)/run-$(BENCH).log
+	@if [ -n "$(BENCH)" ]; then \
+		timeout --foreground -k 10 $(TIMEOUT) $(QEMU_BASE) \
+			-append "$(KERNEL_PARAMS) -- bench=$(BENCH) fs=$(FS) reps=$(REPS) $(ARGS)" \
+			| tee $(BUILD)/run-$(BENCH).log; \
+	elif [ -n "$$CMD" ]; then \
+		quoted=$$(printf '%s' "$$CMD" | sed "s/'/'\\\\''/g"); \
+		timeout --foreground -k 10 $(TIMEOUT) $(QEMU_BASE) \
+			-append "$(SHELL_PARAMS) -- -c '$$quoted'" | tee $(BUILD)/run-cmd.log; \
+	else \
+		echo "dbfs-os: busybox sh on the console; 'exit' powers off, Ctrl-A X quits QEMU"; \
+		$(QEMU_BASE) -append "$(SHELL_PARAMS)"; \
+	fi
 
 ## Tests: host crates, then the in-guest runner (QEMU exit status = failures), then data
 ## written in one boot checked in the next (same disks: nothing is reformatted).
@@ -250,7 +271,7 @@ fuzz:
 		-max_total_time=$(FUZZ_SECS) -timeout=20 -max_len=448 -len_control=10 -print_final_stats=1
 
 gdb: images
-	$(QEMU_BASE) -append "$(KERNEL_PARAMS) -- bench=$(BENCH) fs=$(FS)" -s -S
+	$(QEMU_BASE) -append "$(KERNEL_PARAMS) -- bench=$(or $(BENCH),seqwrite) fs=$(FS)" -s -S
 
 fmt:
 	$(CARGO) fmt --all

@@ -168,6 +168,67 @@ struct Params {
     init_args: Vec<String>,
 }
 
+/// Split the command line into words as `sh` does, so an init argument can hold spaces
+/// (`make run CMD=...` passes a whole shell command line): whitespace separates words;
+/// '...' quotes everything up to the next ' ; "..." quotes with \" and \\ escapes; a
+/// backslash outside quotes takes the next character as is.
+fn split_words(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut in_word = false;
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                in_word = true;
+                for q in chars.by_ref() {
+                    if q == '\'' {
+                        break;
+                    }
+                    cur.push(q);
+                }
+            }
+            '"' => {
+                in_word = true;
+                while let Some(q) = chars.next() {
+                    match q {
+                        '"' => break,
+                        '\\' => match chars.next() {
+                            Some(e @ ('"' | '\\' | '$' | '`')) => cur.push(e),
+                            Some(e) => {
+                                cur.push('\\');
+                                cur.push(e);
+                            }
+                            None => cur.push('\\'),
+                        },
+                        _ => cur.push(q),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                if let Some(e) = chars.next() {
+                    cur.push(e);
+                }
+            }
+            c if c.is_whitespace() => {
+                if in_word {
+                    out.push(core::mem::take(&mut cur));
+                    in_word = false;
+                }
+            }
+            c => {
+                in_word = true;
+                cur.push(c);
+            }
+        }
+    }
+    if in_word {
+        out.push(cur);
+    }
+    out
+}
+
 fn parse_params(cmdline: &str) -> Params {
     let mut p = Params {
         init: String::from("/bin/init"),
@@ -183,7 +244,8 @@ fn parse_params(cmdline: &str) -> Params {
         dbfs_flush_behind: mm::window::FLUSH_BEHIND_DEFAULT,
         init_args: Vec::new(),
     };
-    let mut words = cmdline.split_whitespace();
+    let all = split_words(cmdline);
+    let mut words = all.iter().map(String::as_str);
     for w in words.by_ref() {
         if w == "--" {
             break;

@@ -210,9 +210,6 @@ fn input_byte(t: &mut Tty, mut c: u8) -> Option<usize> {
                 t.raw.clear();
             }
             echo(t, c);
-            if l & ECHO != 0 {
-                console::write_bytes(b"\n");
-            }
             return Some(s);
         }
     }
@@ -383,8 +380,23 @@ pub fn ioctl(
                 pending.append(&mut t.editing);
                 t.raw.extend(pending);
             } else if !was_canon && t.termios.lflag & ICANON != 0 && !t.raw.is_empty() {
+                // Entering canonical mode with bytes typed ahead (a shell's line editor has
+                // just run a command): they become lines, ended by newline or VEOF, and the
+                // rest is the line being edited.
+                let eof = t.termios.cc[VEOF];
                 let bytes: Vec<u8> = t.raw.drain(..).collect();
-                t.editing.extend(bytes);
+                for b in bytes {
+                    if b == eof {
+                        let line = core::mem::take(&mut t.editing);
+                        t.lines.push_back(line);
+                    } else {
+                        t.editing.push(b);
+                        if b == b'\n' {
+                            let line = core::mem::take(&mut t.editing);
+                            t.lines.push_back(line);
+                        }
+                    }
+                }
             }
         }
         TIOCGPGRP => {
