@@ -271,36 +271,70 @@ cmd_rootfs() {
 
 ## --- qemu-user checks on the host ----------------------------------------------------------
 
-# check [TESTDIRS...]: busybox and pjdfstest under qemu-riscv64 on the host. The busybox checks
-# compare output with what is expected; then the guest runner runs the pjdfstest directories
-# named (default: all) in a tmpfs as root, exactly as the guest would, with busybox sh.
+# check [TESTDIRS...]: busybox and pjdfstest under qemu-user on the host, as root.
+# 1. busybox alone under qemu-riscv64: its output is compared with what is expected.
+# 2. A chroot laid out like the guest's root ($TP/rootfs plus /dev/null, /dev/zero, /dev/urandom,
+#    no /proc) with a tmpfs at /mnt; riscv64 programs run there through a binfmt_misc entry for
+#    qemu-riscv64-static (flag F: the interpreter is opened now, so the chroot needs no copy;
+#    P: argv[0] is kept, busybox needs it).
+#    The entry is registered for the run and removed after, unless the machine had one.
+#    The guest runner then runs the pjdfstest directories named (default: all) on the tmpfs.
 cmd_check() {
 	cmd_rootfs
-	need_tools qemu-riscv64
+	need_tools qemu-riscv64 qemu-riscv64-static chroot
+	[ "$(id -u)" = 0 ] || die "check needs root (chroot, mount, binfmt_misc)"
 	local root="$TP/rootfs" bb="$TP/rootfs/bin/busybox"
 	local got want
 	want=$'hi\n3\n2\n1'
-	got=$(timeout 60 qemu-riscv64 "$bb" sh -c 'echo hi; seq 3 | sort -r')
+	got=$(timeout 60 qemu-riscv64 "$bb" sh -c 'echo hi; ls / >/dev/null; seq 3 | sort -r')
 	[ "$got" = "$want" ] || die "busybox sh: got $(printf %q "$got"), want $(printf %q "$want")"
-	timeout 60 qemu-riscv64 "$bb" sh -c 'ls / >/dev/null' || die "busybox ls / failed"
-	# The standalone shell runs applets with no links; argv[0] "sh" runs ash.
-	got=$(timeout 60 qemu-riscv64 -0 sh "$root/bin/sh" -c 'printf "%s\n" a b | wc -l; echo x | sed s/x/y/; echo 1 2 | awk "{print \$1+\$2}"')
+	# argv[0] "sh" runs ash: what /bin/sh in the image does.
+	got=$(timeout 60 qemu-riscv64 -0 sh "$root/bin/sh" -c \
+		'printf "%s\n" a b | wc -l; echo x | sed s/x/y/; echo 1 2 | awk "{print \$1+\$2}"')
 	want=$'2\ny\n3'
 	[ "$got" = "$want" ] || die "/bin/sh as ash: got $(printf %q "$got"), want $(printf %q "$want")"
 	log "busybox under qemu-user: ok ($(timeout 60 qemu-riscv64 "$bb" --list | wc -l) applets)"
 
-	[ "$(id -u)" = 0 ] || die "the pjdfstest check needs root (chown, mknod)"
-	local mnt
-	mnt=$(mktemp -d /tmp/pjdfstest-check.XXXXXX)
-	mount -t tmpfs -o size=256m tmpfs "$mnt"
+	local chroot="$TP/check-root" binfmt=/proc/sys/fs/binfmt_misc entry=dbfs-os-riscv64
+	local cleanup=""
+	if [ ! -e "$binfmt/register" ]; then
+		mount -t binfmt_misc binfmt_misc "$binfmt" || die "cannot mount binfmt_misc"
+		cleanup="umount $binfmt || true"
+	fi
+	if grep -qs '^flags: .*F' "$binfmt/qemu-riscv64"; then
+		log "using the machine's binfmt_misc entry qemu-riscv64"
+	else
+		if [ -e "$binfmt/$entry" ]; then echo -1 >"$binfmt/$entry"; fi
+		local magic='\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00\xf3\x00'
+		local mask='\xff\xff\xff\xff\xff\xff\xff\x00\xff\xff\xff\xff\xff\xff\xff\xff\xfe\xff\xff\xff'
+		printf '%s' ":$entry:M::$magic:$mask:$(command -v qemu-riscv64-static):FP" >"$binfmt/register" ||
+			die "cannot register a binfmt_misc entry for riscv64"
+		cleanup="echo -1 >$binfmt/$entry || true; $cleanup"
+	fi
 	# shellcheck disable=SC2064
-	trap "umount '$mnt' 2>/dev/null; rmdir '$mnt'" EXIT
-	# A host view of the guest's /: its busybox runs qemu-user for every exec through binfmt, so
-	# the tests find /bin/busybox, /usr/pjdfstest as the guest would. PATH is the guest's.
-	log "pjdfstest under qemu-user in a tmpfs ($mnt), log $TP/check-pjdfstest.log"
+	trap "$cleanup" EXIT
+	if mountpoint -q "$chroot/mnt" 2>/dev/null; then umount "$chroot/mnt"; fi
+	rm -rf "$chroot" && cp -a "$root" "$chroot"
+	mkdir -p "$chroot/dev" "$chroot/mnt" "$chroot/tmp"
+	mknod -m 666 "$chroot/dev/null" c 1 3
+	mknod -m 666 "$chroot/dev/zero" c 1 5
+	mknod -m 666 "$chroot/dev/urandom" c 1 9
+	mount -t tmpfs -o size=512m tmpfs "$chroot/mnt"
+	# A test's background process may still hold the tmpfs for a moment after the run.
+	cleanup="umount $chroot/mnt 2>/dev/null || { sleep 2; umount -l $chroot/mnt; } || true; $cleanup"
+	# shellcheck disable=SC2064
+	trap "$cleanup" EXIT
+	local in_guest=(chroot "$chroot" /bin/busybox env -i PATH=/bin:/usr/bin HOME=/ /bin/sh)
+	# Real execs now: sh by name (busybox re-executes /bin/busybox), timeout, pjdfstest.
+	got=$(timeout 60 "${in_guest[@]}" -c \
+		'sh -c "echo nested"; timeout 5 sh -c "echo exec"; /bin/pjdfstest mkdir /mnt/chk 0755; /bin/pjdfstest rmdir /mnt/chk')
+	want=$'nested\nexec\n0\n0'
+	[ "$got" = "$want" ] || die "execs in the chroot: got $(printf %q "$got"), want $(printf %q "$want")"
+	log "execs under binfmt_misc in the chroot: ok"
+	log "pjdfstest under qemu-user in a tmpfs, as root; log $TP/check-pjdfstest.log"
 	local start=$SECONDS
-	PATH=/bin:/usr/bin timeout 3600 qemu-riscv64 -0 sh "$root/bin/sh" "$root/bin/pjdfstest-run" \
-		-s "$root/usr/pjdfstest" "$mnt" "$@" | tee "$TP/check-pjdfstest.log"
+	timeout 7200 "${in_guest[@]}" /bin/pjdfstest-run -n tmpfs -T TMPFS /mnt "$@" |
+		tee "$TP/check-pjdfstest.log" || true
 	log "pjdfstest run took $((SECONDS - start)) s"
 	grep -q '^PJDFSTEST fs=' "$TP/check-pjdfstest.log" || die "the runner printed no summary line"
 }
