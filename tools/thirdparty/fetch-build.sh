@@ -273,7 +273,7 @@ cmd_rootfs() {
 
 # check [TESTDIRS...]: busybox and pjdfstest under qemu-user on the host, as root.
 # 1. busybox alone under qemu-riscv64: its output is compared with what is expected.
-# 2. A chroot laid out like the guest's root ($TP/rootfs plus /dev/null, /dev/zero, /dev/urandom,
+# 2. A chroot laid out like the guest's root ($TP/rootfs plus /dev/null, /dev/zero, /dev/random, /dev/urandom,
 #    no /proc) with a tmpfs at /mnt; riscv64 programs run there through a binfmt_misc entry for
 #    qemu-riscv64-static (flag F: the interpreter is opened now, so the chroot needs no copy;
 #    P: argv[0] is kept, busybox needs it).
@@ -318,6 +318,7 @@ cmd_check() {
 	mkdir -p "$chroot/dev" "$chroot/mnt" "$chroot/tmp"
 	mknod -m 666 "$chroot/dev/null" c 1 3
 	mknod -m 666 "$chroot/dev/zero" c 1 5
+	mknod -m 666 "$chroot/dev/random" c 1 8
 	mknod -m 666 "$chroot/dev/urandom" c 1 9
 	mount -t tmpfs -o size=512m tmpfs "$chroot/mnt"
 	# A test's background process may still hold the tmpfs for a moment after the run.
