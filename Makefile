@@ -24,6 +24,19 @@
 #                                `make test` (tests/corrupt.rs, tests/mutate_walk.rs are)
 #   make images | gdb | fmt | clippy | clean | deps
 #
+# Third-party Linux programs for the guest (tools/thirdparty/fetch-build.sh; sources from Debian
+# bookworm through a build-local apt set-up in build/apt, built static for riscv64 under
+# build/thirdparty, never committed; a no-op rebuild takes about a second):
+#   make thirdparty              busybox + pjdfstest, staged as build/thirdparty/rootfs, the tree
+#                                `make images` copies into root.img: /bin/busybox, /bin/sh (the same
+#                                binary), /bin/pjdfstest, /bin/pjdfstest-run, /usr/pjdfstest/
+#   make busybox | pjdfstest     one of them (busybox config: tools/thirdparty/busybox.config)
+#   make thirdparty-check        both under qemu-user on the host, as root: busybox checks, then
+#                                the whole pjdfstest suite (or PJDFSTEST_DIRS) with the guest's runner
+#                                in a chroot on a tmpfs (binfmt_misc entry only for the run)
+#   make fio | sqlite            fio 3.33, sqlite3 3.40.1 + speedtest1, static riscv64 (not in root.img)
+#   make deps-thirdparty         the host packages these need (cross gcc, autotools, dpkg-dev, ...)
+#
 # Variables (override on the command line, e.g. `make run BENCH=seqread FS=fat32`):
 #   BENCH    benchmark for `make run`: seqwrite rewrite seqread seqread4k randwrite randread
 #            randread4k randwrite4k createdel, or all   (default: none, a shell; `make bench`
@@ -47,9 +60,12 @@
 #   CRASH_SEED    replay a crash test's operations and kill delays     (default: random, printed)
 #   SEED     seed of the tree `make test-cross` generates               (default: 1)
 #   FUZZ_SECS  seconds per fuzz target in `make fuzz`                   (default: 600)
+#   PJDFSTEST_DIRS  pjdfstest directories for `make thirdparty-check`, e.g. "chmod open"
+#                                                                       (default: all)
+#   PJDFSTEST_SRC   the pjdfstest source tree                          (default: ../shared/pjdfstest)
 #
 # Disks (rebuilt by `make images`; bench disks are fresh for every run):
-#   build/root.img  vda  FAT32, the programs in /bin, mounted at /
+#   build/root.img  vda  FAT32, the programs in /bin (ours, busybox, pjdfstest), mounted at /
 #   build/fat.img   vdb  FAT32, empty, mounted at /fat (benchmarks and tests)
 #   build/raw.img   vdc  no file system: /dev/vdc, the raw-device baseline
 #   build/dbfs.img  vdd  dbfs (formatted by the kernel when blank), mounted at /dbfs
@@ -94,6 +110,16 @@ USER_BINS := $(sort $(basename $(notdir $(wildcard user-tests/src/bin/*.rs))) \
 CARGO_PROFILE_FLAG := $(if $(filter release,$(PROFILE)),--release,)
 
 APT_PACKAGES := qemu-system-misc fuse3 libfuse3-dev pkg-config fio fuse2fs fonts-dejavu-core
+# What tools/thirdparty/fetch-build.sh needs: the riscv64 cross compiler and C library, busybox's
+# build, apt-get source / dpkg-source and the archive key, autotools for pjdfstest.
+THIRDPARTY_APT_PACKAGES := gcc-riscv64-linux-gnu libc6-dev-riscv64-cross make bzip2 xz-utils \
+	dpkg-dev debian-archive-keyring autoconf automake libtool
+# For `make thirdparty-check` (qemu-user) and `make sqlite` (its build generates code with tclsh).
+THIRDPARTY_CHECK_APT_PACKAGES := qemu-user qemu-user-static
+THIRDPARTY_SQLITE_APT_PACKAGES := tcl
+PJDFSTEST_DIRS ?=
+PJDFSTEST_SRC ?= ../shared/pjdfstest
+THIRDPARTY := BUILD=$(BUILD) PJDFSTEST_SRC=$(PJDFSTEST_SRC) JOBS=2 tools/thirdparty/fetch-build.sh
 
 QEMU_BASE = qemu-system-riscv64 -machine virt -nographic -bios default -m $(MEM) -smp $(SMP) \
 	-kernel $(KERNEL) \
@@ -110,19 +136,23 @@ comma := ,
 QEMU_FILL = $(subst file=$(BUILD)/fat.img$(comma),file=$(BUILD)/fill-fat.img$(comma),$(call QEMU_DBFS,$(BUILD)/fill-dbfs.img))
 
 .PHONY: help deps build kernel user mkimage images bench-disks run test test-host test-guest test-persist test-crash crash-test test-cross test-fill bench \
-	bench-kv fuse bench-fuse gdb fmt clippy clean fuzz
+	bench-kv fuse bench-fuse gdb fmt clippy clean fuzz \
+	deps-thirdparty thirdparty busybox pjdfstest thirdparty-check fio sqlite
 
 help:
 	@sed -n '2,/^$$/p' Makefile | sed 's/^# \{0,1\}//'
 
 ## Set-up: install what is missing (idempotent; CI has no terminal).
-deps:
-	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+# $(call apt_install,PACKAGES): install those not installed yet.
+apt_install = missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		$(if $(filter 0,$(shell id -u)),,sudo) apt-get update -q; \
 		DEBIAN_FRONTEND=noninteractive $(if $(filter 0,$(shell id -u)),,sudo) apt-get install -y -q $$missing </dev/null; \
 	fi
+
+deps:
+	@$(call apt_install,$(APT_PACKAGES))
 	@rustup target list --installed | grep -qx $(TARGET) || rustup target add $(TARGET)
 
 ## Build
@@ -144,10 +174,29 @@ build: kernel user mkimage
 $(BUILD):
 	mkdir -p $(BUILD)
 
-images: build | $(BUILD)
+images: build thirdparty | $(BUILD)
 	$(MKIMAGE) fat32 $(BUILD)/root.img --size 64M --label DBFSROOT \
+		--add-tree $(BUILD)/thirdparty/rootfs:/ \
 		$(foreach b,$(USER_BINS),--add $(TGT_DIR)/$(b):/bin/$(b))
 	$(MAKE) --no-print-directory bench-disks
+
+## Third-party programs (tools/thirdparty/fetch-build.sh: cached, a no-op run takes seconds).
+deps-thirdparty:
+	@$(call apt_install,$(THIRDPARTY_APT_PACKAGES))
+
+thirdparty: deps-thirdparty
+	$(THIRDPARTY) rootfs
+
+busybox pjdfstest fio: deps-thirdparty
+	$(THIRDPARTY) $@
+
+sqlite: deps-thirdparty
+	@$(call apt_install,$(THIRDPARTY_SQLITE_APT_PACKAGES))
+	$(THIRDPARTY) sqlite
+
+thirdparty-check: deps-thirdparty
+	@$(call apt_install,$(THIRDPARTY_CHECK_APT_PACKAGES))
+	$(THIRDPARTY) check $(PJDFSTEST_DIRS)
 
 # Fresh, empty benchmark disks, so every run starts from the same state.
 bench-disks: | $(BUILD)

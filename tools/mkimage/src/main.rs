@@ -6,6 +6,7 @@
 //!
 //! ```text
 //! mkimage fat32 IMAGE --size 300M [--label NAME] [--add SRC:DEST]... [--add-dir SRCDIR:DESTDIR]...
+//!               [--add-tree SRCDIR:DESTDIR]...
 //! mkimage blank IMAGE --size 64M
 //! mkimage ls IMAGE [PATH]
 //! mkimage cat IMAGE PATH
@@ -52,6 +53,10 @@ enum Command {
         /// Copy every regular file of host directory SRCDIR into DESTDIR (not recursive).
         #[arg(long = "add-dir", value_name = "SRCDIR:DESTDIR")]
         add_dir: Vec<String>,
+        /// Copy host directory SRCDIR into DESTDIR recursively: every regular file and every
+        /// directory (empty ones too); anything else (a symlink, a device) is an error.
+        #[arg(long = "add-tree", value_name = "SRCDIR:DESTDIR")]
+        add_tree: Vec<String>,
     },
     /// Create (or overwrite) IMAGE as a zero-filled sparse file.
     Blank {
@@ -240,6 +245,43 @@ fn copy_in(root: &NodeRef, src: &Path, dest: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// What `--add-tree` copies: directories to create and files to copy, in a sorted walk.
+#[derive(Debug, Default, PartialEq)]
+struct TreeCopy {
+    dirs: Vec<String>,
+    files: Vec<(PathBuf, String)>,
+}
+
+/// Walk host directory `src` (sorted by name, so images are reproducible) into `out`, with
+/// image paths under `dest`. FAT32 has no symlinks or device nodes: one is an error, not skipped.
+fn walk_tree(src: &Path, dest: &str, out: &mut TreeCopy) -> Result<(), String> {
+    let mut entries = std::fs::read_dir(src)
+        .map_err(|e| format!("cannot read directory {}: {e}", src.display()))?
+        .map(|e| e.map_err(|e| format!("cannot read directory {}: {e}", src.display())))
+        .collect::<Result<Vec<_>, _>>()?;
+    entries.sort_by_key(|e| e.file_name());
+    out.dirs.push(dest.to_string());
+    for entry in entries {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let path = entry.path();
+        let target = format!("{}/{name}", dest.trim_end_matches('/'));
+        let ftype = entry
+            .file_type()
+            .map_err(|e| format!("cannot stat {}: {e}", path.display()))?;
+        if ftype.is_dir() {
+            walk_tree(&path, &target, out)?;
+        } else if ftype.is_file() {
+            out.files.push((path, target));
+        } else {
+            return Err(format!(
+                "{} is neither a regular file nor a directory (FAT32 cannot hold it)",
+                path.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn create_sparse(image: &Path, size: u64) -> Result<(), String> {
     let file =
         File::create(image).map_err(|e| format!("cannot create {}: {e}", image.display()))?;
@@ -259,9 +301,15 @@ fn cmd_fat32(
     label: &str,
     add: &[String],
     add_dir: &[String],
+    add_tree: &[String],
 ) -> Result<(), String> {
     // Check every source before touching the image.
     let mut copies: Vec<(PathBuf, String)> = Vec::new();
+    let mut tree = TreeCopy::default();
+    for spec in add_tree {
+        let (src, dest) = split_pair(spec)?;
+        walk_tree(Path::new(src), dest, &mut tree)?;
+    }
     for spec in add {
         let (src, dest) = split_pair(spec)?;
         copies.push((PathBuf::from(src), dest.to_string()));
@@ -284,7 +332,7 @@ fn cmd_fat32(
         found.sort();
         copies.extend(found);
     }
-    for (src, _) in &copies {
+    for (src, _) in copies.iter().chain(&tree.files) {
         if !src.is_file() {
             return Err(format!("{} is not a regular file", src.display()));
         }
@@ -299,7 +347,10 @@ fn cmd_fat32(
     })?;
     let fs = mount(image)?;
     let root = fs.root().map_err(vfs_err("root"))?;
-    for (src, dest) in &copies {
+    for dir in &tree.dirs {
+        make_dirs(&root, dir)?;
+    }
+    for (src, dest) in copies.iter().chain(&tree.files) {
         copy_in(&root, src, dest)?;
     }
     fs.sync().map_err(vfs_err("sync"))?;
@@ -371,7 +422,8 @@ fn run(cli: Cli) -> Result<(), String> {
             label,
             add,
             add_dir,
-        } => cmd_fat32(&image, size, &label, &add, &add_dir),
+            add_tree,
+        } => cmd_fat32(&image, size, &label, &add, &add_dir, &add_tree),
         Command::Blank { image, size } => create_sparse(&image, size),
         Command::Ls { image, path } => cmd_ls(&image, path.as_deref(), &mut stdout.lock()),
         Command::Cat { image, path } => cmd_cat(&image, &path, &mut stdout.lock()),
@@ -403,6 +455,25 @@ mod tests {
         assert!(parse_size("M").is_err());
         assert!(parse_size("100").is_err());
         assert!(parse_size("99999999999G").is_err());
+    }
+
+    #[test]
+    fn trees_walk_sorted_with_empty_dirs_and_refuse_symlinks() {
+        let tmp = std::env::temp_dir().join(format!("mkimage-tree-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        std::fs::create_dir_all(tmp.join("b/deep")).unwrap();
+        std::fs::create_dir_all(tmp.join("empty")).unwrap();
+        std::fs::write(tmp.join("z"), b"z").unwrap();
+        std::fs::write(tmp.join("b/deep/f"), b"f").unwrap();
+        let mut tree = TreeCopy::default();
+        walk_tree(&tmp, "/usr/", &mut tree).unwrap();
+        assert_eq!(tree.dirs, ["/usr/", "/usr/b", "/usr/b/deep", "/usr/empty"]);
+        let files: Vec<&str> = tree.files.iter().map(|(_, d)| d.as_str()).collect();
+        assert_eq!(files, ["/usr/b/deep/f", "/usr/z"]);
+        std::os::unix::fs::symlink("z", tmp.join("link")).unwrap();
+        let err = walk_tree(&tmp, "/", &mut TreeCopy::default()).unwrap_err();
+        assert!(err.contains("link"), "{err}");
+        std::fs::remove_dir_all(&tmp).unwrap();
     }
 
     #[test]

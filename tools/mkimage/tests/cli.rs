@@ -36,6 +36,12 @@ fn build_then_ls_and_cat() {
     std::fs::create_dir(&extra).unwrap();
     std::fs::write(extra.join("one"), b"1").unwrap();
     std::fs::write(extra.join("two"), b"22").unwrap();
+    // A tree with a long name, nesting and an empty directory (--add-tree).
+    let tree = tmp.path().join("tree");
+    std::fs::create_dir_all(tree.join("tests/posix_fallocate")).unwrap();
+    std::fs::create_dir_all(tree.join("empty")).unwrap();
+    std::fs::write(tree.join("tests/posix_fallocate/00.t"), b"echo 1..1\n").unwrap();
+    std::fs::write(tree.join("tests/misc.sh"), b"ntest=1\n").unwrap();
     let image = tmp.path().join("disk.img");
 
     ok(&[
@@ -51,6 +57,8 @@ fn build_then_ls_and_cat() {
         &format!("{}:/bin/seqwrite", p(&big)),
         "--add-dir",
         &format!("{}:/etc/extra", p(&extra)),
+        "--add-tree",
+        &format!("{}:/usr/pjdfstest", p(&tree)),
     ]);
     assert_eq!(std::fs::metadata(&image).unwrap().len(), 40 << 20);
 
@@ -58,8 +66,8 @@ fn build_then_ls_and_cat() {
     assert_eq!(
         root,
         format!(
-            "- {:>12} hello.txt\nd {:>12} bin/\nd {:>12} etc/\n",
-            13, 0, 0
+            "d {:>12} usr/\n- {:>12} hello.txt\nd {:>12} bin/\nd {:>12} etc/\n",
+            0, 13, 0, 0
         )
     );
     let bin = ok(&["ls", p(&image), "/bin"]);
@@ -69,6 +77,22 @@ fn build_then_ls_and_cat() {
         format!("- {:>12} one\n- {:>12} two\n", 1, 2)
     );
     assert_eq!(ok(&["cat", p(&image), "/hello.txt"]), "hello, guest\n");
+    assert_eq!(
+        ok(&["ls", p(&image), "/usr/pjdfstest"]),
+        format!("d {:>12} empty/\nd {:>12} tests/\n", 0, 0)
+    );
+    assert_eq!(
+        ok(&["ls", p(&image), "/usr/pjdfstest/tests"]),
+        format!("d {:>12} posix_fallocate/\n- {:>12} misc.sh\n", 0, 8)
+    );
+    assert_eq!(
+        ok(&[
+            "cat",
+            p(&image),
+            "/usr/pjdfstest/tests/posix_fallocate/00.t"
+        ]),
+        "echo 1..1\n"
+    );
     let out = mkimage(&["cat", p(&image), "/bin/seqwrite"]);
     assert!(out.status.success());
     assert!(out.stdout == big_data);
