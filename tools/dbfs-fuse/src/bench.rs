@@ -8,14 +8,8 @@ use std::time::Instant;
 /// order, print one RESULT line.
 pub(crate) fn createdel(dir: &Path, n: u32, label: &str) -> Result<(), String> {
     let mut order: Vec<u32> = (0..n).collect();
-    // Fisher-Yates with a fixed xorshift seed: every run and every file system sees one order.
-    let mut x = 0x2545_F491_4F6C_DD1Du64;
-    for i in (1..order.len()).rev() {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        order.swap(i, (x % (i as u64 + 1)) as usize);
-    }
+    // A fixed seed: every run and every file system sees one order.
+    xrand::XorShift64::new(0x2545_F491_4F6C_DD1D).shuffle(&mut order);
     let name = |i: u32| dir.join(format!("x{i:06}"));
     let start = Instant::now();
     for &i in &order {
