@@ -35,8 +35,11 @@ pub struct MkfsOptions {
     pub label: String,
     /// Volume uuid (the caller supplies randomness; no_std has none).
     pub uuid: [u8; 16],
+    /// Permission bits of the root directory (masked to 0o7777).
     pub root_perm: u32,
+    /// Owner of the root directory.
     pub root_uid: u32,
+    /// Group of the root directory.
     pub root_gid: u32,
     /// Creation time, and the root directory's times.
     pub time: Timestamp,
@@ -69,7 +72,12 @@ pub enum MountError {
     /// Feature bits this code does not know.
     UnknownFeatures(u32),
     /// The superblock's page size disagrees with the store's.
-    PageSizeMismatch { superblock: u32, store: usize },
+    PageSizeMismatch {
+        /// The page size the superblock records.
+        superblock: u32,
+        /// The page size of the kvdb store.
+        store: usize,
+    },
     /// A chunk size outside 512..=1 MiB or not a power of two.
     BadChunkSize(u32),
     /// A bucket or the root directory is missing or damaged.
