@@ -16,6 +16,7 @@ use std::time::Instant;
 use dbfs::{DbFs, MkfsOptions};
 use kvdb::{FilePager, MemPager, Pager, SlicePager};
 use vfs::{FileSystem, FileType, NewNode, NodeRef, Timestamp};
+use xrand::XorShift64;
 
 struct HostClock(Instant);
 impl vfs::Clock for HostClock {
@@ -30,16 +31,6 @@ impl vfs::Clock for HostClock {
 
 fn clock() -> Arc<dyn vfs::Clock> {
     Arc::new(HostClock(Instant::now()))
-}
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
 }
 
 const MIB: usize = 1 << 20;
@@ -96,11 +87,11 @@ fn run_one<P: Pager + Send + Sync + 'static>(
             fill(&f, RAND_FILE, MIB);
             let ops = if bs == MIB { 1000 } else { 10_000 };
             let slots = (RAND_FILE / bs) as u64;
-            let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+            let mut rng = XorShift64::new(0x9e37_79b9_7f4a_7c15);
             let mut buf = vec![0x33u8; bs];
             let t = Instant::now();
             for _ in 0..ops {
-                let at = (rng.next() % slots) * bs as u64;
+                let at = rng.below(slots) * bs as u64;
                 if bench == "randread" {
                     assert_eq!(f.read_at(at, &mut buf).unwrap(), bs);
                 } else {
@@ -118,10 +109,7 @@ fn run_one<P: Pager + Send + Sync + 'static>(
                 .create("d", &NewNode::new(FileType::Directory, 0o755))
                 .unwrap();
             let mut order: Vec<usize> = (0..n).collect();
-            let mut rng = Rng(12345);
-            for i in (1..n).rev() {
-                order.swap(i, (rng.next() % (i as u64 + 1)) as usize);
-            }
+            XorShift64::new(12345).shuffle(&mut order);
             let t = Instant::now();
             for i in order {
                 let f = d.create(&format!("x{i:06}"), &reg()).unwrap();
@@ -253,9 +241,9 @@ fn main() {
                             done = size as u64;
                         } else {
                             let ops = if bs == MIB { 1000 } else { 10_000 };
-                            let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+                            let mut rng = XorShift64::new(0x9e37_79b9_7f4a_7c15);
                             for _ in 0..ops {
-                                let at = (rng.next() % (size / bs) as u64) * bs as u64;
+                                let at = rng.below((size / bs) as u64) * bs as u64;
                                 f.read_at(at, &mut buf).unwrap();
                                 done += bs as u64;
                             }

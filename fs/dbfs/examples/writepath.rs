@@ -125,12 +125,10 @@ fn main() {
                 .nth(2)
                 .and_then(|a| a.parse().ok())
                 .unwrap_or(16);
-            let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+            let mut rng = xrand::XorShift64::new(0x9e37_79b9_7f4a_7c15);
             for _ in 0..200 {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                f.write_at((x % mib.max(1)) * bs as u64, &data).unwrap();
+                f.write_at(rng.below(mib.max(1)) * bs as u64, &data)
+                    .unwrap();
             }
             f.fsync(false).unwrap();
             200 * bs

@@ -15,7 +15,8 @@ use crate::format::{
     be_u64, bucket, ino_key, name_key, CookieEntry, Inode, NameEntry, LINK_MAX, MAX_FILE_SIZE,
     NAME_MAX, SYMLINK_MAX, XATTR_NAME_MAX, XATTR_SIZE_MAX,
 };
-use crate::{kv, read_inode, DbFs};
+use crate::read::read_inode;
+use crate::{kv, DbFs};
 
 const S_ISUID: u32 = 0o4000;
 const S_ISGID: u32 = 0o2000;
@@ -266,7 +267,7 @@ impl<P: Pager + Send + Sync + 'static> Node for DbNode<P> {
     fn write_gathered_at(&self, offset: u64, bufs: &[&[u8]]) -> Option<VfsResult<usize>> {
         Some(self.check_file().and_then(|_| {
             self.fs
-                .write_gathered(self.ino, offset, &crate::Src::new(bufs))
+                .write_gathered(self.ino, offset, &crate::write::Src::new(bufs))
         }))
     }
 
@@ -279,7 +280,7 @@ impl<P: Pager + Send + Sync + 'static> Node for DbNode<P> {
     }
 
     fn fsync(&self, _data_only: bool) -> VfsResult<()> {
-        self.fs.flush(crate::Flush::Inode(self.ino))
+        self.fs.flush(crate::writeback::Flush::Inode(self.ino))
     }
 
     fn lookup(&self, name: &str) -> VfsResult<NodeRef> {

@@ -17,7 +17,8 @@ use crate::format::{
     be_u64, bucket, corrupt, footprint, ino_key, name_key, pair_key, CookieEntry, Inode, NameEntry,
     Superblock, ROOT_INO, SUPERBLOCK_KEY,
 };
-use crate::{kv, State};
+use crate::kv;
+use crate::writeback::State;
 
 pub(crate) struct Txn<'a, 'db, P: Pager> {
     pub tx: &'a Tx<'db, P>,

@@ -7,6 +7,7 @@ mod mutate;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
+use xrand::XorShift64;
 
 fn seed() -> &'static [u8] {
     static SEED: OnceLock<Vec<u8>> = OnceLock::new();
@@ -21,17 +22,6 @@ fn cases() -> usize {
         .unwrap_or(1500)
 }
 
-/// xorshift64*: the same cases on every run.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-}
-
 #[test]
 fn structured_mutations_give_errors_not_panics_or_hangs() {
     let cases = cases();
@@ -41,10 +31,10 @@ fn structured_mutations_give_errors_not_panics_or_hangs() {
         let (done, mounted) = (done.clone(), mounted.clone());
         std::thread::spawn(move || {
             for i in 0..cases {
-                let mut rng = Rng(0xD1B5_4A32_D192_ED03 ^ (i as u64 + 1));
-                let records = 1 + (rng.next() % 6) as usize;
+                let mut rng = XorShift64::new(0xD1B5_4A32_D192_ED03 ^ (i as u64 + 1));
+                let records = 1 + (rng.next_u64() % 6) as usize;
                 let input: Vec<u8> = (0..1 + records * mutate::RECORD)
-                    .map(|_| rng.next() as u8)
+                    .map(|_| rng.next_u64() as u8)
                     .collect();
                 if mutate::run_case(seed(), &input) {
                     mounted.fetch_add(1, Ordering::Relaxed);

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use fat32::Fat32Fs;
 use mutate::{Layout, Overlay};
 use vfs::{FileSystem, VfsError};
+use xrand::XorShift64;
 
 fn seed() -> &'static (Arc<Vec<u8>>, Layout) {
     static SEED: OnceLock<(Arc<Vec<u8>>, Layout)> = OnceLock::new();
@@ -47,17 +48,6 @@ fn with_watchdog(cases: usize, stall: Duration, case: impl Fn(usize) + Send + 's
     }
 }
 
-/// xorshift64*: the same cases on every run.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-}
-
 /// Cases of the random test; `FAT32_CORRUPT_CASES=N` runs more (each is 1..8 mutations).
 fn cases() -> usize {
     std::env::var("FAT32_CORRUPT_CASES")
@@ -73,10 +63,10 @@ fn random_mutations_give_errors_not_panics_or_hangs() {
     let m = mounted.clone();
     with_watchdog(cases, Duration::from_secs(60), move |i| {
         let (image, layout) = seed();
-        let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (i as u64 + 1));
-        let records = 1 + (rng.next() % 8) as usize;
+        let mut rng = XorShift64::new(0x9E37_79B9_7F4A_7C15 ^ (i as u64 + 1));
+        let records = 1 + (rng.next_u64() % 8) as usize;
         let input: Vec<u8> = (0..records * mutate::RECORD)
-            .map(|_| rng.next() as u8)
+            .map(|_| rng.next_u64() as u8)
             .collect();
         if mutate::run_case(image, layout, &input) {
             m.fetch_add(1, Ordering::Relaxed);

@@ -484,15 +484,8 @@ fn sync_without_drop_is_enough_for_another_mount() {
 fn corrupt_or_foreign_devices_fail_to_mount() {
     let clock: Arc<dyn Clock> = Arc::new(ZeroClock);
     // Random bytes.
-    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-    let noise: Vec<u8> = (0..4 * MIB)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect();
+    let mut noise = vec![0u8; 4 * MIB];
+    xrand::XorShift64::new(0x9E37_79B9_7F4A_7C15).fill_bytes(&mut noise);
     assert!(Fat32Fs::mount(Arc::new(RamDisk::from_vec(noise)), clock.clone()).is_err());
     // All zeros.
     assert!(Fat32Fs::mount(Arc::new(RamDisk::new(4 * MIB)), clock.clone()).is_err());

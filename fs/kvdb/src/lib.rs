@@ -70,6 +70,7 @@ mod file;
 mod freelist;
 mod node;
 pub mod page;
+mod page_alloc;
 mod pager;
 pub mod sync;
 mod tree;

@@ -25,6 +25,7 @@ use crate::db::{Db, WriterState};
 use crate::error::{Error, Result};
 use crate::node::{Child, LeafValue};
 use crate::page::{self, Meta, PageId};
+use crate::page_alloc::PageAlloc;
 use crate::pager::Pager;
 use crate::tree::{self, Found, PutMode, Tree, WriteCtx, MAX_DEPTH};
 
@@ -776,30 +777,19 @@ impl<'db, P: Pager> Tx<'db, P> {
         Ok(replaced)
     }
 
+    /// Take `n` contiguous pages for a node or value this transaction writes ([`PageAlloc`]).
     fn alloc(&self, st: &mut TxState<'db>, n: u64) -> Result<PageId> {
         let ws = st.write.as_mut().ok_or(Error::TxReadOnly)?;
-        if let Some(id) = ws.guard.freelist.take(n) {
-            ws.taken.push((id, n));
-            return Ok(id);
-        }
-        let ps = self.db.page_size as u64;
-        let id = st.page_count;
-        if id
-            .checked_add(n)
-            .is_none_or(|end| end > self.db.pager.capacity() / ps)
-        {
-            // Pages held for a barrier: after one, they may be free.
-            if self.db.reclaim_held(&mut ws.guard, &mut st.page_count)? {
-                if let Some(id) = ws.guard.freelist.take(n) {
-                    ws.taken.push((id, n));
-                    return Ok(id);
-                }
-            }
-            return Err(Error::NoSpace);
-        }
-        st.page_count += n;
-        ws.guard.freelist.grown(id, n);
-        Ok(id)
+        let mut pages = PageAlloc {
+            db: self.db,
+            writer: &mut ws.guard,
+            taken: &mut ws.taken,
+            page_count: st.page_count,
+            capacity_pages: self.db.pager.capacity() / self.db.page_size as u64,
+        };
+        let id = pages.take(n);
+        st.page_count = pages.page_count;
+        id
     }
 
     fn delete(&self, b: usize, key: &[u8]) -> Result<bool> {
@@ -1121,40 +1111,5 @@ impl<'tx, 'db, P: Pager> Bucket<'tx, 'db, P> {
     /// The bucket's sequence counter.
     pub fn sequence(&self) -> u64 {
         self.tx.state.borrow().buckets[self.id].seq
-    }
-}
-
-/// Page allocation during commit: freelist first, then growing the store, then pages held for
-/// a barrier (after one).
-struct PageAlloc<'a, P: Pager> {
-    db: &'a Db<P>,
-    writer: &'a mut WriterState,
-    taken: &'a mut Vec<(PageId, u64)>,
-    page_count: u64,
-    capacity_pages: u64,
-}
-
-impl<P: Pager> PageAlloc<'_, P> {
-    fn take(&mut self, n: u64) -> Result<PageId> {
-        if let Some(id) = self.writer.freelist.take(n) {
-            self.taken.push((id, n));
-            return Ok(id);
-        }
-        let id = self.page_count;
-        if id
-            .checked_add(n)
-            .is_none_or(|end| end > self.capacity_pages)
-        {
-            if self.db.reclaim_held(self.writer, &mut self.page_count)? {
-                if let Some(id) = self.writer.freelist.take(n) {
-                    self.taken.push((id, n));
-                    return Ok(id);
-                }
-            }
-            return Err(Error::NoSpace);
-        }
-        self.page_count += n;
-        self.writer.freelist.grown(id, n);
-        Ok(id)
     }
 }

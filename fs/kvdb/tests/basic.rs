@@ -5,7 +5,7 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::{dump, Item, Rng};
+use common::{dump, Item, XorShift64};
 use kvdb::{Db, Error, MemPager, Options, Pager, SlicePager};
 
 fn mem_db() -> Db<MemPager> {
@@ -202,7 +202,7 @@ fn slice_pager_reads_are_zero_copy() {
 fn many_keys_split_merge_and_cursor() {
     let db = mem_db();
     let mut model = BTreeMap::new();
-    let mut rng = Rng(42);
+    let mut rng = XorShift64::new(42);
     for round in 0..6 {
         let tx = db.begin_write().unwrap();
         let b = tx.get_or_create_bucket(b"b").unwrap();
@@ -211,7 +211,7 @@ fn many_keys_split_merge_and_cursor() {
             if round % 3 == 2 || rng.below(4) == 0 {
                 assert_eq!(b.delete(&k).unwrap(), model.remove(&k).is_some());
             } else {
-                let v = vec![(rng.next() & 0xff) as u8; rng.below(300) as usize];
+                let v = vec![(rng.next_u64() & 0xff) as u8; rng.below(300) as usize];
                 b.put(&k, &v).unwrap();
                 model.insert(k, v);
             }
@@ -510,7 +510,7 @@ fn small_pages_work() {
     let db = Db::create(MemPager::new(), Options { page_size: 1024 }).unwrap();
     let tx = db.begin_write().unwrap();
     let b = tx.create_bucket(b"b").unwrap();
-    let mut rng = Rng(7);
+    let mut rng = XorShift64::new(7);
     let mut model = BTreeMap::new();
     for _ in 0..3000 {
         let k = vec![b'a' + rng.below(26) as u8; 1 + rng.below(128) as usize];
@@ -552,7 +552,7 @@ fn file_pager_cache_stays_coherent() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db.kv");
     let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
-    let mut rng = Rng(99);
+    let mut rng = XorShift64::new(99);
     for budget in [1usize << 30, 200_000] {
         let pager = kvdb::FilePager::open(&path)
             .unwrap()

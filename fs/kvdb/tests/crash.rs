@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{dump, random_edits, Model, Rng};
+use common::{dump, random_edits, Model, XorShift64};
 use kvdb::{Db, MemPager, Options, PagerEvent};
 
 struct Run {
@@ -19,7 +19,7 @@ fn workload(page_size: usize, seed: u64) -> Run {
     let initial = db.pager().image();
     db.pager().record();
     let mut commits = Vec::new();
-    let mut rng = Rng(seed);
+    let mut rng = XorShift64::new(seed);
     let mut log_len = 0;
     for t in 0..24u32 {
         let tx = db.begin_write().unwrap();

@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{dump, random_edits, Model, Rng};
+use common::{dump, random_edits, Model, XorShift64};
 use kvdb::{Db, MemPager, Options, Pager, PagerEvent};
 
 struct Run {
@@ -39,7 +39,7 @@ fn workload(page_size: usize, seed: u64, steps: u32, bound: Option<u64>) -> Run 
     }
     let initial = db.pager().image();
     db.pager().record();
-    let mut rng = Rng(seed);
+    let mut rng = XorShift64::new(seed);
     let mut log = Vec::new();
     let mut barriers = Vec::new();
     // A reader kept open across commits: what it sees must never change.
@@ -287,7 +287,7 @@ fn durable_pages_are_not_overwritten_before_the_next_barrier() {
     tx.commit().unwrap();
     let durable_image = db.pager().image();
     db.pager().record();
-    let mut rng = Rng(5);
+    let mut rng = XorShift64::new(5);
     for round in 0..50u32 {
         let tx = db.begin_write().unwrap();
         let b = tx.get_bucket(b"b").unwrap();

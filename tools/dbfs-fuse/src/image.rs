@@ -289,15 +289,9 @@ fn pseudo_uuid() -> [u8; 16] {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();
-    let mut x = now.as_nanos() as u64 ^ (u64::from(std::process::id()) << 32);
+    let seed = now.as_nanos() as u64 ^ (u64::from(std::process::id()) << 32);
     let mut out = [0u8; 16];
-    for b in out.iter_mut() {
-        // xorshift64*
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        *b = (x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 56) as u8;
-    }
+    xrand::XorShift64::new(seed).fill_bytes(&mut out);
     out[6] = (out[6] & 0x0f) | 0x40;
     out[8] = (out[8] & 0x3f) | 0x80;
     out

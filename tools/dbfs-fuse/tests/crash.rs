@@ -25,6 +25,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::*;
+use xrand::XorShift64;
 
 const SLOTS: u64 = 12;
 
@@ -61,16 +62,6 @@ impl Record {
             .iter()
             .map(|h| format!("\n  {h}"))
             .collect()
-    }
-}
-
-struct Rng(u64);
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
     }
 }
 
@@ -188,7 +179,7 @@ fn sync_dir(dir: &Path) -> std::io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
-fn step(dir: &Path, rec: &Mutex<Record>, rng: &mut Rng, seq: u64) -> std::io::Result<()> {
+fn step(dir: &Path, rec: &Mutex<Record>, rng: &mut XorShift64, seq: u64) -> std::io::Result<()> {
     let target = slot(rng.below(SLOTS));
     let present: Vec<(String, Arc<Vec<u8>>)> = {
         let r = rec.lock().unwrap();
@@ -299,7 +290,7 @@ fn sigkill_during_writes_keeps_what_fsync_returned_for() {
     let image = tmp.path().join("dbfs.img");
     mkfs(&image, "256M");
     let mnt: PathBuf = tmp.path().join("mnt");
-    let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let mut rng = XorShift64::new(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let mut rec = Record::default();
     let (mut in_flight, mut seq) = (0, 0u64);
     let start = Instant::now();
@@ -317,7 +308,7 @@ fn sigkill_during_writes_keeps_what_fsync_returned_for() {
         let via_fd = PathBuf::from(format!("/proc/self/fd/{}", dir_handle.as_raw_fd()));
         let writer = {
             let (shared, stop, dir) = (shared.clone(), stop.clone(), via_fd.clone());
-            let mut wrng = Rng(rng.below(u64::MAX) | 1);
+            let mut wrng = XorShift64::new(rng.below(u64::MAX) | 1);
             let first = seq;
             std::thread::spawn(move || {
                 let mut s = first;

@@ -33,13 +33,7 @@ fn big_value(i: u64) -> Vec<u8> {
 /// would not be a permutation of 0..N, so shuffle with a seeded xorshift).
 fn shuffled() -> Vec<u64> {
     let mut v: Vec<u64> = (0..N).collect();
-    let mut x = 0x9E37_79B9_7F4A_7C15u64;
-    for i in (1..v.len()).rev() {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        v.swap(i, (x % (i as u64 + 1)) as usize);
-    }
+    xrand::XorShift64::new(0x9E37_79B9_7F4A_7C15).shuffle(&mut v);
     v
 }
 

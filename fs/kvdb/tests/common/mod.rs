@@ -105,29 +105,15 @@ fn walk_bucket<P: Pager>(b: &Bucket<'_, '_, P>, depth: usize) -> Result<usize> {
     Ok(n)
 }
 
-/// Tiny deterministic PRNG (xorshift64*), so tests need no extra crate.
-pub struct Rng(pub u64);
-
-impl Rng {
-    pub fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
+/// The tests' seeded PRNG (the tree's one: `fs/xrand`).
+pub use xrand::XorShift64;
 
 /// One random batch of edits to `b`, valued `t`: `ops` deletes and puts of keys `k0000` up to
 /// `keys`, 3 in 10 deletes, 1 in 10 a large value (`big_min` plus up to `big_extra` bytes,
 /// stored in overflow pages), the rest small ones (up to `small` bytes).
 pub fn random_edits<P: Pager>(
     b: &Bucket<'_, '_, P>,
-    rng: &mut Rng,
+    rng: &mut XorShift64,
     t: u32,
     ops: u64,
     keys: u64,

@@ -243,17 +243,11 @@ impl Drop for Mounted {
     }
 }
 
-/// Deterministic pseudo-random bytes (xorshift), so a failure reproduces.
+/// Deterministic pseudo-random bytes (`fs/xrand`), so a failure reproduces.
 pub fn pattern(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 24) as u8
-        })
-        .collect()
+    let mut out = vec![0u8; len];
+    xrand::XorShift64::new(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1).fill_bytes(&mut out);
+    out
 }
 
 /// FNV-1a, enough to compare file contents across a remount.

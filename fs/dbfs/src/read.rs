@@ -1,0 +1,540 @@
+//! The read path of regular files. Four ways to serve a read, cheapest first:
+//! - a small read of a remembered chunk location copies under `state` and kvdb's snapshot
+//!   lock, with no read transaction ([`DbFs::read_remembered`]);
+//! - a file with buffered chunks reads the store, then overlays the cache, under `state`;
+//! - otherwise one read snapshot and one cursor walk, copied without `state`
+//!   ([`read_chunks`]);
+//! - reads of at least [`DIRECT_READ_MIN`] bytes move whole stored chunks with
+//!   [`kvdb::Pager::read_into`] (the kernel window: disk to the caller's buffer), also into
+//!   the pieces of a scattered read ([`Pieces`]).
+//!
+//! Lock rules: `state` is taken to look at the cache and begin the snapshot (O(1)); the
+//! store is copied without it except in the first two cases. A read never waits for the
+//! writer lock. A due `relatime` update is buffered in the write-back cache, never committed
+//! here.
+
+use alloc::vec::Vec;
+
+use kvdb::{Pager, Tx};
+use vfs::{Timestamp, VfsError, VfsResult};
+
+use crate::format::{self, bucket, ino_key, pair_key};
+use crate::snapshot_cache::{chunk_run, CHUNK_RUN};
+#[cfg(doc)]
+use crate::snapshot_cache::{ChunkLocs, SnapshotInodes};
+use crate::writeback::{Pending, State};
+use crate::{kv, DbFs, Inode, DIRECT_READ_MIN, SMALL_READ_MAX};
+
+impl<P: Pager> DbFs<P> {
+    /// `noatime`: reads stop updating atime (for read-only media, where buffered atime updates
+    /// could never be committed). Default: Linux `relatime`.
+    pub fn set_noatime(&self, noatime: bool) {
+        self.state.lock().noatime = noatime;
+    }
+
+    /// `read_at` of a regular file: one read transaction, one cursor walk over the chunks,
+    /// bytes copied once from the store's page into `buf`; buffered chunks overlay it.
+    pub(crate) fn read_file(&self, ino: u64, offset: u64, buf: &mut [u8]) -> VfsResult<usize> {
+        let mut st = self.state.lock();
+        // Not while a direct write to the file commits (its entry would be built on the
+        // record that write replaces).
+        let atime = !st.noatime && !buf.is_empty() && !st.in_flight(ino);
+        let mut walk = false;
+        if let Some(r) = self.read_remembered(&mut st, ino, offset, buf, atime, &mut walk) {
+            let (n, due) = r?;
+            // As below: an inode read from the store gets its relatime update buffered. (A
+            // buffered record is not looked at by reads.)
+            if let Some(now) = due {
+                let p = self.pending_mut(&mut st, ino)?;
+                if relatime_due(&p.inode, now) {
+                    p.inode.atime = now;
+                    p.gen += 1;
+                }
+            }
+            return Ok(n);
+        }
+        self.read_stored(st, ino, offset, buf, atime, walk)
+    }
+
+    /// [`DbFs::read_file`] into the pieces of `bufs` (a scattered read: the kernel passes the
+    /// user's pages, and the bytes go there straight from the store's pages or the disk,
+    /// without a bounce buffer). Used for reads of at least [`DIRECT_READ_MIN`] bytes; `None`
+    /// for smaller ones (their fast path wants one slice: the caller joins the pieces).
+    pub(crate) fn read_scattered(
+        &self,
+        ino: u64,
+        offset: u64,
+        bufs: &mut [&mut [u8]],
+    ) -> Option<VfsResult<usize>> {
+        let mut out = Pieces::new(bufs);
+        if out.len() < DIRECT_READ_MIN {
+            return None;
+        }
+        let st = self.state.lock();
+        let atime = !st.noatime && !st.in_flight(ino);
+        Some(self.read_stored(st, ino, offset, &mut out, atime, false))
+    }
+
+    /// The part of [`DbFs::read_file`] after its small-read fast path.
+    fn read_stored<O: Out + ?Sized>(
+        &self,
+        mut st: kvdb::sync::MutexGuard<'_, State>,
+        ino: u64,
+        offset: u64,
+        buf: &mut O,
+        atime: bool,
+        walk: bool,
+    ) -> VfsResult<usize> {
+        let now = self.clock.now();
+        // A cache entry without chunks (only a buffered atime) leaves the store authoritative
+        // for the data: read it like an uncached file, without holding `state`.
+        if let Some(p) = st.wb.pending.get(&ino).filter(|p| p.chunks.is_empty()) {
+            let size = p.inode.size;
+            let tx = self.db.begin_read().map_err(kv)?;
+            drop(st);
+            let n = clamp_len(size, offset, buf.len());
+            if n > 0 {
+                read_chunks(&tx, ino, self.chunk_size, offset, buf, n)?;
+                self.remember_chunks(&tx, ino, offset, n, walk);
+            }
+            return Ok(n);
+        }
+        if let Some(p) = st.wb.pending.get(&ino) {
+            let n = clamp_len(p.inode.size, offset, buf.len());
+            let out = buf;
+            if n > 0 {
+                if offset < p.stored_size {
+                    let tx = self.db.begin_read().map_err(kv)?;
+                    read_chunks(&tx, ino, self.chunk_size, offset, out, n)?;
+                } else {
+                    out.zero(0, n);
+                }
+                overlay(p, self.chunk_size, offset, out, n);
+            }
+            if atime && relatime_due(&p.inode, now) {
+                if let Some(p) = st.wb.pending.get_mut(&ino) {
+                    p.inode.atime = now;
+                    p.gen += 1;
+                }
+            }
+            return Ok(n);
+        }
+        let tx = self.db.begin_read().map_err(kv)?;
+        let cached = st.icache.get(tx.id(), ino).copied();
+        drop(st);
+        let inode = match cached {
+            Some(i) => i,
+            None => {
+                let i = read_inode(&tx, ino)?;
+                self.state.lock().icache.put(tx.id(), ino, i);
+                i
+            }
+        };
+        let n = clamp_len(inode.size, offset, buf.len());
+        if n > 0 {
+            read_chunks(&tx, ino, self.chunk_size, offset, buf, n)?;
+            self.remember_chunks(&tx, ino, offset, n, walk);
+        }
+        drop(tx);
+        if atime && relatime_due(&inode, now) {
+            let mut st = self.state.lock();
+            if st.in_flight(ino) {
+                return Ok(n);
+            }
+            let p = self.pending_mut(&mut st, ino)?;
+            if relatime_due(&p.inode, now) {
+                p.inode.atime = now;
+                p.gen += 1;
+            }
+        }
+        Ok(n)
+    }
+
+    /// Whether a read of `n` bytes at `offset` may use [`ChunkLocs`]: inside one chunk, and
+    /// small (the copy runs under the store's snapshot lock).
+    fn small_read(&self, offset: u64, n: usize) -> bool {
+        n > 0
+            && n <= SMALL_READ_MAX
+            && offset / self.chunk_size == (offset + n as u64 - 1) / self.chunk_size
+    }
+
+    /// The fast path of a small read of a file whose data is all in the store (no buffered
+    /// chunks): if the newest commit's location of the chunk is remembered ([`ChunkLocs`]) and
+    /// so is the size (the buffered record, or [`SnapshotInodes`]), copy from the store under
+    /// [`kvdb::Db::with_committed`]. `st` is held throughout, so the snapshot is the one the
+    /// write-back cache describes, as for [`DbFs::begin_read`] under `state`. `None`: take the
+    /// slow path, and `walk` says whether it should remember a run of chunk locations (the
+    /// reader looks sequential: [`ChunkLocs::missed`]). `Some(Ok((n, stored)))`: `n` bytes
+    /// read; `due` is the time to store as the atime when `atime` (the read may update it) and
+    /// the record comes from the store (no buffered one) and its relatime update is due. The
+    /// clock is read only then; the record is looked at in place, not copied.
+    fn read_remembered(
+        &self,
+        st: &mut State,
+        ino: u64,
+        offset: u64,
+        buf: &mut [u8],
+        atime: bool,
+        walk: &mut bool,
+    ) -> Option<VfsResult<(usize, Option<Timestamp>)>> {
+        let buffered = match st.wb.pending.get(&ino) {
+            Some(p) if !p.chunks.is_empty() => return None,
+            Some(p) => Some(p.inode.size),
+            None => None,
+        };
+        if buf.is_empty() || buf.len() > SMALL_READ_MAX {
+            return None;
+        }
+        let cs = self.chunk_size;
+        let idx = offset / cs;
+        // Random readers mostly end here, without taking the snapshot lock.
+        if !st.chunk_locs.covers(ino, idx) {
+            *walk = st.chunk_locs.missed(ino, idx);
+            return None;
+        }
+        self.db.with_committed(|txid| {
+            let (size, due) = match buffered {
+                Some(size) => (size, None),
+                None => match st.icache.get(txid, ino) {
+                    Some(i) => {
+                        let due = if atime {
+                            let now = self.clock.now();
+                            relatime_due(i, now).then_some(now)
+                        } else {
+                            None
+                        };
+                        (i.size, due)
+                    }
+                    None => {
+                        *walk = st.chunk_locs.missed(ino, idx);
+                        return None;
+                    }
+                },
+            };
+            let n = clamp_len(size, offset, buf.len());
+            if n == 0 {
+                return Some(Ok((0, due)));
+            }
+            if !self.small_read(offset, n) {
+                return None;
+            }
+            let Some((at, len)) = st.chunk_locs.get(txid, ino, idx) else {
+                *walk = st.chunk_locs.missed(ino, idx);
+                return None;
+            };
+            let in_chunk = offset - idx * cs;
+            let have = u64::from(len).saturating_sub(in_chunk).min(n as u64) as usize;
+            if have > 0 {
+                // Whole pages, as kvdb reads them.
+                let ps = self.db.page_size() as u64;
+                let Some(start) = at
+                    .checked_add(in_chunk)
+                    .filter(|s| s.checked_add(ps + have as u64).is_some())
+                else {
+                    return Some(Err(VfsError::Corrupted));
+                };
+                let from = start - start % ps;
+                let to = (start + have as u64).div_ceil(ps) * ps;
+                let pages = match self.db.pager().read(from, (to - from) as usize) {
+                    Ok(p) => p,
+                    Err(e) => return Some(Err(kv(e))),
+                };
+                let skip = (start - from) as usize;
+                buf[..have].copy_from_slice(&pages[skip..skip + have]);
+            }
+            buf[have..n].fill(0);
+            Some(Ok((n, due)))
+        })
+    }
+
+    /// After a small read through `tx` missed [`ChunkLocs`] and the reader looks sequential
+    /// (`walk`, from [`DbFs::read_remembered`]): remember where the chunks from this one on lie
+    /// in `tx`'s snapshot (one cursor walk of up to [`CHUNK_RUN`] consecutive stored chunks),
+    /// so the next reads take the fast path.
+    fn remember_chunks(&self, tx: &Tx<'_, P>, ino: u64, offset: u64, n: usize, walk: bool) {
+        if !walk || !self.small_read(offset, n) {
+            return;
+        }
+        let cs = self.chunk_size;
+        let idx = offset / cs;
+        let mut locs: Vec<(u64, u32)> = Vec::with_capacity(CHUNK_RUN);
+        // A failed walk only means the next reads take the slow path (which reports errors).
+        if chunk_run(tx, ino, idx, cs, &mut locs).is_ok() && !locs.is_empty() {
+            self.state.lock().chunk_locs.put(tx.id(), ino, idx, &locs);
+        }
+    }
+}
+
+/// Bytes a read of `len` at `offset` returns from a file of `size`.
+pub(crate) fn clamp_len(size: u64, offset: u64, len: usize) -> usize {
+    if offset >= size {
+        0
+    } else {
+        (size - offset).min(len as u64) as usize
+    }
+}
+
+/// Linux `relatime`: update atime if it is not newer than mtime or ctime, or a day old.
+pub(crate) fn relatime_due(i: &Inode, now: Timestamp) -> bool {
+    i.atime <= i.mtime || i.atime <= i.ctime || now.sec.saturating_sub(i.atime.sec) >= 24 * 3600
+}
+
+pub(crate) fn read_inode<P: Pager>(tx: &Tx<'_, P>, ino: u64) -> VfsResult<Inode> {
+    match tx
+        .get_bucket(bucket::INODES)
+        .map_err(kv)?
+        .get(&ino_key(ino))
+        .map_err(kv)?
+    {
+        Some(raw) => Inode::decode(&raw),
+        None => Err(VfsError::NotFound),
+    }
+}
+
+pub(crate) fn load_chunk<P: Pager>(
+    tx: &Tx<'_, P>,
+    ino: u64,
+    idx: u64,
+    cs: u64,
+) -> VfsResult<Vec<u8>> {
+    let key = pair_key(ino, idx);
+    let data = tx.get_bucket(bucket::DATA).map_err(kv)?;
+    let mut cursor = data.cursor();
+    let Some(e) = cursor
+        .seek(&key)
+        .map_err(kv)?
+        .filter(|e| e.key() == key.as_slice())
+    else {
+        return Ok(Vec::new());
+    };
+    let value = e.value().ok_or(VfsError::Corrupted)?;
+    if value.len() as u64 > cs {
+        return Err(VfsError::Corrupted);
+    }
+    match e.overflow_location() {
+        // A pager with direct reads (the kernel window) reads the chunk from the disk straight
+        // into the new buffer: no page faults, no frames for pages about to be replaced.
+        Some((at, len))
+            if tx.pager().direct_reads() && at % 512 == 0 && len == value.len() as u64 =>
+        {
+            let mut buf = alloc::vec![0u8; len.next_multiple_of(512) as usize];
+            tx.pager().read_into(at, &mut buf).map_err(kv)?;
+            buf.truncate(len as usize);
+            Ok(buf)
+        }
+        _ => Ok(value.to_vec()),
+    }
+}
+
+/// Fill `out` with the stored bytes of `ino` at `offset`: one cursor seek, then `next` per
+/// chunk; holes and bytes past a chunk's stored length are zeros.
+fn read_chunks<P: Pager, O: Out + ?Sized>(
+    tx: &Tx<'_, P>,
+    ino: u64,
+    cs: u64,
+    offset: u64,
+    out: &mut O,
+    len: usize,
+) -> VfsResult<()> {
+    let data = tx.get_bucket(bucket::DATA).map_err(kv)?;
+    let end = offset + len as u64;
+    if len == 0 {
+        return Ok(());
+    }
+    let direct = len >= DIRECT_READ_MIN && tx.pager().direct_reads();
+    if offset / cs == (end - 1) / cs && !direct {
+        // Inside one chunk (the small-read case): one point lookup, cheaper than a cursor.
+        let idx = offset / cs;
+        let in_chunk = (offset - idx * cs) as usize;
+        let have = match data.get(&pair_key(ino, idx)).map_err(kv)? {
+            Some(v) if v.len() as u64 > cs => return Err(VfsError::Corrupted),
+            Some(v) => {
+                let have = v.len().saturating_sub(in_chunk).min(len);
+                // A chunk may store fewer bytes than `in_chunk` (grown by truncate): zeros.
+                if have > 0 {
+                    out.put(0, &v[in_chunk..in_chunk + have]);
+                }
+                have
+            }
+            None => 0,
+        };
+        out.zero(have, len - have);
+        return Ok(());
+    }
+    let mut cursor = data.cursor();
+    // Direct reads: (store offset, position in `out`, length), merged where both are adjacent.
+    let mut runs: Vec<(u64, usize, usize)> = Vec::new();
+    let mut pos = offset;
+    let mut entry = cursor.seek(&pair_key(ino, offset / cs)).map_err(kv)?;
+    while pos < end {
+        let Some(e) = entry else { break };
+        let key = e.key();
+        if key.len() != 16 || format::be_u64(key) != Some(ino) {
+            break;
+        }
+        let idx = format::be_u64(&key[8..]).ok_or(VfsError::Corrupted)?;
+        let start = idx.checked_mul(cs).ok_or(VfsError::Corrupted)?;
+        if start >= end {
+            break;
+        }
+        let value = e.value().ok_or(VfsError::Corrupted)?;
+        if value.len() as u64 > cs || start.saturating_add(cs) <= pos {
+            return Err(VfsError::Corrupted);
+        }
+        if start > pos {
+            let gap = (start - pos) as usize;
+            let at = (pos - offset) as usize;
+            out.zero(at, gap);
+            pos = start;
+        }
+        let in_chunk = (pos - start) as usize;
+        let take = (start.saturating_add(cs).min(end) - pos) as usize;
+        let at = (pos - offset) as usize;
+        let have = value.len().saturating_sub(in_chunk).min(take);
+        if have > 0 {
+            let src = e.overflow_location().map(|(o, _)| o + in_chunk as u64);
+            match src {
+                Some(src) if direct && src % 512 == 0 && have % 512 == 0 => match runs.last_mut() {
+                    Some((s, a, n)) if *s + *n as u64 == src && *a + *n == at => *n += have,
+                    _ => runs.push((src, at, have)),
+                },
+                _ => out.put(at, &value[in_chunk..in_chunk + have]),
+            }
+        }
+        out.zero(at + have, take - have);
+        pos += take as u64;
+        if pos >= end {
+            break;
+        }
+        entry = cursor.next().map_err(kv)?;
+    }
+    let at = (pos - offset) as usize;
+    out.zero(at, len - at);
+    for (src, at, n) in runs {
+        out.read_from(tx.pager(), src, at, n).map_err(kv)?;
+    }
+    Ok(())
+}
+
+/// Copy buffered chunks over `out` (the bytes at `offset`).
+fn overlay<O: Out + ?Sized>(p: &Pending, cs: u64, offset: u64, out: &mut O, len: usize) {
+    let end = offset + len as u64;
+    for (&idx, buf) in p.chunks.range(offset / cs..end.div_ceil(cs)) {
+        let start = idx * cs;
+        let from = start.max(offset);
+        let to = (start + cs).min(end);
+        let a = (from - offset) as usize;
+        let b = (to - offset) as usize;
+        let in_chunk = (from - start) as usize;
+        let have = buf.len().saturating_sub(in_chunk).min(b - a);
+        if have > 0 {
+            out.put(a, &buf[in_chunk..in_chunk + have]);
+        }
+        out.zero(a + have, b - a - have);
+    }
+}
+
+/// Where a read's bytes go: one slice, or the pieces of a scattered read ([`Pieces`]).
+/// Positions are offsets into the concatenation; callers keep them inside [`Out::len`].
+pub(crate) trait Out {
+    fn len(&self) -> usize;
+    /// Copy `src` to `at..at + src.len()`.
+    fn put(&mut self, at: usize, src: &[u8]);
+    /// Zero `at..at + n`.
+    fn zero(&mut self, at: usize, n: usize);
+    /// Read `n` bytes of the store at `src` into `at..at + n` ([`Pager::read_into`]).
+    fn read_from<P: Pager>(&mut self, pager: &P, src: u64, at: usize, n: usize)
+        -> kvdb::Result<()>;
+}
+
+impl Out for [u8] {
+    fn len(&self) -> usize {
+        <[u8]>::len(self)
+    }
+    fn put(&mut self, at: usize, src: &[u8]) {
+        self[at..at + src.len()].copy_from_slice(src);
+    }
+    fn zero(&mut self, at: usize, n: usize) {
+        self[at..at + n].fill(0);
+    }
+    fn read_from<P: Pager>(
+        &mut self,
+        pager: &P,
+        src: u64,
+        at: usize,
+        n: usize,
+    ) -> kvdb::Result<()> {
+        pager.read_into(src, &mut self[at..at + n])
+    }
+}
+
+/// The pieces of a scattered read as one [`Out`].
+pub(crate) struct Pieces<'a, 'b> {
+    pieces: &'a mut [&'b mut [u8]],
+    len: usize,
+}
+
+impl<'a, 'b> Pieces<'a, 'b> {
+    pub(crate) fn new(pieces: &'a mut [&'b mut [u8]]) -> Self {
+        let len = pieces.iter().map(|p| p.len()).sum();
+        Pieces { pieces, len }
+    }
+
+    /// The parts of the pieces that hold `at..at + n`, in order.
+    fn parts(&mut self, at: usize, n: usize) -> Vec<&mut [u8]> {
+        let mut parts: Vec<&mut [u8]> = Vec::new();
+        let (mut skip, mut have) = (at, 0);
+        for piece in self.pieces.iter_mut() {
+            if have == n {
+                break;
+            }
+            if skip >= piece.len() {
+                skip -= piece.len();
+                continue;
+            }
+            let k = (piece.len() - skip).min(n - have);
+            parts.push(&mut piece[skip..skip + k]);
+            have += k;
+            skip = 0;
+        }
+        parts
+    }
+}
+
+impl Out for Pieces<'_, '_> {
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn put(&mut self, at: usize, src: &[u8]) {
+        let mut off = 0;
+        for part in self.parts(at, src.len()) {
+            part.copy_from_slice(&src[off..off + part.len()]);
+            off += part.len();
+        }
+    }
+    fn zero(&mut self, at: usize, n: usize) {
+        for part in self.parts(at, n) {
+            part.fill(0);
+        }
+    }
+    fn read_from<P: Pager>(
+        &mut self,
+        pager: &P,
+        src: u64,
+        at: usize,
+        n: usize,
+    ) -> kvdb::Result<()> {
+        // All parts in one `read_into_pieces` (the window pager: one scattered device read
+        // into the user's pages) when each is whole sectors; else part by part.
+        let mut parts = self.parts(at, n);
+        if src.is_multiple_of(512) && parts.iter().all(|p| p.len().is_multiple_of(512)) {
+            return pager.read_into_pieces(src, &mut parts);
+        }
+        let mut from = src;
+        for part in parts {
+            pager.read_into(from, part)?;
+            from += part.len() as u64;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,375 @@
+//! The write path of regular files: into the write-back cache (whole chunks copied before
+//! taking `state`, partial chunks merged with the stored ones under it), or, for writes with
+//! enough whole chunks, straight to the store in a transaction of their own
+//! ([`DbFs::write_whole_chunks`], when the pager's direct writes beat a copy).
+//!
+//! Lock rules: `state` is never held while waiting for the writer lock. A buffered write to
+//! a file whose direct write or record-changing commit is in flight drops `state`, waits for
+//! the writer lock (so that commit is published), and looks again. A write that fills the
+//! cache to its limit commits it after dropping `state` ([`Flush::Limit`]).
+
+use alloc::vec::Vec;
+
+use kvdb::{Pager, Tx};
+use vfs::{VfsError, VfsResult};
+
+use crate::format::{self, bucket, pair_key};
+use crate::read::load_chunk;
+use crate::writeback::{DirectWrite, Flush};
+use crate::{kv, DbFs, MAX_FILE_SIZE};
+
+impl<P: Pager> DbFs<P> {
+    /// Store the whole chunks of writes whose whole chunks add up to at least `bytes` directly
+    /// (one transaction per write, pages written by [`kvdb::Pager::write_direct`], no
+    /// write-back cache); `None` buffers every write. The default is
+    /// [`crate::DIRECT_WRITE_MIN`] when the pager's [`kvdb::Pager::direct_writes`] says so,
+    /// else `None`.
+    pub fn set_direct_write_min(&self, bytes: Option<usize>) {
+        self.state.lock().direct_write_min = bytes.map_or(usize::MAX, |b| b.max(1));
+    }
+
+    /// `write_at` of a regular file: into the write-back cache; commits only if the dirty limit
+    /// is reached (then everything buffered goes in one transaction).
+    pub(crate) fn write_file(&self, ino: u64, offset: u64, data: &[u8]) -> VfsResult<usize> {
+        self.write_gathered(ino, offset, &Src::new(&[data]))
+    }
+
+    /// [`DbFs::write_file`] of the concatenation of `data`'s pieces (a gathered write: the
+    /// kernel passes the user's pages as they lie, and each byte is copied once, into the
+    /// write-back cache).
+    pub(crate) fn write_gathered(&self, ino: u64, offset: u64, data: &Src<'_>) -> VfsResult<usize> {
+        self.write_src(ino, offset, data)
+    }
+
+    /// The write itself: checks the range, retries a failed flush of a full cache, then
+    /// either stores the write's whole chunks directly ([`DbFs::write_direct`]) or buffers it
+    /// ([`DbFs::buffer_write`]).
+    fn write_src(&self, ino: u64, offset: u64, data: &Src<'_>) -> VfsResult<usize> {
+        if data.len() == 0 {
+            return Ok(0);
+        }
+        let end = offset
+            .checked_add(data.len() as u64)
+            .filter(|&e| e <= MAX_FILE_SIZE)
+            .ok_or(VfsError::FileTooLarge)?;
+        // A cache still at its limit means the last flush failed (a full store): try again
+        // before buffering more, and fail this write if it still cannot commit. So a write that
+        // returns ENOSPC buffered nothing, and a full store cannot grow the cache without end.
+        let (full, direct_min) = {
+            let st = self.state.lock();
+            (st.wb.dirty_bytes >= st.wb.limit, st.direct_write_min)
+        };
+        if full {
+            self.flush(Flush::Limit)?;
+        }
+        let cs = self.chunk_size;
+        let (first, last) = (offset.div_ceil(cs), end / cs);
+        if last > first && (last - first).saturating_mul(cs) >= direct_min as u64 {
+            self.write_direct(ino, offset, data, first, last)?;
+        } else {
+            self.buffer_write(ino, offset, data, true)?;
+        }
+        Ok(data.len())
+    }
+
+    /// A write with enough whole chunks (`first..last`): they are stored now, straight from
+    /// `data`. The partial chunks at either end are buffered first, and the transaction
+    /// storing the whole chunks folds them (it folds the file's buffered data like any
+    /// metadata operation), so the write commits as one: a crash never keeps half of it. If
+    /// that transaction fails (a full store), the write returns the error with its ends still
+    /// buffered, as a failed write may leave part of its bytes in the file.
+    fn write_direct(
+        &self,
+        ino: u64,
+        offset: u64,
+        data: &Src<'_>,
+        first: u64,
+        last: u64,
+    ) -> VfsResult<()> {
+        let cs = self.chunk_size;
+        // Each whole chunk as the pieces of `data` it spans (with a user's pages, the pages
+        // themselves: kvdb sends them to the disk without a copy).
+        let head = (first * cs - offset) as usize;
+        let body = ((last - first) * cs) as usize;
+        let chunks: Vec<Vec<&[u8]>> = (0..last - first)
+            .map(|i| data.pieces_in(head + (i * cs) as usize, cs as usize))
+            .collect();
+        // The ends are less than a chunk each, so they are buffered; not flushed here: this
+        // write's own transaction takes them.
+        if head > 0 {
+            self.buffer_write(ino, offset, &Src::new(&data.pieces_in(0, head)), false)?;
+        }
+        if head + body < data.len() {
+            let rest = data.pieces_in(head + body, data.len() - head - body);
+            self.buffer_write(ino, last * cs, &Src::new(&rest), false)?;
+        }
+        self.write_whole_chunks(ino, first, &chunks)
+    }
+
+    /// Buffer `data` at `offset` in the write-back cache (the caller checked the range).
+    /// `may_flush`: whether a cache this write fills to its limit is committed here (not for
+    /// the partial chunks a direct write buffers for its own transaction to take).
+    fn buffer_write(
+        &self,
+        ino: u64,
+        offset: u64,
+        data: &Src<'_>,
+        may_flush: bool,
+    ) -> VfsResult<()> {
+        let end = offset + data.len() as u64;
+        let now = self.clock.now();
+        let cs = self.chunk_size;
+        // Whole chunks not in the cache are copied into fresh buffers before taking `state`,
+        // so writers to different files (and readers) do not wait for each other's copies.
+        // A whole chunk already cached is overwritten in place under the lock (no allocation,
+        // and the buffer is still warm), as are partial chunks, which merge with what is
+        // buffered or stored. The whole chunks lie between the first and the last chunk
+        // boundary inside the write, in order: the loop below takes them from the front.
+        let first_whole = offset.div_ceil(cs);
+        let whole_end = end / cs;
+        let head = (first_whole * cs - offset) as usize;
+        let cached: Vec<bool> = {
+            let st = self.state.lock();
+            let p = st.wb.pending.get(&ino);
+            (first_whole..whole_end.max(first_whole))
+                .map(|i| {
+                    p.and_then(|p| p.chunks.get(&i))
+                        .is_some_and(|b| b.len() == cs as usize)
+                })
+                .collect()
+        };
+        let mut whole: alloc::collections::VecDeque<Option<Vec<u8>>> = (first_whole
+            ..whole_end.max(first_whole))
+            .zip(&cached)
+            .map(|(i, &cached)| {
+                let at = head + ((i - first_whole) * cs) as usize;
+                (!cached).then(|| data.to_vec(at, cs as usize))
+            })
+            .collect();
+        let mut guard = self.state.lock();
+        while guard.direct_busy.is_some_and(|d| d.ino == ino)
+            || (guard.committing.contains(&ino) && !guard.wb.pending.contains_key(&ino))
+        {
+            // A direct write to this file, or a transaction changing its record, is
+            // committing: wait for it (it holds the writer lock until the new store is
+            // published and the cache updated), then look again.
+            drop(guard);
+            drop(self.db.begin_write().map_err(kv)?);
+            guard = self.state.lock();
+        }
+        let st = &mut *guard;
+        let p = self.pending_mut(st, ino)?;
+        let mut reader: Option<Tx<'_, P>> = None;
+        let mut added = 0usize;
+        let mut pos = offset;
+        let mut src = 0usize;
+        while src < data.len() {
+            let idx = pos / cs;
+            let in_chunk = (pos % cs) as usize;
+            let take = (cs as usize - in_chunk).min(data.len() - src);
+            if in_chunk == 0 && take == cs as usize {
+                match (
+                    whole.pop_front().ok_or(VfsError::Io)?,
+                    p.chunks.get_mut(&idx),
+                ) {
+                    (None, Some(buf)) if buf.len() == take => data.copy_to(src, buf),
+                    (copy, _) => {
+                        // Copied before the lock, or (rarely) no longer cached as a whole chunk
+                        // since we looked: copied now.
+                        let copy = copy.unwrap_or_else(|| data.to_vec(src, take));
+                        added += copy
+                            .len()
+                            .saturating_sub(p.chunks.get(&idx).map_or(0, |b| b.len()));
+                        p.chunks.insert(idx, copy);
+                    }
+                }
+                pos += take as u64;
+                src += take;
+                continue;
+            }
+            match p.chunks.entry(idx) {
+                alloc::collections::btree_map::Entry::Occupied(o) => {
+                    let buf = o.into_mut();
+                    let old = buf.len();
+                    if old < in_chunk + take {
+                        buf.resize(in_chunk + take, 0);
+                        added += in_chunk + take - old;
+                    }
+                    data.copy_to(src, &mut buf[in_chunk..in_chunk + take]);
+                }
+                alloc::collections::btree_map::Entry::Vacant(v) => {
+                    // A partial chunk: merged with what the store holds.
+                    let mut buf = if idx * cs < p.stored_size {
+                        if reader.is_none() {
+                            reader = Some(self.db.begin_read().map_err(kv)?);
+                        }
+                        match &reader {
+                            Some(tx) => load_chunk(tx, ino, idx, cs)?,
+                            None => Vec::new(),
+                        }
+                    } else {
+                        Vec::new()
+                    };
+                    if buf.len() < in_chunk + take {
+                        buf.resize(in_chunk + take, 0);
+                    }
+                    data.copy_to(src, &mut buf[in_chunk..in_chunk + take]);
+                    added += buf.len();
+                    v.insert(buf);
+                }
+            }
+            pos += take as u64;
+            src += take;
+        }
+        drop(reader);
+        p.inode.size = p.inode.size.max(end);
+        p.inode.mtime = now;
+        p.inode.ctime = now;
+        p.bytes += added;
+        p.gen += 1;
+        st.wb.dirty_bytes += added;
+        let over = st.wb.dirty_bytes >= st.wb.limit && may_flush;
+        drop(guard);
+        if over {
+            match self.flush(Flush::Limit) {
+                // This write is buffered (it is not undone): the next write retries the flush
+                // and fails, as do fsync, sync and the last close.
+                Ok(()) | Err(VfsError::NoSpace) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// Store `chunks` (each the pieces of one whole chunk, from chunk `first` on) in one write
+    /// transaction through [`kvdb::Bucket::put_direct_gathered`]: the pager writes their pages
+    /// straight from the pieces (no copy into the write-back cache or the store's page buffers;
+    /// pieces not on page boundaries are joined by kvdb), and the commit (the same
+    /// [`DbFs::run_txn`] as metadata operations, so the same durability) publishes them with
+    /// the file's new size and times. The transaction folds the file's other buffered data,
+    /// like a metadata operation; cached chunks this write replaces are not stored but dropped
+    /// at its commit ([`crate::writeback::State::direct_busy`] keeps buffered writers to the
+    /// file waiting until then, so no later write is lost).
+    fn write_whole_chunks(&self, ino: u64, first: u64, chunks: &[Vec<&[u8]>]) -> VfsResult<()> {
+        let cs = self.chunk_size;
+        let count = chunks.len() as u64;
+        let end = first + count;
+        let tx = self.db.begin_write().map_err(kv)?;
+        let me = {
+            let mut st = self.state.lock();
+            st.direct_seq += 1;
+            let d = DirectWrite {
+                seq: st.direct_seq,
+                ino,
+                first,
+                end,
+            };
+            st.direct_busy = Some(d);
+            d
+        };
+        let r = self.run_txn(tx, |t| {
+            let mut inode = t.inode(ino)?;
+            let keys: Vec<[u8; 16]> = (first..end).map(|idx| pair_key(ino, idx)).collect();
+            let pairs: Vec<(&[u8], &[&[u8]])> = keys
+                .iter()
+                .map(|k| k.as_slice())
+                .zip(chunks.iter().map(|c| c.as_slice()))
+                .collect();
+            let replaced = t
+                .bucket(bucket::DATA)?
+                .put_direct_gathered(&pairs)
+                .map_err(kv)?;
+            let old: u64 = replaced
+                .iter()
+                .flatten()
+                .map(|&len| format::footprint(len as usize))
+                .sum();
+            inode.alloc_bytes = inode
+                .alloc_bytes
+                .saturating_add(count * format::footprint(cs as usize))
+                .saturating_sub(old);
+            inode.size = inode.size.max(end * cs);
+            inode.mtime = t.now;
+            inode.ctime = t.now;
+            t.set_inode(ino, inode);
+            Ok(())
+        });
+        if r.is_err() {
+            // Nothing was committed: the cache is as it was.
+            let mut st = self.state.lock();
+            if st.direct_busy == Some(me) {
+                st.direct_busy = None;
+            }
+        }
+        r
+    }
+}
+
+/// The bytes of one write: the concatenation of `pieces` (one slice for `write_at`, the
+/// user's pages for a gathered write).
+pub(crate) struct Src<'a> {
+    pieces: &'a [&'a [u8]],
+    len: usize,
+    /// Where the last copy began: (piece index, offset of that piece). Writes copy front to
+    /// back, so the next copy starts looking there instead of at the first piece.
+    hint: core::cell::Cell<(usize, usize)>,
+}
+
+impl<'a> Src<'a> {
+    pub(crate) fn new(pieces: &'a [&'a [u8]]) -> Self {
+        Src {
+            pieces,
+            len: pieces.iter().map(|p| p.len()).sum(),
+            hint: core::cell::Cell::new((0, 0)),
+        }
+    }
+
+    /// The pieces from the one holding byte `at` on, and `at` relative to that piece.
+    fn seek(&self, at: usize) -> (&'a [&'a [u8]], usize) {
+        let (mut i, mut start) = self.hint.get();
+        if at < start {
+            (i, start) = (0, 0);
+        }
+        while i < self.pieces.len() && at >= start + self.pieces[i].len() {
+            start += self.pieces[i].len();
+            i += 1;
+        }
+        self.hint.set((i, start));
+        (&self.pieces[i..], at - start)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The pieces holding the bytes `at..at + n`, cut to that range.
+    fn pieces_in(&self, at: usize, n: usize) -> Vec<&'a [u8]> {
+        let (pieces, mut at) = self.seek(at);
+        let mut out = Vec::new();
+        let mut left = n;
+        for piece in pieces {
+            if left == 0 {
+                break;
+            }
+            let k = (piece.len() - at).min(left);
+            out.push(&piece[at..at + k]);
+            left -= k;
+            at = 0;
+        }
+        out
+    }
+
+    /// Copy the bytes at `at..at + dst.len()` into `dst` (the caller keeps the range inside).
+    fn copy_to(&self, at: usize, dst: &mut [u8]) {
+        let mut done = 0;
+        for piece in self.pieces_in(at, dst.len()) {
+            dst[done..done + piece.len()].copy_from_slice(piece);
+            done += piece.len();
+        }
+    }
+
+    /// The bytes at `at..at + n`, copied (no zero fill first).
+    fn to_vec(&self, at: usize, n: usize) -> Vec<u8> {
+        self.pieces_in(at, n).concat()
+    }
+}
