@@ -64,7 +64,11 @@ errnos! {
     ELOOP = 40, "Too many levels of symbolic links";
     ENODATA = 61, "No data available";
     EOVERFLOW = 75, "Value too large for defined data type";
+    ENOTSOCK = 88, "Socket operation on non-socket";
     EOPNOTSUPP = 95, "Operation not supported";
+    EAFNOSUPPORT = 97, "Address family not supported by protocol";
+    EADDRINUSE = 98, "Address already in use";
+    ECONNREFUSED = 111, "Connection refused";
     EUCLEAN = 117, "Structure needs cleaning";
     EDQUOT = 122, "Disk quota exceeded";
 }

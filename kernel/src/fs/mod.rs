@@ -10,6 +10,7 @@
 pub mod devfs;
 pub mod file;
 pub mod path;
+pub mod perm;
 pub mod window_pager;
 
 use alloc::string::String;
@@ -113,9 +114,7 @@ pub fn read_whole_file(cwd: &str, path: &str) -> Result<Vec<u8>, Errno> {
         vfs::FileType::Directory => return Err(Errno::EACCES),
         _ => return Err(Errno::EACCES),
     }
-    if meta.perm & 0o111 == 0 {
-        return Err(Errno::EACCES);
-    }
+    perm::check_meta(&perm::cred(), &meta, perm::MAY_EXEC)?;
     let size = usize::try_from(meta.size).map_err(|_| Errno::EFBIG)?;
     if size > 64 << 20 {
         return Err(Errno::E2BIG);

@@ -100,6 +100,7 @@ impl Walk {
         if !dir.is_dir()? {
             return Err(Errno::ENOTDIR);
         }
+        super::perm::may_search(dir)?;
         let path = join(&dir.path, name);
         if let Some(m) = mount_at(&path) {
             return Ok(Loc {

@@ -8,12 +8,13 @@ use abi::fcntl::*;
 use abi::stat::{dirent64_reclen, Stat, Statfs, Timespec};
 use abi::Errno;
 use spin::Mutex;
-use vfs::{FileType, Metadata, NewNode, RenameFlags, SetAttr, TimeSet, Timestamp};
+use vfs::{FileType, Metadata, RenameFlags, SetAttr, TimeSet, Timestamp};
 
 pub use super::stream::{stream_of, Stream};
 use super::{copy_in, copy_out, read_path, with_space, SysResult};
 use crate::fs::file::OpenFile;
 use crate::fs::path::{self, Loc};
+use crate::fs::perm;
 use crate::mm::addr_space::Access;
 use crate::mm::uaccess;
 use crate::task::with_current;
@@ -101,9 +102,10 @@ pub fn sys_openat(dirfd: i32, path_ptr: usize, flags: u32, mode: u32) -> SysResu
                     return Err(Errno::EEXIST);
                 }
                 let perm = mode & 0o7777 & !umask();
-                let node = parent
-                    .node
-                    .create(&name, &NewNode::new(FileType::Regular, perm))?;
+                let c = perm::cred();
+                perm::may_modify_dir(&c, &parent)?;
+                let new = perm::new_node(&c, &parent, FileType::Regular, perm)?;
+                let node = parent.node.create(&name, &new)?;
                 let path = if parent.path == "/" {
                     alloc::format!("/{}", name)
                 } else {
@@ -144,12 +146,22 @@ pub fn sys_openat(dirfd: i32, path_ptr: usize, flags: u32, mode: u32) -> SysResu
     if ftype == FileType::Directory && writable {
         return Err(Errno::EISDIR);
     }
-    if flags & O_TRUNC != 0
-        && writable
-        && ftype == FileType::Regular
-        && loc.node.getattr()?.size != 0
-    {
-        loc.node.truncate(0)?;
+    if flags & O_PATH == 0 {
+        let mut want = 0;
+        if readable {
+            want |= perm::MAY_READ;
+        }
+        if writable || flags & O_TRUNC != 0 {
+            want |= perm::MAY_WRITE;
+        }
+        perm::check(&perm::cred(), &loc, want)?;
+    }
+    if flags & O_TRUNC != 0 && writable && ftype == FileType::Regular {
+        let m = loc.node.getattr()?;
+        if m.size != 0 {
+            loc.node.truncate(0)?;
+        }
+        drop_suid_after_write(&loc, &m)?;
     }
     let status = flags
         & (O_APPEND
@@ -364,11 +376,35 @@ pub fn sys_read(fd: i32, va: usize, len: usize) -> SysResult {
     Ok(n)
 }
 
+/// A write or truncate by a caller other than root takes set-user-id (and set-group-id with
+/// group-execute) off a regular file, as Linux does (only root has CAP_FSETID here).
+fn drop_suid_after_write(loc: &Loc, m: &Metadata) -> Result<(), Errno> {
+    if perm::cred().is_root() {
+        return Ok(());
+    }
+    if let Some(mode) = perm::mode_without_suid(m) {
+        loc.node.setattr(&SetAttr {
+            perm: Some(mode),
+            ..Default::default()
+        })?;
+    }
+    Ok(())
+}
+
+/// [`drop_suid_after_write`] for an open file, reading its attributes only for non-root.
+fn drop_suid_of(f: &OpenFile) -> Result<(), Errno> {
+    if f.ftype != FileType::Regular || perm::cred().is_root() {
+        return Ok(());
+    }
+    drop_suid_after_write(&f.loc, &f.loc.node.getattr()?)
+}
+
 pub fn sys_write(fd: i32, va: usize, len: usize) -> SysResult {
     let f = file(fd)?;
     if let Some(s) = stream_of(&f) {
         return super::stream::write(&f, s, va, len);
     }
+    drop_suid_of(&f)?;
     if !f.seekable() {
         return write_from_user(&f, 0, va, len);
     }
@@ -403,6 +439,7 @@ pub fn sys_pwrite(fd: i32, va: usize, len: usize, offset: i64) -> SysResult {
     if !f.seekable() {
         return Err(Errno::ESPIPE);
     }
+    drop_suid_of(&f)?;
     write_from_user(&f, offset as u64, va, len)
 }
 
@@ -561,10 +598,10 @@ pub fn sys_getdents64(fd: i32, buf: usize, count: usize) -> SysResult {
 pub fn sys_mkdirat(dirfd: i32, path_ptr: usize, mode: u32) -> SysResult {
     let path = read_path(path_ptr)?;
     let (parent, name) = path::resolve_parent(&base(dirfd, &path)?, &path)?;
-    parent.node.create(
-        &name,
-        &NewNode::new(FileType::Directory, mode & 0o7777 & !umask()),
-    )?;
+    let c = perm::cred();
+    perm::may_modify_dir(&c, &parent)?;
+    let new = perm::new_node(&c, &parent, FileType::Directory, mode & 0o7777 & !umask())?;
+    parent.node.create(&name, &new)?;
     Ok(0)
 }
 
@@ -590,6 +627,11 @@ pub fn sys_unlinkat(dirfd: i32, path_ptr: usize, flags: u32) -> SysResult {
     };
     if crate::fs::mount_at(&full).is_some() {
         return Err(Errno::EBUSY);
+    }
+    let c = perm::cred();
+    if !c.is_root() {
+        let victim = path::resolve(&parent, &name, false)?.node.getattr()?;
+        perm::may_delete(&c, &parent, &victim)?;
     }
     if flags & AT_REMOVEDIR != 0 {
         parent.node.rmdir(&name)?;
@@ -642,6 +684,20 @@ pub fn sys_renameat2(
     if src.is_dir()? && new_full.starts_with(&alloc::format!("{}/", old_full)) {
         return Err(Errno::EINVAL);
     }
+    let c = perm::cred();
+    if !c.is_root() {
+        let sm = src.node.getattr()?;
+        perm::may_delete(&c, &op, &sm)?;
+        match path::resolve(&np, &nn, false) {
+            Ok(t) => perm::may_delete(&c, &np, &t.node.getattr()?)?,
+            Err(Errno::ENOENT) => perm::may_modify_dir(&c, &np)?,
+            Err(e) => return Err(e),
+        }
+        // A directory that changes parent gets a new `..`: it must be writable.
+        if sm.ftype == FileType::Directory && op.path != np.path {
+            perm::check_meta(&c, &sm, perm::MAY_WRITE)?;
+        }
+    }
     let flags = RenameFlags {
         noreplace: flags & RENAME_NOREPLACE != 0,
         exchange: flags & RENAME_EXCHANGE != 0,
@@ -675,6 +731,7 @@ pub fn sys_linkat(
     if !Arc::ptr_eq(&src.mount, &np.mount) {
         return Err(Errno::EXDEV);
     }
+    perm::may_modify_dir(&perm::cred(), &np)?;
     np.node.link(&nn, &*src.node)?;
     Ok(0)
 }
@@ -689,9 +746,10 @@ pub fn sys_symlinkat(target_ptr: usize, newdirfd: i32, link_ptr: usize) -> SysRe
     if parent.node.lookup(&name).is_ok() {
         return Err(Errno::EEXIST); // as in `sys_linkat`
     }
-    parent
-        .node
-        .symlink(&name, &target, &NewNode::new(FileType::Symlink, 0o777))?;
+    let c = perm::cred();
+    perm::may_modify_dir(&c, &parent)?;
+    let new = perm::new_node(&c, &parent, FileType::Symlink, 0o777)?;
+    parent.node.symlink(&name, &target, &new)?;
     Ok(0)
 }
 
@@ -719,6 +777,7 @@ pub fn sys_ftruncate(fd: i32, len: i64) -> SysResult {
         return Err(Errno::EINVAL);
     }
     f.loc.node.truncate(len as u64)?;
+    drop_suid_of(&f)?;
     Ok(0)
 }
 
@@ -733,7 +792,9 @@ pub fn sys_truncate(path_ptr: usize, len: i64) -> SysResult {
         FileType::Directory => return Err(Errno::EISDIR),
         _ => return Err(Errno::EINVAL),
     }
+    perm::check(&perm::cred(), &loc, perm::MAY_WRITE)?;
     loc.node.truncate(len as u64)?;
+    drop_suid_after_write(&loc, &loc.node.getattr()?)?;
     Ok(0)
 }
 
@@ -778,16 +839,31 @@ pub fn sys_fstatfs(fd: i32, buf: usize) -> SysResult {
     Ok(0)
 }
 
-pub fn sys_faccessat(dirfd: i32, path_ptr: usize, mode: u32) -> SysResult {
-    if mode & !7 != 0 {
+/// faccessat / faccessat2: checked with the real ids (the effective ones with AT_EACCESS),
+/// as Linux does; root may read and write anything, executing needs some x bit.
+pub fn sys_faccessat(dirfd: i32, path_ptr: usize, mode: u32, flags: u32) -> SysResult {
+    const AT_EACCESS: u32 = 0x200;
+    if mode & !7 != 0 || flags & !(AT_EACCESS | AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
         return Err(Errno::EINVAL);
     }
     let path = read_path(path_ptr)?;
-    let loc = path::resolve(&base(dirfd, &path)?, &path, true)?;
+    let loc = if path.is_empty() && flags & AT_EMPTY_PATH != 0 && dirfd != AT_FDCWD {
+        file(dirfd)?.loc.clone()
+    } else {
+        path::resolve(
+            &base(dirfd, &path)?,
+            &path,
+            flags & AT_SYMLINK_NOFOLLOW == 0,
+        )?
+    };
     let m = loc.node.getattr()?;
-    // Root may read and write anything; executing needs some x bit (or a directory).
-    if mode & 1 != 0 && m.ftype != FileType::Directory && m.perm & 0o111 == 0 {
-        return Err(Errno::EACCES);
+    let mut c = perm::cred();
+    if flags & AT_EACCESS == 0 {
+        c.fsuid = c.uid;
+        c.fsgid = c.gid;
+    }
+    if mode != 0 {
+        perm::check_meta(&c, &m, mode)?;
     }
     Ok(0)
 }
@@ -813,7 +889,11 @@ fn set_cwd(loc: Loc) -> SysResult {
 
 pub fn sys_chdir(path_ptr: usize) -> SysResult {
     let path = read_path(path_ptr)?;
-    set_cwd(path::resolve(&base(AT_FDCWD, &path)?, &path, true)?)
+    let loc = path::resolve(&base(AT_FDCWD, &path)?, &path, true)?;
+    if loc.is_dir()? {
+        perm::check(&perm::cred(), &loc, perm::MAY_EXEC)?;
+    }
+    set_cwd(loc)
 }
 
 pub fn sys_fchdir(fd: i32) -> SysResult {
@@ -821,10 +901,98 @@ pub fn sys_fchdir(fd: i32) -> SysResult {
 }
 
 fn chmod(loc: &Loc, mode: u32) -> SysResult {
+    let c = perm::cred();
+    let mode = if c.is_root() {
+        mode & 0o7777
+    } else {
+        let m = loc.node.getattr()?;
+        if !perm::owns(&c, &m) {
+            return Err(Errno::EPERM);
+        }
+        perm::chmod_mode(&c, &m, mode)
+    };
     loc.node.setattr(&SetAttr {
-        perm: Some(mode & 0o7777),
+        perm: Some(mode),
         ..Default::default()
     })?;
+    Ok(0)
+}
+
+/// chown with Linux's rules (`chown_ok`, `chgrp_ok`): root may set any owner and group; the
+/// owner may keep its uid and set a group it belongs to; -1 leaves an id alone. Changing
+/// either id of a non-directory takes set-user-id off (and set-group-id with group-execute).
+fn chown(loc: &Loc, uid: u32, gid: u32) -> SysResult {
+    let c = perm::cred();
+    let m = loc.node.getattr()?;
+    let owner = c.fsuid == m.uid;
+    if uid != u32::MAX && !c.is_root() && !(owner && uid == m.uid) {
+        return Err(Errno::EPERM);
+    }
+    if gid != u32::MAX && !c.is_root() && !(owner && (gid == m.gid || c.in_group(gid))) {
+        return Err(Errno::EPERM);
+    }
+    let new_mode = if m.ftype != FileType::Directory && (uid != u32::MAX || gid != u32::MAX) {
+        perm::mode_without_suid(&m)
+    } else {
+        None
+    };
+    loc.node.setattr(&SetAttr {
+        uid: (uid != u32::MAX).then_some(uid),
+        gid: (gid != u32::MAX).then_some(gid),
+        perm: new_mode,
+        ..Default::default()
+    })?;
+    Ok(0)
+}
+
+pub fn sys_fchown(fd: i32, uid: usize, gid: usize) -> SysResult {
+    chown(&file(fd)?.loc, uid as u32, gid as u32)
+}
+
+pub fn sys_fchownat(dirfd: i32, path_ptr: usize, uid: usize, gid: usize, flags: u32) -> SysResult {
+    if flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let path = read_path(path_ptr)?;
+    let loc = if path.is_empty() && flags & AT_EMPTY_PATH != 0 {
+        if dirfd == AT_FDCWD {
+            base(dirfd, "")?
+        } else {
+            file(dirfd)?.loc.clone()
+        }
+    } else {
+        path::resolve(
+            &base(dirfd, &path)?,
+            &path,
+            flags & AT_SYMLINK_NOFOLLOW == 0,
+        )?
+    };
+    chown(&loc, uid as u32, gid as u32)
+}
+
+/// mknodat: regular files, FIFOs, sockets, and (root only) character and block devices.
+pub fn sys_mknodat(dirfd: i32, path_ptr: usize, mode: u32, dev: usize) -> SysResult {
+    let path = read_path(path_ptr)?;
+    let ftype = match mode & 0o170000 {
+        0 | 0o100000 => FileType::Regular,
+        0o010000 => FileType::Fifo,
+        0o140000 => FileType::Socket,
+        0o020000 => FileType::CharDevice,
+        0o060000 => FileType::BlockDevice,
+        0o040000 => return Err(Errno::EPERM),
+        _ => return Err(Errno::EINVAL),
+    };
+    let (parent, name) = path::resolve_parent(&base(dirfd, &path)?, &path)?;
+    let c = perm::cred();
+    if matches!(ftype, FileType::CharDevice | FileType::BlockDevice) && !c.is_root() {
+        return Err(Errno::EPERM);
+    }
+    perm::may_modify_dir(&c, &parent)?;
+    let mut new = perm::new_node(&c, &parent, ftype, mode & 0o7777 & !umask())?;
+    if matches!(ftype, FileType::CharDevice | FileType::BlockDevice) {
+        new.rdev = dev as u32 as u64;
+    }
+    parent.node.create(&name, &new)?;
     Ok(0)
 }
 
@@ -876,6 +1044,19 @@ pub fn sys_utimensat(dirfd: i32, path_ptr: usize, times_ptr: usize, flags: u32) 
         };
         (conv(&raw[..16])?, conv(&raw[16..])?)
     };
+    let c = perm::cred();
+    if !c.is_root() {
+        let m = loc.node.getattr()?;
+        if !perm::owns(&c, &m) {
+            // Setting times to "now" needs write permission; any other time, ownership.
+            let explicit =
+                matches!(atime, Some(TimeSet::At(_))) || matches!(mtime, Some(TimeSet::At(_)));
+            if explicit {
+                return Err(Errno::EPERM);
+            }
+            perm::check_meta(&c, &m, perm::MAY_WRITE)?;
+        }
+    }
     loc.node.setattr(&SetAttr {
         atime,
         mtime,

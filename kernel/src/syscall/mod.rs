@@ -9,6 +9,7 @@ mod misc;
 mod poll;
 mod process;
 mod signal;
+mod socket;
 mod stream;
 mod xattr;
 
@@ -41,6 +42,13 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
         SYS_DUP3 => fs::sys_dup3(a[0] as i32, a[1] as i32, a[2] as u32),
         SYS_FCNTL => fs::sys_fcntl(a[0] as i32, a[1] as u32, a[2]),
         SYS_IOCTL => stream::sys_ioctl(a[0] as i32, a[1], a[2]),
+        SYS_SOCKET => socket::sys_socket(a[0], a[1], a[2]),
+        SYS_BIND => socket::sys_bind(a[0] as i32, a[1], a[2]),
+        SYS_LISTEN => socket::sys_listen(a[0] as i32),
+        SYS_CONNECT => socket::sys_connect(a[0] as i32, a[1], a[2]),
+        SYS_ACCEPT | SYS_ACCEPT4 | SYS_SENDTO | SYS_RECVFROM | SYS_SENDMSG | SYS_RECVMSG => {
+            socket::sys_unsupported(a[0] as i32)
+        }
         SYS_PIPE2 => stream::sys_pipe2(a[0], a[1] as u32),
         SYS_PPOLL => poll::sys_ppoll(a[0], a[1], a[2], a[3], a[4]),
         SYS_PSELECT6 => poll::sys_pselect6(a[0], a[1], a[2], a[3], a[4], a[5]),
@@ -52,7 +60,11 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
         SYS_FSTATFS => fs::sys_fstatfs(a[0] as i32, a[1]),
         SYS_TRUNCATE => fs::sys_truncate(a[0], a[1] as i64),
         SYS_FTRUNCATE => fs::sys_ftruncate(a[0] as i32, a[1] as i64),
-        SYS_FACCESSAT => fs::sys_faccessat(a[0] as i32, a[1], a[2] as u32),
+        SYS_FACCESSAT => fs::sys_faccessat(a[0] as i32, a[1], a[2] as u32, 0),
+        SYS_FACCESSAT2 => fs::sys_faccessat(a[0] as i32, a[1], a[2] as u32, a[3] as u32),
+        SYS_FCHOWN => fs::sys_fchown(a[0] as i32, a[1], a[2]),
+        SYS_FCHOWNAT => fs::sys_fchownat(a[0] as i32, a[1], a[2], a[3], a[4] as u32),
+        SYS_MKNODAT => fs::sys_mknodat(a[0] as i32, a[1], a[2] as u32, a[3]),
         SYS_CHDIR => fs::sys_chdir(a[0]),
         SYS_FCHDIR => fs::sys_fchdir(a[0] as i32),
         SYS_FCHMOD => fs::sys_fchmod(a[0] as i32, a[1] as u32),

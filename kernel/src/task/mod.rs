@@ -411,6 +411,14 @@ pub fn find(pid: usize) -> Option<Arc<Process>> {
     SCHED.lock().all.get(&pid).cloned()
 }
 
+/// The current process's credentials (root's while no process runs: boot, mounting).
+pub fn current_cred() -> cred::Cred {
+    if CURRENT.load(Relaxed).is_null() {
+        return cred::Cred::default();
+    }
+    with_current(|p| p.cred.clone())
+}
+
 /// The current process.
 pub fn current_process() -> Arc<Process> {
     current()

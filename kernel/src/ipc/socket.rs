@@ -1,0 +1,55 @@
+//! Unix-domain sockets, as far as binding a name goes: `socket(AF_UNIX, ...)` gives a
+//! descriptor, and `bind` creates the socket's node (type socket, mode 0777 less the umask,
+//! owned by the caller) in the file system, which is what file-system tools and pjdfstest
+//! use sockets for. No data moves: `connect` to a bound name is ECONNREFUSED, `listen` is
+//! accepted, `accept` and the data calls are EOPNOTSUPP.
+
+use alloc::sync::Arc;
+use core::any::Any;
+
+use spin::Mutex;
+use vfs::{FileType, Metadata, Node, Timestamp, VfsResult};
+
+pub const AF_UNIX: usize = 1;
+
+/// An unbound or bound socket (the descriptor's node).
+pub struct Socket {
+    /// The path it was bound to.
+    pub bound: Mutex<Option<alloc::string::String>>,
+    ino: u64,
+}
+
+static NEXT_INO: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(1 << 40);
+
+impl Socket {
+    pub fn new() -> Arc<Socket> {
+        Arc::new(Socket {
+            bound: Mutex::new(None),
+            ino: NEXT_INO.fetch_add(1, core::sync::atomic::Ordering::Relaxed),
+        })
+    }
+}
+
+impl Node for Socket {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn getattr(&self) -> VfsResult<Metadata> {
+        let c = crate::task::current_cred();
+        Ok(Metadata {
+            ino: self.ino,
+            ftype: FileType::Socket,
+            perm: 0o777,
+            nlink: 1,
+            uid: c.euid,
+            gid: c.egid,
+            size: 0,
+            blocks: 0,
+            blksize: 4096,
+            rdev: 0,
+            atime: Timestamp::default(),
+            mtime: Timestamp::default(),
+            ctime: Timestamp::default(),
+        })
+    }
+}
