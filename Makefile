@@ -31,6 +31,11 @@
 #                                `make images` copies into root.img: /bin/busybox, /bin/sh (the same
 #                                binary), /bin/pjdfstest, /bin/pjdfstest-run, /usr/pjdfstest/
 #   make busybox | pjdfstest     one of them (busybox config: tools/thirdparty/busybox.config)
+#   make pjdfstest-guest         pjdfstest inside our kernel: one boot runs the suite (or
+#                                GUEST_PJD_DIRS) under busybox sh on a fresh /dbfs and on /fat,
+#                                per-directory tables and `PJDFSTEST fs=dbfs-guest passed=N
+#                                failed=N` lines; fails on any dbfs failure or an unclean fsck of
+#                                the image afterwards (`make test` runs GUEST_PJD_TEST_DIRS)
 #   make thirdparty-check        both under qemu-user on the host, as root: busybox checks, then
 #                                the whole pjdfstest suite (or PJDFSTEST_DIRS) with the guest's runner
 #                                in a chroot on a tmpfs (binfmt_misc entry only for the run)
@@ -119,6 +124,11 @@ THIRDPARTY_CHECK_APT_PACKAGES := qemu-user qemu-user-static
 THIRDPARTY_SQLITE_APT_PACKAGES := tcl
 PJDFSTEST_DIRS ?=
 PJDFSTEST_SRC ?= ../shared/pjdfstest
+# pjdfstest directories `make pjdfstest-guest` runs (all: the whole suite), and the subset
+# `make test` runs (a few minutes under TCG).
+GUEST_PJD_DIRS ?= all
+GUEST_PJD_TEST_DIRS ?= chmod mkdir rmdir rename symlink unlink utimensat
+GUEST_PJD_TIMEOUT ?= 3000
 THIRDPARTY := BUILD=$(BUILD) PJDFSTEST_SRC=$(PJDFSTEST_SRC) JOBS=2 tools/thirdparty/fetch-build.sh
 
 QEMU_BASE = qemu-system-riscv64 -machine virt -nographic -bios default -m $(MEM) -smp $(SMP) \
@@ -136,6 +146,7 @@ comma := ,
 QEMU_FILL = $(subst file=$(BUILD)/fat.img$(comma),file=$(BUILD)/fill-fat.img$(comma),$(call QEMU_DBFS,$(BUILD)/fill-dbfs.img))
 
 .PHONY: help deps build kernel user mkimage images bench-disks run test test-host test-guest test-persist test-crash crash-test test-cross test-fill bench \
+	pjdfstest-guest test-pjdfstest-guest test-shell \
 	bench-kv fuse bench-fuse gdb fmt clippy clean fuzz \
 	deps-thirdparty thirdparty busybox pjdfstest thirdparty-check fio sqlite
 
@@ -177,6 +188,7 @@ $(BUILD):
 images: build thirdparty | $(BUILD)
 	$(MKIMAGE) fat32 $(BUILD)/root.img --size 64M --label DBFSROOT \
 		--add-tree $(BUILD)/thirdparty/rootfs:/ \
+		--add tools/thirdparty/pjdfstest-both.sh:/bin/pjdfstest-both \
 		$(foreach b,$(USER_BINS),--add $(TGT_DIR)/$(b):/bin/$(b))
 	$(MAKE) --no-print-directory bench-disks
 
@@ -223,7 +235,7 @@ run: images
 
 ## Tests: host crates, then the in-guest runner (QEMU exit status = failures), then data
 ## written in one boot checked in the next (same disks: nothing is reformatted).
-test: test-host test-guest test-persist test-crash test-cross test-fill
+test: test-host test-guest test-persist test-crash test-cross test-fill test-pjdfstest-guest test-shell
 
 test-host: deps
 	$(CARGO) test --release --workspace --exclude kernel --exclude user-tests
@@ -332,3 +344,33 @@ clippy: deps
 clean:
 	$(CARGO) clean
 	rm -rf $(BUILD)
+
+## pjdfstest inside the kernel (tools/thirdparty/pjdfstest-guest.sh as /bin/pjdfstest-run,
+## tools/thirdparty/pjdfstest-both.sh as /bin/pjdfstest-both):
+## a fresh dbfs disk and a fresh FAT disk, one boot, the suite on each under busybox sh.
+## QEMU's exit status is the dbfs run's (0 only when no assertion failed); afterwards the
+## dbfs image must pass `dbfs-fuse fsck`. FAT failures are reported, not fatal:
+## vfat has no owners, permissions, links, symlinks, FIFOs or sockets (docs/CONFORMANCE.md).
+PJD_GUEST_RUN = $(MKIMAGE) blank $(BUILD)/pjd-dbfs.img --size 512M && \
+	$(MKIMAGE) fat32 $(BUILD)/pjd-fat.img --size 300M --label PJDFAT && \
+	timeout --foreground -k 10 $(GUEST_PJD_TIMEOUT) \
+		$(subst file=$(BUILD)/fat.img$(comma),file=$(BUILD)/pjd-fat.img$(comma),$(call QEMU_DBFS,$(BUILD)/pjd-dbfs.img)) \
+		-append "$(SHELL_PARAMS) -- /bin/pjdfstest-both $(filter-out all,$(1))" | tee $(2); \
+	$(CARGO_TARGET_DIR)/release/dbfs-fuse fsck $(BUILD)/pjd-dbfs.img
+
+pjdfstest-guest: images
+	$(CARGO) build --release -p dbfs-fuse
+	$(call PJD_GUEST_RUN,$(GUEST_PJD_DIRS),$(BUILD)/pjdfstest-guest.log)
+
+test-pjdfstest-guest: images
+	$(CARGO) build --release -p dbfs-fuse
+	$(call PJD_GUEST_RUN,$(GUEST_PJD_TEST_DIRS),$(BUILD)/test-pjdfstest-guest.log)
+	@grep -q '^PJDFSTEST fs=dbfs-guest passed=[0-9]* failed=0 ' $(BUILD)/test-pjdfstest-guest.log || \
+		{ echo "pjdfstest in the guest: dbfs assertions failed (see FAIL lines above)"; exit 1; }
+
+## The console shell as a person uses it (tests/shell.sh): QEMU in a tmux pane, commands typed
+## with send-keys (a pipe, a redirection, ^C of a running command, line editing), the screen
+## read back with capture-pane, and `exit 3` must end QEMU with status 3.
+test-shell: images
+	@command -v tmux >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q tmux </dev/null
+	QEMU='$(QEMU_BASE)' KPARAMS='$(SHELL_PARAMS)' BUILD=$(BUILD) tests/shell.sh
