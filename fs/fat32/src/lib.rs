@@ -68,6 +68,7 @@
 //! file go through fatfs, which allocates the clusters.
 #![cfg_attr(not(test), no_std)]
 #![deny(unsafe_code)]
+#![warn(missing_docs)]
 
 extern crate alloc;
 
