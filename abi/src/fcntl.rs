@@ -1,30 +1,55 @@
 //! Flags of openat, *at calls, lseek, renameat2, mmap, clone, wait4 and clocks (asm-generic values).
 
+/// The `dirfd` meaning "relative to the current directory".
 pub const AT_FDCWD: i32 = -100;
+/// *at flag: act on a final symbolic link itself, not on its target.
 pub const AT_SYMLINK_NOFOLLOW: u32 = 0x100;
+/// `unlinkat` flag: remove an empty directory (as `rmdir`).
 pub const AT_REMOVEDIR: u32 = 0x200;
+/// `linkat` flag: link the target of a final symbolic link.
 pub const AT_SYMLINK_FOLLOW: u32 = 0x400;
+/// *at flag: an empty path means `dirfd` itself.
 pub const AT_EMPTY_PATH: u32 = 0x1000;
 
+/// Mask of the access-mode bits (`O_RDONLY`, `O_WRONLY`, `O_RDWR`).
 pub const O_ACCMODE: u32 = 0o3;
+/// Open for reading only.
 pub const O_RDONLY: u32 = 0o0;
+/// Open for writing only.
 pub const O_WRONLY: u32 = 0o1;
+/// Open for reading and writing.
 pub const O_RDWR: u32 = 0o2;
+/// Create the file if it does not exist (with the given mode, less the umask).
 pub const O_CREAT: u32 = 0o100;
+/// With `O_CREAT`: fail with EEXIST if the name exists.
 pub const O_EXCL: u32 = 0o200;
+/// Do not make a terminal the controlling terminal.
 pub const O_NOCTTY: u32 = 0o400;
+/// Truncate a regular file opened for writing to size 0.
 pub const O_TRUNC: u32 = 0o1000;
+/// Every write goes to the end of the file.
 pub const O_APPEND: u32 = 0o2000;
+/// Calls that would wait fail with EAGAIN instead.
 pub const O_NONBLOCK: u32 = 0o4000;
+/// Each write returns only once its data is durable.
 pub const O_DSYNC: u32 = 0o10000;
+/// Ask for I/O that bypasses the page cache.
 pub const O_DIRECT: u32 = 0o40000;
+/// Allow offsets past 2^31 (always so on 64-bit; accepted and ignored).
 pub const O_LARGEFILE: u32 = 0o100000;
+/// Fail with ENOTDIR unless the path is a directory.
 pub const O_DIRECTORY: u32 = 0o200000;
+/// Fail with ELOOP if the final component is a symbolic link.
 pub const O_NOFOLLOW: u32 = 0o400000;
+/// Do not update the access time on reads.
 pub const O_NOATIME: u32 = 0o1000000;
+/// Close the new descriptor on `execve`.
 pub const O_CLOEXEC: u32 = 0o2000000;
+/// Each write returns only once its data and metadata are durable (includes `O_DSYNC`).
 pub const O_SYNC: u32 = 0o4010000;
+/// A descriptor that only names a file (for *at calls and `fstat`); no reads or writes.
 pub const O_PATH: u32 = 0o10000000;
+/// Create an unnamed file in the given directory (includes `O_DIRECTORY`).
 pub const O_TMPFILE: u32 = 0o20200000;
 /// Every open flag the kernel understands; others are rejected with EINVAL.
 pub const O_KNOWN: u32 = O_ACCMODE
@@ -43,32 +68,53 @@ pub const O_KNOWN: u32 = O_ACCMODE
     | O_CLOEXEC
     | O_PATH;
 
+/// `lseek`: the offset is from the start of the file.
 pub const SEEK_SET: u32 = 0;
+/// `lseek`: the offset is from the current offset.
 pub const SEEK_CUR: u32 = 1;
+/// `lseek`: the offset is from the end of the file.
 pub const SEEK_END: u32 = 2;
+/// `lseek`: the next offset at or after the given one that holds data.
 pub const SEEK_DATA: u32 = 3;
+/// `lseek`: the next offset at or after the given one inside a hole (or the end).
 pub const SEEK_HOLE: u32 = 4;
 
+/// `renameat2`: fail with EEXIST if the new name exists.
 pub const RENAME_NOREPLACE: u32 = 1;
+/// `renameat2`: swap the two names atomically (both must exist).
 pub const RENAME_EXCHANGE: u32 = 2;
+/// `renameat2`: leave a whiteout at the old name (overlay file systems).
 pub const RENAME_WHITEOUT: u32 = 4;
 
+/// `mmap` / `mprotect`: no access at all.
 pub const PROT_NONE: u32 = 0;
+/// `mmap` / `mprotect`: pages may be read.
 pub const PROT_READ: u32 = 1;
+/// `mmap` / `mprotect`: pages may be written.
 pub const PROT_WRITE: u32 = 2;
+/// `mmap` / `mprotect`: pages may be executed.
 pub const PROT_EXEC: u32 = 4;
+/// `mmap`: writes reach the file and other mappings of it.
 pub const MAP_SHARED: u32 = 0x01;
+/// `mmap`: a copy-on-write mapping private to this process.
 pub const MAP_PRIVATE: u32 = 0x02;
+/// `mmap`: map exactly at the given address, replacing what is there.
 pub const MAP_FIXED: u32 = 0x10;
+/// `mmap`: zeroed memory, not backed by a file (the descriptor is ignored).
 pub const MAP_ANONYMOUS: u32 = 0x20;
 
 /// The signal a child sends its parent at exit; `clone(SIGCHLD, 0)` is fork.
 pub const SIGCHLD: u64 = 17;
+/// `clone`: the child shares the parent's address space.
 pub const CLONE_VM: u64 = 0x100;
+/// `clone`: the parent waits until the child execs or exits.
 pub const CLONE_VFORK: u64 = 0x4000;
+/// `wait4`: answer 0 at once if no child has changed state.
 pub const WNOHANG: u32 = 1;
 
+/// Wall-clock time since the Unix epoch (settable).
 pub const CLOCK_REALTIME: u32 = 0;
+/// Time since boot, never set back: for measuring intervals.
 pub const CLOCK_MONOTONIC: u32 = 1;
 
 /// `PATH_MAX` including the terminating NUL.

@@ -6,6 +6,7 @@
 //! which is how their Linux semantics are checked.
 #![no_std]
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod bench;
 pub mod errno;

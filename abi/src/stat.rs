@@ -2,77 +2,136 @@
 //! by Linux on riscv64 (asm-generic). Structures are `#[repr(C)]` with explicit padding so the
 //! kernel can copy them to user memory byte for byte (`as_bytes`).
 
+/// Mask of the file-type bits of `st_mode`.
 pub const S_IFMT: u32 = 0o170000;
+/// File type: socket.
 pub const S_IFSOCK: u32 = 0o140000;
+/// File type: symbolic link.
 pub const S_IFLNK: u32 = 0o120000;
+/// File type: regular file.
 pub const S_IFREG: u32 = 0o100000;
+/// File type: block device.
 pub const S_IFBLK: u32 = 0o060000;
+/// File type: directory.
 pub const S_IFDIR: u32 = 0o040000;
+/// File type: character device.
 pub const S_IFCHR: u32 = 0o020000;
+/// File type: fifo (named pipe).
 pub const S_IFIFO: u32 = 0o010000;
+/// Set-user-id: a program runs with its owner's user id.
 pub const S_ISUID: u32 = 0o4000;
+/// Set-group-id: a program runs with its group's id; on a directory, new entries inherit its group.
 pub const S_ISGID: u32 = 0o2000;
+/// Sticky: in a directory, only an entry's owner (or the directory's) may remove it.
 pub const S_ISVTX: u32 = 0o1000;
 
-/// `statfs.f_type` magic numbers (linux/magic.h) of the file systems the tests recognise.
+// `statfs.f_type` magic numbers (linux/magic.h) of the file systems the tests recognise.
+/// `f_type` of FAT (vfat, msdos).
 pub const MSDOS_SUPER_MAGIC: i64 = 0x4d44;
+/// `f_type` of ext2/3/4.
 pub const EXT4_SUPER_MAGIC: i64 = 0xef53;
+/// `f_type` of tmpfs.
 pub const TMPFS_MAGIC: i64 = 0x0102_1994;
 
+/// `d_type`: the file system does not say; `stat` the entry.
 pub const DT_UNKNOWN: u8 = 0;
+/// `d_type`: fifo.
 pub const DT_FIFO: u8 = 1;
+/// `d_type`: character device.
 pub const DT_CHR: u8 = 2;
+/// `d_type`: directory.
 pub const DT_DIR: u8 = 4;
+/// `d_type`: block device.
 pub const DT_BLK: u8 = 6;
+/// `d_type`: regular file.
 pub const DT_REG: u8 = 8;
+/// `d_type`: symbolic link.
 pub const DT_LNK: u8 = 10;
+/// `d_type`: socket.
 pub const DT_SOCK: u8 = 12;
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// `struct timespec`: a time or a duration in seconds and nanoseconds.
 pub struct Timespec {
+    /// Whole seconds (since the Unix epoch, for a time).
     pub tv_sec: i64,
+    /// Nanoseconds past `tv_sec`, below 1_000_000_000 (`utimensat` also accepts the special
+    /// values `UTIME_NOW` and `UTIME_OMIT` here).
     pub tv_nsec: i64,
 }
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// `struct stat` of riscv64 (asm-generic), 128 bytes: what `fstat` / `newfstatat` fill.
 pub struct Stat {
+    /// Device number of the file system holding the file.
     pub st_dev: u64,
+    /// Inode number, unique within that file system.
     pub st_ino: u64,
+    /// File type bits (`S_IFMT`) and permission bits (`0o7777`).
     pub st_mode: u32,
+    /// Number of hard links.
     pub st_nlink: u32,
+    /// Owner user id.
     pub st_uid: u32,
+    /// Owner group id.
     pub st_gid: u32,
+    /// Device number a device node stands for (0 otherwise).
     pub st_rdev: u64,
+    /// Padding (zero).
     pub __pad1: u64,
+    /// Size in bytes (a symbolic link: its target's length).
     pub st_size: i64,
+    /// Preferred I/O size in bytes.
     pub st_blksize: i32,
+    /// Padding (zero).
     pub __pad2: i32,
+    /// Space allocated, in 512-byte units.
     pub st_blocks: i64,
+    /// Last access, seconds since the Unix epoch.
     pub st_atime: i64,
+    /// Nanoseconds part of `st_atime`.
     pub st_atime_nsec: u64,
+    /// Last data modification, seconds since the Unix epoch.
     pub st_mtime: i64,
+    /// Nanoseconds part of `st_mtime`.
     pub st_mtime_nsec: u64,
+    /// Last change of data or attributes, seconds since the Unix epoch.
     pub st_ctime: i64,
+    /// Nanoseconds part of `st_ctime`.
     pub st_ctime_nsec: u64,
+    /// Reserved (zero).
     pub __unused: [u32; 2],
 }
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// `struct statfs` of riscv64 (asm-generic), 120 bytes: what `statfs` / `fstatfs` fill.
 pub struct Statfs {
+    /// File-system type magic (`MSDOS_SUPER_MAGIC`, ...).
     pub f_type: i64,
+    /// Size in bytes of the blocks counted below.
     pub f_bsize: i64,
+    /// Total data blocks.
     pub f_blocks: u64,
+    /// Free blocks.
     pub f_bfree: u64,
+    /// Free blocks an unprivileged user may use.
     pub f_bavail: u64,
+    /// Total inodes.
     pub f_files: u64,
+    /// Free inodes.
     pub f_ffree: u64,
+    /// File-system id (may be zero).
     pub f_fsid: [i32; 2],
+    /// Longest file name, in bytes.
     pub f_namelen: i64,
+    /// Fragment size in bytes (here the same as `f_bsize`).
     pub f_frsize: i64,
+    /// Mount flags (`ST_RDONLY`, `ST_NOSUID`, ...).
     pub f_flags: i64,
+    /// Reserved (zero).
     pub f_spare: [i64; 4],
 }
 

@@ -1,73 +1,141 @@
 //! Linux riscv64 syscall numbers (asm-generic unistd.h) that dbfs-os implements or knows of.
 //! A number not handled by the kernel returns -ENOSYS.
 
+/// `setxattr`: set an extended attribute of a path (following symlinks).
 pub const SYS_SETXATTR: usize = 5;
+/// `lsetxattr`: set an extended attribute of a path itself (a symlink is not followed).
 pub const SYS_LSETXATTR: usize = 6;
+/// `fsetxattr`: set an extended attribute of an open file.
 pub const SYS_FSETXATTR: usize = 7;
+/// `getxattr`: read an extended attribute of a path (following symlinks).
 pub const SYS_GETXATTR: usize = 8;
+/// `lgetxattr`: read an extended attribute of a path itself (no symlink following).
 pub const SYS_LGETXATTR: usize = 9;
+/// `fgetxattr`: read an extended attribute of an open file.
 pub const SYS_FGETXATTR: usize = 10;
+/// `listxattr`: list the extended attribute names of a path (following symlinks).
 pub const SYS_LISTXATTR: usize = 11;
+/// `llistxattr`: list the extended attribute names of a path itself.
 pub const SYS_LLISTXATTR: usize = 12;
+/// `flistxattr`: list the extended attribute names of an open file.
 pub const SYS_FLISTXATTR: usize = 13;
+/// `removexattr`: remove an extended attribute of a path (following symlinks).
 pub const SYS_REMOVEXATTR: usize = 14;
+/// `lremovexattr`: remove an extended attribute of a path itself.
 pub const SYS_LREMOVEXATTR: usize = 15;
+/// `fremovexattr`: remove an extended attribute of an open file.
 pub const SYS_FREMOVEXATTR: usize = 16;
+/// `getcwd`: copy the current directory's absolute path into a buffer.
 pub const SYS_GETCWD: usize = 17;
+/// `dup`: a new descriptor (the lowest free) for the same open file.
 pub const SYS_DUP: usize = 23;
+/// `dup3`: make a chosen descriptor number refer to the same open file.
 pub const SYS_DUP3: usize = 24;
+/// `fcntl`: descriptor commands: duplicate, get/set descriptor and status flags, locks.
 pub const SYS_FCNTL: usize = 25;
+/// `ioctl`: device-specific requests on a descriptor (terminal modes, window size).
 pub const SYS_IOCTL: usize = 29;
+/// `mkdirat`: create a directory.
 pub const SYS_MKDIRAT: usize = 34;
+/// `unlinkat`: remove a name, or an empty directory with `AT_REMOVEDIR`.
 pub const SYS_UNLINKAT: usize = 35;
+/// `symlinkat`: create a symbolic link holding a target string.
 pub const SYS_SYMLINKAT: usize = 36;
+/// `linkat`: add another name (a hard link) for an existing file.
 pub const SYS_LINKAT: usize = 37;
+/// `statfs`: space and inode figures of the file system holding a path.
 pub const SYS_STATFS: usize = 43;
+/// `fstatfs`: space and inode figures of the file system holding an open file.
 pub const SYS_FSTATFS: usize = 44;
+/// `truncate`: set the size of the file at a path.
 pub const SYS_TRUNCATE: usize = 45;
+/// `ftruncate`: set the size of an open file.
 pub const SYS_FTRUNCATE: usize = 46;
+/// `faccessat`: check whether a path may be read, written or executed.
 pub const SYS_FACCESSAT: usize = 48;
+/// `chdir`: change the current directory to a path.
 pub const SYS_CHDIR: usize = 49;
+/// `fchmodat`: change the permission bits of a path.
 pub const SYS_FCHMODAT: usize = 53;
+/// `openat`: open (or create) a file and answer a new descriptor.
 pub const SYS_OPENAT: usize = 56;
+/// `close`: release a descriptor.
 pub const SYS_CLOSE: usize = 57;
+/// `getdents64`: read directory entries (`linux_dirent64` records) from a directory descriptor.
 pub const SYS_GETDENTS64: usize = 61;
+/// `lseek`: move a descriptor's file offset.
 pub const SYS_LSEEK: usize = 62;
+/// `read`: read from a descriptor at its offset, advancing it.
 pub const SYS_READ: usize = 63;
+/// `write`: write to a descriptor at its offset (or the end with `O_APPEND`), advancing it.
 pub const SYS_WRITE: usize = 64;
+/// `readv`: read into several buffers in turn (scatter).
 pub const SYS_READV: usize = 65;
+/// `writev`: write from several buffers in turn (gather).
 pub const SYS_WRITEV: usize = 66;
+/// `pread64`: read at an explicit offset, leaving the descriptor's offset alone.
 pub const SYS_PREAD64: usize = 67;
+/// `pwrite64`: write at an explicit offset, leaving the descriptor's offset alone.
 pub const SYS_PWRITE64: usize = 68;
+/// `readlinkat`: copy a symbolic link's target into a buffer (no NUL added).
 pub const SYS_READLINKAT: usize = 78;
+/// `newfstatat`: `struct stat` of a path, or of a descriptor with `AT_EMPTY_PATH`.
 pub const SYS_NEWFSTATAT: usize = 79;
+/// `fstat`: `struct stat` of an open file.
 pub const SYS_FSTAT: usize = 80;
+/// `sync`: write every file system's buffered data and metadata to its disk.
 pub const SYS_SYNC: usize = 81;
+/// `fsync`: make one file's data and metadata durable.
 pub const SYS_FSYNC: usize = 82;
+/// `fdatasync`: make one file's data (and the metadata needed to read it back) durable.
 pub const SYS_FDATASYNC: usize = 83;
+/// `exit`: end the calling thread with a status.
 pub const SYS_EXIT: usize = 93;
+/// `exit_group`: end every thread of the process with a status.
 pub const SYS_EXIT_GROUP: usize = 94;
+/// `set_tid_address`: where to clear the thread id (and wake a futex) when the thread exits.
 pub const SYS_SET_TID_ADDRESS: usize = 96;
+/// `nanosleep`: sleep for a relative `struct timespec`.
 pub const SYS_NANOSLEEP: usize = 101;
+/// `clock_gettime`: read a clock (`CLOCK_REALTIME`, `CLOCK_MONOTONIC`, ...) as a timespec.
 pub const SYS_CLOCK_GETTIME: usize = 113;
+/// `sched_yield`: give the CPU to another runnable process.
 pub const SYS_SCHED_YIELD: usize = 124;
+/// `kill`: send a signal to a process (or a process group).
 pub const SYS_KILL: usize = 129;
+/// `reboot`: power off or restart the machine (needs the magic numbers).
 pub const SYS_REBOOT: usize = 142;
+/// `uname`: system name, release, version and machine (`struct utsname`).
 pub const SYS_UNAME: usize = 160;
+/// `getpid`: the calling process's id.
 pub const SYS_GETPID: usize = 172;
+/// `getppid`: the parent process's id.
 pub const SYS_GETPPID: usize = 173;
+/// `getuid`: the real user id.
 pub const SYS_GETUID: usize = 174;
+/// `geteuid`: the effective user id.
 pub const SYS_GETEUID: usize = 175;
+/// `getgid`: the real group id.
 pub const SYS_GETGID: usize = 176;
+/// `getegid`: the effective group id.
 pub const SYS_GETEGID: usize = 177;
+/// `gettid`: the calling thread's id.
 pub const SYS_GETTID: usize = 178;
+/// `brk`: move the program break (end of the heap); answers the break after the call.
 pub const SYS_BRK: usize = 214;
+/// `munmap`: remove the mappings in an address range.
 pub const SYS_MUNMAP: usize = 215;
+/// `clone`: create a process or thread (`clone(SIGCHLD, 0)` is fork).
 pub const SYS_CLONE: usize = 220;
+/// `execve`: replace the process image with a program, given argv and envp.
 pub const SYS_EXECVE: usize = 221;
+/// `mmap`: map anonymous memory or a file into the address space.
 pub const SYS_MMAP: usize = 222;
+/// `mprotect`: change the access permissions of mapped pages.
 pub const SYS_MPROTECT: usize = 226;
+/// `wait4`: wait for a child to change state; its status and resource usage.
 pub const SYS_WAIT4: usize = 260;
+/// `renameat2`: rename a path, with `RENAME_NOREPLACE` / `RENAME_EXCHANGE` flags.
 pub const SYS_RENAMEAT2: usize = 276;
 
 /// dbfs-os extension (outside Linux's range): copy the kernel's I/O counters
@@ -79,18 +147,22 @@ pub const SYS_DBFS_COUNTERS: usize = 1000;
 /// spirit; everything runs as root here.
 pub const SYS_DBFS_DROP_CACHES: usize = 1001;
 
-/// `setxattr` flags (Linux's `XATTR_CREATE` / `XATTR_REPLACE`) and size limits.
+/// `setxattr` flag: fail with EEXIST if the attribute exists already (create only).
 pub const XATTR_CREATE: u32 = 1;
+/// `setxattr` flag: fail with ENODATA if the attribute does not exist (replace only).
 pub const XATTR_REPLACE: u32 = 2;
 /// Longest attribute name, in bytes (without the NUL).
 pub const XATTR_NAME_MAX: usize = 255;
-/// Largest attribute value, and largest name list `listxattr` returns.
+/// Largest attribute value, in bytes (larger: E2BIG).
 pub const XATTR_SIZE_MAX: usize = 65536;
+/// Largest name list `listxattr` returns, in bytes (NUL-separated names).
 pub const XATTR_LIST_MAX: usize = 65536;
 
-/// `reboot` magic values and the power-off command (Linux's).
+/// `reboot`'s first argument: without it the call fails with EINVAL.
 pub const LINUX_REBOOT_MAGIC1: usize = 0xfee1dead;
+/// `reboot`'s second argument (one of Linux's accepted second magic values).
 pub const LINUX_REBOOT_MAGIC2: usize = 672274793;
+/// `reboot` command: power the machine off (QEMU exits).
 pub const LINUX_REBOOT_CMD_POWER_OFF: usize = 0x4321fedc;
 
 /// Kernel counters returned by `SYS_DBFS_COUNTERS`, all monotonically increasing since boot.
@@ -107,16 +179,17 @@ pub struct KernelCounters {
     pub dev_write_bytes: u64,
     /// Device flushes (cache barriers).
     pub dev_flushes: u64,
-    /// Block-cache hits and misses (4 KiB blocks).
+    /// Block-cache lookups answered from memory (4 KiB blocks).
     pub cache_hits: u64,
+    /// Block-cache lookups that had to read the disk (4 KiB blocks).
     pub cache_misses: u64,
     /// Page faults served by the kernel (user lazy pages and the dbfs window).
     pub page_faults: u64,
     /// Bytes copied between user and kernel memory by syscalls.
     pub user_copy_bytes: u64,
-    /// dbfs disk window: pages read from the disk by page faults, and dirty pages written
-    /// back by commits.
+    /// dbfs disk window: pages read from the disk by page faults.
     pub window_pages_read: u64,
+    /// dbfs disk window: dirty pages written back to the disk by commits.
     pub window_pages_written: u64,
     /// kvdb transactions committed (each writes one meta page) on dbfs disk windows.
     pub transactions: u64,
@@ -126,7 +199,9 @@ pub struct KernelCounters {
 }
 
 impl KernelCounters {
+    /// Number of counters, the length of the `u64` array the syscall copies out.
     pub const WORDS: usize = 13;
+    /// The counters as the syscall copies them: in field order, one `u64` each.
     pub fn to_words(&self) -> [u64; Self::WORDS] {
         [
             self.dev_read_requests,
@@ -144,6 +219,7 @@ impl KernelCounters {
             self.window_direct_bytes,
         ]
     }
+    /// The counters from the array [`KernelCounters::to_words`] makes.
     pub fn from_words(w: &[u64; Self::WORDS]) -> Self {
         KernelCounters {
             dev_read_requests: w[0],
@@ -163,64 +239,120 @@ impl KernelCounters {
     }
 }
 
+/// `fchdir`: change the current directory to an open directory.
 pub const SYS_FCHDIR: usize = 50;
+/// `fchmod`: change the permission bits of an open file.
 pub const SYS_FCHMOD: usize = 52;
+/// `utimensat`: set a path's (or descriptor's) access and modification times, in nanoseconds.
 pub const SYS_UTIMENSAT: usize = 88;
+/// `umask`: set the permission bits masked off newly created files; answers the old mask.
 pub const SYS_UMASK: usize = 166;
+/// `gettimeofday`: wall-clock time as a `struct timeval` (seconds and microseconds).
 pub const SYS_GETTIMEOFDAY: usize = 169;
 
 // Signals, pipes, polling, sessions, credentials, limits: what glibc's static start-up and
 // busybox use (issue 16).
+/// `mknodat`: create a device node, fifo or socket name.
 pub const SYS_MKNODAT: usize = 33;
+/// `fallocate`: reserve (or punch out) space for a byte range of a file.
 pub const SYS_FALLOCATE: usize = 47;
+/// `fchownat`: change the owner and group of a path.
 pub const SYS_FCHOWNAT: usize = 54;
+/// `fchown`: change the owner and group of an open file.
 pub const SYS_FCHOWN: usize = 55;
+/// `pipe2`: create a pipe: a read descriptor and a write descriptor.
 pub const SYS_PIPE2: usize = 59;
+/// `pselect6`: wait until one of some descriptors is ready (`fd_set` bitmaps), with a signal mask.
 pub const SYS_PSELECT6: usize = 72;
+/// `ppoll`: wait until one of some descriptors is ready (`struct pollfd` list), with a signal mask.
 pub const SYS_PPOLL: usize = 73;
+/// `waitid`: wait for a child to change state; a `siginfo_t` describes it.
 pub const SYS_WAITID: usize = 95;
+/// `futex`: wait on or wake waiters of a 32-bit word in user memory.
 pub const SYS_FUTEX: usize = 98;
+/// `set_robust_list`: register the thread's list of held robust futexes.
 pub const SYS_SET_ROBUST_LIST: usize = 99;
+/// `get_robust_list`: read a thread's registered robust futex list.
 pub const SYS_GET_ROBUST_LIST: usize = 100;
+/// `getitimer`: read an interval timer (`ITIMER_REAL`, ...).
 pub const SYS_GETITIMER: usize = 102;
+/// `setitimer`: arm or disarm an interval timer that signals the process.
 pub const SYS_SETITIMER: usize = 103;
+/// `clock_getres`: the resolution of a clock.
 pub const SYS_CLOCK_GETRES: usize = 114;
+/// `clock_nanosleep`: sleep on a chosen clock, for a relative or until an absolute time.
 pub const SYS_CLOCK_NANOSLEEP: usize = 115;
+/// `sched_setaffinity`: set the CPUs a thread may run on.
 pub const SYS_SCHED_SETAFFINITY: usize = 122;
+/// `sched_getaffinity`: the CPUs a thread may run on (a bitmap).
 pub const SYS_SCHED_GETAFFINITY: usize = 123;
+/// `tkill`: send a signal to one thread.
 pub const SYS_TKILL: usize = 130;
+/// `tgkill`: send a signal to one thread of a given thread group.
 pub const SYS_TGKILL: usize = 131;
+/// `sigaltstack`: set or read the alternate stack signal handlers may run on.
 pub const SYS_SIGALTSTACK: usize = 132;
+/// `rt_sigsuspend`: replace the signal mask and sleep until a signal arrives.
 pub const SYS_RT_SIGSUSPEND: usize = 133;
+/// `rt_sigaction`: set or read the action taken on a signal.
 pub const SYS_RT_SIGACTION: usize = 134;
+/// `rt_sigprocmask`: change or read the set of blocked signals.
 pub const SYS_RT_SIGPROCMASK: usize = 135;
+/// `rt_sigpending`: the set of signals raised while blocked.
 pub const SYS_RT_SIGPENDING: usize = 136;
+/// `rt_sigreturn`: return from a signal handler, restoring the interrupted context.
 pub const SYS_RT_SIGRETURN: usize = 139;
+/// `setregid`: set the real and effective group ids.
 pub const SYS_SETREGID: usize = 143;
+/// `setgid`: set the group id.
 pub const SYS_SETGID: usize = 144;
+/// `setreuid`: set the real and effective user ids.
 pub const SYS_SETREUID: usize = 145;
+/// `setuid`: set the user id.
 pub const SYS_SETUID: usize = 146;
+/// `setresuid`: set the real, effective and saved user ids.
 pub const SYS_SETRESUID: usize = 147;
+/// `getresuid`: the real, effective and saved user ids.
 pub const SYS_GETRESUID: usize = 148;
+/// `setresgid`: set the real, effective and saved group ids.
 pub const SYS_SETRESGID: usize = 149;
+/// `getresgid`: the real, effective and saved group ids.
 pub const SYS_GETRESGID: usize = 150;
+/// `setfsuid`: set the user id used for file-system access checks.
 pub const SYS_SETFSUID: usize = 151;
+/// `setfsgid`: set the group id used for file-system access checks.
 pub const SYS_SETFSGID: usize = 152;
+/// `times`: CPU time used by the process and its children, in clock ticks.
 pub const SYS_TIMES: usize = 153;
+/// `setpgid`: move a process into a process group.
 pub const SYS_SETPGID: usize = 154;
+/// `getpgid`: a process's process group id.
 pub const SYS_GETPGID: usize = 155;
+/// `getsid`: a process's session id.
 pub const SYS_GETSID: usize = 156;
+/// `setsid`: start a new session (and process group) led by the caller.
 pub const SYS_SETSID: usize = 157;
+/// `getgroups`: the supplementary group ids.
 pub const SYS_GETGROUPS: usize = 158;
+/// `setgroups`: set the supplementary group ids.
 pub const SYS_SETGROUPS: usize = 159;
+/// `getrlimit`: read a resource limit (open files, stack size, ...).
 pub const SYS_GETRLIMIT: usize = 163;
+/// `setrlimit`: set a resource limit.
 pub const SYS_SETRLIMIT: usize = 164;
+/// `getrusage`: resource usage (CPU time, faults, ...) of the process or its children.
 pub const SYS_GETRUSAGE: usize = 165;
+/// `prctl`: process settings by option (name, death signal, ...).
 pub const SYS_PRCTL: usize = 167;
+/// `sysinfo`: uptime, load, memory and process counts (`struct sysinfo`).
 pub const SYS_SYSINFO: usize = 179;
+/// `madvise`: hint how a memory range will be used (advice may be ignored).
 pub const SYS_MADVISE: usize = 233;
+/// `prlimit64`: read and set a resource limit of any process.
 pub const SYS_PRLIMIT64: usize = 261;
+/// `getrandom`: fill a buffer with random bytes.
 pub const SYS_GETRANDOM: usize = 278;
+/// `rseq`: register restartable sequences for the thread.
 pub const SYS_RSEQ: usize = 293;
 pub const SYS_FACCESSAT2: usize = 439;
 pub const SYS_SOCKET: usize = 198;

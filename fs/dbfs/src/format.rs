@@ -121,6 +121,7 @@ pub(crate) fn name_key(ino: u64, name: &[u8]) -> Vec<u8> {
 /// understand.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Superblock {
+    /// On-image format version mkfs wrote ([`FORMAT_VERSION`]); another version refuses the mount.
     pub version: u32,
     /// kvdb page size the image was made with.
     pub page_size: u32,
@@ -128,7 +129,9 @@ pub struct Superblock {
     pub chunk_size: u32,
     /// Incompatible feature bits; this version knows none, so any set bit refuses the mount.
     pub incompat: u32,
+    /// Random identity of the file system, chosen by mkfs (bytes 24..40 of the record).
     pub uuid: [u8; 16],
+    /// Volume label, UTF-8, at most [`LABEL_MAX`] bytes.
     pub label: String,
     /// Next inode number to hand out (never reused).
     pub next_ino: u64,
@@ -215,18 +218,27 @@ pub(crate) fn ftype_from(code: u8) -> VfsResult<FileType> {
 /// The attribute record of one inode (fixed size, [`INODE_LEN`] bytes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Inode {
+    /// Kind of node (byte 1 of the record; codes 1..7, regular to socket).
     pub ftype: FileType,
     /// Permission bits including set-id and sticky (`0o7777`).
     pub perm: u32,
+    /// Owner user id.
     pub uid: u32,
+    /// Owner group id.
     pub gid: u32,
+    /// Directory entries naming the inode; 0 with the inode still open makes it an orphan.
     pub nlink: u32,
+    /// Size in bytes (`st_size`; a symlink: its target's length).
     pub size: u64,
     /// Bytes of stored chunk data, each chunk rounded up to 512 (`st_blocks` * 512).
     pub alloc_bytes: u64,
+    /// Device number of a character or block device node, else 0.
     pub rdev: u64,
+    /// Last data access (seconds and nanoseconds since the Unix epoch).
     pub atime: Timestamp,
+    /// Last data modification.
     pub mtime: Timestamp,
+    /// Last change of data or attributes.
     pub ctime: Timestamp,
     /// Directories: the parent directory (`..`; the root is its own parent). Else 0.
     pub parent: u64,
@@ -306,8 +318,11 @@ impl Inode {
 /// Value of a name-index entry: where the entry sits in the listing and what it names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NameEntry {
+    /// The entry's readdir cookie: its key in the `cookies` bucket, so its place in the listing.
     pub cookie: u64,
+    /// Inode number the name refers to.
     pub ino: u64,
+    /// Kind of that inode, kept here so readdir need not read the inode.
     pub ftype: FileType,
 }
 
@@ -334,8 +349,11 @@ impl NameEntry {
 
 /// Value of a cookie entry: the listing's view of one directory entry.
 pub struct CookieEntry<'a> {
+    /// Inode number the entry refers to.
     pub ino: u64,
+    /// Kind of that inode (the `d_type` readdir reports).
     pub ftype: FileType,
+    /// The entry's name, UTF-8, 1 to [`NAME_MAX`] bytes.
     pub name: &'a str,
 }
 

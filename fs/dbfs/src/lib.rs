@@ -129,6 +129,7 @@
 //! set-group-ID as Linux does.
 #![cfg_attr(not(test), no_std)]
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 extern crate alloc;
 

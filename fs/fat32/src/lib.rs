@@ -2,7 +2,7 @@
 //!
 //! Layer: below the kernel VFS (and the host tool `mkimage`), above a [`vfs::BlockDevice`]
 //! (in the kernel: the block cache over virtio-blk). fatfs sees the device as a seekable byte
-//! stream through [`device`]'s cursor, which turns every request into at most three device calls
+//! stream through `device`'s cursor, which turns every request into at most three device calls
 //! with the aligned middle as one multi-sector request.
 //!
 //! Contract:
@@ -49,7 +49,7 @@
 //!   release build, where they wrap and the access fails or lands in the wrong cluster of an
 //!   already corrupt volume.
 //!
-//! Lock rules: one `spin::Mutex` per mount ([`Mount::state`]) guards the fatfs file system, the
+//! Lock rules: one `spin::Mutex` per mount (`Mount::state`) guards the fatfs file system, the
 //! table of open files and the path/inode table; every operation takes it once and does not
 //! call back into the file system while holding it (readdir collects entries and calls the
 //! sink after unlocking). Inside it, the device cursor's one-sector cache has its own lock
@@ -58,7 +58,7 @@
 //! Open files: fatfs walks a file's cluster chain from the start on every seek to another
 //! cluster. To keep sequential I/O linear, each file node keeps its fatfs `File` (and so its
 //! current cluster) open between calls, in a per-mount table (at most 64; `release` closes
-//! it). That table needs `File<'static>`, which lives in [`volume`], the only module with
+//! it). That table needs `File<'static>`, which lives in `volume`, the only module with
 //! `unsafe` (see its docs for why it is sound).
 //!
 //! Data path: fatfs moves file data one cluster per call. Reads, and writes that stay inside
@@ -68,6 +68,7 @@
 //! file go through fatfs, which allocates the clusters.
 #![cfg_attr(not(test), no_std)]
 #![deny(unsafe_code)]
+#![warn(missing_docs)]
 
 extern crate alloc;
 

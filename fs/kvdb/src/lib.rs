@@ -59,6 +59,7 @@
 //! - A transaction's own state is a `RefCell` (transactions are used from one thread).
 #![cfg_attr(not(any(test, feature = "std")), no_std)]
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 extern crate alloc;
 

@@ -114,12 +114,19 @@ pub fn checksum(bytes: &[u8]) -> u64 {
 /// one survives a torn write; open takes the valid meta with the highest txid.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Meta {
+    /// Bytes per page of this store, a power of two in [`MIN_PAGE_SIZE`]..=[`MAX_PAGE_SIZE`].
     pub page_size: u32,
+    /// Id of the transaction this meta commits; the valid meta with the highest txid is current.
     pub txid: u64,
+    /// Root page of the root bucket's B+tree (0: the store is empty).
     pub root: PageId,
+    /// The root bucket's sequence counter (the one `Bucket::next_sequence` increments).
     pub root_seq: u64,
+    /// First page of the freelist extent, which lists the pages free for reuse (0: none).
     pub freelist: PageId,
+    /// Length of the freelist extent, in pages.
     pub freelist_pages: u64,
+    /// Pages allocated so far (the high-water mark): every page id in use is below it.
     pub page_count: u64,
 }
 
@@ -256,8 +263,11 @@ fn range_in(buf: &[u8], off: u32, len: u32) -> Result<Range<usize>> {
 /// A decoded leaf slot: where its key and value bytes are in the page.
 #[derive(Clone, Debug)]
 pub struct LeafSlot {
+    /// Where the value is: [`FLAG_INLINE`], [`FLAG_BUCKET`] or [`FLAG_OVERFLOW`].
     pub flags: u32,
+    /// Byte range of the key in the page.
     pub key: Range<usize>,
+    /// Byte range of the value (or of its [`REF_SIZE`]-byte reference) in the page.
     pub value: Range<usize>,
 }
 

@@ -14,8 +14,11 @@
 mod imp {
     use std::sync::{PoisonError, TryLockError};
 
+    /// Holds a [`Mutex`] locked; unlocks when dropped.
     pub type MutexGuard<'a, T> = std::sync::MutexGuard<'a, T>;
+    /// Holds an [`RwLock`] shared (one of possibly many readers); released when dropped.
     pub type RwLockReadGuard<'a, T> = std::sync::RwLockReadGuard<'a, T>;
+    /// Holds an [`RwLock`] exclusively; released when dropped.
     pub type RwLockWriteGuard<'a, T> = std::sync::RwLockWriteGuard<'a, T>;
 
     /// A mutual-exclusion lock (blocking, never poisoned).
@@ -23,18 +26,22 @@ mod imp {
     pub struct Mutex<T: ?Sized>(std::sync::Mutex<T>);
 
     impl<T> Mutex<T> {
+        /// An unlocked mutex guarding `value`.
         pub const fn new(value: T) -> Self {
             Mutex(std::sync::Mutex::new(value))
         }
+        /// The guarded value, consuming the mutex.
         pub fn into_inner(self) -> T {
             self.0.into_inner().unwrap_or_else(PoisonError::into_inner)
         }
     }
 
     impl<T: ?Sized> Mutex<T> {
+        /// Wait (sleeping) until the mutex is free, then hold it.
         pub fn lock(&self) -> MutexGuard<'_, T> {
             self.0.lock().unwrap_or_else(PoisonError::into_inner)
         }
+        /// Hold the mutex if it is free now; `None` if another thread holds it.
         pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
             match self.0.try_lock() {
                 Ok(g) => Some(g),
@@ -42,6 +49,7 @@ mod imp {
                 Err(TryLockError::WouldBlock) => None,
             }
         }
+        /// The guarded value through an exclusive borrow: no locking needed.
         pub fn get_mut(&mut self) -> &mut T {
             self.0.get_mut().unwrap_or_else(PoisonError::into_inner)
         }
@@ -52,15 +60,18 @@ mod imp {
     pub struct RwLock<T: ?Sized>(std::sync::RwLock<T>);
 
     impl<T> RwLock<T> {
+        /// An unlocked readers-writer lock guarding `value`.
         pub const fn new(value: T) -> Self {
             RwLock(std::sync::RwLock::new(value))
         }
     }
 
     impl<T: ?Sized> RwLock<T> {
+        /// Wait until no writer holds the lock, then hold it shared.
         pub fn read(&self) -> RwLockReadGuard<'_, T> {
             self.0.read().unwrap_or_else(PoisonError::into_inner)
         }
+        /// Wait until nobody holds the lock, then hold it exclusively.
         pub fn write(&self) -> RwLockWriteGuard<'_, T> {
             self.0.write().unwrap_or_else(PoisonError::into_inner)
         }

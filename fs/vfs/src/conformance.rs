@@ -785,7 +785,9 @@ fn open_unlinked(_fs: &dyn FileSystem, root: &NodeRef, caps: &Capabilities) -> C
 /// What [`walk_bounded`] met: every entry as `(parent, name, type)`, for a later write phase.
 #[derive(Default)]
 pub struct Walked {
+    /// Nodes visited (the walk stops at its node budget).
     pub nodes: usize,
+    /// Every directory entry seen: its directory, its name, and the type the entry claims.
     pub entries: Vec<(NodeRef, String, FileType)>,
 }
 

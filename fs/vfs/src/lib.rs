@@ -18,6 +18,7 @@
 //!   host tools' image files and [`RamDisk`].
 #![cfg_attr(not(any(test, feature = "std")), no_std)]
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 extern crate alloc;
 

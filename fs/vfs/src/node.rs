@@ -13,12 +13,19 @@ pub type NodeRef = Arc<dyn Node>;
 /// The type of a node, as `stat` and `getdents64` report it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FileType {
+    /// A regular file: bytes at offsets.
     Regular,
+    /// A directory: names of other nodes.
     Directory,
+    /// A symbolic link: a path string resolved by the path walk.
     Symlink,
+    /// A character device (`/dev/console`, `/dev/null`): no offsets, no size.
     CharDevice,
+    /// A block device (`/dev/vdX`): sectors addressed by byte offset.
     BlockDevice,
+    /// A named pipe (`mkfifo`).
     Fifo,
+    /// A Unix-domain socket's name in the tree (`mknod` with `S_IFSOCK`).
     Socket,
 }
 
@@ -70,12 +77,15 @@ impl FileType {
 /// A point in time: seconds and nanoseconds since the Unix epoch.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Timestamp {
+    /// Whole seconds since 1970-01-01 00:00:00 UTC (negative: before it).
     pub sec: i64,
+    /// Nanoseconds past `sec`, always below 1_000_000_000.
     pub nsec: u32,
 }
 
 /// Where a file system gets "now" from (the kernel's clock, the host's, or a test's).
 pub trait Clock: Send + Sync {
+    /// The current wall-clock time.
     fn now(&self) -> Timestamp;
 }
 
@@ -90,12 +100,17 @@ impl Clock for ZeroClock {
 /// What `stat` reports about a node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Metadata {
+    /// Inode number, unique within the file system for the node's lifetime (`st_ino`).
     pub ino: u64,
+    /// What kind of node this is (the type bits of `st_mode`).
     pub ftype: FileType,
     /// Permission bits including setuid, setgid and sticky (`0o7777`); no type bits.
     pub perm: u32,
+    /// Number of hard links: directory entries naming the node (`st_nlink`).
     pub nlink: u32,
+    /// Owner user id (`st_uid`).
     pub uid: u32,
+    /// Owner group id (`st_gid`).
     pub gid: u32,
     /// Size in bytes (for a symlink, the target's length).
     pub size: u64,
@@ -105,8 +120,11 @@ pub struct Metadata {
     pub blksize: u32,
     /// Device number, for device nodes.
     pub rdev: u64,
+    /// Last data access (`st_atim`).
     pub atime: Timestamp,
+    /// Last data modification (`st_mtim`).
     pub mtime: Timestamp,
+    /// Last change of data or attributes (`st_ctim`).
     pub ctime: Timestamp,
 }
 
@@ -122,6 +140,7 @@ impl Metadata {
 pub enum TimeSet {
     /// The file system's clock at the time of the call.
     Now,
+    /// This exact time (`utimensat` with an explicit timespec).
     At(Timestamp),
 }
 
@@ -129,21 +148,30 @@ pub enum TimeSet {
 /// given fields in one step (one transaction where it has them) and updates ctime.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SetAttr {
+    /// New permission bits (`0o7777` mask), from `chmod`.
     pub perm: Option<u32>,
+    /// New owner user id, from `chown`.
     pub uid: Option<u32>,
+    /// New owner group id, from `chown`.
     pub gid: Option<u32>,
+    /// New size in bytes (`truncate`): shrinking drops data, growing reads back zeros.
     pub size: Option<u64>,
+    /// New access time (`utimensat`).
     pub atime: Option<TimeSet>,
+    /// New modification time (`utimensat`).
     pub mtime: Option<TimeSet>,
 }
 
 /// The identity and initial attributes of a node being created.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NewNode {
+    /// The kind of node to create.
     pub ftype: FileType,
     /// Permission bits after the caller applied its umask.
     pub perm: u32,
+    /// Owner user id of the new node.
     pub uid: u32,
+    /// Owner group id of the new node.
     pub gid: u32,
     /// Device number for character and block devices, else 0.
     pub rdev: u64,
@@ -165,8 +193,11 @@ impl NewNode {
 /// One directory entry handed to a `readdir` sink.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DirEntry<'a> {
+    /// Inode number of the entry's node (`d_ino`).
     pub ino: u64,
+    /// Kind of the entry's node (`d_type`).
     pub ftype: FileType,
+    /// The entry's name: one component, no `/`.
     pub name: &'a str,
     /// The cookie that resumes a listing right after this entry.
     pub next_cookie: u64,
@@ -186,12 +217,19 @@ pub struct RenameFlags {
 pub struct FsStats {
     /// Magic number identifying the file-system type (`f_type`).
     pub fs_type: u64,
+    /// Size in bytes of the unit the block counts below are in (`f_bsize`).
     pub block_size: u64,
+    /// Total data blocks of the file system (`f_blocks`).
     pub blocks: u64,
+    /// Free blocks (`f_bfree`).
     pub blocks_free: u64,
+    /// Free blocks an unprivileged user may use (`f_bavail`).
     pub blocks_available: u64,
+    /// Total inodes the file system can hold (`f_files`).
     pub files: u64,
+    /// Inodes still available (`f_ffree`).
     pub files_free: u64,
+    /// Longest file name in bytes (`f_namelen`).
     pub name_max: u64,
 }
 
@@ -229,12 +267,15 @@ pub trait Node: Send + Sync {
     /// a node of another file system is refused with `CrossDevice`.
     fn as_any(&self) -> &dyn Any;
 
+    /// The node's attributes, as `stat` reports them.
     fn getattr(&self) -> VfsResult<Metadata>;
     /// The node's type. Path walks ask this for every component, so a file system that knows
     /// the type without reading attributes should override it.
     fn ftype(&self) -> VfsResult<FileType> {
         Ok(self.getattr()?.ftype)
     }
+    /// Change the attributes given in `attr` (`chmod`, `chown`, `truncate`, `utimensat`);
+    /// answers the attributes after the change.
     fn setattr(&self, _attr: &SetAttr) -> VfsResult<Metadata> {
         Err(VfsError::NotPermitted)
     }
@@ -244,6 +285,7 @@ pub trait Node: Send + Sync {
     fn open(&self) -> VfsResult<()> {
         Ok(())
     }
+    /// The last file description referring to the node was closed.
     fn release(&self) -> VfsResult<()> {
         Ok(())
     }
@@ -286,6 +328,7 @@ pub trait Node: Send + Sync {
     }
 
     // ---- directories ----
+    /// The node named `name` in this directory (`NotFound` if none).
     fn lookup(&self, _name: &str) -> VfsResult<NodeRef> {
         Err(VfsError::NotADirectory)
     }
@@ -327,20 +370,25 @@ pub trait Node: Send + Sync {
     }
 
     // ---- symlinks ----
+    /// A symbolic link's target, as stored (`InvalidInput` for any other node).
     fn readlink(&self) -> VfsResult<String> {
         Err(VfsError::InvalidInput)
     }
 
     // ---- extended attributes ----
+    /// The value of extended attribute `name` (`NoData` if the node has none of that name).
     fn getxattr(&self, _name: &str) -> VfsResult<Vec<u8>> {
         Err(VfsError::Unsupported)
     }
+    /// Set extended attribute `name` to `value`, as `mode` allows.
     fn setxattr(&self, _name: &str, _value: &[u8], _mode: XattrMode) -> VfsResult<()> {
         Err(VfsError::Unsupported)
     }
+    /// The names of the node's extended attributes.
     fn listxattr(&self) -> VfsResult<Vec<String>> {
         Err(VfsError::Unsupported)
     }
+    /// Remove extended attribute `name` (`NoData` if absent).
     fn removexattr(&self, _name: &str) -> VfsResult<()> {
         Err(VfsError::Unsupported)
     }
