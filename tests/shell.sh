@@ -15,7 +15,7 @@ cleanup() { tmux kill-session -t "$session" 2>/dev/null || true; }
 trap cleanup EXIT
 
 tmux new-session -d -s "$session" -x 160 -y 50 \
-	"timeout -k 5 300 $QEMU -append '$KPARAMS'; echo \$? > '$status_file'; sleep 30"
+	"timeout --foreground -k 5 300 $QEMU -append '$KPARAMS'; echo \$? > '$status_file'; sleep 30"
 
 screen() { tmux capture-pane -t "$session" -p -S -200; }
 # wait_for TEXT SECS: until TEXT is on the screen.
@@ -31,7 +31,7 @@ wait_for() {
 }
 type_line() { tmux send-keys -t "$session" -l -- "$1"; tmux send-keys -t "$session" Enter; }
 
-wait_for "/ # " 120
+wait_for "/ #" 120
 type_line 'echo sum=$((40+2))'
 wait_for "sum=42" 20
 type_line 'seq 1 500 | sort -rn | head -2 > /dbfs/shell-test.txt; cat /dbfs/shell-test.txt | tr "\n" " "; echo END'

@@ -354,14 +354,25 @@ pub const SYS_PRLIMIT64: usize = 261;
 pub const SYS_GETRANDOM: usize = 278;
 /// `rseq`: register restartable sequences for the thread.
 pub const SYS_RSEQ: usize = 293;
+/// `faccessat2`: faccessat with flags (AT_EACCESS: check with the effective ids).
 pub const SYS_FACCESSAT2: usize = 439;
+/// `socket`: a new socket descriptor (only AF_UNIX here).
 pub const SYS_SOCKET: usize = 198;
+/// `bind`: give a socket a name (for AF_UNIX: create its node in the file system).
 pub const SYS_BIND: usize = 200;
+/// `listen`: mark a socket as accepting connections.
 pub const SYS_LISTEN: usize = 201;
+/// `accept`: take a connection waiting on a listening socket.
 pub const SYS_ACCEPT: usize = 202;
+/// `connect`: connect a socket to a named peer.
 pub const SYS_CONNECT: usize = 203;
+/// `sendto`: send a message on a socket.
 pub const SYS_SENDTO: usize = 206;
+/// `recvfrom`: receive a message from a socket.
 pub const SYS_RECVFROM: usize = 207;
+/// `sendmsg`: send a message with ancillary data.
 pub const SYS_SENDMSG: usize = 211;
+/// `recvmsg`: receive a message with ancillary data.
 pub const SYS_RECVMSG: usize = 212;
+/// `accept4`: accept with SOCK_CLOEXEC / SOCK_NONBLOCK flags.
 pub const SYS_ACCEPT4: usize = 242;
