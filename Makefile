@@ -12,6 +12,9 @@
 #   make crash-test              the crash test with CRASH_POINTS kills (default 200), ~3 s each,
 #                                then CRASH_POINTS SIGKILLs of dbfs-fuse mid-write (tools/dbfs-fuse/tests/crash.rs;
 #                                40 of them run in `make test`)
+#   make test-exhaust            (in `make test`) memory hog, fork bomb, descriptor hog, pipe
+#                                without reader, huge argv, long paths: none may crash the kernel
+#   make test-shell              (in `make test`) busybox sh typed at in tmux: pipes, ^C, exit
 #   make test-cross              (in `make test`) guest and host agree on dbfs: a tree written by
 #                                the host is verified in the guest and the reverse, and one script
 #                                run in both gives identical listings (tests/crosscheck.sh, SEED=N)
@@ -150,7 +153,7 @@ comma := ,
 QEMU_FILL = $(subst file=$(BUILD)/fat.img$(comma),file=$(BUILD)/fill-fat.img$(comma),$(call QEMU_DBFS,$(BUILD)/fill-dbfs.img))
 
 .PHONY: help deps build kernel user mkimage images bench-disks run test test-host test-guest test-persist test-crash crash-test test-cross test-fill bench \
-	pjdfstest-guest test-pjdfstest-guest test-shell \
+	pjdfstest-guest test-pjdfstest-guest test-shell test-exhaust \
 	bench-kv fuse bench-fuse gdb fmt clippy doc clean fuzz \
 	deps-thirdparty thirdparty busybox pjdfstest thirdparty-check fio sqlite
 
@@ -239,7 +242,7 @@ run: images
 
 ## Tests: host crates, then the in-guest runner (QEMU exit status = failures), then data
 ## written in one boot checked in the next (same disks: nothing is reformatted).
-test: test-host test-guest test-persist test-crash test-cross test-fill test-pjdfstest-guest test-shell
+test: test-host test-guest test-persist test-crash test-cross test-fill test-pjdfstest-guest test-shell test-exhaust
 
 test-host: deps
 	$(CARGO) test --release --workspace --exclude kernel --exclude user-tests
@@ -386,3 +389,15 @@ test-pjdfstest-guest: images
 test-shell: images
 	@command -v tmux >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q tmux </dev/null
 	QEMU='$(QEMU_BASE)' KPARAMS='$(SHELL_PARAMS)' BUILD=$(BUILD) tests/shell.sh
+
+## A user program cannot crash the kernel (user-tests/src/bin/exhaust.rs): a memory hog (an
+## out-of-memory SIGKILL), a fork bomb (EAGAIN/ENOMEM), a descriptor hog (EMFILE), a pipe
+## without reader (SIGPIPE/EPIPE), huge argv (E2BIG), long paths; a file fsync'd on /dbfs
+## before them must read back intact after each, and the image must pass fsck afterwards.
+test-exhaust: images
+	$(CARGO) build --release -p dbfs-fuse
+	timeout --foreground -k 10 600 $(QEMU_BASE) -append "init=/bin/exhaust log=$(LOG) -- /dbfs" \
+		| tee $(BUILD)/test-exhaust.log
+	@grep -Eq '^[0-9]+ passed, 0 failed' $(BUILD)/test-exhaust.log || \
+		{ echo "exhaustion test: a case failed"; exit 1; }
+	$(CARGO_TARGET_DIR)/release/dbfs-fuse fsck $(BUILD)/dbfs.img

@@ -90,6 +90,16 @@ pub struct AddrSpace {
     brk: usize,
 }
 
+/// A zeroed frame for user memory. When the pool is empty, the disk windows give back their
+/// clean pages first (they equal the disk and are read again on the next touch), so a
+/// process is killed for memory only when nothing can be reclaimed.
+fn alloc_frame() -> Option<Frame> {
+    frame::alloc().or_else(|| {
+        super::window::drop_all();
+        frame::alloc()
+    })
+}
+
 /// How a fault or a kernel access wants to use a page.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Access {
@@ -171,7 +181,7 @@ impl AddrSpace {
     /// Map a fresh zeroed frame at the page of `va` (inside an area). Returns its frame.
     fn populate(&mut self, va: usize, perm: Perm) -> Result<usize, Errno> {
         let page = page_floor(va);
-        let f = frame::alloc().ok_or(Errno::ENOMEM)?;
+        let f = alloc_frame().ok_or(Errno::ENOMEM)?;
         let pa = f.pa();
         if !self.pt.map(page, pa, perm.pte()) {
             return Err(Errno::ENOMEM);
@@ -583,7 +593,7 @@ impl AddrSpace {
         child.brk_start = self.brk_start;
         child.brk = self.brk;
         for (&va, f) in &self.frames {
-            let mut nf = frame::alloc().ok_or(Errno::ENOMEM)?;
+            let mut nf = alloc_frame().ok_or(Errno::ENOMEM)?;
             nf.bytes_mut().copy_from_slice(f.bytes());
             let perm = child.area_of(va).map_or(Perm::R, |a| a.perm);
             if !child.pt.map(va, nf.pa(), perm.pte()) {

@@ -111,9 +111,19 @@ static IDLE_CTX: Mutex<TaskContext> = Mutex::new(TaskContext::zero());
 /// the process alive for exactly that time; null while the scheduler itself runs.
 static CURRENT: AtomicPtr<Process> = AtomicPtr::new(core::ptr::null_mut());
 
-fn new_kstack() -> Box<[u8]> {
-    vec![0u8; KERNEL_STACK_SIZE].into_boxed_slice()
+/// A kernel stack, or ENOMEM when the heap cannot give one (a fork bomb must not abort the
+/// kernel: the allocation is fallible).
+fn new_kstack() -> Result<Box<[u8]>, Errno> {
+    let mut v: Vec<u8> = Vec::new();
+    v.try_reserve_exact(KERNEL_STACK_SIZE)
+        .map_err(|_| Errno::ENOMEM)?;
+    v.resize(KERNEL_STACK_SIZE, 0);
+    Ok(v.into_boxed_slice())
 }
+
+/// Most processes that may exist at once (RLIMIT_NPROC, as prlimit64 reports it): fork
+/// beyond it is EAGAIN, as Linux answers.
+pub const MAX_PROCS: usize = 4096;
 
 fn kstack_top(k: &[u8]) -> usize {
     (k.as_ptr() as usize + k.len()) & !0xf
@@ -223,7 +233,7 @@ fn load_program(
 pub fn spawn_init(path: &str, argv: Vec<String>) -> Result<(), Errno> {
     let env: Vec<String> = INIT_ENV.iter().map(|s| String::from(*s)).collect();
     let (space, entry, sp) = load_program("/", path, argv, &env, &cred::Cred::default())?;
-    let kstack = new_kstack();
+    let kstack = new_kstack()?;
     let tf = Box::new(TrapFrame::new_user(entry, sp, kstack_top(&kstack)));
     let files = FdTable::with_console()?;
     make_process(ProcInner {
@@ -426,11 +436,15 @@ pub fn current_process() -> Arc<Process> {
 
 /// fork: a copy of the current process; returns the child's pid.
 pub fn fork(tf: &TrapFrame) -> Result<usize, Errno> {
+    if SCHED.lock().all.len() >= MAX_PROCS {
+        return Err(Errno::EAGAIN);
+    }
     let parent = current();
     let child_inner = {
         let p = parent.inner.lock();
+        // The stack first: it is the large heap allocation, and fails before frames are copied.
+        let kstack = new_kstack()?;
         let space = p.space.fork()?;
-        let kstack = new_kstack();
         let mut ctf = Box::new(tf.clone());
         ctf.regs[10] = 0;
         ctf.kernel_sp = kstack_top(&kstack);

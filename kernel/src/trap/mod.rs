@@ -351,8 +351,17 @@ extern "C" fn user_trap_handler(tf: &mut TrapFrame) -> ! {
                     LOAD_PAGE_FAULT => Access::Read,
                     _ => Access::Write,
                 };
-                let ok = crate::task::with_current(|p| p.space.handle_fault(stval, access).is_ok());
-                if !ok {
+                let r = crate::task::with_current(|p| p.space.handle_fault(stval, access));
+                if r == Err(abi::Errno::ENOMEM) {
+                    // No frame left: an out-of-memory kill (SIGKILL, wait4 shows it), never a
+                    // segmentation fault and never a kernel panic.
+                    crate::println!(
+                        "[kernel] out of memory: killed pid {} (page fault at {:#x})",
+                        crate::task::current_pid(),
+                        stval
+                    );
+                    signal::force_current(signal::SIGKILL);
+                } else if r.is_err() {
                     fault(
                         SIGSEGV,
                         format_args!(

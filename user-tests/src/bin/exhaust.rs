@@ -1,0 +1,269 @@
+//! `exhaust DIR`: a user program must not be able to take the kernel down by asking for too
+//! much (issue 18). Each case runs in a child where it could kill the caller, and after each
+//! the kernel must still answer and a file fsync'd on DIR before the cases began must read
+//! back intact:
+//! - memory hog: a child maps and touches anonymous memory in 64 MiB pieces until the kernel
+//!   stops it: it must die of SIGKILL (an out-of-memory kill), not SIGSEGV, and the kernel must
+//!   not panic;
+//! - fork bomb: fork without reaping until fork fails: EAGAIN or ENOMEM, then every child is
+//!   reaped;
+//! - descriptor hog: open /dev/null until EMFILE (at most 1024 descriptors), then close them;
+//! - pipe without reader: write to a pipe whose read end is closed: EPIPE with SIGPIPE
+//!   ignored, death by SIGPIPE otherwise;
+//! - huge argv: execve with 300 KiB of arguments: E2BIG;
+//! - long paths: a path of PATH_MAX bytes is ENAMETOOLONG, a name of 256 bytes too.
+//!
+//! Prints `N passed, N failed`; the exit status is the number of failures.
+#![no_std]
+#![no_main]
+
+use user_tests::prelude::*;
+use user_tests::raw::{syscall2, syscall4, syscall6};
+
+const SIGKILL: i32 = 9;
+const SIGPIPE: i32 = 13;
+const PIECE: usize = 64 << 20;
+
+fn ret(r: isize) -> Result<usize, Errno> {
+    if (-4095..0).contains(&r) {
+        Err(Errno((-r) as i32))
+    } else {
+        Ok(r as usize)
+    }
+}
+
+/// The file every case must leave intact.
+fn witness(dir: &str) -> String {
+    user_tests::path_join(dir, "exhaust-witness")
+}
+
+fn witness_bytes() -> Vec<u8> {
+    (0..100_000u32).map(|i| (i * 7 + 3) as u8).collect()
+}
+
+fn check_witness(dir: &str) -> Result<(), String> {
+    let fd = sys::open(&witness(dir), O_RDONLY, 0).map_err(|e| format!("open witness: {e:?}"))?;
+    let mut buf = vec![0u8; 200_000];
+    let n = sys::read_full(fd, &mut buf).map_err(|e| format!("read witness: {e:?}"))?;
+    let _ = sys::close(fd);
+    if buf[..n] != witness_bytes()[..] {
+        return Err(format!("witness file changed ({n} bytes)"));
+    }
+    Ok(())
+}
+
+/// Run `f` in a child; its wait status.
+fn in_child(f: impl FnOnce() -> i32) -> Result<sys::WaitStatus, String> {
+    match sys::fork() {
+        Ok(0) => sys::exit(f()),
+        Ok(pid) => sys::waitpid(pid)
+            .map(|(_, st)| st)
+            .map_err(|e| format!("waitpid: {e:?}")),
+        Err(e) => Err(format!("fork: {e:?}")),
+    }
+}
+
+fn memory_hog() -> Result<(), String> {
+    let st = in_child(|| {
+        loop {
+            // SAFETY: an anonymous private mapping: no pointer argument.
+            let r = unsafe {
+                syscall6(
+                    abi::syscall::SYS_MMAP,
+                    0,
+                    PIECE,
+                    (PROT_READ | PROT_WRITE) as usize,
+                    (MAP_PRIVATE | MAP_ANONYMOUS) as usize,
+                    usize::MAX,
+                    0,
+                )
+            };
+            let Ok(addr) = ret(r) else {
+                return 2; // mmap said no before touching ran out: also acceptable below
+            };
+            for off in (0..PIECE).step_by(4096) {
+                // SAFETY: the page lies inside the mapping just made, readable and writable.
+                unsafe { core::ptr::write_volatile((addr + off) as *mut u8, 1) };
+            }
+        }
+    })?;
+    match st.signal() {
+        Some(SIGKILL) => Ok(()),
+        Some(s) => Err(format!(
+            "memory hog died of signal {s}, expected SIGKILL (9)"
+        )),
+        None if st.exit_code() == 2 => Ok(()),
+        None => Err(format!("memory hog exited with {}", st.exit_code())),
+    }
+}
+
+fn fork_bomb() -> Result<(), String> {
+    let mut children = 0usize;
+    let err = loop {
+        match sys::fork() {
+            Ok(0) => sys::exit(0),
+            Ok(_) => children += 1,
+            Err(e) => break e,
+        }
+        if children > 100_000 {
+            break Errno::EIO;
+        }
+    };
+    let mut reaped = 0;
+    while sys::waitpid(-1).is_ok() {
+        reaped += 1;
+    }
+    if err != Errno::EAGAIN && err != Errno::ENOMEM {
+        return Err(format!(
+            "fork failed with {err:?} after {children} children"
+        ));
+    }
+    if reaped != children || children == 0 {
+        return Err(format!("{children} children forked, {reaped} reaped"));
+    }
+    println!("  fork bomb: {children} children, then {err:?}");
+    Ok(())
+}
+
+fn fd_hog() -> Result<(), String> {
+    let mut fds = Vec::new();
+    let err = loop {
+        match sys::open("/dev/null", O_RDONLY, 0) {
+            Ok(fd) => fds.push(fd),
+            Err(e) => break e,
+        }
+        if fds.len() > 100_000 {
+            break Errno::EIO;
+        }
+    };
+    let n = fds.len();
+    for fd in fds {
+        let _ = sys::close(fd);
+    }
+    if err != Errno::EMFILE || n + 3 > 1024 {
+        return Err(format!(
+            "after {n} descriptors: {err:?}, expected EMFILE at 1024"
+        ));
+    }
+    Ok(())
+}
+
+fn pipe_fds() -> Result<(i32, i32), String> {
+    let mut fds = [0i32; 2];
+    // SAFETY: `fds` is writable for two ints.
+    ret(unsafe { syscall2(abi::syscall::SYS_PIPE2, fds.as_mut_ptr() as usize, 0) })
+        .map_err(|e| format!("pipe2: {e:?}"))?;
+    Ok((fds[0], fds[1]))
+}
+
+fn pipe_without_reader() -> Result<(), String> {
+    // SIGPIPE at its default action kills the writer.
+    let st = in_child(|| {
+        let Ok((r, w)) = pipe_fds() else { return 3 };
+        let _ = sys::close(r);
+        let _ = sys::write(w, b"x");
+        4
+    })?;
+    if st.signal() != Some(SIGPIPE) {
+        return Err(format!(
+            "writer without reader: status {:#x}, expected SIGPIPE",
+            st.0
+        ));
+    }
+    // Ignored, the write fails with EPIPE.
+    let st = in_child(|| {
+        let act = [1u64, 0, 0]; // SIG_IGN, no flags, empty mask
+                                // SAFETY: `act` is a readable 24-byte struct sigaction; no old action is asked for.
+        unsafe {
+            syscall4(
+                abi::syscall::SYS_RT_SIGACTION,
+                13,
+                act.as_ptr() as usize,
+                0,
+                8,
+            )
+        };
+        let Ok((r, w)) = pipe_fds() else { return 3 };
+        let _ = sys::close(r);
+        match sys::write(w, b"x") {
+            Err(Errno::EPIPE) => 0,
+            _ => 5,
+        }
+    })?;
+    if !st.exited() || st.exit_code() != 0 {
+        return Err(format!(
+            "ignored SIGPIPE: status {:#x}, expected exit 0 (EPIPE)",
+            st.0
+        ));
+    }
+    Ok(())
+}
+
+fn huge_argv() -> Result<(), String> {
+    let arg = "a".repeat(100_000);
+    let argv = ["/bin/exhaust", arg.as_str(), arg.as_str(), arg.as_str()];
+    match sys::execve("/bin/exhaust", &argv) {
+        Errno::E2BIG => Ok(()),
+        e => Err(format!(
+            "execve with 300 KiB of arguments: {e:?}, expected E2BIG"
+        )),
+    }
+}
+
+fn long_paths(dir: &str) -> Result<(), String> {
+    let long = format!("{}/{}", dir, "d/".repeat(2100));
+    match sys::stat(&long) {
+        Err(Errno::ENAMETOOLONG) => {}
+        r => return Err(format!("stat of a {}-byte path: {r:?}", long.len())),
+    }
+    let name = format!("{}/{}", dir, "n".repeat(256));
+    match sys::open(&name, O_CREAT | O_WRONLY, 0o644) {
+        Err(Errno::ENAMETOOLONG) => Ok(()),
+        r => Err(format!("create with a 256-byte name: {r:?}")),
+    }
+}
+
+fn main(argv: &[&str]) -> i32 {
+    let Some(&dir) = argv.get(1) else {
+        eprintln!("usage: exhaust DIR");
+        return 2;
+    };
+    let w = witness(dir);
+    let setup = (|| -> SysResult<()> {
+        let fd = sys::open(&w, O_CREAT | O_TRUNC | O_WRONLY, 0o644)?;
+        sys::write_all(fd, &witness_bytes())?;
+        sys::fsync(fd)?;
+        sys::close(fd)
+    })();
+    if let Err(e) = setup {
+        eprintln!("exhaust: cannot write {w}: {e:?}");
+        return 2;
+    }
+    let cases: [(&str, &dyn Fn() -> Result<(), String>); 6] = [
+        ("memory_hog", &memory_hog),
+        ("fork_bomb", &fork_bomb),
+        ("fd_hog", &fd_hog),
+        ("pipe_without_reader", &pipe_without_reader),
+        ("huge_argv", &huge_argv),
+        ("long_paths", &|| long_paths(dir)),
+    ];
+    let (mut passed, mut failed) = (0, 0);
+    for (name, case) in cases {
+        let r = case().and_then(|()| check_witness(dir));
+        match r {
+            Ok(()) => {
+                println!("test {name:<24} ok");
+                passed += 1;
+            }
+            Err(e) => {
+                println!("test {name:<24} FAILED: {e}");
+                failed += 1;
+            }
+        }
+    }
+    let _ = sys::unlink(&w);
+    println!("{passed} passed, {failed} failed");
+    failed
+}
+
+user_tests::entry!(main);
