@@ -352,13 +352,13 @@ const FIONREAD: u32 = 0x541b;
 const TIOCNOTTY: u32 = 0x5422;
 const TIOCGSID: u32 = 0x5429;
 
+/// Reads user memory at an address into a buffer (the syscall layer's `copy_in`).
+pub type CopyIn = dyn Fn(usize, &mut [u8]) -> Result<(), Errno>;
+/// Writes a buffer to user memory at an address (the syscall layer's `copy_out`).
+pub type CopyOut = dyn Fn(usize, &[u8]) -> Result<(), Errno>;
+
 /// ioctl(2) on the terminal; user memory goes through `copy_in`/`copy_out`.
-pub fn ioctl(
-    cmd: u32,
-    arg: usize,
-    copy_in: &dyn Fn(usize, &mut [u8]) -> Result<(), Errno>,
-    copy_out: &dyn Fn(usize, &[u8]) -> Result<(), Errno>,
-) -> Result<usize, Errno> {
+pub fn ioctl(cmd: u32, arg: usize, copy_in: &CopyIn, copy_out: &CopyOut) -> Result<usize, Errno> {
     match cmd {
         TCGETS => {
             let b = TTY.lock().termios.to_bytes();
@@ -448,9 +448,4 @@ pub fn ioctl(
         _ => return Err(Errno::ENOTTY),
     }
     Ok(0)
-}
-
-/// The foreground process group (for a session leader that exits, and tests).
-pub fn foreground_group() -> usize {
-    TTY.lock().fg_pgrp
 }

@@ -8,7 +8,7 @@ static STATE: AtomicU64 = AtomicU64::new(0);
 
 fn next() -> u64 {
     let mut x = STATE.load(Ordering::Relaxed);
-    x ^= super::csr::time().wrapping_mul(0x9e37_79b9_7f4a_7c15) as u64;
+    x ^= super::csr::time().wrapping_mul(0x9e37_79b9_7f4a_7c15);
     if x == 0 {
         x = 0x853c_49e6_748f_ea9b;
     }

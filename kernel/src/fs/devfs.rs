@@ -203,7 +203,7 @@ impl Node for CharDev {
     }
     fn getattr(&self) -> VfsResult<Metadata> {
         let rdev = match self.kind {
-            Kind::Console if self.ino == 5 => (5 << 8),
+            Kind::Console if self.ino == 5 => 5 << 8,
             Kind::Console => (5 << 8) | 1,
             Kind::Null => (1 << 8) | 3,
             Kind::Zero => (1 << 8) | 5,

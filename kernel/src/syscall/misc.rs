@@ -252,7 +252,7 @@ pub fn sys_sched_getaffinity(pid: usize, size: usize, mask: usize) -> SysResult 
     if pid != 0 && !crate::task::exists(pid) {
         return Err(Errno::ESRCH);
     }
-    if size < 8 || size % 8 != 0 {
+    if size < 8 || !size.is_multiple_of(8) {
         return Err(Errno::EINVAL);
     }
     let mut b = alloc::vec![0u8; size.min(128)];

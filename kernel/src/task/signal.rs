@@ -27,19 +27,14 @@ use crate::mm::uaccess;
 use crate::trap::TrapFrame;
 
 pub const NSIG: usize = 64;
-pub const SIGHUP: usize = 1;
 pub const SIGINT: usize = 2;
 pub const SIGQUIT: usize = 3;
 pub const SIGILL: usize = 4;
 pub const SIGTRAP: usize = 5;
-pub const SIGABRT: usize = 6;
 pub const SIGBUS: usize = 7;
-pub const SIGFPE: usize = 8;
 pub const SIGKILL: usize = 9;
 pub const SIGSEGV: usize = 11;
 pub const SIGPIPE: usize = 13;
-pub const SIGALRM: usize = 14;
-pub const SIGTERM: usize = 15;
 pub const SIGCHLD: usize = 17;
 pub const SIGCONT: usize = 18;
 pub const SIGSTOP: usize = 19;
@@ -51,23 +46,9 @@ pub const SIGWINCH: usize = 28;
 
 pub const SIG_DFL: usize = 0;
 pub const SIG_IGN: usize = 1;
-pub const SA_SIGINFO: u64 = 4;
-pub const SA_ONSTACK: u64 = 0x0800_0000;
 pub const SA_RESTART: u64 = 0x1000_0000;
 pub const SA_NODEFER: u64 = 0x4000_0000;
 pub const SA_RESETHAND: u64 = 0x8000_0000;
-const SA_NOCLDSTOP: u64 = 1;
-const SA_NOCLDWAIT: u64 = 2;
-const SA_RESTORER: u64 = 0x0400_0000;
-/// Flags a handler may carry (others are EINVAL on Linux only for some; we accept these).
-pub const SA_KNOWN: u64 = SA_NOCLDSTOP
-    | SA_NOCLDWAIT
-    | SA_SIGINFO
-    | SA_ONSTACK
-    | SA_RESTART
-    | SA_NODEFER
-    | SA_RESETHAND
-    | SA_RESTORER;
 
 /// Kernel-internal: "interrupted, restart unless a handler without SA_RESTART runs".
 pub const ERESTARTSYS: Errno = Errno(512);

@@ -223,6 +223,9 @@ fn long_paths(dir: &str) -> Result<(), String> {
     }
 }
 
+/// One case: Ok, or what went wrong.
+type Case<'a> = dyn Fn() -> Result<(), String> + 'a;
+
 fn main(argv: &[&str]) -> i32 {
     let Some(&dir) = argv.get(1) else {
         eprintln!("usage: exhaust DIR");
@@ -239,7 +242,7 @@ fn main(argv: &[&str]) -> i32 {
         eprintln!("exhaust: cannot write {w}: {e:?}");
         return 2;
     }
-    let cases: [(&str, &dyn Fn() -> Result<(), String>); 6] = [
+    let cases: [(&str, &Case<'_>); 6] = [
         ("memory_hog", &memory_hog),
         ("fork_bomb", &fork_bomb),
         ("fd_hog", &fd_hog),
