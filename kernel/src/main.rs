@@ -39,6 +39,8 @@ mod drivers;
 mod fs;
 mod ipc;
 mod mm;
+mod mounts;
+mod params;
 mod syscall;
 mod task;
 mod trap;
@@ -148,304 +150,13 @@ fn clear_bss() {
     };
 }
 
-struct Params {
-    init: String,
-    log: log::LevelFilter,
-    bcache_mib: usize,
-    dbfs_fsck: bool,
-    /// Check the virtio scatter-gather path on vdc before mounting (`drivers::blk_selftest`).
-    blk_selftest: bool,
-    /// Check the kernel's `memcpy` and `memset` at boot (`arch::mem::selftest`).
-    mem_selftest: bool,
-    dbfs_dirsync: bool,
-    dbfs_direct_write: bool,
-    /// Chunk size (bytes) a blank dbfs disk is formatted with; `None`: dbfs's default.
-    dbfs_chunk: Option<u32>,
-    /// `DbFs::set_barrier_bound` in MiB; `None`: kvdb's default.
-    dbfs_barrier_mib: Option<u64>,
-    /// First step of dbfs's background flushes in bytes (`mm::window::FLUSH_BEHIND_DEFAULT`).
-    dbfs_flush_behind: usize,
-    init_args: Vec<String>,
-}
-
-/// Split the command line into words as `sh` does, so an init argument can hold spaces
-/// (`make run CMD=...` passes a whole shell command line): whitespace separates words;
-/// '...' quotes everything up to the next ' ; "..." quotes with \" and \\ escapes; a
-/// backslash outside quotes takes the next character as is.
-fn split_words(s: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let mut in_word = false;
-    let mut chars = s.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '\'' => {
-                in_word = true;
-                for q in chars.by_ref() {
-                    if q == '\'' {
-                        break;
-                    }
-                    cur.push(q);
-                }
-            }
-            '"' => {
-                in_word = true;
-                while let Some(q) = chars.next() {
-                    match q {
-                        '"' => break,
-                        '\\' => match chars.next() {
-                            Some(e @ ('"' | '\\' | '$' | '`')) => cur.push(e),
-                            Some(e) => {
-                                cur.push('\\');
-                                cur.push(e);
-                            }
-                            None => cur.push('\\'),
-                        },
-                        _ => cur.push(q),
-                    }
-                }
-            }
-            '\\' => {
-                in_word = true;
-                if let Some(e) = chars.next() {
-                    cur.push(e);
-                }
-            }
-            c if c.is_whitespace() => {
-                if in_word {
-                    out.push(core::mem::take(&mut cur));
-                    in_word = false;
-                }
-            }
-            c => {
-                in_word = true;
-                cur.push(c);
-            }
-        }
-    }
-    if in_word {
-        out.push(cur);
-    }
-    out
-}
-
-fn parse_params(cmdline: &str) -> Params {
-    let mut p = Params {
-        init: String::from("/bin/init"),
-        log: log::LevelFilter::Warn,
-        bcache_mib: 8,
-        dbfs_fsck: false,
-        blk_selftest: false,
-        mem_selftest: false,
-        dbfs_dirsync: false,
-        dbfs_direct_write: true,
-        dbfs_chunk: None,
-        dbfs_barrier_mib: None,
-        dbfs_flush_behind: mm::window::FLUSH_BEHIND_DEFAULT,
-        init_args: Vec::new(),
-    };
-    let all = split_words(cmdline);
-    let mut words = all.iter().map(String::as_str);
-    for w in words.by_ref() {
-        if w == "--" {
-            break;
-        }
-        match w.split_once('=') {
-            Some(("init", v)) => p.init = String::from(v),
-            Some(("log", v)) => p.log = v.parse().unwrap_or(log::LevelFilter::Warn),
-            Some(("bcache", v)) => p.bcache_mib = v.parse().unwrap_or(8),
-            Some(("dbfs_fsck", v)) => p.dbfs_fsck = v == "1",
-            Some(("blk_selftest", v)) => p.blk_selftest = v == "1",
-            Some(("mem_selftest", v)) => p.mem_selftest = v == "1",
-            Some(("dbfs_dirsync", v)) => p.dbfs_dirsync = v == "1",
-            Some(("dbfs_direct_write", v)) => p.dbfs_direct_write = v != "0",
-            Some(("dbfs_flush_behind_kib", v)) => match v.parse::<usize>() {
-                Ok(k) => p.dbfs_flush_behind = k.saturating_mul(1024),
-                Err(_) => println!(
-                    "[kernel] dbfs_flush_behind_kib={} ignored (a number of KiB, 0 = never)",
-                    v
-                ),
-            },
-            Some(("dbfs_barrier_mib", v)) => p.dbfs_barrier_mib = v.parse().ok().filter(|&m| m > 0),
-            Some(("dbfs_chunk_kib", v)) => match v.parse::<u32>() {
-                Ok(k) if k > 0 && k <= 1024 => p.dbfs_chunk = Some(k * 1024),
-                _ => println!("[kernel] dbfs_chunk_kib={} ignored (1..1024)", v),
-            },
-            _ => println!(
-                "[kernel] unknown parameter {:?} (init arguments go after --)",
-                w
-            ),
-        }
-    }
-    p.init_args = words.map(String::from).collect();
-    p
-}
-
-/// Mount a FAT32 file system on `disk` (through its own block cache) at `path`.
-fn mount_fat(disk: &Arc<drivers::virtio_blk::VirtioDisk>, path: &str, cache_bytes: usize) -> bool {
-    let cache = Arc::new(drivers::block_cache::BlockCache::new(
-        disk.clone(),
-        cache_bytes,
-    ));
-    drivers::block_cache::register(cache.clone());
-    match fat32::Fat32Fs::mount(cache, Arc::new(arch::time::KernelClock)) {
-        Ok(fs) => match fs::mount(path, fs) {
-            Ok(()) => {
-                log::info!("{}: FAT32 mounted at {}", disk.name, path);
-                true
-            }
-            Err(e) => {
-                println!("[kernel] mounting {} at {} failed: {}", disk.name, path, e);
-                false
-            }
-        },
-        Err(e) => {
-            println!(
-                "[kernel] {}: not a FAT32 file system ({}); not mounted at {}",
-                disk.name, e, path
-            );
-            false
-        }
-    }
-}
-
-/// True when the first `bytes` of `disk` are all zero (a disk never formatted).
-fn is_blank(disk: &Arc<drivers::virtio_blk::VirtioDisk>, bytes: usize) -> bool {
-    let mut buf = alloc::vec![0u8; bytes];
-    disk.read_sectors(0, &mut buf).is_ok() && buf.iter().all(|&b| b == 0)
-}
-
-/// Mount dbfs on `disk` at `path` through a page-fault-driven window. A blank disk is
-/// formatted first; a disk holding anything else that is not dbfs is refused, untouched.
-/// With `fsck`, the mounted image is checked first and not mounted if damaged; with `dirsync`,
-/// every commit is durable when it returns.
-/// Chunk size the kernel formats a blank dbfs disk with. Larger than dbfs's default (16 KiB)
-/// and dbfs-fuse's (4 KiB): in the guest a large write's cost follows its number of chunks
-/// (one B+tree entry each, decoded and rewritten by every commit that touches its leaf), while
-/// the read-modify-write of small random writes, which favours small chunks on the host, costs
-/// little here (docs/BENCHMARKS.md has both measured).
-const KERNEL_DBFS_CHUNK_SIZE: u32 = 64 << 10;
-
-fn mount_dbfs(disk: &Arc<drivers::virtio_blk::VirtioDisk>, path: &str, params: &Params) -> bool {
-    let (fsck, dirsync, direct) = (
-        params.dbfs_fsck,
-        params.dbfs_dirsync,
-        params.dbfs_direct_write,
-    );
-    type DbFs = dbfs::DbFs<fs::window_pager::WindowPager>;
-    let window = match mm::window::DiskWindow::new(disk.clone(), params.dbfs_flush_behind) {
-        Ok(w) => w,
-        Err(e) => {
-            println!("[kernel] {}: no window for dbfs: {}", disk.name, e);
-            return false;
-        }
-    };
-    let mut pager = fs::window_pager::WindowPager::new(window);
-    if is_blank(disk, 2 * 65536) {
-        let opts = dbfs::MkfsOptions {
-            label: String::from("dbfs"),
-            time: vfs::Clock::now(&arch::time::KernelClock),
-            chunk_size: params.dbfs_chunk.unwrap_or(KERNEL_DBFS_CHUNK_SIZE),
-            ..Default::default()
-        };
-        pager = match DbFs::mkfs(pager, opts) {
-            Ok(p) => p,
-            Err(e) => {
-                println!("[kernel] {}: formatting dbfs failed: {}", disk.name, e);
-                return false;
-            }
-        };
-        println!("[kernel] {}: blank disk formatted as dbfs", disk.name);
-    }
-    match DbFs::mount_checked(pager, Arc::new(arch::time::KernelClock)) {
-        Ok(dbfs) if fsck && !dbfs_fsck_clean(&dbfs, &disk.name, path) => false,
-        Ok(dbfs) => match fs::mount(path, dbfs.clone()) {
-            Ok(()) => {
-                log::info!("{}: dbfs mounted at {}", disk.name, path);
-                dbfs.set_sync_metadata(dirsync);
-                // Data reaches the disk straight from its buffers (`put_direct`), so pages
-                // held for the next barrier cost disk space, not memory: let up to a quarter of
-                // the disk accumulate (fewer barriers, each two device flushes) before forcing
-                // one. A nearly full store forces one anyway (kvdb reclaims held pages).
-                let bound = params
-                    .dbfs_barrier_mib
-                    .map_or((disk.size_bytes() / 4).max(16 << 20), |mib| mib << 20);
-                dbfs.set_barrier_bound(bound);
-                if !direct {
-                    dbfs.set_direct_write_min(None);
-                }
-                // Commit data buffered for longer than dbfs's write-back delay, and make
-                // commits older than that durable (a barrier). A failure
-                // (e.g. ENOSPC while the disk is full) is logged once, not on every tick, and
-                // so is the recovery.
-                let failing = core::sync::atomic::AtomicBool::new(false);
-                fs::register_periodic(alloc::boxed::Box::new(move || {
-                    use core::sync::atomic::Ordering::Relaxed;
-                    match dbfs.writeback_tick() {
-                        Err(e) if !failing.swap(true, Relaxed) => {
-                            log::error!("dbfs write-back failed: {} (retrying every tick)", e)
-                        }
-                        Ok(()) if failing.swap(false, Relaxed) => {
-                            log::warn!("dbfs write-back succeeded again")
-                        }
-                        _ => {}
-                    }
-                }));
-                true
-            }
-            Err(e) => {
-                println!("[kernel] mounting {} at {} failed: {}", disk.name, path, e);
-                false
-            }
-        },
-        Err(e) => {
-            println!("[kernel] {}: not mounted at {}: {}", disk.name, path, e);
-            false
-        }
-    }
-}
-
-/// Run `DbFs::fsck` on a freshly mounted image and print the verdict (one line the host can
-/// grep: `dbfs fsck: clean`, or each problem then `dbfs fsck: N problems`).
-fn dbfs_fsck_clean(
-    dbfs: &dbfs::DbFs<fs::window_pager::WindowPager>,
-    disk: &str,
-    path: &str,
-) -> bool {
-    match dbfs.fsck() {
-        Ok(problems) if problems.is_empty() => {
-            println!("[kernel] {}: dbfs fsck: clean", disk);
-            true
-        }
-        Ok(problems) => {
-            for p in &problems {
-                println!("[kernel] {}: dbfs fsck: {}", disk, p);
-            }
-            println!(
-                "[kernel] {}: dbfs fsck: {} problems; not mounted at {}",
-                disk,
-                problems.len(),
-                path
-            );
-            false
-        }
-        Err(e) => {
-            println!(
-                "[kernel] {}: dbfs fsck: cannot check ({}); not mounted at {}",
-                disk, e, path
-            );
-            false
-        }
-    }
-}
-
 #[no_mangle]
 extern "C" fn rust_main(_hartid: usize, dtb: usize) -> ! {
     clear_bss();
     csr::set_sstatus(
         (csr::sstatus() & !(csr::SSTATUS_SIE | csr::SSTATUS_FS_MASK)) | csr::SSTATUS_FS_INITIAL,
     );
-    trap::init();
+    arch::trap::init();
     let info = read_device_tree(dtb);
     if let Some(uart) = info.uart {
         arch::console::init_uart(uart);
@@ -455,7 +166,7 @@ extern "C" fn rust_main(_hartid: usize, dtb: usize) -> ! {
     let cmdline = core::str::from_utf8(&info.bootargs[..info.bootargs_len]).unwrap_or("");
     // The heap does not exist yet: parse into owned strings only after mm::init.
     mm::init(info.ram_end);
-    let params = parse_params(cmdline);
+    let params = params::parse_params(cmdline);
     arch::console::init_logger(params.log);
     if params.mem_selftest {
         match arch::mem::selftest() {
@@ -475,12 +186,11 @@ extern "C" fn rust_main(_hartid: usize, dtb: usize) -> ! {
     csr::set_sie(csr::sie() | csr::SIE_STIE);
 
     let disks = drivers::virtio_blk::probe(info.virtio[..info.virtio_count].to_vec());
-    let cache_bytes = params.bcache_mib << 20;
-    let Some(root) = disks.first() else {
+    if disks.is_empty() {
         println!("[kernel] no disk: nothing to run");
         shutdown(2);
-    };
-    if !mount_fat(root, "/", cache_bytes) {
+    }
+    if !mounts::mount_root(&disks, &params) {
         shutdown(2);
     }
     let devs: Vec<(String, Arc<dyn BlockDevice>)> = disks
@@ -501,12 +211,7 @@ extern "C" fn rust_main(_hartid: usize, dtb: usize) -> ! {
             None => println!("[kernel] no vdc: scatter-gather self-test skipped"),
         }
     }
-    if let Some(disk) = disks.get(1) {
-        mount_fat(disk, "/fat", cache_bytes);
-    }
-    if let Some(disk) = disks.get(3) {
-        mount_dbfs(disk, "/dbfs", &params);
-    }
+    mounts::mount_rest(&disks, &params);
 
     let mut argv = alloc::vec![params.init.clone()];
     argv.extend(params.init_args);

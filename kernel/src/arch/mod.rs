@@ -17,6 +17,7 @@ pub mod mem;
 pub mod power;
 pub mod random;
 pub mod time;
+pub mod trap;
 
 core::arch::global_asm!(
     r#"

@@ -19,7 +19,7 @@ pub use poll::poll_wake;
 use abi::syscall::*;
 use abi::Errno;
 
-use crate::trap::TrapFrame;
+use crate::arch::trap::TrapFrame;
 
 pub type SysResult = Result<usize, Errno>;
 

@@ -7,9 +7,9 @@ use alloc::vec::Vec;
 use abi::Errno;
 
 use super::{read_path, with_space, SysResult};
+use crate::arch::trap::TrapFrame;
 use crate::mm::uaccess;
 use crate::task::{self, ExitStatus};
-use crate::trap::TrapFrame;
 
 pub fn sys_exit(code: i32) -> SysResult {
     task::exit_current(ExitStatus::Exited(code & 0xff))

@@ -4,9 +4,9 @@
 use abi::Errno;
 
 use super::{copy_in, copy_out, SysResult};
+use crate::arch::trap::TrapFrame;
 use crate::task::signal::{self, bit, SigAction, NSIG, SIGKILL, SIGSTOP};
 use crate::task::{self, with_current};
-use crate::trap::TrapFrame;
 
 /// The kernel's `sigset_t` is 8 bytes; any other size is EINVAL (Linux).
 const SIGSET_SIZE: usize = 8;

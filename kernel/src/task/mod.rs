@@ -25,9 +25,9 @@ use core::sync::atomic::{AtomicPtr, AtomicU64};
 use abi::Errno;
 use spin::Mutex;
 
+use crate::arch::trap::TrapFrame;
 use crate::fs::file::FdTable;
 use crate::mm::addr_space::AddrSpace;
-use crate::trap::TrapFrame;
 use switch::TaskContext;
 
 pub const TIME_SLICE_MS: u64 = 10;
@@ -339,7 +339,7 @@ pub fn return_to_user_restarting(restart: Option<usize>) -> ! {
     }
     // SAFETY: the trap frame is boxed inside the current process, which stays alive while it
     // runs; its page table was activated by the scheduler.
-    unsafe { crate::trap::enter_user(tf) }
+    unsafe { crate::arch::trap::enter_user(tf) }
 }
 
 /// The scheduler loop: run ready processes round-robin until none is left.

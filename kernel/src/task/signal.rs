@@ -22,9 +22,9 @@ use alloc::sync::Arc;
 use abi::Errno;
 
 use super::{ExitStatus, Process};
+use crate::arch::trap::TrapFrame;
 use crate::mm::addr_space::AddrSpace;
 use crate::mm::uaccess;
-use crate::trap::TrapFrame;
 
 pub const NSIG: usize = 64;
 pub const SIGINT: usize = 2;
@@ -339,6 +339,6 @@ pub fn sigreturn(tf: &mut TrapFrame) -> Result<usize, Errno> {
         tf.fregs[r] = word(fp + r * 8) as u64;
     }
     tf.fcsr = u32::from_le_bytes(uc[fp + 256..fp + 260].try_into().unwrap_or([0; 4])) as usize;
-    crate::trap::fp_state_changed(tf);
+    crate::arch::trap::fp_state_changed(tf);
     Ok(tf.regs[10])
 }

@@ -1,0 +1,141 @@
+//! Kernel parameters: the command line (`-append`) split as `sh` splits words, `key=value`
+//! parameters up to `--`, then init's arguments. The parameters are listed in `main.rs`'s
+//! module docs.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use crate::{mm, println};
+
+pub struct Params {
+    pub init: String,
+    pub log: log::LevelFilter,
+    pub bcache_mib: usize,
+    pub dbfs_fsck: bool,
+    /// Check the virtio scatter-gather path on vdc before mounting (`drivers::blk_selftest`).
+    pub blk_selftest: bool,
+    /// Check the kernel's `memcpy` and `memset` at boot (`arch::mem::selftest`).
+    pub mem_selftest: bool,
+    pub dbfs_dirsync: bool,
+    pub dbfs_direct_write: bool,
+    /// Chunk size (bytes) a blank dbfs disk is formatted with; `None`: dbfs's default.
+    pub dbfs_chunk: Option<u32>,
+    /// `DbFs::set_barrier_bound` in MiB; `None`: kvdb's default.
+    pub dbfs_barrier_mib: Option<u64>,
+    /// First step of dbfs's background flushes in bytes (`mm::window::FLUSH_BEHIND_DEFAULT`).
+    pub dbfs_flush_behind: usize,
+    pub init_args: Vec<String>,
+}
+
+/// Split the command line into words as `sh` does, so an init argument can hold spaces
+/// (`make run CMD=...` passes a whole shell command line): whitespace separates words;
+/// '...' quotes everything up to the next ' ; "..." quotes with \" and \\ escapes; a
+/// backslash outside quotes takes the next character as is.
+fn split_words(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut in_word = false;
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                in_word = true;
+                for q in chars.by_ref() {
+                    if q == '\'' {
+                        break;
+                    }
+                    cur.push(q);
+                }
+            }
+            '"' => {
+                in_word = true;
+                while let Some(q) = chars.next() {
+                    match q {
+                        '"' => break,
+                        '\\' => match chars.next() {
+                            Some(e @ ('"' | '\\' | '$' | '`')) => cur.push(e),
+                            Some(e) => {
+                                cur.push('\\');
+                                cur.push(e);
+                            }
+                            None => cur.push('\\'),
+                        },
+                        _ => cur.push(q),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                if let Some(e) = chars.next() {
+                    cur.push(e);
+                }
+            }
+            c if c.is_whitespace() => {
+                if in_word {
+                    out.push(core::mem::take(&mut cur));
+                    in_word = false;
+                }
+            }
+            c => {
+                in_word = true;
+                cur.push(c);
+            }
+        }
+    }
+    if in_word {
+        out.push(cur);
+    }
+    out
+}
+
+pub fn parse_params(cmdline: &str) -> Params {
+    let mut p = Params {
+        init: String::from("/bin/init"),
+        log: log::LevelFilter::Warn,
+        bcache_mib: 8,
+        dbfs_fsck: false,
+        blk_selftest: false,
+        mem_selftest: false,
+        dbfs_dirsync: false,
+        dbfs_direct_write: true,
+        dbfs_chunk: None,
+        dbfs_barrier_mib: None,
+        dbfs_flush_behind: mm::window::FLUSH_BEHIND_DEFAULT,
+        init_args: Vec::new(),
+    };
+    let all = split_words(cmdline);
+    let mut words = all.iter().map(String::as_str);
+    for w in words.by_ref() {
+        if w == "--" {
+            break;
+        }
+        match w.split_once('=') {
+            Some(("init", v)) => p.init = String::from(v),
+            Some(("log", v)) => p.log = v.parse().unwrap_or(log::LevelFilter::Warn),
+            Some(("bcache", v)) => p.bcache_mib = v.parse().unwrap_or(8),
+            Some(("dbfs_fsck", v)) => p.dbfs_fsck = v == "1",
+            Some(("blk_selftest", v)) => p.blk_selftest = v == "1",
+            Some(("mem_selftest", v)) => p.mem_selftest = v == "1",
+            Some(("dbfs_dirsync", v)) => p.dbfs_dirsync = v == "1",
+            Some(("dbfs_direct_write", v)) => p.dbfs_direct_write = v != "0",
+            Some(("dbfs_flush_behind_kib", v)) => match v.parse::<usize>() {
+                Ok(k) => p.dbfs_flush_behind = k.saturating_mul(1024),
+                Err(_) => println!(
+                    "[kernel] dbfs_flush_behind_kib={} ignored (a number of KiB, 0 = never)",
+                    v
+                ),
+            },
+            Some(("dbfs_barrier_mib", v)) => p.dbfs_barrier_mib = v.parse().ok().filter(|&m| m > 0),
+            Some(("dbfs_chunk_kib", v)) => match v.parse::<u32>() {
+                Ok(k) if k > 0 && k <= 1024 => p.dbfs_chunk = Some(k * 1024),
+                _ => println!("[kernel] dbfs_chunk_kib={} ignored (1..1024)", v),
+            },
+            _ => println!(
+                "[kernel] unknown parameter {:?} (init arguments go after --)",
+                w
+            ),
+        }
+    }
+    p.init_args = words.map(String::from).collect();
+    p
+}
