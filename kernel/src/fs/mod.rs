@@ -104,6 +104,29 @@ pub fn sync_all() {
     }
 }
 
+/// Create `name` in the directory `parent` (xv6's `create()`): checks that the caller may add
+/// a name there, gives the node the caller's owner and the right group and mode
+/// (`perm::new_node`), and returns its location. `perm` has the umask applied already; `rdev`
+/// is the device number of a device node.
+pub fn create(
+    parent: &Loc,
+    name: &str,
+    ftype: vfs::FileType,
+    perm: u32,
+    rdev: u64,
+) -> Result<Loc, Errno> {
+    let c = perm::cred();
+    perm::may_modify_dir(&c, parent)?;
+    let mut new = perm::new_node(&c, parent, ftype, perm)?;
+    new.rdev = rdev;
+    let node = parent.node.create(name, &new)?;
+    Ok(Loc {
+        node,
+        path: parent.child_path(name),
+        mount: parent.mount.clone(),
+    })
+}
+
 /// Read a whole regular file (for execve).
 pub fn read_whole_file(cwd: &str, path: &str) -> Result<Vec<u8>, Errno> {
     let base = path::Loc::from_path(cwd)?;

@@ -37,6 +37,11 @@ impl Loc {
     pub fn is_dir(&self) -> Result<bool, Errno> {
         Ok(self.node.ftype()? == FileType::Directory)
     }
+
+    /// The canonical path of `name` inside this directory.
+    pub fn child_path(&self, name: &str) -> String {
+        join(&self.path, name)
+    }
 }
 
 fn join(dir: &str, name: &str) -> String {

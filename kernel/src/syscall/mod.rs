@@ -4,8 +4,11 @@
 //! value (`-errno` on error); an unknown number is `-ENOSYS`. Handlers are `sys_<name>`,
 //! grouped by subsystem. Every user pointer goes through `mm::uaccess`.
 
+mod attr;
 mod fs;
+mod io;
 mod misc;
+mod namespace;
 mod poll;
 mod process;
 mod signal;

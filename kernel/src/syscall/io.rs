@@ -1,0 +1,332 @@
+//! The data path: read, write, pread, pwrite, readv, writev on files (streams go to
+//! `stream`). User pages are handed to the file system directly where they can be (one
+//! physical run, or scattered/gathered pieces), else through one reusable bounce buffer.
+
+use alloc::vec;
+use alloc::vec::Vec;
+
+use abi::Errno;
+use spin::Mutex;
+use vfs::{FileType, Metadata, SetAttr};
+
+use super::{copy_in, with_space, SysResult};
+use crate::fs::file::OpenFile;
+use crate::fs::path::Loc;
+use crate::fs::perm;
+use crate::mm::addr_space::Access;
+use crate::mm::uaccess;
+
+use super::fs::{file, MAX_RW};
+use super::stream::stream_of;
+
+/// The reusable kernel buffer for I/O whose user pages are not physically contiguous.
+static BOUNCE: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+
+/// Most bytes moved by one file-system call: larger requests are split, so the kernel's
+/// bounce buffer stays small whatever length a program passes.
+const IO_CHUNK: usize = 1 << 20;
+
+/// Read from `f` at `offset` into user memory, one file-system call per chunk of at most
+/// [`IO_CHUNK`] bytes. Stops at a short read (end of file).
+fn read_into_user(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult {
+    if !f.readable {
+        return Err(Errno::EBADF);
+    }
+    check_rw(offset, va, len)?;
+    let mut len = len.min(MAX_RW);
+    let sized = matches!(f.ftype, FileType::Regular | FileType::BlockDevice);
+    // Linux copies only what the file holds: a huge count, or a buffer that is bad past the
+    // end of the file, is not an error. Large reads are clamped up front (one getattr);
+    // a chunk-sized read is clamped only if its buffer turns out bad.
+    if sized && len > IO_CHUNK {
+        len = len.min(f.loc.node.getattr()?.size.saturating_sub(offset) as usize);
+    }
+    let mut done = 0;
+    while done < len {
+        let n = (len - done).min(IO_CHUNK);
+        let got = match read_chunk(f, offset + done as u64, va + done, n) {
+            Ok(got) => got,
+            Err(Errno::EFAULT) if sized && done == 0 => {
+                let left = f.loc.node.getattr()?.size.saturating_sub(offset) as usize;
+                if left >= n {
+                    return Err(Errno::EFAULT);
+                }
+                len = left;
+                continue;
+            }
+            // Some bytes moved: report them, as Linux does.
+            Err(_) if done > 0 => break,
+            Err(e) => return Err(e),
+        };
+        done += got;
+        if got < n {
+            break;
+        }
+    }
+    Ok(done)
+}
+
+/// Linux's checks before any byte moves (`access_ok`, then `rw_verify_area`): the whole user
+/// range must lie in user space (EFAULT), and the end offset must fit in a signed 64-bit
+/// offset (EINVAL), both judged on the length as given, before it is clamped.
+fn check_rw(offset: u64, va: usize, len: usize) -> Result<(), Errno> {
+    if !uaccess::range_ok(va, len) {
+        return Err(Errno::EFAULT);
+    }
+    if offset
+        .checked_add(len as u64)
+        .is_none_or(|end| end > i64::MAX as u64)
+    {
+        return Err(Errno::EINVAL);
+    }
+    Ok(())
+}
+
+/// User ranges up to this long are first tried as one physical run without building a list
+/// of pieces (no heap allocation on the small-read path).
+const SMALL_IO: usize = 2 * crate::mm::PAGE_SIZE;
+
+fn read_chunk(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult {
+    if len <= SMALL_IO {
+        if let Some(pa) = with_space(|s| uaccess::contiguous(s, va, len, Access::Write))? {
+            // SAFETY: `contiguous` returned one run of frames owned by the current process,
+            // covering exactly this range; only this process can change its address space and
+            // it is inside this syscall, so they stay mapped and unaliased until it returns.
+            let dst = unsafe { core::slice::from_raw_parts_mut(pa as *mut u8, len) };
+            return Ok(f.loc.node.read_at(offset, dst)?);
+        }
+    }
+    let segs = with_space(|s| uaccess::segments(s, va, len, Access::Write))?;
+    if segs.len() <= 1 {
+        let (pa, n) = segs.first().copied().unwrap_or((0, 0));
+        if n == 0 {
+            return Ok(0);
+        }
+        // SAFETY: `segments` returned frames owned by the current process; only this process
+        // can change its own address space and it is inside this syscall, so the frames stay
+        // mapped and unaliased until it returns.
+        let dst = unsafe { core::slice::from_raw_parts_mut(pa as *mut u8, n) };
+        return Ok(f.loc.node.read_at(offset, dst)?);
+    }
+    {
+        // SAFETY: as above; the pieces are disjoint frames, borrowed only for this call.
+        let mut pieces: Vec<&mut [u8]> = segs
+            .iter()
+            .map(|&(pa, n)| unsafe { core::slice::from_raw_parts_mut(pa as *mut u8, n) })
+            .collect();
+        if let Some(r) = f.loc.node.read_scattered_at(offset, &mut pieces) {
+            return Ok(r?);
+        }
+    }
+    let mut bounce = core::mem::take(&mut *BOUNCE.lock());
+    bounce.resize(len, 0);
+    let r = f.loc.node.read_at(offset, &mut bounce[..len]);
+    let out = r.map_err(Errno::from).inspect(|&got| {
+        let mut done = 0;
+        for (pa, n) in segs {
+            if done >= got {
+                break;
+            }
+            let k = n.min(got - done);
+            // SAFETY: as above.
+            let dst = unsafe { core::slice::from_raw_parts_mut(pa as *mut u8, k) };
+            dst.copy_from_slice(&bounce[done..done + k]);
+            done += k;
+        }
+    });
+    *BOUNCE.lock() = bounce;
+    out
+}
+
+/// Write user memory to `f` at `offset`, one file-system call per chunk of at most
+/// [`IO_CHUNK`] bytes. Stops at a short write.
+fn write_from_user(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult {
+    if !f.writable {
+        return Err(Errno::EBADF);
+    }
+    check_rw(offset, va, len)?;
+    let len = len.min(MAX_RW);
+    if len == 0 {
+        return Ok(f.loc.node.write_at(offset, &[])?);
+    }
+    let mut done = 0;
+    while done < len {
+        let n = (len - done).min(IO_CHUNK);
+        let put = match write_chunk(f, offset + done as u64, va + done, n) {
+            Ok(put) => put,
+            Err(e) if done > 0 => {
+                log::debug!("write stopped after {} bytes: {:?}", done, e);
+                break;
+            }
+            Err(e) => return Err(e),
+        };
+        done += put;
+        if put < n {
+            break;
+        }
+    }
+    Ok(done)
+}
+
+fn write_chunk(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult {
+    let segs = with_space(|s| uaccess::segments(s, va, len, Access::Read))?;
+    if segs.len() == 1 {
+        let (pa, n) = segs[0];
+        // SAFETY: as in `read_chunk`.
+        let src = unsafe { core::slice::from_raw_parts(pa as *const u8, n) };
+        return Ok(f.loc.node.write_at(offset, src)?);
+    }
+    // SAFETY: as in `read_chunk`; the slices live only for this call.
+    let pieces: Vec<&[u8]> = segs
+        .iter()
+        .map(|&(pa, n)| unsafe { core::slice::from_raw_parts(pa as *const u8, n) })
+        .collect();
+    if let Some(r) = f.loc.node.write_gathered_at(offset, &pieces) {
+        return Ok(r?);
+    }
+    let mut bounce = core::mem::take(&mut *BOUNCE.lock());
+    bounce.clear();
+    for piece in pieces {
+        bounce.extend_from_slice(piece);
+    }
+    let r = f.loc.node.write_at(offset, &bounce);
+    *BOUNCE.lock() = bounce;
+    Ok(r?)
+}
+
+pub fn sys_read(fd: i32, va: usize, len: usize) -> SysResult {
+    let f = file(fd)?;
+    if f.is_dir() {
+        return Err(Errno::EISDIR);
+    }
+    if let Some(s) = stream_of(&f) {
+        return super::stream::read(&f, s, va, len);
+    }
+    if !f.seekable() {
+        return read_into_user(&f, 0, va, len);
+    }
+    let mut off = f.offset.lock();
+    let n = read_into_user(&f, *off, va, len)?;
+    *off += n as u64;
+    Ok(n)
+}
+
+/// A write or truncate by a caller other than root takes set-user-id (and set-group-id with
+/// group-execute) off a regular file, as Linux does (only root has CAP_FSETID here).
+pub(super) fn drop_suid_after_write(loc: &Loc, m: &Metadata) -> Result<(), Errno> {
+    if perm::cred().is_root() {
+        return Ok(());
+    }
+    if let Some(mode) = perm::mode_without_suid(m) {
+        loc.node.setattr(&SetAttr {
+            perm: Some(mode),
+            ..Default::default()
+        })?;
+    }
+    Ok(())
+}
+
+/// [`drop_suid_after_write`] for an open file, reading its attributes only for non-root.
+pub(super) fn drop_suid_of(f: &OpenFile) -> Result<(), Errno> {
+    if f.ftype != FileType::Regular || perm::cred().is_root() {
+        return Ok(());
+    }
+    drop_suid_after_write(&f.loc, &f.loc.node.getattr()?)
+}
+
+pub fn sys_write(fd: i32, va: usize, len: usize) -> SysResult {
+    let f = file(fd)?;
+    if let Some(s) = stream_of(&f) {
+        return super::stream::write(&f, s, va, len);
+    }
+    drop_suid_of(&f)?;
+    if !f.seekable() {
+        return write_from_user(&f, 0, va, len);
+    }
+    let mut off = f.offset.lock();
+    if f.append() {
+        *off = f.loc.node.getattr()?.size;
+    }
+    let n = write_from_user(&f, *off, va, len)?;
+    *off += n as u64;
+    Ok(n)
+}
+
+pub fn sys_pread(fd: i32, va: usize, len: usize, offset: i64) -> SysResult {
+    let f = file(fd)?;
+    if offset < 0 {
+        return Err(Errno::EINVAL);
+    }
+    if f.is_dir() {
+        return Err(Errno::EISDIR);
+    }
+    if !f.seekable() {
+        return Err(Errno::ESPIPE);
+    }
+    read_into_user(&f, offset as u64, va, len)
+}
+
+pub fn sys_pwrite(fd: i32, va: usize, len: usize, offset: i64) -> SysResult {
+    let f = file(fd)?;
+    if offset < 0 {
+        return Err(Errno::EINVAL);
+    }
+    if !f.seekable() {
+        return Err(Errno::ESPIPE);
+    }
+    drop_suid_of(&f)?;
+    write_from_user(&f, offset as u64, va, len)
+}
+
+/// The iovec array, checked as Linux's `import_iovec` does before any I/O: at most `IOV_MAX`
+/// entries, no negative length (EINVAL), every buffer inside user space (EFAULT); lengths past
+/// `MAX_RW` in total are cut.
+fn iovecs(iov: usize, count: usize) -> Result<Vec<(usize, usize)>, Errno> {
+    if count > 1024 {
+        return Err(Errno::EINVAL);
+    }
+    let mut raw = vec![0u8; count * 16];
+    copy_in(iov, &mut raw)?;
+    let mut out = Vec::with_capacity(count);
+    let mut total = 0usize;
+    for c in raw.chunks_exact(16) {
+        let base = usize::from_le_bytes(c[..8].try_into().unwrap_or_default());
+        let len = usize::from_le_bytes(c[8..].try_into().unwrap_or_default());
+        if len > isize::MAX as usize {
+            return Err(Errno::EINVAL);
+        }
+        if !uaccess::range_ok(base, len) {
+            return Err(Errno::EFAULT);
+        }
+        let len = len.min(MAX_RW - total);
+        total += len;
+        out.push((base, len));
+    }
+    Ok(out)
+}
+
+pub fn sys_readv(fd: i32, iov: usize, count: usize) -> SysResult {
+    file(fd)?;
+    let mut total = 0;
+    for (base, len) in iovecs(iov, count)? {
+        let n = sys_read(fd, base, len)?;
+        total += n;
+        if n < len {
+            break;
+        }
+    }
+    Ok(total)
+}
+
+pub fn sys_writev(fd: i32, iov: usize, count: usize) -> SysResult {
+    file(fd)?;
+    let mut total = 0;
+    for (base, len) in iovecs(iov, count)? {
+        let n = sys_write(fd, base, len)?;
+        total += n;
+        if n < len {
+            break;
+        }
+    }
+    Ok(total)
+}
