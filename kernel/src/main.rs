@@ -41,6 +41,8 @@ mod ipc;
 mod mm;
 mod mounts;
 mod params;
+// The system-call layer reaches user memory only through `mm::uaccess` (no unsafe code).
+#[forbid(unsafe_code)]
 mod syscall;
 mod task;
 mod trap;

@@ -75,6 +75,99 @@ pub fn contiguous(
     Ok(Some(start))
 }
 
+/// The user memory of one range, resolved (and populated) for the system call that asked for
+/// it: the kernel slices backing the range, in order, as few as the frames allow. The data
+/// path hands these to a file system directly (no copy), so the syscall layer builds no slice
+/// itself.
+///
+/// Why the slices stay valid while the guard lives: they are frames of the current process's
+/// address space, which only the process itself changes (one thread per process), and the
+/// process is inside the system call that made the guard until it is dropped (a guard is
+/// neither `Send` nor `Sync`, and every caller keeps it local to one call). Pieces are
+/// disjoint frames, so the mutable slices never alias. When threads arrive, `munmap` and
+/// `mprotect` by a sibling thread must wait for the guards of the others.
+pub struct UserPages {
+    pieces: Vec<(usize, usize)>,
+    _local: core::marker::PhantomData<*mut u8>,
+}
+
+impl UserPages {
+    /// The guard of the range [va, va + len) for `access`: EFAULT as [`segments`].
+    pub fn new(
+        space: &mut AddrSpace,
+        va: usize,
+        len: usize,
+        access: Access,
+    ) -> Result<Self, Errno> {
+        Ok(UserPages {
+            pieces: segments(space, va, len, access)?,
+            _local: core::marker::PhantomData,
+        })
+    }
+
+    /// The guard of the range if it is one physical run ([`contiguous`]), else `None`; no
+    /// allocation on the small-I/O path when it is.
+    pub fn contiguous(
+        space: &mut AddrSpace,
+        va: usize,
+        len: usize,
+        access: Access,
+    ) -> Result<Option<Self>, Errno> {
+        Ok(contiguous(space, va, len, access)?.map(|kva| UserPages {
+            pieces: alloc::vec![(kva, len)],
+            _local: core::marker::PhantomData,
+        }))
+    }
+
+    /// How many pieces the range is made of.
+    pub fn piece_count(&self) -> usize {
+        self.pieces.len()
+    }
+
+    /// The range as one slice when it is one piece (no allocation: the small-I/O path).
+    pub fn single_mut(&mut self) -> Option<&mut [u8]> {
+        match self.pieces[..] {
+            // SAFETY: as in `slices_mut`.
+            [(kva, n)] => Some(unsafe { core::slice::from_raw_parts_mut(kva as *mut u8, n) }),
+            _ => None,
+        }
+    }
+
+    /// The pieces, readable.
+    pub fn slices(&self) -> Vec<&[u8]> {
+        self.pieces
+            .iter()
+            // SAFETY: see the type's docs: frames of the calling process, mapped and not
+            // changed by anyone else while the guard lives.
+            .map(|&(kva, n)| unsafe { core::slice::from_raw_parts(kva as *const u8, n) })
+            .collect()
+    }
+
+    /// The pieces, writable.
+    pub fn slices_mut(&mut self) -> Vec<&mut [u8]> {
+        self.pieces
+            .iter()
+            // SAFETY: as in `slices`; the pieces are disjoint frames and `&mut self` makes
+            // this the only borrow of them.
+            .map(|&(kva, n)| unsafe { core::slice::from_raw_parts_mut(kva as *mut u8, n) })
+            .collect()
+    }
+
+    /// Copy `src` into the range from its start (at most the range's length): the bytes moved.
+    pub fn fill_from(&mut self, src: &[u8]) -> usize {
+        let mut done = 0;
+        for dst in self.slices_mut() {
+            if done >= src.len() {
+                break;
+            }
+            let k = dst.len().min(src.len() - done);
+            dst[..k].copy_from_slice(&src[done..done + k]);
+            done += k;
+        }
+        done
+    }
+}
+
 /// Copy user memory [va, va + buf.len()) into `buf`.
 pub fn copy_in(space: &mut AddrSpace, va: usize, buf: &mut [u8]) -> Result<(), Errno> {
     let mut done = 0;

@@ -14,7 +14,7 @@ use crate::fs::file::OpenFile;
 use crate::fs::path::Loc;
 use crate::fs::perm;
 use crate::mm::addr_space::Access;
-use crate::mm::uaccess;
+use crate::mm::uaccess::{self, UserPages};
 
 use super::fs::{file, MAX_RW};
 use super::stream::stream_of;
@@ -88,51 +88,32 @@ const SMALL_IO: usize = 2 * crate::mm::PAGE_SIZE;
 
 fn read_chunk(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult {
     if len <= SMALL_IO {
-        if let Some(pa) = with_space(|s| uaccess::contiguous(s, va, len, Access::Write))? {
-            // SAFETY: `contiguous` returned one run of frames owned by the current process,
-            // covering exactly this range; only this process can change its address space and
-            // it is inside this syscall, so they stay mapped and unaliased until it returns.
-            let dst = unsafe { core::slice::from_raw_parts_mut(pa as *mut u8, len) };
-            return Ok(f.loc.node.read_at(offset, dst)?);
+        if let Some(mut run) = with_space(|s| UserPages::contiguous(s, va, len, Access::Write))? {
+            if let Some(dst) = run.single_mut() {
+                return Ok(f.loc.node.read_at(offset, dst)?);
+            }
         }
     }
-    let segs = with_space(|s| uaccess::segments(s, va, len, Access::Write))?;
-    if segs.len() <= 1 {
-        let (pa, n) = segs.first().copied().unwrap_or((0, 0));
-        if n == 0 {
-            return Ok(0);
-        }
-        // SAFETY: `segments` returned frames owned by the current process; only this process
-        // can change its own address space and it is inside this syscall, so the frames stay
-        // mapped and unaliased until it returns.
-        let dst = unsafe { core::slice::from_raw_parts_mut(pa as *mut u8, n) };
+    let mut pages = with_space(|s| UserPages::new(s, va, len, Access::Write))?;
+    match pages.piece_count() {
+        0 => return Ok(0),
+        _ => {}
+    }
+    if let Some(dst) = pages.single_mut() {
         return Ok(f.loc.node.read_at(offset, dst)?);
     }
+    if let Some(r) = f
+        .loc
+        .node
+        .read_scattered_at(offset, &mut pages.slices_mut())
     {
-        // SAFETY: as above; the pieces are disjoint frames, borrowed only for this call.
-        let mut pieces: Vec<&mut [u8]> = segs
-            .iter()
-            .map(|&(pa, n)| unsafe { core::slice::from_raw_parts_mut(pa as *mut u8, n) })
-            .collect();
-        if let Some(r) = f.loc.node.read_scattered_at(offset, &mut pieces) {
-            return Ok(r?);
-        }
+        return Ok(r?);
     }
     let mut bounce = core::mem::take(&mut *BOUNCE.lock());
     bounce.resize(len, 0);
     let r = f.loc.node.read_at(offset, &mut bounce[..len]);
     let out = r.map_err(Errno::from).inspect(|&got| {
-        let mut done = 0;
-        for (pa, n) in segs {
-            if done >= got {
-                break;
-            }
-            let k = n.min(got - done);
-            // SAFETY: as above.
-            let dst = unsafe { core::slice::from_raw_parts_mut(pa as *mut u8, k) };
-            dst.copy_from_slice(&bounce[done..done + k]);
-            done += k;
-        }
+        pages.fill_from(&bounce[..got]);
     });
     *BOUNCE.lock() = bounce;
     out
@@ -169,18 +150,11 @@ fn write_from_user(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResul
 }
 
 fn write_chunk(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult {
-    let segs = with_space(|s| uaccess::segments(s, va, len, Access::Read))?;
-    if segs.len() == 1 {
-        let (pa, n) = segs[0];
-        // SAFETY: as in `read_chunk`.
-        let src = unsafe { core::slice::from_raw_parts(pa as *const u8, n) };
-        return Ok(f.loc.node.write_at(offset, src)?);
+    let pages = with_space(|s| UserPages::new(s, va, len, Access::Read))?;
+    let pieces = pages.slices();
+    if pieces.len() == 1 {
+        return Ok(f.loc.node.write_at(offset, pieces[0])?);
     }
-    // SAFETY: as in `read_chunk`; the slices live only for this call.
-    let pieces: Vec<&[u8]> = segs
-        .iter()
-        .map(|&(pa, n)| unsafe { core::slice::from_raw_parts(pa as *const u8, n) })
-        .collect();
     if let Some(r) = f.loc.node.write_gathered_at(offset, &pieces) {
         return Ok(r?);
     }
