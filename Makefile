@@ -14,6 +14,12 @@
 #   make bench-kv                kvdb vs jammdb vs redb on the host (criterion)
 #   make fuse IMAGE=...          mount a dbfs image on the host (foreground; Ctrl-C unmounts)
 #   make bench-fuse              dbfs-fuse vs fuse2fs (ext4) vs the host directory, with fio
+#   make pjdfstest               POSIX conformance: the whole pjdfstest suite (../shared/pjdfstest,
+#                                built in build/) on dbfs-fuse fresh, -o nowriteback_cache, aged
+#                                and guest-written, and on fuse2fs ext4 and tmpfs as references;
+#                                per-system and per-directory counts (tests/pjdfstest-fuse.sh,
+#                                docs/CONFORMANCE.md); fails unless dbfs passes every assertion
+#   make test-pjdfstest          (in `make test`) the PJD_TEST_DIRS part of it on a fresh dbfs-fuse
 #   make fuzz                    cargo-fuzz: mount + walk + writes on damaged dbfs, then FAT32
 #                                images (fs/*/fuzz, target mount_walk), FUZZ_SECS each; not in
 #                                `make test` (tests/corrupt.rs, tests/mutate_walk.rs are)
@@ -40,6 +46,10 @@
 #   CRASH_SEED    replay a crash test's operations and kill delays     (default: random, printed)
 #   SEED     seed of the tree `make test-cross` generates               (default: 1)
 #   FUZZ_SECS  seconds per fuzz target in `make fuzz`                   (default: 600)
+#   PJD_DIRS   pjdfstest directories `make pjdfstest` runs               (default: all)
+#   PJD_SYSTEMS  its systems: dbfs dbfs-nowb dbfs-aged dbfs-guest fuse2fs tmpfs (default: all)
+#   PJD_TEST_DIRS  the directories `make test-pjdfstest` runs (default: chmod chown link mkdir
+#              open rename rmdir symlink truncate unlink)
 #
 # Disks (rebuilt by `make images`; bench disks are fresh for every run):
 #   build/root.img  vda  FAT32, the programs in /bin, mounted at /
@@ -69,6 +79,9 @@ FUSE_OPTS ?=
 CRASH_POINTS ?= 200
 CRASH_SEED ?=
 SEED    ?= 1
+PJD_DIRS ?=
+PJD_SYSTEMS ?= dbfs dbfs-nowb dbfs-aged dbfs-guest fuse2fs tmpfs
+PJD_TEST_DIRS ?= chmod chown link mkdir open rename rmdir symlink truncate unlink
 
 TARGET   := riscv64gc-unknown-none-elf
 CARGO    ?= cargo
@@ -84,7 +97,8 @@ USER_BINS := $(sort $(basename $(notdir $(wildcard user-tests/src/bin/*.rs))) \
 	$(patsubst user-tests/src/bin/%/main.rs,%,$(wildcard user-tests/src/bin/*/main.rs)))
 CARGO_PROFILE_FLAG := $(if $(filter release,$(PROFILE)),--release,)
 
-APT_PACKAGES := qemu-system-misc fuse3 libfuse3-dev pkg-config fio fuse2fs fonts-dejavu-core
+APT_PACKAGES := qemu-system-misc fuse3 libfuse3-dev pkg-config fio fuse2fs fonts-dejavu-core \
+	autoconf automake libtool
 
 QEMU_BASE = qemu-system-riscv64 -machine virt -nographic -bios default -m $(MEM) -smp $(SMP) \
 	-kernel $(KERNEL) \
@@ -100,7 +114,7 @@ comma := ,
 QEMU_FILL = $(subst file=$(BUILD)/fat.img$(comma),file=$(BUILD)/fill-fat.img$(comma),$(call QEMU_DBFS,$(BUILD)/fill-dbfs.img))
 
 .PHONY: help deps build kernel user mkimage images bench-disks run test test-host test-guest test-persist test-crash crash-test test-cross test-fill bench \
-	bench-kv fuse bench-fuse gdb fmt clippy clean fuzz
+	pjdfstest test-pjdfstest pjdfstest-guest-image bench-kv fuse bench-fuse gdb fmt clippy clean fuzz
 
 help:
 	@sed -n '2,/^$$/p' Makefile | sed 's/^# \{0,1\}//'
@@ -153,7 +167,7 @@ run: images
 
 ## Tests: host crates, then the in-guest runner (QEMU exit status = failures), then data
 ## written in one boot checked in the next (same disks: nothing is reformatted).
-test: test-host test-guest test-persist test-crash test-cross test-fill
+test: test-host test-guest test-persist test-crash test-cross test-fill test-pjdfstest
 
 test-host: deps
 	$(CARGO) test --release --workspace --exclude kernel --exclude user-tests
@@ -198,6 +212,29 @@ test-cross: images
 	QEMU='$(call QEMU_DBFS,@DBFS@)' KPARAMS='log=$(LOG) bcache=$(BCACHE)' \
 		DBFS_FUSE=$(CARGO_TARGET_DIR)/release/dbfs-fuse WORK=$(BUILD)/cross SEED=$(SEED) \
 		tests/crosscheck.sh
+
+## POSIX conformance with pjdfstest through FUSE (tests/pjdfstest-fuse.sh, docs/CONFORMANCE.md).
+## The guest-written image: the guest formats a blank disk and writes the cross-check tree.
+PJD_ENV = DBFS_FUSE=$(CARGO_TARGET_DIR)/release/dbfs-fuse BUILD=$(BUILD)
+
+pjdfstest-guest-image: images
+	rm -f $(BUILD)/pjdfstest-guest.img
+	truncate -s 256M $(BUILD)/pjdfstest-guest.img
+	timeout --foreground -k 10 300 $(call QEMU_DBFS,$(BUILD)/pjdfstest-guest.img) \
+		-append "init=/bin/crosscheck log=$(LOG) bcache=$(BCACHE) -- gen /dbfs/tree seed=$(SEED)" \
+		</dev/null | tr -d '\r' > $(BUILD)/pjdfstest-guest.log
+	@grep -q '^crosscheck gen: seed $(SEED) written' $(BUILD)/pjdfstest-guest.log || \
+		{ echo "the guest did not write its tree (log $(BUILD)/pjdfstest-guest.log)"; exit 1; }
+
+pjdfstest: deps pjdfstest-guest-image
+	$(CARGO) build --release -p dbfs-fuse
+	timeout -k 10 7200 env $(PJD_ENV) GUEST_IMAGE=$(BUILD)/pjdfstest-guest.img \
+		SYSTEMS="$(PJD_SYSTEMS)" DIRS="$(PJD_DIRS)" tests/pjdfstest-fuse.sh | tee $(BUILD)/pjdfstest.log
+
+test-pjdfstest: deps
+	$(CARGO) build --release -p dbfs-fuse
+	timeout -k 10 900 env $(PJD_ENV) SYSTEMS=dbfs DIRS="$(PJD_TEST_DIRS)" tests/pjdfstest-fuse.sh \
+		| tee $(BUILD)/test-pjdfstest.log
 
 ## Crash survival: SIGKILL QEMU while /bin/crashwriter writes to dbfs, then fsck the image and
 ## check every committed file on the host and in the next boot (tests/crash.sh).
