@@ -48,8 +48,8 @@
 #   FUZZ_SECS  seconds per fuzz target in `make fuzz`                   (default: 600)
 #   PJD_DIRS   pjdfstest directories `make pjdfstest` runs               (default: all)
 #   PJD_SYSTEMS  its systems: dbfs dbfs-nowb dbfs-aged dbfs-guest fuse2fs tmpfs (default: all)
-#   PJD_TEST_DIRS  the directories `make test-pjdfstest` runs (default: chmod chown link mkdir
-#              open rename rmdir symlink truncate unlink)
+#   PJD_TEST_DIRS  the directories `make test-pjdfstest` runs (default: chmod chown ftruncate
+#              link mkdir open rename rmdir symlink truncate unlink utimensat)
 #
 # Disks (rebuilt by `make images`; bench disks are fresh for every run):
 #   build/root.img  vda  FAT32, the programs in /bin, mounted at /
@@ -81,7 +81,7 @@ CRASH_SEED ?=
 SEED    ?= 1
 PJD_DIRS ?=
 PJD_SYSTEMS ?= dbfs dbfs-nowb dbfs-aged dbfs-guest fuse2fs tmpfs
-PJD_TEST_DIRS ?= chmod chown link mkdir open rename rmdir symlink truncate unlink
+PJD_TEST_DIRS ?= chmod chown ftruncate link mkdir open rename rmdir symlink truncate unlink utimensat
 
 TARGET   := riscv64gc-unknown-none-elf
 CARGO    ?= cargo

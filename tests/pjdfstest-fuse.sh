@@ -175,12 +175,13 @@ unmount() {
 
 # ---- running and counting ----
 # run_file SYSTEM DIR/NN.t: run one test file in $MNT; appends
-# "dir file planned ok failed todo missing" to the system's results.
+# "dir file planned ok failed todo missing milliseconds" to the system's results.
 run_file() {
     local sys=$1 f=$2 d=${2%/*}
-    local tap=$WORK/tap/$sys/${f//\//-}.tap
+    local tap=$WORK/tap/$sys/${f//\//-}.tap t0=$EPOCHREALTIME
     mkdir -p "$WORK/tap/$sys"
     (cd "$MNT" && timeout -k 5 "$FILE_LIMIT" /bin/sh "$SUITE/tests/$f") >"$tap" 2>&1 </dev/null
+    local ms=$(((${EPOCHREALTIME/./} - ${t0/./}) / 1000))
     local planned ok notok todo missing
     planned=$(sed -n 's/^1\.\.\([0-9][0-9]*\).*/\1/p' "$tap" | head -1)
     ok=$(grep -c '^ok ' "$tap")
@@ -191,7 +192,7 @@ run_file() {
     [ "$missing" -lt 0 ] && missing=0
     # A file that printed no plan at all failed as a whole: count it as one failed assertion.
     [ "$planned" = 0 ] && missing=1
-    echo "$d $f $planned $ok $notok $todo $missing" >>"$WORK/results/$sys"
+    echo "$d $f $planned $ok $notok $todo $missing $ms" >>"$WORK/results/$sys"
 }
 
 # run_selection SYSTEM: every selected file in one continuous run on the mounted $MNT.
@@ -200,7 +201,7 @@ run_selection() {
     for f in "${files[@]}"; do
         if ((SECONDS - start > RUN_LIMIT)); then
             echo "pjdfstest: $sys: over RUN_LIMIT=${RUN_LIMIT}s, stopping at $f" >&2
-            echo "${f%/*} $f 0 0 0 0 1" >>"$WORK/results/$sys"
+            echo "${f%/*} $f 0 0 0 0 1 0" >>"$WORK/results/$sys"
             continue
         fi
         run_file "$sys" "$f"
@@ -312,7 +313,7 @@ for sys in "${SYSTEMS[@]}"; do
     esac
     if [ $rc -ne 0 ]; then
         echo "pjdfstest: $sys: the run did not complete" >&2
-        echo "- - 0 0 0 0 1" >>"$WORK/results/$sys"
+        echo "- - 0 0 0 0 1 0" >>"$WORK/results/$sys"
         [[ $sys == dbfs* ]] && hard_fail=1
     fi
     cleanup
@@ -346,11 +347,27 @@ done
 echo "(passed/counted assertions, TODO ones counted as passed as prove does; fuse2fs: a fresh"
 echo " image per test file; the others: one continuous run)"
 
+# Seconds spent in each directory's test files (mounting and aging not included).
+echo
+printf '%-16s' "seconds"
+for sys in "${SYSTEMS[@]}"; do printf ' %12s' "$sys"; done
+echo
+for d in "${dirs[@]}" TOTAL; do
+    printf '%-16s' "$d"
+    for sys in "${SYSTEMS[@]}"; do
+        printf ' %12s' "$(awk -v d="$d" '$1 == d || d == "TOTAL" {ms += $8} END {printf "%.1f", ms / 1000}' "$WORK/results/$sys")"
+    done
+    echo
+done
+
 for sys in "${SYSTEMS[@]}"; do
-    if cat "$WORK/tap/$sys"/*.tap 2>/dev/null | grep '^not ok' | grep -qv '# TODO'; then
+    # Collected first: `grep -q` in a pipeline would end it early, and pipefail would see
+    # the writer's SIGPIPE as a failure.
+    failing=$(grep -Hs '^not ok' "$WORK/tap/$sys"/*.tap | grep -v '# TODO' | sed "s|$WORK/tap/$sys/||")
+    if [ -n "$failing" ]; then
         echo
-        echo "failing assertions on $sys (first 30; TAP in $WORK/tap/$sys):"
-        grep -H '^not ok' "$WORK/tap/$sys"/*.tap | grep -v '# TODO' | sed "s|$WORK/tap/$sys/||" | head -30
+        echo "failing assertions on $sys (first 40 of $(wc -l <<<"$failing"); TAP in $WORK/tap/$sys):"
+        head -40 <<<"$failing" | cut -c1-200
     fi
 done
 awk '$7 > 0 {print "incomplete:", FILENAME, $2, "(" $7 " assertions not run)"}' "$WORK/results/"* | sed "s|$WORK/results/||" | head -30
