@@ -4,6 +4,7 @@
 #   make test                    host tests (cargo test) + the in-guest test runner + a reboot test
 #                                + a full-disk test (test-fill: ENOSPC on small dbfs and FAT disks)
 #                                + a crash test (30 SIGKILLs of QEMU mid-write, tests/crash.sh)
+#                                + pjdfstest on dbfs-fuse (test-pjdfstest, ~3 min; needs root)
 #   make crash-test              the crash test with CRASH_POINTS kills (default 200), ~3 s each,
 #                                then CRASH_POINTS SIGKILLs of dbfs-fuse mid-write (tools/dbfs-fuse/tests/crash.rs;
 #                                40 of them run in `make test`)

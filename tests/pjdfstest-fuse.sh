@@ -8,7 +8,7 @@
 # SYSTEMS, each test file (tests/DIR/NN.t, a sh script printing TAP) runs with the mount as its
 # working directory, as root, and its TAP is counted here: an `ok` line is a passed assertion,
 # a `not ok` line a failed one, except `not ok N # TODO ...`: an assertion the suite itself
-# marks as expected to fail on this OS (chown/00.t: Linux keeps set-id bits of a directory on
+# marks as expected to fail on this OS (e.g. chown/00.t: Linux keeps set-id bits of a directory on
 # chown), which prove counts as passed; it is counted as passed here too and shown as todo=N.
 # Assertions the plan (`1..N`) announced but the file never printed (it died or timed out)
 # count as failed. That is what `prove -r tests` counts, file by file, without a second
@@ -366,7 +366,7 @@ for sys in "${SYSTEMS[@]}"; do
     failing=$(grep -Hs '^not ok' "$WORK/tap/$sys"/*.tap | grep -v '# TODO' | sed "s|$WORK/tap/$sys/||")
     if [ -n "$failing" ]; then
         echo
-        echo "failing assertions on $sys (first 40 of $(wc -l <<<"$failing"); TAP in $WORK/tap/$sys):"
+        echo "failing assertions on $sys: $(wc -l <<<"$failing") (at most 40 shown; TAP in $WORK/tap/$sys):"
         head -40 <<<"$failing" | cut -c1-200
     fi
 done
