@@ -9,6 +9,7 @@
 #   make test                    host tests (cargo test) + the in-guest test runner + a reboot test
 #                                + a full-disk test (test-fill: ENOSPC on small dbfs and FAT disks)
 #                                + a crash test (30 SIGKILLs of QEMU mid-write, tests/crash.sh)
+#                                + pjdfstest on dbfs-fuse (test-pjdfstest, ~3 min; needs root)
 #   make crash-test              the crash test with CRASH_POINTS kills (default 200), ~3 s each,
 #                                then CRASH_POINTS SIGKILLs of dbfs-fuse mid-write (tools/dbfs-fuse/tests/crash.rs;
 #                                40 of them run in `make test`)
@@ -22,6 +23,12 @@
 #   make bench-kv                kvdb vs jammdb vs redb on the host (criterion)
 #   make fuse IMAGE=...          mount a dbfs image on the host (foreground; Ctrl-C unmounts)
 #   make bench-fuse              dbfs-fuse vs fuse2fs (ext4) vs the host directory, with fio
+#   make pjdfstest               POSIX conformance: the whole pjdfstest suite (../shared/pjdfstest,
+#                                built in build/) on dbfs-fuse fresh, -o nowriteback_cache, aged
+#                                and guest-written, and on fuse2fs ext4 and tmpfs as references;
+#                                per-system and per-directory counts (tests/pjdfstest-fuse.sh,
+#                                docs/CONFORMANCE.md); fails unless dbfs passes every assertion
+#   make test-pjdfstest          (in `make test`) the PJD_TEST_DIRS part of it on a fresh dbfs-fuse
 #   make fuzz                    cargo-fuzz: mount + walk + writes on damaged dbfs, then FAT32
 #                                images (fs/*/fuzz, target mount_walk), FUZZ_SECS each; not in
 #                                `make test` (tests/corrupt.rs, tests/mutate_walk.rs are)
@@ -37,7 +44,7 @@
 #   make thirdparty              busybox + pjdfstest, staged as build/thirdparty/rootfs, the tree
 #                                `make images` copies into root.img: /bin/busybox, /bin/sh (the same
 #                                binary), /bin/pjdfstest, /bin/pjdfstest-run, /usr/pjdfstest/
-#   make busybox | pjdfstest     one of them (busybox config: tools/thirdparty/busybox.config)
+#   make busybox | pjdfstest-riscv  one of them (busybox config: tools/thirdparty/busybox.config)
 #   make pjdfstest-guest         pjdfstest inside our kernel: one boot runs the suite (or
 #                                GUEST_PJD_DIRS) under busybox sh on a fresh /dbfs and on /fat,
 #                                per-directory tables and `PJDFSTEST fs=dbfs-guest passed=N
@@ -75,6 +82,10 @@
 #   PJDFSTEST_DIRS  pjdfstest directories for `make thirdparty-check`, e.g. "chmod open"
 #                                                                       (default: all)
 #   PJDFSTEST_SRC   the pjdfstest source tree                          (default: ../shared/pjdfstest)
+#   PJD_DIRS   pjdfstest directories `make pjdfstest` runs               (default: all)
+#   PJD_SYSTEMS  its systems: dbfs dbfs-nowb dbfs-aged dbfs-guest fuse2fs tmpfs (default: all)
+#   PJD_TEST_DIRS  the directories `make test-pjdfstest` runs (default: chmod chown ftruncate
+#              link mkdir open rename rmdir symlink truncate unlink utimensat)
 #
 # Disks (rebuilt by `make images`; bench disks are fresh for every run):
 #   build/root.img  vda  FAT32, the programs in /bin (ours, busybox, pjdfstest), mounted at /
@@ -106,6 +117,9 @@ FUSE_OPTS ?=
 CRASH_POINTS ?= 200
 CRASH_SEED ?=
 SEED    ?= 1
+PJD_DIRS ?=
+PJD_SYSTEMS ?= dbfs dbfs-nowb dbfs-aged dbfs-guest fuse2fs tmpfs
+PJD_TEST_DIRS ?= chmod chown ftruncate link mkdir open rename rmdir symlink truncate unlink utimensat
 
 TARGET   := riscv64gc-unknown-none-elf
 CARGO    ?= cargo
@@ -121,7 +135,8 @@ USER_BINS := $(sort $(basename $(notdir $(wildcard user-tests/src/bin/*.rs))) \
 	$(patsubst user-tests/src/bin/%/main.rs,%,$(wildcard user-tests/src/bin/*/main.rs)))
 CARGO_PROFILE_FLAG := $(if $(filter release,$(PROFILE)),--release,)
 
-APT_PACKAGES := qemu-system-misc fuse3 libfuse3-dev pkg-config fio fuse2fs fonts-dejavu-core
+APT_PACKAGES := qemu-system-misc fuse3 libfuse3-dev pkg-config fio fuse2fs fonts-dejavu-core \
+	autoconf automake libtool
 # What tools/thirdparty/fetch-build.sh needs: the riscv64 cross compiler and C library, busybox's
 # build, apt-get source / dpkg-source and the archive key, autotools for pjdfstest.
 THIRDPARTY_APT_PACKAGES := gcc-riscv64-linux-gnu libc6-dev-riscv64-cross make bzip2 xz-utils \
@@ -154,8 +169,8 @@ QEMU_FILL = $(subst file=$(BUILD)/fat.img$(comma),file=$(BUILD)/fill-fat.img$(co
 
 .PHONY: help deps build kernel user mkimage images bench-disks run test test-host test-guest test-persist test-crash crash-test test-cross test-fill bench \
 	pjdfstest-guest test-pjdfstest-guest test-shell test-exhaust \
-	bench-kv fuse bench-fuse gdb fmt clippy doc clean fuzz \
-	deps-thirdparty thirdparty busybox pjdfstest thirdparty-check fio sqlite
+	pjdfstest test-pjdfstest pjdfstest-guest-image bench-kv fuse bench-fuse gdb fmt clippy doc clean fuzz \
+	deps-thirdparty thirdparty busybox pjdfstest-riscv thirdparty-check fio sqlite
 
 help:
 	@sed -n '2,/^$$/p' Makefile | sed 's/^# \{0,1\}//'
@@ -207,8 +222,12 @@ deps-thirdparty:
 thirdparty: deps-thirdparty
 	$(THIRDPARTY) rootfs
 
-busybox pjdfstest fio: deps-thirdparty
+busybox fio: deps-thirdparty
 	$(THIRDPARTY) $@
+
+# The riscv64 build of pjdfstest for the guest (`make pjdfstest` is the FUSE conformance run).
+pjdfstest-riscv: deps-thirdparty
+	$(THIRDPARTY) pjdfstest
 
 sqlite: deps-thirdparty
 	@$(call apt_install,$(THIRDPARTY_SQLITE_APT_PACKAGES))
@@ -243,7 +262,7 @@ run: images
 
 ## Tests: host crates, then the in-guest runner (QEMU exit status = failures), then data
 ## written in one boot checked in the next (same disks: nothing is reformatted).
-test: test-host test-guest test-persist test-crash test-cross test-fill test-pjdfstest-guest test-shell test-exhaust
+test: test-host test-guest test-persist test-crash test-cross test-fill test-pjdfstest test-pjdfstest-guest test-shell test-exhaust
 
 test-host: deps
 	$(CARGO) test --release --workspace --exclude kernel --exclude user-tests
@@ -288,6 +307,29 @@ test-cross: images
 	QEMU='$(call QEMU_DBFS,@DBFS@)' KPARAMS='log=$(LOG) bcache=$(BCACHE)' \
 		DBFS_FUSE=$(CARGO_TARGET_DIR)/release/dbfs-fuse WORK=$(BUILD)/cross SEED=$(SEED) \
 		tests/crosscheck.sh
+
+## POSIX conformance with pjdfstest through FUSE (tests/pjdfstest-fuse.sh, docs/CONFORMANCE.md).
+## The guest-written image: the guest formats a blank disk and writes the cross-check tree.
+PJD_ENV = DBFS_FUSE=$(CARGO_TARGET_DIR)/release/dbfs-fuse BUILD=$(BUILD)
+
+pjdfstest-guest-image: images
+	rm -f $(BUILD)/pjdfstest-guest.img
+	truncate -s 256M $(BUILD)/pjdfstest-guest.img
+	timeout --foreground -k 10 300 $(call QEMU_DBFS,$(BUILD)/pjdfstest-guest.img) \
+		-append "init=/bin/crosscheck log=$(LOG) bcache=$(BCACHE) -- gen /dbfs/tree seed=$(SEED)" \
+		</dev/null | tr -d '\r' > $(BUILD)/pjdfstest-guest.log
+	@grep -q '^crosscheck gen: seed $(SEED) written' $(BUILD)/pjdfstest-guest.log || \
+		{ echo "the guest did not write its tree (log $(BUILD)/pjdfstest-guest.log)"; exit 1; }
+
+pjdfstest: deps pjdfstest-guest-image
+	$(CARGO) build --release -p dbfs-fuse
+	timeout -k 10 7200 env $(PJD_ENV) GUEST_IMAGE=$(BUILD)/pjdfstest-guest.img \
+		SYSTEMS="$(PJD_SYSTEMS)" DIRS="$(PJD_DIRS)" tests/pjdfstest-fuse.sh | tee $(BUILD)/pjdfstest.log
+
+test-pjdfstest: deps
+	$(CARGO) build --release -p dbfs-fuse
+	timeout -k 10 900 env $(PJD_ENV) SYSTEMS=dbfs DIRS="$(PJD_TEST_DIRS)" tests/pjdfstest-fuse.sh \
+		| tee $(BUILD)/test-pjdfstest.log
 
 ## Crash survival: SIGKILL QEMU while /bin/crashwriter writes to dbfs, then fsck the image and
 ## check every committed file on the host and in the next boot (tests/crash.sh).
