@@ -140,7 +140,7 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
         }
         SYS_CLONE => process::sys_clone(a[0], a[1], a[2], a[3], a[4], tf),
         SYS_EXECVE => process::sys_execve(a[0], a[1], a[2]),
-        SYS_WAIT4 => process::sys_wait4(a[0] as isize, a[1], a[2] as u32),
+        SYS_WAIT4 => process::sys_wait4(a[0] as isize, a[1], a[2] as u32, a[3]),
         SYS_KILL => signal::sys_kill(a[0] as isize, a[1] as i32),
         SYS_BRK => misc::sys_brk(a[0]),
         SYS_MMAP => misc::sys_mmap(a[0], a[1], a[2] as u32, a[3] as u32, a[4] as i32),

@@ -111,7 +111,7 @@ pub fn sys_execve(path_ptr: usize, argv_ptr: usize, envp_ptr: usize) -> SysResul
     Ok(0)
 }
 
-pub fn sys_wait4(pid: isize, wstatus: usize, options: u32) -> SysResult {
+pub fn sys_wait4(pid: isize, wstatus: usize, options: u32, rusage: usize) -> SysResult {
     const WNOHANG: u32 = 1;
     const WUNTRACED: u32 = 2;
     const WCONTINUED: u32 = 8;
@@ -124,11 +124,21 @@ pub fn sys_wait4(pid: isize, wstatus: usize, options: u32) -> SysResult {
         // Check the status pointer before reaping, so a bad pointer loses no child.
         with_space(|s| uaccess::segments(s, wstatus, 4, crate::mm::addr_space::Access::Write))?;
     }
+    if rusage != 0 {
+        with_space(|s| uaccess::segments(s, rusage, 144, crate::mm::addr_space::Access::Write))?;
+    }
     match task::wait_child(pid, options & WNOHANG != 0)? {
         None => Ok(0),
-        Some((cpid, status)) => {
+        Some((cpid, status, cpu_ns)) => {
             if wstatus != 0 {
                 super::copy_out(wstatus, &status.wait_status().to_le_bytes())?;
+            }
+            if rusage != 0 {
+                // struct rusage: ru_utime (a timeval) first; all CPU time counts as user time.
+                let mut b = [0u8; 144];
+                b[0..8].copy_from_slice(&(cpu_ns / 1_000_000_000).to_le_bytes());
+                b[8..16].copy_from_slice(&(cpu_ns % 1_000_000_000 / 1000).to_le_bytes());
+                super::copy_out(rusage, &b)?;
             }
             Ok(cpid)
         }

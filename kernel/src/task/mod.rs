@@ -537,7 +537,9 @@ pub fn exit_current(status: ExitStatus) -> ! {
 }
 
 /// wait4: reap a zombie child (`pid` = -1 for any). `Ok(None)` with WNOHANG and nothing yet.
-pub fn wait_child(pid: isize, nohang: bool) -> Result<Option<(usize, ExitStatus)>, Errno> {
+/// The third value is the CPU time (ns) the child and its reaped children used (wait4's
+/// rusage).
+pub fn wait_child(pid: isize, nohang: bool) -> Result<Option<(usize, ExitStatus, u64)>, Errno> {
     loop {
         let me = current();
         let found = {
@@ -565,7 +567,7 @@ pub fn wait_child(pid: isize, nohang: bool) -> Result<Option<(usize, ExitStatus)
             };
             me.inner.lock().children_cpu_ns += spent;
             SCHED.lock().all.remove(&child.pid);
-            return Ok(Some((child.pid, st)));
+            return Ok(Some((child.pid, st, spent)));
         }
         if nohang {
             return Ok(None);
