@@ -19,24 +19,29 @@ pub fn sys_fstat(fd: i32, buf: usize) -> SysResult {
     Ok(0)
 }
 
+/// What an `*at` call with AT_EMPTY_PATH and AT_SYMLINK_NOFOLLOW names: the descriptor
+/// itself (an empty path with AT_EMPTY_PATH), or the path relative to it.
+fn loc_at(dirfd: i32, path_ptr: usize, flags: u32) -> Result<Loc, Errno> {
+    let path = read_path(path_ptr)?;
+    if path.is_empty() && flags & AT_EMPTY_PATH != 0 {
+        return if dirfd == AT_FDCWD {
+            base(dirfd, "")
+        } else {
+            Ok(file(dirfd)?.loc.clone())
+        };
+    }
+    path::resolve(
+        &base(dirfd, &path)?,
+        &path,
+        flags & AT_SYMLINK_NOFOLLOW == 0,
+    )
+}
+
 pub fn sys_newfstatat(dirfd: i32, path_ptr: usize, buf: usize, flags: u32) -> SysResult {
     if flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH | 0x800/* AT_NO_AUTOMOUNT */) != 0 {
         return Err(Errno::EINVAL);
     }
-    let path = read_path(path_ptr)?;
-    let loc = if path.is_empty() && flags & AT_EMPTY_PATH != 0 {
-        if dirfd == AT_FDCWD {
-            base(dirfd, "")?
-        } else {
-            file(dirfd)?.loc.clone()
-        }
-    } else {
-        path::resolve(
-            &base(dirfd, &path)?,
-            &path,
-            flags & AT_SYMLINK_NOFOLLOW == 0,
-        )?
-    };
+    let loc = loc_at(dirfd, path_ptr, flags)?;
     let m = loc.node.getattr()?;
     copy_out(buf, &stat_of(&m, loc.mount.id).as_bytes())?;
     Ok(0)
@@ -109,16 +114,7 @@ pub fn sys_faccessat(dirfd: i32, path_ptr: usize, mode: u32, flags: u32) -> SysR
     if mode & !7 != 0 || flags & !(AT_EACCESS | AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
         return Err(Errno::EINVAL);
     }
-    let path = read_path(path_ptr)?;
-    let loc = if path.is_empty() && flags & AT_EMPTY_PATH != 0 && dirfd != AT_FDCWD {
-        file(dirfd)?.loc.clone()
-    } else {
-        path::resolve(
-            &base(dirfd, &path)?,
-            &path,
-            flags & AT_SYMLINK_NOFOLLOW == 0,
-        )?
-    };
+    let loc = loc_at(dirfd, path_ptr, flags)?;
     let m = loc.node.getattr()?;
     let mut c = perm::cred();
     if flags & AT_EACCESS == 0 {
@@ -184,20 +180,7 @@ pub fn sys_fchownat(dirfd: i32, path_ptr: usize, uid: usize, gid: usize, flags: 
     if flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
         return Err(Errno::EINVAL);
     }
-    let path = read_path(path_ptr)?;
-    let loc = if path.is_empty() && flags & AT_EMPTY_PATH != 0 {
-        if dirfd == AT_FDCWD {
-            base(dirfd, "")?
-        } else {
-            file(dirfd)?.loc.clone()
-        }
-    } else {
-        path::resolve(
-            &base(dirfd, &path)?,
-            &path,
-            flags & AT_SYMLINK_NOFOLLOW == 0,
-        )?
-    };
+    let loc = loc_at(dirfd, path_ptr, flags)?;
     chown(&loc, uid as u32, gid as u32)
 }
 
@@ -268,4 +251,36 @@ pub fn sys_utimensat(dirfd: i32, path_ptr: usize, times_ptr: usize, flags: u32) 
         ..Default::default()
     })?;
     Ok(0)
+}
+
+/// fallocate: mode 0 makes sure the file is at least `offset + len` long (the file systems
+/// here allocate on write, so the new range reads as zeros, like a preallocated one);
+/// FALLOC_FL_KEEP_SIZE alone has nothing to do; other modes (punching or collapsing ranges)
+/// are EOPNOTSUPP. Argument checks as Linux's `vfs_fallocate`.
+pub fn sys_fallocate(fd: i32, mode: u32, offset: i64, len: i64) -> SysResult {
+    const FALLOC_FL_KEEP_SIZE: u32 = 1;
+    if offset < 0 || len <= 0 {
+        return Err(Errno::EINVAL);
+    }
+    let f = file(fd)?;
+    if !f.writable {
+        return Err(Errno::EBADF);
+    }
+    match f.ftype {
+        FileType::Regular => {}
+        FileType::Directory => return Err(Errno::EISDIR),
+        FileType::Fifo | FileType::Socket => return Err(Errno::ESPIPE),
+        _ => return Err(Errno::ENODEV),
+    }
+    let end = offset.checked_add(len).ok_or(Errno::EFBIG)? as u64;
+    match mode {
+        0 => {
+            if f.loc.node.getattr()?.size < end {
+                f.loc.node.truncate(end)?;
+            }
+            Ok(0)
+        }
+        FALLOC_FL_KEEP_SIZE => Ok(0),
+        _ => Err(Errno::EOPNOTSUPP),
+    }
 }

@@ -92,19 +92,25 @@ pub fn sys_nanosleep(req: usize, rem: usize) -> SysResult {
     sys_clock_nanosleep(CLOCK_MONOTONIC, 0, req, rem)
 }
 
-/// clock_nanosleep (and nanosleep): sleep on the timer list until the deadline; a signal
-/// ends the sleep early with EINTR and the time left in `rem` (relative sleeps only).
-pub fn sys_clock_nanosleep(clock: u32, flags: u32, req: usize, rem: usize) -> SysResult {
-    const TIMER_ABSTIME: u32 = 1;
+/// A `struct timespec` from user memory, in nanoseconds: EINVAL for a negative time or
+/// nanoseconds outside 0..1e9 (Linux's `timespec64_valid`).
+pub fn read_timespec_ns(ptr: usize) -> Result<u64, Errno> {
     let mut b = [0u8; 16];
-    copy_in(req, &mut b)?;
+    copy_in(ptr, &mut b)?;
     let t = Timespec::from_bytes(&b);
     if t.tv_sec < 0 || !(0..1_000_000_000).contains(&t.tv_nsec) {
         return Err(Errno::EINVAL);
     }
-    let ns = (t.tv_sec as u64)
+    Ok((t.tv_sec as u64)
         .saturating_mul(1_000_000_000)
-        .saturating_add(t.tv_nsec as u64);
+        .saturating_add(t.tv_nsec as u64))
+}
+
+/// clock_nanosleep (and nanosleep): sleep on the timer list until the deadline; a signal
+/// ends the sleep early with EINTR and the time left in `rem` (relative sleeps only).
+pub fn sys_clock_nanosleep(clock: u32, flags: u32, req: usize, rem: usize) -> SysResult {
+    const TIMER_ABSTIME: u32 = 1;
+    let ns = read_timespec_ns(req)?;
     let now = time::monotonic_ns();
     let deadline = match (clock, flags & TIMER_ABSTIME != 0) {
         (CLOCK_REALTIME, true) => now.saturating_add(ns.saturating_sub(time::realtime_ns())),

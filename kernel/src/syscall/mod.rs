@@ -66,6 +66,7 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
         SYS_FACCESSAT => fs::sys_faccessat(a[0] as i32, a[1], a[2] as u32, 0),
         SYS_FACCESSAT2 => fs::sys_faccessat(a[0] as i32, a[1], a[2] as u32, a[3] as u32),
         SYS_FCHOWN => fs::sys_fchown(a[0] as i32, a[1], a[2]),
+        SYS_FALLOCATE => fs::sys_fallocate(a[0] as i32, a[1] as u32, a[2] as i64, a[3] as i64),
         SYS_FCHOWNAT => fs::sys_fchownat(a[0] as i32, a[1], a[2], a[3], a[4] as u32),
         SYS_MKNODAT => fs::sys_mknodat(a[0] as i32, a[1], a[2] as u32, a[3]),
         SYS_CHDIR => fs::sys_chdir(a[0]),

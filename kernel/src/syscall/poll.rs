@@ -8,7 +8,6 @@
 use alloc::vec;
 use alloc::vec::Vec;
 
-use abi::stat::Timespec;
 use abi::Errno;
 
 use super::fs::{stream_of, Stream};
@@ -73,15 +72,7 @@ fn deadline(tmo: usize) -> Result<Option<u64>, Errno> {
     if tmo == 0 {
         return Ok(None);
     }
-    let mut b = [0u8; 16];
-    copy_in(tmo, &mut b)?;
-    let t = Timespec::from_bytes(&b);
-    if t.tv_sec < 0 || !(0..1_000_000_000).contains(&t.tv_nsec) {
-        return Err(Errno::EINVAL);
-    }
-    let ns = (t.tv_sec as u64)
-        .saturating_mul(1_000_000_000)
-        .saturating_add(t.tv_nsec as u64);
+    let ns = super::misc::read_timespec_ns(tmo)?;
     Ok(Some(crate::arch::time::monotonic_ns().saturating_add(ns)))
 }
 
