@@ -88,6 +88,9 @@ pub fn sys_openat(dirfd: i32, path_ptr: usize, flags: u32, mode: u32) -> SysResu
     }
     let base = base(dirfd, &path)?;
     let follow = flags & O_NOFOLLOW == 0;
+    // A file this call creates is opened without a permission check (its mode may deny the
+    // very access it is opened for, as `open(name, O_CREAT | O_RDWR, 0)` does).
+    let mut created = false;
     let loc = if flags & O_CREAT != 0 {
         if path.ends_with('/') {
             return Err(Errno::EISDIR);
@@ -105,6 +108,7 @@ pub fn sys_openat(dirfd: i32, path_ptr: usize, flags: u32, mode: u32) -> SysResu
                 if flags & O_EXCL != 0 && parent.node.lookup(&name).is_ok() {
                     return Err(Errno::EEXIST);
                 }
+                created = true;
                 crate::fs::create(
                     &parent,
                     &name,
@@ -122,10 +126,6 @@ pub fn sys_openat(dirfd: i32, path_ptr: usize, flags: u32, mode: u32) -> SysResu
     if ftype == FileType::Symlink {
         return Err(Errno::ELOOP); // O_NOFOLLOW on a symlink
     }
-    if ftype == FileType::Fifo && flags & O_PATH == 0 {
-        let f = super::stream::open_fifo(loc, flags)?;
-        return with_current(|p| p.files.install(f, flags & O_CLOEXEC != 0)).map(|fd| fd as usize);
-    }
     if flags & O_DIRECTORY != 0 && ftype != FileType::Directory {
         return Err(Errno::ENOTDIR);
     }
@@ -142,7 +142,7 @@ pub fn sys_openat(dirfd: i32, path_ptr: usize, flags: u32, mode: u32) -> SysResu
     if ftype == FileType::Directory && writable {
         return Err(Errno::EISDIR);
     }
-    if flags & O_PATH == 0 {
+    if flags & O_PATH == 0 && !created {
         let mut want = 0;
         if readable {
             want |= perm::MAY_READ;
@@ -151,6 +151,18 @@ pub fn sys_openat(dirfd: i32, path_ptr: usize, flags: u32, mode: u32) -> SysResu
             want |= perm::MAY_WRITE;
         }
         perm::check(&perm::cred(), &loc, want)?;
+    }
+    if flags & O_PATH == 0 {
+        match ftype {
+            // A socket is not opened through its name (Linux: ENXIO).
+            FileType::Socket => return Err(Errno::ENXIO),
+            FileType::Fifo => {
+                let f = super::stream::open_fifo(loc, flags)?;
+                return with_current(|p| p.files.install(f, flags & O_CLOEXEC != 0))
+                    .map(|fd| fd as usize);
+            }
+            _ => {}
+        }
     }
     if flags & O_TRUNC != 0 && writable && ftype == FileType::Regular {
         let m = loc.node.getattr()?;
