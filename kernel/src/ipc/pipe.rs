@@ -107,6 +107,9 @@ impl Pipe {
     /// Write all of `data`, sleeping while the pipe is full; a short count only when a signal
     /// or O_NONBLOCK stops it after some bytes went in.
     pub fn write(&self, data: &[u8], nonblock: bool) -> Result<usize, Errno> {
+        if data.is_empty() {
+            return Ok(0); // as Linux: before looking at the readers
+        }
         let mut done = 0;
         loop {
             {
@@ -138,9 +141,6 @@ impl Pipe {
                     }
                     continue;
                 }
-            }
-            if data.is_empty() {
-                return Ok(0);
             }
             if nonblock {
                 return if done > 0 {
@@ -254,18 +254,14 @@ impl Node for PipeEnd {
             None => self.getattr(),
         }
     }
+    // The syscall layer reads and writes pipes through `Pipe::read`/`write` (with their
+    // errno); a VFS-typed caller that reaches these instead sees any failure as EIO.
     fn read_at(&self, _offset: u64, buf: &mut [u8]) -> VfsResult<usize> {
-        self.pipe.read(buf, false).map_err(errno_to_vfs)
+        self.pipe.read(buf, false).map_err(|_| vfs::VfsError::Io)
     }
     fn write_at(&self, _offset: u64, buf: &[u8]) -> VfsResult<usize> {
-        self.pipe.write(buf, false).map_err(errno_to_vfs)
+        self.pipe.write(buf, false).map_err(|_| vfs::VfsError::Io)
     }
-}
-
-/// The syscall layer reads and writes pipes through `Pipe::read`/`write` (with their errno);
-/// a VFS-typed caller that reaches `read_at`/`write_at` instead sees any failure as EIO.
-fn errno_to_vfs(_e: Errno) -> vfs::VfsError {
-    vfs::VfsError::Io
 }
 
 /// A new pipe: (read end, write end) nodes.

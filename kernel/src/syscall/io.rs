@@ -95,9 +95,8 @@ fn read_chunk(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult {
         }
     }
     let mut pages = with_space(|s| UserPages::new(s, va, len, Access::Write))?;
-    match pages.piece_count() {
-        0 => return Ok(0),
-        _ => {}
+    if pages.piece_count() == 0 {
+        return Ok(0);
     }
     if let Some(dst) = pages.single_mut() {
         return Ok(f.loc.node.read_at(offset, dst)?);

@@ -17,7 +17,6 @@ use crate::task::wait::WaitQueue;
 use crate::task::with_current;
 
 const POLLIN: u16 = 0x1;
-const POLLPRI: u16 = 0x2;
 const POLLOUT: u16 = 0x4;
 const POLLERR: u16 = 0x8;
 const POLLHUP: u16 = 0x10;
@@ -62,7 +61,6 @@ fn poll_one(fd: i32, events: u16) -> u16 {
         }
         None => rev |= events & (POLLIN | POLLRDNORM | POLLOUT | POLLWRNORM),
     }
-    let _ = POLLPRI;
     rev
 }
 

@@ -89,13 +89,6 @@ pub fn write(f: &OpenFile, s: Stream, va: usize, len: usize) -> SysResult {
             break;
         }
     }
-    if len == 0 {
-        if let Stream::Pipe(p) = s {
-            p.pipe
-                .write(&[], true)
-                .or_else(|e| if e == Errno::EAGAIN { Ok(0) } else { Err(e) })?;
-        }
-    }
     Ok(done)
 }
 
