@@ -205,6 +205,7 @@ deps-thirdparty:
 	@$(call apt_install,$(THIRDPARTY_APT_PACKAGES))
 
 thirdparty: deps-thirdparty
+	@$(call apt_install,$(THIRDPARTY_SQLITE_APT_PACKAGES))
 	$(THIRDPARTY) rootfs
 
 busybox pjdfstest fio: deps-thirdparty

@@ -74,6 +74,26 @@ impl OpenFile {
     pub fn append(&self) -> bool {
         *self.status_flags.lock() & abi::fcntl::O_APPEND != 0
     }
+
+    /// The file's name in the record-lock table (mount and inode number).
+    pub fn lock_key(&self) -> Result<super::lock::FileKey, Errno> {
+        Ok(super::lock::FileKey {
+            mount: self.loc.mount.id,
+            ino: self.loc.node.getattr()?.ino,
+        })
+    }
+
+    /// A descriptor of this file was closed by `pid`: POSIX drops all of `pid`'s record
+    /// locks on the file, whichever descriptor took them.
+    pub fn release_locks(&self, pid: usize) {
+        if !super::lock::holds_any(pid) {
+            return;
+        }
+        match self.lock_key() {
+            Ok(key) => super::lock::release_on_close(key, pid),
+            Err(e) => log::warn!("record locks of {} not released: {}", self.loc.path, e),
+        }
+    }
 }
 
 impl Drop for OpenFile {
@@ -189,11 +209,16 @@ impl FdTable {
         Ok(())
     }
 
-    pub fn close_on_exec(&mut self) {
+    /// Close every close-on-exec descriptor; returns their files (dropping them closes).
+    pub fn close_on_exec(&mut self) -> Vec<Arc<OpenFile>> {
+        let mut closed = Vec::new();
         for s in self.slots.iter_mut() {
             if s.as_ref().is_some_and(|s| s.cloexec) {
-                *s = None;
+                if let Some(slot) = s.take() {
+                    closed.push(slot.file);
+                }
             }
         }
+        closed
     }
 }

@@ -477,14 +477,19 @@ pub fn fork(tf: &TrapFrame) -> Result<usize, Errno> {
 pub fn exec(path: &str, argv: Vec<String>, envp: Vec<String>) -> Result<(), Errno> {
     let (cwd, creds) = with_current(|p| (p.cwd.clone(), p.cred.clone()));
     let (space, entry, sp) = load_program(&cwd, path, argv, &envp, &creds)?;
-    with_current(|p| {
+    let closed = with_current(|p| {
         let ksp = p.tf.kernel_sp;
         *p.tf = TrapFrame::new_user(entry, sp, ksp);
         space.activate();
         p.space = space;
-        p.files.close_on_exec();
         p.sig.reset_for_exec();
+        p.files.close_on_exec()
     });
+    // Outside the process lock: a last close may write back data.
+    let pid = current_pid();
+    for f in closed {
+        f.release_locks(pid);
+    }
     Ok(())
 }
 
@@ -505,6 +510,7 @@ pub fn exit_current(status: ExitStatus) -> ! {
         )
     };
     wait::drop_timers(p.pid);
+    crate::fs::lock::release_all(p.pid);
     drop(files); // closes every descriptor (may write back data)
     if p.pid == 1 {
         let code = match status {
