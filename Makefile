@@ -46,7 +46,12 @@
 #   make thirdparty-check        both under qemu-user on the host, as root: busybox checks, then
 #                                the whole pjdfstest suite (or PJDFSTEST_DIRS) with the guest's runner
 #                                in a chroot on a tmpfs (binfmt_misc entry only for the run)
-#   make fio | sqlite            fio 3.33, sqlite3 3.40.1 + speedtest1, static riscv64 (not in root.img)
+#   make fio | sqlite            fio 3.33, sqlite3 3.40.1 + speedtest1, static riscv64 (both are
+#                                in root.img: /bin/fio, /bin/sqlite3, /bin/speedtest1)
+#   make sqlite-bench            sqlite's speedtest1 on /dbfs and /fat in one boot, alternated,
+#                                REPS runs each (--size SQLITE_SIZE): RESULT lines, median table
+#   make test-apps               (in `make test`) record locks and shared memory between processes
+#                                (/bin/apptest), then sqlite3 on /dbfs and /fat
 #   make deps-thirdparty         the host packages these need (cross gcc, autotools, dpkg-dev, ...)
 #
 # Variables (override on the command line, e.g. `make run BENCH=seqread FS=fat32`):
@@ -71,6 +76,7 @@
 #   CRASH_POINTS  QEMU kills in `make crash-test`                      (default: 200)
 #   CRASH_SEED    replay a crash test's operations and kill delays     (default: random, printed)
 #   SEED     seed of the tree `make test-cross` generates               (default: 1)
+#   SQLITE_SIZE  speedtest1 --size for `make sqlite-bench` (100 = its full size) (default: 10)
 #   FUZZ_SECS  seconds per fuzz target in `make fuzz`                   (default: 600)
 #   PJDFSTEST_DIRS  pjdfstest directories for `make thirdparty-check`, e.g. "chmod open"
 #                                                                       (default: all)
@@ -106,6 +112,7 @@ FUSE_OPTS ?=
 CRASH_POINTS ?= 200
 CRASH_SEED ?=
 SEED    ?= 1
+SQLITE_SIZE ?= 10
 
 TARGET   := riscv64gc-unknown-none-elf
 CARGO    ?= cargo
@@ -153,7 +160,7 @@ comma := ,
 QEMU_FILL = $(subst file=$(BUILD)/fat.img$(comma),file=$(BUILD)/fill-fat.img$(comma),$(call QEMU_DBFS,$(BUILD)/fill-dbfs.img))
 
 .PHONY: help deps build kernel user mkimage images bench-disks run test test-host test-guest test-persist test-crash crash-test test-cross test-fill bench \
-	pjdfstest-guest test-pjdfstest-guest test-shell test-exhaust \
+	pjdfstest-guest test-pjdfstest-guest test-shell test-exhaust test-apps sqlite-bench \
 	bench-kv fuse bench-fuse gdb fmt clippy doc clean fuzz \
 	deps-thirdparty thirdparty busybox pjdfstest thirdparty-check fio sqlite
 
@@ -196,6 +203,7 @@ images: build thirdparty | $(BUILD)
 	$(MKIMAGE) fat32 $(BUILD)/root.img --size 64M --label DBFSROOT \
 		--add-tree $(BUILD)/thirdparty/rootfs:/ \
 		--add tools/thirdparty/pjdfstest-both.sh:/bin/pjdfstest-both \
+		--add tools/thirdparty/sqlite-bench.sh:/bin/sqlite-bench \
 		--add-tree tools/rootfs:/ \
 		$(foreach b,$(USER_BINS),--add $(TGT_DIR)/$(b):/bin/$(b))
 	$(MAKE) --no-print-directory bench-disks
@@ -244,7 +252,8 @@ run: images
 
 ## Tests: host crates, then the in-guest runner (QEMU exit status = failures), then data
 ## written in one boot checked in the next (same disks: nothing is reformatted).
-test: test-host test-guest test-persist test-crash test-cross test-fill test-pjdfstest-guest test-shell test-exhaust
+test: test-host test-guest test-persist test-crash test-cross test-fill test-pjdfstest-guest test-shell test-exhaust \
+	test-apps
 
 test-host: deps
 	$(CARGO) test --release --workspace --exclude kernel --exclude user-tests
@@ -403,3 +412,24 @@ test-exhaust: images
 	@grep -Eq '^[0-9]+ passed, 0 failed' $(BUILD)/test-exhaust.log || \
 		{ echo "exhaustion test: a case failed"; exit 1; }
 	$(CARGO_TARGET_DIR)/release/dbfs-fuse fsck $(BUILD)/dbfs.img
+
+## What sqlite and fio need beyond plain file I/O (user-tests/src/bin/apptest.rs): POSIX
+## record locks between processes on /dbfs and /fat, shared anonymous memory across fork;
+## then the real sqlite3 shell creates, fills and queries a database on each.
+test-apps: images
+	timeout --foreground -k 10 300 $(QEMU_BASE) -append "$(SHELL_PARAMS) -- -c '/bin/apptest /dbfs /fat && \
+		for d in /dbfs /fat; do rm -f \$$d/apps.db; \
+		sqlite3 \$$d/apps.db \"create table t(a); insert into t values(1),(2); select sum(a) from t;\" \
+		| sed \"s|^|SQLITE \$$d |\"; done'" | tee $(BUILD)/test-apps.log
+	@grep -Eq '^[0-9]+ passed, 0 failed' $(BUILD)/test-apps.log || \
+		{ echo "apptest: a check failed"; exit 1; }
+	@test "$$(grep -c '^SQLITE /[a-z]* 3' $(BUILD)/test-apps.log)" = 2 || \
+		{ echo "sqlite3 in the guest did not answer 3 on both file systems"; exit 1; }
+
+## sqlite's speedtest1 on /dbfs and /fat, alternated, REPS runs each, one boot
+## (tools/thirdparty/sqlite-bench.sh as /bin/sqlite-bench): RESULT lines and a median table.
+sqlite-bench: images
+	timeout --foreground -k 10 $(TIMEOUT) $(QEMU_BASE) \
+		-append "$(SHELL_PARAMS) -- /bin/sqlite-bench $(REPS) $(SQLITE_SIZE)" | tee $(BUILD)/sqlite-bench.log
+	@grep '^RESULT bench=speedtest1' $(BUILD)/sqlite-bench.log > $(BUILD)/sqlite-bench-results.txt
+	@echo "results: $(BUILD)/sqlite-bench-results.txt"
