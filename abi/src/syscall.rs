@@ -344,6 +344,14 @@ pub const SYS_SETRLIMIT: usize = 164;
 pub const SYS_GETRUSAGE: usize = 165;
 /// `prctl`: process settings by option (name, death signal, ...).
 pub const SYS_PRCTL: usize = 167;
+/// `shmget`: the id of a System V shared memory segment (created with IPC_CREAT/IPC_PRIVATE).
+pub const SYS_SHMGET: usize = 194;
+/// `shmctl`: remove (IPC_RMID) or describe (IPC_STAT) a shared memory segment.
+pub const SYS_SHMCTL: usize = 195;
+/// `shmat`: map a shared memory segment into the caller's address space.
+pub const SYS_SHMAT: usize = 196;
+/// `shmdt`: unmap a segment attached at an address.
+pub const SYS_SHMDT: usize = 197;
 /// `sysinfo`: uptime, load, memory and process counts (`struct sysinfo`).
 pub const SYS_SYSINFO: usize = 179;
 /// `madvise`: hint how a memory range will be used (advice may be ignored).

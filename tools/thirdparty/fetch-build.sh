@@ -238,6 +238,7 @@ cmd_pjdfstest() {
 #   /bin/pjdfstest               the pjdfstest program
 #   /bin/pjdfstest-run           tools/thirdparty/pjdfstest-guest.sh (the suite runner)
 #   /bin/sqlite3, /bin/speedtest1  sqlite's shell and its benchmark program
+#   /bin/fio                     fio (no zlib, no libaio: psync, sync, mmap-less engines)
 #   /usr/pjdfstest/pjdfstest     the program again, where tests/misc.sh looks for it (it walks
 #                                up from each .t file; FAT32 has no links)
 #   /usr/pjdfstest/tests/        conf, misc.sh and every */*.t
@@ -246,9 +247,10 @@ cmd_rootfs() {
 	cmd_busybox
 	cmd_pjdfstest
 	cmd_sqlite
+	cmd_fio
 	local root="$TP/rootfs" stamp="$TP/rootfs.stamp"
 	local inputs=("$TP/busybox/busybox" "$TP/pjdfstest/pjdfstest" "$here/pjdfstest-guest.sh" "$TP/pjdfstest/stamp"
-		"$TP/sqlite/sqlite3" "$TP/sqlite/speedtest1")
+		"$TP/sqlite/sqlite3" "$TP/sqlite/speedtest1" "$TP/fio/fio")
 	if [ -f "$stamp" ] && [ -z "$(find "${inputs[@]}" -newer "$stamp")" ]; then
 		log "rootfs tree up to date"
 		return
@@ -259,7 +261,7 @@ cmd_rootfs() {
 	cp "$TP/pjdfstest/pjdfstest" "$root.tmp/bin/pjdfstest"
 	cp "$TP/pjdfstest/pjdfstest" "$root.tmp/usr/pjdfstest/pjdfstest"
 	cp "$here/pjdfstest-guest.sh" "$root.tmp/bin/pjdfstest-run"
-	cp "$TP/sqlite/sqlite3" "$TP/sqlite/speedtest1" "$root.tmp/bin/"
+	cp "$TP/sqlite/sqlite3" "$TP/sqlite/speedtest1" "$TP/fio/fio" "$root.tmp/bin/"
 	local tests="$TP/pjdfstest/src/tests" d
 	cp "$tests/conf" "$tests/misc.sh" "$root.tmp/usr/pjdfstest/tests/"
 	for d in "$tests"/*/; do
@@ -344,7 +346,7 @@ cmd_check() {
 	grep -q '^PJDFSTEST fs=' "$TP/check-pjdfstest.log" || die "the runner printed no summary line"
 }
 
-## --- stretch: fio and sqlite ---------------------------------------------------------------
+## --- fio and sqlite ------------------------------------------------------------------------
 
 build_fio() {
 	local src=$1 out="$TP/fio"

@@ -566,6 +566,62 @@ impl AddrSpace {
         fixed: bool,
         shared: bool,
     ) -> Result<usize, Errno> {
+        let obj = shared.then(|| Arc::new(SharedAnon::default()));
+        self.map_anon(hint, len, perm, fixed, obj)
+    }
+
+    /// Map the pages of `obj` (a System V shared memory segment, `shmat`), page 0 first.
+    /// `at`: exactly there (the range must be free unless `replace`); `None`: where
+    /// `mmap` would put it.
+    pub fn attach_shared(
+        &mut self,
+        at: Option<usize>,
+        len: usize,
+        perm: Perm,
+        replace: bool,
+        obj: Arc<SharedAnon>,
+    ) -> Result<usize, Errno> {
+        match at {
+            Some(a) if !replace && self.overlaps(a, a.saturating_add(page_ceil(len))) => {
+                Err(Errno::EINVAL)
+            }
+            Some(a) => self.map_anon(a, len, perm, true, Some(obj)),
+            None => self.map_anon(0, len, perm, false, Some(obj)),
+        }
+    }
+
+    /// Undo the `attach_shared` that mapped `obj`-sharing areas starting at `addr` (`shmdt`):
+    /// every area of that attachment goes. `EINVAL` if no attachment starts at `addr`.
+    pub fn detach_shared(&mut self, addr: usize) -> Result<(), Errno> {
+        let obj = match self.areas.get(&addr).and_then(|a| a.shared.clone()) {
+            Some((obj, base)) if base == addr => obj,
+            _ => return Err(Errno::EINVAL),
+        };
+        let parts: Vec<(usize, usize)> = self
+            .areas
+            .values()
+            .filter(|a| {
+                a.shared
+                    .as_ref()
+                    .is_some_and(|(o, b)| *b == addr && Arc::ptr_eq(o, &obj))
+            })
+            .map(|a| (a.start, a.end))
+            .collect();
+        for (start, end) in parts {
+            self.remove_range(start, end);
+        }
+        Ok(())
+    }
+
+    /// A zero-filled area of `len` bytes, private or with the pages of `obj`.
+    fn map_anon(
+        &mut self,
+        hint: usize,
+        len: usize,
+        perm: Perm,
+        fixed: bool,
+        obj: Option<Arc<SharedAnon>>,
+    ) -> Result<usize, Errno> {
         if len == 0 {
             return Err(Errno::EINVAL);
         }
@@ -583,7 +639,7 @@ impl AddrSpace {
                 return Err(Errno::EINVAL);
             }
             self.remove_range(hint, hint + len);
-            self.insert_area(anon_area(hint, len, perm, shared))?;
+            self.insert_area(anon_area(hint, len, perm, obj))?;
             return Ok(hint);
         }
         // A free hint is taken as is (Linux).
@@ -593,7 +649,7 @@ impl AddrSpace {
             && hint.checked_add(len).is_some_and(|e| e <= MMAP_TOP)
             && !self.overlaps(hint, hint + len)
         {
-            self.insert_area(anon_area(hint, len, perm, shared))?;
+            self.insert_area(anon_area(hint, len, perm, obj))?;
             return Ok(hint);
         }
         // Top down from MMAP_TOP: the highest gap that fits.
@@ -611,7 +667,7 @@ impl AddrSpace {
             return Err(Errno::ENOMEM);
         }
         let at = top - len;
-        self.insert_area(anon_area(at, len, perm, shared))?;
+        self.insert_area(anon_area(at, len, perm, obj))?;
         Ok(at)
     }
 
@@ -701,10 +757,10 @@ impl AddrSpace {
     }
 }
 
-/// A new anonymous area; a shared one gets its own page set, page 0 at `start`.
-fn anon_area(start: usize, len: usize, perm: Perm, shared: bool) -> Area {
+/// A new anonymous area; a shared one maps `obj`'s pages, page 0 at `start`.
+fn anon_area(start: usize, len: usize, perm: Perm, obj: Option<Arc<SharedAnon>>) -> Area {
     Area {
-        shared: shared.then(|| (Arc::new(SharedAnon::default()), start)),
+        shared: obj.map(|o| (o, start)),
         ..Area::new(start, start + len, perm)
     }
 }

@@ -11,6 +11,7 @@ mod misc;
 mod namespace;
 mod poll;
 mod process;
+mod shm;
 mod signal;
 mod socket;
 mod stream;
@@ -146,6 +147,10 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
         SYS_MMAP => misc::sys_mmap(a[0], a[1], a[2] as u32, a[3] as u32, a[4] as i32),
         SYS_MUNMAP => misc::sys_munmap(a[0], a[1]),
         SYS_MPROTECT => misc::sys_mprotect(a[0], a[1], a[2] as u32),
+        SYS_SHMGET => shm::sys_shmget(a[0], a[1], a[2]),
+        SYS_SHMAT => shm::sys_shmat(a[0], a[1], a[2]),
+        SYS_SHMDT => shm::sys_shmdt(a[0]),
+        SYS_SHMCTL => shm::sys_shmctl(a[0], a[1], a[2]),
         SYS_CLOCK_GETTIME => misc::sys_clock_gettime(a[0] as u32, a[1]),
         SYS_GETTIMEOFDAY => misc::sys_gettimeofday(a[0]),
         SYS_NANOSLEEP => misc::sys_nanosleep(a[0], a[1]),

@@ -9,6 +9,9 @@
 //! - Shared anonymous memory (`MAP_SHARED | MAP_ANONYMOUS`): pages written by a child after
 //!   fork (also pages nobody had touched before the fork) are seen by the parent and the
 //!   reverse, while a private mapping stays private.
+//! - System V shared memory (what fio keeps its job table in): a segment from `shmget`, attached
+//!   with `shmat`, is shared with a forked child, stays usable after `IPC_RMID`, `IPC_STAT`
+//!   reports its size, `shmdt` unmaps it, and bad ids and addresses get EINVAL.
 //!
 //! Prints one line per check and `N passed, N failed`; the exit status is the number of
 //! failures. Runs unchanged on Linux (e.g. under `qemu-riscv64` in a scratch directory).
@@ -16,6 +19,7 @@
 #![no_main]
 
 use user_tests::prelude::*;
+use user_tests::raw::{syscall1, syscall3};
 use user_tests::sys::AnonMap;
 
 struct Report {
@@ -108,11 +112,11 @@ fn locks(r: &mut Report, dir: &str) -> SysResult<()> {
         vec![
             (
                 "write lock inside is EAGAIN",
-                setlk(fd, F_WRLCK, 50, 10) == Err(Errno::EAGAIN)
+                setlk(fd, F_WRLCK, 50, 10) == Err(Errno::EAGAIN),
             ),
             (
                 "read lock inside is EAGAIN",
-                setlk(fd, F_RDLCK, 99, 1) == Err(Errno::EAGAIN)
+                setlk(fd, F_RDLCK, 99, 1) == Err(Errno::EAGAIN),
             ),
             (
                 "F_GETLK names the holder and its range",
@@ -121,7 +125,7 @@ fn locks(r: &mut Report, dir: &str) -> SysResult<()> {
             ),
             (
                 "a lock after the range is granted",
-                setlk(fd, F_WRLCK, 100, 0).is_ok()
+                setlk(fd, F_WRLCK, 100, 0).is_ok(),
             ),
         ]
     });
@@ -139,15 +143,15 @@ fn locks(r: &mut Report, dir: &str) -> SysResult<()> {
         vec![
             (
                 "read lock in the read part",
-                setlk(fd, F_RDLCK, 45, 5).is_ok()
+                setlk(fd, F_RDLCK, 45, 5).is_ok(),
             ),
             (
                 "write lock in the read part is EAGAIN",
-                setlk(fd, F_WRLCK, 45, 5) == Err(Errno::EAGAIN)
+                setlk(fd, F_WRLCK, 45, 5) == Err(Errno::EAGAIN),
             ),
             (
                 "read lock in a write part is EAGAIN",
-                setlk(fd, F_RDLCK, 0, 1) == Err(Errno::EAGAIN)
+                setlk(fd, F_RDLCK, 0, 1) == Err(Errno::EAGAIN),
             ),
             (
                 "F_GETLK reports the split range 60..100",
@@ -211,8 +215,8 @@ fn locks(r: &mut Report, dir: &str) -> SysResult<()> {
             ("lock byte 1", b1),
             (
                 "F_SETLKW on byte 0 granted",
-                setlkw(fd, F_WRLCK, 0, 1).is_ok()
-            )
+                setlkw(fd, F_WRLCK, 0, 1).is_ok(),
+            ),
         ]
     });
     yield_a_while();
@@ -326,30 +330,94 @@ fn shared_memory(r: &mut Report) -> SysResult<()> {
     Ok(())
 }
 
+fn ret(r: isize) -> SysResult<usize> {
+    Errno::from_ret(r)
+}
+
+fn sysv_shm(r: &mut Report) -> SysResult<()> {
+    use abi::syscall::{SYS_SHMAT, SYS_SHMCTL, SYS_SHMDT, SYS_SHMGET};
+    const IPC_RMID: usize = 0;
+    const IPC_STAT: usize = 2;
+    const SIZE: usize = 3 * 4096 + 100;
+    // SAFETY: no pointer arguments.
+    let id = ret(unsafe { syscall3(SYS_SHMGET, 0, SIZE, 0o600) })?;
+    // SAFETY: address 0: the kernel picks a free range; nothing of ours is there.
+    let addr = ret(unsafe { syscall3(SYS_SHMAT, id, 0, 0) })?;
+    let mut ds = [0u8; 112];
+    // SAFETY: `ds` is valid for writes of its 112 bytes (struct shmid64_ds).
+    let st = ret(unsafe { syscall3(SYS_SHMCTL, id, IPC_STAT, ds.as_mut_ptr() as usize) });
+    let segsz = u64::from_le_bytes(ds[48..56].try_into().unwrap_or([0; 8]));
+    r.check(
+        st.is_ok() && segsz == SIZE as u64,
+        "IPC_STAT reports the segment's size",
+    );
+    // SAFETY: no pointer arguments.
+    let rm = ret(unsafe { syscall3(SYS_SHMCTL, id, IPC_RMID, 0) });
+    r.check(rm.is_ok(), "IPC_RMID right after attaching (as fio does)");
+    // SAFETY: `addr` maps SIZE bytes, readable and writable, until shmdt below.
+    let seg = unsafe { core::slice::from_raw_parts_mut(addr as *mut u8, SIZE) };
+    seg[0] = 5;
+    match sys::fork()? {
+        0 => {
+            let ok = seg[0] == 5;
+            seg[0] = 6;
+            seg[SIZE - 1] = 7;
+            sys::exit(if ok { 0 } else { 1 })
+        }
+        pid => {
+            r.check(child_ok(pid), "the child sees the segment's contents");
+            r.check(
+                seg[0] == 6 && seg[SIZE - 1] == 7,
+                "the child's writes reach the parent",
+            );
+        }
+    }
+    // SAFETY: `seg` is not used after this.
+    r.check(ret(unsafe { syscall1(SYS_SHMDT, addr) }).is_ok(), "shmdt");
+    // SAFETY: the same address, now unmapped: only the answer is looked at.
+    r.check(
+        ret(unsafe { syscall1(SYS_SHMDT, addr) }) == Err(Errno::EINVAL),
+        "shmdt again: EINVAL",
+    );
+    // SAFETY: no pointer arguments (a removed id).
+    r.check(
+        ret(unsafe { syscall3(SYS_SHMAT, id, 0, 0) }) == Err(Errno::EINVAL),
+        "shmat of a removed id: EINVAL",
+    );
+    // SAFETY: no pointer arguments.
+    r.check(
+        ret(unsafe { syscall3(SYS_SHMGET, 0, 0, 0o600) }) == Err(Errno::EINVAL),
+        "size 0: EINVAL",
+    );
+    // SAFETY: no pointer arguments.
+    r.check(
+        ret(unsafe { syscall3(SYS_SHMGET, 0x5eed, 4096, 0o600) }) == Err(Errno::ENOENT),
+        "unknown key without IPC_CREAT: ENOENT",
+    );
+    Ok(())
+}
+
 fn main(argv: &[&str]) -> i32 {
     let mut r = Report {
         passed: 0,
         failed: 0,
     };
     let dirs: Vec<&str> = argv.iter().skip(1).copied().collect();
-    for dir in if dirs.is_empty() {
-        vec!["/dbfs"]
-    } else {
-        dirs
-    } {
+    for dir in if dirs.is_empty() { vec!["/dbfs"] } else { dirs } {
         println!("== record locks on {dir}");
         if let Err(e) = locks(&mut r, dir) {
-            r.check(
-                false,
-                &format!("lock test on {dir} stopped: {}", e.name()),
-            );
+            r.check(false, &format!("lock test on {dir} stopped: {}", e.name()));
         }
     }
     println!("== shared anonymous memory");
     if let Err(e) = shared_memory(&mut r) {
+        r.check(false, &format!("shared memory test stopped: {}", e.name()));
+    }
+    println!("== System V shared memory");
+    if let Err(e) = sysv_shm(&mut r) {
         r.check(
             false,
-            &format!("shared memory test stopped: {}", e.name()),
+            &format!("System V shared memory test stopped: {}", e.name()),
         );
     }
     println!("{} passed, {} failed", r.passed, r.failed);
