@@ -70,6 +70,7 @@ errnos! {
     EOPNOTSUPP = 95, "Operation not supported";
     EAFNOSUPPORT = 97, "Address family not supported by protocol";
     EADDRINUSE = 98, "Address already in use";
+    ETIMEDOUT = 110, "Connection timed out";
     ECONNREFUSED = 111, "Connection refused";
     EUCLEAN = 117, "Structure needs cleaning";
     EDQUOT = 122, "Disk quota exceeded";

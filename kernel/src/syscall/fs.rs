@@ -256,6 +256,40 @@ pub fn sys_fsync(fd: i32, data_only: bool) -> SysResult {
     Ok(0)
 }
 
+/// fadvise64: the advice is checked and accepted; the caches here do not act on it (Linux
+/// treats it as a hint too).
+pub fn sys_fadvise64(fd: i32, _offset: i64, len: i64, advice: u32) -> SysResult {
+    const POSIX_FADV_NOREUSE: u32 = 5;
+    let f = file(fd)?;
+    if f.ftype == FileType::Fifo || f.ftype == FileType::Socket {
+        return Err(Errno::ESPIPE);
+    }
+    if advice > POSIX_FADV_NOREUSE || len < 0 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(0)
+}
+
+/// fallocate: preallocation is not supported by these file systems: EOPNOTSUPP, which glibc's
+/// posix_fallocate answers by writing the range itself. Bad descriptors and arguments get
+/// Linux's errno first.
+pub fn sys_fallocate(fd: i32, _mode: u32, offset: i64, len: i64) -> SysResult {
+    let f = file(fd)?;
+    if offset < 0 || len <= 0 {
+        return Err(Errno::EINVAL);
+    }
+    if !f.writable {
+        return Err(Errno::EBADF);
+    }
+    match f.ftype {
+        FileType::Fifo | FileType::Socket => Err(Errno::ESPIPE),
+        FileType::Directory => Err(Errno::EISDIR),
+        // Every mode (plain allocation, FALLOC_FL_KEEP_SIZE, punching holes, ...).
+        FileType::Regular => Err(Errno::EOPNOTSUPP),
+        _ => Err(Errno::ENODEV),
+    }
+}
+
 pub fn sys_sync() -> SysResult {
     crate::fs::sync_all();
     Ok(0)

@@ -10,6 +10,7 @@
 //! No lock is held across a context switch.
 
 pub mod cred;
+pub mod futex;
 pub mod signal;
 mod switch;
 pub mod wait;
@@ -78,6 +79,9 @@ pub struct ProcInner {
     /// CPU time this process ran, and that of its reaped children (times, getrusage).
     pub cpu_ns: u64,
     pub children_cpu_ns: u64,
+    /// Nice value (-20..=19; getpriority/setpriority). Inherited by fork; the round-robin
+    /// scheduler does not weigh it yet.
+    pub nice: i32,
     kstack: Box<[u8]>,
 }
 
@@ -250,6 +254,7 @@ pub fn spawn_init(path: &str, argv: Vec<String>) -> Result<(), Errno> {
         cred: cred::Cred::default(),
         cpu_ns: 0,
         children_cpu_ns: 0,
+        nice: 0,
         kstack,
     });
     Ok(())
@@ -465,6 +470,7 @@ pub fn fork(tf: &TrapFrame) -> Result<usize, Errno> {
             cred: p.cred.clone(),
             cpu_ns: 0,
             children_cpu_ns: 0,
+            nice: p.nice,
             kstack,
         }
     };
