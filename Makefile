@@ -50,8 +50,9 @@
 #                                in root.img: /bin/fio, /bin/sqlite3, /bin/speedtest1)
 #   make sqlite-bench            sqlite's speedtest1 on /dbfs and /fat in one boot, alternated,
 #                                REPS runs each (--size SQLITE_SIZE): RESULT lines, median table
-#   make test-apps               (in `make test`) record locks and shared memory between processes
-#                                (/bin/apptest), then sqlite3 on /dbfs and /fat
+#   make test-apps               (in `make test`) record locks, shared memory (mmap and System V),
+#                                futexes between processes (/bin/apptest), then sqlite3 on /dbfs and
+#                                /fat and fio (psync write, 4k randread) on /dbfs
 #   make deps-thirdparty         the host packages these need (cross gcc, autotools, dpkg-dev, ...)
 #
 # Variables (override on the command line, e.g. `make run BENCH=seqread FS=fat32`):
@@ -414,17 +415,22 @@ test-exhaust: images
 	$(CARGO_TARGET_DIR)/release/dbfs-fuse fsck $(BUILD)/dbfs.img
 
 ## What sqlite and fio need beyond plain file I/O (user-tests/src/bin/apptest.rs): POSIX
-## record locks between processes on /dbfs and /fat, shared anonymous memory across fork;
-## then the real sqlite3 shell creates, fills and queries a database on each.
+## record locks between processes on /dbfs and /fat, shared anonymous memory across fork,
+## System V shared memory, futexes between processes, nice values; then the real sqlite3 shell
+## creates, fills and queries a database on each, and fio writes and randomly reads /dbfs.
 test-apps: images
 	timeout --foreground -k 10 300 $(QEMU_BASE) -append "$(SHELL_PARAMS) -- -c '/bin/apptest /dbfs /fat && \
 		for d in /dbfs /fat; do rm -f \$$d/apps.db; \
 		sqlite3 \$$d/apps.db \"create table t(a); insert into t values(1),(2); select sum(a) from t;\" \
-		| sed \"s|^|SQLITE \$$d |\"; done'" | tee $(BUILD)/test-apps.log
+		| sed \"s|^|SQLITE \$$d |\"; done; \
+		fio --name=w --filename=/dbfs/fio --size=4m --bs=1m --rw=write --ioengine=psync --minimal >/dev/null && \
+		fio --name=r --filename=/dbfs/fio --size=4m --bs=4k --rw=randread --ioengine=psync --minimal >/dev/null && \
+		echo FIO ok'" | tee $(BUILD)/test-apps.log
 	@grep -Eq '^[0-9]+ passed, 0 failed' $(BUILD)/test-apps.log || \
 		{ echo "apptest: a check failed"; exit 1; }
 	@test "$$(grep -c '^SQLITE /[a-z]* 3' $(BUILD)/test-apps.log)" = 2 || \
 		{ echo "sqlite3 in the guest did not answer 3 on both file systems"; exit 1; }
+	@grep -q '^FIO ok' $(BUILD)/test-apps.log || { echo "fio in the guest failed"; exit 1; }
 
 ## sqlite's speedtest1 on /dbfs and /fat, alternated, REPS runs each, one boot
 ## (tools/thirdparty/sqlite-bench.sh as /bin/sqlite-bench): RESULT lines and a median table.

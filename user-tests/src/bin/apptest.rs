@@ -12,6 +12,10 @@
 //! - System V shared memory (what fio keeps its job table in): a segment from `shmget`, attached
 //!   with `shmat`, is shared with a forked child, stays usable after `IPC_RMID`, `IPC_STAT`
 //!   reports its size, `shmdt` unmaps it, and bad ids and addresses get EINVAL.
+//! - Futexes between processes (glibc's process-shared mutexes and condition variables): a
+//!   child sleeps in `FUTEX_WAIT` on a word of shared memory until the parent's `FUTEX_WAKE`;
+//!   a changed word is EAGAIN, a timeout ETIMEDOUT.
+//! - Nice values: `setpriority` / `getpriority` (fio calls `nice`).
 //!
 //! Prints one line per check and `N passed, N failed`; the exit status is the number of
 //! failures. Runs unchanged on Linux (e.g. under `qemu-riscv64` in a scratch directory).
@@ -19,7 +23,7 @@
 #![no_main]
 
 use user_tests::prelude::*;
-use user_tests::raw::{syscall1, syscall3};
+use user_tests::raw::{syscall1, syscall2, syscall3, syscall4};
 use user_tests::sys::AnonMap;
 
 struct Report {
@@ -397,6 +401,87 @@ fn sysv_shm(r: &mut Report) -> SysResult<()> {
     Ok(())
 }
 
+fn futex(r: &mut Report) -> SysResult<()> {
+    use abi::syscall::SYS_FUTEX;
+    const FUTEX_WAIT: usize = 0;
+    const FUTEX_WAKE: usize = 1;
+    let mut shared = AnonMap::new_shared(4096)?;
+    let word = shared.as_mut_slice().as_mut_ptr() as usize;
+    let word2 = word + 64;
+    match sys::fork()? {
+        0 => {
+            // SAFETY: `word` is a 4-byte aligned word of the live shared mapping.
+            let w = unsafe { syscall4(SYS_FUTEX, word, FUTEX_WAIT, 0, 0) };
+            // SAFETY: as above; the parent set the word to 1 before waking.
+            let v = unsafe { core::ptr::read_volatile(word as *const u32) };
+            // Tell the parent we are past the wait.
+            // SAFETY: as above, another word of the mapping.
+            unsafe { core::ptr::write_volatile(word2 as *mut u32, 1) };
+            sys::exit(if (w == 0 || w == -(Errno::EAGAIN.0 as isize)) && v == 1 {
+                0
+            } else {
+                1
+            })
+        }
+        pid => {
+            yield_a_while();
+            // SAFETY: the mapping is live; volatile so the child sees it now.
+            let past = unsafe { core::ptr::read_volatile(word2 as *const u32) };
+            r.check(past == 0, "FUTEX_WAIT sleeps while the word is unchanged");
+            // SAFETY: as above.
+            unsafe { core::ptr::write_volatile(word as *mut u32, 1) };
+            // SAFETY: `word` is an aligned word of the mapping.
+            let woken = unsafe { syscall3(SYS_FUTEX, word, FUTEX_WAKE, 1) };
+            r.check(
+                woken == 1,
+                "FUTEX_WAKE wakes the child sleeping in another process",
+            );
+            r.check(child_ok(pid), "the child saw the new value after its wait");
+        }
+    }
+    // SAFETY: the word holds 1, not 0: the call returns at once.
+    let e = unsafe { syscall4(SYS_FUTEX, word, FUTEX_WAIT, 0, 0) };
+    r.check(
+        e == -(Errno::EAGAIN.0 as isize),
+        "FUTEX_WAIT on a changed word: EAGAIN",
+    );
+    let ts = Timespec {
+        tv_sec: 0,
+        tv_nsec: 20_000_000,
+    }
+    .as_bytes();
+    // SAFETY: `ts` is a valid timespec for the duration of the call.
+    let e = unsafe { syscall4(SYS_FUTEX, word, FUTEX_WAIT, 1, ts.as_ptr() as usize) };
+    r.check(
+        e == -(Errno::ETIMEDOUT.0 as isize),
+        "FUTEX_WAIT with a timeout: ETIMEDOUT",
+    );
+    // SAFETY: a misaligned address: refused before it is touched.
+    let e = unsafe { syscall3(SYS_FUTEX, word + 1, FUTEX_WAKE, 1) };
+    r.check(e == -(Errno::EINVAL.0 as isize), "misaligned futex: EINVAL");
+    Ok(())
+}
+
+fn priority(r: &mut Report) {
+    use abi::syscall::{SYS_GETPRIORITY, SYS_SETPRIORITY};
+    // SAFETY: no pointer arguments.
+    let before = unsafe { syscall2(SYS_GETPRIORITY, 0, 0) };
+    r.check(before == 20, "getpriority: nice 0 (as 20 - nice)");
+    // SAFETY: no pointer arguments.
+    let set = unsafe { syscall3(SYS_SETPRIORITY, 0, 0, 5) };
+    // SAFETY: no pointer arguments.
+    let after = unsafe { syscall2(SYS_GETPRIORITY, 0, 0) };
+    r.check(set == 0 && after == 15, "setpriority to nice 5");
+    // SAFETY: no pointer arguments (root may lower it again).
+    unsafe { syscall3(SYS_SETPRIORITY, 0, 0, 0) };
+    // SAFETY: no pointer arguments.
+    let bad = unsafe { syscall2(SYS_GETPRIORITY, 7, 0) };
+    r.check(
+        bad == -(Errno::EINVAL.0 as isize),
+        "getpriority with a bad `which`: EINVAL",
+    );
+}
+
 fn main(argv: &[&str]) -> i32 {
     let mut r = Report {
         passed: 0,
@@ -420,6 +505,12 @@ fn main(argv: &[&str]) -> i32 {
             &format!("System V shared memory test stopped: {}", e.name()),
         );
     }
+    println!("== futexes between processes");
+    if let Err(e) = futex(&mut r) {
+        r.check(false, &format!("futex test stopped: {}", e.name()));
+    }
+    println!("== nice values");
+    priority(&mut r);
     println!("{} passed, {} failed", r.passed, r.failed);
     r.failed as i32
 }
