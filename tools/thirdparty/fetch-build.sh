@@ -390,8 +390,11 @@ build_sqlite() {
 		# BUILD_CC only when CROSS_BUILDING=yes, which debian/rules would set.
 		make -j"$JOBS" CROSS_BUILDING=yes sqlite3.c shell.c
 		# sqlite_cfg.h (configure's findings for the target: pread, fdatasync, usleep, ...).
+		# SQLITE_TEMP_STORE=2: temporary tables and VACUUM's copy in memory by default
+		# (PRAGMA temp_store can still choose files). sqlite makes a temp file by opening and
+		# unlinking it, and FAT32 here cannot keep an unlinked open file (fs/fat32).
 		local defs=(-O2 -D_HAVE_SQLITE_CONFIG_H -DSQLITE_THREADSAFE=0 -DSQLITE_OMIT_LOAD_EXTENSION
-			-DSQLITE_ENABLE_FTS5 -DSQLITE_ENABLE_MATH_FUNCTIONS)
+			-DSQLITE_ENABLE_FTS5 -DSQLITE_ENABLE_MATH_FUNCTIONS -DSQLITE_TEMP_STORE=2)
 		"${CROSS}gcc" "${defs[@]}" -static -I. -o sqlite3 shell.c sqlite3.c -lm
 		"${CROSS}gcc" "${defs[@]}" -static -I. -o speedtest1 "$src/test/speedtest1.c" sqlite3.c -lm
 	) >"$out/build.log" 2>&1 || { tail -30 "$out/build.log" >&2; die "sqlite build failed, see $out/build.log"; }

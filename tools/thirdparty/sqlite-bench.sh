@@ -21,7 +21,9 @@ while [ "$rep" -le "$reps" ]; do
 		db="$dir/speedtest1-$rep.db"
 		rm -f "$db" "$db-journal"
 		start=$(date +%s%N 2>/dev/null)
-		out=$(speedtest1 --size "$size" "$db" 2>&1) || { echo "$out"; echo "speedtest1 failed on $dir"; status=1; }
+		# Temporary files, should sqlite make any (it is built to keep them in memory), on
+		# the file system measured, not on /.
+		out=$(cd "$dir" && SQLITE_TMPDIR="$dir" speedtest1 --size "$size" "$db" 2>&1) || { echo "$out"; echo "speedtest1 failed on $dir"; status=1; }
 		end=$(date +%s%N 2>/dev/null)
 		total=$(echo "$out" | awk '/TOTAL/ { sub(/s$/, "", $NF); print $NF }')
 		wall=$(awk -v s="$start" -v e="$end" 'BEGIN { if (s ~ /N/ || s == "") print "?"; else printf "%.3f", (e - s) / 1e9 }')

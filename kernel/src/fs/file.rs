@@ -21,6 +21,9 @@ pub struct OpenFile {
     /// O_APPEND, O_NONBLOCK, ... as given to open (F_GETFL).
     pub status_flags: Mutex<u32>,
     pub offset: Mutex<u64>,
+    /// The file's name in the record-lock table, once looked up (a lock taken, or a close
+    /// while the process held locks): a file unlinked meanwhile may no longer answer getattr.
+    lock_key: Mutex<Option<super::lock::FileKey>>,
     /// `release` already ran (through [`OpenFile::close_last`]): `Drop` skips it.
     released: bool,
 }
@@ -41,6 +44,7 @@ impl OpenFile {
             writable,
             status_flags: Mutex::new(status_flags),
             offset: Mutex::new(0),
+            lock_key: Mutex::new(None),
             released: false,
         }))
     }
@@ -77,10 +81,15 @@ impl OpenFile {
 
     /// The file's name in the record-lock table (mount and inode number).
     pub fn lock_key(&self) -> Result<super::lock::FileKey, Errno> {
-        Ok(super::lock::FileKey {
+        if let Some(key) = *self.lock_key.lock() {
+            return Ok(key);
+        }
+        let key = super::lock::FileKey {
             mount: self.loc.mount.id,
             ino: self.loc.node.getattr()?.ino,
-        })
+        };
+        *self.lock_key.lock() = Some(key);
+        Ok(key)
     }
 
     /// A descriptor of this file was closed by `pid`: POSIX drops all of `pid`'s record
@@ -91,7 +100,9 @@ impl OpenFile {
         }
         match self.lock_key() {
             Ok(key) => super::lock::release_on_close(key, pid),
-            Err(e) => log::warn!("record locks of {} not released: {}", self.loc.path, e),
+            // A file that is gone (FAT32 cannot keep an unlinked open file) and was never
+            // locked through this description: exit releases whatever the process still holds.
+            Err(e) => log::debug!("record locks of {} not looked up: {}", self.loc.path, e),
         }
     }
 }
