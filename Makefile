@@ -50,6 +50,8 @@
 #                                in root.img: /bin/fio, /bin/sqlite3, /bin/speedtest1)
 #   make sqlite-bench            sqlite's speedtest1 on /dbfs and /fat in one boot, alternated,
 #                                REPS runs each (--size SQLITE_SIZE): RESULT lines, median table
+#   make fio-bench               fio psync on /dbfs and /fat in one boot, alternated, REPS runs
+#                                each: 1 MiB writes (16 MiB, fsync at the end), 4 KiB random reads
 #   make test-apps               (in `make test`) record locks, shared memory (mmap and System V),
 #                                futexes between processes (/bin/apptest), then sqlite3 on /dbfs and
 #                                /fat and fio (psync write, 4k randread) on /dbfs
@@ -161,7 +163,7 @@ comma := ,
 QEMU_FILL = $(subst file=$(BUILD)/fat.img$(comma),file=$(BUILD)/fill-fat.img$(comma),$(call QEMU_DBFS,$(BUILD)/fill-dbfs.img))
 
 .PHONY: help deps build kernel user mkimage images bench-disks run test test-host test-guest test-persist test-crash crash-test test-cross test-fill bench \
-	pjdfstest-guest test-pjdfstest-guest test-shell test-exhaust test-apps sqlite-bench \
+	pjdfstest-guest test-pjdfstest-guest test-shell test-exhaust test-apps sqlite-bench fio-bench \
 	bench-kv fuse bench-fuse gdb fmt clippy doc clean fuzz \
 	deps-thirdparty thirdparty busybox pjdfstest thirdparty-check fio sqlite
 
@@ -205,6 +207,7 @@ images: build thirdparty | $(BUILD)
 		--add-tree $(BUILD)/thirdparty/rootfs:/ \
 		--add tools/thirdparty/pjdfstest-both.sh:/bin/pjdfstest-both \
 		--add tools/thirdparty/sqlite-bench.sh:/bin/sqlite-bench \
+		--add tools/thirdparty/fio-bench.sh:/bin/fio-bench \
 		--add-tree tools/rootfs:/ \
 		$(foreach b,$(USER_BINS),--add $(TGT_DIR)/$(b):/bin/$(b))
 	$(MAKE) --no-print-directory bench-disks
@@ -439,3 +442,12 @@ sqlite-bench: images
 		-append "$(SHELL_PARAMS) -- /bin/sqlite-bench $(REPS) $(SQLITE_SIZE)" | tee $(BUILD)/sqlite-bench.log
 	@grep '^RESULT bench=speedtest1' $(BUILD)/sqlite-bench.log > $(BUILD)/sqlite-bench-results.txt
 	@echo "results: $(BUILD)/sqlite-bench-results.txt"
+
+## fio (psync) on /dbfs and /fat, alternated, REPS runs each, one boot
+## (tools/thirdparty/fio-bench.sh as /bin/fio-bench): 1 MiB sequential write with a final
+## fsync, then 4 KiB random reads of the 16 MiB file; RESULT lines and a median table.
+fio-bench: images
+	timeout --foreground -k 10 $(TIMEOUT) $(QEMU_BASE) \
+		-append "$(SHELL_PARAMS) -- /bin/fio-bench $(REPS)" | tee $(BUILD)/fio-bench.log
+	@grep '^RESULT bench=fio' $(BUILD)/fio-bench.log > $(BUILD)/fio-bench-results.txt
+	@echo "results: $(BUILD)/fio-bench-results.txt"
