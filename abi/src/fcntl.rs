@@ -178,3 +178,27 @@ impl Flock {
         b
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flock_layout_is_linux_riscv64() {
+        let l = Flock {
+            l_type: F_WRLCK,
+            l_whence: SEEK_END as i16,
+            l_start: -5,
+            l_len: 1 << 40,
+            l_pid: 77,
+        };
+        let b = l.as_bytes();
+        assert_eq!(&b[0..2], &1i16.to_le_bytes());
+        assert_eq!(&b[2..4], &2i16.to_le_bytes());
+        assert_eq!(&b[4..8], &[0; 4]);
+        assert_eq!(&b[8..16], &(-5i64).to_le_bytes());
+        assert_eq!(&b[16..24], &(1i64 << 40).to_le_bytes());
+        assert_eq!(&b[24..28], &77i32.to_le_bytes());
+        assert_eq!(Flock::from_bytes(&b), l);
+    }
+}
