@@ -53,7 +53,15 @@
 #   make thirdparty-check        both under qemu-user on the host, as root: busybox checks, then
 #                                the whole pjdfstest suite (or PJDFSTEST_DIRS) with the guest's runner
 #                                in a chroot on a tmpfs (binfmt_misc entry only for the run)
-#   make fio | sqlite            fio 3.33, sqlite3 3.40.1 + speedtest1, static riscv64 (not in root.img)
+#   make fio | sqlite            fio 3.33, sqlite3 3.40.1 + speedtest1, static riscv64 (both are
+#                                in root.img: /bin/fio, /bin/sqlite3, /bin/speedtest1)
+#   make sqlite-bench            sqlite's speedtest1 on /dbfs and /fat in one boot, alternated,
+#                                REPS runs each (--size SQLITE_SIZE): RESULT lines, median table
+#   make fio-bench               fio psync on /dbfs and /fat in one boot, alternated, REPS runs
+#                                each: 1 MiB writes (16 MiB, fsync at the end), 4 KiB random reads
+#   make test-apps               (in `make test`) record locks, shared memory (mmap and System V),
+#                                futexes between processes (/bin/apptest), then sqlite3 on /dbfs and
+#                                /fat and fio (psync write, 4k randread) on /dbfs
 #   make deps-thirdparty         the host packages these need (cross gcc, autotools, dpkg-dev, ...)
 #
 # Variables (override on the command line, e.g. `make run BENCH=seqread FS=fat32`):
@@ -78,6 +86,7 @@
 #   CRASH_POINTS  QEMU kills in `make crash-test`                      (default: 200)
 #   CRASH_SEED    replay a crash test's operations and kill delays     (default: random, printed)
 #   SEED     seed of the tree `make test-cross` generates               (default: 1)
+#   SQLITE_SIZE  speedtest1 --size for `make sqlite-bench` (100 = its full size) (default: 10)
 #   FUZZ_SECS  seconds per fuzz target in `make fuzz`                   (default: 600)
 #   PJDFSTEST_DIRS  pjdfstest directories for `make thirdparty-check`, e.g. "chmod open"
 #                                                                       (default: all)
@@ -120,6 +129,7 @@ SEED    ?= 1
 PJD_DIRS ?=
 PJD_SYSTEMS ?= dbfs dbfs-nowb dbfs-aged dbfs-guest fuse2fs tmpfs
 PJD_TEST_DIRS ?= chmod chown ftruncate link mkdir open rename rmdir symlink truncate unlink utimensat
+SQLITE_SIZE ?= 10
 
 TARGET   := riscv64gc-unknown-none-elf
 CARGO    ?= cargo
@@ -168,7 +178,7 @@ comma := ,
 QEMU_FILL = $(subst file=$(BUILD)/fat.img$(comma),file=$(BUILD)/fill-fat.img$(comma),$(call QEMU_DBFS,$(BUILD)/fill-dbfs.img))
 
 .PHONY: help deps build kernel user mkimage images bench-disks run test test-host test-guest test-persist test-crash crash-test test-cross test-fill bench \
-	pjdfstest-guest test-pjdfstest-guest test-shell test-exhaust \
+	pjdfstest-guest test-pjdfstest-guest test-shell test-exhaust test-apps sqlite-bench fio-bench \
 	pjdfstest test-pjdfstest pjdfstest-guest-image bench-kv fuse bench-fuse gdb fmt clippy doc clean fuzz \
 	deps-thirdparty thirdparty busybox pjdfstest-riscv thirdparty-check fio sqlite
 
@@ -211,6 +221,8 @@ images: build thirdparty | $(BUILD)
 	$(MKIMAGE) fat32 $(BUILD)/root.img --size 64M --label DBFSROOT \
 		--add-tree $(BUILD)/thirdparty/rootfs:/ \
 		--add tools/thirdparty/pjdfstest-both.sh:/bin/pjdfstest-both \
+		--add tools/thirdparty/sqlite-bench.sh:/bin/sqlite-bench \
+		--add tools/thirdparty/fio-bench.sh:/bin/fio-bench \
 		--add-tree tools/rootfs:/ \
 		$(foreach b,$(USER_BINS),--add $(TGT_DIR)/$(b):/bin/$(b))
 	$(MAKE) --no-print-directory bench-disks
@@ -220,6 +232,7 @@ deps-thirdparty:
 	@$(call apt_install,$(THIRDPARTY_APT_PACKAGES))
 
 thirdparty: deps-thirdparty
+	@$(call apt_install,$(THIRDPARTY_SQLITE_APT_PACKAGES))
 	$(THIRDPARTY) rootfs
 
 busybox fio: deps-thirdparty
@@ -262,7 +275,8 @@ run: images
 
 ## Tests: host crates, then the in-guest runner (QEMU exit status = failures), then data
 ## written in one boot checked in the next (same disks: nothing is reformatted).
-test: test-host test-guest test-persist test-crash test-cross test-fill test-pjdfstest test-pjdfstest-guest test-shell test-exhaust
+test: test-host test-guest test-persist test-crash test-cross test-fill test-pjdfstest test-pjdfstest-guest test-shell test-exhaust \
+	test-apps
 
 test-host: deps
 	$(CARGO) test --release --workspace --exclude kernel --exclude user-tests
@@ -444,3 +458,38 @@ test-exhaust: images
 	@grep -Eq '^[0-9]+ passed, 0 failed' $(BUILD)/test-exhaust.log || \
 		{ echo "exhaustion test: a case failed"; exit 1; }
 	$(CARGO_TARGET_DIR)/release/dbfs-fuse fsck $(BUILD)/dbfs.img
+
+## What sqlite and fio need beyond plain file I/O (user-tests/src/bin/apptest.rs): POSIX
+## record locks between processes on /dbfs and /fat, shared anonymous memory across fork,
+## System V shared memory, futexes between processes, nice values; then the real sqlite3 shell
+## creates, fills and queries a database on each, and fio writes and randomly reads /dbfs.
+test-apps: images
+	timeout --foreground -k 10 300 $(QEMU_BASE) -append "$(SHELL_PARAMS) -- -c '/bin/apptest /dbfs /fat && \
+		for d in /dbfs /fat; do rm -f \$$d/apps.db; \
+		sqlite3 \$$d/apps.db \"create table t(a); insert into t values(1),(2); select sum(a) from t;\" \
+		| sed \"s|^|SQLITE \$$d |\"; done; \
+		fio --name=w --filename=/dbfs/fio --size=4m --bs=1m --rw=write --ioengine=psync --minimal >/dev/null && \
+		fio --name=r --filename=/dbfs/fio --size=4m --bs=4k --rw=randread --ioengine=psync --minimal >/dev/null && \
+		echo FIO ok'" | tee $(BUILD)/test-apps.log
+	@grep -Eq '^[0-9]+ passed, 0 failed' $(BUILD)/test-apps.log || \
+		{ echo "apptest: a check failed"; exit 1; }
+	@test "$$(grep -c '^SQLITE /[a-z]* 3' $(BUILD)/test-apps.log)" = 2 || \
+		{ echo "sqlite3 in the guest did not answer 3 on both file systems"; exit 1; }
+	@grep -q '^FIO ok' $(BUILD)/test-apps.log || { echo "fio in the guest failed"; exit 1; }
+
+## sqlite's speedtest1 on /dbfs and /fat, alternated, REPS runs each, one boot
+## (tools/thirdparty/sqlite-bench.sh as /bin/sqlite-bench): RESULT lines and a median table.
+sqlite-bench: images
+	timeout --foreground -k 10 $(TIMEOUT) $(QEMU_BASE) \
+		-append "$(SHELL_PARAMS) -- /bin/sqlite-bench $(REPS) $(SQLITE_SIZE)" | tee $(BUILD)/sqlite-bench.log
+	@grep '^RESULT bench=speedtest1' $(BUILD)/sqlite-bench.log > $(BUILD)/sqlite-bench-results.txt
+	@echo "results: $(BUILD)/sqlite-bench-results.txt"
+
+## fio (psync) on /dbfs and /fat, alternated, REPS runs each, one boot
+## (tools/thirdparty/fio-bench.sh as /bin/fio-bench): 1 MiB sequential write with a final
+## fsync, then 4 KiB random reads of the 16 MiB file; RESULT lines and a median table.
+fio-bench: images
+	timeout --foreground -k 10 $(TIMEOUT) $(QEMU_BASE) \
+		-append "$(SHELL_PARAMS) -- /bin/fio-bench $(REPS)" | tee $(BUILD)/fio-bench.log
+	@grep '^RESULT bench=fio' $(BUILD)/fio-bench.log > $(BUILD)/fio-bench-results.txt
+	@echo "results: $(BUILD)/fio-bench-results.txt"

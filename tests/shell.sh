@@ -31,7 +31,8 @@ wait_for() {
 }
 type_line() { tmux send-keys -t "$session" -l -- "$1"; tmux send-keys -t "$session" Enter; }
 
-wait_for "/ #" 120
+# The prompt: "~ #" (root's home is / in /etc/passwd, and ash shows it as ~).
+wait_for "~ #" 120
 type_line 'echo sum=$((40+2))'
 wait_for "sum=42" 20
 type_line 'seq 1 500 | sort -rn | head -2 > /dbfs/shell-test.txt; cat /dbfs/shell-test.txt | tr "\n" " "; echo END'

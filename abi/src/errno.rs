@@ -58,7 +58,9 @@ errnos! {
     EMLINK = 31, "Too many links";
     EPIPE = 32, "Broken pipe";
     ERANGE = 34, "Numerical result out of range";
+    EDEADLK = 35, "Resource deadlock avoided";
     ENAMETOOLONG = 36, "File name too long";
+    ENOLCK = 37, "No locks available";
     ENOSYS = 38, "Function not implemented";
     ENOTEMPTY = 39, "Directory not empty";
     ELOOP = 40, "Too many levels of symbolic links";
@@ -68,6 +70,7 @@ errnos! {
     EOPNOTSUPP = 95, "Operation not supported";
     EAFNOSUPPORT = 97, "Address family not supported by protocol";
     EADDRINUSE = 98, "Address already in use";
+    ETIMEDOUT = 110, "Connection timed out";
     ECONNREFUSED = 111, "Connection refused";
     EUCLEAN = 117, "Structure needs cleaning";
     EDQUOT = 122, "Disk quota exceeded";

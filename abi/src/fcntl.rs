@@ -121,3 +121,84 @@ pub const CLOCK_MONOTONIC: u32 = 1;
 pub const PATH_MAX: usize = 4096;
 /// Longest single path component.
 pub const NAME_MAX: usize = 255;
+
+/// `fcntl`: test for a conflicting record lock (`struct flock` in and out).
+pub const F_GETLK: u32 = 5;
+/// `fcntl`: take or release a record lock; EAGAIN if another process holds a conflicting one.
+pub const F_SETLK: u32 = 6;
+/// `fcntl`: as `F_SETLK`, but wait for a conflicting lock to go away.
+pub const F_SETLKW: u32 = 7;
+/// `flock.l_type`: a shared (read) lock.
+pub const F_RDLCK: i16 = 0;
+/// `flock.l_type`: an exclusive (write) lock.
+pub const F_WRLCK: i16 = 1;
+/// `flock.l_type`: no lock (release; `F_GETLK`'s answer when nothing conflicts).
+pub const F_UNLCK: i16 = 2;
+
+/// Linux's `struct flock` on riscv64 (32 bytes): a byte range of a file and a lock type.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Flock {
+    /// `F_RDLCK`, `F_WRLCK` or `F_UNLCK`.
+    pub l_type: i16,
+    /// What `l_start` counts from: `SEEK_SET`, `SEEK_CUR` or `SEEK_END`.
+    pub l_whence: i16,
+    /// First byte of the range, relative to `l_whence`.
+    pub l_start: i64,
+    /// Bytes in the range; 0 means "to the end of the file, however far it grows"; a negative
+    /// length covers the bytes before `l_start`.
+    pub l_len: i64,
+    /// `F_GETLK`: the process holding the conflicting lock.
+    pub l_pid: i32,
+}
+
+impl Flock {
+    /// Size of the structure in user memory.
+    pub const SIZE: usize = 32;
+
+    /// Parse the user's bytes (little-endian, with Linux's padding).
+    pub fn from_bytes(b: &[u8; Self::SIZE]) -> Flock {
+        let i64_at = |o: usize| i64::from_le_bytes(b[o..o + 8].try_into().unwrap_or([0; 8]));
+        Flock {
+            l_type: i16::from_le_bytes([b[0], b[1]]),
+            l_whence: i16::from_le_bytes([b[2], b[3]]),
+            l_start: i64_at(8),
+            l_len: i64_at(16),
+            l_pid: i32::from_le_bytes([b[24], b[25], b[26], b[27]]),
+        }
+    }
+
+    /// The structure's bytes as user memory holds them (padding zeroed).
+    pub fn as_bytes(&self) -> [u8; Self::SIZE] {
+        let mut b = [0u8; Self::SIZE];
+        b[0..2].copy_from_slice(&self.l_type.to_le_bytes());
+        b[2..4].copy_from_slice(&self.l_whence.to_le_bytes());
+        b[8..16].copy_from_slice(&self.l_start.to_le_bytes());
+        b[16..24].copy_from_slice(&self.l_len.to_le_bytes());
+        b[24..28].copy_from_slice(&self.l_pid.to_le_bytes());
+        b
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flock_layout_is_linux_riscv64() {
+        let l = Flock {
+            l_type: F_WRLCK,
+            l_whence: SEEK_END as i16,
+            l_start: -5,
+            l_len: 1 << 40,
+            l_pid: 77,
+        };
+        let b = l.as_bytes();
+        assert_eq!(&b[0..2], &1i16.to_le_bytes());
+        assert_eq!(&b[2..4], &2i16.to_le_bytes());
+        assert_eq!(&b[4..8], &[0; 4]);
+        assert_eq!(&b[8..16], &(-5i64).to_le_bytes());
+        assert_eq!(&b[16..24], &(1i64 << 40).to_le_bytes());
+        assert_eq!(&b[24..28], &77i32.to_le_bytes());
+        assert_eq!(Flock::from_bytes(&b), l);
+    }
+}

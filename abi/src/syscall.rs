@@ -328,6 +328,10 @@ pub const SYS_TIMES: usize = 153;
 pub const SYS_SETPGID: usize = 154;
 /// `getpgid`: a process's process group id.
 pub const SYS_GETPGID: usize = 155;
+/// `setpriority`: set the nice value of processes (by process, group or user).
+pub const SYS_SETPRIORITY: usize = 140;
+/// `getpriority`: the nice value of processes, as `20 - nice`.
+pub const SYS_GETPRIORITY: usize = 141;
 /// `getsid`: a process's session id.
 pub const SYS_GETSID: usize = 156;
 /// `setsid`: start a new session (and process group) led by the caller.
@@ -344,8 +348,18 @@ pub const SYS_SETRLIMIT: usize = 164;
 pub const SYS_GETRUSAGE: usize = 165;
 /// `prctl`: process settings by option (name, death signal, ...).
 pub const SYS_PRCTL: usize = 167;
+/// `shmget`: the id of a System V shared memory segment (created with IPC_CREAT/IPC_PRIVATE).
+pub const SYS_SHMGET: usize = 194;
+/// `shmctl`: remove (IPC_RMID) or describe (IPC_STAT) a shared memory segment.
+pub const SYS_SHMCTL: usize = 195;
+/// `shmat`: map a shared memory segment into the caller's address space.
+pub const SYS_SHMAT: usize = 196;
+/// `shmdt`: unmap a segment attached at an address.
+pub const SYS_SHMDT: usize = 197;
 /// `sysinfo`: uptime, load, memory and process counts (`struct sysinfo`).
 pub const SYS_SYSINFO: usize = 179;
+/// `fadvise64`: declare how a file range will be accessed (advice may be ignored).
+pub const SYS_FADVISE64: usize = 223;
 /// `madvise`: hint how a memory range will be used (advice may be ignored).
 pub const SYS_MADVISE: usize = 233;
 /// `prlimit64`: read and set a resource limit of any process.

@@ -237,6 +237,8 @@ cmd_pjdfstest() {
 #   /bin/busybox, /bin/sh        the same binary (busybox picks the applet from argv[0])
 #   /bin/pjdfstest               the pjdfstest program
 #   /bin/pjdfstest-run           tools/thirdparty/pjdfstest-guest.sh (the suite runner)
+#   /bin/sqlite3, /bin/speedtest1  sqlite's shell and its benchmark program
+#   /bin/fio                     fio (no zlib, no libaio: psync, sync, mmap-less engines)
 #   /usr/pjdfstest/pjdfstest     the program again, where tests/misc.sh looks for it (it walks
 #                                up from each .t file; FAT32 has no links)
 #   /usr/pjdfstest/tests/        conf, misc.sh and every */*.t
@@ -244,8 +246,11 @@ cmd_pjdfstest() {
 cmd_rootfs() {
 	cmd_busybox
 	cmd_pjdfstest
+	cmd_sqlite
+	cmd_fio
 	local root="$TP/rootfs" stamp="$TP/rootfs.stamp"
-	local inputs=("$TP/busybox/busybox" "$TP/pjdfstest/pjdfstest" "$here/pjdfstest-guest.sh" "$TP/pjdfstest/stamp")
+	local inputs=("$TP/busybox/busybox" "$TP/pjdfstest/pjdfstest" "$here/pjdfstest-guest.sh" "$TP/pjdfstest/stamp"
+		"$TP/sqlite/sqlite3" "$TP/sqlite/speedtest1" "$TP/fio/fio")
 	if [ -f "$stamp" ] && [ -z "$(find "${inputs[@]}" -newer "$stamp")" ]; then
 		log "rootfs tree up to date"
 		return
@@ -256,6 +261,7 @@ cmd_rootfs() {
 	cp "$TP/pjdfstest/pjdfstest" "$root.tmp/bin/pjdfstest"
 	cp "$TP/pjdfstest/pjdfstest" "$root.tmp/usr/pjdfstest/pjdfstest"
 	cp "$here/pjdfstest-guest.sh" "$root.tmp/bin/pjdfstest-run"
+	cp "$TP/sqlite/sqlite3" "$TP/sqlite/speedtest1" "$TP/fio/fio" "$root.tmp/bin/"
 	local tests="$TP/pjdfstest/src/tests" d
 	cp "$tests/conf" "$tests/misc.sh" "$root.tmp/usr/pjdfstest/tests/"
 	for d in "$tests"/*/; do
@@ -340,7 +346,7 @@ cmd_check() {
 	grep -q '^PJDFSTEST fs=' "$TP/check-pjdfstest.log" || die "the runner printed no summary line"
 }
 
-## --- stretch: fio and sqlite ---------------------------------------------------------------
+## --- fio and sqlite ------------------------------------------------------------------------
 
 build_fio() {
 	local src=$1 out="$TP/fio"
@@ -377,12 +383,18 @@ build_sqlite() {
 	rm -rf "$out/obj" && mkdir -p "$out/obj"
 	(
 		cd "$out/obj"
-		"$src/configure" --host=riscv64-linux-gnu CC="${CROSS}gcc" --disable-tcl --disable-readline \
-			--disable-editline --disable-load-extension --enable-static --disable-shared \
-			--disable-amalgamation
-		make -j"$JOBS" sqlite3.c shell.c
-		local defs=(-O2 -DSQLITE_THREADSAFE=0 -DSQLITE_OMIT_LOAD_EXTENSION -DSQLITE_ENABLE_FTS5
-			-DSQLITE_ENABLE_MATH_FUNCTIONS -DHAVE_USLEEP=1)
+		"$src/configure" --build="$(gcc -dumpmachine)" --host=riscv64-linux-gnu CC="${CROSS}gcc" \
+			BUILD_CC=gcc --disable-tcl --disable-readline --disable-editline \
+			--disable-load-extension --enable-static --disable-shared --disable-amalgamation
+		# Debian's 30-cross.patch builds the code generators (lemon, mkkeywordhash) with
+		# BUILD_CC only when CROSS_BUILDING=yes, which debian/rules would set.
+		make -j"$JOBS" CROSS_BUILDING=yes sqlite3.c shell.c
+		# sqlite_cfg.h (configure's findings for the target: pread, fdatasync, usleep, ...).
+		# SQLITE_TEMP_STORE=2: temporary tables and VACUUM's copy in memory by default
+		# (PRAGMA temp_store can still choose files). sqlite makes a temp file by opening and
+		# unlinking it, and FAT32 here cannot keep an unlinked open file (fs/fat32).
+		local defs=(-O2 -D_HAVE_SQLITE_CONFIG_H -DSQLITE_THREADSAFE=0 -DSQLITE_OMIT_LOAD_EXTENSION
+			-DSQLITE_ENABLE_FTS5 -DSQLITE_ENABLE_MATH_FUNCTIONS -DSQLITE_TEMP_STORE=2)
 		"${CROSS}gcc" "${defs[@]}" -static -I. -o sqlite3 shell.c sqlite3.c -lm
 		"${CROSS}gcc" "${defs[@]}" -static -I. -o speedtest1 "$src/test/speedtest1.c" sqlite3.c -lm
 	) >"$out/build.log" 2>&1 || { tail -30 "$out/build.log" >&2; die "sqlite build failed, see $out/build.log"; }

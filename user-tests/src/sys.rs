@@ -229,6 +229,23 @@ pub fn ftruncate(fd: Fd, length: u64) -> SysResult<()> {
     check(unsafe { syscall2(SYS_FTRUNCATE, fd as usize, length as usize) }).map(|_| ())
 }
 
+/// `fcntl(fd, cmd, &lock)` for the record-lock commands (`F_GETLK`, `F_SETLK`, `F_SETLKW`);
+/// `F_GETLK` writes its answer back into `lock`.
+pub fn fcntl_lock(fd: Fd, cmd: u32, lock: &mut Flock) -> SysResult<()> {
+    let mut raw = lock.as_bytes();
+    // SAFETY: `raw` is valid for reads and writes of `Flock::SIZE` bytes.
+    check(unsafe {
+        syscall3(
+            SYS_FCNTL,
+            fd as usize,
+            cmd as usize,
+            raw.as_mut_ptr() as usize,
+        )
+    })?;
+    *lock = Flock::from_bytes(&raw);
+    Ok(())
+}
+
 /// `fsync(fd)`.
 pub fn fsync(fd: Fd) -> SysResult<()> {
     // SAFETY: no pointer arguments.
@@ -548,6 +565,16 @@ pub struct AnonMap {
 impl AnonMap {
     /// Map `len` bytes (rounded up to pages by the kernel).
     pub fn new(len: usize) -> SysResult<AnonMap> {
+        Self::with_flags(len, MAP_PRIVATE | MAP_ANONYMOUS)
+    }
+
+    /// Map `len` bytes shared with the children this process forks afterwards
+    /// (`MAP_SHARED | MAP_ANONYMOUS`).
+    pub fn new_shared(len: usize) -> SysResult<AnonMap> {
+        Self::with_flags(len, MAP_SHARED | MAP_ANONYMOUS)
+    }
+
+    fn with_flags(len: usize, flags: u32) -> SysResult<AnonMap> {
         // SAFETY: a fresh anonymous mapping chosen by the kernel aliases no memory of ours.
         let addr = check(unsafe {
             syscall6(
@@ -555,7 +582,7 @@ impl AnonMap {
                 0,
                 len,
                 (PROT_READ | PROT_WRITE) as usize,
-                (MAP_PRIVATE | MAP_ANONYMOUS) as usize,
+                flags as usize,
                 usize::MAX, /* fd -1 */
                 0,
             )

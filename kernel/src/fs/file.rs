@@ -21,6 +21,9 @@ pub struct OpenFile {
     /// O_APPEND, O_NONBLOCK, ... as given to open (F_GETFL).
     pub status_flags: Mutex<u32>,
     pub offset: Mutex<u64>,
+    /// The file's name in the record-lock table, once looked up (a lock taken, or a close
+    /// while the process held locks): a file unlinked meanwhile may no longer answer getattr.
+    lock_key: Mutex<Option<super::lock::FileKey>>,
     /// `release` already ran (through [`OpenFile::close_last`]): `Drop` skips it.
     released: bool,
 }
@@ -41,6 +44,7 @@ impl OpenFile {
             writable,
             status_flags: Mutex::new(status_flags),
             offset: Mutex::new(0),
+            lock_key: Mutex::new(None),
             released: false,
         }))
     }
@@ -73,6 +77,33 @@ impl OpenFile {
 
     pub fn append(&self) -> bool {
         *self.status_flags.lock() & abi::fcntl::O_APPEND != 0
+    }
+
+    /// The file's name in the record-lock table (mount and inode number).
+    pub fn lock_key(&self) -> Result<super::lock::FileKey, Errno> {
+        if let Some(key) = *self.lock_key.lock() {
+            return Ok(key);
+        }
+        let key = super::lock::FileKey {
+            mount: self.loc.mount.id,
+            ino: self.loc.node.getattr()?.ino,
+        };
+        *self.lock_key.lock() = Some(key);
+        Ok(key)
+    }
+
+    /// A descriptor of this file was closed by `pid`: POSIX drops all of `pid`'s record
+    /// locks on the file, whichever descriptor took them.
+    pub fn release_locks(&self, pid: usize) {
+        if !super::lock::holds_any(pid) {
+            return;
+        }
+        match self.lock_key() {
+            Ok(key) => super::lock::release_on_close(key, pid),
+            // A file that is gone (FAT32 cannot keep an unlinked open file) and was never
+            // locked through this description: exit releases whatever the process still holds.
+            Err(e) => log::debug!("record locks of {} not looked up: {}", self.loc.path, e),
+        }
     }
 }
 
@@ -189,11 +220,16 @@ impl FdTable {
         Ok(())
     }
 
-    pub fn close_on_exec(&mut self) {
+    /// Close every close-on-exec descriptor; returns their files (dropping them closes).
+    pub fn close_on_exec(&mut self) -> Vec<Arc<OpenFile>> {
+        let mut closed = Vec::new();
         for s in self.slots.iter_mut() {
             if s.as_ref().is_some_and(|s| s.cloexec) {
-                *s = None;
+                if let Some(slot) = s.take() {
+                    closed.push(slot.file);
+                }
             }
         }
+        closed
     }
 }

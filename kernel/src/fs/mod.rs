@@ -9,6 +9,7 @@
 
 pub mod devfs;
 pub mod file;
+pub mod lock;
 pub mod path;
 pub mod perm;
 pub mod window_pager;

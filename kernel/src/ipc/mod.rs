@@ -1,5 +1,6 @@
 //! Communication between processes: pipes and FIFOs (`pipe`), Unix-domain socket names
-//! (`socket`).
+//! (`socket`), System V shared memory segments (`shm`).
 
 pub mod pipe;
+pub mod shm;
 pub mod socket;

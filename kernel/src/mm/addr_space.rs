@@ -7,12 +7,20 @@
 //! executables at 0x10000; a static-PIE `ET_DYN` image at [`ET_DYN_BASE`]), the heap (`brk`)
 //! right after it, anonymous `mmap`s placed top down below the stack's reserved range, the
 //! stack below [`STACK_TOP`], and the signal-return trampoline in the last user page.
+//!
+//! Shared anonymous memory (`MAP_SHARED | MAP_ANONYMOUS`): the area holds an
+//! `Arc<SharedAnon>`, the mapping's pages by page index. Fork copies the area (the `Arc`), so
+//! parent and child map the same frames, whichever of them touches a page first. Every other
+//! page is private and copied by fork. A shared page's frame is freed when the last area of its
+//! mapping is gone (unmapped, or its process exited or exec'd), as Linux frees shmem.
 
 use alloc::collections::BTreeMap;
 use alloc::string::String;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use abi::Errno;
+use spin::Mutex;
 
 use super::frame::{self, Frame};
 use super::page_table::{PageTable, PteFlags};
@@ -74,18 +82,66 @@ impl Perm {
     }
 }
 
-#[derive(Clone, Copy, Debug)]
+/// The pages of one shared anonymous mapping, by page index from the mapping's start.
+#[derive(Default)]
+pub struct SharedAnon {
+    pages: Mutex<BTreeMap<usize, Arc<Frame>>>,
+}
+
+impl SharedAnon {
+    /// The frame of page `index`, allocated (zeroed) at the first touch in any process.
+    fn page(&self, index: usize) -> Option<Arc<Frame>> {
+        let mut pages = self.pages.lock();
+        if let Some(f) = pages.get(&index) {
+            return Some(f.clone());
+        }
+        let f = Arc::new(alloc_frame()?);
+        pages.insert(index, f.clone());
+        Some(f)
+    }
+}
+
+#[derive(Clone)]
 struct Area {
     start: usize,
     end: usize,
     perm: Perm,
+    /// For `MAP_SHARED | MAP_ANONYMOUS`: the shared pages, and the address of their page 0
+    /// in this space (splitting the area by munmap or mprotect keeps both).
+    shared: Option<(Arc<SharedAnon>, usize)>,
+}
+
+impl Area {
+    fn new(start: usize, end: usize, perm: Perm) -> Area {
+        Area {
+            start,
+            end,
+            perm,
+            shared: None,
+        }
+    }
+}
+
+/// A mapped user page: the process's own, or one of a shared mapping.
+enum Mapped {
+    Private(Frame),
+    Shared(Arc<Frame>),
+}
+
+impl Mapped {
+    fn frame(&self) -> &Frame {
+        match self {
+            Mapped::Private(f) => f,
+            Mapped::Shared(f) => f,
+        }
+    }
 }
 
 pub struct AddrSpace {
     pt: PageTable,
     /// Areas keyed by start address; never overlapping.
     areas: BTreeMap<usize, Area>,
-    frames: BTreeMap<usize, Frame>,
+    frames: BTreeMap<usize, Mapped>,
     brk_start: usize,
     brk: usize,
 }
@@ -135,7 +191,7 @@ impl AddrSpace {
 
     fn area_of(&self, va: usize) -> Option<Area> {
         let (_, a) = self.areas.range(..=va).next_back()?;
-        (va < a.end).then_some(*a)
+        (va < a.end).then(|| a.clone())
     }
 
     fn overlaps(&self, start: usize, end: usize) -> bool {
@@ -147,10 +203,15 @@ impl AddrSpace {
 
     /// Add an area [start, end) (page-aligned) with `perm`.
     fn add_area(&mut self, start: usize, end: usize, perm: Perm) -> Result<(), Errno> {
+        self.insert_area(Area::new(start, end, perm))
+    }
+
+    fn insert_area(&mut self, area: Area) -> Result<(), Errno> {
+        let (start, end) = (area.start, area.end);
         if start >= end || start < USER_BASE || end > USER_END || self.overlaps(start, end) {
             return Err(Errno::EINVAL);
         }
-        self.areas.insert(start, Area { start, end, perm });
+        self.areas.insert(start, area);
         Ok(())
     }
 
@@ -159,13 +220,19 @@ impl AddrSpace {
         let hit: Vec<Area> = self
             .areas
             .range(..end)
-            .map(|(_, a)| *a)
+            .map(|(_, a)| a.clone())
             .filter(|a| a.end > start)
             .collect();
         for a in hit {
             self.areas.remove(&a.start);
             if a.start < start {
-                self.areas.insert(a.start, Area { end: start, ..a });
+                self.areas.insert(
+                    a.start,
+                    Area {
+                        end: start,
+                        ..a.clone()
+                    },
+                );
             }
             if a.end > end {
                 self.areas.insert(end, Area { start: end, ..a });
@@ -178,15 +245,21 @@ impl AddrSpace {
         }
     }
 
-    /// Map a fresh zeroed frame at the page of `va` (inside an area). Returns its frame.
-    fn populate(&mut self, va: usize, perm: Perm) -> Result<usize, Errno> {
+    /// Map the page of `va` (inside `area`) with `perm`: a fresh zeroed frame, or the shared
+    /// mapping's frame of that page. Returns its physical address.
+    fn populate(&mut self, va: usize, area: &Area, perm: Perm) -> Result<usize, Errno> {
         let page = page_floor(va);
-        let f = alloc_frame().ok_or(Errno::ENOMEM)?;
-        let pa = f.pa();
+        let m = match &area.shared {
+            None => Mapped::Private(alloc_frame().ok_or(Errno::ENOMEM)?),
+            Some((obj, base)) => {
+                Mapped::Shared(obj.page((page - base) / PAGE_SIZE).ok_or(Errno::ENOMEM)?)
+            }
+        };
+        let pa = m.frame().pa();
         if !self.pt.map(page, pa, perm.pte()) {
             return Err(Errno::ENOMEM);
         }
-        self.frames.insert(page, f);
+        self.frames.insert(page, m);
         crate::counters::add_page_fault();
         Ok(pa)
     }
@@ -225,7 +298,7 @@ impl AddrSpace {
         }
         let pa = match self.pt.translate(page) {
             Some((pa, _)) => pa,
-            None => self.populate(page, area.perm)?,
+            None => self.populate(page, &area, area.perm)?,
         };
         Ok(super::phys_to_virt(pa) + (va - page))
     }
@@ -359,11 +432,14 @@ impl AddrSpace {
             let area = self.area_of(va).ok_or(Errno::EFAULT)?;
             let pa = match self.pt.translate(page) {
                 Some((pa, _)) => pa,
-                None => self.populate(page, area.perm | Perm::W)?,
+                None => self.populate(page, &area, area.perm | Perm::W)?,
             };
             let n = data.len().min(page + PAGE_SIZE - va);
-            let f = self.frames.get_mut(&page).ok_or(Errno::EFAULT)?;
             let at = va - page;
+            // The loader writes only the image, trampoline and stack: never shared memory.
+            let Some(Mapped::Private(f)) = self.frames.get_mut(&page) else {
+                return Err(Errno::EFAULT);
+            };
             f.bytes_mut()[at..at + n].copy_from_slice(&data[..n]);
             let _ = pa;
             data = &data[n..];
@@ -458,7 +534,11 @@ impl AddrSpace {
             }
             // Merge with the heap area if there is one.
             match self.area_of(old_end - 1) {
-                Some(a) if old_end > self.brk_start && a.perm == Perm::R | Perm::W => {
+                Some(a)
+                    if old_end > self.brk_start
+                        && a.perm == Perm::R | Perm::W
+                        && a.shared.is_none() =>
+                {
                     if let Some(a) = self.areas.get_mut(&a.start) {
                         a.end = new_end;
                     }
@@ -476,13 +556,71 @@ impl AddrSpace {
         new
     }
 
-    /// Anonymous `mmap`: returns the address of a new zero-filled area.
+    /// Anonymous `mmap`: returns the address of a new zero-filled area (`shared`: its pages
+    /// are shared with the processes this one forks, `MAP_SHARED`).
     pub fn mmap_anon(
         &mut self,
         hint: usize,
         len: usize,
         perm: Perm,
         fixed: bool,
+        shared: bool,
+    ) -> Result<usize, Errno> {
+        let obj = shared.then(|| Arc::new(SharedAnon::default()));
+        self.map_anon(hint, len, perm, fixed, obj)
+    }
+
+    /// Map the pages of `obj` (a System V shared memory segment, `shmat`), page 0 first.
+    /// `at`: exactly there (the range must be free unless `replace`); `None`: where
+    /// `mmap` would put it.
+    pub fn attach_shared(
+        &mut self,
+        at: Option<usize>,
+        len: usize,
+        perm: Perm,
+        replace: bool,
+        obj: Arc<SharedAnon>,
+    ) -> Result<usize, Errno> {
+        match at {
+            Some(a) if !replace && self.overlaps(a, a.saturating_add(page_ceil(len))) => {
+                Err(Errno::EINVAL)
+            }
+            Some(a) => self.map_anon(a, len, perm, true, Some(obj)),
+            None => self.map_anon(0, len, perm, false, Some(obj)),
+        }
+    }
+
+    /// Undo the `attach_shared` that mapped `obj`-sharing areas starting at `addr` (`shmdt`):
+    /// every area of that attachment goes. `EINVAL` if no attachment starts at `addr`.
+    pub fn detach_shared(&mut self, addr: usize) -> Result<(), Errno> {
+        let obj = match self.areas.get(&addr).and_then(|a| a.shared.clone()) {
+            Some((obj, base)) if base == addr => obj,
+            _ => return Err(Errno::EINVAL),
+        };
+        let parts: Vec<(usize, usize)> = self
+            .areas
+            .values()
+            .filter(|a| {
+                a.shared
+                    .as_ref()
+                    .is_some_and(|(o, b)| *b == addr && Arc::ptr_eq(o, &obj))
+            })
+            .map(|a| (a.start, a.end))
+            .collect();
+        for (start, end) in parts {
+            self.remove_range(start, end);
+        }
+        Ok(())
+    }
+
+    /// A zero-filled area of `len` bytes, private or with the pages of `obj`.
+    fn map_anon(
+        &mut self,
+        hint: usize,
+        len: usize,
+        perm: Perm,
+        fixed: bool,
+        obj: Option<Arc<SharedAnon>>,
     ) -> Result<usize, Errno> {
         if len == 0 {
             return Err(Errno::EINVAL);
@@ -501,7 +639,7 @@ impl AddrSpace {
                 return Err(Errno::EINVAL);
             }
             self.remove_range(hint, hint + len);
-            self.add_area(hint, hint + len, perm)?;
+            self.insert_area(anon_area(hint, len, perm, obj))?;
             return Ok(hint);
         }
         // A free hint is taken as is (Linux).
@@ -511,7 +649,7 @@ impl AddrSpace {
             && hint.checked_add(len).is_some_and(|e| e <= MMAP_TOP)
             && !self.overlaps(hint, hint + len)
         {
-            self.add_area(hint, hint + len, perm)?;
+            self.insert_area(anon_area(hint, len, perm, obj))?;
             return Ok(hint);
         }
         // Top down from MMAP_TOP: the highest gap that fits.
@@ -529,7 +667,7 @@ impl AddrSpace {
             return Err(Errno::ENOMEM);
         }
         let at = top - len;
-        self.add_area(at, at + len, perm)?;
+        self.insert_area(anon_area(at, len, perm, obj))?;
         Ok(at)
     }
 
@@ -558,13 +696,19 @@ impl AddrSpace {
         let hit: Vec<Area> = self
             .areas
             .range(..end)
-            .map(|(_, a)| *a)
+            .map(|(_, a)| a.clone())
             .filter(|a| a.end > addr)
             .collect();
         for a in hit {
             self.areas.remove(&a.start);
             if a.start < addr {
-                self.areas.insert(a.start, Area { end: addr, ..a });
+                self.areas.insert(
+                    a.start,
+                    Area {
+                        end: addr,
+                        ..a.clone()
+                    },
+                );
             }
             let (ms, me) = (a.start.max(addr), a.end.min(end));
             self.areas.insert(
@@ -573,6 +717,7 @@ impl AddrSpace {
                     start: ms,
                     end: me,
                     perm,
+                    ..a.clone()
                 },
             );
             if a.end > end {
@@ -586,21 +731,36 @@ impl AddrSpace {
         Ok(())
     }
 
-    /// A copy of this address space (fork): same areas, every mapped page copied.
+    /// A copy of this address space (fork): same areas, every private page copied, the pages
+    /// of shared mappings shared.
     pub fn fork(&self) -> Result<AddrSpace, Errno> {
         let mut child = AddrSpace::new()?;
         child.areas = self.areas.clone();
         child.brk_start = self.brk_start;
         child.brk = self.brk;
-        for (&va, f) in &self.frames {
-            let mut nf = alloc_frame().ok_or(Errno::ENOMEM)?;
-            nf.bytes_mut().copy_from_slice(f.bytes());
+        for (&va, m) in &self.frames {
+            let m = match m {
+                Mapped::Private(f) => {
+                    let mut nf = alloc_frame().ok_or(Errno::ENOMEM)?;
+                    nf.bytes_mut().copy_from_slice(f.bytes());
+                    Mapped::Private(nf)
+                }
+                Mapped::Shared(f) => Mapped::Shared(f.clone()),
+            };
             let perm = child.area_of(va).map_or(Perm::R, |a| a.perm);
-            if !child.pt.map(va, nf.pa(), perm.pte()) {
+            if !child.pt.map(va, m.frame().pa(), perm.pte()) {
                 return Err(Errno::ENOMEM);
             }
-            child.frames.insert(va, nf);
+            child.frames.insert(va, m);
         }
         Ok(child)
+    }
+}
+
+/// A new anonymous area; a shared one maps `obj`'s pages, page 0 at `start`.
+fn anon_area(start: usize, len: usize, perm: Perm, obj: Option<Arc<SharedAnon>>) -> Area {
+    Area {
+        shared: obj.map(|o| (o, start)),
+        ..Area::new(start, start + len, perm)
     }
 }

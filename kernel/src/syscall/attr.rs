@@ -252,35 +252,3 @@ pub fn sys_utimensat(dirfd: i32, path_ptr: usize, times_ptr: usize, flags: u32) 
     })?;
     Ok(0)
 }
-
-/// fallocate: mode 0 makes sure the file is at least `offset + len` long (the file systems
-/// here allocate on write, so the new range reads as zeros, like a preallocated one);
-/// FALLOC_FL_KEEP_SIZE alone has nothing to do; other modes (punching or collapsing ranges)
-/// are EOPNOTSUPP. Argument checks as Linux's `vfs_fallocate`.
-pub fn sys_fallocate(fd: i32, mode: u32, offset: i64, len: i64) -> SysResult {
-    const FALLOC_FL_KEEP_SIZE: u32 = 1;
-    if offset < 0 || len <= 0 {
-        return Err(Errno::EINVAL);
-    }
-    let f = file(fd)?;
-    if !f.writable {
-        return Err(Errno::EBADF);
-    }
-    match f.ftype {
-        FileType::Regular => {}
-        FileType::Directory => return Err(Errno::EISDIR),
-        FileType::Fifo | FileType::Socket => return Err(Errno::ESPIPE),
-        _ => return Err(Errno::ENODEV),
-    }
-    let end = offset.checked_add(len).ok_or(Errno::EFBIG)? as u64;
-    match mode {
-        0 => {
-            if f.loc.node.getattr()?.size < end {
-                f.loc.node.truncate(end)?;
-            }
-            Ok(0)
-        }
-        FALLOC_FL_KEEP_SIZE => Ok(0),
-        _ => Err(Errno::EOPNOTSUPP),
-    }
-}

@@ -1,7 +1,7 @@
-//! Descriptor calls: openat, close, lseek, getdents64, fsync/sync, dup/dup3/fcntl, and the
-//! helpers every file-system call uses (the descriptor's file, the base directory of a
-//! relative path, the stat layout). The data path is `io`, names are `namespace`, attributes
-//! `attr`; pipes and the terminal are `stream`.
+//! Descriptor calls: openat, close, lseek, getdents64, fsync/sync, dup/dup3/fcntl (with POSIX
+//! record locks), and the helpers every file-system call uses (the descriptor's file, the base
+//! directory of a relative path, the stat layout). The data path is `io`, names are `namespace`,
+//! attributes `attr`; pipes and the terminal are `stream`.
 
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -186,6 +186,7 @@ pub fn sys_openat(dirfd: i32, path_ptr: usize, flags: u32, mode: u32) -> SysResu
 
 pub fn sys_close(fd: i32) -> SysResult {
     let f = with_current(|p| p.files.close(fd))?;
+    f.release_locks(crate::task::current_pid());
     // May run `release` (outside the process lock); its error is close's, the descriptor is
     // gone either way (as in Linux).
     OpenFile::close_last(f)?;
@@ -267,6 +268,40 @@ pub fn sys_fsync(fd: i32, data_only: bool) -> SysResult {
     Ok(0)
 }
 
+/// fadvise64: the advice is checked and accepted; the caches here do not act on it (Linux
+/// treats it as a hint too).
+pub fn sys_fadvise64(fd: i32, _offset: i64, len: i64, advice: u32) -> SysResult {
+    const POSIX_FADV_NOREUSE: u32 = 5;
+    let f = file(fd)?;
+    if f.ftype == FileType::Fifo || f.ftype == FileType::Socket {
+        return Err(Errno::ESPIPE);
+    }
+    if advice > POSIX_FADV_NOREUSE || len < 0 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(0)
+}
+
+/// fallocate: preallocation is not supported by these file systems: EOPNOTSUPP, which glibc's
+/// posix_fallocate answers by writing the range itself. Bad descriptors and arguments get
+/// Linux's errno first.
+pub fn sys_fallocate(fd: i32, _mode: u32, offset: i64, len: i64) -> SysResult {
+    let f = file(fd)?;
+    if offset < 0 || len <= 0 {
+        return Err(Errno::EINVAL);
+    }
+    if !f.writable {
+        return Err(Errno::EBADF);
+    }
+    match f.ftype {
+        FileType::Fifo | FileType::Socket => Err(Errno::ESPIPE),
+        FileType::Directory => Err(Errno::EISDIR),
+        // Every mode (plain allocation, FALLOC_FL_KEEP_SIZE, punching holes, ...).
+        FileType::Regular => Err(Errno::EOPNOTSUPP),
+        _ => Err(Errno::ENODEV),
+    }
+}
+
 pub fn sys_sync() -> SysResult {
     crate::fs::sync_all();
     Ok(0)
@@ -291,11 +326,91 @@ pub fn sys_dup3(old: i32, new: i32, flags: u32) -> SysResult {
         let f = p.files.get(old)?;
         Ok::<_, Errno>(p.files.install_at(new_idx, f, flags & O_CLOEXEC != 0))
     })?;
-    drop(replaced);
+    if let Some(f) = replaced {
+        f.release_locks(crate::task::current_pid());
+    }
     Ok(new_idx)
 }
 
+/// The byte range `l_whence`/`l_start`/`l_len` of `fl` names in `f`, as first and last byte
+/// (Linux's `flock_to_posix_lock`: a negative length reaches back before `l_start`, zero means
+/// to the end of the file).
+fn lock_range(f: &OpenFile, fl: &Flock) -> Result<(u64, u64), Errno> {
+    let base: i64 = match fl.l_whence as u32 {
+        SEEK_SET => 0,
+        SEEK_CUR => *f.offset.lock() as i64,
+        SEEK_END => f.loc.node.getattr()?.size as i64,
+        _ => return Err(Errno::EINVAL),
+    };
+    let mut start = base.checked_add(fl.l_start).ok_or(Errno::EOVERFLOW)?;
+    if start < 0 {
+        return Err(Errno::EINVAL);
+    }
+    let end = match fl.l_len {
+        0 => i64::MAX,
+        len if len > 0 => start.checked_add(len - 1).ok_or(Errno::EOVERFLOW)?,
+        len => {
+            let end = start - 1;
+            start += len;
+            if start < 0 {
+                return Err(Errno::EINVAL);
+            }
+            end
+        }
+    };
+    Ok((start as u64, end as u64))
+}
+
+/// F_GETLK, F_SETLK, F_SETLKW: POSIX record locks (`crate::fs::lock`).
+fn fcntl_lock(fd: i32, cmd: u32, arg: usize) -> SysResult {
+    let f = file(fd)?;
+    let mut raw = [0u8; Flock::SIZE];
+    super::copy_in(arg, &mut raw)?;
+    let mut fl = Flock::from_bytes(&raw);
+    let pid = crate::task::current_pid();
+    let (start, end) = lock_range(&f, &fl)?;
+    let want = match fl.l_type {
+        F_RDLCK => Some(false),
+        F_WRLCK => Some(true),
+        F_UNLCK => None,
+        _ => return Err(Errno::EINVAL),
+    };
+    if *f.status_flags.lock() & O_PATH != 0 {
+        return Err(Errno::EBADF);
+    }
+    let key = f.lock_key()?;
+    if cmd == F_GETLK {
+        let write = want.ok_or(Errno::EINVAL)?;
+        match crate::fs::lock::test(key, pid, write, start, end) {
+            Some(l) => {
+                fl.l_type = if l.write { F_WRLCK } else { F_RDLCK };
+                fl.l_whence = SEEK_SET as i16;
+                fl.l_start = l.start as i64;
+                fl.l_len = if l.end == crate::fs::lock::OFFSET_MAX {
+                    0
+                } else {
+                    (l.end - l.start + 1) as i64
+                };
+                fl.l_pid = l.pid as i32;
+            }
+            None => fl.l_type = F_UNLCK,
+        }
+        copy_out(arg, &fl.as_bytes())?;
+        return Ok(0);
+    }
+    match want {
+        Some(false) if !f.readable => return Err(Errno::EBADF),
+        Some(true) if !f.writable => return Err(Errno::EBADF),
+        _ => {}
+    }
+    crate::fs::lock::set(key, pid, want, start, end, cmd == F_SETLKW)?;
+    Ok(0)
+}
+
 pub fn sys_fcntl(fd: i32, cmd: u32, arg: usize) -> SysResult {
+    if matches!(cmd, F_GETLK | F_SETLK | F_SETLKW) {
+        return fcntl_lock(fd, cmd, arg);
+    }
     const F_DUPFD: u32 = 0;
     const F_GETFD: u32 = 1;
     const F_SETFD: u32 = 2;

@@ -42,7 +42,7 @@ pub fn sys_mmap(addr: usize, len: usize, prot: u32, flags: u32, fd: i32) -> SysR
         crate::task::with_current(|p| p.files.get(fd))?;
         return Err(Errno::ENODEV);
     }
-    with_space(|s| s.mmap_anon(addr, len, perm, flags & MAP_FIXED != 0))
+    with_space(|s| s.mmap_anon(addr, len, perm, flags & MAP_FIXED != 0, share == MAP_SHARED))
 }
 
 pub fn sys_munmap(addr: usize, len: usize) -> SysResult {

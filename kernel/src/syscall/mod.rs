@@ -6,11 +6,13 @@
 
 mod attr;
 mod fs;
+mod futex;
 mod io;
 mod misc;
 mod namespace;
 mod poll;
 mod process;
+mod shm;
 mod signal;
 mod socket;
 mod stream;
@@ -66,7 +68,6 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
         SYS_FACCESSAT => fs::sys_faccessat(a[0] as i32, a[1], a[2] as u32, 0),
         SYS_FACCESSAT2 => fs::sys_faccessat(a[0] as i32, a[1], a[2] as u32, a[3] as u32),
         SYS_FCHOWN => fs::sys_fchown(a[0] as i32, a[1], a[2]),
-        SYS_FALLOCATE => fs::sys_fallocate(a[0] as i32, a[1] as u32, a[2] as i64, a[3] as i64),
         SYS_FCHOWNAT => fs::sys_fchownat(a[0] as i32, a[1], a[2], a[3], a[4] as u32),
         SYS_MKNODAT => fs::sys_mknodat(a[0] as i32, a[1], a[2] as u32, a[3]),
         SYS_CHDIR => fs::sys_chdir(a[0]),
@@ -87,6 +88,8 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
         SYS_NEWFSTATAT => fs::sys_newfstatat(a[0] as i32, a[1], a[2], a[3] as u32),
         SYS_FSTAT => fs::sys_fstat(a[0] as i32, a[1]),
         SYS_SYNC => fs::sys_sync(),
+        SYS_FADVISE64 => fs::sys_fadvise64(a[0] as i32, a[1] as i64, a[2] as i64, a[3] as u32),
+        SYS_FALLOCATE => fs::sys_fallocate(a[0] as i32, a[1] as u32, a[2] as i64, a[3] as i64),
         SYS_FSYNC => fs::sys_fsync(a[0] as i32, false),
         SYS_FDATASYNC => fs::sys_fsync(a[0] as i32, true),
         SYS_UTIMENSAT => fs::sys_utimensat(a[0] as i32, a[1], a[2], a[3] as u32),
@@ -111,6 +114,8 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
         SYS_SETPGID => process::sys_setpgid(a[0] as isize, a[1] as isize),
         SYS_GETPGID => process::sys_getpgid(a[0] as isize),
         SYS_GETSID => process::sys_getsid(a[0] as isize),
+        SYS_GETPRIORITY => process::sys_getpriority(a[0], a[1]),
+        SYS_SETPRIORITY => process::sys_setpriority(a[0], a[1], a[2]),
         SYS_SETSID => process::sys_setsid(),
         SYS_PRLIMIT64 => process::sys_prlimit64(a[0], a[1], a[2], a[3]),
         SYS_GETRLIMIT => process::sys_getrlimit(a[0], a[1]),
@@ -147,6 +152,11 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
         SYS_MMAP => misc::sys_mmap(a[0], a[1], a[2] as u32, a[3] as u32, a[4] as i32),
         SYS_MUNMAP => misc::sys_munmap(a[0], a[1]),
         SYS_MPROTECT => misc::sys_mprotect(a[0], a[1], a[2] as u32),
+        SYS_FUTEX => futex::sys_futex(a[0], a[1], a[2], a[3], a[5]),
+        SYS_SHMGET => shm::sys_shmget(a[0], a[1], a[2]),
+        SYS_SHMAT => shm::sys_shmat(a[0], a[1], a[2]),
+        SYS_SHMDT => shm::sys_shmdt(a[0]),
+        SYS_SHMCTL => shm::sys_shmctl(a[0], a[1], a[2]),
         SYS_CLOCK_GETTIME => misc::sys_clock_gettime(a[0] as u32, a[1]),
         SYS_GETTIMEOFDAY => misc::sys_gettimeofday(a[0]),
         SYS_NANOSLEEP => misc::sys_nanosleep(a[0], a[1]),

@@ -385,3 +385,68 @@ pub fn sys_getrlimit(resource: usize, old: usize) -> SysResult {
 pub fn sys_setrlimit(resource: usize, new: usize) -> SysResult {
     sys_prlimit64(0, resource, new, 0)
 }
+
+const PRIO_PROCESS: usize = 0;
+const PRIO_PGRP: usize = 1;
+const PRIO_USER: usize = 2;
+
+/// The processes getpriority/setpriority name: `who` 0 is the caller (its group, its user).
+fn prio_targets(
+    which: usize,
+    who: usize,
+) -> Result<alloc::vec::Vec<alloc::sync::Arc<task::Process>>, Errno> {
+    let me = task::current_process();
+    let v: alloc::vec::Vec<_> = match which {
+        PRIO_PROCESS if who == 0 => alloc::vec![me],
+        PRIO_PROCESS => task::find(who).into_iter().collect(),
+        PRIO_PGRP => {
+            let pgid = if who == 0 { me.inner.lock().pgid } else { who };
+            task::processes_in_group(pgid)
+        }
+        PRIO_USER => {
+            let uid = if who == 0 {
+                me.inner.lock().cred.uid as usize
+            } else {
+                who
+            };
+            task::all_processes()
+                .into_iter()
+                .filter(|p| p.inner.lock().cred.uid as usize == uid)
+                .collect()
+        }
+        _ => return Err(Errno::EINVAL),
+    };
+    if v.is_empty() {
+        return Err(Errno::ESRCH);
+    }
+    Ok(v)
+}
+
+/// getpriority: the highest priority (lowest nice) among the targets, as `20 - nice` (the
+/// raw system call's form; libc turns it back into a nice value).
+pub fn sys_getpriority(which: usize, who: usize) -> SysResult {
+    let nice = prio_targets(which, who)?
+        .iter()
+        .map(|p| p.inner.lock().nice)
+        .min()
+        .unwrap_or(0);
+    Ok((20 - nice) as usize)
+}
+
+/// setpriority: set the nice value (clamped to -20..=19) of every target. Lowering it needs
+/// root (CAP_SYS_NICE); another user's process needs root too.
+pub fn sys_setpriority(which: usize, who: usize, prio: usize) -> SysResult {
+    let nice = (prio as i32).clamp(-20, 19);
+    let cred = task::current_cred();
+    for p in prio_targets(which, who)? {
+        let mut t = p.inner.lock();
+        if cred.euid != 0 && cred.euid != t.cred.uid && cred.euid != t.cred.euid {
+            return Err(Errno::EPERM);
+        }
+        if nice < t.nice && cred.euid != 0 {
+            return Err(Errno::EACCES);
+        }
+        t.nice = nice;
+    }
+    Ok(0)
+}

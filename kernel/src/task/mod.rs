@@ -10,6 +10,7 @@
 //! No lock is held across a context switch.
 
 pub mod cred;
+pub mod futex;
 pub mod signal;
 mod switch;
 pub mod wait;
@@ -78,6 +79,9 @@ pub struct ProcInner {
     /// CPU time this process ran, and that of its reaped children (times, getrusage).
     pub cpu_ns: u64,
     pub children_cpu_ns: u64,
+    /// Nice value (-20..=19; getpriority/setpriority). Inherited by fork; the round-robin
+    /// scheduler does not weigh it yet.
+    pub nice: i32,
     kstack: Box<[u8]>,
 }
 
@@ -250,6 +254,7 @@ pub fn spawn_init(path: &str, argv: Vec<String>) -> Result<(), Errno> {
         cred: cred::Cred::default(),
         cpu_ns: 0,
         children_cpu_ns: 0,
+        nice: 0,
         kstack,
     });
     Ok(())
@@ -465,6 +470,7 @@ pub fn fork(tf: &TrapFrame) -> Result<usize, Errno> {
             cred: p.cred.clone(),
             cpu_ns: 0,
             children_cpu_ns: 0,
+            nice: p.nice,
             kstack,
         }
     };
@@ -477,14 +483,19 @@ pub fn fork(tf: &TrapFrame) -> Result<usize, Errno> {
 pub fn exec(path: &str, argv: Vec<String>, envp: Vec<String>) -> Result<(), Errno> {
     let (cwd, creds) = with_current(|p| (p.cwd.clone(), p.cred.clone()));
     let (space, entry, sp) = load_program(&cwd, path, argv, &envp, &creds)?;
-    with_current(|p| {
+    let closed = with_current(|p| {
         let ksp = p.tf.kernel_sp;
         *p.tf = TrapFrame::new_user(entry, sp, ksp);
         space.activate();
         p.space = space;
-        p.files.close_on_exec();
         p.sig.reset_for_exec();
+        p.files.close_on_exec()
     });
+    // Outside the process lock: a last close may write back data.
+    let pid = current_pid();
+    for f in closed {
+        f.release_locks(pid);
+    }
     Ok(())
 }
 
@@ -505,6 +516,7 @@ pub fn exit_current(status: ExitStatus) -> ! {
         )
     };
     wait::drop_timers(p.pid);
+    crate::fs::lock::release_all(p.pid);
     drop(files); // closes every descriptor (may write back data)
     if p.pid == 1 {
         let code = match status {

@@ -1,0 +1,68 @@
+//! futex(2): FUTEX_WAIT, FUTEX_WAKE and their bitset forms (`task::futex` keeps the waiters).
+//! Requeue, wake-op and priority-inheritance operations answer ENOSYS, as a kernel built
+//! without them would; glibc's mutexes, condition variables and semaphores use none of them.
+
+use abi::stat::Timespec;
+use abi::Errno;
+
+use super::{copy_in, with_space, SysResult};
+use crate::arch::time;
+use crate::mm::addr_space::Access;
+use crate::task::futex;
+
+const FUTEX_WAIT: u32 = 0;
+const FUTEX_WAKE: u32 = 1;
+const FUTEX_WAIT_BITSET: u32 = 9;
+const FUTEX_WAKE_BITSET: u32 = 10;
+const FUTEX_PRIVATE_FLAG: u32 = 128;
+const FUTEX_CLOCK_REALTIME: u32 = 256;
+
+pub fn sys_futex(uaddr: usize, op: usize, val: usize, timeout: usize, val3: usize) -> SysResult {
+    let op = op as u32;
+    let cmd = op & !(FUTEX_PRIVATE_FLAG | FUTEX_CLOCK_REALTIME);
+    let bitset = match cmd {
+        FUTEX_WAIT | FUTEX_WAKE => u32::MAX,
+        FUTEX_WAIT_BITSET | FUTEX_WAKE_BITSET => val3 as u32,
+        _ => return Err(Errno::ENOSYS),
+    };
+    if bitset == 0 || !uaddr.is_multiple_of(4) {
+        return Err(Errno::EINVAL);
+    }
+    if op & FUTEX_CLOCK_REALTIME != 0 && cmd != FUTEX_WAIT && cmd != FUTEX_WAIT_BITSET {
+        return Err(Errno::ENOSYS);
+    }
+    // The futex's name: the kernel address of its word (the same for every process that
+    // maps the page shared).
+    let key = with_space(|s| s.resolve(uaddr, Access::Read))?;
+    if cmd == FUTEX_WAKE || cmd == FUTEX_WAKE_BITSET {
+        // Linux wakes at least one, whatever the count says.
+        let count = (val as u32 as i32).max(1) as usize;
+        return Ok(futex::wake(key, bitset, count));
+    }
+    let deadline = if timeout == 0 {
+        None
+    } else {
+        let mut b = [0u8; 16];
+        copy_in(timeout, &mut b)?;
+        let t = Timespec::from_bytes(&b);
+        if t.tv_sec < 0 || !(0..1_000_000_000).contains(&t.tv_nsec) {
+            return Err(Errno::EINVAL);
+        }
+        let ns = (t.tv_sec as u64)
+            .saturating_mul(1_000_000_000)
+            .saturating_add(t.tv_nsec as u64);
+        let now = time::monotonic_ns();
+        Some(match (cmd, op & FUTEX_CLOCK_REALTIME != 0) {
+            // FUTEX_WAIT: a relative timeout; the bitset form: an absolute time.
+            (FUTEX_WAIT, _) => now.saturating_add(ns),
+            (_, true) => now.saturating_add(ns.saturating_sub(time::realtime_ns())),
+            (_, false) => ns,
+        })
+    };
+    let mut word = [0u8; 4];
+    copy_in(uaddr, &mut word)?;
+    if u32::from_le_bytes(word) != val as u32 {
+        return Err(Errno::EAGAIN);
+    }
+    futex::wait(key, bitset, deadline).map(|_| 0)
+}

@@ -1,0 +1,94 @@
+//! System V shared memory calls: shmget, shmat, shmdt, shmctl (`crate::ipc::shm` holds the
+//! segments, `mm::addr_space` maps them).
+
+use abi::Errno;
+
+use super::{copy_out, with_space, SysResult};
+use crate::ipc::shm;
+use crate::mm::addr_space::Perm;
+use crate::mm::PAGE_SIZE;
+use crate::task::cred::{MAY_READ, MAY_WRITE};
+
+const SHM_RDONLY: u32 = 0o10000;
+const SHM_RND: u32 = 0o20000;
+const SHM_REMAP: u32 = 0o40000;
+const SHM_EXEC: u32 = 0o100000;
+const IPC_RMID: u32 = 0;
+const IPC_SET: u32 = 1;
+const IPC_STAT: u32 = 2;
+/// glibc may add this to the command (the "new" `shmid64_ds` layout, the only one here).
+const IPC_64: u32 = 0x100;
+/// `struct shmid64_ds` (asm-generic, 64-bit): `ipc64_perm` (48 bytes), then size, times, pids,
+/// attach count.
+const SHMID_DS_SIZE: usize = 112;
+
+pub fn sys_shmget(key: usize, size: usize, flags: usize) -> SysResult {
+    let cred = crate::task::current_cred();
+    shm::get(
+        key as i32,
+        size,
+        flags as u32,
+        &cred,
+        crate::task::current_pid(),
+    )
+    .map(|id| id as usize)
+}
+
+pub fn sys_shmat(id: usize, addr: usize, flags: usize) -> SysResult {
+    let flags = flags as u32;
+    let at = match addr {
+        0 if flags & SHM_REMAP != 0 => return Err(Errno::EINVAL),
+        0 => None,
+        a if flags & SHM_RND != 0 => Some(a & !(PAGE_SIZE - 1)),
+        a if a % PAGE_SIZE != 0 => return Err(Errno::EINVAL),
+        a => Some(a),
+    };
+    let (mut perm, want) = if flags & SHM_RDONLY != 0 {
+        (Perm::R, MAY_READ)
+    } else {
+        (Perm::R | Perm::W, MAY_READ | MAY_WRITE)
+    };
+    if flags & SHM_EXEC != 0 {
+        perm |= Perm::X;
+    }
+    let cred = crate::task::current_cred();
+    let (pages, size) = shm::attach(id as i32, &cred, want)?;
+    with_space(|s| s.attach_shared(at, size, perm, flags & SHM_REMAP != 0, pages))
+}
+
+pub fn sys_shmdt(addr: usize) -> SysResult {
+    with_space(|s| s.detach_shared(addr)).map(|_| 0)
+}
+
+pub fn sys_shmctl(id: usize, cmd: usize, buf: usize) -> SysResult {
+    let cred = crate::task::current_cred();
+    let id = id as i32;
+    match cmd as u32 & !IPC_64 {
+        IPC_RMID => shm::remove(id, &cred).map(|_| 0),
+        IPC_STAT => {
+            let ds = shm::stat(id, &cred, |seg| {
+                let mut b = [0u8; SHMID_DS_SIZE];
+                let mut put = |at: usize, v: &[u8]| b[at..at + v.len()].copy_from_slice(v);
+                put(0, &seg.key.to_le_bytes());
+                put(4, &seg.uid.to_le_bytes());
+                put(8, &seg.gid.to_le_bytes());
+                put(12, &seg.cuid.to_le_bytes());
+                put(16, &seg.cgid.to_le_bytes());
+                put(20, &seg.mode.to_le_bytes());
+                put(48, &(seg.size as u64).to_le_bytes());
+                put(72, &seg.ctime.to_le_bytes());
+                put(80, &(seg.cpid as u32).to_le_bytes());
+                // Areas mapping it (an area split by mprotect counts twice).
+                let nattch = alloc::sync::Arc::strong_count(&seg.pages) - 1;
+                put(88, &(nattch as u64).to_le_bytes());
+                b
+            })?;
+            copy_out(buf, &ds)?;
+            Ok(0)
+        }
+        // Changing owner and mode is not supported yet: refused as Linux refuses a command
+        // it does not know.
+        IPC_SET => Err(Errno::EINVAL),
+        _ => Err(Errno::EINVAL),
+    }
+}
