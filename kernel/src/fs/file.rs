@@ -35,8 +35,16 @@ impl OpenFile {
         writable: bool,
         status_flags: u32,
     ) -> Result<Arc<OpenFile>, Errno> {
+        use core::sync::atomic::Ordering::Relaxed;
         let ftype = loc.node.ftype()?;
-        loc.node.open()?;
+        if OPEN_FILES.fetch_add(1, Relaxed) >= MAX_OPEN_FILES {
+            OPEN_FILES.fetch_sub(1, Relaxed);
+            return Err(Errno::ENFILE);
+        }
+        if let Err(e) = loc.node.open() {
+            OPEN_FILES.fetch_sub(1, Relaxed);
+            return Err(e.into());
+        }
         Ok(Arc::new(OpenFile {
             loc,
             ftype,
@@ -107,8 +115,15 @@ impl OpenFile {
     }
 }
 
+/// Open file descriptions in the whole system (Linux's `file-max`): past it, open, pipe2 and
+/// socket answer ENFILE, so descriptors spread over many processes cannot exhaust the kernel
+/// heap (each process is also held to [`MAX_FDS`]).
+pub const MAX_OPEN_FILES: usize = 16384;
+static OPEN_FILES: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);
+
 impl Drop for OpenFile {
     fn drop(&mut self) {
+        OPEN_FILES.fetch_sub(1, core::sync::atomic::Ordering::Relaxed);
         if self.released {
             return;
         }

@@ -132,6 +132,15 @@ impl Pipe {
                     room.min(left)
                 };
                 if n > 0 {
+                    // The ring grows as it fills; a kernel heap that cannot grow it is ENOMEM
+                    // for this write, never an abort.
+                    if st.buf.try_reserve(n).is_err() {
+                        return if done > 0 {
+                            Ok(done)
+                        } else {
+                            Err(Errno::ENOMEM)
+                        };
+                    }
                     st.buf.extend(&data[done..done + n]);
                     done += n;
                     drop(st);

@@ -7,7 +7,6 @@
 //! caller sleeps.
 
 use alloc::sync::Arc;
-use alloc::vec;
 
 use abi::fcntl::{O_CLOEXEC, O_NONBLOCK};
 use abi::Errno;
@@ -36,6 +35,15 @@ pub fn stream_of(f: &OpenFile) -> Option<Stream<'_>> {
     crate::fs::devfs::is_console(node).then_some(Stream::Tty)
 }
 
+/// A zeroed kernel buffer of `n` bytes, or ENOMEM when the heap cannot give it (a user
+/// program must not be able to abort the kernel by asking for many at once).
+fn kernel_buffer(n: usize) -> Result<alloc::vec::Vec<u8>, Errno> {
+    let mut v = alloc::vec::Vec::new();
+    v.try_reserve_exact(n).map_err(|_| Errno::ENOMEM)?;
+    v.resize(n, 0);
+    Ok(v)
+}
+
 fn nonblock(f: &OpenFile) -> bool {
     *f.status_flags.lock() & O_NONBLOCK != 0
 }
@@ -51,7 +59,7 @@ pub fn read(f: &OpenFile, s: Stream, va: usize, len: usize) -> SysResult {
     let len = len.min(STREAM_CHUNK);
     // Check the buffer first: data taken from a pipe and then not delivered would be lost.
     super::with_space(|sp| uaccess::segments(sp, va, len, crate::mm::addr_space::Access::Write))?;
-    let mut buf = vec![0u8; len];
+    let mut buf = kernel_buffer(len)?;
     let n = match s {
         Stream::Pipe(p) => p.pipe.read(&mut buf, nonblock(f))?,
         Stream::Tty => crate::tty::read(&mut buf, nonblock(f))?,
@@ -71,7 +79,7 @@ pub fn write(f: &OpenFile, s: Stream, va: usize, len: usize) -> SysResult {
     let mut done = 0;
     while done < len {
         let n = (len - done).min(STREAM_CHUNK);
-        let mut buf = vec![0u8; n];
+        let mut buf = kernel_buffer(n)?;
         copy_in(va + done, &mut buf)?;
         let put = match &s {
             Stream::Pipe(p) => match p.pipe.write(&buf, nonblock(f)) {

@@ -10,6 +10,8 @@
 //! - descriptor hog: open /dev/null until EMFILE (at most 1024 descriptors), then close them;
 //! - pipe without reader: write to a pipe whose read end is closed: EPIPE with SIGPIPE
 //!   ignored, death by SIGPIPE otherwise;
+//! - pipe hog: many processes fill as many pipes as they may hold: ENOMEM (the kernel heap),
+//!   EMFILE or ENFILE, never a crash;
 //! - huge argv: execve with 300 KiB of arguments: E2BIG;
 //! - long paths: a path of PATH_MAX bytes is ENAMETOOLONG, a name of 256 bytes too.
 //!
@@ -199,6 +201,82 @@ fn pipe_without_reader() -> Result<(), String> {
     Ok(())
 }
 
+/// Many processes each filling as many pipes as they may hold: the kernel's heap (which holds
+/// pipe buffers) runs out before the descriptor limits do; every process must get ENOMEM,
+/// EMFILE or ENFILE, and nothing may crash. They hold everything until the parent closes the
+/// gate pipe, so the exhaustion is simultaneous.
+fn pipe_hog() -> Result<(), String> {
+    const CHILDREN: usize = 12;
+    let (gate_r, gate_w) = pipe_fds()?;
+    let chunk = vec![7u8; 65536];
+    let mut pids = Vec::new();
+    for _ in 0..CHILDREN {
+        match sys::fork() {
+            Ok(0) => {
+                let _ = sys::close(gate_w);
+                let mut code = 1;
+                loop {
+                    let mut fds = [0i32; 2];
+                    // SAFETY: `fds` is writable for two ints.
+                    let r = unsafe {
+                        syscall2(
+                            abi::syscall::SYS_PIPE2,
+                            fds.as_mut_ptr() as usize,
+                            O_NONBLOCK as usize,
+                        )
+                    };
+                    match ret(r) {
+                        Ok(_) => {}
+                        Err(e @ (Errno::EMFILE | Errno::ENFILE | Errno::ENOMEM)) => {
+                            code = e.0; // the errno that stopped it, for the parent's tally
+                            break;
+                        }
+                        Err(_) => break,
+                    }
+                    match sys::write(fds[1], &chunk) {
+                        Ok(_) | Err(Errno::EAGAIN) => {}
+                        Err(Errno::ENOMEM) => {
+                            code = Errno::ENOMEM.0;
+                            break;
+                        }
+                        Err(_) => break,
+                    }
+                }
+                let mut b = [0u8; 1];
+                let _ = sys::read(gate_r, &mut b); // until the parent closes the gate
+                sys::exit(code);
+            }
+            Ok(pid) => pids.push(pid),
+            Err(e) => return Err(format!("fork: {e:?}")),
+        }
+    }
+    let _ = sys::close(gate_r);
+    let _ = sys::close(gate_w);
+    let (mut bad, mut tally) = (0, [0usize; 3]);
+    for pid in pids {
+        match sys::waitpid(pid) {
+            Ok((_, st)) if st.exited() && st.exit_code() == Errno::ENOMEM.0 => tally[0] += 1,
+            Ok((_, st)) if st.exited() && st.exit_code() == Errno::EMFILE.0 => tally[1] += 1,
+            Ok((_, st)) if st.exited() && st.exit_code() == Errno::ENFILE.0 => tally[2] += 1,
+            _ => bad += 1,
+        }
+    }
+    println!(
+        "  pipe hog: ENOMEM {}, EMFILE {}, ENFILE {}",
+        tally[0], tally[1], tally[2]
+    );
+    if bad > 0 {
+        return Err(format!(
+            "{bad} of {CHILDREN} pipe hogs did not end with ENOMEM/EMFILE/ENFILE"
+        ));
+    }
+    // Everything was given back: a new pipe works again.
+    let (r, w) = pipe_fds()?;
+    let _ = sys::close(r);
+    let _ = sys::close(w);
+    Ok(())
+}
+
 fn huge_argv() -> Result<(), String> {
     let arg = "a".repeat(100_000);
     let argv = ["/bin/exhaust", arg.as_str(), arg.as_str(), arg.as_str()];
@@ -242,11 +320,12 @@ fn main(argv: &[&str]) -> i32 {
         eprintln!("exhaust: cannot write {w}: {e:?}");
         return 2;
     }
-    let cases: [(&str, &Case<'_>); 6] = [
+    let cases: [(&str, &Case<'_>); 7] = [
         ("memory_hog", &memory_hog),
         ("fork_bomb", &fork_bomb),
         ("fd_hog", &fd_hog),
         ("pipe_without_reader", &pipe_without_reader),
+        ("pipe_hog", &pipe_hog),
         ("huge_argv", &huge_argv),
         ("long_paths", &|| long_paths(dir)),
     ];
