@@ -201,9 +201,10 @@ fn pipe_without_reader() -> Result<(), String> {
     Ok(())
 }
 
-/// Many processes each filling as many pipes as they may hold: the kernel's heap (which holds
-/// pipe buffers) runs out before the descriptor limits do; every process must get ENOMEM,
-/// EMFILE or ENFILE, and nothing may crash. They hold everything until the parent closes the
+/// Many processes each filling as many pipes as they may hold (up to about 380 MiB of pipe
+/// buffers in all, more than a 1 GiB guest's kernel heap when the buddy allocator's rounding is
+/// counted, though how much it takes varies): every process must stop at ENOMEM, EMFILE or
+/// ENFILE, and nothing may crash. They hold everything until the parent closes the
 /// gate pipe, so the exhaustion is simultaneous.
 fn pipe_hog() -> Result<(), String> {
     const CHILDREN: usize = 12;
