@@ -124,6 +124,27 @@ macro_rules! entry {
     };
 }
 
+/// Counts of a program's checks, each printed as `ok    what` or `FAIL  what`; programs end
+/// with `N passed, N failed` from these (the Makefile greps that line).
+#[derive(Default)]
+pub struct Report {
+    pub passed: u32,
+    pub failed: u32,
+}
+
+impl Report {
+    /// Count and print one check.
+    pub fn check(&mut self, ok: bool, what: &str) {
+        if ok {
+            self.passed += 1;
+            println!("ok    {what}");
+        } else {
+            self.failed += 1;
+            println!("FAIL  {what}");
+        }
+    }
+}
+
 /// `dir` + "/" + `name`, without doubling a trailing slash.
 pub fn path_join(dir: &str, name: &str) -> alloc::string::String {
     let mut s = alloc::string::String::with_capacity(dir.len() + 1 + name.len());

@@ -57,114 +57,124 @@ impl Cred {
         bits & want == want
     }
 
+    /// The user ids, for the `set*uid` rules (privileged: the caller's effective uid is 0).
+    fn users(&mut self) -> (bool, Ids<'_>) {
+        (
+            self.euid == 0,
+            Ids {
+                real: &mut self.uid,
+                eff: &mut self.euid,
+                saved: &mut self.suid,
+                fs: &mut self.fsuid,
+            },
+        )
+    }
+
+    /// The group ids, for the `set*gid` rules (privilege is still the effective uid's).
+    fn groups_ids(&mut self) -> (bool, Ids<'_>) {
+        (
+            self.euid == 0,
+            Ids {
+                real: &mut self.gid,
+                eff: &mut self.egid,
+                saved: &mut self.sgid,
+                fs: &mut self.fsgid,
+            },
+        )
+    }
+
     /// setresuid with Linux's rule: an unprivileged process may set each id only to one of
     /// its current real, effective or saved ids. `u32::MAX` (-1) leaves an id alone.
     pub fn setresuid(&mut self, r: u32, e: u32, s: u32) -> Result<(), Errno> {
-        let privileged = self.euid == 0;
-        let ok = |id: u32| {
-            id == u32::MAX || privileged || [self.uid, self.euid, self.suid].contains(&id)
-        };
-        if !(ok(r) && ok(e) && ok(s)) {
-            return Err(Errno::EPERM);
-        }
-        if r != u32::MAX {
-            self.uid = r;
-        }
-        if e != u32::MAX {
-            self.euid = e;
-        }
-        if s != u32::MAX {
-            self.suid = s;
-        }
-        self.fsuid = self.euid;
-        Ok(())
+        let (privileged, ids) = self.users();
+        ids.set_res(privileged, r, e, s)
     }
 
     pub fn setresgid(&mut self, r: u32, e: u32, s: u32) -> Result<(), Errno> {
-        let privileged = self.euid == 0;
-        let ok = |id: u32| {
-            id == u32::MAX || privileged || [self.gid, self.egid, self.sgid].contains(&id)
-        };
-        if !(ok(r) && ok(e) && ok(s)) {
-            return Err(Errno::EPERM);
-        }
-        if r != u32::MAX {
-            self.gid = r;
-        }
-        if e != u32::MAX {
-            self.egid = e;
-        }
-        if s != u32::MAX {
-            self.sgid = s;
-        }
-        self.fsgid = self.egid;
-        Ok(())
+        let (privileged, ids) = self.groups_ids();
+        ids.set_res(privileged, r, e, s)
     }
 
     /// setuid: root sets all three ids; others only the effective one, to the real or saved.
     pub fn setuid(&mut self, id: u32) -> Result<(), Errno> {
-        if self.euid == 0 {
-            self.setresuid(id, id, id)
-        } else if id == self.uid || id == self.suid {
-            self.setresuid(u32::MAX, id, u32::MAX)
-        } else {
-            Err(Errno::EPERM)
-        }
+        let (privileged, ids) = self.users();
+        ids.set_one(privileged, id)
     }
 
     pub fn setgid(&mut self, id: u32) -> Result<(), Errno> {
-        if self.euid == 0 {
-            self.setresgid(id, id, id)
-        } else if id == self.gid || id == self.sgid {
-            self.setresgid(u32::MAX, id, u32::MAX)
-        } else {
-            Err(Errno::EPERM)
-        }
+        let (privileged, ids) = self.groups_ids();
+        ids.set_one(privileged, id)
     }
 
     /// setreuid: as Linux, the saved id follows the new effective id when the real id is set
     /// or the effective id differs from the old real id.
     pub fn setreuid(&mut self, r: u32, e: u32) -> Result<(), Errno> {
-        let old_r = self.uid;
-        let privileged = self.euid == 0;
-        if r != u32::MAX && !privileged && r != self.uid && r != self.euid {
-            return Err(Errno::EPERM);
-        }
-        if e != u32::MAX && !privileged && ![self.uid, self.euid, self.suid].contains(&e) {
-            return Err(Errno::EPERM);
-        }
-        if r != u32::MAX {
-            self.uid = r;
-        }
-        if e != u32::MAX {
-            self.euid = e;
-        }
-        if r != u32::MAX || (e != u32::MAX && e != old_r) {
-            self.suid = self.euid;
-        }
-        self.fsuid = self.euid;
-        Ok(())
+        let (privileged, ids) = self.users();
+        ids.set_re(privileged, r, e)
     }
 
     pub fn setregid(&mut self, r: u32, e: u32) -> Result<(), Errno> {
-        let old_r = self.gid;
-        let privileged = self.euid == 0;
-        if r != u32::MAX && !privileged && r != self.gid && r != self.egid {
+        let (privileged, ids) = self.groups_ids();
+        ids.set_re(privileged, r, e)
+    }
+}
+
+/// One kind of id (user or group): real, effective, saved and file-system, with the rules
+/// the `set*id` calls share. `u32::MAX` (-1) leaves an id alone.
+struct Ids<'a> {
+    real: &'a mut u32,
+    eff: &'a mut u32,
+    saved: &'a mut u32,
+    fs: &'a mut u32,
+}
+
+impl Ids<'_> {
+    fn is_current(&self, id: u32) -> bool {
+        [*self.real, *self.eff, *self.saved].contains(&id)
+    }
+
+    fn set_res(self, privileged: bool, r: u32, e: u32, s: u32) -> Result<(), Errno> {
+        let ok = |id: u32| id == u32::MAX || privileged || self.is_current(id);
+        if !(ok(r) && ok(e) && ok(s)) {
             return Err(Errno::EPERM);
         }
-        if e != u32::MAX && !privileged && ![self.gid, self.egid, self.sgid].contains(&e) {
+        for (slot, v) in [(self.real, r), (self.eff, e), (self.saved, s)] {
+            if v != u32::MAX {
+                *slot = v;
+            }
+        }
+        *self.fs = *self.eff;
+        Ok(())
+    }
+
+    fn set_one(self, privileged: bool, id: u32) -> Result<(), Errno> {
+        if privileged {
+            self.set_res(true, id, id, id)
+        } else if id == *self.real || id == *self.saved {
+            self.set_res(false, u32::MAX, id, u32::MAX)
+        } else {
+            Err(Errno::EPERM)
+        }
+    }
+
+    fn set_re(self, privileged: bool, r: u32, e: u32) -> Result<(), Errno> {
+        let old_r = *self.real;
+        if r != u32::MAX && !privileged && r != *self.real && r != *self.eff {
+            return Err(Errno::EPERM);
+        }
+        if e != u32::MAX && !privileged && !self.is_current(e) {
             return Err(Errno::EPERM);
         }
         if r != u32::MAX {
-            self.gid = r;
+            *self.real = r;
         }
         if e != u32::MAX {
-            self.egid = e;
+            *self.eff = e;
         }
         if r != u32::MAX || (e != u32::MAX && e != old_r) {
-            self.sgid = self.egid;
+            *self.saved = *self.eff;
         }
-        self.fsgid = self.egid;
+        *self.fs = *self.eff;
         Ok(())
     }
 }

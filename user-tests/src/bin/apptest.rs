@@ -25,23 +25,7 @@
 use user_tests::prelude::*;
 use user_tests::raw::{syscall1, syscall2, syscall3, syscall4};
 use user_tests::sys::AnonMap;
-
-struct Report {
-    passed: u32,
-    failed: u32,
-}
-
-impl Report {
-    fn check(&mut self, ok: bool, what: &str) {
-        if ok {
-            self.passed += 1;
-            println!("ok    {what}");
-        } else {
-            self.failed += 1;
-            println!("FAIL  {what}");
-        }
-    }
-}
+use user_tests::Report;
 
 fn flock(l_type: i16, start: i64, len: i64) -> Flock {
     Flock {
@@ -483,10 +467,7 @@ fn priority(r: &mut Report) {
 }
 
 fn main(argv: &[&str]) -> i32 {
-    let mut r = Report {
-        passed: 0,
-        failed: 0,
-    };
+    let mut r = Report::default();
     let dirs: Vec<&str> = argv.iter().skip(1).copied().collect();
     for dir in if dirs.is_empty() { vec!["/dbfs"] } else { dirs } {
         println!("== record locks on {dir}");

@@ -21,6 +21,7 @@
 #![no_main]
 
 use user_tests::prelude::*;
+use user_tests::Report;
 use user_tests::MIB;
 
 const PIECE: usize = 256 << 10;
@@ -29,23 +30,6 @@ const KEEP: [(&str, usize); 3] = [
     ("keep-mid", 300_000),
     ("keep-big", MIB),
 ];
-
-struct Report {
-    passed: u32,
-    failed: u32,
-}
-
-impl Report {
-    fn check(&mut self, ok: bool, what: &str) {
-        if ok {
-            self.passed += 1;
-            println!("ok    {what}");
-        } else {
-            self.failed += 1;
-            println!("FAIL  {what}");
-        }
-    }
-}
 
 fn pattern(len: usize, seed: u8) -> Vec<u8> {
     (0..len)
@@ -256,10 +240,7 @@ fn main(argv: &[&str]) -> i32 {
         println!("usage: fillfs DIR... [summary=FILE]");
         return 2;
     }
-    let mut r = Report {
-        passed: 0,
-        failed: 0,
-    };
+    let mut r = Report::default();
     for d in dirs {
         if let Err(e) = run(d, &mut r) {
             r.check(
