@@ -1,18 +1,21 @@
-//! Cursors: ordered traversal of a bucket with seek / first / last / next / prev.
+//! Cursor walks: ordered traversal of one bucket's tree with seek / first / last / next / prev.
 //!
-//! A cursor keeps the path from the root to its leaf: clean pages are held as pager pages (so
-//! keys and values come out zero-copy), dirty nodes as arena indices. If the bucket changes while
-//! a cursor is open (same write transaction), the cursor notices through the bucket's version
-//! counter and re-seeks to the key it was on before stepping.
+//! State: a [`Walk`] keeps the path from the root to its leaf: clean pages are held as pager
+//! pages (so keys and values come out zero-copy), dirty nodes as arena indices. It reads the
+//! tree through a [`TreeSource`] given to every call (the bucket handle), so this module knows
+//! neither transactions nor the database. If the bucket changes while a walk is open (same
+//! write transaction), the walk notices through the bucket's version counter and re-seeks to
+//! the key it was on before stepping. The public [`crate::Cursor`] pairs a walk with its bucket.
 
 use alloc::vec::Vec;
 
+use crate::bytes::Bytes;
 use crate::error::{Error, Result};
 use crate::node::{Child, Entries, LeafValue};
 use crate::page;
 use crate::pager::Pager;
-use crate::tree::MAX_DEPTH;
-use crate::tx::{Bucket, Bytes};
+use crate::source::TreeSource;
+use crate::tree::{branch_index, MAX_DEPTH};
 
 /// One entry under a cursor: a key with a value, or a key naming a nested bucket.
 pub struct Entry<'db, P: Pager + 'db> {
@@ -84,19 +87,17 @@ enum Target<'k> {
     Key(&'k [u8]),
 }
 
-/// An ordered cursor over one bucket.
-pub struct Cursor<'tx, 'db, P: Pager> {
-    bucket: Bucket<'tx, 'db, P>,
+/// The position of a cursor in one bucket's tree (the tree itself is passed to every call).
+pub(crate) struct Walk<'db, P: Pager + 'db> {
     stack: Vec<Frame<'db, P>>,
     version: u64,
-    /// The key under the cursor, kept only in write transactions (to re-seek after changes).
+    /// The key under the cursor, kept only while the tree may change (to re-seek after changes).
     current: Option<Vec<u8>>,
 }
 
-impl<'tx, 'db, P: Pager> Cursor<'tx, 'db, P> {
-    pub(crate) fn new(bucket: Bucket<'tx, 'db, P>) -> Self {
-        Cursor {
-            bucket,
+impl<'db, P: Pager + 'db> Walk<'db, P> {
+    pub(crate) fn new() -> Self {
+        Walk {
             stack: Vec::new(),
             version: 0,
             current: None,
@@ -104,69 +105,69 @@ impl<'tx, 'db, P: Pager> Cursor<'tx, 'db, P> {
     }
 
     /// Move to the first entry.
-    pub fn first(&mut self) -> Result<Option<Entry<'db, P>>> {
-        self.position(Target::First)?;
-        self.settle(true)
+    pub fn first<S: Src<'db, P>>(&mut self, src: &S) -> Result<Option<Entry<'db, P>>> {
+        self.position(src, Target::First)?;
+        self.settle(src, true)
     }
 
     /// Move to the last entry.
-    pub fn last(&mut self) -> Result<Option<Entry<'db, P>>> {
-        self.position(Target::Last)?;
-        self.settle(false)
+    pub fn last<S: Src<'db, P>>(&mut self, src: &S) -> Result<Option<Entry<'db, P>>> {
+        self.position(src, Target::Last)?;
+        self.settle(src, false)
     }
 
     /// Move to the first entry whose key is `>= key`.
-    pub fn seek(&mut self, key: &[u8]) -> Result<Option<Entry<'db, P>>> {
-        self.position(Target::Key(key))?;
-        self.settle(true)
+    pub fn seek<S: Src<'db, P>>(&mut self, src: &S, key: &[u8]) -> Result<Option<Entry<'db, P>>> {
+        self.position(src, Target::Key(key))?;
+        self.settle(src, true)
     }
 
     /// Move to the next entry (the first one if the cursor is not positioned yet).
     // Not `Iterator::next`: it is fallible, and pairs with `prev`/`seek` on the same position.
     #[allow(clippy::should_implement_trait)]
-    pub fn next(&mut self) -> Result<Option<Entry<'db, P>>> {
+    pub fn next<S: Src<'db, P>>(&mut self, src: &S) -> Result<Option<Entry<'db, P>>> {
         if self.stack.is_empty() {
-            return self.first();
+            return self.first(src);
         }
-        if self.stale() {
+        if self.stale(src) {
             let Some(key) = self.current.take() else {
-                return self.first();
+                return self.first(src);
             };
-            match self.seek(&key)? {
+            match self.seek(src, &key)? {
                 Some(e) if e.key() != key.as_slice() => return Ok(Some(e)),
                 Some(_) => {}
                 None => return Ok(None),
             }
         }
-        if !self.step(true)? {
+        if !self.step(src, true)? {
             self.finish();
             return Ok(None);
         }
-        self.settle(true)
+        self.settle(src, true)
     }
 
     /// Move to the previous entry (the last one if the cursor is not positioned yet).
-    pub fn prev(&mut self) -> Result<Option<Entry<'db, P>>> {
+    pub fn prev<S: Src<'db, P>>(&mut self, src: &S) -> Result<Option<Entry<'db, P>>> {
         if self.stack.is_empty() {
-            return self.last();
+            return self.last(src);
         }
-        if self.stale() {
+        if self.stale(src) {
             let Some(key) = self.current.take() else {
-                return self.last();
+                return self.last(src);
             };
-            if self.seek(&key)?.is_none() {
-                return self.last();
+            if self.seek(src, &key)?.is_none() {
+                return self.last(src);
             }
         }
-        if !self.step(false)? {
+        if !self.step(src, false)? {
             self.finish();
             return Ok(None);
         }
-        self.settle(false)
+        self.settle(src, false)
     }
 
-    fn stale(&self) -> bool {
-        self.version != self.bucket.tx.state.borrow().buckets[self.bucket.id].version
+    fn stale<S: Src<'db, P>>(&self, src: &S) -> bool {
+        self.version != src.version()
     }
 
     fn finish(&mut self) {
@@ -175,31 +176,29 @@ impl<'tx, 'db, P: Pager> Cursor<'tx, 'db, P> {
     }
 
     /// Rebuild the path from the root towards `target`.
-    fn position(&mut self, target: Target<'_>) -> Result<()> {
+    fn position<S: Src<'db, P>>(&mut self, src: &S, target: Target<'_>) -> Result<()> {
         self.stack.clear();
         self.current = None;
-        let (root, version) = {
-            let st = self.bucket.tx.state.borrow();
-            let b = &st.buckets[self.bucket.id];
-            if b.deleted {
-                return Err(Error::BucketNotFound);
-            }
-            (b.tree.root, b.version)
-        };
+        let (root, version) = src.root()?;
         self.version = version;
         if root == Child::Page(0) {
             return Ok(());
         }
-        self.descend(root, target)
+        self.descend(src, root, target)
     }
 
     /// Push frames from `child` down to a leaf.
-    fn descend(&mut self, mut child: Child, target: Target<'_>) -> Result<()> {
+    fn descend<S: Src<'db, P>>(
+        &mut self,
+        src: &S,
+        mut child: Child,
+        target: Target<'_>,
+    ) -> Result<()> {
         loop {
             if self.stack.len() >= MAX_DEPTH {
                 return Err(Error::Corrupted("tree too deep"));
             }
-            let frame = self.load(child, target)?;
+            let frame = self.load(src, child, target)?;
             let next = match &frame {
                 Frame::Page {
                     page,
@@ -212,7 +211,7 @@ impl<'tx, 'db, P: Pager> Cursor<'tx, 'db, P> {
                     leaf: false,
                     index,
                     ..
-                } => Some(self.dirty_child(*node, *index)?),
+                } => Some(dirty_child(src, *node, *index)?),
                 _ => None,
             };
             self.stack.push(frame);
@@ -223,27 +222,15 @@ impl<'tx, 'db, P: Pager> Cursor<'tx, 'db, P> {
         }
     }
 
-    fn dirty_child(&self, node: usize, index: usize) -> Result<Child> {
-        let st = self.bucket.tx.state.borrow();
-        match st.buckets[self.bucket.id]
-            .tree
-            .nodes
-            .get(node)
-            .map(|n| &n.entries)
-        {
-            Some(Entries::Branch(e)) => e
-                .get(index)
-                .map(|(_, c)| *c)
-                .ok_or(Error::Corrupted("branch index")),
-            _ => Err(Error::Corrupted("dangling dirty node")),
-        }
-    }
-
-    fn load(&self, child: Child, target: Target<'_>) -> Result<Frame<'db, P>> {
+    fn load<S: Src<'db, P>>(
+        &self,
+        src: &S,
+        child: Child,
+        target: Target<'_>,
+    ) -> Result<Frame<'db, P>> {
         match child {
             Child::Page(id) => {
-                let page_count = self.bucket.tx.state.borrow().page_count;
-                let page = self.bucket.tx.db.read_page(id, page_count)?;
+                let page = src.page(id)?;
                 let (leaf, count) = page::node_header(&page, id)?;
                 let index = match target {
                     Target::First => 0,
@@ -261,21 +248,18 @@ impl<'tx, 'db, P: Pager> Cursor<'tx, 'db, P> {
                 })
             }
             Child::Dirty(node) => {
-                let st = self.bucket.tx.state.borrow();
-                let n = st.buckets[self.bucket.id]
-                    .tree
-                    .nodes
-                    .get(node)
-                    .ok_or(Error::Corrupted("dangling dirty node"))?;
-                let (leaf, count) = (n.is_leaf(), n.len());
-                let index = match (&n.entries, target) {
-                    (_, Target::First) => 0,
-                    (_, Target::Last) => count.saturating_sub(1),
-                    (Entries::Leaf(e), Target::Key(k)) => {
-                        e.partition_point(|(x, _)| x.as_slice() < k)
-                    }
-                    (Entries::Branch(e), Target::Key(k)) => crate::tree::branch_index(e, k),
-                };
+                let (leaf, count, index) = src.with_dirty(node, |n| {
+                    let (leaf, count) = (n.is_leaf(), n.len());
+                    let index = match (&n.entries, target) {
+                        (_, Target::First) => 0,
+                        (_, Target::Last) => count.saturating_sub(1),
+                        (Entries::Leaf(e), Target::Key(k)) => {
+                            e.partition_point(|(x, _)| x.as_slice() < k)
+                        }
+                        (Entries::Branch(e), Target::Key(k)) => branch_index(e, k),
+                    };
+                    (leaf, count, index)
+                })?;
                 Ok(Frame::Dirty {
                     node,
                     leaf,
@@ -287,7 +271,7 @@ impl<'tx, 'db, P: Pager> Cursor<'tx, 'db, P> {
     }
 
     /// Move one leaf position forward or backward, crossing leaves; false at either end.
-    fn step(&mut self, forward: bool) -> Result<bool> {
+    fn step<S: Src<'db, P>>(&mut self, src: &S, forward: bool) -> Result<bool> {
         loop {
             let Some(top) = self.stack.last_mut() else {
                 return Ok(false);
@@ -318,10 +302,14 @@ impl<'tx, 'db, P: Pager> Cursor<'tx, 'db, P> {
                 Some(Frame::Page { page, index, .. }) => {
                     Child::Page(page::branch_slot(page, *index)?.1)
                 }
-                Some(Frame::Dirty { node, index, .. }) => self.dirty_child(*node, *index)?,
+                Some(Frame::Dirty { node, index, .. }) => dirty_child(src, *node, *index)?,
                 None => return Ok(false),
             };
-            self.descend(child, if forward { Target::First } else { Target::Last })?;
+            self.descend(
+                src,
+                child,
+                if forward { Target::First } else { Target::Last },
+            )?;
             let Some(top) = self.stack.last_mut() else {
                 return Ok(false);
             };
@@ -335,7 +323,7 @@ impl<'tx, 'db, P: Pager> Cursor<'tx, 'db, P> {
 
     /// After positioning, make sure the cursor is on a real entry (skip past empty leaves or
     /// an index one past the end of a leaf), then read it.
-    fn settle(&mut self, forward: bool) -> Result<Option<Entry<'db, P>>> {
+    fn settle<S: Src<'db, P>>(&mut self, src: &S, forward: bool) -> Result<Option<Entry<'db, P>>> {
         loop {
             let Some(top) = self.stack.last_mut() else {
                 return Ok(None);
@@ -344,20 +332,19 @@ impl<'tx, 'db, P: Pager> Cursor<'tx, 'db, P> {
             if *index < count {
                 break;
             }
-            if !self.step(forward)? {
+            if !self.step(src, forward)? {
                 self.finish();
                 return Ok(None);
             }
         }
-        let entry = self.read_current()?;
-        if self.bucket.tx.writable() {
+        let entry = self.read_current(src)?;
+        if src.may_change() {
             self.current = entry.as_ref().map(|e| e.key().to_vec());
         }
         Ok(entry)
     }
 
-    fn read_current(&self) -> Result<Option<Entry<'db, P>>> {
-        let tx = self.bucket.tx;
+    fn read_current<S: Src<'db, P>>(&self, src: &S) -> Result<Option<Entry<'db, P>>> {
         match self.stack.last() {
             None => Ok(None),
             Some(Frame::Page { page, index, .. }) => {
@@ -370,35 +357,24 @@ impl<'tx, 'db, P: Pager> Cursor<'tx, 'db, P> {
                         let v = LeafValue::decode(flags, &page[slot.value])?;
                         if let LeafValue::Overflow { page, len } = v {
                             // A damaged page id may overflow here; value_of rejects it below.
-                            loc = page
-                                .checked_mul(tx.db.page_size() as u64)
-                                .map(|at| (at, len));
+                            loc = page.checked_mul(src.page_size() as u64).map(|at| (at, len));
                         }
                         // Bounds-checks the location (an error for a damaged page).
-                        tx.value_of(v, None)?
+                        value_of(src, v)?
                     }
                 };
                 Ok(Some(Entry { key, value, loc }))
             }
             Some(Frame::Dirty { node, index, .. }) => {
-                let (key, value) = {
-                    let st = tx.state.borrow();
-                    match st.buckets[self.bucket.id]
-                        .tree
-                        .nodes
-                        .get(*node)
-                        .map(|n| &n.entries)
-                    {
-                        Some(Entries::Leaf(e)) => e
-                            .get(*index)
-                            .cloned()
-                            .ok_or(Error::Corrupted("leaf index"))?,
-                        _ => return Err(Error::Corrupted("dangling dirty node")),
+                let (key, value) = src.with_dirty(*node, |n| match &n.entries {
+                    Entries::Leaf(e) => {
+                        e.get(*index).cloned().ok_or(Error::Corrupted("leaf index"))
                     }
-                };
+                    _ => Err(Error::Corrupted("dangling dirty node")),
+                })??;
                 let value = match value {
                     LeafValue::Inline(v) => Some(Bytes::owned(v)),
-                    v => tx.value_of(v, None)?,
+                    v => value_of(src, v)?,
                 };
                 Ok(Some(Entry {
                     key: Bytes::owned(key),
@@ -407,5 +383,37 @@ impl<'tx, 'db, P: Pager> Cursor<'tx, 'db, P> {
                 }))
             }
         }
+    }
+}
+
+/// A tree source whose pages are `P`'s: what a walk reads through.
+pub(crate) trait Src<'db, P: Pager + 'db>: TreeSource<Page = P::Page<'db>> {}
+
+impl<'db, P: Pager + 'db, S: TreeSource<Page = P::Page<'db>>> Src<'db, P> for S {}
+
+/// Child `index` of dirty branch `node`.
+fn dirty_child<S: TreeSource>(src: &S, node: usize, index: usize) -> Result<Child> {
+    src.with_dirty(node, |n| match &n.entries {
+        Entries::Branch(e) => e
+            .get(index)
+            .map(|(_, c)| *c)
+            .ok_or(Error::Corrupted("branch index")),
+        _ => Err(Error::Corrupted("dangling dirty node")),
+    })?
+}
+
+/// The value bytes of a non-inline leaf value: an overflow value read as one slice, `None` for
+/// a nested bucket (an inline value is read from its slot, never through here).
+fn value_of<'db, P: Pager + 'db, S: Src<'db, P>>(
+    src: &S,
+    value: LeafValue,
+) -> Result<Option<Bytes<'db, P>>> {
+    match value {
+        LeafValue::Overflow { page, len } => {
+            let buf = src.overflow(page, len)?;
+            let n = buf.len();
+            Ok(Some(Bytes::page(buf, 0..n)))
+        }
+        LeafValue::Bucket { .. } | LeafValue::Inline(_) => Ok(None),
     }
 }

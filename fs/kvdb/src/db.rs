@@ -1,14 +1,20 @@
-//! The database handle: open/create, the committed-meta snapshot, reader registry, writer lock.
+//! Opening a store and beginning transactions: the top of kvdb.
+//!
+//! [`Db::create`] / [`Db::open`] (the meta pages and freelist read at open), the transaction
+//! entry points ([`Db::begin_read`], [`Db::begin_write`] and its variants), [`Db::sync`] and the
+//! accessors. State: none of its own; the shared state and the barrier are `store.rs`
+//! (whose lock rules apply: `begin_write` takes the writer lock, then briefly the snapshot).
 
-use alloc::collections::BTreeMap;
 use alloc::vec;
 
-use crate::sync::{Mutex, MutexGuard};
+use crate::sync::MutexGuard;
 
 use crate::error::{Error, Result};
 use crate::freelist::Freelist;
-use crate::page::{self, Meta, PageId, MAX_PAGE_SIZE, META_SIZE, MIN_PAGE_SIZE};
+use crate::page::{self, Meta, MAX_PAGE_SIZE, META_SIZE, MIN_PAGE_SIZE};
+use crate::page_alloc::reserve_pages;
 use crate::pager::Pager;
+use crate::store::{Db, WriterState};
 use crate::tx::Tx;
 
 /// Creation parameters.
@@ -22,45 +28,6 @@ impl Default for Options {
     fn default() -> Self {
         Options { page_size: 4096 }
     }
-}
-
-/// The committed state readers start from, and who is reading which snapshot.
-pub(crate) struct Snapshot {
-    pub meta: Meta,
-    /// Txid of the newest meta known to be on stable storage (what a crash goes back to).
-    /// Equal to `meta.txid` unless deferred commits wait for a barrier.
-    pub durable_txid: u64,
-    /// Open read transactions per snapshot txid.
-    pub readers: BTreeMap<u64, usize>,
-}
-
-/// State only the (single) write transaction touches; its lock is the writer lock.
-pub(crate) struct WriterState {
-    pub freelist: Freelist,
-    /// Set when a commit failed after it may have written its meta page.
-    pub poisoned: bool,
-    /// Meta slot (0 or 1) holding the newest durable meta: the next barrier writes the other.
-    pub durable_slot: u64,
-    /// A deferred commit that leaves more pages than this held or freshly written since the
-    /// last barrier forces one ([`Db::set_barrier_bound`]).
-    pub barrier_bound: u64,
-    /// The freelist extent the newest meta points at is out of date: deferred commits do not
-    /// write one (nothing reads it before the next barrier, which writes a fresh one).
-    pub freelist_stale: bool,
-}
-
-/// Default bound on pages held or written since the last barrier: 16 MiB worth.
-pub const DEFAULT_BARRIER_BOUND_BYTES: u64 = 16 << 20;
-
-/// A key-value store over a [`Pager`].
-///
-/// `Db` is a value: several databases (on several pagers) never share state. It is `Sync` when the
-/// pager is, so read transactions may run on many threads while one thread writes.
-pub struct Db<P: Pager> {
-    pub(crate) pager: P,
-    pub(crate) page_size: usize,
-    pub(crate) snapshot: Mutex<Snapshot>,
-    pub(crate) writer: Mutex<WriterState>,
 }
 
 impl<P: Pager> Db<P> {
@@ -147,26 +114,6 @@ impl<P: Pager> Db<P> {
         Ok(Db::from_parts(pager, meta, slot, freelist))
     }
 
-    fn from_parts(pager: P, meta: Meta, durable_slot: u64, freelist: Freelist) -> Db<P> {
-        let page_size = meta.page_size as usize;
-        Db {
-            pager,
-            page_size,
-            snapshot: Mutex::new(Snapshot {
-                meta,
-                durable_txid: meta.txid,
-                readers: BTreeMap::new(),
-            }),
-            writer: Mutex::new(WriterState {
-                freelist,
-                poisoned: false,
-                durable_slot,
-                barrier_bound: (DEFAULT_BARRIER_BOUND_BYTES / page_size as u64).max(16),
-                freelist_stale: false,
-            }),
-        }
-    }
-
     /// Durability barrier: make the newest commit durable if a deferred commit left it
     /// pending (`sync`, the meta page to the slot not holding the durable meta, `sync`).
     /// Returns whether there was anything to do. Waits for an open write transaction.
@@ -190,140 +137,6 @@ impl<P: Pager> Db<P> {
     /// deferred commit leaving more forces a barrier. Default: 16 MiB worth of pages.
     pub fn set_barrier_bound(&self, pages: u64) {
         self.writer.lock().barrier_bound = pages.max(1);
-    }
-
-    /// The barrier, with the writer lock held (so the snapshot meta is the newest commit and
-    /// no commit runs meanwhile). A failure before the meta write changes nothing; one during
-    /// it poisons the store (the slot's content is unknown).
-    pub(crate) fn barrier(&self, writer: &mut WriterState) -> Result<bool> {
-        self.barrier_with(writer, None)
-    }
-
-    /// [`Db::barrier`] while a write transaction is open: it may have grown the store past the
-    /// newest commit's page count already (`tx_pages`), so a fresh freelist extent that has to
-    /// grow the store goes past those pages, and `tx_pages` follows it.
-    fn barrier_with(&self, writer: &mut WriterState, tx_pages: Option<&mut u64>) -> Result<bool> {
-        if writer.poisoned {
-            return Err(Error::Poisoned);
-        }
-        let mut meta = {
-            let snap = self.snapshot.lock();
-            if snap.durable_txid == snap.meta.txid {
-                return Ok(false);
-            }
-            snap.meta
-        };
-        let mut old_extent = None;
-        if writer.freelist_stale {
-            // Deferred commits left the freelist extent as the durable meta had it: write the
-            // current one to fresh pages. The old extent stays intact until the new meta is
-            // durable, and is listed as free in the new one.
-            let ps = self.page_size as u64;
-            let old = (meta.freelist, meta.freelist_pages);
-            let extra: &[(PageId, u64)] = if old.0 != 0 {
-                core::slice::from_ref(&old)
-            } else {
-                &[]
-            };
-            let n = writer.freelist.pages_needed(self.page_size, extra.len());
-            let (fl, grown) = match writer.freelist.take(n) {
-                Some(id) => (id, false),
-                None => {
-                    let capacity = self.pager.capacity() / ps;
-                    let id = meta
-                        .page_count
-                        .max(tx_pages.as_deref().copied().unwrap_or(0));
-                    if id.saturating_add(n) > capacity {
-                        return Err(Error::NoSpace);
-                    }
-                    writer.freelist.grown(id, n);
-                    (id, true)
-                }
-            };
-            let mut buf = alloc::vec![0u8; (n * ps) as usize];
-            writer.freelist.encode_with(&mut buf, fl, extra);
-            if let Err(e) = self.pager.write(&[(fl * ps, &buf)]) {
-                if !grown {
-                    writer.freelist.untake(fl, n);
-                }
-                return Err(e);
-            }
-            meta.freelist = fl;
-            meta.freelist_pages = n;
-            if grown {
-                // Pages an open transaction grew into below the extent are neither listed nor
-                // referenced by this meta: a crash before its commit leaks them, never reuses them.
-                meta.page_count = fl + n;
-                if let Some(tx_pages) = tx_pages {
-                    *tx_pages = fl + n;
-                }
-            }
-            old_extent = Some((old, fl, n, grown));
-        }
-        if let Err(e) = self.pager.sync() {
-            if let Some((_, fl, n, false)) = old_extent {
-                writer.freelist.untake(fl, n);
-            }
-            return Err(e);
-        }
-        if let Some((old, ..)) = old_extent {
-            if old.0 != 0 {
-                // Referenced by the durable meta until the write below: held, then free.
-                writer.freelist.free_at(meta.txid, &[old]);
-            }
-        }
-        self.write_meta(writer, &meta)?;
-        writer.freelist_stale = false;
-        Ok(true)
-    }
-
-    /// Out of free pages in an open write transaction (which has grown the store to
-    /// `tx_pages`): if pages wait for a barrier, make the newest commit durable and release what that and the readers allow. Pages the open
-    /// transaction freed stay put (the durable meta still references them). Returns whether
-    /// anything may have become free.
-    pub(crate) fn reclaim_held(
-        &self,
-        writer: &mut WriterState,
-        tx_pages: &mut u64,
-    ) -> Result<bool> {
-        if writer.freelist.held_count() == 0 {
-            return Ok(false);
-        }
-        self.barrier_with(writer, Some(tx_pages))?;
-        let limit = {
-            let snap = self.snapshot.lock();
-            let oldest = snap.readers.keys().next().copied().unwrap_or(u64::MAX);
-            oldest.min(snap.meta.txid)
-        };
-        writer.freelist.release(limit);
-        Ok(true)
-    }
-
-    /// Write `meta` to the slot not holding the durable meta and `sync`; on success it is the
-    /// durable meta and the snapshot readers start from. The caller holds the writer lock and
-    /// has made every page `meta` references durable.
-    pub(crate) fn write_meta(&self, writer: &mut WriterState, meta: &Meta) -> Result<()> {
-        let ps = self.page_size;
-        let mut meta_page = vec![0u8; ps];
-        meta.encode(&mut meta_page);
-        let slot = 1 - writer.durable_slot;
-        if let Err(e) = self
-            .pager
-            .write(&[(slot * ps as u64, &meta_page)])
-            .and_then(|_| self.pager.sync())
-        {
-            writer.poisoned = true;
-            return Err(e);
-        }
-        writer.durable_slot = slot;
-        writer.freelist.barrier_done(meta.txid);
-        {
-            let mut snap = self.snapshot.lock();
-            snap.meta = *meta;
-            snap.durable_txid = meta.txid;
-        }
-        self.pager.committed(meta.txid);
-        Ok(())
     }
 
     /// Run `f` with the txid of the newest commit while holding the snapshot lock: the cheap
@@ -374,7 +187,7 @@ impl<P: Pager> Db<P> {
             };
             let free_now = capacity.saturating_sub(page_count) + writer.freelist.total_count()
                 - writer.freelist.held_count();
-            if free_now < 2 * crate::reserve_pages(capacity) {
+            if free_now < 2 * reserve_pages(capacity) {
                 self.barrier(&mut writer)?;
             }
         }
@@ -452,42 +265,6 @@ impl<P: Pager> Db<P> {
             page_count: meta.page_count,
             free_pages: free,
         }
-    }
-
-    pub(crate) fn end_read(&self, txid: u64) {
-        let mut snap = self.snapshot.lock();
-        if let Some(n) = snap.readers.get_mut(&txid) {
-            *n -= 1;
-            if *n == 0 {
-                snap.readers.remove(&txid);
-            }
-        }
-    }
-
-    /// Read node page `id` of a snapshot whose high-water mark is `page_count`.
-    pub(crate) fn read_page(&self, id: PageId, page_count: u64) -> Result<P::Page<'_>> {
-        if id < 2 || id >= page_count {
-            return Err(Error::Corrupted("page id out of range"));
-        }
-        self.pager.read(id * self.page_size as u64, self.page_size)
-    }
-
-    /// Read an overflow value of `len` bytes starting at page `id`.
-    pub(crate) fn read_overflow(
-        &self,
-        id: PageId,
-        len: u64,
-        page_count: u64,
-    ) -> Result<P::Page<'_>> {
-        let pages = len.div_ceil(self.page_size as u64).max(1);
-        let end = id
-            .checked_add(pages)
-            .ok_or(Error::Corrupted("overflow out of range"))?;
-        if id < 2 || end > page_count {
-            return Err(Error::Corrupted("overflow out of range"));
-        }
-        let len = usize::try_from(len).map_err(|_| Error::Corrupted("overflow too large"))?;
-        self.pager.read(id * self.page_size as u64, len)
     }
 }
 

@@ -234,6 +234,21 @@ impl Freelist {
         self.fresh.insert(start, n);
     }
 
+    /// Where `n` new contiguous pages come from: the store's one placement rule. The lowest
+    /// free run long enough; else the pages past `end` (the store's size in pages, moved past
+    /// them) if they stay within `capacity` pages. Returns the first page and whether the store
+    /// grew, or `None` when neither fits. Pages held for a barrier are not free here: making
+    /// them so is the caller's decision (`PageAlloc::take`).
+    pub fn take_or_grow(&mut self, n: u64, end: &mut u64, capacity: u64) -> Option<(PageId, bool)> {
+        if let Some(id) = self.take(n) {
+            return Some((id, false));
+        }
+        let id = *end;
+        *end = id.checked_add(n).filter(|&e| e <= capacity)?;
+        self.grown(id, n);
+        Some((id, true))
+    }
+
     /// Give back pages taken by a transaction that did not commit.
     pub fn untake(&mut self, start: PageId, n: u64) {
         self.free.insert(start, n);

@@ -57,12 +57,22 @@
 //!   open (checked when a write transaction begins), and, if the durable meta may reference
 //!   them, once the next barrier completed.
 //! - A transaction's own state is a `RefCell` (transactions are used from one thread).
+//!
+//! # Modules
+//! Layers run one way (each imports only those before it): `page`, `node`, `freelist` (on-disk
+//! formats) < `pager`, `file` (storage) < `bytes`, `source` (the [`Pager`]-backed page source the
+//! tree reads through) < `tree`, `cursor` (B+tree algorithms, generic over the source) < `store`
+//! (state shared by transactions, the barrier) < `page_alloc` (where new pages come from) <
+//! `tx` (the transaction and its state) < `bucket`, `overflow`, `commit` < `db` (open, begin).
 #![cfg_attr(not(any(test, feature = "std")), no_std)]
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 extern crate alloc;
 
+mod bucket;
+mod bytes;
+mod commit;
 mod cursor;
 mod db;
 mod error;
@@ -70,29 +80,26 @@ mod error;
 mod file;
 mod freelist;
 mod node;
+mod overflow;
 pub mod page;
 mod page_alloc;
 mod pager;
+mod source;
+mod store;
 pub mod sync;
 mod tree;
 mod tx;
 
-pub use cursor::{Cursor, Entry};
-pub use db::{Db, Options, Stats, DEFAULT_BARRIER_BOUND_BYTES};
+pub use bucket::{Bucket, Cursor};
+pub use bytes::Bytes;
+pub use cursor::Entry;
+pub use db::{Options, Stats};
 pub use error::{Error, Result};
 #[cfg(feature = "std")]
 pub use file::FilePager;
 pub use page::PageId;
+pub use page_alloc::reserve_pages;
 pub use pager::{MemPager, Pager, PagerEvent, SlicePager};
+pub use store::{Db, DEFAULT_BARRIER_BOUND_BYTES};
 
-/// Pages kept back for deletions in a store of `capacity_pages`: 1/64 of it, at least 16 and
-/// at most half. A copy-on-write tree needs new pages before it can free old ones, so a store
-/// filled to the last page could not even delete. A write transaction that would leave fewer
-/// free pages than this, and uses more pages than it frees, fails with [`Error::NoSpace`];
-/// deletions ([`Tx::use_reserve`], or any transaction that frees as much as it takes) may use
-/// them. 1/64 covers rewriting every leaf of a bucket of chunk-sized values plus the freelist
-/// that lists them (at most one leaf per ~100 values and 8 bytes per freed page).
-pub fn reserve_pages(capacity_pages: u64) -> u64 {
-    (capacity_pages / 64).max(16).min(capacity_pages / 2)
-}
-pub use tx::{Bucket, Bytes, Tx};
+pub use tx::Tx;

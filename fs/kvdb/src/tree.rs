@@ -2,17 +2,17 @@
 //! merge/redistribute, and spill (serialise dirty nodes to freshly allocated pages at commit).
 //!
 //! A tree is a root [`Child`] plus an arena of dirty nodes; `Child::Page(0)` is the empty tree.
-//! Clean subtrees are read straight from pager pages without copying.
+//! Clean subtrees are read straight from pager pages without copying, through a
+//! [`PageSource`] (the snapshot a transaction reads): this module knows no transaction or database.
 
 use alloc::vec;
 use alloc::vec::Vec;
 use core::mem;
 
-use crate::db::Db;
 use crate::error::{Error, Result};
 use crate::node::{branch_entry_size, leaf_entry_size, Child, Entries, LeafValue, Node};
 use crate::page::{self, LeafSlot, PageId, HEADER_SIZE};
-use crate::pager::Pager;
+use crate::source::PageSource;
 
 /// Deepest tree (plus bucket nesting) we follow; deeper means a cycle in a corrupt image.
 pub const MAX_DEPTH: usize = 64;
@@ -33,8 +33,8 @@ impl Tree {
 }
 
 /// A found leaf entry: in a clean page (zero-copy) or in a dirty node (copied out).
-pub enum Found<'db, P: Pager + 'db> {
-    Page(P::Page<'db>, LeafSlot),
+pub enum Found<Pg> {
+    Page(Pg, LeafSlot),
     Dirty(LeafValue),
 }
 
@@ -60,17 +60,12 @@ fn check_mode(mode: PutMode, old: Option<&LeafValue>) -> Result<()> {
 }
 
 /// Find `key`.
-pub fn lookup<'db, P: Pager>(
-    db: &'db Db<P>,
-    page_count: u64,
-    tree: &Tree,
-    key: &[u8],
-) -> Result<Option<Found<'db, P>>> {
+pub fn lookup<S: PageSource>(src: &S, tree: &Tree, key: &[u8]) -> Result<Option<Found<S::Page>>> {
     let mut child = tree.root;
     for _ in 0..MAX_DEPTH {
         match child {
             Child::Page(0) => return Ok(None),
-            Child::Page(id) => return lookup_pages(db, page_count, id, key),
+            Child::Page(id) => return lookup_pages(src, id, key),
             Child::Dirty(i) => {
                 let node = tree
                     .nodes
@@ -91,14 +86,13 @@ pub fn lookup<'db, P: Pager>(
     Err(Error::Corrupted("tree too deep"))
 }
 
-fn lookup_pages<'db, P: Pager>(
-    db: &'db Db<P>,
-    page_count: u64,
+fn lookup_pages<S: PageSource>(
+    src: &S,
     mut id: PageId,
     key: &[u8],
-) -> Result<Option<Found<'db, P>>> {
+) -> Result<Option<Found<S::Page>>> {
     for _ in 0..MAX_DEPTH {
-        let buf = db.read_page(id, page_count)?;
+        let buf = src.page(id)?;
         let (leaf, count) = page::node_header(&buf, id)?;
         if leaf {
             return Ok(match page::leaf_search(&buf, count, key)? {
@@ -122,15 +116,15 @@ pub fn branch_index(entries: &[(Vec<u8>, Child)], key: &[u8]) -> usize {
         .map_or(0, |rest| rest.partition_point(|(k, _)| k.as_slice() <= key))
 }
 
-/// Mutating access to a tree inside a write transaction.
-pub struct WriteCtx<'a, 'db, P: Pager> {
-    pub db: &'db Db<P>,
-    pub page_count: u64,
+/// Mutating access to a tree inside a write transaction: clean pages are read from `src` (the
+/// snapshot the transaction began from) and copied into dirty nodes.
+pub struct WriteCtx<'a, S: PageSource> {
+    pub src: S,
     /// Pages this transaction stopped using (freed at commit).
     pub freed: &'a mut Vec<(PageId, u64)>,
 }
 
-impl<P: Pager> WriteCtx<'_, '_, P> {
+impl<S: PageSource> WriteCtx<'_, S> {
     /// Make `child` a dirty node (copy-on-write) and return its arena index.
     fn materialize(&mut self, nodes: &mut Vec<Node>, child: Child) -> Result<usize> {
         match child {
@@ -140,7 +134,7 @@ impl<P: Pager> WriteCtx<'_, '_, P> {
                 Ok(nodes.len() - 1)
             }
             Child::Page(id) => {
-                let buf = self.db.read_page(id, self.page_count)?;
+                let buf = self.src.page(id)?;
                 let node = Node::from_page(&buf, id)?;
                 self.freed.push((id, 1));
                 nodes.push(node);
@@ -184,7 +178,7 @@ impl<P: Pager> WriteCtx<'_, '_, P> {
         if depth > MAX_DEPTH {
             return Err(Error::Corrupted("tree too deep"));
         }
-        let page_size = self.db.page_size;
+        let page_size = self.src.page_size();
         let (old, appended) = match &mut nodes[idx].entries {
             Entries::Leaf(e) => match e.binary_search_by(|(k, _)| k.as_slice().cmp(key)) {
                 Ok(i) => {
@@ -280,7 +274,7 @@ impl<P: Pager> WriteCtx<'_, '_, P> {
                     e[i].1 = Child::Dirty(c);
                 }
                 let old = self.remove(nodes, c, key, depth + 1)?;
-                if nodes[c].size < self.db.page_size / 4 {
+                if nodes[c].size < self.src.page_size() / 4 {
                     self.rebalance(nodes, idx, i)?;
                 }
                 Ok(old)
@@ -320,7 +314,7 @@ impl<P: Pager> WriteCtx<'_, '_, P> {
             }
             _ => return Err(Error::Corrupted("siblings of different kinds")),
         };
-        let page_size = self.db.page_size;
+        let page_size = self.src.page_size();
         if merged.size <= page_size {
             nodes[lc] = merged;
             if let Entries::Branch(e) = &mut nodes[parent].entries {
@@ -411,7 +405,7 @@ impl<P: Pager> WriteCtx<'_, '_, P> {
         }
         // Nodes are kept within a page by eager splits; a separator change in a merge can push a
         // branch a little over, so cut greedily here as the last word.
-        let page_size = self.db.page_size;
+        let page_size = self.src.page_size();
         let mut parts = Vec::new();
         while node.size > page_size && node.len() >= 2 {
             let mut used = HEADER_SIZE;

@@ -1,0 +1,221 @@
+//! Overflow values: a value longer than a sixth of a page lives in its own run of contiguous
+//! pages (no header, so a reader gets it as one slice).
+//!
+//! `put` writes one such value to fresh pages at once (nobody can see them until commit);
+//! `put_direct` places several values' runs together and writes their whole pages straight
+//! from the caller's bytes with one [`Pager::write_direct`]. State: none of its own; the pages
+//! come from the transaction's allocator, and a failure frees them with the transaction's
+//! frees (they were never referenced).
+
+use alloc::vec;
+use alloc::vec::Vec;
+
+use crate::error::{Error, Result};
+use crate::node::LeafValue;
+use crate::page::{self, PageId};
+use crate::pager::Pager;
+use crate::tree::{PutMode, WriteCtx};
+use crate::tx::{Tx, TxState};
+
+impl<'db, P: Pager> Tx<'db, P> {
+    /// Write a large value to fresh contiguous pages now (nobody can see them until commit).
+    pub(crate) fn write_overflow(&self, st: &mut TxState<'db>, value: &[u8]) -> Result<LeafValue> {
+        let ps = self.db.page_size;
+        let n = value.len().div_ceil(ps) as u64;
+        let id = self.alloc(st, n)?;
+        let full = value.len() / ps * ps;
+        let rest = &value[full..];
+        // The last page padded with zeros, only when the value does not end on a page (a
+        // chunk-sized value is written straight from `value`, with no page buffer to fill).
+        let tail = if rest.is_empty() {
+            Vec::new()
+        } else {
+            let mut t = vec![0u8; ps];
+            t[..rest.len()].copy_from_slice(rest);
+            t
+        };
+        let base = id * ps as u64;
+        let mut writes: Vec<(u64, &[u8])> = Vec::with_capacity(2);
+        if full > 0 {
+            writes.push((base, &value[..full]));
+        }
+        if !rest.is_empty() {
+            writes.push((base + full as u64, &tail));
+        }
+        if let Err(e) = self.db.pager.write(&writes) {
+            if let Some(ws) = st.write.as_mut() {
+                ws.freed.push((id, n));
+            }
+            return Err(e);
+        }
+        Ok(LeafValue::Overflow {
+            page: id,
+            len: value.len() as u64,
+        })
+    }
+
+    /// [`Bucket::put_direct`]: allocate every large value's pages, write their whole pages
+    /// with one [`Pager::write_direct`] (straight from the caller's bytes) and the padded last
+    /// pages with one `write`, then insert the pairs. Returns the replaced values' lengths.
+    pub(crate) fn put_direct(
+        &self,
+        b: usize,
+        pairs: &[(&[u8], &[&[u8]])],
+    ) -> Result<Vec<Option<u64>>> {
+        self.check_writable()?;
+        let ps = self.db.page_size;
+        let lens: Vec<usize> = pairs
+            .iter()
+            .map(|(_, pieces)| pieces.iter().map(|p| p.len()).sum())
+            .collect();
+        for (&(key, _), &len) in pairs.iter().zip(&lens) {
+            self.check_pair_len(key, len)?;
+        }
+        let mut st = self.state.borrow_mut();
+        let st = &mut *st;
+        if st.buckets[b].deleted {
+            return Err(Error::BucketNotFound);
+        }
+        // Pages of each pair's value (None: stored inline), all taken before anything is
+        // written: one extent for all of them if the store has one (the values then lie in
+        // order, and the pager can write them as one piece), else one per value.
+        let pages_of =
+            |len: usize| (len > page::max_inline_len(ps)).then(|| len.div_ceil(ps) as u64);
+        let total: u64 = lens.iter().filter_map(|&len| pages_of(len)).sum();
+        let mut next = if total > 0 {
+            self.alloc(st, total).ok()
+        } else {
+            None
+        };
+        let mut extents: Vec<Option<(PageId, u64)>> = Vec::with_capacity(pairs.len());
+        let mut direct: Vec<(u64, &[u8])> = Vec::new();
+        // Whole pages of values whose pieces do not fall on page boundaries, joined.
+        let mut joined: Vec<(u64, Vec<u8>)> = Vec::new();
+        let mut tails: Vec<(u64, Vec<u8>)> = Vec::new();
+        let mut failed = None;
+        for (&(_, pieces), &len) in pairs.iter().zip(&lens) {
+            let Some(n) = pages_of(len) else {
+                extents.push(None);
+                continue;
+            };
+            let id = match next.as_mut() {
+                Some(at) => {
+                    *at += n;
+                    *at - n
+                }
+                None => match self.alloc(st, n) {
+                    Ok(id) => id,
+                    Err(e) => {
+                        failed = Some(e);
+                        break;
+                    }
+                },
+            };
+            extents.push(Some((id, n)));
+            let base = id * ps as u64;
+            let full = len / ps * ps;
+            // The whole pages go straight from the pieces when each piece inside them starts
+            // and ends on a page boundary of the value; otherwise they are joined first.
+            let mut at = 0;
+            let mut aligned = true;
+            for piece in pieces.iter() {
+                if at < full && (at % ps != 0 || (piece.len() % ps != 0 && at + piece.len() < full))
+                {
+                    aligned = false;
+                    break;
+                }
+                at += piece.len();
+            }
+            let mut tail = if full < len {
+                vec![0u8; ps]
+            } else {
+                Vec::new()
+            };
+            let mut at = 0;
+            let mut whole = Vec::new();
+            for piece in pieces.iter() {
+                let in_full = piece.len().min(full.saturating_sub(at));
+                if in_full > 0 {
+                    if aligned {
+                        direct.push((base + at as u64, &piece[..in_full]));
+                    } else {
+                        whole.extend_from_slice(&piece[..in_full]);
+                    }
+                }
+                let rest = &piece[in_full..];
+                if !rest.is_empty() {
+                    let t = at + in_full - full;
+                    tail[t..t + rest.len()].copy_from_slice(rest);
+                }
+                at += piece.len();
+            }
+            if !whole.is_empty() {
+                joined.push((base, whole));
+            }
+            if full < len {
+                tails.push((base + full as u64, tail));
+            }
+        }
+        let written = match failed {
+            Some(e) => Err(e),
+            None => {
+                direct.extend(joined.iter().map(|(o, w)| (*o, w.as_slice())));
+                direct.sort_unstable_by_key(|w| w.0);
+                tails.sort_unstable_by_key(|w| w.0);
+                let tails: Vec<(u64, &[u8])> =
+                    tails.iter().map(|(o, t)| (*o, t.as_slice())).collect();
+                let d = if direct.is_empty() {
+                    Ok(())
+                } else {
+                    self.db.pager.write_direct(&direct)
+                };
+                d.and_then(|_| {
+                    if tails.is_empty() {
+                        Ok(())
+                    } else {
+                        self.db.pager.write(&tails)
+                    }
+                })
+            }
+        };
+        let ws = st.write.as_mut().ok_or(Error::TxReadOnly)?;
+        if let Err(e) = written {
+            // Nothing references the pages: they go back with the transaction's frees.
+            ws.freed.extend(extents.iter().flatten().copied());
+            return Err(e);
+        }
+        let mut ctx = WriteCtx {
+            src: self.db.pages(self.meta.page_count),
+            freed: &mut ws.freed,
+        };
+        let bucket = &mut st.buckets[b];
+        bucket.version += 1;
+        bucket.dirty = true;
+        let mut replaced = Vec::with_capacity(pairs.len());
+        for (i, ((&(key, pieces), extent), &len)) in
+            pairs.iter().zip(&extents).zip(&lens).enumerate()
+        {
+            let leaf_value = match *extent {
+                Some((page, _)) => LeafValue::Overflow {
+                    page,
+                    len: len as u64,
+                },
+                None => LeafValue::Inline(pieces.concat()),
+            };
+            match ctx.put(&mut bucket.tree, key, leaf_value, PutMode::Value) {
+                Ok(Some(LeafValue::Overflow { page, len })) => {
+                    ctx.freed.push((page, len.div_ceil(ps as u64).max(1)));
+                    replaced.push(Some(len));
+                }
+                Ok(Some(LeafValue::Inline(v))) => replaced.push(Some(v.len() as u64)),
+                Ok(_) => replaced.push(None),
+                Err(e) => {
+                    // This pair and the ones after it are not inserted: free their pages.
+                    ctx.freed.extend(extents[i..].iter().flatten().copied());
+                    return Err(e);
+                }
+            }
+        }
+        Ok(replaced)
+    }
+}
