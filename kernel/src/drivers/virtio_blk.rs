@@ -11,6 +11,11 @@
 //! hand over their frames as they are ([`BlockDevice::write_gather`]): no copy, one request per
 //! contiguous disk run of up to [`MAX_REQUEST`] bytes.
 //!
+//! The part that needs no device is the `virtio-blk-req` crate, tested on the host: the header
+//! and status types, the feature bits and config offsets, splitting runs into requests, and
+//! what a status byte means ([`virtio_blk_req::status_result`]). This module is the MMIO side:
+//! feature negotiation, the queue, and the engine that submits and completes requests.
+//!
 //! The queue has [`QUEUE_SIZE`] entries; with indirect descriptors (negotiated when offered:
 //! the crate then puts each request's chain in its own table) every request takes one entry
 //! whatever its piece count. All I/O (reads, writes, flushes) goes through one engine,
@@ -35,49 +40,20 @@ use core::ptr::NonNull;
 
 use spin::Mutex;
 use vfs::{BlockDevice, VfsError, VfsResult, SECTOR_SIZE};
+use virtio_blk_req::{
+    buffers, config, status_result, Features, Limits, Request, RequestHead, RequestType,
+};
 use virtio_drivers::queue::VirtQueue;
 use virtio_drivers::transport::mmio::{MmioTransport, VirtIOHeader};
 use virtio_drivers::transport::{DeviceStatus, DeviceType, Transport};
 use virtio_drivers::{BufferDirection, Hal, PhysAddr, PAGE_SIZE};
 
-/// Largest single request, in bytes: a longer run is split into several requests.
-pub const MAX_REQUEST: usize = 1 << 20;
+pub use virtio_blk_req::MAX_REQUEST;
 /// Entries of the request queue. With indirect descriptors this is also the most requests in
 /// flight at once (128 MiB at [`MAX_REQUEST`]); the probe fails if the device offers fewer.
 pub const QUEUE_SIZE: usize = 128;
 /// The only queue of a virtio-blk device without `VIRTIO_BLK_F_MQ`.
 const QUEUE: u16 = 0;
-
-// Feature bits (virtio 1.1, 5.2.3 and 6).
-/// `seg_max` in the config space is the most data segments of one request.
-const F_SEG_MAX: u64 = 1 << 2;
-/// The device is read-only: writes would fail.
-const F_RO: u64 = 1 << 5;
-/// The device has a write cache and takes FLUSH requests; without it writes are durable on
-/// completion.
-const F_FLUSH: u64 = 1 << 9;
-/// Indirect descriptor tables: a request of any piece count takes one queue entry.
-const F_RING_INDIRECT_DESC: u64 = 1 << 28;
-/// A non-legacy device; a driver must accept it when offered.
-const F_VERSION_1: u64 = 1 << 32;
-const WANTED_FEATURES: u64 = F_SEG_MAX | F_RO | F_FLUSH | F_RING_INDIRECT_DESC | F_VERSION_1;
-
-// Config space (virtio 1.1, 5.2.4): capacity (u64, read as two u32 because MMIO only
-// guarantees 4-byte alignment), size_max (u32), seg_max (u32), ...
-const CFG_CAPACITY_LOW: usize = 0;
-const CFG_CAPACITY_HIGH: usize = 4;
-const CFG_SEG_MAX: usize = 12;
-
-// Request types and the success status (virtio 1.1, 5.2.6).
-const T_IN: u32 = 0;
-const T_OUT: u32 = 1;
-const T_FLUSH: u32 = 4;
-const S_OK: u8 = 0;
-/// Header length; the status byte follows it in the same allocation.
-const HEADER_LEN: usize = 16;
-/// What the status byte holds until the device writes it: not `S_OK`, so a completion whose
-/// status the device never wrote is an error.
-const STATUS_UNSET: u8 = 0xff;
 
 pub struct KernelHal;
 
@@ -131,7 +107,7 @@ struct Device {
     /// A flush started by [`BlockDevice::flush_behind`] that nobody waits for: its token and
     /// its header/status buffer (alive until the device hands the token back, which the
     /// completion loop of a later request notices).
-    behind: Option<(u16, Box<[u8; HEADER_LEN + 1]>)>,
+    behind: Option<(u16, Box<RequestHead>)>,
 }
 
 impl Device {
@@ -141,99 +117,38 @@ impl Device {
         let Some((t, mut head)) = self.behind.take_if(|(t, _)| *t == token) else {
             return false;
         };
-        let mut none = Data::None;
-        let (device_reads, mut device_writes) = buffers(&mut head, &mut none);
-        // SAFETY: the buffers that were added with `t` (a flush: header and status).
-        match unsafe { self.queue.pop_used(t, &device_reads, &mut device_writes) } {
-            Ok(_) if head[HEADER_LEN] == S_OK => {}
+        let mut none = virtio_blk_req::Data::None;
+        let popped = {
+            let (device_reads, mut device_writes) = buffers(&mut head, &mut none);
+            // SAFETY: the buffers that were added with `t` (a flush: header and status).
+            unsafe { self.queue.pop_used(t, &device_reads, &mut device_writes) }
+        };
+        match popped {
+            Ok(_) if status_result(head.status).is_ok() => {}
             r => log::warn!(
                 "{}: background flush failed ({:?}, status {})",
                 name,
                 r.err(),
-                head[HEADER_LEN]
+                head.status
             ),
         }
         true
     }
 }
 
-/// The data of one request.
-enum Data<'a> {
-    /// A flush: header and status only.
-    None,
-    /// A write: the device reads these pieces, in order.
-    Out(Vec<&'a [u8]>),
-    /// A read: the device fills these pieces, in order.
-    In(Vec<&'a mut [u8]>),
-}
-
-/// One virtio-blk request before it is submitted.
-struct Request<'a> {
-    kind: u32,
-    sector: u64,
-    data: Data<'a>,
-}
-
-impl Request<'_> {
-    fn bytes(&self) -> usize {
-        match &self.data {
-            Data::None => 0,
-            Data::Out(pieces) => pieces.iter().map(|p| p.len()).sum(),
-            Data::In(pieces) => pieces.iter().map(|p| p.len()).sum(),
-        }
-    }
-
-    /// The header (type, reserved, sector; little-endian as virtio 1.x and, on riscv64, legacy
-    /// devices read it) followed by the unset status byte.
-    fn header(&self) -> Box<[u8; HEADER_LEN + 1]> {
-        let mut head = Box::new([0u8; HEADER_LEN + 1]);
-        head[0..4].copy_from_slice(&self.kind.to_le_bytes());
-        head[8..16].copy_from_slice(&self.sector.to_le_bytes());
-        head[HEADER_LEN] = STATUS_UNSET;
-        head
-    }
-}
-
-/// The device-readable and device-writable buffer lists of a request, in the order the
-/// virtio-blk layout wants them: header, [data out], | [data in], status. Built the same way
-/// for `add` and for `pop_used`, which must be given the same buffers.
-fn buffers<'r>(
-    head: &'r mut [u8; HEADER_LEN + 1],
-    data: &'r mut Data<'_>,
-) -> (Vec<&'r [u8]>, Vec<&'r mut [u8]>) {
-    let (header, status) = head.split_at_mut(HEADER_LEN);
-    match data {
-        Data::None => (vec![&*header], vec![status]),
-        Data::Out(pieces) => {
-            let mut device_reads: Vec<&[u8]> = Vec::with_capacity(1 + pieces.len());
-            device_reads.push(header);
-            device_reads.extend(pieces.iter().copied());
-            (device_reads, vec![status])
-        }
-        Data::In(pieces) => {
-            let mut device_writes: Vec<&mut [u8]> = Vec::with_capacity(pieces.len() + 1);
-            device_writes.extend(pieces.iter_mut().map(|p| &mut **p));
-            device_writes.push(status);
-            (vec![&*header], device_writes)
-        }
-    }
-}
-
 /// A submitted request: what must stay alive until the device hands its token back.
 struct InFlight<'a> {
     token: u16,
-    head: Box<[u8; HEADER_LEN + 1]>,
+    head: Box<RequestHead>,
     req: Request<'a>,
 }
 
 /// One virtio-blk disk.
 pub struct VirtioDisk {
     dev: Mutex<Device>,
-    sectors: u64,
-    /// Most data pieces in one request: the device's `seg_max`, and at most what one
-    /// descriptor chain of our queue can hold (header and status take two entries).
-    max_segments: usize,
-    read_only: bool,
+    /// Size, pieces per request (the device's `seg_max`, and at most what one descriptor chain
+    /// of our queue can hold: header and status take two entries), read-only.
+    limits: Limits,
     has_flush: bool,
     pub name: String,
 }
@@ -241,7 +156,7 @@ pub struct VirtioDisk {
 impl VirtioDisk {
     /// Most data pieces one request carries (the device's `seg_max`, at most 126).
     pub fn max_segments(&self) -> usize {
-        self.max_segments
+        self.limits.max_segments
     }
 
     fn io_err<E: core::fmt::Debug>(&self, what: &str, e: E) -> VfsError {
@@ -254,8 +169,9 @@ impl VirtioDisk {
     fn new(mut transport: MmioTransport<'static>, name: String) -> Result<VirtioDisk, String> {
         transport.set_status(DeviceStatus::empty()); // reset
         transport.set_status(DeviceStatus::ACKNOWLEDGE | DeviceStatus::DRIVER);
-        let features = transport.read_device_features() & WANTED_FEATURES;
-        transport.write_driver_features(features);
+        let features =
+            Features::from_bits_truncate(transport.read_device_features()) & Features::WANTED;
+        transport.write_driver_features(features.bits());
         let negotiating =
             DeviceStatus::ACKNOWLEDGE | DeviceStatus::DRIVER | DeviceStatus::FEATURES_OK;
         transport.set_status(negotiating);
@@ -264,7 +180,7 @@ impl VirtioDisk {
             Err(why)
         };
         // Only a virtio 1.x device may refuse the features by clearing FEATURES_OK.
-        if features & F_VERSION_1 != 0
+        if features.contains(Features::VERSION_1)
             && !transport.get_status().contains(DeviceStatus::FEATURES_OK)
         {
             return fail(
@@ -286,10 +202,10 @@ impl VirtioDisk {
             );
         }
         let config = transport.read_consistent(|| {
-            let low: u32 = transport.read_config_space(CFG_CAPACITY_LOW)?;
-            let high: u32 = transport.read_config_space(CFG_CAPACITY_HIGH)?;
-            let seg_max: u32 = if features & F_SEG_MAX != 0 {
-                transport.read_config_space(CFG_SEG_MAX)?
+            let low: u32 = transport.read_config_space(config::CAPACITY_LOW)?;
+            let high: u32 = transport.read_config_space(config::CAPACITY_HIGH)?;
+            let seg_max: u32 = if features.contains(Features::SEG_MAX) {
+                transport.read_config_space(config::SEG_MAX)?
             } else {
                 0
             };
@@ -299,15 +215,8 @@ impl VirtioDisk {
             Ok(c) => c,
             Err(e) => return fail(&mut transport, alloc::format!("config space: {:?}", e)),
         };
-        // Without SEG_MAX the device takes any count; a device claiming 0 gets 1 (a request
-        // needs at least one data piece).
-        let chain_room = QUEUE_SIZE - 2;
-        let max_segments = if features & F_SEG_MAX != 0 {
-            (seg_max as usize).clamp(1, chain_room)
-        } else {
-            chain_room
-        };
-        let indirect = features & F_RING_INDIRECT_DESC != 0;
+        let max_segments = virtio_blk_req::max_segments(features, seg_max, QUEUE_SIZE);
+        let indirect = features.contains(Features::RING_INDIRECT_DESC);
         let queue = match VirtQueue::new(&mut transport, QUEUE, indirect, false) {
             Ok(q) => q,
             Err(e) => return fail(&mut transport, alloc::format!("queue setup: {:?}", e)),
@@ -317,7 +226,7 @@ impl VirtioDisk {
             "{}: {} MiB, features {:#x}, {} pieces per request{}",
             name,
             (sectors * SECTOR_SIZE as u64) >> 20,
-            features,
+            features.bits(),
             max_segments,
             if indirect { ", indirect" } else { "" }
         );
@@ -328,10 +237,12 @@ impl VirtioDisk {
                 broken: false,
                 behind: None,
             }),
-            sectors,
-            max_segments,
-            read_only: features & F_RO != 0,
-            has_flush: features & F_FLUSH != 0,
+            limits: Limits {
+                sectors,
+                max_segments,
+                read_only: features.contains(Features::RO),
+            },
+            has_flush: features.contains(Features::FLUSH),
             name,
         })
     }
@@ -358,7 +269,7 @@ impl VirtioDisk {
                 let Some(mut req) = waiting.take().or_else(|| pending.next()) else {
                     break;
                 };
-                let mut head = req.header();
+                let mut head = Box::new(req.head());
                 let (device_reads, mut device_writes) = buffers(&mut head, &mut req.data);
                 // SAFETY: every buffer stays valid and untouched until its token is popped
                 // below: the header and status are boxed (a stable address) and move into
@@ -368,9 +279,9 @@ impl VirtioDisk {
                 drop((device_reads, device_writes));
                 match added_token {
                     Ok(token) => {
-                        match req.kind {
-                            T_IN => crate::counters::add_dev_read(req.bytes()),
-                            T_OUT => crate::counters::add_dev_write(req.bytes()),
+                        match req.request_type {
+                            RequestType::In => crate::counters::add_dev_read(req.bytes()),
+                            RequestType::Out => crate::counters::add_dev_write(req.bytes()),
                             _ => crate::counters::add_dev_flush(),
                         }
                         inflight.push(InFlight { token, head, req });
@@ -412,15 +323,17 @@ impl VirtioDisk {
                 // SAFETY: the same buffers, built the same way, that were added with `token`.
                 unsafe { dev.queue.pop_used(token, &device_reads, &mut device_writes) }
             };
-            match popped {
-                Ok(_) if done.head[HEADER_LEN] == S_OK => {}
-                Ok(_) => {
-                    let why = alloc::format!(
-                        "sector {}: status {}",
+            match popped.map(|_| status_result(done.head.status)) {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    log::error!(
+                        "{}: {} failed: sector {}: status {}",
+                        self.name,
+                        what,
                         done.req.sector,
-                        done.head[HEADER_LEN]
+                        done.head.status
                     );
-                    result = result.and(Err(self.io_err(what, why)));
+                    result = result.and(Err(e));
                 }
                 Err(e) => {
                     // Cannot happen after `peek_used` gave this token; if it does, the queue
@@ -443,109 +356,11 @@ impl VirtioDisk {
             self.name
         );
     }
-
-    /// Check a run of `pieces` from `sector` (every piece whole sectors, the run inside the
-    /// device).
-    fn check_pieces(&self, sector: u64, lens: impl Iterator<Item = usize>) -> VfsResult<()> {
-        let mut len = 0usize;
-        for piece in lens {
-            if !piece.is_multiple_of(SECTOR_SIZE) {
-                return Err(VfsError::InvalidInput);
-            }
-            len = len.checked_add(piece).ok_or(VfsError::InvalidInput)?;
-        }
-        vfs::check_run(self.sectors, sector, len)
-    }
-
-    /// Split gathered write runs into requests (see [`split_run`]). Every run is checked
-    /// before any request is built: a bad one writes nothing.
-    fn write_requests<'a>(&self, runs: &[(u64, &[&'a [u8]])]) -> VfsResult<Vec<Request<'a>>> {
-        if self.read_only {
-            return Err(VfsError::ReadOnly);
-        }
-        for &(sector, pieces) in runs {
-            self.check_pieces(sector, pieces.iter().map(|p| p.len()))?;
-        }
-        let mut requests = Vec::new();
-        for &(sector, pieces) in runs {
-            split_run(
-                sector,
-                pieces.iter().copied(),
-                self.max_segments,
-                |at, data| {
-                    requests.push(Request {
-                        kind: T_OUT,
-                        sector: at,
-                        data: Data::Out(data),
-                    })
-                },
-            );
-        }
-        Ok(requests)
-    }
-}
-
-/// A data piece of a request: something that can be measured and cut in two.
-trait Piece: Sized {
-    fn len(&self) -> usize;
-    fn split_at(self, at: usize) -> (Self, Self);
-}
-
-impl Piece for &[u8] {
-    fn len(&self) -> usize {
-        <[u8]>::len(self)
-    }
-    fn split_at(self, at: usize) -> (Self, Self) {
-        <[u8]>::split_at(self, at)
-    }
-}
-
-impl Piece for &mut [u8] {
-    fn len(&self) -> usize {
-        <[u8]>::len(self)
-    }
-    fn split_at(self, at: usize) -> (Self, Self) {
-        <[u8]>::split_at_mut(self, at)
-    }
-}
-
-/// Split one disk run (from `sector`, the concatenation of `pieces`, each whole sectors) into
-/// requests, handed to `emit(sector, pieces)`: pieces are taken in order until a request has
-/// `max_segments` of them or [`MAX_REQUEST`] bytes (a piece crossing that limit is cut at
-/// it). Empty pieces are skipped (a descriptor may not be empty).
-fn split_run<P: Piece>(
-    sector: u64,
-    pieces: impl Iterator<Item = P>,
-    max_segments: usize,
-    mut emit: impl FnMut(u64, Vec<P>),
-) {
-    let mut at = sector;
-    let mut current: Vec<P> = Vec::new();
-    let mut current_bytes = 0;
-    for piece in pieces {
-        let mut rest = piece;
-        while rest.len() > 0 {
-            if current.len() == max_segments || current_bytes == MAX_REQUEST {
-                emit(at, core::mem::take(&mut current));
-                at += (current_bytes / SECTOR_SIZE) as u64;
-                current_bytes = 0;
-            }
-            // A multiple of SECTOR_SIZE: MAX_REQUEST and every piece are.
-            let take = rest.len().min(MAX_REQUEST - current_bytes);
-            let (now, later) = rest.split_at(take);
-            current.push(now);
-            current_bytes += take;
-            rest = later;
-        }
-    }
-    if !current.is_empty() {
-        emit(at, current);
-    }
 }
 
 impl BlockDevice for VirtioDisk {
     fn num_sectors(&self) -> u64 {
-        self.sectors
+        self.limits.sectors
     }
 
     /// One request per [`MAX_REQUEST`] bytes, all in flight together.
@@ -556,20 +371,7 @@ impl BlockDevice for VirtioDisk {
     /// The run as one request whose data is the pieces (split only past `seg_max` pieces or
     /// [`MAX_REQUEST`] bytes), all in flight together: the device fills each piece in place.
     fn read_scatter(&self, sector: u64, pieces: &mut [&mut [u8]]) -> VfsResult<()> {
-        self.check_pieces(sector, pieces.iter().map(|p| p.len()))?;
-        let mut requests = Vec::new();
-        split_run(
-            sector,
-            pieces.iter_mut().map(|p| &mut **p),
-            self.max_segments,
-            |at, data| {
-                requests.push(Request {
-                    kind: T_IN,
-                    sector: at,
-                    data: Data::In(data),
-                })
-            },
-        );
+        let requests = self.limits.read_requests(sector, pieces)?;
         self.run("read", requests)
     }
 
@@ -589,7 +391,7 @@ impl BlockDevice for VirtioDisk {
     /// Each run as one request whose data is its pieces (split only past `seg_max` pieces or
     /// [`MAX_REQUEST`] bytes), all in flight together; the pieces are not copied.
     fn write_gather(&self, runs: &[(u64, &[&[u8]])]) -> VfsResult<()> {
-        let requests = self.write_requests(runs)?;
+        let requests = self.limits.write_requests(runs)?;
         self.run("write", requests)
     }
 
@@ -599,14 +401,7 @@ impl BlockDevice for VirtioDisk {
         if !self.has_flush {
             return Ok(());
         }
-        self.run(
-            "flush",
-            vec![Request {
-                kind: T_FLUSH,
-                sector: 0,
-                data: Data::None,
-            }],
-        )
+        self.run("flush", vec![Request::flush()])
     }
 
     /// Submit a flush and return without waiting for it (at most one in flight; none if one
@@ -626,12 +421,8 @@ impl BlockDevice for VirtioDisk {
                 return;
             }
         }
-        let mut req = Request {
-            kind: T_FLUSH,
-            sector: 0,
-            data: Data::None,
-        };
-        let mut head = req.header();
+        let mut req = Request::flush();
+        let mut head = Box::new(req.head());
         let (device_reads, mut device_writes) = buffers(&mut head, &mut req.data);
         // SAFETY: the header/status box moves into `dev.behind` and stays alive until the
         // token is popped by `reap_behind` (or the device is reset); a flush has no data.
