@@ -59,11 +59,12 @@
 //! - A transaction's own state is a `RefCell` (transactions are used from one thread).
 //!
 //! # Modules
-//! Layers run one way (each imports only those before it): `page`, `node`, `freelist` (on-disk
-//! formats) < `pager`, `file` (storage) < `bytes`, `source` (the [`Pager`]-backed page source the
-//! tree reads through) < `tree`, `cursor` (B+tree algorithms, generic over the source) < `store`
-//! (state shared by transactions, the barrier) < `page_alloc` (where new pages come from) <
-//! `tx` (the transaction and its state) < `bucket`, `overflow`, `commit` < `db` (open, begin).
+//! Layers run one way (each imports only those before it): `error`, `sync` < `page`, `node`,
+//! `freelist` (on-disk formats) < `pager`, `file` (storage) < `bytes`, `source` (the page
+//! source the tree reads through) < `tree`, `cursor` (B+tree algorithms, generic over the
+//! source) < `store` (state shared by transactions, the barrier) < `page_alloc` (where new
+//! pages come from) < `tx` (the transaction and its state) < `bucket`, `overflow`, `commit` <
+//! `db` (open, begin).
 #![cfg_attr(not(any(test, feature = "std")), no_std)]
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
