@@ -35,10 +35,10 @@ impl<P: Pager> Tx<'_, P> {
 
     /// Commit without a durability barrier: the pages are written (no `sync`, no meta page), the
     /// new state is published to later readers and writers at once, and it becomes durable with
-    /// the next barrier ([`Db::sync`](crate::Db::sync), a durable [`Tx::commit`], or one forced when too many
-    /// pages wait for it). A crash before that goes back to the last barrier's state, which
-    /// stays intact: pages it references are not reused until a newer meta is durable. An
-    /// error leaves the store as it was.
+    /// the next barrier ([`Db::sync`](crate::Db::sync), a durable [`Tx::commit`], or one forced
+    /// when too many pages wait for it). A crash before that goes back to the last barrier's
+    /// state, which stays intact: pages it references are not reused until a newer meta is
+    /// durable. An error leaves the store as it was.
     pub fn commit_deferred(mut self) -> Result<()> {
         self.done = true;
         let result = self.commit_inner(false);

@@ -23,9 +23,9 @@ use crate::store::{Db, WriterState};
 /// Pages kept back for deletions in a store of `capacity_pages`: 1/64 of it, at least 16 and
 /// at most half. A copy-on-write tree needs new pages before it can free old ones, so a store
 /// filled to the last page could not even delete. A write transaction that would leave fewer
-/// free pages than this, and uses more pages than it frees, fails with [`crate::Error::NoSpace`];
-/// deletions ([`crate::Tx::use_reserve`], or any transaction that frees as much as it takes) may use
-/// them. 1/64 covers rewriting every leaf of a bucket of chunk-sized values plus the freelist
+/// free pages than this, and uses more pages than it frees, fails with [`Error::NoSpace`];
+/// deletions ([`crate::Tx::use_reserve`], or any transaction that frees as much as it takes)
+/// may use them. 1/64 covers rewriting every leaf of a bucket of chunk-sized values plus the freelist
 /// that lists them (at most one leaf per ~100 values and 8 bytes per freed page).
 pub fn reserve_pages(capacity_pages: u64) -> u64 {
     (capacity_pages / 64).max(16).min(capacity_pages / 2)
