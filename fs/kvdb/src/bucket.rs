@@ -49,7 +49,7 @@ impl<'db, P: Pager> Tx<'db, P> {
         Cursor::new(self.root())
     }
 
-    pub(crate) fn lookup(&self, b: usize, key: &[u8]) -> Result<Option<Found<P::Page<'db>>>> {
+    fn lookup(&self, b: usize, key: &[u8]) -> Result<Option<Found<P::Page<'db>>>> {
         let st = self.state.borrow();
         let bucket = &st.buckets[b];
         if bucket.deleted {
@@ -84,7 +84,7 @@ impl<'db, P: Pager> Tx<'db, P> {
         })
     }
 
-    pub(crate) fn value_of(
+    fn value_of(
         &self,
         value: LeafValue,
         inline: Option<Bytes<'db, P>>,
