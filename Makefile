@@ -158,6 +158,8 @@ PJDFSTEST_DIRS ?=
 PJDFSTEST_SRC ?= ../shared/pjdfstest
 # pjdfstest directories `make pjdfstest-guest` runs (all: the whole suite), and the subset
 # `make test` runs on dbfs only (about 3 minutes under TCG; rename alone takes 5).
+# test-exhaust: the cases to run (all when empty), e.g. EXHAUST_CASES=map_hog.
+EXHAUST_CASES ?=
 GUEST_PJD_DIRS ?= all
 GUEST_PJD_TEST_DIRS ?= chmod mkdir rmdir symlink unlink utimensat
 GUEST_PJD_TIMEOUT ?= 3000
@@ -407,7 +409,7 @@ clippy: deps
 
 # Every public item of the library crates has a doc comment (they also `#![warn(missing_docs)]`,
 # so a build shows a missing one); here a missing doc or a broken link fails.
-DOC_CRATES := abi vfs kvdb dbfs fat32 xrand
+DOC_CRATES := abi vfs kvdb dbfs fat32 xrand virtio-blk-req
 doc:
 	RUSTDOCFLAGS="-D warnings -D missing-docs" $(CARGO) doc --no-deps \
 		$(addprefix -p ,$(DOC_CRATES)) --features vfs/conformance,kvdb/std
@@ -453,7 +455,7 @@ test-shell: images
 ## before them must read back intact after each, and the image must pass fsck afterwards.
 test-exhaust: images
 	$(CARGO) build --release -p dbfs-fuse
-	timeout --foreground -k 10 600 $(QEMU_BASE) -append "init=/bin/exhaust log=$(LOG) -- /dbfs" \
+	timeout --foreground -k 10 600 $(QEMU_BASE) -append "init=/bin/exhaust log=$(LOG) -- /dbfs $(EXHAUST_CASES)" \
 		| tee $(BUILD)/test-exhaust.log
 	@grep -Eq '^[0-9]+ passed, 0 failed' $(BUILD)/test-exhaust.log || \
 		{ echo "exhaustion test: a case failed"; exit 1; }

@@ -329,6 +329,18 @@ pub fn register(cache: Arc<BlockCache>) {
     CACHES.lock().push(cache);
 }
 
+/// Under memory pressure ([`crate::mm::heap::admit`]): every registered cache forgets its
+/// clean blocks. A cache busy at this moment (its lock held further up this very call chain)
+/// is skipped rather than waited for.
+pub fn shrink_all() {
+    let Some(caches) = CACHES.try_lock().map(|c| c.clone()) else {
+        return;
+    };
+    for c in caches {
+        c.shrink_clean();
+    }
+}
+
 /// Empty every registered cache (after writing back what is dirty).
 pub fn drop_all_caches() -> VfsResult<()> {
     let caches: Vec<Arc<BlockCache>> = CACHES.lock().clone();
@@ -339,6 +351,19 @@ pub fn drop_all_caches() -> VfsResult<()> {
 }
 
 impl BlockCache {
+    /// Forget every clean block (dirty ones stay until write-back); skipped if the cache is
+    /// in use. Returns the blocks dropped.
+    pub fn shrink_clean(&self) -> usize {
+        let Some(mut inner) = self.inner.try_lock() else {
+            return 0;
+        };
+        let before = inner.map.len();
+        inner.map.retain(|_, e| e.dirty != 0);
+        let Inner { map, clock, .. } = &mut *inner;
+        clock.retain(|b| map.contains_key(b));
+        before - inner.map.len()
+    }
+
     /// Write back everything dirty, flush the disk, and forget every block (cold reads).
     pub fn drop_all(&self) -> VfsResult<()> {
         self.flush()?;

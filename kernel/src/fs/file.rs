@@ -183,8 +183,19 @@ impl FdTable {
         if fd >= MAX_FDS {
             return Err(Errno::EMFILE);
         }
+        self.make_room(fd)?;
         self.install_at(fd, file, cloexec);
         Ok(fd as i32)
+    }
+
+    /// Grow the table so that `fd` (< MAX_FDS) has a slot: ENOMEM when the heap cannot.
+    pub fn make_room(&mut self, fd: usize) -> Result<(), Errno> {
+        if fd < self.slots.len() {
+            return Ok(());
+        }
+        let more = fd + 1 - self.slots.len();
+        crate::mm::heap::admit(more * core::mem::size_of::<Option<Slot>>())?;
+        self.slots.try_reserve(more).map_err(|_| Errno::ENOMEM)
     }
 
     pub fn install(&mut self, file: Arc<OpenFile>, cloexec: bool) -> Result<i32, Errno> {

@@ -121,7 +121,9 @@ impl Table {
         let old = self.files.remove(&key).unwrap_or_default();
         let old_len = old.len();
         let mut out = Vec::new();
-        if out.try_reserve(old_len + 2).is_err() {
+        if crate::mm::heap::admit((old_len + 2) * core::mem::size_of::<RecordLock>()).is_err()
+            || out.try_reserve(old_len + 2).is_err()
+        {
             self.files.insert(key, old);
             return Err(Errno::ENOLCK);
         }

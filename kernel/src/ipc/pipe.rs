@@ -134,7 +134,7 @@ impl Pipe {
                 if n > 0 {
                     // The ring grows as it fills; a kernel heap that cannot grow it is ENOMEM
                     // for this write, never an abort.
-                    if st.buf.try_reserve(n).is_err() {
+                    if crate::mm::heap::admit(n).is_err() || st.buf.try_reserve(n).is_err() {
                         return if done > 0 {
                             Ok(done)
                         } else {

@@ -56,6 +56,11 @@ pub struct AuxIds {
 }
 /// The heap may grow to this many bytes.
 pub const BRK_MAX: usize = 4 << 30;
+/// Most areas one address space may hold (Linux's default vm.max_map_count): a mapping or a
+/// split beyond it is ENOMEM, as on Linux.
+pub const MAX_MAP_COUNT: usize = 65530;
+/// What one area costs the heap, its tree node's share included (for `heap::admit`).
+const AREA_BYTES: usize = 2 * core::mem::size_of::<Area>() + 16;
 
 bitflags::bitflags! {
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -211,12 +216,28 @@ impl AddrSpace {
         if start >= end || start < USER_BASE || end > USER_END || self.overlaps(start, end) {
             return Err(Errno::EINVAL);
         }
+        self.room_for(1)?;
         self.areas.insert(start, area);
         Ok(())
     }
 
-    /// Remove [start, end) from every area, unmapping and freeing its pages.
-    fn remove_range(&mut self, start: usize, end: usize) {
+    /// May `more` areas be added? ENOMEM past MAX_MAP_COUNT or when the heap is short.
+    fn room_for(&self, more: usize) -> Result<(), Errno> {
+        if self.areas.len() + more > MAX_MAP_COUNT {
+            return Err(Errno::ENOMEM);
+        }
+        crate::mm::heap::admit(more * AREA_BYTES)
+    }
+
+    /// Remove [start, end) from every area, unmapping and freeing its pages. ENOMEM (and
+    /// nothing changed) when that splits an area in two and there is no room for the second.
+    fn remove_range(&mut self, start: usize, end: usize) -> Result<(), Errno> {
+        if self
+            .area_of(start)
+            .is_some_and(|a| a.start < start && a.end > end)
+        {
+            self.room_for(1)?;
+        }
         let hit: Vec<Area> = self
             .areas
             .range(..end)
@@ -243,6 +264,7 @@ impl AddrSpace {
             self.pt.unmap(va);
             self.frames.remove(&va);
         }
+        Ok(())
     }
 
     /// Map the page of `va` (inside `area`) with `perm`: a fresh zeroed frame, or the shared
@@ -549,8 +571,8 @@ impl AddrSpace {
                     }
                 }
             }
-        } else if new_end < old_end {
-            self.remove_range(new_end, old_end);
+        } else if new_end < old_end && self.remove_range(new_end, old_end).is_err() {
+            return self.brk;
         }
         self.brk = new;
         new
@@ -608,7 +630,7 @@ impl AddrSpace {
             .map(|a| (a.start, a.end))
             .collect();
         for (start, end) in parts {
-            self.remove_range(start, end);
+            self.remove_range(start, end)?;
         }
         Ok(())
     }
@@ -638,7 +660,7 @@ impl AddrSpace {
             {
                 return Err(Errno::EINVAL);
             }
-            self.remove_range(hint, hint + len);
+            self.remove_range(hint, hint + len)?;
             self.insert_area(anon_area(hint, len, perm, obj))?;
             return Ok(hint);
         }
@@ -678,8 +700,7 @@ impl AddrSpace {
         if addr < USER_BASE || addr + len > USER_END {
             return Err(Errno::EINVAL);
         }
-        self.remove_range(addr, page_ceil(addr + len));
-        Ok(())
+        self.remove_range(addr, page_ceil(addr + len))
     }
 
     pub fn mprotect(&mut self, addr: usize, len: usize, perm: Perm) -> Result<(), Errno> {
@@ -692,6 +713,14 @@ impl AddrSpace {
         while s < end {
             let a = self.area_of(s).ok_or(Errno::ENOMEM)?;
             s = a.end;
+        }
+        if end == addr {
+            return Ok(());
+        }
+        let splits = usize::from(self.area_of(addr).is_some_and(|a| a.start < addr))
+            + usize::from(self.area_of(end - 1).is_some_and(|a| a.end > end));
+        if splits > 0 {
+            self.room_for(splits)?;
         }
         let hit: Vec<Area> = self
             .areas
@@ -734,6 +763,7 @@ impl AddrSpace {
     /// A copy of this address space (fork): same areas, every private page copied, the pages
     /// of shared mappings shared.
     pub fn fork(&self) -> Result<AddrSpace, Errno> {
+        crate::mm::heap::admit(self.areas.len() * AREA_BYTES)?;
         let mut child = AddrSpace::new()?;
         child.areas = self.areas.clone();
         child.brk_start = self.brk_start;

@@ -324,6 +324,7 @@ pub fn sys_dup3(old: i32, new: i32, flags: u32) -> SysResult {
     }
     let replaced = with_current(|p| {
         let f = p.files.get(old)?;
+        p.files.make_room(new_idx)?;
         Ok::<_, Errno>(p.files.install_at(new_idx, f, flags & O_CLOEXEC != 0))
     })?;
     if let Some(f) = replaced {

@@ -38,10 +38,7 @@ pub fn stream_of(f: &OpenFile) -> Option<Stream<'_>> {
 /// A zeroed kernel buffer of `n` bytes, or ENOMEM when the heap cannot give it (a user
 /// program must not be able to abort the kernel by asking for many at once).
 fn kernel_buffer(n: usize) -> Result<alloc::vec::Vec<u8>, Errno> {
-    let mut v = alloc::vec::Vec::new();
-    v.try_reserve_exact(n).map_err(|_| Errno::ENOMEM)?;
-    v.resize(n, 0);
-    Ok(v)
+    crate::mm::heap::try_zeroed(n)
 }
 
 fn nonblock(f: &OpenFile) -> bool {

@@ -117,12 +117,15 @@ static CURRENT: AtomicPtr<Process> = AtomicPtr::new(core::ptr::null_mut());
 /// A kernel stack, or ENOMEM when the heap cannot give one (a fork bomb must not abort the
 /// kernel: the allocation is fallible).
 fn new_kstack() -> Result<Box<[u8]>, Errno> {
-    let mut v: Vec<u8> = Vec::new();
-    v.try_reserve_exact(KERNEL_STACK_SIZE)
-        .map_err(|_| Errno::ENOMEM)?;
-    v.resize(KERNEL_STACK_SIZE, 0);
-    Ok(v.into_boxed_slice())
+    // The stack, and the few small pieces of a new process (its `Process`, trap frame,
+    // descriptor table and strings) that come from the heap's reserve.
+    crate::mm::heap::admit(PROCESS_SMALL_BYTES)?;
+    Ok(crate::mm::heap::try_zeroed(KERNEL_STACK_SIZE)?.into_boxed_slice())
 }
+
+/// About what a process costs the heap besides its kernel stack (checked at fork, so the
+/// reserve can hold MAX_PROCS of them: see `mm::heap`).
+const PROCESS_SMALL_BYTES: usize = 4096;
 
 /// Most processes that may exist at once (RLIMIT_NPROC, as prlimit64 reports it): fork
 /// beyond it is EAGAIN, as Linux answers.

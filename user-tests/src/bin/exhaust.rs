@@ -12,10 +12,13 @@
 //!   ignored, death by SIGPIPE otherwise;
 //! - pipe hog: many processes fill as many pipes as they may hold: ENOMEM (the kernel heap),
 //!   EMFILE or ENFILE, never a crash;
+//! - map hog: processes map one page at a time (nothing touched) until mmap says no: ENOMEM,
+//!   at Linux's vm.max_map_count (65530) in one process, sooner when many do it at once and
+//!   the kernel heap runs short, never a crash;
 //! - huge argv: execve with 300 KiB of arguments: E2BIG;
 //! - long paths: a path of PATH_MAX bytes is ENAMETOOLONG, a name of 256 bytes too.
 //!
-//! Prints `N passed, N failed`; the exit status is the number of failures.
+//! `exhaust DIR CASE...` runs only the named cases. Prints `N passed, N failed`; the exit status is the number of failures.
 #![no_std]
 #![no_main]
 
@@ -278,6 +281,132 @@ fn pipe_hog() -> Result<(), String> {
     Ok(())
 }
 
+/// One page mapped (untouched) at `at`: Ok, or mmap's errno.
+fn map_page_at(at: usize) -> Result<(), Errno> {
+    // SAFETY: an anonymous private mapping with a hint: no pointer is dereferenced.
+    let r = unsafe {
+        syscall6(
+            abi::syscall::SYS_MMAP,
+            at,
+            4096,
+            PROT_READ as usize,
+            (MAP_PRIVATE | MAP_ANONYMOUS) as usize,
+            usize::MAX,
+            0,
+        )
+    };
+    ret(r).map(|_| ())
+}
+
+/// Map pages two apart from 128 GiB up (each its own area; the hint keeps the search
+/// short) until mmap fails: (pages mapped, its errno).
+fn map_until_refused() -> (u64, Errno) {
+    let base = 0x20_0000_0000usize;
+    let mut n = 0u64;
+    loop {
+        if let Err(e) = map_page_at(base + 2 * 4096 * n as usize) {
+            return (n, e);
+        }
+        n += 1;
+        if n > 10_000_000 {
+            return (n, Errno::EIO);
+        }
+    }
+}
+
+/// Areas: one process stops at the map-count limit; then many at once hold as many areas
+/// as they may until the parent closes the gate (the kernel heap, not the limit, stops them).
+fn map_hog() -> Result<(), String> {
+    const CHILDREN: usize = 40;
+    let st = in_child(|| match map_until_refused() {
+        (n, Errno::ENOMEM) if (60_000..65_530).contains(&n) => 0,
+        (n, e) => {
+            println!("  map hog: one process mapped {n} pages, then {e:?}");
+            1
+        }
+    })?;
+    if !st.exited() || st.exit_code() != 0 {
+        return Err("one process: mmap did not stop with ENOMEM near 65530 areas".into());
+    }
+    // Each child reports (pages + 1) in its slot of a shared page: a pipe would not do, since
+    // the kernel heap is what runs out, and a pipe write needs it too.
+    let mut slots = sys::AnonMap::new_shared(4096).map_err(|e| format!("mmap: {e:?}"))?;
+    slots.as_mut_slice().fill(0);
+    let slot = |i: usize| -> &core::sync::atomic::AtomicU64 {
+        // SAFETY: the page is mapped read-write, shared with the children, for the life of
+        // `slots` (which outlives every use), and 8-byte aligned slot `i` < 512 lies inside it.
+        unsafe { &*((slots.addr() + 8 * i) as *const core::sync::atomic::AtomicU64) }
+    };
+    let (gate_r, gate_w) = pipe_fds()?;
+    let mut pids = Vec::new();
+    for i in 0..CHILDREN {
+        match sys::fork() {
+            Ok(0) => {
+                let _ = sys::close(gate_w);
+                let (n, e) = map_until_refused();
+                slot(i).store(n + 1, core::sync::atomic::Ordering::SeqCst);
+                let mut b = [0u8; 1];
+                let _ = sys::read(gate_r, &mut b); // until the parent closes the gate
+                sys::exit(if e == Errno::ENOMEM { 0 } else { e.0 });
+            }
+            Ok(pid) => pids.push(pid),
+            Err(Errno::EAGAIN | Errno::ENOMEM) => break,
+            Err(e) => return Err(format!("fork: {e:?}")),
+        }
+    }
+    // Every child holds all it could get at once; wait (at most 5 minutes) for the last.
+    let started = sys::clock_gettime(CLOCK_MONOTONIC).map_err(|e| format!("{e:?}"))?;
+    let (mut least, mut total, mut done) = (u64::MAX, 0u64, 0);
+    while done < pids.len() {
+        sys::sched_yield();
+        let now = sys::clock_gettime(CLOCK_MONOTONIC).map_err(|e| format!("{e:?}"))?;
+        if now.tv_sec - started.tv_sec > 300 {
+            break;
+        }
+        done = (0..pids.len())
+            .filter(|&i| slot(i).load(core::sync::atomic::Ordering::SeqCst) != 0)
+            .count();
+    }
+    for i in 0..pids.len() {
+        let n = slot(i).load(core::sync::atomic::Ordering::SeqCst);
+        if n != 0 {
+            least = least.min(n - 1);
+            total += n - 1;
+        }
+    }
+    let _ = sys::close(gate_r);
+    let _ = sys::close(gate_w);
+    let mut bad = 0;
+    for pid in &pids {
+        match sys::waitpid(*pid) {
+            Ok((_, st)) if st.exited() && st.exit_code() == 0 => {}
+            Ok((_, st)) => {
+                if bad == 0 {
+                    println!(
+                        "  map hog: a process ended with exit {} / signal {:?}",
+                        st.exit_code(),
+                        st.signal()
+                    );
+                }
+                bad += 1;
+            }
+            Err(e) => return Err(format!("waitpid: {e:?}")),
+        }
+    }
+    println!(
+        "  map hog: {} processes held {total} areas at once (fewest {least}), {done} reported",
+        pids.len()
+    );
+    if bad > 0 || done < pids.len() {
+        return Err(format!(
+            "{bad} map hogs did not end with ENOMEM, {} never stopped",
+            pids.len() - done
+        ));
+    }
+    // Everything was given back.
+    map_page_at(0).map_err(|e| format!("mmap after the hog: {e:?}"))
+}
+
 fn huge_argv() -> Result<(), String> {
     let arg = "a".repeat(100_000);
     let argv = ["/bin/exhaust", arg.as_str(), arg.as_str(), arg.as_str()];
@@ -307,7 +436,7 @@ type Case<'a> = dyn Fn() -> Result<(), String> + 'a;
 
 fn main(argv: &[&str]) -> i32 {
     let Some(&dir) = argv.get(1) else {
-        eprintln!("usage: exhaust DIR");
+        eprintln!("usage: exhaust DIR [CASE...]");
         return 2;
     };
     let w = witness(dir);
@@ -321,17 +450,22 @@ fn main(argv: &[&str]) -> i32 {
         eprintln!("exhaust: cannot write {w}: {e:?}");
         return 2;
     }
-    let cases: [(&str, &Case<'_>); 7] = [
+    let cases: [(&str, &Case<'_>); 8] = [
         ("memory_hog", &memory_hog),
         ("fork_bomb", &fork_bomb),
         ("fd_hog", &fd_hog),
         ("pipe_without_reader", &pipe_without_reader),
         ("pipe_hog", &pipe_hog),
+        ("map_hog", &map_hog),
         ("huge_argv", &huge_argv),
         ("long_paths", &|| long_paths(dir)),
     ];
     let (mut passed, mut failed) = (0, 0);
+    let only = &argv[2..];
     for (name, case) in cases {
+        if !only.is_empty() && !only.contains(&name) {
+            continue;
+        }
         let r = case().and_then(|()| check_witness(dir));
         match r {
             Ok(()) => {
