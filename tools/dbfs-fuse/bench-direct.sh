@@ -155,7 +155,7 @@ run_fio() { # sys rw bs jobs
     size=$(bytes "$([ "$3" = 1m ] && echo "$SIZE_1M" || echo "$SIZE_4K")")
     size=$((size / $4 / 1048576 * 1048576))
     case $2 in
-    *write) extra=(--verify=crc32c) ;;
+    *write) extra=(--verify=crc32c --verify_state_save=0) ;;
     randread) extra=(--runtime="$RUNTIME") ;;
     esac
     if ! out=$(timeout -k 10 900 fio --name=t --directory="$dir" --rw="$2" --bs="$3" --size="$size" \
