@@ -22,7 +22,10 @@
 #   make bench                   every benchmark in one boot; figures into build/bench-*.txt
 #   make bench-kv                kvdb vs jammdb vs redb on the host (criterion)
 #   make fuse IMAGE=...          mount a dbfs image on the host (foreground; Ctrl-C unmounts)
-#   make bench-fuse              dbfs-fuse vs fuse2fs (ext4) vs the host directory, with fio
+#   make bench-fuse              dbfs-fuse vs fuse2fs (ext4) vs the host directory, with fio:
+#                                the cached (buffered) table (tools/dbfs-fuse/bench.sh), then the
+#                                direct-I/O table, fresh and aged, against fuse2fs ext4/ext3/ext2
+#                                (tools/dbfs-fuse/bench-direct.sh; `make bench-fuse-direct` alone)
 #   make pjdfstest               POSIX conformance: the whole pjdfstest suite (../shared/pjdfstest,
 #                                built in build/) on dbfs-fuse fresh, -o nowriteback_cache, aged
 #                                and guest-written, and on fuse2fs ext4 and tmpfs as references;
@@ -181,7 +184,7 @@ QEMU_FILL = $(subst file=$(BUILD)/fat.img$(comma),file=$(BUILD)/fill-fat.img$(co
 
 .PHONY: help deps build kernel user mkimage images bench-disks run test test-host test-guest test-persist test-crash crash-test test-cross test-fill bench \
 	pjdfstest-guest test-pjdfstest-guest test-shell test-exhaust test-apps sqlite-bench fio-bench \
-	pjdfstest test-pjdfstest pjdfstest-guest-image bench-kv fuse bench-fuse gdb fmt clippy doc clean fuzz \
+	pjdfstest test-pjdfstest pjdfstest-guest-image bench-kv fuse bench-fuse bench-fuse-direct gdb fmt clippy doc clean fuzz \
 	deps-thirdparty thirdparty busybox pjdfstest-riscv thirdparty-check fio sqlite
 
 help:
@@ -380,6 +383,10 @@ fuse: deps | $(BUILD)
 ## dbfs-fuse vs fuse2fs (ext4) vs the host directory; see docs/BENCHMARKS.md.
 bench-fuse: deps
 	tools/dbfs-fuse/bench.sh
+	tools/dbfs-fuse/bench-direct.sh
+
+bench-fuse-direct: deps
+	tools/dbfs-fuse/bench-direct.sh
 
 bench-kv: deps
 	$(CARGO) bench -p kvdb-bench --bench kv -- --warm-up-time 1 --measurement-time 3

@@ -21,6 +21,7 @@
 # fio lines (e.g. FIO=0 SYSTEMS="dbfs dbfsds ext4": the createdel line only). Needs fio,
 # fuse2fs, mkfs.ext4, fusermount3.
 #
+# This is the CACHED table (buffered I/O; tools/dbfs-fuse/bench-direct.sh makes the direct one).
 # fio runs buffered (no --direct: FUSE mounts without direct_io); write jobs end with fsync
 # (--end_fsync=1) so every system pays for getting the data to its image. Both FUSE daemons
 # open files without keep_cache, so the kernel drops a file's cached pages at open and reads
@@ -113,7 +114,7 @@ done
 
 echo "# dbfs-fuse benchmark, $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "# CPU: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores; kernel $(uname -r); $(fio --version); fuse2fs $(fuse2fs -V 2>&1 | head -1 | awk '{print $2}')"
-echo "# fio --size=$SIZE per job, --runtime=$RUNTIME cap, buffered, --end_fsync=1 on writes, psync; REPS=$REPS (median); createdel N=$N"
+echo "# CACHED table: fio --size=$SIZE per job, --runtime=$RUNTIME cap, buffered, --end_fsync=1 on writes, psync; REPS=$REPS (median); createdel N=$N"
 
 declare -A RES
 

@@ -101,9 +101,17 @@ pub struct Target {
 }
 
 impl Target {
+    /// `rawq`: the raw device driven at full queue depth. Each pass of a sequential workload
+    /// is one call for all its bytes, which the kernel hands to the request layer whole: it
+    /// splits it into requests of at most 1 MiB and keeps them all in flight (up to the
+    /// queue's 128). Random workloads are not run on it (see [`queued_workload`]).
+    pub fn is_queued(&self) -> bool {
+        self.name == "rawq"
+    }
+
     /// A device target: never created or truncated, offsets from 0.
     pub fn is_device(&self) -> bool {
-        if self.name == "raw" {
+        if self.name == "raw" || self.is_queued() {
             return true;
         }
         match sys::stat(&self.path) {
@@ -454,6 +462,17 @@ fn prepare(spec: &Spec, t: &Target, device: bool, p: &IoParams) -> BenchResult<(
     }
 }
 
+/// Whether `rawq` runs `workload`: the sequential ones. A random workload's requests lie at
+/// different offsets, and the request layer keeps several in flight only within one call
+/// over one contiguous range (reads) or through a kernel caller that gathers many runs
+/// (writes, as dbfs's commits do); no system call hands it several offsets at once.
+pub fn queued_workload(workload: Workload) -> bool {
+    matches!(
+        workload,
+        Workload::SeqWrite | Workload::Rewrite | Workload::SeqRead
+    )
+}
+
 /// The timed part of one repetition.
 fn run_once(
     spec: &Spec,
@@ -565,7 +584,18 @@ pub fn main_io(spec: &Spec, argv: &[&str]) -> i32 {
     }
     let bytes = if random { p.ops * p.bs as u64 } else { p.size };
 
-    let targets = available_targets(spec.name, &opts.targets);
+    let mut targets = available_targets(spec.name, &opts.targets);
+    if !queued_workload(spec.workload) {
+        targets.retain(|t| {
+            if t.is_queued() {
+                println!(
+                    "SKIP bench={} fs={}: random offsets cannot be queued from one call",
+                    spec.name, t.name
+                );
+            }
+            !t.is_queued()
+        });
+    }
     let devices: Vec<bool> = targets.iter().map(|t| t.is_device()).collect();
     let mut failed = targets.len() < opts.targets.len() && targets.is_empty();
     let mut alive: Vec<bool> = vec![true; targets.len()];
@@ -582,13 +612,20 @@ pub fn main_io(spec: &Spec, argv: &[&str]) -> i32 {
         }
     }
     let mut buf = pattern_buffer(p.bs);
+    // rawq: one call per pass over the whole range (see `Target::is_queued`).
+    let mut whole = Vec::new();
     for _rep in 0..opts.reps {
         for (i, t) in targets.iter().enumerate() {
             if !alive[i] {
                 continue;
             }
+            let queued = t.is_queued() && queued_workload(spec.workload);
+            if queued && whole.is_empty() {
+                whole = pattern_buffer(p.size as usize);
+            }
+            let b: &mut [u8] = if queued { &mut whole } else { &mut buf };
             let res = before_rep(spec, t, devices[i], &p)
-                .and_then(|()| timed(|| run_once(spec, t, devices[i], &p, &mut buf)));
+                .and_then(|()| timed(|| run_once(spec, t, devices[i], &p, b)));
             match res {
                 Ok(run) => runs[i].push(run),
                 Err(f) => {

@@ -1,7 +1,8 @@
 //! devfs: `/dev` with the console, `null`, `zero` and one node per disk (`vda`, `vdb`, ...).
 //!
-//! Disk nodes go straight to the driver (like O_DIRECT): aligned runs are single requests,
-//! unaligned edges are read-modify-written. They bypass any block cache, so they are the
+//! Disk nodes go straight to the driver (like O_DIRECT): an aligned call is one call to the
+//! request layer (from the user's pages, without a copy; the layer splits it into requests
+//! of at most 1 MiB, all in flight together), unaligned edges are read-modify-written. They bypass any block cache, so they are the
 //! "raw device" the benchmarks measure file systems against; do not write to the node of a
 //! disk that is mounted.
 
@@ -240,6 +241,21 @@ impl Node for CharDev {
 }
 
 impl DiskNode {
+    /// Whether pieces of these lengths at `offset` can go to the driver as they are: sector
+    /// aligned, whole sectors, inside the disk.
+    fn whole_sectors(&self, offset: u64, lens: impl Iterator<Item = usize>) -> Option<usize> {
+        let mut len = 0usize;
+        for l in lens {
+            if !l.is_multiple_of(SECTOR_SIZE) {
+                return None;
+            }
+            len = len.checked_add(l)?;
+        }
+        let end = offset.checked_add(len as u64)?;
+        (offset.is_multiple_of(SECTOR_SIZE as u64) && len > 0 && end <= self.dev.size_bytes())
+            .then_some(len)
+    }
+
     /// Read or write the byte range [offset, offset + len) with sector-aligned requests.
     fn rw(
         &self,
@@ -318,6 +334,20 @@ impl Node for DiskNode {
                 dev.write_sectors(sector, bounce)
             }
         })
+    }
+    /// The user's pages straight from the disk, the whole range in one call to the request
+    /// layer, which splits it into requests and keeps them in flight together (the `rawq`
+    /// benchmark's full queue). Unaligned ranges take `read_at`'s path.
+    fn read_scattered_at(&self, offset: u64, bufs: &mut [&mut [u8]]) -> Option<VfsResult<usize>> {
+        let len = self.whole_sectors(offset, bufs.iter().map(|b| b.len()))?;
+        let sector = offset / SECTOR_SIZE as u64;
+        Some(self.dev.read_scatter(sector, bufs).map(|()| len))
+    }
+    /// As [`DiskNode::read_scattered_at`], for writes (`write_gather`: no copy either).
+    fn write_gathered_at(&self, offset: u64, bufs: &[&[u8]]) -> Option<VfsResult<usize>> {
+        let len = self.whole_sectors(offset, bufs.iter().map(|b| b.len()))?;
+        let sector = offset / SECTOR_SIZE as u64;
+        Some(self.dev.write_gather(&[(sector, bufs)]).map(|()| len))
     }
     fn fsync(&self, _data_only: bool) -> VfsResult<()> {
         self.dev.flush()

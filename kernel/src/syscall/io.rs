@@ -25,6 +25,19 @@ static BOUNCE: Mutex<Vec<u8>> = Mutex::new(Vec::new());
 /// Most bytes moved by one file-system call: larger requests are split, so the kernel's
 /// bounce buffer stays small whatever length a program passes.
 const IO_CHUNK: usize = 1 << 20;
+/// The chunk of a call on a disk node: as much as the request layer keeps in flight at once,
+/// so one large call drives the device at full queue depth (the `rawq` benchmark).
+const DEVICE_IO_CHUNK: usize =
+    crate::drivers::virtio_blk::QUEUE_SIZE * crate::drivers::virtio_blk::MAX_REQUEST;
+
+/// The most bytes one file-system call of a read or write of `f` moves.
+fn io_chunk(f: &OpenFile) -> usize {
+    if f.ftype == FileType::BlockDevice {
+        DEVICE_IO_CHUNK
+    } else {
+        IO_CHUNK
+    }
+}
 
 /// Read from `f` at `offset` into user memory, one file-system call per chunk of at most
 /// [`IO_CHUNK`] bytes. Stops at a short read (end of file).
@@ -38,12 +51,13 @@ fn read_into_user(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult
     // Linux copies only what the file holds: a huge count, or a buffer that is bad past the
     // end of the file, is not an error. Large reads are clamped up front (one getattr);
     // a chunk-sized read is clamped only if its buffer turns out bad.
-    if sized && len > IO_CHUNK {
+    let chunk = io_chunk(f);
+    if sized && len > chunk {
         len = len.min(f.loc.node.getattr()?.size.saturating_sub(offset) as usize);
     }
     let mut done = 0;
     while done < len {
-        let n = (len - done).min(IO_CHUNK);
+        let n = (len - done).min(chunk);
         let got = match read_chunk(f, offset + done as u64, va + done, n) {
             Ok(got) => got,
             Err(Errno::EFAULT) if sized && done == 0 => {
@@ -129,9 +143,10 @@ fn write_from_user(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResul
     if len == 0 {
         return Ok(f.loc.node.write_at(offset, &[])?);
     }
+    let chunk = io_chunk(f);
     let mut done = 0;
     while done < len {
-        let n = (len - done).min(IO_CHUNK);
+        let n = (len - done).min(chunk);
         let put = match write_chunk(f, offset + done as u64, va + done, n) {
             Ok(put) => put,
             Err(e) if done > 0 => {

@@ -16,7 +16,7 @@ use crate::parse::Record;
 pub const PROTOCOL_ORDER: &[&str] = abi::bench::BENCHMARKS;
 
 /// File systems this project compares, first in every table and chart, in this order.
-const KNOWN_FS: [&str; 3] = ["dbfs", "fat32", "raw"];
+const KNOWN_FS: [&str; 4] = ["dbfs", "fat32", "raw", "rawq"];
 
 /// The median of one measurement and how many results it came from.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -180,16 +180,20 @@ pub fn summarize(records: &[Record]) -> Summary {
     summary
 }
 
-/// The ratio columns of the throughput table: `dbfs/fat32`, then each file system over `raw`.
+/// The ratio columns of the throughput table: `dbfs/fat32`, then each file system over `raw`
+/// (one synchronous request per call), then each file system over `rawq` (the device at full
+/// queue depth, the ceiling a file system is judged against).
 pub fn ratio_columns(fs_order: &[String]) -> Vec<(String, String)> {
     let has = |name: &str| fs_order.iter().any(|fs| fs == name);
     let mut columns = Vec::new();
     if has("dbfs") && has("fat32") {
         columns.push(("dbfs".to_string(), "fat32".to_string()));
     }
-    if has("raw") {
-        for fs in fs_order.iter().filter(|fs| *fs != "raw") {
-            columns.push((fs.clone(), "raw".to_string()));
+    for ceiling in ["raw", "rawq"] {
+        if has(ceiling) {
+            for fs in fs_order.iter().filter(|fs| *fs != "raw" && *fs != "rawq") {
+                columns.push((fs.clone(), ceiling.to_string()));
+            }
         }
     }
     columns
@@ -369,6 +373,18 @@ RESULT bench=cold fs=dbfs faults=3
         let pairs = ratio_columns(&names(&["fat32", "raw", "ext4"]));
         let labels: Vec<String> = pairs.iter().map(|(a, b)| format!("{a}/{b}")).collect();
         assert_eq!(labels, ["fat32/raw", "ext4/raw"]);
+        let pairs = ratio_columns(&names(&["dbfs", "fat32", "raw", "rawq"]));
+        let labels: Vec<String> = pairs.iter().map(|(a, b)| format!("{a}/{b}")).collect();
+        assert_eq!(
+            labels,
+            [
+                "dbfs/fat32",
+                "dbfs/raw",
+                "fat32/raw",
+                "dbfs/rawq",
+                "fat32/rawq"
+            ]
+        );
     }
 
     #[test]

@@ -15,6 +15,12 @@
 //! - Permission checks: dbfs leaves them to the caller; the tool mounts with
 //!   `default_permissions` so the Linux kernel checks mode bits before calling us. `access` is
 //!   answered from the mode bits for mounts without it.
+//! - Set-user-id and set-group-id bits are cleared here, not by the kernel
+//!   (`FUSE_HANDLE_KILLPRIV_V2`, see [`DbFuse::kill_suid_sgid`]): on a write the kernel marks
+//!   `FUSE_WRITE_KILL_SUIDGID`; on a truncate, fallocate or copy_file_range by a caller other
+//!   than root (the kernel's flag for those is not passed on by fuser, or not sent); and
+//!   dbfs's own `setattr` on a chown. `security.capability` is still removed by the kernel, which probes
+//!   for it whenever the inode is not marked free of it.
 //!
 //! # Locks
 //! `nodes` and `handles` are `RwLock`s held only to clone or insert an `Arc`, never across a
@@ -46,6 +52,23 @@ use crate::image::{system_to_timestamp, timestamp_to_system, Fs, ImagePager};
 const TTL: Duration = Duration::from_secs(1);
 /// Largest read or write the kernel is asked to send.
 const MAX_IO: u32 = 1 << 20;
+const S_ISUID: u32 = 0o4000;
+const S_ISGID: u32 = 0o2000;
+const S_IXGRP: u32 = 0o010;
+
+/// The mode of a regular file `m` after a write or truncate by a caller without CAP_FSETID
+/// (Linux's rule: set-user-id goes; set-group-id goes only with group-execute, since without
+/// it the bit marks mandatory locking, not a privilege). `None` when nothing changes.
+fn mode_without_suid(m: &Metadata) -> Option<u32> {
+    if m.ftype != FileType::Regular {
+        return None;
+    }
+    let mut perm = m.perm & 0o7777 & !S_ISUID;
+    if perm & (S_ISGID | S_IXGRP) == S_ISGID | S_IXGRP {
+        perm &= !S_ISGID;
+    }
+    (perm != m.perm & 0o7777).then_some(perm)
+}
 
 struct Known {
     node: NodeRef,
@@ -210,6 +233,23 @@ impl DbFuse {
         Ok(attr(&m))
     }
 
+    /// What `FUSE_WRITE_KILL_SUIDGID` asks of a write (under `FUSE_HANDLE_KILLPRIV_V2` the
+    /// kernel leaves it to us): clear the set-id bits before the data changes. Asking for
+    /// `FUSE_HANDLE_KILLPRIV_V2` is what saves a round trip per write: without it the kernel
+    /// asks for `security.capability` (a `getxattr` request) before every write, since a FUSE
+    /// inode is never marked free of it.
+    fn kill_suid_sgid(node: &NodeRef) -> Result<(), Errno> {
+        let m = node.getattr().map_err(err)?;
+        if let Some(perm) = mode_without_suid(&m) {
+            let set = SetAttr {
+                perm: Some(perm),
+                ..SetAttr::default()
+            };
+            node.setattr(&set).map_err(err)?;
+        }
+        Ok(())
+    }
+
     fn open_handle(&self, node: NodeRef) -> Result<FileHandle, Errno> {
         node.open().map_err(err)?;
         let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
@@ -305,6 +345,11 @@ impl Filesystem for DbFuse {
         let _ = config.set_max_write(MAX_IO);
         let _ = config.set_max_readahead(MAX_IO);
         let _ = config.add_capabilities(InitFlags::FUSE_PARALLEL_DIROPS);
+        // Set-id bits are cleared here (see the module doc); the kernel then skips its
+        // `security.capability` probe on writes to an inode it has seen free of one.
+        if !self.read_only {
+            let _ = config.add_capabilities(InitFlags::FUSE_HANDLE_KILLPRIV_V2);
+        }
         let _ = config
             .add_capabilities(InitFlags::FUSE_DO_READDIRPLUS | InitFlags::FUSE_READDIRPLUS_AUTO);
         if self.writeback_cache
@@ -396,8 +441,15 @@ impl Filesystem for DbFuse {
                 Some(fh) => self.handle(fh, ino)?,
                 None => self.node(ino)?,
             };
+            let mut perm = mode.map(|m| m & 0o7777);
+            // A truncate clears the set-id bits like a write (`FATTR_KILL_SUIDGID`, which
+            // fuser does not pass on: the kernel sets it for callers without CAP_FSETID,
+            // taken here as callers other than root).
+            if size.is_some() && perm.is_none() && req.uid() != 0 {
+                perm = mode_without_suid(&node.getattr().map_err(err)?);
+            }
             let set = SetAttr {
-                perm: mode.map(|m| m & 0o7777),
+                perm,
                 uid,
                 gid,
                 size,
@@ -645,13 +697,16 @@ impl Filesystem for DbFuse {
         fh: FileHandle,
         offset: u64,
         data: &[u8],
-        _write_flags: WriteFlags,
+        write_flags: WriteFlags,
         _flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
         let r = (|| {
             let node = self.handle(fh, ino)?;
+            if write_flags.contains(WriteFlags::FUSE_WRITE_KILL_SUIDGID) {
+                Self::kill_suid_sgid(&node)?;
+            }
             let mut done = 0;
             while done < data.len() {
                 let n = node
@@ -960,7 +1015,7 @@ impl Filesystem for DbFuse {
 
     fn fallocate(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         fh: FileHandle,
         offset: u64,
@@ -973,6 +1028,11 @@ impl Filesystem for DbFuse {
                 return Err(Errno::EOPNOTSUPP);
             }
             let node = self.handle(fh, ino)?;
+            if req.uid() != 0 {
+                // The kernel's file_modified() leaves the set-id bits to us (see `write`);
+                // it sends no flag here, so the caller's uid decides, as for a truncate.
+                Self::kill_suid_sgid(&node)?;
+            }
             let db = node
                 .as_any()
                 .downcast_ref::<dbfs::DbNode<ImagePager>>()
@@ -1027,7 +1087,7 @@ impl Filesystem for DbFuse {
 
     fn copy_file_range(
         &self,
-        _req: &Request,
+        req: &Request,
         ino_in: INodeNo,
         fh_in: FileHandle,
         offset_in: u64,
@@ -1041,6 +1101,10 @@ impl Filesystem for DbFuse {
         let r = (|| {
             let src = self.handle(fh_in, ino_in)?;
             let dst = self.handle(fh_out, ino_out)?;
+            if req.uid() != 0 {
+                // As for fallocate: no flag from the kernel, the caller's uid decides.
+                Self::kill_suid_sgid(&dst)?;
+            }
             self.do_copy(&src, offset_in, &dst, offset_out, len)
         })();
         match r {

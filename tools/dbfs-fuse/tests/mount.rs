@@ -892,3 +892,51 @@ fn corrupt_image_fails_to_mount_with_a_message() {
     );
     assert_eq!(mount_count(&mnt.canonicalize().unwrap()), 0);
 }
+
+/// A write, truncate or fallocate by a caller without CAP_FSETID clears set-user-id, and
+/// set-group-id when group-execute is set (Linux's rule); root's keep them. dbfs-fuse does
+/// this itself: it asks the kernel for `FUSE_HANDLE_KILLPRIV_V2`, which saves the
+/// `security.capability` lookup the kernel otherwise sends before every write.
+#[test]
+fn unprivileged_writes_clear_set_id_bits() {
+    // SAFETY: geteuid has no preconditions.
+    if !fuse_available() || unsafe { libc::geteuid() } != 0 {
+        return;
+    }
+    use std::os::unix::process::CommandExt;
+    let (tmp, image, mnt) = setup("killpriv", "64M");
+    fs::set_permissions(tmp.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let m = Mounted::new(&image, &mnt, "allow_other", Duration::from_secs(60));
+    fs::set_permissions(m.path(""), fs::Permissions::from_mode(0o777)).unwrap();
+    let as_user = |uid: u32, script: &str| {
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .current_dir(m.path(""))
+            .uid(uid)
+            .gid(uid)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{script}: {out:?}");
+    };
+    // (file, mode, who, what, mode after)
+    let cases: [(&str, u32, u32, &str, u32); 5] = [
+        ("w", 0o6777, 65534, "printf abc >> w", 0o0777),
+        ("g", 0o2767, 65534, "printf abc >> g", 0o2767),
+        ("t", 0o6777, 65534, "truncate -s 1 t", 0o0777),
+        ("f", 0o6777, 65534, "fallocate -l 8192 f", 0o0777),
+        ("r", 0o6777, 0, "printf abc >> r", 0o6777),
+    ];
+    for (name, mode, _, _, _) in cases {
+        fs::write(m.path(name), b"0123").unwrap();
+        fs::set_permissions(m.path(name), fs::Permissions::from_mode(mode)).unwrap();
+    }
+    for (name, mode, uid, script, after) in cases {
+        as_user(uid, script);
+        let got = fs::metadata(m.path(name)).unwrap().mode() & 0o7777;
+        assert_eq!(got, after, "{name}: mode {mode:o}, `{script}` as uid {uid}");
+    }
+    assert_eq!(fs::read(m.path("w")).unwrap(), b"0123abc");
+    assert_eq!(fs::read(m.path("t")).unwrap(), b"0");
+    assert!(m.unmount());
+}

@@ -24,7 +24,11 @@ use user_tests::prelude::*;
 
 /// Protocol order (shared/BENCH-PROTOCOL.md), shared with the host's report tool.
 const BENCHES: &[&str] = user_tests::abi::bench::BENCHMARKS;
-const FILESYSTEMS: &[&str] = &["fat32", "raw", "dbfs"];
+/// `rawq` is the raw disk driven at full queue depth (sequential workloads only; see
+/// `user_tests::bench::Target::is_queued`).
+const FILESYSTEMS: &[&str] = &["fat32", "raw", "rawq", "dbfs"];
+/// The workloads `rawq` runs.
+const QUEUED: &[&str] = &["seqwrite", "rewrite", "seqread", "seqread4k", "coldseqread"];
 
 struct Config {
     bench: Option<String>,
@@ -51,7 +55,9 @@ fn parse(argv: &[&str]) -> Result<Config, String> {
             Some(("fs", v)) => {
                 for f in v.split(',') {
                     if f != "all" && !FILESYSTEMS.contains(&f) {
-                        return Err(format!("unknown file system {f:?} (fat32, raw, dbfs, all)"));
+                        return Err(format!(
+                            "unknown file system {f:?} (fat32, raw, rawq, dbfs, all)"
+                        ));
                     }
                     c.fs.push(f.into());
                 }
@@ -181,10 +187,13 @@ fn run_benches(c: &Config, list: &str) -> bool {
         let mut args: Vec<String> = Vec::new();
         for (fs, loc) in &located {
             match (fs.as_str(), b) {
-                ("raw", "createdel") => {
-                    println!("init: createdel: raw has no directories: skipped")
+                ("raw" | "rawq", "createdel") => {
+                    println!("init: createdel: {fs} has no directories: skipped")
                 }
-                ("raw", _) => args.push(format!("raw:{loc}")),
+                ("rawq", b) if !QUEUED.contains(&b) => {
+                    println!("init: {b}: rawq runs only sequential workloads: skipped")
+                }
+                ("raw" | "rawq", _) => args.push(format!("{fs}:{loc}")),
                 (_, "createdel") => args.push(format!("{fs}:{loc}/cd")),
                 _ => args.push(format!("{fs}:{loc}/bench.dat")),
             }
