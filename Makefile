@@ -13,8 +13,10 @@
 #   make crash-test              the crash test with CRASH_POINTS kills (default 200), ~3 s each,
 #                                then CRASH_POINTS SIGKILLs of dbfs-fuse mid-write (tools/dbfs-fuse/tests/crash.rs;
 #                                40 of them run in `make test`)
-#   make test-exhaust            (in `make test`) memory hog, fork bomb, descriptor hog, pipe
-#                                without reader, huge argv, long paths: none may crash the kernel
+#   make test-exhaust            (in `make test`) memory hogs (private, shared, beside a writer
+#                                on /dbfs), fork bomb, descriptor hog, pipe without reader, pipe
+#                                hog, map hog, huge argv, long paths: none may crash the kernel
+#                                (EXHAUST_CASES='map_hog fork_bomb' runs only those)
 #   make test-shell              (in `make test`) busybox sh typed at in tmux: pipes, ^C, exit
 #   make test-cross              (in `make test`) guest and host agree on dbfs: a tree written by
 #                                the host is verified in the guest and the reverse, and one script
