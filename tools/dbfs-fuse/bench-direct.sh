@@ -58,25 +58,11 @@ for tool in fio fuse2fs mke2fs fusermount3; do
     command -v "$tool" >/dev/null || { echo "bench-direct: $tool is not installed" >&2; exit 1; }
 done
 
-TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
-(cd "$ROOT" && cargo build --release -q -p dbfs-fuse)
-BIN=$TARGET/release/dbfs-fuse
-
 WORK=${WORK:-$(mktemp -d /tmp/dbfs-bench-direct.XXXXXX)}
-mkdir -p "$WORK"
-declare -A PID
-
 BENCH_NAME=bench-direct
 # shellcheck source=tools/dbfs-fuse/systems.sh
 . "$ROOT/tools/dbfs-fuse/systems.sh"
-
-cleanup() {
-    set +e
-    for sys in "${SYSTEMS[@]}"; do unmount_sys "$sys"; done
-    if [ "${KEEP:-0}" != 1 ]; then rm -rf "$WORK"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+systems_setup
 
 CAN_DROP=0
 if [ -w /proc/sys/vm/drop_caches ]; then CAN_DROP=1; fi

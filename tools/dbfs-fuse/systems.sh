@@ -1,7 +1,8 @@
 # Systems under test for the host benchmarks (sourced by bench-direct.sh and tools/fio/fio-host.sh):
-# make an image, mount it, unmount it and wait for its daemon. The caller sets WORK (scratch
-# directory), BIN (the dbfs-fuse binary), ALT_BIN (optional second dbfs-fuse, system
-# "dbfsalt"), IMG_SIZE, DBFS_MOUNT_OPTS, and `declare -A PID`. Systems: dbfs, dbfsalt, ext4,
+# make an image, mount it, unmount it and wait for its daemon. The caller sets ROOT, WORK
+# (scratch directory), SYSTEMS (array), ALT_BIN (optional second dbfs-fuse, system
+# "dbfsalt"), IMG_SIZE, DBFS_MOUNT_OPTS, then calls `systems_setup` (builds dbfs-fuse into BIN,
+# and on exit unmounts every system and removes WORK unless KEEP=1). Systems: dbfs, dbfsalt, ext4,
 # ext3, ext2 (fuse2fs on an image made by mke2fs), host (a plain directory of WORK).
 # Every wait is bounded: a mount that does not appear in 10 s, or a daemon that does not end
 # 60 s after its unmount (it is then killed), fails or is cleaned up, never hangs.
@@ -66,3 +67,19 @@ make_image() {
     esac
 }
 
+
+# Build dbfs-fuse, create WORK, and arrange the clean-up at exit (or ^C).
+systems_setup() {
+    (cd "$ROOT" && cargo build --release -q -p dbfs-fuse)
+    BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release/dbfs-fuse
+    mkdir -p "$WORK"
+    declare -gA PID
+    trap systems_cleanup EXIT
+    trap 'exit 130' INT TERM
+}
+
+systems_cleanup() {
+    set +e
+    for sys in "${SYSTEMS[@]}"; do unmount_sys "$sys"; done
+    if [ "${KEEP:-0}" != 1 ]; then rm -rf "$WORK"; fi
+}

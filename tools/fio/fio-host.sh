@@ -21,23 +21,12 @@ for tool in fio fuse2fs mke2fs fusermount3; do
     command -v "$tool" >/dev/null || { echo "fio-host: $tool is not installed" >&2; exit 1; }
 done
 
-TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
-(cd "$ROOT" && cargo build --release -q -p dbfs-fuse)
-BIN=$TARGET/release/dbfs-fuse
 WORK=$(mktemp -d /tmp/dbfs-fio-host.XXXXXX)
 DBFS_MOUNT_OPTS=${DBFS_MOUNT_OPTS:-}
-declare -A PID
 BENCH_NAME=fio-host
 # shellcheck source=tools/dbfs-fuse/systems.sh
 . "$ROOT/tools/dbfs-fuse/systems.sh"
-
-cleanup() {
-    set +e
-    for sys in "${SYSTEMS[@]}"; do unmount_sys "$sys"; done
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+systems_setup
 
 specs=()
 for sys in "${SYSTEMS[@]}"; do
