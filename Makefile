@@ -68,6 +68,8 @@
 #   make fio-host JOB=seed       the same job file on the host: dbfs-fuse, fuse2fs ext4 and a
 #                                host directory (FIO_SYSTEMS), same variables, same script
 #                                (tools/fio/fio-jobs.sh), so guest and host tables line up
+#   make sqlite-host-bench       the same speedtest1 runs on the host (built for it): dbfs-fuse,
+#                                fuse2fs ext4 and a host directory (FIO_SYSTEMS), alternated
 #   make sqlite-bench            sqlite's speedtest1 on /dbfs and /fat in one boot, alternated,
 #                                REPS runs each (--size SQLITE_SIZE): RESULT lines, median table
 #   make fio-bench               fio psync on /dbfs and /fat in one boot, alternated, REPS runs
@@ -202,7 +204,7 @@ QEMU_FILL = $(subst file=$(BUILD)/fat.img$(comma),file=$(BUILD)/fill-fat.img$(co
 .PHONY: help deps build kernel user mkimage images bench-disks run test test-host test-guest test-persist test-crash crash-test test-cross test-fill bench \
 	pjdfstest-guest test-pjdfstest-guest test-shell test-exhaust test-apps sqlite-bench fio-bench \
 	pjdfstest test-pjdfstest pjdfstest-guest-image bench-kv fuse bench-fuse bench-fuse-direct gdb fmt clippy doc clean fuzz \
-	deps-thirdparty thirdparty busybox pjdfstest-riscv thirdparty-check fio fio-riscv fio-host sqlite
+	deps-thirdparty thirdparty busybox pjdfstest-riscv thirdparty-check fio fio-riscv fio-host sqlite sqlite-host-bench
 
 help:
 	@sed -n '2,/^$$/p' Makefile | sed 's/^# \{0,1\}//'
@@ -535,6 +537,11 @@ fio: images
 fio-host: deps
 	SYSTEMS="$(FIO_SYSTEMS)" SIZE=$(FIO_SIZE) JOBS=$(FIO_JOBS) BS=$(FIO_BS) THREAD=$(FIO_THREAD) \
 		RUNTIME=$(FIO_RUNTIME) tools/fio/fio-host.sh $(JOB) $(REPS)
+
+# speedtest1 on the host: dbfs-fuse, fuse2fs ext4 and a host directory (the guest's script).
+sqlite-host-bench: deps deps-thirdparty
+	$(THIRDPARTY) sqlite-host
+	SYSTEMS="$(FIO_SYSTEMS)" tools/thirdparty/sqlite-host.sh $(REPS) $(SQLITE_SIZE)
 
 fio-bench: images
 	timeout --foreground -k 10 $(TIMEOUT) $(QEMU_BASE) \
