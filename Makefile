@@ -132,6 +132,8 @@ FIO_SIZE ?= 16m
 FIO_THREAD ?= 0
 FIO_RUNTIME ?= 10
 FIO_SYSTEMS ?= dbfs ext4 host
+# One `make fio` run's name: its results are build/fio-$(FIO_RUN)-results.txt.
+FIO_RUN = $(JOB)-$(FIO_BS)-$(FIO_JOBS)j$(if $(filter 1,$(FIO_THREAD)),-threads)
 REPS    ?= 3
 ARGS    ?=
 MEM     ?= 1G
@@ -529,9 +531,9 @@ fio: images
 	test -f bench/fio/$(JOB).fio || { echo "make fio: no bench/fio/$(JOB).fio"; exit 2; }; \
 	timeout --foreground -k 10 $(TIMEOUT) $(QEMU_BASE) -append "$(SHELL_PARAMS) -- -c \
 		'SIZE=$(FIO_SIZE) JOBS=$(FIO_JOBS) BS=$(FIO_BS) THREAD=$(FIO_THREAD) RUNTIME=$(FIO_RUNTIME) \
-		fio-jobs /etc/fio/$(JOB).fio $(REPS)$$dirs'" | tee $(BUILD)/fio-$(JOB).log
-	@grep '^RESULT bench=fio' $(BUILD)/fio-$(JOB).log > $(BUILD)/fio-$(JOB)-results.txt
-	@echo "results: $(BUILD)/fio-$(JOB)-results.txt"
+		fio-jobs /etc/fio/$(JOB).fio $(REPS)$$dirs'" | tee $(BUILD)/fio-$(FIO_RUN).log
+	@grep '^RESULT bench=fio' $(BUILD)/fio-$(FIO_RUN).log > $(BUILD)/fio-$(FIO_RUN)-results.txt
+	@echo "results: $(BUILD)/fio-$(FIO_RUN)-results.txt (charts: bench-report FILE --out-dir DIR)"
 
 # The same job file on the host (dbfs-fuse, fuse2fs, host directory).
 fio-host: deps

@@ -48,8 +48,8 @@ while [ "$rep" -le "$reps" ]; do
 					if (kv[1] == "50.000000%") p50 = kv[2]
 					if (kv[1] == "99.000000%") p99 = kv[2]
 				}
-				printf "RESULT bench=fio-%s-%s-%s bs=%s jobs=%d mode=%s fs=%s rep=%d MBps=%.1f iops=%d p50_us=%s p99_us=%s\n", \
-					tag, $3, bs, bs, jobs, mode, fs, rep, bw * 1024 / 1e6, iops, p50, p99
+				printf "RESULT bench=fio-%s-%s-%s-%dj%s bs=%s jobs=%d mode=%s fs=%s rep=%d MBps=%.1f iops=%d p50_us=%s p99_us=%s\n", \
+					tag, $3, bs, jobs, mode == "threads" ? "t" : "", bs, jobs, mode, fs, rep, bw * 1024 / 1e6, iops, p50, p99
 			}')
 		if [ -z "$lines" ] || printf '%s\n' "$out" | grep -q 'verify: bad\|fio: pid=.*err='; then
 			echo "fio failed on $name ($dir):"
