@@ -145,6 +145,36 @@ pub(super) fn meta(ino: u64, ftype: FileType, perm: u32, size: u64, rdev: u64) -
     }
 }
 
+/// Emit the entries of a synthetic directory from `cookie` on: `.`, `..` (both given
+/// `self_ino` and 1), then `entries` (name, inode, type); a cookie is a position in that list.
+pub(super) fn list(
+    cookie: u64,
+    self_ino: u64,
+    entries: &[(String, u64, FileType)],
+    sink: &mut dyn FnMut(DirEntry<'_>) -> bool,
+) -> VfsResult<()> {
+    let mut i = cookie as usize;
+    loop {
+        let (name, ino, ftype) = match i {
+            0 => (".", self_ino, FileType::Directory),
+            1 => ("..", 1, FileType::Directory),
+            _ => match entries.get(i - 2) {
+                Some((n, ino, t)) => (n.as_str(), *ino, *t),
+                None => return Ok(()),
+            },
+        };
+        if !sink(DirEntry {
+            ino,
+            ftype,
+            name,
+            next_cookie: i as u64 + 1,
+        }) {
+            return Ok(());
+        }
+        i += 1;
+    }
+}
+
 impl Node for DevDir {
     fn as_any(&self) -> &dyn Any {
         self
@@ -166,29 +196,12 @@ impl Node for DevDir {
         }
     }
     fn readdir(&self, cookie: u64, sink: &mut dyn FnMut(DirEntry<'_>) -> bool) -> VfsResult<()> {
-        let mut i = cookie as usize;
-        loop {
-            let (name, ino, ftype) = match i {
-                0 => (".", 1, FileType::Directory),
-                1 => ("..", 1, FileType::Directory),
-                _ => match self.entries.get(i - 2) {
-                    Some((n, node)) => {
-                        let m = node.getattr()?;
-                        (n.as_str(), m.ino, m.ftype)
-                    }
-                    None => return Ok(()),
-                },
-            };
-            if !sink(DirEntry {
-                ino,
-                ftype,
-                name,
-                next_cookie: i as u64 + 1,
-            }) {
-                return Ok(());
-            }
-            i += 1;
+        let mut entries = Vec::with_capacity(self.entries.len());
+        for (n, node) in &self.entries {
+            let m = node.getattr()?;
+            entries.push((n.clone(), m.ino, m.ftype));
         }
+        list(cookie, 1, &entries, sink)
     }
 }
 

@@ -21,7 +21,7 @@ use core::fmt::Write;
 
 use vfs::{DirEntry, FileSystem, FileType, Metadata, Node, NodeRef, VfsError, VfsResult};
 
-use super::devfs::meta;
+use super::devfs::{list, meta};
 
 /// What `/proc/<pid>` shows of one process (filled by `task::ps`).
 pub struct PsInfo {
@@ -162,35 +162,6 @@ fn read_text(text: &[u8], offset: u64, buf: &mut [u8]) -> VfsResult<usize> {
     let n = buf.len().min(text.len() - start);
     buf[..n].copy_from_slice(&text[start..start + n]);
     Ok(n)
-}
-
-/// Emit directory entries from `cookie` on: `.`, `..`, then `entries`.
-fn list(
-    cookie: u64,
-    self_ino: u64,
-    entries: &[(String, u64, FileType)],
-    sink: &mut dyn FnMut(DirEntry<'_>) -> bool,
-) -> VfsResult<()> {
-    let mut i = cookie as usize;
-    loop {
-        let (name, ino, ftype) = match i {
-            0 => (".", self_ino, FileType::Directory),
-            1 => ("..", 1, FileType::Directory),
-            _ => match entries.get(i - 2) {
-                Some((n, ino, t)) => (n.as_str(), *ino, *t),
-                None => return Ok(()),
-            },
-        };
-        if !sink(DirEntry {
-            ino,
-            ftype,
-            name,
-            next_cookie: i as u64 + 1,
-        }) {
-            return Ok(());
-        }
-        i += 1;
-    }
 }
 
 impl Node for ProcRoot {
