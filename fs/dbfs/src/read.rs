@@ -524,17 +524,11 @@ impl Out for Pieces<'_, '_> {
         at: usize,
         n: usize,
     ) -> kvdb::Result<()> {
-        // All parts in one `read_into_pieces` (the window pager: one scattered device read
-        // into the user's pages) when each is whole sectors; else part by part.
+        // All parts in one `read_into_pieces`: the pager picks the way (the kernel's window:
+        // one scattered device read into the user's pages when each part is whole sectors,
+        // one device read through a bounce buffer when the user's buffer does not start on a
+        // page, as a malloc'ed one does; a copy from the window only for dirty pages).
         let mut parts = self.parts(at, n);
-        if src.is_multiple_of(512) && parts.iter().all(|p| p.len().is_multiple_of(512)) {
-            return pager.read_into_pieces(src, &mut parts);
-        }
-        let mut from = src;
-        for part in parts {
-            pager.read_into(from, part)?;
-            from += part.len() as u64;
-        }
-        Ok(())
+        pager.read_into_pieces(src, &mut parts)
     }
 }

@@ -5,7 +5,10 @@
 //! - `/proc/<pid>/`: `stat` (the 52 fields of proc(5), zeros where we keep nothing),
 //!   `status`, `statm`, `cmdline` (the arguments, each ended by NUL), `comm`, `cwd` (a link);
 //! - `/proc/self` (a link to the caller's directory), `mounts`, `meminfo`, `uptime`, `stat`,
-//!   `loadavg`, `filesystems`, `version`, `cpuinfo`.
+//!   `loadavg`, `filesystems`, `version`, `cpuinfo`;
+//! - `/proc/counters` (ours, like Linux's `vmstat`): the kernel's I/O counters since boot
+//!   (`name value` lines, the figures the benchmarks print beside each result), so
+//!   `cat /proc/counters` before and after a command shows what it cost.
 //!
 //! Files report size 0, as Linux's do; a read at an offset cuts the text made for that read,
 //! so a reader that reads in pieces can see two states of a process (as on Linux without
@@ -85,7 +88,7 @@ impl FileSystem for ProcFs {
 }
 
 /// Files of the root directory, with their inode numbers (pids use `pid << 8 | k`).
-const ROOT_FILES: [(&str, Gen, u64); 9] = [
+const ROOT_FILES: [(&str, Gen, u64); 10] = [
     ("mounts", Gen::Mounts, 3),
     ("meminfo", Gen::Meminfo, 4),
     ("uptime", Gen::Uptime, 5),
@@ -95,6 +98,7 @@ const ROOT_FILES: [(&str, Gen, u64); 9] = [
     ("version", Gen::Version, 9),
     ("cpuinfo", Gen::Cpuinfo, 10),
     ("self", Gen::SelfLink, 11),
+    ("counters", Gen::Counters, 12),
 ];
 
 /// Files of a process directory: name, what, and the low byte of the inode number.
@@ -118,6 +122,7 @@ enum Gen {
     Version,
     Cpuinfo,
     SelfLink,
+    Counters,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -285,6 +290,7 @@ impl Node for RootFile {
             Gen::Cpuinfo => {
                 String::from("processor\t: 0\nhart\t\t: 0\nisa\t\t: rv64imafdc\nmmu\t\t: sv39\n\n")
             }
+            Gen::Counters => counters(),
             Gen::SelfLink => return Err(VfsError::InvalidInput),
         };
         read_text(text.as_bytes(), offset, buf)
@@ -430,4 +436,28 @@ fn stat() -> String {
     format!(
         "cpu  {user} 0 0 {idle} 0 0 0 0 0 0\ncpu0 {user} 0 0 {idle} 0 0 0 0 0 0\nbtime {boot}\nprocesses {procs}\nprocs_running 1\nprocs_blocked 0\n"
     )
+}
+
+fn counters() -> String {
+    let c = crate::counters::snapshot();
+    let rows: [(&str, u64); 13] = [
+        ("dev_read_requests", c.dev_read_requests),
+        ("dev_read_bytes", c.dev_read_bytes),
+        ("dev_write_requests", c.dev_write_requests),
+        ("dev_write_bytes", c.dev_write_bytes),
+        ("dev_flushes", c.dev_flushes),
+        ("cache_hits", c.cache_hits),
+        ("cache_misses", c.cache_misses),
+        ("page_faults", c.page_faults),
+        ("user_copy_bytes", c.user_copy_bytes),
+        ("window_pages_read", c.window_pages_read),
+        ("window_pages_written", c.window_pages_written),
+        ("transactions", c.transactions),
+        ("window_direct_bytes", c.window_direct_bytes),
+    ];
+    let mut s = String::new();
+    for (name, v) in rows {
+        let _ = writeln!(s, "{name} {v}");
+    }
+    s
 }

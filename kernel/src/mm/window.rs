@@ -187,10 +187,25 @@ impl DiskWindow {
             return Ok(());
         }
         let dirty = self.any_dirty(offset, total)?;
-        if dirty
-            || !offset.is_multiple_of(SECTOR_SIZE)
-            || pieces.iter().any(|p| !p.len().is_multiple_of(SECTOR_SIZE))
-        {
+        let aligned = offset.is_multiple_of(SECTOR_SIZE) && total.is_multiple_of(SECTOR_SIZE);
+        if !dirty && aligned && pieces.iter().any(|p| !p.len().is_multiple_of(SECTOR_SIZE)) {
+            // A user buffer that does not start on a page (malloc'ed, as fio's are): its
+            // pieces are not whole sectors, so the device cannot fill them as they are. One
+            // device read into a bounce buffer and a copy still beats faulting the range into
+            // the window page cluster by page cluster (and keeps the window for the B+tree).
+            if let Ok(mut bounce) = crate::mm::heap::try_zeroed(total) {
+                crate::counters::add_window_direct(total);
+                self.dev
+                    .read_sectors((offset / SECTOR_SIZE) as u64, &mut bounce)?;
+                let mut at = 0;
+                for piece in pieces.iter_mut() {
+                    piece.copy_from_slice(&bounce[at..at + piece.len()]);
+                    at += piece.len();
+                }
+                return Ok(());
+            }
+        }
+        if dirty || !aligned || pieces.iter().any(|p| !p.len().is_multiple_of(SECTOR_SIZE)) {
             let mut at = offset;
             for piece in pieces.iter_mut() {
                 self.read_into(at, piece)?;

@@ -155,6 +155,36 @@ pub fn io_across_blocks(cx: &Ctx) -> TestResult {
     )
 }
 
+/// Large reads into buffers that do not start on a page (a malloc'ed buffer: fio's, dd's),
+/// right after the file is written and again: every byte lands where it belongs.
+pub fn large_reads_unaligned_buffers(cx: &Ctx) -> TestResult {
+    let p = cx.path("unaligned");
+    let len = 3 << 20;
+    let data = pattern(len, 7);
+    let f = File::open(&p, O_RDWR | O_CREAT | O_TRUNC, 0o644).what("create")?;
+    for chunk in data.chunks(1 << 20) {
+        f.write_all(chunk).what("write 1 MiB")?;
+    }
+    f.sync().what("fsync")?;
+    let mut buf = sys::AnonMap::new((1 << 20) + 8192).what("mmap a buffer")?;
+    for (shift, off, n) in [
+        (16usize, 0u64, 1usize << 20),
+        (512, 1 << 20, 1 << 20),
+        (4000, 4096, (1 << 20) + 512),
+        (16, (2 << 20) + 100, 700_000),
+    ] {
+        let dst = &mut buf.as_mut_slice()[shift..shift + n];
+        let got = f.pread_full(dst, off).what("pread")?;
+        let want = &data[off as usize..(off as usize + n).min(len)];
+        same_bytes(
+            &dst[..got],
+            want,
+            &format!("pread of {n} at {off} into a buffer {shift} bytes into a page"),
+        )?;
+    }
+    f.close().what("close")
+}
+
 pub fn lseek_whence(cx: &Ctx) -> TestResult {
     let p = cx.path("f");
     put_file(&p, &pattern(100, 0))?;

@@ -99,6 +99,10 @@ pub const TESTS: &[Test] = &[
     t("read_at_eof_returns_0", fs_tests::read_at_eof_returns_0),
     t("pwrite_pread_offsets", fs_tests::pwrite_pread_offsets),
     t("io_across_blocks", fs_tests::io_across_blocks),
+    t(
+        "large_reads_unaligned_buffers",
+        fs_tests::large_reads_unaligned_buffers,
+    ),
     t("lseek_whence", fs_tests::lseek_whence),
     t("write_zero_bytes", fs_tests::write_zero_bytes),
     // open flags
