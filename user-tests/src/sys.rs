@@ -1169,3 +1169,19 @@ impl Drop for Mapping {
         let _ = munmap(self.addr, self.len);
     }
 }
+
+impl Mapping {
+    /// The wrapping sum of the little-endian u64 words of bytes [from, from + n) (`from` and
+    /// `n` multiples of 8): touches every word once, for the benchmarks.
+    pub fn sum_words(&self, from: usize, n: usize) -> u64 {
+        assert!(from.is_multiple_of(8) && n.is_multiple_of(8) && from + n <= self.len);
+        let mut sum = 0u64;
+        let mut at = self.addr + from;
+        while at < self.addr + from + n {
+            // SAFETY: an aligned word inside the mapping, which lives as long as `self`.
+            sum = sum.wrapping_add(unsafe { core::ptr::read_volatile(at as *const u64) });
+            at += 8;
+        }
+        sum
+    }
+}

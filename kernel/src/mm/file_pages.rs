@@ -371,6 +371,17 @@ pub fn truncated(key: FileKey, size: u64) {
     }
 }
 
+/// [`truncated`] for an open file, looked up only when some area maps a file (a file whose
+/// key cannot be had, such as an unlinked FAT32 file, cannot be mapped either).
+pub fn truncated_open(f: &crate::fs::file::OpenFile, size: u64) {
+    if FILE_AREAS.load(Relaxed) == 0 {
+        return;
+    }
+    if let Ok(key) = f.lock_key() {
+        truncated(key, size);
+    }
+}
+
 /// Memory is short: drop the clean shared pages no process maps (read again at their next
 /// touch). Returns whether any frame was freed.
 pub fn shrink() -> bool {
