@@ -74,6 +74,16 @@ bitflags::bitflags! {
 }
 
 impl Perm {
+    /// The permissions of a clean shared file page in an area with these: writable ones
+    /// become read-only (readable: RISC-V has no write-only pages).
+    fn clean(self) -> Perm {
+        if self.contains(Perm::W) {
+            (self - Perm::W) | Perm::R
+        } else {
+            self
+        }
+    }
+
     fn pte(self) -> PteFlags {
         let mut f = PteFlags::U;
         if self.contains(Perm::R) {
@@ -179,7 +189,7 @@ impl Area {
         match &self.file {
             Some(FileArea {
                 shared: Some(t), ..
-            }) if !t.is_dirty(self.file_index(va)) => (self.perm - Perm::W).pte(),
+            }) if !t.is_dirty(self.file_index(va)) => self.perm.clean().pte(),
             _ => self.perm.pte(),
         }
     }
@@ -358,12 +368,13 @@ impl AddrSpace {
                         Mapped::Private(super::file_pages::private_page(&fa.file, fa.key, index)?)
                     }
                     Some(t) => {
-                        let f = t.page(index)?;
+                        let (f, around) = t.page(index)?;
                         if access == Access::Write {
                             t.mark_dirty(index);
                         } else if !t.is_dirty(index) {
-                            flags = (perm - Perm::W).pte();
+                            flags = perm.clean().pte();
                         }
+                        self.map_around(page, area, around);
                         Mapped::Shared(f)
                     }
                 }
@@ -380,6 +391,39 @@ impl AddrSpace {
         self.frames.insert(page, m);
         crate::counters::add_page_fault();
         Ok(pa)
+    }
+
+    /// Fault-around: map the pages a shared file fault read besides its own (`around`, by
+    /// file page index) where `area` maps them and nothing is mapped yet, read-only (they are
+    /// clean). Best effort: a page that cannot be mapped now faults later.
+    fn map_around(&mut self, page: usize, area: &Area, around: super::file_pages::Around) {
+        let Some(fa) = &area.file else {
+            return;
+        };
+        if !area.perm.intersects(Perm::R | Perm::W | Perm::X) {
+            return;
+        }
+        let base = fa.index(page);
+        let flags = area.perm.clean().pte();
+        for (index, f) in around {
+            let Some(va) = usize::try_from(index - base)
+                .ok()
+                .and_then(|k| k.checked_mul(PAGE_SIZE))
+                .and_then(|d| page.checked_add(d))
+            else {
+                break;
+            };
+            if va >= area.end {
+                break;
+            }
+            if self.frames.contains_key(&va) || crate::mm::heap::admit(64).is_err() {
+                continue;
+            }
+            if !self.pt.map(va, f.pa(), flags) {
+                break;
+            }
+            self.frames.insert(va, Mapped::Shared(f));
+        }
     }
 
     /// Resolve a user access to `va`: the kernel (direct-map) address of that byte, mapping the

@@ -31,7 +31,7 @@
 use alloc::collections::BTreeMap;
 use alloc::sync::{Arc, Weak};
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 use abi::Errno;
 use spin::Mutex;
@@ -49,12 +49,27 @@ struct Page {
     dirty: bool,
 }
 
+/// Pages a fault read besides its own, by file page index (for fault-around).
+pub type Around = Vec<(u64, Arc<Frame>)>;
+
 /// The shared pages of one file.
 pub struct SharedFile {
     key: FileKey,
     node: vfs::NodeRef,
     pages: Mutex<BTreeMap<u64, Page>>,
+    /// The file's size as last seen: a fault below it needs no `getattr`; one at or past it
+    /// asks the file system again. Truncation and write(2) keep it current.
+    size: AtomicU64,
+    /// Where the last load ended and how many pages it read: a fault there continues a
+    /// sequential scan and reads twice as many, up to [`MAX_CLUSTER`].
+    next_index: AtomicU64,
+    cluster: AtomicUsize,
 }
+
+/// Pages a fault that continues the previous load reads at first (64 KiB), and at most
+/// (1 MiB, doubling while the faults stay sequential); a fault elsewhere reads one page.
+const FIRST_CLUSTER: usize = 16;
+const MAX_CLUSTER: usize = 256;
 
 /// Live tables by file. Entries whose table is gone are removed by the table's `Drop`.
 static TABLES: Mutex<BTreeMap<FileKey, Weak<SharedFile>>> = Mutex::new(BTreeMap::new());
@@ -94,10 +109,14 @@ pub fn shared_table(f: &crate::fs::file::OpenFile, key: FileKey) -> Result<Arc<S
         return Ok(t);
     }
     super::heap::admit(core::mem::size_of::<SharedFile>() + 2 * PAGE_ENTRY_BYTES)?;
+    let size = f.loc.node.getattr()?.size;
     let t = Arc::new(SharedFile {
         key,
         node: f.loc.node.clone(),
         pages: Mutex::new(BTreeMap::new()),
+        size: AtomicU64::new(size),
+        next_index: AtomicU64::new(u64::MAX),
+        cluster: AtomicUsize::new(0),
     });
     tables.insert(key, Arc::downgrade(&t));
     LIVE.fetch_add(1, Relaxed);
@@ -137,6 +156,62 @@ fn load(node: &vfs::NodeRef, index: u64, size: u64, frame: &mut Frame) -> Result
     Ok(())
 }
 
+/// Fill `frames` (zeroed) with the pages from `first` on of `node`, whose size is `size`:
+/// one scattered read straight into the frames where the file system offers it, else one
+/// read into a buffer (FAT32's large reads are direct), else page by page.
+fn load_cluster(
+    node: &vfs::NodeRef,
+    first: u64,
+    size: u64,
+    frames: &mut [Frame],
+) -> Result<(), Errno> {
+    if frames.len() == 1 {
+        return load(node, first, size, &mut frames[0]);
+    }
+    let off = first * PAGE;
+    let n = size
+        .saturating_sub(off)
+        .min((frames.len() * PAGE_SIZE) as u64) as usize;
+    {
+        let mut pieces: Vec<&mut [u8]> = Vec::new();
+        pieces
+            .try_reserve(frames.len())
+            .map_err(|_| Errno::ENOMEM)?;
+        let mut left = n;
+        for f in frames.iter_mut() {
+            let k = left.min(PAGE_SIZE);
+            if k == 0 {
+                break;
+            }
+            pieces.push(&mut f.bytes_mut()[..k]);
+            left -= k;
+        }
+        if let Some(r) = node.read_scattered_at(off, &mut pieces) {
+            if r? == n {
+                return Ok(());
+            }
+        }
+    }
+    if let Ok(mut buf) = super::heap::try_zeroed(n) {
+        let mut done = 0;
+        while done < n {
+            let got = node.read_at(off + done as u64, &mut buf[done..])?;
+            if got == 0 {
+                break;
+            }
+            done += got;
+        }
+        for (f, chunk) in frames.iter_mut().zip(buf.chunks(PAGE_SIZE)) {
+            f.bytes_mut()[..chunk.len()].copy_from_slice(chunk);
+        }
+        return Ok(());
+    }
+    for (k, f) in frames.iter_mut().enumerate() {
+        load(node, first + k as u64, size, f)?;
+    }
+    Ok(())
+}
+
 /// The file's size; a page at or past it is a bus error (`EIO` to the fault handler).
 fn size_of(node: &vfs::NodeRef) -> Result<u64, Errno> {
     Ok(node.getattr()?.size)
@@ -162,29 +237,76 @@ pub fn private_page(file: &FileRef, key: FileKey, index: u64) -> Result<Frame, E
 }
 
 impl SharedFile {
-    /// The frame of page `index`, read from the file at its first touch: `EIO` if the page
-    /// lies wholly past the end of the file (SIGBUS), `ENOMEM` if no frame is left.
-    pub fn page(&self, index: u64) -> Result<Arc<Frame>, Errno> {
+    /// The file's size if page `index` lies (at least partly) inside it; `EIO` (SIGBUS) if
+    /// it lies wholly past the end.
+    fn size_covering(&self, index: u64) -> Result<u64, Errno> {
+        let inside = |size: u64| index.checked_mul(PAGE).is_some_and(|off| off < size);
+        let size = self.size.load(Relaxed);
+        if inside(size) {
+            return Ok(size);
+        }
         let size = size_of(&self.node)?;
-        if index.checked_mul(PAGE).is_none_or(|off| off >= size) {
-            return Err(Errno::EIO);
+        self.size.store(size, Relaxed);
+        if inside(size) {
+            Ok(size)
+        } else {
+            Err(Errno::EIO)
         }
+    }
+
+    /// The frame of page `index`, read from the file at its first touch: `EIO` if the page
+    /// lies wholly past the end of the file (SIGBUS), `ENOMEM` if no frame is left. A fault
+    /// that continues the previous load reads a cluster of pages (one file-system call);
+    /// the pages read besides `index` are returned too, for the caller to map.
+    pub fn page(&self, index: u64) -> Result<(Arc<Frame>, Around), Errno> {
+        let size = self.size_covering(index)?;
         if let Some(p) = self.pages.lock().get(&index) {
-            return Ok(p.frame.clone());
+            return Ok((p.frame.clone(), Vec::new()));
         }
-        super::heap::admit(PAGE_ENTRY_BYTES)?;
-        let mut frame = super::addr_space::alloc_frame().ok_or(Errno::ENOMEM)?;
-        load(&self.node, index, size, &mut frame)?;
-        let frame = Arc::new(frame);
-        // One hart and no sleeping in the kernel: nobody filled the page meanwhile.
-        self.pages.lock().insert(
-            index,
-            Page {
-                frame: frame.clone(),
-                dirty: false,
-            },
-        );
-        Ok(frame)
+        let want = if self.next_index.load(Relaxed) == index {
+            (self.cluster.load(Relaxed) * 2).clamp(FIRST_CLUSTER, MAX_CLUSTER)
+        } else {
+            1
+        };
+        // The cluster stops at the end of the file and at the first resident page.
+        let last = size.div_ceil(PAGE);
+        let n = {
+            let pages = self.pages.lock();
+            let stop = pages
+                .range(index..)
+                .next()
+                .map_or(last, |(&i, _)| i.min(last));
+            (stop - index).min(want as u64) as usize
+        };
+        super::heap::admit(n * PAGE_ENTRY_BYTES)?;
+        let mut frames = Vec::new();
+        frames.try_reserve(n).map_err(|_| Errno::ENOMEM)?;
+        for k in 0..n {
+            match super::addr_space::alloc_frame() {
+                Some(f) => frames.push(f),
+                None if k > 0 => break,
+                None => return Err(Errno::ENOMEM),
+            }
+        }
+        load_cluster(&self.node, index, size, &mut frames)?;
+        self.next_index.store(index + frames.len() as u64, Relaxed);
+        self.cluster.store(frames.len(), Relaxed);
+        let frames: Vec<Arc<Frame>> = frames.into_iter().map(Arc::new).collect();
+        // One hart and no sleeping in the kernel: nobody filled these pages meanwhile.
+        let mut pages = self.pages.lock();
+        for (k, f) in frames.iter().enumerate() {
+            pages.insert(
+                index + k as u64,
+                Page {
+                    frame: f.clone(),
+                    dirty: false,
+                },
+            );
+        }
+        drop(pages);
+        let mut rest = frames.into_iter().enumerate();
+        let (_, first) = rest.next().ok_or(Errno::ENOMEM)?;
+        Ok((first, rest.map(|(k, f)| (index + k as u64, f)).collect()))
     }
 
     /// Page `index` is (about to be) mapped writable: it must be written back.
@@ -306,6 +428,7 @@ pub fn update_after_write(
         return Ok(());
     };
     let end = offset.saturating_add(len as u64);
+    t.size.fetch_max(end, Relaxed);
     let resident: Vec<(u64, Arc<Frame>)> = t
         .pages
         .lock()
@@ -352,6 +475,7 @@ pub fn truncated(key: FileKey, size: u64) {
     }
     let first_gone = size.div_ceil(PAGE);
     if let Some(t) = table_of(key) {
+        t.size.store(size, Relaxed);
         let mut pages = t.pages.lock();
         let gone: Vec<u64> = pages.range(first_gone..).map(|(&i, _)| i).collect();
         for i in gone {
