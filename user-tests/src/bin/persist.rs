@@ -56,7 +56,10 @@ fn write(dir: &str) -> Result<(), String> {
     }
     for (i, &(name, size, hole)) in FILES.iter().enumerate() {
         let path = format!("{dir}/{name}");
-        let f = File::create(&path).map_err(|e| format!("create {path}: {}", e.name()))?;
+        // A file to be mapped shared and written must be open for reading and writing.
+        let flags = if name == MAPPED { O_RDWR } else { O_WRONLY };
+        let f = File::open(&path, flags | O_CREAT | O_TRUNC, 0o644)
+            .map_err(|e| format!("create {path}: {}", e.name()))?;
         let data = expected(i, size, hole);
         if name == MAPPED {
             sys::ftruncate(f.fd(), size as u64)
