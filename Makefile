@@ -13,8 +13,10 @@
 #   make crash-test              the crash test with CRASH_POINTS kills (default 200), ~3 s each,
 #                                then CRASH_POINTS SIGKILLs of dbfs-fuse mid-write (tools/dbfs-fuse/tests/crash.rs;
 #                                40 of them run in `make test`)
-#   make test-exhaust            (in `make test`) memory hog, fork bomb, descriptor hog, pipe
-#                                without reader, huge argv, long paths: none may crash the kernel
+#   make test-exhaust            (in `make test`) memory hogs (private, shared, beside a writer
+#                                on /dbfs), fork bomb, descriptor hog, pipe without reader, pipe
+#                                hog, map hog, huge argv, long paths: none may crash the kernel
+#                                (EXHAUST_CASES='map_hog fork_bomb' runs only those)
 #   make test-shell              (in `make test`) busybox sh typed at in tmux: pipes, ^C, exit
 #   make test-cross              (in `make test`) guest and host agree on dbfs: a tree written by
 #                                the host is verified in the guest and the reverse, and one script
@@ -56,8 +58,18 @@
 #   make thirdparty-check        both under qemu-user on the host, as root: busybox checks, then
 #                                the whole pjdfstest suite (or PJDFSTEST_DIRS) with the guest's runner
 #                                in a chroot on a tmpfs (binfmt_misc entry only for the run)
-#   make fio | sqlite            fio 3.33, sqlite3 3.40.1 + speedtest1, static riscv64 (both are
+#   make fio-riscv | sqlite      fio 3.33, sqlite3 3.40.1 + speedtest1, static riscv64 (both are
 #                                in root.img: /bin/fio, /bin/sqlite3, /bin/speedtest1)
+#   make fio JOB=seed FS=all     the job file bench/fio/JOB.fio in the guest on /dbfs and /fat
+#                                (FS: dbfs, fat32, comma-separated, or all), alternated, REPS
+#                                runs: RESULT lines (MB/s, IOPS, p50/p99 latency) and a median
+#                                table; FIO_BS (1m), FIO_JOBS (1), FIO_SIZE (16m per job),
+#                                FIO_THREAD (0; 1 = jobs as threads), FIO_RUNTIME (10 s)
+#   make fio-host JOB=seed       the same job file on the host: dbfs-fuse, fuse2fs ext4 and a
+#                                host directory (FIO_SYSTEMS), same variables, same script
+#                                (tools/fio/fio-jobs.sh), so guest and host tables line up
+#   make sqlite-host-bench       the same speedtest1 runs on the host (built for it): dbfs-fuse,
+#                                fuse2fs ext4 and a host directory (FIO_SYSTEMS), alternated
 #   make sqlite-bench            sqlite's speedtest1 on /dbfs and /fat in one boot, alternated,
 #                                REPS runs each (--size SQLITE_SIZE): RESULT lines, median table
 #   make fio-bench               fio psync on /dbfs and /fat in one boot, alternated, REPS runs
@@ -113,6 +125,13 @@ BENCH   ?=
 CMD     ?=
 export CMD
 FS      ?= all
+JOB     ?= seed
+FIO_BS  ?= 1m
+FIO_JOBS ?= 1
+FIO_SIZE ?= 16m
+FIO_THREAD ?= 0
+FIO_RUNTIME ?= 10
+FIO_SYSTEMS ?= dbfs ext4 host
 REPS    ?= 3
 ARGS    ?=
 MEM     ?= 1G
@@ -185,7 +204,7 @@ QEMU_FILL = $(subst file=$(BUILD)/fat.img$(comma),file=$(BUILD)/fill-fat.img$(co
 .PHONY: help deps build kernel user mkimage images bench-disks run test test-host test-guest test-persist test-crash crash-test test-cross test-fill bench \
 	pjdfstest-guest test-pjdfstest-guest test-shell test-exhaust test-apps sqlite-bench fio-bench \
 	pjdfstest test-pjdfstest pjdfstest-guest-image bench-kv fuse bench-fuse bench-fuse-direct gdb fmt clippy doc clean fuzz \
-	deps-thirdparty thirdparty busybox pjdfstest-riscv thirdparty-check fio sqlite
+	deps-thirdparty thirdparty busybox pjdfstest-riscv thirdparty-check fio fio-riscv fio-host sqlite sqlite-host-bench
 
 help:
 	@sed -n '2,/^$$/p' Makefile | sed 's/^# \{0,1\}//'
@@ -228,6 +247,8 @@ images: build thirdparty | $(BUILD)
 		--add tools/thirdparty/pjdfstest-both.sh:/bin/pjdfstest-both \
 		--add tools/thirdparty/sqlite-bench.sh:/bin/sqlite-bench \
 		--add tools/thirdparty/fio-bench.sh:/bin/fio-bench \
+		--add tools/fio/fio-jobs.sh:/bin/fio-jobs \
+		--add-tree bench/fio:/etc/fio \
 		--add-tree tools/rootfs:/ \
 		$(foreach b,$(USER_BINS),--add $(TGT_DIR)/$(b):/bin/$(b))
 	$(MAKE) --no-print-directory bench-disks
@@ -240,8 +261,11 @@ thirdparty: deps-thirdparty
 	@$(call apt_install,$(THIRDPARTY_SQLITE_APT_PACKAGES))
 	$(THIRDPARTY) rootfs
 
-busybox fio: deps-thirdparty
+busybox: deps-thirdparty
 	$(THIRDPARTY) $@
+
+fio-riscv: deps-thirdparty
+	$(THIRDPARTY) fio
 
 # The riscv64 build of pjdfstest for the guest (`make pjdfstest` is the FUSE conformance run).
 pjdfstest-riscv: deps-thirdparty
@@ -497,6 +521,28 @@ sqlite-bench: images
 ## fio (psync) on /dbfs and /fat, alternated, REPS runs each, one boot
 ## (tools/thirdparty/fio-bench.sh as /bin/fio-bench): 1 MiB sequential write with a final
 ## fsync, then 4 KiB random reads of the 16 MiB file; RESULT lines and a median table.
+# fio with a job file of bench/fio, in the guest (see the header); FS picks the directories.
+fio: images
+	@dirs=""; for f in $$(echo "$(if $(filter all,$(FS)),dbfs$(comma)fat32,$(FS))" | tr , ' '); do \
+		case $$f in dbfs) dirs="$$dirs dbfs=/dbfs" ;; fat32) dirs="$$dirs fat32=/fat" ;; \
+		*) echo "make fio: FS=$$f: dbfs, fat32 or all"; exit 2 ;; esac; done; \
+	test -f bench/fio/$(JOB).fio || { echo "make fio: no bench/fio/$(JOB).fio"; exit 2; }; \
+	timeout --foreground -k 10 $(TIMEOUT) $(QEMU_BASE) -append "$(SHELL_PARAMS) -- -c \
+		'SIZE=$(FIO_SIZE) JOBS=$(FIO_JOBS) BS=$(FIO_BS) THREAD=$(FIO_THREAD) RUNTIME=$(FIO_RUNTIME) \
+		fio-jobs /etc/fio/$(JOB).fio $(REPS)$$dirs'" | tee $(BUILD)/fio-$(JOB).log
+	@grep '^RESULT bench=fio' $(BUILD)/fio-$(JOB).log > $(BUILD)/fio-$(JOB)-results.txt
+	@echo "results: $(BUILD)/fio-$(JOB)-results.txt"
+
+# The same job file on the host (dbfs-fuse, fuse2fs, host directory).
+fio-host: deps
+	SYSTEMS="$(FIO_SYSTEMS)" SIZE=$(FIO_SIZE) JOBS=$(FIO_JOBS) BS=$(FIO_BS) THREAD=$(FIO_THREAD) \
+		RUNTIME=$(FIO_RUNTIME) tools/fio/fio-host.sh $(JOB) $(REPS)
+
+# speedtest1 on the host: dbfs-fuse, fuse2fs ext4 and a host directory (the guest's script).
+sqlite-host-bench: deps deps-thirdparty
+	$(THIRDPARTY) sqlite-host
+	SYSTEMS="$(FIO_SYSTEMS)" tools/thirdparty/sqlite-host.sh $(REPS) $(SQLITE_SIZE)
+
 fio-bench: images
 	timeout --foreground -k 10 $(TIMEOUT) $(QEMU_BASE) \
 		-append "$(SHELL_PARAMS) -- /bin/fio-bench $(REPS)" | tee $(BUILD)/fio-bench.log

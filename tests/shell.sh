@@ -51,6 +51,10 @@ wait_for "fixedY" 20
 tmux send-keys -t "$session" Up Enter
 sleep 2
 [ "$(screen | grep -c '^fixedY$')" -ge 2 ] || { echo "shell test: Up did not recall the line" >&2; screen >&2; exit 1; }
+# ps (procfs): a background sleep shows up with its arguments, and goes away when killed.
+type_line 'sleep 77 & echo "psbefore=$(ps | grep -c "[s]leep 77")"; kill $!; wait; echo "psafter=$(ps | grep -c "[s]leep 77") mounts=$(grep -c "^dbfs /dbfs" /proc/mounts)"'
+wait_for "psbefore=1" 20
+wait_for "psafter=0 mounts=1" 20
 type_line 'exit 3'
 for ((i = 0; i < 120; i++)); do
 	[ -s "$status_file" ] && break
@@ -62,4 +66,4 @@ if [ "$status" != 3 ]; then
 	screen >&2
 	exit 1
 fi
-echo "shell test: ok (output, pipe and redirection, ^C, line editing, exit status)"
+echo "shell test: ok (output, pipe and redirection, ^C, line editing, ps and /proc, exit status)"

@@ -203,6 +203,9 @@ extern "C" fn rust_main(_hartid: usize, dtb: usize) -> ! {
         println!("[kernel] mounting /dev failed: {}", e);
         shutdown(2);
     }
+    if let Err(e) = fs::mount("/proc", fs::procfs::ProcFs::new()) {
+        println!("[kernel] mounting /proc failed: {}", e);
+    }
     if params.blk_selftest {
         match disks.get(2).map(|d| drivers::blk_selftest::run(d)) {
             Some(Ok(())) => println!("[kernel] vdc: scatter-gather self-test: ok"),

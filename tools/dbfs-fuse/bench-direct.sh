@@ -58,81 +58,11 @@ for tool in fio fuse2fs mke2fs fusermount3; do
     command -v "$tool" >/dev/null || { echo "bench-direct: $tool is not installed" >&2; exit 1; }
 done
 
-TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
-(cd "$ROOT" && cargo build --release -q -p dbfs-fuse)
-BIN=$TARGET/release/dbfs-fuse
-
 WORK=${WORK:-$(mktemp -d /tmp/dbfs-bench-direct.XXXXXX)}
-mkdir -p "$WORK"
-declare -A PID
-
-mnt_of() { if [ "$1" = host ]; then echo "$WORK/host"; else echo "$WORK/mnt-$1"; fi; }
-
-mounted() { grep -q " $1 " /proc/mounts; }
-
-wait_mounted() {
-    for _ in $(seq 200); do mounted "$1" && return 0; sleep 0.05; done
-    echo "bench-direct: $1 did not mount" >&2
-    exit 1
-}
-
-# Unmount and wait for the daemon to finish writing its image (dbfs-fuse syncs at unmount).
-unmount_sys() {
-    local m p
-    m=$(mnt_of "$1")
-    mounted "$m" || return 0
-    fusermount3 -u "$m" 2>/dev/null || { sleep 1; fusermount3 -u "$m"; }
-    p=${PID[$1]:-}
-    if [ -n "$p" ]; then
-        for _ in $(seq 600); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-        kill -0 "$p" 2>/dev/null && kill -KILL "$p"
-    fi
-    PID[$1]=
-}
-
-mount_sys() {
-    local m
-    m=$(mnt_of "$1")
-    mkdir -p "$m"
-    case $1 in
-    dbfs | dbfsalt)
-        local bin=$BIN
-        [ "$1" = dbfsalt ] && bin=${ALT_BIN:?bench-direct: dbfsalt needs ALT_BIN=path/to/dbfs-fuse}
-        # shellcheck disable=SC2086
-        PID[$1]=$("$bin" mount "$WORK/$1.img" "$m" ${DBFS_MOUNT_OPTS:+-o $DBFS_MOUNT_OPTS})
-        ;;
-    ext4 | ext3 | ext2)
-        fuse2fs "$WORK/$1.img" "$m" -f >>"$WORK/fuse2fs-$1.log" 2>&1 &
-        PID[$1]=$!
-        ;;
-    host) return 0 ;;
-    esac
-    wait_mounted "$m"
-}
-
-make_image() {
-    case $1 in
-    dbfs | dbfsalt)
-        local bin=$BIN
-        [ "$1" = dbfsalt ] && bin=$ALT_BIN
-        "$bin" mkfs "$WORK/$1.img" --size "$IMG_SIZE" >/dev/null
-        ;;
-    ext4 | ext3 | ext2)
-        truncate -s "$IMG_SIZE" "$WORK/$1.img"
-        mke2fs -q -F -t "$1" "$WORK/$1.img"
-        ;;
-    host) mkdir -p "$WORK/host" ;;
-    *) echo "bench-direct: unknown system $1 (dbfs dbfsalt ext4 ext3 ext2 host)" >&2; exit 1 ;;
-    esac
-}
-
-cleanup() {
-    set +e
-    for sys in "${SYSTEMS[@]}"; do unmount_sys "$sys"; done
-    if [ "${KEEP:-0}" != 1 ]; then rm -rf "$WORK"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+BENCH_NAME=bench-direct
+# shellcheck source=tools/dbfs-fuse/systems.sh
+. "$ROOT/tools/dbfs-fuse/systems.sh"
+systems_setup
 
 CAN_DROP=0
 if [ -w /proc/sys/vm/drop_caches ]; then CAN_DROP=1; fi

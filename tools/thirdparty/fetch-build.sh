@@ -10,6 +10,7 @@
 #                                               `mkimage --add-tree` copies into root.img
 #   tools/thirdparty/fetch-build.sh check       run them under qemu-user on the host (see below)
 #   tools/thirdparty/fetch-build.sh fio|sqlite  fio 3.33, sqlite3 3.40.1 (shell + speedtest1)
+#   tools/thirdparty/fetch-build.sh sqlite-host  speedtest1 built for this machine (make sqlite-host-bench)
 #
 # Sources come from Debian's archive through apt, without touching the machine's apt set-up: the
 # build has its own deb-src list, package lists and cache under $BUILD/apt, and `apt-get source`
@@ -418,9 +419,32 @@ cmd_sqlite() {
 	log "sqlite3: $(stat -c %s "$TP/sqlite/sqlite3") bytes, speedtest1: $(stat -c %s "$TP/sqlite/speedtest1") bytes"
 }
 
+# speedtest1 for the host (x86-64 or whatever this machine is), from the same amalgamation
+# and defines as the guest's, so `make sqlite-host-bench` runs the guest's benchmark program
+# on dbfs-fuse, fuse2fs and a host directory.
+cmd_sqlite_host() {
+	cmd_sqlite
+	need_tools gcc
+	local src out="$TP/sqlite-host" key
+	src=$(fetch_source sqlite3 "$SQLITE_VERSION")
+	key=$({ declare -f cmd_sqlite_host; cat "$TP/sqlite/stamp"; gcc --version | head -1; } | digest)
+	if stamp_ok "$out/stamp" "$key" && [ -x "$out/speedtest1" ]; then
+		log "host speedtest1 up to date"
+		return
+	fi
+	mkdir -p "$out" && rm -f "$out/stamp"
+	# The guest's build's sqlite_cfg.h describes riscv64 glibc; this host is glibc too.
+	gcc -O2 -D_HAVE_SQLITE_CONFIG_H -DSQLITE_THREADSAFE=0 -DSQLITE_OMIT_LOAD_EXTENSION \
+		-DSQLITE_TEMP_STORE=2 -I"$TP/sqlite/obj" -o "$out/speedtest1" \
+		"$src/test/speedtest1.c" "$TP/sqlite/obj/sqlite3.c" -lm >"$out/build.log" 2>&1 ||
+		{ tail -30 "$out/build.log" >&2; die "host speedtest1 build failed, see $out/build.log"; }
+	echo "$key" >"$out/stamp"
+	log "host speedtest1: $(stat -c %s "$out/speedtest1") bytes"
+}
+
 ## --- main ----------------------------------------------------------------------------------
 
-[ $# -ge 1 ] || die "usage: fetch-build.sh busybox|pjdfstest|rootfs|check [TESTDIR...]|fio|sqlite"
+[ $# -ge 1 ] || die "usage: fetch-build.sh busybox|pjdfstest|rootfs|check [TESTDIR...]|fio|sqlite|sqlite-host"
 command=$1
 shift
 case "$command" in
@@ -430,5 +454,6 @@ rootfs) cmd_rootfs ;;
 check) cmd_check "$@" ;;
 fio) cmd_fio ;;
 sqlite) cmd_sqlite ;;
+sqlite-host) cmd_sqlite_host ;;
 *) die "unknown command $command" ;;
 esac

@@ -12,6 +12,7 @@ pub mod file;
 pub mod lock;
 pub mod path;
 pub mod perm;
+pub mod procfs;
 pub mod window_pager;
 
 use alloc::string::String;

@@ -1079,3 +1079,16 @@ fn anon_area(start: usize, len: usize, perm: Perm, obj: Option<Arc<SharedAnon>>)
         ..Area::new(start, start + len, perm)
     }
 }
+
+/// Figures for `/proc/<pid>/stat` and `statm`.
+impl AddrSpace {
+    /// Bytes of user address space covered by areas (`VmSize`).
+    pub fn mapped_bytes(&self) -> usize {
+        self.areas.values().map(|a| a.end - a.start).sum()
+    }
+
+    /// User pages mapped right now (`VmRSS`, in pages).
+    pub fn resident_pages(&self) -> usize {
+        self.frames.len()
+    }
+}

@@ -2,6 +2,12 @@
 //!
 //! Frames are handed out zeroed and owned by a [`Frame`], which returns the page to the pool
 //! when dropped, so a page can never be freed twice or leaked by an error path.
+//!
+//! The last [`KERNEL_RESERVE`] frames are the kernel's: [`alloc`] and [`alloc_for_overwrite`]
+//! (user pages, user page tables) stop short of them, and only the disk windows' own paths
+//! ([`alloc_kernel_for_overwrite`]: a kvdb page fault, a commit's dirty pages, the window's
+//! page tables) may take them. So a program that has taken every frame it can (and is about
+//! to be killed for it) cannot leave a file system unable to read its next B+tree page.
 
 use alloc::vec::Vec;
 use spin::Mutex;
@@ -87,10 +93,28 @@ impl Drop for Frame {
     }
 }
 
+/// Frames only the kernel's own paths may take (4 MiB: a few of the window's largest fault
+/// clusters and a commit's pages).
+pub const KERNEL_RESERVE: usize = 1024;
+
 /// A frame whose old contents are left in place, for a caller that overwrites all of it
-/// before anyone can read it (disk window pages). `None` when memory is exhausted.
+/// before anyone can read it. `None` when only the kernel's reserve is left.
 pub fn alloc_for_overwrite() -> Option<Frame> {
+    take(KERNEL_RESERVE)
+}
+
+/// As [`alloc_for_overwrite`], for the disk windows: may take the reserve. `None` when
+/// memory is exhausted.
+pub fn alloc_kernel_for_overwrite() -> Option<Frame> {
+    take(0)
+}
+
+/// A frame, if more than `keep` would be left free.
+fn take(keep: usize) -> Option<Frame> {
     let mut p = POOL.lock();
+    if (p.end - p.next) / PAGE_SIZE + p.free.len() <= keep {
+        return None;
+    }
     let pa = if let Some(pa) = p.free.pop() {
         pa
     } else if p.next < p.end {
@@ -103,9 +127,16 @@ pub fn alloc_for_overwrite() -> Option<Frame> {
     Some(Frame { pa })
 }
 
-/// A zeroed frame, or `None` when memory is exhausted.
+/// A zeroed frame, or `None` when only the kernel's reserve is left.
 pub fn alloc() -> Option<Frame> {
     let mut f = alloc_for_overwrite()?;
+    f.bytes_mut().fill(0);
+    Some(f)
+}
+
+/// A zeroed frame for the disk windows' page tables: may take the reserve.
+pub fn alloc_kernel() -> Option<Frame> {
+    let mut f = alloc_kernel_for_overwrite()?;
     f.bytes_mut().fill(0);
     Some(f)
 }

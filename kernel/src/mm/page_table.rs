@@ -82,7 +82,7 @@ pub fn map_kernel_page(va: usize, pa: usize, level0_tables: &mut Vec<Frame>) -> 
     let l1 = PageTable::words_at((root_pte >> 10) << 12);
     let i1 = (va >> 21) & 0x1ff;
     if l1[i1] & PteFlags::V.bits() == 0 {
-        let Some(f) = frame::alloc() else {
+        let Some(f) = frame::alloc_kernel() else {
             return false;
         };
         l1[i1] = ((f.pa() >> 12) << 10) | PteFlags::V.bits();

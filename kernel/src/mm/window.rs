@@ -101,7 +101,7 @@ impl DiskWindow {
         };
         let mut level1 = Vec::new();
         for g in 0..gibs {
-            let f = frame::alloc().ok_or(VfsError::NoMemory)?;
+            let f = frame::alloc_kernel().ok_or(VfsError::NoMemory)?;
             page_table::add_kernel_subtree(((base + g * GIB) >> 30) & 0x1ff, f.pa());
             level1.push(f);
         }
@@ -223,17 +223,24 @@ impl DiskWindow {
         // device read straight into each physically contiguous run of them: no bounce copy.
         let mut frames: Vec<Frame> = Vec::with_capacity(n);
         for _ in 0..n {
-            let f = match frame::alloc_for_overwrite() {
+            let f = match frame::alloc_kernel_for_overwrite() {
                 Some(f) => f,
                 None => {
                     let keep: BTreeSet<usize> = (index..index + n).collect();
                     let victims = st.frames.len() / 4 + 1;
                     Self::evict(self.base, &mut st, victims, &keep);
-                    frame::alloc_for_overwrite().ok_or(VfsError::NoMemory)?
+                    match frame::alloc_kernel_for_overwrite() {
+                        Some(f) => f,
+                        // Short of frames: read fewer pages than the cluster (the faulting
+                        // page is the first, so one frame is enough).
+                        None if !frames.is_empty() => break,
+                        None => return Err(VfsError::NoMemory),
+                    }
                 }
             };
             frames.push(f);
         }
+        let n = frames.len();
         frames.sort_unstable_by_key(|f| f.pa());
         let mut k = 0;
         while k < n {
@@ -304,13 +311,13 @@ impl DiskWindow {
                 .collect();
             let mut fresh: Vec<Frame> = Vec::with_capacity(missing.len());
             for _ in 0..missing.len() {
-                let f = match frame::alloc_for_overwrite() {
+                let f = match frame::alloc_kernel_for_overwrite() {
                     Some(f) => f,
                     None => {
                         let keep: BTreeSet<usize> = missing.iter().copied().collect();
                         let victims = st.frames.len() / 4 + 1;
                         Self::evict(self.base, &mut st, victims, &keep);
-                        frame::alloc_for_overwrite().ok_or(VfsError::NoMemory)?
+                        frame::alloc_kernel_for_overwrite().ok_or(VfsError::NoMemory)?
                     }
                 };
                 fresh.push(f);

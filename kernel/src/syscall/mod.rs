@@ -8,7 +8,7 @@ mod attr;
 mod fs;
 mod futex;
 mod io;
-mod misc;
+pub(crate) mod misc;
 mod namespace;
 mod poll;
 mod process;

@@ -11,6 +11,7 @@
 
 pub mod cred;
 pub mod futex;
+pub mod ps;
 pub mod signal;
 mod switch;
 pub mod wait;
@@ -82,7 +83,26 @@ pub struct ProcInner {
     /// Nice value (-20..=19; getpriority/setpriority). Inherited by fork; the round-robin
     /// scheduler does not weigh it yet.
     pub nice: i32,
+    /// The program's name (`comm`: the executable's file name, at most 15 bytes) and its
+    /// arguments as /proc/<pid>/cmdline gives them (each followed by a NUL byte).
+    pub comm: String,
+    pub cmdline: Vec<u8>,
     kstack: Box<[u8]>,
+}
+
+/// `comm` and `cmdline` of a program run as `path` with `argv`.
+fn names_of(path: &str, argv: &[String]) -> (String, Vec<u8>) {
+    let base = path.rsplit('/').next().unwrap_or(path);
+    let mut end = base.len().min(15);
+    while !base.is_char_boundary(end) {
+        end -= 1;
+    }
+    let mut cmdline = Vec::new();
+    for a in argv {
+        cmdline.extend_from_slice(a.as_bytes());
+        cmdline.push(0);
+    }
+    (String::from(&base[..end]), cmdline)
 }
 
 pub struct Process {
@@ -238,6 +258,7 @@ fn load_program(
 /// Create the first process from the executable at `path`.
 pub fn spawn_init(path: &str, argv: Vec<String>) -> Result<(), Errno> {
     let env: Vec<String> = INIT_ENV.iter().map(|s| String::from(*s)).collect();
+    let (comm, cmdline) = names_of(path, &argv);
     let (space, entry, sp) = load_program("/", path, argv, &env, &cred::Cred::default())?;
     let kstack = new_kstack()?;
     let tf = Box::new(TrapFrame::new_user(entry, sp, kstack_top(&kstack)));
@@ -258,6 +279,8 @@ pub fn spawn_init(path: &str, argv: Vec<String>) -> Result<(), Errno> {
         cpu_ns: 0,
         children_cpu_ns: 0,
         nice: 0,
+        comm,
+        cmdline,
         kstack,
     });
     Ok(())
@@ -474,6 +497,8 @@ pub fn fork(tf: &TrapFrame) -> Result<usize, Errno> {
             cpu_ns: 0,
             children_cpu_ns: 0,
             nice: p.nice,
+            comm: p.comm.clone(),
+            cmdline: p.cmdline.clone(),
             kstack,
         }
     };
@@ -485,8 +510,11 @@ pub fn fork(tf: &TrapFrame) -> Result<usize, Errno> {
 /// Replace the current program (execve).
 pub fn exec(path: &str, argv: Vec<String>, envp: Vec<String>) -> Result<(), Errno> {
     let (cwd, creds) = with_current(|p| (p.cwd.clone(), p.cred.clone()));
+    let (comm, cmdline) = names_of(path, &argv);
     let (space, entry, sp) = load_program(&cwd, path, argv, &envp, &creds)?;
     let closed = with_current(|p| {
+        p.comm = comm;
+        p.cmdline = cmdline;
         let ksp = p.tf.kernel_sp;
         *p.tf = TrapFrame::new_user(entry, sp, ksp);
         space.activate();

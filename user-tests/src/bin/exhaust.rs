@@ -5,6 +5,10 @@
 //! - memory hog: a child maps and touches anonymous memory in 64 MiB pieces until the kernel
 //!   stops it: it must die of SIGKILL (an out-of-memory kill), not SIGSEGV, and the kernel must
 //!   not panic;
+//! - the same with shared anonymous memory (MAP_SHARED | MAP_ANONYMOUS);
+//! - hog beside a writer: while a child takes every page it can (until its out-of-memory
+//!   kill), this process keeps writing, fsyncing and reading back files on DIR: every
+//!   write and fsync must succeed and read back (the kernel keeps frames for the file system);
 //! - fork bomb: fork without reaping until fork fails: EAGAIN or ENOMEM, then every child is
 //!   reaped;
 //! - descriptor hog: open /dev/null until EMFILE (at most 1024 descriptors), then close them;
@@ -69,29 +73,16 @@ fn in_child(f: impl FnOnce() -> i32) -> Result<sys::WaitStatus, String> {
 }
 
 fn memory_hog() -> Result<(), String> {
-    let st = in_child(|| {
-        loop {
-            // SAFETY: an anonymous private mapping: no pointer argument.
-            let r = unsafe {
-                syscall6(
-                    abi::syscall::SYS_MMAP,
-                    0,
-                    PIECE,
-                    (PROT_READ | PROT_WRITE) as usize,
-                    (MAP_PRIVATE | MAP_ANONYMOUS) as usize,
-                    usize::MAX,
-                    0,
-                )
-            };
-            let Ok(addr) = ret(r) else {
-                return 2; // mmap said no before touching ran out: also acceptable below
-            };
-            for off in (0..PIECE).step_by(4096) {
-                // SAFETY: the page lies inside the mapping just made, readable and writable.
-                unsafe { core::ptr::write_volatile((addr + off) as *mut u8, 1) };
-            }
-        }
-    })?;
+    hog_dies_of_sigkill(MAP_PRIVATE)
+}
+
+/// The same with `MAP_SHARED | MAP_ANONYMOUS` pieces (pages a fork would share).
+fn memory_hog_shared() -> Result<(), String> {
+    hog_dies_of_sigkill(MAP_SHARED)
+}
+
+fn hog_dies_of_sigkill(share: u32) -> Result<(), String> {
+    let st = in_child(|| hog_forever(share))?;
     match st.signal() {
         Some(SIGKILL) => Ok(()),
         Some(s) => Err(format!(
@@ -99,6 +90,95 @@ fn memory_hog() -> Result<(), String> {
         )),
         None if st.exit_code() == 2 => Ok(()),
         None => Err(format!("memory hog exited with {}", st.exit_code())),
+    }
+}
+
+/// Touch anonymous memory (`share`: MAP_PRIVATE or MAP_SHARED) until killed; 2 if mmap
+/// refuses first.
+fn hog_forever(share: u32) -> i32 {
+    loop {
+        // SAFETY: an anonymous private mapping: no pointer argument.
+        let r = unsafe {
+            syscall6(
+                abi::syscall::SYS_MMAP,
+                0,
+                PIECE,
+                (PROT_READ | PROT_WRITE) as usize,
+                (share | MAP_ANONYMOUS) as usize,
+                usize::MAX,
+                0,
+            )
+        };
+        let Ok(addr) = ret(r) else {
+            return 2;
+        };
+        for off in (0..PIECE).step_by(4096) {
+            // SAFETY: the page lies inside the mapping just made, readable and writable.
+            unsafe { core::ptr::write_volatile((addr + off) as *mut u8, 1) };
+        }
+    }
+}
+
+fn hog_beside_writer(dir: &str) -> Result<(), String> {
+    const WNOHANG: u32 = 1;
+    let hog = match sys::fork() {
+        Ok(0) => sys::exit(hog_forever(MAP_PRIVATE)),
+        Ok(pid) => pid,
+        Err(e) => return Err(format!("fork: {e:?}")),
+    };
+    let path = user_tests::path_join(dir, "exhaust-writer");
+    let mut hog_status = None;
+    let mut rounds = 0u32;
+    // Until the hog is gone, and a few rounds after (at most 400 rounds).
+    let mut after = 0;
+    while after < 3 && rounds < 400 {
+        let data: Vec<u8> = (0..256 * 1024u32).map(|i| (i ^ rounds) as u8).collect();
+        let fd = sys::open(&path, O_CREAT | O_TRUNC | O_RDWR, 0o644)
+            .map_err(|e| format!("round {rounds}: open: {e:?}"))?;
+        sys::write_all(fd, &data).map_err(|e| format!("round {rounds}: write: {e:?}"))?;
+        sys::fsync(fd).map_err(|e| format!("round {rounds}: fsync: {e:?}"))?;
+        let _ = sys::close(fd);
+        let fd = sys::open(&path, O_RDONLY, 0).map_err(|e| format!("reopen: {e:?}"))?;
+        let mut back = vec![0u8; data.len() + 1];
+        let n = sys::read_full(fd, &mut back).map_err(|e| format!("read: {e:?}"))?;
+        let _ = sys::close(fd);
+        if back[..n] != data[..] {
+            return Err(format!(
+                "round {rounds}: file read back differs ({n} bytes)"
+            ));
+        }
+        rounds += 1;
+        if hog_status.is_none() {
+            if let Ok((pid, st)) = sys::wait4(hog, WNOHANG) {
+                if pid == hog {
+                    hog_status = Some(st);
+                }
+            }
+        } else {
+            after += 1;
+        }
+    }
+    let st = match hog_status {
+        Some(st) => st,
+        None => {
+            // SAFETY: kill takes no pointer.
+            let _ = unsafe { syscall2(abi::syscall::SYS_KILL, hog as usize, SIGKILL as usize) };
+            let _ = sys::waitpid(hog);
+            return Err(format!("the hog was still alive after {rounds} rounds"));
+        }
+    };
+    let _ = sys::unlink(&path);
+    println!(
+        "  hog beside writer: {rounds} rounds of write+fsync+read, hog ended by {:?}",
+        st.signal()
+    );
+    match st.signal() {
+        Some(SIGKILL) => Ok(()),
+        _ if st.exited() && st.exit_code() == 2 => Ok(()),
+        s => Err(format!(
+            "hog ended with signal {s:?} / exit {}",
+            st.exit_code()
+        )),
     }
 }
 
@@ -450,8 +530,11 @@ fn main(argv: &[&str]) -> i32 {
         eprintln!("exhaust: cannot write {w}: {e:?}");
         return 2;
     }
-    let cases: [(&str, &Case<'_>); 8] = [
+    let hog_writer = || hog_beside_writer(dir);
+    let cases: [(&str, &Case<'_>); 10] = [
         ("memory_hog", &memory_hog),
+        ("memory_hog_shared", &memory_hog_shared),
+        ("hog_beside_writer", &hog_writer),
         ("fork_bomb", &fork_bomb),
         ("fd_hog", &fd_hog),
         ("pipe_without_reader", &pipe_without_reader),

@@ -1,0 +1,462 @@
+//! procfs: `/proc`, made on every read from the kernel's own tables, so `ps`, `top`, `free`,
+//! `mount` and `df` (busybox reads these files) see the system as it is now.
+//!
+//! Layout (a subset of Linux's, same formats):
+//! - `/proc/<pid>/`: `stat` (the 52 fields of proc(5), zeros where we keep nothing),
+//!   `status`, `statm`, `cmdline` (the arguments, each ended by NUL), `comm`, `cwd` (a link);
+//! - `/proc/self` (a link to the caller's directory), `mounts`, `meminfo`, `uptime`, `stat`,
+//!   `loadavg`, `filesystems`, `version`, `cpuinfo`.
+//!
+//! Files report size 0, as Linux's do; a read at an offset cuts the text made for that read,
+//! so a reader that reads in pieces can see two states of a process (as on Linux without
+//! seq_file's buffering). A process that is gone makes its nodes answer `NotFound`.
+//! Nothing here is writable.
+
+use alloc::format;
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::any::Any;
+use core::fmt::Write;
+
+use vfs::{DirEntry, FileSystem, FileType, Metadata, Node, NodeRef, VfsError, VfsResult};
+
+use super::devfs::meta;
+
+/// What `/proc/<pid>` shows of one process (filled by `task::ps`).
+pub struct PsInfo {
+    pub pid: usize,
+    pub ppid: usize,
+    pub pgid: usize,
+    pub sid: usize,
+    /// proc(5)'s state letter: R, S, Z.
+    pub state: char,
+    /// The program's name (the executable's file name, at most 15 bytes, as `comm`).
+    pub comm: String,
+    /// argv, each argument followed by a NUL byte.
+    pub cmdline: Vec<u8>,
+    pub cwd: String,
+    pub uid: u32,
+    pub gid: u32,
+    pub threads: usize,
+    /// CPU time of the process and of its reaped children, in nanoseconds.
+    pub cpu_ns: u64,
+    pub children_cpu_ns: u64,
+    pub nice: i32,
+    /// Bytes of user address space in areas, and resident pages.
+    pub vsize: u64,
+    pub rss_pages: u64,
+}
+
+/// Clock ticks per second in `stat` (Linux's USER_HZ, as `times` counts).
+const HZ: u64 = crate::syscall::misc::CLK_TCK;
+
+fn ticks(ns: u64) -> u64 {
+    ns / (1_000_000_000 / HZ)
+}
+
+pub struct ProcFs {
+    root: Arc<ProcRoot>,
+}
+
+impl ProcFs {
+    pub fn new() -> Arc<ProcFs> {
+        Arc::new(ProcFs {
+            root: Arc::new(ProcRoot),
+        })
+    }
+}
+
+impl FileSystem for ProcFs {
+    fn fs_name(&self) -> &'static str {
+        "proc"
+    }
+    fn root(&self) -> VfsResult<NodeRef> {
+        Ok(self.root.clone())
+    }
+    fn statfs(&self) -> VfsResult<vfs::FsStats> {
+        Ok(vfs::FsStats {
+            fs_type: 0x9fa0, // PROC_SUPER_MAGIC
+            block_size: 4096,
+            name_max: 255,
+            ..Default::default()
+        })
+    }
+}
+
+/// Files of the root directory, with their inode numbers (pids use `pid << 8 | k`).
+const ROOT_FILES: [(&str, Gen, u64); 9] = [
+    ("mounts", Gen::Mounts, 3),
+    ("meminfo", Gen::Meminfo, 4),
+    ("uptime", Gen::Uptime, 5),
+    ("stat", Gen::Stat, 6),
+    ("loadavg", Gen::Loadavg, 7),
+    ("filesystems", Gen::Filesystems, 8),
+    ("version", Gen::Version, 9),
+    ("cpuinfo", Gen::Cpuinfo, 10),
+    ("self", Gen::SelfLink, 11),
+];
+
+/// Files of a process directory: name, what, and the low byte of the inode number.
+const PID_FILES: [(&str, PidGen, u64); 6] = [
+    ("stat", PidGen::Stat, 2),
+    ("status", PidGen::Status, 3),
+    ("statm", PidGen::Statm, 4),
+    ("cmdline", PidGen::Cmdline, 5),
+    ("comm", PidGen::Comm, 6),
+    ("cwd", PidGen::Cwd, 7),
+];
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Gen {
+    Mounts,
+    Meminfo,
+    Uptime,
+    Stat,
+    Loadavg,
+    Filesystems,
+    Version,
+    Cpuinfo,
+    SelfLink,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum PidGen {
+    Stat,
+    Status,
+    Statm,
+    Cmdline,
+    Comm,
+    Cwd,
+}
+
+struct ProcRoot;
+struct PidDir {
+    pid: usize,
+}
+struct RootFile {
+    what: Gen,
+    ino: u64,
+}
+struct PidFile {
+    pid: usize,
+    what: PidGen,
+}
+
+fn pid_ino(pid: usize, k: u64) -> u64 {
+    ((pid as u64) << 8) | k
+}
+
+fn info(pid: usize) -> VfsResult<PsInfo> {
+    crate::task::ps::info(pid).ok_or(VfsError::NotFound)
+}
+
+/// The part of `text` at `offset` that fits `buf`.
+fn read_text(text: &[u8], offset: u64, buf: &mut [u8]) -> VfsResult<usize> {
+    let Ok(start) = usize::try_from(offset) else {
+        return Ok(0);
+    };
+    if start >= text.len() {
+        return Ok(0);
+    }
+    let n = buf.len().min(text.len() - start);
+    buf[..n].copy_from_slice(&text[start..start + n]);
+    Ok(n)
+}
+
+/// Emit directory entries from `cookie` on: `.`, `..`, then `entries`.
+fn list(
+    cookie: u64,
+    self_ino: u64,
+    entries: &[(String, u64, FileType)],
+    sink: &mut dyn FnMut(DirEntry<'_>) -> bool,
+) -> VfsResult<()> {
+    let mut i = cookie as usize;
+    loop {
+        let (name, ino, ftype) = match i {
+            0 => (".", self_ino, FileType::Directory),
+            1 => ("..", 1, FileType::Directory),
+            _ => match entries.get(i - 2) {
+                Some((n, ino, t)) => (n.as_str(), *ino, *t),
+                None => return Ok(()),
+            },
+        };
+        if !sink(DirEntry {
+            ino,
+            ftype,
+            name,
+            next_cookie: i as u64 + 1,
+        }) {
+            return Ok(());
+        }
+        i += 1;
+    }
+}
+
+impl Node for ProcRoot {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn getattr(&self) -> VfsResult<Metadata> {
+        Ok(meta(1, FileType::Directory, 0o555, 0, 0))
+    }
+    fn lookup(&self, name: &str) -> VfsResult<NodeRef> {
+        if let Some(&(_, what, ino)) = ROOT_FILES.iter().find(|(n, _, _)| *n == name) {
+            return Ok(Arc::new(RootFile { what, ino }));
+        }
+        let pid: usize = name.parse().map_err(|_| VfsError::NotFound)?;
+        if name.starts_with('0') || crate::task::ps::info(pid).is_none() {
+            return Err(VfsError::NotFound);
+        }
+        Ok(Arc::new(PidDir { pid }))
+    }
+    fn readdir(&self, cookie: u64, sink: &mut dyn FnMut(DirEntry<'_>) -> bool) -> VfsResult<()> {
+        let mut entries: Vec<(String, u64, FileType)> = ROOT_FILES
+            .iter()
+            .map(|&(n, what, ino)| {
+                let t = if what == Gen::SelfLink {
+                    FileType::Symlink
+                } else {
+                    FileType::Regular
+                };
+                (String::from(n), ino, t)
+            })
+            .collect();
+        for pid in crate::task::ps::pids() {
+            entries.push((format!("{pid}"), pid_ino(pid, 1), FileType::Directory));
+        }
+        list(cookie, 1, &entries, sink)
+    }
+}
+
+impl Node for PidDir {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn getattr(&self) -> VfsResult<Metadata> {
+        let p = info(self.pid)?;
+        let mut m = meta(pid_ino(self.pid, 1), FileType::Directory, 0o555, 0, 0);
+        m.uid = p.uid;
+        m.gid = p.gid;
+        Ok(m)
+    }
+    fn lookup(&self, name: &str) -> VfsResult<NodeRef> {
+        info(self.pid)?;
+        let &(_, what, _) = PID_FILES
+            .iter()
+            .find(|(n, _, _)| *n == name)
+            .ok_or(VfsError::NotFound)?;
+        Ok(Arc::new(PidFile {
+            pid: self.pid,
+            what,
+        }))
+    }
+    fn readdir(&self, cookie: u64, sink: &mut dyn FnMut(DirEntry<'_>) -> bool) -> VfsResult<()> {
+        info(self.pid)?;
+        let entries: Vec<(String, u64, FileType)> = PID_FILES
+            .iter()
+            .map(|&(n, what, k)| {
+                let t = if what == PidGen::Cwd {
+                    FileType::Symlink
+                } else {
+                    FileType::Regular
+                };
+                (String::from(n), pid_ino(self.pid, k), t)
+            })
+            .collect();
+        list(cookie, pid_ino(self.pid, 1), &entries, sink)
+    }
+}
+
+impl Node for RootFile {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn getattr(&self) -> VfsResult<Metadata> {
+        if self.what == Gen::SelfLink {
+            let target = self.readlink()?;
+            return Ok(meta(
+                self.ino,
+                FileType::Symlink,
+                0o777,
+                target.len() as u64,
+                0,
+            ));
+        }
+        Ok(meta(self.ino, FileType::Regular, 0o444, 0, 0))
+    }
+    fn readlink(&self) -> VfsResult<String> {
+        match self.what {
+            Gen::SelfLink => Ok(format!("{}", crate::task::current_pid())),
+            _ => Err(VfsError::InvalidInput),
+        }
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> VfsResult<usize> {
+        let text = match self.what {
+            Gen::Mounts => mounts(),
+            Gen::Meminfo => meminfo(),
+            Gen::Uptime => {
+                let ns = crate::arch::time::monotonic_ns();
+                let up = format!("{}.{:02}", ns / 1_000_000_000, ns / 10_000_000 % 100);
+                format!("{up} {up}\n")
+            }
+            Gen::Stat => stat(),
+            Gen::Loadavg => {
+                let pids = crate::task::ps::pids();
+                let last = pids.iter().max().copied().unwrap_or(0);
+                format!("0.00 0.00 0.00 1/{} {}\n", pids.len(), last)
+            }
+            Gen::Filesystems => String::from("\tfat32\n\tdbfs\nnodev\tdevfs\nnodev\tproc\n"),
+            Gen::Version => format!(
+                "dbfs-os version {} (riscv64, Rust kernel)\n",
+                env!("CARGO_PKG_VERSION")
+            ),
+            Gen::Cpuinfo => {
+                String::from("processor\t: 0\nhart\t\t: 0\nisa\t\t: rv64imafdc\nmmu\t\t: sv39\n\n")
+            }
+            Gen::SelfLink => return Err(VfsError::InvalidInput),
+        };
+        read_text(text.as_bytes(), offset, buf)
+    }
+}
+
+impl Node for PidFile {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn getattr(&self) -> VfsResult<Metadata> {
+        let p = info(self.pid)?;
+        let k = PID_FILES
+            .iter()
+            .find(|(_, w, _)| *w == self.what)
+            .map_or(0, |f| f.2);
+        let mut m = if self.what == PidGen::Cwd {
+            meta(
+                pid_ino(self.pid, k),
+                FileType::Symlink,
+                0o777,
+                p.cwd.len() as u64,
+                0,
+            )
+        } else {
+            meta(pid_ino(self.pid, k), FileType::Regular, 0o444, 0, 0)
+        };
+        m.uid = p.uid;
+        m.gid = p.gid;
+        Ok(m)
+    }
+    fn readlink(&self) -> VfsResult<String> {
+        match self.what {
+            PidGen::Cwd => Ok(info(self.pid)?.cwd),
+            _ => Err(VfsError::InvalidInput),
+        }
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> VfsResult<usize> {
+        let p = info(self.pid)?;
+        let text: Vec<u8> = match self.what {
+            PidGen::Stat => pid_stat(&p).into_bytes(),
+            PidGen::Status => pid_status(&p).into_bytes(),
+            PidGen::Statm => format!(
+                "{} {} 0 0 0 0 0\n",
+                p.vsize / crate::mm::PAGE_SIZE as u64,
+                p.rss_pages
+            )
+            .into_bytes(),
+            PidGen::Cmdline => p.cmdline,
+            PidGen::Comm => format!("{}\n", p.comm).into_bytes(),
+            PidGen::Cwd => return Err(VfsError::InvalidInput),
+        };
+        read_text(&text, offset, buf)
+    }
+}
+
+/// `/proc/<pid>/stat`: proc(5)'s fields in order.
+fn pid_stat(p: &PsInfo) -> String {
+    let mut s = format!(
+        "{} ({}) {} {} {} {} 0 -1 0 0 0 0 0 {} 0 {} {} {} {} {} 0 {} {}",
+        p.pid,
+        p.comm,
+        p.state,
+        p.ppid,
+        p.pgid,
+        p.sid,
+        ticks(p.cpu_ns),          // utime (all time counts as user time)
+        ticks(p.children_cpu_ns), // cutime
+        0,                        // cstime
+        20 + p.nice,              // priority
+        p.nice,
+        p.threads,
+        0,       // starttime: not recorded
+        p.vsize, // vsize, bytes
+    );
+    let _ = write!(s, " {}", p.rss_pages);
+    // rsslim .. exit_code: 27 more fields Linux fills; zeros here.
+    for _ in 0..27 {
+        s.push_str(" 0");
+    }
+    s.push('\n');
+    s
+}
+
+fn pid_status(p: &PsInfo) -> String {
+    let state = match p.state {
+        'R' => "R (running)",
+        'Z' => "Z (zombie)",
+        _ => "S (sleeping)",
+    };
+    format!(
+        "Name:\t{}\nState:\t{}\nTgid:\t{}\nPid:\t{}\nPPid:\t{}\nUid:\t{u}\t{u}\t{u}\t{u}\nGid:\t{g}\t{g}\t{g}\t{g}\nThreads:\t{}\nVmSize:\t{} kB\nVmRSS:\t{} kB\n",
+        p.comm,
+        state,
+        p.pid,
+        p.pid,
+        p.ppid,
+        p.threads,
+        p.vsize / 1024,
+        p.rss_pages * crate::mm::PAGE_SIZE as u64 / 1024,
+        u = p.uid,
+        g = p.gid,
+    )
+}
+
+fn mounts() -> String {
+    let mut s = String::new();
+    for m in super::mounts() {
+        let name = m.fs.fs_name();
+        let _ = writeln!(s, "{name} {} {name} rw 0 0", m.path);
+    }
+    s
+}
+
+fn meminfo() -> String {
+    let kib = crate::mm::PAGE_SIZE as u64 / 1024;
+    let free = crate::mm::frame::free_count() as u64 * kib;
+    let used = crate::mm::frame::used_count() as u64 * kib;
+    let heap_free = crate::mm::heap::free_bytes() as u64 / 1024;
+    format!(
+        "MemTotal:       {:8} kB\nMemFree:        {:8} kB\nMemAvailable:   {:8} kB\nBuffers:        {:8} kB\nCached:         {:8} kB\nSwapTotal:      {:8} kB\nSwapFree:       {:8} kB\nKernelHeapFree: {:8} kB\n",
+        free + used,
+        free,
+        free,
+        0,
+        0,
+        0,
+        0,
+        heap_free
+    )
+}
+
+fn stat() -> String {
+    let now = crate::arch::time::monotonic_ns();
+    let busy: u64 = crate::task::ps::pids()
+        .into_iter()
+        .filter_map(crate::task::ps::info)
+        .map(|p| p.cpu_ns)
+        .sum();
+    let (user, idle) = (ticks(busy), ticks(now.saturating_sub(busy)));
+    let boot = crate::arch::time::realtime_ns().saturating_sub(now) / 1_000_000_000;
+    let procs = crate::task::ps::pids().len();
+    format!(
+        "cpu  {user} 0 0 {idle} 0 0 0 0 0 0\ncpu0 {user} 0 0 {idle} 0 0 0 0 0 0\nbtime {boot}\nprocesses {procs}\nprocs_running 1\nprocs_blocked 0\n"
+    )
+}
