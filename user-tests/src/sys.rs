@@ -1185,3 +1185,11 @@ impl Mapping {
         sum
     }
 }
+
+/// `pipe2(fds, flags)`: (read end, write end).
+pub fn pipe2(flags: u32) -> SysResult<(Fd, Fd)> {
+    let mut fds = [0i32; 2];
+    // SAFETY: `fds` is a writable array of two ints, what pipe2 fills.
+    check(unsafe { syscall2(SYS_PIPE2, fds.as_mut_ptr() as usize, flags as usize) })?;
+    Ok((fds[0], fds[1]))
+}

@@ -279,6 +279,10 @@ pub fn mmap_errors(cx: &Ctx) -> TestResult {
         Errno::ENODEV,
         "mapping of a terminal",
     )?;
+    let (r, w) = sys::pipe2(O_CLOEXEC).what("pipe2")?;
+    let pipe_map = sys::mmap(0, PAGE, PROT_READ, MAP_SHARED, r, 0).map(|m| m.addr());
+    let _ = (sys::close(r), sys::close(w));
+    expect_errno(pipe_map, Errno::ENODEV, "mapping of a pipe")?;
     // msync: unaligned address, bad flags, an unmapped range.
     let m = sys::mmap(0, 2 * PAGE, PROT_READ, MAP_SHARED, ro.fd(), 0).what("mmap")?;
     expect_errno(
