@@ -130,14 +130,17 @@ struct Area {
     file: Option<FileArea>,
 }
 
-/// What a file mapping maps: a file (kept open by the area), from which offset, privately
-/// or through the file's shared pages.
+/// What a file mapping maps: a file (kept open by the area), from which offset, and whether
+/// stores reach the file (`MAP_SHARED`) or a private copy (`MAP_PRIVATE`).
 #[derive(Clone)]
 pub struct FileArea {
-    file: FileRef,
+    /// Held only so that the file stays open while it is mapped (as Linux's `vm_file`).
+    _open: FileRef,
     key: FileKey,
-    /// `MAP_SHARED`: the file's one table of pages.
-    shared: Option<Arc<SharedFile>>,
+    /// The file's one table of pages: a shared mapping maps them; a private one maps them
+    /// read-only until its first store to a page, which copies it.
+    table: Arc<SharedFile>,
+    private: bool,
     /// The file offset of address `va0` (the area's first address when it was made; splits
     /// keep it, so every part computes its offsets the same way).
     va0: usize,
@@ -147,19 +150,21 @@ pub struct FileArea {
 }
 
 impl FileArea {
-    /// A mapping of `file` (whose lock key is `key`) from `offset`, shared through `shared`
-    /// or private.
+    /// A mapping of `file` (whose lock key is `key`, whose pages are `table`) from `offset`,
+    /// private (`MAP_PRIVATE`) or shared.
     pub fn new(
         file: Arc<crate::fs::file::OpenFile>,
         key: FileKey,
-        shared: Option<Arc<SharedFile>>,
+        table: Arc<SharedFile>,
+        private: bool,
         offset: u64,
     ) -> FileArea {
         let may_write = file.writable;
         FileArea {
-            file: FileRef::new(file),
+            _open: FileRef::new(file),
             key,
-            shared,
+            table,
+            private,
             va0: 0,
             off0: offset,
             may_write,
@@ -183,13 +188,15 @@ impl Area {
         }
     }
 
-    /// The page-table permissions of the mapped page `va`: the area's, except that a shared
-    /// file page is writable only once it is dirty (so its first store is seen).
-    fn pte_of(&self, va: usize) -> PteFlags {
+    /// The page-table permissions of the page `va`, mapped to `m`: the area's, except that
+    /// a shared file page is writable only once it is dirty (so its first store is seen), and
+    /// a private mapping's view of the file's page never is (its first store copies it).
+    fn pte_of(&self, va: usize, m: Option<&Mapped>) -> PteFlags {
         match &self.file {
-            Some(FileArea {
-                shared: Some(t), ..
-            }) if !t.is_dirty(self.file_index(va)) => self.perm.clean().pte(),
+            Some(f) if f.private && matches!(m, Some(Mapped::Shared(_))) => self.perm.clean().pte(),
+            Some(f) if !f.private && !f.table.is_dirty(self.file_index(va)) => {
+                self.perm.clean().pte()
+            }
             _ => self.perm.pte(),
         }
     }
@@ -363,20 +370,18 @@ impl AddrSpace {
         let m = match (&area.shared, &area.file) {
             (_, Some(fa)) => {
                 let index = fa.index(page);
-                match &fa.shared {
-                    None => {
-                        Mapped::Private(super::file_pages::private_page(&fa.file, fa.key, index)?)
+                let t = &fa.table;
+                let (f, around) = t.page(index)?;
+                self.map_around(page, area, around);
+                if fa.private && access == Access::Write {
+                    Mapped::Private(copy_of(&f)?)
+                } else {
+                    if access == Access::Write {
+                        t.mark_dirty(index);
+                    } else if fa.private || !t.is_dirty(index) {
+                        flags = perm.clean().pte();
                     }
-                    Some(t) => {
-                        let (f, around) = t.page(index)?;
-                        if access == Access::Write {
-                            t.mark_dirty(index);
-                        } else if !t.is_dirty(index) {
-                            flags = perm.clean().pte();
-                        }
-                        self.map_around(page, area, around);
-                        Mapped::Shared(f)
-                    }
+                    Mapped::Shared(f)
                 }
             }
             (None, None) => Mapped::Private(alloc_frame().ok_or(Errno::ENOMEM)?),
@@ -468,16 +473,28 @@ impl AddrSpace {
         }
         let pa = match self.pt.translate(page) {
             Some((pa, _)) => {
-                // Mapped without this permission: a shared file page's first store.
-                if access == Access::Write {
-                    if let Some(FileArea {
-                        shared: Some(t), ..
-                    }) = &area.file
-                    {
-                        t.mark_dirty(area.file_index(page));
+                // Mapped without this permission: a file page's first store. A shared
+                // mapping's page becomes dirty; a private mapping's view of the file's page
+                // is replaced by its own copy.
+                match &area.file {
+                    Some(f) if access == Access::Write && f.private => {
+                        if let Some(Mapped::Shared(shared)) = self.frames.get(&page) {
+                            let own = copy_of(shared)?;
+                            let pa = own.pa();
+                            self.pt.unmap(page);
+                            if !self.pt.map(page, pa, area.perm.pte()) {
+                                self.frames.remove(&page);
+                                return Err(Errno::ENOMEM);
+                            }
+                            self.frames.insert(page, Mapped::Private(own));
+                            return Ok(super::phys_to_virt(pa) + (va - page));
+                        }
                     }
+                    Some(f) if access == Access::Write => f.table.mark_dirty(area.file_index(page)),
+                    _ => {}
                 }
-                self.pt.set_flags(page, area.pte_of(page));
+                let flags = area.pte_of(page, self.frames.get(&page));
+                self.pt.set_flags(page, flags);
                 pa
             }
             None => self.populate(page, &area, area.perm, access)?,
@@ -910,10 +927,7 @@ impl AddrSpace {
         // file not open for writing cannot be made writable (EACCES).
         while s < end {
             let a = self.area_of(s).ok_or(Errno::ENOMEM)?;
-            if perm.contains(Perm::W)
-                && a.file
-                    .as_ref()
-                    .is_some_and(|f| f.shared.is_some() && !f.may_write)
+            if perm.contains(Perm::W) && a.file.as_ref().is_some_and(|f| !f.private && !f.may_write)
             {
                 return Err(Errno::EACCES);
             }
@@ -960,7 +974,9 @@ impl AddrSpace {
         }
         let pages: Vec<usize> = self.frames.range(addr..end).map(|(&va, _)| va).collect();
         for va in pages {
-            let flags = self.area_of(va).map_or(perm.pte(), |a| a.pte_of(va));
+            let flags = self
+                .area_of(va)
+                .map_or(perm.pte(), |a| a.pte_of(va, self.frames.get(&va)));
             self.pt.set_flags(va, flags);
         }
         Ok(())
@@ -985,11 +1001,12 @@ impl AddrSpace {
                 hole = true;
             }
             let (from, to) = (a.start.max(addr), a.end.min(end));
-            if let Some(FileArea {
-                shared: Some(t), ..
-            }) = &a.file
-            {
-                out.push((t.clone(), a.file_index(from), a.file_index(to - 1) + 1));
+            if let Some(f) = a.file.as_ref().filter(|f| !f.private) {
+                out.push((
+                    f.table.clone(),
+                    a.file_index(from),
+                    a.file_index(to - 1) + 1,
+                ));
             }
             at = to;
         }
@@ -1059,7 +1076,9 @@ impl AddrSpace {
                 }
                 Mapped::Shared(f) => Mapped::Shared(f.clone()),
             };
-            let flags = child.area_of(va).map_or(Perm::R.pte(), |a| a.pte_of(va));
+            let flags = child
+                .area_of(va)
+                .map_or(Perm::R.pte(), |a| a.pte_of(va, Some(&m)));
             if !child.pt.map(va, m.frame().pa(), flags) {
                 return Err(Errno::ENOMEM);
             }
@@ -1067,6 +1086,13 @@ impl AddrSpace {
         }
         Ok(child)
     }
+}
+
+/// A private copy of a file page (a private mapping's first store to it).
+fn copy_of(f: &Frame) -> Result<Frame, Errno> {
+    let mut own = alloc_frame().ok_or(Errno::ENOMEM)?;
+    own.bytes_mut().copy_from_slice(f.bytes());
+    Ok(own)
 }
 
 /// A shared file mapping's table and the file pages [first, end) one range maps (`msync`).

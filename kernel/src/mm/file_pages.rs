@@ -1,25 +1,23 @@
 //! The pages of mapped files (`mmap` of a regular file), filled by the page-fault handler.
 //!
-//! Private mappings (`MAP_PRIVATE`) get their own copy of a file page at its first touch
-//! (read or write): the copy is taken from the file's shared table when it has the page (so a
-//! private mapping sees shared writes not yet written back), else read through the file
-//! system's `read_at`. Later changes to the file are not seen by a page already copied (Linux
-//! would keep showing them until the first write; documented in ARCHITECTURE.md).
-//!
-//! Shared mappings (`MAP_SHARED`) of one file, in every process, map the frames of one
+//! Every mapping of one file, in every process, private or shared, maps the frames of one
 //! [`SharedFile`]: a table of that file's pages by page index, keyed by (mount, inode) in a
-//! registry of weak references, alive while some area maps the file shared. There is one
-//! copy of each such page, so:
+//! registry of weak references, alive while some area maps the file. There is one copy of each
+//! such page, so:
 //! - read(2) of the file copies the resident pages over what the file system returned
 //!   ([`overlay_read`]); write(2) copies what it wrote into the resident pages
 //!   ([`update_after_write`]); truncation drops the pages past the new end and zeroes the
 //!   tail of the last one ([`truncated`]), and unmaps them from every address space, so a later
 //!   touch is SIGBUS as on Linux;
-//! - a page is mapped read-only at a read fault and made writable, and marked dirty, at the
-//!   first write fault. Dirty pages reach the file through its ordinary `write_at` (never past
-//!   the file's size) at `msync`, `fsync`, `sync`, and when the last mapping goes (munmap,
-//!   exit, exec). A page stays dirty while any process still maps it (its page-table entries
-//!   stay writable, so later stores are not seen); one nobody maps is clean after writeback.
+//! - a shared mapping (`MAP_SHARED`) maps a page read-only at a read fault and makes it
+//!   writable, and marks it dirty, at the first write fault. Dirty pages reach the file through
+//!   its ordinary `write_at` (never past the file's size) at `msync`, `fsync`, `sync`, and when
+//!   the last mapping goes (munmap, exit, exec). A page stays dirty while any process still
+//!   maps it (its page-table entries stay writable, so later stores are not seen); one nobody
+//!   maps is clean after writeback;
+//! - a private mapping (`MAP_PRIVATE`) maps the table's page read-only too, and so sees
+//!   write(2) and shared stores, until its first store to the page, which gives it a copy of
+//!   its own (as Linux's copy-on-write of page-cache pages). Its pages are never dirty.
 //!
 //! These are frames of their own, never pages of a dbfs disk window: dbfs learns of mapped
 //! writes only through `write_at`, so its copy-on-write commits never see a mapped frame.
@@ -215,25 +213,6 @@ fn load_cluster(
 /// The file's size; a page at or past it is a bus error (`EIO` to the fault handler).
 fn size_of(node: &vfs::NodeRef) -> Result<u64, Errno> {
     Ok(node.getattr()?.size)
-}
-
-/// A private copy of page `index` of `file` for a private mapping: `EIO` if the page lies
-/// wholly past the end of the file (SIGBUS), `ENOMEM` if no frame is left.
-pub fn private_page(file: &FileRef, key: FileKey, index: u64) -> Result<Frame, Errno> {
-    let node = &file.0.loc.node;
-    let size = size_of(node)?;
-    if index.checked_mul(PAGE).is_none_or(|off| off >= size) {
-        return Err(Errno::EIO);
-    }
-    let mut frame = super::addr_space::alloc_frame().ok_or(Errno::ENOMEM)?;
-    if let Some(t) = table_of(key) {
-        if let Some(p) = t.pages.lock().get(&index) {
-            frame.bytes_mut().copy_from_slice(p.frame.bytes());
-            return Ok(frame);
-        }
-    }
-    load(node, index, size, &mut frame)?;
-    Ok(frame)
 }
 
 impl SharedFile {

@@ -85,12 +85,8 @@ fn map_file(
         return Err(Errno::EOVERFLOW);
     }
     let key = f.lock_key()?;
-    let table = if shared {
-        Some(file_pages::shared_table(&f, key)?)
-    } else {
-        None
-    };
-    let area = FileArea::new(f, key, table, offset as u64);
+    let table = file_pages::shared_table(&f, key)?;
+    let area = FileArea::new(f, key, table, !shared, offset as u64);
     with_space(|s| s.mmap_file(addr, len, perm, fixed, area))
 }
 

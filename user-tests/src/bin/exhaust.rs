@@ -19,8 +19,8 @@
 //! - map hog: processes map one page at a time (nothing touched) until mmap says no: ENOMEM,
 //!   at Linux's vm.max_map_count (65530) in one process, sooner when many do it at once and
 //!   the kernel heap runs short, never a crash;
-//! - file map hog: a child maps a file on DIR privately again and again, touching every
-//!   page (each touch copies the file's page): it must die of SIGKILL; then a child stores
+//! - file map hog: a child maps a file on DIR privately again and again, storing to every
+//!   page (each store copies the file's page): it must die of SIGKILL; then a child stores
 //!   into every page of a shared mapping of the file and hogs anonymous memory until its
 //!   out-of-memory kill: its stores must reach the file (written back as its mappings go);
 //! - huge argv: execve with 300 KiB of arguments: E2BIG;
@@ -132,6 +132,9 @@ fn file_map_hog(dir: &str) -> Result<(), String> {
             if unsafe { core::ptr::read_volatile((addr + off) as *const u8) } != 0x5a {
                 return 3;
             }
+            // The store makes the page this mapping's own copy.
+            // SAFETY: as above; the mapping is writable.
+            unsafe { core::ptr::write_volatile((addr + off) as *mut u8, 1) };
         }
     })?;
     match st.signal() {
