@@ -82,6 +82,7 @@ static FILE_AREAS: AtomicUsize = AtomicUsize::new(0);
 pub struct FileRef(pub Arc<crate::fs::file::OpenFile>);
 
 impl FileRef {
+    /// Hold `f` open for one area.
     pub fn new(f: Arc<crate::fs::file::OpenFile>) -> FileRef {
         FILE_AREAS.fetch_add(1, Relaxed);
         FileRef(f)
@@ -100,7 +101,7 @@ impl Drop for FileRef {
     }
 }
 
-/// The shared table of the file `f` (whose key is `key`), made if it has none.
+/// The table of the file `f` (whose key is `key`), made if it has none (its first mapping).
 pub fn shared_table(f: &crate::fs::file::OpenFile, key: FileKey) -> Result<Arc<SharedFile>, Errno> {
     let mut tables = TABLES.lock();
     if let Some(t) = tables.get(&key).and_then(Weak::upgrade) {
@@ -295,6 +296,7 @@ impl SharedFile {
         }
     }
 
+    /// Whether page `index` holds stores not yet known to be written back.
     pub fn is_dirty(&self, index: u64) -> bool {
         self.pages.lock().get(&index).is_some_and(|p| p.dirty)
     }
