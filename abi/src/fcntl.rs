@@ -102,6 +102,17 @@ pub const MAP_PRIVATE: u32 = 0x02;
 pub const MAP_FIXED: u32 = 0x10;
 /// `mmap`: zeroed memory, not backed by a file (the descriptor is ignored).
 pub const MAP_ANONYMOUS: u32 = 0x20;
+/// `msync`: start writing back, do not wait.
+pub const MS_ASYNC: u32 = 1;
+/// `msync`: drop cached copies (nothing to do: one copy of each file page exists).
+pub const MS_INVALIDATE: u32 = 2;
+/// `msync`: write back and wait until the data is on disk.
+pub const MS_SYNC: u32 = 4;
+/// `madvise`: the pages' contents may be dropped (private ones read back as zero or from the
+/// file; shared ones keep their data).
+pub const MADV_DONTNEED: u32 = 4;
+/// `madvise`: the pages may be freed lazily (handled as `MADV_DONTNEED`).
+pub const MADV_FREE: u32 = 8;
 
 /// The signal a child sends its parent at exit; `clone(SIGCHLD, 0)` is fork.
 pub const SIGCHLD: u64 = 17;

@@ -133,6 +133,10 @@ pub const SYS_EXECVE: usize = 221;
 pub const SYS_MMAP: usize = 222;
 /// `mprotect`: change the access permissions of mapped pages.
 pub const SYS_MPROTECT: usize = 226;
+/// `msync`: write the dirty pages of shared file mappings in a range back to their files.
+pub const SYS_MSYNC: usize = 227;
+/// `mremap`: grow, shrink or move a mapping (not implemented: ENOSYS).
+pub const SYS_MREMAP: usize = 216;
 /// `wait4`: wait for a child to change state; its status and resource usage.
 pub const SYS_WAIT4: usize = 260;
 /// `renameat2`: rename a path, with `RENAME_NOREPLACE` / `RENAME_EXCHANGE` flags.

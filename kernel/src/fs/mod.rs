@@ -99,6 +99,7 @@ pub fn tick() {
 
 /// Write back every mounted file system (sync, shutdown).
 pub fn sync_all() {
+    crate::mm::file_pages::write_back_all();
     for m in mounts() {
         if let Err(e) = m.fs.sync() {
             log::error!("sync of {} failed: {}", m.path, e);

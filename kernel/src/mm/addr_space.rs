@@ -22,9 +22,11 @@ use alloc::vec::Vec;
 use abi::Errno;
 use spin::Mutex;
 
+use super::file_pages::{FileRef, SharedFile};
 use super::frame::{self, Frame};
 use super::page_table::{PageTable, PteFlags};
 use super::{page_ceil, page_floor, PAGE_SIZE, USER_BASE, USER_END};
+use crate::fs::lock::FileKey;
 
 pub const STACK_TOP: usize = 0x3f_0000_0000;
 pub const STACK_SIZE: usize = 8 << 20;
@@ -72,6 +74,16 @@ bitflags::bitflags! {
 }
 
 impl Perm {
+    /// The permissions of a clean shared file page in an area with these: writable ones
+    /// become read-only (readable: RISC-V has no write-only pages).
+    fn clean(self) -> Perm {
+        if self.contains(Perm::W) {
+            (self - Perm::W) | Perm::R
+        } else {
+            self
+        }
+    }
+
     fn pte(self) -> PteFlags {
         let mut f = PteFlags::U;
         if self.contains(Perm::R) {
@@ -114,6 +126,55 @@ struct Area {
     /// For `MAP_SHARED | MAP_ANONYMOUS`: the shared pages, and the address of their page 0
     /// in this space (splitting the area by munmap or mprotect keeps both).
     shared: Option<(Arc<SharedAnon>, usize)>,
+    /// For a file mapping: which file, and where.
+    file: Option<FileArea>,
+}
+
+/// What a file mapping maps: a file (kept open by the area), from which offset, and whether
+/// stores reach the file (`MAP_SHARED`) or a private copy (`MAP_PRIVATE`).
+#[derive(Clone)]
+pub struct FileArea {
+    /// Held only so that the file stays open while it is mapped (as Linux's `vm_file`).
+    _open: FileRef,
+    key: FileKey,
+    /// The file's one table of pages: a shared mapping maps them; a private one maps them
+    /// read-only until its first store to a page, which copies it.
+    table: Arc<SharedFile>,
+    private: bool,
+    /// The file offset of address `va0` (the area's first address when it was made; splits
+    /// keep it, so every part computes its offsets the same way).
+    va0: usize,
+    off0: u64,
+    /// The file was opened for writing (a shared mapping may be made writable).
+    may_write: bool,
+}
+
+impl FileArea {
+    /// A mapping of `file` (whose lock key is `key`, whose pages are `table`) from `offset`,
+    /// private (`MAP_PRIVATE`) or shared.
+    pub fn new(
+        file: Arc<crate::fs::file::OpenFile>,
+        key: FileKey,
+        table: Arc<SharedFile>,
+        private: bool,
+        offset: u64,
+    ) -> FileArea {
+        let may_write = file.writable;
+        FileArea {
+            _open: FileRef::new(file),
+            key,
+            table,
+            private,
+            va0: 0,
+            off0: offset,
+            may_write,
+        }
+    }
+
+    /// The index of the file page mapped at the page `va`.
+    fn index(&self, va: usize) -> u64 {
+        (self.off0 + (va - self.va0) as u64) / PAGE_SIZE as u64
+    }
 }
 
 impl Area {
@@ -123,7 +184,25 @@ impl Area {
             end,
             perm,
             shared: None,
+            file: None,
         }
+    }
+
+    /// The page-table permissions of the page `va`, mapped to `m`: the area's, except that
+    /// a shared file page is writable only once it is dirty (so its first store is seen), and
+    /// a private mapping's view of the file's page never is (its first store copies it).
+    fn pte_of(&self, va: usize, m: Option<&Mapped>) -> PteFlags {
+        match &self.file {
+            Some(f) if f.private && matches!(m, Some(Mapped::Shared(_))) => self.perm.clean().pte(),
+            Some(f) if !f.private && !f.table.is_dirty(self.file_index(va)) => {
+                self.perm.clean().pte()
+            }
+            _ => self.perm.pte(),
+        }
+    }
+
+    fn file_index(&self, va: usize) -> u64 {
+        self.file.as_ref().map_or(0, |f| f.index(va))
     }
 }
 
@@ -152,13 +231,19 @@ pub struct AddrSpace {
 }
 
 /// A zeroed frame for user memory. When the pool is empty, the disk windows give back their
-/// clean pages first (they equal the disk and are read again on the next touch), so a
-/// process is killed for memory only when nothing can be reclaimed.
-fn alloc_frame() -> Option<Frame> {
-    frame::alloc().or_else(|| {
-        super::window::drop_all();
-        frame::alloc()
-    })
+/// clean pages first (they equal the disk and are read again on the next touch), then the
+/// mapped files their clean unmapped pages, so a process is killed for memory only when
+/// nothing can be reclaimed.
+pub(super) fn alloc_frame() -> Option<Frame> {
+    frame::alloc()
+        .or_else(|| {
+            super::window::drop_all();
+            frame::alloc()
+        })
+        .or_else(|| {
+            super::file_pages::shrink();
+            frame::alloc()
+        })
 }
 
 /// How a fault or a kernel access wants to use a page.
@@ -269,16 +354,43 @@ impl AddrSpace {
 
     /// Map the page of `va` (inside `area`) with `perm`: a fresh zeroed frame, or the shared
     /// mapping's frame of that page. Returns its physical address.
-    fn populate(&mut self, va: usize, area: &Area, perm: Perm) -> Result<usize, Errno> {
+    ///
+    /// File pages: a private mapping gets its own copy; a shared one maps the file's page,
+    /// writable (and marked dirty) only for a write access. `EIO`: the page lies past the end
+    /// of the file, or could not be read (SIGBUS).
+    fn populate(
+        &mut self,
+        va: usize,
+        area: &Area,
+        perm: Perm,
+        access: Access,
+    ) -> Result<usize, Errno> {
         let page = page_floor(va);
-        let m = match &area.shared {
-            None => Mapped::Private(alloc_frame().ok_or(Errno::ENOMEM)?),
-            Some((obj, base)) => {
+        let mut flags = perm.pte();
+        let m = match (&area.shared, &area.file) {
+            (_, Some(fa)) => {
+                let index = fa.index(page);
+                let t = &fa.table;
+                let (f, around) = t.page(index)?;
+                self.map_around(page, area, around);
+                if fa.private && access == Access::Write {
+                    Mapped::Private(copy_of(&f)?)
+                } else {
+                    if access == Access::Write {
+                        t.mark_dirty(index);
+                    } else if fa.private || !t.is_dirty(index) {
+                        flags = perm.clean().pte();
+                    }
+                    Mapped::Shared(f)
+                }
+            }
+            (None, None) => Mapped::Private(alloc_frame().ok_or(Errno::ENOMEM)?),
+            (Some((obj, base)), None) => {
                 Mapped::Shared(obj.page((page - base) / PAGE_SIZE).ok_or(Errno::ENOMEM)?)
             }
         };
         let pa = m.frame().pa();
-        if !self.pt.map(page, pa, perm.pte()) {
+        if !self.pt.map(page, pa, flags) {
             return Err(Errno::ENOMEM);
         }
         self.frames.insert(page, m);
@@ -286,10 +398,51 @@ impl AddrSpace {
         Ok(pa)
     }
 
+    /// Fault-around: map the pages a shared file fault read besides its own (`around`, by
+    /// file page index) where `area` maps them and nothing is mapped yet, read-only (they are
+    /// clean). Best effort: a page that cannot be mapped now faults later.
+    fn map_around(&mut self, page: usize, area: &Area, around: super::file_pages::Around) {
+        let Some(fa) = &area.file else {
+            return;
+        };
+        if !area.perm.intersects(Perm::R | Perm::W | Perm::X) {
+            return;
+        }
+        let base = fa.index(page);
+        let flags = area.perm.clean().pte();
+        for (index, f) in around {
+            let Some(va) = usize::try_from(index - base)
+                .ok()
+                .and_then(|k| k.checked_mul(PAGE_SIZE))
+                .and_then(|d| page.checked_add(d))
+            else {
+                break;
+            };
+            if va >= area.end {
+                break;
+            }
+            if self.frames.contains_key(&va) || crate::mm::heap::admit(64).is_err() {
+                continue;
+            }
+            if !self.pt.map(va, f.pa(), flags) {
+                break;
+            }
+            self.frames.insert(va, Mapped::Shared(f));
+        }
+    }
+
     /// Resolve a user access to `va`: the kernel (direct-map) address of that byte, mapping the
     /// page first if it lies in an area that allows `access`. `EFAULT` if the access is not
     /// allowed. Consecutive kernel addresses are consecutive physical ones too.
     pub fn resolve(&mut self, va: usize, access: Access) -> Result<usize, Errno> {
+        // A file page past the end of the file is a bad address to a system call.
+        self.resolve_page(va, access).map_err(|e| match e {
+            Errno::EIO => Errno::EFAULT,
+            e => e,
+        })
+    }
+
+    fn resolve_page(&mut self, va: usize, access: Access) -> Result<usize, Errno> {
         if !(USER_BASE..USER_END).contains(&va) {
             return Err(Errno::EFAULT);
         }
@@ -319,15 +472,41 @@ impl AddrSpace {
             return Err(Errno::EFAULT);
         }
         let pa = match self.pt.translate(page) {
-            Some((pa, _)) => pa,
-            None => self.populate(page, &area, area.perm)?,
+            Some((pa, _)) => {
+                // Mapped without this permission: a file page's first store. A shared
+                // mapping's page becomes dirty; a private mapping's view of the file's page
+                // is replaced by its own copy.
+                match &area.file {
+                    Some(f) if access == Access::Write && f.private => {
+                        if let Some(Mapped::Shared(shared)) = self.frames.get(&page) {
+                            let own = copy_of(shared)?;
+                            let pa = own.pa();
+                            self.pt.unmap(page);
+                            if !self.pt.map(page, pa, area.perm.pte()) {
+                                self.frames.remove(&page);
+                                return Err(Errno::ENOMEM);
+                            }
+                            self.frames.insert(page, Mapped::Private(own));
+                            return Ok(super::phys_to_virt(pa) + (va - page));
+                        }
+                    }
+                    Some(f) if access == Access::Write => f.table.mark_dirty(area.file_index(page)),
+                    _ => {}
+                }
+                let flags = area.pte_of(page, self.frames.get(&page));
+                self.pt.set_flags(page, flags);
+                pa
+            }
+            None => self.populate(page, &area, area.perm, access)?,
         };
         Ok(super::phys_to_virt(pa) + (va - page))
     }
 
-    /// Serve a user page fault. `Err` means the program touched memory it does not own.
+    /// Serve a user page fault. `Err`: `ENOMEM` when no frame is left (an out-of-memory
+    /// kill), `EIO` for a file page past the end of its file or unreadable (SIGBUS), anything
+    /// else when the program touched memory it does not own (SIGSEGV).
     pub fn handle_fault(&mut self, va: usize, access: Access) -> Result<(), Errno> {
-        self.resolve(va, access).map(|_| ())
+        self.resolve_page(va, access).map(|_| ())
     }
 
     /// Load a statically linked ELF executable (`ET_EXEC`, or a static-PIE `ET_DYN`, which
@@ -454,7 +633,7 @@ impl AddrSpace {
             let area = self.area_of(va).ok_or(Errno::EFAULT)?;
             let pa = match self.pt.translate(page) {
                 Some((pa, _)) => pa,
-                None => self.populate(page, &area, area.perm | Perm::W)?,
+                None => self.populate(page, &area, area.perm | Perm::W, Access::Write)?,
             };
             let n = data.len().min(page + PAGE_SIZE - va);
             let at = va - page;
@@ -559,7 +738,8 @@ impl AddrSpace {
                 Some(a)
                     if old_end > self.brk_start
                         && a.perm == Perm::R | Perm::W
-                        && a.shared.is_none() =>
+                        && a.shared.is_none()
+                        && a.file.is_none() =>
                 {
                     if let Some(a) = self.areas.get_mut(&a.start) {
                         a.end = new_end;
@@ -635,6 +815,25 @@ impl AddrSpace {
         Ok(())
     }
 
+    /// A file mapping of `len` bytes (`mmap` of a regular file): its pages are read from
+    /// the file at their first touch.
+    pub fn mmap_file(
+        &mut self,
+        hint: usize,
+        len: usize,
+        perm: Perm,
+        fixed: bool,
+        file: FileArea,
+    ) -> Result<usize, Errno> {
+        self.map_area(hint, len, fixed, |start, len| Area {
+            file: Some(FileArea {
+                va0: start,
+                ..file.clone()
+            }),
+            ..Area::new(start, start + len, perm)
+        })
+    }
+
     /// A zero-filled area of `len` bytes, private or with the pages of `obj`.
     fn map_anon(
         &mut self,
@@ -643,6 +842,21 @@ impl AddrSpace {
         perm: Perm,
         fixed: bool,
         obj: Option<Arc<SharedAnon>>,
+    ) -> Result<usize, Errno> {
+        self.map_area(hint, len, fixed, |start, len| {
+            anon_area(start, len, perm, obj.clone())
+        })
+    }
+
+    /// Place a new area of `len` bytes (`make(start, rounded len)` builds it): at `hint`
+    /// exactly (`fixed`, replacing what is there), at `hint` if it is free, else in the
+    /// highest gap below [`MMAP_TOP`].
+    fn map_area(
+        &mut self,
+        hint: usize,
+        len: usize,
+        fixed: bool,
+        make: impl Fn(usize, usize) -> Area,
     ) -> Result<usize, Errno> {
         if len == 0 {
             return Err(Errno::EINVAL);
@@ -661,7 +875,7 @@ impl AddrSpace {
                 return Err(Errno::EINVAL);
             }
             self.remove_range(hint, hint + len)?;
-            self.insert_area(anon_area(hint, len, perm, obj))?;
+            self.insert_area(make(hint, len))?;
             return Ok(hint);
         }
         // A free hint is taken as is (Linux).
@@ -671,7 +885,7 @@ impl AddrSpace {
             && hint.checked_add(len).is_some_and(|e| e <= MMAP_TOP)
             && !self.overlaps(hint, hint + len)
         {
-            self.insert_area(anon_area(hint, len, perm, obj))?;
+            self.insert_area(make(hint, len))?;
             return Ok(hint);
         }
         // Top down from MMAP_TOP: the highest gap that fits.
@@ -689,7 +903,7 @@ impl AddrSpace {
             return Err(Errno::ENOMEM);
         }
         let at = top - len;
-        self.insert_area(anon_area(at, len, perm, obj))?;
+        self.insert_area(make(at, len))?;
         Ok(at)
     }
 
@@ -709,9 +923,14 @@ impl AddrSpace {
         }
         let end = page_ceil(addr + len);
         let mut s = addr;
-        // Every page must be in some area (Linux: ENOMEM otherwise).
+        // Every page must be in some area (Linux: ENOMEM otherwise); a shared mapping of a
+        // file not open for writing cannot be made writable (EACCES).
         while s < end {
             let a = self.area_of(s).ok_or(Errno::ENOMEM)?;
+            if perm.contains(Perm::W) && a.file.as_ref().is_some_and(|f| !f.private && !f.may_write)
+            {
+                return Err(Errno::EACCES);
+            }
             s = a.end;
         }
         if end == addr {
@@ -755,9 +974,89 @@ impl AddrSpace {
         }
         let pages: Vec<usize> = self.frames.range(addr..end).map(|(&va, _)| va).collect();
         for va in pages {
-            self.pt.set_flags(va, perm.pte());
+            let flags = self
+                .area_of(va)
+                .map_or(perm.pte(), |a| a.pte_of(va, self.frames.get(&va)));
+            self.pt.set_flags(va, flags);
         }
         Ok(())
+    }
+
+    /// The shared file mappings in [addr, end) (`msync`), each as its table and the file
+    /// page range it maps there; `ENOMEM` (after the list is made) if part of the range is
+    /// not mapped, as Linux answers.
+    pub fn shared_files_in(
+        &self,
+        addr: usize,
+        end: usize,
+    ) -> (Vec<SharedRange>, Result<(), Errno>) {
+        let mut out = Vec::new();
+        let mut hole = false;
+        let mut at = addr;
+        for (_, a) in self.areas.range(..end) {
+            if a.end <= addr {
+                continue;
+            }
+            if a.start > at {
+                hole = true;
+            }
+            let (from, to) = (a.start.max(addr), a.end.min(end));
+            if let Some(f) = a.file.as_ref().filter(|f| !f.private) {
+                out.push((
+                    f.table.clone(),
+                    a.file_index(from),
+                    a.file_index(to - 1) + 1,
+                ));
+            }
+            at = to;
+        }
+        if at < end {
+            hole = true;
+        }
+        (out, if hole { Err(Errno::ENOMEM) } else { Ok(()) })
+    }
+
+    /// `madvise(MADV_DONTNEED)`: forget the pages of [addr, end). A private page reads back
+    /// as zero (anonymous) or as the file's data; a shared one keeps its data in its mapping.
+    /// `ENOMEM` if part of the range is not mapped.
+    pub fn discard(&mut self, addr: usize, end: usize) -> Result<(), Errno> {
+        let mut s = addr;
+        while s < end {
+            s = self.area_of(s).ok_or(Errno::ENOMEM)?.end;
+        }
+        let pages: Vec<usize> = self.frames.range(addr..end).map(|(&va, _)| va).collect();
+        for va in pages {
+            self.pt.unmap(va);
+            self.frames.remove(&va);
+        }
+        Ok(())
+    }
+
+    /// The file `key` was cut to `first_gone` pages: unmap every page of it mapped at or past
+    /// that index (private copies too, as Linux), so the next touch faults and finds the end.
+    pub fn unmap_file_pages(&mut self, key: FileKey, first_gone: u64) {
+        let hit: Vec<(usize, usize, FileArea)> = self
+            .areas
+            .values()
+            .filter_map(|a| {
+                a.file
+                    .as_ref()
+                    .filter(|f| f.key == key)
+                    .map(|f| (a.start, a.end, f.clone()))
+            })
+            .collect();
+        for (start, end, f) in hit {
+            let pages: Vec<usize> = self
+                .frames
+                .range(start..end)
+                .map(|(&va, _)| va)
+                .filter(|&va| f.index(va) >= first_gone)
+                .collect();
+            for va in pages {
+                self.pt.unmap(va);
+                self.frames.remove(&va);
+            }
+        }
     }
 
     /// A copy of this address space (fork): same areas, every private page copied, the pages
@@ -777,8 +1076,10 @@ impl AddrSpace {
                 }
                 Mapped::Shared(f) => Mapped::Shared(f.clone()),
             };
-            let perm = child.area_of(va).map_or(Perm::R, |a| a.perm);
-            if !child.pt.map(va, m.frame().pa(), perm.pte()) {
+            let flags = child
+                .area_of(va)
+                .map_or(Perm::R.pte(), |a| a.pte_of(va, Some(&m)));
+            if !child.pt.map(va, m.frame().pa(), flags) {
                 return Err(Errno::ENOMEM);
             }
             child.frames.insert(va, m);
@@ -786,6 +1087,16 @@ impl AddrSpace {
         Ok(child)
     }
 }
+
+/// A private copy of a file page (a private mapping's first store to it).
+fn copy_of(f: &Frame) -> Result<Frame, Errno> {
+    let mut own = alloc_frame().ok_or(Errno::ENOMEM)?;
+    own.bytes_mut().copy_from_slice(f.bytes());
+    Ok(own)
+}
+
+/// A shared file mapping's table and the file pages [first, end) one range maps (`msync`).
+pub type SharedRange = (Arc<SharedFile>, u64, u64);
 
 /// A new anonymous area; a shared one maps `obj`'s pages, page 0 at `start`.
 fn anon_area(start: usize, len: usize, perm: Perm, obj: Option<Arc<SharedAnon>>) -> Area {

@@ -73,6 +73,20 @@ impl Frame {
     }
 }
 
+impl Frame {
+    /// Copy `data` into the page at byte `at` (cut at the page's end) through a frame that
+    /// others may hold too (a shared mapping's page, `Arc<Frame>`): the copy is a `memmove`,
+    /// so `data` may even be a slice of this very page.
+    pub fn write_shared(&self, at: usize, data: &[u8]) {
+        let n = data.len().min(PAGE_SIZE.saturating_sub(at));
+        // SAFETY: [va + at, va + at + n) lies inside this frame's RAM (checked above). The
+        // kernel keeps no slice of a shared page across this call (readers copy out of it
+        // under the table's lock, on this one hart), and user mappings do not run while the
+        // kernel does; `copy` tolerates overlap with `data`.
+        unsafe { core::ptr::copy(data.as_ptr(), (self.va() + at) as *mut u8, n) };
+    }
+}
+
 impl Drop for Frame {
     fn drop(&mut self) {
         POOL.lock().free.push(self.pa);

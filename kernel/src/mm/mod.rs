@@ -20,6 +20,7 @@
 //! user memory.
 
 pub mod addr_space;
+pub mod file_pages;
 pub mod frame;
 pub mod heap;
 pub mod page_table;

@@ -56,6 +56,7 @@ pub fn sys_ftruncate(fd: i32, len: i64) -> SysResult {
         return Err(Errno::EINVAL);
     }
     f.loc.node.truncate(len as u64)?;
+    crate::mm::file_pages::truncated_open(&f, len as u64);
     drop_suid_of(&f)?;
     Ok(0)
 }
@@ -73,7 +74,15 @@ pub fn sys_truncate(path_ptr: usize, len: i64) -> SysResult {
     }
     perm::check(&perm::cred(), &loc, perm::MAY_WRITE)?;
     loc.node.truncate(len as u64)?;
-    drop_suid_after_write(&loc, &loc.node.getattr()?)?;
+    let m = loc.node.getattr()?;
+    crate::mm::file_pages::truncated(
+        crate::fs::lock::FileKey {
+            mount: loc.mount.id,
+            ino: m.ino,
+        },
+        len as u64,
+    );
+    drop_suid_after_write(&loc, &m)?;
     Ok(0)
 }
 

@@ -168,6 +168,11 @@ pub fn sys_openat(dirfd: i32, path_ptr: usize, flags: u32, mode: u32) -> SysResu
         let m = loc.node.getattr()?;
         if m.size != 0 {
             loc.node.truncate(0)?;
+            let key = crate::fs::lock::FileKey {
+                mount: loc.mount.id,
+                ino: m.ino,
+            };
+            crate::mm::file_pages::truncated(key, 0);
         }
         drop_suid_after_write(&loc, &m)?;
     }
@@ -264,6 +269,7 @@ pub fn sys_getdents64(fd: i32, buf: usize, count: usize) -> SysResult {
 
 pub fn sys_fsync(fd: i32, data_only: bool) -> SysResult {
     let f = file(fd)?;
+    crate::mm::file_pages::write_back_open(&f)?;
     f.loc.node.fsync(data_only)?;
     Ok(0)
 }

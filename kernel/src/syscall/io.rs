@@ -72,6 +72,7 @@ fn read_into_user(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult
             Err(_) if done > 0 => break,
             Err(e) => return Err(e),
         };
+        see_mapped_writes(f, offset + done as u64, va + done, got)?;
         done += got;
         if got < n {
             break;
@@ -155,12 +156,28 @@ fn write_from_user(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResul
             }
             Err(e) => return Err(e),
         };
+        show_to_mappings(f, offset + done as u64, va + done, put)?;
         done += put;
         if put < n {
             break;
         }
     }
     Ok(done)
+}
+
+/// One copy of each file page: bytes read at `offset` into `va` are replaced by those of the
+/// file's shared mapped pages, which may hold stores not yet written back.
+fn see_mapped_writes(f: &OpenFile, offset: u64, va: usize, len: usize) -> Result<(), Errno> {
+    crate::mm::file_pages::overlay_read(f, offset, len, |at, bytes| {
+        super::copy_out(va + (at - offset) as usize, bytes)
+    })
+}
+
+/// Bytes written at `offset` from `va` also go into the file's shared mapped pages.
+fn show_to_mappings(f: &OpenFile, offset: u64, va: usize, len: usize) -> Result<(), Errno> {
+    crate::mm::file_pages::update_after_write(f, offset, len, |at, buf| {
+        copy_in(va + (at - offset) as usize, buf)
+    })
 }
 
 fn write_chunk(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult {

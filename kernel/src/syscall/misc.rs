@@ -30,19 +30,119 @@ fn perm_of(prot: u32) -> Result<Perm, Errno> {
     Ok(p)
 }
 
-pub fn sys_mmap(addr: usize, len: usize, prot: u32, flags: u32, fd: i32) -> SysResult {
+pub fn sys_mmap(
+    addr: usize,
+    len: usize,
+    prot: u32,
+    flags: u32,
+    fd: i32,
+    offset: usize,
+) -> SysResult {
     let share = flags & (MAP_SHARED | MAP_PRIVATE);
     if share == 0 || share == (MAP_SHARED | MAP_PRIVATE) || len == 0 {
         return Err(Errno::EINVAL);
     }
     let perm = perm_of(prot)?;
+    let fixed = flags & MAP_FIXED != 0;
     if flags & MAP_ANONYMOUS == 0 {
-        // File mappings are not supported: a valid descriptor gets ENODEV, as Linux gives
-        // for files whose file system cannot be mapped.
-        crate::task::with_current(|p| p.files.get(fd))?;
+        return map_file(addr, len, perm, fixed, share == MAP_SHARED, fd, offset);
+    }
+    with_space(|s| s.mmap_anon(addr, len, perm, fixed, share == MAP_SHARED))
+}
+
+/// `mmap` of a descriptor, with Linux's answers: EINVAL for an offset that is not
+/// page-aligned, EBADF for a bad descriptor, ENODEV for what has no pages to map (pipes,
+/// terminals, directories, devices), EACCES for a file not open for reading, or a writable
+/// shared mapping of one not open for writing (or open for appending only), EOVERFLOW when
+/// the mapping would end past the largest file offset.
+fn map_file(
+    addr: usize,
+    len: usize,
+    perm: Perm,
+    fixed: bool,
+    shared: bool,
+    fd: i32,
+    offset: usize,
+) -> SysResult {
+    use crate::mm::{addr_space::FileArea, file_pages, page_ceil, PAGE_SIZE};
+    if !offset.is_multiple_of(PAGE_SIZE) {
+        return Err(Errno::EINVAL);
+    }
+    let f = crate::task::with_current(|p| p.files.get(fd))?;
+    if f.ftype != vfs::FileType::Regular {
         return Err(Errno::ENODEV);
     }
-    with_space(|s| s.mmap_anon(addr, len, perm, flags & MAP_FIXED != 0, share == MAP_SHARED))
+    if !f.readable || (shared && perm.contains(Perm::W) && (!f.writable || f.append())) {
+        return Err(Errno::EACCES);
+    }
+    if len > crate::mm::USER_END {
+        return Err(Errno::ENOMEM);
+    }
+    if (offset as u64)
+        .checked_add(page_ceil(len) as u64)
+        .is_none_or(|end| end > i64::MAX as u64)
+    {
+        return Err(Errno::EOVERFLOW);
+    }
+    let key = f.lock_key()?;
+    let table = file_pages::shared_table(&f, key)?;
+    let area = FileArea::new(f, key, table, !shared, offset as u64);
+    with_space(|s| s.mmap_file(addr, len, perm, fixed, area))
+}
+
+/// msync: write the dirty pages of the shared file mappings in the range back to their files
+/// (and, for MS_SYNC, make them durable). EINVAL for an unaligned address, unknown flags or
+/// both MS_SYNC and MS_ASYNC; ENOMEM if part of the range is not mapped.
+pub fn sys_msync(addr: usize, len: usize, flags: u32) -> SysResult {
+    use crate::mm::{page_ceil, PAGE_SIZE};
+    if flags & !(MS_ASYNC | MS_INVALIDATE | MS_SYNC) != 0
+        || flags & (MS_ASYNC | MS_SYNC) == MS_ASYNC | MS_SYNC
+        || !addr.is_multiple_of(PAGE_SIZE)
+    {
+        return Err(Errno::EINVAL);
+    }
+    let end = addr
+        .checked_add(len)
+        .filter(|&e| e <= crate::mm::USER_END)
+        .ok_or(Errno::ENOMEM)?;
+    let end = page_ceil(end);
+    if end == addr {
+        return Ok(0);
+    }
+    let (targets, mapped) = with_space(|s| s.shared_files_in(addr, end));
+    for (table, first, stop) in targets {
+        table.write_back(first, stop)?;
+        if flags & MS_SYNC != 0 {
+            table.sync()?;
+        }
+    }
+    mapped.map(|_| 0)
+}
+
+/// madvise: advice is a hint; MADV_DONTNEED (and MADV_FREE) drop the pages as Linux does
+/// (private anonymous memory reads back as zeros). EINVAL for an unaligned address or
+/// unknown advice, ENOMEM for a range not wholly mapped (dropping pages only).
+pub fn sys_madvise(addr: usize, len: usize, advice: u32) -> SysResult {
+    use crate::mm::{page_ceil, PAGE_SIZE};
+    const KNOWN: &[u32] = &[
+        0, 1, 2, 3, 4, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 100,
+        101,
+    ];
+    if !addr.is_multiple_of(PAGE_SIZE) || !KNOWN.contains(&advice) {
+        return Err(Errno::EINVAL);
+    }
+    let end = addr
+        .checked_add(len)
+        .filter(|&e| e <= crate::mm::USER_END)
+        .ok_or(Errno::EINVAL)?;
+    let end = page_ceil(end);
+    if end == addr {
+        return Ok(0);
+    }
+    if advice == MADV_DONTNEED || advice == MADV_FREE {
+        with_space(|s| s.discard(addr, end))?;
+    }
+    Ok(0)
 }
 
 pub fn sys_munmap(addr: usize, len: usize) -> SysResult {

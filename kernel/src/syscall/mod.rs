@@ -138,7 +138,7 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
         SYS_GETRUSAGE => misc::sys_getrusage(a[0] as isize, a[1]),
         SYS_CLOCK_NANOSLEEP => misc::sys_clock_nanosleep(a[0] as u32, a[1] as u32, a[2], a[3]),
         SYS_CLOCK_GETRES => misc::sys_clock_getres(a[0] as u32, a[1]),
-        SYS_MADVISE => Ok(0),
+        SYS_MADVISE => misc::sys_madvise(a[0], a[1], a[2] as u32),
         SYS_SCHED_GETAFFINITY => misc::sys_sched_getaffinity(a[0], a[1], a[2]),
         SYS_SCHED_YIELD => {
             crate::task::yield_now();
@@ -149,7 +149,8 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
         SYS_WAIT4 => process::sys_wait4(a[0] as isize, a[1], a[2] as u32, a[3]),
         SYS_KILL => signal::sys_kill(a[0] as isize, a[1] as i32),
         SYS_BRK => misc::sys_brk(a[0]),
-        SYS_MMAP => misc::sys_mmap(a[0], a[1], a[2] as u32, a[3] as u32, a[4] as i32),
+        SYS_MMAP => misc::sys_mmap(a[0], a[1], a[2] as u32, a[3] as u32, a[4] as i32, a[5]),
+        SYS_MSYNC => misc::sys_msync(a[0], a[1], a[2] as u32),
         SYS_MUNMAP => misc::sys_munmap(a[0], a[1]),
         SYS_MPROTECT => misc::sys_mprotect(a[0], a[1], a[2] as u32),
         SYS_FUTEX => futex::sys_futex(a[0], a[1], a[2], a[3], a[5]),

@@ -83,6 +83,15 @@ extern "C" fn user_trap_handler(tf: &mut TrapFrame) -> ! {
                         stval
                     );
                     signal::force_current(signal::SIGKILL);
+                } else if r == Err(abi::Errno::EIO) {
+                    // A file page past the end of its file (or unreadable): SIGBUS, as Linux.
+                    fault(
+                        SIGBUS,
+                        format_args!(
+                            "bus error at {:#x} (pc {:#x}, {:?})",
+                            stval, tf.sepc, access
+                        ),
+                    );
                 } else if r.is_err() {
                     fault(
                         SIGSEGV,

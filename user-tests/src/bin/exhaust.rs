@@ -19,6 +19,10 @@
 //! - map hog: processes map one page at a time (nothing touched) until mmap says no: ENOMEM,
 //!   at Linux's vm.max_map_count (65530) in one process, sooner when many do it at once and
 //!   the kernel heap runs short, never a crash;
+//! - file map hog: a child maps a file on DIR privately again and again, storing to every
+//!   page (each store copies the file's page): it must die of SIGKILL; then a child stores
+//!   into every page of a shared mapping of the file and hogs anonymous memory until its
+//!   out-of-memory kill: its stores must reach the file (written back as its mappings go);
 //! - huge argv: execve with 300 KiB of arguments: E2BIG;
 //! - long paths: a path of PATH_MAX bytes is ENAMETOOLONG, a name of 256 bytes too.
 //!
@@ -91,6 +95,88 @@ fn hog_dies_of_sigkill(share: u32) -> Result<(), String> {
         None if st.exit_code() == 2 => Ok(()),
         None => Err(format!("memory hog exited with {}", st.exit_code())),
     }
+}
+
+/// See the module docs: private copies of a file until the out-of-memory kill, then a
+/// shared mapping's stores survive their process's out-of-memory kill.
+fn file_map_hog(dir: &str) -> Result<(), String> {
+    const SIZE: usize = 32 << 20;
+    let path = user_tests::path_join(dir, "exhaust-mapped");
+    let fd = sys::open(&path, O_CREAT | O_TRUNC | O_RDWR, 0o644)
+        .map_err(|e| format!("create {path}: {e:?}"))?;
+    let chunk = vec![0x5au8; 1 << 20];
+    for i in 0..SIZE >> 20 {
+        sys::pwrite_all(fd, &chunk, (i << 20) as u64).map_err(|e| format!("write: {e:?}"))?;
+    }
+    sys::fsync(fd).map_err(|e| format!("fsync: {e:?}"))?;
+    let map = |flags: u32| {
+        // SAFETY: a new mapping of our file placed by the kernel: it aliases nothing.
+        ret(unsafe {
+            syscall6(
+                abi::syscall::SYS_MMAP,
+                0,
+                SIZE,
+                (PROT_READ | PROT_WRITE) as usize,
+                flags as usize,
+                fd as usize,
+                0,
+            )
+        })
+    };
+    let st = in_child(|| loop {
+        let Ok(addr) = map(MAP_PRIVATE) else {
+            return 2;
+        };
+        for off in (0..SIZE).step_by(4096) {
+            // SAFETY: inside the mapping just made, within the file's size.
+            if unsafe { core::ptr::read_volatile((addr + off) as *const u8) } != 0x5a {
+                return 3;
+            }
+            // The store makes the page this mapping's own copy.
+            // SAFETY: as above; the mapping is writable.
+            unsafe { core::ptr::write_volatile((addr + off) as *mut u8, 1) };
+        }
+    })?;
+    match st.signal() {
+        Some(SIGKILL) => {}
+        _ if st.exited() && st.exit_code() == 2 => {}
+        _ => {
+            return Err(format!(
+                "private file map hog ended with status {:#x}",
+                st.0
+            ))
+        }
+    }
+    let st = in_child(|| {
+        let Ok(addr) = map(MAP_SHARED) else {
+            return 2;
+        };
+        for off in (0..SIZE).step_by(4096) {
+            // SAFETY: inside the mapping just made, within the file's size.
+            unsafe { core::ptr::write_volatile((addr + off) as *mut u8, 0xa5) };
+        }
+        hog_forever(MAP_PRIVATE)
+    })?;
+    match st.signal() {
+        Some(SIGKILL) => {}
+        _ => return Err(format!("shared file map hog ended with status {:#x}", st.0)),
+    }
+    let mut back = vec![0u8; SIZE];
+    let n = sys::pread_full(fd, &mut back, 0).map_err(|e| format!("read back: {e:?}"))?;
+    let _ = sys::close(fd);
+    let _ = sys::unlink(&path);
+    if n != SIZE {
+        return Err(format!("the mapped file has {n} bytes"));
+    }
+    for (i, &b) in back.iter().enumerate() {
+        let want = if i % 4096 == 0 { 0xa5 } else { 0x5a };
+        if b != want {
+            return Err(format!(
+                "byte {i} of the mapped file is {b:#x}, not {want:#x}"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Touch anonymous memory (`share`: MAP_PRIVATE or MAP_SHARED) until killed; 2 if mmap
@@ -531,7 +617,8 @@ fn main(argv: &[&str]) -> i32 {
         return 2;
     }
     let hog_writer = || hog_beside_writer(dir);
-    let cases: [(&str, &Case<'_>); 10] = [
+    let map_hog_file = || file_map_hog(dir);
+    let cases: [(&str, &Case<'_>); 11] = [
         ("memory_hog", &memory_hog),
         ("memory_hog_shared", &memory_hog_shared),
         ("hog_beside_writer", &hog_writer),
@@ -540,6 +627,7 @@ fn main(argv: &[&str]) -> i32 {
         ("pipe_without_reader", &pipe_without_reader),
         ("pipe_hog", &pipe_hog),
         ("map_hog", &map_hog),
+        ("file_map_hog", &map_hog_file),
         ("huge_argv", &huge_argv),
         ("long_paths", &|| long_paths(dir)),
     ];

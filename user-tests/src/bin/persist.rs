@@ -2,7 +2,8 @@
 //!
 //! `write` creates DIR and a fixed set of files in it (sizes from 0 bytes to several MiB,
 //! including sizes that straddle 4 KiB pages and a file with a hole), a subdirectory, and,
-//! where the file system supports them, a symlink and a hard link; every file is fsync'd.
+//! where the file system supports them, a symlink and a hard link; every file is fsync'd, but
+//! one written through a shared mapping and made durable by `msync(MS_SYNC)` only.
 //! `check` (run after a reboot) verifies every size and byte, then prints
 //! `N passed, N failed` and exits with the number of failures. `make test-persist` runs the
 //! two in consecutive boots on the same disk image.
@@ -22,7 +23,19 @@ const FILES: &[(&str, usize, usize)] = &[
     ("mib", 1 << 20, 0),
     ("big", 5 * (1 << 20) + 123, 0),
     ("holey", 3 * (1 << 20), 2 * (1 << 20)),
+    // Written through a shared mapping (after ftruncate to its size), made durable by
+    // msync(MS_SYNC) alone.
+    (MAPPED, 3 * 4096 + 77, 0),
 ];
+
+const MAPPED: &str = "mapped";
+
+/// Fill the file `f` (already `size` bytes long) with `data` through a shared mapping.
+fn write_mapped(f: &File, data: &[u8]) -> SysResult<()> {
+    let m = sys::mmap(0, data.len(), PROT_READ | PROT_WRITE, MAP_SHARED, f.fd(), 0)?;
+    m.write(0, data);
+    sys::msync(m.addr(), data.len(), MS_SYNC)
+}
 
 /// The byte at `pos` of file number `file`: depends on both, so misplaced data is caught.
 fn byte(file: usize, pos: usize) -> u8 {
@@ -43,8 +56,17 @@ fn write(dir: &str) -> Result<(), String> {
     }
     for (i, &(name, size, hole)) in FILES.iter().enumerate() {
         let path = format!("{dir}/{name}");
-        let f = File::create(&path).map_err(|e| format!("create {path}: {}", e.name()))?;
+        // A file to be mapped shared and written must be open for reading and writing.
+        let flags = if name == MAPPED { O_RDWR } else { O_WRONLY };
+        let f = File::open(&path, flags | O_CREAT | O_TRUNC, 0o644)
+            .map_err(|e| format!("create {path}: {}", e.name()))?;
         let data = expected(i, size, hole);
+        if name == MAPPED {
+            sys::ftruncate(f.fd(), size as u64)
+                .and_then(|()| write_mapped(&f, &data))
+                .map_err(|e| format!("write {path} through a mapping: {}", e.name()))?;
+            continue;
+        }
         f.pwrite_all(&data[hole..], hole as u64)
             .map_err(|e| format!("write {path}: {}", e.name()))?;
         if size == hole && size > 0 {

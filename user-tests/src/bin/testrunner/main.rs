@@ -20,6 +20,7 @@
 
 mod bad_input;
 mod fs_tests;
+mod mmap_tests;
 mod proc_tests;
 mod xattr_tests;
 
@@ -190,6 +191,29 @@ pub const TESTS: &[Test] = &[
     t("brk_growth", proc_tests::brk_growth),
     t("mmap_anonymous", proc_tests::mmap_anonymous),
     t("clock_monotonic", proc_tests::clock_monotonic),
+    // file mappings
+    t(
+        "mmap_private_reads_file",
+        mmap_tests::mmap_private_reads_file,
+    ),
+    t(
+        "mmap_private_write_stays_private",
+        mmap_tests::mmap_private_write_stays_private,
+    ),
+    t(
+        "mmap_shared_write_reaches_file",
+        mmap_tests::mmap_shared_write_reaches_file,
+    ),
+    t("mmap_shared_sees_write", mmap_tests::mmap_shared_sees_write),
+    t("mmap_sigbus_past_eof", mmap_tests::mmap_sigbus_past_eof),
+    t(
+        "mmap_truncate_then_sigbus",
+        mmap_tests::mmap_truncate_then_sigbus,
+    ),
+    t("mmap_survives_close", mmap_tests::mmap_survives_close),
+    t("mmap_errors", mmap_tests::mmap_errors),
+    t("mmap_fork_shares", mmap_tests::mmap_fork_shares),
+    t("madvise_and_fixed", mmap_tests::madvise_and_fixed),
     // bad input must fail cleanly
     t("efault_null_buffer", bad_input::efault_null_buffer),
     t(

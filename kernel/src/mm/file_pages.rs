@@ -1,0 +1,510 @@
+//! The pages of mapped files (`mmap` of a regular file), filled by the page-fault handler.
+//!
+//! Every mapping of one file, in every process, private or shared, maps the frames of one
+//! [`SharedFile`]: a table of that file's pages by page index, keyed by (mount, inode) in a
+//! registry of weak references, alive while some area maps the file. There is one copy of each
+//! such page, so:
+//! - read(2) of the file copies the resident pages over what the file system returned
+//!   ([`overlay_read`]); write(2) copies what it wrote into the resident pages
+//!   ([`update_after_write`]); truncation drops the pages past the new end and zeroes the
+//!   tail of the last one ([`truncated`]), and unmaps them from every address space, so a later
+//!   touch is SIGBUS as on Linux;
+//! - a shared mapping (`MAP_SHARED`) maps a page read-only at a read fault and makes it
+//!   writable, and marks it dirty, at the first write fault. Dirty pages reach the file through
+//!   its ordinary `write_at` (never past the file's size) at `msync`, `fsync`, `sync`, and when
+//!   the last mapping goes (munmap, exit, exec). A page stays dirty while any process still
+//!   maps it (its page-table entries stay writable, so later stores are not seen); one nobody
+//!   maps is clean after writeback;
+//! - a private mapping (`MAP_PRIVATE`) maps the table's page read-only too, and so sees
+//!   write(2) and shared stores, until its first store to the page, which gives it a copy of
+//!   its own (as Linux's copy-on-write of page-cache pages). Its pages are never dirty.
+//!
+//! These are frames of their own, never pages of a dbfs disk window: dbfs learns of mapped
+//! writes only through `write_at`, so its copy-on-write commits never see a mapped frame.
+//!
+//! Under memory pressure ([`shrink`]) clean pages that no process maps are dropped; they are
+//! read again at the next touch. Lock order: the registry, then one table, then the frame
+//! pool; no table lock is held across a file-system call.
+
+use alloc::collections::BTreeMap;
+use alloc::sync::{Arc, Weak};
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+
+use abi::Errno;
+use spin::Mutex;
+
+use super::frame::Frame;
+use super::PAGE_SIZE;
+use crate::fs::lock::FileKey;
+
+const PAGE: u64 = PAGE_SIZE as u64;
+/// What one resident page costs the heap (its tree node's share included), for `admit`.
+const PAGE_ENTRY_BYTES: usize = 96;
+
+struct Page {
+    frame: Arc<Frame>,
+    dirty: bool,
+}
+
+/// Pages a fault read besides its own, by file page index (for fault-around).
+pub type Around = Vec<(u64, Arc<Frame>)>;
+
+/// The shared pages of one file.
+pub struct SharedFile {
+    key: FileKey,
+    node: vfs::NodeRef,
+    pages: Mutex<BTreeMap<u64, Page>>,
+    /// The file's size as last seen: a fault below it needs no `getattr`; one at or past it
+    /// asks the file system again. Truncation and write(2) keep it current.
+    size: AtomicU64,
+    /// Where the last load ended and how many pages it read: a fault there continues a
+    /// sequential scan and reads twice as many, up to [`MAX_CLUSTER`].
+    next_index: AtomicU64,
+    cluster: AtomicUsize,
+}
+
+/// Pages a fault that continues the previous load reads at first (64 KiB), and at most
+/// (1 MiB, doubling while the faults stay sequential); a fault elsewhere reads one page.
+const FIRST_CLUSTER: usize = 16;
+const MAX_CLUSTER: usize = 256;
+
+/// Live tables by file. Entries whose table is gone are removed by the table's `Drop`.
+static TABLES: Mutex<BTreeMap<FileKey, Weak<SharedFile>>> = Mutex::new(BTreeMap::new());
+/// How many tables exist: read(2) and write(2) look for one only when this is not zero.
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+/// How many areas map a file (any kind): truncation scans the address spaces only when this
+/// is not zero.
+static FILE_AREAS: AtomicUsize = AtomicUsize::new(0);
+
+/// A counted reference to a mapped file: held by every area that maps it (so the file stays
+/// open after its descriptor is closed) and counted in [`FILE_AREAS`].
+pub struct FileRef(pub Arc<crate::fs::file::OpenFile>);
+
+impl FileRef {
+    /// Hold `f` open for one area.
+    pub fn new(f: Arc<crate::fs::file::OpenFile>) -> FileRef {
+        FILE_AREAS.fetch_add(1, Relaxed);
+        FileRef(f)
+    }
+}
+
+impl Clone for FileRef {
+    fn clone(&self) -> FileRef {
+        FileRef::new(self.0.clone())
+    }
+}
+
+impl Drop for FileRef {
+    fn drop(&mut self) {
+        FILE_AREAS.fetch_sub(1, Relaxed);
+    }
+}
+
+/// The table of the file `f` (whose key is `key`), made if it has none (its first mapping).
+pub fn shared_table(f: &crate::fs::file::OpenFile, key: FileKey) -> Result<Arc<SharedFile>, Errno> {
+    let mut tables = TABLES.lock();
+    if let Some(t) = tables.get(&key).and_then(Weak::upgrade) {
+        return Ok(t);
+    }
+    super::heap::admit(core::mem::size_of::<SharedFile>() + 2 * PAGE_ENTRY_BYTES)?;
+    let size = f.loc.node.getattr()?.size;
+    let t = Arc::new(SharedFile {
+        key,
+        node: f.loc.node.clone(),
+        pages: Mutex::new(BTreeMap::new()),
+        size: AtomicU64::new(size),
+        next_index: AtomicU64::new(u64::MAX),
+        cluster: AtomicUsize::new(0),
+    });
+    tables.insert(key, Arc::downgrade(&t));
+    LIVE.fetch_add(1, Relaxed);
+    Ok(t)
+}
+
+/// The live shared table of the file `key`, if any.
+fn table_of(key: FileKey) -> Option<Arc<SharedFile>> {
+    if LIVE.load(Relaxed) == 0 {
+        return None;
+    }
+    TABLES.lock().get(&key).and_then(Weak::upgrade)
+}
+
+/// The live shared table of an open file, if any (cheap when no file is mapped shared).
+fn table_of_open(f: &crate::fs::file::OpenFile) -> Option<Arc<SharedFile>> {
+    if LIVE.load(Relaxed) == 0 || f.ftype != vfs::FileType::Regular {
+        return None;
+    }
+    table_of(f.lock_key().ok()?)
+}
+
+/// Fill `frame` (zeroed) with page `index` of `node`, whose size is `size`: the bytes past
+/// the end stay zero.
+fn load(node: &vfs::NodeRef, index: u64, size: u64, frame: &mut Frame) -> Result<(), Errno> {
+    let off = index * PAGE;
+    let n = size.saturating_sub(off).min(PAGE) as usize;
+    let buf = &mut frame.bytes_mut()[..n];
+    let mut done = 0;
+    while done < n {
+        let got = node.read_at(off + done as u64, &mut buf[done..])?;
+        if got == 0 {
+            break;
+        }
+        done += got;
+    }
+    Ok(())
+}
+
+/// Fill `frames` (zeroed) with the pages from `first` on of `node`, whose size is `size`:
+/// one scattered read straight into the frames where the file system offers it, else one
+/// read into a buffer (FAT32's large reads are direct), else page by page.
+fn load_cluster(
+    node: &vfs::NodeRef,
+    first: u64,
+    size: u64,
+    frames: &mut [Frame],
+) -> Result<(), Errno> {
+    if frames.len() == 1 {
+        return load(node, first, size, &mut frames[0]);
+    }
+    let off = first * PAGE;
+    let n = size
+        .saturating_sub(off)
+        .min((frames.len() * PAGE_SIZE) as u64) as usize;
+    {
+        let mut pieces: Vec<&mut [u8]> = Vec::new();
+        pieces
+            .try_reserve(frames.len())
+            .map_err(|_| Errno::ENOMEM)?;
+        let mut left = n;
+        for f in frames.iter_mut() {
+            let k = left.min(PAGE_SIZE);
+            if k == 0 {
+                break;
+            }
+            pieces.push(&mut f.bytes_mut()[..k]);
+            left -= k;
+        }
+        if let Some(r) = node.read_scattered_at(off, &mut pieces) {
+            if r? == n {
+                return Ok(());
+            }
+        }
+    }
+    if let Ok(mut buf) = super::heap::try_zeroed(n) {
+        let mut done = 0;
+        while done < n {
+            let got = node.read_at(off + done as u64, &mut buf[done..])?;
+            if got == 0 {
+                break;
+            }
+            done += got;
+        }
+        for (f, chunk) in frames.iter_mut().zip(buf.chunks(PAGE_SIZE)) {
+            f.bytes_mut()[..chunk.len()].copy_from_slice(chunk);
+        }
+        return Ok(());
+    }
+    for (k, f) in frames.iter_mut().enumerate() {
+        load(node, first + k as u64, size, f)?;
+    }
+    Ok(())
+}
+
+/// The file's size; a page at or past it is a bus error (`EIO` to the fault handler).
+fn size_of(node: &vfs::NodeRef) -> Result<u64, Errno> {
+    Ok(node.getattr()?.size)
+}
+
+impl SharedFile {
+    /// The file's size if page `index` lies (at least partly) inside it; `EIO` (SIGBUS) if
+    /// it lies wholly past the end.
+    fn size_covering(&self, index: u64) -> Result<u64, Errno> {
+        let inside = |size: u64| index.checked_mul(PAGE).is_some_and(|off| off < size);
+        let size = self.size.load(Relaxed);
+        if inside(size) {
+            return Ok(size);
+        }
+        let size = size_of(&self.node)?;
+        self.size.store(size, Relaxed);
+        if inside(size) {
+            Ok(size)
+        } else {
+            Err(Errno::EIO)
+        }
+    }
+
+    /// The frame of page `index`, read from the file at its first touch: `EIO` if the page
+    /// lies wholly past the end of the file (SIGBUS), `ENOMEM` if no frame is left. A fault
+    /// that continues the previous load reads a cluster of pages (one file-system call);
+    /// the pages read besides `index` are returned too, for the caller to map.
+    pub fn page(&self, index: u64) -> Result<(Arc<Frame>, Around), Errno> {
+        let size = self.size_covering(index)?;
+        if let Some(p) = self.pages.lock().get(&index) {
+            return Ok((p.frame.clone(), Vec::new()));
+        }
+        let want = if self.next_index.load(Relaxed) == index {
+            (self.cluster.load(Relaxed) * 2).clamp(FIRST_CLUSTER, MAX_CLUSTER)
+        } else {
+            1
+        };
+        // The cluster stops at the end of the file and at the first resident page.
+        let last = size.div_ceil(PAGE);
+        let n = {
+            let pages = self.pages.lock();
+            let stop = pages
+                .range(index..)
+                .next()
+                .map_or(last, |(&i, _)| i.min(last));
+            (stop - index).min(want as u64) as usize
+        };
+        super::heap::admit(n * PAGE_ENTRY_BYTES)?;
+        let mut frames = Vec::new();
+        frames.try_reserve(n).map_err(|_| Errno::ENOMEM)?;
+        for k in 0..n {
+            match super::addr_space::alloc_frame() {
+                Some(f) => frames.push(f),
+                None if k > 0 => break,
+                None => return Err(Errno::ENOMEM),
+            }
+        }
+        load_cluster(&self.node, index, size, &mut frames)?;
+        self.next_index.store(index + frames.len() as u64, Relaxed);
+        self.cluster.store(frames.len(), Relaxed);
+        let frames: Vec<Arc<Frame>> = frames.into_iter().map(Arc::new).collect();
+        // One hart and no sleeping in the kernel: nobody filled these pages meanwhile.
+        let mut pages = self.pages.lock();
+        for (k, f) in frames.iter().enumerate() {
+            pages.insert(
+                index + k as u64,
+                Page {
+                    frame: f.clone(),
+                    dirty: false,
+                },
+            );
+        }
+        drop(pages);
+        let mut rest = frames.into_iter().enumerate();
+        let (_, first) = rest.next().ok_or(Errno::ENOMEM)?;
+        Ok((first, rest.map(|(k, f)| (index + k as u64, f)).collect()))
+    }
+
+    /// Page `index` is (about to be) mapped writable: it must be written back.
+    pub fn mark_dirty(&self, index: u64) {
+        if let Some(p) = self.pages.lock().get_mut(&index) {
+            p.dirty = true;
+        }
+    }
+
+    /// Whether page `index` holds stores not yet known to be written back.
+    pub fn is_dirty(&self, index: u64) -> bool {
+        self.pages.lock().get(&index).is_some_and(|p| p.dirty)
+    }
+
+    /// Write the dirty pages with index in [first, end) back through the file system (never
+    /// past the file's end). A page no process maps any more is clean afterwards.
+    pub fn write_back(&self, first: u64, end: u64) -> Result<(), Errno> {
+        let dirty: Vec<(u64, Arc<Frame>)> = self
+            .pages
+            .lock()
+            .range(first..end)
+            .filter(|(_, p)| p.dirty)
+            .map(|(&i, p)| (i, p.frame.clone()))
+            .collect();
+        if dirty.is_empty() {
+            return Ok(());
+        }
+        let size = size_of(&self.node)?;
+        let mut written = Vec::new();
+        for (index, frame) in dirty {
+            let off = index * PAGE;
+            if off < size {
+                let n = (size - off).min(PAGE) as usize;
+                let mut done = 0;
+                while done < n {
+                    let put = self
+                        .node
+                        .write_at(off + done as u64, &frame.bytes()[done..n])?;
+                    if put == 0 {
+                        return Err(Errno::EIO);
+                    }
+                    done += put;
+                }
+            }
+            written.push(index);
+        }
+        let mut pages = self.pages.lock();
+        for index in written {
+            if let Some(p) = pages.get_mut(&index) {
+                if Arc::strong_count(&p.frame) == 1 {
+                    p.dirty = false;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Write every dirty page back, then make the file durable (`msync(MS_SYNC)`).
+    pub fn sync(&self) -> Result<(), Errno> {
+        self.write_back(0, u64::MAX)?;
+        self.node.fsync(false)?;
+        Ok(())
+    }
+}
+
+impl Drop for SharedFile {
+    fn drop(&mut self) {
+        // The last mapping is gone: its dirty pages go to the file (errors are lost, as on
+        // Linux when nobody calls msync or fsync).
+        if let Err(e) = self.write_back(0, u64::MAX) {
+            log::warn!("write-back of mapped file {:?} failed: {:?}", self.key, e);
+        }
+        let mut tables = TABLES.lock();
+        if tables.get(&self.key).is_some_and(|w| w.strong_count() == 0) {
+            tables.remove(&self.key);
+        }
+        LIVE.fetch_sub(1, Relaxed);
+    }
+}
+
+/// read(2) of `f` returned `len` bytes at `offset`: hand each resident shared page's part of
+/// that range to `put(file offset, bytes)`, which copies it over what the file system gave.
+pub fn overlay_read(
+    f: &crate::fs::file::OpenFile,
+    offset: u64,
+    len: usize,
+    mut put: impl FnMut(u64, &[u8]) -> Result<(), Errno>,
+) -> Result<(), Errno> {
+    let Some(t) = table_of_open(f) else {
+        return Ok(());
+    };
+    let end = offset.saturating_add(len as u64);
+    let resident: Vec<(u64, Arc<Frame>)> = t
+        .pages
+        .lock()
+        .range(offset / PAGE..end.div_ceil(PAGE))
+        .map(|(&i, p)| (i, p.frame.clone()))
+        .collect();
+    let mut copy = super::heap::try_zeroed(PAGE_SIZE)?;
+    for (index, frame) in resident {
+        let (from, to) = ((index * PAGE).max(offset), ((index + 1) * PAGE).min(end));
+        let at = (from - index * PAGE) as usize;
+        let n = (to - from) as usize;
+        // Through a copy: the user buffer may be this very page (read into the mapping).
+        copy[..n].copy_from_slice(&frame.bytes()[at..at + n]);
+        put(from, &copy[..n])?;
+    }
+    Ok(())
+}
+
+/// write(2) put `len` bytes at `offset` into `f`: refresh the resident shared pages of that
+/// range, `get(file offset, buffer)` fetching the bytes written there.
+pub fn update_after_write(
+    f: &crate::fs::file::OpenFile,
+    offset: u64,
+    len: usize,
+    mut get: impl FnMut(u64, &mut [u8]) -> Result<(), Errno>,
+) -> Result<(), Errno> {
+    let Some(t) = table_of_open(f) else {
+        return Ok(());
+    };
+    let end = offset.saturating_add(len as u64);
+    t.size.fetch_max(end, Relaxed);
+    let resident: Vec<(u64, Arc<Frame>)> = t
+        .pages
+        .lock()
+        .range(offset / PAGE..end.div_ceil(PAGE))
+        .map(|(&i, p)| (i, p.frame.clone()))
+        .collect();
+    let mut copy = super::heap::try_zeroed(PAGE_SIZE)?;
+    for (index, frame) in resident {
+        let (from, to) = ((index * PAGE).max(offset), ((index + 1) * PAGE).min(end));
+        let n = (to - from) as usize;
+        get(from, &mut copy[..n])?;
+        frame.write_shared((from - index * PAGE) as usize, &copy[..n]);
+    }
+    Ok(())
+}
+
+/// Write back the dirty shared pages of `f` (fsync, before the file system's own).
+pub fn write_back_open(f: &crate::fs::file::OpenFile) -> Result<(), Errno> {
+    match table_of_open(f) {
+        Some(t) => t.write_back(0, u64::MAX),
+        None => Ok(()),
+    }
+}
+
+/// Write back every table's dirty pages (sync(2), shutdown).
+pub fn write_back_all() {
+    if LIVE.load(Relaxed) == 0 {
+        return;
+    }
+    let tables: Vec<Arc<SharedFile>> = TABLES.lock().values().filter_map(Weak::upgrade).collect();
+    for t in tables {
+        if let Err(e) = t.write_back(0, u64::MAX) {
+            log::warn!("write-back of mapped file {:?} failed: {:?}", t.key, e);
+        }
+    }
+}
+
+/// The file `key` now has `size` bytes: drop the shared pages past it, zero the tail of the
+/// last one, and unmap every mapped page past it from every address space (a later touch is
+/// SIGBUS, as on Linux).
+pub fn truncated(key: FileKey, size: u64) {
+    if FILE_AREAS.load(Relaxed) == 0 {
+        return;
+    }
+    let first_gone = size.div_ceil(PAGE);
+    if let Some(t) = table_of(key) {
+        t.size.store(size, Relaxed);
+        let mut pages = t.pages.lock();
+        let gone: Vec<u64> = pages.range(first_gone..).map(|(&i, _)| i).collect();
+        for i in gone {
+            pages.remove(&i);
+        }
+        let tail = (size % PAGE) as usize;
+        if tail != 0 {
+            if let Some(p) = pages.get(&(size / PAGE)) {
+                p.frame
+                    .write_shared(tail, &[0u8; PAGE_SIZE][..PAGE_SIZE - tail]);
+            }
+        }
+    }
+    // No process's lock is held inside a system call, and nothing here switches away.
+    for p in crate::task::all_processes() {
+        p.inner.lock().space.unmap_file_pages(key, first_gone);
+    }
+}
+
+/// [`truncated`] for an open file, looked up only when some area maps a file (a file whose
+/// key cannot be had, such as an unlinked FAT32 file, cannot be mapped either).
+pub fn truncated_open(f: &crate::fs::file::OpenFile, size: u64) {
+    if FILE_AREAS.load(Relaxed) == 0 {
+        return;
+    }
+    if let Ok(key) = f.lock_key() {
+        truncated(key, size);
+    }
+}
+
+/// Memory is short: drop the clean shared pages no process maps (read again at their next
+/// touch). Returns whether any frame was freed.
+pub fn shrink() -> bool {
+    if LIVE.load(Relaxed) == 0 {
+        return false;
+    }
+    let tables: Vec<Arc<SharedFile>> = match TABLES.try_lock() {
+        Some(t) => t.values().filter_map(Weak::upgrade).collect(),
+        None => return false,
+    };
+    let mut freed = false;
+    for t in tables {
+        // A table whose lock is held is being worked on by the caller's caller: skip it.
+        if let Some(mut pages) = t.pages.try_lock() {
+            let before = pages.len();
+            pages.retain(|_, p| p.dirty || Arc::strong_count(&p.frame) > 1);
+            freed |= pages.len() < before;
+        }
+    }
+    freed
+}

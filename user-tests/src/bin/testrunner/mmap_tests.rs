@@ -1,0 +1,425 @@
+//! File mappings: mmap of regular files (private and shared), their coherence with read(2)
+//! and write(2), SIGBUS past the end of the file, msync, madvise, and Linux's errors.
+
+use user_tests::prelude::*;
+
+use crate::{ensure, expect_errno, Check, Ctx, TestResult};
+
+const PAGE: usize = 4096;
+const SIGBUS: i32 = 7;
+
+/// Recognisable bytes: `n` of them, varying with `seed`.
+fn pattern(n: usize, seed: u8) -> Vec<u8> {
+    (0..n)
+        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed) ^ (i >> 8) as u8)
+        .collect()
+}
+
+/// A file `name` holding `data`, opened read-write.
+fn file_with(cx: &Ctx, name: &str, data: &[u8]) -> Result<File, String> {
+    let f = File::open(&cx.path(name), O_RDWR | O_CREAT | O_TRUNC, 0o644).what("create")?;
+    f.pwrite_all(data, 0).what("pwrite")?;
+    Ok(f)
+}
+
+fn read_file(f: &File, n: usize) -> Result<Vec<u8>, String> {
+    let mut buf = vec![0u8; n];
+    let got = f.pread_full(&mut buf, 0).what("pread")?;
+    buf.truncate(got);
+    Ok(buf)
+}
+
+/// Run `touch` in a forked child; how the child ended (exit code or signal).
+fn in_child(touch: impl FnOnce()) -> Result<sys::WaitStatus, String> {
+    let pid = sys::fork().what("fork")?;
+    if pid == 0 {
+        touch();
+        sys::exit(0);
+    }
+    Ok(sys::waitpid(pid).what("wait4")?.1)
+}
+
+fn expect_sigbus(status: Result<sys::WaitStatus, String>, what: &str) -> TestResult {
+    let status = status?;
+    ensure!(
+        status.signal() == Some(SIGBUS),
+        "{what}: the child was not killed by SIGBUS (status {:#x})",
+        status.0
+    );
+    Ok(())
+}
+
+pub fn mmap_private_reads_file(cx: &Ctx) -> TestResult {
+    let size = 3 * PAGE + 123;
+    let data = pattern(size, 7);
+    let f = file_with(cx, "f", &data)?;
+    let m = sys::mmap(0, 4 * PAGE, PROT_READ, MAP_PRIVATE, f.fd(), 0).what("mmap")?;
+    ensure!(m.addr() % PAGE == 0, "unaligned mapping {:#x}", m.addr());
+    ensure!(
+        m.read(0, size) == read_file(&f, size)?,
+        "a private mapping differs from read(2)"
+    );
+    ensure!(
+        m.read(size, 4 * PAGE - size).iter().all(|&b| b == 0),
+        "the last page is not zero past the end of the file"
+    );
+    // From an offset.
+    let m2 = sys::mmap(0, 2 * PAGE, PROT_READ, MAP_PRIVATE, f.fd(), PAGE as u64)
+        .what("mmap at offset")?;
+    ensure!(
+        m2.read(0, 2 * PAGE) == data[PAGE..3 * PAGE],
+        "a mapping at offset 4096 shows the wrong bytes"
+    );
+    Ok(())
+}
+
+pub fn mmap_private_write_stays_private(cx: &Ctx) -> TestResult {
+    let data = pattern(2 * PAGE, 3);
+    let f = file_with(cx, "f", &data)?;
+    let m = sys::mmap(0, 2 * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE, f.fd(), 0).what("mmap")?;
+    m.write(10, b"private");
+    m.write(PAGE + 5, b"also");
+    ensure!(
+        m.read(10, 7) == b"private",
+        "the mapping lost its own write"
+    );
+    ensure!(
+        read_file(&f, 2 * PAGE)? == data,
+        "a private mapping's write reached the file"
+    );
+    drop(m);
+    ensure!(
+        read_file(&f, 2 * PAGE)? == data,
+        "munmap of a private mapping wrote to the file"
+    );
+    // As on Linux: a page the private mapping has not stored to shows the file's changes; one
+    // it has stored to is its own.
+    let m = sys::mmap(0, 2 * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE, f.fd(), 0).what("mmap")?;
+    ensure!(
+        m.get(0) == data[0] && m.get(PAGE) == data[PAGE],
+        "first touch"
+    );
+    m.set(PAGE, b'!');
+    f.pwrite_all(b"new", 0).what("pwrite")?;
+    f.pwrite_all(b"new", PAGE as u64 + 1).what("pwrite")?;
+    ensure!(
+        m.read(0, 3) == b"new",
+        "a private mapping does not see write(2) to a page it has not stored to"
+    );
+    ensure!(
+        m.read(PAGE, 4) == [b'!', data[PAGE + 1], data[PAGE + 2], data[PAGE + 3]],
+        "write(2) changed a private mapping's own copy of a page"
+    );
+    Ok(())
+}
+
+pub fn mmap_shared_write_reaches_file(cx: &Ctx) -> TestResult {
+    let data = pattern(2 * PAGE + 50, 9);
+    let f = file_with(cx, "f", &data)?;
+    let m = sys::mmap(0, 3 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, f.fd(), 0).what("mmap")?;
+    m.write(100, b"shared!");
+    m.write(2 * PAGE + 10, b"tail");
+    let mut want = data.clone();
+    want[100..107].copy_from_slice(b"shared!");
+    want[2 * PAGE + 10..2 * PAGE + 14].copy_from_slice(b"tail");
+    ensure!(
+        read_file(&f, 3 * PAGE)? == want,
+        "read(2) does not see a store through a shared mapping (before msync)"
+    );
+    sys::msync(m.addr(), 3 * PAGE, MS_SYNC).what("msync")?;
+    ensure!(
+        read_file(&f, 3 * PAGE)? == want,
+        "read(2) does not see a store through a shared mapping (after msync)"
+    );
+    ensure!(
+        f.stat().what("fstat")?.st_size == data.len() as i64,
+        "stores through a mapping changed the file size"
+    );
+    m.write(300, b"late");
+    want[300..304].copy_from_slice(b"late");
+    drop(m);
+    drop(f);
+    let f = File::open_read(&cx.path("f")).what("reopen")?;
+    ensure!(
+        read_file(&f, 3 * PAGE)? == want,
+        "stores through a shared mapping did not survive munmap and reopen"
+    );
+    Ok(())
+}
+
+pub fn mmap_shared_sees_write(cx: &Ctx) -> TestResult {
+    let data = pattern(3 * PAGE, 1);
+    let f = file_with(cx, "f", &data)?;
+    let m = sys::mmap(0, 3 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, f.fd(), 0).what("mmap")?;
+    ensure!(m.get(5) == data[5], "first read through the mapping");
+    // Page 0 is resident, page 2 is not yet touched.
+    f.pwrite_all(b"written", 3).what("pwrite")?;
+    f.pwrite_all(b"later", 2 * PAGE as u64 + 1).what("pwrite")?;
+    ensure!(
+        m.read(3, 7) == b"written",
+        "write(2) is not visible through a shared mapping (resident page)"
+    );
+    ensure!(
+        m.read(2 * PAGE + 1, 5) == b"later",
+        "write(2) is not visible through a shared mapping (new page)"
+    );
+    // read(2) into the mapping itself.
+    let n = m.read_into(f.fd(), 0).what("pread into the mapping")?;
+    ensure!(n == 3 * PAGE, "pread into the mapping read {n}");
+    ensure!(m.read(3, 7) == b"written", "pread into the mapping");
+    Ok(())
+}
+
+pub fn mmap_sigbus_past_eof(cx: &Ctx) -> TestResult {
+    let f = file_with(cx, "f", &pattern(100, 4))?;
+    for flags in [MAP_PRIVATE, MAP_SHARED] {
+        let m = sys::mmap(0, 3 * PAGE, PROT_READ | PROT_WRITE, flags, f.fd(), 0)
+            .what("mmap larger than the file")?;
+        ensure!(m.get(99) == pattern(100, 4)[99], "last byte of the file");
+        ensure!(
+            m.read(100, PAGE - 100).iter().all(|&b| b == 0),
+            "bytes past the end within the last page are not zero"
+        );
+        expect_sigbus(
+            in_child(|| {
+                core::hint::black_box(m.get(PAGE));
+            }),
+            "read of a page past the end",
+        )?;
+        expect_sigbus(
+            in_child(|| m.set(2 * PAGE + 7, 1)),
+            "write of a page past the end",
+        )?;
+    }
+    ensure!(
+        f.stat().what("fstat")?.st_size == 100,
+        "the file size changed"
+    );
+    Ok(())
+}
+
+pub fn mmap_truncate_then_sigbus(cx: &Ctx) -> TestResult {
+    let data = pattern(3 * PAGE, 5);
+    let f = file_with(cx, "f", &data)?;
+    let shared = sys::mmap(0, 3 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, f.fd(), 0)
+        .what("mmap shared")?;
+    let private = sys::mmap(0, 3 * PAGE, PROT_READ, MAP_PRIVATE, f.fd(), 0).what("mmap private")?;
+    ensure!(shared.get(2 * PAGE) == data[2 * PAGE], "touch page 2");
+    ensure!(private.get(2 * PAGE) == data[2 * PAGE], "touch page 2");
+    f.set_len(PAGE as u64 + 10).what("ftruncate")?;
+    expect_sigbus(
+        in_child(|| {
+            core::hint::black_box(shared.get(2 * PAGE));
+        }),
+        "shared mapping, page cut off by ftruncate",
+    )?;
+    expect_sigbus(
+        in_child(|| {
+            core::hint::black_box(private.get(2 * PAGE));
+        }),
+        "private mapping, page cut off by ftruncate",
+    )?;
+    ensure!(
+        shared.read(0, PAGE + 10) == data[..PAGE + 10],
+        "the pages left changed"
+    );
+    ensure!(
+        shared.read(PAGE + 10, PAGE - 10).iter().all(|&b| b == 0),
+        "the last page is not zero past the new end"
+    );
+    // Growing the file again makes the page reachable, zero-filled.
+    f.set_len(3 * PAGE as u64).what("ftruncate up")?;
+    ensure!(
+        shared.get(2 * PAGE + 1) == 0,
+        "a page past the old end is not zero after the file grew"
+    );
+    Ok(())
+}
+
+pub fn mmap_survives_close(cx: &Ctx) -> TestResult {
+    let data = pattern(PAGE, 8);
+    let f = file_with(cx, "f", &data)?;
+    let m = sys::mmap(0, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, f.fd(), 0).what("mmap")?;
+    f.close().what("close")?;
+    ensure!(m.read(0, PAGE) == data, "mapping after close");
+    m.write(0, b"after close");
+    drop(m);
+    let f = File::open_read(&cx.path("f")).what("reopen")?;
+    ensure!(
+        read_file(&f, 11)? == b"after close",
+        "a store after close did not reach the file"
+    );
+    Ok(())
+}
+
+pub fn mmap_errors(cx: &Ctx) -> TestResult {
+    let f = file_with(cx, "f", &pattern(PAGE, 2))?;
+    drop(f);
+    let ro = File::open_read(&cx.path("f")).what("open read-only")?;
+    expect_errno(
+        sys::mmap(0, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, ro.fd(), 0).map(|m| m.addr()),
+        Errno::EACCES,
+        "writable shared mapping of a read-only descriptor",
+    )?;
+    // Private and read-only shared mappings are fine; mprotect may not add PROT_WRITE to
+    // the shared one.
+    let p = sys::mmap(0, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE, ro.fd(), 0)
+        .what("writable private mapping of a read-only descriptor")?;
+    drop(p);
+    let s = sys::mmap(0, PAGE, PROT_READ, MAP_SHARED, ro.fd(), 0)
+        .what("read-only shared mapping of a read-only descriptor")?;
+    drop(s);
+    let wo = File::open(&cx.path("f"), O_WRONLY, 0).what("open write-only")?;
+    expect_errno(
+        sys::mmap(0, PAGE, PROT_READ, MAP_PRIVATE, wo.fd(), 0).map(|m| m.addr()),
+        Errno::EACCES,
+        "mapping of a write-only descriptor",
+    )?;
+    expect_errno(
+        sys::mmap(0, PAGE, PROT_READ, MAP_PRIVATE, ro.fd(), 100).map(|m| m.addr()),
+        Errno::EINVAL,
+        "mapping at an unaligned offset",
+    )?;
+    expect_errno(
+        sys::mmap(0, PAGE, PROT_READ, MAP_PRIVATE, 999, 0).map(|m| m.addr()),
+        Errno::EBADF,
+        "mapping of a closed descriptor",
+    )?;
+    let dir = File::open(&cx.dir, O_RDONLY | O_DIRECTORY, 0).what("open dir")?;
+    expect_errno(
+        sys::mmap(0, PAGE, PROT_READ, MAP_PRIVATE, dir.fd(), 0).map(|m| m.addr()),
+        Errno::ENODEV,
+        "mapping of a directory",
+    )?;
+    let tty = File::open("/dev/console", O_RDWR, 0).what("open /dev/console")?;
+    expect_errno(
+        sys::mmap(0, PAGE, PROT_READ, MAP_SHARED, tty.fd(), 0).map(|m| m.addr()),
+        Errno::ENODEV,
+        "mapping of a terminal",
+    )?;
+    let (r, w) = sys::pipe2(O_CLOEXEC).what("pipe2")?;
+    let pipe_map = sys::mmap(0, PAGE, PROT_READ, MAP_SHARED, r, 0).map(|m| m.addr());
+    let _ = (sys::close(r), sys::close(w));
+    expect_errno(pipe_map, Errno::ENODEV, "mapping of a pipe")?;
+    // msync: unaligned address, bad flags, an unmapped range.
+    let m = sys::mmap(0, 2 * PAGE, PROT_READ, MAP_SHARED, ro.fd(), 0).what("mmap")?;
+    expect_errno(
+        sys::msync(m.addr() + 1, PAGE, MS_SYNC),
+        Errno::EINVAL,
+        "msync unaligned",
+    )?;
+    expect_errno(
+        sys::msync(m.addr(), PAGE, MS_SYNC | MS_ASYNC),
+        Errno::EINVAL,
+        "msync MS_SYNC|MS_ASYNC",
+    )?;
+    expect_errno(
+        sys::msync(m.addr(), PAGE, 0x100),
+        Errno::EINVAL,
+        "msync bad flag",
+    )?;
+    sys::msync(m.addr(), 2 * PAGE, MS_ASYNC).what("msync MS_ASYNC")?;
+    sys::msync(m.addr(), 2 * PAGE, MS_INVALIDATE).what("msync MS_INVALIDATE")?;
+    let addr = m.addr();
+    drop(m);
+    expect_errno(
+        sys::msync(addr, PAGE, MS_SYNC),
+        Errno::ENOMEM,
+        "msync of unmapped memory",
+    )?;
+    expect_errno(
+        sys::madvise(addr + 1, PAGE, 0),
+        Errno::EINVAL,
+        "madvise unaligned",
+    )?;
+    expect_errno(
+        sys::madvise(addr, PAGE, 9999),
+        Errno::EINVAL,
+        "madvise unknown advice",
+    )?;
+    Ok(())
+}
+
+pub fn mmap_fork_shares(cx: &Ctx) -> TestResult {
+    let data = pattern(2 * PAGE, 6);
+    let f = file_with(cx, "f", &data)?;
+    let shared = sys::mmap(0, 2 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, f.fd(), 0)
+        .what("mmap shared")?;
+    let private = sys::mmap(0, 2 * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE, f.fd(), 0)
+        .what("mmap private")?;
+    ensure!(shared.get(0) == data[0], "touch before fork");
+    // A store makes the private page the parent's own (until then it would show the shared
+    // mapping's stores, as on Linux).
+    private.set(0, data[0]);
+    let st = in_child(|| {
+        shared.write(1, b"child");
+        shared.write(PAGE + 1, b"child2");
+        private.write(1, b"mine");
+    })?;
+    ensure!(st.exited() && st.exit_code() == 0, "child failed");
+    ensure!(
+        shared.read(1, 5) == b"child" && shared.read(PAGE + 1, 6) == b"child2",
+        "the child's store through a shared mapping is not seen by the parent"
+    );
+    ensure!(
+        private.read(1, 4) == data[1..5],
+        "the child's store through a private mapping reached the parent"
+    );
+    let now = read_file(&f, 2 * PAGE)?;
+    ensure!(
+        &now[1..6] == b"child" && &now[PAGE + 1..PAGE + 7] == b"child2",
+        "the child's store through a shared mapping is not in the file"
+    );
+    Ok(())
+}
+
+pub fn madvise_and_fixed(cx: &Ctx) -> TestResult {
+    // MADV_DONTNEED: private anonymous memory reads back as zeros.
+    let anon = sys::mmap(
+        0,
+        2 * PAGE,
+        PROT_READ | PROT_WRITE,
+        MAP_PRIVATE | MAP_ANONYMOUS,
+        -1,
+        0,
+    )
+    .what("mmap anon")?;
+    anon.write(0, b"gone");
+    sys::madvise(anon.addr(), 2 * PAGE, MADV_DONTNEED).what("madvise")?;
+    ensure!(
+        anon.read(0, 4) == [0; 4],
+        "MADV_DONTNEED did not zero private anonymous memory"
+    );
+    // A private file page comes back from the file.
+    let data = pattern(2 * PAGE, 11);
+    let f = file_with(cx, "f", &data)?;
+    let p = sys::mmap(0, 2 * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE, f.fd(), 0)
+        .what("mmap private")?;
+    p.write(0, b"xx");
+    sys::madvise(p.addr(), PAGE, MADV_DONTNEED).what("madvise")?;
+    ensure!(
+        p.read(0, 2) == data[..2],
+        "MADV_DONTNEED on a private file page"
+    );
+    sys::madvise(p.addr(), 2 * PAGE, 1).what("madvise MADV_RANDOM")?;
+    // MAP_FIXED over the second page of the anonymous mapping.
+    let fixed = sys::mmap(
+        anon.addr() + PAGE,
+        PAGE,
+        PROT_READ,
+        MAP_SHARED | MAP_FIXED,
+        f.fd(),
+        PAGE as u64,
+    )
+    .what("mmap MAP_FIXED")?;
+    ensure!(
+        fixed.addr() == anon.addr() + PAGE,
+        "MAP_FIXED moved the mapping"
+    );
+    ensure!(
+        anon.read(PAGE, PAGE) == data[PAGE..],
+        "MAP_FIXED file mapping shows the wrong bytes"
+    );
+    fixed.forget(); // unmapped with `anon`
+    Ok(())
+}
