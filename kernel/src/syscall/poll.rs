@@ -78,16 +78,16 @@ fn deadline(tmo: usize) -> Result<Option<u64>, Errno> {
 /// the handler of the signal that ended the wait).
 fn with_mask<R>(mask: Option<u64>, f: impl FnOnce() -> R) -> R {
     let Some(m) = mask else { return f() };
-    let old = with_current(|p| {
-        let old = p.sig.blocked;
-        p.sig.set_blocked(m);
+    let old = crate::task::with_thread(|t| {
+        let old = t.sig.blocked;
+        t.sig.set_blocked(m);
         old
     });
     let r = f();
     if signal::pending() {
-        with_current(|p| p.sig.saved_mask = Some(old));
+        crate::task::with_thread(|t| t.sig.saved_mask = Some(old));
     } else {
-        with_current(|p| p.sig.blocked = old);
+        crate::task::with_thread(|t| t.sig.blocked = old);
     }
     r
 }
