@@ -16,6 +16,7 @@ mod shm;
 mod signal;
 mod socket;
 mod stream;
+mod timerfd;
 mod xattr;
 
 pub use misc::CLK_TCK;
@@ -54,6 +55,9 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
         SYS_ACCEPT | SYS_ACCEPT4 | SYS_SENDTO | SYS_RECVFROM | SYS_SENDMSG | SYS_RECVMSG => {
             socket::sys_unsupported(a[0] as i32)
         }
+        SYS_TIMERFD_CREATE => timerfd::sys_timerfd_create(a[0], a[1] as u32),
+        SYS_TIMERFD_SETTIME => timerfd::sys_timerfd_settime(a[0] as i32, a[1] as u32, a[2], a[3]),
+        SYS_TIMERFD_GETTIME => timerfd::sys_timerfd_gettime(a[0] as i32, a[1]),
         SYS_PIPE2 => stream::sys_pipe2(a[0], a[1] as u32),
         SYS_PPOLL => poll::sys_ppoll(a[0], a[1], a[2], a[3], a[4]),
         SYS_PSELECT6 => poll::sys_pselect6(a[0], a[1], a[2], a[3], a[4], a[5]),

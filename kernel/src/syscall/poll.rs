@@ -53,6 +53,11 @@ fn poll_one(fd: i32, events: u16) -> u16 {
                 rev |= if end.read { POLLHUP } else { POLLERR };
             }
         }
+        Some(Stream::Timer(t)) => {
+            if want_in && t.readable() {
+                rev |= events & (POLLIN | POLLRDNORM);
+            }
+        }
         Some(Stream::Tty) => {
             if want_in && crate::tty::readable() {
                 rev |= events & (POLLIN | POLLRDNORM);
@@ -120,7 +125,12 @@ fn wait_loop(
         if signal::pending() {
             return Err(Errno::EINTR);
         }
-        POLLERS.sleep_until(deadline);
+        // A timer descriptor becomes readable at its deadline, with no one to wake us then.
+        let wake_at = match (deadline, crate::ipc::timerfd::earliest_deadline()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        POLLERS.sleep_until(wake_at);
     }
 }
 
