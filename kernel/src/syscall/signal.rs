@@ -164,7 +164,11 @@ pub fn sys_kill(pid: isize, sig: i32) -> SysResult {
     }
     let me = task::current_pid();
     let targets = if pid > 0 {
-        task::find(pid as usize).into_iter().collect()
+        // A thread's id names its process too, as on Linux.
+        task::find(pid as usize)
+            .or_else(|| task::find_thread(pid as usize).map(|t| t.process.clone()))
+            .into_iter()
+            .collect()
     } else if pid == 0 {
         task::processes_in_group(with_current(|p| p.pgid))
     } else if pid == -1 {

@@ -678,10 +678,10 @@ pub fn spawn_thread(tf: &TrapFrame, clear_child_tid: usize) -> Result<usize, Err
     let kstack = new_kstack()?;
     let mut ctf = Box::new(tf.clone());
     ctf.regs[10] = 0;
-    let mut s = SCHED.lock();
-    let tid = s.alloc_id();
+    let tid = SCHED.lock().alloc_id();
     let t = make_thread(tid, &me, ctf, kstack, mask);
     t.inner.lock().clear_child_tid = clear_child_tid;
+    let mut s = SCHED.lock();
     me.inner.lock().threads.push(t.clone());
     s.threads.insert(tid, t.clone());
     s.ready.push_back(t);
@@ -777,16 +777,15 @@ pub fn exit_thread(status: ExitStatus) -> ! {
             core::mem::take(&mut ti.robust_list),
         )
     };
-    let last = p.inner.lock().threads.len() <= 1;
-    if !last {
-        // The memory lives on in the other threads: tell them about this one's end.
-        if robust != 0 {
-            futex::exit_robust_list(robust, t.tid);
-        }
-        if clear_tid != 0 {
-            futex::clear_child_tid(clear_tid);
-        }
+    // As Linux's mm_release, for the last thread too: a robust mutex or the tid word may be
+    // in memory shared with another process.
+    if robust != 0 {
+        futex::exit_robust_list(robust, t.tid);
     }
+    if clear_tid != 0 {
+        futex::clear_child_tid(clear_tid);
+    }
+    let last = p.inner.lock().threads.len() <= 1;
     {
         let mut s = SCHED.lock();
         s.threads.remove(&t.tid);

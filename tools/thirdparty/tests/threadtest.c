@@ -309,6 +309,42 @@ static void test_robust(void) {
 	check(ok, "robust mutex: its owner's exit gives EOWNERDEAD");
 }
 
+/* --- too many threads: pthread_create fails cleanly (EAGAIN, or ENOMEM from the kernel heap),
+ * and everything works again once they are gone */
+#define BOMB_CAP 5000
+static pthread_mutex_t bomb_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t bomb_go = PTHREAD_COND_INITIALIZER;
+static int bomb_released;
+static void *bomb_wait(void *arg) {
+	(void)arg;
+	pthread_mutex_lock(&bomb_lock);
+	while (!bomb_released)
+		pthread_cond_wait(&bomb_go, &bomb_lock);
+	pthread_mutex_unlock(&bomb_lock);
+	return NULL;
+}
+
+static void test_thread_bomb(void) {
+	static pthread_t t[BOMB_CAP];
+	pthread_attr_t a;
+	pthread_attr_init(&a);
+	pthread_attr_setstacksize(&a, 64 * 1024);
+	int n = 0, err = 0;
+	while (n < BOMB_CAP && (err = pthread_create(&t[n], &a, bomb_wait, NULL)) == 0)
+		n++;
+	printf("     thread bomb: %d threads, then %s\n", n, err ? strerror(err) : "the cap");
+	pthread_mutex_lock(&bomb_lock);
+	bomb_released = 1;
+	pthread_cond_broadcast(&bomb_go);
+	pthread_mutex_unlock(&bomb_lock);
+	int ok = n > 100 && (err == EAGAIN || err == ENOMEM || n == BOMB_CAP);
+	for (int i = 0; i < n; i++)
+		ok &= pthread_join(t[i], NULL) == 0;
+	pthread_t again;
+	ok &= pthread_create(&again, NULL, returner, (void *)1L) == 0 && pthread_join(again, NULL) == 0;
+	check(ok, "thread bomb: creation fails cleanly, and works again after");
+}
+
 int main(void) {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	main_pid = getpid();
@@ -319,6 +355,7 @@ int main(void) {
 	test_signals();
 	test_group_end();
 	test_robust();
+	test_thread_bomb();
 	printf("threadtest: %d passed, %d failed\n", passed, failed);
 	return failed != 0;
 }
