@@ -55,17 +55,11 @@ pub fn sys_clone(
     ctid: usize,
     tf: &TrapFrame,
 ) -> SysResult {
-    use abi::fcntl::{CLONE_VFORK, CLONE_VM};
-    const CLONE_FS: u64 = 0x0200;
-    const CLONE_FILES: u64 = 0x0400;
-    const CLONE_SIGHAND: u64 = 0x0800;
-    const CLONE_THREAD: u64 = 0x0001_0000;
-    const CLONE_SYSVSEM: u64 = 0x0004_0000;
-    const CLONE_SETTLS: u64 = 0x0008_0000;
-    const CLONE_PARENT_SETTID: u64 = 0x0010_0000;
-    const CLONE_CHILD_CLEARTID: u64 = 0x0020_0000;
-    const CLONE_DETACHED: u64 = 0x0040_0000;
-    const CLONE_CHILD_SETTID: u64 = 0x0100_0000;
+    use abi::fcntl::{
+        CLONE_CHILD_CLEARTID, CLONE_CHILD_SETTID, CLONE_DETACHED, CLONE_FILES, CLONE_FS,
+        CLONE_PARENT_SETTID, CLONE_SETTLS, CLONE_SIGHAND, CLONE_SYSVSEM, CLONE_THREAD, CLONE_VFORK,
+        CLONE_VM,
+    };
     let flags = flags as u64;
     let exit_signal = flags & 0xff;
     // Processes: fork (glibc's passes CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID) and
