@@ -76,7 +76,8 @@
 #                                each: 1 MiB writes (16 MiB, fsync at the end), 4 KiB random reads
 #   make test-apps               (in `make test`) record locks, shared memory (mmap and System V),
 #                                futexes between processes (/bin/apptest), then sqlite3 on /dbfs and
-#                                /fat and fio (psync write, 4k randread) on /dbfs
+#                                /fat and fio (psync write, 4k randread; 4 threads writing with
+#                                verify) on /dbfs, and pthreads (/bin/threadtest)
 #   make deps-thirdparty         the host packages these need (cross gcc, autotools, dpkg-dev, ...)
 #
 # Variables (override on the command line, e.g. `make run BENCH=seqread FS=fat32`):
@@ -505,9 +506,17 @@ test-apps: images
 		| sed \"s|^|SQLITE \$$d |\"; done; \
 		fio --name=w --filename=/dbfs/fio --size=4m --bs=1m --rw=write --ioengine=psync --minimal >/dev/null && \
 		fio --name=r --filename=/dbfs/fio --size=4m --bs=4k --rw=randread --ioengine=psync --minimal >/dev/null && \
-		echo FIO ok'" | tee $(BUILD)/test-apps.log
+		echo FIO ok; \
+		fio --name=t --thread --numjobs=4 --directory=/dbfs --size=1m --bs=4k --rw=randwrite \
+		--ioengine=psync --verify=crc32c --do_verify=1 --group_reporting --minimal >/dev/null && \
+		echo FIO threads ok; \
+		/bin/threadtest'" | tee $(BUILD)/test-apps.log
 	@grep -Eq '^[0-9]+ passed, 0 failed' $(BUILD)/test-apps.log || \
 		{ echo "apptest: a check failed"; exit 1; }
+	@grep -Eq '^threadtest: [0-9]+ passed, 0 failed' $(BUILD)/test-apps.log || \
+		{ echo "threadtest: a check failed"; exit 1; }
+	@grep -q '^FIO threads ok' $(BUILD)/test-apps.log || \
+		{ echo "fio --thread --numjobs=4 with verify failed"; exit 1; }
 	@test "$$(grep -c '^SQLITE /[a-z]* 3' $(BUILD)/test-apps.log)" = 2 || \
 		{ echo "sqlite3 in the guest did not answer 3 on both file systems"; exit 1; }
 	@grep -q '^FIO ok' $(BUILD)/test-apps.log || { echo "fio in the guest failed"; exit 1; }

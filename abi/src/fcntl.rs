@@ -120,6 +120,26 @@ pub const SIGCHLD: u64 = 17;
 pub const CLONE_VM: u64 = 0x100;
 /// `clone`: the parent waits until the child execs or exits.
 pub const CLONE_VFORK: u64 = 0x4000;
+/// `clone`: the child shares cwd and umask.
+pub const CLONE_FS: u64 = 0x0200;
+/// `clone`: the child shares the descriptor table.
+pub const CLONE_FILES: u64 = 0x0400;
+/// `clone`: the child shares the signal actions.
+pub const CLONE_SIGHAND: u64 = 0x0800;
+/// `clone`: the child is a thread of the caller's process (thread group).
+pub const CLONE_THREAD: u64 = 0x0001_0000;
+/// `clone`: the child shares System V semaphore undo lists.
+pub const CLONE_SYSVSEM: u64 = 0x0004_0000;
+/// `clone`: the child's thread pointer (`tp`) is the `tls` argument.
+pub const CLONE_SETTLS: u64 = 0x0008_0000;
+/// `clone`: the child's id is stored at `ptid` in the parent.
+pub const CLONE_PARENT_SETTID: u64 = 0x0010_0000;
+/// `clone`: at the child's exit 0 is stored at `ctid` and a futex wake sent there.
+pub const CLONE_CHILD_CLEARTID: u64 = 0x0020_0000;
+/// `clone`: ignored (historic).
+pub const CLONE_DETACHED: u64 = 0x0040_0000;
+/// `clone`: the child's id is stored at `ctid` in the child.
+pub const CLONE_CHILD_SETTID: u64 = 0x0100_0000;
 /// `wait4`: answer 0 at once if no child has changed state.
 pub const WNOHANG: u32 = 1;
 

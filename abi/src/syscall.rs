@@ -268,6 +268,12 @@ pub const SYS_FCHOWN: usize = 55;
 pub const SYS_PIPE2: usize = 59;
 /// `pselect6`: wait until one of some descriptors is ready (`fd_set` bitmaps), with a signal mask.
 pub const SYS_PSELECT6: usize = 72;
+/// `timerfd_create`: a descriptor that becomes readable when a timer expires.
+pub const SYS_TIMERFD_CREATE: usize = 85;
+/// `timerfd_settime`: arm or disarm a timer descriptor.
+pub const SYS_TIMERFD_SETTIME: usize = 86;
+/// `timerfd_gettime`: a timer descriptor's time left and interval.
+pub const SYS_TIMERFD_GETTIME: usize = 87;
 /// `ppoll`: wait until one of some descriptors is ready (`struct pollfd` list), with a signal mask.
 pub const SYS_PPOLL: usize = 73;
 /// `waitid`: wait for a child to change state; a `siginfo_t` describes it.

@@ -11,6 +11,7 @@
 #   tools/thirdparty/fetch-build.sh check       run them under qemu-user on the host (see below)
 #   tools/thirdparty/fetch-build.sh fio|sqlite  fio 3.33, sqlite3 3.40.1 (shell + speedtest1)
 #   tools/thirdparty/fetch-build.sh sqlite-host  speedtest1 built for this machine (make sqlite-host-bench)
+#   tools/thirdparty/fetch-build.sh threadtest  our pthreads test (tools/thirdparty/tests/threadtest.c)
 #
 # Sources come from Debian's archive through apt, without touching the machine's apt set-up: the
 # build has its own deb-src list, package lists and cache under $BUILD/apt, and `apt-get source`
@@ -249,9 +250,10 @@ cmd_rootfs() {
 	cmd_pjdfstest
 	cmd_sqlite
 	cmd_fio
+	cmd_threadtest
 	local root="$TP/rootfs" stamp="$TP/rootfs.stamp"
 	local inputs=("$TP/busybox/busybox" "$TP/pjdfstest/pjdfstest" "$here/pjdfstest-guest.sh" "$TP/pjdfstest/stamp"
-		"$TP/sqlite/sqlite3" "$TP/sqlite/speedtest1" "$TP/fio/fio")
+		"$TP/sqlite/sqlite3" "$TP/sqlite/speedtest1" "$TP/fio/fio" "$TP/threadtest/threadtest")
 	if [ -f "$stamp" ] && [ -z "$(find "${inputs[@]}" -newer "$stamp")" ]; then
 		log "rootfs tree up to date"
 		return
@@ -262,7 +264,7 @@ cmd_rootfs() {
 	cp "$TP/pjdfstest/pjdfstest" "$root.tmp/bin/pjdfstest"
 	cp "$TP/pjdfstest/pjdfstest" "$root.tmp/usr/pjdfstest/pjdfstest"
 	cp "$here/pjdfstest-guest.sh" "$root.tmp/bin/pjdfstest-run"
-	cp "$TP/sqlite/sqlite3" "$TP/sqlite/speedtest1" "$TP/fio/fio" "$root.tmp/bin/"
+	cp "$TP/sqlite/sqlite3" "$TP/sqlite/speedtest1" "$TP/fio/fio" "$TP/threadtest/threadtest" "$root.tmp/bin/"
 	local tests="$TP/pjdfstest/src/tests" d
 	cp "$tests/conf" "$tests/misc.sh" "$root.tmp/usr/pjdfstest/tests/"
 	for d in "$tests"/*/; do
@@ -378,6 +380,22 @@ cmd_fio() {
 	log "fio: $(stat -c %s "$TP/fio/fio") bytes"
 }
 
+# threadtest: the pthreads test program in the repo, built as the other programs are (static,
+# glibc, -pthread). Rebuilt when the source, this recipe or the compiler changes.
+cmd_threadtest() {
+	need_tools "${CROSS}gcc"
+	local src="$here/tests/threadtest.c" out="$TP/threadtest" key
+	key=$({ declare -f cmd_threadtest; cat "$src"; toolchain_id; } | digest)
+	if stamp_ok "$out/stamp" "$key" && [ -x "$out/threadtest" ]; then
+		log "threadtest up to date"
+		return
+	fi
+	mkdir -p "$out" && rm -f "$out/stamp"
+	"${CROSS}gcc" -static -O2 -pthread -Wall -Werror -o "$out/threadtest" "$src"
+	echo "$key" >"$out/stamp"
+	log "threadtest: $(stat -c %s "$out/threadtest") bytes"
+}
+
 # sqlite3 shell and speedtest1 from the amalgamation the source package's build makes.
 build_sqlite() {
 	local src=$1 out="$TP/sqlite"
@@ -444,7 +462,7 @@ cmd_sqlite_host() {
 
 ## --- main ----------------------------------------------------------------------------------
 
-[ $# -ge 1 ] || die "usage: fetch-build.sh busybox|pjdfstest|rootfs|check [TESTDIR...]|fio|sqlite|sqlite-host"
+[ $# -ge 1 ] || die "usage: fetch-build.sh busybox|pjdfstest|rootfs|check [TESTDIR...]|fio|sqlite|sqlite-host|threadtest"
 command=$1
 shift
 case "$command" in
@@ -455,5 +473,6 @@ check) cmd_check "$@" ;;
 fio) cmd_fio ;;
 sqlite) cmd_sqlite ;;
 sqlite-host) cmd_sqlite_host ;;
+threadtest) cmd_threadtest ;;
 *) die "unknown command $command" ;;
 esac

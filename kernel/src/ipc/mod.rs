@@ -1,6 +1,7 @@
 //! Communication between processes: pipes and FIFOs (`pipe`), Unix-domain socket names
-//! (`socket`), System V shared memory segments (`shm`).
+//! (`socket`), System V shared memory segments (`shm`), timer descriptors (`timerfd`).
 
 pub mod pipe;
 pub mod shm;
 pub mod socket;
+pub mod timerfd;

@@ -1,6 +1,7 @@
-//! futex(2): FUTEX_WAIT, FUTEX_WAKE and their bitset forms (`task::futex` keeps the waiters).
-//! Requeue, wake-op and priority-inheritance operations answer ENOSYS, as a kernel built
-//! without them would; glibc's mutexes, condition variables and semaphores use none of them.
+//! futex(2): FUTEX_WAIT, FUTEX_WAKE, their bitset forms, FUTEX_REQUEUE and
+//! FUTEX_CMP_REQUEUE (`task::futex` keeps the waiters). Wake-op and priority-inheritance
+//! operations answer ENOSYS, as a kernel built without them would; glibc's mutexes,
+//! condition variables, semaphores and pthread_join use none of them.
 
 use abi::stat::Timespec;
 use abi::Errno;
@@ -12,16 +13,26 @@ use crate::task::futex;
 
 const FUTEX_WAIT: u32 = 0;
 const FUTEX_WAKE: u32 = 1;
+const FUTEX_REQUEUE: u32 = 3;
+const FUTEX_CMP_REQUEUE: u32 = 4;
 const FUTEX_WAIT_BITSET: u32 = 9;
 const FUTEX_WAKE_BITSET: u32 = 10;
 const FUTEX_PRIVATE_FLAG: u32 = 128;
 const FUTEX_CLOCK_REALTIME: u32 = 256;
 
-pub fn sys_futex(uaddr: usize, op: usize, val: usize, timeout: usize, val3: usize) -> SysResult {
+/// futex(uaddr, op, val, timeout or val2, uaddr2, val3).
+pub fn sys_futex(
+    uaddr: usize,
+    op: usize,
+    val: usize,
+    timeout: usize,
+    uaddr2: usize,
+    val3: usize,
+) -> SysResult {
     let op = op as u32;
     let cmd = op & !(FUTEX_PRIVATE_FLAG | FUTEX_CLOCK_REALTIME);
     let bitset = match cmd {
-        FUTEX_WAIT | FUTEX_WAKE => u32::MAX,
+        FUTEX_WAIT | FUTEX_WAKE | FUTEX_REQUEUE | FUTEX_CMP_REQUEUE => u32::MAX,
         FUTEX_WAIT_BITSET | FUTEX_WAKE_BITSET => val3 as u32,
         _ => return Err(Errno::ENOSYS),
     };
@@ -34,6 +45,9 @@ pub fn sys_futex(uaddr: usize, op: usize, val: usize, timeout: usize, val3: usiz
     // The futex's name: the kernel address of its word (the same for every process that
     // maps the page shared).
     let key = with_space(|s| s.resolve(uaddr, Access::Read))?;
+    if cmd == FUTEX_REQUEUE || cmd == FUTEX_CMP_REQUEUE {
+        return requeue(cmd, key, uaddr, val, timeout, uaddr2, val3);
+    }
     if cmd == FUTEX_WAKE || cmd == FUTEX_WAKE_BITSET {
         // Linux wakes at least one, whatever the count says.
         let count = (val as u32 as i32).max(1) as usize;
@@ -65,4 +79,37 @@ pub fn sys_futex(uaddr: usize, op: usize, val: usize, timeout: usize, val3: usiz
         return Err(Errno::EAGAIN);
     }
     futex::wait(key, bitset, deadline).map(|_| 0)
+}
+
+/// FUTEX_REQUEUE / FUTEX_CMP_REQUEUE: wake `val` waiters of `uaddr`, move up to `val2` (the
+/// timeout argument's slot) of the others to `uaddr2`; the CMP form first checks that the
+/// word at `uaddr` still holds `val3` (EAGAIN if not).
+fn requeue(
+    cmd: u32,
+    key: usize,
+    uaddr: usize,
+    val: usize,
+    val2: usize,
+    uaddr2: usize,
+    val3: usize,
+) -> SysResult {
+    let (nr_wake, nr_requeue) = (val as u32 as i32, val2 as u32 as i32);
+    if nr_wake < 0 || nr_requeue < 0 || !uaddr2.is_multiple_of(4) {
+        return Err(Errno::EINVAL);
+    }
+    let key2 = with_space(|s| s.resolve(uaddr2, Access::Read))?;
+    if cmd == FUTEX_CMP_REQUEUE {
+        let mut word = [0u8; 4];
+        copy_in(uaddr, &mut word)?;
+        if u32::from_le_bytes(word) != val3 as u32 {
+            return Err(Errno::EAGAIN);
+        }
+    }
+    Ok(futex::requeue(
+        key,
+        u32::MAX,
+        nr_wake as usize,
+        Some(key2),
+        nr_requeue as usize,
+    ))
 }

@@ -16,6 +16,7 @@ mod shm;
 mod signal;
 mod socket;
 mod stream;
+mod timerfd;
 mod xattr;
 
 pub use misc::CLK_TCK;
@@ -54,6 +55,9 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
         SYS_ACCEPT | SYS_ACCEPT4 | SYS_SENDTO | SYS_RECVFROM | SYS_SENDMSG | SYS_RECVMSG => {
             socket::sys_unsupported(a[0] as i32)
         }
+        SYS_TIMERFD_CREATE => timerfd::sys_timerfd_create(a[0], a[1] as u32),
+        SYS_TIMERFD_SETTIME => timerfd::sys_timerfd_settime(a[0] as i32, a[1] as u32, a[2], a[3]),
+        SYS_TIMERFD_GETTIME => timerfd::sys_timerfd_gettime(a[0] as i32, a[1]),
         SYS_PIPE2 => stream::sys_pipe2(a[0], a[1] as u32),
         SYS_PPOLL => poll::sys_ppoll(a[0], a[1], a[2], a[3], a[4]),
         SYS_PSELECT6 => poll::sys_pselect6(a[0], a[1], a[2], a[3], a[4], a[5]),
@@ -95,8 +99,12 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
         SYS_UTIMENSAT => fs::sys_utimensat(a[0] as i32, a[1], a[2], a[3] as u32),
         SYS_RENAMEAT2 => fs::sys_renameat2(a[0] as i32, a[1], a[2] as i32, a[3], a[4] as u32),
         SYS_UMASK => process::sys_umask(a[0] as u32),
-        SYS_EXIT | SYS_EXIT_GROUP => process::sys_exit(a[0] as i32),
-        SYS_SET_TID_ADDRESS | SYS_GETPID | SYS_GETTID => Ok(crate::task::current_pid()),
+        SYS_EXIT => process::sys_exit(a[0] as i32),
+        SYS_EXIT_GROUP => process::sys_exit_group(a[0] as i32),
+        SYS_GETPID => Ok(crate::task::current_pid()),
+        SYS_GETTID => Ok(crate::task::current_tid()),
+        SYS_SET_TID_ADDRESS => process::sys_set_tid_address(a[0]),
+        SYS_SET_ROBUST_LIST => process::sys_set_robust_list(a[0], a[1]),
         SYS_GETPPID => process::sys_getppid(),
         SYS_GETUID | SYS_GETEUID | SYS_GETGID | SYS_GETEGID => process::sys_getid(num),
         SYS_SETUID => process::sys_setuid(a[0]),
@@ -128,9 +136,7 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
         SYS_SIGALTSTACK => signal::sys_sigaltstack(a[0], a[1]),
         SYS_TKILL => signal::sys_tkill(a[0] as isize, a[1] as i32),
         SYS_TGKILL => signal::sys_tgkill(a[0] as isize, a[1] as isize, a[2] as i32),
-        // Threads do not exist yet: the robust-futex list and rseq registration of glibc's
-        // start-up are accepted / declined as a kernel without them would.
-        SYS_SET_ROBUST_LIST => Ok(0),
+        // Restartable sequences are declined, as a kernel without them would.
         SYS_RSEQ => Err(Errno::ENOSYS),
         SYS_GETRANDOM => misc::sys_getrandom(a[0], a[1], a[2] as u32),
         SYS_SYSINFO => misc::sys_sysinfo(a[0]),
@@ -153,7 +159,7 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
         SYS_MSYNC => misc::sys_msync(a[0], a[1], a[2] as u32),
         SYS_MUNMAP => misc::sys_munmap(a[0], a[1]),
         SYS_MPROTECT => misc::sys_mprotect(a[0], a[1], a[2] as u32),
-        SYS_FUTEX => futex::sys_futex(a[0], a[1], a[2], a[3], a[5]),
+        SYS_FUTEX => futex::sys_futex(a[0], a[1], a[2], a[3], a[4], a[5]),
         SYS_SHMGET => shm::sys_shmget(a[0], a[1], a[2]),
         SYS_SHMAT => shm::sys_shmat(a[0], a[1], a[2]),
         SYS_SHMDT => shm::sys_shmdt(a[0]),

@@ -53,6 +53,11 @@ fn poll_one(fd: i32, events: u16) -> u16 {
                 rev |= if end.read { POLLHUP } else { POLLERR };
             }
         }
+        Some(Stream::Timer(t)) => {
+            if want_in && t.readable() {
+                rev |= events & (POLLIN | POLLRDNORM);
+            }
+        }
         Some(Stream::Tty) => {
             if want_in && crate::tty::readable() {
                 rev |= events & (POLLIN | POLLRDNORM);
@@ -78,16 +83,16 @@ fn deadline(tmo: usize) -> Result<Option<u64>, Errno> {
 /// the handler of the signal that ended the wait).
 fn with_mask<R>(mask: Option<u64>, f: impl FnOnce() -> R) -> R {
     let Some(m) = mask else { return f() };
-    let old = with_current(|p| {
-        let old = p.sig.blocked;
-        p.sig.set_blocked(m);
+    let old = crate::task::with_thread(|t| {
+        let old = t.sig.blocked;
+        t.sig.set_blocked(m);
         old
     });
     let r = f();
     if signal::pending() {
-        with_current(|p| p.sig.saved_mask = Some(old));
+        crate::task::with_thread(|t| t.sig.saved_mask = Some(old));
     } else {
-        with_current(|p| p.sig.blocked = old);
+        crate::task::with_thread(|t| t.sig.blocked = old);
     }
     r
 }
@@ -120,7 +125,12 @@ fn wait_loop(
         if signal::pending() {
             return Err(Errno::EINTR);
         }
-        POLLERS.sleep_until(deadline);
+        // A timer descriptor becomes readable at its deadline, with no one to wake us then.
+        let wake_at = match (deadline, crate::ipc::timerfd::earliest_deadline()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        POLLERS.sleep_until(wake_at);
     }
 }
 

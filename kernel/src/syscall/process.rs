@@ -1,4 +1,5 @@
-//! Process calls: clone (fork), execve, wait4, exit, umask, process groups and sessions,
+//! Process and thread calls: clone (fork, vfork, threads), execve, wait4, exit and
+//! exit_group, set_tid_address and set_robust_list, umask, process groups and sessions,
 //! credentials, resource limits and usage.
 
 use alloc::string::String;
@@ -11,8 +12,31 @@ use crate::arch::trap::TrapFrame;
 use crate::mm::uaccess;
 use crate::task::{self, ExitStatus};
 
+/// exit: end the calling thread (the process too, if it was the last).
 pub fn sys_exit(code: i32) -> SysResult {
+    task::exit_thread(ExitStatus::Exited(code & 0xff))
+}
+
+/// exit_group: end every thread of the process.
+pub fn sys_exit_group(code: i32) -> SysResult {
     task::exit_current(ExitStatus::Exited(code & 0xff))
+}
+
+/// set_tid_address: the word to zero and futex-wake when this thread exits; returns the tid.
+pub fn sys_set_tid_address(addr: usize) -> SysResult {
+    task::with_thread(|t| t.clear_child_tid = addr);
+    Ok(task::current_tid())
+}
+
+/// set_robust_list: remember the thread's robust-futex list head (walked at its exit, see
+/// `task::futex::exit_robust_list`). `len` must be that of `struct robust_list_head`.
+pub fn sys_set_robust_list(head: usize, len: usize) -> SysResult {
+    const ROBUST_LIST_HEAD_SIZE: usize = 24;
+    if len != ROBUST_LIST_HEAD_SIZE {
+        return Err(Errno::EINVAL);
+    }
+    task::with_thread(|t| t.robust_list = head);
+    Ok(0)
 }
 
 pub fn sys_getppid() -> SysResult {
@@ -31,30 +55,53 @@ pub fn sys_clone(
     ctid: usize,
     tf: &TrapFrame,
 ) -> SysResult {
-    const CLONE_SETTLS: u64 = 0x0008_0000;
-    const CLONE_PARENT_SETTID: u64 = 0x0010_0000;
-    const CLONE_CHILD_CLEARTID: u64 = 0x0020_0000;
-    const CLONE_CHILD_SETTID: u64 = 0x0100_0000;
+    use abi::fcntl::{
+        CLONE_CHILD_CLEARTID, CLONE_CHILD_SETTID, CLONE_DETACHED, CLONE_FILES, CLONE_FS,
+        CLONE_PARENT_SETTID, CLONE_SETTLS, CLONE_SIGHAND, CLONE_SYSVSEM, CLONE_THREAD, CLONE_VFORK,
+        CLONE_VM,
+    };
     let flags = flags as u64;
     let exit_signal = flags & 0xff;
-    // Only process creation: fork (glibc's passes CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID),
-    // and vfork-style (CLONE_VM | CLONE_VFORK), which a copy implements correctly. Threads
-    // (CLONE_VM without CLONE_VFORK) are not supported. CLONE_CHILD_CLEARTID has nothing to
-    // do in a process of one thread.
-    let known = abi::fcntl::CLONE_VM
-        | abi::fcntl::CLONE_VFORK
+    // Processes: fork (glibc's passes CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID) and
+    // vfork-style (CLONE_VM | CLONE_VFORK), which a copy implements correctly. Threads:
+    // CLONE_THREAD, which needs CLONE_SIGHAND and CLONE_VM (EINVAL otherwise, as Linux),
+    // and, here, CLONE_FILES and CLONE_FS too (a thread with its own descriptor table or
+    // cwd is ENOSYS: they belong to the process). CLONE_SYSVSEM has nothing to share: there
+    // are no System V semaphores. A process sharing its parent's memory without being a
+    // thread (CLONE_VM alone) is ENOSYS.
+    let known = CLONE_VM
+        | CLONE_VFORK
+        | CLONE_FS
+        | CLONE_FILES
+        | CLONE_SIGHAND
+        | CLONE_THREAD
+        | CLONE_SYSVSEM
         | CLONE_SETTLS
         | CLONE_PARENT_SETTID
         | CLONE_CHILD_CLEARTID
+        | CLONE_DETACHED
         | CLONE_CHILD_SETTID;
     if flags & !0xff & !known != 0 {
         return Err(Errno::EINVAL);
     }
-    if flags & abi::fcntl::CLONE_VM != 0 && flags & abi::fcntl::CLONE_VFORK == 0 {
-        return Err(Errno::ENOSYS);
-    }
-    if exit_signal != 0 && exit_signal != abi::fcntl::SIGCHLD {
+    let thread = flags & CLONE_THREAD != 0;
+    if thread && flags & CLONE_SIGHAND == 0 || flags & CLONE_SIGHAND != 0 && flags & CLONE_VM == 0 {
         return Err(Errno::EINVAL);
+    }
+    if thread {
+        if flags & (CLONE_FILES | CLONE_FS) != CLONE_FILES | CLONE_FS || flags & CLONE_VFORK != 0 {
+            return Err(Errno::ENOSYS);
+        }
+    } else {
+        if flags & CLONE_VM != 0 && flags & CLONE_VFORK == 0 {
+            return Err(Errno::ENOSYS);
+        }
+        if flags & (CLONE_FILES | CLONE_FS | CLONE_SIGHAND) != 0 {
+            return Err(Errno::ENOSYS);
+        }
+        if exit_signal != 0 && exit_signal != abi::fcntl::SIGCHLD {
+            return Err(Errno::EINVAL);
+        }
     }
     let mut child_tf = tf.clone();
     if stack != 0 {
@@ -63,17 +110,35 @@ pub fn sys_clone(
     if flags & CLONE_SETTLS != 0 {
         child_tf.regs[4] = tls;
     }
-    let pid = task::fork(&child_tf)?;
-    let tid = (pid as u32).to_le_bytes();
+    let clear_tid = if flags & CLONE_CHILD_CLEARTID != 0 {
+        ctid
+    } else {
+        0
+    };
+    let id = if thread {
+        task::spawn_thread(&child_tf, clear_tid)?
+    } else {
+        task::fork(&child_tf)?
+    };
+    let tid = (id as u32).to_le_bytes();
+    // The ids are written before the child runs (it is only queued), as Linux does.
     if flags & CLONE_PARENT_SETTID != 0 {
         super::copy_out(ptid, &tid)?;
     }
     if flags & CLONE_CHILD_SETTID != 0 {
-        if let Some(child) = task::find(pid) {
+        if thread {
+            let _ = super::copy_out(ctid, &tid);
+        } else if let Some(child) = task::find(id) {
             let _ = uaccess::copy_out(&mut child.inner.lock().space, ctid, &tid);
         }
     }
-    Ok(pid)
+    if !thread && clear_tid != 0 {
+        // The child process's one thread: its word is in its own copy of the memory.
+        if let Some(t) = task::find_thread(id) {
+            t.inner.lock().clear_child_tid = clear_tid;
+        }
+    }
+    Ok(id)
 }
 
 /// Read a NULL-terminated array of string pointers (argv, envp).

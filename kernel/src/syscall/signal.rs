@@ -6,7 +6,7 @@ use abi::Errno;
 use super::{copy_in, copy_out, SysResult};
 use crate::arch::trap::TrapFrame;
 use crate::task::signal::{self, bit, SigAction, NSIG, SIGKILL, SIGSTOP};
-use crate::task::{self, with_current};
+use crate::task::{self, with_current, with_thread};
 
 /// The kernel's `sigset_t` is 8 bytes; any other size is EINVAL (Linux).
 const SIGSET_SIZE: usize = 8;
@@ -45,9 +45,13 @@ pub fn sys_rt_sigaction(sig: usize, act: usize, oldact: usize, size: usize) -> S
         // Setting a signal to be ignored discards it if pending (POSIX).
         let ignored = a.handler == signal::SIG_IGN;
         if ignored {
-            task::current_process()
-                .sig_pending
+            let p = task::current_process();
+            p.sig_pending
                 .fetch_and(!bit(sig), core::sync::atomic::Ordering::Relaxed);
+            for t in p.inner.lock().threads.iter() {
+                t.sig_pending
+                    .fetch_and(!bit(sig), core::sync::atomic::Ordering::Relaxed);
+            }
         }
     }
     if oldact != 0 {
@@ -77,7 +81,7 @@ pub fn sys_rt_sigprocmask(how: usize, set: usize, oldset: usize, size: usize) ->
     } else {
         None
     };
-    let old = with_current(|p| {
+    let old = with_thread(|p| {
         let old = p.sig.blocked;
         if let Some(s) = new {
             let m = match how {
@@ -99,7 +103,7 @@ pub fn sys_rt_sigpending(set: usize, size: usize) -> SysResult {
     if size > SIGSET_SIZE {
         return Err(Errno::EINVAL);
     }
-    let blocked = with_current(|p| p.sig.blocked);
+    let blocked = with_thread(|t| t.sig.blocked);
     copy_out(
         set,
         &(signal::pending_set() & blocked).to_le_bytes()[..size],
@@ -119,9 +123,9 @@ pub fn sys_rt_sigsuspend(mask: usize, size: usize) -> SysResult {
     }
     let mut b = [0u8; 8];
     copy_in(mask, &mut b)?;
-    with_current(|p| {
-        p.sig.saved_mask = Some(p.sig.blocked);
-        p.sig.set_blocked(u64::from_le_bytes(b));
+    with_thread(|t| {
+        t.sig.saved_mask = Some(t.sig.blocked);
+        t.sig.set_blocked(u64::from_le_bytes(b));
     });
     while !signal::pending() {
         crate::task::block_current();
@@ -160,7 +164,11 @@ pub fn sys_kill(pid: isize, sig: i32) -> SysResult {
     }
     let me = task::current_pid();
     let targets = if pid > 0 {
-        task::find(pid as usize).into_iter().collect()
+        // A thread's id names its process too, as on Linux.
+        task::find(pid as usize)
+            .or_else(|| task::find_thread(pid as usize).map(|t| t.process.clone()))
+            .into_iter()
+            .collect()
     } else if pid == 0 {
         task::processes_in_group(with_current(|p| p.pgid))
     } else if pid == -1 {
@@ -189,19 +197,33 @@ pub fn sys_kill(pid: isize, sig: i32) -> SysResult {
     Ok(0)
 }
 
+/// tgkill: signal thread `tid` of process `tgid` (ESRCH if it is not one of its threads).
 pub fn sys_tgkill(tgid: isize, tid: isize, sig: i32) -> SysResult {
-    if tgid <= 0 || tid <= 0 {
+    if tgid <= 0 {
         return Err(Errno::EINVAL);
     }
-    if tgid != tid {
-        return Err(Errno::ESRCH);
-    }
-    sys_kill(tid, sig)
+    thread_kill(Some(tgid as usize), tid, sig)
 }
 
+/// tkill: signal thread `tid`.
 pub fn sys_tkill(tid: isize, sig: i32) -> SysResult {
-    if tid <= 0 {
+    thread_kill(None, tid, sig)
+}
+
+fn thread_kill(tgid: Option<usize>, tid: isize, sig: i32) -> SysResult {
+    let sig = usize::try_from(sig).map_err(|_| Errno::EINVAL)?;
+    if tid <= 0 || sig > NSIG {
         return Err(Errno::EINVAL);
     }
-    sys_kill(tid, sig)
+    let t = task::find_thread(tid as usize).ok_or(Errno::ESRCH)?;
+    if tgid.is_some_and(|g| g != t.process.pid) {
+        return Err(Errno::ESRCH);
+    }
+    if !may_signal(&t.process) {
+        return Err(Errno::EPERM);
+    }
+    if sig != 0 {
+        signal::send_thread(&t, sig);
+    }
+    Ok(0)
 }

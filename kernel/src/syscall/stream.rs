@@ -1,4 +1,4 @@
-//! Streams: pipes (pipe2, FIFOs) and the terminal, whose reads and writes sleep, honour
+//! Streams: pipes (pipe2, FIFOs), the terminal and timer descriptors (read only), whose reads and writes sleep, honour
 //! O_NONBLOCK and can be interrupted by signals; and ioctl.
 //!
 //! `read`/`write` in `fs.rs` hand a descriptor to [`read`]/[`write`] here when [`stream_of`]
@@ -25,12 +25,16 @@ const STREAM_CHUNK: usize = 64 * 1024;
 pub enum Stream<'a> {
     Pipe(&'a PipeEnd),
     Tty,
+    Timer(&'a crate::ipc::timerfd::TimerFd),
 }
 
 pub fn stream_of(f: &OpenFile) -> Option<Stream<'_>> {
     let node = &*f.loc.node;
     if let Some(p) = node.as_any().downcast_ref::<PipeEnd>() {
         return Some(Stream::Pipe(p));
+    }
+    if let Some(t) = node.as_any().downcast_ref::<crate::ipc::timerfd::TimerFd>() {
+        return Some(Stream::Timer(t));
     }
     crate::fs::devfs::is_console(node).then_some(Stream::Tty)
 }
@@ -60,6 +64,15 @@ pub fn read(f: &OpenFile, s: Stream, va: usize, len: usize) -> SysResult {
     let n = match s {
         Stream::Pipe(p) => p.pipe.read(&mut buf, nonblock(f))?,
         Stream::Tty => crate::tty::read(&mut buf, nonblock(f))?,
+        Stream::Timer(t) => {
+            // One u64: the expirations since the last read (EINVAL for a smaller buffer).
+            if buf.len() < 8 {
+                return Err(Errno::EINVAL);
+            }
+            let n = t.read(nonblock(f))?;
+            buf[..8].copy_from_slice(&n.to_le_bytes());
+            8
+        }
     };
     copy_out(va, &buf[..n])?;
     Ok(n)
@@ -88,6 +101,7 @@ pub fn write(f: &OpenFile, s: Stream, va: usize, len: usize) -> SysResult {
                 crate::tty::write(&buf);
                 n
             }
+            Stream::Timer(_) => return Err(Errno::EINVAL),
         };
         done += put;
         if put < n {

@@ -1,13 +1,27 @@
-//! Processes and the scheduler (one hart).
+//! Processes, threads and the scheduler (one hart).
 //!
-//! A process owns an address space, a trap frame, a kernel stack, an fd table and a cwd.
-//! The scheduler runs on the boot stack and switches to a process's kernel context; the
-//! process returns to it by `yield_now` (timer preemption from user mode, `sched_yield`),
-//! `block_current` (wait4) or `exit_current`. Kernel code runs with interrupts off, so
-//! nothing else runs between a check and the matching block: no lost wake-ups.
+//! A [`Process`] is a thread group (its pid is the tgid): it owns what its threads share, the
+//! address space, the fd table, cwd and umask, signal actions, credentials, process group and
+//! session, children, and the process-directed pending signals ([`ProcInner`]). A [`Thread`]
+//! is what the scheduler runs: tid, trap frame, kernel stack, signal mask, thread-directed
+//! pending signals, `clear_child_tid` and the robust-futex list head ([`ThreadInner`]). A
+//! process made by fork has one thread whose tid is the pid; `clone(CLONE_THREAD)` adds
+//! threads. Since one `ProcInner` serves every thread of a group, the threads share its
+//! address space and descriptors by construction; fork copies them into a new process.
 //!
-//! Lock order: `SCHED`, then a process's `inner`, then (parent before child) another's.
-//! No lock is held across a context switch.
+//! The scheduler runs on the boot stack and switches to a thread's kernel context; the
+//! thread returns to it by `yield_now` (timer preemption from user mode, `sched_yield`),
+//! `block_current` (a sleep) or by exiting. Kernel code runs with interrupts off, so nothing
+//! else runs between a check and the matching block: no lost wake-ups.
+//!
+//! Exit: `exit` ends one thread (its `clear_child_tid` word is zeroed and woken, its robust
+//! futexes are marked `FUTEX_OWNER_DIED`); `exit_group`, a fatal signal or execve's
+//! [`de_thread`] tell the other threads to go (`Thread::must_exit`, seen when they next
+//! return to user mode or test for a signal while asleep). The last thread out makes the
+//! process a zombie for its parent; wait4 reaps processes, never threads.
+//!
+//! Lock order: `SCHED`, then a process's `inner`, then (parent before child) another's, then
+//! a thread's `inner` (a leaf). No lock is held across a context switch.
 
 pub mod cred;
 pub mod futex;
@@ -22,7 +36,7 @@ use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::Ordering::Relaxed;
-use core::sync::atomic::{AtomicPtr, AtomicU64};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64};
 
 use abi::Errno;
 use spin::Mutex;
@@ -51,33 +65,40 @@ impl ExitStatus {
     }
 }
 
+/// A thread's scheduling state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum State {
     Ready,
     Running,
-    /// Sleeping (wait4, a pipe, the terminal, a timer) until `wake`.
+    /// Sleeping (wait4, a pipe, the terminal, a timer, a futex) until `wake`.
     Waiting,
-    Zombie(ExitStatus),
+    /// Exited; the scheduler drops its last reference after switching away.
+    Dead,
 }
 
-/// The parts of a process that syscalls use.
+/// The state a process's threads share (reached by [`with_current`]).
 pub struct ProcInner {
-    pub state: State,
     pub ppid: usize,
     pub children: Vec<Arc<Process>>,
+    /// The live threads (not yet exited).
+    pub threads: Vec<Arc<Thread>>,
+    /// Set when the process has exited (its last thread is gone): the parent may reap it.
+    pub zombie: Option<ExitStatus>,
+    /// Set by the first `exit_group` or fatal signal: the status the process ends with.
+    pub group_exit: Option<ExitStatus>,
     pub space: AddrSpace,
-    pub tf: Box<TrapFrame>,
     pub files: FdTable,
     /// Absolute, canonical working directory.
     pub cwd: String,
     pub umask: u32,
-    /// Signal actions and mask (the pending set is `Process::sig_pending`).
+    /// Signal actions (masks are per thread: [`ThreadInner::sig`]).
     pub sig: signal::SigState,
     /// Process group and session.
     pub pgid: usize,
     pub sid: usize,
     pub cred: cred::Cred,
-    /// CPU time this process ran, and that of its reaped children (times, getrusage).
+    /// CPU time this process's threads ran, and that of its reaped children (times,
+    /// getrusage).
     pub cpu_ns: u64,
     pub children_cpu_ns: u64,
     /// Nice value (-20..=19; getpriority/setpriority). Inherited by fork; the round-robin
@@ -87,7 +108,6 @@ pub struct ProcInner {
     /// arguments as /proc/<pid>/cmdline gives them (each followed by a NUL byte).
     pub comm: String,
     pub cmdline: Vec<u8>,
-    kstack: Box<[u8]>,
 }
 
 /// `comm` and `cmdline` of a program run as `path` with `argv`.
@@ -105,50 +125,105 @@ fn names_of(path: &str, argv: &[String]) -> (String, Vec<u8>) {
     (String::from(&base[..end]), cmdline)
 }
 
+/// A thread group.
 pub struct Process {
     pub pid: usize,
     pub inner: Mutex<ProcInner>,
-    /// Pending signals (bit `n - 1` for signal `n`), readable without the lock.
+    /// Process-directed pending signals (bit `n - 1` for signal `n`), readable without the
+    /// lock; any thread that does not block one takes it.
     pub sig_pending: AtomicU64,
+}
+
+/// A thread's own state (reached by [`with_thread`]).
+pub struct ThreadInner {
+    pub state: State,
+    pub tf: Box<TrapFrame>,
+    /// Blocked mask and the mask an `rt_sigsuspend`/`ppoll` restores.
+    pub sig: signal::SigMask,
+    /// `CLONE_CHILD_CLEARTID` / set_tid_address: zeroed and futex-woken at exit (0: none).
+    pub clear_child_tid: usize,
+    /// set_robust_list: the user address of the thread's `robust_list_head` (0: none).
+    pub robust_list: usize,
+}
+
+/// A schedulable thread of a process.
+pub struct Thread {
+    pub tid: usize,
+    pub process: Arc<Process>,
+    pub inner: Mutex<ThreadInner>,
+    /// Thread-directed pending signals (tgkill, faults).
+    pub sig_pending: AtomicU64,
+    /// Set when the thread must end without a signal of its own (another thread called
+    /// exit_group, died of a signal, or called execve).
+    must_exit: AtomicBool,
     ctx: Mutex<TaskContext>,
+    /// Owned here so it lives exactly as long as the thread (the scheduler drops the last
+    /// reference after switching away from a dead thread).
+    _kstack: Box<[u8]>,
+}
+
+impl Thread {
+    /// Whether the thread has been told to exit (see [`ProcInner::group_exit`]).
+    pub fn must_exit(&self) -> bool {
+        self.must_exit.load(Relaxed)
+    }
 }
 
 struct Scheduler {
-    ready: VecDeque<Arc<Process>>,
-    current: Option<Arc<Process>>,
-    /// Every live (not yet reaped) process.
+    ready: VecDeque<Arc<Thread>>,
+    current: Option<Arc<Thread>>,
+    /// Every process not yet reaped.
     all: BTreeMap<usize, Arc<Process>>,
+    /// Every live thread, by tid.
+    threads: BTreeMap<usize, Arc<Thread>>,
+    /// Processes that are zombies (they count against [`MAX_PROCS`] until reaped).
+    zombies: usize,
     next_pid: usize,
+}
+
+impl Scheduler {
+    fn alloc_id(&mut self) -> usize {
+        let id = self.next_pid;
+        self.next_pid += 1;
+        id
+    }
+    /// Threads and zombies: what [`MAX_PROCS`] limits.
+    fn tasks(&self) -> usize {
+        self.threads.len() + self.zombies
+    }
 }
 
 static SCHED: Mutex<Scheduler> = Mutex::new(Scheduler {
     ready: VecDeque::new(),
     current: None,
     all: BTreeMap::new(),
+    threads: BTreeMap::new(),
+    zombies: 0,
     next_pid: 1,
 });
 static IDLE_CTX: Mutex<TaskContext> = Mutex::new(TaskContext::zero());
-/// The process in `SCHED.current`, for [`with_current`] on the system-call path without the
+/// The thread in `SCHED.current`, for [`with_current`] on the system-call path without the
 /// scheduler lock or a reference-count round trip (each an atomic operation, which QEMU
 /// charges for). Set and cleared by [`run`] together with `SCHED.current`, whose `Arc` keeps
-/// the process alive for exactly that time; null while the scheduler itself runs.
-static CURRENT: AtomicPtr<Process> = AtomicPtr::new(core::ptr::null_mut());
+/// the thread (and so its process) alive for exactly that time; null while the scheduler
+/// itself runs.
+static CURRENT: AtomicPtr<Thread> = AtomicPtr::new(core::ptr::null_mut());
 
 /// A kernel stack, or ENOMEM when the heap cannot give one (a fork bomb must not abort the
 /// kernel: the allocation is fallible).
 fn new_kstack() -> Result<Box<[u8]>, Errno> {
-    // The stack, and the few small pieces of a new process (its `Process`, trap frame,
-    // descriptor table and strings) that come from the heap's reserve.
+    // The stack, and the few small pieces of a new thread (its `Thread`, trap frame, and for
+    // a process its descriptor table and strings) that come from the heap's reserve.
     crate::mm::heap::admit(PROCESS_SMALL_BYTES)?;
     Ok(crate::mm::heap::try_zeroed(KERNEL_STACK_SIZE)?.into_boxed_slice())
 }
 
-/// About what a process costs the heap besides its kernel stack (checked at fork, so the
-/// reserve can hold MAX_PROCS of them: see `mm::heap`).
+/// About what a process costs the heap besides its kernel stack (checked at fork and thread
+/// creation, so the reserve can hold MAX_PROCS of them: see `mm::heap`).
 const PROCESS_SMALL_BYTES: usize = 4096;
 
-/// Most processes that may exist at once (RLIMIT_NPROC, as prlimit64 reports it): fork
-/// beyond it is EAGAIN, as Linux answers.
+/// Most threads (and zombies) that may exist at once (RLIMIT_NPROC, as prlimit64 reports
+/// it): fork or clone beyond it is EAGAIN, as Linux answers.
 pub const MAX_PROCS: usize = 4096;
 
 fn kstack_top(k: &[u8]) -> usize {
@@ -159,21 +234,54 @@ extern "C" fn first_entry() -> ! {
     return_to_user()
 }
 
-fn make_process(inner: ProcInner) -> Arc<Process> {
-    let mut s = SCHED.lock();
-    let pid = s.next_pid;
-    s.next_pid += 1;
-    let top = kstack_top(&inner.kstack);
+/// A new process (pid from `SCHED`) with one thread running `tf` (whose `kernel_sp` is set
+/// here), ready to run.
+fn make_process(
+    s: &mut Scheduler,
+    inner: ProcInner,
+    tf: Box<TrapFrame>,
+    kstack: Box<[u8]>,
+    mask: signal::SigMask,
+) -> Arc<Process> {
+    let pid = s.alloc_id();
     let p = Arc::new(Process {
         pid,
         inner: Mutex::new(inner),
         sig_pending: AtomicU64::new(0),
-        ctx: Mutex::new(TaskContext::new(first_entry as *const () as usize, top)),
     });
-    p.inner.lock().tf.kernel_sp = top;
     s.all.insert(pid, p.clone());
-    s.ready.push_back(p.clone());
+    let t = make_thread(pid, &p, tf, kstack, mask);
+    p.inner.lock().threads.push(t.clone());
+    s.threads.insert(pid, t.clone());
+    s.ready.push_back(t);
     p
+}
+
+/// A thread of `p` with id `tid`, not yet registered anywhere.
+fn make_thread(
+    tid: usize,
+    p: &Arc<Process>,
+    mut tf: Box<TrapFrame>,
+    kstack: Box<[u8]>,
+    mask: signal::SigMask,
+) -> Arc<Thread> {
+    let top = kstack_top(&kstack);
+    tf.kernel_sp = top;
+    Arc::new(Thread {
+        tid,
+        process: p.clone(),
+        inner: Mutex::new(ThreadInner {
+            state: State::Ready,
+            tf,
+            sig: mask,
+            clear_child_tid: 0,
+            robust_list: 0,
+        }),
+        sig_pending: AtomicU64::new(0),
+        must_exit: AtomicBool::new(false),
+        ctx: Mutex::new(TaskContext::new(first_entry as *const () as usize, top)),
+        _kstack: kstack,
+    })
 }
 
 /// The environment init starts with.
@@ -263,12 +371,13 @@ pub fn spawn_init(path: &str, argv: Vec<String>) -> Result<(), Errno> {
     let kstack = new_kstack()?;
     let tf = Box::new(TrapFrame::new_user(entry, sp, kstack_top(&kstack)));
     let files = FdTable::with_console()?;
-    make_process(ProcInner {
-        state: State::Ready,
+    let inner = ProcInner {
         ppid: 0,
         children: Vec::new(),
+        threads: Vec::new(),
+        zombie: None,
+        group_exit: None,
         space,
-        tf,
         files,
         cwd: String::from("/"),
         umask: 0o022,
@@ -281,28 +390,56 @@ pub fn spawn_init(path: &str, argv: Vec<String>) -> Result<(), Errno> {
         nice: 0,
         comm,
         cmdline,
+    };
+    make_process(
+        &mut SCHED.lock(),
+        inner,
+        tf,
         kstack,
-    });
+        signal::SigMask::default(),
+    );
     Ok(())
 }
 
+/// The current thread.
+pub fn current_thread() -> Arc<Thread> {
+    SCHED.lock().current.clone().expect("no current thread")
+}
+
 fn current() -> Arc<Process> {
-    SCHED.lock().current.clone().expect("no current process")
+    current_thread().process.clone()
 }
 
+/// The current process's pid (the thread group id; 0 while no thread runs).
 pub fn current_pid() -> usize {
-    SCHED.lock().current.as_ref().map_or(0, |p| p.pid)
+    SCHED.lock().current.as_ref().map_or(0, |t| t.process.pid)
 }
 
-/// Run `f` with the current process's state locked.
+/// The current thread's id (gettid).
+pub fn current_tid() -> usize {
+    SCHED.lock().current.as_ref().map_or(0, |t| t.tid)
+}
+
+/// The current thread, without touching its reference count.
+fn current_ref() -> &'static Thread {
+    let t = CURRENT.load(Relaxed);
+    assert!(!t.is_null(), "no current thread");
+    // SAFETY: `CURRENT` points at the thread `SCHED.current` holds an `Arc` of; only `run`
+    // drops that `Arc`, and it runs on this hart only after the thread has switched away,
+    // which no caller does while it uses the reference (the callers below hold a lock of
+    // the thread or its process, across which nothing switches).
+    unsafe { &*t }
+}
+
+/// Run `f` with the current process's (shared) state locked.
 pub fn with_current<R>(f: impl FnOnce(&mut ProcInner) -> R) -> R {
-    let p = CURRENT.load(Relaxed);
-    assert!(!p.is_null(), "no current process");
-    // SAFETY: `CURRENT` points at the process `SCHED.current` holds an `Arc` of; only `run`
-    // drops that `Arc`, and it runs on this hart only after the process has switched away,
-    // which no code does while inside `f` (it holds the process's lock).
-    let p = unsafe { &*p };
-    let mut inner = p.inner.lock();
+    let mut inner = current_ref().process.inner.lock();
+    f(&mut inner)
+}
+
+/// Run `f` with the current thread's own state locked.
+pub fn with_thread<R>(f: impl FnOnce(&mut ThreadInner) -> R) -> R {
+    let mut inner = current_ref().inner.lock();
     f(&mut inner)
 }
 
@@ -313,47 +450,55 @@ fn ctx_ptr(ctx: &Mutex<TaskContext>) -> *mut TaskContext {
     &mut *g as *mut TaskContext
 }
 
-/// Switch from the current process to the scheduler.
+/// Switch from the current thread to the scheduler.
 fn switch_to_scheduler() {
-    let p = current();
-    let from: *mut TaskContext = ctx_ptr(&p.ctx);
+    let t = current_thread();
+    let from: *mut TaskContext = ctx_ptr(&t.ctx);
     let to: *const TaskContext = ctx_ptr(&IDLE_CTX);
-    drop(p);
-    // SAFETY: both contexts live in statics or in a process kept alive by `SCHED.current`
-    // (and `SCHED.all`) until the scheduler runs again; no lock is held across the switch and
-    // nothing else runs on this hart meanwhile.
+    drop(t);
+    // SAFETY: both contexts live in statics or in a thread kept alive by `SCHED.current`
+    // until the scheduler runs again; no lock is held across the switch and nothing else
+    // runs on this hart meanwhile.
     unsafe { switch::switch(from, to) };
 }
 
-/// Give up the CPU; the process stays runnable.
+/// Give up the CPU; the thread stays runnable.
 pub fn yield_now() {
     {
         let mut s = SCHED.lock();
-        let Some(p) = s.current.clone() else { return };
-        p.inner.lock().state = State::Ready;
-        s.ready.push_back(p);
+        let Some(t) = s.current.clone() else { return };
+        t.inner.lock().state = State::Ready;
+        s.ready.push_back(t);
     }
     switch_to_scheduler();
 }
 
-/// Sleep until a child exits (wait4).
+/// Sleep until [`wake`] (the caller has put itself where its waker finds it).
 pub fn block_current() {
-    with_current(|p| p.state = State::Waiting);
+    with_thread(|t| t.state = State::Waiting);
     switch_to_scheduler();
 }
 
-/// Make a sleeping process runnable (no effect on one that is not sleeping).
-pub fn wake(p: &Arc<Process>) {
+/// Make a sleeping thread runnable (no effect on one that is not sleeping).
+pub fn wake(t: &Arc<Thread>) {
     let mut s = SCHED.lock();
-    let mut inner = p.inner.lock();
+    let mut inner = t.inner.lock();
     if inner.state == State::Waiting {
         inner.state = State::Ready;
         drop(inner);
-        s.ready.push_back(p.clone());
+        s.ready.push_back(t.clone());
     }
 }
 
-/// Return to user mode in the current process, delivering its pending signals first.
+/// Wake every thread of `p` (each re-checks what it waits for: wait4, a signal).
+pub fn wake_process(p: &Arc<Process>) {
+    let threads = p.inner.lock().threads.clone();
+    for t in &threads {
+        wake(t);
+    }
+}
+
+/// Return to user mode in the current thread, delivering its pending signals first.
 pub fn return_to_user() -> ! {
     return_to_user_restarting(None)
 }
@@ -361,32 +506,34 @@ pub fn return_to_user() -> ! {
 /// As [`return_to_user`], after a system call that asked to be restarted
 /// ([`signal::ERESTARTSYS`]) with `restart` = its original first argument.
 pub fn return_to_user_restarting(restart: Option<usize>) -> ! {
-    let tf: *mut TrapFrame = with_current(|p| &mut *p.tf as *mut TrapFrame);
-    let me = CURRENT.load(Relaxed);
-    // SAFETY: as in `with_current`: the current process outlives this call.
-    if restart.is_some() || unsafe { &*me }.sig_pending.load(Relaxed) != 0 {
-        // SAFETY: the frame belongs to the current process, which only this code touches now.
+    let tf: *mut TrapFrame = with_thread(|t| &mut *t.tf as *mut TrapFrame);
+    let me = current_ref();
+    if restart.is_some()
+        || me.must_exit()
+        || me.sig_pending.load(Relaxed) | me.process.sig_pending.load(Relaxed) != 0
+    {
+        // SAFETY: the frame belongs to the current thread, which only this code touches now.
         signal::deliver(unsafe { &mut *tf }, restart);
     }
-    // SAFETY: the trap frame is boxed inside the current process, which stays alive while it
+    // SAFETY: the trap frame is boxed inside the current thread, which stays alive while it
     // runs; its page table was activated by the scheduler.
     unsafe { crate::arch::trap::enter_user(tf) }
 }
 
-/// The scheduler loop: run ready processes round-robin until none is left.
+/// The scheduler loop: run ready threads round-robin until none is left.
 pub fn run() -> ! {
     crate::arch::time::set_timer_in_ms(TIME_SLICE_MS);
     loop {
         let next = {
             let mut s = SCHED.lock();
             let n = s.ready.pop_front();
-            if let Some(p) = &n {
-                s.current = Some(p.clone());
-                CURRENT.store(Arc::as_ptr(p).cast_mut(), Relaxed);
+            if let Some(t) = &n {
+                s.current = Some(t.clone());
+                CURRENT.store(Arc::as_ptr(t).cast_mut(), Relaxed);
             }
             n
         };
-        let Some(p) = next else {
+        let Some(t) = next else {
             if SCHED.lock().all.is_empty() {
                 log::info!("no processes left");
                 crate::shutdown(0);
@@ -394,22 +541,21 @@ pub fn run() -> ! {
             idle();
             continue;
         };
-        {
-            let mut inner = p.inner.lock();
-            inner.state = State::Running;
-            inner.space.activate();
-        }
-        let to: *const TaskContext = ctx_ptr(&p.ctx);
+        t.inner.lock().state = State::Running;
+        t.process.inner.lock().space.activate();
+        let to: *const TaskContext = ctx_ptr(&t.ctx);
         let from: *mut TaskContext = ctx_ptr(&IDLE_CTX);
         let started = crate::arch::time::monotonic_ns();
         // SAFETY: see `switch_to_scheduler`.
         unsafe { switch::switch(from, to) };
         let ran = crate::arch::time::monotonic_ns().saturating_sub(started);
-        p.inner.lock().cpu_ns += ran;
-        drop(p);
+        t.process.inner.lock().cpu_ns += ran;
         let mut s = SCHED.lock();
         CURRENT.store(core::ptr::null_mut(), Relaxed);
         s.current = None;
+        drop(s);
+        // A dead thread's kernel stack goes here, now that nothing runs on it.
+        drop(t);
     }
 }
 
@@ -436,7 +582,7 @@ pub fn processes_in_group(pgid: usize) -> Vec<Arc<Process>> {
     all.into_iter()
         .filter(|p| {
             let i = p.inner.lock();
-            i.pgid == pgid && !matches!(i.state, State::Zombie(_))
+            i.pgid == pgid && i.zombie.is_none()
         })
         .collect()
 }
@@ -449,6 +595,11 @@ pub fn all_processes() -> Vec<Arc<Process>> {
 /// The process with this pid, if it exists (zombies included).
 pub fn find(pid: usize) -> Option<Arc<Process>> {
     SCHED.lock().all.get(&pid).cloned()
+}
+
+/// The live thread with this tid.
+pub fn find_thread(tid: usize) -> Option<Arc<Thread>> {
+    SCHED.lock().threads.get(&tid).cloned()
 }
 
 /// The current process's credentials (root's while no process runs: boot, mounting).
@@ -464,33 +615,35 @@ pub fn current_process() -> Arc<Process> {
     current()
 }
 
-/// fork: a copy of the current process; returns the child's pid.
+/// fork: a copy of the current process, with one thread (a copy of the caller running
+/// `tf`); returns the child's pid.
 pub fn fork(tf: &TrapFrame) -> Result<usize, Errno> {
-    if SCHED.lock().all.len() >= MAX_PROCS {
+    if SCHED.lock().tasks() >= MAX_PROCS {
         return Err(Errno::EAGAIN);
     }
     let parent = current();
-    let child_inner = {
+    let mask = with_thread(|t| signal::SigMask {
+        blocked: t.sig.blocked,
+        saved_mask: None,
+    });
+    // The stack first: it is the large heap allocation, and fails before frames are copied.
+    let kstack = new_kstack()?;
+    let (child_inner, ctf) = {
         let p = parent.inner.lock();
-        // The stack first: it is the large heap allocation, and fails before frames are copied.
-        let kstack = new_kstack()?;
         let space = p.space.fork()?;
         let mut ctf = Box::new(tf.clone());
         ctf.regs[10] = 0;
-        ctf.kernel_sp = kstack_top(&kstack);
-        ProcInner {
-            state: State::Ready,
+        let inner = ProcInner {
             ppid: parent.pid,
             children: Vec::new(),
+            threads: Vec::new(),
+            zombie: None,
+            group_exit: None,
             space,
-            tf: ctf,
             files: p.files.clone(),
             cwd: p.cwd.clone(),
             umask: p.umask,
-            sig: signal::SigState {
-                saved_mask: None,
-                ..p.sig.clone()
-            },
+            sig: p.sig.clone(),
             pgid: p.pgid,
             sid: p.sid,
             cred: p.cred.clone(),
@@ -499,12 +652,70 @@ pub fn fork(tf: &TrapFrame) -> Result<usize, Errno> {
             nice: p.nice,
             comm: p.comm.clone(),
             cmdline: p.cmdline.clone(),
-            kstack,
-        }
+        };
+        (inner, ctf)
     };
-    let child = make_process(child_inner);
+    let child = make_process(&mut SCHED.lock(), child_inner, ctf, kstack, mask);
     parent.inner.lock().children.push(child.clone());
     Ok(child.pid)
+}
+
+/// clone(CLONE_THREAD): a new thread of the current process running `tf` (with `a0` = 0);
+/// it starts with the caller's signal mask and `clear_child_tid` (0: none). Returns its tid.
+pub fn spawn_thread(tf: &TrapFrame, clear_child_tid: usize) -> Result<usize, Errno> {
+    if SCHED.lock().tasks() >= MAX_PROCS {
+        return Err(Errno::EAGAIN);
+    }
+    let me = current();
+    if me.inner.lock().group_exit.is_some() {
+        // The group is going away (exit_group in another thread): no new members.
+        return Err(Errno::EAGAIN);
+    }
+    let mask = with_thread(|t| signal::SigMask {
+        blocked: t.sig.blocked,
+        saved_mask: None,
+    });
+    let kstack = new_kstack()?;
+    let mut ctf = Box::new(tf.clone());
+    ctf.regs[10] = 0;
+    let tid = SCHED.lock().alloc_id();
+    let t = make_thread(tid, &me, ctf, kstack, mask);
+    t.inner.lock().clear_child_tid = clear_child_tid;
+    let mut s = SCHED.lock();
+    me.inner.lock().threads.push(t.clone());
+    s.threads.insert(tid, t.clone());
+    s.ready.push_back(t);
+    Ok(tid)
+}
+
+/// Tell every thread of `p` but `except` to exit, and wake them so they see it.
+fn stop_other_threads(p: &Arc<Process>, except: &Thread) {
+    let threads = p.inner.lock().threads.clone();
+    for t in &threads {
+        if !core::ptr::eq(Arc::as_ptr(t), except) {
+            t.must_exit.store(true, Relaxed);
+            wake(t);
+        }
+    }
+}
+
+/// execve's first step in a process with several threads (Linux's `de_thread`): the others
+/// exit, and the caller waits until they are gone. The caller keeps its tid (Linux gives
+/// it the pid; here a non-leader thread that execs keeps its own tid).
+fn de_thread() -> Result<(), Errno> {
+    let me = current_ref();
+    let p = me.process.clone();
+    loop {
+        if me.must_exit() {
+            // Another thread exits the group or execs at the same time: it wins.
+            return Err(signal::ERESTARTSYS);
+        }
+        if p.inner.lock().threads.len() <= 1 {
+            return Ok(());
+        }
+        stop_other_threads(&p, me);
+        yield_now();
+    }
 }
 
 /// Replace the current program (execve).
@@ -512,11 +723,19 @@ pub fn exec(path: &str, argv: Vec<String>, envp: Vec<String>) -> Result<(), Errn
     let (cwd, creds) = with_current(|p| (p.cwd.clone(), p.cred.clone()));
     let (comm, cmdline) = names_of(path, &argv);
     let (space, entry, sp) = load_program(&cwd, path, argv, &envp, &creds)?;
+    // The point of no return: Linux also kills the other threads only once the new image
+    // has loaded.
+    de_thread()?;
+    with_thread(|t| {
+        let ksp = t.tf.kernel_sp;
+        *t.tf = TrapFrame::new_user(entry, sp, ksp);
+        t.sig.saved_mask = None;
+        t.robust_list = 0;
+        t.clear_child_tid = 0;
+    });
     let closed = with_current(|p| {
         p.comm = comm;
         p.cmdline = cmdline;
-        let ksp = p.tf.kernel_sp;
-        *p.tf = TrapFrame::new_user(entry, sp, ksp);
         space.activate();
         p.space = space;
         p.sig.reset_for_exec();
@@ -530,15 +749,73 @@ pub fn exec(path: &str, argv: Vec<String>, envp: Vec<String>) -> Result<(), Errn
     Ok(())
 }
 
-/// End the current process.
+/// End the current process (exit_group, a fatal signal): every thread exits, and the process
+/// ends with `status` (or with that of an exit_group already under way).
 pub fn exit_current(status: ExitStatus) -> ! {
-    let p = current();
+    let me = current_ref();
+    let p = me.process.clone();
+    {
+        let mut inner = p.inner.lock();
+        if inner.group_exit.is_none() {
+            inner.group_exit = Some(status);
+        }
+    }
+    stop_other_threads(&p, me);
+    drop(p);
+    exit_thread(status)
+}
+
+/// End the current thread (exit). If it is the last one, the process ends with `status`
+/// (unless an exit_group chose another).
+pub fn exit_thread(status: ExitStatus) -> ! {
+    let t = current_thread();
+    let p = t.process.clone();
+    let (clear_tid, robust) = {
+        let mut ti = t.inner.lock();
+        (
+            core::mem::take(&mut ti.clear_child_tid),
+            core::mem::take(&mut ti.robust_list),
+        )
+    };
+    // As Linux's mm_release, for the last thread too: a robust mutex or the tid word may be
+    // in memory shared with another process.
+    if robust != 0 {
+        futex::exit_robust_list(robust, t.tid);
+    }
+    if clear_tid != 0 {
+        futex::clear_child_tid(clear_tid);
+    }
+    let last = p.inner.lock().threads.len() <= 1;
+    {
+        let mut s = SCHED.lock();
+        s.threads.remove(&t.tid);
+        let mut inner = p.inner.lock();
+        inner.threads.retain(|x| !Arc::ptr_eq(x, &t));
+        if inner.threads.is_empty() {
+            s.zombies += 1;
+        }
+        t.inner.lock().state = State::Dead;
+    }
+    wait::drop_timers(t.tid);
+    drop(t);
+    if last {
+        let status = p.inner.lock().group_exit.unwrap_or(status);
+        process_exit(p, status);
+    } else {
+        drop(p);
+    }
+    switch_to_scheduler();
+    unreachable!("a dead thread was scheduled");
+}
+
+/// The last thread of `p` (the current one) has exited: free the process's resources, hand
+/// its children to init and tell the parent.
+fn process_exit(p: Arc<Process>, status: ExitStatus) {
     crate::mm::page_table::activate_kernel();
     let (ppid, children, files) = {
         let mut inner = p.inner.lock();
-        inner.state = State::Zombie(status);
-        // Free memory now (allocating nothing); the kernel stack (in use right now) goes
-        // when the parent reaps.
+        inner.zombie = Some(status);
+        // Free memory now (allocating nothing).
         inner.space.clear();
         (
             inner.ppid,
@@ -546,7 +823,6 @@ pub fn exit_current(status: ExitStatus) -> ! {
             core::mem::take(&mut inner.files),
         )
     };
-    wait::drop_timers(p.pid);
     crate::fs::lock::release_all(p.pid);
     drop(files); // closes every descriptor (may write back data)
     if p.pid == 1 {
@@ -567,21 +843,18 @@ pub fn exit_current(status: ExitStatus) -> ! {
                 c.inner.lock().ppid = 1;
             }
             init.inner.lock().children.extend(children);
-            wake(&init);
+            wake_process(&init);
         }
     }
     if let Some(parent) = parent {
-        wake(&parent);
+        wake_process(&parent);
         signal::send(&parent, signal::SIGCHLD);
     }
-    drop(p);
-    switch_to_scheduler();
-    unreachable!("a zombie was scheduled");
 }
 
 /// wait4: reap a zombie child (`pid` = -1 for any). `Ok(None)` with WNOHANG and nothing yet.
 /// The third value is the CPU time (ns) the child and its reaped children used (wait4's
-/// rusage).
+/// rusage). Children are processes: a thread is never waited for.
 pub fn wait_child(pid: isize, nohang: bool) -> Result<Option<(usize, ExitStatus, u64)>, Errno> {
     loop {
         let me = current();
@@ -592,7 +865,7 @@ pub fn wait_child(pid: isize, nohang: bool) -> Result<Option<(usize, ExitStatus,
             for (i, c) in inner.children.iter().enumerate() {
                 if pid == -1 || pid == c.pid as isize || pid == 0 {
                     any = true;
-                    if let State::Zombie(st) = c.inner.lock().state {
+                    if let Some(st) = c.inner.lock().zombie {
                         zombie = Some((i, st));
                         break;
                     }
@@ -609,7 +882,9 @@ pub fn wait_child(pid: isize, nohang: bool) -> Result<Option<(usize, ExitStatus,
                 c.cpu_ns + c.children_cpu_ns
             };
             me.inner.lock().children_cpu_ns += spent;
-            SCHED.lock().all.remove(&child.pid);
+            let mut s = SCHED.lock();
+            s.all.remove(&child.pid);
+            s.zombies -= 1;
             return Ok(Some((child.pid, st, spent)));
         }
         if nohang {

@@ -17,10 +17,15 @@ pub fn pids() -> Vec<usize> {
 pub fn info(pid: usize) -> Option<PsInfo> {
     let p = super::find(pid)?;
     let i = p.inner.lock();
-    let state = match i.state {
-        State::Running | State::Ready => 'R',
-        State::Waiting => 'S',
-        State::Zombie(_) => 'Z',
+    // A process runs while one of its threads can; a zombie has none left.
+    let runnable = i
+        .threads
+        .iter()
+        .any(|t| matches!(t.inner.lock().state, State::Running | State::Ready));
+    let state = match (i.zombie, runnable) {
+        (Some(_), _) => 'Z',
+        (None, true) => 'R',
+        (None, false) => 'S',
     };
     Some(PsInfo {
         pid,
@@ -33,7 +38,7 @@ pub fn info(pid: usize) -> Option<PsInfo> {
         cwd: i.cwd.clone(),
         uid: i.cred.uid,
         gid: i.cred.gid,
-        threads: 1,
+        threads: i.threads.len().max(1),
         cpu_ns: i.cpu_ns,
         children_cpu_ns: i.children_cpu_ns,
         nice: i.nice,

@@ -1,11 +1,14 @@
 //! Signals, with Linux's numbers, default actions, masks and user-stack frames.
 //!
-//! State: each process has a pending set (`Process::sig_pending`, an atomic word so the
-//! return-to-user path can test it without a lock) and, under its lock, the blocked set and
-//! the 64 actions ([`SigState`]). A signal is *generated* by [`send`] (kill, the terminal's ^C,
-//! a child's exit, a write to a pipe without readers, a fault): dropped at once if the target
-//! ignores it, else marked pending, and a sleeping target is woken so its system call can
-//! return `EINTR`. It is *delivered* just before the process returns to user mode
+//! State: each process has a pending set of process-directed signals
+//! (`Process::sig_pending`) and each thread one of thread-directed signals
+//! (`Thread::sig_pending`), atomic words so the return-to-user path can test them without a
+//! lock; the 64 actions are the process's ([`SigState`]), the blocked set is each thread's
+//! ([`SigMask`]). A signal is *generated* by [`send`] (kill, the terminal's ^C, a child's exit,
+//! a write to a pipe without readers) or [`send_thread`] (tgkill, a fault): dropped at once if
+//! the target ignores it, else marked pending, and sleeping threads that do not block it are
+//! woken so their system calls can return `EINTR`. It is *delivered* just before a thread
+//! that does not block it returns to user mode
 //! ([`deliver`]): the default action (terminate, or ignore), or a call of the handler
 //! with a `rt_sigframe` pushed on the user stack, laid out as Linux riscv64 does (siginfo,
 //! then ucontext with the saved mask and all registers), returning through a two-instruction
@@ -18,10 +21,11 @@
 //! into `EINTR`, as Linux does.
 
 use alloc::sync::Arc;
+use core::sync::atomic::Ordering::Relaxed;
 
 use abi::Errno;
 
-use super::{ExitStatus, Process};
+use super::{ExitStatus, Process, Thread};
 use crate::arch::trap::TrapFrame;
 use crate::mm::addr_space::AddrSpace;
 use crate::mm::uaccess;
@@ -91,22 +95,32 @@ fn default_action(sig: usize) -> Default_ {
     }
 }
 
-/// A process's signal state, under its lock.
+/// A process's signal actions, under its lock (shared by its threads).
 #[derive(Clone)]
 pub struct SigState {
     pub actions: [SigAction; NSIG],
-    pub blocked: u64,
-    /// The mask to restore after the handler that ends an `rt_sigsuspend`.
-    pub saved_mask: Option<u64>,
 }
 
 impl Default for SigState {
     fn default() -> Self {
         SigState {
             actions: [SigAction::default(); NSIG],
-            blocked: 0,
-            saved_mask: None,
         }
+    }
+}
+
+/// A thread's signal mask, under the thread's lock.
+#[derive(Clone, Default)]
+pub struct SigMask {
+    pub blocked: u64,
+    /// The mask to restore after the handler that ends an `rt_sigsuspend`.
+    pub saved_mask: Option<u64>,
+}
+
+impl SigMask {
+    /// Set the blocked mask (SIGKILL and SIGSTOP can never be blocked).
+    pub fn set_blocked(&mut self, mask: u64) {
+        self.blocked = mask & !UNBLOCKABLE;
     }
 }
 
@@ -125,64 +139,86 @@ impl SigState {
                 *a = SigAction::default();
             }
         }
-        self.saved_mask = None;
-    }
-
-    /// Set the blocked mask (SIGKILL and SIGSTOP can never be blocked).
-    pub fn set_blocked(&mut self, mask: u64) {
-        self.blocked = mask & !UNBLOCKABLE;
     }
 }
 
-/// Generate signal `sig` (1..=64) for process `p`.
+/// Generate signal `sig` (1..=64) for process `p` (process-directed: any thread that does not
+/// block it may take it).
 pub fn send(p: &Arc<Process>, sig: usize) {
     if sig == 0 || sig > NSIG {
         return;
     }
-    {
+    let threads = {
         let inner = p.inner.lock();
-        if matches!(inner.state, super::State::Zombie(_)) {
+        if inner.zombie.is_some() {
             return;
         }
-        if sig != SIGKILL && inner.sig.ignores(sig) && inner.sig.blocked & bit(sig) == 0 {
+        let blocked_somewhere = inner
+            .threads
+            .iter()
+            .any(|t| t.inner.lock().sig.blocked & bit(sig) != 0);
+        if sig != SIGKILL && inner.sig.ignores(sig) && !blocked_somewhere {
+            return;
+        }
+        inner.threads.clone()
+    };
+    p.sig_pending.fetch_or(bit(sig), Relaxed);
+    for t in &threads {
+        if sig == SIGKILL || t.inner.lock().sig.blocked & bit(sig) == 0 {
+            super::wake(t);
+        }
+    }
+}
+
+/// Generate signal `sig` (1..=64) for one thread (tgkill).
+pub fn send_thread(t: &Arc<Thread>, sig: usize) {
+    if sig == 0 || sig > NSIG {
+        return;
+    }
+    {
+        let inner = t.process.inner.lock();
+        if inner.zombie.is_some() {
+            return;
+        }
+        if sig != SIGKILL && inner.sig.ignores(sig) && t.inner.lock().sig.blocked & bit(sig) == 0 {
             return;
         }
     }
-    p.sig_pending
-        .fetch_or(bit(sig), core::sync::atomic::Ordering::Relaxed);
-    super::wake(p);
+    t.sig_pending.fetch_or(bit(sig), Relaxed);
+    super::wake(t);
 }
 
-/// Generate a signal the current process caused itself (a fault): if it is blocked or
+/// Generate a signal the current thread caused itself (a fault): if it is blocked or
 /// ignored, it is unblocked and reset to the default action first (Linux's `force_sig`), so
-/// a program that cannot handle it dies of it.
+/// a program that cannot handle it dies of it (the whole process, by the default action).
 pub fn force_current(sig: usize) {
-    let p = super::current();
+    let t = super::current_thread();
     {
-        let mut inner = p.inner.lock();
+        let mut inner = t.process.inner.lock();
         let a = &mut inner.sig.actions[sig - 1];
         if a.handler == SIG_IGN {
             a.handler = SIG_DFL;
         }
-        inner.sig.blocked &= !bit(sig);
     }
-    p.sig_pending
-        .fetch_or(bit(sig), core::sync::atomic::Ordering::Relaxed);
+    t.inner.lock().sig.blocked &= !bit(sig);
+    t.sig_pending.fetch_or(bit(sig), Relaxed);
 }
 
-/// Whether the current process has a signal that is pending and not blocked (a sleeping
-/// system call should give up with `EINTR`/[`ERESTARTSYS`]).
+/// Whether the current thread has a signal that is pending and not blocked, or must exit (a
+/// sleeping system call should give up with `EINTR`/[`ERESTARTSYS`]).
 pub fn pending() -> bool {
-    let p = super::current();
-    let pend = p.sig_pending.load(core::sync::atomic::Ordering::Relaxed);
-    pend != 0 && pend & !p.inner.lock().sig.blocked != 0
+    let t = super::current_thread();
+    if t.must_exit() {
+        return true;
+    }
+    let pend = t.sig_pending.load(Relaxed) | t.process.sig_pending.load(Relaxed);
+    pend != 0 && pend & !t.inner.lock().sig.blocked != 0
 }
 
-/// The pending set of the current process (rt_sigpending).
+/// The signals pending for the current thread, its own and its process's (rt_sigpending).
 pub fn pending_set() -> u64 {
-    super::current()
-        .sig_pending
-        .load(core::sync::atomic::Ordering::Relaxed)
+    let t = super::current_thread();
+    t.sig_pending.load(Relaxed) | t.process.sig_pending.load(Relaxed)
 }
 
 // The rt_sigframe layout (Linux riscv64): siginfo (128 bytes), then ucontext: uc_flags (8),
@@ -197,18 +233,28 @@ const FP_STATE_SIZE: usize = 528;
 const UCONTEXT_SIZE: usize = UC_MCONTEXT + MC_FP + FP_STATE_SIZE;
 const FRAME_SIZE: usize = SIGINFO_SIZE + UCONTEXT_SIZE;
 
-/// Deliver pending signals to the current process before it returns to user mode. `restart`
-/// is the original `a0` of a system call that returned [`ERESTARTSYS`].
+/// Deliver pending signals to the current thread before it returns to user mode. `restart`
+/// is the original `a0` of a system call that returned [`ERESTARTSYS`]. A thread told to
+/// exit (exit_group, execve in another thread) exits here.
 pub fn deliver(tf: &mut TrapFrame, restart: Option<usize>) {
-    let p = super::current();
+    let t = super::current_thread();
+    let p = t.process.clone();
     loop {
-        let pend = p.sig_pending.load(core::sync::atomic::Ordering::Relaxed);
+        if t.must_exit() {
+            drop(t);
+            drop(p);
+            super::exit_thread(ExitStatus::Signaled(SIGKILL as i32));
+        }
+        let own = t.sig_pending.load(Relaxed);
+        let pend = own | p.sig_pending.load(Relaxed);
         let mut inner = p.inner.lock();
-        let ready = pend & !inner.sig.blocked;
+        let mut ti = t.inner.lock();
+        let ready = pend & !ti.sig.blocked;
         if ready == 0 {
-            if let Some(mask) = inner.sig.saved_mask.take() {
-                inner.sig.blocked = mask;
+            if let Some(mask) = ti.sig.saved_mask.take() {
+                ti.sig.blocked = mask;
             }
+            drop(ti);
             drop(inner);
             if let Some(a0) = restart {
                 restart_syscall(tf, a0);
@@ -216,8 +262,11 @@ pub fn deliver(tf: &mut TrapFrame, restart: Option<usize>) {
             return;
         }
         let sig = ready.trailing_zeros() as usize + 1;
-        p.sig_pending
-            .fetch_and(!bit(sig), core::sync::atomic::Ordering::Relaxed);
+        if own & bit(sig) != 0 {
+            t.sig_pending.fetch_and(!bit(sig), Relaxed);
+        } else {
+            p.sig_pending.fetch_and(!bit(sig), Relaxed);
+        }
         let action = inner.sig.actions[sig - 1];
         if action.handler == SIG_IGN && sig != SIGKILL {
             continue;
@@ -226,8 +275,11 @@ pub fn deliver(tf: &mut TrapFrame, restart: Option<usize>) {
             if default_action(sig) == Default_::Ignore {
                 continue;
             }
+            drop(ti);
             drop(inner);
+            drop(t);
             drop(p);
+            // The default action ends the whole process (a fault in one thread too).
             super::exit_current(ExitStatus::Signaled(sig as i32));
         }
         // A handler runs.
@@ -236,12 +288,13 @@ pub fn deliver(tf: &mut TrapFrame, restart: Option<usize>) {
             Some(_) => tf.regs[10] = (-(Errno::EINTR.0 as isize)) as usize,
             None => {}
         }
-        let old_mask = inner.sig.saved_mask.take().unwrap_or(inner.sig.blocked);
-        let mut new_mask = inner.sig.blocked | action.mask;
+        let old_mask = ti.sig.saved_mask.take().unwrap_or(ti.sig.blocked);
+        let mut new_mask = ti.sig.blocked | action.mask;
         if action.flags & SA_NODEFER == 0 {
             new_mask |= bit(sig);
         }
-        inner.sig.set_blocked(new_mask);
+        ti.sig.set_blocked(new_mask);
+        drop(ti);
         if action.flags & SA_RESETHAND != 0 {
             inner.sig.actions[sig - 1] = SigAction::default();
         }
@@ -250,11 +303,13 @@ pub fn deliver(tf: &mut TrapFrame, restart: Option<usize>) {
         if !ok {
             // No room for the frame: the program dies of SIGSEGV, as on Linux.
             crate::println!(
-                "[kernel] pid {}: cannot deliver signal {} (bad stack {:#x}): killed",
+                "[kernel] pid {} tid {}: cannot deliver signal {} (bad stack {:#x}): killed",
                 p.pid,
+                t.tid,
                 sig,
                 tf.regs[2]
             );
+            drop(t);
             drop(p);
             super::exit_current(ExitStatus::Signaled(SIGSEGV as i32));
         }
@@ -314,12 +369,11 @@ fn push_frame(
 pub fn sigreturn(tf: &mut TrapFrame) -> Result<usize, Errno> {
     let sp = tf.regs[2];
     let mut uc = alloc::vec![0u8; UCONTEXT_SIZE];
-    let r = super::with_current(|p| {
-        uaccess::copy_in(&mut p.space, sp + SIGINFO_SIZE, &mut uc)?;
+    let r = super::with_current(|p| uaccess::copy_in(&mut p.space, sp + SIGINFO_SIZE, &mut uc));
+    if r.is_ok() {
         let mask = u64::from_le_bytes(uc[UC_SIGMASK..UC_SIGMASK + 8].try_into().unwrap_or([0; 8]));
-        p.sig.set_blocked(mask);
-        Ok::<(), Errno>(())
-    });
+        super::with_thread(|t| t.sig.set_blocked(mask));
+    }
     if r.is_err() {
         crate::println!(
             "[kernel] pid {}: bad signal frame at {:#x}: killed",

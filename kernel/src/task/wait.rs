@@ -1,6 +1,6 @@
 //! Sleeping and waking: wait queues and timed sleeps.
 //!
-//! A process that must wait for something (a pipe's data, a terminal line, a child's exit, a
+//! A thread that must wait for something (a pipe's data, a terminal line, a child's exit, a
 //! deadline) puts itself on a [`WaitQueue`] (or the timer list) and blocks; whoever makes the
 //! condition true wakes the queue. Kernel code runs with interrupts off on one hart, so between
 //! the check of a condition and the block nothing else runs: no wake-up is lost. Wake-ups may be
@@ -12,11 +12,11 @@ use alloc::vec::Vec;
 
 use spin::Mutex;
 
-use super::{block_current, current, wake, Process};
+use super::{block_current, current_thread, wake, Thread};
 
-/// Processes waiting for one kind of event.
+/// Threads waiting for one kind of event.
 pub struct WaitQueue {
-    waiters: Mutex<Vec<Arc<Process>>>,
+    waiters: Mutex<Vec<Arc<Thread>>>,
 }
 
 impl Default for WaitQueue {
@@ -32,7 +32,7 @@ impl WaitQueue {
         }
     }
 
-    /// Block the current process until this queue is woken (or a signal or the timer wakes it
+    /// Block the current thread until this queue is woken (or a signal or the timer wakes it
     /// first). The caller re-checks its condition afterwards.
     pub fn sleep(&self) {
         self.sleep_until(None)
@@ -40,7 +40,7 @@ impl WaitQueue {
 
     /// As [`Self::sleep`], but wake at the latest at `deadline` (monotonic ns), if given.
     pub fn sleep_until(&self, deadline: Option<u64>) {
-        let me = current();
+        let me = current_thread();
         {
             let mut w = self.waiters.lock();
             if !w.iter().any(|p| Arc::ptr_eq(p, &me)) {
@@ -63,23 +63,23 @@ impl WaitQueue {
     }
 }
 
-/// Processes sleeping until a deadline: (deadline in monotonic ns, process).
-static TIMERS: Mutex<Vec<(u64, Arc<Process>)>> = Mutex::new(Vec::new());
+/// Threads sleeping until a deadline: (deadline in monotonic ns, thread).
+static TIMERS: Mutex<Vec<(u64, Arc<Thread>)>> = Mutex::new(Vec::new());
 
-fn add_timer(deadline: u64, p: Arc<Process>) {
+fn add_timer(deadline: u64, p: Arc<Thread>) {
     TIMERS.lock().push((deadline, p));
 }
 
-/// Sleep until `deadline` (monotonic ns) or until something else wakes the process (a signal).
+/// Sleep until `deadline` (monotonic ns) or until something else wakes the thread (a signal).
 pub fn sleep_until(deadline: u64) {
-    add_timer(deadline, current());
+    add_timer(deadline, current_thread());
     block_current();
 }
 
-/// Wake every process whose deadline has passed (the scheduler's idle loop and the timer
+/// Wake every thread whose deadline has passed (the scheduler's idle loop and the timer
 /// interrupt call this). Returns the earliest deadline still pending.
 pub fn wake_expired(now: u64) -> Option<u64> {
-    let due: Vec<Arc<Process>> = {
+    let due: Vec<Arc<Thread>> = {
         let mut t = TIMERS.lock();
         let mut due = Vec::new();
         t.retain(|(d, p)| {
@@ -98,7 +98,8 @@ pub fn wake_expired(now: u64) -> Option<u64> {
     TIMERS.lock().iter().map(|(d, _)| *d).min()
 }
 
-/// Forget the timers of a process that is gone (exit), so the list does not keep it alive.
-pub fn drop_timers(pid: usize) {
-    TIMERS.lock().retain(|(_, p)| p.pid != pid);
+/// Forget the timers of thread `tid` (gone, or done with its timed sleep), so the list does
+/// not keep it alive.
+pub fn drop_timers(tid: usize) {
+    TIMERS.lock().retain(|(_, t)| t.tid != tid);
 }

@@ -1,0 +1,361 @@
+/* threadtest: POSIX threads on dbfs-os, through glibc's pthreads (clone with CLONE_THREAD,
+ * futexes, set_robust_list, tgkill, exit vs exit_group). Built static for riscv64 by
+ * tools/thirdparty/fetch-build.sh and run by `make test-apps` as /bin/threadtest.
+ * Prints one line per check and "threadtest: N passed, M failed". */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static int passed, failed;
+
+static void check(int ok, const char *what) {
+	printf("%s %s\n", ok ? "ok  " : "FAIL", what);
+	fflush(stdout);
+	if (ok)
+		passed++;
+	else
+		failed++;
+}
+
+static pid_t gettid_(void) { return (pid_t)syscall(SYS_gettid); }
+
+/* --- a mutex under contention: N threads x M increments, exact total */
+#define NTHREADS 4
+#define INCREMENTS 20000
+static pthread_mutex_t counter_lock = PTHREAD_MUTEX_INITIALIZER;
+static long counter;
+
+static void *incrementer(void *arg) {
+	(void)arg;
+	for (int i = 0; i < INCREMENTS; i++) {
+		pthread_mutex_lock(&counter_lock);
+		long v = counter;
+		if (i % 512 == 0)
+			sched_yield(); /* hold the lock across a switch now and then */
+		counter = v + 1;
+		pthread_mutex_unlock(&counter_lock);
+	}
+	return NULL;
+}
+
+static void test_mutex(void) {
+	pthread_t t[NTHREADS];
+	int ok = 1;
+	for (int i = 0; i < NTHREADS; i++)
+		ok &= pthread_create(&t[i], NULL, incrementer, NULL) == 0;
+	for (int i = 0; i < NTHREADS; i++)
+		ok &= pthread_join(t[i], NULL) == 0;
+	check(ok && counter == (long)NTHREADS * INCREMENTS, "mutex: 4 threads x 20000 increments");
+}
+
+/* --- condition variables: a bounded buffer, 2 producers, 2 consumers */
+#define SLOTS 4
+#define ITEMS 2000
+static pthread_mutex_t buf_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t not_full = PTHREAD_COND_INITIALIZER, not_empty = PTHREAD_COND_INITIALIZER;
+static long buf[SLOTS];
+static int head, count, producers_left = 2;
+
+static void *producer(void *arg) {
+	long base = (long)arg;
+	for (long i = 1; i <= ITEMS; i++) {
+		pthread_mutex_lock(&buf_lock);
+		while (count == SLOTS)
+			pthread_cond_wait(&not_full, &buf_lock);
+		buf[(head + count) % SLOTS] = base + i;
+		count++;
+		pthread_cond_signal(&not_empty);
+		pthread_mutex_unlock(&buf_lock);
+	}
+	pthread_mutex_lock(&buf_lock);
+	producers_left--;
+	pthread_cond_broadcast(&not_empty);
+	pthread_mutex_unlock(&buf_lock);
+	return NULL;
+}
+
+static void *consumer(void *arg) {
+	(void)arg;
+	long sum = 0;
+	for (;;) {
+		pthread_mutex_lock(&buf_lock);
+		while (count == 0 && producers_left > 0)
+			pthread_cond_wait(&not_empty, &buf_lock);
+		if (count == 0) {
+			pthread_mutex_unlock(&buf_lock);
+			return (void *)sum;
+		}
+		sum += buf[head];
+		head = (head + 1) % SLOTS;
+		count--;
+		pthread_cond_signal(&not_full);
+		pthread_mutex_unlock(&buf_lock);
+	}
+}
+
+static void test_condvar(void) {
+	pthread_t p[2], c[2];
+	void *r0, *r1;
+	pthread_create(&c[0], NULL, consumer, NULL);
+	pthread_create(&c[1], NULL, consumer, NULL);
+	pthread_create(&p[0], NULL, producer, (void *)0L);
+	pthread_create(&p[1], NULL, producer, (void *)1000000L);
+	pthread_join(p[0], NULL);
+	pthread_join(p[1], NULL);
+	pthread_join(c[0], &r0);
+	pthread_join(c[1], &r1);
+	long n = ITEMS;
+	long want = 2 * (n * (n + 1) / 2) + 1000000L * n;
+	check((long)r0 + (long)r1 == want, "condvar: producer/consumer, every item once");
+}
+
+/* --- pthread_join return values, gettid vs getpid */
+static pid_t main_pid;
+static void *returner(void *arg) {
+	long i = (long)arg;
+	pid_t tid = gettid_();
+	if (getpid() != main_pid || tid == main_pid || tid <= 0)
+		return (void *)-1L;
+	return (void *)(i * 7 + 1);
+}
+
+static void test_join_and_ids(void) {
+	pthread_t t[8];
+	int ok = 1;
+	for (long i = 0; i < 8; i++)
+		ok &= pthread_create(&t[i], NULL, returner, (void *)i) == 0;
+	for (long i = 0; i < 8; i++) {
+		void *r;
+		ok &= pthread_join(t[i], &r) == 0 && (long)r == i * 7 + 1;
+	}
+	check(ok, "join: return values; getpid same in threads, gettid distinct");
+	check(gettid_() == getpid(), "gettid == getpid in the main thread");
+}
+
+/* --- a thread exits while others run */
+static volatile int spin_stop;
+static void *spinner(void *arg) {
+	(void)arg;
+	long n = 0;
+	while (!spin_stop)
+		n++, sched_yield();
+	return (void *)7L;
+}
+static void *early_exit(void *arg) {
+	(void)arg;
+	pthread_exit((void *)5L);
+}
+
+static void test_thread_exit(void) {
+	pthread_t s, e;
+	void *rs, *re;
+	pthread_create(&s, NULL, spinner, NULL);
+	pthread_create(&e, NULL, early_exit, NULL);
+	int ok = pthread_join(e, &re) == 0 && (long)re == 5;
+	spin_stop = 1;
+	ok &= pthread_join(s, &rs) == 0 && (long)rs == 7;
+	check(ok, "pthread_exit in one thread while another runs");
+	/* detached threads come and go */
+	for (int i = 0; i < 16; i++) {
+		pthread_t d;
+		pthread_attr_t a;
+		pthread_attr_init(&a);
+		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+		ok &= pthread_create(&d, &a, early_exit, NULL) == 0;
+	}
+	usleep(100000);
+	check(ok, "16 detached threads");
+}
+
+/* --- signals to one thread (pthread_kill = tgkill), and to the process (kill) */
+static volatile pid_t handled_in;
+static volatile int target_go;
+static void on_usr(int sig) {
+	(void)sig;
+	handled_in = gettid_();
+}
+static volatile pid_t target_tid;
+static void *sig_target(void *arg) {
+	(void)arg;
+	target_tid = gettid_();
+	while (!handled_in && !target_go)
+		usleep(1000);
+	return NULL;
+}
+
+static void test_signals(void) {
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_usr;
+	sigaction(SIGUSR1, &sa, NULL);
+	sigaction(SIGUSR2, &sa, NULL);
+	pthread_t t;
+	handled_in = 0;
+	target_tid = 0;
+	pthread_create(&t, NULL, sig_target, NULL);
+	while (!target_tid)
+		sched_yield();
+	int ok = pthread_kill(t, SIGUSR1) == 0;
+	pthread_join(t, NULL);
+	check(ok && handled_in == target_tid, "pthread_kill: the handler runs in the target thread");
+
+	/* kill() to the process while the main thread blocks the signal: the other takes it */
+	sigset_t set, old;
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR2);
+	handled_in = 0;
+	target_tid = 0;
+	pthread_create(&t, NULL, sig_target, NULL);
+	pthread_sigmask(SIG_BLOCK, &set, &old);
+	while (!target_tid)
+		sched_yield();
+	kill(getpid(), SIGUSR2);
+	for (int i = 0; i < 2000 && !handled_in; i++)
+		usleep(1000);
+	target_go = 1;
+	pthread_join(t, NULL);
+	target_go = 0;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	check(handled_in == target_tid, "kill: a thread that does not block the signal takes it");
+	check(syscall(SYS_tgkill, getpid(), 999999, 0) == -1 && errno == ESRCH,
+	      "tgkill to a thread that does not exist: ESRCH");
+}
+
+/* --- in a forked child: what ends the whole process */
+static void *segv_thread(void *arg) {
+	(void)arg;
+	usleep(10000);
+	volatile int *volatile bad = (int *)8;
+	*bad = 1;
+	return NULL;
+}
+static void *sleeper(void *arg) {
+	(void)arg;
+	for (;;)
+		pause();
+	return NULL;
+}
+static void *exiter(void *arg) {
+	(void)arg;
+	usleep(20000);
+	exit(42); /* exit_group */
+}
+static void *execer(void *arg) {
+	(void)arg;
+	usleep(20000);
+	execl("/bin/sh", "sh", "-c", "exit 9", (char *)NULL);
+	return NULL;
+}
+
+static int run_child(void *(*fn)(void *), int extra_sleepers) {
+	pid_t pid = fork();
+	if (pid == 0) {
+		pthread_t t;
+		for (int i = 0; i < extra_sleepers; i++)
+			pthread_create(&t, NULL, sleeper, NULL);
+		pthread_create(&t, NULL, fn, NULL);
+		for (;;)
+			pause();
+	}
+	int st = 0;
+	if (waitpid(pid, &st, 0) != pid)
+		return -1;
+	return st;
+}
+
+static void test_group_end(void) {
+	int st = run_child(segv_thread, 2);
+	check(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV, "SIGSEGV in one thread kills the group");
+	st = run_child(exiter, 2);
+	check(WIFEXITED(st) && WEXITSTATUS(st) == 42, "exit (exit_group) from a thread ends all");
+	st = run_child(execer, 2);
+	check(WIFEXITED(st) && WEXITSTATUS(st) == 9, "execve from a thread ends the others");
+	/* a thread is not a child: wait4 has nothing to wait for */
+	pthread_t t;
+	spin_stop = 0;
+	pthread_create(&t, NULL, spinner, NULL);
+	int r = waitpid(-1, &st, WNOHANG);
+	check(r == -1 && errno == ECHILD, "wait4 does not see threads");
+	spin_stop = 1;
+	pthread_join(t, NULL);
+}
+
+/* --- a robust mutex whose owner exits */
+static pthread_mutex_t robust;
+static void *lock_and_exit(void *arg) {
+	(void)arg;
+	pthread_mutex_lock(&robust);
+	return NULL;
+}
+
+static void test_robust(void) {
+	pthread_mutexattr_t a;
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+	pthread_mutex_init(&robust, &a);
+	pthread_t t;
+	pthread_create(&t, NULL, lock_and_exit, NULL);
+	pthread_join(t, NULL);
+	int r = pthread_mutex_lock(&robust);
+	int ok = r == EOWNERDEAD && pthread_mutex_consistent(&robust) == 0 &&
+		 pthread_mutex_unlock(&robust) == 0;
+	check(ok, "robust mutex: its owner's exit gives EOWNERDEAD");
+}
+
+/* --- too many threads: pthread_create fails cleanly (EAGAIN, or ENOMEM from the kernel heap),
+ * and everything works again once they are gone */
+#define BOMB_CAP 5000
+static pthread_mutex_t bomb_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t bomb_go = PTHREAD_COND_INITIALIZER;
+static int bomb_released;
+static void *bomb_wait(void *arg) {
+	(void)arg;
+	pthread_mutex_lock(&bomb_lock);
+	while (!bomb_released)
+		pthread_cond_wait(&bomb_go, &bomb_lock);
+	pthread_mutex_unlock(&bomb_lock);
+	return NULL;
+}
+
+static void test_thread_bomb(void) {
+	static pthread_t t[BOMB_CAP];
+	pthread_attr_t a;
+	pthread_attr_init(&a);
+	pthread_attr_setstacksize(&a, 64 * 1024);
+	int n = 0, err = 0;
+	while (n < BOMB_CAP && (err = pthread_create(&t[n], &a, bomb_wait, NULL)) == 0)
+		n++;
+	printf("     thread bomb: %d threads, then %s\n", n, err ? strerror(err) : "the cap");
+	pthread_mutex_lock(&bomb_lock);
+	bomb_released = 1;
+	pthread_cond_broadcast(&bomb_go);
+	pthread_mutex_unlock(&bomb_lock);
+	int ok = n > 100 && (err == EAGAIN || err == ENOMEM || n == BOMB_CAP);
+	for (int i = 0; i < n; i++)
+		ok &= pthread_join(t[i], NULL) == 0;
+	pthread_t again;
+	ok &= pthread_create(&again, NULL, returner, (void *)1L) == 0 && pthread_join(again, NULL) == 0;
+	check(ok, "thread bomb: creation fails cleanly, and works again after");
+}
+
+int main(void) {
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	main_pid = getpid();
+	test_mutex();
+	test_condvar();
+	test_join_and_ids();
+	test_thread_exit();
+	test_signals();
+	test_group_end();
+	test_robust();
+	test_thread_bomb();
+	printf("threadtest: %d passed, %d failed\n", passed, failed);
+	return failed != 0;
+}
