@@ -138,6 +138,7 @@ mod fsck;
 mod mount;
 mod node;
 mod read;
+mod reserve;
 mod snapshot_cache;
 mod txn;
 mod write;
@@ -277,7 +278,7 @@ impl<P: Pager + Send + Sync + 'static> FileSystem for DbFs<P> {
     /// Blocks are kvdb pages. The total is the pager's capacity ([`UNBOUNDED_REPORTED_BYTES`]
     /// for a pager that can grow without limit); free = pages on kvdb's freelist + pages the
     /// store can still grow by; available = free minus kvdb's reserve for deletions
-    /// ([`kvdb::reserve_pages`]). Files: inodes in use from the superblock; free inodes are
+    /// ([`kvdb::reserve_pages`]) and minus the pages reserved for buffered writes. Files: inodes in use from the superblock; free inodes are
     /// estimated as one per free page.
     fn statfs(&self) -> VfsResult<FsStats> {
         // Beginning a write transaction releases pages freed by commits no reader can see;
@@ -306,8 +307,12 @@ impl<P: Pager + Send + Sync + 'static> FileSystem for DbFs<P> {
         };
         let total = (cap / ps).max(stats.page_count);
         let free = free_pages.unwrap_or(0) + total.saturating_sub(stats.page_count);
-        // kvdb keeps pages back for deletions: free, but not available to writes.
-        let available = free.saturating_sub(kvdb::reserve_pages(total));
+        // kvdb keeps pages back for deletions: free, but not available to writes; and pages
+        // reserved for buffered writes are as good as used (see `reserve`).
+        let promised = self.state.lock().wb.promised_pages();
+        let available = free
+            .saturating_sub(kvdb::reserve_pages(total))
+            .saturating_sub(promised);
         Ok(FsStats {
             fs_type: DBFS_MAGIC,
             block_size: ps,

@@ -196,6 +196,7 @@ impl<P: Pager> DbFs<P> {
                 wb: WriteBack {
                     pending: BTreeMap::new(),
                     dirty_bytes: 0,
+                    reserved: 0,
                     limit: DEFAULT_DIRTY_LIMIT,
                     since: None,
                 },
