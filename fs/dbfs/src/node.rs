@@ -55,6 +55,14 @@ impl<P: Pager + Send + Sync + 'static> DbNode<P> {
         }
     }
 
+    /// Commit this file's buffered data now (deferred: atomic and visible, durable at the next
+    /// barrier) and report what the commit says: what `close` answers on file systems that
+    /// check write-back at close (FUSE's `flush`). Nothing buffered: nothing to do. (Not in
+    /// the vfs traits.)
+    pub fn commit_buffered(&self) -> VfsResult<()> {
+        self.fs.commit_buffered(self.ino)
+    }
+
     /// `fallocate(mode 0)`: give `[offset, offset + len)` storage (zeros in holes) and grow the
     /// file to cover it. One transaction. (Not in the vfs traits yet.)
     pub fn fallocate(&self, offset: u64, len: u64) -> VfsResult<()> {

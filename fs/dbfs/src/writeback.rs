@@ -462,6 +462,24 @@ impl<P: Pager> DbFs<P> {
         *self.state.lock().open.entry(ino).or_insert(0) += 1;
     }
 
+    /// Commit `ino`'s buffered data, if it has any, in a deferred transaction of its own.
+    pub(crate) fn commit_buffered(&self, ino: u64) -> VfsResult<()> {
+        let data = self
+            .state
+            .lock()
+            .wb
+            .pending
+            .get(&ino)
+            .is_some_and(|p| !p.chunks.is_empty());
+        if !data {
+            return Ok(());
+        }
+        self.write_op(|t| match t.inode(ino) {
+            Ok(_) | Err(VfsError::NotFound) => Ok(()),
+            Err(e) => Err(e),
+        })
+    }
+
     /// Last release: commit the node's buffered data, and free it if it has no links left.
     pub(crate) fn release_node(&self, ino: u64) -> VfsResult<()> {
         let mut st = self.state.lock();

@@ -728,14 +728,29 @@ impl Filesystem for DbFuse {
     fn flush(
         &self,
         _req: &Request,
-        _ino: INodeNo,
-        _fh: FileHandle,
+        ino: INodeNo,
+        fh: FileHandle,
         _lock_owner: LockOwner,
         reply: ReplyEmpty,
     ) {
-        // dbfs commits a file's buffered data at its last release and on fsync; close(2) does
-        // not promise durability, so flush has nothing to do.
-        reply.ok();
+        // close(2): the kernel has sent its cached writes by now. Commit the file's buffered
+        // data (deferred, not durable: close does not promise durability) so that a commit
+        // that fails is reported to close(2) itself; `release`, whose answer the kernel
+        // ignores, then finds nothing to commit. The space was reserved when the writes were
+        // accepted, so what fails here is I/O, not room.
+        if self.read_only {
+            return reply.ok();
+        }
+        let r = self.handle(fh, ino).and_then(|node| {
+            match node.as_any().downcast_ref::<dbfs::DbNode<ImagePager>>() {
+                Some(db) => db.commit_buffered().map_err(err),
+                None => Ok(()),
+            }
+        });
+        match r {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
     }
 
     fn release(
