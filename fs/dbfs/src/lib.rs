@@ -276,17 +276,16 @@ impl<P: Pager + Send + Sync + 'static> FileSystem for DbFs<P> {
     }
 
     /// Blocks are kvdb pages. The total is the pager's capacity ([`UNBOUNDED_REPORTED_BYTES`]
-    /// for a pager that can grow without limit); free = pages on kvdb's freelist + pages the
-    /// store can still grow by; available = free minus kvdb's reserve for deletions
+    /// for a pager that can grow without limit); free = pages on kvdb's freelist (also those
+    /// waiting for a reader or a barrier) + pages the store can still grow by
+    /// ([`kvdb::Db::free_pages`]); available = free minus kvdb's reserve for deletions
     /// ([`kvdb::reserve_pages`]) and minus the pages reserved for buffered writes. Files: inodes in use from the superblock; free inodes are
     /// estimated as one per free page.
     fn statfs(&self) -> VfsResult<FsStats> {
-        // Beginning a write transaction releases pages freed by commits no reader can see;
-        // holding it, the freelist count is exact.
-        let (stats, free_pages) = {
-            let w = self.db.begin_write().map_err(kv)?;
-            (self.db.stats(), w.reusable_pages())
-        };
+        // Pages freed by commits count as free at once, also those a reader or the next
+        // barrier still holds: the allocator makes a barrier when it runs short, so they are
+        // there for writes (a deleted file's space shows up in `df` right away).
+        let (stats, free_pages) = (self.db.stats(), self.db.free_pages());
         let used_inodes = {
             let tx = self.db.begin_read().map_err(kv)?;
             let raw = tx
@@ -306,7 +305,11 @@ impl<P: Pager + Send + Sync + 'static> FileSystem for DbFs<P> {
             cap
         };
         let total = (cap / ps).max(stats.page_count);
-        let free = free_pages.unwrap_or(0) + total.saturating_sub(stats.page_count);
+        // `free_pages` counts the pager's whole capacity past the store's end: keep only the
+        // listed pages of it, then add the growth room of the reported size.
+        let cap_pages = self.db.pager().capacity() / ps;
+        let listed = free_pages.saturating_sub(cap_pages.saturating_sub(stats.page_count));
+        let free = listed + total.saturating_sub(stats.page_count);
         // kvdb keeps pages back for deletions: free, but not available to writes; and pages
         // reserved for buffered writes are as good as used (see `reserve`).
         let promised = self.state.lock().wb.promised_pages();
