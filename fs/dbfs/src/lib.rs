@@ -82,12 +82,20 @@
 //!   it off, e.g. for read-only media).
 //! - A full store: kvdb keeps a reserve ([`kvdb::reserve_pages`], 1/64 of the store) that
 //!   only deletions may use, so unlink, rmdir, rename over a name and shrinking truncates
-//!   still commit when writes cannot; `statfs` reports it as free but not available. A flush
-//!   that does not fit fails with `NoSpace` and changes nothing: the buffered data stays
-//!   dirty and `fsync`, `sync` and the last close report `NoSpace` while it cannot commit. A
-//!   write finding the cache at its limit retries the flush first and, if that fails, returns
-//!   `NoSpace` without buffering anything. Unlinking or truncating the file drops its buffered
-//!   data with it, so deleting is how space comes back.
+//!   still commit when writes cannot; `statfs` reports it as free but not available.
+//! - Space for buffered writes is reserved when they are accepted (`reserve`: value pages
+//!   of every dirty chunk plus an estimate of the tree pages its commit rewrites, checked
+//!   against [`kvdb::Db::free_pages`] less the reserve). A write whose reservation does not
+//!   fit commits what is buffered and tries once more, then fails with `NoSpace`, buffering
+//!   nothing; every other commit leaves the reservations of the data it does not store free
+//!   ([`kvdb::Tx::keep_free`]). So the commits of accepted writes (timer, dirty limit, close,
+//!   unmount) do not run out of space; `statfs` counts reserved pages as unavailable.
+//! - A commit that fails (I/O, or a full store despite the estimate) changes nothing and
+//!   drops nothing: the buffered data stays dirty, and `fsync`, `sync` and the last close
+//!   retry it and report the error until it commits (the error sticks with the data, as
+//!   Linux's errseq sticks with the mapping). [`DbNode::commit_buffered`] lets a caller that
+//!   can answer close (FUSE `flush`) commit there. Unlinking or truncating the file drops its
+//!   buffered data with it, so deleting is how space comes back.
 //!
 //! # Locks
 //! Two locks, always taken in this order: kvdb's writer lock (held by the one write
@@ -116,7 +124,8 @@
 //! # Modules
 //! `mount` (mkfs, the mount checks, orphans), `writeback` (the state `DbFs::state` guards,
 //! the write-back cache, commits, group fsync, barriers, the timer), `read` (the read paths),
-//! `write` (buffered and direct writes), `snapshot_cache` (inode records and chunk locations
+//! `write` (buffered and direct writes), `reserve` (space reservations for buffered
+//! writes), `snapshot_cache` (inode records and chunk locations
 //! of recent snapshots), `txn` (one operation's write transaction), `node` (the [`vfs::Node`]
 //! calls), `fsck`, [`format`] (the on-disk records). Each says which locks it takes.
 //!
