@@ -93,9 +93,10 @@
 //! - A commit that fails (I/O, or a full store despite the estimate) changes nothing and
 //!   drops nothing: the buffered data stays dirty, and `fsync`, `sync` and the last close
 //!   retry it and report the error until it commits (the error sticks with the data, as
-//!   Linux's errseq sticks with the mapping). [`DbNode::commit_buffered`] lets a caller that
-//!   can answer close (FUSE `flush`) commit there. Unlinking or truncating the file drops its
-//!   buffered data with it, so deleting is how space comes back.
+//!   Linux's errseq sticks with the mapping). The error of a commit nobody waited for (timer,
+//!   dirty limit, last close) is also kept per inode until its data commits, and
+//!   [`DbNode::take_write_error`] reports it once (FUSE `flush`: close(2)). Unlinking or
+//!   truncating the file drops its buffered data with it, so deleting is how space comes back.
 //!
 //! # Locks
 //! Two locks, always taken in this order: kvdb's writer lock (held by the one write

@@ -215,6 +215,7 @@ impl<P: Pager> DbFs<P> {
                 direct_seq: 0,
                 sync_metadata: false,
                 unsynced_since: None,
+                write_errors: BTreeMap::new(),
             }),
             me: me.clone(),
         });

@@ -55,12 +55,12 @@ impl<P: Pager + Send + Sync + 'static> DbNode<P> {
         }
     }
 
-    /// Commit this file's buffered data now (deferred: atomic and visible, durable at the next
-    /// barrier) and report what the commit says: what `close` answers on file systems that
-    /// check write-back at close (FUSE's `flush`). Nothing buffered: nothing to do. (Not in
-    /// the vfs traits.)
-    pub fn commit_buffered(&self) -> VfsResult<()> {
-        self.fs.commit_buffered(self.ino)
+    /// The error of a commit of this file's buffered data that nobody waited for (the
+    /// write-back timer, the dirty limit, the last close) and that has not committed since,
+    /// reported once: what close(2) answers on file systems that report write-back errors
+    /// there (FUSE's `flush`). (Not in the vfs traits.)
+    pub fn take_write_error(&self) -> VfsResult<()> {
+        self.fs.take_write_error(self.ino)
     }
 
     /// `fallocate(mode 0)`: give `[offset, offset + len)` storage (zeros in holes) and grow the

@@ -266,7 +266,8 @@ impl<P: Pager> DbFs<P> {
             match self.flush(Flush::Limit) {
                 // This write is buffered (it is not undone): the next write retries the flush
                 // and fails, as do fsync, sync and the last close.
-                Ok(()) | Err(VfsError::NoSpace) => {}
+                Ok(()) => {}
+                Err(VfsError::NoSpace) => self.note_write_error(None, VfsError::NoSpace),
                 Err(e) => return Err(e),
             }
         }

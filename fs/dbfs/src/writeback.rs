@@ -114,6 +114,12 @@ pub(crate) struct State {
     /// When the oldest deferred commit not yet durable was made (the write-back timer makes
     /// it durable [`WRITEBACK_SECS`] later).
     pub unsynced_since: Option<Timestamp>,
+    /// Write-back errors not reported yet, per inode: set when a commit nobody waits for (the
+    /// timer, the dirty limit, the last close) fails for buffered data of the inode; taken by
+    /// [`DbFs::take_write_error`] (FUSE's `flush`, i.e. close(2)); dropped once the data
+    /// commits (then nothing was lost). The data itself stays buffered meanwhile, so `fsync`
+    /// and `sync` retry and report on their own.
+    pub write_errors: BTreeMap<u64, VfsError>,
 }
 
 impl State {
@@ -194,6 +200,9 @@ impl<P: Pager> DbFs<P> {
             // The flushed data is already old: it becomes durable with it. A flush that fails
             // (e.g. the store is full) must not keep what did commit from becoming durable.
             let flushed = self.flush(Flush::All);
+            if let Err(e) = flushed {
+                self.note_write_error(None, e);
+            }
             self.barrier()?;
             return flushed;
         }
@@ -304,7 +313,10 @@ impl<P: Pager> DbFs<P> {
             }
             for (ino, gen, size) in folded {
                 match st.wb.pending.get_mut(&ino) {
-                    Some(p) if p.gen == gen => st.wb.discard(ino),
+                    Some(p) if p.gen == gen => {
+                        st.wb.discard(ino);
+                        st.write_errors.remove(&ino);
+                    }
                     Some(p) => {
                         // Written while the commit ran: stays dirty; the store now holds the
                         // folded size.
@@ -462,22 +474,39 @@ impl<P: Pager> DbFs<P> {
         *self.state.lock().open.entry(ino).or_insert(0) += 1;
     }
 
-    /// Commit `ino`'s buffered data, if it has any, in a deferred transaction of its own.
-    pub(crate) fn commit_buffered(&self, ino: u64) -> VfsResult<()> {
-        let data = self
-            .state
-            .lock()
-            .wb
-            .pending
-            .get(&ino)
-            .is_some_and(|p| !p.chunks.is_empty());
-        if !data {
-            return Ok(());
+    /// Remember that a commit nobody waited for failed with `e` for the buffered data of
+    /// `ino` (`None`: of every inode with buffered data).
+    pub(crate) fn note_write_error(&self, ino: Option<u64>, e: VfsError) {
+        let mut st = self.state.lock();
+        let st = &mut *st;
+        match ino {
+            Some(ino) => {
+                if st
+                    .wb
+                    .pending
+                    .get(&ino)
+                    .is_some_and(|p| !p.chunks.is_empty())
+                {
+                    st.write_errors.insert(ino, e);
+                }
+            }
+            None => {
+                for (&ino, p) in &st.wb.pending {
+                    if !p.chunks.is_empty() {
+                        st.write_errors.insert(ino, e);
+                    }
+                }
+            }
         }
-        self.write_op(|t| match t.inode(ino) {
-            Ok(_) | Err(VfsError::NotFound) => Ok(()),
-            Err(e) => Err(e),
-        })
+    }
+
+    /// The error of a failed background commit of `ino`'s data not reported yet, if its data
+    /// is still not committed; reported once.
+    pub(crate) fn take_write_error(&self, ino: u64) -> VfsResult<()> {
+        match self.state.lock().write_errors.remove(&ino) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
 
     /// Last release: commit the node's buffered data, and free it if it has no links left.
@@ -516,7 +545,7 @@ impl<P: Pager> DbFs<P> {
             return Ok(());
         }
         drop(st);
-        self.write_op(|t| {
+        let r = self.write_op(|t| {
             if t.st.open.contains_key(&ino) {
                 // Opened again while we waited for the write transaction: its last release
                 // will do this.
@@ -531,6 +560,10 @@ impl<P: Pager> DbFs<P> {
                 t.free_inode(ino)?;
             }
             Ok(())
-        })
+        });
+        if let Err(e) = r {
+            self.note_write_error(Some(ino), e);
+        }
+        r
     }
 }

@@ -733,17 +733,17 @@ impl Filesystem for DbFuse {
         _lock_owner: LockOwner,
         reply: ReplyEmpty,
     ) {
-        // close(2): the kernel has sent its cached writes by now. Commit the file's buffered
-        // data (deferred, not durable: close does not promise durability) so that a commit
-        // that fails is reported to close(2) itself; `release`, whose answer the kernel
-        // ignores, then finds nothing to commit. The space was reserved when the writes were
-        // accepted, so what fails here is I/O, not room.
+        // close(2): report a write-back error of this file that nobody was told about yet (a
+        // commit by the timer, the dirty limit or an earlier last close that failed, its data
+        // still buffered). dbfs commits the file at its last release, which close(2) does not
+        // wait for (committing here would make every close wait for a transaction); the space
+        // of accepted writes is reserved, so what can fail there is I/O, not room.
         if self.read_only {
             return reply.ok();
         }
         let r = self.handle(fh, ino).and_then(|node| {
             match node.as_any().downcast_ref::<dbfs::DbNode<ImagePager>>() {
-                Some(db) => db.commit_buffered().map_err(err),
+                Some(db) => db.take_write_error().map_err(err),
                 None => Ok(()),
             }
         });
