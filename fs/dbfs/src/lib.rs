@@ -82,12 +82,21 @@
 //!   it off, e.g. for read-only media).
 //! - A full store: kvdb keeps a reserve ([`kvdb::reserve_pages`], 1/64 of the store) that
 //!   only deletions may use, so unlink, rmdir, rename over a name and shrinking truncates
-//!   still commit when writes cannot; `statfs` reports it as free but not available. A flush
-//!   that does not fit fails with `NoSpace` and changes nothing: the buffered data stays
-//!   dirty and `fsync`, `sync` and the last close report `NoSpace` while it cannot commit. A
-//!   write finding the cache at its limit retries the flush first and, if that fails, returns
-//!   `NoSpace` without buffering anything. Unlinking or truncating the file drops its buffered
-//!   data with it, so deleting is how space comes back.
+//!   still commit when writes cannot; `statfs` reports it as free but not available.
+//! - Space for buffered writes is reserved when they are accepted (`reserve`: value pages
+//!   of every dirty chunk plus an estimate of the tree pages its commit rewrites, checked
+//!   against [`kvdb::Db::free_pages`] less the reserve). A write whose reservation does not
+//!   fit commits what is buffered and tries once more, then fails with `NoSpace`, buffering
+//!   nothing; every other commit leaves the reservations of the data it does not store free
+//!   ([`kvdb::Tx::keep_free`]). So the commits of accepted writes (timer, dirty limit, close,
+//!   unmount) do not run out of space; `statfs` counts reserved pages as unavailable.
+//! - A commit that fails (I/O, or a full store despite the estimate) changes nothing and
+//!   drops nothing: the buffered data stays dirty, and `fsync`, `sync` and the last close
+//!   retry it and report the error until it commits (the error sticks with the data, as
+//!   Linux's errseq sticks with the mapping). The error of a commit nobody waited for (timer,
+//!   dirty limit, last close) is also kept per inode until its data commits, and
+//!   [`DbNode::take_write_error`] reports it once (FUSE `flush`: close(2)). Unlinking or
+//!   truncating the file drops its buffered data with it, so deleting is how space comes back.
 //!
 //! # Locks
 //! Two locks, always taken in this order: kvdb's writer lock (held by the one write
@@ -116,7 +125,8 @@
 //! # Modules
 //! `mount` (mkfs, the mount checks, orphans), `writeback` (the state `DbFs::state` guards,
 //! the write-back cache, commits, group fsync, barriers, the timer), `read` (the read paths),
-//! `write` (buffered and direct writes), `snapshot_cache` (inode records and chunk locations
+//! `write` (buffered and direct writes), `reserve` (space reservations for buffered
+//! writes), `snapshot_cache` (inode records and chunk locations
 //! of recent snapshots), `txn` (one operation's write transaction), `node` (the [`vfs::Node`]
 //! calls), `fsck`, [`format`] (the on-disk records). Each says which locks it takes.
 //!
@@ -138,6 +148,7 @@ mod fsck;
 mod mount;
 mod node;
 mod read;
+mod reserve;
 mod snapshot_cache;
 mod txn;
 mod write;
@@ -275,17 +286,16 @@ impl<P: Pager + Send + Sync + 'static> FileSystem for DbFs<P> {
     }
 
     /// Blocks are kvdb pages. The total is the pager's capacity ([`UNBOUNDED_REPORTED_BYTES`]
-    /// for a pager that can grow without limit); free = pages on kvdb's freelist + pages the
-    /// store can still grow by; available = free minus kvdb's reserve for deletions
-    /// ([`kvdb::reserve_pages`]). Files: inodes in use from the superblock; free inodes are
+    /// for a pager that can grow without limit); free = pages on kvdb's freelist (also those
+    /// waiting for a reader or a barrier) + pages the store can still grow by
+    /// ([`kvdb::Db::free_pages`]); available = free minus kvdb's reserve for deletions
+    /// ([`kvdb::reserve_pages`]) and minus the pages reserved for buffered writes. Files: inodes in use from the superblock; free inodes are
     /// estimated as one per free page.
     fn statfs(&self) -> VfsResult<FsStats> {
-        // Beginning a write transaction releases pages freed by commits no reader can see;
-        // holding it, the freelist count is exact.
-        let (stats, free_pages) = {
-            let w = self.db.begin_write().map_err(kv)?;
-            (self.db.stats(), w.reusable_pages())
-        };
+        // Pages freed by commits count as free at once, also those a reader or the next
+        // barrier still holds: the allocator makes a barrier when it runs short, so they are
+        // there for writes (a deleted file's space shows up in `df` right away).
+        let (stats, free_pages) = (self.db.stats(), self.db.free_pages());
         let used_inodes = {
             let tx = self.db.begin_read().map_err(kv)?;
             let raw = tx
@@ -305,9 +315,17 @@ impl<P: Pager + Send + Sync + 'static> FileSystem for DbFs<P> {
             cap
         };
         let total = (cap / ps).max(stats.page_count);
-        let free = free_pages.unwrap_or(0) + total.saturating_sub(stats.page_count);
-        // kvdb keeps pages back for deletions: free, but not available to writes.
-        let available = free.saturating_sub(kvdb::reserve_pages(total));
+        // `free_pages` counts the pager's whole capacity past the store's end: keep only the
+        // listed pages of it, then add the growth room of the reported size.
+        let cap_pages = self.db.pager().capacity() / ps;
+        let listed = free_pages.saturating_sub(cap_pages.saturating_sub(stats.page_count));
+        let free = listed + total.saturating_sub(stats.page_count);
+        // kvdb keeps pages back for deletions: free, but not available to writes; and pages
+        // reserved for buffered writes are as good as used (see `reserve`).
+        let promised = self.state.lock().wb.promised_pages();
+        let available = free
+            .saturating_sub(kvdb::reserve_pages(total))
+            .saturating_sub(promised);
         Ok(FsStats {
             fs_type: DBFS_MAGIC,
             block_size: ps,

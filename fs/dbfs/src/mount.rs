@@ -196,6 +196,7 @@ impl<P: Pager> DbFs<P> {
                 wb: WriteBack {
                     pending: BTreeMap::new(),
                     dirty_bytes: 0,
+                    reserved: 0,
                     limit: DEFAULT_DIRTY_LIMIT,
                     since: None,
                 },
@@ -214,6 +215,7 @@ impl<P: Pager> DbFs<P> {
                 direct_seq: 0,
                 sync_metadata: false,
                 unsynced_since: None,
+                write_errors: BTreeMap::new(),
             }),
             me: me.clone(),
         });

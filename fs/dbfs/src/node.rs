@@ -55,6 +55,14 @@ impl<P: Pager + Send + Sync + 'static> DbNode<P> {
         }
     }
 
+    /// The error of a commit of this file's buffered data that nobody waited for (the
+    /// write-back timer, the dirty limit, the last close) and that has not committed since,
+    /// reported once: what close(2) answers on file systems that report write-back errors
+    /// there (FUSE's `flush`). (Not in the vfs traits.)
+    pub fn take_write_error(&self) -> VfsResult<()> {
+        self.fs.take_write_error(self.ino)
+    }
+
     /// `fallocate(mode 0)`: give `[offset, offset + len)` storage (zeros in holes) and grow the
     /// file to cover it. One transaction. (Not in the vfs traits yet.)
     pub fn fallocate(&self, offset: u64, len: u64) -> VfsResult<()> {

@@ -15,7 +15,8 @@ use vfs::{VfsError, VfsResult};
 
 use crate::format::{self, bucket, pair_key};
 use crate::read::load_chunk;
-use crate::writeback::{DirectWrite, Flush};
+use crate::reserve;
+use crate::writeback::{DirectWrite, Flush, WriteBack};
 use crate::{kv, DbFs, MAX_FILE_SIZE};
 
 impl<P: Pager> DbFs<P> {
@@ -67,7 +68,15 @@ impl<P: Pager> DbFs<P> {
         if last > first && (last - first).saturating_mul(cs) >= direct_min as u64 {
             self.write_direct(ino, offset, data, first, last)?;
         } else {
-            self.buffer_write(ino, offset, data, true)?;
+            match self.buffer_write(ino, offset, data, true) {
+                // No room beside the reservations: committing what is buffered turns their
+                // estimates into the (smaller) real use; then try once more.
+                Err(VfsError::NoSpace) => {
+                    self.flush(Flush::All)?;
+                    self.buffer_write(ino, offset, data, true)?;
+                }
+                r => r?,
+            }
         }
         Ok(data.len())
     }
@@ -158,7 +167,21 @@ impl<P: Pager> DbFs<P> {
             guard = self.state.lock();
         }
         let st = &mut *guard;
+        // The reservation: the pages this write's commit will need must be free beside those
+        // promised to what is buffered already, or the write fails now, buffering nothing
+        // (see `reserve`).
+        let growth = self.reservation_growth(st.wb.pending.get(&ino), offset, end);
+        if growth > 0 && st.wb.reserved + growth + reserve::COMMIT_PAGES > self.write_room_pages() {
+            return Err(VfsError::NoSpace);
+        }
+        let ps = self.db.page_size() as u64;
+        let touched = offset / cs..end.div_ceil(cs);
         let p = self.pending_mut(st, ino)?;
+        let pages_before: u64 = touched
+            .clone()
+            .filter_map(|i| p.chunks.get(&i))
+            .map(|b| reserve::value_pages(b.len(), ps))
+            .sum();
         let mut reader: Option<Tx<'_, P>> = None;
         let mut added = 0usize;
         let mut pos = offset;
@@ -227,14 +250,24 @@ impl<P: Pager> DbFs<P> {
         p.inode.ctime = now;
         p.bytes += added;
         p.gen += 1;
+        let pages_after: u64 = touched
+            .filter_map(|i| p.chunks.get(&i))
+            .map(|b| reserve::value_pages(b.len(), ps))
+            .sum();
+        p.value_pages = (p.value_pages + pages_after).saturating_sub(pages_before);
         st.wb.dirty_bytes += added;
+        let wb = &mut st.wb;
+        if let Some(p) = wb.pending.get_mut(&ino) {
+            WriteBack::update_reservation(&mut wb.reserved, p);
+        }
         let over = st.wb.dirty_bytes >= st.wb.limit && may_flush;
         drop(guard);
         if over {
             match self.flush(Flush::Limit) {
                 // This write is buffered (it is not undone): the next write retries the flush
                 // and fails, as do fsync, sync and the last close.
-                Ok(()) | Err(VfsError::NoSpace) => {}
+                Ok(()) => {}
+                Err(VfsError::NoSpace) => self.note_write_error(None, VfsError::NoSpace),
                 Err(e) => return Err(e),
             }
         }

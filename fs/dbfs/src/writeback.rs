@@ -31,6 +31,10 @@ pub(crate) struct Pending {
     /// Dirty chunks: index -> bytes (at most a chunk; past its length the chunk reads zeros).
     pub chunks: BTreeMap<u64, Vec<u8>>,
     pub bytes: usize,
+    /// Pages the dirty chunks take as stored values (see [`crate::reserve`]).
+    pub value_pages: u64,
+    /// Pages reserved for this entry's commit (its share of [`WriteBack::reserved`]).
+    pub reserved: u64,
     /// Bumped by every change to the entry, so a commit that folded it can tell whether it
     /// changed while the commit ran (then the entry stays, still dirty).
     pub gen: u64,
@@ -39,6 +43,8 @@ pub(crate) struct Pending {
 pub(crate) struct WriteBack {
     pub pending: BTreeMap<u64, Pending>,
     pub dirty_bytes: usize,
+    /// Pages reserved for the commits of the buffered data (sum of [`Pending::reserved`]).
+    pub reserved: u64,
     pub limit: usize,
     /// When the oldest buffered change was made.
     pub since: Option<Timestamp>,
@@ -46,7 +52,7 @@ pub(crate) struct WriteBack {
 
 impl WriteBack {
     /// Drop the buffered chunks `[first, end)` of `ino` (a direct write stored newer ones).
-    pub(crate) fn drop_chunks(&mut self, ino: u64, first: u64, end: u64) {
+    pub(crate) fn drop_chunks(&mut self, ino: u64, first: u64, end: u64, page_size: u64) {
         let Some(p) = self.pending.get_mut(&ino) else {
             return;
         };
@@ -54,14 +60,19 @@ impl WriteBack {
         for idx in gone {
             if let Some(buf) = p.chunks.remove(&idx) {
                 p.bytes = p.bytes.saturating_sub(buf.len());
+                p.value_pages = p
+                    .value_pages
+                    .saturating_sub(crate::reserve::value_pages(buf.len(), page_size));
                 self.dirty_bytes = self.dirty_bytes.saturating_sub(buf.len());
             }
         }
+        WriteBack::update_reservation(&mut self.reserved, p);
     }
 
     pub(crate) fn discard(&mut self, ino: u64) {
         if let Some(p) = self.pending.remove(&ino) {
             self.dirty_bytes = self.dirty_bytes.saturating_sub(p.bytes);
+            self.reserved = self.reserved.saturating_sub(p.reserved);
         }
         if self.pending.is_empty() {
             self.since = None;
@@ -103,6 +114,12 @@ pub(crate) struct State {
     /// When the oldest deferred commit not yet durable was made (the write-back timer makes
     /// it durable [`WRITEBACK_SECS`] later).
     pub unsynced_since: Option<Timestamp>,
+    /// Write-back errors not reported yet, per inode: set when a commit nobody waits for (the
+    /// timer, the dirty limit, the last close) fails for buffered data of the inode; taken by
+    /// [`DbFs::take_write_error`] (FUSE's `flush`, i.e. close(2)); dropped once the data
+    /// commits (then nothing was lost). The data itself stays buffered meanwhile, so `fsync`
+    /// and `sync` retry and report on their own.
+    pub write_errors: BTreeMap<u64, VfsError>,
 }
 
 impl State {
@@ -183,6 +200,9 @@ impl<P: Pager> DbFs<P> {
             // The flushed data is already old: it becomes durable with it. A flush that fails
             // (e.g. the store is full) must not keep what did commit from becoming durable.
             let flushed = self.flush(Flush::All);
+            if let Err(e) = flushed {
+                self.note_write_error(None, e);
+            }
             self.barrier()?;
             return flushed;
         }
@@ -257,6 +277,20 @@ impl<P: Pager> DbFs<P> {
                         .map(|p| (ino, p.gen, t.cached_size(ino)))
                 })
                 .collect();
+            // Space promised to buffered data this commit does not store stays free for it.
+            if st.wb.reserved > 0 {
+                let mut folded = t.folded.clone();
+                folded.sort_unstable();
+                folded.dedup();
+                let folded_pages: u64 = folded
+                    .iter()
+                    .filter_map(|ino| st.wb.pending.get(ino).map(|p| p.reserved))
+                    .sum();
+                let left = st.wb.reserved.saturating_sub(folded_pages);
+                if left > 0 {
+                    tx.keep_free(left + crate::reserve::COMMIT_PAGES);
+                }
+            }
             let changed = t.changed_inodes();
             st.committing = changed;
             (r, folded, st.direct_busy, durable || st.sync_metadata)
@@ -270,7 +304,8 @@ impl<P: Pager> DbFs<P> {
             // A direct write's chunks are stored now: the cached ones it replaced go, and
             // buffered writes to the file may go on.
             if let Some(d) = direct {
-                st.wb.drop_chunks(d.ino, d.first, d.end);
+                st.wb
+                    .drop_chunks(d.ino, d.first, d.end, self.db.page_size() as u64);
                 if let Some(p) = st.wb.pending.get_mut(&d.ino) {
                     p.inode.size = p.inode.size.max(d.end.saturating_mul(self.chunk_size));
                 }
@@ -278,7 +313,10 @@ impl<P: Pager> DbFs<P> {
             }
             for (ino, gen, size) in folded {
                 match st.wb.pending.get_mut(&ino) {
-                    Some(p) if p.gen == gen => st.wb.discard(ino),
+                    Some(p) if p.gen == gen => {
+                        st.wb.discard(ino);
+                        st.write_errors.remove(&ino);
+                    }
                     Some(p) => {
                         // Written while the commit ran: stays dirty; the store now holds the
                         // folded size.
@@ -403,6 +441,8 @@ impl<P: Pager> DbFs<P> {
                     stored_size: inode.size,
                     chunks: BTreeMap::new(),
                     bytes: 0,
+                    value_pages: 0,
+                    reserved: 0,
                     gen: 0,
                 }))
             }
@@ -432,6 +472,41 @@ impl<P: Pager> DbFs<P> {
 
     pub(crate) fn open_node(&self, ino: u64) {
         *self.state.lock().open.entry(ino).or_insert(0) += 1;
+    }
+
+    /// Remember that a commit nobody waited for failed with `e` for the buffered data of
+    /// `ino` (`None`: of every inode with buffered data).
+    pub(crate) fn note_write_error(&self, ino: Option<u64>, e: VfsError) {
+        let mut st = self.state.lock();
+        let st = &mut *st;
+        match ino {
+            Some(ino) => {
+                if st
+                    .wb
+                    .pending
+                    .get(&ino)
+                    .is_some_and(|p| !p.chunks.is_empty())
+                {
+                    st.write_errors.insert(ino, e);
+                }
+            }
+            None => {
+                for (&ino, p) in &st.wb.pending {
+                    if !p.chunks.is_empty() {
+                        st.write_errors.insert(ino, e);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The error of a failed background commit of `ino`'s data not reported yet, if its data
+    /// is still not committed; reported once.
+    pub(crate) fn take_write_error(&self, ino: u64) -> VfsResult<()> {
+        match self.state.lock().write_errors.remove(&ino) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
 
     /// Last release: commit the node's buffered data, and free it if it has no links left.
@@ -470,7 +545,7 @@ impl<P: Pager> DbFs<P> {
             return Ok(());
         }
         drop(st);
-        self.write_op(|t| {
+        let r = self.write_op(|t| {
             if t.st.open.contains_key(&ino) {
                 // Opened again while we waited for the write transaction: its last release
                 // will do this.
@@ -485,6 +560,10 @@ impl<P: Pager> DbFs<P> {
                 t.free_inode(ino)?;
             }
             Ok(())
-        })
+        });
+        if let Err(e) = r {
+            self.note_write_error(Some(ino), e);
+        }
+        r
     }
 }

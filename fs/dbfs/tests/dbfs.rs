@@ -327,23 +327,16 @@ fn out_of_space_is_enospc_and_the_fs_stays_usable() {
     let fs = DbFs::mount(pager, TestClock::new()).unwrap();
     let root = fs.root().unwrap();
     let f = root.create("big", &reg()).unwrap();
-    f.write_at(0, &vec![1u8; 4 << 20]).unwrap();
-    assert_eq!(f.fsync(false), Err(VfsError::NoSpace));
-    // The failed flush kept the buffered data; truncating it away lets the commit succeed.
-    f.truncate(4096)
-        .unwrap_or_else(|e| panic!("truncate: {e:?}"));
-    fs.sync().unwrap();
+    // A write the store cannot hold fails when it is made, buffering nothing.
+    assert_eq!(f.write_at(0, &vec![1u8; 4 << 20]), Err(VfsError::NoSpace));
+    assert_eq!(f.getattr().unwrap().size, 0);
+    f.fsync(false).unwrap();
+    // A write that fits still works, and commits.
+    f.write_at(0, &[2u8; 4096]).unwrap();
+    f.fsync(false).unwrap();
     let fs = remount(fs);
-    assert_eq!(
-        fs.root()
-            .unwrap()
-            .lookup("big")
-            .unwrap()
-            .getattr()
-            .unwrap()
-            .size,
-        4096
-    );
+    let big = fs.root().unwrap().lookup("big").unwrap();
+    assert_eq!(read_all(&big), vec![2u8; 4096]);
 }
 
 #[test]
@@ -1206,4 +1199,35 @@ fn read_only_zero_copy_mount_with_noatime() {
             .atime,
         a
     );
+}
+
+/// A background commit (the write-back timer) that fails leaves its error with the file until
+/// someone is told: close (FUSE flush, `take_write_error`) reports it once; the data stays
+/// buffered, readable, and commits once the device works again.
+#[test]
+fn a_failed_background_commit_is_reported_at_close() {
+    let clock = TestClock::new();
+    let pager = DbFs::mkfs(MemPager::new(), MkfsOptions::default()).unwrap();
+    let fs = DbFs::mount(pager, clock.clone()).unwrap();
+    let root = fs.root().unwrap();
+    let f = root.create("f", &reg()).unwrap();
+    let db = f.as_any().downcast_ref::<dbfs::DbNode<MemPager>>().unwrap();
+    db.take_write_error().unwrap();
+    f.write_at(0, b"not yet stored").unwrap();
+    fs.pager().fail_writes_after(Some(0));
+    clock.advance_secs(dbfs::WRITEBACK_SECS);
+    assert_eq!(fs.writeback_tick(), Err(VfsError::Io));
+    assert_eq!(db.take_write_error(), Err(VfsError::Io));
+    // Reported once.
+    db.take_write_error().unwrap();
+    assert_eq!(read_all(&f), b"not yet stored");
+    // Fails again: reported again; then the device heals and the data commits.
+    assert_eq!(fs.writeback_tick(), Err(VfsError::Io));
+    fs.pager().fail_writes_after(None);
+    f.fsync(false).unwrap();
+    // Committed since: nothing left to report.
+    db.take_write_error().unwrap();
+    let fs = remount(fs);
+    let f = fs.root().unwrap().lookup("f").unwrap();
+    assert_eq!(read_all(&f), b"not yet stored");
 }

@@ -108,6 +108,7 @@ impl<P: Pager> Tx<'_, P> {
                 freed,
                 pages,
                 use_reserve,
+                keep_free,
             } = ws;
             for &(_, b) in &order {
                 let bucket = &mut st.buckets[b];
@@ -168,6 +169,7 @@ impl<P: Pager> Tx<'_, P> {
                 (self.meta.page_count, page_count),
                 freed,
                 *use_reserve,
+                *keep_free,
             )?;
             let mut meta = self.meta;
             meta.freelist = old_fl;
@@ -206,6 +208,7 @@ impl<P: Pager> Tx<'_, P> {
                     let _ = db.barrier(guard);
                 }
             }
+            db.note_free(guard, page_count);
         }
         Ok(())
     }

@@ -252,6 +252,13 @@ impl<P: Pager> Db<P> {
         self.pager
     }
 
+    /// Pages free for writes as of the newest commit, counting those freed but not reusable
+    /// yet (held for a barrier or by a reader; the allocator gets them back when it runs
+    /// short), and the [`reserve_pages`] too. Never waits for the write transaction.
+    pub fn free_pages(&self) -> u64 {
+        self.snapshot.lock().free_pages
+    }
+
     /// Pages in use up to the high-water mark, and pages free for reuse right now. Never waits:
     /// `free_pages` is `None` while a write transaction is open.
     pub fn stats(&self) -> Stats {

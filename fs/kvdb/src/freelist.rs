@@ -134,6 +134,11 @@ pub struct Freelist {
     held: BTreeMap<u64, Vec<(PageId, u64)>>,
     /// Pages taken or grown since the last barrier (never referenced by the durable meta).
     fresh: Runs,
+    /// Pages in `pending` and in `held`, kept as they change: every write transaction asks
+    /// (the barrier check, the free count), and between barriers `held` lists every run a
+    /// commit freed, so summing it each time made a long run of small commits quadratic.
+    pending_pages: u64,
+    held_pages: u64,
 }
 
 /// Bytes per run in a freelist extent: start and length.
@@ -265,17 +270,23 @@ impl Freelist {
             held.extend(outside);
         }
         if !fresh.is_empty() {
+            self.pending_pages += pages_in(&fresh);
             self.pending.entry(txid).or_default().extend(fresh);
         }
         if !held.is_empty() {
+            self.held_pages += pages_in(&held);
             self.held.entry(txid).or_default().extend(held);
         }
     }
 
     /// Forget what a failed commit of `txid` recorded.
     pub fn unfree_at(&mut self, txid: u64) {
-        self.pending.remove(&txid);
-        self.held.remove(&txid);
+        if let Some(runs) = self.pending.remove(&txid) {
+            self.pending_pages -= pages_in(&runs);
+        }
+        if let Some(runs) = self.held.remove(&txid) {
+            self.held_pages -= pages_in(&runs);
+        }
     }
 
     /// A barrier made commit `durable_txid` durable: no page freed by it or before is referenced
@@ -284,6 +295,9 @@ impl Freelist {
     pub fn barrier_done(&mut self, durable_txid: u64) {
         let later = self.held.split_off(&durable_txid.saturating_add(1));
         for (t, runs) in core::mem::replace(&mut self.held, later) {
+            let n = pages_in(&runs);
+            self.held_pages -= n;
+            self.pending_pages += n;
             self.pending.entry(t).or_default().extend(runs);
         }
         self.fresh.clear();
@@ -297,7 +311,7 @@ impl Freelist {
 
     /// Pages held for the next barrier.
     pub fn held_count(&self) -> u64 {
-        self.held.values().map(|r| pages_in(r)).sum()
+        self.held_pages
     }
 
     /// Move to `free` every pending set freed by a commit `t <= oldest_reader` (no reader can see
@@ -308,6 +322,7 @@ impl Freelist {
                 break;
             }
             if let Some(runs) = self.pending.remove(&t) {
+                self.pending_pages -= pages_in(&runs);
                 for (start, n) in runs {
                     self.free.insert(start, n);
                 }
@@ -318,9 +333,7 @@ impl Freelist {
     /// Number of pages listed, free now, pending or held (what the store will have free once
     /// no reader holds an old snapshot and the next barrier completed).
     pub fn total_count(&self) -> u64 {
-        self.free.pages
-            + self.pending.values().map(|r| pages_in(r)).sum::<u64>()
-            + self.held_count()
+        self.free.pages + self.pending_pages + self.held_pages
     }
 
     /// Number of pages free now (not counting pending ones).
@@ -332,6 +345,33 @@ impl Freelist {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The kept counts agree with the lists through frees, a failed commit, a barrier and
+    /// releases (what the barrier check and `Db::free_pages` read).
+    #[test]
+    fn counts_follow_the_lists() {
+        let recount = |f: &Freelist| {
+            let p: u64 = f.pending.values().map(|r| pages_in(r)).sum();
+            let h: u64 = f.held.values().map(|r| pages_in(r)).sum();
+            (p, h)
+        };
+        let mut f = Freelist::default();
+        f.grown(100, 10); // 100..110 fresh
+        f.free_at(5, &[(20, 4), (104, 2)]); // 20..24 held, 104..106 pending
+        assert_eq!(recount(&f), (2, 4));
+        assert_eq!((f.pending_pages, f.held_count()), (2, 4));
+        f.free_at(6, &[(30, 3)]);
+        f.unfree_at(6);
+        assert_eq!((f.pending_pages, f.held_count()), recount(&f));
+        f.free_at(7, &[(40, 5)]);
+        f.barrier_done(5); // txid 5's held runs become pending; 7 stays held
+        assert_eq!(recount(&f), (6, 5));
+        assert_eq!((f.pending_pages, f.held_count()), (6, 5));
+        f.release(5);
+        assert_eq!((f.pending_pages, f.held_count()), recount(&f));
+        assert_eq!(f.total_count(), 6 + 5);
+        assert_eq!(f.free_count(), 6);
+    }
 
     #[test]
     fn pending_pages_wait_for_older_readers() {

@@ -75,7 +75,8 @@ impl PageAlloc {
     /// The reserve: a transaction that leaves more pages in use than it found may not leave
     /// fewer than [`reserve_pages`] free (growing the file or the freelist counts as use),
     /// unless it asked for the reserve. `start` and `end` are the store's size in pages when
-    /// the transaction began and now; `freed` what it frees.
+    /// the transaction began and now; `freed` what it frees; `keep_free` pages the caller
+    /// promised elsewhere ([`crate::Tx::keep_free`]), kept free on top of the reserve.
     pub fn check_reserve(
         &self,
         writer: &WriterState,
@@ -83,13 +84,14 @@ impl PageAlloc {
         (start, end): (u64, u64),
         freed: &[(PageId, u64)],
         use_reserve: bool,
+        keep_free: u64,
     ) -> Result<()> {
         let taken_now: u64 = self.taken.iter().map(|t| t.1).sum();
         let grown = (end - start) + taken_now;
         let released: u64 = freed.iter().map(|f| f.1).sum();
         if grown > released && !use_reserve {
             let free_after = capacity_pages.saturating_sub(end) + writer.freelist.total_count();
-            if free_after < reserve_pages(capacity_pages) {
+            if free_after < reserve_pages(capacity_pages).saturating_add(keep_free) {
                 return Err(Error::NoSpace);
             }
         }

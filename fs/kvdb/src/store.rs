@@ -31,6 +31,10 @@ pub(crate) struct Snapshot {
     pub durable_txid: u64,
     /// Open read transactions per snapshot txid.
     pub readers: BTreeMap<u64, usize>,
+    /// Pages the store will have free once no reader holds an old snapshot and the next
+    /// barrier completed (unused capacity + every page on the freelist), as of the newest
+    /// commit. See [`Db::free_pages`].
+    pub free_pages: u64,
 }
 
 /// State only the (single) write transaction touches; its lock is the writer lock.
@@ -65,13 +69,14 @@ pub struct Db<P: Pager> {
 impl<P: Pager> Db<P> {
     pub(crate) fn from_parts(pager: P, meta: Meta, durable_slot: u64, freelist: Freelist) -> Db<P> {
         let page_size = meta.page_size as usize;
-        Db {
+        let db = Db {
             pager,
             page_size,
             snapshot: Mutex::new(Snapshot {
                 meta,
                 durable_txid: meta.txid,
                 readers: BTreeMap::new(),
+                free_pages: 0,
             }),
             writer: Mutex::new(WriterState {
                 freelist,
@@ -80,7 +85,19 @@ impl<P: Pager> Db<P> {
                 barrier_bound: (DEFAULT_BARRIER_BOUND_BYTES / page_size as u64).max(16),
                 freelist_stale: false,
             }),
+        };
+        {
+            let w = db.writer.lock();
+            db.note_free(&w, meta.page_count);
         }
+        db
+    }
+
+    /// Record the free pages after a commit (see [`Snapshot::free_pages`]).
+    pub(crate) fn note_free(&self, writer: &WriterState, page_count: u64) {
+        let capacity = self.pager.capacity() / self.page_size as u64;
+        let free = capacity.saturating_sub(page_count) + writer.freelist.total_count();
+        self.snapshot.lock().free_pages = free;
     }
 
     /// The barrier, with the writer lock held (so the snapshot meta is the newest commit and

@@ -46,6 +46,8 @@ pub(crate) struct WriteState<'db> {
     pub pages: PageAlloc,
     /// Set by [`Tx::use_reserve`]: this transaction may dip into the reserve.
     pub use_reserve: bool,
+    /// Set by [`Tx::keep_free`]: pages to leave free besides the reserve.
+    pub keep_free: u64,
 }
 
 /// A transaction's mutable state (behind the `RefCell`).
@@ -83,6 +85,7 @@ impl<'db, P: Pager> Tx<'db, P> {
                 freed: Vec::new(),
                 pages: PageAlloc::default(),
                 use_reserve: false,
+                keep_free: 0,
             }),
         )
     }
@@ -148,6 +151,16 @@ impl<'db, P: Pager> Tx<'db, P> {
     pub fn use_reserve(&self) {
         if let Some(ws) = self.state.borrow_mut().write.as_mut() {
             ws.use_reserve = true;
+        }
+    }
+
+    /// Make this write transaction fail at commit with [`crate::Error::NoSpace`] if it uses
+    /// more pages than it frees and leaves fewer than `pages` free on top of the reserve:
+    /// space a layer above promised to someone else (dbfs's buffered writes, accepted and
+    /// not yet committed). No effect on a transaction that may use the reserve.
+    pub fn keep_free(&self, pages: u64) {
+        if let Some(ws) = self.state.borrow_mut().write.as_mut() {
+            ws.keep_free = pages;
         }
     }
 

@@ -728,14 +728,29 @@ impl Filesystem for DbFuse {
     fn flush(
         &self,
         _req: &Request,
-        _ino: INodeNo,
-        _fh: FileHandle,
+        ino: INodeNo,
+        fh: FileHandle,
         _lock_owner: LockOwner,
         reply: ReplyEmpty,
     ) {
-        // dbfs commits a file's buffered data at its last release and on fsync; close(2) does
-        // not promise durability, so flush has nothing to do.
-        reply.ok();
+        // close(2): report a write-back error of this file that nobody was told about yet (a
+        // commit by the timer, the dirty limit or an earlier last close that failed, its data
+        // still buffered). dbfs commits the file at its last release, which close(2) does not
+        // wait for (committing here would make every close wait for a transaction); the space
+        // of accepted writes is reserved, so what can fail there is I/O, not room.
+        if self.read_only {
+            return reply.ok();
+        }
+        let r = self.handle(fh, ino).and_then(|node| {
+            match node.as_any().downcast_ref::<dbfs::DbNode<ImagePager>>() {
+                Some(db) => db.take_write_error().map_err(err),
+                None => Ok(()),
+            }
+        });
+        match r {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
     }
 
     fn release(

@@ -167,3 +167,94 @@ fn full_image_enospc_keeps_data_and_frees_on_delete() {
     let out = run(Command::new(BIN).arg("cat").arg(&image).arg("/keep2"));
     assert_eq!(out.stdout, keep[2].1, "keep2 after unmount");
 }
+
+/// The lost-write bug: buffered writes to a nearly full image were all accepted, `syncfs`
+/// returned 0, and the commit at unmount failed with ENOSPC, losing them. Now, in both cache
+/// modes and with `syncfs` or `fsync`: the first failure is ENOSPC, and when write(2), the
+/// sync and close(2) all succeeded for some bytes, exactly those bytes are in the file after
+/// unmount and mount.
+#[test]
+fn accepted_writes_on_a_nearly_full_image_survive_unmount() {
+    if !fuse_available() {
+        return;
+    }
+    for opts in ["nowriteback_cache", ""] {
+        for use_syncfs in [true, false] {
+            let what = format!("-o '{opts}', syncfs {use_syncfs}");
+            let tmp = tempfile::Builder::new()
+                .prefix("dbfs-fuse-lost-")
+                .tempdir()
+                .unwrap();
+            let image = tmp.path().join("dbfs.img");
+            mkfs(&image, "12M");
+            let mnt = tmp.path().join("mnt");
+            let m = Mounted::new(&image, &mnt, opts, Duration::from_secs(100));
+            // No fsync while filling: everything stays buffered (in dbfs or the kernel).
+            let piece = pattern(5, 64 << 10);
+            let mut f = File::create(m.path("data")).unwrap();
+            let mut accepted = 0usize;
+            let write_err = loop {
+                match f.write(&piece) {
+                    Ok(n) => accepted += n,
+                    Err(e) => break Some(e),
+                }
+                if accepted >= 24 * MIB {
+                    break None;
+                }
+            };
+            if let Some(e) = &write_err {
+                assert_eq!(errno(e), libc::ENOSPC, "{what}: write failed with {e}");
+            }
+            let sync = if use_syncfs {
+                use std::os::fd::AsRawFd;
+                // SAFETY: the descriptor is open for the call.
+                if unsafe { libc::syncfs(f.as_raw_fd()) } == 0 {
+                    Ok(())
+                } else {
+                    Err(std::io::Error::last_os_error())
+                }
+            } else {
+                f.sync_all()
+            };
+            if let Err(e) = &sync {
+                assert_eq!(errno(e), libc::ENOSPC, "{what}: sync failed with {e}");
+            }
+            let close = {
+                use std::os::fd::IntoRawFd;
+                let fd = f.into_raw_fd();
+                // SAFETY: `fd` is ours (taken from the File) and closed once.
+                if unsafe { libc::close(fd) } == 0 {
+                    Ok(())
+                } else {
+                    Err(std::io::Error::last_os_error())
+                }
+            };
+            if let Err(e) = &close {
+                assert_eq!(errno(e), libc::ENOSPC, "{what}: close failed with {e}");
+            }
+            eprintln!(
+                "{what}: {accepted} bytes accepted, write error {:?}, sync {:?}, close {:?}",
+                write_err.as_ref().map(errno),
+                sync.as_ref().err().map(errno),
+                close.as_ref().err().map(errno)
+            );
+            assert!(
+                write_err.is_some() || sync.is_err() || close.is_err(),
+                "{what}: 24 MiB accepted and synced on a 12 MiB image"
+            );
+            assert!(m.unmount(), "{what}: the mount process failed at unmount");
+            if sync.is_ok() && close.is_ok() {
+                // Everything was reported written: all of it must be there.
+                let m = Mounted::new(&image, &mnt, opts, Duration::from_secs(60));
+                let got = fs::read(m.path("data")).unwrap();
+                assert_eq!(got.len(), accepted, "{what}: size after remount");
+                for (i, c) in got.chunks(piece.len()).enumerate() {
+                    assert!(c == &piece[..c.len()], "{what}: piece {i} differs");
+                }
+                assert!(m.unmount(), "{what}: second unmount");
+            }
+            let out = run(Command::new(BIN).arg("fsck").arg(&image));
+            assert!(out.status.success(), "{what}: fsck");
+        }
+    }
+}
