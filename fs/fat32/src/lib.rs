@@ -699,6 +699,21 @@ impl FatNode {
         Ok(found)
     }
 
+    /// The checks before refusing a node FAT cannot hold (a symlink or a hard link): this is a
+    /// directory, the name is valid and free (Linux finds an existing name, EEXIST, before vfat
+    /// refuses the operation, EPERM).
+    fn refuse_new(&self, name: &str) -> VfsResult<()> {
+        self.check_dir()?;
+        check_fat_name(name)?;
+        let st = self.mount.state.lock();
+        let path = st.names.path(self.ino)?;
+        let dir = open_dir(st.vol.fs(), &path)?;
+        if find(&dir, name)?.is_some() {
+            return Err(VfsError::AlreadyExists);
+        }
+        Ok(())
+    }
+
     /// The node of `other` if it belongs to this mount.
     fn same_mount<'a>(&self, other: &'a dyn Node) -> VfsResult<&'a FatNode> {
         match other.as_any().downcast_ref::<FatNode>() {
@@ -893,22 +908,25 @@ impl Node for FatNode {
     fn create(&self, name: &str, new: &NewNode) -> VfsResult<NodeRef> {
         self.check_dir()?;
         check_fat_name(name)?;
-        let is_dir = match new.ftype {
-            FileType::Regular => false,
-            FileType::Directory => true,
-            _ => return Err(VfsError::NotPermitted),
-        };
         let mut st = self.mount.state.lock();
         let path = st.names.path(self.ino)?;
-        {
+        // An existing name is EEXIST whatever the type asked for (as Linux, which looks the
+        // name up before it asks vfat, which has no FIFOs, sockets or devices: EPERM).
+        let is_dir = {
             let dir = open_dir(st.vol.fs(), &path)?;
             if find(&dir, name)?.is_some() {
                 return Err(VfsError::AlreadyExists);
             }
+            let is_dir = match new.ftype {
+                FileType::Regular => false,
+                FileType::Directory => true,
+                _ => return Err(VfsError::NotPermitted),
+            };
             if is_dir {
                 dir.create_dir(name).map_err(vfs_error)?;
             }
-        }
+            is_dir
+        };
         let child = join(&path, name);
         let ino = st.names.ino(&child);
         if !is_dir {
@@ -922,13 +940,13 @@ impl Node for FatNode {
         Ok(self.node(ino, is_dir))
     }
 
-    fn symlink(&self, _name: &str, _target: &str, _new: &NewNode) -> VfsResult<NodeRef> {
-        self.check_dir()?;
+    fn symlink(&self, name: &str, _target: &str, _new: &NewNode) -> VfsResult<NodeRef> {
+        self.refuse_new(name)?;
         Err(VfsError::NotPermitted)
     }
 
-    fn link(&self, _name: &str, _target: &dyn Node) -> VfsResult<()> {
-        self.check_dir()?;
+    fn link(&self, name: &str, _target: &dyn Node) -> VfsResult<()> {
+        self.refuse_new(name)?;
         Err(VfsError::NotPermitted)
     }
 

@@ -525,6 +525,22 @@ fn fat_cannot_do_links_special_files_or_owners() {
         Some(VfsError::NotPermitted)
     );
     assert_eq!(root.link("h", &*f).err(), Some(VfsError::NotPermitted));
+    // An existing name (any case) is EEXIST before the refusal, as on Linux vfat.
+    root.create("d", &NewNode::new(FileType::Directory, 0o755))
+        .unwrap();
+    for name in ["f", "F", "d"] {
+        assert_eq!(
+            root.symlink(name, "x", &file()).err(),
+            Some(VfsError::AlreadyExists)
+        );
+        assert_eq!(root.link(name, &*f).err(), Some(VfsError::AlreadyExists));
+        for t in [FileType::Fifo, FileType::Socket, FileType::CharDevice] {
+            assert_eq!(
+                root.create(name, &NewNode::new(t, 0o644)).err(),
+                Some(VfsError::AlreadyExists)
+            );
+        }
+    }
     for t in [
         FileType::Fifo,
         FileType::CharDevice,
