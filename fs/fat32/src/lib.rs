@@ -432,8 +432,17 @@ fn write_zeros(file: &mut FatFile<'_>, mut count: u64) -> VfsResult<()> {
     Ok(())
 }
 
-/// Resize an open file: shrink frees clusters, growth writes zeros.
-fn resize(file: &mut FatFile<'_>, size: u64) -> VfsResult<()> {
+/// Resize an open file: shrink frees clusters, growth writes zeros; the modification time
+/// becomes `now` whether or not the size changed (truncate(2), ftruncate(2) and O_TRUNC update
+/// it, as Linux vfat's truncate does).
+fn resize(file: &mut FatFile<'_>, size: u64, now: Timestamp) -> VfsResult<()> {
+    resize_data(file, size)?;
+    #[allow(deprecated)]
+    file.set_modified(time::to_fat(now));
+    Ok(())
+}
+
+fn resize_data(file: &mut FatFile<'_>, size: u64) -> VfsResult<()> {
     if size > MAX_FILE_SIZE {
         return Err(VfsError::FileTooLarge);
     }
@@ -765,7 +774,7 @@ impl Node for FatNode {
                 |fs| open_file(fs, &path),
                 |file| -> VfsResult<()> {
                     if let Some(size) = attr.size {
-                        resize(file, size)?;
+                        resize(file, size, now)?;
                     }
                     #[allow(deprecated)]
                     {
@@ -873,13 +882,14 @@ impl Node for FatNode {
 
     fn truncate(&self, size: u64) -> VfsResult<()> {
         self.check_file()?;
+        let now = self.mount.clock.now();
         let mut st = self.mount.state.lock();
         let path = st.names.path(self.ino)?;
         st.runs.remove(&self.ino);
         st.vol.with_file(
             self.ino,
             |fs| open_file(fs, &path),
-            |file| resize(file, size),
+            |file| resize(file, size, now),
         )?
     }
 

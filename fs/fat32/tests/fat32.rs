@@ -208,6 +208,51 @@ fn truncate_grows_with_zeros_and_shrinks_freeing_clusters() {
 }
 
 #[test]
+fn truncate_updates_the_modification_time() {
+    let (_d, fs) = fresh(40 * MIB);
+    let root = fs.root().unwrap();
+    let f = root.create("f", &file()).unwrap();
+    f.write_at(0, b"hello").unwrap();
+    let old = Timestamp {
+        sec: 1_600_000_000,
+        nsec: 0,
+    };
+    let now = FixedClock.now();
+    let age = |f: &NodeRef| {
+        f.setattr(&SetAttr {
+            mtime: Some(TimeSet::At(old)),
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(f.getattr().unwrap().mtime, old);
+    };
+    // truncate(2)/ftruncate(2)/O_TRUNC (Node::truncate): shrink, the same size, growth.
+    for size in [2, 2, 9000] {
+        age(&f);
+        f.truncate(size).unwrap();
+        let m = f.getattr().unwrap();
+        assert_eq!((m.size, m.mtime), (size, now), "truncate to {size}");
+    }
+    // A size change through setattr, with and without an explicit mtime.
+    age(&f);
+    let m = f
+        .setattr(&SetAttr {
+            size: Some(1),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!((m.size, m.mtime), (1, now));
+    let m = f
+        .setattr(&SetAttr {
+            size: Some(0),
+            mtime: Some(TimeSet::At(old)),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!((m.size, m.mtime), (0, old));
+}
+
+#[test]
 fn mkdir_readdir_and_cookie_resumption() {
     let (_d, fs) = fresh(40 * MIB);
     let root = fs.root().unwrap();
