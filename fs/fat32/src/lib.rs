@@ -29,6 +29,8 @@
 //!   022; files keep the x bits so programs on the image can be executed), uid 0, gid 0.
 //!   `setattr` accepts `perm` within 0o777 and uid/gid 0 and ignores them (like vfat with
 //!   `quiet`); set-id bits or another owner are `NotPermitted`;
+//! - link counts: 1 for a file, 2 + its subdirectories for a directory (as Linux vfat; counted
+//!   with one listing of the directory at each `getattr`);
 //! - no extended attributes (`Unsupported`); files at most 4 GiB - 1 (`FileTooLarge`);
 //! - times: mtime 2 s granularity, atime one day (not updated by reads), ctime reported equal to
 //!   mtime; range 1980..2107; stored as UTC. Directory times cannot be set (ignored);
@@ -405,6 +407,21 @@ struct Found {
     size: u64,
     modified: fatfs::DateTime,
     accessed: fatfs::Date,
+    /// A directory's subdirectories (its link count is 2 + this, as Linux vfat counts them);
+    /// 0 until [`FatNode::stat_locked`] counts them.
+    subdirs: u32,
+}
+
+/// The subdirectories of `dir`, `.` and `..` aside.
+fn count_subdirs(dir: &FatDir<'_>) -> VfsResult<u32> {
+    let mut n = 0;
+    for entry in dir.iter() {
+        let e = entry.map_err(vfs_error)?;
+        if e.is_dir() && !is_dot(&e.file_name()) {
+            n += 1;
+        }
+    }
+    Ok(n)
 }
 
 fn is_dot(name: &str) -> bool {
@@ -419,6 +436,7 @@ fn find(dir: &FatDir<'_>, name: &str) -> VfsResult<Option<Found>> {
         size: e.len(),
         modified: e.modified(),
         accessed: e.accessed(),
+        subdirs: 0,
     }))
 }
 
@@ -652,7 +670,11 @@ impl FatNode {
                 FileType::Regular
             },
             perm: FAT_PERM,
-            nlink: if found.is_dir { 2 } else { 1 },
+            nlink: if found.is_dir {
+                found.subdirs.saturating_add(2)
+            } else {
+                1
+            },
             uid: 0,
             gid: 0,
             size: found.size,
@@ -679,7 +701,8 @@ impl FatNode {
         Ok(())
     }
 
-    /// What the on-disk entry (and the open file, whose size and times may be newer) says.
+    /// What the on-disk entry (and the open file, whose size and times may be newer) says; for
+    /// a directory, also how many subdirectories it has (one listing of it).
     fn stat_locked(&self, st: &mut State) -> VfsResult<Found> {
         let path = st.names.path(self.ino)?;
         if path.is_empty() {
@@ -690,6 +713,7 @@ impl FatNode {
                 size: 0,
                 modified: zero,
                 accessed: zero.date,
+                subdirs: count_subdirs(&open_dir(st.vol.fs(), "")?)?,
             });
         }
         let (parent, leaf) = split(&path);
@@ -697,6 +721,9 @@ impl FatNode {
             let dir = open_dir(st.vol.fs(), parent)?;
             find(&dir, leaf)?.ok_or(VfsError::NotFound)?
         };
+        if found.is_dir {
+            found.subdirs = count_subdirs(&open_dir(st.vol.fs(), &path)?)?;
+        }
         if let Some((size, modified, accessed)) = st
             .vol
             .with_open_file(self.ino, |f| (f.size(), f.modified(), f.accessed()))

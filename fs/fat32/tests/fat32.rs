@@ -253,6 +253,27 @@ fn truncate_updates_the_modification_time() {
 }
 
 #[test]
+fn directory_link_count_is_two_plus_subdirectories() {
+    let (_d, fs) = fresh(40 * MIB);
+    let root = fs.root().unwrap();
+    let nlink = |n: &NodeRef| n.getattr().unwrap().nlink;
+    let a = root.create("a", &dir()).unwrap();
+    let b = root.create("b", &dir()).unwrap();
+    a.create("f", &file()).unwrap();
+    assert_eq!((nlink(&root), nlink(&a), nlink(&b)), (4, 2, 2));
+    a.create("sub", &dir()).unwrap();
+    assert_eq!((nlink(&root), nlink(&a), nlink(&b)), (4, 3, 2));
+    // Moving the subdirectory moves its `..` link (Linux vfat, pjdfstest rename/24.t).
+    a.rename("sub", &*b, "moved", RenameFlags::default())
+        .unwrap();
+    assert_eq!((nlink(&a), nlink(&b)), (2, 3));
+    b.rmdir("moved").unwrap();
+    assert_eq!((nlink(&root), nlink(&a), nlink(&b)), (4, 2, 2));
+    // A file's count stays 1.
+    assert_eq!(nlink(&a.lookup("f").unwrap()), 1);
+}
+
+#[test]
 fn mkdir_readdir_and_cookie_resumption() {
     let (_d, fs) = fresh(40 * MIB);
     let root = fs.root().unwrap();
