@@ -33,7 +33,7 @@
 //!   with one listing of the directory at each `getattr`);
 //! - no extended attributes (`Unsupported`); files at most 4 GiB - 1 (`FileTooLarge`);
 //! - times: mtime 2 s granularity, atime one day (not updated by reads), ctime reported equal to
-//!   mtime; range 1980..2107; stored as UTC. Directory times cannot be set (ignored);
+//!   mtime; range 1980..2107; stored as UTC. The root directory's times cannot be set (ignored);
 //! - names: at most 255 UTF-16 units; `"*:<>?\|` are invalid (`InvalidInput`); case-insensitive;
 //! - `RENAME_EXCHANGE` is `Unsupported`; rename over an existing target removes the target first
 //!   and then moves the source (two steps, not atomic on a crash). Moving a directory to
@@ -815,6 +815,24 @@ impl Node for FatNode {
                     Ok(())
                 },
             )??;
+        }
+        if self.ftype == FileType::Directory && times && !path.is_empty() {
+            // A directory's entry is edited through its own stream (the root has no entry:
+            // its times stay unset, as on Linux vfat, where they live in memory only).
+            let dir = open_dir(st.vol.fs(), &path)?;
+            if let Some(stream) = dir.as_file() {
+                let mut stream = stream.clone();
+                #[allow(deprecated)]
+                {
+                    if let Some(t) = attr.mtime {
+                        stream.set_modified(time::to_fat(resolve(t)));
+                    }
+                    if let Some(t) = attr.atime {
+                        stream.set_accessed(time::to_fat(resolve(t)).date);
+                    }
+                }
+                stream.flush().map_err(vfs_error)?;
+            }
         }
         let found = self.stat_locked(&mut st)?;
         Ok(self.metadata(&found))

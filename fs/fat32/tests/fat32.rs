@@ -274,6 +274,31 @@ fn directory_link_count_is_two_plus_subdirectories() {
 }
 
 #[test]
+fn directory_times_can_be_set() {
+    let (disk, fs) = fresh(40 * MIB);
+    let root = fs.root().unwrap();
+    let d = root.create("d", &dir()).unwrap();
+    let t = Timestamp {
+        sec: 1_900_000_000,
+        nsec: 0,
+    };
+    let m = d
+        .setattr(&SetAttr {
+            mtime: Some(TimeSet::At(t)),
+            atime: Some(TimeSet::At(t)),
+            ..Default::default()
+        })
+        .unwrap();
+    // atime is a date (midnight UTC of that day).
+    assert_eq!((m.mtime.sec, m.atime.sec), (t.sec, t.sec - t.sec % 86_400));
+    drop((d, root));
+    drop(fs);
+    let fs = Fat32Fs::mount(disk, Arc::new(FixedClock)).unwrap();
+    let m = fs.root().unwrap().lookup("d").unwrap().getattr().unwrap();
+    assert_eq!(m.mtime.sec, t.sec, "the time is on disk");
+}
+
+#[test]
 fn mkdir_readdir_and_cookie_resumption() {
     let (_d, fs) = fresh(40 * MIB);
     let root = fs.root().unwrap();
