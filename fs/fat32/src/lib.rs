@@ -29,9 +29,11 @@
 //!   022; files keep the x bits so programs on the image can be executed), uid 0, gid 0.
 //!   `setattr` accepts `perm` within 0o777 and uid/gid 0 and ignores them (like vfat with
 //!   `quiet`); set-id bits or another owner are `NotPermitted`;
+//! - link counts: 1 for a file, 2 + its subdirectories for a directory (as Linux vfat; counted
+//!   with one listing of the directory at each `getattr`);
 //! - no extended attributes (`Unsupported`); files at most 4 GiB - 1 (`FileTooLarge`);
 //! - times: mtime 2 s granularity, atime one day (not updated by reads), ctime reported equal to
-//!   mtime; range 1980..2107; stored as UTC. Directory times cannot be set (ignored);
+//!   mtime; range 1980..2107; stored as UTC. The root directory's times cannot be set (ignored);
 //! - names: at most 255 UTF-16 units; `"*:<>?\|` are invalid (`InvalidInput`); case-insensitive;
 //! - `RENAME_EXCHANGE` is `Unsupported`; rename over an existing target removes the target first
 //!   and then moves the source (two steps, not atomic on a crash). Moving a directory to
@@ -405,6 +407,21 @@ struct Found {
     size: u64,
     modified: fatfs::DateTime,
     accessed: fatfs::Date,
+    /// A directory's subdirectories (its link count is 2 + this, as Linux vfat counts them);
+    /// 0 until [`FatNode::stat_locked`] counts them.
+    subdirs: u32,
+}
+
+/// The subdirectories of `dir`, `.` and `..` aside.
+fn count_subdirs(dir: &FatDir<'_>) -> VfsResult<u32> {
+    let mut n = 0;
+    for entry in dir.iter() {
+        let e = entry.map_err(vfs_error)?;
+        if e.is_dir() && !is_dot(&e.file_name()) {
+            n += 1;
+        }
+    }
+    Ok(n)
 }
 
 fn is_dot(name: &str) -> bool {
@@ -419,6 +436,7 @@ fn find(dir: &FatDir<'_>, name: &str) -> VfsResult<Option<Found>> {
         size: e.len(),
         modified: e.modified(),
         accessed: e.accessed(),
+        subdirs: 0,
     }))
 }
 
@@ -432,8 +450,17 @@ fn write_zeros(file: &mut FatFile<'_>, mut count: u64) -> VfsResult<()> {
     Ok(())
 }
 
-/// Resize an open file: shrink frees clusters, growth writes zeros.
-fn resize(file: &mut FatFile<'_>, size: u64) -> VfsResult<()> {
+/// Resize an open file: shrink frees clusters, growth writes zeros; the modification time
+/// becomes `now` whether or not the size changed (truncate(2), ftruncate(2) and O_TRUNC update
+/// it, as Linux vfat's truncate does).
+fn resize(file: &mut FatFile<'_>, size: u64, now: Timestamp) -> VfsResult<()> {
+    resize_data(file, size)?;
+    #[allow(deprecated)]
+    file.set_modified(time::to_fat(now));
+    Ok(())
+}
+
+fn resize_data(file: &mut FatFile<'_>, size: u64) -> VfsResult<()> {
     if size > MAX_FILE_SIZE {
         return Err(VfsError::FileTooLarge);
     }
@@ -643,7 +670,11 @@ impl FatNode {
                 FileType::Regular
             },
             perm: FAT_PERM,
-            nlink: if found.is_dir { 2 } else { 1 },
+            nlink: if found.is_dir {
+                found.subdirs.saturating_add(2)
+            } else {
+                1
+            },
             uid: 0,
             gid: 0,
             size: found.size,
@@ -670,7 +701,8 @@ impl FatNode {
         Ok(())
     }
 
-    /// What the on-disk entry (and the open file, whose size and times may be newer) says.
+    /// What the on-disk entry (and the open file, whose size and times may be newer) says; for
+    /// a directory, also how many subdirectories it has (one listing of it).
     fn stat_locked(&self, st: &mut State) -> VfsResult<Found> {
         let path = st.names.path(self.ino)?;
         if path.is_empty() {
@@ -681,6 +713,7 @@ impl FatNode {
                 size: 0,
                 modified: zero,
                 accessed: zero.date,
+                subdirs: count_subdirs(&open_dir(st.vol.fs(), "")?)?,
             });
         }
         let (parent, leaf) = split(&path);
@@ -688,6 +721,9 @@ impl FatNode {
             let dir = open_dir(st.vol.fs(), parent)?;
             find(&dir, leaf)?.ok_or(VfsError::NotFound)?
         };
+        if found.is_dir {
+            found.subdirs = count_subdirs(&open_dir(st.vol.fs(), &path)?)?;
+        }
         if let Some((size, modified, accessed)) = st
             .vol
             .with_open_file(self.ino, |f| (f.size(), f.modified(), f.accessed()))
@@ -697,6 +733,21 @@ impl FatNode {
             found.accessed = accessed;
         }
         Ok(found)
+    }
+
+    /// The checks before refusing a node FAT cannot hold (a symlink or a hard link): this is a
+    /// directory, the name is valid and free (Linux finds an existing name, EEXIST, before vfat
+    /// refuses the operation, EPERM).
+    fn refuse_new(&self, name: &str) -> VfsResult<()> {
+        self.check_dir()?;
+        check_fat_name(name)?;
+        let st = self.mount.state.lock();
+        let path = st.names.path(self.ino)?;
+        let dir = open_dir(st.vol.fs(), &path)?;
+        if find(&dir, name)?.is_some() {
+            return Err(VfsError::AlreadyExists);
+        }
+        Ok(())
     }
 
     /// The node of `other` if it belongs to this mount.
@@ -750,7 +801,7 @@ impl Node for FatNode {
                 |fs| open_file(fs, &path),
                 |file| -> VfsResult<()> {
                     if let Some(size) = attr.size {
-                        resize(file, size)?;
+                        resize(file, size, now)?;
                     }
                     #[allow(deprecated)]
                     {
@@ -764,6 +815,24 @@ impl Node for FatNode {
                     Ok(())
                 },
             )??;
+        }
+        if self.ftype == FileType::Directory && times && !path.is_empty() {
+            // A directory's entry is edited through its own stream (the root has no entry:
+            // its times stay unset, as on Linux vfat, where they live in memory only).
+            let dir = open_dir(st.vol.fs(), &path)?;
+            if let Some(stream) = dir.as_file() {
+                let mut stream = stream.clone();
+                #[allow(deprecated)]
+                {
+                    if let Some(t) = attr.mtime {
+                        stream.set_modified(time::to_fat(resolve(t)));
+                    }
+                    if let Some(t) = attr.atime {
+                        stream.set_accessed(time::to_fat(resolve(t)).date);
+                    }
+                }
+                stream.flush().map_err(vfs_error)?;
+            }
         }
         let found = self.stat_locked(&mut st)?;
         Ok(self.metadata(&found))
@@ -858,13 +927,14 @@ impl Node for FatNode {
 
     fn truncate(&self, size: u64) -> VfsResult<()> {
         self.check_file()?;
+        let now = self.mount.clock.now();
         let mut st = self.mount.state.lock();
         let path = st.names.path(self.ino)?;
         st.runs.remove(&self.ino);
         st.vol.with_file(
             self.ino,
             |fs| open_file(fs, &path),
-            |file| resize(file, size),
+            |file| resize(file, size, now),
         )?
     }
 
@@ -893,22 +963,25 @@ impl Node for FatNode {
     fn create(&self, name: &str, new: &NewNode) -> VfsResult<NodeRef> {
         self.check_dir()?;
         check_fat_name(name)?;
-        let is_dir = match new.ftype {
-            FileType::Regular => false,
-            FileType::Directory => true,
-            _ => return Err(VfsError::NotPermitted),
-        };
         let mut st = self.mount.state.lock();
         let path = st.names.path(self.ino)?;
-        {
+        // An existing name is EEXIST whatever the type asked for (as Linux, which looks the
+        // name up before it asks vfat, which has no FIFOs, sockets or devices: EPERM).
+        let is_dir = {
             let dir = open_dir(st.vol.fs(), &path)?;
             if find(&dir, name)?.is_some() {
                 return Err(VfsError::AlreadyExists);
             }
+            let is_dir = match new.ftype {
+                FileType::Regular => false,
+                FileType::Directory => true,
+                _ => return Err(VfsError::NotPermitted),
+            };
             if is_dir {
                 dir.create_dir(name).map_err(vfs_error)?;
             }
-        }
+            is_dir
+        };
         let child = join(&path, name);
         let ino = st.names.ino(&child);
         if !is_dir {
@@ -922,13 +995,13 @@ impl Node for FatNode {
         Ok(self.node(ino, is_dir))
     }
 
-    fn symlink(&self, _name: &str, _target: &str, _new: &NewNode) -> VfsResult<NodeRef> {
-        self.check_dir()?;
+    fn symlink(&self, name: &str, _target: &str, _new: &NewNode) -> VfsResult<NodeRef> {
+        self.refuse_new(name)?;
         Err(VfsError::NotPermitted)
     }
 
-    fn link(&self, _name: &str, _target: &dyn Node) -> VfsResult<()> {
-        self.check_dir()?;
+    fn link(&self, name: &str, _target: &dyn Node) -> VfsResult<()> {
+        self.refuse_new(name)?;
         Err(VfsError::NotPermitted)
     }
 

@@ -208,6 +208,97 @@ fn truncate_grows_with_zeros_and_shrinks_freeing_clusters() {
 }
 
 #[test]
+fn truncate_updates_the_modification_time() {
+    let (_d, fs) = fresh(40 * MIB);
+    let root = fs.root().unwrap();
+    let f = root.create("f", &file()).unwrap();
+    f.write_at(0, b"hello").unwrap();
+    let old = Timestamp {
+        sec: 1_600_000_000,
+        nsec: 0,
+    };
+    let now = FixedClock.now();
+    let age = |f: &NodeRef| {
+        f.setattr(&SetAttr {
+            mtime: Some(TimeSet::At(old)),
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(f.getattr().unwrap().mtime, old);
+    };
+    // truncate(2)/ftruncate(2)/O_TRUNC (Node::truncate): shrink, the same size, growth.
+    for size in [2, 2, 9000] {
+        age(&f);
+        f.truncate(size).unwrap();
+        let m = f.getattr().unwrap();
+        assert_eq!((m.size, m.mtime), (size, now), "truncate to {size}");
+    }
+    // A size change through setattr, with and without an explicit mtime.
+    age(&f);
+    let m = f
+        .setattr(&SetAttr {
+            size: Some(1),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!((m.size, m.mtime), (1, now));
+    let m = f
+        .setattr(&SetAttr {
+            size: Some(0),
+            mtime: Some(TimeSet::At(old)),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!((m.size, m.mtime), (0, old));
+}
+
+#[test]
+fn directory_link_count_is_two_plus_subdirectories() {
+    let (_d, fs) = fresh(40 * MIB);
+    let root = fs.root().unwrap();
+    let nlink = |n: &NodeRef| n.getattr().unwrap().nlink;
+    let a = root.create("a", &dir()).unwrap();
+    let b = root.create("b", &dir()).unwrap();
+    a.create("f", &file()).unwrap();
+    assert_eq!((nlink(&root), nlink(&a), nlink(&b)), (4, 2, 2));
+    a.create("sub", &dir()).unwrap();
+    assert_eq!((nlink(&root), nlink(&a), nlink(&b)), (4, 3, 2));
+    // Moving the subdirectory moves its `..` link (Linux vfat, pjdfstest rename/24.t).
+    a.rename("sub", &*b, "moved", RenameFlags::default())
+        .unwrap();
+    assert_eq!((nlink(&a), nlink(&b)), (2, 3));
+    b.rmdir("moved").unwrap();
+    assert_eq!((nlink(&root), nlink(&a), nlink(&b)), (4, 2, 2));
+    // A file's count stays 1.
+    assert_eq!(nlink(&a.lookup("f").unwrap()), 1);
+}
+
+#[test]
+fn directory_times_can_be_set() {
+    let (disk, fs) = fresh(40 * MIB);
+    let root = fs.root().unwrap();
+    let d = root.create("d", &dir()).unwrap();
+    let t = Timestamp {
+        sec: 1_900_000_000,
+        nsec: 0,
+    };
+    let m = d
+        .setattr(&SetAttr {
+            mtime: Some(TimeSet::At(t)),
+            atime: Some(TimeSet::At(t)),
+            ..Default::default()
+        })
+        .unwrap();
+    // atime is a date (midnight UTC of that day).
+    assert_eq!((m.mtime.sec, m.atime.sec), (t.sec, t.sec - t.sec % 86_400));
+    drop((d, root));
+    drop(fs);
+    let fs = Fat32Fs::mount(disk, Arc::new(FixedClock)).unwrap();
+    let m = fs.root().unwrap().lookup("d").unwrap().getattr().unwrap();
+    assert_eq!(m.mtime.sec, t.sec, "the time is on disk");
+}
+
+#[test]
 fn mkdir_readdir_and_cookie_resumption() {
     let (_d, fs) = fresh(40 * MIB);
     let root = fs.root().unwrap();
@@ -525,6 +616,22 @@ fn fat_cannot_do_links_special_files_or_owners() {
         Some(VfsError::NotPermitted)
     );
     assert_eq!(root.link("h", &*f).err(), Some(VfsError::NotPermitted));
+    // An existing name (any case) is EEXIST before the refusal, as on Linux vfat.
+    root.create("d", &NewNode::new(FileType::Directory, 0o755))
+        .unwrap();
+    for name in ["f", "F", "d"] {
+        assert_eq!(
+            root.symlink(name, "x", &file()).err(),
+            Some(VfsError::AlreadyExists)
+        );
+        assert_eq!(root.link(name, &*f).err(), Some(VfsError::AlreadyExists));
+        for t in [FileType::Fifo, FileType::Socket, FileType::CharDevice] {
+            assert_eq!(
+                root.create(name, &NewNode::new(t, 0o644)).err(),
+                Some(VfsError::AlreadyExists)
+            );
+        }
+    }
     for t in [
         FileType::Fifo,
         FileType::CharDevice,
