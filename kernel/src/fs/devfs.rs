@@ -126,8 +126,8 @@ impl FileSystem for DevFs {
     }
 }
 
-/// Attributes of a synthetic node (root-owned, no times): devfs and procfs.
-pub(super) fn meta(ino: u64, ftype: FileType, perm: u32, size: u64, rdev: u64) -> Metadata {
+/// Attributes of a synthetic node (root-owned, no times): devfs, procfs, sockets, timerfds.
+pub(crate) fn meta(ino: u64, ftype: FileType, perm: u32, size: u64, rdev: u64) -> Metadata {
     Metadata {
         ino,
         ftype,

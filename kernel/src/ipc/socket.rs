@@ -8,7 +8,7 @@ use alloc::sync::Arc;
 use core::any::Any;
 
 use spin::Mutex;
-use vfs::{FileType, Metadata, Node, Timestamp, VfsResult};
+use vfs::{FileType, Metadata, Node, VfsResult};
 
 pub const AF_UNIX: usize = 1;
 
@@ -36,20 +36,9 @@ impl Node for Socket {
     }
     fn getattr(&self) -> VfsResult<Metadata> {
         let c = crate::task::current_cred();
-        Ok(Metadata {
-            ino: self.ino,
-            ftype: FileType::Socket,
-            perm: 0o777,
-            nlink: 1,
-            uid: c.euid,
-            gid: c.egid,
-            size: 0,
-            blocks: 0,
-            blksize: 4096,
-            rdev: 0,
-            atime: Timestamp::default(),
-            mtime: Timestamp::default(),
-            ctime: Timestamp::default(),
-        })
+        let mut m = crate::fs::devfs::meta(self.ino, FileType::Socket, 0o777, 0, 0);
+        m.uid = c.euid;
+        m.gid = c.egid;
+        Ok(m)
     }
 }

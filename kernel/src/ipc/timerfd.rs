@@ -12,7 +12,7 @@ use core::any::Any;
 
 use abi::Errno;
 use spin::Mutex;
-use vfs::{FileType, Metadata, Node, Timestamp, VfsResult};
+use vfs::{FileType, Metadata, Node, VfsResult};
 
 /// One timer's settings (monotonic ns; `deadline` None: disarmed).
 #[derive(Clone, Copy, Default)]
@@ -159,20 +159,6 @@ impl Node for TimerFd {
         self
     }
     fn getattr(&self) -> VfsResult<Metadata> {
-        Ok(Metadata {
-            ino: 0,
-            ftype: FileType::Regular,
-            perm: 0o600,
-            nlink: 1,
-            uid: 0,
-            gid: 0,
-            size: 0,
-            blocks: 0,
-            blksize: 4096,
-            rdev: 0,
-            atime: Timestamp::default(),
-            mtime: Timestamp::default(),
-            ctime: Timestamp::default(),
-        })
+        Ok(crate::fs::devfs::meta(0, FileType::Regular, 0o600, 0, 0))
     }
 }

@@ -217,6 +217,15 @@ fn size_of(node: &vfs::NodeRef) -> Result<u64, Errno> {
 }
 
 impl SharedFile {
+    /// The resident pages covering file bytes [offset, end), by page index.
+    fn resident(&self, offset: u64, end: u64) -> Vec<(u64, Arc<Frame>)> {
+        self.pages
+            .lock()
+            .range(offset / PAGE..end.div_ceil(PAGE))
+            .map(|(&i, p)| (i, p.frame.clone()))
+            .collect()
+    }
+
     /// The file's size if page `index` lies (at least partly) inside it; `EIO` (SIGBUS) if
     /// it lies wholly past the end.
     fn size_covering(&self, index: u64) -> Result<u64, Errno> {
@@ -379,12 +388,7 @@ pub fn overlay_read(
         return Ok(());
     };
     let end = offset.saturating_add(len as u64);
-    let resident: Vec<(u64, Arc<Frame>)> = t
-        .pages
-        .lock()
-        .range(offset / PAGE..end.div_ceil(PAGE))
-        .map(|(&i, p)| (i, p.frame.clone()))
-        .collect();
+    let resident = t.resident(offset, end);
     let mut copy = super::heap::try_zeroed(PAGE_SIZE)?;
     for (index, frame) in resident {
         let (from, to) = ((index * PAGE).max(offset), ((index + 1) * PAGE).min(end));
@@ -410,12 +414,7 @@ pub fn update_after_write(
     };
     let end = offset.saturating_add(len as u64);
     t.size.fetch_max(end, Relaxed);
-    let resident: Vec<(u64, Arc<Frame>)> = t
-        .pages
-        .lock()
-        .range(offset / PAGE..end.div_ceil(PAGE))
-        .map(|(&i, p)| (i, p.frame.clone()))
-        .collect();
+    let resident = t.resident(offset, end);
     let mut copy = super::heap::try_zeroed(PAGE_SIZE)?;
     for (index, frame) in resident {
         let (from, to) = ((index * PAGE).max(offset), ((index + 1) * PAGE).min(end));
