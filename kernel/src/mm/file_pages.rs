@@ -143,15 +143,7 @@ fn table_of_open(f: &crate::fs::file::OpenFile) -> Option<Arc<SharedFile>> {
 fn load(node: &vfs::NodeRef, index: u64, size: u64, frame: &mut Frame) -> Result<(), Errno> {
     let off = index * PAGE;
     let n = size.saturating_sub(off).min(PAGE) as usize;
-    let buf = &mut frame.bytes_mut()[..n];
-    let mut done = 0;
-    while done < n {
-        let got = node.read_at(off + done as u64, &mut buf[done..])?;
-        if got == 0 {
-            break;
-        }
-        done += got;
-    }
+    crate::fs::read_fully(&**node, off, &mut frame.bytes_mut()[..n])?;
     Ok(())
 }
 
@@ -192,14 +184,7 @@ fn load_cluster(
         }
     }
     if let Ok(mut buf) = super::heap::try_zeroed(n) {
-        let mut done = 0;
-        while done < n {
-            let got = node.read_at(off + done as u64, &mut buf[done..])?;
-            if got == 0 {
-                break;
-            }
-            done += got;
-        }
+        crate::fs::read_fully(&**node, off, &mut buf)?;
         for (f, chunk) in frames.iter_mut().zip(buf.chunks(PAGE_SIZE)) {
             f.bytes_mut()[..chunk.len()].copy_from_slice(chunk);
         }

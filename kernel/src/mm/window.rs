@@ -81,6 +81,10 @@ pub struct DiskWindow {
     direct_since_flush: AtomicUsize,
     /// Bytes the next background flush waits for (0: `flush_behind`, as after a sync).
     behind_at: AtomicUsize,
+    /// Kept between reads into user buffers that are not whole sectors per page
+    /// ([`Self::read_into_pieces`]); as large as the largest such read (the syscall layer's
+    /// I/O chunk at most).
+    bounce: Mutex<Vec<u8>>,
 }
 
 static WINDOWS: Mutex<Vec<Arc<DiskWindow>>> = Mutex::new(Vec::new());
@@ -119,6 +123,7 @@ impl DiskWindow {
             }),
             flush_behind,
             direct_since_flush: AtomicUsize::new(0),
+            bounce: Mutex::new(Vec::new()),
             behind_at: AtomicUsize::new(0),
         });
         WINDOWS.lock().push(w.clone());
@@ -186,35 +191,59 @@ impl DiskWindow {
         if total == 0 {
             return Ok(());
         }
-        let dirty = self.any_dirty(offset, total)?;
-        let aligned = offset.is_multiple_of(SECTOR_SIZE) && total.is_multiple_of(SECTOR_SIZE);
-        if !dirty && aligned && pieces.iter().any(|p| !p.len().is_multiple_of(SECTOR_SIZE)) {
-            // A user buffer that does not start on a page (malloc'ed, as fio's are): its
-            // pieces are not whole sectors, so the device cannot fill them as they are. One
-            // device read into a bounce buffer and a copy still beats faulting the range into
-            // the window page cluster by page cluster (and keeps the window for the B+tree).
-            if let Ok(mut bounce) = crate::mm::heap::try_zeroed(total) {
-                crate::counters::add_window_direct(total);
-                self.dev
-                    .read_sectors((offset / SECTOR_SIZE) as u64, &mut bounce)?;
-                let mut at = 0;
-                for piece in pieces.iter_mut() {
-                    piece.copy_from_slice(&bounce[at..at + piece.len()]);
-                    at += piece.len();
-                }
-                return Ok(());
-            }
+        let clean = !self.any_dirty(offset, total)?
+            && offset.is_multiple_of(SECTOR_SIZE)
+            && total.is_multiple_of(SECTOR_SIZE);
+        let whole_sectors = pieces.iter().all(|p| p.len().is_multiple_of(SECTOR_SIZE));
+        // A user buffer that does not start on a page (malloc'ed, as fio's are) has pieces
+        // that are not whole sectors, which the device cannot fill as they are: one device
+        // read into the bounce buffer and a copy still beats faulting the range into the
+        // window page cluster by page cluster (and leaves the window to the B+tree).
+        if clean && whole_sectors {
+            crate::counters::add_window_direct(total);
+            return self.dev.read_scatter((offset / SECTOR_SIZE) as u64, pieces);
         }
-        if dirty || !aligned || pieces.iter().any(|p| !p.len().is_multiple_of(SECTOR_SIZE)) {
-            let mut at = offset;
-            for piece in pieces.iter_mut() {
-                self.read_into(at, piece)?;
-                at += piece.len();
-            }
+        if clean && self.read_bounced(offset, total, pieces)? {
             return Ok(());
         }
+        let mut at = offset;
+        for piece in pieces.iter_mut() {
+            self.read_into(at, piece)?;
+            at += piece.len();
+        }
+        Ok(())
+    }
+
+    /// [`Self::read_into_pieces`] of a clean, sector-aligned range through the bounce
+    /// buffer: `false` (nothing read) when the heap cannot grow the buffer.
+    fn read_bounced(
+        &self,
+        offset: usize,
+        total: usize,
+        pieces: &mut [&mut [u8]],
+    ) -> VfsResult<bool> {
+        let mut bounce = core::mem::take(&mut *self.bounce.lock());
+        if bounce.len() < total {
+            let more = total - bounce.len();
+            if crate::mm::heap::admit(more).is_err() || bounce.try_reserve_exact(more).is_err() {
+                *self.bounce.lock() = bounce;
+                return Ok(false);
+            }
+            bounce.resize(total, 0);
+        }
         crate::counters::add_window_direct(total);
-        self.dev.read_scatter((offset / SECTOR_SIZE) as u64, pieces)
+        let r = self
+            .dev
+            .read_sectors((offset / SECTOR_SIZE) as u64, &mut bounce[..total]);
+        if r.is_ok() {
+            let mut at = 0;
+            for piece in pieces.iter_mut() {
+                piece.copy_from_slice(&bounce[at..at + piece.len()]);
+                at += piece.len();
+            }
+        }
+        *self.bounce.lock() = bounce;
+        r.map(|()| true)
     }
 
     /// Map page `index` (and up to a cluster of following non-resident pages) from the disk.
