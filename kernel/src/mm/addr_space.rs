@@ -235,14 +235,22 @@ pub struct AddrSpace {
 /// mapped files their clean unmapped pages, so a process is killed for memory only when
 /// nothing can be reclaimed.
 pub(super) fn alloc_frame() -> Option<Frame> {
-    frame::alloc()
+    let mut f = alloc_frame_for_overwrite()?;
+    f.bytes_mut().fill(0);
+    Some(f)
+}
+
+/// As [`alloc_frame`], not zeroed: for a caller that overwrites the whole frame before
+/// anyone sees it.
+pub(super) fn alloc_frame_for_overwrite() -> Option<Frame> {
+    frame::alloc_for_overwrite()
         .or_else(|| {
             super::window::drop_all();
-            frame::alloc()
+            frame::alloc_for_overwrite()
         })
         .or_else(|| {
             super::file_pages::shrink();
-            frame::alloc()
+            frame::alloc_for_overwrite()
         })
 }
 
@@ -344,12 +352,23 @@ impl AddrSpace {
                 self.areas.insert(end, Area { start: end, ..a });
             }
         }
-        let pages: Vec<usize> = self.frames.range(start..end).map(|(&va, _)| va).collect();
+        self.forget_pages(start, end, |_| true);
+        Ok(())
+    }
+
+    /// Unmap and free the pages mapped in [start, end) for which `which(va)` holds, with one
+    /// TLB flush for them all.
+    fn forget_pages(&mut self, start: usize, end: usize, which: impl Fn(usize) -> bool) {
+        let pages: Vec<usize> = self
+            .frames
+            .range(start..end)
+            .map(|(&va, _)| va)
+            .filter(|&va| which(va))
+            .collect();
+        self.pt.unmap_many(pages.iter().copied());
         for va in pages {
-            self.pt.unmap(va);
             self.frames.remove(&va);
         }
-        Ok(())
     }
 
     /// Map the page of `va` (inside `area`) with `perm`: a fresh zeroed frame, or the shared
@@ -398,30 +417,38 @@ impl AddrSpace {
         Ok(pa)
     }
 
-    /// Fault-around: map the pages a shared file fault read besides its own (`around`, by
-    /// file page index) where `area` maps them and nothing is mapped yet, read-only (they are
-    /// clean). Best effort: a page that cannot be mapped now faults later.
+    /// Fault-around: map the pages a file fault read besides its own (`around`, by file page
+    /// index; before and after the faulting `page`) where `area` maps them and nothing is
+    /// mapped yet, read-only (they are clean). Best effort: a page that cannot be mapped now
+    /// faults later.
     fn map_around(&mut self, page: usize, area: &Area, around: super::file_pages::Around) {
         let Some(fa) = &area.file else {
             return;
         };
-        if !area.perm.intersects(Perm::R | Perm::W | Perm::X) {
+        if around.is_empty()
+            || !area.perm.intersects(Perm::R | Perm::W | Perm::X)
+            || crate::mm::heap::admit(64 * around.len()).is_err()
+        {
             return;
         }
         let base = fa.index(page);
         let flags = area.perm.clean().pte();
         for (index, f) in around {
-            let Some(va) = usize::try_from(index - base)
-                .ok()
-                .and_then(|k| k.checked_mul(PAGE_SIZE))
-                .and_then(|d| page.checked_add(d))
-            else {
-                break;
+            let va = if index >= base {
+                usize::try_from(index - base)
+                    .ok()
+                    .and_then(|k| k.checked_mul(PAGE_SIZE))
+                    .and_then(|d| page.checked_add(d))
+            } else {
+                usize::try_from(base - index)
+                    .ok()
+                    .and_then(|k| k.checked_mul(PAGE_SIZE))
+                    .and_then(|d| page.checked_sub(d))
             };
-            if va >= area.end {
-                break;
-            }
-            if self.frames.contains_key(&va) || crate::mm::heap::admit(64).is_err() {
+            let Some(va) = va.filter(|&va| va >= area.start && va < area.end) else {
+                continue;
+            };
+            if self.frames.contains_key(&va) {
                 continue;
             }
             if !self.pt.map(va, f.pa(), flags) {
@@ -608,12 +635,12 @@ impl AddrSpace {
             .collect();
         self.copy_to_user(tramp, &code)?;
         // Re-apply final permissions to pages populated while copying.
-        let pages: Vec<usize> = self.frames.keys().copied().collect();
-        for va in pages {
-            if let Some(a) = self.area_of(va) {
-                self.pt.set_flags(va, a.perm.pte());
-            }
-        }
+        let pages: Vec<(usize, PteFlags)> = self
+            .frames
+            .keys()
+            .filter_map(|&va| self.area_of(va).map(|a| (va, a.perm.pte())))
+            .collect();
+        self.pt.set_flags_many(pages);
         self.brk_start = image_end;
         self.brk = image_end;
         self.add_area(STACK_TOP - STACK_SIZE, STACK_TOP, Perm::R | Perm::W)?;
@@ -972,13 +999,17 @@ impl AddrSpace {
                 self.areas.insert(end, Area { start: end, ..a });
             }
         }
-        let pages: Vec<usize> = self.frames.range(addr..end).map(|(&va, _)| va).collect();
-        for va in pages {
-            let flags = self
-                .area_of(va)
-                .map_or(perm.pte(), |a| a.pte_of(va, self.frames.get(&va)));
-            self.pt.set_flags(va, flags);
-        }
+        let pages: Vec<(usize, PteFlags)> = self
+            .frames
+            .range(addr..end)
+            .map(|(&va, m)| {
+                let flags = self
+                    .area_of(va)
+                    .map_or(perm.pte(), |a| a.pte_of(va, Some(m)));
+                (va, flags)
+            })
+            .collect();
+        self.pt.set_flags_many(pages);
         Ok(())
     }
 
@@ -1024,11 +1055,7 @@ impl AddrSpace {
         while s < end {
             s = self.area_of(s).ok_or(Errno::ENOMEM)?.end;
         }
-        let pages: Vec<usize> = self.frames.range(addr..end).map(|(&va, _)| va).collect();
-        for va in pages {
-            self.pt.unmap(va);
-            self.frames.remove(&va);
-        }
+        self.forget_pages(addr, end, |_| true);
         Ok(())
     }
 
@@ -1046,16 +1073,7 @@ impl AddrSpace {
             })
             .collect();
         for (start, end, f) in hit {
-            let pages: Vec<usize> = self
-                .frames
-                .range(start..end)
-                .map(|(&va, _)| va)
-                .filter(|&va| f.index(va) >= first_gone)
-                .collect();
-            for va in pages {
-                self.pt.unmap(va);
-                self.frames.remove(&va);
-            }
+            self.forget_pages(start, end, |va| f.index(va) >= first_gone);
         }
     }
 

@@ -207,19 +207,52 @@ impl PageTable {
     }
 
     pub fn unmap(&mut self, va: usize) {
-        if let Some(s) = self.slot(va, false) {
-            *s = 0;
-            crate::arch::csr::sfence_vma(va);
+        self.unmap_many(core::iter::once(va));
+    }
+
+    /// Unmap many user pages with one TLB flush at the end. Under QEMU every `sfence.vma`
+    /// empties the whole software TLB and ends the translation block, so a flush per page
+    /// made unmapping 64 MiB (16384 pages) take about 0.1 s of a TCG guest's time.
+    pub fn unmap_many(&mut self, vas: impl IntoIterator<Item = usize>) {
+        let mut cleared = 0usize;
+        let mut last = 0;
+        for va in vas {
+            if let Some(s) = self.slot(va, false) {
+                *s = 0;
+                cleared += 1;
+                last = va;
+            }
         }
+        self.flush(cleared, last);
     }
 
     /// Change the permission bits of a mapped page.
     pub fn set_flags(&mut self, va: usize, flags: PteFlags) {
-        if let Some(s) = self.slot(va, false) {
-            if *s & PteFlags::V.bits() != 0 {
-                *s = leaf((*s >> 10) << 12, flags | PteFlags::A | PteFlags::D);
-                crate::arch::csr::sfence_vma(va);
+        self.set_flags_many(core::iter::once((va, flags)));
+    }
+
+    /// Change the permission bits of many mapped pages, with one TLB flush at the end.
+    pub fn set_flags_many(&mut self, pages: impl IntoIterator<Item = (usize, PteFlags)>) {
+        let mut changed = 0usize;
+        let mut last = 0;
+        for (va, flags) in pages {
+            if let Some(s) = self.slot(va, false) {
+                if *s & PteFlags::V.bits() != 0 {
+                    *s = leaf((*s >> 10) << 12, flags | PteFlags::A | PteFlags::D);
+                    changed += 1;
+                    last = va;
+                }
             }
+        }
+        self.flush(changed, last);
+    }
+
+    /// After `n` entries changed (the last at `va`): flush that page, or everything.
+    fn flush(&self, n: usize, va: usize) {
+        match n {
+            0 => {}
+            1 => crate::arch::csr::sfence_vma(va),
+            _ => crate::arch::csr::sfence_vma_all(),
         }
     }
 

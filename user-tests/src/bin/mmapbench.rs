@@ -121,6 +121,7 @@ fn main(argv: &[&str]) -> i32 {
     for rep in 1..=reps {
         for (k, row) in rows.iter_mut().enumerate() {
             drop_caches();
+            let before = sys::counters().ok();
             let t = now_ns();
             let r = match k {
                 0 => seq_read(&f, size),
@@ -129,6 +130,15 @@ fn main(argv: &[&str]) -> i32 {
                 _ => rand_map(&f, size, &offs),
             };
             let secs = (now_ns() - t) as f64 / 1e9;
+            if let (Some(b), Ok(a)) = (before, sys::counters()) {
+                println!(
+                    "IO bench=mmapbench-{} fs={fs} rep={rep} dev_reads={} dev_read_kib={} faults={}",
+                    row.0,
+                    a.dev_read_requests - b.dev_read_requests,
+                    (a.dev_read_bytes - b.dev_read_bytes) / 1024,
+                    a.page_faults - b.page_faults
+                );
+            }
             let sum = match r {
                 Ok(s) => s,
                 Err(e) => {
