@@ -25,7 +25,9 @@
 //! `dbfs_barrier_mib=M` (force a dbfs barrier once M MiB of store pages wait for one,
 //! `DbFs::set_barrier_bound`; default a quarter of the disk, at least 16 MiB),
 //! `dbfs_flush_behind_kib=K` (start a background device flush after K KiB of direct dbfs
-//! writes, doubling the gap while no barrier comes; default 256, 0 = never).
+//! writes, doubling the gap while no barrier comes; default 256, 0 = never),
+//! `dbfs_dirty_mib=M` (dbfs's write-back limit: buffered writes commit once M MiB of chunks
+//! are dirty; default a quarter of the kernel heap, 0 = every write commits at once).
 #![no_std]
 #![no_main]
 #![deny(unsafe_op_in_unsafe_fn)]

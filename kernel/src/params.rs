@@ -24,6 +24,8 @@ pub struct Params {
     pub dbfs_barrier_mib: Option<u64>,
     /// First step of dbfs's background flushes in bytes (`mm::window::FLUSH_BEHIND_DEFAULT`).
     pub dbfs_flush_behind: usize,
+    /// dbfs's write-back (dirty) limit in MiB; `None`: a quarter of the kernel heap.
+    pub dbfs_dirty_mib: Option<usize>,
     pub init_args: Vec<String>,
 }
 
@@ -101,6 +103,7 @@ pub fn parse_params(cmdline: &str) -> Params {
         dbfs_chunk: None,
         dbfs_barrier_mib: None,
         dbfs_flush_behind: mm::window::FLUSH_BEHIND_DEFAULT,
+        dbfs_dirty_mib: None,
         init_args: Vec::new(),
     };
     let all = split_words(cmdline);
@@ -124,6 +127,10 @@ pub fn parse_params(cmdline: &str) -> Params {
                     "[kernel] dbfs_flush_behind_kib={} ignored (a number of KiB, 0 = never)",
                     v
                 ),
+            },
+            Some(("dbfs_dirty_mib", v)) => match v.parse::<usize>() {
+                Ok(m) if m <= 4096 => p.dbfs_dirty_mib = Some(m),
+                _ => println!("[kernel] dbfs_dirty_mib={} ignored (0..4096)", v),
             },
             Some(("dbfs_barrier_mib", v)) => p.dbfs_barrier_mib = v.parse().ok().filter(|&m| m > 0),
             Some(("dbfs_chunk_kib", v)) => match v.parse::<u32>() {

@@ -50,6 +50,11 @@ pub fn init(start: usize, size: usize) {
     );
 }
 
+/// The heap's size in bytes.
+pub fn total_bytes() -> usize {
+    HEAP.lock().get_counters().claimed_bytes
+}
+
 /// Bytes the heap has not handed out (some of them may be too fragmented for a large block).
 pub fn free_bytes() -> usize {
     HEAP.lock().get_counters().available_bytes
