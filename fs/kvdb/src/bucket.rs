@@ -12,7 +12,7 @@ use alloc::vec::Vec;
 use crate::bytes::Bytes;
 use crate::cursor::{Entry, Walk};
 use crate::error::{Error, Result};
-use crate::node::{Child, Entries, LeafValue, Node};
+use crate::node::{Child, Entries, LeafValue, Node, ValueBytes};
 use crate::page::{self, PageId};
 use crate::pager::Pager;
 use crate::source::{PageSource, TreeSource};
@@ -67,7 +67,7 @@ impl<'db, P: Pager> Tx<'db, P> {
                 if slot.flags == page::FLAG_INLINE {
                     (
                         slot.flags,
-                        LeafValue::Inline(Vec::new()),
+                        LeafValue::Inline(ValueBytes::new()),
                         Some(Bytes::page(page, slot.value)),
                     )
                 } else {
@@ -77,8 +77,8 @@ impl<'db, P: Pager> Tx<'db, P> {
             }
             Found::Dirty(LeafValue::Inline(v)) => (
                 page::FLAG_INLINE,
-                LeafValue::Inline(Vec::new()),
-                Some(Bytes::owned(v)),
+                LeafValue::Inline(ValueBytes::new()),
+                Some(Bytes::owned(v.into_vec())),
             ),
             Found::Dirty(v) => (1, v, None),
         })
@@ -124,7 +124,7 @@ impl<'db, P: Pager> Tx<'db, P> {
         let leaf_value = if value.len() > page::max_inline_len(ps) {
             self.write_overflow(st, value)?
         } else {
-            LeafValue::Inline(value.to_vec())
+            LeafValue::Inline(ValueBytes::from_slice(value))
         };
         let ws = st.write.as_mut().ok_or(Error::TxReadOnly)?;
         let mut ctx = WriteCtx {
@@ -299,7 +299,7 @@ impl<'db, P: Pager> Tx<'db, P> {
                     if leaf {
                         let slot = page::leaf_slot(&buf, i)?;
                         let v = LeafValue::decode(slot.flags, &buf[slot.value.clone()])?;
-                        values.push((buf[slot.key].to_vec(), v));
+                        values.push((crate::node::KeyBytes::from_slice(&buf[slot.key]), v));
                     } else {
                         children.push(Child::Page(page::branch_slot(&buf, i)?.1));
                     }

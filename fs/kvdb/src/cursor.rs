@@ -373,11 +373,11 @@ impl<'db, P: Pager + 'db> Walk<'db, P> {
                     _ => Err(Error::Corrupted("dangling dirty node")),
                 })??;
                 let value = match value {
-                    LeafValue::Inline(v) => Some(Bytes::owned(v)),
+                    LeafValue::Inline(v) => Some(Bytes::owned(v.into_vec())),
                     v => value_of(src, v)?,
                 };
                 Ok(Some(Entry {
-                    key: Bytes::owned(key),
+                    key: Bytes::owned(key.into_vec()),
                     value,
                     loc: None,
                 }))

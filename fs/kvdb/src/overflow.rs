@@ -11,7 +11,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use crate::error::{Error, Result};
-use crate::node::LeafValue;
+use crate::node::{LeafValue, ValueBytes};
 use crate::page::{self, PageId};
 use crate::pager::Pager;
 use crate::tree::{PutMode, WriteCtx};
@@ -200,7 +200,7 @@ impl<'db, P: Pager> Tx<'db, P> {
                     page,
                     len: len as u64,
                 },
-                None => LeafValue::Inline(pieces.concat()),
+                None => LeafValue::Inline(ValueBytes::from_vec(pieces.concat())),
             };
             match ctx.put(&mut bucket.tree, key, leaf_value, PutMode::Value) {
                 Ok(Some(LeafValue::Overflow { page, len })) => {

@@ -10,7 +10,7 @@ use alloc::vec::Vec;
 use core::mem;
 
 use crate::error::{Error, Result};
-use crate::node::{branch_entry_size, leaf_entry_size, Child, Entries, LeafValue, Node};
+use crate::node::{branch_entry_size, leaf_entry_size, Child, Entries, KeyBytes, LeafValue, Node};
 use crate::page::{self, LeafSlot, PageId, HEADER_SIZE};
 use crate::source::PageSource;
 
@@ -110,7 +110,7 @@ fn lookup_pages<S: PageSource>(
 }
 
 /// Child index for `key` in a dirty branch: the last entry whose key is `<= key`, or 0.
-pub fn branch_index(entries: &[(Vec<u8>, Child)], key: &[u8]) -> usize {
+pub fn branch_index(entries: &[(KeyBytes, Child)], key: &[u8]) -> usize {
     entries
         .get(1..)
         .map_or(0, |rest| rest.partition_point(|(k, _)| k.as_slice() <= key))
@@ -155,7 +155,7 @@ impl<S: PageSource> WriteCtx<'_, S> {
         tree.root = Child::Dirty(root);
         let (old, split) = self.insert(&mut tree.nodes, root, key, value, mode, 0)?;
         if let Some((sep, right)) = split {
-            let left_key = tree.nodes[root].first_key().to_vec();
+            let left_key = KeyBytes::from_slice(tree.nodes[root].first_key());
             tree.nodes.push(Node::branch(vec![
                 (left_key, Child::Dirty(root)),
                 (sep, Child::Dirty(right)),
@@ -174,7 +174,7 @@ impl<S: PageSource> WriteCtx<'_, S> {
         value: LeafValue,
         mode: PutMode,
         depth: usize,
-    ) -> Result<(Option<LeafValue>, Option<(Vec<u8>, usize)>)> {
+    ) -> Result<(Option<LeafValue>, Option<(KeyBytes, usize)>)> {
         if depth > MAX_DEPTH {
             return Err(Error::Corrupted("tree too deep"));
         }
@@ -192,7 +192,7 @@ impl<S: PageSource> WriteCtx<'_, S> {
                 Err(i) => {
                     check_mode(mode, None)?;
                     let size = leaf_entry_size(key, &value);
-                    e.insert(i, (key.to_vec(), value));
+                    e.insert(i, (KeyBytes::from_slice(key), value));
                     let appended = i + 1 == e.len();
                     nodes[idx].size += size;
                     (None, appended)
@@ -221,7 +221,7 @@ impl<S: PageSource> WriteCtx<'_, S> {
         if nodes[idx].size > page_size && nodes[idx].len() >= 2 {
             let at = nodes[idx].split_point(appended);
             let right = nodes[idx].split_off(at);
-            let sep = right.first_key().to_vec();
+            let sep = KeyBytes::from_slice(right.first_key());
             nodes.push(right);
             return Ok((old, Some((sep, nodes.len() - 1))));
         }
@@ -325,7 +325,7 @@ impl<S: PageSource> WriteCtx<'_, S> {
             let mut left = merged;
             let at = left.split_point(false);
             let right = left.split_off(at);
-            let new_sep = right.first_key().to_vec();
+            let new_sep = KeyBytes::from_slice(right.first_key());
             nodes[lc] = left;
             nodes[rc] = right;
             if let Entries::Branch(e) = &mut nodes[parent].entries {
@@ -382,7 +382,7 @@ impl<S: PageSource> WriteCtx<'_, S> {
         alloc: &mut dyn FnMut(u64) -> Result<PageId>,
         writes: &mut Vec<(PageId, Vec<u8>)>,
         depth: usize,
-    ) -> Result<Vec<(Vec<u8>, PageId)>> {
+    ) -> Result<Vec<(KeyBytes, PageId)>> {
         if depth > MAX_DEPTH {
             return Err(Error::Corrupted("tree too deep"));
         }
@@ -424,7 +424,7 @@ impl<S: PageSource> WriteCtx<'_, S> {
             let id = alloc(1)?;
             let mut buf = vec![0u8; page_size];
             part.write_page(&mut buf, id);
-            out.push((part.first_key().to_vec(), id));
+            out.push((KeyBytes::from_slice(part.first_key()), id));
             writes.push((id, buf));
         }
         Ok(out)
