@@ -16,8 +16,14 @@
 //!   stored into the new part (the rest of it stays zero).
 //!
 //! An mmap operation makes its stores durable in one of three ways, chosen at random:
-//! `msync(MS_SYNC)` then munmap; `fsync` of the descriptor while mapped, then munmap; or munmap
-//! (the file's last mapping goes, so its dirty pages are written back) then `fsync`. When the
+//! `msync(MS_SYNC)`; `fsync` of the descriptor while mapped; or munmap (the file's last
+//! mapping goes, so its dirty pages are written back) then `fsync`. After msync or fsync the
+//! mapping and the descriptor are kept, as a program that goes on working in its mapping
+//! would, until the next mmap operation begins; meanwhile the other operations may write,
+//! rename or delete that file. Keeping them matters to the test: were the munmap and close
+//! right behind, their write-back and commit would make the stores durable at the next
+//! barrier (the next operation's journal fsync) even if msync or fsync had not, and a kill
+//! would have to land in that short gap to see it. When the
 //! mapping covers the last page of a file whose size is not a multiple of 4096, the bytes past
 //! the end in that page are stored to as well: they must never reach the file (the expected
 //! content does not have them). Weights: append 20 %, patch 10 %, rename 15 %, delete 13 %,
@@ -47,9 +53,12 @@
 //! disk until a commit, and the cache is committed as one transaction (size, times and chunks
 //! together) made durable by the fsync's barrier: mmap-patch is all old or all new, never page
 //! by page. mmap-extend has one durable halfway state besides: its `ftruncate` is a metadata
-//! commit of its own, deferred (durable at the next barrier), and the write-back timer makes
-//! it durable 5 s later if the stores have not been synced by then, so the file may be found
-//! grown with zeros and none of the stores. Its effect is printed `name=NEW|MID` (MID: the old
+//! commit of its own, deferred (durable at the next barrier), and the next barrier comes
+//! before the stores' commit: the fsync (or msync) that makes the stores durable begins with
+//! the barrier its deferred predecessors need (`Db::begin_write_durable`), then commits the
+//! buffered pages and ends with a second barrier (the write-back timer, 5 s after the
+//! ftruncate, would do the same). A kill between the two finds the file grown with zeros and
+//! none of the stores. Its effect is printed `name=NEW|MID` (MID: the old
 //! content followed by zeros); the slot must hold OLD, MID or NEW. The `COMMITTED` line gives
 //! NEW only.
 //!
@@ -411,6 +420,9 @@ struct Writer<'a> {
     seq: u64,
     /// The operation whose `C` journal line is not written yet.
     done: Option<u64>,
+    /// The mapping (and descriptor) of the last mmap operation synced by msync or fsync,
+    /// kept until the next mmap operation begins.
+    held: Option<(sys::Mapping, File)>,
 }
 
 impl Writer<'_> {
@@ -520,11 +532,22 @@ impl Writer<'_> {
             // Stores through a shared mapping, inside the file or (mmap-extend) into pages
             // ftruncate just added.
             (58..=77, Some(name)) => {
+                // The last one's mapping goes first (its write-back rewrites what it synced).
+                if let Some((m, f)) = self.held.take() {
+                    unmap(m)?;
+                    drop(f);
+                }
                 let path = self.path(&name);
                 let data = read_file(&path)?.ok_or_else(|| format!("{path} vanished"))?;
                 let grow = kind >= 70 || data.is_empty();
                 let (plan, effects) = self.plan_mmap(seq, name, data, grow);
-                self.run(&plan.describe(), effects, |_| mmap_op(&path, &plan))
+                let mut kept = None;
+                self.run(&plan.describe(), effects, |_| {
+                    kept = mmap_op(&path, &plan)?;
+                    Ok(())
+                })?;
+                self.held = kept;
+                Ok(())
             }
             // Replace (or create): new file, fsync, rename over the slot.
             _ => {
@@ -628,9 +651,9 @@ fn page_ceil(n: usize) -> usize {
 /// How an mmap operation makes its stores durable before it counts as committed.
 #[derive(Clone, Copy)]
 enum Durable {
-    /// msync(MS_SYNC) of the whole mapping, then munmap.
+    /// msync(MS_SYNC) of the whole mapping; the mapping stays.
     Msync,
-    /// fsync of the descriptor while the file is still mapped, then munmap.
+    /// fsync of the descriptor while the file is mapped; the mapping stays.
     Fsync,
     /// munmap (the last mapping of the file goes: its dirty pages are written back), then
     /// fsync of the descriptor.
@@ -680,7 +703,8 @@ fn unmap(m: sys::Mapping) -> Result<(), String> {
     io("munmap", r)
 }
 
-fn mmap_op(path: &str, plan: &MmapPlan) -> Result<(), String> {
+/// Do `plan`; returns the mapping and its descriptor when they are to be kept.
+fn mmap_op(path: &str, plan: &MmapPlan) -> Result<Option<(sys::Mapping, File)>, String> {
     let f = io(path, File::open(path, O_RDWR, 0))?;
     if let Some(size) = plan.grow_to {
         io("ftruncate", sys::ftruncate(f.fd(), size as u64))?;
@@ -705,19 +729,15 @@ fn mmap_op(path: &str, plan: &MmapPlan) -> Result<(), String> {
         }
     }
     match plan.durable {
-        Durable::Msync => {
-            io("msync", sys::msync(m.addr(), m.len(), MS_SYNC))?;
-            unmap(m)
-        }
-        Durable::Fsync => {
-            io("fsync", sys::fsync(f.fd()))?;
-            unmap(m)
-        }
+        Durable::Msync => io("msync", sys::msync(m.addr(), m.len(), MS_SYNC))?,
+        Durable::Fsync => io("fsync", sys::fsync(f.fd()))?,
         Durable::Munmap => {
             unmap(m)?;
-            io("fsync", sys::fsync(f.fd()))
+            io("fsync", sys::fsync(f.fd()))?;
+            return Ok(None);
         }
     }
+    Ok(Some((m, f)))
 }
 
 fn run(dir: &str, seed: u64, boot: u64, ops: u64, check_only: bool) -> Result<i32, String> {
@@ -756,6 +776,7 @@ fn run(dir: &str, seed: u64, boot: u64, ops: u64, check_only: bool) -> Result<i3
         // Sequence numbers keep growing across boots, so every write has distinct content.
         seq: last_seq.max(boot * 1_000_000),
         done: None,
+        held: None,
     };
     for _ in 0..ops {
         w.step()?;
