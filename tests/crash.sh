@@ -204,6 +204,7 @@ for boot in $(seq 1 "$points"); do
 
     grep -q 'dbfs fsck: clean' "$log" || fail "the kernel's fsck at mount did not report clean"
     grep -Eq '^CHECK [0-9]+ passed, 0 failed' "$log" || fail "the writer's check failed"
+    ! grep -q '^crashwriter: ERROR' "$log" || fail "the writer stopped: $(grep '^crashwriter: ERROR' "$log")"
     [ "$(guest_state)" = "$host_state" ] ||
         fail "the guest found [$(guest_state)], the host saw [$host_state] after the last kill"
     "$fuse" fsck "$img" >"$dir/fsck.out" 2>&1 || { cat "$dir/fsck.out"; fail "dbfs-fuse fsck found problems"; }

@@ -23,11 +23,16 @@
 //! rename or delete that file. Keeping them matters to the test: were the munmap and close
 //! right behind, their write-back and commit would make the stores durable at the next
 //! barrier (the next operation's journal fsync) even if msync or fsync had not, and a kill
-//! would have to land in that short gap to see it. When the
-//! mapping covers the last page of a file whose size is not a multiple of 4096, the bytes past
-//! the end in that page are stored to as well: they must never reach the file (the expected
-//! content does not have them). Weights: append 20 %, patch 10 %, rename 15 %, delete 13 %,
-//! mmap-patch 12 %, mmap-extend 8 %, replace the rest (and whenever no slot exists).
+//! would have to land in that short gap to see it.
+//!
+//! Before it stores, an mmap operation reads the whole mapping and compares it with the
+//! file's content (zeros past the end): a difference is an error (exit 126; the host fails on
+//! the `crashwriter: ERROR` line). When the mapping covers the last page of a file whose size
+//! is not a multiple of 4096, the bytes past the end in that page are stored to as well: they
+//! must never reach the file (the expected content does not have them).
+//!
+//! Weights: append 20 %, patch 10 %, rename 15 %, delete 13 %, mmap-patch 12 %, mmap-extend
+//! 8 %, replace the rest (and whenever no slot exists).
 //!
 //! dbfs commits a rename or unlink atomically but durably only at the next barrier (fsync of
 //! any file or directory, sync, the write-back timer), so like a correct POSIX program the
@@ -588,6 +593,7 @@ impl Writer<'_> {
         } else {
             (old_size, None)
         };
+        let before = data.clone();
         // Where the stores go: [from, size) is the new part, or the whole file.
         let from = if grow { old_size } else { 0 };
         let count = if grow { 1 } else { 1 + self.rng.below(4) };
@@ -625,6 +631,7 @@ impl Writer<'_> {
         };
         let plan = MmapPlan {
             grow_to: grow.then_some(size),
+            before,
             map_off,
             map_len: map_end - map_off,
             stores,
@@ -663,6 +670,9 @@ enum Durable {
 struct MmapPlan {
     /// ftruncate to this size first (mmap-extend).
     grow_to: Option<usize>,
+    /// The file's content just before the stores (after the ftruncate): what the mapping
+    /// must show first, zeros past the end.
+    before: Vec<u8>,
     /// The mapping: file offset (page-aligned) and length.
     map_off: usize,
     map_len: usize,
@@ -720,6 +730,18 @@ fn mmap_op(path: &str, plan: &MmapPlan) -> Result<Option<(sys::Mapping, File)>, 
             plan.map_off as u64,
         ),
     )?;
+    // Before storing, the mapping must show the file: loaded by page faults (clusters,
+    // fault-around), not written through, zeros past the end in the last page.
+    for i in 0..plan.map_len {
+        let want = plan.before.get(plan.map_off + i).copied().unwrap_or(0);
+        let got = m.get(i);
+        if got != want {
+            return Err(format!(
+                "{path}: the mapping shows {got:#04x} at byte {}, the file holds {want:#04x}",
+                plan.map_off + i
+            ));
+        }
+    }
     for (at, bytes) in &plan.stores {
         m.write(at - plan.map_off, bytes);
     }
