@@ -50,14 +50,18 @@
 //! their new state (the host checks that operation exactly from the console).
 //!
 //! An mmap operation in flight at the kill is checked the same way, and that is what dbfs
-//! really guarantees: stores into a shared mapping reach dbfs only through `write_at` of the
-//! dirty pages, all of them inside one system call (msync, fsync or munmap; the kernel is not
-//! preempted inside a system call and its write-back timer runs only between them), into
-//! dbfs's write-back cache, far below its 16 MiB limit (everything before was fsynced, and
-//! an operation dirties at most 256 KiB plus its pages' rounding). Nothing of them is on the
-//! disk until a commit, and the cache is committed as one transaction (size, times and chunks
-//! together) made durable by the fsync's barrier: mmap-patch is all old or all new, never page
-//! by page. mmap-extend has one durable halfway state besides: its `ftruncate` is a metadata
+//! really guarantees here: stores into a shared mapping reach dbfs only through `write_at` of
+//! the dirty pages, all of them inside one system call (msync, fsync or munmap: the kernel is
+//! not preempted inside a system call, and its write-back timer runs only between them),
+//! into dbfs's write-back cache. An operation dirties at most 256 KiB plus its pages'
+//! rounding, far below dbfs's dirty limit, so they all stay in the cache until the fsync
+//! (of msync, of fsync, or after munmap) commits the cache in one transaction, made durable
+//! by its closing barrier; nothing else commits them meanwhile (the timer commits buffered
+//! data 5 s old). So mmap-patch is all old or all new, never page by page. (Past the dirty
+//! limit, or with the kernel's `dbfs_dirty_mib=0`, the cache would commit part of the pages
+//! on its own, deferred, and the barrier a durable fsync begins with could make that part
+//! durable alone: the promise would then be each `write_at`, each page, all old or all new.)
+//! mmap-extend has one durable halfway state besides: its `ftruncate` is a metadata
 //! commit of its own, deferred (durable at the next barrier), and the next barrier comes
 //! before the stores' commit: the fsync (or msync) that makes the stores durable begins with
 //! the barrier its deferred predecessors need (`Db::begin_write_durable`), then commits the
