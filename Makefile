@@ -8,7 +8,8 @@
 #   make run BENCH=seqwrite      build everything, boot QEMU, run one benchmark, print figures
 #   make test                    host tests (cargo test) + the in-guest test runner + a reboot test
 #                                + a full-disk test (test-fill: ENOSPC on small dbfs and FAT disks)
-#                                + a crash test (30 SIGKILLs of QEMU mid-write, tests/crash.sh)
+#                                + a crash test (30 SIGKILLs of QEMU mid-write, mmap stores
+#                                included, tests/crash.sh)
 #                                + pjdfstest on dbfs-fuse (test-pjdfstest, ~3 min; needs root)
 #   make crash-test              the crash test with CRASH_POINTS kills (default 200), ~3 s each,
 #                                then CRASH_POINTS SIGKILLs of dbfs-fuse mid-write (tools/dbfs-fuse/tests/crash.rs;
@@ -385,7 +386,8 @@ test-pjdfstest: deps
 	timeout -k 10 900 env $(PJD_ENV) SYSTEMS=dbfs DIRS="$(PJD_TEST_DIRS)" tests/pjdfstest-fuse.sh \
 		| tee $(BUILD)/test-pjdfstest.log
 
-## Crash survival: SIGKILL QEMU while /bin/crashwriter writes to dbfs, then fsck the image and
+## Crash survival: SIGKILL QEMU while /bin/crashwriter writes to dbfs (write(2) and shared
+## mappings made durable by msync/fsync), then fsck the image and
 ## check every committed file on the host and in the next boot (tests/crash.sh).
 CRASH_ENV = BUILD=$(BUILD) KERNEL=$(KERNEL) DBFS_FUSE=$(CARGO_TARGET_DIR)/release/dbfs-fuse \
 	MEM=$(MEM) LOG=$(LOG) CRASH_SEED=$(CRASH_SEED)

@@ -7,10 +7,15 @@
 #   - `dbfs-fuse fsck IMAGE` must pass (and the kernel's own fsck at the next mount);
 #   - every slot file must hold exactly what the last COMMITTED line of this boot (or the
 #     writer's STATE lines at boot) says, except the slots of the one operation in flight
-#     (INTENT without COMMITTED): all old or all new. Contents are compared with `cksum`;
+#     (INTENT without COMMITTED): all old or all new, or, for an effect written `name=NEW|MID`
+#     (mmap-extend: grown by ftruncate, stores not written back), all MID. Contents are
+#     compared with `cksum`;
 #   - the writer's STATE lines at the next boot must equal what the host saw, and its
 #     CHECK line must say `0 failed`.
-# A last boot (`check`) verifies the final state and exits cleanly.
+# A last boot (`check`) verifies the final state and exits cleanly. The summary counts commits
+# by operation kind (the writer's `OP SEQ KIND` lines), kills with an operation in flight by
+# kind, and, for the mmap operations, how the one in flight was found (applied, not applied,
+# halfway).
 #
 # Environment: CRASH_POINTS (20), CRASH_SEED (random; printed, replays the writer's operations
 # and the kill delays, though not the host's timing), CRASH_MAX_DELAY_MS (3000), BUILD (build),
@@ -106,46 +111,78 @@ observe() {
     done
 }
 
-# Compare the image with this boot's log; sets in_flight=1 when an operation was cut.
+# Compare the image with this boot's log; sets in_flight=1 when an operation was cut, with
+# in_flight_kind (the OP line's kind) and in_flight_outcome (applied, not applied, halfway), and
+# adds this boot's commits by kind to committed_by_kind.
 verify_boot() {
-    local -A want=() pend=()
-    local kind name st
-    while read -r kind name st; do
+    local -A want=() pend=() mid=()
+    local kind name st alt
+    in_flight_kind=""
+    while read -r kind name st alt; do
         case $kind in
         C) want[$name]=$st ;;
-        P) pend[$name]=$st ;;
+        P) pend[$name]=$st mid[$name]=$alt ;;
+        K) in_flight_kind=$name ;;
+        N) committed_by_kind[$name]=$((${committed_by_kind[$name]:-0} + st)) ;;
         esac
     done < <(complete_lines | awk '
         /^STATE / { st[$2] = $3 ":" $4 }
+        /^OP / { op[$2] = $3 }
         /^INTENT / { pseq = $2; n = 0; for (i = 3; i <= NF; i++) pe[++n] = $i }
         /^COMMITTED / {
             for (i = 3; i <= NF; i++) { split($i, a, "="); st[a[1]] = a[2] }
             if ($2 == pseq) pseq = ""
+            done[op[$2]]++
         }
         END {
             for (k in st) print "C", k, st[k]
-            if (pseq != "") for (i = 1; i <= n; i++) { split(pe[i], a, "="); print "P", a[1], a[2] }
+            # An effect "name=NEW|MID": the operation may also leave the slot at MID.
+            if (pseq != "") {
+                for (i = 1; i <= n; i++) {
+                    split(pe[i], a, "="); m = split(a[2], b, "|")
+                    print "P", a[1], b[1], (m > 1 ? b[2] : "none")
+                }
+                print "K", op[pseq]
+            }
+            for (k in done) print "N", k, done[k]
         }')
     observe
-    local slot have old=1 new=1
+    local slot have old=1 new=1 half=1
     for slot in $(seq -f 'f%02g' 0 15); do
         have=${actual[$slot]:--}
         if [ -n "${pend[$slot]:-}" ]; then
             [ "$have" = "${want[$slot]:--}" ] || old=0
             [ "$have" = "${pend[$slot]}" ] || new=0
+            [ "${mid[$slot]}" != none ] && [ "$have" = "${mid[$slot]}" ] || half=0
         elif [ "$have" != "${want[$slot]:--}" ]; then
             fail "$slot holds $have, the last commit said ${want[$slot]:--}"
         fi
     done
-    in_flight=0
+    in_flight=0 in_flight_outcome=""
     if [ ${#pend[@]} -gt 0 ]; then
         in_flight=1
-        [ $old = 1 ] || [ $new = 1 ] ||
-            fail "the operation in flight is torn: $(for s in "${!pend[@]}"; do echo -n "$s=${actual[$s]:--} (old ${want[$s]:--}, new ${pend[$s]}) "; done)"
+        if [ $new = 1 ]; then
+            in_flight_outcome=applied
+        elif [ $old = 1 ]; then
+            in_flight_outcome="not applied"
+        elif [ $half = 1 ]; then
+            in_flight_outcome=halfway
+        else
+            fail "the operation in flight ($in_flight_kind) is torn: $(for s in "${!pend[@]}"; do echo -n "$s=${actual[$s]:--} (old ${want[$s]:--}, new ${pend[$s]}, halfway ${mid[$s]}) "; done)"
+        fi
     fi
     host_state=$(for s in "${!actual[@]}"; do echo "$s=${actual[$s]}"; done | sort | tr '\n' ' ')
 }
 
+# "kind=N kind=N ..." of an associative array, sorted by kind.
+by_kind() { # ARRAY-NAME
+    local -n arr=$1
+    local k
+    for k in $(printf '%s\n' "${!arr[@]}" | sort); do echo -n "$k=${arr[$k]} "; done
+}
+
+declare -A committed_by_kind=() in_flight_by_kind=()
+mmap_outcomes="" # one word per kill inside an mmap operation: its outcome
 host_state=""
 mid_op=0 commits=0
 start=$(date +%s)
@@ -167,6 +204,7 @@ for boot in $(seq 1 "$points"); do
 
     grep -q 'dbfs fsck: clean' "$log" || fail "the kernel's fsck at mount did not report clean"
     grep -Eq '^CHECK [0-9]+ passed, 0 failed' "$log" || fail "the writer's check failed"
+    ! grep -q '^crashwriter: ERROR' "$log" || fail "the writer stopped: $(grep '^crashwriter: ERROR' "$log")"
     [ "$(guest_state)" = "$host_state" ] ||
         fail "the guest found [$(guest_state)], the host saw [$host_state] after the last kill"
     "$fuse" fsck "$img" >"$dir/fsck.out" 2>&1 || { cat "$dir/fsck.out"; fail "dbfs-fuse fsck found problems"; }
@@ -174,7 +212,11 @@ for boot in $(seq 1 "$points"); do
     n=$(grep -c '^COMMITTED ' "$log" || true)
     commits=$((commits + n))
     mid_op=$((mid_op + in_flight))
-    echo "crash point $boot: killed ${delay}ms after the first commit, $n commits this boot, operation in flight: $([ $in_flight = 1 ] && echo yes || echo no); fsck clean, contents ok"
+    if [ $in_flight = 1 ]; then
+        in_flight_by_kind[$in_flight_kind]=$((${in_flight_by_kind[$in_flight_kind]:-0} + 1))
+        case $in_flight_kind in mmap-*) mmap_outcomes+="${in_flight_outcome// /-} " ;; esac
+    fi
+    echo "crash point $boot: killed ${delay}ms after the first commit, $n commits this boot, operation in flight: $([ $in_flight = 1 ] && echo "yes ($in_flight_kind, $in_flight_outcome)" || echo no); fsck clean, contents ok"
 done
 
 boot=$((points + 1))
@@ -187,4 +229,15 @@ grep -q 'dbfs fsck: clean' "$log" || fail "the kernel's fsck at mount did not re
 grep -Eq '^CHECK [0-9]+ passed, 0 failed' "$log" || fail "the final check failed"
 [ "$(guest_state)" = "$host_state" ] || fail "the guest found [$(guest_state)], the host saw [$host_state]"
 [ $status = 0 ] || fail "the final check boot exited with status $status"
+count_words() { # WORD LIST...
+    local w=$1 n=0 x
+    shift
+    for x in "$@"; do [ "$x" = "$w" ] && n=$((n + 1)); done
+    echo $n
+}
+mmap_commits=$((${committed_by_kind[mmap-patch]:-0} + ${committed_by_kind[mmap-extend]:-0}))
+set -- $mmap_outcomes
+echo "commits by kind: $(by_kind committed_by_kind)"
+echo "kills with an operation in flight, by kind: $(by_kind in_flight_by_kind)"
+echo "mmap operations: $mmap_commits committed, $# kills inside one ($(count_words applied "$@") applied, $(count_words not-applied "$@") not applied, $(count_words halfway "$@") halfway)"
 echo "crash test passed: $points kill points ($mid_op with an operation in flight), $commits commits checked, $(($(date +%s) - start)) s, seed=$seed"
