@@ -423,3 +423,100 @@ pub fn madvise_and_fixed(cx: &Ctx) -> TestResult {
     fixed.forget(); // unmapped with `anon`
     Ok(())
 }
+
+/// Faults away from a sequential scan read the aligned group of 32 pages around them and map
+/// the neighbours that lie inside the mapping (before and after the faulting page): every page
+/// must still show the file's bytes at its own offset, a mapping that starts or ends inside a
+/// group must get only its own pages, private stores must stay private next to neighbours
+/// mapped by a read-around, and write(2) to a page read around but never touched must show.
+pub fn mmap_read_around_random_order(cx: &Ctx) -> TestResult {
+    let pages = 100;
+    let size = pages * PAGE + 77;
+    let data = pattern(size, 11);
+    let f = file_with(cx, "f", &data)?;
+    // Shared, from file page 5 on, 60 pages: groups 0-31 and 32-63 straddle its ends.
+    let (first, len) = (5, 60);
+    let m = sys::mmap(
+        0,
+        len * PAGE,
+        PROT_READ,
+        MAP_SHARED,
+        f.fd(),
+        (first * PAGE) as u64,
+    )
+    .what("mmap at page 5")?;
+    for k in 0..len {
+        let p = (k * 37 + 11) % len; // every page once, in a scattered order
+        let at = (first + p) * PAGE;
+        ensure!(
+            m.read(p * PAGE, PAGE) == data[at..at + PAGE],
+            "mapped page {p} (file page {}) shows the wrong bytes",
+            first + p
+        );
+    }
+    // A small mapping inside a group whose pages are resident already.
+    let small = sys::mmap(
+        0,
+        3 * PAGE,
+        PROT_READ,
+        MAP_SHARED,
+        f.fd(),
+        (33 * PAGE) as u64,
+    )
+    .what("mmap of 3 pages at page 33")?;
+    for p in [1, 0, 2] {
+        let at = (33 + p) * PAGE;
+        ensure!(
+            small.read(p * PAGE, PAGE) == data[at..at + PAGE],
+            "3-page mapping: page {p} wrong"
+        );
+    }
+    // write(2) to a page of the last group that nothing touched yet in a fresh mapping:
+    // touch page 70 (reads 64..95 around it), then write page 90 and read it mapped.
+    let whole =
+        sys::mmap(0, (pages + 1) * PAGE, PROT_READ, MAP_SHARED, f.fd(), 0).what("mmap whole")?;
+    ensure!(whole.get(70 * PAGE + 9) == data[70 * PAGE + 9], "page 70");
+    f.pwrite_all(b"after read-around", (90 * PAGE + 100) as u64)
+        .what("pwrite page 90")?;
+    ensure!(
+        whole.read(90 * PAGE + 100, 17) == b"after read-around",
+        "write(2) to a page read around is not visible through the mapping"
+    );
+    // The tail: the last page is partial, zero past the end.
+    ensure!(
+        whole.read(pages * PAGE, 77) == data[pages * PAGE..],
+        "the last partial page"
+    );
+    ensure!(
+        whole
+            .read(pages * PAGE + 77, PAGE - 77)
+            .iter()
+            .all(|&b| b == 0),
+        "bytes past the end of the file are not zero"
+    );
+    // Private: store into scattered pages, neighbours keep showing the file.
+    let data = read_file(&f, size)?;
+    let pm =
+        sys::mmap(0, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, f.fd(), 0).what("private mmap")?;
+    for p in [47, 13, 81, 14, 46] {
+        pm.write(p * PAGE + 1, b"mine");
+        for q in [p - 1, p + 1] {
+            let at = q * PAGE + 1;
+            if ![47, 13, 81, 14, 46][..].contains(&q) {
+                ensure!(
+                    pm.read(at, 4) == data[at..at + 4],
+                    "private page {q}, next to a stored page, lost the file's bytes"
+                );
+            }
+        }
+        ensure!(
+            pm.read(p * PAGE + 1, 4) == b"mine",
+            "private store to page {p}"
+        );
+    }
+    ensure!(
+        read_file(&f, size)? == data,
+        "stores to a private mapping reached the file"
+    );
+    Ok(())
+}
