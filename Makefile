@@ -87,7 +87,8 @@
 #   make test-apps               (in `make test`) record locks, shared memory (mmap and System V),
 #                                futexes between processes (/bin/apptest), then sqlite3 on /dbfs and
 #                                /fat and fio (psync write, 4k randread; 4 threads writing with
-#                                verify) on /dbfs, and pthreads (/bin/threadtest)
+#                                verify) on /dbfs, and pthreads (/bin/threadtest), and every
+#                                workload of bench-workloads once at a tiny size on /dbfs and /fat
 #   make deps-thirdparty         the host packages these need (cross gcc, autotools, dpkg-dev, ...)
 #
 # Variables (override on the command line, e.g. `make run BENCH=seqread FS=fat32`):
@@ -544,7 +545,8 @@ test-apps: images
 		fio --name=t --thread --numjobs=4 --directory=/dbfs --size=1m --bs=4k --rw=randwrite \
 		--ioengine=psync --verify=crc32c --do_verify=1 --group_reporting --minimal >/dev/null && \
 		echo FIO threads ok; \
-		/bin/threadtest'" | tee $(BUILD)/test-apps.log
+		/bin/threadtest; \
+		/bin/workloads dbfs:/dbfs fat32:/fat reps=1 quick | grep -E \"^(ERROR|workloads:)\"'" | tee $(BUILD)/test-apps.log
 	@grep -Eq '^[0-9]+ passed, 0 failed' $(BUILD)/test-apps.log || \
 		{ echo "apptest: a check failed"; exit 1; }
 	@grep -Eq '^threadtest: [0-9]+ passed, 0 failed' $(BUILD)/test-apps.log || \
@@ -554,6 +556,8 @@ test-apps: images
 	@test "$$(grep -c '^SQLITE /[a-z]* 3' $(BUILD)/test-apps.log)" = 2 || \
 		{ echo "sqlite3 in the guest did not answer 3 on both file systems"; exit 1; }
 	@grep -q '^FIO ok' $(BUILD)/test-apps.log || { echo "fio in the guest failed"; exit 1; }
+	@grep -Eq '^workloads: [1-9][0-9]* results, 0 errors' $(BUILD)/test-apps.log || \
+		{ echo "bench/workloads at its quick size failed in the guest"; exit 1; }
 
 ## sqlite's speedtest1 on /dbfs and /fat, alternated, REPS runs each, one boot
 ## (tools/thirdparty/sqlite-bench.sh as /bin/sqlite-bench): RESULT lines and a median table.

@@ -123,28 +123,30 @@ pub struct Params {
 }
 
 impl Params {
-    /// filebench's defaults scaled down (files, loops; sizes kept): fileserver 10000 files of
-    /// 128 KiB in directories of 20, webserver 1000 files of 16 KiB, varmail 1000 of 16 KiB.
+    /// filebench's defaults scaled down (files, loops; sizes and directory width kept):
+    /// fileserver 10000 files of 128 KiB in directories of 20, webserver 1000 files of 16 KiB
+    /// in directories of 20, varmail 1000 files of 16 KiB in one directory. Sized so a TCG
+    /// guest spends roughly 2-20 s per workload and file system (FAT32 the longer).
     pub fn full() -> Self {
         Params {
-            fileserver_files: 200,
-            fileserver_dirs: 10,
+            fileserver_files: 500,
+            fileserver_dirs: 25,
             fileserver_size: 128 * KIB,
-            fileserver_loops: 200,
-            webserver_files: 100,
-            webserver_dirs: 5,
+            fileserver_loops: 2000,
+            webserver_files: 500,
+            webserver_dirs: 25,
             webserver_size: 16 * KIB,
-            webserver_loops: 100,
-            varmail_files: 100,
+            webserver_loops: 1000,
+            varmail_files: 500,
             varmail_size: 16 * KIB,
-            varmail_loops: 200,
+            varmail_loops: 1000,
             append_max: 16 * KIB,
             mdtest_depth: 3,
             mdtest_fanout: 6,
             mdtest_items: 8,
             mdtest_bytes: 4096,
-            create_empty_n: 300,
-            delete_2m_n: 16,
+            create_empty_n: 1000,
+            delete_2m_n: 40,
             createdel_n: 500,
         }
     }
