@@ -23,6 +23,13 @@
 //! `fsync` of the writing workloads); file creation/truncation for `seqwrite` and the initial
 //! fill of the read and random workloads are untimed. The clock is `CLOCK_MONOTONIC`.
 //!
+//! Latency: every read/write call of the timed part is timed on its own (one clock read per
+//! call: a call's latency is the time since the previous call returned, so the loop's own
+//! work, e.g. the data check, counts with the call it follows); the RESULT line carries the
+//! median repetition's `p50_us` and `p99_us` per call (the final fsync is not a call here).
+//! The timestamps go to a buffer allocated before the timed part. createdel times every
+//! create (open + write + close) and unlink the same way: `create_p50_us` ... `delete_p99_us`.
+//!
 //! Data check: every 4 KiB block written carries its own file offset in its first and last
 //! 8 bytes; reads check both words of every block and fail loudly on a mismatch.
 
@@ -328,6 +335,55 @@ pub fn format_counters(c: &KernelCounters) -> String {
 struct Run {
     secs: f64,
     counters: Option<KernelCounters>,
+    /// p50 and p99 of the per-call latencies, ns.
+    lat: (u32, u32),
+}
+
+/// Per-call latencies of one repetition, into a buffer reserved before the timed part.
+pub struct CallTimes {
+    prev: u64,
+    ns: Vec<u32>,
+}
+
+impl CallTimes {
+    pub fn with_capacity(calls: usize) -> Self {
+        CallTimes {
+            prev: 0,
+            ns: Vec::with_capacity(calls),
+        }
+    }
+
+    /// The calls timed from now on (forgets earlier ones, keeps the buffer).
+    pub fn start(&mut self) {
+        self.ns.clear();
+        self.prev = crate::time::now_ns();
+    }
+
+    /// A call just returned: its latency is the time since the previous mark.
+    pub fn mark(&mut self) {
+        let now = crate::time::now_ns();
+        self.ns
+            .push(now.saturating_sub(self.prev).min(u32::MAX as u64) as u32);
+        self.prev = now;
+    }
+
+    /// (p50, p99) in ns, nearest rank; (0, 0) when nothing was timed.
+    pub fn percentiles(&mut self) -> (u32, u32) {
+        if self.ns.is_empty() {
+            return (0, 0);
+        }
+        self.ns.sort_unstable();
+        let at = |q: usize| {
+            let rank = (self.ns.len() * q).div_ceil(100).max(1);
+            self.ns[rank - 1]
+        };
+        (at(50), at(99))
+    }
+}
+
+/// Nanoseconds as microseconds with one decimal, for RESULT fields.
+fn us(ns: u32) -> String {
+    format!("{:.1}", ns as f64 / 1e3)
 }
 
 /// The median run (lower middle for an even count).
@@ -341,17 +397,25 @@ fn median(runs: &[Run]) -> Run {
     sorted[(sorted.len() - 1) / 2]
 }
 
-/// Time `f`, with counter deltas around it.
-fn timed(f: impl FnOnce() -> BenchResult<()>) -> BenchResult<Run> {
+/// Time `f`, with counter deltas around it; `calls` holds the per-call times `f` marked.
+fn timed(
+    calls: &mut CallTimes,
+    f: impl FnOnce(&mut CallTimes) -> BenchResult<()>,
+) -> BenchResult<Run> {
     let before = counters();
     let watch = Stopwatch::start();
-    f()?;
+    calls.start();
+    f(calls)?;
     let secs = watch.elapsed_secs();
     let counters = match (before, counters()) {
         (Some(b), Some(a)) => Some(counter_delta(&b, &a)),
         _ => None,
     };
-    Ok(Run { secs, counters })
+    Ok(Run {
+        secs,
+        counters,
+        lat: calls.percentiles(),
+    })
 }
 
 /// Skip targets whose parent directory (mount point) is missing; print a note for each.
@@ -411,13 +475,20 @@ fn fill(t: &Target, device: bool, size: u64) -> BenchResult<()> {
     f.close().ctx(|| format!("close {}", t.path))
 }
 
-fn write_sequential(t: &Target, f: &File, buf: &mut [u8], size: u64) -> BenchResult<()> {
+fn write_sequential(
+    t: &Target,
+    f: &File,
+    buf: &mut [u8],
+    size: u64,
+    calls: &mut CallTimes,
+) -> BenchResult<()> {
     let mut off = 0u64;
     while off < size {
         let n = (size - off).min(buf.len() as u64) as usize;
         stamp(&mut buf[..n], off);
         f.write_all(&buf[..n])
             .ctx(|| format!("write {} at {off}", t.path))?;
+        calls.mark();
         off += n as u64;
     }
     f.sync().ctx(|| format!("fsync {}", t.path))
@@ -480,16 +551,17 @@ fn run_once(
     device: bool,
     p: &IoParams,
     buf: &mut [u8],
+    calls: &mut CallTimes,
 ) -> BenchResult<()> {
     match spec.workload {
         Workload::SeqWrite => {
             let f = open_target(t, device, O_WRONLY | O_CREAT | O_TRUNC)?;
-            write_sequential(t, &f, buf, p.size)?;
+            write_sequential(t, &f, buf, p.size, calls)?;
             f.close().ctx(|| format!("close {}", t.path))
         }
         Workload::Rewrite => {
             let f = open_target(t, device, O_WRONLY)?;
-            write_sequential(t, &f, buf, p.size)?;
+            write_sequential(t, &f, buf, p.size, calls)?;
             f.close().ctx(|| format!("close {}", t.path))
         }
         Workload::SeqRead => {
@@ -507,6 +579,7 @@ fn run_once(
                     });
                 }
                 verify(&buf[..want], off).map_err(|at| mismatch(t, at))?;
+                calls.mark();
                 off += want as u64;
             }
             f.close().ctx(|| format!("close {}", t.path))
@@ -520,6 +593,7 @@ fn run_once(
                 stamp(buf, off);
                 f.pwrite_all(buf, off)
                     .ctx(|| format!("pwrite {} at {off}", t.path))?;
+                calls.mark();
             }
             f.sync().ctx(|| format!("fsync {}", t.path))?;
             f.close().ctx(|| format!("close {}", t.path))
@@ -540,6 +614,7 @@ fn run_once(
                     });
                 }
                 verify(buf, off).map_err(|at| mismatch(t, at))?;
+                calls.mark();
             }
             f.close().ctx(|| format!("close {}", t.path))
         }
@@ -614,6 +689,12 @@ pub fn main_io(spec: &Spec, argv: &[&str]) -> i32 {
     let mut buf = pattern_buffer(p.bs);
     // rawq: one call per pass over the whole range (see `Target::is_queued`).
     let mut whole = Vec::new();
+    let calls_per_rep = if random {
+        p.ops
+    } else {
+        p.size.div_ceil(p.bs as u64)
+    };
+    let mut calls = CallTimes::with_capacity(calls_per_rep as usize);
     for _rep in 0..opts.reps {
         for (i, t) in targets.iter().enumerate() {
             if !alive[i] {
@@ -625,7 +706,7 @@ pub fn main_io(spec: &Spec, argv: &[&str]) -> i32 {
             }
             let b: &mut [u8] = if queued { &mut whole } else { &mut buf };
             let res = before_rep(spec, t, devices[i], &p)
-                .and_then(|()| timed(|| run_once(spec, t, devices[i], &p, b)));
+                .and_then(|()| timed(&mut calls, |c| run_once(spec, t, devices[i], &p, b, c)));
             match res {
                 Ok(run) => runs[i].push(run),
                 Err(f) => {
@@ -653,6 +734,8 @@ pub fn main_io(spec: &Spec, argv: &[&str]) -> i32 {
             .field("MBps", format_args!("{mbps:.2}"))
             .field("MiBps", format_args!("{mibps:.2}"))
             .field("reps", runs[i].len())
+            .field("p50_us", us(m.lat.0))
+            .field("p99_us", us(m.lat.1))
             .counters(m.counters.as_ref());
         if random {
             line = line.field("ops", p.ops).field("file_bytes", p.size);
@@ -707,16 +790,26 @@ fn file_name(i: u64) -> String {
     format!("x{i:06}")
 }
 
-/// Create (random order) then delete (sorted order) `n` one-byte files in `dir`; (create, delete)
-/// seconds.
-fn createdel_once(dir: &str, n: u64) -> BenchResult<(f64, f64)> {
+/// One createdel repetition: seconds and per-file (p50, p99) latency of each phase.
+#[derive(Clone, Copy, Debug)]
+struct CreateDel {
+    create: f64,
+    delete: f64,
+    create_lat: (u32, u32),
+    delete_lat: (u32, u32),
+}
+
+/// Create (random order) then delete (sorted order) `n` one-byte files in `dir`.
+fn createdel_once(dir: &str, n: u64) -> BenchResult<CreateDel> {
     let mut order: Vec<u64> = (0..n).collect();
     XorShift64::new(SEED ^ n).shuffle(&mut order);
     let paths: Vec<String> = order
         .iter()
         .map(|&i| crate::path_join(dir, &file_name(i)))
         .collect();
+    let mut calls = CallTimes::with_capacity(n as usize);
     let watch = Stopwatch::start();
+    calls.start();
     for p in &paths {
         let fd = sys::open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
             .ctx(|| format!("create {p}"))?;
@@ -728,16 +821,26 @@ fn createdel_once(dir: &str, n: u64) -> BenchResult<(f64, f64)> {
                 errno: None,
             });
         }
+        calls.mark();
     }
     let create = watch.elapsed_secs();
+    let create_lat = calls.percentiles();
     let sorted: Vec<String> = (0..n)
         .map(|i| crate::path_join(dir, &file_name(i)))
         .collect();
     let watch = Stopwatch::start();
+    calls.start();
     for p in &sorted {
         sys::unlink(p).ctx(|| format!("unlink {p}"))?;
+        calls.mark();
     }
-    Ok((create, watch.elapsed_secs()))
+    let delete = watch.elapsed_secs();
+    Ok(CreateDel {
+        create,
+        delete,
+        create_lat,
+        delete_lat: calls.percentiles(),
+    })
 }
 
 /// Make `dir` an empty directory (removing what a previous run left).
@@ -794,7 +897,7 @@ pub fn main_createdel(argv: &[&str]) -> i32 {
                 );
             }
         }
-        let mut times: Vec<Vec<(f64, f64)>> = vec![Vec::new(); targets.len()];
+        let mut times: Vec<Vec<CreateDel>> = vec![Vec::new(); targets.len()];
         for _rep in 0..opts.reps {
             for (i, t) in targets.iter().enumerate() {
                 if !alive[i] || capped[i].is_some() {
@@ -817,12 +920,18 @@ pub fn main_createdel(argv: &[&str]) -> i32 {
             if times[i].is_empty() || !alive[i] {
                 continue;
             }
-            let med = |sel: fn(&(f64, f64)) -> f64| {
-                let mut v: Vec<f64> = times[i].iter().map(sel).collect();
-                v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(core::cmp::Ordering::Equal));
-                v[(v.len() - 1) / 2]
+            // The median repetition of each phase, by time; its latencies go with it.
+            let med = |sel: fn(&CreateDel) -> f64| {
+                let mut v: Vec<&CreateDel> = times[i].iter().collect();
+                v.sort_by(|a, b| {
+                    sel(a)
+                        .partial_cmp(&sel(b))
+                        .unwrap_or(core::cmp::Ordering::Equal)
+                });
+                *v[(v.len() - 1) / 2]
             };
-            let (c, d) = (med(|r| r.0), med(|r| r.1));
+            let (mc, md) = (med(|r| r.create), med(|r| r.delete));
+            let (c, d) = (mc.create, md.delete);
             if opts.max_secs.is_some_and(|m| c + d > m as f64) {
                 capped[i] = Some((n, c + d));
             }
@@ -834,6 +943,10 @@ pub fn main_createdel(argv: &[&str]) -> i32 {
                 .field("creates_per_sec", format_args!("{:.1}", n as f64 / c))
                 .field("deletes_per_sec", format_args!("{:.1}", n as f64 / d))
                 .field("reps", times[i].len())
+                .field("create_p50_us", us(mc.create_lat.0))
+                .field("create_p99_us", us(mc.create_lat.1))
+                .field("delete_p50_us", us(md.delete_lat.0))
+                .field("delete_p99_us", us(md.delete_lat.1))
                 .print();
             rows.push((t.name.clone(), n as f64 / c));
             drows.push((t.name.clone(), n as f64 / d));
