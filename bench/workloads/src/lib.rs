@@ -26,7 +26,8 @@
 //! `RESULT bench=PHASE fs=NAME ops=N secs=S ops_per_sec=R ...` line for the median repetition
 //! (by ops/s; the lower middle for an even count) with `ops_per_sec_min`/`_max` over the
 //! repetitions, `MBps` (10^6 bytes/s of file data read and written) where data moves, and the
-//! per-operation latency percentiles `p50_us p95_us p99_us max_us` of that repetition.
+//! per-operation latency percentiles `p50_us p95_us p99_us max_us` of that repetition. A
+//! `REP workload=W fs=NAME rep=K PHASE=ops/s...` line follows every repetition as it ends.
 #![cfg_attr(not(any(test, feature = "std")), no_std)]
 #![forbid(unsafe_code)]
 
@@ -965,7 +966,7 @@ pub fn main<F: Fs>(fs: &mut F, argv: &[&str]) -> i32 {
         // [target][rep] -> phases
         let mut runs: Vec<Vec<Vec<Phase>>> = vec![Vec::new(); targets.len()];
         let mut alive = vec![true; targets.len()];
-        for _ in 0..o.reps {
+        for rep in 1..=o.reps {
             for (ti, t) in targets.iter().enumerate() {
                 if !alive[ti] {
                     continue;
@@ -977,7 +978,15 @@ pub fn main<F: Fs>(fs: &mut F, argv: &[&str]) -> i32 {
                     .map_err(|e| err("prepare", &root, e))
                     .and_then(|()| run_workload(fs, w, &root, &p));
                 match r {
-                    Ok(out) => runs[ti].push(out.phases),
+                    Ok(out) => {
+                        // Each repetition as it ends, so a slow one can be placed in time.
+                        let mut line = format!("REP workload={w} fs={} rep={rep}", t.name);
+                        for ph in &out.phases {
+                            line.push_str(&format!(" {}={:.1}", ph.bench, ph.ops_per_sec()));
+                        }
+                        fs.print(&line);
+                        runs[ti].push(out.phases)
+                    }
                     Err(msg) => {
                         fs.print(&format!("ERROR bench={w} fs={}: {msg}", t.name));
                         alive[ti] = false;
