@@ -93,4 +93,38 @@ impl Fs for HostFs {
     fn print(&mut self, line: &str) {
         println!("{line}");
     }
+
+    /// `tmpfs`, `dbfs-fuse` and `fuse2fs-*` are checked against the mount `dir` is on
+    /// (/proc/mounts: dbfs-fuse mounts as source `dbfs`, type `fuse`); other names are free.
+    fn check_label(&mut self, name: &str, dir: &str) -> Result<(), String> {
+        let want: fn(&str, &str) -> bool = match name {
+            "tmpfs" => |_, ty| ty == "tmpfs",
+            "dbfs-fuse" => |src, ty| src == "dbfs" && ty.starts_with("fuse"),
+            n if n.starts_with("fuse2fs") => |src, ty| src != "dbfs" && ty.starts_with("fuse"),
+            _ => return Ok(()),
+        };
+        let (src, ty) = mount_of(dir).ok_or_else(|| format!("{dir}: not found in /proc/mounts"))?;
+        if want(&src, &ty) {
+            Ok(())
+        } else {
+            Err(format!("{dir} is on {src} ({ty}), not {name}"))
+        }
+    }
+}
+
+/// (source, type) of the mount `dir` lies on: the longest mount point that contains it.
+fn mount_of(dir: &str) -> Option<(String, String)> {
+    let dir = fs::canonicalize(dir).ok()?;
+    let mounts = fs::read_to_string("/proc/mounts").ok()?;
+    mounts
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split(' ');
+            let (src, at, ty) = (f.next()?, f.next()?, f.next()?);
+            // /proc/mounts escapes spaces and the like as octal; our mount points have none.
+            dir.starts_with(at)
+                .then(|| (at.len(), src.to_string(), ty.to_string()))
+        })
+        .max_by_key(|m| m.0)
+        .map(|(_, src, ty)| (src, ty))
 }

@@ -191,6 +191,32 @@ fn the_program_prints_a_result_per_phase_and_target() {
     }
 }
 
+/// A target labelled tmpfs that is not on a tmpfs is refused, not measured under that name.
+#[test]
+fn a_wrong_label_is_an_error() {
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let on_disk = format!("tmpfs:{}", tmp.path().display());
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_workloads-host"))
+        .args([&on_disk, "reps=1", "quick", "workloads=create_empty"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let on_tmpfs = std::fs::read_to_string("/proc/mounts")
+        .unwrap()
+        .lines()
+        .any(|l| {
+            l.split(' ').nth(2) == Some("tmpfs")
+                && tmp.path().starts_with(l.split(' ').nth(1).unwrap())
+                && l.split(' ').nth(1) != Some("/")
+        });
+    if on_tmpfs {
+        return; // the build directory is itself on a tmpfs: nothing to refuse
+    }
+    assert!(!out.status.success(), "{text}");
+    assert!(text.contains("ERROR workloads fs=tmpfs:"), "{text}");
+    assert!(!text.contains("RESULT"), "{text}");
+}
+
 #[test]
 fn bad_arguments_are_refused() {
     let bad = |args: &[&str]| workloads::parse_options(args).unwrap_err();

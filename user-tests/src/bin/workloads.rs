@@ -85,7 +85,27 @@ impl workloads::Fs for Guest {
     fn print(&mut self, line: &str) {
         println!("{line}");
     }
+
+    /// `dbfs` and `fat32` must be what statfs says the directory is on.
+    fn check_label(&mut self, name: &str, dir: &str) -> Result<(), String> {
+        let want = match name {
+            "dbfs" => DBFS_MAGIC,
+            "fat32" => MSDOS_SUPER_MAGIC,
+            _ => return Ok(()),
+        };
+        match sys::statfs(dir) {
+            Ok(st) if st.f_type == want => Ok(()),
+            Ok(st) => Err(format!(
+                "{dir} is on a file system of type {:#x}, not {name}",
+                st.f_type
+            )),
+            Err(e) => Err(format!("statfs {dir}: {}", e.name())),
+        }
+    }
 }
+
+/// `statfs.f_type` of dbfs ("DBFS"), as the kernel reports it.
+const DBFS_MAGIC: i64 = 0x4442_4653;
 
 fn main(argv: &[&str]) -> i32 {
     workloads::main(&mut Guest, argv)
