@@ -72,6 +72,13 @@
 #   make fio-host JOB=seed       the same job file on the host: dbfs-fuse, fuse2fs ext4 and a
 #                                host directory (FIO_SYSTEMS), same variables, same script
 #                                (tools/fio/fio-jobs.sh), so guest and host tables line up
+#   make bench-workloads         the seed experiments' other workloads in the guest, one boot, FS
+#                                alternated, REPS runs: filebench-style fileserver / webserver /
+#                                varmail, an mdtest tree (depth 3, fan-out 6, 8 files a directory),
+#                                create_empty (latency percentiles), delete_2m, createdel_ordered
+#                                (bench/workloads, /bin/workloads; WORKLOADS=all or a,b)
+#   make bench-workloads-host    the same code on the host (workloads-host): dbfs-fuse, fuse2fs ext4
+#                                and tmpfs (WL_SYSTEMS), alternated, REPS runs
 #   make sqlite-host-bench       the same speedtest1 runs on the host (built for it): dbfs-fuse,
 #                                fuse2fs ext4 and a host directory (FIO_SYSTEMS), alternated
 #   make sqlite-bench            sqlite's speedtest1 on /dbfs and /fat in one boot, alternated,
@@ -81,7 +88,8 @@
 #   make test-apps               (in `make test`) record locks, shared memory (mmap and System V),
 #                                futexes between processes (/bin/apptest), then sqlite3 on /dbfs and
 #                                /fat and fio (psync write, 4k randread; 4 threads writing with
-#                                verify) on /dbfs, and pthreads (/bin/threadtest)
+#                                verify) on /dbfs, and pthreads (/bin/threadtest), and every
+#                                workload of bench-workloads once at a tiny size on /dbfs and /fat
 #   make deps-thirdparty         the host packages these need (cross gcc, autotools, dpkg-dev, ...)
 #
 # Variables (override on the command line, e.g. `make run BENCH=seqread FS=fat32`):
@@ -106,6 +114,9 @@
 #   CRASH_POINTS  QEMU kills in `make crash-test`                      (default: 200)
 #   CRASH_SEED    replay a crash test's operations and kill delays     (default: random, printed)
 #   SEED     seed of the tree `make test-cross` generates               (default: 1)
+#   WORKLOADS  what `make bench-workloads[-host]` runs: all, or some of fileserver webserver
+#            varmail mdtest create_empty delete_2m createdel_ordered, comma-separated (default: all)
+#   WL_SYSTEMS  the systems of `make bench-workloads-host`: dbfs ext4 tmpfs   (default: all three)
 #   SQLITE_SIZE  speedtest1 --size for `make sqlite-bench` (100 = its full size) (default: 10)
 #   FUZZ_SECS  seconds per fuzz target in `make fuzz`                   (default: 600)
 #   PJDFSTEST_DIRS  pjdfstest directories for `make thirdparty-check`, e.g. "chmod open"
@@ -159,6 +170,8 @@ PJD_DIRS ?=
 PJD_SYSTEMS ?= dbfs dbfs-nowb dbfs-aged dbfs-guest fuse2fs tmpfs
 PJD_TEST_DIRS ?= chmod chown ftruncate link mkdir open rename rmdir symlink truncate unlink utimensat
 SQLITE_SIZE ?= 10
+WORKLOADS ?= all
+WL_SYSTEMS ?= dbfs ext4 tmpfs
 
 TARGET   := riscv64gc-unknown-none-elf
 CARGO    ?= cargo
@@ -215,7 +228,8 @@ QEMU_FILL = $(subst file=$(BUILD)/fat.img$(comma),file=$(BUILD)/fill-fat.img$(co
 .PHONY: help deps build kernel user mkimage images bench-disks run test test-host test-guest test-persist test-crash crash-test test-cross test-fill bench \
 	pjdfstest-guest test-pjdfstest-guest test-shell test-exhaust test-apps sqlite-bench fio-bench \
 	pjdfstest test-pjdfstest pjdfstest-guest-image bench-kv fuse bench-fuse bench-fuse-direct gdb fmt clippy doc clean fuzz \
-	deps-thirdparty thirdparty busybox pjdfstest-riscv thirdparty-check fio fio-riscv fio-host sqlite sqlite-host-bench
+	deps-thirdparty thirdparty busybox pjdfstest-riscv thirdparty-check fio fio-riscv fio-host sqlite sqlite-host-bench \
+	bench-workloads bench-workloads-host
 
 help:
 	@sed -n '2,/^$$/p' Makefile | sed 's/^# \{0,1\}//'
@@ -533,7 +547,8 @@ test-apps: images
 		fio --name=t --thread --numjobs=4 --directory=/dbfs --size=1m --bs=4k --rw=randwrite \
 		--ioengine=psync --verify=crc32c --do_verify=1 --group_reporting --minimal >/dev/null && \
 		echo FIO threads ok; \
-		/bin/threadtest'" | tee $(BUILD)/test-apps.log
+		/bin/threadtest; \
+		/bin/workloads dbfs:/dbfs fat32:/fat reps=1 quick | grep -E \"^(ERROR|workloads:)\"'" | tee $(BUILD)/test-apps.log
 	@grep -Eq '^[0-9]+ passed, 0 failed' $(BUILD)/test-apps.log || \
 		{ echo "apptest: a check failed"; exit 1; }
 	@grep -Eq '^threadtest: [0-9]+ passed, 0 failed' $(BUILD)/test-apps.log || \
@@ -543,6 +558,8 @@ test-apps: images
 	@test "$$(grep -c '^SQLITE /[a-z]* 3' $(BUILD)/test-apps.log)" = 2 || \
 		{ echo "sqlite3 in the guest did not answer 3 on both file systems"; exit 1; }
 	@grep -q '^FIO ok' $(BUILD)/test-apps.log || { echo "fio in the guest failed"; exit 1; }
+	@grep -Eq '^workloads: [1-9][0-9]* results, 0 errors' $(BUILD)/test-apps.log || \
+		{ echo "bench/workloads at its quick size failed in the guest"; exit 1; }
 
 ## sqlite's speedtest1 on /dbfs and /fat, alternated, REPS runs each, one boot
 ## (tools/thirdparty/sqlite-bench.sh as /bin/sqlite-bench): RESULT lines and a median table.
@@ -571,6 +588,29 @@ fio: images
 fio-host: deps
 	SYSTEMS="$(FIO_SYSTEMS)" SIZE=$(FIO_SIZE) JOBS=$(FIO_JOBS) BS=$(FIO_BS) THREAD=$(FIO_THREAD) \
 		RUNTIME=$(FIO_RUNTIME) tools/fio/fio-host.sh $(JOB) $(REPS)
+
+## The seed experiments' other workloads (bench/workloads: filebench-style fileserver, webserver,
+## varmail; an mdtest tree; create_empty; delete_2m; createdel_ordered), written once: in the guest
+## (/bin/workloads as init, one boot, FS alternated within each of REPS repetitions) ...
+bench-workloads: images
+	@dirs=""; for f in $$(echo "$(if $(filter all,$(FS)),dbfs$(comma)fat32,$(FS))" | tr , ' '); do \
+		case $$f in dbfs) dirs="$$dirs dbfs:/dbfs" ;; fat32) dirs="$$dirs fat32:/fat" ;; \
+		*) echo "make bench-workloads: FS=$$f: dbfs, fat32 or all"; exit 2 ;; esac; done; \
+	timeout --foreground -k 10 $(TIMEOUT) $(QEMU_BASE) -append "init=/bin/workloads log=$(LOG) bcache=$(BCACHE) \
+		--$$dirs reps=$(REPS) workloads=$(WORKLOADS)" | tee $(BUILD)/workloads-guest.log
+	@grep '^RESULT' $(BUILD)/workloads-guest.log > $(BUILD)/workloads-guest-results.txt || true
+	@grep -Eq '^workloads: [0-9]+ results, 0 errors' $(BUILD)/workloads-guest.log || \
+		{ echo "make bench-workloads: a workload failed (ERROR lines above)"; exit 1; }
+	@echo "results: $(BUILD)/workloads-guest-results.txt"
+
+## ... and on the host (bench/workloads/host.sh): dbfs-fuse and fuse2fs ext4 on fresh images and a
+## tmpfs directory (WL_SYSTEMS), alternated within each of REPS repetitions.
+bench-workloads-host: deps
+	SYSTEMS="$(WL_SYSTEMS)" bench/workloads/host.sh $(REPS) $(WORKLOADS) | tee $(BUILD)/workloads-host.log
+	@grep -Eq '^workloads: [0-9]+ results, 0 errors' $(BUILD)/workloads-host.log || \
+		{ echo "make bench-workloads-host: a workload failed (ERROR lines above)"; exit 1; }
+	@grep '^RESULT' $(BUILD)/workloads-host.log > $(BUILD)/workloads-host-results.txt
+	@echo "results: $(BUILD)/workloads-host-results.txt"
 
 # speedtest1 on the host: dbfs-fuse, fuse2fs ext4 and a host directory (the guest's script).
 sqlite-host-bench: deps deps-thirdparty

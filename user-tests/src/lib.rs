@@ -31,6 +31,7 @@
 //! | `seqwrite` `rewrite` `seqread` `seqread4k` `randwrite` `randread` `randread4k` `randwrite4k` | `NAME:PATH... [reps=N] [size=MiB] [ops=N] [quick]` |
 //! | `createdel` | `NAME:DIR... [n=START:END:STEP] [reps=N] [quick]` |
 //! | `crosscheck` | `verify DIR`, `gen DIR seed=N` or `workload DIR`: the guest side of `make test-cross` (tests/crosscheck) |
+//! | `workloads` | `NAME:DIR... [reps=N] [workloads=all\|NAME,...] [quick]`: filebench-style fileserver / webserver / varmail, an mdtest tree, create_empty, delete_2m, createdel_ordered (the `workloads` crate, bench/workloads; `make bench-workloads`) |
 //! | `syscost` | `[DIR...]` (default /dbfs /fat): ns per call of a bare syscall, a 0-byte and a 4 KiB `pread`; `SYSCOST` lines |
 //!
 //! Benchmarks print `RESULT bench=... fs=NAME ...` lines (see [`mod@bench`]); a target named `raw`

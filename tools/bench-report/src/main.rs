@@ -6,7 +6,8 @@
 //!
 //! Reads every `RESULT key=value ...` line of LOG (see shared BENCH-PROTOCOL.md) and writes
 //! `DIR/results.csv` (every field of every line), `DIR/summary.md` (throughput in MB/s per
-//! file system with `dbfs/fat32` and `each/raw` ratios; createdel rates per N), and the charts
+//! file system with `dbfs/fat32` and `each/raw` ratios; createdel rates per N; operation rates
+//! and p99 latency of the `ops_per_sec` lines of bench/workloads), and the charts
 //! `DIR/throughput.{svg,png}` and `DIR/createdel.{svg,png}` for the workloads present.
 //! Malformed RESULT lines are skipped with a warning; a log without any RESULT line is an
 //! error (exit 1). The SVG is the primary chart. Without a TrueType font on the host the PNG

@@ -1,7 +1,9 @@
 //! Grouping records into the two comparisons the protocol asks for, and the Markdown summary.
 //!
 //! Throughput results (lines with `MBps`, 10^6 bytes/s) are keyed by benchmark and file system;
-//! createdel results (lines with `creates_per_sec`) by N and file system. When the log holds the
+//! createdel results (lines with `creates_per_sec`) by N and file system; operation rates (lines
+//! with `ops_per_sec`, from bench/workloads: filebench-style personalities, the mdtest tree,
+//! create_empty, ...) by benchmark and file system, with their `p99_us`. When the log holds the
 //! same key more than once (several runs concatenated), the median is reported, as the protocol
 //! asks. Ratios compare file systems measured in the same log, never against a figure from
 //! elsewhere.
@@ -39,12 +41,23 @@ pub struct CreateDelRow {
     pub deletes_per_sec: BTreeMap<String, Measurement>,
 }
 
+/// One phase of bench/workloads: operations per second and p99 latency (µs) by file system.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpsRow {
+    pub bench: String,
+    pub ops_per_sec: BTreeMap<String, Measurement>,
+    pub p99_us: BTreeMap<String, Measurement>,
+}
+
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Summary {
     /// Every file system in the log: dbfs, fat32, raw first, then others as they appear.
     pub fs_order: Vec<String>,
     pub throughput: Vec<ThroughputRow>,
     pub createdel: Vec<CreateDelRow>,
+    /// Lines with `ops_per_sec`, in order of appearance (they may carry MBps too: they are
+    /// listed here, not in `throughput`).
+    pub ops: Vec<OpsRow>,
     /// Benchmarks with neither `MBps` nor `creates_per_sec`: in the CSV only.
     pub other_benches: Vec<String>,
     /// Problems with individual records (e.g. a field that is not a number).
@@ -103,6 +116,9 @@ pub fn summarize(records: &[Record]) -> Summary {
     let mut throughput: Samples<String> = Samples::default();
     let mut creates: Samples<u64> = Samples::default();
     let mut deletes: Samples<u64> = Samples::default();
+    let mut ops: Samples<String> = Samples::default();
+    let mut p99: Samples<String> = Samples::default();
+    let mut ops_order: Vec<String> = Vec::new();
 
     for record in records {
         let (bench, fs) = (record.bench(), record.fs());
@@ -110,7 +126,22 @@ pub fn summarize(records: &[Record]) -> Summary {
             seen_fs.push(fs.to_string());
         }
         let at = format!("line {} ({bench} on {fs})", record.line_no);
-        if record.fields.contains_key("MBps") {
+        if record.fields.contains_key("ops_per_sec") {
+            match record.number("ops_per_sec") {
+                Some(rate) => {
+                    if !ops_order.iter().any(|known| known == bench) {
+                        ops_order.push(bench.to_string());
+                    }
+                    ops.push(bench.to_string(), fs, rate);
+                    if let Some(us) = record.number("p99_us") {
+                        p99.push(bench.to_string(), fs, us);
+                    }
+                }
+                None => summary
+                    .warnings
+                    .push(format!("{at}: ops_per_sec is not a number")),
+            }
+        } else if record.fields.contains_key("MBps") {
             match record.number("MBps") {
                 Some(mbps) => {
                     if !bench_order.iter().any(|known| known == bench) {
@@ -164,6 +195,15 @@ pub fn summarize(records: &[Record]) -> Summary {
         .into_iter()
         .map(|bench| ThroughputRow {
             mbps: throughput.medians(&bench),
+            bench,
+        })
+        .collect();
+
+    summary.ops = ops_order
+        .into_iter()
+        .map(|bench| OpsRow {
+            ops_per_sec: ops.medians(&bench),
+            p99_us: p99.medians(&bench),
             bench,
         })
         .collect();
@@ -314,6 +354,51 @@ pub fn render_markdown(
         }
     }
 
+    if !summary.ops.is_empty() {
+        let _ = writeln!(out, "\n## Operations per second (p99 latency in µs)\n");
+        let fs_present: Vec<&String> = summary
+            .fs_order
+            .iter()
+            .filter(|fs| {
+                summary
+                    .ops
+                    .iter()
+                    .any(|row| row.ops_per_sec.contains_key(*fs))
+            })
+            .collect();
+        // dbfs against its reference: FAT32 in the guest, fuse2fs ext4 on the host.
+        let ratios: Vec<(&str, &str)> = [("dbfs", "fat32"), ("dbfs-fuse", "fuse2fs-ext4")]
+            .into_iter()
+            .filter(|(a, b)| {
+                fs_present.iter().any(|fs| fs == a) && fs_present.iter().any(|fs| fs == b)
+            })
+            .collect();
+        let mut columns = vec!["benchmark".to_string()];
+        columns.extend(fs_present.iter().map(|fs| format!("{fs} ops/s")));
+        columns.extend(ratios.iter().map(|(a, b)| format!("{a}/{b}")));
+        columns.extend(fs_present.iter().map(|fs| format!("{fs} p99 µs")));
+        table_header(&mut out, &columns);
+        for row in &summary.ops {
+            let mut cells = vec![row.bench.clone()];
+            cells.extend(
+                fs_present
+                    .iter()
+                    .map(|fs| value_cell(row.ops_per_sec.get(*fs), 1)),
+            );
+            cells.extend(
+                ratios
+                    .iter()
+                    .map(|(a, b)| ratio_cell(&row.ops_per_sec, a, b)),
+            );
+            cells.extend(
+                fs_present
+                    .iter()
+                    .map(|fs| value_cell(row.p99_us.get(*fs), 1)),
+            );
+            let _ = writeln!(out, "| {} |", cells.join(" | "));
+        }
+    }
+
     if !summary.other_benches.is_empty() {
         let _ = writeln!(
             out,
@@ -445,6 +530,26 @@ RESULT bench=cold fs=dbfs faults=3
         assert!(summary.throughput.is_empty());
         assert!(summary.createdel.is_empty());
         assert_eq!(summary.warnings.len(), 2);
+    }
+
+    #[test]
+    fn operation_rates_get_their_own_table() {
+        let log = "RESULT bench=varmail fs=dbfs ops=13 ops_per_sec=2000.0 MBps=5.0 p99_us=900.5\n\
+                   RESULT bench=varmail fs=fat32 ops=13 ops_per_sec=1000.0 MBps=2.5 p99_us=5000.0\n\
+                   RESULT bench=create_empty fs=dbfs ops=9 ops_per_sec=50 p99_us=3\n\
+                   RESULT bench=create_empty fs=dbfs-fuse ops=9 ops_per_sec=oops\n";
+        let (records, _) = parse_log(log);
+        let summary = summarize(&records);
+        // An ops_per_sec line is an operation rate, not a throughput line, even with MBps.
+        assert!(summary.throughput.is_empty());
+        assert_eq!(summary.ops.len(), 2);
+        assert_eq!(summary.warnings.len(), 1);
+        let markdown = render_markdown(&summary, "t", "log", 4);
+        assert!(markdown.contains(
+            "| benchmark | dbfs ops/s | fat32 ops/s | dbfs/fat32 | dbfs p99 µs | fat32 p99 µs |"
+        ), "{markdown}");
+        assert!(markdown.contains("| varmail | 2000.0 | 1000.0 | 2.00x | 900.5 | 5000.0 |"));
+        assert!(markdown.contains("| create_empty | 50.0 | - | - | 3.0 | - |"));
     }
 
     #[test]
