@@ -75,7 +75,9 @@ impl<P: Pager> DbFs<P> {
         Some(self.read_stored(st, ino, offset, &mut out, atime, false))
     }
 
-    /// The part of [`DbFs::read_file`] after its small-read fast path.
+    /// The part of [`DbFs::read_file`] after its small-read fast path (out of line, so the
+    /// fast path saves few registers).
+    #[inline(never)]
     fn read_stored<O: Out + ?Sized>(
         &self,
         mut st: kvdb::sync::MutexGuard<'_, State>,

@@ -46,6 +46,25 @@ fn read_into_user(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult
         return Err(Errno::EBADF);
     }
     check_rw(offset, va, len)?;
+    // A small read into one physical run: one file-system call, without the chunk loop.
+    // Anything else (a bad buffer included: EFAULT past the end of the file is not an error)
+    // takes the general path, kept out of line so that this one saves few registers.
+    if len <= SMALL_IO {
+        if let Ok(Some(mut run)) = with_space(|s| UserPages::contiguous(s, va, len, Access::Write))
+        {
+            if let Some(dst) = run.single_mut() {
+                let got = f.loc.node.read_at(offset, dst)?;
+                see_mapped_writes(f, offset, va, got)?;
+                return Ok(got);
+            }
+        }
+    }
+    read_chunks_into_user(f, offset, va, len)
+}
+
+/// [`read_into_user`] of any length and buffer, after its checks.
+#[inline(never)]
+fn read_chunks_into_user(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult {
     let mut len = len.min(MAX_RW);
     let sized = matches!(f.ftype, FileType::Regular | FileType::BlockDevice);
     // Linux copies only what the file holds: a huge count, or a buffer that is bad past the
@@ -167,7 +186,16 @@ fn write_from_user(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResul
 
 /// One copy of each file page: bytes read at `offset` into `va` are replaced by those of the
 /// file's shared mapped pages, which may hold stores not yet written back.
+#[inline(always)]
 fn see_mapped_writes(f: &OpenFile, offset: u64, va: usize, len: usize) -> Result<(), Errno> {
+    if crate::mm::file_pages::none_shared() {
+        return Ok(());
+    }
+    overlay_mapped_writes(f, offset, va, len)
+}
+
+#[inline(never)]
+fn overlay_mapped_writes(f: &OpenFile, offset: u64, va: usize, len: usize) -> Result<(), Errno> {
     crate::mm::file_pages::overlay_read(f, offset, len, |at, bytes| {
         super::copy_out(va + (at - offset) as usize, bytes)
     })
