@@ -452,7 +452,7 @@ impl AddrSpace {
     /// `fork` keep them equal), so such a page needs no area lookup: the common case of
     /// every read and write system call.
     #[inline]
-    fn mapped_for(&mut self, va: usize, access: Access) -> Option<usize> {
+    pub fn mapped_for(&mut self, va: usize, access: Access) -> Option<usize> {
         if !(USER_BASE..USER_END).contains(&va) {
             return None;
         }

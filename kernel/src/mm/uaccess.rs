@@ -53,7 +53,26 @@ pub fn segments(
 /// [`segments`] would return as a single piece), `None` if it is not; no allocation, for the
 /// small reads and writes whose per-call cost matters. Same checks and errors as `segments`,
 /// same counter.
+#[inline]
 pub fn contiguous(
+    space: &mut AddrSpace,
+    va: usize,
+    len: usize,
+    access: Access,
+) -> Result<Option<usize>, Errno> {
+    // Inline, the common case: inside one page that is mapped for this access already. The
+    // out-of-line rest saves many registers for its calls.
+    if len > 0 && len <= PAGE_SIZE - (va % PAGE_SIZE) {
+        if let Some(kva) = space.mapped_for(va, access) {
+            crate::counters::add_user_copy(len);
+            return Ok(Some(kva));
+        }
+    }
+    contiguous_slow(space, va, len, access)
+}
+
+#[inline(never)]
+fn contiguous_slow(
     space: &mut AddrSpace,
     va: usize,
     len: usize,
@@ -123,6 +142,7 @@ impl UserPages {
 
     /// The guard of the range if it is one physical run ([`contiguous`]), else `None`; no
     /// heap allocation.
+    #[inline]
     pub fn contiguous(
         space: &mut AddrSpace,
         va: usize,
