@@ -40,7 +40,9 @@ fn io_chunk(f: &OpenFile) -> usize {
 }
 
 /// Read from `f` at `offset` into user memory, one file-system call per chunk of at most
-/// [`IO_CHUNK`] bytes. Stops at a short read (end of file).
+/// [`IO_CHUNK`] bytes. Stops at a short read (end of file). Inline: the general path is out
+/// of line, and the call itself cost a dozen registers saved and restored.
+#[inline]
 fn read_into_user(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult {
     if !f.readable {
         return Err(Errno::EBADF);
