@@ -48,6 +48,9 @@ fn read_into_user(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult
         return Err(Errno::EBADF);
     }
     check_rw(offset, va, len)?;
+    if len == 0 {
+        return Ok(0);
+    }
     // A small read into one physical run: one file-system call, without the chunk loop.
     // Anything else (a bad buffer included: EFAULT past the end of the file is not an error)
     // takes the general path, kept out of line so that this one saves few registers.
