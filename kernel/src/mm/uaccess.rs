@@ -155,6 +155,23 @@ impl UserPages {
         }))
     }
 
+    /// The guard of a range inside one page that is mapped for `access` already, else
+    /// `None` (nothing is looked up or mapped beyond the page table): what a caller holding
+    /// the process's lock for another reason tries first. Counted as a user copy when
+    /// resolved, as by [`contiguous`] (a call that then fails still counts it).
+    #[inline]
+    pub fn mapped(space: &mut AddrSpace, va: usize, len: usize, access: Access) -> Option<Self> {
+        if len == 0 || len > PAGE_SIZE - (va % PAGE_SIZE) {
+            return None;
+        }
+        let kva = space.mapped_for(va, access)?;
+        crate::counters::add_user_copy(len);
+        Some(UserPages {
+            pieces: Pieces::One([(kva, len)]),
+            _local: core::marker::PhantomData,
+        })
+    }
+
     /// How many pieces the range is made of.
     pub fn piece_count(&self) -> usize {
         self.pieces.as_slice().len()

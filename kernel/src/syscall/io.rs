@@ -55,16 +55,30 @@ fn read_into_user(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult
     // Anything else (a bad buffer included: EFAULT past the end of the file is not an error)
     // takes the general path, kept out of line so that this one saves few registers.
     if len <= SMALL_IO {
-        if let Ok(Some(mut run)) = with_space(|s| UserPages::contiguous(s, va, len, Access::Write))
-        {
-            if let Some(dst) = run.single_mut() {
-                let got = f.loc.node.read_at(offset, dst)?;
-                see_mapped_writes(f, offset, va, got)?;
-                return Ok(got);
-            }
+        if let Ok(Some(run)) = with_space(|s| UserPages::contiguous(s, va, len, Access::Write)) {
+            return read_run(f, offset, va, run);
         }
     }
     read_chunks_into_user(f, offset, va, len)
+}
+
+/// [`read_into_user`] when the caller resolved a small buffer already (`run`: one piece).
+#[inline(always)]
+fn read_into_run(f: &OpenFile, offset: u64, va: usize, len: usize, run: UserPages) -> SysResult {
+    if !f.readable {
+        return Err(Errno::EBADF);
+    }
+    check_rw(offset, va, len)?;
+    read_run(f, offset, va, run)
+}
+
+/// The small read of [`read_into_user`] into `run`, one piece.
+#[inline(always)]
+fn read_run(f: &OpenFile, offset: u64, va: usize, mut run: UserPages) -> SysResult {
+    let dst = run.single_mut().ok_or(Errno::EFAULT)?;
+    let got = f.loc.node.read_at(offset, dst)?;
+    see_mapped_writes(f, offset, va, got)?;
+    Ok(got)
 }
 
 /// [`read_into_user`] of any length and buffer, after its checks.
@@ -291,7 +305,12 @@ pub fn sys_write(fd: i32, va: usize, len: usize) -> SysResult {
 }
 
 pub fn sys_pread(fd: i32, va: usize, len: usize, offset: i64) -> SysResult {
-    let f = file(fd)?;
+    // The descriptor and, for a buffer inside one page mapped already, the buffer: one lock
+    // of the process for both.
+    let (f, run) = crate::task::with_current(|p| {
+        let f = p.files.get(fd)?;
+        Ok::<_, Errno>((f, UserPages::mapped(&mut p.space, va, len, Access::Write)))
+    })?;
     if offset < 0 {
         return Err(Errno::EINVAL);
     }
@@ -301,7 +320,10 @@ pub fn sys_pread(fd: i32, va: usize, len: usize, offset: i64) -> SysResult {
     if !f.seekable() {
         return Err(Errno::ESPIPE);
     }
-    read_into_user(&f, offset as u64, va, len)
+    match run {
+        Some(run) => read_into_run(&f, offset as u64, va, len, run),
+        None => read_into_user(&f, offset as u64, va, len),
+    }
 }
 
 pub fn sys_pwrite(fd: i32, va: usize, len: usize, offset: i64) -> SysResult {
