@@ -22,7 +22,13 @@
 #   make test-cross              (in `make test`) guest and host agree on dbfs: a tree written by
 #                                the host is verified in the guest and the reverse, and one script
 #                                run in both gives identical listings (tests/crosscheck.sh, SEED=N)
-#   make bench                   every benchmark in one boot; figures into build/bench-*.txt
+#   make bench                   every benchmark in one boot; figures into build/bench-*.txt,
+#                                then `make syscost-icount` (its lines: build/syscost-icount.txt)
+#   make syscost-icount          instructions of one system call: /bin/syscost under QEMU
+#                                `-icount shift=0` (1 ns = 1 instruction) on /dbfs and /fat, each
+#                                read against the floor (getppid + a 4 KiB memcpy timed by the
+#                                kernel at boot, copy_cost=1): `ICOUNT op=pread4k fs=dbfs
+#                                instructions=N floor=M ratio=R` lines into build/syscost-icount.txt
 #   make bench-kv                kvdb vs jammdb vs redb on the host (criterion)
 #   make fuse IMAGE=...          mount a dbfs image on the host (foreground; Ctrl-C unmounts)
 #   make bench-fuse              dbfs-fuse vs fuse2fs (ext4) vs the host directory, with fio:
@@ -225,7 +231,7 @@ comma := ,
 # QEMU_BASE with the small full-disk test images as vdb (FAT) and vdd (dbfs).
 QEMU_FILL = $(subst file=$(BUILD)/fat.img$(comma),file=$(BUILD)/fill-fat.img$(comma),$(call QEMU_DBFS,$(BUILD)/fill-dbfs.img))
 
-.PHONY: help deps build kernel user mkimage images bench-disks run test test-host test-guest test-persist test-crash crash-test test-cross test-fill bench \
+.PHONY: syscost-icount help deps build kernel user mkimage images bench-disks run test test-host test-guest test-persist test-crash crash-test test-cross test-fill bench \
 	pjdfstest-guest test-pjdfstest-guest test-shell test-exhaust test-apps sqlite-bench fio-bench \
 	pjdfstest test-pjdfstest pjdfstest-guest-image bench-kv fuse bench-fuse bench-fuse-direct gdb fmt clippy doc clean fuzz \
 	deps-thirdparty thirdparty busybox pjdfstest-riscv thirdparty-check fio fio-riscv fio-host sqlite sqlite-host-bench \
@@ -423,7 +429,29 @@ bench: images
 	@grep '^RESULT' $(BUILD)/bench-guest.log > $(BUILD)/bench-results.txt
 	$(CARGO) run --release -q -p bench-report -- $(BUILD)/bench-guest.log --out-dir $(REPORT) \
 		--title "dbfs-os in QEMU (FS=$(FS), REPS=$(REPS))"
-	@echo "results: $(BUILD)/bench-results.txt; tables and charts: $(REPORT)/"
+	$(MAKE) --no-print-directory syscost-icount
+	@echo "results: $(BUILD)/bench-results.txt; tables and charts: $(REPORT)/;" \
+		"instructions per call (-icount): $(BUILD)/syscost-icount.txt"
+
+## Instructions of one system call (docs/BENCHMARKS.md, "One 4 KiB pread against the floor"):
+## -icount for this boot only; SYSCOST_CALLS calls per loop. The floor is a null system call
+## (getppid) plus one 4 KiB page copy by the kernel's memcpy; ratio = instructions / floor.
+SYSCOST_CALLS ?= 20000
+syscost-icount: images
+	timeout --foreground -k 10 300 $(QEMU_BASE) -icount shift=0 \
+		-append "init=/bin/syscost log=$(LOG) bcache=$(BCACHE) copy_cost=1 -- calls=$(SYSCOST_CALLS)" \
+		| tee $(BUILD)/syscost-icount.log
+	@awk '/^COPYCOST op=copy4k/ { split($$3, a, "="); copy = a[2] } \
+		/^SYSCOST op=getppid/ { split($$3, a, "="); null = a[2] } \
+		/^SYSCOST dir=/ { split($$2, d, "="); split($$3, o, "="); split($$4, n, "="); \
+			fs = substr(d[2], 2); ops[++k] = o[2] " " fs " " n[2] } \
+		END { if (copy == "" || null == "" || k == 0) { print "syscost-icount: figures missing" > "/dev/stderr"; exit 1 } \
+			floor = null + copy; \
+			printf "ICOUNT op=floor4k instructions=%d getppid=%d copy4k=%d\n", floor, null, copy; \
+			for (i = 1; i <= k; i++) { split(ops[i], f, " "); \
+				printf "ICOUNT op=%s fs=%s instructions=%d floor=%d ratio=%.2f\n", \
+					f[1] == "pread4k_same" ? "pread4k" : f[1], f[2], f[3], floor, f[3] / floor } }' \
+		$(BUILD)/syscost-icount.log | tee $(BUILD)/syscost-icount.txt
 
 ## Mount a dbfs image on the host in the foreground (Ctrl-C unmounts cleanly).
 fuse: deps | $(BUILD)

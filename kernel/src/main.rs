@@ -12,7 +12,9 @@
 //! `blk_selftest=1` (check the virtio-blk scatter-gather
 //! path on vdc, overwriting its first 10 MiB, and power off with status 3 if it fails),
 //! `mem_selftest=1` (check the kernel's `memcpy`/`memset` against a byte loop at boot, power off
-//! with status 3 if they differ),
+//! with status 3 if they differ), `copy_cost=1` (time 4 KiB page-to-page copies at boot and
+//! print `COPYCOST op=copy4k ns_per_call=N`: under QEMU's `-icount shift=0`, N is instructions;
+//! `make syscost-icount`),
 //! `dbfs_fsck=1` (check the dbfs image at mount with `DbFs::fsck`, print
 //! `[kernel] vdd: dbfs fsck: clean` or the problems, and refuse to mount a damaged image),
 //! `dbfs_dirsync=1` (every dbfs commit durable when it returns, `DbFs::set_sync_metadata`;
@@ -179,6 +181,12 @@ extern "C" fn rust_main(_hartid: usize, dtb: usize) -> ! {
                 println!("[kernel] memcpy/memset self-test FAILED: {}", e);
                 shutdown(3);
             }
+        }
+    }
+    if params.copy_cost {
+        match arch::mem::copy_cost() {
+            Some(ns) => println!("COPYCOST op=copy4k ns_per_call={}", ns),
+            None => println!("[kernel] copy_cost: no free frames"),
         }
     }
     println!(

@@ -16,6 +16,8 @@ pub struct Params {
     pub blk_selftest: bool,
     /// Check the kernel's `memcpy` and `memset` at boot (`arch::mem::selftest`).
     pub mem_selftest: bool,
+    /// Print what one 4 KiB `memcpy` costs at boot (`arch::mem::copy_cost`).
+    pub copy_cost: bool,
     pub dbfs_dirsync: bool,
     pub dbfs_direct_write: bool,
     /// Chunk size (bytes) a blank dbfs disk is formatted with; `None`: dbfs's default.
@@ -98,6 +100,7 @@ pub fn parse_params(cmdline: &str) -> Params {
         dbfs_fsck: false,
         blk_selftest: false,
         mem_selftest: false,
+        copy_cost: false,
         dbfs_dirsync: false,
         dbfs_direct_write: true,
         dbfs_chunk: None,
@@ -119,6 +122,7 @@ pub fn parse_params(cmdline: &str) -> Params {
             Some(("dbfs_fsck", v)) => p.dbfs_fsck = v == "1",
             Some(("blk_selftest", v)) => p.blk_selftest = v == "1",
             Some(("mem_selftest", v)) => p.mem_selftest = v == "1",
+            Some(("copy_cost", v)) => p.copy_cost = v == "1",
             Some(("dbfs_dirsync", v)) => p.dbfs_dirsync = v == "1",
             Some(("dbfs_direct_write", v)) => p.dbfs_direct_write = v != "0",
             Some(("dbfs_flush_behind_kib", v)) => match v.parse::<usize>() {

@@ -67,6 +67,7 @@ struct ChunkRun {
 }
 
 impl ChunkLocs {
+    #[inline]
     pub(crate) fn get(&self, txid: u64, ino: u64, idx: u64) -> Option<(u64, u32)> {
         let r = self.slots.iter().find(|r| r.ino == ino && r.txid == txid)?;
         let k = usize::try_from(idx.checked_sub(r.first)?).ok()?;

@@ -271,3 +271,25 @@ fn check(
     }
     Ok(())
 }
+
+/// Copies [`copy_cost`] times.
+const COST_COPIES: u64 = 10_000;
+
+/// Nanoseconds per `memcpy` of one 4 KiB page into another (both page-aligned, through
+/// their direct-map addresses, as `copy_out` writes a user frame), the average of
+/// [`COST_COPIES`] copies; `None` without two free frames. Under QEMU's `-icount shift=0`
+/// a nanosecond is one instruction, so this is the copy half of the floor a 4 KiB `pread`
+/// is measured against (`make syscost-icount`, docs/BENCHMARKS.md): the other half, a
+/// null system call, is `getppid` timed by `/bin/syscost`. Measured in the kernel because
+/// no existing system call copies 4 KiB to the user with nothing else around it.
+pub fn copy_cost() -> Option<u64> {
+    let src = crate::mm::frame::alloc()?;
+    let mut dst = crate::mm::frame::alloc()?;
+    let (s, d) = (src.bytes().as_ptr(), dst.bytes_mut().as_mut_ptr());
+    let start = super::time::monotonic_ns();
+    for _ in 0..COST_COPIES {
+        // SAFETY: two distinct frames of PAGE_SIZE bytes each.
+        unsafe { memcpy(d, s, crate::mm::PAGE_SIZE) };
+    }
+    Some((super::time::monotonic_ns() - start) / COST_COPIES)
+}

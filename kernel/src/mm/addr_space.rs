@@ -461,7 +461,12 @@ impl AddrSpace {
     /// Resolve a user access to `va`: the kernel (direct-map) address of that byte, mapping the
     /// page first if it lies in an area that allows `access`. `EFAULT` if the access is not
     /// allowed. Consecutive kernel addresses are consecutive physical ones too.
+    #[inline]
     pub fn resolve(&mut self, va: usize, access: Access) -> Result<usize, Errno> {
+        // The common case inline: the out-of-line rest saves many registers.
+        if let Some(kva) = self.mapped_for(va, access) {
+            return Ok(kva);
+        }
         // A file page past the end of the file is a bad address to a system call.
         self.resolve_page(va, access).map_err(|e| match e {
             Errno::EIO => Errno::EFAULT,
@@ -469,23 +474,35 @@ impl AddrSpace {
         })
     }
 
-    fn resolve_page(&mut self, va: usize, access: Access) -> Result<usize, Errno> {
+    /// The kernel address of user byte `va` if its page is mapped for `access` already.
+    /// A mapped page's entry carries its area's permissions (`populate`, `mprotect` and
+    /// `fork` keep them equal), so such a page needs no area lookup: the common case of
+    /// every read and write system call.
+    #[inline]
+    pub fn mapped_for(&mut self, va: usize, access: Access) -> Option<usize> {
         if !(USER_BASE..USER_END).contains(&va) {
-            return Err(Errno::EFAULT);
+            return None;
         }
         let page = page_floor(va);
-        // A mapped page's entry carries its area's permissions (`populate`, `mprotect` and
-        // `fork` keep them equal), so a page already mapped for this access needs no area
-        // lookup: the common case of every read and write system call.
         let need = match access {
             Access::Read => PteFlags::R,
             Access::Write => PteFlags::W,
             Access::Exec => PteFlags::X,
         };
-        if let Some((pa, flags)) = self.pt.translate(page) {
-            if flags.contains(need | PteFlags::U) {
-                return Ok(super::phys_to_virt(pa) + (va - page));
-            }
+        let (pa, flags) = self.pt.translate(page)?;
+        flags
+            .contains(need | PteFlags::U)
+            .then(|| super::phys_to_virt(pa) + (va - page))
+    }
+
+    #[inline(never)]
+    fn resolve_page(&mut self, va: usize, access: Access) -> Result<usize, Errno> {
+        if !(USER_BASE..USER_END).contains(&va) {
+            return Err(Errno::EFAULT);
+        }
+        let page = page_floor(va);
+        if let Some(kva) = self.mapped_for(va, access) {
+            return Ok(kva);
         }
         let area = self.area_of(va).ok_or(Errno::EFAULT)?;
         let allowed = match access {

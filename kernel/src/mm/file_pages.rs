@@ -129,6 +129,13 @@ pub fn shared_table(f: &crate::fs::file::OpenFile, key: FileKey) -> Result<Arc<S
     Ok(t)
 }
 
+/// Whether no file is mapped shared now: then reads need no [`overlay_read`] (a check the
+/// read path inlines, so it does not pay a call for nothing).
+#[inline]
+pub fn none_shared() -> bool {
+    LIVE.load(Relaxed) == 0
+}
+
 /// The live shared table of the file `key`, if any.
 fn table_of(key: FileKey) -> Option<Arc<SharedFile>> {
     if LIVE.load(Relaxed) == 0 {

@@ -257,9 +257,24 @@ impl PageTable {
     }
 
     /// The frame address and flags of the page holding `va`, if mapped.
+    /// (The walk of `slot` without its creation path: every user copy walks once per page.)
+    #[inline]
     pub fn translate(&mut self, va: usize) -> Option<(usize, PteFlags)> {
-        let s = self.slot(va, false)?;
-        let e = *s;
+        if va >= super::USER_END {
+            return None;
+        }
+        let mut table = self.root.pa();
+        for shift in [30, 21] {
+            let e = Self::words_at(table)[(va >> shift) & 0x1ff];
+            // Not valid, or a kernel gigapage (never user memory).
+            if e & PteFlags::V.bits() == 0
+                || e & (PteFlags::R | PteFlags::W | PteFlags::X).bits() != 0
+            {
+                return None;
+            }
+            table = (e >> 10) << 12;
+        }
+        let e = Self::words_at(table)[(va >> 12) & 0x1ff];
         if e & PteFlags::V.bits() == 0 {
             return None;
         }

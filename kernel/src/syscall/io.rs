@@ -40,12 +40,50 @@ fn io_chunk(f: &OpenFile) -> usize {
 }
 
 /// Read from `f` at `offset` into user memory, one file-system call per chunk of at most
-/// [`IO_CHUNK`] bytes. Stops at a short read (end of file).
+/// [`IO_CHUNK`] bytes. Stops at a short read (end of file). Inline: the general path is out
+/// of line, and the call itself cost a dozen registers saved and restored.
+#[inline]
 fn read_into_user(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult {
     if !f.readable {
         return Err(Errno::EBADF);
     }
     check_rw(offset, va, len)?;
+    if len == 0 {
+        return Ok(0);
+    }
+    // A small read into one physical run: one file-system call, without the chunk loop.
+    // Anything else (a bad buffer included: EFAULT past the end of the file is not an error)
+    // takes the general path, kept out of line so that this one saves few registers.
+    if len <= SMALL_IO {
+        if let Ok(Some(run)) = with_space(|s| UserPages::contiguous(s, va, len, Access::Write)) {
+            return read_run(f, offset, va, run);
+        }
+    }
+    read_chunks_into_user(f, offset, va, len)
+}
+
+/// [`read_into_user`] when the caller resolved a small buffer already (`run`: one piece).
+#[inline(always)]
+fn read_into_run(f: &OpenFile, offset: u64, va: usize, len: usize, run: UserPages) -> SysResult {
+    if !f.readable {
+        return Err(Errno::EBADF);
+    }
+    check_rw(offset, va, len)?;
+    read_run(f, offset, va, run)
+}
+
+/// The small read of [`read_into_user`] into `run`, one piece.
+#[inline(always)]
+fn read_run(f: &OpenFile, offset: u64, va: usize, mut run: UserPages) -> SysResult {
+    let dst = run.single_mut().ok_or(Errno::EFAULT)?;
+    let got = f.loc.node.read_at(offset, dst)?;
+    see_mapped_writes(f, offset, va, got)?;
+    Ok(got)
+}
+
+/// [`read_into_user`] of any length and buffer, after its checks.
+#[inline(never)]
+fn read_chunks_into_user(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult {
     let mut len = len.min(MAX_RW);
     let sized = matches!(f.ftype, FileType::Regular | FileType::BlockDevice);
     // Linux copies only what the file holds: a huge count, or a buffer that is bad past the
@@ -167,7 +205,16 @@ fn write_from_user(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResul
 
 /// One copy of each file page: bytes read at `offset` into `va` are replaced by those of the
 /// file's shared mapped pages, which may hold stores not yet written back.
+#[inline(always)]
 fn see_mapped_writes(f: &OpenFile, offset: u64, va: usize, len: usize) -> Result<(), Errno> {
+    if crate::mm::file_pages::none_shared() {
+        return Ok(());
+    }
+    overlay_mapped_writes(f, offset, va, len)
+}
+
+#[inline(never)]
+fn overlay_mapped_writes(f: &OpenFile, offset: u64, va: usize, len: usize) -> Result<(), Errno> {
     crate::mm::file_pages::overlay_read(f, offset, len, |at, bytes| {
         super::copy_out(va + (at - offset) as usize, bytes)
     })
@@ -258,7 +305,12 @@ pub fn sys_write(fd: i32, va: usize, len: usize) -> SysResult {
 }
 
 pub fn sys_pread(fd: i32, va: usize, len: usize, offset: i64) -> SysResult {
-    let f = file(fd)?;
+    // The descriptor and, for a buffer inside one page mapped already, the buffer: one lock
+    // of the process for both.
+    let (f, run) = crate::task::with_current(|p| {
+        let f = p.files.get(fd)?;
+        Ok::<_, Errno>((f, UserPages::mapped(&mut p.space, va, len, Access::Write)))
+    })?;
     if offset < 0 {
         return Err(Errno::EINVAL);
     }
@@ -268,7 +320,10 @@ pub fn sys_pread(fd: i32, va: usize, len: usize, offset: i64) -> SysResult {
     if !f.seekable() {
         return Err(Errno::ESPIPE);
     }
-    read_into_user(&f, offset as u64, va, len)
+    match run {
+        Some(run) => read_into_run(&f, offset as u64, va, len, run),
+        None => read_into_user(&f, offset as u64, va, len),
+    }
 }
 
 pub fn sys_pwrite(fd: i32, va: usize, len: usize, offset: i64) -> SysResult {
