@@ -385,7 +385,8 @@ impl<P: Pager> DbFs<P> {
         // transaction never finds an entry whose data this commit already stored (it would
         // count those chunks as new).
         let after = || {
-            let mut st = self.state.lock();
+            let mut guard = self.state.lock();
+            let st = &mut *guard;
             st.committing.clear();
             // A direct write's chunks are stored now: the cached ones it replaced go, and
             // buffered writes to the file may go on.
@@ -413,6 +414,18 @@ impl<P: Pager> DbFs<P> {
                         // folded size.
                         if let Some(size) = size {
                             p.stored_size = size;
+                            if !p.partial.is_empty() {
+                                // A partly loaded chunk is charged at the stored chunk's
+                                // length, which this size may change.
+                                let (cs, ps) = (self.chunk_size, self.db.page_size() as u64);
+                                p.value_pages = p
+                                    .chunks
+                                    .iter()
+                                    .map(|(&i, b)| p.commit_len(i, b.len(), cs))
+                                    .map(|len| crate::reserve::value_pages(len, ps))
+                                    .sum();
+                                WriteBack::update_reservation(&mut st.wb.reserved, p);
+                            }
                         }
                     }
                     None => {}
