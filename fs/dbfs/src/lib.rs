@@ -57,7 +57,12 @@
 //!   that for buffered data) of returned operations lost. [`DbFs::set_sync_metadata`]
 //!   (`dirsync`) restores the old rule: every commit is durable when it returns.
 //! - `write_at` goes to a write-back cache (per mount, in [`DbFs`]): whole chunks, merged with
-//!   stored content for partial writes; reads see it. The cache is committed, as one
+//!   stored content for partial writes; reads see it. A write covering whole 4 KiB pieces of
+//!   a stored chunk that is not cached does not read the stored chunk: the cached chunk is
+//!   *partly loaded* (a mask says which pieces hold the newest bytes; reads take the others
+//!   from the store), and the missing pieces are read only when a write touches part of one
+//!   (the chunk is then loaded whole) or when the chunk commits (inside the committing
+//!   transaction). So overwriting a file page by page reads nothing. The cache is committed, as one
 //!   transaction per flush, on `fsync`, on the last `release` of the node, on `sync`, when the
 //!   dirty bytes reach the limit ([`DEFAULT_DIRTY_LIMIT`], [`DbFs::set_dirty_limit`]; the write
 //!   that crosses it commits, so a write costs at most one transaction), on

@@ -22,7 +22,7 @@ use crate::format::{self, bucket, ino_key, pair_key};
 use crate::snapshot_cache::{chunk_run, CHUNK_RUN};
 #[cfg(doc)]
 use crate::snapshot_cache::{ChunkLocs, SnapshotInodes};
-use crate::writeback::{Pending, State};
+use crate::writeback::{piece_size, Pending, State};
 use crate::{kv, DbFs, Inode, DIRECT_READ_MIN, SMALL_READ_MAX};
 
 impl<P: Pager> DbFs<P> {
@@ -427,22 +427,47 @@ fn read_chunks<P: Pager, O: Out + ?Sized>(
     Ok(())
 }
 
-/// Copy buffered chunks over `out` (the bytes at `offset`).
+/// Copy buffered chunks over `out` (the bytes at `offset`, read from the store): of a partly
+/// loaded chunk only its loaded pieces (the others are the store's).
 fn overlay<O: Out + ?Sized>(p: &Pending, cs: u64, offset: u64, out: &mut O, len: usize) {
     let end = offset + len as u64;
     for (&idx, buf) in p.chunks.range(offset / cs..end.div_ceil(cs)) {
         let start = idx * cs;
-        let from = start.max(offset);
-        let to = (start + cs).min(end);
-        let a = (from - offset) as usize;
-        let b = (to - offset) as usize;
-        let in_chunk = (from - start) as usize;
-        let have = buf.len().saturating_sub(in_chunk).min(b - a);
-        if have > 0 {
-            out.put(a, &buf[in_chunk..in_chunk + have]);
+        let (from, to) = (start.max(offset), (start + cs).min(end));
+        match p.partial.get(&idx) {
+            None => overlay_range(buf, start, from, to, offset, out),
+            Some(&loaded) => {
+                let ps = piece_size(cs);
+                for i in (from - start) / ps..(to - start).div_ceil(ps) {
+                    if loaded & (1 << i) != 0 {
+                        let s = (start + i * ps).max(from);
+                        let e = (start + (i + 1) * ps).min(to);
+                        overlay_range(buf, start, s, e, offset, out);
+                    }
+                }
+            }
         }
-        out.zero(a + have, b - a - have);
     }
+}
+
+/// Copy `[from, to)` of the chunk starting at `start` (buffered as `buf`: zeros past its
+/// end) into `out`, whose first byte is the file's byte `offset`.
+fn overlay_range<O: Out + ?Sized>(
+    buf: &[u8],
+    start: u64,
+    from: u64,
+    to: u64,
+    offset: u64,
+    out: &mut O,
+) {
+    let a = (from - offset) as usize;
+    let b = (to - offset) as usize;
+    let in_chunk = (from - start) as usize;
+    let have = buf.len().saturating_sub(in_chunk).min(b - a);
+    if have > 0 {
+        out.put(a, &buf[in_chunk..in_chunk + have]);
+    }
+    out.zero(a + have, b - a - have);
 }
 
 /// Where a read's bytes go: one slice, or the pieces of a scattered read ([`Pieces`]).

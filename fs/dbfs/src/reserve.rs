@@ -87,7 +87,7 @@ impl<P: Pager> DbFs<P> {
         let mut idx = offset / cs;
         while idx * cs < end {
             let in_chunk_end = (end - idx * cs).min(cs) as usize;
-            let old = p.and_then(|p| p.chunks.get(&idx)).map(|b| b.len());
+            let old = p.and_then(|p| p.chunks.get(&idx).map(|b| p.commit_len(idx, b.len(), cs)));
             let new = match old {
                 Some(len) => len.max(in_chunk_end),
                 None => {

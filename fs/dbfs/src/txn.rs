@@ -363,13 +363,32 @@ impl<'a, 'db, P: Pager> Txn<'a, 'db, P> {
             // All of the file's chunks in one `put_direct`: their pages go to the store straight
             // from the cache's buffers (the kernel window sends them to the disk without copying
             // them into its frames), and the replaced values' lengths come back with it.
+            let kept = |idx: u64| idx.saturating_mul(cs) < inode.size && !replaced.contains(&idx);
+            // Partly loaded chunks get their missing pieces from the store as this
+            // transaction sees it (a truncate in it has cut the stored chunk already), into
+            // copies: the cache keeps its entry until the commit is published.
+            let mut filled: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
+            for (&idx, &loaded) in &p.partial {
+                let Some(buf) = p.chunks.get(&idx).filter(|_| kept(idx)) else {
+                    continue;
+                };
+                let mut full = buf.clone();
+                if let Some(old) = data.get(&pair_key(ino, idx)).map_err(kv)? {
+                    if old.len() as u64 > cs {
+                        return Err(VfsError::Corrupted);
+                    }
+                    crate::writeback::fill_pieces(cs, &mut full, loaded, &old);
+                }
+                filled.insert(idx, full);
+            }
             let mut keys: Vec<[u8; 16]> = Vec::with_capacity(p.chunks.len());
             let mut values: Vec<&[u8]> = Vec::with_capacity(p.chunks.len());
             for (&idx, buf) in &p.chunks {
-                let start = idx.saturating_mul(cs);
-                if start >= inode.size || replaced.contains(&idx) {
+                if !kept(idx) {
                     continue;
                 }
+                let buf = filled.get(&idx).unwrap_or(buf);
+                let start = idx * cs;
                 let keep = buf.len().min((inode.size - start).min(cs) as usize);
                 keys.push(pair_key(ino, idx));
                 values.push(&buf[..keep]);

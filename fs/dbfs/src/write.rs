@@ -3,6 +3,17 @@
 //! enough whole chunks, straight to the store in a transaction of their own
 //! ([`DbFs::write_whole_chunks`], when the pager's direct writes beat a copy).
 //!
+//! A partial write that covers whole pieces (4 KiB, see [`crate::writeback::piece_size`]) of
+//! a stored chunk not in the cache is not merged: it makes a *partly loaded* chunk
+//! ([`crate::writeback::Pending::partial`]: a buffer plus the mask of its pieces that hold the
+//! newest bytes; the others are still the store's). A piece past the stored size counts as
+//! loaded (the store has zeros there). A later write covering whole pieces adds them to the
+//! mask; one touching part of a piece not loaded first loads the rest of the chunk from the
+//! store (it is then an ordinary chunk), as does a mask that becomes full. Reads overlay only
+//! the loaded pieces (`read.rs`), and a commit completes the chunk from the store inside its
+//! transaction (`Txn::finish`). Reservations count a partly loaded chunk at the stored
+//! chunk's length (what its commit writes); dirty bytes count its buffer (what it holds).
+//!
 //! Lock rules: `state` is never held while waiting for the writer lock. A buffered write to
 //! a file whose direct write or record-changing commit is in flight drops `state`, waits for
 //! the writer lock (so that commit is published), and looks again. A write that fills the
@@ -16,7 +27,9 @@ use vfs::{VfsError, VfsResult};
 use crate::format::{self, bucket, pair_key};
 use crate::read::load_chunk;
 use crate::reserve;
-use crate::writeback::{DirectWrite, Flush, WriteBack};
+use crate::writeback::{
+    covered_pieces, fill_pieces, full_mask, touched_pieces, DirectWrite, Flush, WriteBack,
+};
 use crate::{kv, DbFs, MAX_FILE_SIZE};
 
 impl<P: Pager> DbFs<P> {
@@ -179,8 +192,8 @@ impl<P: Pager> DbFs<P> {
         let p = self.pending_mut(st, ino)?;
         let pages_before: u64 = touched
             .clone()
-            .filter_map(|i| p.chunks.get(&i))
-            .map(|b| reserve::value_pages(b.len(), ps))
+            .filter_map(|i| p.chunks.get(&i).map(|b| p.commit_len(i, b.len(), cs)))
+            .map(|len| reserve::value_pages(len, ps))
             .sum();
         let mut reader: Option<Tx<'_, P>> = None;
         let mut added = 0usize;
@@ -206,23 +219,65 @@ impl<P: Pager> DbFs<P> {
                         p.chunks.insert(idx, copy);
                     }
                 }
+                // Every byte of the chunk is new now.
+                p.partial.remove(&idx);
                 pos += take as u64;
                 src += take;
                 continue;
             }
+            let (a, b) = (in_chunk as u64, (in_chunk + take) as u64);
+            let stored = idx * cs < p.stored_size;
+            // Pieces whose stored bytes this write makes irrelevant (see `Pending::partial`).
+            let covered = covered_pieces(cs, p.stored_size, idx, a, b);
+            let touched = touched_pieces(cs, a, b);
             match p.chunks.entry(idx) {
                 alloc::collections::btree_map::Entry::Occupied(o) => {
                     let buf = o.into_mut();
                     let old = buf.len();
-                    if old < in_chunk + take {
-                        buf.resize(in_chunk + take, 0);
-                        added += in_chunk + take - old;
+                    if let Some(&loaded) = p.partial.get(&idx) {
+                        if touched & !(loaded | covered) == 0 {
+                            let now_loaded = loaded | covered;
+                            if now_loaded == full_mask(cs) {
+                                p.partial.remove(&idx);
+                            } else {
+                                p.partial.insert(idx, now_loaded);
+                            }
+                        } else {
+                            // Part of a piece not loaded: its other bytes come from the store.
+                            // The whole chunk is loaded (one read either way).
+                            if reader.is_none() {
+                                reader = Some(self.db.begin_read().map_err(kv)?);
+                            }
+                            let from = match &reader {
+                                Some(tx) => load_chunk(tx, ino, idx, cs)?,
+                                None => Vec::new(),
+                            };
+                            fill_pieces(cs, buf, loaded, &from);
+                            p.partial.remove(&idx);
+                        }
                     }
+                    if buf.len() < in_chunk + take {
+                        buf.resize(in_chunk + take, 0);
+                    }
+                    added += buf.len() - old;
                     data.copy_to(src, &mut buf[in_chunk..in_chunk + take]);
+                }
+                alloc::collections::btree_map::Entry::Vacant(v)
+                    if stored && touched & !covered == 0 =>
+                {
+                    // Whole pieces of a stored chunk: buffered without reading it; the pieces
+                    // not written stay the store's (loaded at commit, or by a later write).
+                    let mut buf = alloc::vec![0u8; in_chunk + take];
+                    data.copy_to(src, &mut buf[in_chunk..in_chunk + take]);
+                    added += buf.len();
+                    v.insert(buf);
+                    if covered != full_mask(cs) {
+                        p.partial.insert(idx, covered);
+                    }
                 }
                 alloc::collections::btree_map::Entry::Vacant(v) => {
                     // A partial chunk: merged with what the store holds.
-                    let mut buf = if idx * cs < p.stored_size {
+                    let mut buf = if stored {
                         if reader.is_none() {
                             reader = Some(self.db.begin_read().map_err(kv)?);
                         }
@@ -251,8 +306,8 @@ impl<P: Pager> DbFs<P> {
         p.bytes += added;
         p.gen += 1;
         let pages_after: u64 = touched
-            .filter_map(|i| p.chunks.get(&i))
-            .map(|b| reserve::value_pages(b.len(), ps))
+            .filter_map(|i| p.chunks.get(&i).map(|b| p.commit_len(i, b.len(), cs)))
+            .map(|len| reserve::value_pages(len, ps))
             .sum();
         p.value_pages = (p.value_pages + pages_after).saturating_sub(pages_before);
         st.wb.dirty_bytes += added;

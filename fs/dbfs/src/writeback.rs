@@ -29,7 +29,17 @@ pub(crate) struct Pending {
     /// The size in the store (chunks at or past it are absent or zero there).
     pub stored_size: u64,
     /// Dirty chunks: index -> bytes (at most a chunk; past its length the chunk reads zeros).
+    /// A chunk listed in [`Pending::partial`] holds the newest bytes only in its loaded pieces.
     pub chunks: BTreeMap<u64, Vec<u8>>,
+    /// Partly loaded chunks: index -> mask of the pieces ([`piece_size`]) of `chunks[index]`
+    /// that hold the newest bytes; the others are still as the store has them (their bytes in
+    /// the buffer are zeros and mean nothing). A write covering whole pieces of a stored chunk
+    /// that is not cached makes such a chunk instead of reading the stored one to merge; the
+    /// store is read only when a write touches part of a piece not loaded (then the chunk is
+    /// loaded whole and leaves this map) or when the chunk is committed ([`fill_pieces`]
+    /// inside the committing transaction). Only chunks that start below `stored_size` are
+    /// here; a chunk whose pieces are all loaded is an ordinary one (not listed).
+    pub partial: BTreeMap<u64, u64>,
     pub bytes: usize,
     /// Pages the dirty chunks take as stored values (see [`crate::reserve`]).
     pub value_pages: u64,
@@ -50,19 +60,95 @@ pub(crate) struct WriteBack {
     pub since: Option<Timestamp>,
 }
 
+/// The unit of a partly loaded chunk ([`Pending::partial`]): 4 KiB, the page size of the
+/// kernel's page cache and of most writers' buffers (an aligned 4 KiB write then never reads
+/// the store), and a mask of pieces fits one `u64` for chunks up to 256 KiB. Bigger chunks use
+/// a 64th of a chunk; chunks of 4 KiB or less are one piece (a write covering it is a
+/// whole-chunk write anyway).
+pub(crate) fn piece_size(cs: u64) -> u64 {
+    cs.min((cs / 64).max(4096))
+}
+
+/// The mask of every piece of a chunk.
+pub(crate) fn full_mask(cs: u64) -> u64 {
+    let n = cs / piece_size(cs);
+    if n >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << n) - 1
+    }
+}
+
+/// The pieces of chunk `idx` that a write of `[a, b)` (offsets in the chunk) leaves with no
+/// stored byte that matters: those it covers up to the stored size (past `stored_size` the
+/// store holds zeros, which a fresh buffer holds too), and those wholly past it.
+pub(crate) fn covered_pieces(cs: u64, stored_size: u64, idx: u64, a: u64, b: u64) -> u64 {
+    let ps = piece_size(cs);
+    let stored_end = stored_size.saturating_sub(idx * cs).min(cs);
+    let mut m = 0u64;
+    for i in 0..cs / ps {
+        let (s, e) = (i * ps, ((i + 1) * ps).min(stored_end));
+        if e <= s || (a <= s && b >= e) {
+            m |= 1 << i;
+        }
+    }
+    m
+}
+
+/// The pieces a write of `[a, b)` (offsets in the chunk, `a < b`) touches.
+pub(crate) fn touched_pieces(cs: u64, a: u64, b: u64) -> u64 {
+    let ps = piece_size(cs);
+    (a / ps..b.div_ceil(ps)).fold(0u64, |m, i| m | 1 << i)
+}
+
+/// Complete a partly loaded chunk: copy the pieces not in `loaded` from `stored` (the stored
+/// chunk's bytes; zeros past its end) into `buf`, which grows to cover them.
+pub(crate) fn fill_pieces(cs: u64, buf: &mut Vec<u8>, loaded: u64, stored: &[u8]) {
+    let ps = piece_size(cs) as usize;
+    for i in 0..(cs as usize / ps) {
+        if loaded & (1 << i) != 0 {
+            continue;
+        }
+        let (s, e) = (i * ps, ((i + 1) * ps).min(stored.len()));
+        if s < e {
+            if buf.len() < e {
+                buf.resize(e, 0);
+            }
+            buf[s..e].copy_from_slice(&stored[s..e]);
+        }
+        // Past the stored bytes the piece reads zeros; the buffer holds zeros there already
+        // (nothing writes an unloaded piece).
+    }
+}
+
+impl Pending {
+    /// The length chunk `idx` (buffered as `buf_len` bytes) will have when committed, at most:
+    /// a partly loaded chunk may become as long as the stored one.
+    pub(crate) fn commit_len(&self, idx: u64, buf_len: usize, cs: u64) -> usize {
+        if self.partial.contains_key(&idx) {
+            let stored = self.stored_size.saturating_sub(idx * cs).min(cs) as usize;
+            buf_len.max(stored)
+        } else {
+            buf_len
+        }
+    }
+}
+
 impl WriteBack {
     /// Drop the buffered chunks `[first, end)` of `ino` (a direct write stored newer ones).
-    pub(crate) fn drop_chunks(&mut self, ino: u64, first: u64, end: u64, page_size: u64) {
+    pub(crate) fn drop_chunks(&mut self, ino: u64, first: u64, end: u64, page_size: u64, cs: u64) {
         let Some(p) = self.pending.get_mut(&ino) else {
             return;
         };
         let gone: Vec<u64> = p.chunks.range(first..end).map(|(&i, _)| i).collect();
         for idx in gone {
-            if let Some(buf) = p.chunks.remove(&idx) {
+            let charged = p.chunks.get(&idx).map(|b| p.commit_len(idx, b.len(), cs));
+            p.partial.remove(&idx);
+            if let (Some(buf), Some(charged)) = (p.chunks.remove(&idx), charged) {
                 p.bytes = p.bytes.saturating_sub(buf.len());
                 p.value_pages = p
                     .value_pages
-                    .saturating_sub(crate::reserve::value_pages(buf.len(), page_size));
+                    .saturating_sub(crate::reserve::value_pages(charged, page_size));
                 self.dirty_bytes = self.dirty_bytes.saturating_sub(buf.len());
             }
         }
@@ -299,13 +385,19 @@ impl<P: Pager> DbFs<P> {
         // transaction never finds an entry whose data this commit already stored (it would
         // count those chunks as new).
         let after = || {
-            let mut st = self.state.lock();
+            let mut guard = self.state.lock();
+            let st = &mut *guard;
             st.committing.clear();
             // A direct write's chunks are stored now: the cached ones it replaced go, and
             // buffered writes to the file may go on.
             if let Some(d) = direct {
-                st.wb
-                    .drop_chunks(d.ino, d.first, d.end, self.db.page_size() as u64);
+                st.wb.drop_chunks(
+                    d.ino,
+                    d.first,
+                    d.end,
+                    self.db.page_size() as u64,
+                    self.chunk_size,
+                );
                 if let Some(p) = st.wb.pending.get_mut(&d.ino) {
                     p.inode.size = p.inode.size.max(d.end.saturating_mul(self.chunk_size));
                 }
@@ -322,6 +414,18 @@ impl<P: Pager> DbFs<P> {
                         // folded size.
                         if let Some(size) = size {
                             p.stored_size = size;
+                            if !p.partial.is_empty() {
+                                // A partly loaded chunk is charged at the stored chunk's
+                                // length, which this size may change.
+                                let (cs, ps) = (self.chunk_size, self.db.page_size() as u64);
+                                p.value_pages = p
+                                    .chunks
+                                    .iter()
+                                    .map(|(&i, b)| p.commit_len(i, b.len(), cs))
+                                    .map(|len| crate::reserve::value_pages(len, ps))
+                                    .sum();
+                                WriteBack::update_reservation(&mut st.wb.reserved, p);
+                            }
                         }
                     }
                     None => {}
@@ -440,6 +544,7 @@ impl<P: Pager> DbFs<P> {
                     inode,
                     stored_size: inode.size,
                     chunks: BTreeMap::new(),
+                    partial: BTreeMap::new(),
                     bytes: 0,
                     value_pages: 0,
                     reserved: 0,
