@@ -234,8 +234,9 @@ impl FilePager {
     }
 
     /// Defer what can be deferred (see [`FilePager::with_deferred_writes`]); the rest goes to
-    /// [`FilePager::write_now`].
-    fn write_pieces(&self, writes: &[(u64, &[u8])]) -> Result<()> {
+    /// [`FilePager::write_now`]. `defer`: false for [`Pager::write_direct`] (a large value's
+    /// pages, written at once and not kept).
+    fn write_pieces(&self, writes: &[(u64, &[u8])], defer: bool) -> Result<()> {
         if self.defer_max == 0 {
             return self.write_now(writes);
         }
@@ -255,7 +256,7 @@ impl FilePager {
                     }
                 }
             }
-            if data.len() > WRITE_THROUGH_MAX {
+            if !defer || data.len() > WRITE_THROUGH_MAX {
                 now.push((off, data));
                 continue;
             }
@@ -436,15 +437,11 @@ impl Pager for FilePager {
     }
 
     fn write(&self, writes: &[(u64, &[u8])]) -> Result<()> {
-        use std::sync::atomic::Ordering::SeqCst;
-        self.writing.fetch_add(1, SeqCst);
-        self.writes.fetch_add(1, SeqCst);
-        let r = self.write_pieces(writes);
-        // Under the cache lock, after this write's invalidations: see `read_around`.
-        let _cache = self.cache.write();
-        self.writes.fetch_add(1, SeqCst);
-        self.writing.fetch_sub(1, SeqCst);
-        r
+        self.write_counted(writes, true)
+    }
+
+    fn write_direct(&self, writes: &[(u64, &[u8])]) -> Result<()> {
+        self.write_counted(writes, false)
     }
 
     fn sync(&self) -> Result<()> {
@@ -457,6 +454,20 @@ impl Pager for FilePager {
 
     fn len(&self) -> u64 {
         *self.len.read()
+    }
+}
+
+impl FilePager {
+    fn write_counted(&self, writes: &[(u64, &[u8])], defer: bool) -> Result<()> {
+        use std::sync::atomic::Ordering::SeqCst;
+        self.writing.fetch_add(1, SeqCst);
+        self.writes.fetch_add(1, SeqCst);
+        let r = self.write_pieces(writes, defer);
+        // Under the cache lock, after this write's invalidations: see `read_around`.
+        let _cache = self.cache.write();
+        self.writes.fetch_add(1, SeqCst);
+        self.writing.fetch_sub(1, SeqCst);
+        r
     }
 }
 
@@ -596,7 +607,19 @@ mod tests {
         pager.write(&[(11 * 4096, &big)]).unwrap();
         assert_eq!(&*pager.read(10 * 4096, 4096).unwrap(), &pair[..4096]);
         assert_eq!(&*pager.read(11 * 4096, 5 * 4096).unwrap(), big.as_slice());
+        // A direct write goes to the file at once, and a deferred write of a page it covers
+        // is dropped (written at the sync, it would undo the direct write).
+        pager.write(&[(2 * 4096, &page(2, 6))]).unwrap();
+        let direct = page(2, 7);
+        pager.write_direct(&[(2 * 4096, &direct)]).unwrap();
+        assert_eq!(
+            on_disk(&path, 2 * 4096, 4096),
+            direct,
+            "direct: not deferred"
+        );
+        assert_eq!(&*pager.read(2 * 4096, 4096).unwrap(), direct.as_slice());
         pager.sync().unwrap();
+        assert_eq!(on_disk(&path, 2 * 4096, 4096), direct);
         assert_eq!(
             on_disk(&path, 6 * 4096, 4096),
             new5,
