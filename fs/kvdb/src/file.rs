@@ -159,12 +159,15 @@ impl FilePager {
         if !buf.is_empty() {
             result = result.and(write_at(&self.file, &buf, buf_at));
         }
-        // Dropped even on an error: the pager contract lets a failed write leave any subset
-        // written, and kvdb treats a failed barrier as a failed commit.
+        // Kept on an error: the commits they belong to are published, and a barrier that
+        // failed is tried again by the next one (kvdb keeps it pending), which must find
+        // them still to write, or its meta page would point at pages never written. Writing
+        // a range twice is harmless.
+        result?;
         pending.ranges.clear();
         pending.bytes = 0;
         pending.longest = 0;
-        result
+        Ok(())
     }
 
     /// Make `sync` a no-op (benchmarks of "no sync" mode; never for real data).
@@ -627,5 +630,27 @@ mod tests {
         );
         assert_eq!(on_disk(&path, 10 * 4096, 4096), pair[..4096].to_vec());
         assert_eq!(on_disk(&path, 11 * 4096, 5 * 4096), big);
+    }
+
+    /// A deferred write that fails to reach the file at a sync stays deferred: reads still
+    /// see it and the next sync tries it again (and fails again here), instead of a later
+    /// barrier succeeding without it.
+    #[test]
+    fn failed_flush_keeps_deferred_writes() {
+        let tmp = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(tmp.path(), page(0, 1)).unwrap();
+        // Opened read-only: every pwrite fails (EBADF).
+        let file = File::open(tmp.path()).unwrap();
+        let pager = FilePager::from_file(file)
+            .unwrap()
+            .with_cache_budget(0)
+            .with_deferred_writes(1 << 20);
+        let new = page(1, 2);
+        pager.write(&[(4096, &new)]).unwrap();
+        assert!(pager.sync().is_err());
+        assert_eq!(&*pager.read(4096, 4096).unwrap(), new.as_slice());
+        assert!(pager.sync().is_err(), "the failed range was dropped");
+        assert!(pager.flush().is_err());
+        std::mem::forget(pager); // its drop would try once more
     }
 }
