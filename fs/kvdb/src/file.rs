@@ -4,14 +4,23 @@
 //! once, then every read transaction shares the buffer. Writes replace the cached copy (write
 //! through), so freshly committed pages are served from memory, the way a mapped file would serve
 //! them from the page cache. The cache is dropped wholesale when it exceeds its byte budget.
+//!
+//! Deferred writes ([`FilePager::with_deferred_writes`]): small writes (tree pages) are kept in
+//! memory and written to the file at the next [`Pager::sync`] (or when they exceed a byte
+//! bound), sorted and with each run of contiguous pages as one `pwrite`. kvdb's pager contract
+//! allows it: nothing written is durable before `sync`, and `sync` writes them before its
+//! `fdatasync`, so the barrier order (pages, sync, meta page, sync) is kept. A commit without
+//! a barrier (kvdb's deferred commit, one per unlink in dbfs) then costs no system call; many
+//! commits' pages reach the file in a few large writes.
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::Arc;
 use std::vec::Vec;
 
-use crate::sync::RwLock;
+use crate::sync::{Mutex, RwLock};
 
 use crate::error::{Error, Result};
 use crate::pager::Pager;
@@ -52,6 +61,30 @@ pub struct FilePager {
     /// unlike the range asked for, may be a page being rewritten).
     writes: std::sync::atomic::AtomicU64,
     writing: std::sync::atomic::AtomicU64,
+    /// Written ranges not yet in the file (see the module doc); empty unless `defer_max > 0`.
+    pending: Mutex<Pending>,
+    /// Bytes of pending writes past which they are written out (0: no deferral).
+    defer_max: usize,
+}
+
+#[derive(Default)]
+struct Pending {
+    /// Start offset -> bytes; ranges never overlap.
+    ranges: BTreeMap<u64, Arc<[u8]>>,
+    bytes: usize,
+    longest: usize,
+}
+
+impl Pending {
+    /// Starts of the ranges overlapping `[offset, end)`, and whether each lies inside it.
+    fn overlapping(&self, offset: u64, end: u64) -> Vec<(u64, bool)> {
+        let from = offset.saturating_sub(self.longest as u64);
+        self.ranges
+            .range(from..end)
+            .filter(|(s, d)| **s + d.len() as u64 > offset)
+            .map(|(s, d)| (*s, *s >= offset && *s + d.len() as u64 <= end))
+            .collect()
+    }
 }
 
 impl FilePager {
@@ -81,7 +114,60 @@ impl FilePager {
             sync_enabled: true,
             writes: std::sync::atomic::AtomicU64::new(0),
             writing: std::sync::atomic::AtomicU64::new(0),
+            pending: Mutex::new(Pending::default()),
+            defer_max: 0,
         })
+    }
+
+    /// Keep writes of at most [`WRITE_THROUGH_MAX`] bytes in memory until the next
+    /// [`Pager::sync`] or [`FilePager::flush`], or until more than `max_bytes` of them wait
+    /// (see the module doc). Reads see them at once.
+    pub fn with_deferred_writes(mut self, max_bytes: usize) -> Self {
+        self.defer_max = max_bytes;
+        self
+    }
+
+    /// Write every deferred write to the file (no `fdatasync`): the file then holds everything
+    /// written so far, as it would without deferral. [`Pager::sync`] does this first.
+    pub fn flush(&self) -> Result<()> {
+        let mut pending = self.pending.lock();
+        self.flush_locked(&mut pending)
+    }
+
+    fn flush_locked(&self, pending: &mut Pending) -> Result<()> {
+        if pending.ranges.is_empty() {
+            return Ok(());
+        }
+        // One pwrite per run of contiguous ranges, each run copied into one buffer of at most
+        // FLUSH_BUF bytes (a run of many 4 KiB pages is one system call, not one per page).
+        const FLUSH_BUF: usize = 1 << 20;
+        let mut buf: Vec<u8> = Vec::new();
+        let mut buf_at = 0u64;
+        let mut result = Ok(());
+        for (&off, data) in pending.ranges.iter() {
+            if !buf.is_empty()
+                && (buf_at + buf.len() as u64 != off || buf.len() + data.len() > FLUSH_BUF)
+            {
+                result = result.and(write_at(&self.file, &buf, buf_at));
+                buf.clear();
+            }
+            if buf.is_empty() {
+                buf_at = off;
+            }
+            buf.extend_from_slice(data);
+        }
+        if !buf.is_empty() {
+            result = result.and(write_at(&self.file, &buf, buf_at));
+        }
+        // Kept on an error: the commits they belong to are published, and a barrier that
+        // failed is tried again by the next one (kvdb keeps it pending), which must find
+        // them still to write, or its meta page would point at pages never written. Writing
+        // a range twice is harmless.
+        result?;
+        pending.ranges.clear();
+        pending.bytes = 0;
+        pending.longest = 0;
+        Ok(())
     }
 
     /// Make `sync` a no-op (benchmarks of "no sync" mode; never for real data).
@@ -150,8 +236,55 @@ impl FilePager {
         cache.bytes -= freed;
     }
 
+    /// Defer what can be deferred (see [`FilePager::with_deferred_writes`]); the rest goes to
+    /// [`FilePager::write_now`]. `defer`: false for [`Pager::write_direct`] (a large value's
+    /// pages, written at once and not kept).
+    fn write_pieces(&self, writes: &[(u64, &[u8])], defer: bool) -> Result<()> {
+        if self.defer_max == 0 {
+            return self.write_now(writes);
+        }
+        let mut pending = self.pending.lock();
+        let mut now: Vec<(u64, &[u8])> = Vec::new();
+        for &(off, data) in writes {
+            let end = off + data.len() as u64;
+            let over = pending.overlapping(off, end);
+            if over.iter().any(|&(_, inside)| !inside) {
+                // A pending range sticking out of this one: its other part must survive, so
+                // write everything out first (pages are reused in other shapes only rarely).
+                self.flush_locked(&mut pending)?;
+            } else {
+                for (start, _) in over {
+                    if let Some(old) = pending.ranges.remove(&start) {
+                        pending.bytes -= old.len();
+                    }
+                }
+            }
+            if !defer || data.len() > WRITE_THROUGH_MAX {
+                now.push((off, data));
+                continue;
+            }
+            let bytes: Arc<[u8]> = Arc::from(data);
+            pending.bytes += bytes.len();
+            pending.longest = pending.longest.max(bytes.len());
+            pending.ranges.insert(off, bytes.clone());
+            self.invalidate(off, data.len());
+            self.insert(off, bytes);
+            let mut len = self.len.write();
+            *len = (*len).max(end);
+        }
+        if pending.bytes > self.defer_max {
+            self.flush_locked(&mut pending)?;
+        }
+        drop(pending);
+        if now.is_empty() {
+            Ok(())
+        } else {
+            self.write_now(&now)
+        }
+    }
+
     /// The writes themselves: each run of contiguous ranges as one `pwrite`, then the cache.
-    fn write_pieces(&self, writes: &[(u64, &[u8])]) -> Result<()> {
+    fn write_now(&self, writes: &[(u64, &[u8])]) -> Result<()> {
         // Coalesce contiguous ranges into one pwrite each.
         let mut i = 0;
         while i < writes.len() {
@@ -163,24 +296,18 @@ impl FilePager {
             }
             let start = writes[i].0;
             let result = if j == i + 1 {
-                self.file.write_all_at(writes[i].1, start)
+                write_at(&self.file, writes[i].1, start)
             } else {
                 let mut buf = Vec::with_capacity((end - start) as usize);
                 for w in &writes[i..j] {
                     buf.extend_from_slice(w.1);
                 }
-                self.file.write_all_at(&buf, start)
+                write_at(&self.file, &buf, start)
             };
             for w in &writes[i..j] {
                 self.invalidate(w.0, w.1.len());
             }
-            result.map_err(|e| {
-                if e.raw_os_error() == Some(28) {
-                    Error::NoSpace
-                } else {
-                    Error::Io
-                }
-            })?;
+            result?;
             for w in writes[i..j]
                 .iter()
                 .filter(|w| w.1.len() <= WRITE_THROUGH_MAX)
@@ -194,12 +321,44 @@ impl FilePager {
         Ok(())
     }
 
+    /// A deferred write of exactly `offset..offset + len`, if one waits; any other deferred
+    /// write overlapping `[from, to)` is written to the file first, so a `pread` of that
+    /// window returns what was written.
+    fn pending_read(
+        &self,
+        offset: u64,
+        len: usize,
+        from: u64,
+        to: u64,
+    ) -> Result<Option<Arc<[u8]>>> {
+        if self.defer_max == 0 {
+            return Ok(None);
+        }
+        let mut pending = self.pending.lock();
+        if pending.ranges.is_empty() {
+            return Ok(None);
+        }
+        if let Some(d) = pending.ranges.get(&offset) {
+            if d.len() == len {
+                return Ok(Some(d.clone()));
+            }
+        }
+        if !pending.overlapping(from, to).is_empty() {
+            self.flush_locked(&mut pending)?;
+        }
+        Ok(None)
+    }
+
     /// [`Pager::read`] of `offset..offset + len` through one `pread` of `first..last` (pieces
     /// of `len` bytes): the range asked for is cached, and so are its neighbours if no write
     /// ran meanwhile.
     fn read_around(&self, offset: u64, len: usize, first: u64, last: u64) -> Result<Arc<[u8]>> {
         use std::sync::atomic::Ordering::SeqCst;
         let before = self.writes.load(SeqCst);
+        // After `before`: a write deferred from here on is seen by the check below.
+        if let Some(d) = self.pending_read(offset, len, first, last)? {
+            return Ok(d);
+        }
         let mut buf = std::vec![0u8; (last - first) as usize];
         self.file
             .read_exact_at(&mut buf, first)
@@ -268,6 +427,9 @@ impl Pager for FilePager {
                 return self.read_around(offset, len, first, last);
             }
         }
+        if let Some(d) = self.pending_read(offset, len, offset, end)? {
+            return Ok(d);
+        }
         let mut buf = std::vec![0u8; len];
         self.file
             .read_exact_at(&mut buf, offset)
@@ -278,18 +440,15 @@ impl Pager for FilePager {
     }
 
     fn write(&self, writes: &[(u64, &[u8])]) -> Result<()> {
-        use std::sync::atomic::Ordering::SeqCst;
-        self.writing.fetch_add(1, SeqCst);
-        self.writes.fetch_add(1, SeqCst);
-        let r = self.write_pieces(writes);
-        // Under the cache lock, after this write's invalidations: see `read_around`.
-        let _cache = self.cache.write();
-        self.writes.fetch_add(1, SeqCst);
-        self.writing.fetch_sub(1, SeqCst);
-        r
+        self.write_counted(writes, true)
+    }
+
+    fn write_direct(&self, writes: &[(u64, &[u8])]) -> Result<()> {
+        self.write_counted(writes, false)
     }
 
     fn sync(&self) -> Result<()> {
+        self.flush()?;
         if self.sync_enabled {
             self.file.sync_data().map_err(|_| Error::Io)?;
         }
@@ -298,6 +457,38 @@ impl Pager for FilePager {
 
     fn len(&self) -> u64 {
         *self.len.read()
+    }
+}
+
+impl FilePager {
+    fn write_counted(&self, writes: &[(u64, &[u8])], defer: bool) -> Result<()> {
+        use std::sync::atomic::Ordering::SeqCst;
+        self.writing.fetch_add(1, SeqCst);
+        self.writes.fetch_add(1, SeqCst);
+        let r = self.write_pieces(writes, defer);
+        // Under the cache lock, after this write's invalidations: see `read_around`.
+        let _cache = self.cache.write();
+        self.writes.fetch_add(1, SeqCst);
+        self.writing.fetch_sub(1, SeqCst);
+        r
+    }
+}
+
+fn write_at(file: &File, buf: &[u8], offset: u64) -> Result<()> {
+    file.write_all_at(buf, offset).map_err(|e| {
+        if e.raw_os_error() == Some(28) {
+            Error::NoSpace
+        } else {
+            Error::Io
+        }
+    })
+}
+
+impl Drop for FilePager {
+    /// Deferred writes reach the file when the pager goes away, as they would have without
+    /// deferral (not durable: only `sync` promises that).
+    fn drop(&mut self) {
+        let _ = self.flush();
     }
 }
 
@@ -347,5 +538,119 @@ mod tests {
         assert!(pager.cached(1024, 100).is_none());
         assert_eq!(&*pager.read(1024, 1024).unwrap(), &all[0][1024..2048]);
         std::fs::remove_file(&dir).unwrap();
+    }
+
+    fn on_disk(path: &std::path::Path, offset: u64, len: usize) -> Vec<u8> {
+        let mut buf = std::vec![0u8; len];
+        let f = File::open(path).unwrap();
+        let n = f.read_at(&mut buf, offset).unwrap();
+        buf.truncate(n);
+        buf
+    }
+
+    /// Deferred writes: reads see them at once (cached or not, exact or through a read-around
+    /// window), the file gets them only at `sync` (a crash before it finds the old bytes), and
+    /// a write overlapping a deferred range in another shape keeps both right.
+    #[test]
+    fn deferred_writes_are_read_back_and_reach_the_file_at_sync() {
+        let tmp = tempfile::NamedTempFile::new().unwrap();
+        let path = tmp.path().to_path_buf();
+        let old: Vec<Vec<u8>> = (0..16u64).map(|k| page(k, 1)).collect();
+        {
+            let pager = FilePager::open(&path).unwrap();
+            pager.write(&[(0, &old.concat())]).unwrap();
+            pager.sync().unwrap();
+        }
+        // No cache: every read goes past the cache to the deferred ranges or the file.
+        let pager = FilePager::open(&path)
+            .unwrap()
+            .with_cache_budget(0)
+            .with_deferred_writes(1 << 20);
+        let new3 = page(3, 2);
+        let new9 = page(9, 2);
+        let new20 = page(20, 2); // past the end of the file
+        pager
+            .write(&[(3 * 4096, &new3), (9 * 4096, &new9), (20 * 4096, &new20)])
+            .unwrap();
+        assert_eq!(pager.len(), 21 * 4096);
+        assert_eq!(
+            on_disk(&path, 3 * 4096, 4096),
+            old[3],
+            "written before sync"
+        );
+        assert_eq!(&*pager.read(3 * 4096, 4096).unwrap(), new3.as_slice());
+        assert_eq!(&*pager.read(20 * 4096, 4096).unwrap(), new20.as_slice());
+        assert_eq!(on_disk(&path, 3 * 4096, 4096), old[3]);
+        // A read of another shape over a deferred range writes the deferred ranges out first.
+        let two = pager.read(8 * 4096, 2 * 4096).unwrap();
+        assert_eq!(&two[..4096], old[8].as_slice());
+        assert_eq!(&two[4096..], new9.as_slice());
+        assert_eq!(on_disk(&path, 9 * 4096, 4096), new9);
+        assert_eq!(on_disk(&path, 20 * 4096, 4096), new20);
+        // A crash (the pager vanishes without sync or drop) loses what was deferred.
+        let new5 = page(5, 3);
+        pager.write(&[(5 * 4096, &new5)]).unwrap();
+        assert_eq!(&*pager.read(5 * 4096, 4096).unwrap(), new5.as_slice());
+        std::mem::forget(pager);
+        assert_eq!(on_disk(&path, 5 * 4096, 4096), old[5], "lost in the crash");
+
+        // With the cache on, a read-around window over a deferred page never caches the
+        // file's stale copy of it.
+        let pager = FilePager::open(&path)
+            .unwrap()
+            .with_deferred_writes(1 << 20);
+        pager.write(&[(6 * 4096, &new5)]).unwrap();
+        pager.invalidate(6 * 4096, 4096); // as if the cache had been dropped
+        assert_eq!(&*pager.read(7 * 4096, 4096).unwrap(), old[7].as_slice());
+        assert_eq!(&*pager.read(6 * 4096, 4096).unwrap(), new5.as_slice());
+        // A larger write covering part of a deferred two-page range: both survive.
+        let pair = [page(10, 4), page(11, 4)].concat();
+        pager.write(&[(10 * 4096, &pair)]).unwrap();
+        let big: Vec<u8> = (0..5).flat_map(|k| page(11 + k, 5)).collect();
+        pager.write(&[(11 * 4096, &big)]).unwrap();
+        assert_eq!(&*pager.read(10 * 4096, 4096).unwrap(), &pair[..4096]);
+        assert_eq!(&*pager.read(11 * 4096, 5 * 4096).unwrap(), big.as_slice());
+        // A direct write goes to the file at once, and a deferred write of a page it covers
+        // is dropped (written at the sync, it would undo the direct write).
+        pager.write(&[(2 * 4096, &page(2, 6))]).unwrap();
+        let direct = page(2, 7);
+        pager.write_direct(&[(2 * 4096, &direct)]).unwrap();
+        assert_eq!(
+            on_disk(&path, 2 * 4096, 4096),
+            direct,
+            "direct: not deferred"
+        );
+        assert_eq!(&*pager.read(2 * 4096, 4096).unwrap(), direct.as_slice());
+        pager.sync().unwrap();
+        assert_eq!(on_disk(&path, 2 * 4096, 4096), direct);
+        assert_eq!(
+            on_disk(&path, 6 * 4096, 4096),
+            new5,
+            "kept after the barrier"
+        );
+        assert_eq!(on_disk(&path, 10 * 4096, 4096), pair[..4096].to_vec());
+        assert_eq!(on_disk(&path, 11 * 4096, 5 * 4096), big);
+    }
+
+    /// A deferred write that fails to reach the file at a sync stays deferred: reads still
+    /// see it and the next sync tries it again (and fails again here), instead of a later
+    /// barrier succeeding without it.
+    #[test]
+    fn failed_flush_keeps_deferred_writes() {
+        let tmp = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(tmp.path(), page(0, 1)).unwrap();
+        // Opened read-only: every pwrite fails (EBADF).
+        let file = File::open(tmp.path()).unwrap();
+        let pager = FilePager::from_file(file)
+            .unwrap()
+            .with_cache_budget(0)
+            .with_deferred_writes(1 << 20);
+        let new = page(1, 2);
+        pager.write(&[(4096, &new)]).unwrap();
+        assert!(pager.sync().is_err());
+        assert_eq!(&*pager.read(4096, 4096).unwrap(), new.as_slice());
+        assert!(pager.sync().is_err(), "the failed range was dropped");
+        assert!(pager.flush().is_err());
+        std::mem::forget(pager); // its drop would try once more
     }
 }

@@ -32,6 +32,9 @@ pub(crate) fn mount_foreground(
     if options.contains(&MountOption::Sync) || options.contains(&MountOption::DirSync) {
         fs.set_sync_metadata(true);
     }
+    if !tool.direct_writes {
+        fs.set_direct_write_min(None);
+    }
     let mut adapter = adapter::DbFuse::new(fs.clone(), read_only)
         .map_err(|e| format!("{}: {e}", image.display()))?;
     adapter.set_writeback_cache(tool.writeback_cache);

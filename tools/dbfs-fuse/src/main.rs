@@ -48,6 +48,11 @@
 //!   the same either way (POSIX); the difference is when data reaches dbfs's own buffers, and
 //!   so where a full image's ENOSPC shows: with the cache, at fsync or close (as on NFS)
 //!   rather than at write(2).
+//! - `nodirect_writes`: buffer every write in dbfs's write-back cache. By default a write of
+//!   at least 128 KiB of whole chunks (`dbfs::DIRECT_WRITE_MIN`) is stored in its own
+//!   transaction straight from the FUSE request: 1 MiB direct writes ran 1.25-1.6x faster,
+//!   but random 1 MiB reads of files written that way ran 0.70-0.73x as fast
+//!   (docs/BENCHMARKS.md, "Unlink and 1 MiB writes through FUSE").
 //!
 //! Errors are one line on stderr and a non-zero exit status; a corrupt image is refused with the
 //! reason, never a panic.

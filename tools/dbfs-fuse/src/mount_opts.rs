@@ -1,5 +1,5 @@
 //! `-o` mount options: the kernel's (as fuser's [`MountOption`]s) and the tool's own
-//! (`nobarrier`, `nowriteback_cache`, `cache_size=`), told apart in one place.
+//! (`nobarrier`, `nowriteback_cache`, `nodirect_writes`, `cache_size=`), told apart in one place.
 
 use fuser::{MountOption, SessionACL};
 
@@ -13,10 +13,12 @@ pub(crate) struct ToolOptions {
     pub(crate) writeback_cache: bool,
     /// The image page cache's budget in bytes (`cache_size=`).
     pub(crate) cache_bytes: usize,
+    /// dbfs stores large whole-chunk writes directly (`nodirect_writes` turns it off).
+    pub(crate) direct_writes: bool,
 }
 
 /// Mount options as fuser understands them; `default_permissions` is always added. The tool's
-/// own options (`nobarrier`, `nowriteback_cache`, `cache_size=`) are taken out and returned.
+/// own options (`nobarrier`, `nowriteback_cache`, `nodirect_writes`, `cache_size=`) are taken out and returned.
 pub(crate) fn mount_options(
     opts: &[String],
 ) -> Result<(Vec<MountOption>, SessionACL, ToolOptions), String> {
@@ -24,6 +26,7 @@ pub(crate) fn mount_options(
         barriers: true,
         writeback_cache: true,
         cache_bytes: image::default_mount_cache_bytes(),
+        direct_writes: true,
     };
     let mut out = vec![
         MountOption::FSName("dbfs".into()),
@@ -61,6 +64,14 @@ pub(crate) fn mount_options(
             }
             "writeback_cache" => {
                 tool.writeback_cache = true;
+                continue;
+            }
+            "nodirect_writes" => {
+                tool.direct_writes = false;
+                continue;
+            }
+            "direct_writes" => {
+                tool.direct_writes = true;
                 continue;
             }
             x if x.starts_with("cache_size=") => {
