@@ -11,7 +11,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::summary::{CreateDelRow, Measurement, Summary};
+use crate::summary::{CreateDelRow, Measurement, Summary, ThroughputRow};
 use crate::text::{ChartFont, TextGuard};
 
 /// The family written into the SVG; the PNG uses the font given to [`render_png`].
@@ -24,6 +24,8 @@ pub enum ChartKind {
     Throughput,
     /// Lines: creates/s and deletes/s against N, one line per file system.
     CreateDel,
+    /// Grouped bars: a whole run's seconds per benchmark (lower is better).
+    Seconds,
 }
 
 impl ChartKind {
@@ -31,6 +33,7 @@ impl ChartKind {
         match self {
             ChartKind::Throughput => "throughput",
             ChartKind::CreateDel => "createdel",
+            ChartKind::Seconds => "seconds",
         }
     }
 
@@ -38,6 +41,7 @@ impl ChartKind {
         match self {
             ChartKind::Throughput => (1000, 560),
             ChartKind::CreateDel => (1000, 480),
+            ChartKind::Seconds => (1000, 480),
         }
     }
 
@@ -46,6 +50,7 @@ impl ChartKind {
         match self {
             ChartKind::Throughput => !summary.throughput.is_empty(),
             ChartKind::CreateDel => !summary.createdel.is_empty(),
+            ChartKind::Seconds => !summary.seconds.is_empty(),
         }
     }
 }
@@ -111,7 +116,20 @@ fn draw<DB: DrawingBackend>(
 ) -> Result<(), String> {
     root.fill(&WHITE).map_err(drawing_error)?;
     match kind {
-        ChartKind::Throughput => draw_throughput(root, summary, title),
+        ChartKind::Throughput => draw_bars(
+            root,
+            summary,
+            &summary.throughput,
+            &format!("{title}: throughput (MB/s, higher is better)"),
+            "MB/s (10^6 bytes/s)",
+        ),
+        ChartKind::Seconds => draw_bars(
+            root,
+            summary,
+            &summary.seconds,
+            &format!("{title}: run time (seconds, lower is better)"),
+            "seconds",
+        ),
         ChartKind::CreateDel => draw_createdel(root, summary, title),
     }
 }
@@ -237,24 +255,22 @@ impl Ranged for BenchAxis {
     }
 }
 
-fn draw_throughput<DB: DrawingBackend>(
+/// Grouped bars of `rows` (a value per benchmark and file system: MB/s, or seconds).
+fn draw_bars<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     summary: &Summary,
-    title: &str,
+    rows: &[ThroughputRow],
+    header: &str,
+    y_desc: &str,
 ) -> Result<(), String> {
-    let rows = &summary.throughput;
     let series = series_of(summary, |fs| {
-        rows.iter().any(|row| row.mbps.contains_key(fs))
+        rows.iter().any(|row| row.values.contains_key(fs))
     });
-    let body = draw_header(
-        root,
-        &format!("{title}: throughput (MB/s, higher is better)"),
-        &series,
-    )?;
+    let body = draw_header(root, header, &series)?;
 
     let largest = rows
         .iter()
-        .flat_map(|row| row.mbps.values())
+        .flat_map(|row| row.values.values())
         .map(|m| m.value)
         .fold(0.0, f64::max);
     let bench_count = rows.len();
@@ -279,7 +295,7 @@ fn draw_throughput<DB: DrawingBackend>(
         .disable_x_mesh()
         .x_labels(bench_count)
         .x_label_formatter(&bench_label)
-        .y_desc("MB/s (10^6 bytes/s)")
+        .y_desc(y_desc)
         .y_label_formatter(&axis_label)
         .light_line_style(LIGHT_GRID)
         .label_style((FONT, 15))
@@ -291,7 +307,7 @@ fn draw_throughput<DB: DrawingBackend>(
     let bar_width = 0.8 / series.len().max(1) as f64;
     for (slot, (fs, color)) in series.iter().enumerate() {
         let bars = rows.iter().enumerate().filter_map(|(index, row)| {
-            let value = row.mbps.get(*fs)?.value;
+            let value = row.values.get(*fs)?.value;
             let left = index as f64 + 0.1 + slot as f64 * bar_width;
             Some(Rectangle::new(
                 [(left, 0.0), (left + bar_width * 0.9, value)],
@@ -438,6 +454,20 @@ RESULT bench=createdel fs=dbfs n=200 creates_per_sec=97.5 deletes_per_sec=146.9
             2 + 1,
             "two bars and one swatch"
         );
+    }
+
+    #[test]
+    fn seconds_svg_names_the_benchmark_and_says_lower_is_better() {
+        let log =
+            "RESULT bench=speedtest1 fs=dbfs secs=2.4\nRESULT bench=speedtest1 fs=fat secs=3.4\n";
+        let (records, _) = crate::parse::parse_log(log);
+        let summary = crate::summary::summarize(&records);
+        assert!(ChartKind::Seconds.has_data(&summary));
+        assert!(!ChartKind::Throughput.has_data(&summary));
+        let svg = render_svg(ChartKind::Seconds, &summary, "sqlite", None).unwrap();
+        assert!(svg.contains("speedtest1"));
+        assert!(svg.contains("lower is better"));
+        assert!(svg.contains("dbfs") && svg.contains("fat"));
     }
 
     #[test]

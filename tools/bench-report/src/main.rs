@@ -102,7 +102,11 @@ fn run(args: &Args) -> Result<(), String> {
              PNG charts are drawn without text; the SVG charts are complete"
         );
     }
-    for kind in [ChartKind::Throughput, ChartKind::CreateDel] {
+    for kind in [
+        ChartKind::Throughput,
+        ChartKind::CreateDel,
+        ChartKind::Seconds,
+    ] {
         if !kind.has_data(&summary) {
             continue;
         }

@@ -3,7 +3,8 @@
 //! Throughput results (lines with `MBps`, 10^6 bytes/s) are keyed by benchmark and file system;
 //! createdel results (lines with `creates_per_sec`) by N and file system; operation rates (lines
 //! with `ops_per_sec`, from bench/workloads: filebench-style personalities, the mdtest tree,
-//! create_empty, ...) by benchmark and file system, with their `p99_us`. When the log holds the
+//! create_empty, ...) by benchmark and file system, with their `p99_us`; run times (lines with
+//! only `secs`, e.g. sqlite's speedtest1: lower is better) by benchmark and file system. When the log holds the
 //! same key more than once (several runs concatenated), the median is reported, as the protocol
 //! asks. Ratios compare file systems measured in the same log, never against a figure from
 //! elsewhere.
@@ -27,11 +28,12 @@ pub struct Measurement {
     pub samples: usize,
 }
 
+/// One benchmark's value by file system: MB/s (10^6 bytes/s) in `Summary::throughput`,
+/// seconds in `Summary::seconds`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ThroughputRow {
     pub bench: String,
-    /// MB/s (10^6 bytes/s) by file system.
-    pub mbps: BTreeMap<String, Measurement>,
+    pub values: BTreeMap<String, Measurement>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -58,7 +60,9 @@ pub struct Summary {
     /// Lines with `ops_per_sec`, in order of appearance (they may carry MBps too: they are
     /// listed here, not in `throughput`).
     pub ops: Vec<OpsRow>,
-    /// Benchmarks with neither `MBps` nor `creates_per_sec`: in the CSV only.
+    /// Lines with `secs` and none of the rates above (a whole run's time, lower is better).
+    pub seconds: Vec<ThroughputRow>,
+    /// Benchmarks with neither a rate nor `secs`: in the CSV only.
     pub other_benches: Vec<String>,
     /// Problems with individual records (e.g. a field that is not a number).
     pub warnings: Vec<String>,
@@ -119,6 +123,8 @@ pub fn summarize(records: &[Record]) -> Summary {
     let mut ops: Samples<String> = Samples::default();
     let mut p99: Samples<String> = Samples::default();
     let mut ops_order: Vec<String> = Vec::new();
+    let mut secs: Samples<String> = Samples::default();
+    let mut secs_order: Vec<String> = Vec::new();
 
     for record in records {
         let (bench, fs) = (record.bench(), record.fs());
@@ -168,6 +174,16 @@ pub fn summarize(records: &[Record]) -> Summary {
                     .warnings
                     .push(format!("{at}: n or creates_per_sec is not a number")),
             }
+        } else if record.fields.contains_key("secs") {
+            match record.number("secs") {
+                Some(t) => {
+                    if !secs_order.iter().any(|known| known == bench) {
+                        secs_order.push(bench.to_string());
+                    }
+                    secs.push(bench.to_string(), fs, t);
+                }
+                None => summary.warnings.push(format!("{at}: secs is not a number")),
+            }
         } else if !summary.other_benches.iter().any(|known| known == bench) {
             summary.other_benches.push(bench.to_string());
         }
@@ -194,7 +210,7 @@ pub fn summarize(records: &[Record]) -> Summary {
     summary.throughput = bench_order
         .into_iter()
         .map(|bench| ThroughputRow {
-            mbps: throughput.medians(&bench),
+            values: throughput.medians(&bench),
             bench,
         })
         .collect();
@@ -204,6 +220,14 @@ pub fn summarize(records: &[Record]) -> Summary {
         .map(|bench| OpsRow {
             ops_per_sec: ops.medians(&bench),
             p99_us: p99.medians(&bench),
+            bench,
+        })
+        .collect();
+
+    summary.seconds = secs_order
+        .into_iter()
+        .map(|bench| ThroughputRow {
+            values: secs.medians(&bench),
             bench,
         })
         .collect();
@@ -283,7 +307,7 @@ pub fn render_markdown(
     let repeated = summary
         .throughput
         .iter()
-        .flat_map(|row| row.mbps.values())
+        .flat_map(|row| row.values.values())
         .chain(
             summary
                 .createdel
@@ -311,12 +335,12 @@ pub fn render_markdown(
                 summary
                     .fs_order
                     .iter()
-                    .map(|fs| value_cell(row.mbps.get(fs), 2)),
+                    .map(|fs| value_cell(row.values.get(fs), 2)),
             );
             cells.extend(
                 ratios
                     .iter()
-                    .map(|(top, bottom)| ratio_cell(&row.mbps, top, bottom)),
+                    .map(|(top, bottom)| ratio_cell(&row.values, top, bottom)),
             );
             let _ = writeln!(out, "| {} |", cells.join(" | "));
         }
@@ -395,6 +419,32 @@ pub fn render_markdown(
                     .iter()
                     .map(|fs| value_cell(row.p99_us.get(*fs), 1)),
             );
+            let _ = writeln!(out, "| {} |", cells.join(" | "));
+        }
+    }
+
+    if !summary.seconds.is_empty() {
+        let _ = writeln!(out, "\n## Run time (seconds, lower is better)\n");
+        // Each other file system's time over dbfs's: above 1, dbfs was faster.
+        let others: Vec<&String> = summary.fs_order.iter().filter(|fs| *fs != "dbfs").collect();
+        let has_dbfs = summary.fs_order.iter().any(|fs| fs == "dbfs");
+        let mut columns = vec!["benchmark".to_string()];
+        columns.extend(summary.fs_order.iter().cloned());
+        if has_dbfs {
+            columns.extend(others.iter().map(|fs| format!("{fs}/dbfs")));
+        }
+        table_header(&mut out, &columns);
+        for row in &summary.seconds {
+            let mut cells = vec![row.bench.clone()];
+            cells.extend(
+                summary
+                    .fs_order
+                    .iter()
+                    .map(|fs| value_cell(row.values.get(fs), 3)),
+            );
+            if has_dbfs {
+                cells.extend(others.iter().map(|fs| ratio_cell(&row.values, fs, "dbfs")));
+            }
             let _ = writeln!(out, "| {} |", cells.join(" | "));
         }
     }
@@ -493,6 +543,31 @@ RESULT bench=cold fs=dbfs faults=3
     }
 
     #[test]
+    fn run_times_get_their_own_table_with_the_median() {
+        let log = "RESULT bench=speedtest1 fs=dbfs size=10 rep=1 secs=2.5 wall_secs=2.6\n\
+                   RESULT bench=speedtest1 fs=fat size=10 rep=1 secs=3.5\n\
+                   RESULT bench=speedtest1 fs=dbfs size=10 rep=2 secs=2.3\n\
+                   RESULT bench=speedtest1 fs=fat size=10 rep=2 secs=3.3\n\
+                   RESULT bench=speedtest1 fs=dbfs size=10 rep=3 secs=9.0\n\
+                   RESULT bench=speedtest1 fs=fat size=10 rep=3 secs=3.4\n\
+                   RESULT bench=speedtest1 fs=fat size=10 rep=4 secs=oops\n";
+        let (records, _) = parse_log(log);
+        let summary = summarize(&records);
+        assert!(summary.throughput.is_empty() && summary.other_benches.is_empty());
+        assert_eq!(summary.seconds.len(), 1);
+        assert_eq!(summary.seconds[0].values["dbfs"].value, 2.5);
+        assert_eq!(summary.seconds[0].values["fat"].value, 3.4);
+        assert_eq!(summary.warnings.len(), 1, "{:?}", summary.warnings);
+        let markdown = render_markdown(&summary, "sqlite", "log", 7);
+        assert!(markdown.contains("## Run time (seconds, lower is better)"));
+        // fat over dbfs: 3.4 / 2.5 = 1.36, so dbfs was faster.
+        assert!(
+            markdown.contains("| speedtest1 | 2.500 | 3.400 | 1.36x |"),
+            "{markdown}"
+        );
+    }
+
+    #[test]
     fn repeated_results_use_the_median() {
         let log = "RESULT bench=seqread fs=dbfs MBps=10\n\
                    RESULT bench=seqread fs=dbfs MBps=30\n\
@@ -503,14 +578,14 @@ RESULT bench=cold fs=dbfs faults=3
         let summary = summarize(&records);
         let row = &summary.throughput[0];
         assert_eq!(
-            row.mbps["dbfs"],
+            row.values["dbfs"],
             Measurement {
                 value: 20.0,
                 samples: 3
             }
         );
         assert_eq!(
-            row.mbps["fat32"],
+            row.values["fat32"],
             Measurement {
                 value: 15.0,
                 samples: 2
