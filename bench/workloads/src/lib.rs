@@ -284,6 +284,43 @@ impl Timer {
         Ok(r)
     }
 
+    /// Open `path`, read it whole (it must hold `want` bytes) and close it: three timed
+    /// operations; the bytes read are counted.
+    fn read_file<F: Fs>(
+        &mut self,
+        fs: &mut F,
+        path: &str,
+        want: u64,
+        buf: &mut [u8],
+    ) -> Result<(), Failed> {
+        let mut f = self.op(fs, |fs| {
+            fs.open(path, Open::Read).map_err(|e| err("open", path, e))
+        })?;
+        self.bytes += self.op(fs, |fs| read_whole(fs, &mut f, path, want, buf))?;
+        self.op(fs, |fs| fs.close(f).map_err(|e| err("close", path, e)))
+    }
+
+    /// Write `data` to the open file `f` of `path`, fsync it if `fsync`, and close it: each
+    /// a timed operation; the bytes written are counted.
+    fn append_and_close<F: Fs>(
+        &mut self,
+        fs: &mut F,
+        mut f: F::File,
+        path: &str,
+        data: &[u8],
+        fsync: bool,
+    ) -> Result<(), Failed> {
+        self.op(fs, |fs| {
+            fs.write(&mut f, data).map_err(|e| err("append", path, e))
+        })?;
+        if fsync {
+            self.op(fs, |fs| fs.fsync(&mut f).map_err(|e| err("fsync", path, e)))?;
+        }
+        self.op(fs, |fs| fs.close(f).map_err(|e| err("close", path, e)))?;
+        self.bytes += data.len() as u64;
+        Ok(())
+    }
+
     fn finish<F: Fs>(self, fs: &mut F, bench: &'static str) -> Phase {
         Phase {
             bench,
@@ -438,27 +475,17 @@ fn fileserver<F: Fs>(fs: &mut F, root: &str, p: &Params) -> Result<Outcome, Fail
         if let Some(i) = set.pick(true) {
             let path = set.paths[i].clone();
             let n = append_len(&mut rng, p.append_max);
-            let mut f = t.op(fs, |fs| {
+            let f = t.op(fs, |fs| {
                 fs.open(&path, Open::Append)
                     .map_err(|e| err("open", &path, e))
             })?;
-            t.op(fs, |fs| {
-                fs.write(&mut f, &buf[..n as usize])
-                    .map_err(|e| err("append", &path, e))
-            })?;
-            t.op(fs, |fs| fs.close(f).map_err(|e| err("close", &path, e)))?;
-            t.bytes += n;
+            t.append_and_close(fs, f, &path, &buf[..n as usize], false)?;
             set.size[i] = set.size[i].map(|s| s + n);
         }
         if let Some(i) = set.pick(true) {
             let path = set.paths[i].clone();
             let want = set.size[i].unwrap_or(0);
-            let mut f = t.op(fs, |fs| {
-                fs.open(&path, Open::Read)
-                    .map_err(|e| err("open", &path, e))
-            })?;
-            t.bytes += t.op(fs, |fs| read_whole(fs, &mut f, &path, want, &mut rbuf))?;
-            t.op(fs, |fs| fs.close(f).map_err(|e| err("close", &path, e)))?;
+            t.read_file(fs, &path, want, &mut rbuf)?;
         }
         if let Some(i) = set.pick(true) {
             let path = set.paths[i].clone();
@@ -508,12 +535,7 @@ fn webserver<F: Fs>(fs: &mut F, root: &str, p: &Params) -> Result<Outcome, Faile
             let Some(i) = set.pick(true) else { break };
             let path = set.paths[i].clone();
             let want = set.size[i].unwrap_or(0);
-            let mut f = t.op(fs, |fs| {
-                fs.open(&path, Open::Read)
-                    .map_err(|e| err("open", &path, e))
-            })?;
-            t.bytes += t.op(fs, |fs| read_whole(fs, &mut f, &path, want, &mut rbuf))?;
-            t.op(fs, |fs| fs.close(f).map_err(|e| err("close", &path, e)))?;
+            t.read_file(fs, &path, want, &mut rbuf)?;
         }
         let n = append_len(&mut rng, p.append_max);
         t.op(fs, |fs| {
@@ -552,19 +574,11 @@ fn varmail<F: Fs>(fs: &mut F, root: &str, p: &Params) -> Result<Outcome, Failed>
         if let Some(i) = set.pick(false) {
             let path = set.paths[i].clone();
             let n = append_len(&mut rng, p.append_max);
-            let mut f = t.op(fs, |fs| {
+            let f = t.op(fs, |fs| {
                 fs.open(&path, Open::CreateNew)
                     .map_err(|e| err("create", &path, e))
             })?;
-            t.op(fs, |fs| {
-                fs.write(&mut f, &buf[..n as usize])
-                    .map_err(|e| err("append", &path, e))
-            })?;
-            t.op(fs, |fs| {
-                fs.fsync(&mut f).map_err(|e| err("fsync", &path, e))
-            })?;
-            t.op(fs, |fs| fs.close(f).map_err(|e| err("close", &path, e)))?;
-            t.bytes += n;
+            t.append_and_close(fs, f, &path, &buf[..n as usize], true)?;
             set.size[i] = Some(n);
         }
         if let Some(i) = set.pick(true) {
@@ -579,29 +593,16 @@ fn varmail<F: Fs>(fs: &mut F, root: &str, p: &Params) -> Result<Outcome, Failed>
             fs.close(f).map_err(|e| err("close", &path, e))?;
             // filebench appends through the descriptor it read with (opened read-write);
             // here the append goes through a second, O_APPEND descriptor, opened untimed.
-            let mut f = fs
+            let f = fs
                 .open(&path, Open::Append)
                 .map_err(|e| err("open", &path, e))?;
-            t.op(fs, |fs| {
-                fs.write(&mut f, &buf[..n as usize])
-                    .map_err(|e| err("append", &path, e))
-            })?;
-            t.op(fs, |fs| {
-                fs.fsync(&mut f).map_err(|e| err("fsync", &path, e))
-            })?;
-            t.op(fs, |fs| fs.close(f).map_err(|e| err("close", &path, e)))?;
-            t.bytes += n;
+            t.append_and_close(fs, f, &path, &buf[..n as usize], true)?;
             set.size[i] = Some(want + n);
         }
         if let Some(i) = set.pick(true) {
             let path = set.paths[i].clone();
             let want = set.size[i].unwrap_or(0);
-            let mut f = t.op(fs, |fs| {
-                fs.open(&path, Open::Read)
-                    .map_err(|e| err("open", &path, e))
-            })?;
-            t.bytes += t.op(fs, |fs| read_whole(fs, &mut f, &path, want, &mut rbuf))?;
-            t.op(fs, |fs| fs.close(f).map_err(|e| err("close", &path, e)))?;
+            t.read_file(fs, &path, want, &mut rbuf)?;
         }
     }
     let phase = t.finish(fs, "varmail");

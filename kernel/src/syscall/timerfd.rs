@@ -20,13 +20,17 @@ const TFD_TIMER_CANCEL_ON_SET: u32 = 2;
 
 /// The clock of each timer descriptor is fixed at creation; only whether it is the wall
 /// clock matters (absolute times are converted when set).
-fn timer_of(fd: i32) -> Result<(alloc::sync::Arc<OpenFile>, bool), Errno> {
-    let f = with_current(|p| p.files.get(fd))?;
-    if f.loc.node.as_any().downcast_ref::<TimerFd>().is_none() {
-        return Err(Errno::EINVAL);
-    }
-    let realtime = f.loc.path == "anon_inode:[timerfd-realtime]";
-    Ok((f, realtime))
+/// Run `f` on the timer behind `fd` and whether it counts CLOCK_REALTIME; `EINVAL` if `fd`
+/// is not a timerfd.
+fn with_timer<R>(fd: i32, f: impl FnOnce(&TimerFd, bool) -> Result<R, Errno>) -> Result<R, Errno> {
+    let file = with_current(|p| p.files.get(fd))?;
+    let timer = file
+        .loc
+        .node
+        .as_any()
+        .downcast_ref::<TimerFd>()
+        .ok_or(Errno::EINVAL)?;
+    f(timer, file.loc.path == "anon_inode:[timerfd-realtime]")
 }
 
 pub fn sys_timerfd_create(clock: usize, flags: u32) -> SysResult {
@@ -75,42 +79,31 @@ pub fn sys_timerfd_settime(fd: i32, flags: u32, new: usize, old: usize) -> SysRe
     if flags & !(TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET) != 0 {
         return Err(Errno::EINVAL);
     }
-    let (f, realtime) = timer_of(fd)?;
-    let mut b = [0u8; 32];
-    copy_in(new, &mut b)?;
-    let interval = read_ns(&b[0..16])?;
-    let value = read_ns(&b[16..32])?;
-    let now = crate::arch::time::monotonic_ns();
-    let deadline = match value {
-        0 => None,
-        v if flags & TFD_TIMER_ABSTIME == 0 => Some(now.saturating_add(v)),
-        v if realtime => {
-            Some(now.saturating_add(v.saturating_sub(crate::arch::time::realtime_ns())))
+    with_timer(fd, |timer, realtime| {
+        let mut b = [0u8; 32];
+        copy_in(new, &mut b)?;
+        let interval = read_ns(&b[0..16])?;
+        let value = read_ns(&b[16..32])?;
+        let now = crate::arch::time::monotonic_ns();
+        let deadline = match value {
+            0 => None,
+            v if flags & TFD_TIMER_ABSTIME == 0 => Some(now.saturating_add(v)),
+            v if realtime => {
+                Some(now.saturating_add(v.saturating_sub(crate::arch::time::realtime_ns())))
+            }
+            v => Some(v),
+        };
+        let prev = timer.set(deadline, interval);
+        if old != 0 {
+            put_itimerspec(old, prev)?;
         }
-        v => Some(v),
-    };
-    let timer = f
-        .loc
-        .node
-        .as_any()
-        .downcast_ref::<TimerFd>()
-        .ok_or(Errno::EINVAL)?;
-    let prev = timer.set(deadline, interval);
-    if old != 0 {
-        put_itimerspec(old, prev)?;
-    }
+        Ok(())
+    })?;
     crate::syscall::poll_wake();
     Ok(0)
 }
 
 pub fn sys_timerfd_gettime(fd: i32, cur: usize) -> SysResult {
-    let (f, _) = timer_of(fd)?;
-    let timer = f
-        .loc
-        .node
-        .as_any()
-        .downcast_ref::<TimerFd>()
-        .ok_or(Errno::EINVAL)?;
-    put_itimerspec(cur, timer.get())?;
+    with_timer(fd, |timer, _| put_itimerspec(cur, timer.get()))?;
     Ok(0)
 }

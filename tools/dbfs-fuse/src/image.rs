@@ -69,6 +69,20 @@ fn lock_image(file: &std::fs::File, shared: bool) -> std::io::Result<()> {
 }
 
 impl ImagePager {
+    /// `Io` on a read-only image; `NoSpace` if a write would go past the image's capacity.
+    fn may_write(&self, writes: &[(u64, &[u8])]) -> kvdb::Result<()> {
+        if self.read_only {
+            return Err(kvdb::Error::Io);
+        }
+        if writes
+            .iter()
+            .any(|(off, b)| off.saturating_add(b.len() as u64) > self.capacity)
+        {
+            return Err(kvdb::Error::NoSpace);
+        }
+        Ok(())
+    }
+
     /// Open `path`. A writable image may grow up to its current length (or without limit if
     /// the file is empty).
     pub fn open(path: &Path, read_only: bool) -> std::io::Result<ImagePager> {
@@ -115,28 +129,12 @@ impl Pager for ImagePager {
     }
 
     fn write(&self, writes: &[(u64, &[u8])]) -> kvdb::Result<()> {
-        if self.read_only {
-            return Err(kvdb::Error::Io);
-        }
-        if writes
-            .iter()
-            .any(|(off, b)| off.saturating_add(b.len() as u64) > self.capacity)
-        {
-            return Err(kvdb::Error::NoSpace);
-        }
+        self.may_write(writes)?;
         self.file.write(writes)
     }
 
     fn write_direct(&self, writes: &[(u64, &[u8])]) -> kvdb::Result<()> {
-        if self.read_only {
-            return Err(kvdb::Error::Io);
-        }
-        if writes
-            .iter()
-            .any(|(off, b)| off.saturating_add(b.len() as u64) > self.capacity)
-        {
-            return Err(kvdb::Error::NoSpace);
-        }
+        self.may_write(writes)?;
         self.file.write_direct(writes)
     }
 
