@@ -383,11 +383,21 @@ fn gathered_writes_match_the_model() {
             assert_eq!(direct(&fs), before, "the cache is off for direct writes");
         }
         check("pages", &f, &model);
-        // Pieces of odd sizes at an odd offset: a head and a tail chunk through the cache.
+        // Pieces of odd sizes at an odd offset: they split pages, so the whole write goes
+        // through the cache (a copy there beats a copy plus a commit per write).
+        let before = direct(&fs);
         let buf = pattern(600_000, 70 + round);
         let odd: Vec<&[u8]> = buf.chunks(4093).collect();
         gathered(&f, &mut model, (1 << 20) + 333, &odd);
+        assert_eq!(direct(&fs), before, "pieces that split pages went direct");
         check("odd pieces", &f, &model);
+        // A user buffer that does not start on a page: its pages split the chunk's pages.
+        let buf = pattern(1 << 20, 75 + round);
+        let mut shifted: Vec<&[u8]> = vec![&buf[..1000]];
+        shifted.extend(buf[1000..].chunks(4096));
+        gathered(&f, &mut model, 4 << 20, &shifted);
+        assert_eq!(direct(&fs), before, "a buffer off a page went direct");
+        check("buffer off a page", &f, &model);
         // Small gathered writes, inside one chunk and across two.
         let small = pattern(9000, 80 + round);
         gathered(

@@ -27,8 +27,8 @@
 use alloc::collections::BTreeSet;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use core::sync::atomic::AtomicUsize;
 use core::sync::atomic::Ordering::Relaxed;
+use core::sync::atomic::{AtomicBool, AtomicUsize};
 
 use spin::Mutex;
 use vfs::{BlockDevice, VfsError, VfsResult, SECTOR_SIZE};
@@ -45,8 +45,8 @@ pub const FAULT_CLUSTER_PAGES: usize = 16;
 pub const MAX_FAULT_CLUSTER_PAGES: usize = 256;
 
 /// Default first step of background flushes: bytes `write_direct` calls must have sent since
-/// the last `sync` for the window to start a background flush after them
-/// ([`BlockDevice::flush_behind`]). Each background flush that no `sync` follows doubles the
+/// the last `sync` for the window to start a background flush of them
+/// ([`BlockDevice::flush_behind`]) with the next direct write (a `sync` first makes it moot). Each background flush that no `sync` follows doubles the
 /// bytes the next one waits for, up to [`FLUSH_BEHIND_MAX`]: a few large writes before an fsync
 /// (rewrite) find their data durable already, while a long run of writes without one
 /// (randwrite) does not make the host write every MiB out as it comes. Kernel parameter
@@ -81,6 +81,9 @@ pub struct DiskWindow {
     direct_since_flush: AtomicUsize,
     /// Bytes the next background flush waits for (0: `flush_behind`, as after a sync).
     behind_at: AtomicUsize,
+    /// Direct writes reached `behind_at`: the next direct write starts a background flush
+    /// (unless a `sync` comes first and flushes them anyway).
+    behind_due: AtomicBool,
     /// Kept between reads into user buffers that are not whole sectors per page
     /// ([`Self::read_into_pieces`]); as large as the largest such read (the syscall layer's
     /// I/O chunk at most).
@@ -125,6 +128,7 @@ impl DiskWindow {
             direct_since_flush: AtomicUsize::new(0),
             bounce: Mutex::new(Vec::new()),
             behind_at: AtomicUsize::new(0),
+            behind_due: AtomicBool::new(false),
         });
         WINDOWS.lock().push(w.clone());
         Ok(w)
@@ -457,8 +461,15 @@ impl DiskWindow {
         // Direct writes (file data) are flushed in the background, so the flush of the next
         // barrier (fsync) finds them durable already and only has the commit's own pages
         // left; less and less often while no barrier comes (see FLUSH_BEHIND_DEFAULT).
+        // The flush is started by the *next* direct write, not this one: a commit that a
+        // barrier follows at once (fsync storing the cached chunks) would otherwise send two
+        // flushes back to back, the background one covering nothing the barrier's own flush
+        // does not (measured: 5 device flushes for one fsync of a fio 4 KiB write line).
         let base = self.flush_behind;
         if r.is_ok() && base > 0 {
+            if self.behind_due.swap(false, Relaxed) {
+                self.dev.flush_behind();
+            }
             let sent: usize = writes.iter().map(|w| w.1.len()).sum();
             let since = self.direct_since_flush.fetch_add(sent, Relaxed) + sent;
             let at = self.behind_at.load(Relaxed).max(base);
@@ -468,7 +479,7 @@ impl DiskWindow {
                     at.saturating_mul(2).min(FLUSH_BEHIND_MAX.max(base)),
                     Relaxed,
                 );
-                self.dev.flush_behind();
+                self.behind_due.store(true, Relaxed);
             }
         }
         r
@@ -518,6 +529,7 @@ impl DiskWindow {
         // A barrier: background flushes start over from the first step.
         self.direct_since_flush.store(0, Relaxed);
         self.behind_at.store(0, Relaxed);
+        self.behind_due.store(false, Relaxed);
         self.dev.flush()
     }
 
