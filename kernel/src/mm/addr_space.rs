@@ -1094,6 +1094,26 @@ impl AddrSpace {
         }
     }
 
+    /// The shared pages of file `key` with index in [first, end) were written back and are
+    /// clean: map them read-only again (those not dirtied since), so the next store faults
+    /// and marks the page dirty once more (Linux's `page_mkclean`). One TLB flush.
+    pub fn write_protect_file_pages(&mut self, key: FileKey, first: u64, end: u64) {
+        let mut pages = Vec::new();
+        for a in self.areas.values() {
+            let Some(f) = a.file.as_ref().filter(|f| f.key == key && !f.private) else {
+                continue;
+            };
+            for (&va, m) in self.frames.range(a.start..a.end) {
+                if (first..end).contains(&f.index(va)) {
+                    pages.push((va, a.pte_of(va, Some(m))));
+                }
+            }
+        }
+        if !pages.is_empty() {
+            self.pt.set_flags_many(pages);
+        }
+    }
+
     /// A copy of this address space (fork): same areas, every private page copied, the pages
     /// of shared mappings shared.
     pub fn fork(&self) -> Result<AddrSpace, Errno> {

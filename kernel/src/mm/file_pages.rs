@@ -12,9 +12,8 @@
 //! - a shared mapping (`MAP_SHARED`) maps a page read-only at a read fault and makes it
 //!   writable, and marks it dirty, at the first write fault. Dirty pages reach the file through
 //!   its ordinary `write_at` (never past the file's size) at `msync`, `fsync`, `sync`, and when
-//!   the last mapping goes (munmap, exit, exec). A page stays dirty while any process still
-//!   maps it (its page-table entries stay writable, so later stores are not seen); one nobody
-//!   maps is clean after writeback;
+//!   the last mapping goes (munmap, exit, exec). Write-back cleans a page and maps it
+//!   read-only in every shared mapping again, so the next store faults and dirties it anew;
 //! - a private mapping (`MAP_PRIVATE`) maps the table's page read-only too, and so sees
 //!   write(2) and shared stores, until its first store to the page, which gives it a copy of
 //!   its own (as Linux's copy-on-write of page-cache pages). Its pages are never dirty.
@@ -359,21 +358,62 @@ impl SharedFile {
     }
 
     /// Write the dirty pages with index in [first, end) back through the file system (never
-    /// past the file's end). A page no process maps any more is clean afterwards.
+    /// past the file's end). They are clean afterwards, and every shared mapping maps them
+    /// read-only again, so a later store marks them dirty anew: fsync then munmap, or
+    /// msync(MS_SYNC) (a range, then the file), write each page once, not once per call
+    /// (fio's mmap write line wrote its file three times before).
     pub fn write_back(&self, first: u64, end: u64) -> Result<(), Errno> {
-        let dirty: Vec<(u64, Arc<Frame>)> = self
-            .pages
-            .lock()
-            .range(first..end)
-            .filter(|(_, p)| p.dirty)
-            .map(|(&i, p)| (i, p.frame.clone()))
-            .collect();
+        self.write_back_pages(first, end, true)
+    }
+
+    /// [`Self::write_back`]; `mapped`: whether some area may still map the pages (not in
+    /// `Drop`, which may run under an address space's lock).
+    fn write_back_pages(&self, first: u64, end: u64, mapped: bool) -> Result<(), Errno> {
+        let dirty: Vec<(u64, Arc<Frame>)> = {
+            let mut pages = self.pages.lock();
+            pages
+                .range_mut(first..end)
+                .filter(|(_, p)| p.dirty)
+                .map(|(&i, p)| {
+                    p.dirty = false;
+                    (i, p.frame.clone())
+                })
+                .collect()
+        };
         if dirty.is_empty() {
             return Ok(());
         }
-        let size = size_of(&self.node)?;
-        let mut written = Vec::new();
-        for (index, frame) in dirty {
+        if mapped {
+            // No process's lock is held here (msync, fsync, sync), and nothing below switches
+            // to another task (one hart, no sleeping in the kernel): no store can slip in
+            // between the pages' cleaning and their copying to the file.
+            let (lo, hi) = (dirty[0].0, dirty[dirty.len() - 1].0 + 1);
+            for p in crate::task::all_processes() {
+                p.inner
+                    .lock()
+                    .space
+                    .write_protect_file_pages(self.key, lo, hi);
+            }
+        }
+        let r = self.write_pages(&dirty);
+        if let Err((failed_from, e)) = r {
+            // What did not reach the file stays dirty (a store will not fault for it, but
+            // the next write-back sees the flag).
+            let mut pages = self.pages.lock();
+            for (index, _) in &dirty[failed_from..] {
+                if let Some(p) = pages.get_mut(index) {
+                    p.dirty = true;
+                }
+            }
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Copy `dirty` to the file; on failure, the position of the page that failed.
+    fn write_pages(&self, dirty: &[(u64, Arc<Frame>)]) -> Result<(), (usize, Errno)> {
+        let size = size_of(&self.node).map_err(|e| (0, e))?;
+        for (k, (index, frame)) in dirty.iter().enumerate() {
             let off = index * PAGE;
             if off < size {
                 let n = (size - off).min(PAGE) as usize;
@@ -381,20 +421,12 @@ impl SharedFile {
                 while done < n {
                     let put = self
                         .node
-                        .write_at(off + done as u64, &frame.bytes()[done..n])?;
+                        .write_at(off + done as u64, &frame.bytes()[done..n])
+                        .map_err(|e| (k, e.into()))?;
                     if put == 0 {
-                        return Err(Errno::EIO);
+                        return Err((k, Errno::EIO));
                     }
                     done += put;
-                }
-            }
-            written.push(index);
-        }
-        let mut pages = self.pages.lock();
-        for index in written {
-            if let Some(p) = pages.get_mut(&index) {
-                if Arc::strong_count(&p.frame) == 1 {
-                    p.dirty = false;
                 }
             }
         }
@@ -413,7 +445,7 @@ impl Drop for SharedFile {
     fn drop(&mut self) {
         // The last mapping is gone: its dirty pages go to the file (errors are lost, as on
         // Linux when nobody calls msync or fsync).
-        if let Err(e) = self.write_back(0, u64::MAX) {
+        if let Err(e) = self.write_back_pages(0, u64::MAX, false) {
             log::warn!("write-back of mapped file {:?} failed: {:?}", self.key, e);
         }
         let mut tables = TABLES.lock();

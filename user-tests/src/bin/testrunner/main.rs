@@ -212,6 +212,10 @@ pub const TESTS: &[Test] = &[
     t("mmap_survives_close", mmap_tests::mmap_survives_close),
     t("mmap_errors", mmap_tests::mmap_errors),
     t("mmap_fork_shares", mmap_tests::mmap_fork_shares),
+    t(
+        "mmap_store_after_writeback",
+        mmap_tests::mmap_store_after_writeback,
+    ),
     t("madvise_and_fixed", mmap_tests::madvise_and_fixed),
     t(
         "mmap_read_around_random_order",

@@ -373,6 +373,43 @@ pub fn mmap_fork_shares(cx: &Ctx) -> TestResult {
     Ok(())
 }
 
+/// A write-back (fsync, msync, also another process's msync) cleans a shared page and maps
+/// it read-only in every mapping: a later store must fault and dirty it again, or the last
+/// munmap would not write it and the store would be lost.
+pub fn mmap_store_after_writeback(cx: &Ctx) -> TestResult {
+    let data = pattern(2 * PAGE, 13);
+    let f = file_with(cx, "f", &data)?;
+    let m = sys::mmap(0, 2 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, f.fd(), 0).what("mmap")?;
+    let mut want = data.clone();
+    m.write(10, b"first");
+    want[10..15].copy_from_slice(b"first");
+    sys::fsync(f.fd()).what("fsync")?;
+    m.write(10, b"again");
+    want[10..15].copy_from_slice(b"again");
+    // Another address space's msync cleans the page the parent has mapped writable.
+    m.write(PAGE + 20, b"before fork");
+    want[PAGE + 20..PAGE + 31].copy_from_slice(b"before fork");
+    let st = in_child(|| {
+        if sys::msync(m.addr(), 2 * PAGE, MS_SYNC).is_err() {
+            sys::exit(2);
+        }
+    })?;
+    ensure!(
+        st.exited() && st.exit_code() == 0,
+        "the child's msync failed"
+    );
+    m.write(PAGE + 20, b"after child");
+    want[PAGE + 20..PAGE + 31].copy_from_slice(b"after child");
+    drop(m);
+    drop(f);
+    let f = File::open_read(&cx.path("f")).what("reopen")?;
+    ensure!(
+        read_file(&f, 2 * PAGE)? == want,
+        "a store after fsync or after another process's msync was lost at munmap"
+    );
+    Ok(())
+}
+
 pub fn madvise_and_fixed(cx: &Ctx) -> TestResult {
     // MADV_DONTNEED: private anonymous memory reads back as zeros.
     let anon = sys::mmap(
