@@ -575,6 +575,9 @@ test-apps: images
 		fio --name=t --thread --numjobs=4 --directory=/dbfs --size=1m --bs=4k --rw=randwrite \
 		--ioengine=psync --verify=crc32c --do_verify=1 --group_reporting --minimal >/dev/null && \
 		echo FIO threads ok; \
+		for d in /dbfs /fat; do fio --name=m --filename=\$$d/fio-mmap --size=8m --bsrange=1k-256k \
+		--rw=randwrite --ioengine=mmap --verify=crc32c --verify_fatal=1 --minimal >/dev/null && \
+		echo \"FIO mmap \$$d ok\"; rm -f \$$d/fio-mmap; done; \
 		/bin/threadtest; \
 		/bin/workloads dbfs:/dbfs fat32:/fat reps=1 quick | grep -E \"^(ERROR|workloads:)\"'" | tee $(BUILD)/test-apps.log
 	@grep -Eq '^[0-9]+ passed, 0 failed' $(BUILD)/test-apps.log || \
@@ -586,6 +589,8 @@ test-apps: images
 	@test "$$(grep -c '^SQLITE /[a-z]* 3' $(BUILD)/test-apps.log)" = 2 || \
 		{ echo "sqlite3 in the guest did not answer 3 on both file systems"; exit 1; }
 	@grep -q '^FIO ok' $(BUILD)/test-apps.log || { echo "fio in the guest failed"; exit 1; }
+	@test "$$(grep -c '^FIO mmap /[a-z]* ok' $(BUILD)/test-apps.log)" = 2 || \
+		{ echo "fio --ioengine=mmap with verify failed on dbfs or FAT32"; exit 1; }
 	@grep -Eq '^workloads: [1-9][0-9]* results, 0 errors' $(BUILD)/test-apps.log || \
 		{ echo "bench/workloads at its quick size failed in the guest"; exit 1; }
 

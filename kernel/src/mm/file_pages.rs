@@ -74,6 +74,8 @@ const MAX_CLUSTER: usize = 256;
 /// reads, against 1372 for the same preads through the disk window; each request waited for
 /// costs far more under QEMU than the extra bytes.
 const READ_AROUND: usize = 32;
+/// Most pages one write-back call writes (1 MiB, the system calls' I/O chunk).
+const WRITE_BACK_RUN: usize = 256;
 
 /// Live tables by file. Entries whose table is gone are removed by the table's `Drop`.
 static TABLES: Mutex<BTreeMap<FileKey, Weak<SharedFile>>> = Mutex::new(BTreeMap::new());
@@ -410,25 +412,67 @@ impl SharedFile {
         Ok(())
     }
 
-    /// Copy `dirty` to the file; on failure, the position of the page that failed.
+    /// Copy `dirty` (in index order) to the file; on failure, the position of the first page
+    /// that may not have reached it. Runs of consecutive pages go in one call of up to
+    /// [`WRITE_BACK_RUN`] pages: a gathered write from the frames where the file system takes
+    /// one (dbfs sends whole chunks from them straight to the disk), else one joined buffer.
+    /// Page by page, fio's mmap write line paid a write-back-cache insert per 4 KiB.
     fn write_pages(&self, dirty: &[(u64, Arc<Frame>)]) -> Result<(), (usize, Errno)> {
         let size = size_of(&self.node).map_err(|e| (0, e))?;
-        for (k, (index, frame)) in dirty.iter().enumerate() {
-            let off = index * PAGE;
-            if off < size {
-                let n = (size - off).min(PAGE) as usize;
-                let mut done = 0;
-                while done < n {
-                    let put = self
-                        .node
-                        .write_at(off + done as u64, &frame.bytes()[done..n])
-                        .map_err(|e| (k, e.into()))?;
-                    if put == 0 {
-                        return Err((k, Errno::EIO));
-                    }
-                    done += put;
-                }
+        let mut k = 0;
+        while k < dirty.len() {
+            let first = dirty[k].0;
+            let mut n = 1;
+            while k + n < dirty.len() && n < WRITE_BACK_RUN && dirty[k + n].0 == first + n as u64 {
+                n += 1;
             }
+            let off = first * PAGE;
+            if off < size {
+                let len = (size - off).min(n as u64 * PAGE) as usize;
+                let pieces: Vec<&[u8]> = dirty[k..k + n]
+                    .iter()
+                    .enumerate()
+                    .map(|(j, (_, f))| {
+                        &f.bytes()[..(len - (j * PAGE_SIZE).min(len)).min(PAGE_SIZE)]
+                    })
+                    .filter(|p| !p.is_empty())
+                    .collect();
+                self.write_run(off, &pieces, len).map_err(|e| (k, e))?;
+            }
+            k += n;
+        }
+        Ok(())
+    }
+
+    /// Write `len` bytes, the concatenation of `pieces`, at `off`.
+    fn write_run(&self, off: u64, pieces: &[&[u8]], len: usize) -> Result<(), Errno> {
+        let mut done = match self.node.write_gathered_at(off, pieces) {
+            Some(r) => r?,
+            None => match super::heap::try_zeroed(len) {
+                Ok(mut buf) => {
+                    let mut at = 0;
+                    for p in pieces {
+                        buf[at..at + p.len()].copy_from_slice(p);
+                        at += p.len();
+                    }
+                    self.node.write_at(off, &buf)?
+                }
+                Err(_) => 0,
+            },
+        };
+        // A short write (or no memory to join the pieces): the rest page piece by piece.
+        let mut at = 0;
+        for p in pieces {
+            let end = at + p.len();
+            while done < end {
+                let from = done - at;
+                let put = self.node.write_at(off + done as u64, &p[from..])?;
+                if put == 0 {
+                    return Err(Errno::EIO);
+                }
+                done += put;
+            }
+            at = end;
         }
         Ok(())
     }
