@@ -160,6 +160,7 @@ impl ImagePager {
 
     /// `fdatasync` calls this pager made that succeeded (a flush per fsync that comes back
     /// shows here).
+    #[cfg(test)]
     pub fn flushes(&self) -> u64 {
         self.flushes.load(Ordering::SeqCst)
     }
