@@ -212,6 +212,7 @@ impl<P: Pager> DbFs<P> {
                 },
                 direct_busy: None,
                 committing: Vec::new(),
+                not_durable: BTreeMap::new(),
                 direct_seq: 0,
                 sync_metadata: false,
                 unsynced_since: None,

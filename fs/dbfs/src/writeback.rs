@@ -195,6 +195,11 @@ pub(crate) struct State {
     /// never created for them meanwhile: it would start from the record that commit replaces
     /// (a read snapshot still shows it) and a later flush would write that back.
     pub committing: Vec<u64>,
+    /// Inode -> txid of the newest deferred commit that changed its stored record (its data,
+    /// its attributes, or, for a directory, its entries). An `fsync` of an inode with nothing
+    /// buffered needs a barrier only if that commit is newer than the durable one; entries
+    /// a barrier made durable are dropped by [`DbFs::barrier`] (and ignored until then).
+    pub not_durable: BTreeMap<u64, u64>,
     /// Every commit is durable (`dirsync`): the behaviour before deferred commits.
     pub sync_metadata: bool,
     /// When the oldest deferred commit not yet durable was made (the write-back timer makes
@@ -298,7 +303,12 @@ impl<P: Pager> DbFs<P> {
                 return self.barrier();
             }
         } else {
-            self.state.lock().unsynced_since = None;
+            // A barrier kvdb made on its own (its bound) left these stale; a commit made
+            // since may have added a newer one, which stays.
+            let durable = self.db.durable_txid();
+            let mut st = self.state.lock();
+            st.unsynced_since = None;
+            st.not_durable.retain(|_, t| *t > durable);
         }
         Ok(())
     }
@@ -309,6 +319,8 @@ impl<P: Pager> DbFs<P> {
         // leaves it stale, which the timer sees (nothing pending) and clears.
         self.state.lock().unsynced_since = None;
         self.db.sync().map_err(kv)?;
+        let durable = self.db.durable_txid();
+        self.state.lock().not_durable.retain(|_, t| *t > durable);
         Ok(())
     }
 
@@ -384,9 +396,17 @@ impl<P: Pager> DbFs<P> {
         // The folded entries go while kvdb's writer lock is still held, so the next write
         // transaction never finds an entry whose data this commit already stored (it would
         // count those chunks as new).
+        let txid = tx.id();
         let after = || {
             let mut guard = self.state.lock();
             let st = &mut *guard;
+            // In the same critical section as the discards below: an fsync never finds an
+            // inode's buffered data gone without this commit noted.
+            if !durable {
+                for &ino in &st.committing {
+                    st.not_durable.insert(ino, txid);
+                }
+            }
             st.committing.clear();
             // A direct write's chunks are stored now: the cached ones it replaced go, and
             // buffered writes to the file may go on.
@@ -457,8 +477,13 @@ impl<P: Pager> DbFs<P> {
                 Flush::Inode(ino) => {
                     if !st.wb.pending.contains_key(&ino) {
                         // Nothing buffered: what was committed (data, or the entries of a
-                        // directory) becomes durable.
+                        // directory) becomes durable, unless a barrier made it so already
+                        // (then no device flush at all).
+                        let newest = st.not_durable.get(&ino).copied();
                         drop(st);
+                        if newest.is_none_or(|t| t <= self.db.durable_txid()) {
+                            return Ok(());
+                        }
                         return self.barrier();
                     }
                     *st.fsync_wanted.entry(ino).or_insert(0) += 1;

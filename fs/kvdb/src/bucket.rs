@@ -217,7 +217,7 @@ impl<'db, P: Pager> Tx<'db, P> {
         }
         st.buckets.push(BucketState {
             parent: Some(parent),
-            name: name.to_vec(),
+            name: crate::node::KeyBytes::from_slice(name),
             tree: Tree::new(root),
             seq,
             dirty: false,
@@ -231,7 +231,7 @@ impl<'db, P: Pager> Tx<'db, P> {
         let st = self.state.borrow();
         st.buckets
             .iter()
-            .position(|b| !b.deleted && b.parent == Some(parent) && b.name == name)
+            .position(|b| !b.deleted && b.parent == Some(parent) && b.name.as_slice() == name)
     }
 
     fn delete_bucket_in(&self, parent: usize, name: &[u8]) -> Result<()> {

@@ -202,15 +202,31 @@ impl<P: Pager> Db<P> {
         Ok(Tx::new_write(self, meta, writer))
     }
 
-    /// Begin the write transaction of a commit that will be durable ([`Tx::commit`]): if
-    /// pages wait for a barrier, make the newest commit durable first. That barrier has to
-    /// come before this commit's anyway, and the transaction can then reuse those pages
-    /// instead of growing the store (e.g. a file deleted by a deferred commit, then a new one
-    /// written and fsynced: without this, the new file's pages all come from fresh space).
+    /// Begin the write transaction of a commit that will be durable ([`Tx::commit`]). If as
+    /// many pages as wait for a barrier would not fit in the store's free space (grown into
+    /// or reusable now), make the newest commit durable first so the transaction can reuse
+    /// them (e.g. a large file deleted by a deferred commit, then a new one written and
+    /// fsynced in a nearly full store). Otherwise no extra barrier: the commit's own barrier
+    /// covers the deferred commits before it, and a separate one would cost two more device
+    /// flushes for every fsync that follows a deferred commit; the store then grows by at
+    /// most what waits for a barrier, which the barrier bound limits, and those pages are
+    /// free again after the commit.
     pub fn begin_write_durable(&self) -> Result<Tx<'_, P>> {
         let mut writer = self.writer.lock();
-        if !writer.poisoned && writer.freelist.held_count() > 0 {
-            self.barrier(&mut writer)?;
+        let held = writer.freelist.held_count();
+        if !writer.poisoned && held > 0 {
+            let (page_count, capacity) = {
+                let snap = self.snapshot.lock();
+                (
+                    snap.meta.page_count,
+                    self.pager.capacity() / self.page_size as u64,
+                )
+            };
+            let free_now =
+                capacity.saturating_sub(page_count) + writer.freelist.total_count() - held;
+            if free_now < held + 2 * reserve_pages(capacity) {
+                self.barrier(&mut writer)?;
+            }
         }
         self.start_write(writer)
     }

@@ -77,7 +77,7 @@ struct Pending {
 
 impl Pending {
     /// Starts of the ranges overlapping `[offset, end)`, and whether each lies inside it.
-    fn overlapping(&self, offset: u64, end: u64) -> Vec<(u64, bool)> {
+    fn overlapping(&self, offset: u64, end: u64) -> smallvec::SmallVec<[(u64, bool); 4]> {
         let from = offset.saturating_sub(self.longest as u64);
         self.ranges
             .range(from..end)

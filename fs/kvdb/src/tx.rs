@@ -28,7 +28,9 @@ use crate::tree::Tree;
 /// One bucket opened in this transaction.
 pub(crate) struct BucketState {
     pub parent: Option<usize>,
-    pub name: Vec<u8>,
+    /// Inline up to 24 bytes (every dbfs bucket name): opening a bucket allocates nothing
+    /// (a dbfs unlink opens eight).
+    pub name: crate::node::KeyBytes,
     pub tree: Tree,
     pub seq: u64,
     /// Its tree or sequence changed: the parent's entry must be rewritten at commit.
@@ -93,7 +95,7 @@ impl<'db, P: Pager> Tx<'db, P> {
     fn new(db: &'db Db<P>, meta: Meta, write: Option<WriteState<'db>>) -> Self {
         let root = BucketState {
             parent: None,
-            name: Vec::new(),
+            name: crate::node::KeyBytes::new(),
             tree: Tree::new(meta.root),
             seq: meta.root_seq,
             dirty: false,
@@ -101,8 +103,8 @@ impl<'db, P: Pager> Tx<'db, P> {
             version: 0,
         };
         // Room for the root and a few opened buckets, so opening them does not reallocate
-        // (a short read transaction opens one or two).
-        let mut buckets = Vec::with_capacity(4);
+        // (a short read transaction opens one or two, a dbfs unlink eight).
+        let mut buckets = Vec::with_capacity(if write.is_some() { 12 } else { 4 });
         buckets.push(root);
         let state = TxState {
             buckets,

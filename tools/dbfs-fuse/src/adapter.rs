@@ -784,7 +784,7 @@ impl Filesystem for DbFuse {
         let r = self
             .handle(fh, ino)
             .and_then(|n| n.fsync(datasync).map_err(err));
-        match r.and_then(|()| self.fs.pager().sync_file().map_err(|_| Errno::EIO)) {
+        match r.and_then(|()| self.fs.pager().sync_after_fsync().map_err(|_| Errno::EIO)) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(e),
         }
@@ -882,7 +882,7 @@ impl Filesystem for DbFuse {
             return reply.ok();
         }
         let r = self.node(ino).and_then(|n| n.fsync(false).map_err(err));
-        match r.and_then(|()| self.fs.pager().sync_file().map_err(|_| Errno::EIO)) {
+        match r.and_then(|()| self.fs.pager().sync_after_fsync().map_err(|_| Errno::EIO)) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(e),
         }

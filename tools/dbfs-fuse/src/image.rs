@@ -7,6 +7,7 @@
 //! is locked against other processes (see `lock_image`).
 
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -28,6 +29,15 @@ pub struct ImagePager {
     /// When false (`-o nobarrier`), kvdb's commit barriers are skipped and the file is made
     /// durable only by [`ImagePager::sync_file`] (fsync, syncfs, unmount).
     barriers: bool,
+    /// Writes that returned, counted after each one: a `fdatasync` begun after reading this
+    /// count covers at least that many writes.
+    written: AtomicU64,
+    /// `written` as read just before the last `fdatasync` that succeeded: while the two are
+    /// equal the file holds nothing a flush would make durable, and [`ImagePager::sync_file`]
+    /// skips it.
+    synced: AtomicU64,
+    /// See [`ImagePager::flushes`].
+    flushes: AtomicU64,
 }
 
 /// How long opening an image waits for another process to let go of it.
@@ -97,6 +107,9 @@ impl ImagePager {
             capacity: if len == 0 { u64::MAX } else { len },
             read_only,
             barriers: true,
+            written: AtomicU64::new(0),
+            synced: AtomicU64::new(0),
+            flushes: AtomicU64::new(0),
         })
     }
 
@@ -112,12 +125,44 @@ impl ImagePager {
         self
     }
 
-    /// Make every write so far durable, whatever the barrier mode.
+    /// Make every write so far durable, whatever the barrier mode. No flush when nothing was
+    /// written since the last one (a kvdb barrier ends with one).
     pub fn sync_file(&self) -> kvdb::Result<()> {
         if self.read_only {
             return Ok(());
         }
-        self.file.sync()
+        let written = self.written.load(Ordering::SeqCst);
+        if written == self.synced.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        self.fdatasync(written)
+    }
+
+    /// What FUSE's `fsync` and `fsyncdir` add to dbfs's own fsync. With barriers, nothing:
+    /// dbfs's fsync ended with a kvdb barrier (whose last step is an `fdatasync` after the
+    /// meta page) or found every commit durable already, and writes made since belong to
+    /// later operations. Without barriers, the `fdatasync` that fsync promises.
+    pub fn sync_after_fsync(&self) -> kvdb::Result<()> {
+        if self.barriers {
+            return Ok(());
+        }
+        self.sync_file()
+    }
+
+    /// `FilePager::sync` (deferred writes out, then `fdatasync`), recording that the first
+    /// `written` writes are durable.
+    fn fdatasync(&self, written: u64) -> kvdb::Result<()> {
+        self.file.sync()?;
+        self.flushes.fetch_add(1, Ordering::SeqCst);
+        self.synced.fetch_max(written, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// `fdatasync` calls this pager made that succeeded (a flush per fsync that comes back
+    /// shows here).
+    #[cfg(test)]
+    pub fn flushes(&self) -> u64 {
+        self.flushes.load(Ordering::SeqCst)
     }
 }
 
@@ -130,12 +175,17 @@ impl Pager for ImagePager {
 
     fn write(&self, writes: &[(u64, &[u8])]) -> kvdb::Result<()> {
         self.may_write(writes)?;
-        self.file.write(writes)
+        // Counted even when it fails: part of it may have reached the file.
+        let r = self.file.write(writes);
+        self.written.fetch_add(1, Ordering::SeqCst);
+        r
     }
 
     fn write_direct(&self, writes: &[(u64, &[u8])]) -> kvdb::Result<()> {
         self.may_write(writes)?;
-        self.file.write_direct(writes)
+        let r = self.file.write_direct(writes);
+        self.written.fetch_add(1, Ordering::SeqCst);
+        r
     }
 
     /// Yes: dbfs then stores a write of at least `dbfs::DIRECT_WRITE_MIN` bytes of whole
@@ -157,7 +207,7 @@ impl Pager for ImagePager {
             // daemon leaves a consistent image, as it did before writes were deferred.
             return self.file.flush();
         }
-        self.file.sync()
+        self.fdatasync(self.written.load(Ordering::SeqCst))
     }
 
     fn len(&self) -> u64 {
@@ -362,6 +412,65 @@ mod tests {
         assert!(parse_size("1X").is_err());
         assert!(parse_size("").is_err());
         assert!(parse_size("99999999999T").is_err());
+    }
+
+    /// What FUSE's fsync/fsyncdir do (dbfs's fsync, then `sync_after_fsync`), counted in
+    /// `fdatasync`s of the image: one barrier (two) for a changed directory, none when
+    /// everything is durable; without barriers one, then none.
+    #[test]
+    fn fsync_flushes_the_image_once_per_barrier_step() {
+        use vfs::{FileSystem, NewNode};
+        let dir = tempfile::tempdir().unwrap();
+        for barriers in [true, false] {
+            let path = dir.path().join(format!("img-{barriers}"));
+            mkfs(&path, 64 << 20, 16 << 10, 4096, "t").unwrap();
+            let fs = open_image_with(&path, false, barriers, None).unwrap();
+            let root = fs.root().unwrap();
+            let fsync = |n: &vfs::NodeRef| {
+                let before = fs.pager().flushes();
+                n.fsync(false).unwrap();
+                fs.pager().sync_after_fsync().unwrap();
+                fs.pager().flushes() - before
+            };
+            let file = NewNode {
+                ftype: vfs::FileType::Regular,
+                perm: 0o644,
+                uid: 0,
+                gid: 0,
+                rdev: 0,
+            };
+            root.create("a", &file).unwrap();
+            let (changed, again) = if barriers { (2, 0) } else { (1, 0) };
+            assert_eq!(
+                fsync(&root),
+                changed,
+                "barriers {barriers}: changed directory"
+            );
+            assert_eq!(
+                fsync(&root),
+                again,
+                "barriers {barriers}: durable directory"
+            );
+            let a = root.lookup("a").unwrap();
+            assert_eq!(fsync(&a), 0, "barriers {barriers}: durable file");
+            // Nothing written since the last flush: an explicit flush of the image (unmount's
+            // last step) has nothing to do.
+            let before = fs.pager().flushes();
+            fs.pager().sync_file().unwrap();
+            assert_eq!(
+                fs.pager().flushes(),
+                before,
+                "barriers {barriers}: image flush"
+            );
+            // A deferred commit, then an explicit flush: one.
+            root.create("b", &file).unwrap();
+            fs.pager().sync_file().unwrap();
+            assert_eq!(
+                fs.pager().flushes(),
+                before + 1,
+                "barriers {barriers}: after a commit"
+            );
+        }
     }
 
     #[test]
