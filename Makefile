@@ -317,7 +317,8 @@ bench-disks: | $(BUILD)
 	$(MKIMAGE) blank $(BUILD)/raw.img --size 64M
 	$(MKIMAGE) blank $(BUILD)/dbfs.img --size 256M
 
-## Run one benchmark (or BENCH=all), a command (CMD=...), or an interactive shell in QEMU.
+## Run one benchmark (or BENCH=all), a command (CMD=...), a program of your own as the first
+## process (INIT=/bin/NAME ARGS="..."), or an interactive shell in QEMU.
 ## The command line reaches the kernel in single quotes (the kernel splits its command line
 ## as sh does), with every ' in it written as '\''.
 run: images
@@ -329,6 +330,9 @@ run: images
 		quoted=$$(printf '%s' "$$CMD" | sed "s/'/'\\\\''/g"); \
 		timeout --foreground -k 10 $(TIMEOUT) $(QEMU_BASE) \
 			-append "$(SHELL_PARAMS) -- -c '$$quoted'" | tee $(BUILD)/run-cmd.log; \
+	elif [ "$(origin INIT)" != file ]; then \
+		timeout --foreground -k 10 $(TIMEOUT) $(QEMU_BASE) \
+			-append "$(KERNEL_PARAMS) -- $(ARGS)" | tee $(BUILD)/run-init.log; \
 	else \
 		echo "dbfs-os: busybox sh on the console; 'exit' powers off, Ctrl-A X quits QEMU"; \
 		$(QEMU_BASE) -append "$(SHELL_PARAMS)"; \
