@@ -63,11 +63,11 @@ boot_qemu() { # ARGS-FOR-THE-WRITER
     for d in root:vda fat:vdb raw:vdc; do
         # The other disks are only read: snapshot=on leaves the shared images untouched.
         drives+=(-drive "file=$build/${d%%:*}.img,if=none,format=raw,id=${d##*:},snapshot=on"
-            -device "virtio-blk-device,drive=${d##*:}")
+            -device "virtio-blk-device,drive=${d##*:},queue-size=1024")
     done
     timeout -s KILL "$boot_timeout" qemu-system-riscv64 -machine virt -nographic -bios default \
         -m "$mem" -smp 1 -kernel "$kernel" "${drives[@]}" \
-        -drive "file=$img,if=none,format=raw,id=vdd" -device virtio-blk-device,drive=vdd \
+        -drive "file=$img,if=none,format=raw,id=vdd" -device virtio-blk-device,drive=vdd,queue-size=1024 \
         -append "init=/bin/crashwriter log=$log_level dbfs_fsck=1 -- seed=$seed boot=$boot $*" \
         </dev/null >"$log" 2>&1 &
     tpid=$!

@@ -21,12 +21,12 @@ use super::virtio_blk::{VirtioDisk, MAX_REQUEST};
 
 /// Sectors of the scratch region the test owns (10 MiB from sector 0).
 const REGION_SECTORS: u64 = 20480;
-/// Pieces of run A: 4 KiB each, scattered in memory; more than any `seg_max` we allow (126)
-/// and more than one request's bytes (1.2 MiB).
-const A_PIECES: usize = 300;
+/// Pieces of run A: 4 KiB each, scattered in memory; more than any `seg_max` we allow
+/// (`QUEUE_SIZE` - 2 = 510) and more than two requests' bytes (2.4 MiB).
+const A_PIECES: usize = 600;
 const A_SECTOR: u64 = 8;
-const B_SECTOR: u64 = 2416;
-const C_SECTOR: u64 = 9000;
+const B_SECTOR: u64 = 4816;
+const C_SECTOR: u64 = 11400;
 
 /// The bytes sector `sector` holds in generation `generation`: a stamp (generation, sector)
 /// in the first 8 bytes, then a pattern that differs from sector to sector.

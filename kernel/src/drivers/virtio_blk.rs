@@ -50,8 +50,13 @@ use virtio_drivers::{BufferDirection, Hal, PhysAddr, PAGE_SIZE};
 
 pub use virtio_blk_req::MAX_REQUEST;
 /// Entries of the request queue. With indirect descriptors this is also the most requests in
-/// flight at once (128 MiB at [`MAX_REQUEST`]); the probe fails if the device offers fewer.
-pub const QUEUE_SIZE: usize = 128;
+/// flight at once (512 MiB at [`MAX_REQUEST`]); the probe fails if the device offers fewer
+/// (QEMU's virtio-mmio offers 1024). A request's chain may be as long as the queue, so this
+/// also bounds the pieces per request: 510, enough for the 256 scattered pages of a 1 MiB
+/// user buffer when the device allows it (QEMU's `seg_max` is its `queue-size` less 2: the
+/// Makefile passes `queue-size=1024`; the default 256 gives 254, two requests per MiB; at 128
+/// entries here it was 126, three).
+pub const QUEUE_SIZE: usize = 512;
 /// The only queue of a virtio-blk device without `VIRTIO_BLK_F_MQ`.
 const QUEUE: u16 = 0;
 
@@ -154,7 +159,8 @@ pub struct VirtioDisk {
 }
 
 impl VirtioDisk {
-    /// Most data pieces one request carries (the device's `seg_max`, at most 126).
+    /// Most data pieces one request carries (the device's `seg_max`, at most
+    /// [`QUEUE_SIZE`] - 2).
     pub fn max_segments(&self) -> usize {
         self.limits.max_segments
     }
