@@ -55,6 +55,21 @@ pub const FLUSH_BEHIND_DEFAULT: usize = 256 << 10;
 /// The largest gap between background flushes.
 const FLUSH_BEHIND_MAX: usize = 64 << 20;
 
+/// Set while a system call that ends in a barrier (fsync, fdatasync, msync(MS_SYNC), sync)
+/// runs: its direct writes (a mapping's write-back, the write-back cache's commit) start no
+/// background flush, since the barrier's own flush follows at once (a 64 MiB mapping written
+/// back by fsync started twelve).
+static BARRIER_COMING: AtomicBool = AtomicBool::new(false);
+
+/// Run `f`, a system call's work that ends in a barrier of every disk it wrote (see
+/// [`BARRIER_COMING`]). Nests.
+pub fn barrier_coming<R>(f: impl FnOnce() -> R) -> R {
+    let was = BARRIER_COMING.swap(true, Relaxed);
+    let r = f();
+    BARRIER_COMING.store(was, Relaxed);
+    r
+}
+
 struct State {
     /// Resident pages by index.
     frames: alloc::collections::BTreeMap<usize, Frame>,
@@ -466,7 +481,7 @@ impl DiskWindow {
         // flushes back to back, the background one covering nothing the barrier's own flush
         // does not (measured: 5 device flushes for one fsync of a fio 4 KiB write line).
         let base = self.flush_behind;
-        if r.is_ok() && base > 0 {
+        if r.is_ok() && base > 0 && !BARRIER_COMING.load(Relaxed) {
             if self.behind_due.swap(false, Relaxed) {
                 self.dev.flush_behind();
             }

@@ -269,8 +269,10 @@ pub fn sys_getdents64(fd: i32, buf: usize, count: usize) -> SysResult {
 
 pub fn sys_fsync(fd: i32, data_only: bool) -> SysResult {
     let f = file(fd)?;
-    crate::mm::file_pages::write_back_open(&f)?;
-    f.loc.node.fsync(data_only)?;
+    crate::mm::window::barrier_coming(|| {
+        crate::mm::file_pages::write_back_open(&f)?;
+        f.loc.node.fsync(data_only).map_err(Errno::from)
+    })?;
     Ok(0)
 }
 
@@ -309,7 +311,7 @@ pub fn sys_fallocate(fd: i32, _mode: u32, offset: i64, len: i64) -> SysResult {
 }
 
 pub fn sys_sync() -> SysResult {
-    crate::fs::sync_all();
+    crate::mm::window::barrier_coming(crate::fs::sync_all);
     Ok(0)
 }
 

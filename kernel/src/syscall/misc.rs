@@ -111,9 +111,13 @@ pub fn sys_msync(addr: usize, len: usize, flags: u32) -> SysResult {
     }
     let (targets, mapped) = with_space(|s| s.shared_files_in(addr, end));
     for (table, first, stop) in targets {
-        table.write_back(first, stop)?;
         if flags & MS_SYNC != 0 {
-            table.sync()?;
+            crate::mm::window::barrier_coming(|| {
+                table.write_back(first, stop)?;
+                table.sync()
+            })?;
+        } else {
+            table.write_back(first, stop)?;
         }
     }
     mapped.map(|_| 0)
