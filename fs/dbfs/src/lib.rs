@@ -47,9 +47,11 @@
 //!   checks and updates together; inode numbers are allocated in it. It commits *deferred*
 //!   ([`kvdb::Tx::commit_deferred`]): atomic and visible at once, but durable only at the next
 //!   *barrier* (kvdb's `sync`: device flush, meta page, device flush), like ext4's journal
-//!   commit. Barriers happen on `fsync` of any node (a file: its data and every commit before;
-//!   a directory: its entries, so a new name is durable once the file *and* its directory
-//!   were fsynced, as POSIX asks), on `sync`, on unmount, from [`DbFs::writeback_tick`] once
+//!   commit. Barriers happen on `fsync` of any node whose own commits are not all durable
+//!   yet (a file: its data and every commit before; a directory: its entries, so a new name
+//!   is durable once the file *and* its directory were fsynced, as POSIX asks; an fsync of a
+//!   node no undurable commit changed flushes nothing, whatever else waits for a barrier),
+//!   on `sync`, on unmount, from [`DbFs::writeback_tick`] once
 //!   the oldest commit not yet durable is [`WRITEBACK_SECS`] old, and inside kvdb when the
 //!   pages waiting for one exceed its bound. **After a crash the store is exactly the state of
 //!   the last completed barrier**: always consistent, every operation either wholly there or
