@@ -190,10 +190,10 @@ impl<P: Pager> DbFs<P> {
         let cs = self.chunk_size;
         let idx = offset / cs;
         // Random readers mostly end here, without taking the snapshot lock.
-        if !st.chunk_locs.covers(ino, idx) {
+        let Some(run) = st.chunk_locs.covering(ino, idx) else {
             *walk = st.chunk_locs.missed(ino, idx);
             return None;
-        }
+        };
         self.db.with_committed(|txid| {
             let (size, due) = match buffered {
                 Some(size) => (size, None),
@@ -221,7 +221,7 @@ impl<P: Pager> DbFs<P> {
             if n > SMALL_READ_MAX || (offset + n as u64 - 1) / cs != idx {
                 return None;
             }
-            let Some((at, len)) = st.chunk_locs.get(txid, ino, idx) else {
+            let Some((at, len)) = st.chunk_locs.at(run, txid, idx) else {
                 *walk = st.chunk_locs.missed(ino, idx);
                 return None;
             };

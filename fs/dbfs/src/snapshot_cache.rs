@@ -67,22 +67,23 @@ struct ChunkRun {
 }
 
 impl ChunkLocs {
+    /// The run of `ino` (of any snapshot) that holds chunk `idx`, if one does: the read then
+    /// asks it for the chunk ([`ChunkLocs::at`]) under the snapshot lock, without a second
+    /// search of the slots.
     #[inline]
-    pub(crate) fn get(&self, txid: u64, ino: u64, idx: u64) -> Option<(u64, u32)> {
-        let r = self.slots.iter().find(|r| r.ino == ino && r.txid == txid)?;
-        let k = usize::try_from(idx.checked_sub(r.first)?).ok()?;
-        if k < r.len {
-            Some(r.locs[k])
-        } else {
-            None
-        }
-    }
-
-    /// Whether a run of `ino` (of any snapshot) holds chunk `idx`.
-    pub(crate) fn covers(&self, ino: u64, idx: u64) -> bool {
+    pub(crate) fn covering(&self, ino: u64, idx: u64) -> Option<usize> {
         self.slots
             .iter()
-            .any(|r| r.ino == ino && idx >= r.first && idx - r.first < r.len as u64)
+            .position(|r| r.ino == ino && idx >= r.first && idx - r.first < r.len as u64)
+    }
+
+    /// Where chunk `idx` lies in snapshot `txid`, from the run [`ChunkLocs::covering`] found
+    /// (`None` if that run is of another snapshot).
+    #[inline]
+    pub(crate) fn at(&self, run: usize, txid: u64, idx: u64) -> Option<(u64, u32)> {
+        let r = self.slots.get(run).filter(|r| r.txid == txid)?;
+        let k = usize::try_from(idx.wrapping_sub(r.first)).ok()?;
+        r.locs[..r.len.min(CHUNK_RUN)].get(k).copied()
     }
 
     /// A small read of chunk `idx` of `ino` found no location: whether the reader looks

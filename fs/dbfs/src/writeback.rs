@@ -212,7 +212,10 @@ impl State {
     /// A transaction that changes `ino`'s stored record is running or committing (a direct
     /// write to it, or any commit of it): nothing may be built on the record it replaces.
     pub(crate) fn in_flight(&self, ino: u64) -> bool {
-        self.direct_busy.is_some_and(|d| d.ino == ino) || self.committing.contains(&ino)
+        // The length first: `contains` sets up its unrolled scan even for an empty list,
+        // and this runs on every read.
+        self.direct_busy.is_some_and(|d| d.ino == ino)
+            || (!self.committing.is_empty() && self.committing.contains(&ino))
     }
 }
 
