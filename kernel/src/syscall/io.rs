@@ -68,7 +68,8 @@ fn read_into_run(f: &OpenFile, offset: u64, va: usize, len: usize, run: UserPage
     if !f.readable {
         return Err(Errno::EBADF);
     }
-    check_rw(offset, va, len)?;
+    // `check_rw` without its range check: `run` lies in a user page mapped already.
+    check_end(offset, len)?;
     read_run(f, offset, va, run)
 }
 
@@ -126,6 +127,12 @@ fn check_rw(offset: u64, va: usize, len: usize) -> Result<(), Errno> {
     if !uaccess::range_ok(va, len) {
         return Err(Errno::EFAULT);
     }
+    check_end(offset, len)
+}
+
+/// The end offset check of [`check_rw`] (EINVAL).
+#[inline(always)]
+fn check_end(offset: u64, len: usize) -> Result<(), Errno> {
     if offset
         .checked_add(len as u64)
         .is_none_or(|end| end > i64::MAX as u64)
