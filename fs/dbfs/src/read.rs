@@ -228,22 +228,30 @@ impl<P: Pager> DbFs<P> {
             let in_chunk = offset - idx * cs;
             let have = u64::from(len).saturating_sub(in_chunk).min(n as u64) as usize;
             if have > 0 {
-                // Whole pages, as kvdb reads them.
-                let ps = self.db.page_size() as u64;
-                let Some(start) = at
-                    .checked_add(in_chunk)
-                    .filter(|s| s.checked_add(ps + have as u64).is_some())
-                else {
+                let pager = self.db.pager();
+                let Some(start) = at.checked_add(in_chunk) else {
                     return Some(Err(VfsError::Corrupted));
                 };
-                let from = start - start % ps;
-                let to = (start + have as u64).div_ceil(ps) * ps;
-                let pages = match self.db.pager().read(from, (to - from) as usize) {
-                    Ok(p) => p,
-                    Err(e) => return Some(Err(kv(e))),
-                };
-                let skip = (start - from) as usize;
-                buf[..have].copy_from_slice(&pages[skip..skip + have]);
+                if pager.byte_reads() {
+                    match pager.read(start, have) {
+                        Ok(bytes) => buf[..have].copy_from_slice(&bytes),
+                        Err(e) => return Some(Err(kv(e))),
+                    }
+                } else {
+                    // Whole pages, as kvdb reads them.
+                    let ps = self.db.page_size() as u64;
+                    if start.checked_add(ps + have as u64).is_none() {
+                        return Some(Err(VfsError::Corrupted));
+                    }
+                    let from = start - start % ps;
+                    let to = (start + have as u64).div_ceil(ps) * ps;
+                    let pages = match pager.read(from, (to - from) as usize) {
+                        Ok(p) => p,
+                        Err(e) => return Some(Err(kv(e))),
+                    };
+                    let skip = (start - from) as usize;
+                    buf[..have].copy_from_slice(&pages[skip..skip + have]);
+                }
             }
             if have < n {
                 buf[have..n].fill(0);
