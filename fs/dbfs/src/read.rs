@@ -197,9 +197,10 @@ impl<P: Pager> DbFs<P> {
         self.db.with_committed(|txid| {
             let (size, due) = match buffered {
                 Some(size) => (size, None),
-                None => match st.icache.get(txid, ino) {
-                    Some(i) => {
-                        let due = if atime {
+                None => match st.icache.get_due(txid, ino) {
+                    Some((i, due_at)) => {
+                        // The clock's seconds first (cheap), the full time only to stamp.
+                        let due = if atime && self.clock.now_sec() >= due_at {
                             let now = self.clock.now();
                             relatime_due(i, now).then_some(now)
                         } else {
@@ -287,6 +288,9 @@ pub(crate) fn clamp_len(size: u64, offset: u64, len: usize) -> usize {
     }
 }
 
+/// How old an atime may grow under `relatime` before a read updates it anyway: a day.
+pub(crate) const RELATIME_SECS: i64 = 24 * 3600;
+
 /// Linux `relatime`: update atime if it is not newer than mtime or ctime, or a day old.
 pub(crate) fn relatime_due(i: &Inode, now: Timestamp) -> bool {
     // `<=` spelled out on the fields: the derived comparison goes through `partial_cmp` and
@@ -295,7 +299,7 @@ pub(crate) fn relatime_due(i: &Inode, now: Timestamp) -> bool {
         |a: Timestamp, b: Timestamp| a.sec < b.sec || (a.sec == b.sec && a.nsec <= b.nsec);
     not_after(i.atime, i.mtime)
         || not_after(i.atime, i.ctime)
-        || now.sec.saturating_sub(i.atime.sec) >= 24 * 3600
+        || now.sec.saturating_sub(i.atime.sec) >= RELATIME_SECS
 }
 
 pub(crate) fn read_inode<P: Pager>(tx: &Tx<'_, P>, ino: u64) -> VfsResult<Inode> {

@@ -10,30 +10,50 @@
 use alloc::vec::Vec;
 
 use kvdb::{Pager, Tx};
-use vfs::{VfsError, VfsResult};
+use vfs::{Timestamp, VfsError, VfsResult};
 
 use crate::format::{bucket, pair_key};
+use crate::read::{relatime_due, RELATIME_SECS};
 use crate::{kv, Inode};
 
 /// A few inode records as stored in given snapshots: `(txid, ino) -> record`. A snapshot
 /// never changes, so an entry is right for as long as its txid is the one a reader sees; a
 /// sequential reader of one file then looks its inode up once per commit, not once per call.
+/// Each entry also holds the second from which a read of it is due a `relatime` update
+/// ([`atime_due_at`]), so the read path compares one number with the clock's seconds.
 #[derive(Default)]
 pub(crate) struct SnapshotInodes {
-    slots: [(u64, u64, Option<Inode>); 8],
+    slots: [(u64, u64, Option<(Inode, i64)>); 8],
     next: usize,
 }
 
 impl SnapshotInodes {
     pub(crate) fn get(&self, txid: u64, ino: u64) -> Option<&Inode> {
+        self.get_due(txid, ino).map(|(i, _)| i)
+    }
+    /// The record and its [`atime_due_at`].
+    #[inline]
+    pub(crate) fn get_due(&self, txid: u64, ino: u64) -> Option<(&Inode, i64)> {
         self.slots
             .iter()
             .find(|s| s.0 == txid && s.1 == ino)
             .and_then(|s| s.2.as_ref())
+            .map(|(i, due)| (i, *due))
     }
     pub(crate) fn put(&mut self, txid: u64, ino: u64, inode: Inode) {
-        self.slots[self.next] = (txid, ino, Some(inode));
+        self.slots[self.next] = (txid, ino, Some((inode, atime_due_at(&inode))));
         self.next = (self.next + 1) % self.slots.len();
+    }
+}
+
+/// The first second at which a read of `i` is due a `relatime` update
+/// ([`crate::read::relatime_due`]): at once (`i64::MIN`) if its atime is not after its mtime
+/// or ctime, else a day after the atime.
+pub(crate) fn atime_due_at(i: &Inode) -> i64 {
+    if relatime_due(i, Timestamp { sec: i64::MIN, nsec: 0 }) {
+        i64::MIN
+    } else {
+        i.atime.sec.saturating_add(RELATIME_SECS)
     }
 }
 
