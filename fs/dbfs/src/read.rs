@@ -22,7 +22,7 @@ use crate::format::{self, bucket, ino_key, pair_key};
 use crate::snapshot_cache::{chunk_run, CHUNK_RUN};
 #[cfg(doc)]
 use crate::snapshot_cache::{ChunkLocs, SnapshotInodes};
-use crate::writeback::{piece_size, Pending, State};
+use crate::writeback::{piece_size, Pending, ReadMemo, State};
 use crate::{kv, DbFs, Inode, DIRECT_READ_MIN, SMALL_READ_MAX};
 
 impl<P: Pager> DbFs<P> {
@@ -179,10 +179,21 @@ impl<P: Pager> DbFs<P> {
         atime: bool,
         walk: &mut bool,
     ) -> Option<VfsResult<(usize, Option<Timestamp>)>> {
-        let buffered = match st.wb.pending.get(&ino) {
-            Some(p) if !p.chunks.is_empty() => return None,
-            Some(p) => Some(p.inode.size),
-            None => None,
+        let memo = st.read_memo;
+        let buffered = if memo.ino == ino && memo.changes == st.wb.pending.changes() {
+            memo.buffered
+        } else {
+            let buffered = match st.wb.pending.get(&ino) {
+                Some(p) if !p.chunks.is_empty() => return None,
+                Some(p) => Some(p.inode.size),
+                None => None,
+            };
+            st.read_memo = ReadMemo {
+                ino,
+                changes: st.wb.pending.changes(),
+                buffered,
+            };
+            buffered
         };
         if buf.is_empty() || buf.len() > SMALL_READ_MAX {
             return None;
