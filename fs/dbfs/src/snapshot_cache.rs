@@ -19,29 +19,21 @@ use crate::{kv, Inode};
 /// A few inode records as stored in given snapshots: `(txid, ino) -> record`. A snapshot
 /// never changes, so an entry is right for as long as its txid is the one a reader sees; a
 /// sequential reader of one file then looks its inode up once per commit, not once per call.
-/// Each entry also holds the second from which a read of it is due a `relatime` update
-/// ([`atime_due_at`]), so the read path compares one number with the clock's seconds.
 #[derive(Default)]
 pub(crate) struct SnapshotInodes {
-    slots: [(u64, u64, Option<(Inode, i64)>); 8],
+    slots: [(u64, u64, Option<Inode>); 8],
     next: usize,
 }
 
 impl SnapshotInodes {
     pub(crate) fn get(&self, txid: u64, ino: u64) -> Option<&Inode> {
-        self.get_due(txid, ino).map(|(i, _)| i)
-    }
-    /// The record and its [`atime_due_at`].
-    #[inline]
-    pub(crate) fn get_due(&self, txid: u64, ino: u64) -> Option<(&Inode, i64)> {
         self.slots
             .iter()
             .find(|s| s.0 == txid && s.1 == ino)
             .and_then(|s| s.2.as_ref())
-            .map(|(i, due)| (i, *due))
     }
     pub(crate) fn put(&mut self, txid: u64, ino: u64, inode: Inode) {
-        self.slots[self.next] = (txid, ino, Some((inode, atime_due_at(&inode))));
+        self.slots[self.next] = (txid, ino, Some(inode));
         self.next = (self.next + 1) % self.slots.len();
     }
 }
@@ -65,9 +57,10 @@ pub(crate) const CHUNK_RUN: usize = 32;
 /// `(txid, ino)` -> chunk `first + k` is an overflow value of `locs[k].1` bytes at store offset
 /// `locs[k].0`. Like [`SnapshotInodes`], a run is right for as long as its txid is the newest
 /// commit, so a small read of a remembered chunk copies it under [`kvdb::Db::with_committed`]
-/// with neither a read transaction nor a tree walk ([`crate::DbFs::read_remembered`]). Runs
-/// are only walked for readers that look sequential (or re-read a chunk), so random reads pay
-/// nothing.
+/// with neither a read transaction nor a tree walk ([`crate::DbFs::read_remembered`]). A run
+/// also holds what that read needs of the inode's record in the same snapshot (its size, and
+/// the second its `relatime` update falls due), so it looks nothing else up. Runs are only
+/// walked for readers that look sequential (or re-read a chunk), so random reads pay nothing.
 #[derive(Default)]
 pub(crate) struct ChunkLocs {
     slots: [ChunkRun; 4],
@@ -84,6 +77,20 @@ struct ChunkRun {
     locs: [(u64, u32); CHUNK_RUN],
     /// The last chunk of `ino` a small read did not find here (or the last of the run).
     last_miss: u64,
+    /// The size in `ino`'s record of snapshot `txid`.
+    size: u64,
+    /// When a read of that record is due a `relatime` update ([`atime_due_at`]).
+    atime_due_at: i64,
+}
+
+/// What [`ChunkLocs::at`] knows of a remembered chunk.
+pub(crate) struct ChunkAt {
+    /// Store offset and stored length of the chunk.
+    pub loc: (u64, u32),
+    /// The file's size in the same snapshot.
+    pub size: u64,
+    /// [`atime_due_at`] of the file's record in the same snapshot.
+    pub atime_due_at: i64,
 }
 
 impl ChunkLocs {
@@ -98,12 +105,17 @@ impl ChunkLocs {
     }
 
     /// Where chunk `idx` lies in snapshot `txid`, from the run [`ChunkLocs::covering`] found
-    /// (`None` if that run is of another snapshot).
+    /// (`None` if that run is of another snapshot), with the file's size and atime deadline.
     #[inline]
-    pub(crate) fn at(&self, run: usize, txid: u64, idx: u64) -> Option<(u64, u32)> {
+    pub(crate) fn at(&self, run: usize, txid: u64, idx: u64) -> Option<ChunkAt> {
         let r = self.slots.get(run).filter(|r| r.txid == txid)?;
         let k = usize::try_from(idx.wrapping_sub(r.first)).ok()?;
-        r.locs[..r.len.min(CHUNK_RUN)].get(k).copied()
+        let loc = *r.locs[..r.len.min(CHUNK_RUN)].get(k)?;
+        Some(ChunkAt {
+            loc,
+            size: r.size,
+            atime_due_at: r.atime_due_at,
+        })
     }
 
     /// A small read of chunk `idx` of `ino` found no location: whether the reader looks
@@ -123,7 +135,16 @@ impl ChunkLocs {
         false
     }
 
-    pub(crate) fn put(&mut self, txid: u64, ino: u64, first: u64, locs: &[(u64, u32)]) {
+    /// Remember `locs` (chunks `first..`) of `ino` in snapshot `txid`, where its record is
+    /// `inode`.
+    pub(crate) fn put(
+        &mut self,
+        txid: u64,
+        ino: u64,
+        inode: &Inode,
+        first: u64,
+        locs: &[(u64, u32)],
+    ) {
         let at = match self.slots.iter().position(|r| r.ino == ino) {
             Some(at) => at,
             None => {
@@ -140,6 +161,8 @@ impl ChunkLocs {
             first,
             len,
             last_miss: first + len.saturating_sub(1) as u64,
+            size: inode.size,
+            atime_due_at: atime_due_at(inode),
             ..ChunkRun::default()
         };
         r.locs[..len].copy_from_slice(&locs[..len]);
