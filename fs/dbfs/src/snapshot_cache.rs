@@ -42,7 +42,12 @@ impl SnapshotInodes {
 /// ([`crate::read::relatime_due`]): at once (`i64::MIN`) if its atime is not after its mtime
 /// or ctime, else a day after the atime.
 pub(crate) fn atime_due_at(i: &Inode) -> i64 {
-    if relatime_due(i, Timestamp { sec: i64::MIN, nsec: 0 }) {
+    // At the earliest time only the mtime and ctime rules can make it due.
+    const EARLIEST: Timestamp = Timestamp {
+        sec: i64::MIN,
+        nsec: 0,
+    };
+    if relatime_due(i, EARLIEST) {
         i64::MIN
     } else {
         i.atime.sec.saturating_add(RELATIME_SECS)

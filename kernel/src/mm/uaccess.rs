@@ -155,7 +155,6 @@ impl UserPages {
         }))
     }
 
-
     /// How many pieces the range is made of.
     pub fn piece_count(&self) -> usize {
         self.pieces.as_slice().len()
