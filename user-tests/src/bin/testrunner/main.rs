@@ -212,6 +212,10 @@ pub const TESTS: &[Test] = &[
     t("mmap_survives_close", mmap_tests::mmap_survives_close),
     t("mmap_errors", mmap_tests::mmap_errors),
     t("mmap_fork_shares", mmap_tests::mmap_fork_shares),
+    t(
+        "pread_buffer_after_fork",
+        mmap_tests::pread_buffer_after_fork,
+    ),
     t("madvise_and_fixed", mmap_tests::madvise_and_fixed),
     t(
         "mmap_read_around_random_order",
@@ -227,6 +231,10 @@ pub const TESTS: &[Test] = &[
     t(
         "efault_half_unmapped_buffer",
         bad_input::efault_half_unmapped_buffer,
+    ),
+    t(
+        "efault_reused_buffer_after_mapping_change",
+        bad_input::efault_reused_buffer_after_mapping_change,
     ),
     t("efault_null_path", bad_input::efault_null_path),
     t("ebadf_bad_fds", bad_input::ebadf_bad_fds),
