@@ -28,7 +28,8 @@
 #                                `-icount shift=0` (1 ns = 1 instruction) on /dbfs and /fat, each
 #                                read against the floor (getppid + a 4 KiB memcpy timed by the
 #                                kernel at boot, copy_cost=1): `ICOUNT op=pread4k fs=dbfs
-#                                instructions=N floor=M ratio=R` lines into build/syscost-icount.txt
+#                                instructions=N floor=M ratio=R` lines into build/syscost-icount.txt;
+#                                SYSCOST_OPTS=sync=1: a sync before each loop (the inode committed)
 #   make bench-kv                kvdb vs jammdb vs redb on the host (criterion)
 #   make fuse IMAGE=...          mount a dbfs image on the host (foreground; Ctrl-C unmounts)
 #   make bench-fuse              dbfs-fuse vs fuse2fs (ext4) vs the host directory, with fio:
@@ -438,12 +439,14 @@ bench: images
 		"instructions per call (-icount): $(BUILD)/syscost-icount.txt"
 
 ## Instructions of one system call (docs/BENCHMARKS.md, "One 4 KiB pread against the floor"):
-## -icount for this boot only; SYSCOST_CALLS calls per loop. The floor is a null system call
-## (getppid) plus one 4 KiB page copy by the kernel's memcpy; ratio = instructions / floor.
+## -icount for this boot only; SYSCOST_CALLS calls per loop; SYSCOST_OPTS more options of
+## /bin/syscost (sync=1). The floor is a null system call (getppid) plus one 4 KiB page copy
+## by the kernel's memcpy; ratio = instructions / floor.
 SYSCOST_CALLS ?= 20000
+SYSCOST_OPTS ?=
 syscost-icount: images
 	timeout --foreground -k 10 300 $(QEMU_BASE) -icount shift=0 \
-		-append "init=/bin/syscost log=$(LOG) bcache=$(BCACHE) copy_cost=1 -- calls=$(SYSCOST_CALLS)" \
+		-append "init=/bin/syscost log=$(LOG) bcache=$(BCACHE) copy_cost=1 -- calls=$(SYSCOST_CALLS) $(SYSCOST_OPTS)" \
 		| tee $(BUILD)/syscost-icount.log
 	@awk '/^COPYCOST op=copy4k/ { split($$3, a, "="); copy = a[2] } \
 		/^SYSCOST op=getppid/ { split($$3, a, "="); null = a[2] } \

@@ -7,7 +7,7 @@
 //! page of a private mapping we unmap ourselves. If a broken kernel did write there, nothing this
 //! program relies on would be corrupted.
 
-use abi::fcntl::AT_FDCWD;
+use abi::fcntl::{AT_FDCWD, PROT_READ};
 use abi::syscall::*;
 use abi::Errno;
 
@@ -120,6 +120,36 @@ pub fn rw_through_protected_page(
     // SAFETY: as above.
     unsafe { syscall3(SYS_MPROTECT, addr, PAGE_SIZE, 3) };
     Ok((r, w))
+}
+
+/// `pread`s of `len` bytes at offset 0 of `fd` into the start of one anonymous page, the same
+/// buffer every time, around changes to its mapping: after a first read, after
+/// `mprotect(PROT_READ)`, after `mprotect` back to read-write, after `munmap`. A kernel that
+/// remembers a buffer's translation between calls must forget it at each change; Linux
+/// answers (Ok(len), EFAULT, Ok(len), EFAULT).
+pub fn pread_around_mapping_changes(fd: Fd, len: usize) -> SysResult<[SysResult<usize>; 4]> {
+    let map = AnonMap::new(PAGE_SIZE)?;
+    let addr = map.addr();
+    let len = len.min(PAGE_SIZE);
+    let pread = || {
+        // SAFETY: the page is our private mapping until it is unmapped below (then the call
+        // must fail); no slice of it is live while the kernel writes it.
+        Errno::from_ret(unsafe { syscall4(SYS_PREAD64, fd as usize, addr, len, 0) })
+    };
+    let first = pread();
+    let _ = pread();
+    // SAFETY: a protection change of our own page; no slice of it is live.
+    Errno::from_ret(unsafe { syscall3(SYS_MPROTECT, addr, PAGE_SIZE, PROT_READ as usize) })?;
+    let read_only = pread();
+    // SAFETY: as above (back to read-write).
+    Errno::from_ret(unsafe { syscall3(SYS_MPROTECT, addr, PAGE_SIZE, 3) })?;
+    let writable = pread();
+    // Unmapped by hand (the guard must not unmap a range that may be reused meanwhile).
+    core::mem::forget(map);
+    // SAFETY: our own page, which nothing refers to any more.
+    Errno::from_ret(unsafe { syscall2(SYS_MUNMAP, addr, PAGE_SIZE) })?;
+    let unmapped = pread();
+    Ok([first, read_only, writable, unmapped])
 }
 
 /// Syscall number `n` with all arguments 0 (for numbers the kernel must not implement).

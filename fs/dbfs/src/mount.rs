@@ -18,7 +18,7 @@ use vfs::{Clock, FileType, Timestamp, VfsError, VfsResult};
 
 use crate::format::{self, bucket, ino_key, MAX_CHUNK_SIZE, MIN_CHUNK_SIZE, MIN_PAGE_SIZE};
 use crate::snapshot_cache::{ChunkLocs, SnapshotInodes};
-use crate::writeback::{State, WriteBack};
+use crate::writeback::{PendingMap, ReadMemo, State, WriteBack};
 use crate::{
     kv, DbFs, Inode, Superblock, DEFAULT_CHUNK_SIZE, DEFAULT_DIRTY_LIMIT, DIRECT_WRITE_MIN,
     FORMAT_VERSION, ROOT_INO,
@@ -194,7 +194,7 @@ impl<P: Pager> DbFs<P> {
             chunk_size,
             state: Mutex::new(State {
                 wb: WriteBack {
-                    pending: BTreeMap::new(),
+                    pending: PendingMap::default(),
                     dirty_bytes: 0,
                     reserved: 0,
                     limit: DEFAULT_DIRTY_LIMIT,
@@ -204,6 +204,7 @@ impl<P: Pager> DbFs<P> {
                 noatime: false,
                 fsync_wanted: BTreeMap::new(),
                 icache: SnapshotInodes::default(),
+                read_memo: ReadMemo::default(),
                 chunk_locs: ChunkLocs::default(),
                 direct_write_min: if db_direct_writes {
                     DIRECT_WRITE_MIN

@@ -22,7 +22,7 @@ use crate::format::{self, bucket, ino_key, pair_key};
 use crate::snapshot_cache::{chunk_run, CHUNK_RUN};
 #[cfg(doc)]
 use crate::snapshot_cache::{ChunkLocs, SnapshotInodes};
-use crate::writeback::{piece_size, Pending, State};
+use crate::writeback::{piece_size, Pending, ReadMemo, State};
 use crate::{kv, DbFs, Inode, DIRECT_READ_MIN, SMALL_READ_MAX};
 
 impl<P: Pager> DbFs<P> {
@@ -97,7 +97,7 @@ impl<P: Pager> DbFs<P> {
             let n = clamp_len(size, offset, buf.len());
             if n > 0 {
                 read_chunks(&tx, ino, self.chunk_size, offset, buf, n)?;
-                self.remember_chunks(&tx, ino, offset, n, walk);
+                self.remember_chunks(&tx, ino, None, offset, n, walk);
             }
             return Ok(n);
         }
@@ -135,7 +135,7 @@ impl<P: Pager> DbFs<P> {
         let n = clamp_len(inode.size, offset, buf.len());
         if n > 0 {
             read_chunks(&tx, ino, self.chunk_size, offset, buf, n)?;
-            self.remember_chunks(&tx, ino, offset, n, walk);
+            self.remember_chunks(&tx, ino, Some(&inode), offset, n, walk);
         }
         drop(tx);
         if atime && relatime_due(&inode, now) {
@@ -161,15 +161,16 @@ impl<P: Pager> DbFs<P> {
     }
 
     /// The fast path of a small read of a file whose data is all in the store (no buffered
-    /// chunks): if the newest commit's location of the chunk is remembered ([`ChunkLocs`]) and
-    /// so is the size (the buffered record, or [`SnapshotInodes`]), copy from the store under
+    /// chunks): if the newest commit's location of the chunk is remembered ([`ChunkLocs`], with
+    /// the stored record's size; a buffered record's size wins), copy from the store under
     /// [`kvdb::Db::with_committed`]. `st` is held throughout, so the snapshot is the one the
     /// write-back cache describes, as for [`DbFs::begin_read`] under `state`. `None`: take the
     /// slow path, and `walk` says whether it should remember a run of chunk locations (the
     /// reader looks sequential: [`ChunkLocs::missed`]). `Some(Ok((n, stored)))`: `n` bytes
     /// read; `due` is the time to store as the atime when `atime` (the read may update it) and
-    /// the record comes from the store (no buffered one) and its relatime update is due. The
-    /// clock is read only then; the record is looked at in place, not copied.
+    /// the record comes from the store (no buffered one) and its relatime update is due (the
+    /// clock's seconds against the run's [`crate::snapshot_cache::atime_due_at`]; the full
+    /// time is read only then).
     fn read_remembered(
         &self,
         st: &mut State,
@@ -179,10 +180,21 @@ impl<P: Pager> DbFs<P> {
         atime: bool,
         walk: &mut bool,
     ) -> Option<VfsResult<(usize, Option<Timestamp>)>> {
-        let buffered = match st.wb.pending.get(&ino) {
-            Some(p) if !p.chunks.is_empty() => return None,
-            Some(p) => Some(p.inode.size),
-            None => None,
+        let memo = st.read_memo;
+        let buffered = if memo.ino == ino && memo.changes == st.wb.pending.changes() {
+            memo.buffered
+        } else {
+            let buffered = match st.wb.pending.get(&ino) {
+                Some(p) if !p.chunks.is_empty() => return None,
+                Some(p) => Some(p.inode.size),
+                None => None,
+            };
+            st.read_memo = ReadMemo {
+                ino,
+                changes: st.wb.pending.changes(),
+                buffered,
+            };
+            buffered
         };
         if buf.is_empty() || buf.len() > SMALL_READ_MAX {
             return None;
@@ -190,28 +202,24 @@ impl<P: Pager> DbFs<P> {
         let cs = self.chunk_size;
         let idx = offset / cs;
         // Random readers mostly end here, without taking the snapshot lock.
-        if !st.chunk_locs.covers(ino, idx) {
+        let Some(run) = st.chunk_locs.covering(ino, idx) else {
             *walk = st.chunk_locs.missed(ino, idx);
             return None;
-        }
+        };
         self.db.with_committed(|txid| {
+            let Some(chunk) = st.chunk_locs.at(run, txid, idx) else {
+                *walk = st.chunk_locs.missed(ino, idx);
+                return None;
+            };
             let (size, due) = match buffered {
                 Some(size) => (size, None),
-                None => match st.icache.get(txid, ino) {
-                    Some(i) => {
-                        let due = if atime {
-                            let now = self.clock.now();
-                            relatime_due(i, now).then_some(now)
-                        } else {
-                            None
-                        };
-                        (i.size, due)
-                    }
-                    None => {
-                        *walk = st.chunk_locs.missed(ino, idx);
-                        return None;
-                    }
-                },
+                // The clock's seconds first (cheap); the full time only to stamp. `read_file`
+                // decides again on the record it updates.
+                None if atime && self.clock.now_sec() >= chunk.atime_due_at => {
+                    let now = self.clock.now();
+                    (chunk.size, (now.sec >= chunk.atime_due_at).then_some(now))
+                }
+                None => (chunk.size, None),
             };
             let n = clamp_len(size, offset, buf.len());
             if n == 0 {
@@ -221,29 +229,34 @@ impl<P: Pager> DbFs<P> {
             if n > SMALL_READ_MAX || (offset + n as u64 - 1) / cs != idx {
                 return None;
             }
-            let Some((at, len)) = st.chunk_locs.get(txid, ino, idx) else {
-                *walk = st.chunk_locs.missed(ino, idx);
-                return None;
-            };
+            let (at, len) = chunk.loc;
             let in_chunk = offset - idx * cs;
             let have = u64::from(len).saturating_sub(in_chunk).min(n as u64) as usize;
             if have > 0 {
-                // Whole pages, as kvdb reads them.
-                let ps = self.db.page_size() as u64;
-                let Some(start) = at
-                    .checked_add(in_chunk)
-                    .filter(|s| s.checked_add(ps + have as u64).is_some())
-                else {
+                let pager = self.db.pager();
+                let Some(start) = at.checked_add(in_chunk) else {
                     return Some(Err(VfsError::Corrupted));
                 };
-                let from = start - start % ps;
-                let to = (start + have as u64).div_ceil(ps) * ps;
-                let pages = match self.db.pager().read(from, (to - from) as usize) {
-                    Ok(p) => p,
-                    Err(e) => return Some(Err(kv(e))),
-                };
-                let skip = (start - from) as usize;
-                buf[..have].copy_from_slice(&pages[skip..skip + have]);
+                if pager.byte_reads() {
+                    match pager.read(start, have) {
+                        Ok(bytes) => buf[..have].copy_from_slice(&bytes),
+                        Err(e) => return Some(Err(kv(e))),
+                    }
+                } else {
+                    // Whole pages, as kvdb reads them.
+                    let ps = self.db.page_size() as u64;
+                    if start.checked_add(ps + have as u64).is_none() {
+                        return Some(Err(VfsError::Corrupted));
+                    }
+                    let from = start - start % ps;
+                    let to = (start + have as u64).div_ceil(ps) * ps;
+                    let pages = match pager.read(from, (to - from) as usize) {
+                        Ok(p) => p,
+                        Err(e) => return Some(Err(kv(e))),
+                    };
+                    let skip = (start - from) as usize;
+                    buf[..have].copy_from_slice(&pages[skip..skip + have]);
+                }
             }
             if have < n {
                 buf[have..n].fill(0);
@@ -255,18 +268,39 @@ impl<P: Pager> DbFs<P> {
     /// After a small read through `tx` missed [`ChunkLocs`] and the reader looks sequential
     /// (`walk`, from [`DbFs::read_remembered`]): remember where the chunks from this one on lie
     /// in `tx`'s snapshot (one cursor walk of up to [`CHUNK_RUN`] consecutive stored chunks),
-    /// so the next reads take the fast path.
-    fn remember_chunks(&self, tx: &Tx<'_, P>, ino: u64, offset: u64, n: usize, walk: bool) {
+    /// with `ino`'s record there (`stored`, or looked up), so the next reads take the fast
+    /// path.
+    fn remember_chunks(
+        &self,
+        tx: &Tx<'_, P>,
+        ino: u64,
+        stored: Option<&Inode>,
+        offset: u64,
+        n: usize,
+        walk: bool,
+    ) {
         if !walk || !self.small_read(offset, n) {
             return;
         }
         let cs = self.chunk_size;
         let idx = offset / cs;
         let mut locs: Vec<(u64, u32)> = Vec::with_capacity(CHUNK_RUN);
-        // A failed walk only means the next reads take the slow path (which reports errors).
-        if chunk_run(tx, ino, idx, cs, &mut locs).is_ok() && !locs.is_empty() {
-            self.state.lock().chunk_locs.put(tx.id(), ino, idx, &locs);
+        // A failed walk or lookup only means the next reads take the slow path (which
+        // reports errors).
+        if chunk_run(tx, ino, idx, cs, &mut locs).is_err() || locs.is_empty() {
+            return;
         }
+        let inode = match stored {
+            Some(i) => *i,
+            None => match read_inode(tx, ino) {
+                Ok(i) => i,
+                Err(_) => return,
+            },
+        };
+        self.state
+            .lock()
+            .chunk_locs
+            .put(tx.id(), ino, &inode, idx, &locs);
     }
 }
 
@@ -279,6 +313,9 @@ pub(crate) fn clamp_len(size: u64, offset: u64, len: usize) -> usize {
     }
 }
 
+/// How old an atime may grow under `relatime` before a read updates it anyway: a day.
+pub(crate) const RELATIME_SECS: i64 = 24 * 3600;
+
 /// Linux `relatime`: update atime if it is not newer than mtime or ctime, or a day old.
 pub(crate) fn relatime_due(i: &Inode, now: Timestamp) -> bool {
     // `<=` spelled out on the fields: the derived comparison goes through `partial_cmp` and
@@ -287,7 +324,7 @@ pub(crate) fn relatime_due(i: &Inode, now: Timestamp) -> bool {
         |a: Timestamp, b: Timestamp| a.sec < b.sec || (a.sec == b.sec && a.nsec <= b.nsec);
     not_after(i.atime, i.mtime)
         || not_after(i.atime, i.ctime)
-        || now.sec.saturating_sub(i.atime.sec) >= 24 * 3600
+        || now.sec.saturating_sub(i.atime.sec) >= RELATIME_SECS
 }
 
 pub(crate) fn read_inode<P: Pager>(tx: &Tx<'_, P>, ino: u64) -> VfsResult<Inode> {

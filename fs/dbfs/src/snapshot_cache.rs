@@ -10,9 +10,10 @@
 use alloc::vec::Vec;
 
 use kvdb::{Pager, Tx};
-use vfs::{VfsError, VfsResult};
+use vfs::{Timestamp, VfsError, VfsResult};
 
 use crate::format::{bucket, pair_key};
+use crate::read::{relatime_due, RELATIME_SECS};
 use crate::{kv, Inode};
 
 /// A few inode records as stored in given snapshots: `(txid, ino) -> record`. A snapshot
@@ -37,6 +38,22 @@ impl SnapshotInodes {
     }
 }
 
+/// The first second at which a read of `i` is due a `relatime` update
+/// ([`crate::read::relatime_due`]): at once (`i64::MIN`) if its atime is not after its mtime
+/// or ctime, else a day after the atime.
+pub(crate) fn atime_due_at(i: &Inode) -> i64 {
+    // At the earliest time only the mtime and ctime rules can make it due.
+    const EARLIEST: Timestamp = Timestamp {
+        sec: i64::MIN,
+        nsec: 0,
+    };
+    if relatime_due(i, EARLIEST) {
+        i64::MIN
+    } else {
+        i.atime.sec.saturating_add(RELATIME_SECS)
+    }
+}
+
 /// Chunks one [`ChunkLocs`] run remembers: a sequential 4 KiB reader walks the tree once per
 /// this many chunks (per commit).
 pub(crate) const CHUNK_RUN: usize = 32;
@@ -45,9 +62,10 @@ pub(crate) const CHUNK_RUN: usize = 32;
 /// `(txid, ino)` -> chunk `first + k` is an overflow value of `locs[k].1` bytes at store offset
 /// `locs[k].0`. Like [`SnapshotInodes`], a run is right for as long as its txid is the newest
 /// commit, so a small read of a remembered chunk copies it under [`kvdb::Db::with_committed`]
-/// with neither a read transaction nor a tree walk ([`crate::DbFs::read_remembered`]). Runs
-/// are only walked for readers that look sequential (or re-read a chunk), so random reads pay
-/// nothing.
+/// with neither a read transaction nor a tree walk ([`crate::DbFs::read_remembered`]). A run
+/// also holds what that read needs of the inode's record in the same snapshot (its size, and
+/// the second its `relatime` update falls due), so it looks nothing else up. Runs are only
+/// walked for readers that look sequential (or re-read a chunk), so random reads pay nothing.
 #[derive(Default)]
 pub(crate) struct ChunkLocs {
     slots: [ChunkRun; 4],
@@ -64,25 +82,45 @@ struct ChunkRun {
     locs: [(u64, u32); CHUNK_RUN],
     /// The last chunk of `ino` a small read did not find here (or the last of the run).
     last_miss: u64,
+    /// The size in `ino`'s record of snapshot `txid`.
+    size: u64,
+    /// When a read of that record is due a `relatime` update ([`atime_due_at`]).
+    atime_due_at: i64,
+}
+
+/// What [`ChunkLocs::at`] knows of a remembered chunk.
+pub(crate) struct ChunkAt {
+    /// Store offset and stored length of the chunk.
+    pub loc: (u64, u32),
+    /// The file's size in the same snapshot.
+    pub size: u64,
+    /// [`atime_due_at`] of the file's record in the same snapshot.
+    pub atime_due_at: i64,
 }
 
 impl ChunkLocs {
+    /// The run of `ino` (of any snapshot) that holds chunk `idx`, if one does: the read then
+    /// asks it for the chunk ([`ChunkLocs::at`]) under the snapshot lock, without a second
+    /// search of the slots.
     #[inline]
-    pub(crate) fn get(&self, txid: u64, ino: u64, idx: u64) -> Option<(u64, u32)> {
-        let r = self.slots.iter().find(|r| r.ino == ino && r.txid == txid)?;
-        let k = usize::try_from(idx.checked_sub(r.first)?).ok()?;
-        if k < r.len {
-            Some(r.locs[k])
-        } else {
-            None
-        }
-    }
-
-    /// Whether a run of `ino` (of any snapshot) holds chunk `idx`.
-    pub(crate) fn covers(&self, ino: u64, idx: u64) -> bool {
+    pub(crate) fn covering(&self, ino: u64, idx: u64) -> Option<usize> {
         self.slots
             .iter()
-            .any(|r| r.ino == ino && idx >= r.first && idx - r.first < r.len as u64)
+            .position(|r| r.ino == ino && idx >= r.first && idx - r.first < r.len as u64)
+    }
+
+    /// Where chunk `idx` lies in snapshot `txid`, from the run [`ChunkLocs::covering`] found
+    /// (`None` if that run is of another snapshot), with the file's size and atime deadline.
+    #[inline]
+    pub(crate) fn at(&self, run: usize, txid: u64, idx: u64) -> Option<ChunkAt> {
+        let r = self.slots.get(run).filter(|r| r.txid == txid)?;
+        let k = usize::try_from(idx.wrapping_sub(r.first)).ok()?;
+        let loc = *r.locs[..r.len.min(CHUNK_RUN)].get(k)?;
+        Some(ChunkAt {
+            loc,
+            size: r.size,
+            atime_due_at: r.atime_due_at,
+        })
     }
 
     /// A small read of chunk `idx` of `ino` found no location: whether the reader looks
@@ -102,7 +140,16 @@ impl ChunkLocs {
         false
     }
 
-    pub(crate) fn put(&mut self, txid: u64, ino: u64, first: u64, locs: &[(u64, u32)]) {
+    /// Remember `locs` (chunks `first..`) of `ino` in snapshot `txid`, where its record is
+    /// `inode`.
+    pub(crate) fn put(
+        &mut self,
+        txid: u64,
+        ino: u64,
+        inode: &Inode,
+        first: u64,
+        locs: &[(u64, u32)],
+    ) {
         let at = match self.slots.iter().position(|r| r.ino == ino) {
             Some(at) => at,
             None => {
@@ -119,6 +166,8 @@ impl ChunkLocs {
             first,
             len,
             last_miss: first + len.saturating_sub(1) as u64,
+            size: inode.size,
+            atime_due_at: atime_due_at(inode),
             ..ChunkRun::default()
         };
         r.locs[..len].copy_from_slice(&locs[..len]);

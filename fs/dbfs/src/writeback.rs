@@ -50,8 +50,57 @@ pub(crate) struct Pending {
     pub gen: u64,
 }
 
+/// The write-back entries by inode, with a count of the changes made to them: every change
+/// goes through a method here that counts it (reads see the map itself), so a reader that
+/// remembers what it found ([`ReadMemo`]) knows it still holds while the count is unchanged.
+#[derive(Default)]
+pub(crate) struct PendingMap {
+    map: BTreeMap<u64, Pending>,
+    changes: u64,
+}
+
+impl core::ops::Deref for PendingMap {
+    type Target = BTreeMap<u64, Pending>;
+    fn deref(&self) -> &Self::Target {
+        &self.map
+    }
+}
+
+impl PendingMap {
+    /// Changes so far (a new count after each `&mut` access below).
+    pub(crate) fn changes(&self) -> u64 {
+        self.changes
+    }
+    pub(crate) fn get_mut(&mut self, ino: &u64) -> Option<&mut Pending> {
+        self.changes += 1;
+        self.map.get_mut(ino)
+    }
+    pub(crate) fn remove(&mut self, ino: &u64) -> Option<Pending> {
+        self.changes += 1;
+        self.map.remove(ino)
+    }
+    pub(crate) fn entry(
+        &mut self,
+        ino: u64,
+    ) -> alloc::collections::btree_map::Entry<'_, u64, Pending> {
+        self.changes += 1;
+        self.map.entry(ino)
+    }
+}
+
+/// What the last small read found in the write-back cache for its inode: `buffered` is the
+/// size of the inode's entry, `None` without one (an entry with chunks is never remembered).
+/// Right while [`PendingMap::changes`] is still `changes`; a repeated small read of the same
+/// file then skips the map's search.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct ReadMemo {
+    pub ino: u64,
+    pub changes: u64,
+    pub buffered: Option<u64>,
+}
+
 pub(crate) struct WriteBack {
-    pub pending: BTreeMap<u64, Pending>,
+    pub pending: PendingMap,
     pub dirty_bytes: usize,
     /// Pages reserved for the commits of the buffered data (sum of [`Pending::reserved`]).
     pub reserved: u64,
@@ -178,6 +227,8 @@ pub(crate) struct State {
     pub fsync_wanted: BTreeMap<u64, u32>,
     /// Inode records of recent read snapshots, for the read path.
     pub icache: SnapshotInodes,
+    /// The write-back cache as the last small read found it (see [`ReadMemo`]).
+    pub read_memo: ReadMemo,
     /// Where recently read chunks lie in recent snapshots, for small reads (see [`ChunkLocs`]).
     pub chunk_locs: ChunkLocs,
     /// Large writes store their whole chunks directly when those add up to this many bytes
@@ -217,7 +268,10 @@ impl State {
     /// A transaction that changes `ino`'s stored record is running or committing (a direct
     /// write to it, or any commit of it): nothing may be built on the record it replaces.
     pub(crate) fn in_flight(&self, ino: u64) -> bool {
-        self.direct_busy.is_some_and(|d| d.ino == ino) || self.committing.contains(&ino)
+        // The length first: `contains` sets up its unrolled scan even for an empty list,
+        // and this runs on every read.
+        self.direct_busy.is_some_and(|d| d.ino == ino)
+            || (!self.committing.is_empty() && self.committing.contains(&ino))
     }
 }
 
@@ -621,7 +675,7 @@ impl<P: Pager> DbFs<P> {
                 }
             }
             None => {
-                for (&ino, p) in &st.wb.pending {
+                for (&ino, p) in st.wb.pending.iter() {
                     if !p.chunks.is_empty() {
                         st.write_errors.insert(ino, e);
                     }

@@ -686,6 +686,63 @@ fn relatime_on_the_small_read_path_of_a_stored_file() {
 }
 
 #[test]
+fn repeated_small_reads_see_every_change_to_the_file() {
+    // Repeated 4 KiB reads of stored files take the remembered-chunk path, which remembers what
+    // the write-back cache held for the last file read and the size of the stored record: a
+    // buffered write, a truncate, an extension, a commit, or reads of another file in between
+    // must all show in the next read.
+    let fs = fresh();
+    let root = fs.root().unwrap();
+    let f = root.create("f", &reg()).unwrap();
+    let g = root.create("g", &reg()).unwrap();
+    f.write_at(0, &[1u8; 64 << 10]).unwrap();
+    g.write_at(0, &[9u8; 64 << 10]).unwrap();
+    f.fsync(false).unwrap();
+    g.fsync(false).unwrap();
+    let mut buf = [0u8; 4096];
+    let read = |n: &vfs::NodeRef, at: u64, buf: &mut [u8; 4096]| n.read_at(at, buf).unwrap();
+    for _ in 0..3 {
+        for k in 0..4u64 {
+            assert_eq!(read(&f, k * 4096, &mut buf), 4096);
+            assert!(buf.iter().all(|&b| b == 1));
+            assert_eq!(read(&g, k * 4096, &mut buf), 4096);
+            assert!(buf.iter().all(|&b| b == 9));
+        }
+    }
+    // A buffered write inside the chunk read.
+    f.write_at(8192 + 10, &[2u8; 100]).unwrap();
+    assert_eq!(read(&f, 8192, &mut buf), 4096);
+    assert!(buf[..10].iter().all(|&b| b == 1));
+    assert!(buf[10..110].iter().all(|&b| b == 2));
+    assert!(buf[110..].iter().all(|&b| b == 1));
+    f.fsync(false).unwrap();
+    assert_eq!(read(&f, 8192, &mut buf), 4096);
+    assert!(buf[10..110].iter().all(|&b| b == 2));
+    assert_eq!(read(&g, 8192, &mut buf), 4096);
+    assert!(buf.iter().all(|&b| b == 9));
+    // Shorter, then longer again (the bytes between are zeros).
+    f.truncate(10_000).unwrap();
+    assert_eq!(read(&f, 8192, &mut buf), 10_000 - 8192);
+    assert_eq!(read(&f, 8192, &mut buf), 10_000 - 8192);
+    f.write_at(20_000, &[3]).unwrap();
+    assert_eq!(read(&f, 8192, &mut buf), 4096);
+    assert!(buf[..10].iter().all(|&b| b == 1));
+    assert!(buf[10_000 - 8192..].iter().all(|&b| b == 0));
+    f.fsync(false).unwrap();
+    for _ in 0..2 {
+        assert_eq!(read(&f, 8192, &mut buf), 4096);
+        assert!(buf[10_000 - 8192..].iter().all(|&b| b == 0));
+        assert_eq!(read(&f, 16384, &mut buf), 20_001 - 16384);
+        assert_eq!(buf[20_000 - 16384], 3);
+    }
+    // The other file, read in between, was never touched.
+    for k in 0..4u64 {
+        assert_eq!(read(&g, k * 4096, &mut buf), 4096);
+        assert!(buf.iter().all(|&b| b == 9));
+    }
+}
+
+#[test]
 fn timestamps_move_exactly_when_posix_says() {
     let clock = TestClock::new();
     let pager = DbFs::mkfs(MemPager::new(), MkfsOptions::default()).unwrap();

@@ -79,6 +79,13 @@ pub trait Pager {
         false
     }
 
+    /// Whether [`Pager::read`] serves any byte range as cheaply as whole pages (a pager over
+    /// one mapped window). kvdb itself always reads whole pages; a caller copying a few bytes
+    /// out of committed pages (dbfs's small reads) then skips rounding the range out to pages.
+    fn byte_reads(&self) -> bool {
+        false
+    }
+
     /// Write every `(offset, bytes)` pair (whole pages, sorted, non-overlapping) like
     /// [`Pager::write`], for the pages of large values ([`crate::Bucket::put_direct`]). A pager
     /// that can move them more cheaply than `write` (the kernel's disk window: a device write

@@ -87,6 +87,14 @@ pub struct Timestamp {
 pub trait Clock: Send + Sync {
     /// The current wall-clock time.
     fn now(&self) -> Timestamp;
+
+    /// The whole seconds of [`Clock::now`], for decisions at the scale of seconds (whether a
+    /// `relatime` update is due, on every read). A clock whose seconds cost less than the
+    /// full time overrides it (the kernel's: one division, where the full time takes three
+    /// and a split into seconds and nanoseconds).
+    fn now_sec(&self) -> i64 {
+        self.now().sec
+    }
 }
 
 /// A clock that always reads zero, for file systems built without a time source.

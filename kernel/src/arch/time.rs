@@ -8,6 +8,8 @@ use super::csr;
 static TIMEBASE_HZ: AtomicU64 = AtomicU64::new(0);
 /// Nanoseconds since the Unix epoch at `time` = 0.
 static EPOCH_OFFSET_NS: AtomicU64 = AtomicU64::new(0);
+/// `EPOCH_OFFSET_NS` in `time` ticks (rounded down), for [`realtime_sec`].
+static EPOCH_OFFSET_TICKS: AtomicU64 = AtomicU64::new(0);
 
 pub fn init(timebase_hz: u64, rtc_base: Option<usize>) {
     TIMEBASE_HZ.store(timebase_hz.max(1), Ordering::Relaxed);
@@ -19,7 +21,10 @@ pub fn init(timebase_hz: u64, rtc_base: Option<usize>) {
             let hi = ((base + 4) as *const u32).read_volatile() as u64;
             (hi << 32) | lo
         };
-        EPOCH_OFFSET_NS.store(wall_ns.saturating_sub(monotonic_ns()), Ordering::Relaxed);
+        let offset_ns = wall_ns.saturating_sub(monotonic_ns());
+        EPOCH_OFFSET_NS.store(offset_ns, Ordering::Relaxed);
+        let ticks = offset_ns as u128 * self::timebase_hz() as u128 / 1_000_000_000;
+        EPOCH_OFFSET_TICKS.store(ticks as u64, Ordering::Relaxed);
     }
 }
 
@@ -38,6 +43,12 @@ pub fn monotonic_ns() -> u64 {
 /// Nanoseconds since the Unix epoch (since boot if there is no RTC).
 pub fn realtime_ns() -> u64 {
     monotonic_ns() + EPOCH_OFFSET_NS.load(Ordering::Relaxed)
+}
+
+/// Whole seconds since the Unix epoch: `realtime_ns() / 10^9` with one division (the
+/// offset counted in ticks, so it may read one tick, 100 ns at 10 MHz, early).
+pub fn realtime_sec() -> u64 {
+    (csr::time() + EPOCH_OFFSET_TICKS.load(Ordering::Relaxed)) / timebase_hz()
 }
 
 /// Arm the timer interrupt `ms` milliseconds from now.
@@ -60,5 +71,9 @@ impl vfs::Clock for KernelClock {
             sec: (ns / 1_000_000_000) as i64,
             nsec: (ns % 1_000_000_000) as u32,
         }
+    }
+
+    fn now_sec(&self) -> i64 {
+        realtime_sec() as i64
     }
 }

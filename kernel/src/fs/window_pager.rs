@@ -63,6 +63,10 @@ impl Pager for WindowPager {
         true
     }
 
+    fn byte_reads(&self) -> bool {
+        true
+    }
+
     fn write_direct(&self, writes: &[(u64, &[u8])]) -> Result<()> {
         self.window.write_direct(writes).map_err(|_| Error::Io)
     }

@@ -155,23 +155,6 @@ impl UserPages {
         }))
     }
 
-    /// The guard of a range inside one page that is mapped for `access` already, else
-    /// `None` (nothing is looked up or mapped beyond the page table): what a caller holding
-    /// the process's lock for another reason tries first. Counted as a user copy when
-    /// resolved, as by [`contiguous`] (a call that then fails still counts it).
-    #[inline]
-    pub fn mapped(space: &mut AddrSpace, va: usize, len: usize, access: Access) -> Option<Self> {
-        if len == 0 || len > PAGE_SIZE - (va % PAGE_SIZE) {
-            return None;
-        }
-        let kva = space.mapped_for(va, access)?;
-        crate::counters::add_user_copy(len);
-        Some(UserPages {
-            pieces: Pieces::One([(kva, len)]),
-            _local: core::marker::PhantomData,
-        })
-    }
-
     /// How many pieces the range is made of.
     pub fn piece_count(&self) -> usize {
         self.pieces.as_slice().len()
@@ -220,6 +203,42 @@ impl UserPages {
             done += k;
         }
         done
+    }
+}
+
+/// A user range inside one page mapped already: the guard [`UserPages`] is for any range,
+/// this one for the small-I/O path (no list of pieces, so nothing to drop). The same rules as
+/// for [`UserPages`] keep its slice valid.
+pub struct UserRun {
+    kva: usize,
+    len: usize,
+    _local: core::marker::PhantomData<*mut u8>,
+}
+
+impl UserRun {
+    /// The range if it lies inside one page that is mapped for `access` already, else
+    /// `None` (nothing is looked up or mapped beyond the page table): what a caller holding
+    /// the process's lock for another reason tries first. Counted as a user copy when
+    /// resolved, as by [`contiguous`] (a call that then fails still counts it).
+    #[inline]
+    pub fn mapped(space: &mut AddrSpace, va: usize, len: usize, access: Access) -> Option<Self> {
+        if len == 0 || len > PAGE_SIZE - (va % PAGE_SIZE) {
+            return None;
+        }
+        let kva = space.mapped_for(va, access)?;
+        crate::counters::add_user_copy(len);
+        Some(UserRun {
+            kva,
+            len,
+            _local: core::marker::PhantomData,
+        })
+    }
+
+    /// The range, writable.
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: as in `UserPages::slices_mut`: a frame of the calling process, mapped and
+        // not changed by anyone else while the guard lives; `&mut self` is the only borrow.
+        unsafe { core::slice::from_raw_parts_mut(self.kva as *mut u8, self.len) }
     }
 }
 

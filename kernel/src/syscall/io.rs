@@ -14,7 +14,7 @@ use crate::fs::file::OpenFile;
 use crate::fs::path::Loc;
 use crate::fs::perm;
 use crate::mm::addr_space::Access;
-use crate::mm::uaccess::{self, UserPages};
+use crate::mm::uaccess::{self, UserPages, UserRun};
 
 use super::fs::{file, MAX_RW};
 use super::stream::stream_of;
@@ -55,8 +55,10 @@ fn read_into_user(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult
     // Anything else (a bad buffer included: EFAULT past the end of the file is not an error)
     // takes the general path, kept out of line so that this one saves few registers.
     if len <= SMALL_IO {
-        if let Ok(Some(run)) = with_space(|s| UserPages::contiguous(s, va, len, Access::Write)) {
-            return read_run(f, offset, va, run);
+        if let Ok(Some(mut run)) = with_space(|s| UserPages::contiguous(s, va, len, Access::Write))
+        {
+            let dst = run.single_mut().ok_or(Errno::EFAULT)?;
+            return read_run(f, offset, va, dst);
         }
     }
     read_chunks_into_user(f, offset, va, len)
@@ -64,18 +66,18 @@ fn read_into_user(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult
 
 /// [`read_into_user`] when the caller resolved a small buffer already (`run`: one piece).
 #[inline(always)]
-fn read_into_run(f: &OpenFile, offset: u64, va: usize, len: usize, run: UserPages) -> SysResult {
+fn read_into_run(f: &OpenFile, offset: u64, va: usize, len: usize, mut run: UserRun) -> SysResult {
     if !f.readable {
         return Err(Errno::EBADF);
     }
-    check_rw(offset, va, len)?;
-    read_run(f, offset, va, run)
+    // `check_rw` without its range check: `run` lies in a user page mapped already.
+    check_end(offset, len)?;
+    read_run(f, offset, va, run.as_mut_slice())
 }
 
-/// The small read of [`read_into_user`] into `run`, one piece.
+/// The small read of [`read_into_user`] into `dst`, the user's buffer at `va` (one run).
 #[inline(always)]
-fn read_run(f: &OpenFile, offset: u64, va: usize, mut run: UserPages) -> SysResult {
-    let dst = run.single_mut().ok_or(Errno::EFAULT)?;
+fn read_run(f: &OpenFile, offset: u64, va: usize, dst: &mut [u8]) -> SysResult {
     let got = f.loc.node.read_at(offset, dst)?;
     see_mapped_writes(f, offset, va, got)?;
     Ok(got)
@@ -126,6 +128,12 @@ fn check_rw(offset: u64, va: usize, len: usize) -> Result<(), Errno> {
     if !uaccess::range_ok(va, len) {
         return Err(Errno::EFAULT);
     }
+    check_end(offset, len)
+}
+
+/// The end offset check of [`check_rw`] (EINVAL).
+#[inline(always)]
+fn check_end(offset: u64, len: usize) -> Result<(), Errno> {
     if offset
         .checked_add(len as u64)
         .is_none_or(|end| end > i64::MAX as u64)
@@ -309,7 +317,7 @@ pub fn sys_pread(fd: i32, va: usize, len: usize, offset: i64) -> SysResult {
     // of the process for both.
     let (f, run) = crate::task::with_current(|p| {
         let f = p.files.get(fd)?;
-        Ok::<_, Errno>((f, UserPages::mapped(&mut p.space, va, len, Access::Write)))
+        Ok::<_, Errno>((f, UserRun::mapped(&mut p.space, va, len, Access::Write)))
     })?;
     if offset < 0 {
         return Err(Errno::EINVAL);

@@ -2,8 +2,11 @@
 //! directory: a 1 MiB file is written, then timed loops of `getppid` (the bare trap),
 //! `pread` of 0 bytes (fd lookup + file-system entry), of 1 byte (the file system's lookup
 //! without the copy), and of 4 KiB at one offset and sequentially. Prints `SYSCOST dir=... op=... ns_per_call=...` lines. Not part of the tests.
-//! Options: `calls=N` (default 5000 per loop; more to profile one loop) and `only=OP` (run
-//! only that loop, e.g. `only=pread4k_seq`).
+//! Options: `calls=N` (default 5000 per loop; more to profile one loop), `only=OP` (run
+//! only that loop, e.g. `only=pread4k_seq`) and `sync=1` (a `sync` before each loop: the
+//! reads then find their inode committed, with its atime current, as a file read again
+//! after the write-back timer ran; without it the atime update of the first read is still
+//! buffered).
 #![no_std]
 #![no_main]
 
@@ -58,6 +61,7 @@ fn main(argv: &[&str]) -> i32 {
         .and_then(|v| v.parse().ok())
         .unwrap_or(5000);
     let only = option(argv, "only");
+    let sync_first = option(argv, "sync") == Some("1");
     let run = |op: &str| only.is_none_or(|o| o == op);
     if run("getppid") {
         let sw = Stopwatch::start();
@@ -95,6 +99,9 @@ fn main(argv: &[&str]) -> i32 {
         for (op, len, at) in loops {
             if !run(op) {
                 continue;
+            }
+            if sync_first {
+                let _ = sys::sync();
             }
             let before = sys::counters().ok();
             let sw = Stopwatch::start();

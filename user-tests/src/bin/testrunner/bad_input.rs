@@ -77,6 +77,21 @@ pub fn efault_half_unmapped_buffer(cx: &Ctx) -> TestResult {
     Ok(())
 }
 
+/// The same buffer read into again and again while its page's mapping changes: the kernel
+/// remembers the last page it translated for a system call, and must not use it once the
+/// page is write-protected or unmapped.
+pub fn efault_reused_buffer_after_mapping_change(cx: &Ctx) -> TestResult {
+    let (_p, f) = file_with(cx, 8192)?;
+    let got = probe::pread_around_mapping_changes(f.fd(), 100).what("map, mprotect, munmap")?;
+    let want = [Ok(100), Err(Errno::EFAULT), Ok(100), Err(Errno::EFAULT)];
+    ensure!(
+        got == want,
+        "pread into one page before and after mprotect(PROT_READ), mprotect(RW), munmap: \
+         expected {want:?}, got {got:?}"
+    );
+    Ok(())
+}
+
 /// Page protections decide what a buffer may be used for, as on Linux/RISC-V: `read` into a
 /// read-only page is EFAULT (and reads nothing), `write` from it works; a write-only page is
 /// also readable (the ISA has no write-only pages), so both work; a PROT_NONE page takes

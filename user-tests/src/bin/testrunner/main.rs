@@ -216,6 +216,10 @@ pub const TESTS: &[Test] = &[
         "mmap_store_after_writeback",
         mmap_tests::mmap_store_after_writeback,
     ),
+    t(
+        "pread_buffer_after_fork",
+        mmap_tests::pread_buffer_after_fork,
+    ),
     t("madvise_and_fixed", mmap_tests::madvise_and_fixed),
     t(
         "mmap_read_around_random_order",
@@ -231,6 +235,10 @@ pub const TESTS: &[Test] = &[
     t(
         "efault_half_unmapped_buffer",
         bad_input::efault_half_unmapped_buffer,
+    ),
+    t(
+        "efault_reused_buffer_after_mapping_change",
+        bad_input::efault_reused_buffer_after_mapping_change,
     ),
     t("efault_null_path", bad_input::efault_null_path),
     t("ebadf_bad_fds", bad_input::ebadf_bad_fds),

@@ -410,6 +410,59 @@ pub fn mmap_store_after_writeback(cx: &Ctx) -> TestResult {
     Ok(())
 }
 
+/// A `pread` into a private page, `fork`, then a `pread` into the same page by the parent:
+/// the child keeps the first read's bytes, the parent sees the second's. (fork copies private
+/// pages now; a copy-on-write fork would share the page write-protected until the first
+/// store, and the translation the kernel remembers from the first reads must not bypass it.)
+pub fn pread_buffer_after_fork(cx: &Ctx) -> TestResult {
+    let data = pattern(2 * PAGE, 7);
+    let f = file_with(cx, "f", &data)?;
+    let buf = sys::mmap(
+        0,
+        PAGE,
+        PROT_READ | PROT_WRITE,
+        MAP_PRIVATE | MAP_ANONYMOUS,
+        -1,
+        0,
+    )
+    .what("mmap")?;
+    let (r, w) = sys::pipe2(0).what("pipe")?;
+    // The reads last before the fork, so the buffer's page is the one the kernel translated
+    // last.
+    for _ in 0..2 {
+        ensure!(
+            buf.read_into(f.fd(), 0).what("pread")? == PAGE,
+            "short pread"
+        );
+    }
+    let pid = sys::fork().what("fork")?;
+    if pid == 0 {
+        // Wait for the parent's second read, then look at our copy.
+        let mut b = [0u8; 1];
+        let _ = sys::read(r, &mut b);
+        sys::exit(i32::from(buf.read(0, PAGE) != data[..PAGE]));
+    }
+    let second = buf.read_into(f.fd(), PAGE as u64);
+    let _ = sys::write(w, b"x");
+    let st = sys::waitpid(pid).what("wait4")?.1;
+    let _ = sys::close(r);
+    let _ = sys::close(w);
+    ensure!(
+        second.what("pread after fork")? == PAGE,
+        "short pread after fork"
+    );
+    ensure!(
+        buf.read(0, PAGE) == data[PAGE..],
+        "the parent's pread after fork is not in its buffer"
+    );
+    ensure!(
+        st.exited() && st.exit_code() == 0,
+        "the parent's pread after fork reached the child's copy of the buffer (status {:#x})",
+        st.0
+    );
+    Ok(())
+}
+
 pub fn madvise_and_fixed(cx: &Ctx) -> TestResult {
     // MADV_DONTNEED: private anonymous memory reads back as zeros.
     let anon = sys::mmap(
