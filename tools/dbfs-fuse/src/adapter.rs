@@ -52,6 +52,11 @@ use crate::image::{system_to_timestamp, timestamp_to_system, Fs, ImagePager};
 const TTL: Duration = Duration::from_secs(1);
 /// Largest read or write the kernel is asked to send.
 const MAX_IO: u32 = 1 << 20;
+
+thread_local! {
+    /// A FUSE worker's buffer for `read` replies of up to [`MAX_IO`] bytes.
+    static READ_BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
 const S_ISUID: u32 = 0o4000;
 const S_ISGID: u32 = 0o2000;
 const S_IXGRP: u32 = 0o010;
@@ -668,9 +673,8 @@ impl Filesystem for DbFuse {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        let r = (|| {
+        let fill = |buf: &mut [u8]| -> Result<usize, Errno> {
             let node = self.handle(fh, ino)?;
-            let mut buf = vec![0u8; size.min(16 << 20) as usize];
             let mut got = 0;
             while got < buf.len() {
                 let n = node
@@ -681,13 +685,30 @@ impl Filesystem for DbFuse {
                 }
                 got += n;
             }
-            buf.truncate(got);
-            Ok(buf)
-        })();
-        match r {
-            Ok(b) => reply.data(&b),
-            Err(e) => reply.error(e),
+            Ok(got)
+        };
+        let want = size.min(16 << 20) as usize;
+        if want > MAX_IO as usize {
+            let mut buf = vec![0u8; want];
+            match fill(&mut buf) {
+                Ok(n) => reply.data(&buf[..n]),
+                Err(e) => reply.error(e),
+            }
+            return;
         }
+        // Each worker thread keeps its read buffer: a new one per request was 1 MiB of fresh
+        // memory to fault in and zero for every 1 MiB read (dbfs writes every byte it returns,
+        // holes included, so stale bytes never reach the reply). `reply.data` copies it out
+        // before the next request.
+        READ_BUF.with_borrow_mut(|buf| {
+            if buf.len() < want {
+                buf.resize(want, 0);
+            }
+            match fill(&mut buf[..want]) {
+                Ok(n) => reply.data(&buf[..n]),
+                Err(e) => reply.error(e),
+            }
+        });
     }
 
     fn write(
