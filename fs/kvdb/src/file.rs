@@ -241,7 +241,7 @@ impl FilePager {
     /// pages, written at once and not kept).
     fn write_pieces(&self, writes: &[(u64, &[u8])], defer: bool) -> Result<()> {
         if self.defer_max == 0 {
-            return self.write_now(writes);
+            return self.write_now(writes, defer);
         }
         let mut pending = self.pending.lock();
         let mut now: Vec<(u64, &[u8])> = Vec::new();
@@ -279,12 +279,14 @@ impl FilePager {
         if now.is_empty() {
             Ok(())
         } else {
-            self.write_now(&now)
+            self.write_now(&now, defer)
         }
     }
 
-    /// The writes themselves: each run of contiguous ranges as one `pwrite`, then the cache.
-    fn write_now(&self, writes: &[(u64, &[u8])]) -> Result<()> {
+    /// The writes themselves: each run of contiguous ranges as one `pwrite`, then the cache
+    /// (`cache`: false for [`Pager::write_direct`], whose pages are a file's data, moved
+    /// by large reads with [`Pager::read_into`], past the cache).
+    fn write_now(&self, writes: &[(u64, &[u8])], cache: bool) -> Result<()> {
         // Coalesce contiguous ranges into one pwrite each.
         let mut i = 0;
         while i < writes.len() {
@@ -298,11 +300,7 @@ impl FilePager {
             let result = if j == i + 1 {
                 write_at(&self.file, writes[i].1, start)
             } else {
-                let mut buf = Vec::with_capacity((end - start) as usize);
-                for w in &writes[i..j] {
-                    buf.extend_from_slice(w.1);
-                }
-                write_at(&self.file, &buf, start)
+                join_and_write(&self.file, &writes[i..j], start, (end - start) as usize)
             };
             for w in &writes[i..j] {
                 self.invalidate(w.0, w.1.len());
@@ -310,7 +308,7 @@ impl FilePager {
             result?;
             for w in writes[i..j]
                 .iter()
-                .filter(|w| w.1.len() <= WRITE_THROUGH_MAX)
+                .filter(|w| cache && w.1.len() <= WRITE_THROUGH_MAX)
             {
                 self.insert(w.0, Arc::from(w.1));
             }
@@ -495,6 +493,37 @@ impl FilePager {
         self.writing.fetch_sub(1, SeqCst);
         r
     }
+}
+
+/// Runs of at most this many bytes are joined in a buffer each thread keeps (see
+/// [`join_and_write`]); longer ones in a buffer of their own.
+const JOIN_KEEP: usize = 4 << 20;
+
+std::thread_local! {
+    static JOIN_BUF: core::cell::RefCell<Vec<u8>> = const { core::cell::RefCell::new(Vec::new()) };
+}
+
+/// One `pwrite` of the concatenation of `run` (`len` bytes) at `offset`. The join goes
+/// through a buffer the thread keeps: a fresh one per write (a 1 MiB direct write of 256
+/// chunk pages) was memory the allocator took from and gave back to the system each time,
+/// so every write faulted in and zeroed its pages again.
+fn join_and_write(file: &File, run: &[(u64, &[u8])], offset: u64, len: usize) -> Result<()> {
+    let join = |buf: &mut Vec<u8>| {
+        buf.clear();
+        buf.reserve(len);
+        for w in run {
+            buf.extend_from_slice(w.1);
+        }
+        write_at(file, buf, offset)
+    };
+    if len > JOIN_KEEP {
+        return join(&mut Vec::new());
+    }
+    // Another join on this thread (not expected: nothing here calls back) gets its own.
+    JOIN_BUF.with(|b| match b.try_borrow_mut() {
+        Ok(mut buf) => join(&mut buf),
+        Err(_) => join(&mut Vec::new()),
+    })
 }
 
 fn write_at(file: &File, buf: &[u8], offset: u64) -> Result<()> {
