@@ -409,7 +409,7 @@ fn read_chunks<P: Pager, O: Out + ?Sized>(
         if have > 0 {
             let src = e.overflow_location().map(|(o, _)| o + in_chunk as u64);
             match (src, e.value()) {
-                (Some(src), _) if direct && src % 512 == 0 && have % 512 == 0 => {
+                (Some(src), _) if direct && src % 512 == 0 && have.is_multiple_of(512) => {
                     match runs.last_mut() {
                         Some((s, a, n)) if *s + *n as u64 == src && *a + *n == at => *n += have,
                         _ => runs.push((src, at, have)),

@@ -350,6 +350,10 @@ impl Filesystem for DbFuse {
         let _ = config.set_max_write(MAX_IO);
         let _ = config.set_max_readahead(MAX_IO);
         let _ = config.add_capabilities(InitFlags::FUSE_PARALLEL_DIROPS);
+        // An O_DIRECT read larger than `max_read` (mount_opts::MAX_READ) goes to the daemon
+        // as several requests at once instead of one after the other, so the worker threads
+        // serve one large read together (their image reads and copies overlap).
+        let _ = config.add_capabilities(InitFlags::FUSE_ASYNC_DIO);
         // Set-id bits are cleared here (see the module doc); the kernel then skips its
         // `security.capability` probe on writes to an inode it has seen free of one.
         if !self.read_only {
