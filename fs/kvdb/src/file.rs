@@ -4,6 +4,8 @@
 //! once, then every read transaction shares the buffer. Writes replace the cached copy (write
 //! through), so freshly committed pages are served from memory, the way a mapped file would serve
 //! them from the page cache. The cache is dropped wholesale when it exceeds its byte budget.
+//! Two kinds of bytes pass it by: [`Pager::read_into`] (a large read, one `pread` into the
+//! caller's buffer) and [`Pager::write_direct`] (a large write's pages, not copied into it).
 //!
 //! Deferred writes ([`FilePager::with_deferred_writes`]): small writes (tree pages) are kept in
 //! memory and written to the file at the next [`Pager::sync`] (or when they exceed a byte
