@@ -121,7 +121,7 @@ impl FilePager {
         })
     }
 
-    /// Keep writes of at most [`WRITE_THROUGH_MAX`] bytes in memory until the next
+    /// Keep writes of at most `WRITE_THROUGH_MAX` (16 KiB) in memory until the next
     /// [`Pager::sync`] or [`FilePager::flush`], or until more than `max_bytes` of them wait
     /// (see the module doc). Reads see them at once.
     pub fn with_deferred_writes(mut self, max_bytes: usize) -> Self {
