@@ -5,8 +5,10 @@
 //! - otherwise one read snapshot and one cursor walk, copied without `state`
 //!   ([`read_chunks`]);
 //! - reads of at least [`DIRECT_READ_MIN`] bytes move whole stored chunks with
-//!   [`kvdb::Pager::read_into`] (the kernel window: disk to the caller's buffer), also into
-//!   the pieces of a scattered read ([`Pieces`]).
+//!   [`kvdb::Pager::read_into`] (the kernel window: disk to the caller's buffer; dbfs-fuse's
+//!   image file: one `pread` per run of adjacent chunks), also into the pieces of a
+//!   scattered read ([`Pieces`]). Their cursor only locates the chunks
+//!   ([`kvdb::Cursor::locate_overflow_values`]): it does not read them first.
 //!
 //! Lock rules: `state` is taken to look at the cache and begin the snapshot (O(1)); the
 //! store is copied without it except in the first two cases. A read never waits for the
@@ -410,6 +412,8 @@ fn read_chunks<P: Pager, O: Out + ?Sized>(
         return Ok(());
     }
     let mut cursor = data.cursor();
+    // A direct read moves stored chunks with `read_into`: the cursor need not read them too.
+    cursor.locate_overflow_values(direct);
     // Direct reads: (store offset, position in `out`, length), merged where both are adjacent.
     let mut runs: Vec<(u64, usize, usize)> = Vec::new();
     let mut pos = offset;
@@ -425,8 +429,8 @@ fn read_chunks<P: Pager, O: Out + ?Sized>(
         if start >= end {
             break;
         }
-        let value = e.value().ok_or(VfsError::Corrupted)?;
-        if value.len() as u64 > cs || start.saturating_add(cs) <= pos {
+        let value_len = e.value_len().ok_or(VfsError::Corrupted)?;
+        if value_len > cs || start.saturating_add(cs) <= pos {
             return Err(VfsError::Corrupted);
         }
         if start > pos {
@@ -438,15 +442,25 @@ fn read_chunks<P: Pager, O: Out + ?Sized>(
         let in_chunk = (pos - start) as usize;
         let take = (start.saturating_add(cs).min(end) - pos) as usize;
         let at = (pos - offset) as usize;
-        let have = value.len().saturating_sub(in_chunk).min(take);
+        let have = (value_len as usize).saturating_sub(in_chunk).min(take);
         if have > 0 {
             let src = e.overflow_location().map(|(o, _)| o + in_chunk as u64);
-            match src {
-                Some(src) if direct && src % 512 == 0 && have % 512 == 0 => match runs.last_mut() {
-                    Some((s, a, n)) if *s + *n as u64 == src && *a + *n == at => *n += have,
-                    _ => runs.push((src, at, have)),
-                },
-                _ => out.put(at, &value[in_chunk..in_chunk + have]),
+            match (src, e.value()) {
+                (Some(src), _) if direct && src % 512 == 0 && have.is_multiple_of(512) => {
+                    match runs.last_mut() {
+                        Some((s, a, n)) if *s + *n as u64 == src && *a + *n == at => *n += have,
+                        _ => runs.push((src, at, have)),
+                    }
+                }
+                (_, Some(value)) => out.put(at, &value[in_chunk..in_chunk + have]),
+                // A located value whose piece is not aligned for `read_into`: read the value
+                // as the cursor would have.
+                (Some(_), None) => {
+                    let (vat, vlen) = e.overflow_location().ok_or(VfsError::Corrupted)?;
+                    let value = tx.pager().read(vat, vlen as usize).map_err(kv)?;
+                    out.put(at, &value[in_chunk..in_chunk + have]);
+                }
+                (None, None) => return Err(VfsError::Corrupted),
             }
         }
         out.zero(at + have, take - have);

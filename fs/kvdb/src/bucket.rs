@@ -471,6 +471,16 @@ impl<'tx, 'db, P: Pager> Cursor<'tx, 'db, P> {
         }
     }
 
+    /// With `true`, entries whose value lies in overflow pages of a committed snapshot come
+    /// without their bytes: [`Entry::value`] is `None` for them, [`Entry::value_len`] and
+    /// [`Entry::overflow_location`] say where the value is. A caller that moves large values
+    /// with [`Pager::read_into`] (straight into its own buffer) then does not read every value
+    /// twice, once through [`Pager::read`] (on a host file: a `pread` and a cache copy) and
+    /// once into its buffer.
+    pub fn locate_overflow_values(&mut self, on: bool) {
+        self.walk.lazy_overflow = on;
+    }
+
     /// Move to the first entry.
     pub fn first(&mut self) -> Result<Option<Entry<'db, P>>> {
         self.walk.first(&self.bucket)
@@ -512,6 +522,10 @@ impl<'db, P: Pager> PageSource for Bucket<'_, 'db, P> {
 
     fn overflow(&self, first: PageId, len: u64) -> Result<P::Page<'db>> {
         self.tx.pages().overflow(first, len)
+    }
+
+    fn check_overflow(&self, first: PageId, len: u64) -> Result<()> {
+        self.tx.pages().check_overflow(first, len)
     }
 }
 

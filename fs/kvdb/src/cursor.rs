@@ -23,6 +23,9 @@ pub struct Entry<'db, P: Pager + 'db> {
     value: Option<Bytes<'db, P>>,
     /// Where a committed overflow value lies in the store: (byte offset, length).
     loc: Option<(u64, u64)>,
+    /// The value is the overflow value at `loc`, not read (see
+    /// [`crate::Cursor::locate_overflow_values`]).
+    located: bool,
 }
 
 impl<'db, P: Pager + 'db> Entry<'db, P> {
@@ -31,8 +34,20 @@ impl<'db, P: Pager + 'db> Entry<'db, P> {
         &self.key
     }
     /// The value, or `None` for a nested bucket.
+    ///
+    /// Also `None` for an overflow value a cursor was told only to locate
+    /// ([`crate::Cursor::locate_overflow_values`]): see [`Entry::value_len`].
     pub fn value(&self) -> Option<&[u8]> {
         self.value.as_deref()
+    }
+    /// The value's length in bytes, whether or not its bytes were read; `None` for a nested
+    /// bucket.
+    pub fn value_len(&self) -> Option<u64> {
+        match (&self.value, self.located) {
+            (Some(v), _) => Some(v.len() as u64),
+            (None, true) => self.loc.map(|(_, len)| len),
+            (None, false) => None,
+        }
     }
     /// For a value stored in overflow pages of a committed snapshot: its byte offset in the
     /// store and its length, so a caller can move it with [`crate::Pager::read_into`] (e.g. a
@@ -43,7 +58,7 @@ impl<'db, P: Pager + 'db> Entry<'db, P> {
     }
     /// Whether the key names a nested bucket.
     pub fn is_bucket(&self) -> bool {
-        self.value.is_none()
+        self.value.is_none() && !self.located
     }
     /// Key and value as owned-or-borrowed byte handles.
     pub fn into_parts(self) -> (Bytes<'db, P>, Option<Bytes<'db, P>>) {
@@ -93,6 +108,8 @@ pub(crate) struct Walk<'db, P: Pager + 'db> {
     version: u64,
     /// The key under the cursor, kept only while the tree may change (to re-seek after changes).
     current: Option<Vec<u8>>,
+    /// Overflow values of clean pages are located, not read (`Cursor::locate_overflow_values`).
+    pub(crate) lazy_overflow: bool,
 }
 
 impl<'db, P: Pager + 'db> Walk<'db, P> {
@@ -101,6 +118,7 @@ impl<'db, P: Pager + 'db> Walk<'db, P> {
             stack: Vec::new(),
             version: 0,
             current: None,
+            lazy_overflow: false,
         }
     }
 
@@ -351,19 +369,37 @@ impl<'db, P: Pager + 'db> Walk<'db, P> {
                 let slot = page::leaf_slot(page, *index)?;
                 let key = Bytes::page(page.clone(), slot.key.clone());
                 let mut loc = None;
+                let mut located = false;
                 let value = match slot.flags {
                     page::FLAG_INLINE => Some(Bytes::page(page.clone(), slot.value)),
                     flags => {
                         let v = LeafValue::decode(flags, &page[slot.value])?;
-                        if let LeafValue::Overflow { page, len } = v {
-                            // A damaged page id may overflow here; value_of rejects it below.
-                            loc = page.checked_mul(src.page_size() as u64).map(|at| (at, len));
+                        match v {
+                            LeafValue::Overflow { page, len } => {
+                                // A damaged page id may overflow here; the checks below
+                                // reject it.
+                                loc = page.checked_mul(src.page_size() as u64).map(|at| (at, len));
+                                if self.lazy_overflow {
+                                    src.check_overflow(page, len)?;
+                                    if loc.is_none() {
+                                        return Err(Error::Corrupted("overflow out of range"));
+                                    }
+                                    located = true;
+                                    None
+                                } else {
+                                    value_of(src, v)?
+                                }
+                            }
+                            v => value_of(src, v)?,
                         }
-                        // Bounds-checks the location (an error for a damaged page).
-                        value_of(src, v)?
                     }
                 };
-                Ok(Some(Entry { key, value, loc }))
+                Ok(Some(Entry {
+                    key,
+                    value,
+                    loc,
+                    located,
+                }))
             }
             Some(Frame::Dirty { node, index, .. }) => {
                 let (key, value) = src.with_dirty(*node, |n| match &n.entries {
@@ -380,6 +416,7 @@ impl<'db, P: Pager + 'db> Walk<'db, P> {
                     key: Bytes::owned(key.into_vec()),
                     value,
                     loc: None,
+                    located: false,
                 }))
             }
         }

@@ -4,6 +4,8 @@
 //! once, then every read transaction shares the buffer. Writes replace the cached copy (write
 //! through), so freshly committed pages are served from memory, the way a mapped file would serve
 //! them from the page cache. The cache is dropped wholesale when it exceeds its byte budget.
+//! Two kinds of bytes pass it by: [`Pager::read_into`] (a large read, one `pread` into the
+//! caller's buffer) and [`Pager::write_direct`] (a large write's pages, not copied into it).
 //!
 //! Deferred writes ([`FilePager::with_deferred_writes`]): small writes (tree pages) are kept in
 //! memory and written to the file at the next [`Pager::sync`] (or when they exceed a byte
@@ -119,7 +121,7 @@ impl FilePager {
         })
     }
 
-    /// Keep writes of at most [`WRITE_THROUGH_MAX`] bytes in memory until the next
+    /// Keep writes of at most `WRITE_THROUGH_MAX` (16 KiB) in memory until the next
     /// [`Pager::sync`] or [`FilePager::flush`], or until more than `max_bytes` of them wait
     /// (see the module doc). Reads see them at once.
     pub fn with_deferred_writes(mut self, max_bytes: usize) -> Self {
@@ -241,7 +243,7 @@ impl FilePager {
     /// pages, written at once and not kept).
     fn write_pieces(&self, writes: &[(u64, &[u8])], defer: bool) -> Result<()> {
         if self.defer_max == 0 {
-            return self.write_now(writes);
+            return self.write_now(writes, defer);
         }
         let mut pending = self.pending.lock();
         let mut now: Vec<(u64, &[u8])> = Vec::new();
@@ -279,12 +281,14 @@ impl FilePager {
         if now.is_empty() {
             Ok(())
         } else {
-            self.write_now(&now)
+            self.write_now(&now, defer)
         }
     }
 
-    /// The writes themselves: each run of contiguous ranges as one `pwrite`, then the cache.
-    fn write_now(&self, writes: &[(u64, &[u8])]) -> Result<()> {
+    /// The writes themselves: each run of contiguous ranges as one `pwrite`, then the cache
+    /// (`cache`: false for [`Pager::write_direct`], whose pages are a file's data, moved
+    /// by large reads with [`Pager::read_into`], past the cache).
+    fn write_now(&self, writes: &[(u64, &[u8])], cache: bool) -> Result<()> {
         // Coalesce contiguous ranges into one pwrite each.
         let mut i = 0;
         while i < writes.len() {
@@ -298,11 +302,7 @@ impl FilePager {
             let result = if j == i + 1 {
                 write_at(&self.file, writes[i].1, start)
             } else {
-                let mut buf = Vec::with_capacity((end - start) as usize);
-                for w in &writes[i..j] {
-                    buf.extend_from_slice(w.1);
-                }
-                write_at(&self.file, &buf, start)
+                join_and_write(&self.file, &writes[i..j], start, (end - start) as usize)
             };
             for w in &writes[i..j] {
                 self.invalidate(w.0, w.1.len());
@@ -310,7 +310,7 @@ impl FilePager {
             result?;
             for w in writes[i..j]
                 .iter()
-                .filter(|w| w.1.len() <= WRITE_THROUGH_MAX)
+                .filter(|w| cache && w.1.len() <= WRITE_THROUGH_MAX)
             {
                 self.insert(w.0, Arc::from(w.1));
             }
@@ -439,6 +439,29 @@ impl Pager for FilePager {
         Ok(data)
     }
 
+    /// One `pread` straight into `dst`, past the cache: a large read (a file's chunks, moved
+    /// whole by dbfs) neither fills the cache with pages read once nor pays a copy out of it.
+    /// Deferred writes overlapping the range are written to the file first.
+    fn read_into(&self, offset: u64, dst: &mut [u8]) -> Result<()> {
+        let end = offset.checked_add(dst.len() as u64).ok_or(Error::Io)?;
+        if end > *self.len.read() {
+            return Err(Error::Io);
+        }
+        if self.defer_max > 0 {
+            let mut pending = self.pending.lock();
+            if !pending.ranges.is_empty() && !pending.overlapping(offset, end).is_empty() {
+                self.flush_locked(&mut pending)?;
+            }
+        }
+        self.file.read_exact_at(dst, offset).map_err(|_| Error::Io)
+    }
+
+    /// Yes: see [`FilePager::read_into`] (a `pread` of the whole range into the caller's
+    /// buffer instead of one cached copy per page and a copy out of each).
+    fn direct_reads(&self) -> bool {
+        true
+    }
+
     fn write(&self, writes: &[(u64, &[u8])]) -> Result<()> {
         self.write_counted(writes, true)
     }
@@ -472,6 +495,37 @@ impl FilePager {
         self.writing.fetch_sub(1, SeqCst);
         r
     }
+}
+
+/// Runs of at most this many bytes are joined in a buffer each thread keeps (see
+/// [`join_and_write`]); longer ones in a buffer of their own.
+const JOIN_KEEP: usize = 4 << 20;
+
+std::thread_local! {
+    static JOIN_BUF: core::cell::RefCell<Vec<u8>> = const { core::cell::RefCell::new(Vec::new()) };
+}
+
+/// One `pwrite` of the concatenation of `run` (`len` bytes) at `offset`. The join goes
+/// through a buffer the thread keeps: a fresh one per write (a 1 MiB direct write of 256
+/// chunk pages) was memory the allocator took from and gave back to the system each time,
+/// so every write faulted in and zeroed its pages again.
+fn join_and_write(file: &File, run: &[(u64, &[u8])], offset: u64, len: usize) -> Result<()> {
+    let join = |buf: &mut Vec<u8>| {
+        buf.clear();
+        buf.reserve(len);
+        for w in run {
+            buf.extend_from_slice(w.1);
+        }
+        write_at(file, buf, offset)
+    };
+    if len > JOIN_KEEP {
+        return join(&mut Vec::new());
+    }
+    // Another join on this thread (not expected: nothing here calls back) gets its own.
+    JOIN_BUF.with(|b| match b.try_borrow_mut() {
+        Ok(mut buf) => join(&mut buf),
+        Err(_) => join(&mut Vec::new()),
+    })
 }
 
 fn write_at(file: &File, buf: &[u8], offset: u64) -> Result<()> {
@@ -630,6 +684,49 @@ mod tests {
         );
         assert_eq!(on_disk(&path, 10 * 4096, 4096), pair[..4096].to_vec());
         assert_eq!(on_disk(&path, 11 * 4096, 5 * 4096), big);
+    }
+
+    /// `read_into` (a `pread` past the cache) returns deferred writes it overlaps, the file's
+    /// bytes elsewhere, a fresh write-through over a cached page, and refuses a range past the
+    /// end.
+    #[test]
+    fn read_into_sees_deferred_and_cached_writes() {
+        let tmp = tempfile::NamedTempFile::new().unwrap();
+        let path = tmp.path().to_path_buf();
+        let old: Vec<Vec<u8>> = (0..16u64).map(|k| page(k, 1)).collect();
+        let pager = FilePager::open(&path)
+            .unwrap()
+            .with_deferred_writes(1 << 20);
+        assert!(pager.direct_reads());
+        pager.write_direct(&[(0, &old.concat())]).unwrap();
+        pager.sync().unwrap();
+        // Cached through a read, then rewritten (deferred: not in the file yet).
+        assert_eq!(&*pager.read(4 * 4096, 4096).unwrap(), old[4].as_slice());
+        let new4 = page(4, 2);
+        let new6 = page(6, 2);
+        pager
+            .write(&[(4 * 4096, &new4), (6 * 4096, &new6)])
+            .unwrap();
+        assert_eq!(on_disk(&path, 4 * 4096, 4096), old[4], "deferred");
+        let mut buf = std::vec![0u8; 8 * 4096];
+        pager.read_into(2 * 4096, &mut buf).unwrap();
+        let mut want: Vec<u8> = old[2..10].concat();
+        want[2 * 4096..3 * 4096].copy_from_slice(&new4);
+        want[4 * 4096..5 * 4096].copy_from_slice(&new6);
+        assert_eq!(buf, want);
+        // A range with no deferred write in it leaves the others deferred.
+        pager.write(&[(12 * 4096, &page(12, 3))]).unwrap();
+        let mut one = std::vec![0u8; 4096];
+        pager.read_into(14 * 4096, &mut one).unwrap();
+        assert_eq!(one, old[14]);
+        assert_eq!(on_disk(&path, 12 * 4096, 4096), old[12], "still deferred");
+        // Unaligned pieces and the end of the file.
+        let mut odd = std::vec![0u8; 100];
+        pager.read_into(4 * 4096 + 10, &mut odd).unwrap();
+        assert_eq!(odd, new4[10..110]);
+        let mut past = std::vec![0u8; 8192];
+        assert!(pager.read_into(15 * 4096, &mut past).is_err());
+        assert!(pager.read_into(u64::MAX - 10, &mut one).is_err());
     }
 
     /// A deferred write that fails to reach the file at a sync stays deferred: reads still

@@ -31,6 +31,10 @@ pub(crate) trait PageSource {
 
     /// An overflow value of `len` bytes starting at page `first`, as one slice.
     fn overflow(&self, first: PageId, len: u64) -> Result<Self::Page>;
+
+    /// The checks of [`PageSource::overflow`] without the read: the value's pages lie inside
+    /// the snapshot.
+    fn check_overflow(&self, first: PageId, len: u64) -> Result<()>;
 }
 
 /// One bucket's tree as a cursor walks it: its pages, plus what the open transaction holds.
@@ -79,6 +83,12 @@ impl<'db, P: Pager> PageSource for SnapshotPages<'db, P> {
     }
 
     fn overflow(&self, first: PageId, len: u64) -> Result<P::Page<'db>> {
+        self.check_overflow(first, len)?;
+        let len = usize::try_from(len).map_err(|_| Error::Corrupted("overflow too large"))?;
+        self.pager.read(first * self.page_size as u64, len)
+    }
+
+    fn check_overflow(&self, first: PageId, len: u64) -> Result<()> {
         let pages = len.div_ceil(self.page_size as u64).max(1);
         let end = first
             .checked_add(pages)
@@ -86,7 +96,7 @@ impl<'db, P: Pager> PageSource for SnapshotPages<'db, P> {
         if first < 2 || end > self.page_count {
             return Err(Error::Corrupted("overflow out of range"));
         }
-        let len = usize::try_from(len).map_err(|_| Error::Corrupted("overflow too large"))?;
-        self.pager.read(first * self.page_size as u64, len)
+        usize::try_from(len).map_err(|_| Error::Corrupted("overflow too large"))?;
+        Ok(())
     }
 }

@@ -52,6 +52,11 @@ use crate::image::{system_to_timestamp, timestamp_to_system, Fs, ImagePager};
 const TTL: Duration = Duration::from_secs(1);
 /// Largest read or write the kernel is asked to send.
 const MAX_IO: u32 = 1 << 20;
+
+thread_local! {
+    /// A FUSE worker's buffer for `read` replies of up to [`MAX_IO`] bytes.
+    static READ_BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
 const S_ISUID: u32 = 0o4000;
 const S_ISGID: u32 = 0o2000;
 const S_IXGRP: u32 = 0o010;
@@ -345,6 +350,10 @@ impl Filesystem for DbFuse {
         let _ = config.set_max_write(MAX_IO);
         let _ = config.set_max_readahead(MAX_IO);
         let _ = config.add_capabilities(InitFlags::FUSE_PARALLEL_DIROPS);
+        // An O_DIRECT read larger than `max_read` (mount_opts::MAX_READ) goes to the daemon
+        // as several requests at once instead of one after the other, so the worker threads
+        // serve one large read together (their image reads and copies overlap).
+        let _ = config.add_capabilities(InitFlags::FUSE_ASYNC_DIO);
         // Set-id bits are cleared here (see the module doc); the kernel then skips its
         // `security.capability` probe on writes to an inode it has seen free of one.
         if !self.read_only {
@@ -668,9 +677,8 @@ impl Filesystem for DbFuse {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        let r = (|| {
+        let fill = |buf: &mut [u8]| -> Result<usize, Errno> {
             let node = self.handle(fh, ino)?;
-            let mut buf = vec![0u8; size.min(16 << 20) as usize];
             let mut got = 0;
             while got < buf.len() {
                 let n = node
@@ -681,13 +689,30 @@ impl Filesystem for DbFuse {
                 }
                 got += n;
             }
-            buf.truncate(got);
-            Ok(buf)
-        })();
-        match r {
-            Ok(b) => reply.data(&b),
-            Err(e) => reply.error(e),
+            Ok(got)
+        };
+        let want = size.min(16 << 20) as usize;
+        if want > MAX_IO as usize {
+            let mut buf = vec![0u8; want];
+            match fill(&mut buf) {
+                Ok(n) => reply.data(&buf[..n]),
+                Err(e) => reply.error(e),
+            }
+            return;
         }
+        // Each worker thread keeps its read buffer: a new one per request was 1 MiB of fresh
+        // memory to fault in and zero for every 1 MiB read (dbfs writes every byte it returns,
+        // holes included, so stale bytes never reach the reply). `reply.data` copies it out
+        // before the next request.
+        READ_BUF.with_borrow_mut(|buf| {
+            if buf.len() < want {
+                buf.resize(want, 0);
+            }
+            match fill(&mut buf[..want]) {
+                Ok(n) => reply.data(&buf[..n]),
+                Err(e) => reply.error(e),
+            }
+        });
     }
 
     fn write(

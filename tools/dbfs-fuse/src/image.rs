@@ -173,6 +173,14 @@ impl Pager for ImagePager {
         self.file.read(offset, len)
     }
 
+    fn read_into(&self, offset: u64, dst: &mut [u8]) -> kvdb::Result<()> {
+        self.file.read_into(offset, dst)
+    }
+
+    fn direct_reads(&self) -> bool {
+        self.file.direct_reads()
+    }
+
     fn write(&self, writes: &[(u64, &[u8])]) -> kvdb::Result<()> {
         self.may_write(writes)?;
         // Counted even when it fails: part of it may have reached the file.

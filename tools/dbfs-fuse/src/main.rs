@@ -30,7 +30,9 @@
 //! leaves permission checks to the caller), `dev`, `suid`, `noatime`, `fsname=`, `sync` and
 //! `dirsync` (also make every dbfs commit durable when it returns, one barrier per metadata
 //! operation; by default commits are deferred to the next fsync, syncfs, unmount or the 5 s
-//! write-back timer, like ext4's journal), others passed to the kernel unchanged; and the
+//! write-back timer, like ext4's journal), `max_read=BYTES` (the kernel's largest read
+//! request; default 512 KiB, so that a 1 MiB O_DIRECT read is two requests the worker
+//! threads serve at once, `FUSE_ASYNC_DIO`), others passed to the kernel unchanged; and the
 //! tool's own:
 //! - `nobarrier`: skip the two `fdatasync`s of each kvdb barrier (fsync, syncfs, the timer);
 //!   the image is made durable on fsync, syncfs and unmount instead. Safe against the tool

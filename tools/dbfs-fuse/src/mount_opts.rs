@@ -17,7 +17,16 @@ pub(crate) struct ToolOptions {
     pub(crate) direct_writes: bool,
 }
 
-/// Mount options as fuser understands them; `default_permissions` is always added. The tool's
+/// The kernel's `max_read` unless `-o max_read=` says otherwise: the largest FUSE read
+/// request. With `FUSE_ASYNC_DIO` (adapter.rs, `init`) a 1 MiB O_DIRECT read is then two
+/// requests that two worker threads serve at once; one 1 MiB request was served by one
+/// thread. Measured on 1 MiB reads of files just written, caches dropped: with one fio job
+/// faster, with four about the same, and 256 KiB requests were slower with four jobs
+/// (docs/BENCHMARKS.md, "1 MiB reads and writes through FUSE: one pread a read").
+pub(crate) const MAX_READ: u32 = 512 << 10;
+
+/// Mount options as fuser understands them; `default_permissions` and `max_read=`
+/// ([`MAX_READ`]) are always added (a `-o max_read=` replaces the latter). The tool's
 /// own options (`nobarrier`, `nowriteback_cache`, `nodirect_writes`, `cache_size=`) are taken out and returned.
 pub(crate) fn mount_options(
     opts: &[String],
@@ -32,6 +41,7 @@ pub(crate) fn mount_options(
         MountOption::FSName("dbfs".into()),
         MountOption::Subtype("dbfs".into()),
         MountOption::DefaultPermissions,
+        MountOption::CUSTOM(format!("max_read={MAX_READ}")),
     ];
     let mut acl = SessionACL::Owner;
     for o in opts
@@ -97,6 +107,10 @@ pub(crate) fn mount_options(
             "dirsync" => MountOption::DirSync,
             x if x.starts_with("fsname=") => MountOption::FSName(x["fsname=".len()..].into()),
             x if x.starts_with("subtype=") => MountOption::Subtype(x["subtype=".len()..].into()),
+            x if x.starts_with("max_read=") => {
+                out.retain(|o| !matches!(o, MountOption::CUSTOM(c) if c.starts_with("max_read=")));
+                MountOption::CUSTOM(x.into())
+            }
             x => MountOption::CUSTOM(x.into()),
         };
         if let MountOption::FSName(_) | MountOption::Subtype(_) = m {
@@ -109,4 +123,27 @@ pub(crate) fn mount_options(
         acl = SessionACL::RootAndOwner;
     }
     Ok((out, acl, tool))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn max_reads(opts: &[MountOption]) -> Vec<String> {
+        opts.iter()
+            .filter_map(|o| match o {
+                MountOption::CUSTOM(c) if c.starts_with("max_read=") => Some(c.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn max_read_has_a_default_that_an_option_replaces() {
+        let (opts, _, _) = mount_options(&[]).unwrap();
+        assert_eq!(max_reads(&opts), [format!("max_read={MAX_READ}")]);
+        let (opts, _, _) = mount_options(&["noatime,max_read=65536".into()]).unwrap();
+        assert_eq!(max_reads(&opts), ["max_read=65536"]);
+        assert!(opts.contains(&MountOption::NoAtime));
+    }
 }
