@@ -260,11 +260,8 @@ impl<P: Pager> DbFs<P> {
                             p.partial.remove(&idx);
                         }
                     }
-                    if buf.len() < in_chunk + take {
-                        buf.resize(in_chunk + take, 0);
-                    }
+                    data.put_into(src, take, buf, in_chunk, cs as usize);
                     added += buf.len() - old;
-                    data.copy_to(src, &mut buf[in_chunk..in_chunk + take]);
                 }
                 alloc::collections::btree_map::Entry::Vacant(v)
                     if stored && touched & !covered == 0 =>
@@ -292,10 +289,7 @@ impl<P: Pager> DbFs<P> {
                     } else {
                         Vec::new()
                     };
-                    if buf.len() < in_chunk + take {
-                        buf.resize(in_chunk + take, 0);
-                    }
-                    data.copy_to(src, &mut buf[in_chunk..in_chunk + take]);
+                    data.put_into(src, take, &mut buf, in_chunk, cs as usize);
                     added += buf.len();
                     v.insert(buf);
                 }
@@ -473,6 +467,31 @@ impl<'a> Src<'a> {
             at = 0;
         }
         out
+    }
+
+    /// Put the `n` bytes at `at` into `buf` at `to`, growing it (zeros between its end and
+    /// `to`; its capacity doubles, but not past `limit`, the chunk size). Bytes that extend
+    /// `buf` are appended, not zero-filled and then overwritten: a file written 4 KiB at a
+    /// time paid that fill for every byte, half again of its copy.
+    fn put_into(&self, at: usize, n: usize, buf: &mut Vec<u8>, to: usize, limit: usize) {
+        let end = to + n;
+        if end <= buf.len() {
+            self.copy_to(at, &mut buf[to..end]);
+            return;
+        }
+        let inside = buf.len().saturating_sub(to);
+        if inside > 0 {
+            self.copy_to(at, &mut buf[to..]);
+        } else {
+            buf.resize(to, 0);
+        }
+        if buf.capacity() < end {
+            let want = (buf.capacity() * 2).min(limit).max(end);
+            buf.reserve_exact(want - buf.len());
+        }
+        for piece in self.pieces_in(at + inside, n - inside) {
+            buf.extend_from_slice(piece);
+        }
     }
 
     /// Copy the bytes at `at..at + dst.len()` into `dst` (the caller keeps the range inside).
