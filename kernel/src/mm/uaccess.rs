@@ -100,11 +100,14 @@ fn contiguous_slow(
 /// itself.
 ///
 /// Why the slices stay valid while the guard lives: they are frames of the current process's
-/// address space, which only the process itself changes (one thread per process), and the
-/// process is inside the system call that made the guard until it is dropped (a guard is
-/// neither `Send` nor `Sync`, and every caller keeps it local to one call). Pieces are
-/// disjoint frames, so the mutable slices never alias. When threads arrive, `munmap` and
-/// `mprotect` by a sibling thread must wait for the guards of the others.
+/// address space, which only its threads change, and no other thread runs until the system
+/// call that made the guard drops it: one hart, kernel code with interrupts off, and the
+/// guards are handed only to calls that never sleep (regular files and block devices: the
+/// disk is polled). Calls that may sleep (pipes, FIFOs, the terminal, timerfd:
+/// `syscall::stream`) move bytes through a kernel buffer and copy to the user's memory only
+/// after waking, so a sibling's munmap meanwhile gives EFAULT (threadtest checks it). A guard
+/// is neither `Send` nor `Sync`, and every caller keeps it local to one call. Pieces are
+/// disjoint frames, so the mutable slices never alias.
 pub struct UserPages {
     pieces: Pieces,
     _local: core::marker::PhantomData<*mut u8>,

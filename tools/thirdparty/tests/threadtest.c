@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -345,6 +346,55 @@ static void test_thread_bomb(void) {
 	check(ok, "thread bomb: creation fails cleanly, and works again after");
 }
 
+/* A thread sleeping in read(2) on an empty pipe, its buffer unmapped by a sibling meanwhile:
+ * the read must not write into the frame that backed the buffer (it may belong to anyone by
+ * then). Linux answers EFAULT once the data arrives; so must we. */
+static int unmap_pipe[2];
+static char *unmap_buf;
+static ssize_t unmap_got;
+static int unmap_errno;
+
+static void *blocked_reader(void *arg) {
+	(void)arg;
+	unmap_got = read(unmap_pipe[0], unmap_buf, 4096);
+	unmap_errno = errno;
+	return NULL;
+}
+
+static void test_unmap_under_read(void) {
+	pthread_t t;
+	int ok = pipe(unmap_pipe) == 0;
+	unmap_buf = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ok = ok && unmap_buf != MAP_FAILED;
+	if (ok) {
+		unmap_buf[0] = 1; /* resident before the read starts */
+		ok = pthread_create(&t, NULL, blocked_reader, NULL) == 0;
+	}
+	if (ok) {
+		usleep(100000); /* the reader is asleep in read(2) */
+		ok = munmap(unmap_buf, 4096) == 0;
+		/* The address stays unusable (so the read cannot land in a new mapping there). */
+		ok = ok && mmap(unmap_buf, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+				-1, 0) == unmap_buf;
+		/* Fresh anonymous memory that a reused frame would show the pipe's bytes in. */
+		char *other = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE,
+				   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		ok = ok && other != MAP_FAILED;
+		for (int i = 0; ok && i < (1 << 20); i += 4096)
+			other[i] = 0;
+		ok = ok && write(unmap_pipe[1], "SECRET", 6) == 6;
+		pthread_join(t, NULL);
+		int leaked = 0;
+		for (int i = 0; ok && i < (1 << 20); i += 4096)
+			leaked |= memcmp(other + i, "SECRET", 6) == 0;
+		if (!(unmap_got == -1 && unmap_errno == EFAULT && !leaked))
+			printf("  read returned %zd (errno %d), bytes seen in other memory: %d\n",
+			       unmap_got, unmap_errno, leaked);
+		ok = ok && unmap_got == -1 && unmap_errno == EFAULT && !leaked;
+	}
+	check(ok, "read(2) from a pipe whose buffer a sibling unmapped while it slept: EFAULT");
+}
+
 int main(void) {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	main_pid = getpid();
@@ -356,6 +406,7 @@ int main(void) {
 	test_group_end();
 	test_robust();
 	test_thread_bomb();
+	test_unmap_under_read();
 	printf("threadtest: %d passed, %d failed\n", passed, failed);
 	return failed != 0;
 }
