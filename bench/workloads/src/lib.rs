@@ -439,6 +439,16 @@ impl Fileset {
             .find(|&i| self.size[i].is_some() == want)
     }
 
+    /// Delete a random existing file (one timed operation); nothing if none exists.
+    fn delete_one<F: Fs>(&mut self, fs: &mut F, t: &mut Timer) -> Result<(), Failed> {
+        if let Some(i) = self.pick(true) {
+            let path = &self.paths[i];
+            t.op(fs, |fs| fs.unlink(path).map_err(|e| err("unlink", path, e)))?;
+            self.size[i] = None;
+        }
+        Ok(())
+    }
+
     fn existing(&self) -> u64 {
         self.size.iter().filter(|s| s.is_some()).count() as u64
     }
@@ -487,13 +497,7 @@ fn fileserver<F: Fs>(fs: &mut F, root: &str, p: &Params) -> Result<Outcome, Fail
             let want = set.size[i].unwrap_or(0);
             t.read_file(fs, &path, want, &mut rbuf)?;
         }
-        if let Some(i) = set.pick(true) {
-            let path = set.paths[i].clone();
-            t.op(fs, |fs| {
-                fs.unlink(&path).map_err(|e| err("unlink", &path, e))
-            })?;
-            set.size[i] = None;
-        }
+        set.delete_one(fs, &mut t)?;
         if let Some(i) = set.pick(true) {
             let path = set.paths[i].clone();
             let want = set.size[i].unwrap_or(0);
@@ -564,13 +568,7 @@ fn varmail<F: Fs>(fs: &mut F, root: &str, p: &Params) -> Result<Outcome, Failed>
     let mut rng = XorShift64::new(SEED ^ 5);
     let mut t = Timer::new(fs, p.varmail_loops * 13);
     for _ in 0..p.varmail_loops {
-        if let Some(i) = set.pick(true) {
-            let path = set.paths[i].clone();
-            t.op(fs, |fs| {
-                fs.unlink(&path).map_err(|e| err("unlink", &path, e))
-            })?;
-            set.size[i] = None;
-        }
+        set.delete_one(fs, &mut t)?;
         if let Some(i) = set.pick(false) {
             let path = set.paths[i].clone();
             let n = append_len(&mut rng, p.append_max);
