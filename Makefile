@@ -74,8 +74,12 @@
 #   make fio JOB=seed FS=all     the job file bench/fio/JOB.fio in the guest on /dbfs and /fat
 #                                (FS: dbfs, fat32, comma-separated, or all), alternated, REPS
 #                                runs: RESULT lines (MB/s, IOPS, p50/p99 latency) and a median
-#                                table; FIO_BS (1m), FIO_JOBS (1), FIO_SIZE (16m per job),
-#                                FIO_THREAD (0; 1 = jobs as threads), FIO_RUNTIME (10 s)
+#                                table; FIO_BS (1m), FIO_JOBS (1; a list such as 1,4 runs each
+#                                in the same boot and sets each against the first), FIO_SIZE
+#                                (16m per job), FIO_TOTAL (unset; e.g. 64m: the bytes all jobs of
+#                                a run share, so 1 and 4 jobs move the same data), FIO_THREAD (0;
+#                                1 = jobs as threads), FIO_RUNTIME (10 s); each repetition starts
+#                                with the next file system, so none always runs first
 #   make fio-host JOB=seed       the same job file on the host: dbfs-fuse, fuse2fs ext4 and a
 #                                host directory (FIO_SYSTEMS), same variables, same script
 #                                (tools/fio/fio-jobs.sh), so guest and host tables line up
@@ -152,6 +156,7 @@ JOB     ?= seed
 FIO_BS  ?= 1m
 FIO_JOBS ?= 1
 FIO_SIZE ?= 16m
+FIO_TOTAL ?=
 FIO_THREAD ?= 0
 FIO_RUNTIME ?= 10
 FIO_SYSTEMS ?= dbfs ext4 host
@@ -619,14 +624,14 @@ fio: images
 		*) echo "make fio: FS=$$f: dbfs, fat32 or all"; exit 2 ;; esac; done; \
 	test -f bench/fio/$(JOB).fio || { echo "make fio: no bench/fio/$(JOB).fio"; exit 2; }; \
 	timeout --foreground -k 10 $(TIMEOUT) $(QEMU_BASE) -append "$(SHELL_PARAMS) -- -c \
-		'SIZE=$(FIO_SIZE) JOBS=$(FIO_JOBS) BS=$(FIO_BS) THREAD=$(FIO_THREAD) RUNTIME=$(FIO_RUNTIME) \
-		fio-jobs /etc/fio/$(JOB).fio $(REPS)$$dirs'" | tee $(BUILD)/fio-$(FIO_RUN).log
+		'SIZE=$(FIO_SIZE) TOTAL=$(FIO_TOTAL) JOBS=$(FIO_JOBS) BS=$(FIO_BS) THREAD=$(FIO_THREAD) \
+		RUNTIME=$(FIO_RUNTIME) fio-jobs /etc/fio/$(JOB).fio $(REPS)$$dirs'" | tee $(BUILD)/fio-$(FIO_RUN).log
 	@grep '^RESULT bench=fio' $(BUILD)/fio-$(FIO_RUN).log > $(BUILD)/fio-$(FIO_RUN)-results.txt
 	@echo "results: $(BUILD)/fio-$(FIO_RUN)-results.txt (charts: bench-report FILE --out-dir DIR)"
 
 # The same job file on the host (dbfs-fuse, fuse2fs, host directory).
 fio-host: deps
-	SYSTEMS="$(FIO_SYSTEMS)" SIZE=$(FIO_SIZE) JOBS=$(FIO_JOBS) BS=$(FIO_BS) THREAD=$(FIO_THREAD) \
+	SYSTEMS="$(FIO_SYSTEMS)" SIZE=$(FIO_SIZE) TOTAL=$(FIO_TOTAL) JOBS=$(FIO_JOBS) BS=$(FIO_BS) THREAD=$(FIO_THREAD) \
 		RUNTIME=$(FIO_RUNTIME) tools/fio/fio-host.sh $(JOB) $(REPS)
 
 ## The seed experiments' other workloads (bench/workloads: filebench-style fileserver, webserver,
