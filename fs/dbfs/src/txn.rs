@@ -275,12 +275,16 @@ impl<'a, 'db, P: Pager> Txn<'a, 'db, P> {
         let mut freed = 0u64;
         {
             let mut c = b.cursor();
+            // Only the keys and the values' lengths are needed: a stored chunk is not read
+            // (deleting a 2 MiB file read all of it, 55% of an unlink-heavy run's time).
+            c.locate_overflow_values(true);
             let mut e = c.seek(from).map_err(kv)?;
             while let Some(entry) = e {
                 if be_u64(entry.key()) != Some(ino) {
                     break;
                 }
-                freed = freed.saturating_add(footprint(entry.value().map_or(0, |v| v.len())));
+                let len = entry.value_len().unwrap_or(0);
+                freed = freed.saturating_add(footprint(usize::try_from(len).unwrap_or(usize::MAX)));
                 keys.push(entry.key().to_vec());
                 e = c.next().map_err(kv)?;
             }

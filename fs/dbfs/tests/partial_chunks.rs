@@ -325,3 +325,37 @@ fn partial_chunk_then_truncate() {
     w.remount();
     check_all(w.file(), &model, "after remount");
 }
+
+/// Deleting a stored file, or truncating it, frees its chunks without reading them: the
+/// transaction needs their keys and lengths only (an unlink of a 2 MiB file read all 2 MiB).
+#[test]
+fn deleting_stored_chunks_reads_none_of_them() {
+    let cs = 64usize << 10;
+    let mut w = World::new(cs as u32);
+    let root = w.fs().root().unwrap();
+    for name in ["a", "b"] {
+        root.create(name, &reg())
+            .unwrap()
+            .write_at(0, &pattern(32 * cs, 3))
+            .unwrap();
+    }
+    drop(root);
+    w.remount();
+    let root = w.fs().root().unwrap();
+    let b = root.lookup("b").unwrap();
+    w.pager.take_reads();
+    root.unlink("a").unwrap();
+    b.truncate(1).unwrap();
+    let (bytes, _) = w.pager.take_reads();
+    // Tree pages, and the one chunk the truncate cuts (read to keep its first byte).
+    assert!(
+        bytes < 4 * cs as u64,
+        "deleting 4 MiB of stored chunks read {bytes} bytes"
+    );
+    let mut one = [0u8; 2];
+    assert_eq!(b.read_at(0, &mut one).unwrap(), 1);
+    assert_eq!(one[0], pattern(1, 3)[0]);
+    drop((b, root));
+    w.remount();
+    assert!(w.fs().root().unwrap().lookup("a").is_err());
+}
