@@ -265,6 +265,11 @@ pub(crate) struct State {
 }
 
 impl State {
+    /// Some file whose buffered entry is not open any more: a durable commit folds it.
+    pub(crate) fn closed_pending(&self) -> bool {
+        self.wb.pending.keys().any(|i| !self.open.contains_key(i))
+    }
+
     /// A transaction that changes `ino`'s stored record is running or committing (a direct
     /// write to it, or any commit of it): nothing may be built on the record it replaces.
     pub(crate) fn in_flight(&self, ino: u64) -> bool {
@@ -529,7 +534,7 @@ impl<P: Pager> DbFs<P> {
             let mut st = self.state.lock();
             match why {
                 Flush::Inode(ino) => {
-                    if !st.wb.pending.contains_key(&ino) {
+                    if !st.wb.pending.contains_key(&ino) && !st.closed_pending() {
                         // Nothing buffered: what was committed (data, or the entries of a
                         // directory) becomes durable, unless a barrier made it so already
                         // (then no device flush at all).
@@ -566,19 +571,22 @@ impl<P: Pager> DbFs<P> {
         let tx = tx.map_err(kv)?;
         let inos: Vec<u64> = match why {
             Flush::Inode(ino) => {
-                if !st.wb.pending.contains_key(&ino) {
+                if !st.wb.pending.contains_key(&ino) && !st.closed_pending() {
                     // Committed by the transaction we waited for; maybe not durably.
                     drop(st);
                     drop(tx);
                     return self.barrier();
                 }
+                // The waiting fsyncs' inodes, and every closed file's buffered data (which
+                // the last close leaves to the next durable commit: see `release_node`).
                 let mut v: Vec<u64> = st
-                    .fsync_wanted
+                    .wb
+                    .pending
                     .keys()
                     .copied()
-                    .filter(|i| st.wb.pending.contains_key(i))
+                    .filter(|i| st.fsync_wanted.contains_key(i) || !st.open.contains_key(i))
                     .collect();
-                if !v.contains(&ino) {
+                if st.wb.pending.contains_key(&ino) && !v.contains(&ino) {
                     v.push(ino);
                 }
                 v
@@ -718,14 +726,14 @@ impl<P: Pager> DbFs<P> {
                 }
             }
         };
-        // Buffered data commits at the last close; a buffered atime alone (the file was only
-        // read) is left to the write-back timer, so reading costs no commit.
-        let data = st
-            .wb
-            .pending
-            .get(&ino)
-            .is_some_and(|p| !p.chunks.is_empty());
-        if !unlinked && !data {
+        // A linked file's buffered data (and times) stay buffered at the last close: the next
+        // durable commit folds every closed file's entry (any fsync, `sync`), as do the
+        // write-back timer, the dirty limit, unmount and a metadata operation on the file
+        // (rename over it, say). So closing costs no commit, a file deleted soon after it was
+        // written (a compiler's temporaries, a mail spool) is never written to the store, and
+        // a file written, closed and then made durable by an fsync of its directory (or of
+        // anything) has its data there too.
+        if !unlinked {
             return Ok(());
         }
         drop(st);

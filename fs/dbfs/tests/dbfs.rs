@@ -122,6 +122,7 @@ fn crash_keeps_metadata_and_fsynced_data_only() {
     a.write_at(0, b"durable").unwrap();
     a.fsync(false).unwrap();
     let b = root.create("b", &reg()).unwrap();
+    b.open().unwrap(); // still open at the directory's fsync below
     b.write_at(0, b"buffered").unwrap();
     assert!(fs.dirty_bytes() > 0);
     // Power cut now: b's create committed deferred, not durably yet.
@@ -130,7 +131,8 @@ fn crash_keeps_metadata_and_fsynced_data_only() {
         after.root().unwrap().lookup("b"),
         Err(vfs::VfsError::NotFound)
     ));
-    // fsync of the directory makes its entries durable (not b's buffered data).
+    // fsync of the directory makes its entries durable (not the buffered data of b, which is
+    // open).
     root.fsync(false).unwrap();
     assert!(fs.dirty_bytes() > 0);
     let after = crash_copy(&fs);
@@ -145,18 +147,34 @@ fn crash_keeps_metadata_and_fsynced_data_only() {
         read_all(&after.root().unwrap().lookup("b").unwrap()),
         b"buffered"
     );
-    // Last release commits too, deferred: durable with the next barrier.
+    // The last release commits nothing: a closed file's data waits for the next durable
+    // commit, whatever it is for (here the directory's fsync), or the timer.
     let c = root.create("c", &reg()).unwrap();
     c.open().unwrap();
     c.write_at(0, b"closed").unwrap();
     c.release().unwrap();
-    assert_eq!(fs.dirty_bytes(), 0);
+    assert!(fs.dirty_bytes() > 0, "the last close committed");
     assert!(crash_copy(&fs).root().unwrap().lookup("c").is_err());
-    c.fsync(false).unwrap();
+    root.fsync(false).unwrap();
+    assert_eq!(fs.dirty_bytes(), 0);
     let after = crash_copy(&fs);
     assert_eq!(
         read_all(&after.root().unwrap().lookup("c").unwrap()),
         b"closed"
+    );
+    // b, still open, stays buffered through the fsync of another file...
+    let d = root.create("d", &reg()).unwrap();
+    b.write_at(0, b"again").unwrap();
+    d.fsync(false).unwrap();
+    assert!(fs.dirty_bytes() > 0);
+    // ...and its last close leaves it to the timer or the next durable commit.
+    b.release().unwrap();
+    assert!(fs.dirty_bytes() > 0);
+    d.fsync(false).unwrap();
+    assert_eq!(fs.dirty_bytes(), 0);
+    assert_eq!(
+        read_all(&crash_copy(&fs).root().unwrap().lookup("b").unwrap()),
+        b"againred"
     );
     assert_clean(&fs);
 }
@@ -1287,4 +1305,62 @@ fn a_failed_background_commit_is_reported_at_close() {
     let fs = remount(fs);
     let f = fs.root().unwrap().lookup("f").unwrap();
     assert_eq!(read_all(&f), b"not yet stored");
+}
+
+#[test]
+fn a_file_times_setattr_is_buffered_with_its_data() {
+    let fs = fresh();
+    let root = fs.root().unwrap();
+    let f = root.create("f", &reg()).unwrap();
+    f.open().unwrap();
+    f.write_at(0, b"data").unwrap();
+    f.fsync(false).unwrap();
+    let before = f.getattr().unwrap();
+    let t = Timestamp {
+        sec: 1_000_000_000,
+        nsec: 5,
+    };
+    fs.pager().record();
+    let m = f
+        .setattr(&SetAttr {
+            atime: Some(TimeSet::At(t)),
+            mtime: Some(TimeSet::At(t)),
+            ..Default::default()
+        })
+        .unwrap();
+    assert!(fs.pager().take_log().is_empty(), "a commit wrote pages");
+    assert_eq!((m.atime, m.mtime, m.size), (t, t, 4));
+    assert!(m.ctime >= before.ctime);
+    assert_eq!(f.getattr().unwrap().mtime, t);
+    // No transaction: a power cut now finds the times of the last fsync, and the file whole.
+    let after = crash_copy(&fs);
+    let g = after
+        .root()
+        .unwrap()
+        .lookup("f")
+        .unwrap()
+        .getattr()
+        .unwrap();
+    assert_eq!((g.mtime, g.size), (before.mtime, 4));
+    // They commit with the file's data: fsync makes them durable.
+    f.fsync(false).unwrap();
+    let after = crash_copy(&fs);
+    let g = after
+        .root()
+        .unwrap()
+        .lookup("f")
+        .unwrap()
+        .getattr()
+        .unwrap();
+    assert_eq!((g.atime, g.mtime, g.ctime), (t, t, m.ctime));
+    // A directory's times still commit at once (no write-back entry for directories).
+    fs.pager().record();
+    root.setattr(&SetAttr {
+        mtime: Some(TimeSet::At(t)),
+        ..Default::default()
+    })
+    .unwrap();
+    assert!(!fs.pager().take_log().is_empty());
+    f.release().unwrap();
+    assert_clean(&fs);
 }
