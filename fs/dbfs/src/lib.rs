@@ -65,13 +65,17 @@
 //!   from the store), and the missing pieces are read only when a write touches part of one
 //!   (the chunk is then loaded whole) or when the chunk commits (inside the committing
 //!   transaction). So overwriting a file page by page reads nothing. The cache is committed, as one
-//!   transaction per flush, on `fsync`, on the last `release` of the node, on `sync`, when the
+//!   transaction per flush, on `fsync` (which also folds every *closed* file's buffered data, as
+//!   does any durable commit), on `sync`, when the
 //!   dirty bytes reach the limit ([`DEFAULT_DIRTY_LIMIT`], [`DbFs::set_dirty_limit`]; the write
 //!   that crosses it commits, so a write costs at most one transaction), on
 //!   [`DbFs::writeback_tick`] when the oldest dirty data is older than [`WRITEBACK_SECS`], when
 //!   a metadata operation touches the inode (it folds the buffered data into its own
-//!   transaction), and when the `DbFs` is dropped (unmount). Closing a file that was only
-//!   read commits nothing: its buffered atime waits for the timer or the next commit.
+//!   transaction), and when the `DbFs` is dropped (unmount). The last `release` (close)
+//!   commits nothing: a file deleted soon after it was written is never stored, and one
+//!   written, closed and then covered by any fsync (its directory's, say) is stored with it.
+//!   A setattr of a regular file's atime/mtime alone is buffered the same way (it commits with
+//!   the data).
 //!   Only the commits of `fsync` and `sync` are durable ones; the others are deferred like
 //!   metadata operations. Concurrent `fsync`s share commits (see Locks). **Data is durable
 //!   once `fsync` (or `sync`) returns**; data written but not yet flushed or not yet behind a
@@ -95,13 +99,13 @@
 //!   against [`kvdb::Db::free_pages`] less the reserve). A write whose reservation does not
 //!   fit commits what is buffered and tries once more, then fails with `NoSpace`, buffering
 //!   nothing; every other commit leaves the reservations of the data it does not store free
-//!   ([`kvdb::Tx::keep_free`]). So the commits of accepted writes (timer, dirty limit, close,
+//!   ([`kvdb::Tx::keep_free`]). So the commits of accepted writes (timer, dirty limit,
 //!   unmount) do not run out of space; `statfs` counts reserved pages as unavailable.
 //! - A commit that fails (I/O, or a full store despite the estimate) changes nothing and
-//!   drops nothing: the buffered data stays dirty, and `fsync`, `sync` and the last close
+//!   drops nothing: the buffered data stays dirty, and `fsync` and `sync`
 //!   retry it and report the error until it commits (the error sticks with the data, as
 //!   Linux's errseq sticks with the mapping). The error of a commit nobody waited for (timer,
-//!   dirty limit, last close) is also kept per inode until its data commits, and
+//!   dirty limit) is also kept per inode until its data commits, and
 //!   [`DbNode::take_write_error`] reports it once (FUSE `flush`: close(2)). Unlinking or
 //!   truncating the file drops its buffered data with it, so deleting is how space comes back.
 //!

@@ -759,10 +759,9 @@ impl Filesystem for DbFuse {
         reply: ReplyEmpty,
     ) {
         // close(2): report a write-back error of this file that nobody was told about yet (a
-        // commit by the timer, the dirty limit or an earlier last close that failed, its data
-        // still buffered). dbfs commits the file at its last release, which close(2) does not
-        // wait for (committing here would make every close wait for a transaction); the space
-        // of accepted writes is reserved, so what can fail there is I/O, not room.
+        // commit by the timer or the dirty limit that failed, its data still buffered). close
+        // does not commit (that would make every close wait for a transaction); the space of
+        // accepted writes is reserved, so what can fail later is I/O, not room.
         if self.read_only {
             return reply.ok();
         }
