@@ -177,6 +177,44 @@ impl<'db, P: Pager> Tx<'db, P> {
         Ok(true)
     }
 
+    fn delete_range(&self, b: usize, start: &[u8], end: &[u8]) -> Result<Vec<u64>> {
+        self.check_writable()?;
+        let ps = self.db.page_size as u64;
+        let mut st = self.state.borrow_mut();
+        let st = &mut *st;
+        let ws = st.write.as_mut().ok_or(Error::TxReadOnly)?;
+        let mut ctx = WriteCtx {
+            src: self.db.pages(self.meta.page_count),
+            freed: &mut ws.freed,
+        };
+        let bucket = &mut st.buckets[b];
+        if bucket.deleted {
+            return Err(Error::BucketNotFound);
+        }
+        let mut removed = Vec::new();
+        let was = bucket.tree.root;
+        let r = ctx.delete_range(&mut bucket.tree, start, end, &mut removed);
+        if bucket.tree.root != was || !removed.is_empty() {
+            // Its path was copied (the old pages are freed at commit) even if nothing in the
+            // range existed: the new tree must be written.
+            bucket.version += 1;
+            bucket.dirty = true;
+        }
+        r?;
+        let mut lens = Vec::with_capacity(removed.len());
+        for v in removed {
+            lens.push(match v {
+                LeafValue::Overflow { page, len } => {
+                    ctx.freed.push((page, len.div_ceil(ps).max(1)));
+                    len
+                }
+                LeafValue::Inline(v) => v.len() as u64,
+                LeafValue::Bucket { .. } => 0,
+            });
+        }
+        Ok(lens)
+    }
+
     fn open_bucket(&self, parent: usize, name: &[u8], create: bool) -> Result<usize> {
         if let Some(i) = self.find_open(parent, name) {
             return Ok(i);
@@ -407,6 +445,15 @@ impl<'tx, 'db, P: Pager> Bucket<'tx, 'db, P> {
     /// [`Error::IncompatibleValue`] (use [`Bucket::delete_bucket`]).
     pub fn delete(&self, key: &[u8]) -> Result<bool> {
         self.tx.delete(self.id, key)
+    }
+
+    /// Remove every key in `[start, end)` in one pass over the tree (values are not read);
+    /// returns the lengths of the removed values, in key order. Like [`Bucket::delete`] for
+    /// each key, without a lookup per key. A nested bucket in the range is
+    /// [`Error::IncompatibleValue`], and after that error (as after any error here) the
+    /// transaction must be dropped, not committed: part of the range may be gone already.
+    pub fn delete_range(&self, start: &[u8], end: &[u8]) -> Result<Vec<u64>> {
+        self.tx.delete_range(self.id, start, end)
     }
 
     /// Create a nested bucket.

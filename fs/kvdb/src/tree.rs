@@ -247,6 +247,119 @@ impl<S: PageSource> WriteCtx<'_, S> {
         Ok(old)
     }
 
+    /// Remove every key in `[start, end)` in one descent of the tree, appending their values to
+    /// `removed` in key order. A nested bucket in the range is [`Error::IncompatibleValue`]
+    /// (then, as after any error, the caller must drop the transaction: leaves left of it may
+    /// be emptied already).
+    pub fn delete_range(
+        &mut self,
+        tree: &mut Tree,
+        start: &[u8],
+        end: &[u8],
+        removed: &mut Vec<LeafValue>,
+    ) -> Result<()> {
+        if tree.root == Child::Page(0) || start >= end {
+            return Ok(());
+        }
+        let root = self.materialize(&mut tree.nodes, tree.root)?;
+        tree.root = Child::Dirty(root);
+        self.remove_range(&mut tree.nodes, root, start, end, removed, 0)?;
+        while let Child::Dirty(r) = tree.root {
+            match &tree.nodes[r].entries {
+                Entries::Branch(e) if e.len() == 1 => tree.root = e[0].1,
+                Entries::Branch(e) if e.is_empty() => tree.root = Child::Page(0),
+                Entries::Leaf(e) if e.is_empty() => tree.root = Child::Page(0),
+                _ => break,
+            }
+        }
+        Ok(())
+    }
+
+    fn remove_range(
+        &mut self,
+        nodes: &mut Vec<Node>,
+        idx: usize,
+        start: &[u8],
+        end: &[u8],
+        removed: &mut Vec<LeafValue>,
+        depth: usize,
+    ) -> Result<()> {
+        if depth > MAX_DEPTH {
+            return Err(Error::Corrupted("tree too deep"));
+        }
+        let (first, last) = match &mut nodes[idx].entries {
+            Entries::Leaf(e) => {
+                let lo = e.partition_point(|(k, _)| k.as_slice() < start);
+                let hi = lo + e[lo..].partition_point(|(k, _)| k.as_slice() < end);
+                if e[lo..hi]
+                    .iter()
+                    .any(|(_, v)| matches!(v, LeafValue::Bucket { .. }))
+                {
+                    return Err(Error::IncompatibleValue);
+                }
+                let mut shrink = 0;
+                for (k, v) in e.drain(lo..hi) {
+                    shrink += leaf_entry_size(&k, &v);
+                    removed.push(v);
+                }
+                nodes[idx].size -= shrink;
+                return Ok(());
+            }
+            // Children `first..=last` may hold keys of the range: child i holds keys from its
+            // own key (entry 0: from anything) up to the next entry's key.
+            Entries::Branch(e) => (
+                branch_index(e, start),
+                e.get(1..)
+                    .map_or(0, |rest| rest.partition_point(|(k, _)| k.as_slice() < end)),
+            ),
+        };
+        for i in first..=last {
+            let Entries::Branch(e) = &nodes[idx].entries else {
+                return Err(Error::Corrupted("branch changed kind"));
+            };
+            let c = self.materialize(nodes, e[i].1)?;
+            if let Entries::Branch(e) = &mut nodes[idx].entries {
+                e[i].1 = Child::Dirty(c);
+            }
+            self.remove_range(nodes, c, start, end, removed, depth + 1)?;
+        }
+        // Emptied children go (right to left, so the indices left of them hold)...
+        let mut kept = last + 1 - first;
+        for i in (first..=last).rev() {
+            let child = match &nodes[idx].entries {
+                Entries::Branch(e) => e[i].1,
+                Entries::Leaf(_) => return Err(Error::Corrupted("branch changed kind")),
+            };
+            let Child::Dirty(c) = child else {
+                continue;
+            };
+            if nodes[c].len() == 0 {
+                if let Entries::Branch(e) = &mut nodes[idx].entries {
+                    let (k, _) = e.remove(i);
+                    nodes[idx].size -= branch_entry_size(&k);
+                }
+                kept -= 1;
+            }
+        }
+        // ...and those left under a quarter page merge with or borrow from a neighbour, right
+        // to left (a merge leaves its result at the left index, which is checked next).
+        let quarter = self.src.page_size() / 4;
+        for i in (first..first + kept).rev() {
+            let Entries::Branch(e) = &nodes[idx].entries else {
+                return Err(Error::Corrupted("branch changed kind"));
+            };
+            if i >= e.len() {
+                continue;
+            }
+            if let Child::Dirty(c) = e[i].1 {
+                if nodes[c].size < quarter {
+                    self.rebalance(nodes, idx, i)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn remove(
         &mut self,
         nodes: &mut Vec<Node>,

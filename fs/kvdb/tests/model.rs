@@ -27,6 +27,12 @@ enum Op {
         from: u16,
         count: u16,
     },
+    /// `Bucket::delete_range(key(from), key(from + span))`.
+    DeleteRangeBulk {
+        bucket: u8,
+        from: u16,
+        span: u16,
+    },
     CreateNested {
         bucket: u8,
     },
@@ -52,6 +58,7 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(bucket, nested, key, len)| Op::Put { bucket, nested, key, len }),
         10 => (0u8..3, any::<bool>(), 0u16..600).prop_map(|(bucket, nested, key)| Op::Delete { bucket, nested, key }),
         3 => (0u8..3, 0u16..600, 0u16..300).prop_map(|(bucket, from, count)| Op::DeleteRange { bucket, from, count }),
+        3 => (0u8..3, 0u16..600, 0u16..300).prop_map(|(bucket, from, span)| Op::DeleteRangeBulk { bucket, from, span }),
         2 => (0u8..3).prop_map(|bucket| Op::CreateNested { bucket }),
         1 => (0u8..3).prop_map(|bucket| Op::DeleteNested { bucket }),
         1 => (0u8..3).prop_map(|bucket| Op::DeleteBucket { bucket }),
@@ -177,6 +184,24 @@ fn run(ops: Vec<Op>, page_size: usize) {
                         m.remove(&k);
                         assert!(b.delete(&k).unwrap());
                     }
+                }
+                Op::DeleteRangeBulk { bucket, from, span } => {
+                    let b = open(&tx, bucket, false).unwrap();
+                    let m = model_map(&mut working, bucket, false).unwrap();
+                    let (start, end) = (key(from), key(from.saturating_add(span)));
+                    // Keys sort before the nested bucket's name: no bucket is in the range.
+                    let doomed: Vec<(Vec<u8>, u64)> = m
+                        .range(start.clone()..end.clone())
+                        .map(|(k, v)| match v {
+                            Item::Value(v) => (k.clone(), v.len() as u64),
+                            Item::Bucket(_) => panic!("a bucket in the range"),
+                        })
+                        .collect();
+                    for (k, _) in &doomed {
+                        m.remove(k);
+                    }
+                    let lens: Vec<u64> = doomed.iter().map(|(_, n)| *n).collect();
+                    assert_eq!(b.delete_range(&start, &end).unwrap(), lens);
                 }
                 Op::CreateNested { bucket } => {
                     let b = open(&tx, bucket, false).unwrap();
