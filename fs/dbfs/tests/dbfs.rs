@@ -1332,26 +1332,18 @@ fn a_file_times_setattr_is_buffered_with_its_data() {
     assert_eq!((m.atime, m.mtime, m.size), (t, t, 4));
     assert!(m.ctime >= before.ctime);
     assert_eq!(f.getattr().unwrap().mtime, t);
+    // What a power cut now would leave of f.
+    let after_crash = || {
+        let fs = crash_copy(&fs);
+        let f = fs.root().unwrap().lookup("f").unwrap();
+        f.getattr().unwrap()
+    };
     // No transaction: a power cut now finds the times of the last fsync, and the file whole.
-    let after = crash_copy(&fs);
-    let g = after
-        .root()
-        .unwrap()
-        .lookup("f")
-        .unwrap()
-        .getattr()
-        .unwrap();
+    let g = after_crash();
     assert_eq!((g.mtime, g.size), (before.mtime, 4));
     // They commit with the file's data: fsync makes them durable.
     f.fsync(false).unwrap();
-    let after = crash_copy(&fs);
-    let g = after
-        .root()
-        .unwrap()
-        .lookup("f")
-        .unwrap()
-        .getattr()
-        .unwrap();
+    let g = after_crash();
     assert_eq!((g.atime, g.mtime, g.ctime), (t, t, m.ctime));
     // A directory's times still commit at once (no write-back entry for directories).
     fs.pager().record();
