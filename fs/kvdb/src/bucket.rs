@@ -177,7 +177,7 @@ impl<'db, P: Pager> Tx<'db, P> {
         Ok(true)
     }
 
-    fn delete_range(&self, b: usize, start: &[u8], end: &[u8]) -> Result<Vec<u64>> {
+    fn delete_range(&self, b: usize, start: &[u8], end: Option<&[u8]>) -> Result<Vec<u64>> {
         self.check_writable()?;
         let ps = self.db.page_size as u64;
         let mut st = self.state.borrow_mut();
@@ -447,12 +447,13 @@ impl<'tx, 'db, P: Pager> Bucket<'tx, 'db, P> {
         self.tx.delete(self.id, key)
     }
 
-    /// Remove every key in `[start, end)` in one pass over the tree (values are not read);
-    /// returns the lengths of the removed values, in key order. Like [`Bucket::delete`] for
+    /// Remove every key in `[start, end)` (`end` `None`: to the bucket's last key) in one pass
+    /// over the tree (values are not read); returns the lengths of the removed values, in key
+    /// order. Like [`Bucket::delete`] for
     /// each key, without a lookup per key. A nested bucket in the range is
     /// [`Error::IncompatibleValue`], and after that error (as after any error here) the
     /// transaction must be dropped, not committed: part of the range may be gone already.
-    pub fn delete_range(&self, start: &[u8], end: &[u8]) -> Result<Vec<u64>> {
+    pub fn delete_range(&self, start: &[u8], end: Option<&[u8]>) -> Result<Vec<u64>> {
         self.tx.delete_range(self.id, start, end)
     }
 

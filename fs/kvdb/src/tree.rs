@@ -247,18 +247,18 @@ impl<S: PageSource> WriteCtx<'_, S> {
         Ok(old)
     }
 
-    /// Remove every key in `[start, end)` in one descent of the tree, appending their values to
-    /// `removed` in key order. A nested bucket in the range is [`Error::IncompatibleValue`]
+    /// Remove every key in `[start, end)` (`end` `None`: to the last key) in one descent of the
+    /// tree, appending their values to `removed` in key order. A nested bucket in the range is [`Error::IncompatibleValue`]
     /// (then, as after any error, the caller must drop the transaction: leaves left of it may
     /// be emptied already).
     pub fn delete_range(
         &mut self,
         tree: &mut Tree,
         start: &[u8],
-        end: &[u8],
+        end: Option<&[u8]>,
         removed: &mut Vec<LeafValue>,
     ) -> Result<()> {
-        if tree.root == Child::Page(0) || start >= end {
+        if tree.root == Child::Page(0) || end.is_some_and(|e| start >= e) {
             return Ok(());
         }
         let root = self.materialize(&mut tree.nodes, tree.root)?;
@@ -280,17 +280,18 @@ impl<S: PageSource> WriteCtx<'_, S> {
         nodes: &mut Vec<Node>,
         idx: usize,
         start: &[u8],
-        end: &[u8],
+        end: Option<&[u8]>,
         removed: &mut Vec<LeafValue>,
         depth: usize,
     ) -> Result<()> {
         if depth > MAX_DEPTH {
             return Err(Error::Corrupted("tree too deep"));
         }
+        let before_end = |k: &KeyBytes| end.is_none_or(|e| k.as_slice() < e);
         let (first, last) = match &mut nodes[idx].entries {
             Entries::Leaf(e) => {
                 let lo = e.partition_point(|(k, _)| k.as_slice() < start);
-                let hi = lo + e[lo..].partition_point(|(k, _)| k.as_slice() < end);
+                let hi = lo + e[lo..].partition_point(|(k, _)| before_end(k));
                 if e[lo..hi]
                     .iter()
                     .any(|(_, v)| matches!(v, LeafValue::Bucket { .. }))
@@ -310,7 +311,7 @@ impl<S: PageSource> WriteCtx<'_, S> {
             Entries::Branch(e) => (
                 branch_index(e, start),
                 e.get(1..)
-                    .map_or(0, |rest| rest.partition_point(|(k, _)| k.as_slice() < end)),
+                    .map_or(0, |rest| rest.partition_point(|(k, _)| before_end(k))),
             ),
         };
         for i in first..=last {

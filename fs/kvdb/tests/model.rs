@@ -201,7 +201,7 @@ fn run(ops: Vec<Op>, page_size: usize) {
                         m.remove(k);
                     }
                     let lens: Vec<u64> = doomed.iter().map(|(_, n)| *n).collect();
-                    assert_eq!(b.delete_range(&start, &end).unwrap(), lens);
+                    assert_eq!(b.delete_range(&start, Some(&end)).unwrap(), lens);
                 }
                 Op::CreateNested { bucket } => {
                     let b = open(&tx, bucket, false).unwrap();
