@@ -110,10 +110,18 @@ while [ "$rep" -le "$reps" ]; do
 	done
 	rep=$((rep + 1))
 done
+# awk: the `n[key]` values `v[key, 1..]` of `key` into `a[1..]`, ascending; returns how many.
+sorted='
+	function sorted(key, a,   m, x, y, t) {
+		m = n[key]
+		for (x = 1; x <= m; x++) a[x] = v[key, x]
+		for (x = 1; x <= m; x++) for (y = x + 1; y <= m; y++) if (a[y] < a[x]) { t = a[x]; a[x] = a[y]; a[y] = t }
+		return m
+	}'
 echo
 if [ -n "${TOTAL:-}" ]; then per="$TOTAL in all per run"; else per="$SIZE per job"; fi
 echo "  fio $tag, bs=$BS, $(printf '%s' "$jobs_list" | tr ' ' ,) job(s) as $mode, $per, median (min-max) of $reps: MB/s"
-printf '%s' "$all" | awk '
+printf '%s' "$all" | awk "$sorted"'
 	$1 == "RESULT" {
 		for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
 		key = f["bench"] SUBSEP f["fs"]
@@ -128,9 +136,7 @@ printf '%s' "$all" | awk '
 		for (b = 1; b <= nb; b++) {
 			printf "  %-32s", benches[b]
 			for (j = 1; j <= nf; j++) {
-				key = benches[b] SUBSEP fss[j]; m = n[key]
-				for (x = 1; x <= m; x++) a[x] = v[key, x]
-				for (x = 1; x <= m; x++) for (y = x + 1; y <= m; y++) if (a[y] < a[x]) { t = a[x]; a[x] = a[y]; a[y] = t }
+				m = sorted(benches[b] SUBSEP fss[j], a)
 				cell = m ? sprintf("%.1f (%.1f-%.1f)", a[int((m + 1) / 2)], a[1], a[m]) : "-"
 				printf " %24s", cell
 			}
@@ -143,7 +149,7 @@ set -- $jobs_list
 if [ $# -gt 1 ]; then
 	echo
 	echo "  jobs against $1 job(s) in the same boot: ratio of medians (repetitions at least as fast)"
-	printf '%s' "$all" | awk -v first="$1" '
+	printf '%s' "$all" | awk -v first="$1" "$sorted"'
 		$1 == "RESULT" {
 			for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
 			base = f["bench"]; sub(/-[0-9]+jt?$/, "", base)
@@ -154,10 +160,8 @@ if [ $# -gt 1 ]; then
 			n[key]++; v[key, n[key]] = f["MBps"] + 0; byrep[key, f["rep"]] = f["MBps"] + 0
 			reps[f["rep"]] = 1
 		}
-		function median(key,   m, x, y, t, a) {
-			m = n[key]
-			for (x = 1; x <= m; x++) a[x] = v[key, x]
-			for (x = 1; x <= m; x++) for (y = x + 1; y <= m; y++) if (a[y] < a[x]) { t = a[x]; a[x] = a[y]; a[y] = t }
+		function median(key,   m, a) {
+			m = sorted(key, a)
 			return m ? a[int((m + 1) / 2)] : 0
 		}
 		END {
