@@ -49,40 +49,20 @@ impl<P: Pager + Send + Sync + 'static> DbNode<P> {
 
     /// A setattr of a regular file's atime and/or mtime alone (utimensat, or the times a
     /// kernel's write-back cache sends after writing: FUSE sends one for every file written and
-    /// closed) is buffered in the write-back cache like a relatime update and the data it goes
-    /// with, instead of a transaction of its own; ctime becomes now, as in the transaction.
-    /// It commits with the file's data (fsync, the timer, the dirty limit, sync, unmount, or
-    /// the next metadata operation on the file), so a crash loses it exactly when it would
-    /// lose a buffered write. `None`: not such a call (or a commit of the file is running, or
-    /// every commit is synchronous), so the caller runs the transaction.
+    /// closed) is buffered with the file's data ([`DbFs::buffer_times`]) instead of a
+    /// transaction of its own. `None`: not such a call, or it cannot be buffered now, so the
+    /// caller runs the transaction.
     fn set_times_buffered(&self, attr: &SetAttr) -> VfsResult<Option<Metadata>> {
         let only_times = attr.perm.is_none()
             && attr.uid.is_none()
             && attr.gid.is_none()
             && attr.size.is_none()
             && (attr.atime.is_some() || attr.mtime.is_some());
-        if !only_times || self.ftype != FileType::Regular {
-            return Ok(None);
-        }
-        let now = self.fs.clock.now();
-        let resolve = |ts: TimeSet| match ts {
-            TimeSet::Now => now,
-            TimeSet::At(x) => x,
-        };
+        if !only_times
+            || self.ftype != FileType::Regular
+            || !self.fs.buffer_times(self.ino, attr.atime, attr.mtime)?
         {
-            let mut st = self.fs.state.lock();
-            if st.sync_metadata || st.in_flight(self.ino) {
-                return Ok(None);
-            }
-            let p = self.fs.pending_mut(&mut st, self.ino)?;
-            if let Some(a) = attr.atime {
-                p.inode.atime = resolve(a);
-            }
-            if let Some(m) = attr.mtime {
-                p.inode.mtime = resolve(m);
-            }
-            p.inode.ctime = now;
-            p.gen += 1;
+            return Ok(None);
         }
         let i = self.fs.inode(self.ino)?;
         Ok(Some(self.fs.metadata(self.ino, &i)))

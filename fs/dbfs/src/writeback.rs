@@ -14,7 +14,7 @@ use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
 
 use kvdb::{Pager, Tx};
-use vfs::{Timestamp, VfsError, VfsResult};
+use vfs::{TimeSet, Timestamp, VfsError, VfsResult};
 
 use crate::format;
 use crate::read::read_inode;
@@ -610,6 +610,39 @@ impl<P: Pager> DbFs<P> {
             }
             Ok(())
         })
+    }
+
+    /// Set `ino`'s atime and/or mtime (ctime becomes now, as in a setattr transaction) in its
+    /// write-back entry, like a relatime update: they commit with the file's data (fsync, the
+    /// timer, the dirty limit, sync, unmount, or the next metadata operation on the file), so a
+    /// crash loses them exactly when it would lose a buffered write. `false`, changing nothing,
+    /// when every commit is synchronous (`sync_metadata`) or a commit of the inode is running:
+    /// the caller then runs the transaction.
+    pub(crate) fn buffer_times(
+        &self,
+        ino: u64,
+        atime: Option<TimeSet>,
+        mtime: Option<TimeSet>,
+    ) -> VfsResult<bool> {
+        let now = self.clock.now();
+        let resolve = |ts: TimeSet| match ts {
+            TimeSet::Now => now,
+            TimeSet::At(x) => x,
+        };
+        let mut st = self.state.lock();
+        if st.sync_metadata || st.in_flight(ino) {
+            return Ok(false);
+        }
+        let p = self.pending_mut(&mut st, ino)?;
+        if let Some(a) = atime {
+            p.inode.atime = resolve(a);
+        }
+        if let Some(m) = mtime {
+            p.inode.mtime = resolve(m);
+        }
+        p.inode.ctime = now;
+        p.gen += 1;
+        Ok(true)
     }
 
     /// The write-back entry of `ino`, created from the stored record if absent.
