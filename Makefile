@@ -78,7 +78,9 @@
 #                                in the same boot and sets each against the first), FIO_SIZE
 #                                (16m per job), FIO_TOTAL (unset; e.g. 64m: the bytes all jobs of
 #                                a run share, so 1 and 4 jobs move the same data), FIO_THREAD (0;
-#                                1 = jobs as threads), FIO_RUNTIME (10 s); each repetition starts
+#                                1 = jobs as threads), FIO_RUNTIME (10 s), FIO_LOOPS (1: times
+#                                each line runs over its files, for runs long enough that a
+#                                job's start and end do not weigh); each repetition starts
 #                                with the next file system, so none always runs first
 #   make fio-host JOB=seed       the same job file on the host: dbfs-fuse, fuse2fs ext4 and a
 #                                host directory (FIO_SYSTEMS), same variables, same script
@@ -159,6 +161,7 @@ FIO_SIZE ?= 16m
 FIO_TOTAL ?=
 FIO_THREAD ?= 0
 FIO_RUNTIME ?= 10
+FIO_LOOPS ?= 1
 FIO_SYSTEMS ?= dbfs ext4 host
 # One `make fio` run's name: its results are build/fio-$(FIO_RUN)-results.txt.
 FIO_RUN = $(JOB)-$(FIO_BS)-$(FIO_JOBS)j$(if $(filter 1,$(FIO_THREAD)),-threads)
@@ -625,14 +628,14 @@ fio: images
 	test -f bench/fio/$(JOB).fio || { echo "make fio: no bench/fio/$(JOB).fio"; exit 2; }; \
 	timeout --foreground -k 10 $(TIMEOUT) $(QEMU_BASE) -append "$(SHELL_PARAMS) -- -c \
 		'SIZE=$(FIO_SIZE) TOTAL=$(FIO_TOTAL) JOBS=$(FIO_JOBS) BS=$(FIO_BS) THREAD=$(FIO_THREAD) \
-		RUNTIME=$(FIO_RUNTIME) fio-jobs /etc/fio/$(JOB).fio $(REPS)$$dirs'" | tee $(BUILD)/fio-$(FIO_RUN).log
+		RUNTIME=$(FIO_RUNTIME) LOOPS=$(FIO_LOOPS) fio-jobs /etc/fio/$(JOB).fio $(REPS)$$dirs'" | tee $(BUILD)/fio-$(FIO_RUN).log
 	@grep '^RESULT bench=fio' $(BUILD)/fio-$(FIO_RUN).log > $(BUILD)/fio-$(FIO_RUN)-results.txt
 	@echo "results: $(BUILD)/fio-$(FIO_RUN)-results.txt (charts: bench-report FILE --out-dir DIR)"
 
 # The same job file on the host (dbfs-fuse, fuse2fs, host directory).
 fio-host: deps
 	SYSTEMS="$(FIO_SYSTEMS)" SIZE=$(FIO_SIZE) TOTAL=$(FIO_TOTAL) JOBS=$(FIO_JOBS) BS=$(FIO_BS) THREAD=$(FIO_THREAD) \
-		RUNTIME=$(FIO_RUNTIME) tools/fio/fio-host.sh $(JOB) $(REPS)
+		RUNTIME=$(FIO_RUNTIME) LOOPS=$(FIO_LOOPS) tools/fio/fio-host.sh $(JOB) $(REPS)
 
 ## The seed experiments' other workloads (bench/workloads: filebench-style fileserver, webserver,
 ## varmail; an mdtest tree; create_empty; delete_2m; createdel_ordered), written once: in the guest

@@ -7,7 +7,7 @@
 #   tools/fio/fio-host.sh JOB [REPS]        e.g. tools/fio/fio-host.sh seed 3
 #
 # Variables: SYSTEMS (default "dbfs ext4 host"), IMG_SIZE (default 4G), and fio-jobs.sh's
-# SIZE, JOBS, BS, DIRECT, RUNTIME, THREAD. Every mount is bounded in time and undone on exit.
+# SIZE, JOBS, BS, DIRECT, RUNTIME, LOOPS, THREAD. Every mount is bounded in time and undone on exit.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)

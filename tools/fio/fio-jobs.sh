@@ -7,7 +7,8 @@
 #   fio-jobs JOBFILE REPS NAME=DIR...
 #
 # Environment (defaults): SIZE (16m) bytes per job, JOBS (1) numjobs, BS (1m) block size,
-# DIRECT (0), RUNTIME (10) seconds for time-limited lines, THREAD (0; 1 runs the jobs as
+# DIRECT (0), RUNTIME (10) seconds for time-limited lines, LOOPS (1) times each line runs over
+# its files (fio's `loops`: longer runs for small files), THREAD (0; 1 runs the jobs as
 # threads), FIO (fio). RESULT fields: MBps (10^6 bytes/s), iops, and fio's completion-latency
 # percentiles p50_us and p99_us.
 #
@@ -28,8 +29,9 @@ shift 2
 	exit 2
 }
 : "${SIZE:=16m}" "${JOBS:=1}" "${BS:=1m}" "${DIRECT:=0}" "${RUNTIME:=10}" "${THREAD:=0}"
-: "${FIO:=fio}"
-export SIZE BS DIRECT RUNTIME
+: "${LOOPS:=1}" "${FIO:=fio}"
+case $LOOPS in '' | *[!0-9]* | 0) echo "fio-jobs: LOOPS=$LOOPS: a whole number above 0" >&2; exit 2 ;; esac
+export SIZE BS DIRECT RUNTIME LOOPS
 jobs_list=$(printf '%s' "$JOBS" | tr ',' ' ')
 for j in $jobs_list; do
 	case $j in '' | *[!0-9]* | 0) echo "fio-jobs: JOBS=$JOBS: whole numbers above 0, comma-separated" >&2; exit 2 ;; esac
@@ -120,6 +122,7 @@ sorted='
 	}'
 echo
 if [ -n "${TOTAL:-}" ]; then per="$TOTAL in all per run"; else per="$SIZE per job"; fi
+[ "$LOOPS" -gt 1 ] && per="$per, $LOOPS loops"
 echo "  fio $tag, bs=$BS, $(printf '%s' "$jobs_list" | tr ' ' ,) job(s) as $mode, $per, median (min-max) of $reps: MB/s"
 printf '%s' "$all" | awk "$sorted"'
 	$1 == "RESULT" {
