@@ -8,6 +8,7 @@
 //!     valgrind --tool=callgrind target/release/examples/writepath seqnew  # unlink+create, 3x
 //!     valgrind --tool=callgrind target/release/examples/writepath rand    # 200 x 1 MiB in 16 MiB
 //!     valgrind --tool=callgrind target/release/examples/writepath rand 64 # ... in 64 MiB
+//!     target/release/examples/writepath randfiles 4 96 # 768 x 1 MiB, 4 files of 24 MiB in turn
 use std::cell::UnsafeCell;
 use std::sync::Arc;
 
@@ -133,7 +134,49 @@ fn main() {
             f.fsync(false).unwrap();
             200 * bs
         }
-        m => panic!("unknown mode {m:?}: seq, rewrite, seqnew or rand"),
+        "randfiles" => {
+            // fio's randwrite line with N jobs, one after the other: N files sharing MIB MiB,
+            // written in turn (file i gets writes i, i + N, ...), 8 passes' worth of writes.
+            let arg = |i: usize, d: u64| {
+                std::env::args()
+                    .nth(i)
+                    .and_then(|a| a.parse().ok())
+                    .unwrap_or(d)
+            };
+            let (n, mib) = (arg(2, 4).max(1), arg(3, 96));
+            let per = (mib / n).max(1);
+            let root = fs.root().unwrap();
+            drop(f);
+            let files: Vec<_> = (0..n)
+                .map(|i| {
+                    let g = root
+                        .create(&format!("r{i}"), &NewNode::new(FileType::Regular, 0o644))
+                        .unwrap();
+                    for k in 0..per {
+                        g.write_at(k * bs as u64, &data).unwrap();
+                    }
+                    g
+                })
+                .collect();
+            files[0].fsync(false).unwrap();
+            let t = std::time::Instant::now();
+            let mut rng = xrand::XorShift64::new(0x9e37_79b9_7f4a_7c15);
+            let writes = 8 * per * n;
+            for w in 0..writes {
+                let g = &files[(w % n) as usize];
+                g.write_at(rng.below(per) * bs as u64, &data).unwrap();
+            }
+            for g in &files {
+                g.fsync(false).unwrap();
+            }
+            let secs = t.elapsed().as_secs_f64();
+            println!(
+                "randfiles {n} x {per} MiB: {:.1} MB/s",
+                (writes * bs as u64) as f64 / secs / 1e6
+            );
+            return;
+        }
+        m => panic!("unknown mode {m:?}: seq, rewrite, seqnew, rand or randfiles"),
     };
     let secs = t.elapsed().as_secs_f64();
     println!("{mode}: {:.1} MB/s", total as f64 / secs / 1e6);
