@@ -79,6 +79,13 @@ impl Pager for WindowLike {
 
 fn main() {
     let mode = std::env::args().nth(1).unwrap_or_else(|| "seq".into());
+    // The number given as argument `i`, or `default`.
+    let arg = |i: usize, default: u64| {
+        std::env::args()
+            .nth(i)
+            .and_then(|a| a.parse().ok())
+            .unwrap_or(default)
+    };
     let pager = WindowLike {
         bytes: UnsafeCell::new(vec![0u8; 256 << 20].into_boxed_slice()),
     };
@@ -122,10 +129,7 @@ fn main() {
             30 * bs
         }
         "rand" => {
-            let mib: u64 = std::env::args()
-                .nth(2)
-                .and_then(|a| a.parse().ok())
-                .unwrap_or(16);
+            let mib = arg(2, 16);
             let mut rng = xrand::XorShift64::new(0x9e37_79b9_7f4a_7c15);
             for _ in 0..200 {
                 f.write_at(rng.below(mib.max(1)) * bs as u64, &data)
@@ -137,12 +141,6 @@ fn main() {
         "randfiles" => {
             // fio's randwrite line with N jobs, one after the other: N files sharing MIB MiB,
             // written in turn (file i gets writes i, i + N, ...), 8 passes' worth of writes.
-            let arg = |i: usize, d: u64| {
-                std::env::args()
-                    .nth(i)
-                    .and_then(|a| a.parse().ok())
-                    .unwrap_or(d)
-            };
             let (n, mib) = (arg(2, 4).max(1), arg(3, 96));
             let per = (mib / n).max(1);
             let root = fs.root().unwrap();

@@ -449,10 +449,10 @@ impl<'tx, 'db, P: Pager> Bucket<'tx, 'db, P> {
 
     /// Remove every key in `[start, end)` (`end` `None`: to the bucket's last key) in one pass
     /// over the tree (values are not read); returns the lengths of the removed values, in key
-    /// order. Like [`Bucket::delete`] for
-    /// each key, without a lookup per key. A nested bucket in the range is
-    /// [`Error::IncompatibleValue`], and after that error (as after any error here) the
-    /// transaction must be dropped, not committed: part of the range may be gone already.
+    /// order. Like [`Bucket::delete`] for each key, without a lookup per key. A nested bucket in
+    /// the range is [`Error::IncompatibleValue`], and after that error (as after any error
+    /// here) the transaction must be dropped, not committed: part of the range may be gone
+    /// already.
     pub fn delete_range(&self, start: &[u8], end: Option<&[u8]>) -> Result<Vec<u64>> {
         self.tx.delete_range(self.id, start, end)
     }

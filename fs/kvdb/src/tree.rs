@@ -248,9 +248,9 @@ impl<S: PageSource> WriteCtx<'_, S> {
     }
 
     /// Remove every key in `[start, end)` (`end` `None`: to the last key) in one descent of the
-    /// tree, appending their values to `removed` in key order. A nested bucket in the range is [`Error::IncompatibleValue`]
-    /// (then, as after any error, the caller must drop the transaction: leaves left of it may
-    /// be emptied already).
+    /// tree, appending their values to `removed` in key order. A nested bucket in the range is
+    /// [`Error::IncompatibleValue`] (then, as after any error, the caller must drop the
+    /// transaction: leaves left of it may be emptied already).
     pub fn delete_range(
         &mut self,
         tree: &mut Tree,
