@@ -286,6 +286,12 @@ impl<P: Pager> DbFs<P> {
                             Some(tx) => load_chunk(tx, ino, idx, cs)?,
                             None => Vec::new(),
                         }
+                    } else if in_chunk == 0 && idx > 0 {
+                        // A new chunk past the first, written from its start: an appender
+                        // that will most likely fill it. Its whole buffer at once saves the
+                        // growth's reallocations and copies (12 KiB copied for each 16 KiB
+                        // appended in 4 KiB writes). A small file keeps a buffer its size.
+                        Vec::with_capacity(cs as usize)
                     } else {
                         Vec::new()
                     };

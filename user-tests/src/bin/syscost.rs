@@ -1,7 +1,9 @@
 //! `syscost [DIR...]` (e.g. `make run INIT=/bin/syscost`): what one system call costs, to explain small-block figures. For each
 //! directory: a 1 MiB file is written, then timed loops of `getppid` (the bare trap),
 //! `pread` of 0 bytes (fd lookup + file-system entry), of 1 byte (the file system's lookup
-//! without the copy), and of 4 KiB at one offset and sequentially. Prints `SYSCOST dir=... op=... ns_per_call=...` lines. Not part of the tests.
+//! without the copy), and of 4 KiB at one offset and sequentially; then 4 KiB `pwrite`s
+//! sequentially over the file (`pwrite4k_over`) and appending to a new one
+//! (`pwrite4k_append`, as fio's first write pass). Prints `SYSCOST dir=... op=... ns_per_call=...` lines. Not part of the tests.
 //! Options: `calls=N` (default 5000 per loop; more to profile one loop), `only=OP` (run
 //! only that loop, e.g. `only=pread4k_seq`) and `sync=1` (a `sync` before each loop: the
 //! reads then find their inode committed, with its atime current, as a file read again
@@ -130,8 +132,45 @@ fn main(argv: &[&str]) -> i32 {
                 per_call(&sw, calls)
             );
         }
+        // 4 KiB writes: over the file written above (each write replaces stored data), and
+        // appending to a new file. Both include whatever the writes cause (commits of the
+        // write-back cache at its dirty limit, FAT cluster allocation), as fio's writes do.
+        if run("pwrite4k_over") {
+            let before = sys::counters().ok();
+            let sw = Stopwatch::start();
+            for i in 0..calls {
+                let _ = f.pwrite(&buf, (i * 4096) % (8 << 20));
+            }
+            println!(
+                "SYSCOST dir={dir} op=pwrite4k_over ns_per_call={}{}",
+                per_call(&sw, calls),
+                io_note(before)
+            );
+        }
         drop(f);
         let _ = sys::unlink(&path);
+        if run("pwrite4k_append") {
+            let wpath = format!("{dir}/syscost.app");
+            let w = match File::open(&wpath, O_RDWR | O_CREAT | O_TRUNC, 0o644) {
+                Ok(w) => w,
+                Err(e) => {
+                    println!("{wpath}: {}", e.name());
+                    return 1;
+                }
+            };
+            let before = sys::counters().ok();
+            let sw = Stopwatch::start();
+            for i in 0..calls {
+                let _ = w.pwrite(&buf, i * 4096);
+            }
+            println!(
+                "SYSCOST dir={dir} op=pwrite4k_append ns_per_call={}{}",
+                per_call(&sw, calls),
+                io_note(before)
+            );
+            drop(w);
+            let _ = sys::unlink(&wpath);
+        }
     }
     0
 }
