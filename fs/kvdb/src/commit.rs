@@ -4,8 +4,9 @@
 //! Order: spill dirty buckets deepest first (each writes its new root into its parent's
 //! entry), then the root bucket, then (durable commits only) the freelist; write all pages;
 //! then, for a durable commit, the barrier: `sync`, the meta page into the slot not holding the
-//! durable meta, `sync` (a deferred commit only publishes the new meta to readers, and forces a
-//! barrier when too many pages wait for one). Until a meta page is durable the previous
+//! durable meta, `sync` (the first `sync` is left out when the meta page carries a commit
+//! record, see `store.rs`; a deferred commit only publishes the new meta to readers, and forces
+//! a barrier when too many pages wait for one). Until a meta page is durable the previous
 //! barrier's state is what a reopen finds. If any step before the meta write fails, every
 //! page the transaction took goes back to the freelist and the error is returned; the store is
 //! as it was. State: none of its own; it runs on the transaction's, under the writer lock
@@ -192,12 +193,16 @@ impl<P: Pager> Tx<'_, P> {
             if guard.poisoned {
                 return Err(Error::Poisoned);
             }
-            db.pager.write(&list)?;
+            db.write_noted(guard, &list)?;
             if durable {
-                // Every page of this and earlier deferred commits, then the meta: a barrier.
-                db.pager.sync()?;
+                // Every page of this and earlier deferred commits, then the meta: a barrier
+                // (one flush after them all when the meta can carry a commit record).
+                let record = db.commit_record(guard);
+                if record.is_none() {
+                    db.pager.sync()?;
+                }
                 // From here on a failure leaves the meta page's state unknown (poisoned).
-                db.write_meta(guard, &meta)?;
+                db.write_meta(guard, &meta, record.as_deref())?;
                 guard.freelist_stale = false;
             } else {
                 guard.freelist_stale = true;

@@ -6,6 +6,7 @@
 //! (whose lock rules apply: `begin_write` takes the writer lock, then briefly the snapshot).
 
 use alloc::vec;
+use alloc::vec::Vec;
 
 use crate::sync::MutexGuard;
 
@@ -83,17 +84,24 @@ impl<P: Pager> Db<P> {
         }
         // Barriers alternate slots (not txid parity: deferred commits skip txids), so the
         // newest valid meta wins wherever it is, and the next barrier overwrites the other slot.
-        let (meta, slot) = match (first, second) {
-            (Some(a), Some(b)) => {
-                if b.txid > a.txid {
-                    (b, 1)
+        // A newest meta with a commit record was flushed together with its pages: it wins only
+        // if they all reached the disk, else the other one (durable before it was written).
+        let mut metas: Vec<(Meta, u64)> = [(first, 0), (second, 1)]
+            .into_iter()
+            .filter_map(|(m, slot)| m.map(|m| (m, slot)))
+            .collect();
+        metas.sort_unstable_by_key(|(m, _)| core::cmp::Reverse(m.txid));
+        let (meta, slot) = match metas.as_slice() {
+            [] => return Err(Error::Corrupted("no valid meta page")),
+            [newest, rest @ ..] => {
+                if Self::record_holds(&pager, newest.0, newest.1)? {
+                    *newest
                 } else {
-                    (a, 0)
+                    *rest.first().ok_or(Error::Corrupted(
+                        "the newest meta's pages are not on the disk and no older meta is valid",
+                    ))?
                 }
             }
-            (Some(m), None) => (m, 0),
-            (None, Some(m)) => (m, 1),
-            (None, None) => return Err(Error::Corrupted("no valid meta page")),
         };
         let ps = meta.page_size as u64;
         let needed = meta
@@ -112,6 +120,38 @@ impl<P: Pager> Db<P> {
             Freelist::decode(&buf, meta.freelist, meta.page_count)?
         };
         Ok(Db::from_parts(pager, meta, slot, freelist))
+    }
+
+    /// Whether the meta in `slot` (decoded as `meta`) may be trusted: it carries no commit
+    /// record, or every range its record lists still has its sum on the disk.
+    fn record_holds(pager: &P, meta: Meta, slot: u64) -> Result<bool> {
+        let ps = meta.page_size as usize;
+        let at = slot * ps as u64;
+        if !Meta::has_record(&pager.read(at, META_SIZE)?) {
+            return Ok(true);
+        }
+        if at + ps as u64 > pager.len() {
+            return Ok(false);
+        }
+        let page = pager.read(at, ps)?;
+        let Ok(record) = Meta::decode_record(&page) else {
+            return Ok(false);
+        };
+        drop(page);
+        for e in record {
+            // Past the end: an image file the last writes would have grown (or a truncated
+            // image, which the older meta then has to fit).
+            if e.offset
+                .checked_add(u64::from(e.len))
+                .is_none_or(|end| end > pager.len())
+            {
+                return Ok(false);
+            }
+            if page::range_sum(&pager.read(e.offset, e.len as usize)?) != e.sum {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 
     /// Durability barrier: make the newest commit durable if a deferred commit left it

@@ -330,6 +330,33 @@ impl Freelist {
         }
     }
 
+    /// A test of whether a page of `[start, start + n)` is free now or waits for readers to
+    /// become free (pages held for a barrier are not listed: the durable meta references
+    /// them), for many ranges: the pending runs are sorted once.
+    pub fn lister(&self) -> impl Fn(PageId, u64) -> bool + '_ {
+        let mut pending: Vec<(PageId, u64)> = self.pending.values().flatten().copied().collect();
+        pending.sort_unstable();
+        move |start, n| {
+            let end = start.saturating_add(n);
+            // Runs of one set are disjoint: only the last one starting before `end` can reach
+            // into the range.
+            let reaches =
+                |run: Option<(PageId, u64)>| run.is_some_and(|(s, l)| s.saturating_add(l) > start);
+            reaches(
+                self.free
+                    .map
+                    .range(..end)
+                    .next_back()
+                    .map(|(&s, &l)| (s, l)),
+            ) || reaches(
+                pending
+                    .partition_point(|&(s, _)| s < end)
+                    .checked_sub(1)
+                    .map(|i| pending[i]),
+            )
+        }
+    }
+
     /// Number of pages listed, free now, pending or held (what the store will have free once
     /// no reader holds an old snapshot and the next barrier completed).
     pub fn total_count(&self) -> u64 {

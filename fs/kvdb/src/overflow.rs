@@ -42,10 +42,9 @@ impl<'db, P: Pager> Tx<'db, P> {
         if !rest.is_empty() {
             writes.push((base + full as u64, &tail));
         }
-        if let Err(e) = self.db.pager.write(&writes) {
-            if let Some(ws) = st.write.as_mut() {
-                ws.freed.push((id, n));
-            }
+        let ws = st.write.as_mut().ok_or(Error::TxReadOnly)?;
+        if let Err(e) = self.db.write_noted(&mut ws.guard, &writes) {
+            ws.freed.push((id, n));
             return Err(e);
         }
         Ok(LeafValue::Overflow {
@@ -156,6 +155,7 @@ impl<'db, P: Pager> Tx<'db, P> {
                 tails.push((base + full as u64, tail));
             }
         }
+        let ws = st.write.as_mut().ok_or(Error::TxReadOnly)?;
         let written = match failed {
             Some(e) => Err(e),
             None => {
@@ -167,18 +167,17 @@ impl<'db, P: Pager> Tx<'db, P> {
                 let d = if direct.is_empty() {
                     Ok(())
                 } else {
-                    self.db.pager.write_direct(&direct)
+                    self.db.write_direct_noted(&mut ws.guard, &direct)
                 };
                 d.and_then(|_| {
                     if tails.is_empty() {
                         Ok(())
                     } else {
-                        self.db.pager.write(&tails)
+                        self.db.write_noted(&mut ws.guard, &tails)
                     }
                 })
             }
         };
-        let ws = st.write.as_mut().ok_or(Error::TxReadOnly)?;
         if let Err(e) = written {
             // Nothing references the pages: they go back with the transaction's frees.
             ws.freed.extend(extents.iter().flatten().copied());

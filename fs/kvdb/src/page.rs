@@ -3,6 +3,7 @@
 //! All integers are little-endian. Every accessor bounds-checks offsets and lengths read from a
 //! page and returns [`Error::Corrupted`] instead of panicking: image bytes are untrusted.
 
+use alloc::vec::Vec;
 use core::ops::Range;
 
 use crate::error::{Error, Result};
@@ -99,6 +100,50 @@ pub fn checksum(bytes: &[u8]) -> u64 {
     h
 }
 
+/// Flag of a meta page (offset 12) that carries a commit record: see [`Meta::encode_record`].
+pub const FLAG_RECORD: u32 = 1;
+/// Bytes of one commit record entry: store offset (u64), length (u32), [`range_sum`] (u64).
+pub const RECORD_ENTRY: usize = 20;
+/// Where a meta page's commit record starts: its entry count (u32), then the entries.
+const RECORD_AT: usize = META_SIZE;
+
+/// Entries a meta page of `page_size` bytes has room for.
+pub fn record_capacity(page_size: usize) -> usize {
+    page_size.saturating_sub(RECORD_AT + 4) / RECORD_ENTRY
+}
+
+/// One entry of a commit record: `len` bytes at store offset `offset` whose [`range_sum`] is
+/// `sum`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecordEntry {
+    /// Store offset of the range (a page boundary).
+    pub offset: u64,
+    /// Bytes in the range.
+    pub len: u32,
+    /// [`range_sum`] of the bytes written there.
+    pub sum: u64,
+}
+
+/// A checksum of written bytes for commit records, eight bytes at a step (FNV-1a byte by byte
+/// costs a multiply per byte, too much for every page a barrier writes): tells a page that
+/// reached the disk from one that did not (stale or torn), not a defence against tampering.
+pub fn range_sum(bytes: &[u8]) -> u64 {
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut h = K ^ bytes.len() as u64;
+    let mut words = bytes.chunks_exact(8);
+    for w in &mut words {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(w);
+        h = (h ^ u64::from_le_bytes(b)).wrapping_mul(K);
+        h ^= h >> 29;
+    }
+    for &b in words.remainder() {
+        h = (h ^ b as u64).wrapping_mul(K);
+        h ^= h >> 29;
+    }
+    h
+}
+
 /// The meta page: which tree and freelist make up committed transaction `txid`.
 ///
 /// ```text
@@ -108,10 +153,17 @@ pub fn checksum(bytes: &[u8]) -> u64 {
 ///   8   4  page_size            40   8  freelist  (first page, 0 = none)
 ///  12   4  flags (0)            48   8  freelist_pages
 ///  16   8  txid                 56   8  page_count (high-water mark)
-///  64   8  reserved (0)         72   8  checksum  (FNV-1a of bytes 0..72)
+///  64   8  record sum (0)       72   8  checksum  (FNV-1a of bytes 0..72)
+///  80   4  record entries n     84  20n  entries: offset u64, length u32, range_sum u64
 /// ```
 /// Each barrier writes its meta to the page (0 or 1) not holding the newest durable meta, so that
 /// one survives a torn write; open takes the valid meta with the highest txid.
+///
+/// Flags bit 0 ([`FLAG_RECORD`]): the page carries a commit record (from offset 80; its
+/// [`range_sum`] at 64), the ranges the barrier wrote with their sums. Such a meta was written
+/// together with those pages and one device flush covered them all (not a flush before the meta
+/// as well), so the device may have kept the meta and lost some of the pages: open trusts it only
+/// if every range still has its sum, and otherwise takes the other meta.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Meta {
     /// Bytes per page of this store, a power of two in [`MIN_PAGE_SIZE`]..=[`MAX_PAGE_SIZE`].
@@ -146,6 +198,53 @@ impl Meta {
         put_u64(buf, 64, 0);
         let sum = checksum(&buf[..72]);
         put_u64(buf, 72, sum);
+    }
+
+    /// [`Meta::encode`] into a whole meta page `buf` with the commit record `record` (which
+    /// fits: at most [`record_capacity`] entries).
+    pub fn encode_record(&self, buf: &mut [u8], record: &[RecordEntry]) {
+        let mut at = RECORD_AT + 4;
+        for e in record {
+            put_u64(buf, at, e.offset);
+            put_u32(buf, at + 8, e.len);
+            put_u64(buf, at + 12, e.sum);
+            at += RECORD_ENTRY;
+        }
+        put_u32(buf, RECORD_AT, record.len() as u32);
+        let sum = range_sum(&buf[RECORD_AT..at]);
+        self.encode(buf);
+        put_u32(buf, 12, FLAG_RECORD);
+        put_u64(buf, 64, sum);
+        let check = checksum(&buf[..72]);
+        put_u64(buf, 72, check);
+    }
+
+    /// Whether the meta page `buf` (its first [`META_SIZE`] bytes, already decoded) carries a
+    /// commit record.
+    pub fn has_record(buf: &[u8]) -> bool {
+        get_u32(buf, 12).is_ok_and(|f| f & FLAG_RECORD != 0)
+    }
+
+    /// The commit record of a whole meta page `buf` that has one ([`Meta::has_record`]).
+    pub fn decode_record(buf: &[u8]) -> Result<Vec<RecordEntry>> {
+        let n = get_u32(buf, RECORD_AT)? as usize;
+        if n > record_capacity(buf.len()) {
+            return Err(Error::Corrupted("bad commit record length"));
+        }
+        let end = RECORD_AT + 4 + n * RECORD_ENTRY;
+        if get_u64(buf, 64)? != range_sum(&buf[RECORD_AT..end]) {
+            return Err(Error::Corrupted("bad commit record checksum"));
+        }
+        (0..n)
+            .map(|i| {
+                let at = RECORD_AT + 4 + i * RECORD_ENTRY;
+                Ok(RecordEntry {
+                    offset: get_u64(buf, at)?,
+                    len: get_u32(buf, at + 8)?,
+                    sum: get_u64(buf, at + 12)?,
+                })
+            })
+            .collect()
     }
 
     /// Parse and validate a meta page; every field is checked against the others.

@@ -10,16 +10,22 @@
 //! guards the [`WriterState`]; `Db::snapshot` is held for a few instructions. Order: writer, then
 //! snapshot. Ordering of a barrier: (the current freelist extent, if deferred commits left it
 //! stale) -> `sync` -> the meta page into the slot not holding the durable meta -> `sync`; a
-//! failure before the meta write changes nothing, one during it poisons the store.
+//! failure before the meta write changes nothing, one during it poisons the store. A barrier
+//! that wrote little since the last one (at most [`RECORD_MAX_BYTES`] in ranges that fit a
+//! commit record) skips the first `sync`: its meta page lists those ranges with their sums
+//! ([`crate::page::FLAG_RECORD`]), and open trusts it only if they all reached the disk, so one
+//! device flush is enough (a barrier that fsync makes for a small change costs one flush, not
+//! two).
 
 use alloc::collections::BTreeMap;
 use alloc::vec;
+use alloc::vec::Vec;
 
 use crate::sync::Mutex;
 
 use crate::error::{Error, Result};
 use crate::freelist::Freelist;
-use crate::page::{Meta, PageId};
+use crate::page::{self, range_sum, Meta, PageId, RecordEntry};
 use crate::pager::Pager;
 use crate::source::SnapshotPages;
 
@@ -50,6 +56,70 @@ pub(crate) struct WriterState {
     /// The freelist extent the newest meta points at is out of date: deferred commits do not
     /// write one (nothing reads it before the next barrier, which writes a fresh one).
     pub freelist_stale: bool,
+    /// What was written since the last barrier, for the next one's commit record.
+    pub epoch: Epoch,
+}
+
+/// Bytes a barrier may have written since the last one and still end with a single device
+/// flush (a commit record in its meta page, see [`crate::page::FLAG_RECORD`]): the sums cost a
+/// pass over those bytes, and opening the store reads them all back.
+pub const RECORD_MAX_BYTES: u64 = 1 << 20;
+
+/// The ranges written since the last barrier, each with the sum of its newest bytes, by store
+/// offset: the next barrier's commit record. Spoiled (the barrier then flushes twice, as
+/// without records) once they are too many or too large, a write failed, or a write covered
+/// only part of an earlier range.
+#[derive(Default)]
+pub(crate) struct Epoch {
+    ranges: BTreeMap<u64, (u32, u64)>,
+    bytes: u64,
+    spoiled: bool,
+}
+
+impl Epoch {
+    /// Note `writes`, which reached the pager; at most `max_ranges` are kept.
+    pub fn note(&mut self, writes: &[(u64, &[u8])], max_ranges: usize) {
+        for &(off, data) in writes {
+            if self.spoiled {
+                return;
+            }
+            if data.is_empty() {
+                continue;
+            }
+            let len = data.len() as u64;
+            let end = off.saturating_add(len);
+            // Earlier ranges this write covers are replaced (a page freed and taken again
+            // before the barrier); one it covers only in part cannot be described.
+            while let Some((&s, &(l, _))) = self.ranges.range(..end).next_back() {
+                let e = s + u64::from(l);
+                if e <= off {
+                    break;
+                }
+                if s < off || e > end {
+                    self.spoil();
+                    return;
+                }
+                self.ranges.remove(&s);
+                self.bytes -= u64::from(l);
+            }
+            if len > u64::from(u32::MAX)
+                || self.bytes + len > RECORD_MAX_BYTES
+                || self.ranges.len() >= max_ranges
+            {
+                self.spoil();
+                return;
+            }
+            self.ranges.insert(off, (len as u32, range_sum(data)));
+            self.bytes += len;
+        }
+    }
+
+    /// Writes failed (part of them may have landed): no record this time.
+    pub fn spoil(&mut self) {
+        self.spoiled = true;
+        self.ranges.clear();
+        self.bytes = 0;
+    }
 }
 
 /// Default bound on pages held or written since the last barrier: 16 MiB worth.
@@ -84,6 +154,7 @@ impl<P: Pager> Db<P> {
                 durable_slot,
                 barrier_bound: (DEFAULT_BARRIER_BOUND_BYTES / page_size as u64).max(16),
                 freelist_stale: false,
+                epoch: Epoch::default(),
             }),
         };
         {
@@ -114,6 +185,9 @@ impl<P: Pager> Db<P> {
         if writer.poisoned {
             return Err(Error::Poisoned);
         }
+        // With a transaction open, written pages may belong to it (not to the meta written
+        // here): no commit record then.
+        let open_tx = tx_pages.is_some();
         let mut meta = {
             let snap = self.snapshot.lock();
             if snap.durable_txid == snap.meta.txid {
@@ -146,7 +220,7 @@ impl<P: Pager> Db<P> {
                 .ok_or(Error::NoSpace)?;
             let mut buf = alloc::vec![0u8; (n * ps) as usize];
             writer.freelist.encode_with(&mut buf, fl, extra);
-            if let Err(e) = self.pager.write(&[(fl * ps, &buf)]) {
+            if let Err(e) = self.write_noted(writer, &[(fl * ps, &buf)]) {
                 if !grown {
                     writer.freelist.untake(fl, n);
                 }
@@ -164,11 +238,18 @@ impl<P: Pager> Db<P> {
             }
             old_extent = Some((old, fl, n, grown));
         }
-        if let Err(e) = self.pager.sync() {
-            if let Some((_, fl, n, false)) = old_extent {
-                writer.freelist.untake(fl, n);
+        let record = if open_tx {
+            None
+        } else {
+            self.commit_record(writer)
+        };
+        if record.is_none() {
+            if let Err(e) = self.pager.sync() {
+                if let Some((_, fl, n, false)) = old_extent {
+                    writer.freelist.untake(fl, n);
+                }
+                return Err(e);
             }
-            return Err(e);
         }
         if let Some((old, ..)) = old_extent {
             if old.0 != 0 {
@@ -176,7 +257,7 @@ impl<P: Pager> Db<P> {
                 writer.freelist.free_at(meta.txid, &[old]);
             }
         }
-        self.write_meta(writer, &meta)?;
+        self.write_meta(writer, &meta, record.as_deref())?;
         writer.freelist_stale = false;
         Ok(true)
     }
@@ -203,13 +284,84 @@ impl<P: Pager> Db<P> {
         Ok(true)
     }
 
+    /// `pager.write` of `writes`, noted for the next barrier's commit record.
+    pub(crate) fn write_noted(
+        &self,
+        writer: &mut WriterState,
+        writes: &[(u64, &[u8])],
+    ) -> Result<()> {
+        let r = self.pager.write(writes);
+        self.note(writer, writes, r.is_ok());
+        r
+    }
+
+    /// `pager.write_direct` of `writes`, noted like [`Db::write_noted`].
+    pub(crate) fn write_direct_noted(
+        &self,
+        writer: &mut WriterState,
+        writes: &[(u64, &[u8])],
+    ) -> Result<()> {
+        let r = self.pager.write_direct(writes);
+        self.note(writer, writes, r.is_ok());
+        r
+    }
+
+    fn note(&self, writer: &mut WriterState, writes: &[(u64, &[u8])], ok: bool) {
+        if ok {
+            // Pages freed again before the barrier are dropped from the record then, so
+            // keep room for more ranges than a meta page holds.
+            writer
+                .epoch
+                .note(writes, 4 * page::record_capacity(self.page_size));
+        } else {
+            writer.epoch.spoil();
+        }
+    }
+
+    /// The commit record of a barrier made now with no write transaction open, or `None` if it
+    /// must flush before its meta page (too much written, or a failed write). It lists the
+    /// ranges written since the last barrier that are not free now: those the new meta
+    /// references (nothing else is allocated). Pages written and freed again before the barrier
+    /// are left out: they may be written again once the barrier is done, while the record of
+    /// the newest durable meta must stay true until a newer one is durable (copy-on-write keeps
+    /// every page the meta references, and only those, until then).
+    pub(crate) fn commit_record(&self, writer: &WriterState) -> Option<Vec<RecordEntry>> {
+        let e = &writer.epoch;
+        if e.spoiled {
+            return None;
+        }
+        let ps = self.page_size as u64;
+        let listed = writer.freelist.lister();
+        let record: Vec<RecordEntry> = e
+            .ranges
+            .iter()
+            .filter(|(&off, &(len, _))| {
+                let first = off / ps;
+                let end = (off + u64::from(len)).div_ceil(ps);
+                !listed(first, end - first)
+            })
+            .map(|(&offset, &(len, sum))| RecordEntry { offset, len, sum })
+            .collect();
+        (record.len() <= page::record_capacity(self.page_size)).then_some(record)
+    }
+
     /// Write `meta` to the slot not holding the durable meta and `sync`; on success it is the
     /// durable meta and the snapshot readers start from. The caller holds the writer lock and
-    /// has made every page `meta` references durable.
-    pub(crate) fn write_meta(&self, writer: &mut WriterState, meta: &Meta) -> Result<()> {
+    /// has either made every page `meta` references durable (`record` is `None`) or passes
+    /// the [`Db::commit_record`] of the pages written since the last barrier, which this one
+    /// `sync` makes durable with the meta.
+    pub(crate) fn write_meta(
+        &self,
+        writer: &mut WriterState,
+        meta: &Meta,
+        record: Option<&[RecordEntry]>,
+    ) -> Result<()> {
         let ps = self.page_size;
         let mut meta_page = vec![0u8; ps];
-        meta.encode(&mut meta_page);
+        match record {
+            Some(r) => meta.encode_record(&mut meta_page, r),
+            None => meta.encode(&mut meta_page),
+        }
         let slot = 1 - writer.durable_slot;
         if let Err(e) = self
             .pager
@@ -220,6 +372,7 @@ impl<P: Pager> Db<P> {
             return Err(e);
         }
         writer.durable_slot = slot;
+        writer.epoch = Epoch::default();
         writer.freelist.barrier_done(meta.txid);
         {
             let mut snap = self.snapshot.lock();
