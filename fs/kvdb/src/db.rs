@@ -138,6 +138,12 @@ impl<P: Pager> Db<P> {
             return Ok(false);
         };
         drop(page);
+        // Never written: a record is at most RECORD_MAX_BYTES (and reading more could exhaust
+        // memory on a damaged image).
+        let total = record.iter().map(|e| u64::from(e.len)).sum::<u64>();
+        if total > crate::store::RECORD_MAX_BYTES {
+            return Ok(false);
+        }
         for e in record {
             // Past the end: an image file the last writes would have grown (or a truncated
             // image, which the older meta then has to fit).
