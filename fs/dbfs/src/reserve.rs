@@ -78,12 +78,20 @@ impl<P: Pager> DbFs<P> {
 
     /// Pages a buffered write of `[offset, end)` to `p` (or to an inode with nothing buffered)
     /// adds to the reservations, at most: chunks it creates or grows are counted at their
-    /// largest (a partial chunk loaded from the store may be a whole one).
-    pub(crate) fn reservation_growth(&self, p: Option<&Pending>, offset: u64, end: u64) -> u64 {
+    /// largest (a partial chunk loaded from the store may be a whole one). Also returns the
+    /// value pages the chunks it touches take now (what the write's accounting subtracts), so
+    /// the write looks each chunk up once here.
+    pub(crate) fn reservation_growth(
+        &self,
+        p: Option<&Pending>,
+        offset: u64,
+        end: u64,
+    ) -> (u64, u64) {
         let cs = self.chunk_size;
         let ps = self.db.page_size() as u64;
         let (mut value_pages, mut chunks) = p.map_or((0, 0), |p| (p.value_pages, p.chunks.len()));
         let before = p.map_or(0, |p| p.reserved);
+        let mut pages_now = 0;
         let mut idx = offset / cs;
         while idx * cs < end {
             let in_chunk_end = (end - idx * cs).min(cs) as usize;
@@ -101,9 +109,13 @@ impl<P: Pager> DbFs<P> {
                 }
             };
             value_pages += value_pages_delta(old.unwrap_or(0), new, ps);
+            pages_now += old.map_or(0, |len| self::value_pages(len, ps));
             idx += 1;
         }
-        inode_pages(value_pages, chunks).saturating_sub(before)
+        (
+            inode_pages(value_pages, chunks).saturating_sub(before),
+            pages_now,
+        )
     }
 }
 

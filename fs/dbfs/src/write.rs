@@ -187,18 +187,14 @@ impl<P: Pager> DbFs<P> {
         // The reservation: the pages this write's commit will need must be free beside those
         // promised to what is buffered already, or the write fails now, buffering nothing
         // (see `reserve`).
-        let growth = self.reservation_growth(st.wb.pending.get(&ino), offset, end);
+        let (growth, pages_before) = self.reservation_growth(st.wb.pending.get(&ino), offset, end);
         if growth > 0 && st.wb.reserved + growth + reserve::COMMIT_PAGES > self.write_room_pages() {
             return Err(VfsError::NoSpace);
         }
         let ps = self.db.page_size() as u64;
-        let touched = offset / cs..end.div_ceil(cs);
         let p = self.pending_mut(st, ino)?;
-        let pages_before: u64 = touched
-            .clone()
-            .filter_map(|i| p.chunks.get(&i).map(|b| p.commit_len(i, b.len(), cs)))
-            .map(|len| reserve::value_pages(len, ps))
-            .sum();
+        // The value pages of the chunks touched, once written (each chunk is visited once).
+        let mut pages_after = 0u64;
         let mut reader: Option<Tx<'_, P>> = None;
         let mut added = 0usize;
         let mut pos = offset;
@@ -225,6 +221,7 @@ impl<P: Pager> DbFs<P> {
                 }
                 // Every byte of the chunk is new now.
                 p.partial.remove(&idx);
+                pages_after += reserve::value_pages(take, ps);
                 pos += take as u64;
                 src += take;
                 continue;
@@ -234,7 +231,7 @@ impl<P: Pager> DbFs<P> {
             // Pieces whose stored bytes this write makes irrelevant (see `Pending::partial`).
             let covered = covered_pieces(cs, p.stored_size, idx, a, b);
             let touched = touched_pieces(cs, a, b);
-            match p.chunks.entry(idx) {
+            let written = match p.chunks.entry(idx) {
                 alloc::collections::btree_map::Entry::Occupied(o) => {
                     let buf = o.into_mut();
                     let old = buf.len();
@@ -262,6 +259,7 @@ impl<P: Pager> DbFs<P> {
                     }
                     data.put_into(src, take, buf, in_chunk, cs as usize);
                     added += buf.len() - old;
+                    buf.len()
                 }
                 alloc::collections::btree_map::Entry::Vacant(v)
                     if stored && touched & !covered == 0 =>
@@ -271,10 +269,12 @@ impl<P: Pager> DbFs<P> {
                     let mut buf = alloc::vec![0u8; in_chunk + take];
                     data.copy_to(src, &mut buf[in_chunk..in_chunk + take]);
                     added += buf.len();
+                    let len = buf.len();
                     v.insert(buf);
                     if covered != full_mask(cs) {
                         p.partial.insert(idx, covered);
                     }
+                    len
                 }
                 alloc::collections::btree_map::Entry::Vacant(v) => {
                     // A partial chunk: merged with what the store holds.
@@ -297,9 +297,12 @@ impl<P: Pager> DbFs<P> {
                     };
                     data.put_into(src, take, &mut buf, in_chunk, cs as usize);
                     added += buf.len();
+                    let len = buf.len();
                     v.insert(buf);
+                    len
                 }
-            }
+            };
+            pages_after += reserve::value_pages(p.commit_len(idx, written, cs), ps);
             pos += take as u64;
             src += take;
         }
@@ -309,10 +312,6 @@ impl<P: Pager> DbFs<P> {
         p.inode.ctime = now;
         p.bytes += added;
         p.gen += 1;
-        let pages_after: u64 = touched
-            .filter_map(|i| p.chunks.get(&i).map(|b| p.commit_len(i, b.len(), cs)))
-            .map(|len| reserve::value_pages(len, ps))
-            .sum();
         p.value_pages = (p.value_pages + pages_after).saturating_sub(pages_before);
         st.wb.dirty_bytes += added;
         let wb = &mut st.wb;
