@@ -220,7 +220,7 @@ impl<P: Pager> Db<P> {
                 .ok_or(Error::NoSpace)?;
             let mut buf = alloc::vec![0u8; (n * ps) as usize];
             writer.freelist.encode_with(&mut buf, fl, extra);
-            if let Err(e) = self.write_noted(writer, &[(fl * ps, &buf)]) {
+            if let Err(e) = self.write_noted(writer, &[(fl * ps, &buf)], false) {
                 if !grown {
                     writer.freelist.untake(fl, n);
                 }
@@ -284,38 +284,28 @@ impl<P: Pager> Db<P> {
         Ok(true)
     }
 
-    /// `pager.write` of `writes`, noted for the next barrier's commit record.
+    /// `pager.write` of `writes` (`pager.write_direct` if `direct`), noted for the next
+    /// barrier's commit record; a failed write spoils the record (part of it may have landed).
     pub(crate) fn write_noted(
         &self,
         writer: &mut WriterState,
         writes: &[(u64, &[u8])],
+        direct: bool,
     ) -> Result<()> {
-        let r = self.pager.write(writes);
-        self.note(writer, writes, r.is_ok());
-        r
-    }
-
-    /// `pager.write_direct` of `writes`, noted like [`Db::write_noted`].
-    pub(crate) fn write_direct_noted(
-        &self,
-        writer: &mut WriterState,
-        writes: &[(u64, &[u8])],
-    ) -> Result<()> {
-        let r = self.pager.write_direct(writes);
-        self.note(writer, writes, r.is_ok());
-        r
-    }
-
-    fn note(&self, writer: &mut WriterState, writes: &[(u64, &[u8])], ok: bool) {
-        if ok {
-            // Pages freed again before the barrier are dropped from the record then, so
-            // keep room for more ranges than a meta page holds.
-            writer
-                .epoch
-                .note(writes, 4 * page::record_capacity(self.page_size));
+        let r = if direct {
+            self.pager.write_direct(writes)
         } else {
-            writer.epoch.spoil();
+            self.pager.write(writes)
+        };
+        match r {
+            // Pages freed again before the barrier are dropped from the record then, so keep
+            // room for more ranges than a meta page holds.
+            Ok(()) => writer
+                .epoch
+                .note(writes, 4 * page::record_capacity(self.page_size)),
+            Err(_) => writer.epoch.spoil(),
         }
+        r
     }
 
     /// The commit record of a barrier made now with no write transaction open, or `None` if it

@@ -46,6 +46,21 @@ fn option<'a>(argv: &[&'a str], key: &str) -> Option<&'a str> {
         .find_map(|a| a.strip_prefix(key).and_then(|r| r.strip_prefix('=')))
 }
 
+/// `calls` 4 KiB `pwrite`s of `f`, call i at `at(i)`, timed and printed as `op`.
+fn timed_writes(dir: &str, op: &str, f: &File, calls: u64, at: fn(u64) -> u64) {
+    let buf = vec![0x5au8; 4096];
+    let before = sys::counters().ok();
+    let sw = Stopwatch::start();
+    for i in 0..calls {
+        let _ = f.pwrite(&buf, at(i));
+    }
+    println!(
+        "SYSCOST dir={dir} op={op} ns_per_call={}{}",
+        per_call(&sw, calls),
+        io_note(before)
+    );
+}
+
 fn main(argv: &[&str]) -> i32 {
     // Arguments with '=' are the benchmark options `make run` passes to every init: ignored.
     let given: Vec<&str> = argv
@@ -136,16 +151,7 @@ fn main(argv: &[&str]) -> i32 {
         // appending to a new file. Both include whatever the writes cause (commits of the
         // write-back cache at its dirty limit, FAT cluster allocation), as fio's writes do.
         if run("pwrite4k_over") {
-            let before = sys::counters().ok();
-            let sw = Stopwatch::start();
-            for i in 0..calls {
-                let _ = f.pwrite(&buf, (i * 4096) % (8 << 20));
-            }
-            println!(
-                "SYSCOST dir={dir} op=pwrite4k_over ns_per_call={}{}",
-                per_call(&sw, calls),
-                io_note(before)
-            );
+            timed_writes(dir, "pwrite4k_over", &f, calls, |i| (i * 4096) % (8 << 20));
         }
         drop(f);
         let _ = sys::unlink(&path);
@@ -158,16 +164,7 @@ fn main(argv: &[&str]) -> i32 {
                     return 1;
                 }
             };
-            let before = sys::counters().ok();
-            let sw = Stopwatch::start();
-            for i in 0..calls {
-                let _ = w.pwrite(&buf, i * 4096);
-            }
-            println!(
-                "SYSCOST dir={dir} op=pwrite4k_append ns_per_call={}{}",
-                per_call(&sw, calls),
-                io_note(before)
-            );
+            timed_writes(dir, "pwrite4k_append", &w, calls, |i| i * 4096);
             drop(w);
             let _ = sys::unlink(&wpath);
         }
