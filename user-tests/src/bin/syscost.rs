@@ -46,6 +46,13 @@ fn option<'a>(argv: &[&'a str], key: &str) -> Option<&'a str> {
         .find_map(|a| a.strip_prefix(key).and_then(|r| r.strip_prefix('=')))
 }
 
+/// Create (or empty) `path` for reading and writing; `None` after saying why not.
+fn create(path: &str) -> Option<File> {
+    File::open(path, O_RDWR | O_CREAT | O_TRUNC, 0o644)
+        .map_err(|e| println!("{path}: {}", e.name()))
+        .ok()
+}
+
 /// `calls` 4 KiB `pwrite`s of `f`, call i at `at(i)`, timed and printed as `op`.
 fn timed_writes(dir: &str, op: &str, f: &File, calls: u64, at: fn(u64) -> u64) {
     let buf = vec![0x5au8; 4096];
@@ -89,12 +96,8 @@ fn main(argv: &[&str]) -> i32 {
     }
     for dir in &dirs {
         let path = format!("{dir}/syscost.dat");
-        let f = match File::open(&path, O_RDWR | O_CREAT | O_TRUNC, 0o644) {
-            Ok(f) => f,
-            Err(e) => {
-                println!("{path}: {}", e.name());
-                return 1;
-            }
+        let Some(f) = create(&path) else {
+            return 1;
         };
         let data: Vec<u8> = (0..8u32 << 20).map(|i| i as u8).collect();
         if f.write_all(&data).and_then(|_| f.sync()).is_err() {
@@ -157,12 +160,8 @@ fn main(argv: &[&str]) -> i32 {
         let _ = sys::unlink(&path);
         if run("pwrite4k_append") {
             let wpath = format!("{dir}/syscost.app");
-            let w = match File::open(&wpath, O_RDWR | O_CREAT | O_TRUNC, 0o644) {
-                Ok(w) => w,
-                Err(e) => {
-                    println!("{wpath}: {}", e.name());
-                    return 1;
-                }
+            let Some(w) = create(&wpath) else {
+                return 1;
             };
             timed_writes(dir, "pwrite4k_append", &w, calls, |i| i * 4096);
             drop(w);
