@@ -6,7 +6,6 @@
 //! (whose lock rules apply: `begin_write` takes the writer lock, then briefly the snapshot).
 
 use alloc::vec;
-use alloc::vec::Vec;
 
 use crate::sync::MutexGuard;
 
@@ -86,22 +85,19 @@ impl<P: Pager> Db<P> {
         // newest valid meta wins wherever it is, and the next barrier overwrites the other slot.
         // A newest meta with a commit record was flushed together with its pages: it wins only
         // if they all reached the disk, else the other one (durable before it was written).
-        let mut metas: Vec<(Meta, u64)> = [(first, 0), (second, 1)]
-            .into_iter()
-            .filter_map(|(m, slot)| m.map(|m| (m, slot)))
-            .collect();
-        metas.sort_unstable_by_key(|(m, _)| core::cmp::Reverse(m.txid));
-        let (meta, slot) = match metas.as_slice() {
-            [] => return Err(Error::Corrupted("no valid meta page")),
-            [newest, rest @ ..] => {
-                if Self::record_holds(&pager, newest.0, newest.1)? {
-                    *newest
-                } else {
-                    *rest.first().ok_or(Error::Corrupted(
-                        "the newest meta's pages are not on the disk and no older meta is valid",
-                    ))?
-                }
-            }
+        let (newest, older) = match (first, second) {
+            (Some(a), Some(b)) if b.txid > a.txid => ((b, 1), Some((a, 0))),
+            (Some(a), Some(b)) => ((a, 0), Some((b, 1))),
+            (Some(a), None) => ((a, 0), None),
+            (None, Some(b)) => ((b, 1), None),
+            (None, None) => return Err(Error::Corrupted("no valid meta page")),
+        };
+        let (meta, slot) = if Self::record_holds(&pager, newest.0, newest.1)? {
+            newest
+        } else {
+            older.ok_or(Error::Corrupted(
+                "the newest meta's pages are not on the disk and no older meta is valid",
+            ))?
         };
         let ps = meta.page_size as u64;
         let needed = meta

@@ -79,6 +79,12 @@ pub(crate) struct Epoch {
 impl Epoch {
     /// Note `writes`, which reached the pager; at most `max_ranges` are kept.
     pub fn note(&mut self, writes: &[(u64, &[u8])], max_ranges: usize) {
+        // A batch past the byte bound spoils the record before anything is summed (a large
+        // commit's pages are not hashed in vain).
+        let total: u64 = writes.iter().map(|w| w.1.len() as u64).sum();
+        if self.bytes.saturating_add(total) > RECORD_MAX_BYTES {
+            self.spoil();
+        }
         for &(off, data) in writes {
             if self.spoiled {
                 return;
