@@ -101,7 +101,8 @@
 #   make test-apps               (in `make test`) record locks, shared memory (mmap and System V),
 #                                futexes between processes (/bin/apptest), then sqlite3 on /dbfs and
 #                                /fat and fio (psync write, 4k randread; 4 threads writing with
-#                                verify) on /dbfs, and pthreads (/bin/threadtest), and every
+#                                verify) on /dbfs, pthreads (/bin/threadtest), the clock through
+#                                the vDSO (/bin/timetest), and every
 #                                workload of bench-workloads once at a tiny size on /dbfs and /fat
 #   make deps-thirdparty         the host packages these need (cross gcc, autotools, dpkg-dev, ...)
 #
@@ -596,11 +597,14 @@ test-apps: images
 		--rw=randwrite --ioengine=mmap --verify=crc32c --verify_fatal=1 --minimal >/dev/null && \
 		echo \"FIO mmap \$$d ok\"; rm -f \$$d/fio-mmap; done; \
 		/bin/threadtest; \
+		/bin/timetest; \
 		/bin/workloads dbfs:/dbfs fat32:/fat reps=1 quick | grep -E \"^(ERROR|workloads:)\"'" | tee $(BUILD)/test-apps.log
 	@grep -Eq '^[0-9]+ passed, 0 failed' $(BUILD)/test-apps.log || \
 		{ echo "apptest: a check failed"; exit 1; }
 	@grep -Eq '^threadtest: [0-9]+ passed, 0 failed' $(BUILD)/test-apps.log || \
 		{ echo "threadtest: a check failed"; exit 1; }
+	@grep -Eq '^timetest: [0-9]+ passed, 0 failed' $(BUILD)/test-apps.log || \
+		{ echo "timetest: a check failed"; exit 1; }
 	@grep -q '^FIO threads ok' $(BUILD)/test-apps.log || \
 		{ echo "fio --thread --numjobs=4 with verify failed"; exit 1; }
 	@test "$$(grep -c '^SQLITE /[a-z]* 3' $(BUILD)/test-apps.log)" = 2 || \

@@ -200,11 +200,13 @@ pub struct KernelCounters {
     /// dbfs file bytes read from the disk straight into the caller's buffer (large reads),
     /// bypassing the window.
     pub window_direct_bytes: u64,
+    /// System calls entered (clock reads glibc answers from the vDSO are not among them).
+    pub syscalls: u64,
 }
 
 impl KernelCounters {
     /// Number of counters, the length of the `u64` array the syscall copies out.
-    pub const WORDS: usize = 13;
+    pub const WORDS: usize = 14;
     /// The counters as the syscall copies them: in field order, one `u64` each.
     pub fn to_words(&self) -> [u64; Self::WORDS] {
         [
@@ -221,6 +223,7 @@ impl KernelCounters {
             self.window_pages_written,
             self.transactions,
             self.window_direct_bytes,
+            self.syscalls,
         ]
     }
     /// The counters from the array [`KernelCounters::to_words`] makes.
@@ -239,6 +242,7 @@ impl KernelCounters {
             window_pages_written: w[10],
             transactions: w[11],
             window_direct_bytes: w[12],
+            syscalls: w[13],
         }
     }
 }

@@ -18,6 +18,7 @@ static WINDOW_READ: AtomicU64 = AtomicU64::new(0);
 static WINDOW_WRITTEN: AtomicU64 = AtomicU64::new(0);
 static TRANSACTIONS: AtomicU64 = AtomicU64::new(0);
 static WINDOW_DIRECT: AtomicU64 = AtomicU64::new(0);
+static SYSCALLS: AtomicU64 = AtomicU64::new(0);
 
 pub fn add_dev_read(bytes: usize) {
     DEV_READ_REQ.fetch_add(1, Relaxed);
@@ -50,6 +51,9 @@ pub fn add_window_written(pages: usize) {
 pub fn add_window_direct(bytes: usize) {
     WINDOW_DIRECT.fetch_add(bytes as u64, Relaxed);
 }
+pub fn add_syscall() {
+    SYSCALLS.fetch_add(1, Relaxed);
+}
 pub fn add_transaction() {
     TRANSACTIONS.fetch_add(1, Relaxed);
 }
@@ -69,5 +73,6 @@ pub fn snapshot() -> KernelCounters {
         window_pages_written: WINDOW_WRITTEN.load(Relaxed),
         transactions: TRANSACTIONS.load(Relaxed),
         window_direct_bytes: WINDOW_DIRECT.load(Relaxed),
+        syscalls: SYSCALLS.load(Relaxed),
     }
 }

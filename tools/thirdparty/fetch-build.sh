@@ -11,7 +11,7 @@
 #   tools/thirdparty/fetch-build.sh check       run them under qemu-user on the host (see below)
 #   tools/thirdparty/fetch-build.sh fio|sqlite  fio 3.33, sqlite3 3.40.1 (shell + speedtest1)
 #   tools/thirdparty/fetch-build.sh sqlite-host  speedtest1 built for this machine (make sqlite-host-bench)
-#   tools/thirdparty/fetch-build.sh threadtest  our pthreads test (tools/thirdparty/tests/threadtest.c)
+#   tools/thirdparty/fetch-build.sh ctests      our C tests (tools/thirdparty/tests/*.c: threadtest, timetest)
 #
 # Sources come from Debian's archive through apt, without touching the machine's apt set-up: the
 # build has its own deb-src list, package lists and cache under $BUILD/apt, and `apt-get source`
@@ -250,10 +250,11 @@ cmd_rootfs() {
 	cmd_pjdfstest
 	cmd_sqlite
 	cmd_fio
-	cmd_threadtest
-	local root="$TP/rootfs" stamp="$TP/rootfs.stamp"
+	cmd_ctests
+	local root="$TP/rootfs" stamp="$TP/rootfs.stamp" t
 	local inputs=("$TP/busybox/busybox" "$TP/pjdfstest/pjdfstest" "$here/pjdfstest-guest.sh" "$TP/pjdfstest/stamp"
-		"$TP/sqlite/sqlite3" "$TP/sqlite/speedtest1" "$TP/fio/fio" "$TP/threadtest/threadtest")
+		"$TP/sqlite/sqlite3" "$TP/sqlite/speedtest1" "$TP/fio/fio")
+	for t in "${CTESTS[@]}"; do inputs+=("$TP/$t/$t"); done
 	if [ -f "$stamp" ] && [ -z "$(find "${inputs[@]}" -newer "$stamp")" ]; then
 		log "rootfs tree up to date"
 		return
@@ -264,7 +265,8 @@ cmd_rootfs() {
 	cp "$TP/pjdfstest/pjdfstest" "$root.tmp/bin/pjdfstest"
 	cp "$TP/pjdfstest/pjdfstest" "$root.tmp/usr/pjdfstest/pjdfstest"
 	cp "$here/pjdfstest-guest.sh" "$root.tmp/bin/pjdfstest-run"
-	cp "$TP/sqlite/sqlite3" "$TP/sqlite/speedtest1" "$TP/fio/fio" "$TP/threadtest/threadtest" "$root.tmp/bin/"
+	cp "$TP/sqlite/sqlite3" "$TP/sqlite/speedtest1" "$TP/fio/fio" "$root.tmp/bin/"
+	for t in "${CTESTS[@]}"; do cp "$TP/$t/$t" "$root.tmp/bin/"; done
 	local tests="$TP/pjdfstest/src/tests" d
 	cp "$tests/conf" "$tests/misc.sh" "$root.tmp/usr/pjdfstest/tests/"
 	for d in "$tests"/*/; do
@@ -380,20 +382,25 @@ cmd_fio() {
 	log "fio: $(stat -c %s "$TP/fio/fio") bytes"
 }
 
-# threadtest: the pthreads test program in the repo, built as the other programs are (static,
-# glibc, -pthread). Rebuilt when the source, this recipe or the compiler changes.
-cmd_threadtest() {
+# Our own C test programs (tools/thirdparty/tests/NAME.c), built as the other programs are
+# (static, glibc, -pthread) into $TP/NAME/NAME: threadtest (POSIX threads) and timetest (the
+# clock through the vDSO). Each is rebuilt when its source, this recipe or the compiler changes.
+CTESTS=(threadtest timetest)
+cmd_ctests() {
 	need_tools "${CROSS}gcc"
-	local src="$here/tests/threadtest.c" out="$TP/threadtest" key
-	key=$({ declare -f cmd_threadtest; cat "$src"; toolchain_id; } | digest)
-	if stamp_ok "$out/stamp" "$key" && [ -x "$out/threadtest" ]; then
-		log "threadtest up to date"
-		return
-	fi
-	mkdir -p "$out" && rm -f "$out/stamp"
-	"${CROSS}gcc" -static -O2 -pthread -Wall -Werror -o "$out/threadtest" "$src"
-	echo "$key" >"$out/stamp"
-	log "threadtest: $(stat -c %s "$out/threadtest") bytes"
+	local name src out key
+	for name in "${CTESTS[@]}"; do
+		src="$here/tests/$name.c" out="$TP/$name"
+		key=$({ declare -f cmd_ctests; cat "$src"; toolchain_id; } | digest)
+		if stamp_ok "$out/stamp" "$key" && [ -x "$out/$name" ]; then
+			log "$name up to date"
+			continue
+		fi
+		mkdir -p "$out" && rm -f "$out/stamp"
+		"${CROSS}gcc" -static -O2 -pthread -Wall -Werror -o "$out/$name" "$src"
+		echo "$key" >"$out/stamp"
+		log "$name: $(stat -c %s "$out/$name") bytes"
+	done
 }
 
 # sqlite3 shell and speedtest1 from the amalgamation the source package's build makes.
@@ -462,7 +469,7 @@ cmd_sqlite_host() {
 
 ## --- main ----------------------------------------------------------------------------------
 
-[ $# -ge 1 ] || die "usage: fetch-build.sh busybox|pjdfstest|rootfs|check [TESTDIR...]|fio|sqlite|sqlite-host|threadtest"
+[ $# -ge 1 ] || die "usage: fetch-build.sh busybox|pjdfstest|rootfs|check [TESTDIR...]|fio|sqlite|sqlite-host|ctests"
 command=$1
 shift
 case "$command" in
@@ -473,6 +480,6 @@ check) cmd_check "$@" ;;
 fio) cmd_fio ;;
 sqlite) cmd_sqlite ;;
 sqlite-host) cmd_sqlite_host ;;
-threadtest) cmd_threadtest ;;
+ctests) cmd_ctests ;;
 *) die "unknown command $command" ;;
 esac

@@ -46,6 +46,10 @@ csr_rw!(sie, set_sie, "sie");
 csr_read!(scause, "scause");
 csr_read!(stval, "stval");
 csr_read!(sepc, "sepc");
+csr_rw!(scounteren, set_scounteren, "scounteren");
+
+/// `scounteren.TM`: user mode may read the `time` CSR (the vDSO's clock).
+pub const SCOUNTEREN_TM: usize = 1 << 1;
 
 /// Set `sscratch` (the trap entry's user/kernel marker, see `trap`).
 #[inline]

@@ -18,6 +18,7 @@ pub mod power;
 pub mod random;
 pub mod time;
 pub mod trap;
+pub mod vdso;
 
 core::arch::global_asm!(
     r#"

@@ -13,6 +13,8 @@ static EPOCH_OFFSET_TICKS: AtomicU64 = AtomicU64::new(0);
 
 pub fn init(timebase_hz: u64, rtc_base: Option<usize>) {
     TIMEBASE_HZ.store(timebase_hz.max(1), Ordering::Relaxed);
+    // The vDSO (`super::vdso`) reads the clock in user mode.
+    csr::set_scounteren(csr::scounteren() | csr::SCOUNTEREN_TM);
     if let Some(base) = rtc_base {
         // SAFETY: `base` is the Goldfish RTC's MMIO address from the device tree, in the
         // direct map; reading TIME_LOW (offset 0) latches TIME_HIGH (offset 4).
@@ -42,7 +44,12 @@ pub fn monotonic_ns() -> u64 {
 
 /// Nanoseconds since the Unix epoch (since boot if there is no RTC).
 pub fn realtime_ns() -> u64 {
-    monotonic_ns() + EPOCH_OFFSET_NS.load(Ordering::Relaxed)
+    monotonic_ns() + epoch_offset_ns()
+}
+
+/// The wall clock at boot (`time` = 0), in nanoseconds since the Unix epoch (0 without an RTC).
+pub fn epoch_offset_ns() -> u64 {
+    EPOCH_OFFSET_NS.load(Ordering::Relaxed)
 }
 
 /// Whole seconds since the Unix epoch: `realtime_ns() / 10^9` with one division (the

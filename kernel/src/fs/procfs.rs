@@ -440,7 +440,7 @@ fn stat() -> String {
 
 fn counters() -> String {
     let c = crate::counters::snapshot();
-    let rows: [(&str, u64); 13] = [
+    let rows: [(&str, u64); 14] = [
         ("dev_read_requests", c.dev_read_requests),
         ("dev_read_bytes", c.dev_read_bytes),
         ("dev_write_requests", c.dev_write_requests),
@@ -454,6 +454,7 @@ fn counters() -> String {
         ("window_pages_written", c.window_pages_written),
         ("transactions", c.transactions),
         ("window_direct_bytes", c.window_direct_bytes),
+        ("syscalls", c.syscalls),
     ];
     let mut s = String::new();
     for (name, v) in rows {

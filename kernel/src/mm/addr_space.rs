@@ -651,6 +651,13 @@ impl AddrSpace {
             .flat_map(|w| w.to_le_bytes())
             .collect();
         self.copy_to_user(tramp, &code)?;
+        // The vDSO (`arch::vdso`): a private copy, its data filled in.
+        let vdso = crate::arch::vdso::BASE;
+        let (vdso_image, data_at, data) = crate::arch::vdso::image();
+        self.add_area(vdso, vdso + PAGE_SIZE, Perm::R | Perm::X)
+            .map_err(|_| Errno::ENOEXEC)?;
+        self.copy_to_user(vdso, vdso_image)?;
+        self.copy_to_user(vdso + data_at, &data)?;
         // Re-apply final permissions to pages populated while copying.
         let pages: Vec<(usize, PteFlags)> = self
             .frames
@@ -731,7 +738,7 @@ impl AddrSpace {
         let hwcap = [b'i', b'm', b'a', b'f', b'd', b'c']
             .iter()
             .fold(0usize, |m, &l| m | 1 << (l - b'a'));
-        let auxv: [(usize, usize); 18] = [
+        let auxv: [(usize, usize); 19] = [
             (3, elf.phdr),                          // AT_PHDR
             (4, elf.phent),                         // AT_PHENT
             (5, elf.phnum),                         // AT_PHNUM
@@ -750,6 +757,7 @@ impl AddrSpace {
             (25, random),                           // AT_RANDOM
             (26, 0),                                // AT_HWCAP2
             (31, execfn_ptr),                       // AT_EXECFN
+            (33, crate::arch::vdso::BASE),          // AT_SYSINFO_EHDR (mapped by load_elf)
         ];
         let mut words: Vec<usize> = Vec::new();
         words.push(argv.len());

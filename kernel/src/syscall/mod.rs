@@ -30,6 +30,7 @@ use crate::arch::trap::TrapFrame;
 pub type SysResult = Result<usize, Errno>;
 
 pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
+    crate::counters::add_syscall();
     let r: SysResult = match num {
         SYS_SETXATTR => xattr::sys_setxattr(a[0], a[1], a[2], a[3], a[4] as u32, true),
         SYS_LSETXATTR => xattr::sys_setxattr(a[0], a[1], a[2], a[3], a[4] as u32, false),

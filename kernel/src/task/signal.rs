@@ -13,7 +13,7 @@
 //! with a `rt_sigframe` pushed on the user stack, laid out as Linux riscv64 does (siginfo,
 //! then ucontext with the saved mask and all registers), returning through a two-instruction
 //! trampoline page (`rt_sigreturn`) the loader maps at [`SIGRETURN_TRAMPOLINE`] (Linux uses
-//! its vDSO; we have none). Stop signals (SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU) are accepted
+//! its vDSO; ours, `arch::vdso`, holds only the clock). Stop signals (SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU) are accepted
 //! but do not stop anything yet: there is no job control stop/continue.
 //!
 //! System calls that sleep return [`ERESTARTSYS`] when a signal interrupts them; delivery
