@@ -192,6 +192,9 @@ impl Area {
     /// a shared file page is writable only once it is dirty (so its first store is seen), and
     /// a private mapping's view of the file's page never is (its first store copies it).
     fn pte_of(&self, va: usize, m: Option<&Mapped>) -> PteFlags {
+        if let Some(Mapped::Cow(_)) = m {
+            return self.perm.clean().pte();
+        }
         match &self.file {
             Some(f) if f.private && matches!(m, Some(Mapped::Shared(_))) => self.perm.clean().pte(),
             Some(f) if !f.private && !f.table.is_dirty(self.file_index(va)) => {
@@ -206,17 +209,21 @@ impl Area {
     }
 }
 
-/// A mapped user page: the process's own, or one of a shared mapping.
+/// A mapped user page: the process's own, one of a shared mapping, or a private page that
+/// a fork left shared between address spaces until one of them stores to it (copy-on-write:
+/// mapped without write permission; the first store takes the frame back if no other space
+/// holds it any more, else copies it, see [`AddrSpace::unshare`]).
 enum Mapped {
     Private(Frame),
     Shared(Arc<Frame>),
+    Cow(Arc<Frame>),
 }
 
 impl Mapped {
     fn frame(&self) -> &Frame {
         match self {
             Mapped::Private(f) => f,
-            Mapped::Shared(f) => f,
+            Mapped::Shared(f) | Mapped::Cow(f) => f,
         }
     }
 }
@@ -516,6 +523,12 @@ impl AddrSpace {
             return Err(Errno::EFAULT);
         }
         let pa = match self.pt.translate(page) {
+            Some(_)
+                if access == Access::Write
+                    && matches!(self.frames.get(&page), Some(Mapped::Cow(_))) =>
+            {
+                self.unshare(page, &area)?
+            }
             Some((pa, _)) => {
                 // Mapped without this permission: a file page's first store. A shared
                 // mapping's page becomes dirty; a private mapping's view of the file's page
@@ -544,6 +557,35 @@ impl AddrSpace {
             None => self.populate(page, &area, area.perm, access)?,
         };
         Ok(super::phys_to_virt(pa) + (va - page))
+    }
+
+    /// The first store to the copy-on-write page `page` (in `area`, which allows it) since a
+    /// fork: the frame becomes this space's own again if no other space holds it, else this
+    /// space gets a copy. Returns the page's physical address; ENOMEM (nothing changed) when
+    /// no frame is left for the copy.
+    fn unshare(&mut self, page: usize, area: &Area) -> Result<usize, Errno> {
+        let Some(Mapped::Cow(shared)) = self.frames.remove(&page) else {
+            return Err(Errno::EFAULT);
+        };
+        let own = match Arc::try_unwrap(shared) {
+            Ok(f) => f,
+            Err(shared) => match copy_of(&shared) {
+                Ok(f) => f,
+                Err(e) => {
+                    self.frames.insert(page, Mapped::Cow(shared));
+                    return Err(e);
+                }
+            },
+        };
+        let pa = own.pa();
+        let m = Mapped::Private(own);
+        let flags = area.pte_of(page, Some(&m));
+        self.pt.unmap(page);
+        if !self.pt.map(page, pa, flags) {
+            return Err(Errno::ENOMEM);
+        }
+        self.frames.insert(page, m);
+        Ok(pa)
     }
 
     /// Serve a user page fault. `Err`: `ENOMEM` when no frame is left (an out-of-memory
@@ -1122,22 +1164,39 @@ impl AddrSpace {
         }
     }
 
-    /// A copy of this address space (fork): same areas, every private page copied, the pages
-    /// of shared mappings shared.
-    pub fn fork(&self) -> Result<AddrSpace, Errno> {
+    /// A copy of this address space (fork): same areas, the pages of shared mappings shared,
+    /// every private page shared copy-on-write (in both spaces: [`Mapped::Cow`]).
+    pub fn fork(&mut self) -> Result<AddrSpace, Errno> {
         crate::mm::heap::admit(self.areas.len() * AREA_BYTES)?;
         let mut child = AddrSpace::new()?;
         child.areas = self.areas.clone();
         child.brk_start = self.brk_start;
         child.brk = self.brk;
+        // Private pages become copy-on-write in both spaces: this one loses write permission
+        // on them now (one TLB flush for all), the child maps the same frames read-only.
+        let own: Vec<usize> = self
+            .frames
+            .iter()
+            .filter(|(_, m)| matches!(m, Mapped::Private(_)))
+            .map(|(&va, _)| va)
+            .collect();
+        let mut flags = Vec::with_capacity(own.len());
+        for va in own {
+            if let Some(Mapped::Private(f)) = self.frames.remove(&va) {
+                let m = Mapped::Cow(Arc::new(f));
+                let pte = self
+                    .area_of(va)
+                    .map_or(Perm::R.pte(), |a| a.pte_of(va, Some(&m)));
+                flags.push((va, pte));
+                self.frames.insert(va, m);
+            }
+        }
+        self.pt.set_flags_many(flags);
         for (&va, m) in &self.frames {
             let m = match m {
-                Mapped::Private(f) => {
-                    let mut nf = alloc_frame().ok_or(Errno::ENOMEM)?;
-                    nf.bytes_mut().copy_from_slice(f.bytes());
-                    Mapped::Private(nf)
-                }
+                Mapped::Private(_) => unreachable!("made copy-on-write above"),
                 Mapped::Shared(f) => Mapped::Shared(f.clone()),
+                Mapped::Cow(f) => Mapped::Cow(f.clone()),
             };
             let flags = child
                 .area_of(va)

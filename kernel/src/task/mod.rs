@@ -629,7 +629,7 @@ pub fn fork(tf: &TrapFrame) -> Result<usize, Errno> {
     // The stack first: it is the large heap allocation, and fails before frames are copied.
     let kstack = new_kstack()?;
     let (child_inner, ctf) = {
-        let p = parent.inner.lock();
+        let mut p = parent.inner.lock();
         let space = p.space.fork()?;
         let mut ctf = Box::new(tf.clone());
         ctf.regs[10] = 0;

@@ -187,6 +187,8 @@ pub const TESTS: &[Test] = &[
         proc_tests::fp_state_survives_switches,
     ),
     t("fork_copies_memory", proc_tests::fork_copies_memory),
+    t("fork_copy_on_write", proc_tests::fork_copy_on_write),
+    t("fork_does_not_copy", proc_tests::fork_does_not_copy),
     t(
         "fork_shares_file_offset",
         proc_tests::fork_shares_file_offset,

@@ -411,9 +411,9 @@ pub fn mmap_store_after_writeback(cx: &Ctx) -> TestResult {
 }
 
 /// A `pread` into a private page, `fork`, then a `pread` into the same page by the parent:
-/// the child keeps the first read's bytes, the parent sees the second's. (fork copies private
-/// pages now; a copy-on-write fork would share the page write-protected until the first
-/// store, and the translation the kernel remembers from the first reads must not bypass it.)
+/// the child keeps the first read's bytes, the parent sees the second's. (fork shares the
+/// page write-protected until the first store, and the translation the kernel remembers from
+/// the first reads must not bypass that.)
 pub fn pread_buffer_after_fork(cx: &Ctx) -> TestResult {
     let data = pattern(2 * PAGE, 7);
     let f = file_with(cx, "f", &data)?;

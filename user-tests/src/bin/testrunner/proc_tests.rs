@@ -83,6 +83,140 @@ pub fn fork_copies_memory(_cx: &Ctx) -> TestResult {
     Ok(())
 }
 
+/// The byte the copy-on-write tests store at offset `i` of their buffer.
+fn cow_byte(i: usize) -> u8 {
+    ((i / 4096) as u8) ^ ((i % 251) as u8)
+}
+
+/// Whether `v` holds [`cow_byte`] everywhere except in `skip`.
+fn cow_intact(v: &[u8], skip: core::ops::Range<usize>) -> bool {
+    v.iter()
+        .enumerate()
+        .all(|(i, &b)| skip.contains(&i) || b == cow_byte(i))
+}
+
+/// fork shares private pages copy-on-write, and every store lands in the storer's copy only:
+/// a child's own stores and the kernel's (a `read(2)` into its buffer), a second child that
+/// sees the bytes from before the fork, and the parent's stores and reads once its children
+/// are gone (its pages are its own again).
+pub fn fork_copy_on_write(_cx: &Ctx) -> TestResult {
+    const LEN: usize = 1 << 20;
+    let mut v: Vec<u8> = (0..LEN).map(cow_byte).collect();
+    let (r, w) = sys::pipe2(0).what("pipe")?;
+    ensure!(
+        sys::write(w, b"kernel!!").what("write to pipe")? == 8,
+        "short pipe write"
+    );
+    let a = sys::fork().what("fork")?;
+    if a == 0 {
+        let n = sys::read(r, &mut v[4096 + 100..4096 + 108]);
+        for p in (0..LEN / 4096).step_by(2) {
+            v[p * 4096 + 7] = 0xee;
+        }
+        let ok = n == Ok(8)
+            && &v[4196..4204] == b"kernel!!"
+            && (0..LEN).all(|i| {
+                let p = i / 4096;
+                if p % 2 == 0 && i % 4096 == 7 {
+                    v[i] == 0xee
+                } else {
+                    (4196..4204).contains(&i) || v[i] == cow_byte(i)
+                }
+            });
+        sys::exit(i32::from(!ok));
+    }
+    let (_, st) = sys::waitpid(a).what("wait4")?;
+    ensure!(
+        st.exited() && st.exit_code() == 0,
+        "the child's stores or its read(2) did not land in its copy (status {:#x})",
+        st.0
+    );
+    ensure!(
+        cow_intact(&v, 0..0),
+        "the child's stores reached the parent"
+    );
+    let b = sys::fork().what("fork")?;
+    if b == 0 {
+        sys::exit(i32::from(!cow_intact(&v, 0..0)));
+    }
+    let (_, st) = sys::waitpid(b).what("wait4")?;
+    ensure!(
+        st.exited() && st.exit_code() == 0,
+        "a second child does not see the bytes from before its fork"
+    );
+    for p in 0..LEN / 4096 {
+        v[p * 4096 + 9] ^= 0xff;
+    }
+    ensure!(
+        sys::write(w, b"parent!!").what("write to pipe")? == 8,
+        "short pipe write"
+    );
+    ensure!(
+        sys::read(r, &mut v[8192..8200]).what("read from pipe")? == 8,
+        "short pipe read"
+    );
+    let _ = sys::close(r);
+    let _ = sys::close(w);
+    ensure!(
+        &v[8192..8200] == b"parent!!",
+        "the parent's read(2) is not in its buffer"
+    );
+    ensure!(
+        (0..LEN).all(|i| (8192..8200).contains(&i)
+            || v[i]
+                == if i % 4096 == 9 {
+                    cow_byte(i) ^ 0xff
+                } else {
+                    cow_byte(i)
+                }),
+        "the parent's stores after its children left are wrong"
+    );
+    Ok(())
+}
+
+/// `MemFree` of /proc/meminfo, in KiB.
+fn mem_free_kib() -> Result<u64, String> {
+    let f = File::open_read("/proc/meminfo").what("open /proc/meminfo")?;
+    let mut buf = vec![0u8; 4096];
+    let n = f.read(&mut buf).what("read /proc/meminfo")?;
+    let text = core::str::from_utf8(&buf[..n]).map_err(|_| "meminfo is not UTF-8".to_string())?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("MemFree:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .ok_or_else(|| "no MemFree line in /proc/meminfo".to_string())
+}
+
+/// A fork of a process with 32 MiB of private memory in use takes much less than 32 MiB:
+/// the child shares the pages until one side stores to them.
+pub fn fork_does_not_copy(_cx: &Ctx) -> TestResult {
+    const LEN: usize = 32 << 20;
+    let v: Vec<u8> = (0..LEN).map(cow_byte).collect();
+    let (r, w) = sys::pipe2(0).what("pipe")?;
+    let before = mem_free_kib()?;
+    let pid = sys::fork().what("fork")?;
+    if pid == 0 {
+        let mut b = [0u8; 1];
+        let _ = sys::read(r, &mut b);
+        sys::exit(i32::from(!cow_intact(&v, 0..0)));
+    }
+    let during = mem_free_kib();
+    let _ = sys::write(w, b"x");
+    let (_, st) = sys::waitpid(pid).what("wait4")?;
+    let _ = sys::close(r);
+    let _ = sys::close(w);
+    let during = during?;
+    let taken = before.saturating_sub(during);
+    ensure!(
+        taken < 8 << 10,
+        "the fork took {taken} KiB of memory for a process with 32 MiB in use"
+    );
+    ensure!(
+        st.exited() && st.exit_code() == 0,
+        "the child does not see the parent's memory"
+    );
+    Ok(())
+}
+
 pub fn wait_no_children_echild(_cx: &Ctx) -> TestResult {
     expect_errno(
         sys::wait4(-1, 0),
