@@ -101,6 +101,6 @@ pub use file::FilePager;
 pub use page::PageId;
 pub use page_alloc::reserve_pages;
 pub use pager::{MemPager, Pager, PagerEvent, SlicePager};
-pub use store::{Db, DEFAULT_BARRIER_BOUND_BYTES, RECORD_MAX_BYTES};
+pub use store::{Db, DEFAULT_BARRIER_BOUND_BYTES, RECORD_CHURN_BYTES, RECORD_MAX_BYTES};
 
 pub use tx::Tx;

@@ -65,14 +65,23 @@ pub(crate) struct WriterState {
 /// pass over those bytes, and opening the store reads them all back.
 pub const RECORD_MAX_BYTES: u64 = 1 << 20;
 
+/// Bytes an [`Epoch`] hashes in all (ranges written again count again) before it gives up: a
+/// long run of small commits with no barrier (unlinks, creates) rewrites the same few tree
+/// pages over and over, and each commit's pages were summed though only the last sums reach a
+/// record. Past this the barrier flushes twice, which costs one flush once; before, every
+/// commit paid for its sums.
+pub const RECORD_CHURN_BYTES: u64 = 4 * RECORD_MAX_BYTES;
+
 /// The ranges written since the last barrier, each with the sum of its newest bytes, by store
 /// offset: the next barrier's commit record. Spoiled (the barrier then flushes twice, as
-/// without records) once they are too many or too large, a write failed, or a write covered
-/// only part of an earlier range.
+/// without records) once they are too many or too large, more than [`RECORD_CHURN_BYTES`]
+/// were summed, a write failed, or a write covered only part of an earlier range.
 #[derive(Default)]
 pub(crate) struct Epoch {
     ranges: BTreeMap<u64, (u32, u64)>,
     bytes: u64,
+    /// Bytes summed since the last barrier, rewrites included.
+    summed: u64,
     spoiled: bool,
 }
 
@@ -82,7 +91,8 @@ impl Epoch {
         // A batch past the byte bound spoils the record before anything is summed (a large
         // commit's pages are not hashed in vain).
         let total: u64 = writes.iter().map(|w| w.1.len() as u64).sum();
-        if self.bytes.saturating_add(total) > RECORD_MAX_BYTES {
+        self.summed = self.summed.saturating_add(total);
+        if self.bytes.saturating_add(total) > RECORD_MAX_BYTES || self.summed > RECORD_CHURN_BYTES {
             self.spoil();
         }
         for &(off, data) in writes {

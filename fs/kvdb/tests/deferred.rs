@@ -10,7 +10,7 @@
 mod common;
 
 use common::{dump, random_edits, Model, XorShift64};
-use kvdb::{Db, MemPager, Options, Pager, PagerEvent};
+use kvdb::{Db, MemPager, Options, Pager, PagerEvent, RECORD_CHURN_BYTES, RECORD_MAX_BYTES};
 
 struct Run {
     initial: Vec<u8>,
@@ -423,4 +423,62 @@ fn pages_held_for_a_barrier_are_reclaimed_when_space_runs_out() {
             .len(),
         120 * ps
     );
+}
+
+/// Small deferred commits, then a barrier: after a few of them the barrier flushes once (its
+/// meta page carries a commit record); after a long run that rewrote the same tree pages past
+/// `RECORD_CHURN_BYTES` (no longer summed on every commit) it flushes twice. Either way the
+/// store reopens with the last state.
+#[test]
+fn long_runs_of_small_commits_end_with_two_flushes() {
+    for (commits, want_flushes) in [(3u32, 1usize), (1500, 2)] {
+        let db = Db::create(MemPager::new(), Options { page_size: 4096 }).unwrap();
+        db.set_barrier_bound(1 << 20);
+        db.pager().record();
+        for i in 0..commits {
+            let tx = db.begin_write().unwrap();
+            let b = tx.get_or_create_bucket(b"files").unwrap();
+            b.put(format!("k{}", i % 50).as_bytes(), &i.to_le_bytes())
+                .unwrap();
+            tx.commit_deferred().unwrap();
+        }
+        let written: u64 = db
+            .pager()
+            .take_log()
+            .iter()
+            .map(|e| match e {
+                PagerEvent::Write(_, d) => d.len() as u64,
+                _ => 0,
+            })
+            .sum();
+        if want_flushes == 1 {
+            assert!(
+                written < RECORD_MAX_BYTES,
+                "{written} bytes written by {commits} commits"
+            );
+        } else {
+            assert!(
+                written > RECORD_CHURN_BYTES,
+                "{written} bytes written by {commits} commits"
+            );
+        }
+        db.pager().record();
+        db.sync().unwrap();
+        let flushes = db
+            .pager()
+            .take_log()
+            .iter()
+            .filter(|e| matches!(e, PagerEvent::Sync))
+            .count();
+        assert_eq!(flushes, want_flushes, "after {commits} small commits");
+        let state = dump(&db).unwrap();
+        let image = db.pager().image();
+        drop(db);
+        let again = Db::open(MemPager::from_image(image)).unwrap();
+        assert_eq!(
+            dump(&again).unwrap(),
+            state,
+            "after {commits} small commits"
+        );
+    }
 }
