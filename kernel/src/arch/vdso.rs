@@ -119,24 +119,14 @@ dbfs_os_vdso_start:
     .globl dbfs_os_vdso_data
 dbfs_os_vdso_data:
     .8byte 0, 0
-# --- code. t6 = nanoseconds since boot (kernel's monotonic_ns), plus t2 (the offset):
-#     t5 = rdtime; t6 = (t5 / hz) * 1e9 + (t5 % hz) * 1e9 / hz + t2; a3 = 1e9.
+# --- code
     .p2align 2
-# int __vdso_clock_gettime(a0 = clockid, a1 = struct timespec *)
-.Lvdso_clock_gettime:
-    li      t0, 7
-    bltu    t0, a0, 9f                  # id > 7: not ours
-    li      t1, 0xf3                    # REALTIME 0, MONOTONIC 1, MONOTONIC_RAW 4,
-    srl     t1, t1, a0                  # REALTIME_COARSE 5, MONOTONIC_COARSE 6, BOOTTIME 7
-    andi    t1, t1, 1
-    beqz    t1, 9f
-    beqz    a1, 9f                      # null: the system call answers EFAULT
+# t6 = the clock in nanoseconds: since boot (the kernel's monotonic_ns), plus the wall clock's
+# offset if t1 = 1 (realtime_ns); a3 = 1e9. Clobbers t2-t5, a2. Called with `jal t0`.
+.Lvdso_now:
     lla     t3, dbfs_os_vdso_data
     ld      t4, 0(t3)
     li      t2, 0
-    li      t1, 0x21                    # the wall clocks: REALTIME 0, REALTIME_COARSE 5
-    srl     t1, t1, a0
-    andi    t1, t1, 1
     beqz    t1, 1f
     ld      t2, 8(t3)
 1:  rdtime  t5
@@ -148,6 +138,20 @@ dbfs_os_vdso_data:
     mul     t6, t6, a3
     add     t6, t6, a2
     add     t6, t6, t2
+    jr      t0
+# int __vdso_clock_gettime(a0 = clockid, a1 = struct timespec *)
+.Lvdso_clock_gettime:
+    li      t0, 7
+    bltu    t0, a0, 9f                  # id > 7: not ours
+    li      t1, 0xf3                    # REALTIME 0, MONOTONIC 1, MONOTONIC_RAW 4,
+    srl     t1, t1, a0                  # REALTIME_COARSE 5, MONOTONIC_COARSE 6, BOOTTIME 7
+    andi    t1, t1, 1
+    beqz    t1, 9f
+    beqz    a1, 9f                      # null: the system call answers EFAULT
+    li      t1, 0x21                    # the wall clocks: REALTIME 0, REALTIME_COARSE 5
+    srl     t1, t1, a0
+    andi    t1, t1, 1
+    jal     t0, .Lvdso_now
     divu    a4, t6, a3
     remu    a5, t6, a3
     sd      a4, 0(a1)
@@ -162,18 +166,8 @@ dbfs_os_vdso_data:
 .Lvdso_gettimeofday:
     bnez    a1, 9f                      # a time zone: the system call answers
     beqz    a0, 8f
-    lla     t3, dbfs_os_vdso_data
-    ld      t4, 0(t3)
-    ld      t2, 8(t3)
-    rdtime  t5
-    li      a3, 1000000000
-    divu    t6, t5, t4
-    remu    a2, t5, t4
-    mul     a2, a2, a3
-    divu    a2, a2, t4
-    mul     t6, t6, a3
-    add     t6, t6, a2
-    add     t6, t6, t2
+    li      t1, 1
+    jal     t0, .Lvdso_now
     divu    a4, t6, a3
     remu    a5, t6, a3
     li      a3, 1000
