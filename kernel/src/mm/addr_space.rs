@@ -226,6 +226,16 @@ impl Mapped {
             Mapped::Shared(f) | Mapped::Cow(f) => f,
         }
     }
+
+    /// The same page for another address space (fork); `None` for a private page, which has
+    /// to be made copy-on-write first.
+    fn share(&self) -> Option<Mapped> {
+        match self {
+            Mapped::Private(_) => None,
+            Mapped::Shared(f) => Some(Mapped::Shared(f.clone())),
+            Mapped::Cow(f) => Some(Mapped::Cow(f.clone())),
+        }
+    }
 }
 
 pub struct AddrSpace {
@@ -1193,10 +1203,9 @@ impl AddrSpace {
         }
         self.pt.set_flags_many(flags);
         for (&va, m) in &self.frames {
-            let m = match m {
-                Mapped::Private(_) => unreachable!("made copy-on-write above"),
-                Mapped::Shared(f) => Mapped::Shared(f.clone()),
-                Mapped::Cow(f) => Mapped::Cow(f.clone()),
+            // No private page is left: all were made copy-on-write above.
+            let Some(m) = m.share() else {
+                continue;
             };
             let flags = child
                 .area_of(va)
