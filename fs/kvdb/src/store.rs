@@ -88,8 +88,8 @@ pub(crate) struct Epoch {
 impl Epoch {
     /// Note `writes`, which reached the pager; at most `max_ranges` are kept.
     pub fn note(&mut self, writes: &[(u64, &[u8])], max_ranges: usize) {
-        // A batch past the byte bound spoils the record before anything is summed (a large
-        // commit's pages are not hashed in vain).
+        // A batch past the byte bound or the churn bound spoils the record before anything is
+        // summed (pages are not hashed in vain).
         let total: u64 = writes.iter().map(|w| w.1.len() as u64).sum();
         self.summed = self.summed.saturating_add(total);
         if self.bytes.saturating_add(total) > RECORD_MAX_BYTES || self.summed > RECORD_CHURN_BYTES {

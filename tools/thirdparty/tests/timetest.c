@@ -57,15 +57,35 @@ static long long syscalls_entered(void) {
 	return v;
 }
 
-/* clock_gettime(c) through glibc lies between two system-call reads, n times over. */
-static int sandwiched(clockid_t c, int n) {
+typedef int (*cgt_fn)(clockid_t, struct timespec *);
+typedef int (*gtod_fn)(struct timeval *, void *);
+
+/* cgt(c) (glibc's clock_gettime or the vDSO's) succeeds and lies between two system-call
+ * reads of clock c, n times over. */
+static int cgt_between(cgt_fn cgt, clockid_t c, int n) {
 	for (int i = 0; i < n; i++) {
 		struct timespec t;
 		int64_t before = sys_clock_ns(c);
-		if (clock_gettime(c, &t) != 0 || t.tv_nsec < 0 || t.tv_nsec >= 1000000000)
+		if (cgt(c, &t) != 0 || t.tv_nsec < 0 || t.tv_nsec >= 1000000000)
 			return 0;
 		int64_t after = sys_clock_ns(c);
 		if (before < 0 || ns_of(&t) < before || ns_of(&t) > after)
+			return 0;
+	}
+	return 1;
+}
+
+/* gtod(&tv, tz) (glibc's gettimeofday or the vDSO's) succeeds and lies between two
+ * system-call reads of CLOCK_REALTIME, n times over. */
+static int gtod_between(gtod_fn gtod, void *tz, int n) {
+	for (int i = 0; i < n; i++) {
+		struct timeval tv;
+		int64_t before = sys_clock_ns(CLOCK_REALTIME) / 1000;
+		if (gtod(&tv, tz) != 0 || tv.tv_usec < 0 || tv.tv_usec >= 1000000)
+			return 0;
+		int64_t us = (int64_t)tv.tv_sec * 1000000 + tv.tv_usec;
+		int64_t after = sys_clock_ns(CLOCK_REALTIME) / 1000;
+		if (before < 0 || us < before || us > after)
 			return 0;
 	}
 	return 1;
@@ -101,9 +121,6 @@ static void *vdso_sym(const unsigned char *base, const char *name) {
 	return NULL;
 }
 
-typedef int (*cgt_fn)(clockid_t, struct timespec *);
-typedef int (*gtod_fn)(struct timeval *, void *);
-
 static void test_auxv(void) {
 	const unsigned char *ehdr = (const unsigned char *)getauxval(AT_SYSINFO_EHDR);
 	check(ehdr != NULL, "the auxiliary vector names a vDSO (AT_SYSINFO_EHDR)");
@@ -118,40 +135,27 @@ static void test_auxv(void) {
 	if (!cgt || !gtod)
 		return;
 	struct timespec t;
-	int64_t before = sys_clock_ns(CLOCK_MONOTONIC);
-	int r = cgt(CLOCK_MONOTONIC, &t);
-	int64_t after = sys_clock_ns(CLOCK_MONOTONIC);
-	check(r == 0 && ns_of(&t) >= before && ns_of(&t) <= after,
+	check(cgt_between(cgt, CLOCK_MONOTONIC, 1),
 	      "__vdso_clock_gettime(CLOCK_MONOTONIC) lies between system-call reads");
 	check(cgt(12345, &t) == -EINVAL && cgt(CLOCK_MONOTONIC, NULL) == -EFAULT,
 	      "__vdso_clock_gettime: unknown clock -EINVAL, null pointer -EFAULT");
-	struct timeval tv;
-	before = sys_clock_ns(CLOCK_REALTIME) / 1000;
-	r = gtod(&tv, NULL);
-	after = sys_clock_ns(CLOCK_REALTIME) / 1000;
-	int64_t us = (int64_t)tv.tv_sec * 1000000 + tv.tv_usec;
-	check(r == 0 && us >= before && us <= after && gtod(NULL, NULL) == 0,
+	check(gtod_between(gtod, NULL, 1) && gtod(NULL, NULL) == 0,
 	      "__vdso_gettimeofday lies between system-call reads of CLOCK_REALTIME");
 }
 
 static void test_agree(void) {
-	check(sandwiched(CLOCK_MONOTONIC, 2000), "CLOCK_MONOTONIC lies between system-call reads");
-	check(sandwiched(CLOCK_REALTIME, 2000), "CLOCK_REALTIME lies between system-call reads");
-	check(sandwiched(CLOCK_BOOTTIME, 200) && sandwiched(CLOCK_MONOTONIC_RAW, 200) &&
-		      sandwiched(CLOCK_MONOTONIC_COARSE, 200),
+	check(cgt_between(clock_gettime, CLOCK_MONOTONIC, 2000),
+	      "CLOCK_MONOTONIC lies between system-call reads");
+	check(cgt_between(clock_gettime, CLOCK_REALTIME, 2000),
+	      "CLOCK_REALTIME lies between system-call reads");
+	check(cgt_between(clock_gettime, CLOCK_BOOTTIME, 200) &&
+		      cgt_between(clock_gettime, CLOCK_MONOTONIC_RAW, 200) &&
+		      cgt_between(clock_gettime, CLOCK_MONOTONIC_COARSE, 200),
 	      "BOOTTIME, MONOTONIC_RAW, MONOTONIC_COARSE agree with the system call");
-	int ok = 1;
-	for (int i = 0; i < 1000 && ok; i++) {
-		struct timeval tv;
-		int64_t before = sys_clock_ns(CLOCK_REALTIME) / 1000;
-		ok = gettimeofday(&tv, NULL) == 0 && tv.tv_usec >= 0 && tv.tv_usec < 1000000;
-		int64_t us = (int64_t)tv.tv_sec * 1000000 + tv.tv_usec;
-		int64_t after = sys_clock_ns(CLOCK_REALTIME) / 1000;
-		ok = ok && us >= before && us <= after;
-	}
-	check(ok, "gettimeofday lies between system-call reads of CLOCK_REALTIME");
+	check(gtod_between(gettimeofday, NULL, 1000),
+	      "gettimeofday lies between system-call reads of CLOCK_REALTIME");
 	struct timespec a, b;
-	ok = 1;
+	int ok = 1;
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	for (int i = 0; i < 100000 && ok; i++) {
 		clock_gettime(CLOCK_MONOTONIC, &b);
@@ -194,19 +198,14 @@ static void test_fallbacks(void) {
 	errno = 0;
 	r = clock_gettime((clockid_t)12345, &t);
 	check(r == -1 && errno == EINVAL, "an unknown clock is EINVAL");
-	struct timeval tv;
 	struct timezone tz;
-	int64_t before = sys_clock_ns(CLOCK_REALTIME) / 1000;
-	r = gettimeofday(&tv, &tz);
-	int64_t after = sys_clock_ns(CLOCK_REALTIME) / 1000;
-	int64_t us = (int64_t)tv.tv_sec * 1000000 + tv.tv_usec;
-	check(r == 0 && us >= before && us <= after, "gettimeofday with a time zone");
+	check(gtod_between(gettimeofday, &tz, 1), "gettimeofday with a time zone");
 }
 
 static void test_fork_exec(const char *self) {
 	pid_t p = fork();
 	if (p == 0)
-		_exit(sandwiched(CLOCK_MONOTONIC, 100) ? 0 : 1);
+		_exit(cgt_between(clock_gettime, CLOCK_MONOTONIC, 100) ? 0 : 1);
 	int st = -1;
 	waitpid(p, &st, 0);
 	check(p > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "a forked child reads the clock");
@@ -222,7 +221,10 @@ static void test_fork_exec(const char *self) {
 
 int main(int argc, char **argv) {
 	if (argc > 1 && strcmp(argv[1], "child") == 0)
-		return getauxval(AT_SYSINFO_EHDR) != 0 && sandwiched(CLOCK_REALTIME, 100) ? 0 : 1;
+		return getauxval(AT_SYSINFO_EHDR) != 0 &&
+				       cgt_between(clock_gettime, CLOCK_REALTIME, 100)
+			       ? 0
+			       : 1;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	test_auxv();
 	test_agree();
