@@ -321,11 +321,12 @@ thirdparty-check: deps-thirdparty
 	@$(call apt_install,$(THIRDPARTY_CHECK_APT_PACKAGES))
 	$(THIRDPARTY) check $(PJDFSTEST_DIRS)
 
-# Fresh, empty benchmark disks, so every run starts from the same state.
+# Fresh, empty benchmark disks, so every run starts from the same state; without holes in the
+# host's files (`--allocate`), so that the guest's writes cost what a real disk's do.
 bench-disks: | $(BUILD)
-	$(MKIMAGE) fat32 $(BUILD)/fat.img --size 300M --label BENCHFAT
-	$(MKIMAGE) blank $(BUILD)/raw.img --size 64M
-	$(MKIMAGE) blank $(BUILD)/dbfs.img --size 256M
+	$(MKIMAGE) fat32 $(BUILD)/fat.img --size 300M --label BENCHFAT --allocate
+	$(MKIMAGE) blank $(BUILD)/raw.img --size 64M --allocate
+	$(MKIMAGE) blank $(BUILD)/dbfs.img --size 256M --allocate
 
 ## Run one benchmark (or BENCH=all), a command (CMD=...), a program of your own as the first
 ## process (INIT=/bin/NAME ARGS="..."), or an interactive shell in QEMU.

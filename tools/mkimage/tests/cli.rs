@@ -125,3 +125,42 @@ fn build_then_ls_and_cat() {
     assert_eq!(std::fs::metadata(&blank).unwrap().len(), 64 << 20);
     assert_eq!(mkimage(&["ls", p(&blank)]).status.code(), Some(1));
 }
+
+/// Bytes the host file system holds for `path` (st_blocks is in 512-byte units).
+fn allocated(path: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).unwrap().blocks() * 512
+}
+
+#[test]
+fn allocate_leaves_no_holes_and_keeps_the_contents() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A blank image: sparse without the flag, every byte held with it, zeros either way.
+    let sparse = tmp.path().join("sparse.img");
+    let dense = tmp.path().join("dense.img");
+    ok(&["blank", p(&sparse), "--size", "8M"]);
+    ok(&["blank", p(&dense), "--size", "8M", "--allocate"]);
+    assert!(
+        allocated(&sparse) < 1 << 20,
+        "a blank image without --allocate should be sparse ({} bytes held)",
+        allocated(&sparse)
+    );
+    assert!(allocated(&dense) >= 8 << 20, "{} bytes held", allocated(&dense));
+    let bytes = std::fs::read(&dense).unwrap();
+    assert_eq!(bytes.len(), 8 << 20);
+    assert!(bytes.iter().all(|&b| b == 0));
+    // A FAT image with a file: the same volume and file with or without the flag.
+    let file = tmp.path().join("data");
+    let data: Vec<u8> = (0..200_000u32).map(|i| (i % 253) as u8).collect();
+    std::fs::write(&file, &data).unwrap();
+    let add = format!("{}:/d/data", p(&file));
+    let fat_sparse = tmp.path().join("fat-sparse.img");
+    let fat_dense = tmp.path().join("fat-dense.img");
+    ok(&["fat32", p(&fat_sparse), "--size", "40M", "--add", &add]);
+    ok(&["fat32", p(&fat_dense), "--size", "40M", "--add", &add, "--allocate"]);
+    assert!(allocated(&fat_dense) >= 40 << 20);
+    assert!(allocated(&fat_sparse) < allocated(&fat_dense));
+    let out = mkimage(&["cat", p(&fat_dense), "/d/data"]);
+    assert!(out.status.success());
+    assert_eq!(out.stdout, data);
+}
