@@ -433,8 +433,9 @@ fn stat() -> String {
     let (user, idle) = (ticks(busy), ticks(now.saturating_sub(busy)));
     let boot = crate::arch::time::realtime_ns().saturating_sub(now) / 1_000_000_000;
     let procs = crate::task::ps::pids().len();
+    let ctxt = crate::task::context_switches();
     format!(
-        "cpu  {user} 0 0 {idle} 0 0 0 0 0 0\ncpu0 {user} 0 0 {idle} 0 0 0 0 0 0\nbtime {boot}\nprocesses {procs}\nprocs_running 1\nprocs_blocked 0\n"
+        "cpu  {user} 0 0 {idle} 0 0 0 0 0 0\ncpu0 {user} 0 0 {idle} 0 0 0 0 0 0\nctxt {ctxt}\nbtime {boot}\nprocesses {procs}\nprocs_running 1\nprocs_blocked 0\n",
     )
 }
 

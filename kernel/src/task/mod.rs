@@ -208,6 +208,13 @@ static IDLE_CTX: Mutex<TaskContext> = Mutex::new(TaskContext::zero());
 /// the thread (and so its process) alive for exactly that time; null while the scheduler
 /// itself runs.
 static CURRENT: AtomicPtr<Thread> = AtomicPtr::new(core::ptr::null_mut());
+/// Threads switched to since boot (`ctxt` in /proc/stat).
+static SWITCHES: AtomicU64 = AtomicU64::new(0);
+
+/// How many times the scheduler has switched to a thread since boot.
+pub fn context_switches() -> u64 {
+    SWITCHES.load(Relaxed)
+}
 
 /// A kernel stack, or ENOMEM when the heap cannot give one (a fork bomb must not abort the
 /// kernel: the allocation is fallible).
@@ -542,6 +549,7 @@ pub fn run() -> ! {
             continue;
         };
         t.inner.lock().state = State::Running;
+        SWITCHES.fetch_add(1, Relaxed);
         t.process.inner.lock().space.activate();
         let to: *const TaskContext = ctx_ptr(&t.ctx);
         let from: *mut TaskContext = ctx_ptr(&IDLE_CTX);
