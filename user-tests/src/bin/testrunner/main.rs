@@ -187,6 +187,10 @@ pub const TESTS: &[Test] = &[
         proc_tests::fp_state_survives_switches,
     ),
     t("fork_copies_memory", proc_tests::fork_copies_memory),
+    t(
+        "proc_stat_counts_switches",
+        proc_tests::proc_stat_counts_switches,
+    ),
     t("fork_copy_on_write", proc_tests::fork_copy_on_write),
     t("fork_does_not_copy", proc_tests::fork_does_not_copy),
     t(

@@ -217,6 +217,60 @@ pub fn fork_does_not_copy(_cx: &Ctx) -> TestResult {
     Ok(())
 }
 
+/// `ctxt` of /proc/stat: threads switched to since boot.
+fn context_switches() -> Result<u64, String> {
+    let f = File::open_read("/proc/stat").what("open /proc/stat")?;
+    let mut buf = vec![0u8; 4096];
+    let n = f.read(&mut buf).what("read /proc/stat")?;
+    let text = core::str::from_utf8(&buf[..n]).map_err(|_| "stat is not UTF-8".to_string())?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("ctxt "))
+        .and_then(|v| v.trim().parse().ok())
+        .ok_or_else(|| "no ctxt line in /proc/stat".to_string())
+}
+
+/// /proc/stat counts context switches (`ctxt`, as Linux's): a parent and a child that hand the
+/// CPU to each other 50 times through a pair of pipes add at least 100 switches.
+pub fn proc_stat_counts_switches(_cx: &Ctx) -> TestResult {
+    // down: parent to child; up: child to parent.
+    let (down_r, down_w) = sys::pipe2(0).what("pipe")?;
+    let (up_r, up_w) = sys::pipe2(0).what("pipe")?;
+    let before = context_switches()?;
+    let pid = sys::fork().what("fork")?;
+    if pid == 0 {
+        let mut b = [0u8; 1];
+        for _ in 0..50 {
+            if sys::read(down_r, &mut b) != Ok(1) || sys::write(up_w, b"y") != Ok(1) {
+                sys::exit(1);
+            }
+        }
+        sys::exit(0);
+    }
+    let mut b = [0u8; 1];
+    let mut rounds = 0;
+    for _ in 0..50 {
+        if sys::write(down_w, b"x") != Ok(1) || sys::read(up_r, &mut b) != Ok(1) {
+            break;
+        }
+        rounds += 1;
+    }
+    let after = context_switches();
+    let (_, st) = sys::waitpid(pid).what("wait4")?;
+    for fd in [down_r, down_w, up_r, up_w] {
+        let _ = sys::close(fd);
+    }
+    ensure!(
+        rounds == 50 && st.exited() && st.exit_code() == 0,
+        "the ping-pong stopped after {rounds} rounds"
+    );
+    let grew = after?.saturating_sub(before);
+    ensure!(
+        grew >= 100,
+        "ctxt grew by {grew} over 50 round trips between two processes"
+    );
+    Ok(())
+}
+
 pub fn wait_no_children_echild(_cx: &Ctx) -> TestResult {
     expect_errno(
         sys::wait4(-1, 0),
