@@ -145,7 +145,11 @@ fn allocate_leaves_no_holes_and_keeps_the_contents() {
         "a blank image without --allocate should be sparse ({} bytes held)",
         allocated(&sparse)
     );
-    assert!(allocated(&dense) >= 8 << 20, "{} bytes held", allocated(&dense));
+    assert!(
+        allocated(&dense) >= 8 << 20,
+        "{} bytes held",
+        allocated(&dense)
+    );
     let bytes = std::fs::read(&dense).unwrap();
     assert_eq!(bytes.len(), 8 << 20);
     assert!(bytes.iter().all(|&b| b == 0));
@@ -157,7 +161,15 @@ fn allocate_leaves_no_holes_and_keeps_the_contents() {
     let fat_sparse = tmp.path().join("fat-sparse.img");
     let fat_dense = tmp.path().join("fat-dense.img");
     ok(&["fat32", p(&fat_sparse), "--size", "40M", "--add", &add]);
-    ok(&["fat32", p(&fat_dense), "--size", "40M", "--add", &add, "--allocate"]);
+    ok(&[
+        "fat32",
+        p(&fat_dense),
+        "--size",
+        "40M",
+        "--add",
+        &add,
+        "--allocate",
+    ]);
     assert!(allocated(&fat_dense) >= 40 << 20);
     assert!(allocated(&fat_sparse) < allocated(&fat_dense));
     let out = mkimage(&["cat", p(&fat_dense), "/d/data"]);
