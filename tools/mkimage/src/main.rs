@@ -61,7 +61,7 @@ enum Command {
         #[arg(long)]
         allocate: bool,
     },
-    /// Create (or overwrite) IMAGE as a zero-filled sparse file.
+    /// Create (or overwrite) IMAGE as a zero-filled file, sparse unless `--allocate`.
     Blank {
         image: PathBuf,
         #[arg(long, value_parser = parse_size)]
@@ -296,8 +296,8 @@ fn create_sparse(image: &Path, size: u64) -> Result<(), String> {
         .map_err(|e| format!("cannot size {}: {e}", image.display()))
 }
 
-/// Write every chunk of `image` back as it reads (zeros over each hole), and make them durable, so the host file system holds
-/// a block for every byte of it. A sparse image charges the guest's first write to each region
+/// Write every chunk of `image` back as it reads (zeros over each hole) and make it durable,
+/// so the host file system holds a block for every byte of it. A sparse image charges the guest's first write to each region
 /// with the host's block allocation (and its journal at the next flush), which a real disk
 /// does not: a file system that writes to fresh places (dbfs's copy-on-write tree) paid it on
 /// every run, one that overwrites in place (FAT32) mostly once. Measured for the fio write
