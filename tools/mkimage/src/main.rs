@@ -88,15 +88,7 @@ pub struct FileDevice {
 
 impl FileDevice {
     pub fn open(path: &Path) -> Result<Self, String> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(path)
-            .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
-        let len = file
-            .metadata()
-            .map_err(|e| format!("cannot stat {}: {e}", path.display()))?
-            .len();
+        let (file, len) = open_rw(path)?;
         Ok(FileDevice {
             file,
             sectors: len / SECTOR_SIZE as u64,
@@ -289,6 +281,20 @@ fn walk_tree(src: &Path, dest: &str, out: &mut TreeCopy) -> Result<(), String> {
     Ok(())
 }
 
+/// `path` opened for reading and writing, and its length.
+fn open_rw(path: &Path) -> Result<(File, u64), String> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    let len = file
+        .metadata()
+        .map_err(|e| format!("cannot stat {}: {e}", path.display()))?
+        .len();
+    Ok((file, len))
+}
+
 fn create_sparse(image: &Path, size: u64) -> Result<(), String> {
     let file =
         File::create(image).map_err(|e| format!("cannot create {}: {e}", image.display()))?;
@@ -304,15 +310,7 @@ fn create_sparse(image: &Path, size: u64) -> Result<(), String> {
 /// line (4 KiB, 16 MiB, 8 loops): dbfs's device write time 72-143 ms sparse, 21-25 ms
 /// allocated (docs/BENCHMARKS.md, "Benchmark disks without holes").
 fn allocate(image: &Path) -> Result<(), String> {
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(image)
-        .map_err(|e| format!("cannot open {}: {e}", image.display()))?;
-    let len = file
-        .metadata()
-        .map_err(|e| format!("cannot stat {}: {e}", image.display()))?
-        .len();
+    let (file, len) = open_rw(image)?;
     let io = |e: std::io::Error| format!("cannot allocate {}: {e}", image.display());
     const CHUNK: u64 = 1 << 20;
     let mut buf = vec![0u8; CHUNK as usize];

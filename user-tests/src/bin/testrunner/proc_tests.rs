@@ -174,16 +174,21 @@ pub fn fork_copy_on_write(_cx: &Ctx) -> TestResult {
     Ok(())
 }
 
+/// The number after `prefix` on a line of the /proc file `path` (a trailing "kB" dropped).
+fn proc_number(path: &str, prefix: &str) -> Result<u64, String> {
+    let f = File::open_read(path).what(&format!("open {path}"))?;
+    let mut buf = vec![0u8; 4096];
+    let n = f.read(&mut buf).what(&format!("read {path}"))?;
+    let text = core::str::from_utf8(&buf[..n]).map_err(|_| format!("{path} is not UTF-8"))?;
+    text.lines()
+        .find_map(|l| l.strip_prefix(prefix))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .ok_or_else(|| format!("no {prefix:?} line in {path}"))
+}
+
 /// `MemFree` of /proc/meminfo, in KiB.
 fn mem_free_kib() -> Result<u64, String> {
-    let f = File::open_read("/proc/meminfo").what("open /proc/meminfo")?;
-    let mut buf = vec![0u8; 4096];
-    let n = f.read(&mut buf).what("read /proc/meminfo")?;
-    let text = core::str::from_utf8(&buf[..n]).map_err(|_| "meminfo is not UTF-8".to_string())?;
-    text.lines()
-        .find_map(|l| l.strip_prefix("MemFree:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .ok_or_else(|| "no MemFree line in /proc/meminfo".to_string())
+    proc_number("/proc/meminfo", "MemFree:")
 }
 
 /// A fork of a process with 32 MiB of private memory in use takes much less than 32 MiB:
@@ -219,14 +224,7 @@ pub fn fork_does_not_copy(_cx: &Ctx) -> TestResult {
 
 /// `ctxt` of /proc/stat: threads switched to since boot.
 fn context_switches() -> Result<u64, String> {
-    let f = File::open_read("/proc/stat").what("open /proc/stat")?;
-    let mut buf = vec![0u8; 4096];
-    let n = f.read(&mut buf).what("read /proc/stat")?;
-    let text = core::str::from_utf8(&buf[..n]).map_err(|_| "stat is not UTF-8".to_string())?;
-    text.lines()
-        .find_map(|l| l.strip_prefix("ctxt "))
-        .and_then(|v| v.trim().parse().ok())
-        .ok_or_else(|| "no ctxt line in /proc/stat".to_string())
+    proc_number("/proc/stat", "ctxt ")
 }
 
 /// /proc/stat counts context switches (`ctxt`, as Linux's): a parent and a child that hand the
