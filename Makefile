@@ -81,7 +81,9 @@
 #                                1 = jobs as threads), FIO_RUNTIME (10 s), FIO_LOOPS (1: times
 #                                each line runs over its files, for runs long enough that a
 #                                job's start and end do not weigh); each repetition starts
-#                                with the next file system, so none always runs first
+#                                with the next file system, so none always runs first;
+#                                ICOUNT=1 (here, in make run and make bench): QEMU counts
+#                                instructions, so the figures do not follow the host's speed
 #   make fio-host JOB=seed       the same job file on the host: dbfs-fuse, fuse2fs ext4 and a
 #                                host directory (FIO_SYSTEMS), same variables, same script
 #                                (tools/fio/fio-jobs.sh), so guest and host tables line up
@@ -165,7 +167,7 @@ FIO_RUNTIME ?= 10
 FIO_LOOPS ?= 1
 FIO_SYSTEMS ?= dbfs ext4 host
 # One `make fio` run's name: its results are build/fio-$(FIO_RUN)-results.txt.
-FIO_RUN = $(JOB)-$(FIO_BS)-$(FIO_JOBS)j$(if $(filter 1,$(FIO_THREAD)),-threads)
+FIO_RUN = $(JOB)-$(FIO_BS)-$(FIO_JOBS)j$(if $(filter 1,$(FIO_THREAD)),-threads)$(if $(filter 1,$(ICOUNT)),-icount)
 REPS    ?= 3
 ARGS    ?=
 MEM     ?= 1G
@@ -174,6 +176,10 @@ LOG     ?= warn
 INIT    ?= /bin/init
 BCACHE  ?= 8
 TIMEOUT ?= 1500
+# ICOUNT=1: QEMU counts instructions (`-icount shift=0`: each guest instruction advances the
+# virtual clock by 1 ns), so benchmark figures (make run BENCH=, make fio, make bench) follow
+# the work done, not the host's speed; device waits still take real time.
+ICOUNT  ?= 0
 PROFILE ?= release
 REPORT  ?= $(BUILD)/bench-report
 IMAGE   ?= $(BUILD)/dbfs.img
@@ -228,7 +234,7 @@ GUEST_PJD_TIMEOUT ?= 3000
 THIRDPARTY := BUILD=$(BUILD) PJDFSTEST_SRC=$(PJDFSTEST_SRC) JOBS=2 tools/thirdparty/fetch-build.sh
 
 QEMU_BASE = qemu-system-riscv64 -machine virt -nographic -bios default -m $(MEM) -smp $(SMP) \
-	-kernel $(KERNEL) \
+	$(if $(filter 1,$(ICOUNT)),-icount shift=0) -kernel $(KERNEL) \
 	-drive file=$(BUILD)/root.img,if=none,format=raw,id=vda -device virtio-blk-device,drive=vda,queue-size=1024 \
 	-drive file=$(BUILD)/fat.img,if=none,format=raw,id=vdb -device virtio-blk-device,drive=vdb,queue-size=1024 \
 	-drive file=$(BUILD)/raw.img,if=none,format=raw,id=vdc -device virtio-blk-device,drive=vdc,queue-size=1024 \
@@ -457,7 +463,7 @@ SYSCOST_CALLS ?= 20000
 SYSCOST_OPTS ?=
 SYSCOST_PARAMS ?=
 syscost-icount: images
-	timeout --foreground -k 10 300 $(QEMU_BASE) -icount shift=0 \
+	timeout --foreground -k 10 300 $(QEMU_BASE) $(if $(filter 1,$(ICOUNT)),,-icount shift=0) \
 		-append "init=/bin/syscost log=$(LOG) bcache=$(BCACHE) copy_cost=1 $(SYSCOST_PARAMS) -- calls=$(SYSCOST_CALLS) $(SYSCOST_OPTS)" \
 		| tee $(BUILD)/syscost-icount.log
 	@awk '/^COPYCOST op=copy4k/ { split($$3, a, "="); copy = a[2] } \
