@@ -634,7 +634,8 @@ pub fn fork(tf: &TrapFrame) -> Result<usize, Errno> {
         blocked: t.sig.blocked,
         saved_mask: None,
     });
-    // The stack first: it is the large heap allocation, and fails before frames are copied.
+    // The stack first: it is the large heap allocation, and fails before the address space
+    // is shared copy-on-write.
     let kstack = new_kstack()?;
     let (child_inner, ctf) = {
         let mut p = parent.inner.lock();
