@@ -47,6 +47,7 @@ mod mounts;
 mod params;
 // The system-call layer reaches user memory only through `mm::uaccess` (no unsafe code).
 #[forbid(unsafe_code)]
+mod sync;
 mod syscall;
 mod task;
 mod trap;
@@ -172,6 +173,8 @@ extern "C" fn rust_main(_hartid: usize, dtb: usize) -> ! {
     let cmdline = core::str::from_utf8(&info.bootargs[..info.bootargs_len]).unwrap_or("");
     // The heap does not exist yet: parse into owned strings only after mm::init.
     mm::init(info.ram_end);
+    // A kvdb lock found held means its holder gave the CPU away (see task::relax).
+    kvdb::sync::set_relax(task::relax);
     let params = params::parse_params(cmdline);
     arch::console::init_logger(params.log);
     if params.mem_selftest {

@@ -4,7 +4,8 @@
 //! thread that waits for a lock sleeps instead of spinning. That matters on the host: a FUSE
 //! daemon runs several threads on few cores, and a spinning waiter can burn the time slice the
 //! lock holder needs (while the holder waits for an `fdatasync`, for instance). Without `std`
-//! (the kernel: one hart, no preemption inside the kernel) they are `spin` locks.
+//! (the kernel: one hart, no preemption inside the kernel) they are `spin` locks whose waiters
+//! call a hook the kernel sets ([`set_relax`]) between attempts.
 //!
 //! The API is the `spin` one (no poisoning): `lock()`, `try_lock() -> Option`, `read()`,
 //! `write()`. A panic while a std lock is held does not poison it for the others: kvdb keeps
@@ -80,11 +81,67 @@ mod imp {
 
 #[cfg(not(feature = "std"))]
 mod imp {
-    // Ticket locks: a word-sized `amoadd` to take one. `spin::Mutex` is a `bool` set by
-    // `compare_exchange`, and RISC-V has no byte-sized atomics, so every lock of it shifts and
-    // masks around an `amoor.w` (about five instructions more, twice on each small dbfs read).
-    pub use spin::mutex::{TicketMutex as Mutex, TicketMutexGuard as MutexGuard};
+    pub use spin::mutex::TicketMutexGuard as MutexGuard;
     pub use spin::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+    /// What a waiter for a held [`Mutex`] does between attempts (see [`set_relax`]).
+    static RELAX: spin::Once<fn()> = spin::Once::new();
+
+    /// Set what a thread waiting for a held [`Mutex`] does between two attempts: the kernel
+    /// gives the CPU to another task, since on its one hart a held lock means the holder
+    /// is a task that gave up the CPU while holding it (waiting for a device flush), and
+    /// spinning would never let it finish. Unset, a waiter spins. Set once; later calls are
+    /// ignored.
+    pub fn set_relax(f: fn()) {
+        RELAX.call_once(|| f);
+    }
+
+    /// A mutual-exclusion lock. Over a ticket lock: a word-sized atomic to take one, where
+    /// `spin::Mutex` is a `bool` set by `compare_exchange` and RISC-V has no byte-sized
+    /// atomics, so every lock of it shifts and masks around an `amoor.w` (about five
+    /// instructions more, twice on each small dbfs read). A waiter does not queue for a
+    /// ticket: it tries again after each [`set_relax`] call, so a waiter that gave up the CPU
+    /// holds no place the holder's successors wait behind.
+    #[derive(Debug, Default)]
+    pub struct Mutex<T: ?Sized>(spin::mutex::TicketMutex<T>);
+
+    impl<T> Mutex<T> {
+        /// An unlocked mutex guarding `value`.
+        pub const fn new(value: T) -> Self {
+            Mutex(spin::mutex::TicketMutex::new(value))
+        }
+        /// The guarded value, consuming the mutex.
+        pub fn into_inner(self) -> T {
+            self.0.into_inner()
+        }
+    }
+
+    impl<T: ?Sized> Mutex<T> {
+        /// Wait until the mutex is free (relaxing as [`set_relax`] says), then hold it.
+        #[inline]
+        pub fn lock(&self) -> MutexGuard<'_, T> {
+            loop {
+                if let Some(g) = self.0.try_lock() {
+                    return g;
+                }
+                match RELAX.get() {
+                    Some(relax) => relax(),
+                    None => core::hint::spin_loop(),
+                }
+            }
+        }
+        /// Hold the mutex if it is free now; `None` if it is held.
+        #[inline]
+        pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+            self.0.try_lock()
+        }
+        /// The guarded value through an exclusive borrow: no locking needed.
+        pub fn get_mut(&mut self) -> &mut T {
+            self.0.get_mut()
+        }
+    }
 }
 
+#[cfg(not(feature = "std"))]
+pub use imp::set_relax;
 pub use imp::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};

@@ -64,6 +64,13 @@ pub trait BlockDevice: Send + Sync {
     /// keep a flush in flight in the background does; the default does nothing). Durability
     /// still comes only from `flush`, which then has less left to do.
     fn flush_behind(&self) {}
+    /// [`BlockDevice::flush`] whose wait may let other tasks run (a device that completes
+    /// requests in the background does; the default is `flush`). For callers that hold no
+    /// lock another task could wait for without giving the CPU away: the kernel's dbfs disk
+    /// window, whose barrier holds only kvdb's writer lock meanwhile.
+    fn flush_shared(&self) -> VfsResult<()> {
+        self.flush()
+    }
     /// Size in bytes.
     fn size_bytes(&self) -> u64 {
         self.num_sectors() * SECTOR_SIZE as u64

@@ -109,35 +109,90 @@ struct Device {
     /// The device broke the protocol (a completion we never submitted) and was reset so it
     /// stops touching memory; every later request fails with `Io`.
     broken: bool,
-    /// A flush started by [`BlockDevice::flush_behind`] that nobody waits for: its token and
-    /// its header/status buffer (alive until the device hands the token back, which the
-    /// completion loop of a later request notices).
-    behind: Option<(u16, Box<RequestHead>)>,
+    /// Flushes in flight that no [`VirtioDisk::run`] owns: background ones
+    /// ([`BlockDevice::flush_behind`]) and those whose caller waits outside the lock
+    /// ([`BlockDevice::flush_shared`]). Each keeps its header/status buffer alive until the
+    /// device hands its token back, which whoever holds the lock then notices.
+    detached: Vec<Detached>,
+    /// Results of waited-for detached flushes that completed, by [`Detached::waiter`] id.
+    finished: Vec<(u64, VfsResult<()>)>,
+    /// The next waiter id.
+    next_waiter: u64,
+}
+
+/// A flush in flight outside any [`VirtioDisk::run`].
+struct Detached {
+    token: u16,
+    head: Box<RequestHead>,
+    /// The id its waiter looks for in [`Device::finished`]; `None` for a background flush
+    /// (its status is only logged: a later flush covers the same writes and reports its own
+    /// failure).
+    waiter: Option<u64>,
 }
 
 impl Device {
-    /// Take back the flush-behind request if `token` is its completion (its status only
-    /// logged: a later flush covers the same writes and reports its own failure).
-    fn reap_behind(&mut self, token: u16, name: &str) -> bool {
-        let Some((t, mut head)) = self.behind.take_if(|(t, _)| *t == token) else {
+    /// Take back the detached flush whose completion `token` is, if it is one: false if not.
+    fn reap_detached(&mut self, token: u16, name: &str) -> bool {
+        let Some(i) = self.detached.iter().position(|d| d.token == token) else {
             return false;
         };
+        let Detached {
+            token: t,
+            mut head,
+            waiter,
+        } = self.detached.swap_remove(i);
         let mut none = virtio_blk_req::Data::None;
         let popped = {
             let (device_reads, mut device_writes) = buffers(&mut head, &mut none);
             // SAFETY: the buffers that were added with `t` (a flush: header and status).
             unsafe { self.queue.pop_used(t, &device_reads, &mut device_writes) }
         };
-        match popped {
-            Ok(_) if status_result(head.status).is_ok() => {}
-            r => log::warn!(
+        let ok = popped.is_ok() && status_result(head.status).is_ok();
+        match waiter {
+            Some(id) => {
+                if !ok {
+                    log::error!(
+                        "{}: flush failed ({:?}, status {})",
+                        name,
+                        popped.err(),
+                        head.status
+                    );
+                }
+                self.finished
+                    .push((id, if ok { Ok(()) } else { Err(VfsError::Io) }));
+            }
+            None if !ok => log::warn!(
                 "{}: background flush failed ({:?}, status {})",
                 name,
-                r.err(),
+                popped.err(),
                 head.status
             ),
+            None => {}
         }
         true
+    }
+
+    /// Put a flush in the queue as a detached request; its token, or `None` if the queue has
+    /// no room.
+    fn submit_detached_flush(&mut self, waiter: Option<u64>) -> Option<u16> {
+        let mut req = Request::flush();
+        let mut head = Box::new(req.head());
+        let (device_reads, mut device_writes) = buffers(&mut head, &mut req.data);
+        // SAFETY: the header/status box moves into `self.detached` and stays alive until the
+        // token is popped by `reap_detached` (or the device is reset); a flush has no data.
+        let added = unsafe { self.queue.add(&device_reads, &mut device_writes) };
+        drop((device_reads, device_writes));
+        let token = added.ok()?;
+        crate::counters::add_dev_flush();
+        self.detached.push(Detached {
+            token,
+            head,
+            waiter,
+        });
+        if self.queue.should_notify() {
+            self.transport.notify(QUEUE);
+        }
+        Some(token)
     }
 }
 
@@ -241,7 +296,9 @@ impl VirtioDisk {
                 transport,
                 queue,
                 broken: false,
-                behind: None,
+                detached: Vec::new(),
+                finished: Vec::new(),
+                next_waiter: 0,
             }),
             limits: Limits {
                 sectors,
@@ -294,7 +351,7 @@ impl VirtioDisk {
                         added = true;
                     }
                     Err(virtio_drivers::Error::QueueFull)
-                        if !inflight.is_empty() || dev.behind.is_some() =>
+                        if !inflight.is_empty() || !dev.detached.is_empty() =>
                     {
                         waiting = Some(req);
                         break;
@@ -316,7 +373,7 @@ impl VirtioDisk {
                 core::hint::spin_loop();
                 continue;
             };
-            if dev.reap_behind(token, &self.name) {
+            if dev.reap_detached(token, &self.name) {
                 continue;
             }
             let Some(i) = inflight.iter().position(|f| f.token == token) else {
@@ -356,7 +413,12 @@ impl VirtioDisk {
     fn reset(&self, dev: &mut Device) {
         dev.transport.set_status(DeviceStatus::empty());
         dev.broken = true;
-        dev.behind = None; // the device no longer touches its buffers
+        // The device no longer touches their buffers; whoever waits for one learns it failed.
+        for d in core::mem::take(&mut dev.detached) {
+            if let Some(id) = d.waiter {
+                dev.finished.push((id, Err(VfsError::Io)));
+            }
+        }
         log::error!(
             "{}: device reset after a protocol error; further I/O fails",
             self.name
@@ -410,9 +472,55 @@ impl BlockDevice for VirtioDisk {
         self.run("flush", vec![Request::flush()])
     }
 
-    /// Submit a flush and return without waiting for it (at most one in flight; none if one
-    /// still is). The host makes the completed writes durable while the guest runs on, so a
-    /// later `flush` finds little left to do.
+    /// A flush whose wait lets other tasks run: submitted as a detached request, then the
+    /// caller polls for it with the disk's lock released, giving the CPU away between polls
+    /// ([`crate::task::relax`]). Any request layer call that holds the lock meanwhile reaps
+    /// it if it completes then. The caller must hold no lock that another task may wait for
+    /// by spinning (the kernel's own and kvdb's locks give the CPU away when held).
+    fn flush_shared(&self) -> VfsResult<()> {
+        if !self.has_flush {
+            return Ok(());
+        }
+        let id = {
+            let mut guard = self.dev.lock();
+            let dev = &mut *guard;
+            if dev.broken {
+                return Err(VfsError::Io);
+            }
+            let id = dev.next_waiter;
+            dev.next_waiter += 1;
+            if dev.submit_detached_flush(Some(id)).is_none() {
+                drop(guard);
+                return self.flush(); // no room: wait as any request does
+            }
+            id
+        };
+        loop {
+            {
+                let mut guard = self.dev.lock();
+                let dev = &mut *guard;
+                // Nobody else is in the request layer (its calls hold the lock throughout),
+                // so every completion now is a detached request's.
+                while let Some(token) = dev.queue.peek_used() {
+                    if !dev.reap_detached(token, &self.name) {
+                        self.reset(dev);
+                        break;
+                    }
+                }
+                if let Some(i) = dev.finished.iter().position(|f| f.0 == id) {
+                    return dev.finished.swap_remove(i).1;
+                }
+                if dev.broken {
+                    return Err(VfsError::Io);
+                }
+            }
+            crate::task::relax();
+        }
+    }
+
+    /// Submit a flush and return without waiting for it (at most one background flush in
+    /// flight; none if one still is). The host makes the completed writes durable while the
+    /// guest runs on, so a later `flush` finds little left to do.
     fn flush_behind(&self) {
         if !self.has_flush {
             return;
@@ -422,25 +530,17 @@ impl BlockDevice for VirtioDisk {
         if dev.broken {
             return;
         }
-        if let Some(token) = dev.behind.as_ref().map(|b| b.0) {
-            if dev.queue.peek_used() != Some(token) || !dev.reap_behind(token, &self.name) {
-                return;
-            }
+        while let Some(token) = dev
+            .queue
+            .peek_used()
+            .filter(|t| dev.detached.iter().any(|d| d.token == *t))
+        {
+            dev.reap_detached(token, &self.name);
         }
-        let mut req = Request::flush();
-        let mut head = Box::new(req.head());
-        let (device_reads, mut device_writes) = buffers(&mut head, &mut req.data);
-        // SAFETY: the header/status box moves into `dev.behind` and stays alive until the
-        // token is popped by `reap_behind` (or the device is reset); a flush has no data.
-        let added = unsafe { dev.queue.add(&device_reads, &mut device_writes) };
-        drop((device_reads, device_writes));
-        if let Ok(token) = added {
-            crate::counters::add_dev_flush();
-            dev.behind = Some((token, head));
-            if dev.queue.should_notify() {
-                dev.transport.notify(QUEUE);
-            }
+        if dev.detached.iter().any(|d| d.waiter.is_none()) {
+            return;
         }
+        dev.submit_detached_flush(None);
     }
 }
 

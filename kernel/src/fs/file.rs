@@ -7,8 +7,8 @@
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
+use crate::sync::Mutex;
 use abi::Errno;
-use spin::Mutex;
 
 use super::path::Loc;
 

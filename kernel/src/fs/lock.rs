@@ -22,8 +22,8 @@
 use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
 
+use crate::sync::Mutex;
 use abi::Errno;
-use spin::Mutex;
 
 use crate::task::wait::WaitQueue;
 

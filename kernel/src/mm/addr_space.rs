@@ -19,8 +19,8 @@ use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
+use crate::sync::Mutex;
 use abi::Errno;
-use spin::Mutex;
 
 use super::file_pages::{FileRef, SharedFile};
 use super::frame::{self, Frame};
@@ -292,6 +292,11 @@ impl AddrSpace {
 
     pub fn activate(&self) {
         self.pt.activate();
+    }
+
+    /// The `satp` value that activates this space.
+    pub fn satp(&self) -> usize {
+        self.pt.satp()
     }
 
     /// Unmap and free all user memory (exit), allocating nothing; the space stays usable

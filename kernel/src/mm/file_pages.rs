@@ -30,8 +30,8 @@ use alloc::sync::{Arc, Weak};
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 
+use crate::sync::Mutex;
 use abi::Errno;
-use spin::Mutex;
 
 use super::frame::Frame;
 use super::PAGE_SIZE;

@@ -86,14 +86,16 @@ const FLUSH_BEHIND_MAX: usize = 64 << 20;
 /// runs: its direct writes (a mapping's write-back, the write-back cache's commit) start no
 /// background flush, since the barrier's own flush follows at once (a 64 MiB mapping written
 /// back by fsync started twelve).
-static BARRIER_COMING: AtomicBool = AtomicBool::new(false);
+static BARRIER_COMING: AtomicUsize = AtomicUsize::new(0);
 
 /// Run `f`, a system call's work that ends in a barrier of every disk it wrote (see
 /// [`BARRIER_COMING`]). Nests.
 pub fn barrier_coming<R>(f: impl FnOnce() -> R) -> R {
-    let was = BARRIER_COMING.swap(true, Relaxed);
+    // A count, not a flag: a task may give the CPU away inside `f` (the barrier's flush)
+    // and another task's barrier may begin and end meanwhile.
+    BARRIER_COMING.fetch_add(1, Relaxed);
     let r = f();
-    BARRIER_COMING.store(was, Relaxed);
+    BARRIER_COMING.fetch_sub(1, Relaxed);
     r
 }
 
@@ -526,7 +528,7 @@ impl DiskWindow {
         // flushes back to back, the background one covering nothing the barrier's own flush
         // does not (measured: 5 device flushes for one fsync of a fio 4 KiB write line).
         let base = self.flush_behind;
-        if r.is_ok() && base > 0 && !BARRIER_COMING.load(Relaxed) {
+        if r.is_ok() && base > 0 && BARRIER_COMING.load(Relaxed) == 0 {
             if self.behind_due.swap(false, Relaxed) {
                 self.dev.flush_behind();
             }
@@ -590,7 +592,9 @@ impl DiskWindow {
         self.direct_since_flush.store(0, Relaxed);
         self.behind_at.store(0, Relaxed);
         self.behind_due.store(false, Relaxed);
-        self.dev.flush()
+        // The flush's wait lets other tasks run: nothing of the window is held now, and a
+        // barrier's caller holds only kvdb's writer lock, whose waiters give the CPU away.
+        self.dev.flush_shared()
     }
 
     /// Unmap up to `count` resident pages (not those in `keep`), returning their frames.

@@ -5,8 +5,8 @@
 use alloc::vec;
 use alloc::vec::Vec;
 
+use crate::sync::Mutex;
 use abi::Errno;
-use spin::Mutex;
 use vfs::{FileType, Metadata, SetAttr};
 
 use super::{copy_in, with_space, SysResult};

@@ -283,7 +283,12 @@ pub const CLK_TCK: u64 = 100;
 /// times: CPU time of the caller and its reaped children, in clock ticks; returns the ticks
 /// since boot.
 pub fn sys_times(buf: usize) -> SysResult {
-    let (own, children) = crate::task::with_current(|p| (p.cpu_ns, p.children_cpu_ns));
+    let (own, children) = (
+        crate::task::current_process()
+            .cpu_ns
+            .load(core::sync::atomic::Ordering::Relaxed),
+        crate::task::with_current(|p| p.children_cpu_ns),
+    );
     let tick = |ns: u64| ns / (1_000_000_000 / CLK_TCK);
     if buf != 0 {
         let mut b = [0u8; 32];
@@ -297,7 +302,12 @@ pub fn sys_times(buf: usize) -> SysResult {
 /// getrusage: user time (all CPU time is counted as user time) for RUSAGE_SELF (0),
 /// RUSAGE_CHILDREN (-1) and RUSAGE_THREAD (1).
 pub fn sys_getrusage(who: isize, buf: usize) -> SysResult {
-    let (own, children) = crate::task::with_current(|p| (p.cpu_ns, p.children_cpu_ns));
+    let (own, children) = (
+        crate::task::current_process()
+            .cpu_ns
+            .load(core::sync::atomic::Ordering::Relaxed),
+        crate::task::with_current(|p| p.children_cpu_ns),
+    );
     let ns = match who {
         0 | 1 => own,
         -1 => children,

@@ -36,7 +36,7 @@ use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::Ordering::Relaxed;
-use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize};
 
 use abi::Errno;
 use spin::Mutex;
@@ -99,7 +99,6 @@ pub struct ProcInner {
     pub cred: cred::Cred,
     /// CPU time this process's threads ran, and that of its reaped children (times,
     /// getrusage).
-    pub cpu_ns: u64,
     pub children_cpu_ns: u64,
     /// Nice value (-20..=19; getpriority/setpriority). Inherited by fork; the round-robin
     /// scheduler does not weigh it yet.
@@ -128,10 +127,17 @@ fn names_of(path: &str, argv: &[String]) -> (String, Vec<u8>) {
 /// A thread group.
 pub struct Process {
     pub pid: usize,
-    pub inner: Mutex<ProcInner>,
+    pub inner: crate::sync::Mutex<ProcInner>,
     /// Process-directed pending signals (bit `n - 1` for signal `n`), readable without the
     /// lock; any thread that does not block one takes it.
     pub sig_pending: AtomicU64,
+    /// The `satp` value of the address space (`inner.space`), kept beside it so that the
+    /// scheduler switches to it without the lock: a thread may give the CPU away holding
+    /// the lock (a device flush below a page fault or an munmap's write-back).
+    pub satp: AtomicUsize,
+    /// CPU time of all its threads so far, added by the scheduler (which takes no lock of
+    /// the process, see `satp`).
+    pub cpu_ns: AtomicU64,
 }
 
 /// A thread's own state (reached by [`with_thread`]).
@@ -253,7 +259,9 @@ fn make_process(
     let pid = s.alloc_id();
     let p = Arc::new(Process {
         pid,
-        inner: Mutex::new(inner),
+        satp: AtomicUsize::new(inner.space.satp()),
+        cpu_ns: AtomicU64::new(0),
+        inner: crate::sync::Mutex::new(inner),
         sig_pending: AtomicU64::new(0),
     });
     s.all.insert(pid, p.clone());
@@ -392,7 +400,6 @@ pub fn spawn_init(path: &str, argv: Vec<String>) -> Result<(), Errno> {
         pgid: 1,
         sid: 1,
         cred: cred::Cred::default(),
-        cpu_ns: 0,
         children_cpu_ns: 0,
         nice: 0,
         comm,
@@ -480,6 +487,22 @@ pub fn yield_now() {
     switch_to_scheduler();
 }
 
+/// Wait a moment for a lock another task holds, or a device request: give the CPU to a
+/// ready thread if there is one (the caller stays runnable and tries again when its turn
+/// comes), else spin once. On this one hart a kernel lock is only ever found held when its
+/// holder gave the CPU away (waiting for a device flush): spinning would never let it finish.
+pub fn relax() {
+    let others = {
+        let s = SCHED.lock();
+        s.current.is_some() && !s.ready.is_empty()
+    };
+    if others {
+        yield_now();
+    } else {
+        core::hint::spin_loop();
+    }
+}
+
 /// Sleep until [`wake`] (the caller has put itself where its waker finds it).
 pub fn block_current() {
     with_thread(|t| t.state = State::Waiting);
@@ -550,14 +573,14 @@ pub fn run() -> ! {
         };
         t.inner.lock().state = State::Running;
         SWITCHES.fetch_add(1, Relaxed);
-        t.process.inner.lock().space.activate();
+        crate::arch::csr::set_satp(t.process.satp.load(Relaxed));
         let to: *const TaskContext = ctx_ptr(&t.ctx);
         let from: *mut TaskContext = ctx_ptr(&IDLE_CTX);
         let started = crate::arch::time::monotonic_ns();
         // SAFETY: see `switch_to_scheduler`.
         unsafe { switch::switch(from, to) };
         let ran = crate::arch::time::monotonic_ns().saturating_sub(started);
-        t.process.inner.lock().cpu_ns += ran;
+        t.process.cpu_ns.fetch_add(ran, Relaxed);
         let mut s = SCHED.lock();
         CURRENT.store(core::ptr::null_mut(), Relaxed);
         s.current = None;
@@ -656,7 +679,6 @@ pub fn fork(tf: &TrapFrame) -> Result<usize, Errno> {
             pgid: p.pgid,
             sid: p.sid,
             cred: p.cred.clone(),
-            cpu_ns: 0,
             children_cpu_ns: 0,
             nice: p.nice,
             comm: p.comm.clone(),
@@ -746,6 +768,7 @@ pub fn exec(path: &str, argv: Vec<String>, envp: Vec<String>) -> Result<(), Errn
         p.comm = comm;
         p.cmdline = cmdline;
         space.activate();
+        current_ref().process.satp.store(space.satp(), Relaxed);
         p.space = space;
         p.sig.reset_for_exec();
         p.files.close_on_exec()
@@ -886,10 +909,7 @@ pub fn wait_child(pid: isize, nohang: bool) -> Result<Option<(usize, ExitStatus,
             zombie.map(|(i, st)| (inner.children.remove(i), st))
         };
         if let Some((child, st)) = found {
-            let spent = {
-                let c = child.inner.lock();
-                c.cpu_ns + c.children_cpu_ns
-            };
+            let spent = { child.cpu_ns.load(Relaxed) + child.inner.lock().children_cpu_ns };
             me.inner.lock().children_cpu_ns += spent;
             let mut s = SCHED.lock();
             s.all.remove(&child.pid);

@@ -1,0 +1,46 @@
+//! The lock kernel state takes when its holder may give the CPU away while holding it.
+//!
+//! The kernel runs on one hart and is not preempted, so a lock is only ever found held when
+//! its holder is a task that gave up the CPU inside its critical section: today, a dbfs
+//! barrier waiting for its device flush ([`vfs::BlockDevice::flush_shared`]) while it holds
+//! kvdb's writer lock, and any task that then waits for that lock while holding locks of its
+//! own (an open file's offset, the I/O bounce buffer, an address space). A `spin::Mutex` found
+//! held would spin for ever, since the holder never runs again; this one gives the CPU to
+//! another task between attempts ([`crate::task::relax`]), as kvdb's locks do
+//! ([`kvdb::sync::set_relax`]).
+//!
+//! Locks taken by the scheduler, in a kernel trap (the disk window's page faults), or by the
+//! request layer stay `spin` locks: nothing holding them gives the CPU away.
+
+/// Holds a [`Mutex`] locked; unlocks when dropped.
+pub type MutexGuard<'a, T> = spin::MutexGuard<'a, T>;
+
+/// A mutual-exclusion lock whose waiters give the CPU away (see the module documentation).
+#[derive(Default)]
+pub struct Mutex<T: ?Sized>(spin::Mutex<T>);
+
+impl<T> Mutex<T> {
+    /// An unlocked mutex guarding `value`.
+    pub const fn new(value: T) -> Self {
+        Mutex(spin::Mutex::new(value))
+    }
+}
+
+impl<T: ?Sized> Mutex<T> {
+    /// Wait until the mutex is free (other tasks run meanwhile), then hold it.
+    #[inline]
+    pub fn lock(&self) -> MutexGuard<'_, T> {
+        loop {
+            if let Some(g) = self.0.try_lock() {
+                return g;
+            }
+            crate::task::relax();
+        }
+    }
+
+    /// Hold the mutex if it is free now.
+    #[inline]
+    pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+        self.0.try_lock()
+    }
+}
