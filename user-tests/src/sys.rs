@@ -423,6 +423,17 @@ pub fn sched_yield() {
     unsafe { syscall0(SYS_SCHED_YIELD) };
 }
 
+/// getrusage's context switches of the caller (`RUSAGE_SELF`): (voluntary, involuntary), i.e.
+/// `ru_nvcsw` and `ru_nivcsw`.
+pub fn context_switches_self() -> SysResult<(u64, u64)> {
+    // struct rusage on riscv64: two timevals, then 14 longs; the switches are the last two.
+    let mut b = [0u8; 144];
+    // SAFETY: `b` is valid for writes of the 144 bytes of a struct rusage.
+    check(unsafe { syscall2(SYS_GETRUSAGE, 0, b.as_mut_ptr() as usize) })?;
+    let long = |at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap_or([0; 8]));
+    Ok((long(128), long(136)))
+}
+
 /// `fork()` as Linux riscv64 spells it: `clone(SIGCHLD, 0, 0, 0, 0)`.
 /// Returns 0 in the child and the child's pid in the parent.
 pub fn fork() -> SysResult<i32> {

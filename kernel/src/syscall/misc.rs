@@ -299,23 +299,33 @@ pub fn sys_times(buf: usize) -> SysResult {
     Ok(tick(time::monotonic_ns()) as usize)
 }
 
-/// getrusage: user time (all CPU time is counted as user time) for RUSAGE_SELF (0),
-/// RUSAGE_CHILDREN (-1) and RUSAGE_THREAD (1).
+/// getrusage: user time (all CPU time is counted as user time) and the voluntary and
+/// involuntary context switches (`ru_nvcsw`, `ru_nivcsw`) for RUSAGE_SELF (0),
+/// RUSAGE_CHILDREN (-1, the reaped ones) and RUSAGE_THREAD (1, answered for the whole
+/// process).
 pub fn sys_getrusage(who: isize, buf: usize) -> SysResult {
-    let (own, children) = (
-        crate::task::current_process()
-            .cpu_ns
-            .load(core::sync::atomic::Ordering::Relaxed),
-        crate::task::with_current(|p| p.children_cpu_ns),
-    );
-    let ns = match who {
-        0 | 1 => own,
-        -1 => children,
+    let me = crate::task::current_process();
+    let (ns, switches) = match who {
+        0 | 1 => {
+            let (v, i) = me.switch_counts();
+            (
+                me.cpu_ns.load(core::sync::atomic::Ordering::Relaxed),
+                [v, i],
+            )
+        }
+        -1 => {
+            let i = me.inner.lock();
+            (i.children_cpu_ns, i.children_switches)
+        }
         _ => return Err(Errno::EINVAL),
     };
+    // struct rusage: ru_utime, ru_stime (timevals), then 14 longs, ru_nvcsw and ru_nivcsw
+    // the last two.
     let mut b = [0u8; 144];
     b[0..8].copy_from_slice(&(ns / 1_000_000_000).to_le_bytes());
     b[8..16].copy_from_slice(&(ns % 1_000_000_000 / 1000).to_le_bytes());
+    b[128..136].copy_from_slice(&switches[0].to_le_bytes());
+    b[136..144].copy_from_slice(&switches[1].to_le_bytes());
     copy_out(buf, &b)?;
     Ok(0)
 }

@@ -100,6 +100,8 @@ pub struct ProcInner {
     /// CPU time this process's threads ran, and that of its reaped children (times,
     /// getrusage).
     pub children_cpu_ns: u64,
+    /// The voluntary and involuntary context switches of its reaped children (and theirs).
+    pub children_switches: [u64; 2],
     /// Nice value (-20..=19; getpriority/setpriority). Inherited by fork; the round-robin
     /// scheduler does not weigh it yet.
     pub nice: i32,
@@ -138,6 +140,24 @@ pub struct Process {
     /// CPU time of all its threads so far, added by the scheduler (which takes no lock of
     /// the process, see `satp`).
     pub cpu_ns: AtomicU64,
+    /// Context switches of its threads: voluntary (waiting: for a wake-up, a lock, a device)
+    /// and involuntary (preempted, or `sched_yield`), getrusage's `ru_nvcsw` / `ru_nivcsw`.
+    pub switches: [AtomicU64; 2],
+}
+
+impl Process {
+    /// Count a context switch of one of its threads.
+    fn count_switch(&self, voluntary: bool) {
+        self.switches[usize::from(!voluntary)].fetch_add(1, Relaxed);
+    }
+
+    /// (voluntary, involuntary) context switches so far.
+    pub fn switch_counts(&self) -> (u64, u64) {
+        (
+            self.switches[0].load(Relaxed),
+            self.switches[1].load(Relaxed),
+        )
+    }
 }
 
 /// A thread's own state (reached by [`with_thread`]).
@@ -261,6 +281,7 @@ fn make_process(
         pid,
         satp: AtomicUsize::new(inner.space.satp()),
         cpu_ns: AtomicU64::new(0),
+        switches: [AtomicU64::new(0), AtomicU64::new(0)],
         inner: crate::sync::Mutex::new(inner),
         sig_pending: AtomicU64::new(0),
     });
@@ -401,6 +422,7 @@ pub fn spawn_init(path: &str, argv: Vec<String>) -> Result<(), Errno> {
         sid: 1,
         cred: cred::Cred::default(),
         children_cpu_ns: 0,
+        children_switches: [0; 2],
         nice: 0,
         comm,
         cmdline,
@@ -439,9 +461,10 @@ fn current_ref() -> &'static Thread {
     let t = CURRENT.load(Relaxed);
     assert!(!t.is_null(), "no current thread");
     // SAFETY: `CURRENT` points at the thread `SCHED.current` holds an `Arc` of; only `run`
-    // drops that `Arc`, and it runs on this hart only after the thread has switched away,
-    // which no caller does while it uses the reference (the callers below hold a lock of
-    // the thread or its process, across which nothing switches).
+    // drops that `Arc`, and it runs on this hart only after the thread has switched away. A
+    // thread that switches away inside a caller's use of the reference (giving the CPU away
+    // while it holds its process's lock) is kept alive meanwhile by the ready queue and by
+    // its process's thread list, and is the current thread again when the use goes on.
     unsafe { &*t }
 }
 
@@ -476,11 +499,18 @@ fn switch_to_scheduler() {
     unsafe { switch::switch(from, to) };
 }
 
-/// Give up the CPU; the thread stays runnable.
+/// Give up the CPU; the thread stays runnable (an involuntary switch in getrusage's terms:
+/// it could have run on).
 pub fn yield_now() {
+    yield_counted(false);
+}
+
+/// [`yield_now`], counted as a voluntary or an involuntary context switch.
+fn yield_counted(voluntary: bool) {
     {
         let mut s = SCHED.lock();
         let Some(t) = s.current.clone() else { return };
+        t.process.count_switch(voluntary);
         t.inner.lock().state = State::Ready;
         s.ready.push_back(t);
     }
@@ -497,7 +527,7 @@ pub fn relax() {
         s.current.is_some() && !s.ready.is_empty()
     };
     if others {
-        yield_now();
+        yield_counted(true);
     } else {
         core::hint::spin_loop();
     }
@@ -505,6 +535,7 @@ pub fn relax() {
 
 /// Sleep until [`wake`] (the caller has put itself where its waker finds it).
 pub fn block_current() {
+    current_ref().process.count_switch(true);
     with_thread(|t| t.state = State::Waiting);
     switch_to_scheduler();
 }
@@ -680,6 +711,7 @@ pub fn fork(tf: &TrapFrame) -> Result<usize, Errno> {
             sid: p.sid,
             cred: p.cred.clone(),
             children_cpu_ns: 0,
+            children_switches: [0; 2],
             nice: p.nice,
             comm: p.comm.clone(),
             cmdline: p.cmdline.clone(),
@@ -909,8 +941,20 @@ pub fn wait_child(pid: isize, nohang: bool) -> Result<Option<(usize, ExitStatus,
             zombie.map(|(i, st)| (inner.children.remove(i), st))
         };
         if let Some((child, st)) = found {
-            let spent = { child.cpu_ns.load(Relaxed) + child.inner.lock().children_cpu_ns };
-            me.inner.lock().children_cpu_ns += spent;
+            let (spent, switches) = {
+                let c = child.inner.lock();
+                let (v, i) = child.switch_counts();
+                (
+                    child.cpu_ns.load(Relaxed) + c.children_cpu_ns,
+                    [v + c.children_switches[0], i + c.children_switches[1]],
+                )
+            };
+            {
+                let mut m = me.inner.lock();
+                m.children_cpu_ns += spent;
+                m.children_switches[0] += switches[0];
+                m.children_switches[1] += switches[1];
+            }
             let mut s = SCHED.lock();
             s.all.remove(&child.pid);
             s.zombies -= 1;

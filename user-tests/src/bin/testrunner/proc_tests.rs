@@ -269,6 +269,66 @@ pub fn proc_stat_counts_switches(_cx: &Ctx) -> TestResult {
     Ok(())
 }
 
+/// While a process waits in fsync for the disk to flush, another runnable process gets the
+/// CPU (a dbfs barrier's flush gives it away): the caller's voluntary context switches
+/// (getrusage's `ru_nvcsw`, counted by the kernel when a thread waits) grow during the call.
+/// A child spins, so that another process is always ready to run. Preemption (a timer
+/// interrupt pending when the call returns) counts as involuntary and does not pass the test.
+pub fn fsync_wait_lets_others_run(cx: &Ctx) -> TestResult {
+    const PAGE: usize = 4096;
+    let stop = sys::mmap(
+        0,
+        PAGE,
+        PROT_READ | PROT_WRITE,
+        MAP_SHARED | MAP_ANONYMOUS,
+        -1,
+        0,
+    )
+    .what("mmap")?;
+    let pid = sys::fork().what("fork")?;
+    if pid == 0 {
+        stop.set(1, 1); // running
+        while stop.get(0) == 0 {
+            core::hint::spin_loop();
+        }
+        sys::exit(0);
+    }
+    let run = || -> Result<(u64, u64), String> {
+        while stop.get(1) == 0 {
+            sys::sched_yield();
+        }
+        let f =
+            File::open(&cx.path("fsyncwait"), O_RDWR | O_CREAT | O_TRUNC, 0o644).what("create")?;
+        let data = vec![0x5au8; 256 << 10];
+        let (mut voluntary, mut involuntary) = (0, 0);
+        for round in 0..4u64 {
+            f.pwrite_all(&data, round << 18).what("pwrite")?;
+            let before = sys::context_switches_self().what("getrusage")?;
+            sys::fsync(f.fd()).what("fsync")?;
+            let after = sys::context_switches_self().what("getrusage")?;
+            voluntary += after.0 - before.0;
+            involuntary += after.1 - before.1;
+        }
+        Ok((voluntary, involuntary))
+    };
+    let counted = run();
+    stop.set(0, 1);
+    let (_, st) = sys::waitpid(pid).what("wait4")?;
+    let _ = sys::unlink(&cx.path("fsyncwait"));
+    ensure!(
+        st.exited() && st.exit_code() == 0,
+        "the spinning child did not exit cleanly (status {:#x})",
+        st.0
+    );
+    let (voluntary, involuntary) = counted?;
+    ensure!(
+        voluntary > 0,
+        "four fsyncs never gave the CPU to the ready child while they waited for the disk \
+         ({involuntary} involuntary switches)"
+    );
+    Ok(())
+}
+
 pub fn wait_no_children_echild(_cx: &Ctx) -> TestResult {
     expect_errno(
         sys::wait4(-1, 0),
