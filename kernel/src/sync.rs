@@ -9,8 +9,12 @@
 //! another task between attempts ([`crate::task::relax`]), as kvdb's locks do
 //! ([`kvdb::sync::set_relax`]).
 //!
-//! Locks taken by the scheduler, in a kernel trap (the disk window's page faults), or by the
-//! request layer stay `spin` locks: nothing holding them gives the CPU away.
+//! Used for the state a system call may hold while it reaches dbfs: a process's state (its
+//! address space: a page fault or an munmap writes mapped pages back), open files, the I/O
+//! bounce buffer, file locks, mapped files' pages, and the IPC objects (whose calls copy
+//! user memory under their lock). Locks taken by the scheduler (which cannot give the CPU
+//! away), in a kernel trap (the disk window's page faults), or by the request layer stay
+//! `spin` locks: nothing holding them gives the CPU away, so they are never found held.
 
 /// Holds a [`Mutex`] locked; unlocks when dropped.
 pub type MutexGuard<'a, T> = spin::MutexGuard<'a, T>;

@@ -18,7 +18,7 @@ use alloc::sync::{Arc, Weak};
 use core::any::Any;
 
 use abi::Errno;
-use spin::Mutex;
+use crate::sync::Mutex;
 use vfs::{FileType, Metadata, Node, NodeRef, Timestamp, VfsResult};
 
 use crate::task::signal;

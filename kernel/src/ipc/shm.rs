@@ -15,7 +15,7 @@ use alloc::collections::BTreeMap;
 use alloc::sync::Arc;
 
 use abi::Errno;
-use spin::Mutex;
+use crate::sync::Mutex;
 
 use crate::mm::addr_space::SharedAnon;
 use crate::task::cred::Cred;

@@ -7,7 +7,7 @@
 use alloc::sync::Arc;
 use core::any::Any;
 
-use spin::Mutex;
+use crate::sync::Mutex;
 use vfs::{FileType, Metadata, Node, VfsResult};
 
 pub const AF_UNIX: usize = 1;

@@ -11,7 +11,7 @@ use alloc::vec::Vec;
 use core::any::Any;
 
 use abi::Errno;
-use spin::Mutex;
+use crate::sync::Mutex;
 use vfs::{FileType, Metadata, Node, VfsResult};
 
 /// One timer's settings (monotonic ns; `deadline` None: disarmed).
