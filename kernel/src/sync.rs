@@ -34,11 +34,22 @@ impl<T: ?Sized> Mutex<T> {
     /// Wait until the mutex is free (other tasks run meanwhile), then hold it.
     #[inline]
     pub fn lock(&self) -> MutexGuard<'_, T> {
+        // Free now: nothing can take it before `lock` does (one hart, no preemption).
+        if !self.0.is_locked() {
+            return self.0.lock();
+        }
+        self.lock_held()
+    }
+
+    /// [`Mutex::lock`] of a mutex found held, out of line (the common path stays a leaf).
+    #[cold]
+    #[inline(never)]
+    fn lock_held(&self) -> MutexGuard<'_, T> {
         loop {
-            if let Some(g) = self.0.try_lock() {
-                return g;
-            }
             crate::task::relax();
+            if !self.0.is_locked() {
+                return self.0.lock();
+            }
         }
     }
 

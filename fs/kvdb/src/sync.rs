@@ -120,16 +120,30 @@ mod imp {
         /// Wait until the mutex is free (relaxing as [`set_relax`] says), then hold it.
         #[inline]
         pub fn lock(&self) -> MutexGuard<'_, T> {
+            // Free now: take a ticket (on the kernel's one hart nothing can take the lock in
+            // between; elsewhere the ticket would only be waited for). Cheaper than
+            // `try_lock`, a compare-and-swap loop.
+            if !self.0.is_locked() {
+                return self.0.lock();
+            }
+            self.lock_held()
+        }
+
+        /// [`Mutex::lock`] of a mutex found held, out of line (the common path stays a leaf).
+        #[cold]
+        #[inline(never)]
+        fn lock_held(&self) -> MutexGuard<'_, T> {
             loop {
-                if let Some(g) = self.0.try_lock() {
-                    return g;
-                }
                 match RELAX.get() {
                     Some(relax) => relax(),
                     None => core::hint::spin_loop(),
                 }
+                if !self.0.is_locked() {
+                    return self.0.lock();
+                }
             }
         }
+
         /// Hold the mutex if it is free now; `None` if it is held.
         #[inline]
         pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {

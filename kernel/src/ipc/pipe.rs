@@ -17,8 +17,8 @@ use alloc::collections::{BTreeMap, VecDeque};
 use alloc::sync::{Arc, Weak};
 use core::any::Any;
 
-use abi::Errno;
 use crate::sync::Mutex;
+use abi::Errno;
 use vfs::{FileType, Metadata, Node, NodeRef, Timestamp, VfsResult};
 
 use crate::task::signal;

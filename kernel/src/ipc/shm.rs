@@ -14,8 +14,8 @@
 use alloc::collections::BTreeMap;
 use alloc::sync::Arc;
 
-use abi::Errno;
 use crate::sync::Mutex;
+use abi::Errno;
 
 use crate::mm::addr_space::SharedAnon;
 use crate::task::cred::Cred;

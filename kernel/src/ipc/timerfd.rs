@@ -10,8 +10,8 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::any::Any;
 
-use abi::Errno;
 use crate::sync::Mutex;
+use abi::Errno;
 use vfs::{FileType, Metadata, Node, VfsResult};
 
 /// One timer's settings (monotonic ns; `deadline` None: disarmed).
