@@ -100,12 +100,15 @@ fn contiguous_slow(
 /// itself.
 ///
 /// Why the slices stay valid while the guard lives: they are frames of the current process's
-/// address space, which only its threads change, and no other thread runs until the system
-/// call that made the guard drops it: one hart, kernel code with interrupts off, and the
-/// guards are handed only to calls that never sleep (regular files and block devices: the
-/// disk is polled). Calls that may sleep (pipes, FIFOs, the terminal, timerfd:
-/// `syscall::stream`) move bytes through a kernel buffer and copy to the user's memory only
-/// after waking, so a sibling's munmap meanwhile gives EFAULT (threadtest checks it). A guard
+/// address space, which only its threads change, and no other thread of it runs until the
+/// system call that made the guard drops it: one hart, kernel code with interrupts off, and
+/// the guards are handed only to calls that never sleep (regular files and block devices: the
+/// disk is polled), except a write to a file, which may give the CPU away inside dbfs (its
+/// writer lock, a barrier's flush: `task::relax`), and so gets the user's pages only when the
+/// process has one thread (else a copy: `syscall::io::write_chunk`). Calls that may sleep
+/// (pipes, FIFOs, the terminal, timerfd: `syscall::stream`) move bytes through a kernel
+/// buffer and copy to the user's memory only after waking, so a sibling's munmap meanwhile
+/// gives EFAULT (threadtest checks it). A guard
 /// is neither `Send` nor `Sync`, and every caller keeps it local to one call. Pieces are
 /// disjoint frames, so the mutable slices never alias.
 pub struct UserPages {
