@@ -474,9 +474,10 @@ impl BlockDevice for VirtioDisk {
 
     /// A flush whose wait lets other tasks run: submitted as a detached request, then the
     /// caller polls for it with the disk's lock released, giving the CPU away between polls
-    /// ([`crate::task::relax`]). Any request layer call that holds the lock meanwhile reaps
-    /// it if it completes then. The caller must hold no lock that another task may wait for
-    /// by spinning (the kernel's own and kvdb's locks give the CPU away when held).
+    /// ([`crate::task::relax`]; a thread in [`crate::task::keep_cpu`] polls instead). Any
+    /// request layer call that holds the lock meanwhile reaps it if it completes then. The
+    /// caller must hold no lock that another task may wait for by spinning (the kernel's own
+    /// and kvdb's locks give the CPU away when held).
     fn flush_shared(&self) -> VfsResult<()> {
         if !self.has_flush {
             return Ok(());
@@ -495,7 +496,8 @@ impl BlockDevice for VirtioDisk {
             }
             id
         };
-        loop {
+        // Away for the whole wait: the caller holds locks (kvdb's writer lock) meanwhile.
+        crate::task::away(|| loop {
             {
                 let mut guard = self.dev.lock();
                 let dev = &mut *guard;
@@ -514,8 +516,12 @@ impl BlockDevice for VirtioDisk {
                     return Err(VfsError::Io);
                 }
             }
-            crate::task::relax();
-        }
+            if crate::task::may_give_cpu_away() {
+                crate::task::relax();
+            } else {
+                core::hint::spin_loop();
+            }
+        })
     }
 
     /// Submit a flush and return without waiting for it (at most one background flush in

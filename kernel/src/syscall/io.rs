@@ -236,16 +236,18 @@ fn show_to_mappings(f: &OpenFile, offset: u64, va: usize, len: usize) -> Result<
 }
 
 fn write_chunk(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult {
-    let (pages, threads) = crate::task::with_current(|p| {
-        (
-            UserPages::new(&mut p.space, va, len, Access::Read),
-            p.threads.len(),
-        )
-    });
-    let pages = pages?;
-    if threads > 1 {
-        return write_copied(f, offset, pages);
+    // A write may give the CPU away inside the file system (dbfs waits for its writer lock,
+    // or for the flush of a barrier it makes), and another thread of the process could then
+    // unmap the pages of the buffer: with several threads the write keeps the CPU
+    // (`task::keep_cpu`, see `UserPages`).
+    if crate::task::with_current(|p| p.threads.len()) > 1 {
+        return crate::task::keep_cpu(|| write_pages(f, offset, va, len));
     }
+    write_pages(f, offset, va, len)
+}
+
+fn write_pages(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult {
+    let pages = with_space(|s| UserPages::new(s, va, len, Access::Read))?;
     let pieces = pages.slices();
     if pieces.len() == 1 {
         return Ok(f.loc.node.write_at(offset, pieces[0])?);
@@ -258,25 +260,6 @@ fn write_chunk(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult {
     for piece in pieces {
         bounce.extend_from_slice(piece);
     }
-    let r = f.loc.node.write_at(offset, &bounce);
-    *BOUNCE.lock() = bounce;
-    Ok(r?)
-}
-
-/// [`write_chunk`] for a process with several threads: the bytes are copied into a kernel
-/// buffer first, and the file system gets that. A write may give the CPU away inside the file
-/// system (dbfs waits for its writer lock, or for the flush of a barrier it has to make), and
-/// a sibling thread could then unmap or replace the pages of the user's buffer; the user
-/// pages are only handed over when no other thread can run in the address space
-/// ([`UserPages`]).
-#[inline(never)]
-fn write_copied(f: &OpenFile, offset: u64, pages: UserPages) -> SysResult {
-    let mut bounce = core::mem::take(&mut *BOUNCE.lock());
-    bounce.clear();
-    for piece in pages.slices() {
-        bounce.extend_from_slice(piece);
-    }
-    drop(pages);
     let r = f.loc.node.write_at(offset, &bounce);
     *BOUNCE.lock() = bounce;
     Ok(r?)

@@ -182,6 +182,8 @@ pub struct Thread {
     /// Set when the thread must end without a signal of its own (another thread called
     /// exit_group, died of a signal, or called execve).
     must_exit: AtomicBool,
+    /// Set while the thread must not give the CPU away (see [`keep_cpu`]).
+    keep_cpu: AtomicBool,
     ctx: Mutex<TaskContext>,
     /// Owned here so it lives exactly as long as the thread (the scheduler drops the last
     /// reference after switching away from a dead thread).
@@ -315,6 +317,7 @@ fn make_thread(
         }),
         sig_pending: AtomicU64::new(0),
         must_exit: AtomicBool::new(false),
+        keep_cpu: AtomicBool::new(false),
         ctx: Mutex::new(TaskContext::new(first_entry as *const () as usize, top)),
         _kstack: kstack,
     })
@@ -527,10 +530,51 @@ pub fn relax() {
         s.current.is_some() && !s.ready.is_empty()
     };
     if others {
+        AWAY.fetch_add(1, Relaxed);
         yield_counted(true);
+        AWAY.fetch_sub(1, Relaxed);
     } else {
         core::hint::spin_loop();
     }
+}
+
+/// Threads that gave the CPU away inside the kernel and may hold locks meanwhile: in
+/// [`relax`], or waiting for a device flush ([`away`]).
+static AWAY: AtomicUsize = AtomicUsize::new(0);
+
+/// Run `f`, a wait during which the thread may give the CPU away ([`relax`]) while it holds
+/// locks, counted in [`AWAY`] (a device flush's whole wait, not only its yields).
+pub fn away<R>(f: impl FnOnce() -> R) -> R {
+    AWAY.fetch_add(1, Relaxed);
+    let r = f();
+    AWAY.fetch_sub(1, Relaxed);
+    r
+}
+
+/// Whether the current thread may give the CPU away while it waits for a device: not while
+/// it runs [`keep_cpu`]'s work (it then polls the device instead).
+pub fn may_give_cpu_away() -> bool {
+    let t = CURRENT.load(Relaxed);
+    // SAFETY: as in `current_ref`: the running thread, alive while it runs.
+    !t.is_null() && !unsafe { &*t }.keep_cpu.load(Relaxed)
+}
+
+/// Run `f` without giving the CPU away: first wait (giving it away) until no thread is away
+/// holding locks, then run `f` with the current thread marked so that its device waits poll.
+/// Nothing else then runs until `f` returns: no lock `f` takes can be found held, and no
+/// other thread of the process can change its address space. For system calls of a
+/// multi-threaded process that hand the user's pages to a file system
+/// ([`crate::mm::uaccess::UserPages`]).
+pub fn keep_cpu<R>(f: impl FnOnce() -> R) -> R {
+    // An away thread is ready (it gave the CPU away with `yield`), so this lets it run.
+    while AWAY.load(Relaxed) != 0 {
+        yield_counted(true);
+    }
+    let me = current_ref();
+    me.keep_cpu.store(true, Relaxed);
+    let r = f();
+    me.keep_cpu.store(false, Relaxed);
+    r
 }
 
 /// Sleep until [`wake`] (the caller has put itself where its waker finds it).
