@@ -15,47 +15,8 @@
 //! user memory under their lock). Locks taken by the scheduler (which cannot give the CPU
 //! away), in a kernel trap (the disk window's page faults), or by the request layer stay
 //! `spin` locks: nothing holding them gives the CPU away, so they are never found held.
+//!
+//! The lock is kvdb's (`kvdb::sync::Mutex`, a ticket lock): one implementation of a lock
+//! whose waiters relax, with the hook set once at boot to [`crate::task::relax`].
 
-/// Holds a [`Mutex`] locked; unlocks when dropped.
-pub type MutexGuard<'a, T> = spin::MutexGuard<'a, T>;
-
-/// A mutual-exclusion lock whose waiters give the CPU away (see the module documentation).
-#[derive(Default)]
-pub struct Mutex<T: ?Sized>(spin::Mutex<T>);
-
-impl<T> Mutex<T> {
-    /// An unlocked mutex guarding `value`.
-    pub const fn new(value: T) -> Self {
-        Mutex(spin::Mutex::new(value))
-    }
-}
-
-impl<T: ?Sized> Mutex<T> {
-    /// Wait until the mutex is free (other tasks run meanwhile), then hold it.
-    #[inline]
-    pub fn lock(&self) -> MutexGuard<'_, T> {
-        // Free now: nothing can take it before `lock` does (one hart, no preemption).
-        if !self.0.is_locked() {
-            return self.0.lock();
-        }
-        self.lock_held()
-    }
-
-    /// [`Mutex::lock`] of a mutex found held, out of line (the common path stays a leaf).
-    #[cold]
-    #[inline(never)]
-    fn lock_held(&self) -> MutexGuard<'_, T> {
-        loop {
-            crate::task::relax();
-            if !self.0.is_locked() {
-                return self.0.lock();
-            }
-        }
-    }
-
-    /// Hold the mutex if it is free now.
-    #[inline]
-    pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
-        self.0.try_lock()
-    }
-}
+pub use kvdb::sync::Mutex;
