@@ -104,9 +104,9 @@ fn contiguous_slow(
 /// system call that made the guard drops it: one hart, kernel code with interrupts off, and
 /// the guards are handed only to calls that never sleep (regular files and block devices: the
 /// disk is polled), except a write to a file, which may give the CPU away inside dbfs (its
-/// writer lock, a barrier's flush: `task::relax`): in a process with several threads it runs
-/// under `task::keep_cpu` (no thread is away holding a lock, and its own device waits poll),
-/// so nothing else runs until it returns (`syscall::io::write_chunk`). Calls that may sleep
+/// writer lock, a barrier's flush: `task::relax`): in a process with several threads the
+/// write system call runs under `task::keep_cpu` (no thread is away holding a lock, and its
+/// own device waits poll), so nothing else runs until it returns (`syscall::io::as_writer`). Calls that may sleep
 /// (pipes, FIFOs, the terminal, timerfd: `syscall::stream`) move bytes through a kernel
 /// buffer and copy to the user's memory only after waking, so a sibling's munmap meanwhile
 /// gives EFAULT (threadtest checks it). A guard

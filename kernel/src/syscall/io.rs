@@ -235,18 +235,20 @@ fn show_to_mappings(f: &OpenFile, offset: u64, va: usize, len: usize) -> Result<
     })
 }
 
-fn write_chunk(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult {
-    // A write may give the CPU away inside the file system (dbfs waits for its writer lock,
-    // or for the flush of a barrier it makes), and another thread of the process could then
-    // unmap the pages of the buffer: with several threads the write keeps the CPU
-    // (`task::keep_cpu`, see `UserPages`).
+/// Run `call`, a write system call (write, writev, pwrite64). A write may give the CPU away
+/// inside the file system (dbfs waits for its writer lock, or for the flush of a barrier it
+/// makes) while it holds the user's pages ([`UserPages`]), and another thread of the process
+/// could then unmap them: in a process with several threads the call runs under
+/// `task::keep_cpu`, entered here, before it takes any lock (an open file's offset).
+pub fn as_writer(call: impl FnOnce() -> SysResult) -> SysResult {
     if crate::task::with_current(|p| p.threads.len()) > 1 {
-        return crate::task::keep_cpu(|| write_pages(f, offset, va, len));
+        crate::task::keep_cpu(call)
+    } else {
+        call()
     }
-    write_pages(f, offset, va, len)
 }
 
-fn write_pages(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult {
+fn write_chunk(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult {
     let pages = with_space(|s| UserPages::new(s, va, len, Access::Read))?;
     let pieces = pages.slices();
     if pieces.len() == 1 {

@@ -564,7 +564,8 @@ pub fn may_give_cpu_away() -> bool {
 /// Nothing else then runs until `f` returns: no lock `f` takes can be found held, and no
 /// other thread of the process can change its address space. For system calls of a
 /// multi-threaded process that hand the user's pages to a file system
-/// ([`crate::mm::uaccess::UserPages`]).
+/// ([`crate::mm::uaccess::UserPages`]). The caller must hold no lock: an away thread may be
+/// waiting for it.
 pub fn keep_cpu<R>(f: impl FnOnce() -> R) -> R {
     // An away thread is ready (it gave the CPU away with `yield`), so this lets it run.
     while AWAY.load(Relaxed) != 0 {
