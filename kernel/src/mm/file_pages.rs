@@ -593,10 +593,14 @@ pub fn truncated(key: FileKey, size: u64) {
             }
         }
     }
-    // No process's lock is held inside a system call, and nothing here switches away.
-    for p in crate::task::all_processes() {
-        p.inner.lock().space.unmap_file_pages(key, first_gone);
-    }
+    // A write(2) of another process may be away inside dbfs (`task::relax`) with user pages
+    // of a mapping of this file in hand (`UserPages`): unmap only when no thread is away, and
+    // without giving the CPU away meanwhile. No lock is held here.
+    crate::task::keep_cpu(|| {
+        for p in crate::task::all_processes() {
+            p.inner.lock().space.unmap_file_pages(key, first_gone);
+        }
+    });
 }
 
 /// [`truncated`] for an open file, looked up only when some area maps a file (a file whose

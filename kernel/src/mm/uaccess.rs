@@ -106,7 +106,10 @@ fn contiguous_slow(
 /// disk is polled), except a write to a file, which may give the CPU away inside dbfs (its
 /// writer lock, a barrier's flush: `task::relax`): in a process with several threads the
 /// write system call runs under `task::keep_cpu` (no thread is away holding a lock, and its
-/// own device waits poll), so nothing else runs until it returns (`syscall::io::as_writer`). Calls that may sleep
+/// own device waits poll), so nothing else runs until it returns (`syscall::io::as_writer`);
+/// with one thread it may give the CPU away, and the one other change to its address space
+/// that another process makes, truncating a file it maps, waits until no thread is away
+/// (`file_pages::truncated`). Calls that may sleep
 /// (pipes, FIFOs, the terminal, timerfd: `syscall::stream`) move bytes through a kernel
 /// buffer and copy to the user's memory only after waking, so a sibling's munmap meanwhile
 /// gives EFAULT (threadtest checks it). A guard
