@@ -45,9 +45,9 @@ mod ipc;
 mod mm;
 mod mounts;
 mod params;
+mod sync;
 // The system-call layer reaches user memory only through `mm::uaccess` (no unsafe code).
 #[forbid(unsafe_code)]
-mod sync;
 mod syscall;
 mod task;
 mod trap;

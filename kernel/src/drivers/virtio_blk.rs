@@ -172,6 +172,18 @@ impl Device {
         true
     }
 
+    /// Take back every detached flush the device has completed: false if a completion is
+    /// not one of them (with the lock held no [`VirtioDisk::run`] is in progress, so that is
+    /// a protocol error).
+    fn reap_completed(&mut self, name: &str) -> bool {
+        while let Some(token) = self.queue.peek_used() {
+            if !self.reap_detached(token, name) {
+                return false;
+            }
+        }
+        true
+    }
+
     /// Put a flush in the queue as a detached request; its token, or `None` if the queue has
     /// no room.
     fn submit_detached_flush(&mut self, waiter: Option<u64>) -> Option<u16> {
@@ -501,13 +513,8 @@ impl BlockDevice for VirtioDisk {
             {
                 let mut guard = self.dev.lock();
                 let dev = &mut *guard;
-                // Nobody else is in the request layer (its calls hold the lock throughout),
-                // so every completion now is a detached request's.
-                while let Some(token) = dev.queue.peek_used() {
-                    if !dev.reap_detached(token, &self.name) {
-                        self.reset(dev);
-                        break;
-                    }
+                if !dev.reap_completed(&self.name) {
+                    self.reset(dev);
                 }
                 if let Some(i) = dev.finished.iter().position(|f| f.0 == id) {
                     return dev.finished.swap_remove(i).1;
@@ -536,14 +543,7 @@ impl BlockDevice for VirtioDisk {
         if dev.broken {
             return;
         }
-        while let Some(token) = dev
-            .queue
-            .peek_used()
-            .filter(|t| dev.detached.iter().any(|d| d.token == *t))
-        {
-            dev.reap_detached(token, &self.name);
-        }
-        if dev.detached.iter().any(|d| d.waiter.is_none()) {
+        if !dev.reap_completed(&self.name) || dev.detached.iter().any(|d| d.waiter.is_none()) {
             return;
         }
         dev.submit_detached_flush(None);

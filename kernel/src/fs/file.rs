@@ -7,10 +7,10 @@
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
-use crate::sync::Mutex;
 use abi::Errno;
 
 use super::path::Loc;
+use crate::sync::Mutex;
 
 pub struct OpenFile {
     pub loc: Loc,

@@ -22,9 +22,9 @@
 use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
 
-use crate::sync::Mutex;
 use abi::Errno;
 
+use crate::sync::Mutex;
 use crate::task::wait::WaitQueue;
 
 /// The last byte a lock can cover (Linux's `OFFSET_MAX`). A lock ending here runs to the end

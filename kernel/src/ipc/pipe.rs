@@ -17,10 +17,10 @@ use alloc::collections::{BTreeMap, VecDeque};
 use alloc::sync::{Arc, Weak};
 use core::any::Any;
 
-use crate::sync::Mutex;
 use abi::Errno;
 use vfs::{FileType, Metadata, Node, NodeRef, Timestamp, VfsResult};
 
+use crate::sync::Mutex;
 use crate::task::signal;
 use crate::task::wait::WaitQueue;
 

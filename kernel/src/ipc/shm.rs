@@ -14,10 +14,10 @@
 use alloc::collections::BTreeMap;
 use alloc::sync::Arc;
 
-use crate::sync::Mutex;
 use abi::Errno;
 
 use crate::mm::addr_space::SharedAnon;
+use crate::sync::Mutex;
 use crate::task::cred::Cred;
 
 /// `shmget` key asking for a new segment nobody else can look up.

@@ -7,8 +7,9 @@
 use alloc::sync::Arc;
 use core::any::Any;
 
-use crate::sync::Mutex;
 use vfs::{FileType, Metadata, Node, VfsResult};
+
+use crate::sync::Mutex;
 
 pub const AF_UNIX: usize = 1;
 

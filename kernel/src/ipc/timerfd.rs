@@ -10,9 +10,10 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::any::Any;
 
-use crate::sync::Mutex;
 use abi::Errno;
 use vfs::{FileType, Metadata, Node, VfsResult};
+
+use crate::sync::Mutex;
 
 /// One timer's settings (monotonic ns; `deadline` None: disarmed).
 #[derive(Clone, Copy, Default)]

@@ -19,7 +19,6 @@ use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
-use crate::sync::Mutex;
 use abi::Errno;
 
 use super::file_pages::{FileRef, SharedFile};
@@ -27,6 +26,7 @@ use super::frame::{self, Frame};
 use super::page_table::{PageTable, PteFlags};
 use super::{page_ceil, page_floor, PAGE_SIZE, USER_BASE, USER_END};
 use crate::fs::lock::FileKey;
+use crate::sync::Mutex;
 
 pub const STACK_TOP: usize = 0x3f_0000_0000;
 pub const STACK_SIZE: usize = 8 << 20;

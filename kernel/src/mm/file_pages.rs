@@ -30,12 +30,12 @@ use alloc::sync::{Arc, Weak};
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 
-use crate::sync::Mutex;
 use abi::Errno;
 
 use super::frame::Frame;
 use super::PAGE_SIZE;
 use crate::fs::lock::FileKey;
+use crate::sync::Mutex;
 
 const PAGE: u64 = PAGE_SIZE as u64;
 

@@ -5,7 +5,6 @@
 use alloc::vec;
 use alloc::vec::Vec;
 
-use crate::sync::Mutex;
 use abi::Errno;
 use vfs::{FileType, Metadata, SetAttr};
 
@@ -15,6 +14,7 @@ use crate::fs::path::Loc;
 use crate::fs::perm;
 use crate::mm::addr_space::Access;
 use crate::mm::uaccess::{self, UserPages, UserRun};
+use crate::sync::Mutex;
 
 use super::fs::{file, MAX_RW};
 use super::stream::stream_of;

@@ -283,12 +283,8 @@ pub const CLK_TCK: u64 = 100;
 /// times: CPU time of the caller and its reaped children, in clock ticks; returns the ticks
 /// since boot.
 pub fn sys_times(buf: usize) -> SysResult {
-    let (own, children) = (
-        crate::task::current_process()
-            .cpu_ns
-            .load(core::sync::atomic::Ordering::Relaxed),
-        crate::task::with_current(|p| p.children_cpu_ns),
-    );
+    let me = crate::task::current_process();
+    let (own, children) = (me.cpu_ns(), me.inner.lock().children_cpu_ns);
     let tick = |ns: u64| ns / (1_000_000_000 / CLK_TCK);
     if buf != 0 {
         let mut b = [0u8; 32];
@@ -306,13 +302,7 @@ pub fn sys_times(buf: usize) -> SysResult {
 pub fn sys_getrusage(who: isize, buf: usize) -> SysResult {
     let me = crate::task::current_process();
     let (ns, switches) = match who {
-        0 | 1 => {
-            let (v, i) = me.switch_counts();
-            (
-                me.cpu_ns.load(core::sync::atomic::Ordering::Relaxed),
-                [v, i],
-            )
-        }
+        0 | 1 => (me.cpu_ns(), me.switch_counts()),
         -1 => {
             let i = me.inner.lock();
             (i.children_cpu_ns, i.children_switches)

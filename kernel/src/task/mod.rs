@@ -97,8 +97,7 @@ pub struct ProcInner {
     pub pgid: usize,
     pub sid: usize,
     pub cred: cred::Cred,
-    /// CPU time this process's threads ran, and that of its reaped children (times,
-    /// getrusage).
+    /// CPU time of its reaped children (and theirs); its own is [`Process::cpu_ns`].
     pub children_cpu_ns: u64,
     /// The voluntary and involuntary context switches of its reaped children (and theirs).
     pub children_switches: [u64; 2],
@@ -139,10 +138,10 @@ pub struct Process {
     pub satp: AtomicUsize,
     /// CPU time of all its threads so far, added by the scheduler (which takes no lock of
     /// the process, see `satp`).
-    pub cpu_ns: AtomicU64,
+    cpu_ns: AtomicU64,
     /// Context switches of its threads: voluntary (waiting: for a wake-up, a lock, a device)
     /// and involuntary (preempted, or `sched_yield`), getrusage's `ru_nvcsw` / `ru_nivcsw`.
-    pub switches: [AtomicU64; 2],
+    switches: [AtomicU64; 2],
 }
 
 impl Process {
@@ -151,12 +150,14 @@ impl Process {
         self.switches[usize::from(!voluntary)].fetch_add(1, Relaxed);
     }
 
-    /// (voluntary, involuntary) context switches so far.
-    pub fn switch_counts(&self) -> (u64, u64) {
-        (
-            self.switches[0].load(Relaxed),
-            self.switches[1].load(Relaxed),
-        )
+    /// [voluntary, involuntary] context switches so far.
+    pub fn switch_counts(&self) -> [u64; 2] {
+        self.switches.each_ref().map(|c| c.load(Relaxed))
+    }
+
+    /// CPU time of its threads so far.
+    pub fn cpu_ns(&self) -> u64 {
+        self.cpu_ns.load(Relaxed)
     }
 }
 
@@ -530,9 +531,7 @@ pub fn relax() {
         s.current.is_some() && !s.ready.is_empty()
     };
     if others {
-        AWAY.fetch_add(1, Relaxed);
-        yield_counted(true);
-        AWAY.fetch_sub(1, Relaxed);
+        away(|| yield_counted(true));
     } else {
         core::hint::spin_loop();
     }
@@ -988,17 +987,18 @@ pub fn wait_child(pid: isize, nohang: bool) -> Result<Option<(usize, ExitStatus,
         if let Some((child, st)) = found {
             let (spent, switches) = {
                 let c = child.inner.lock();
-                let (v, i) = child.switch_counts();
+                let own = child.switch_counts();
                 (
-                    child.cpu_ns.load(Relaxed) + c.children_cpu_ns,
-                    [v + c.children_switches[0], i + c.children_switches[1]],
+                    child.cpu_ns() + c.children_cpu_ns,
+                    [0, 1].map(|k| own[k] + c.children_switches[k]),
                 )
             };
             {
                 let mut m = me.inner.lock();
                 m.children_cpu_ns += spent;
-                m.children_switches[0] += switches[0];
-                m.children_switches[1] += switches[1];
+                for (total, add) in m.children_switches.iter_mut().zip(switches) {
+                    *total += add;
+                }
             }
             let mut s = SCHED.lock();
             s.all.remove(&child.pid);

@@ -39,7 +39,7 @@ pub fn info(pid: usize) -> Option<PsInfo> {
         uid: i.cred.uid,
         gid: i.cred.gid,
         threads: i.threads.len().max(1),
-        cpu_ns: p.cpu_ns.load(core::sync::atomic::Ordering::Relaxed),
+        cpu_ns: p.cpu_ns(),
         children_cpu_ns: i.children_cpu_ns,
         nice: i.nice,
         vsize: i.space.mapped_bytes() as u64,
