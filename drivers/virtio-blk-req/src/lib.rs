@@ -12,8 +12,9 @@
 //! - The feature bits the driver negotiates are [`Features::WANTED`]; the config-space offsets
 //!   it reads are [`config`].
 //! - A disk run is split into requests of at most [`MAX_REQUEST`] bytes and the device's
-//!   `seg_max` pieces ([`split_run`]); every run is checked first (whole sectors, inside the
-//!   disk, writable), so a bad one sends nothing ([`Limits`]).
+//!   `seg_max` pieces ([`split_run`]), each request whole sectors; every run is checked first
+//!   (whole sectors in all, only its first and last piece may end or start inside a sector,
+//!   inside the disk, writable), so a bad one sends nothing ([`Limits`]).
 //! - A completion's status byte becomes a [`VfsError`] in one place ([`status_result`]).
 #![cfg_attr(not(test), no_std)]
 #![forbid(unsafe_code)]
@@ -297,10 +298,13 @@ impl Piece for &mut [u8] {
     }
 }
 
-/// Split one disk run (from `sector`, the concatenation of `pieces`, each whole sectors) into
-/// requests, handed to `emit(sector, pieces)`: pieces are taken in order until a request has
-/// `max_segments` of them or [`MAX_REQUEST`] bytes (a piece crossing that limit is cut at
-/// it). Empty pieces are skipped (a descriptor may not be empty).
+/// Split one disk run (from `sector`, the concatenation of `pieces`) into requests, handed
+/// to `emit(sector, pieces)`: pieces are taken in order until a request has `max_segments` of
+/// them or [`MAX_REQUEST`] bytes (a piece crossing that limit is cut at it). Every request is
+/// whole sectors: when the segment limit ends one inside a sector (the run's first piece did
+/// not end on a sector, as the head of an unaligned user buffer), the bytes past its last
+/// sector boundary are cut off its last pieces and start the next request. Empty pieces are
+/// skipped (a descriptor may not be empty). The run must pass [`Limits::check_pieces`].
 pub fn split_run<P: Piece>(
     sector: u64,
     pieces: impl Iterator<Item = P>,
@@ -314,11 +318,12 @@ pub fn split_run<P: Piece>(
         let mut rest = piece;
         while !rest.is_empty() {
             if current.len() == max_segments || current_bytes == MAX_REQUEST {
-                emit(at, core::mem::take(&mut current));
-                at += (current_bytes / SECTOR_SIZE) as u64;
-                current_bytes = 0;
+                let carry = cut_at_sector(&mut current, current_bytes % SECTOR_SIZE);
+                let carried: usize = carry.iter().map(|p| p.len()).sum();
+                emit(at, core::mem::replace(&mut current, carry));
+                at += ((current_bytes - carried) / SECTOR_SIZE) as u64;
+                current_bytes = carried;
             }
-            // A multiple of SECTOR_SIZE: MAX_REQUEST and every piece are.
             let take = rest.len().min(MAX_REQUEST - current_bytes);
             let (now, later) = rest.split_at(take);
             current.push(now);
@@ -329,6 +334,26 @@ pub fn split_run<P: Piece>(
     if !current.is_empty() {
         emit(at, current);
     }
+}
+
+/// Cut the last `excess` bytes off `pieces` (fewer than a sector, fewer than the pieces hold)
+/// and return them, in order.
+fn cut_at_sector<P: Piece>(pieces: &mut Vec<P>, mut excess: usize) -> Vec<P> {
+    let mut tail = Vec::new();
+    while excess > 0 {
+        let Some(last) = pieces.pop() else { break };
+        if last.len() > excess {
+            let keep = last.len() - excess;
+            let (head, cut) = last.split_at(keep);
+            pieces.push(head);
+            tail.push(cut);
+            break;
+        }
+        excess -= last.len();
+        tail.push(last);
+    }
+    tail.reverse();
+    tail
 }
 
 /// What a disk accepts: its size, how many pieces a request may carry, whether it is writable.
@@ -343,11 +368,17 @@ pub struct Limits {
 }
 
 impl Limits {
-    /// Check a run of pieces from `sector`: every piece whole sectors, the run inside the disk.
+    /// Check a run of pieces from `sector`: whole sectors in all, every piece but the first and
+    /// the last whole sectors (the pages of a user buffer that does not start on a page), the
+    /// run inside the disk.
     pub fn check_pieces(&self, sector: u64, lens: impl Iterator<Item = usize>) -> VfsResult<()> {
+        let lens: Vec<usize> = lens.filter(|&l| l > 0).collect();
         let mut len = 0usize;
-        for piece in lens {
-            if !piece.is_multiple_of(SECTOR_SIZE) {
+        for (i, &piece) in lens.iter().enumerate() {
+            // Only the first and the last piece may end or start inside a sector; the device
+            // then needs room for a request's head, tail and a whole piece between.
+            let inner = i > 0 && i + 1 < lens.len();
+            if !piece.is_multiple_of(SECTOR_SIZE) && (inner || self.max_segments < 3) {
                 return Err(VfsError::InvalidInput);
             }
             len = len.checked_add(piece).ok_or(VfsError::InvalidInput)?;

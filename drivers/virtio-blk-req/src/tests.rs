@@ -260,3 +260,82 @@ fn segments_per_request_follow_the_device() {
     assert_eq!(max_segments(Features::SEG_MAX, 0, 128), 1);
     assert_eq!(max_segments(Features::SEG_MAX, 1000, 128), 126);
 }
+
+/// The pages of a user buffer of `len` bytes that starts `skew` bytes into a page.
+fn page_pieces(buf: &mut [u8], skew: usize) -> Vec<&mut [u8]> {
+    let mut pieces = Vec::new();
+    let (first, mut rest) = buf.split_at_mut((4096 - skew).min(buf.len()));
+    pieces.push(first);
+    while !rest.is_empty() {
+        let (page, later) = rest.split_at_mut(rest.len().min(4096));
+        pieces.push(page);
+        rest = later;
+    }
+    pieces
+}
+
+#[test]
+fn an_unaligned_buffer_is_read_in_whole_sector_requests() {
+    let mut dev = FakeDevice::new(8192);
+    for (i, b) in dev.disk.iter_mut().enumerate() {
+        *b = (i * 7 + i / 4093) as u8;
+    }
+    for (max_segments, skew, len) in [
+        (126, 16, MAX_REQUEST),
+        (126, 4095, MAX_REQUEST + 3 * S),
+        (3, 100, 20 * 4096),
+        (4, 511, 9 * 4096 + S),
+        (5, 1, 2 * S),
+        (126, 3000, 7 * S),
+    ] {
+        let mut buf = vec![0u8; len];
+        let mut pieces = page_pieces(&mut buf, skew);
+        let requests = limits(8192, max_segments)
+            .read_requests(10, &mut pieces)
+            .unwrap();
+        let shapes = shape(&requests);
+        let mut sector = 10;
+        for (at, lens) in &shapes {
+            let bytes: usize = lens.iter().sum();
+            assert_eq!(*at, sector, "requests follow each other: {shapes:?}");
+            assert!(bytes > 0 && bytes.is_multiple_of(S) && bytes <= MAX_REQUEST);
+            assert!(lens.len() <= max_segments && lens.iter().all(|&l| l > 0));
+            sector += (bytes / S) as u64;
+        }
+        assert_eq!(sector, 10 + (len / S) as u64);
+        dev.run(requests).unwrap();
+        assert_eq!(
+            buf,
+            dev.disk[10 * S..10 * S + len],
+            "skew {skew}, seg_max {max_segments}"
+        );
+    }
+}
+
+#[test]
+fn a_piece_inside_a_run_must_be_whole_sectors() {
+    let mut a = vec![0u8; S + 16];
+    let mut b = vec![0u8; 100];
+    let mut c = vec![0u8; S - 116];
+    let l = limits(64, 126);
+    assert_eq!(
+        l.read_requests(0, &mut [&mut a[..], &mut b[..], &mut c[..]])
+            .unwrap_err(),
+        VfsError::InvalidInput
+    );
+    // Head and tail inside sectors, whole sectors in all: accepted, but not where a request
+    // holds fewer than three pieces.
+    let mut d = vec![0u8; S - 16];
+    assert!(l.read_requests(0, &mut [&mut a[..], &mut d[..]]).is_ok());
+    assert_eq!(
+        limits(64, 2)
+            .read_requests(0, &mut [&mut a[..], &mut d[..]])
+            .unwrap_err(),
+        VfsError::InvalidInput
+    );
+    // Not whole sectors in all.
+    assert_eq!(
+        l.read_requests(0, &mut [&mut a[..]]).unwrap_err(),
+        VfsError::InvalidInput
+    );
+}

@@ -43,20 +43,37 @@ pub trait BlockDevice: Send + Sync {
         let flat = gather_to_runs(self.num_sectors(), runs)?;
         self.write_runs(&flat)
     }
-    /// Read the sectors from `sector` on into the concatenation of `pieces` (each a multiple
-    /// of [`SECTOR_SIZE`] bytes, else `InvalidInput`): a scattered read, e.g. straight into
-    /// the pages of a user buffer. A device with scatter-gather (the kernel's virtio driver)
-    /// serves it as one request; this default reads piece by piece.
+    /// Read the sectors from `sector` on into the concatenation of `pieces`, a scattered read,
+    /// e.g. straight into the pages of a user buffer: whole sectors in all, and every piece but
+    /// the first and the last whole sectors (a buffer that does not start on a page), else
+    /// `InvalidInput`. A device with scatter-gather (the kernel's virtio driver) serves it as
+    /// one request; this default reads piece by piece, or through one buffer when a piece ends
+    /// inside a sector.
     fn read_scatter(&self, sector: u64, pieces: &mut [&mut [u8]]) -> VfsResult<()> {
         let total: usize = pieces.iter().map(|p| p.len()).sum();
-        if pieces.iter().any(|p| !p.len().is_multiple_of(SECTOR_SIZE)) {
+        let lens: Vec<usize> = pieces.iter().map(|p| p.len()).filter(|&l| l > 0).collect();
+        let inner_partial = lens.len() > 2
+            && lens[1..lens.len() - 1]
+                .iter()
+                .any(|l| !l.is_multiple_of(SECTOR_SIZE));
+        if inner_partial {
             return Err(VfsError::InvalidInput);
         }
         check_run(self.num_sectors(), sector, total)?;
-        let mut at = sector;
+        if lens.iter().all(|l| l.is_multiple_of(SECTOR_SIZE)) {
+            let mut at = sector;
+            for piece in pieces.iter_mut() {
+                self.read_sectors(at, piece)?;
+                at += (piece.len() / SECTOR_SIZE) as u64;
+            }
+            return Ok(());
+        }
+        let mut joined = vec![0u8; total];
+        self.read_sectors(sector, &mut joined)?;
+        let mut at = 0;
         for piece in pieces.iter_mut() {
-            self.read_sectors(at, piece)?;
-            at += (piece.len() / SECTOR_SIZE) as u64;
+            piece.copy_from_slice(&joined[at..at + piece.len()]);
+            at += piece.len();
         }
         Ok(())
     }
@@ -229,6 +246,29 @@ mod tests {
                 None => assert!(sector(s).iter().all(|&x| x == 0), "sector {s} was written"),
             }
         }
+    }
+
+    #[test]
+    fn read_scatter_fills_a_buffer_whose_head_and_tail_end_inside_sectors() {
+        let d = RamDisk::from_vec(pattern(1, 16));
+        let mut buf = vec![0u8; 5 * SECTOR_SIZE];
+        let (head, rest) = buf.split_at_mut(100);
+        let (middle, tail) = rest.split_at_mut(4 * SECTOR_SIZE);
+        d.read_scatter(2, &mut [head, middle, tail]).unwrap();
+        assert_eq!(buf, pattern(3, 5));
+        // A piece inside the run that ends inside a sector, or a run of part sectors: refused.
+        let mut buf = vec![0u8; 3 * SECTOR_SIZE];
+        let (a, rest) = buf.split_at_mut(SECTOR_SIZE);
+        let (b, c) = rest.split_at_mut(100);
+        assert_eq!(
+            d.read_scatter(0, &mut [a, b, c]),
+            Err(VfsError::InvalidInput)
+        );
+        let mut odd = vec![0u8; SECTOR_SIZE + 1];
+        assert_eq!(
+            d.read_scatter(0, &mut [&mut odd[..]]),
+            Err(VfsError::InvalidInput)
+        );
     }
 
     #[test]

@@ -150,10 +150,6 @@ pub struct DiskWindow {
     /// Direct writes reached `behind_at`: the next direct write starts a background flush
     /// (unless a `sync` comes first and flushes them anyway).
     behind_due: AtomicBool,
-    /// Kept between reads into user buffers that are not whole sectors per page
-    /// ([`Self::read_into_pieces`]); as large as the largest such read (the syscall layer's
-    /// I/O chunk at most).
-    bounce: Mutex<Vec<u8>>,
 }
 
 static WINDOWS: Mutex<Vec<Arc<DiskWindow>>> = Mutex::new(Vec::new());
@@ -192,7 +188,6 @@ impl DiskWindow {
             }),
             flush_behind,
             direct_since_flush: AtomicUsize::new(0),
-            bounce: Mutex::new(Vec::new()),
             behind_at: AtomicUsize::new(0),
             behind_due: AtomicBool::new(false),
         });
@@ -254,8 +249,10 @@ impl DiskWindow {
     }
 
     /// [`Self::read_into`] into the concatenation of `pieces` (the pages of a user buffer):
-    /// one scattered device read when the range is clean and every piece is whole sectors,
-    /// else piece by piece.
+    /// one scattered device read straight into them when the range is clean and
+    /// sector-aligned, else piece by piece. A buffer that does not start on a page (malloc'ed,
+    /// as fio's are) has a head and a tail inside sectors; the request layer still fills it
+    /// in place (only a request's total must be whole sectors), so no copy is made.
     pub fn read_into_pieces(&self, offset: usize, pieces: &mut [&mut [u8]]) -> VfsResult<()> {
         let total: usize = pieces.iter().map(|p| p.len()).sum();
         if total == 0 {
@@ -264,17 +261,16 @@ impl DiskWindow {
         let clean = !self.any_dirty(offset, total)?
             && offset.is_multiple_of(SECTOR_SIZE)
             && total.is_multiple_of(SECTOR_SIZE);
-        let whole_sectors = pieces.iter().all(|p| p.len().is_multiple_of(SECTOR_SIZE));
-        // A user buffer that does not start on a page (malloc'ed, as fio's are) has pieces
-        // that are not whole sectors, which the device cannot fill as they are: one device
-        // read into the bounce buffer and a copy still beats faulting the range into the
-        // window page cluster by page cluster (and leaves the window to the B+tree).
-        if clean && whole_sectors {
-            crate::counters::add_window_direct(total);
-            return self.dev.read_scatter((offset / SECTOR_SIZE) as u64, pieces);
-        }
-        if clean && self.read_bounced(offset, total, pieces)? {
-            return Ok(());
+        if clean {
+            // `InvalidInput`: pieces the device cannot take as they are (it allows too few
+            // per request); the range itself was checked above.
+            match self.dev.read_scatter((offset / SECTOR_SIZE) as u64, pieces) {
+                Err(VfsError::InvalidInput) => {}
+                r => {
+                    crate::counters::add_window_direct(total);
+                    return r;
+                }
+            }
         }
         let mut at = offset;
         for piece in pieces.iter_mut() {
@@ -282,38 +278,6 @@ impl DiskWindow {
             at += piece.len();
         }
         Ok(())
-    }
-
-    /// [`Self::read_into_pieces`] of a clean, sector-aligned range through the bounce
-    /// buffer: `false` (nothing read) when the heap cannot grow the buffer.
-    fn read_bounced(
-        &self,
-        offset: usize,
-        total: usize,
-        pieces: &mut [&mut [u8]],
-    ) -> VfsResult<bool> {
-        let mut bounce = core::mem::take(&mut *self.bounce.lock());
-        if bounce.len() < total {
-            let more = total - bounce.len();
-            if crate::mm::heap::admit(more).is_err() || bounce.try_reserve_exact(more).is_err() {
-                *self.bounce.lock() = bounce;
-                return Ok(false);
-            }
-            bounce.resize(total, 0);
-        }
-        crate::counters::add_window_direct(total);
-        let r = self
-            .dev
-            .read_sectors((offset / SECTOR_SIZE) as u64, &mut bounce[..total]);
-        if r.is_ok() {
-            let mut at = 0;
-            for piece in pieces.iter_mut() {
-                piece.copy_from_slice(&bounce[at..at + piece.len()]);
-                at += piece.len();
-            }
-        }
-        *self.bounce.lock() = bounce;
-        r.map(|()| true)
     }
 
     /// Map page `index` (and up to a cluster of following non-resident pages) from the disk.
