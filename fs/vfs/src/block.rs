@@ -88,6 +88,13 @@ pub trait BlockDevice: Send + Sync {
     fn flush_shared(&self) -> VfsResult<()> {
         self.flush()
     }
+    /// [`BlockDevice::read_scatter`] whose wait may let other tasks run (a device that
+    /// completes requests in the background does, when its caller's buffers cannot be freed
+    /// meanwhile; the default is `read_scatter`). For the kernel's dbfs disk window, which
+    /// holds no lock another task could wait for without giving the CPU away.
+    fn read_scatter_shared(&self, sector: u64, pieces: &mut [&mut [u8]]) -> VfsResult<()> {
+        self.read_scatter(sector, pieces)
+    }
     /// Size in bytes.
     fn size_bytes(&self) -> u64 {
         self.num_sectors() * SECTOR_SIZE as u64

@@ -120,10 +120,15 @@ struct Device {
     next_waiter: u64,
 }
 
-/// A flush in flight outside any [`VirtioDisk::run`].
+/// A request in flight outside any [`VirtioDisk::run`]: a flush, or one request of a read
+/// whose caller waits with the lock released ([`BlockDevice::read_scatter_shared`]).
 struct Detached {
     token: u16,
     head: Box<RequestHead>,
+    /// A read's data pieces as (address, length) in the waiter's buffer; empty for a flush.
+    /// The waiter does not return before it has learnt the result (or the device was reset
+    /// and stopped touching memory), so the pieces stay valid while the request is detached.
+    pieces: Vec<(usize, usize)>,
     /// The id its waiter looks for in [`Device::finished`]; `None` for a background flush
     /// (its status is only logged: a later flush covers the same writes and reports its own
     /// failure).
@@ -139,12 +144,24 @@ impl Device {
         let Detached {
             token: t,
             mut head,
+            pieces,
             waiter,
         } = self.detached.swap_remove(i);
-        let mut none = virtio_blk_req::Data::None;
+        let mut data = if pieces.is_empty() {
+            virtio_blk_req::Data::None
+        } else {
+            virtio_blk_req::Data::In(
+                pieces
+                    .iter()
+                    // SAFETY: the read's pieces, valid until its waiter learns the result
+                    // ([`Detached::pieces`]); nothing else uses them while the device does.
+                    .map(|&(a, l)| unsafe { core::slice::from_raw_parts_mut(a as *mut u8, l) })
+                    .collect(),
+            )
+        };
         let popped = {
-            let (device_reads, mut device_writes) = buffers(&mut head, &mut none);
-            // SAFETY: the buffers that were added with `t` (a flush: header and status).
+            let (device_reads, mut device_writes) = buffers(&mut head, &mut data);
+            // SAFETY: the buffers that were added with `t`: header, the read's pieces, status.
             unsafe { self.queue.pop_used(t, &device_reads, &mut device_writes) }
         };
         let ok = popped.is_ok() && status_result(head.status).is_ok();
@@ -152,8 +169,9 @@ impl Device {
             Some(id) => {
                 if !ok {
                     log::error!(
-                        "{}: flush failed ({:?}, status {})",
+                        "{}: {} failed ({:?}, status {})",
                         name,
+                        if pieces.is_empty() { "flush" } else { "read" },
                         popped.err(),
                         head.status
                     );
@@ -199,12 +217,52 @@ impl Device {
         self.detached.push(Detached {
             token,
             head,
+            pieces: Vec::new(),
             waiter,
         });
         if self.queue.should_notify() {
             self.transport.notify(QUEUE);
         }
         Some(token)
+    }
+}
+
+impl Device {
+    /// Put read `req` in the queue as a detached request of `waiter` (without notifying the
+    /// device); gives the request back if the queue has no room.
+    ///
+    /// # Safety
+    /// The request's pieces must stay valid, and untouched by anyone but the device, until
+    /// `waiter` finds its result in [`Device::finished`] (or the device is reset).
+    unsafe fn submit_detached_read<'a>(
+        &mut self,
+        mut req: Request<'a>,
+        waiter: u64,
+    ) -> Result<(), Request<'a>> {
+        let mut head = Box::new(req.head());
+        let (device_reads, mut device_writes) = buffers(&mut head, &mut req.data);
+        // SAFETY: the header/status box moves into `self.detached`; the pieces stay valid
+        // (the caller's promise) until the token is popped by `reap_detached`.
+        let added = unsafe { self.queue.add(&device_reads, &mut device_writes) };
+        drop((device_reads, device_writes));
+        let Ok(token) = added else {
+            return Err(req);
+        };
+        crate::counters::add_dev_read(req.bytes());
+        let pieces = match &mut req.data {
+            virtio_blk_req::Data::In(p) => p
+                .iter_mut()
+                .map(|p| (p.as_mut_ptr() as usize, p.len()))
+                .collect(),
+            _ => Vec::new(),
+        };
+        self.detached.push(Detached {
+            token,
+            head,
+            pieces,
+            waiter: Some(waiter),
+        });
+        Ok(())
     }
 }
 
@@ -438,6 +496,45 @@ impl VirtioDisk {
     }
 }
 
+impl VirtioDisk {
+    /// Wait, with the lock released, until `count` detached requests of waiter `id` have
+    /// completed: their first failure, if any. The wait is [`crate::task::away`] and gives
+    /// the CPU to ready tasks between polls ([`crate::task::relax`]; a thread in
+    /// [`crate::task::keep_cpu`] polls only). Whoever holds the lock when a request completes
+    /// takes it back and records its result in [`Device::finished`].
+    fn wait_detached(&self, id: u64, count: usize) -> VfsResult<()> {
+        let mut left = count;
+        let mut result = Ok(());
+        // Away for the whole wait: the caller holds locks (kvdb's writer lock) meanwhile.
+        crate::task::away(|| loop {
+            {
+                let mut guard = self.dev.lock();
+                let dev = &mut *guard;
+                if !dev.reap_completed(&self.name) {
+                    self.reset(dev);
+                }
+                dev.finished.retain(|&(w, r)| {
+                    if w == id {
+                        left -= 1;
+                        result = result.and(r);
+                    }
+                    w != id
+                });
+                // A reset gives every detached request's waiter its failure, so `left`
+                // reaches 0 then too.
+                if left == 0 {
+                    return result;
+                }
+            }
+            if crate::task::may_give_cpu_away() {
+                crate::task::relax();
+            } else {
+                core::hint::spin_loop();
+            }
+        })
+    }
+}
+
 impl BlockDevice for VirtioDisk {
     fn num_sectors(&self) -> u64 {
         self.limits.sectors
@@ -508,27 +605,57 @@ impl BlockDevice for VirtioDisk {
             }
             id
         };
-        // Away for the whole wait: the caller holds locks (kvdb's writer lock) meanwhile.
-        crate::task::away(|| loop {
-            {
-                let mut guard = self.dev.lock();
-                let dev = &mut *guard;
-                if !dev.reap_completed(&self.name) {
-                    self.reset(dev);
-                }
-                if let Some(i) = dev.finished.iter().position(|f| f.0 == id) {
-                    return dev.finished.swap_remove(i).1;
-                }
-                if dev.broken {
-                    return Err(VfsError::Io);
+        self.wait_detached(id, 1)
+    }
+
+    /// A scattered read whose wait lets other tasks run, when the caller's buffers cannot be
+    /// unmapped meanwhile ([`crate::task::may_wait_away_reading`]; else as `read_scatter`):
+    /// its requests are submitted as detached ones, then the caller gives the CPU away until
+    /// all have completed, as [`BlockDevice::flush_shared`] does. Requests that find no room
+    /// in the queue are sent the ordinary way once the others are done.
+    fn read_scatter_shared(&self, sector: u64, pieces: &mut [&mut [u8]]) -> VfsResult<()> {
+        if !crate::task::may_wait_away_reading() {
+            return self.read_scatter(sector, pieces);
+        }
+        let mut requests = self.limits.read_requests(sector, pieces)?.into_iter();
+        let mut left: Vec<Request<'_>> = Vec::new();
+        let (id, sent) = {
+            let mut guard = self.dev.lock();
+            let dev = &mut *guard;
+            if dev.broken {
+                return Err(VfsError::Io);
+            }
+            let id = dev.next_waiter;
+            dev.next_waiter += 1;
+            let mut sent = 0;
+            for req in requests.by_ref() {
+                // SAFETY: the pieces are the caller's buffers, borrowed for this whole call,
+                // which does not return before `wait_detached` has seen every one complete.
+                match unsafe { dev.submit_detached_read(req, id) } {
+                    Ok(()) => sent += 1,
+                    Err(req) => {
+                        left.push(req);
+                        break;
+                    }
                 }
             }
-            if crate::task::may_give_cpu_away() {
-                crate::task::relax();
-            } else {
-                core::hint::spin_loop();
+            if sent > 0 && dev.queue.should_notify() {
+                dev.transport.notify(QUEUE);
             }
-        })
+            (id, sent)
+        };
+        left.extend(requests);
+        let waited = if sent > 0 {
+            self.wait_detached(id, sent)
+        } else {
+            Ok(())
+        };
+        waited?;
+        if left.is_empty() {
+            Ok(())
+        } else {
+            self.run("read", left)
+        }
     }
 
     /// Submit a flush and return without waiting for it (at most one background flush in

@@ -250,7 +250,8 @@ impl DiskWindow {
 
     /// [`Self::read_into`] into the concatenation of `pieces` (the pages of a user buffer):
     /// one scattered device read straight into them when the range is clean and
-    /// sector-aligned, else piece by piece. A buffer that does not start on a page (malloc'ed,
+    /// sector-aligned (its wait may give the CPU away: [`BlockDevice::read_scatter_shared`]),
+    /// else piece by piece. A buffer that does not start on a page (malloc'ed,
     /// as fio's are) has a head and a tail inside sectors; the request layer still fills it
     /// in place (only a request's total must be whole sectors), so no copy is made.
     pub fn read_into_pieces(&self, offset: usize, pieces: &mut [&mut [u8]]) -> VfsResult<()> {
@@ -264,7 +265,10 @@ impl DiskWindow {
         if clean {
             // `InvalidInput`: pieces the device cannot take as they are (it allows too few
             // per request); the range itself was checked above.
-            match self.dev.read_scatter((offset / SECTOR_SIZE) as u64, pieces) {
+            match self
+                .dev
+                .read_scatter_shared((offset / SECTOR_SIZE) as u64, pieces)
+            {
                 Err(VfsError::InvalidInput) => {}
                 r => {
                     crate::counters::add_window_direct(total);

@@ -162,11 +162,12 @@ fn read_chunk(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult {
     if let Some(dst) = pages.single_mut() {
         return Ok(f.loc.node.read_at(offset, dst)?);
     }
-    if let Some(r) = f
-        .loc
-        .node
-        .read_scattered_at(offset, &mut pages.slices_mut())
-    {
+    let scattered = crate::task::reading_own_pages(|| {
+        f.loc
+            .node
+            .read_scattered_at(offset, &mut pages.slices_mut())
+    });
+    if let Some(r) = scattered {
         return Ok(r?);
     }
     let mut bounce = core::mem::take(&mut *BOUNCE.lock());

@@ -185,6 +185,9 @@ pub struct Thread {
     must_exit: AtomicBool,
     /// Set while the thread must not give the CPU away (see [`keep_cpu`]).
     keep_cpu: AtomicBool,
+    /// Set while the thread reads into user pages that nothing else can unmap (see
+    /// [`reading_own_pages`]).
+    own_pages: AtomicBool,
     ctx: Mutex<TaskContext>,
     /// Owned here so it lives exactly as long as the thread (the scheduler drops the last
     /// reference after switching away from a dead thread).
@@ -319,6 +322,7 @@ fn make_thread(
         sig_pending: AtomicU64::new(0),
         must_exit: AtomicBool::new(false),
         keep_cpu: AtomicBool::new(false),
+        own_pages: AtomicBool::new(false),
         ctx: Mutex::new(TaskContext::new(first_entry as *const () as usize, top)),
         _kstack: kstack,
     })
@@ -556,6 +560,33 @@ pub fn may_give_cpu_away() -> bool {
     let t = CURRENT.load(Relaxed);
     // SAFETY: as in `current_ref`: the running thread, alive while it runs.
     !t.is_null() && !unsafe { &*t }.keep_cpu.load(Relaxed)
+}
+
+/// Run `f`, a read that hands the user's pages to a file system, so that its device waits
+/// may give the CPU away ([`may_wait_away_reading`]) when nothing can unmap those pages
+/// meanwhile: the process has one thread (a `vfork` parent sleeps until its child execs or
+/// exits; another process's truncate unmaps only when no thread is [`away`]). The caller must
+/// hold no lock that a task may wait for by spinning.
+pub fn reading_own_pages<R>(f: impl FnOnce() -> R) -> R {
+    if with_current(|p| p.threads.len()) != 1 {
+        return f();
+    }
+    let me = current_ref();
+    me.own_pages.store(true, Relaxed);
+    let r = f();
+    me.own_pages.store(false, Relaxed);
+    r
+}
+
+/// Whether the current thread's device read may give the CPU away: inside
+/// [`reading_own_pages`], and not in [`keep_cpu`].
+pub fn may_wait_away_reading() -> bool {
+    let t = CURRENT.load(Relaxed);
+    // SAFETY: as in `current_ref`: the running thread, alive while it runs.
+    !t.is_null() && {
+        let t = unsafe { &*t };
+        t.own_pages.load(Relaxed) && !t.keep_cpu.load(Relaxed)
+    }
 }
 
 /// Run `f` without giving the CPU away: first wait (giving it away) until no thread is away

@@ -60,9 +60,10 @@ pub enum Needs {
     /// counters (FAT32's block cache follows one stream; on Linux there are no counters, so
     /// the test is skipped there too).
     StreamReadAhead,
-    /// An fsync whose wait for the device's flush lets other processes run (dbfs's barrier
-    /// does; dbfs-os's FAT32 waits on the CPU). Elsewhere (no dbfs-os counters) it depends
-    /// on the disk, so the test is skipped there too.
+    /// A wait for the device that lets other processes run: an fsync's flush (dbfs's
+    /// barrier) or a large read (dbfs reads stored data straight into the caller's pages);
+    /// dbfs-os's FAT32 waits on the CPU. Elsewhere (no dbfs-os counters) it depends on the
+    /// disk, so the test is skipped there too.
     SharedFlush,
 }
 
@@ -198,6 +199,11 @@ pub const TESTS: &[Test] = &[
     needs(
         "fsync_wait_lets_others_run",
         proc_tests::fsync_wait_lets_others_run,
+        Needs::SharedFlush,
+    ),
+    needs(
+        "large_read_wait_lets_others_run",
+        proc_tests::large_read_wait_lets_others_run,
         Needs::SharedFlush,
     ),
     t("fork_copy_on_write", proc_tests::fork_copy_on_write),

@@ -269,12 +269,12 @@ pub fn proc_stat_counts_switches(_cx: &Ctx) -> TestResult {
     Ok(())
 }
 
-/// While a process waits in fsync for the disk to flush, another runnable process gets the
-/// CPU (a dbfs barrier's flush gives it away): the caller's voluntary context switches
-/// (getrusage's `ru_nvcsw`, counted by the kernel when a thread waits) grow during the call.
-/// A child spins, so that another process is always ready to run. Preemption (a timer
-/// interrupt pending when the call returns) counts as involuntary and does not pass the test.
-pub fn fsync_wait_lets_others_run(cx: &Ctx) -> TestResult {
+/// Run `work` while a forked child spins (another process is always ready to run); `work`
+/// returns the voluntary and involuntary context switches it counted around its calls
+/// (getrusage's `ru_nvcsw`/`ru_nivcsw`).
+fn with_spinning_child(
+    work: impl FnOnce() -> Result<(u64, u64), String>,
+) -> Result<(u64, u64), String> {
     const PAGE: usize = 4096;
     let stop = sys::mmap(
         0,
@@ -293,12 +293,31 @@ pub fn fsync_wait_lets_others_run(cx: &Ctx) -> TestResult {
         }
         sys::exit(0);
     }
-    let run = || -> Result<(u64, u64), String> {
+    let counted = (|| {
         while stop.get(1) == 0 {
             sys::sched_yield();
         }
-        let f =
-            File::open(&cx.path("fsyncwait"), O_RDWR | O_CREAT | O_TRUNC, 0o644).what("create")?;
+        work()
+    })();
+    stop.set(0, 1);
+    let (_, st) = sys::waitpid(pid).what("wait4")?;
+    ensure!(
+        st.exited() && st.exit_code() == 0,
+        "the spinning child did not exit cleanly (status {:#x})",
+        st.0
+    );
+    counted
+}
+
+/// While a process waits in fsync for the disk to flush, another runnable process gets the
+/// CPU (a dbfs barrier's flush gives it away): the caller's voluntary context switches
+/// (getrusage's `ru_nvcsw`, counted by the kernel when a thread waits) grow during the call.
+/// A child spins, so that another process is always ready to run. Preemption (a timer
+/// interrupt pending when the call returns) counts as involuntary and does not pass the test.
+pub fn fsync_wait_lets_others_run(cx: &Ctx) -> TestResult {
+    let path = cx.path("fsyncwait");
+    let counted = with_spinning_child(|| {
+        let f = File::open(&path, O_RDWR | O_CREAT | O_TRUNC, 0o644).what("create")?;
         let data = vec![0x5au8; 256 << 10];
         let (mut voluntary, mut involuntary) = (0, 0);
         for round in 0..4u64 {
@@ -310,16 +329,8 @@ pub fn fsync_wait_lets_others_run(cx: &Ctx) -> TestResult {
             involuntary += after.1 - before.1;
         }
         Ok((voluntary, involuntary))
-    };
-    let counted = run();
-    stop.set(0, 1);
-    let (_, st) = sys::waitpid(pid).what("wait4")?;
-    let _ = sys::unlink(&cx.path("fsyncwait"));
-    ensure!(
-        st.exited() && st.exit_code() == 0,
-        "the spinning child did not exit cleanly (status {:#x})",
-        st.0
-    );
+    });
+    let _ = sys::unlink(&path);
     let (voluntary, involuntary) = counted?;
     ensure!(
         voluntary > 0,
@@ -327,6 +338,55 @@ pub fn fsync_wait_lets_others_run(cx: &Ctx) -> TestResult {
          ({involuntary} involuntary switches)"
     );
     Ok(())
+}
+
+/// While a single-threaded process waits for the disk to fill a large read (dbfs reads a
+/// stored file straight into the caller's pages), another runnable process gets the CPU, and
+/// the bytes still land where they belong: 1 MiB preads into a buffer that does not start on
+/// a page (malloc'ed, as fio's is), with a spinning child, must count voluntary switches.
+pub fn large_read_wait_lets_others_run(cx: &Ctx) -> TestResult {
+    let path = cx.path("readwait");
+    let len = 4usize << 20;
+    let data: Vec<u8> = (0..len)
+        .map(|i| (i % 251) as u8 ^ (i >> 20) as u8)
+        .collect();
+    put_file_synced(&path, &data)?;
+    let counted = with_spinning_child(|| {
+        let f = File::open(&path, O_RDONLY, 0).what("open")?;
+        let mut buf = sys::AnonMap::new((1 << 20) + 4096).what("mmap a buffer")?;
+        let (mut voluntary, mut involuntary) = (0, 0);
+        for (round, off) in [3usize, 0, 2, 1].into_iter().enumerate() {
+            let dst = &mut buf.as_mut_slice()[16 + round..16 + round + (1 << 20) - 512];
+            let at = (off << 20) + 512;
+            let before = sys::context_switches_self().what("getrusage")?;
+            let got = f.pread_full(dst, at as u64).what("pread")?;
+            let after = sys::context_switches_self().what("getrusage")?;
+            voluntary += after.0 - before.0;
+            involuntary += after.1 - before.1;
+            let want = &data[at..(at + dst.len()).min(len)];
+            if &dst[..got] != want {
+                return Err(format!("1 MiB pread at {at} read the wrong bytes"));
+            }
+        }
+        Ok((voluntary, involuntary))
+    });
+    let _ = sys::unlink(&path);
+    let (voluntary, involuntary) = counted?;
+    ensure!(
+        voluntary > 0,
+        "four 1 MiB reads never gave the CPU to the ready child while they waited for the \
+         disk ({involuntary} involuntary switches)"
+    );
+    Ok(())
+}
+
+/// Write `data` to a new file at `path` and fsync it (its pages are then clean: reads go to
+/// the disk).
+fn put_file_synced(path: &str, data: &[u8]) -> TestResult {
+    let f = File::open(path, O_RDWR | O_CREAT | O_TRUNC, 0o644).what("create")?;
+    f.pwrite_all(data, 0).what("pwrite")?;
+    sys::fsync(f.fd()).what("fsync")?;
+    f.close().what("close")
 }
 
 pub fn wait_no_children_echild(_cx: &Ctx) -> TestResult {
