@@ -315,7 +315,7 @@ fn an_unaligned_buffer_is_read_in_whole_sector_requests() {
 #[test]
 fn a_piece_inside_a_run_must_be_whole_sectors() {
     let mut a = vec![0u8; S + 16];
-    let mut b = vec![0u8; 100];
+    let mut b = [0u8; 100];
     let mut c = vec![0u8; S - 116];
     let l = limits(64, 126);
     assert_eq!(

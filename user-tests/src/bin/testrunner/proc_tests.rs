@@ -293,12 +293,10 @@ fn with_spinning_child(
         }
         sys::exit(0);
     }
-    let counted = (|| {
-        while stop.get(1) == 0 {
-            sys::sched_yield();
-        }
-        work()
-    })();
+    while stop.get(1) == 0 {
+        sys::sched_yield();
+    }
+    let counted = work();
     stop.set(0, 1);
     let (_, st) = sys::waitpid(pid).what("wait4")?;
     ensure!(
