@@ -8,7 +8,8 @@
 //! sector counts, pieces adjacent in memory, several runs in flight at once, and the errors
 //! (a piece that is not whole sectors, a run past the end: nothing may be written). Then it
 //! reads the region back and checks every sector holds the bytes meant for it, and reads one
-//! run back scattered (`read_scatter`) into pieces in scrambled memory order.
+//! run back scattered (`read_scatter`) into pieces in scrambled memory order, and one into
+//! pieces that end inside sectors (the pages of a buffer that does not start on a page).
 
 use alloc::format;
 use alloc::string::String;
@@ -187,6 +188,27 @@ pub fn run(disk: &VirtioDisk) -> Result<(), String> {
                 other
             ))
         }
+    }
+
+    // Run B read back into a buffer laid out like a malloc'ed user buffer's pages: the first
+    // piece ends 16 bytes short of a page, so every piece boundary lies inside a sector, and
+    // there are more pieces than one request takes; each request must still be whole sectors.
+    let b_len = 6148 * SECTOR_SIZE;
+    let mut u_buf = vec![0u8; b_len];
+    let (head, mut rest) = u_buf.split_at_mut(4096 - 16);
+    let mut u_pieces: Vec<&mut [u8]> = vec![head];
+    while !rest.is_empty() {
+        let (page, later) = rest.split_at_mut(rest.len().min(4096));
+        u_pieces.push(page);
+        rest = later;
+    }
+    disk.read_scatter(B_SECTOR, &mut u_pieces)
+        .map_err(|e| format!("read_scatter into unaligned pages: {:?}", e))?;
+    drop(u_pieces);
+    if u_buf[..] != pattern(B_SECTOR, 6148, 2)[..] {
+        return Err(String::from(
+            "read_scatter into pieces that end inside sectors read the wrong bytes",
+        ));
     }
 
     // A run is split only where it must be: A every `max_segments` pieces (its pieces are

@@ -351,11 +351,27 @@ impl Node for DiskNode {
     }
     /// The user's pages straight from the disk, the whole range in one call to the request
     /// layer, which splits it into requests and keeps them in flight together (the `rawq`
-    /// benchmark's full queue). Unaligned ranges take `read_at`'s path.
+    /// benchmark's full queue). A buffer that does not start on a page qualifies too (only
+    /// its first and last pieces end inside a sector; `BlockDevice::read_scatter`). A range
+    /// that does not start on a sector, or is not whole sectors, takes `read_at`'s path.
     fn read_scattered_at(&self, offset: u64, bufs: &mut [&mut [u8]]) -> Option<VfsResult<usize>> {
-        let len = self.whole_sectors(offset, bufs.iter().map(|b| b.len()))?;
+        let lens: Vec<usize> = bufs.iter().map(|b| b.len()).filter(|&l| l > 0).collect();
+        let len = lens.iter().try_fold(0usize, |a, &l| a.checked_add(l))?;
+        let inner_whole = lens.len() < 3
+            || lens[1..lens.len() - 1]
+                .iter()
+                .all(|l| l.is_multiple_of(SECTOR_SIZE));
+        if !inner_whole || !len.is_multiple_of(SECTOR_SIZE) {
+            return None;
+        }
+        self.whole_sectors(offset, core::iter::once(len))?;
         let sector = offset / SECTOR_SIZE as u64;
-        Some(self.dev.read_scatter(sector, bufs).map(|()| len))
+        match self.dev.read_scatter(sector, bufs) {
+            // Pieces this device cannot take as they are (too few per request): the range
+            // itself was checked, so read it the other way.
+            Err(VfsError::InvalidInput) => None,
+            r => Some(r.map(|()| len)),
+        }
     }
     /// As [`DiskNode::read_scattered_at`], for writes (`write_gather`: no copy either).
     fn write_gathered_at(&self, offset: u64, bufs: &[&[u8]]) -> Option<VfsResult<usize>> {

@@ -185,6 +185,33 @@ pub fn large_reads_unaligned_buffers(cx: &Ctx) -> TestResult {
     f.close().what("close")
 }
 
+/// The same through a disk node (dbfs-os's raw disk `/dev/vdc`, read only): a read into a
+/// buffer that does not start on a page goes to the device as it is and must return what a
+/// read into a page-aligned buffer does. Not run elsewhere (no such disk).
+pub fn disk_reads_unaligned_buffers(_cx: &Ctx) -> TestResult {
+    if sys::counters().is_err() {
+        return Ok(()); // not dbfs-os: there is no scratch disk to read
+    }
+    let f = File::open("/dev/vdc", O_RDONLY, 0).what("open /dev/vdc")?;
+    let n = (1 << 20) + 1536;
+    let mut aligned = sys::AnonMap::new(n + 4096).what("mmap a buffer")?;
+    let mut skewed = sys::AnonMap::new(n + 4096).what("mmap a buffer")?;
+    for (shift, off) in [(16usize, 0u64), (4000, 512 * 8), (511, 3 << 20)] {
+        let want = &mut aligned.as_mut_slice()[..n];
+        let got_want = f.pread_full(want, off).what("pread, aligned")?;
+        let dst = &mut skewed.as_mut_slice()[shift..shift + n];
+        dst.fill(0xee);
+        let got = f.pread_full(dst, off).what("pread, unaligned")?;
+        ensure!(got == got_want, "{got} bytes against {got_want} at {off}");
+        same_bytes(
+            &dst[..got],
+            &aligned.as_mut_slice()[..got],
+            &format!("/dev/vdc at {off} into a buffer {shift} bytes into a page"),
+        )?;
+    }
+    f.close().what("close")
+}
+
 pub fn lseek_whence(cx: &Ctx) -> TestResult {
     let p = cx.path("f");
     put_file(&p, &pattern(100, 0))?;

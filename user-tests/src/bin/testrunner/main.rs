@@ -113,6 +113,10 @@ pub const TESTS: &[Test] = &[
         "large_reads_unaligned_buffers",
         fs_tests::large_reads_unaligned_buffers,
     ),
+    t(
+        "disk_reads_unaligned_buffers",
+        fs_tests::disk_reads_unaligned_buffers,
+    ),
     t("lseek_whence", fs_tests::lseek_whence),
     t("write_zero_bytes", fs_tests::write_zero_bytes),
     // open flags
