@@ -21,7 +21,9 @@
 //! whatever its piece count. All I/O (reads, writes, flushes) goes through one engine,
 //! [`VirtioDisk::run`], that keeps the queue full: it submits requests without waiting,
 //! notifies the device once per batch, and completes them in whatever order the device
-//! finishes them. One `Mutex` owns the transport and the queue.
+//! finishes them. One `Mutex` owns the transport and the queue. Flushes and reads whose caller
+//! may give the CPU away while it waits are *detached*: submitted, then waited for with the
+//! lock released; whichever call holds the lock when one completes takes it back.
 //!
 //! Buffers handed to the device are kernel memory in the direct map (heap, stacks, frames),
 //! so their physical address is their kernel address less `mm::PHYS_OFFSET`. A request's header and status live in a `Box` that stays alive, and
@@ -109,12 +111,13 @@ struct Device {
     /// The device broke the protocol (a completion we never submitted) and was reset so it
     /// stops touching memory; every later request fails with `Io`.
     broken: bool,
-    /// Flushes in flight that no [`VirtioDisk::run`] owns: background ones
-    /// ([`BlockDevice::flush_behind`]) and those whose caller waits outside the lock
-    /// ([`BlockDevice::flush_shared`]). Each keeps its header/status buffer alive until the
-    /// device hands its token back, which whoever holds the lock then notices.
+    /// Requests in flight that no [`VirtioDisk::run`] owns: background flushes
+    /// ([`BlockDevice::flush_behind`]) and flushes and reads whose caller waits outside the
+    /// lock ([`BlockDevice::flush_shared`], [`BlockDevice::read_scatter_shared`]). Each keeps
+    /// its header/status buffer alive until the device hands its token back, which whoever
+    /// holds the lock then notices.
     detached: Vec<Detached>,
-    /// Results of waited-for detached flushes that completed, by [`Detached::waiter`] id.
+    /// Results of waited-for detached requests that completed, by [`Detached::waiter`] id.
     finished: Vec<(u64, VfsResult<()>)>,
     /// The next waiter id.
     next_waiter: u64,
@@ -136,7 +139,16 @@ struct Detached {
 }
 
 impl Device {
-    /// Take back the detached flush whose completion `token` is, if it is one: false if not.
+    /// A new waiter id for detached requests; `Io` once the device is broken.
+    fn new_waiter(&mut self) -> VfsResult<u64> {
+        if self.broken {
+            return Err(VfsError::Io);
+        }
+        self.next_waiter += 1;
+        Ok(self.next_waiter - 1)
+    }
+
+    /// Take back the detached request whose completion `token` is, if it is one: false if not.
     fn reap_detached(&mut self, token: u16, name: &str) -> bool {
         let Some(i) = self.detached.iter().position(|d| d.token == token) else {
             return false;
@@ -190,7 +202,7 @@ impl Device {
         true
     }
 
-    /// Take back every detached flush the device has completed: false if a completion is
+    /// Take back every detached request the device has completed: false if a completion is
     /// not one of them (with the lock held no [`VirtioDisk::run`] is in progress, so that is
     /// a protocol error).
     fn reap_completed(&mut self, name: &str) -> bool {
@@ -594,11 +606,7 @@ impl BlockDevice for VirtioDisk {
         let id = {
             let mut guard = self.dev.lock();
             let dev = &mut *guard;
-            if dev.broken {
-                return Err(VfsError::Io);
-            }
-            let id = dev.next_waiter;
-            dev.next_waiter += 1;
+            let id = dev.new_waiter()?;
             if dev.submit_detached_flush(Some(id)).is_none() {
                 drop(guard);
                 return self.flush(); // no room: wait as any request does
@@ -622,11 +630,7 @@ impl BlockDevice for VirtioDisk {
         let (id, sent) = {
             let mut guard = self.dev.lock();
             let dev = &mut *guard;
-            if dev.broken {
-                return Err(VfsError::Io);
-            }
-            let id = dev.next_waiter;
-            dev.next_waiter += 1;
+            let id = dev.new_waiter()?;
             let mut sent = 0;
             for req in requests.by_ref() {
                 // SAFETY: the pieces are the caller's buffers, borrowed for this whole call,
