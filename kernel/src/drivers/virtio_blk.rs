@@ -237,9 +237,7 @@ impl Device {
         }
         Some(token)
     }
-}
 
-impl Device {
     /// Put read `req` in the queue as a detached request of `waiter` (without notifying the
     /// device); gives the request back if the queue has no room.
     ///
@@ -506,9 +504,7 @@ impl VirtioDisk {
             self.name
         );
     }
-}
 
-impl VirtioDisk {
     /// Wait, with the lock released, until `count` detached requests of waiter `id` have
     /// completed: their first failure, if any. The wait is [`crate::task::away`] and gives
     /// the CPU to ready tasks between polls ([`crate::task::relax`]; a thread in
