@@ -103,11 +103,13 @@ fn contiguous_slow(
 /// address space, which only its threads change, and no other thread of it runs until the
 /// system call that made the guard drops it: one hart, kernel code with interrupts off, and
 /// the guards are handed only to calls that never sleep (regular files and block devices: the
-/// disk is polled), except a write to a file, which may give the CPU away inside dbfs (its
+/// disk is polled), except two. A write to a file may give the CPU away inside dbfs (its
 /// writer lock, a barrier's flush: `task::relax`): in a process with several threads the
 /// write system call runs under `task::keep_cpu` (no thread is away holding a lock, and its
 /// own device waits poll), so nothing else runs until it returns (`syscall::io::as_writer`);
-/// with one thread it may give the CPU away, and the one other change to its address space
+/// with one thread it may give the CPU away. A large read into several pieces gives the CPU
+/// away while its device requests are in flight only in a process with one thread
+/// (`task::reading_own_pages`); with several it polls. The one change to an address space
 /// that another process makes, truncating a file it maps, waits until no thread is away
 /// (`file_pages::truncated`). Calls that may sleep
 /// (pipes, FIFOs, the terminal, timerfd: `syscall::stream`) move bytes through a kernel
