@@ -108,8 +108,10 @@ fn contiguous_slow(
 /// write system call runs under `task::keep_cpu` (no thread is away holding a lock, and its
 /// own device waits poll), so nothing else runs until it returns (`syscall::io::as_writer`);
 /// with one thread it may give the CPU away. A large read into several pieces gives the CPU
-/// away while its device requests are in flight only in a process with one thread
-/// (`task::reading_own_pages`); with several it polls. The one change to an address space
+/// away while its device requests are in flight (`task::reading_own_pages`); in a process
+/// with several threads it counts itself as reading, and a sibling's munmap, mmap, mprotect,
+/// brk, madvise, shmat, shmdt or fork waits until no thread is (`task::changing_space`; a
+/// read that finds such a change under way polls). The one change to an address space
 /// that another process makes, truncating a file it maps, waits until no thread is away
 /// (`file_pages::truncated`). Calls that may sleep
 /// (pipes, FIFOs, the terminal, timerfd: `syscall::stream`) move bytes through a kernel

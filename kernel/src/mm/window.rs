@@ -212,7 +212,8 @@ impl DiskWindow {
     }
 
     /// Copy `[offset, offset + dst.len())` into `dst`: a device read straight into `dst` (no
-    /// page is mapped, nothing is copied by the CPU) unless a page of the range is dirty (its
+    /// page is mapped, nothing is copied by the CPU; its wait may give the CPU away:
+    /// [`BlockDevice::read_scatter_shared`]) unless a page of the range is dirty (its
     /// newest bytes are only in the window) or the range is not sector-aligned; then a copy
     /// out of the window. Clean pages equal the disk (commits write them before they become
     /// visible), so resident clean pages need not be looked at. `dst` must be memory the device
@@ -230,7 +231,8 @@ impl DiskWindow {
             return Ok(());
         }
         crate::counters::add_window_direct(dst.len());
-        self.dev.read_sectors((offset / SECTOR_SIZE) as u64, dst)
+        self.dev
+            .read_scatter_shared((offset / SECTOR_SIZE) as u64, &mut [dst])
     }
 
     /// Whether a page of [offset, offset + len) (`len` > 0) is dirty, i.e. newer in its frame

@@ -159,8 +159,11 @@ fn read_chunk(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult {
     if pages.piece_count() == 0 {
         return Ok(0);
     }
+    // Both ways below may give the CPU away while the disk fills the user's pages.
     if let Some(dst) = pages.single_mut() {
-        return Ok(f.loc.node.read_at(offset, dst)?);
+        return Ok(crate::task::reading_own_pages(|| {
+            f.loc.node.read_at(offset, dst)
+        })?);
     }
     let scattered = crate::task::reading_own_pages(|| {
         f.loc

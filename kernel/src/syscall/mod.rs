@@ -26,6 +26,7 @@ use abi::syscall::*;
 use abi::Errno;
 
 use crate::arch::trap::TrapFrame;
+use crate::task::changing_space;
 
 pub type SysResult = Result<usize, Errno>;
 
@@ -145,25 +146,31 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
         SYS_GETRUSAGE => misc::sys_getrusage(a[0] as isize, a[1]),
         SYS_CLOCK_NANOSLEEP => misc::sys_clock_nanosleep(a[0] as u32, a[1] as u32, a[2], a[3]),
         SYS_CLOCK_GETRES => misc::sys_clock_getres(a[0] as u32, a[1]),
-        SYS_MADVISE => misc::sys_madvise(a[0], a[1], a[2] as u32),
+        SYS_MADVISE => changing_space(|| misc::sys_madvise(a[0], a[1], a[2] as u32)),
         SYS_SCHED_GETAFFINITY => misc::sys_sched_getaffinity(a[0], a[1], a[2]),
         SYS_SCHED_YIELD => {
             crate::task::yield_now();
             Ok(0)
         }
+        // A fork shares every private page copy-on-write: not while a sibling reads into one.
+        SYS_CLONE if a[0] & abi::fcntl::CLONE_THREAD as usize == 0 => {
+            changing_space(|| process::sys_clone(a[0], a[1], a[2], a[3], a[4], tf))
+        }
         SYS_CLONE => process::sys_clone(a[0], a[1], a[2], a[3], a[4], tf),
         SYS_EXECVE => process::sys_execve(a[0], a[1], a[2]),
         SYS_WAIT4 => process::sys_wait4(a[0] as isize, a[1], a[2] as u32, a[3]),
         SYS_KILL => signal::sys_kill(a[0] as isize, a[1] as i32),
-        SYS_BRK => misc::sys_brk(a[0]),
-        SYS_MMAP => misc::sys_mmap(a[0], a[1], a[2] as u32, a[3] as u32, a[4] as i32, a[5]),
+        SYS_BRK => changing_space(|| misc::sys_brk(a[0])),
+        SYS_MMAP => changing_space(|| {
+            misc::sys_mmap(a[0], a[1], a[2] as u32, a[3] as u32, a[4] as i32, a[5])
+        }),
         SYS_MSYNC => misc::sys_msync(a[0], a[1], a[2] as u32),
-        SYS_MUNMAP => misc::sys_munmap(a[0], a[1]),
-        SYS_MPROTECT => misc::sys_mprotect(a[0], a[1], a[2] as u32),
+        SYS_MUNMAP => changing_space(|| misc::sys_munmap(a[0], a[1])),
+        SYS_MPROTECT => changing_space(|| misc::sys_mprotect(a[0], a[1], a[2] as u32)),
         SYS_FUTEX => futex::sys_futex(a[0], a[1], a[2], a[3], a[4], a[5]),
         SYS_SHMGET => shm::sys_shmget(a[0], a[1], a[2]),
-        SYS_SHMAT => shm::sys_shmat(a[0], a[1], a[2]),
-        SYS_SHMDT => shm::sys_shmdt(a[0]),
+        SYS_SHMAT => changing_space(|| shm::sys_shmat(a[0], a[1], a[2])),
+        SYS_SHMDT => changing_space(|| shm::sys_shmdt(a[0])),
         SYS_SHMCTL => shm::sys_shmctl(a[0], a[1], a[2]),
         SYS_CLOCK_GETTIME => misc::sys_clock_gettime(a[0] as u32, a[1]),
         SYS_GETTIMEOFDAY => misc::sys_gettimeofday(a[0]),

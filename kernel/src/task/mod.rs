@@ -142,6 +142,11 @@ pub struct Process {
     /// Context switches of its threads: voluntary (waiting: for a wake-up, a lock, a device)
     /// and involuntary (preempted, or `sched_yield`), getrusage's `ru_nvcsw` / `ru_nivcsw`.
     switches: [AtomicU64; 2],
+    /// Threads away inside a read whose device requests fill pages of this address space
+    /// ([`reading_own_pages`]): a change to the space waits for them ([`changing_space`]).
+    readers_away: AtomicUsize,
+    /// Threads inside [`changing_space`]: while there are any, no read goes away.
+    space_changing: AtomicUsize,
 }
 
 impl Process {
@@ -288,6 +293,8 @@ fn make_process(
         satp: AtomicUsize::new(inner.space.satp()),
         cpu_ns: AtomicU64::new(0),
         switches: [AtomicU64::new(0), AtomicU64::new(0)],
+        readers_away: AtomicUsize::new(0),
+        space_changing: AtomicUsize::new(0),
         inner: crate::sync::Mutex::new(inner),
         sig_pending: AtomicU64::new(0),
     });
@@ -564,17 +571,43 @@ pub fn may_give_cpu_away() -> bool {
 
 /// Run `f`, a read that hands the user's pages to a file system, so that its device waits
 /// may give the CPU away ([`may_wait_away_reading`]) when nothing can unmap those pages
-/// meanwhile: the process has one thread (a `vfork` parent sleeps until its child execs or
-/// exits; another process's truncate unmaps only when no thread is [`away`]). The caller must
-/// hold no lock that a task may wait for by spinning.
+/// meanwhile. In a process with one thread nothing can (a `vfork` child has its own copy of
+/// the space; another process's truncate unmaps only when no thread is [`away`]). With
+/// several, the read counts itself in the process's `readers_away`, and a sibling's change
+/// to the address space waits until none is away ([`changing_space`]); a read that finds a
+/// change under way polls instead. The caller must hold no lock that a task may wait for by
+/// spinning.
 pub fn reading_own_pages<R>(f: impl FnOnce() -> R) -> R {
-    if with_current(|p| p.threads.len()) != 1 {
-        return f();
-    }
     let me = current_ref();
+    let p = &me.process;
+    let shared = p.inner.lock().threads.len() > 1;
+    if shared {
+        if p.space_changing.load(Relaxed) != 0 {
+            return f();
+        }
+        p.readers_away.fetch_add(1, Relaxed);
+    }
     me.own_pages.store(true, Relaxed);
     let r = f();
     me.own_pages.store(false, Relaxed);
+    if shared {
+        p.readers_away.fetch_sub(1, Relaxed);
+    }
+    r
+}
+
+/// Run `f`, a system call that unmaps, remaps or shares (fork) pages of the current
+/// process's address space, once no sibling thread is away inside a read into its pages
+/// ([`reading_own_pages`]), and with no new one going away until `f` returns. The caller
+/// holds no lock: the readers it waits for may need one.
+pub fn changing_space<R>(f: impl FnOnce() -> R) -> R {
+    let p = &current_ref().process;
+    p.space_changing.fetch_add(1, Relaxed);
+    while p.readers_away.load(Relaxed) != 0 {
+        yield_counted(true);
+    }
+    let r = f();
+    p.space_changing.fetch_sub(1, Relaxed);
     r
 }
 

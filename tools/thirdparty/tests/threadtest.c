@@ -4,12 +4,14 @@
  * Prints one line per check and "threadtest: N passed, M failed". */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -395,6 +397,105 @@ static void test_unmap_under_read(void) {
 	check(ok, "read(2) from a pipe whose buffer a sibling unmapped while it slept: EFAULT");
 }
 
+/* A large read of a stored dbfs file goes from the disk straight into the caller's pages, and
+ * the reader gives the CPU away while the disk fills them, in a threaded process too. A
+ * sibling that unmaps the buffer meanwhile must wait for the read: were the frames freed
+ * first, the device would write the file's bytes into memory that belongs to someone else by
+ * then. Every round a thread starts an 8 MiB pread (eight 1 MiB reads in the kernel) into a
+ * buffer; as soon as the main thread runs while the reader is away for the disk, it unmaps
+ * the buffer, maps fresh zeroed memory at the same address and touches it. Once the unmap has
+ * returned, nothing may write there: the new memory must still be all zeros after the read,
+ * and the read must have returned every byte of the file, right. */
+#define RD_PATH "/dbfs/threadtest-read"
+#define RD_FILE (16 << 20)
+#define RD_LEN ((8 << 20) - 512)
+#define RD_BUF (9 << 20)
+static int rd_fd;
+static char *rd_buf;
+static off_t rd_off;
+static ssize_t rd_got;
+static volatile int rd_go;
+
+/* The 8 bytes each 512-byte sector of the file starts with: a tag and its sector number. */
+static void rd_stamp(char *out, long sector) {
+	memcpy(out, "RdTt", 4);
+	memcpy(out + 4, &sector, 4);
+}
+
+static void *rd_reader(void *arg) {
+	char *copy = arg;
+	rd_go = 1;
+	rd_got = pread(rd_fd, copy, RD_LEN, rd_off);
+	return NULL;
+}
+
+static long voluntary_switches(void) {
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_nvcsw;
+}
+
+static void test_read_while_sibling_unmaps(void) {
+	char *file = malloc(RD_FILE);
+	int ok = file != NULL;
+	for (long s = 0; ok && s < RD_FILE / 512; s++) {
+		memset(file + s * 512, (int)(s * 7), 512);
+		rd_stamp(file + s * 512, s);
+	}
+	int fd = ok ? open(RD_PATH, O_RDWR | O_CREAT | O_TRUNC, 0644) : -1;
+	ok = ok && fd >= 0 && write(fd, file, RD_FILE) == RD_FILE && fsync(fd) == 0;
+	if (fd >= 0)
+		close(fd);
+	rd_fd = ok ? open(RD_PATH, O_RDONLY) : -1;
+	ok = ok && rd_fd >= 0;
+	long away = 0, written_after = 0, bad = 0;
+	for (int r = 0; ok && r < 8; r++) {
+		rd_buf = mmap(NULL, RD_BUF, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		ok = rd_buf != MAP_FAILED;
+		if (!ok)
+			break;
+		memset(rd_buf, 0, RD_BUF); /* resident before the read */
+		rd_off = ((off_t)(r % 8) << 20) + 512;
+		rd_go = 0;
+		rd_got = 0;
+		pthread_t t;
+		long before = voluntary_switches();
+		ok = pthread_create(&t, NULL, rd_reader, rd_buf + 16) == 0;
+		while (ok && !rd_go)
+			sched_yield();
+		/* Here because the reader gave the CPU away inside pread (a voluntary switch), or
+		 * was preempted (the round then proves nothing about the unmap). */
+		int was_away = voluntary_switches() != before;
+		away += was_away;
+		if (ok && was_away) {
+			ok = munmap(rd_buf, RD_BUF) == 0 &&
+			     mmap(rd_buf, RD_BUF, PROT_READ | PROT_WRITE,
+				  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == rd_buf;
+			if (ok)
+				memset(rd_buf, 0, RD_BUF);
+		}
+		pthread_join(t, NULL);
+		if (was_away) {
+			for (long i = 0; ok && i < RD_BUF; i += 512)
+				written_after += memcmp(rd_buf + i, "\0\0\0\0", 4) != 0;
+		} else if (rd_got != RD_LEN || memcmp(rd_buf + 16, file + rd_off, RD_LEN) != 0) {
+			bad++;
+		}
+		if (was_away && rd_got != RD_LEN)
+			bad++;
+		munmap(rd_buf, RD_BUF);
+	}
+	if (rd_fd >= 0)
+		close(rd_fd);
+	unlink(RD_PATH);
+	free(file);
+	printf("     8 rounds: the reader away in %ld, sectors written after the unmap %ld, "
+	       "bad reads %ld\n", away, written_after, bad);
+	check(ok && !written_after && !bad,
+	      "a sibling's munmap waits for a large read into the buffer");
+	check(ok && away > 0, "a large read in a threaded process gives the CPU away for the disk");
+}
+
 int main(void) {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	main_pid = getpid();
@@ -407,6 +508,7 @@ int main(void) {
 	test_robust();
 	test_thread_bomb();
 	test_unmap_under_read();
+	test_read_while_sibling_unmaps();
 	printf("threadtest: %d passed, %d failed\n", passed, failed);
 	return failed != 0;
 }
