@@ -372,16 +372,11 @@ impl Limits {
     /// the last whole sectors (the pages of a user buffer that does not start on a page), the
     /// run inside the disk.
     pub fn check_pieces(&self, sector: u64, lens: impl Iterator<Item = usize>) -> VfsResult<()> {
-        let lens: Vec<usize> = lens.filter(|&l| l > 0).collect();
-        let mut len = 0usize;
-        for (i, &piece) in lens.iter().enumerate() {
-            // Only the first and the last piece may end or start inside a sector; the device
-            // then needs room for a request's head, tail and a whole piece between.
-            let inner = i > 0 && i + 1 < lens.len();
-            if !piece.is_multiple_of(SECTOR_SIZE) && (inner || self.max_segments < 3) {
-                return Err(VfsError::InvalidInput);
-            }
-            len = len.checked_add(piece).ok_or(VfsError::InvalidInput)?;
+        let (len, whole) = vfs::scatter_shape(lens).ok_or(VfsError::InvalidInput)?;
+        // A piece that ends inside a sector needs room in a request for the head, the tail
+        // and a whole piece between (`split_run` cuts requests on sector boundaries).
+        if !whole && self.max_segments < 3 {
+            return Err(VfsError::InvalidInput);
         }
         vfs::check_run(self.sectors, sector, len)
     }

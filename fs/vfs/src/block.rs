@@ -50,17 +50,10 @@ pub trait BlockDevice: Send + Sync {
     /// one request; this default reads piece by piece, or through one buffer when a piece ends
     /// inside a sector.
     fn read_scatter(&self, sector: u64, pieces: &mut [&mut [u8]]) -> VfsResult<()> {
-        let total: usize = pieces.iter().map(|p| p.len()).sum();
-        let lens: Vec<usize> = pieces.iter().map(|p| p.len()).filter(|&l| l > 0).collect();
-        let inner_partial = lens.len() > 2
-            && lens[1..lens.len() - 1]
-                .iter()
-                .any(|l| !l.is_multiple_of(SECTOR_SIZE));
-        if inner_partial {
-            return Err(VfsError::InvalidInput);
-        }
+        let (total, whole) =
+            scatter_shape(pieces.iter().map(|p| p.len())).ok_or(VfsError::InvalidInput)?;
         check_run(self.num_sectors(), sector, total)?;
-        if lens.iter().all(|l| l.is_multiple_of(SECTOR_SIZE)) {
+        if whole {
             let mut at = sector;
             for piece in pieces.iter_mut() {
                 self.read_sectors(at, piece)?;
@@ -99,6 +92,27 @@ pub trait BlockDevice: Send + Sync {
     fn size_bytes(&self) -> u64 {
         self.num_sectors() * SECTOR_SIZE as u64
     }
+}
+
+/// The shape a scattered read's pieces may have (`BlockDevice::read_scatter`): whole sectors
+/// in all, and every non-empty piece but the first and the last whole sectors (the pages of a
+/// buffer that does not start on a page). `Some((total, every piece whole sectors))`, or
+/// `None` for another shape (or a total past `usize`).
+pub fn scatter_shape(lens: impl Iterator<Item = usize>) -> Option<(usize, bool)> {
+    let lens: Vec<usize> = lens.filter(|&l| l > 0).collect();
+    let mut total = 0usize;
+    let mut whole = true;
+    for (i, &l) in lens.iter().enumerate() {
+        let inner = i > 0 && i + 1 < lens.len();
+        if !l.is_multiple_of(SECTOR_SIZE) {
+            if inner {
+                return None;
+            }
+            whole = false;
+        }
+        total = total.checked_add(l)?;
+    }
+    total.is_multiple_of(SECTOR_SIZE).then_some((total, whole))
 }
 
 /// Check a run against a device of `num_sectors` sectors.

@@ -28,6 +28,6 @@ pub mod conformance;
 mod error;
 mod node;
 
-pub use block::{check_run, gather_to_runs, BlockDevice, RamDisk, SECTOR_SIZE};
+pub use block::{check_run, gather_to_runs, scatter_shape, BlockDevice, RamDisk, SECTOR_SIZE};
 pub use error::{VfsError, VfsResult};
 pub use node::*;

@@ -355,15 +355,7 @@ impl Node for DiskNode {
     /// its first and last pieces end inside a sector; `BlockDevice::read_scatter`). A range
     /// that does not start on a sector, or is not whole sectors, takes `read_at`'s path.
     fn read_scattered_at(&self, offset: u64, bufs: &mut [&mut [u8]]) -> Option<VfsResult<usize>> {
-        let lens: Vec<usize> = bufs.iter().map(|b| b.len()).filter(|&l| l > 0).collect();
-        let len = lens.iter().try_fold(0usize, |a, &l| a.checked_add(l))?;
-        let inner_whole = lens.len() < 3
-            || lens[1..lens.len() - 1]
-                .iter()
-                .all(|l| l.is_multiple_of(SECTOR_SIZE));
-        if !inner_whole || !len.is_multiple_of(SECTOR_SIZE) {
-            return None;
-        }
+        let (len, _) = vfs::scatter_shape(bufs.iter().map(|b| b.len()))?;
         self.whole_sectors(offset, core::iter::once(len))?;
         let sector = offset / SECTOR_SIZE as u64;
         match self.dev.read_scatter(sector, bufs) {
