@@ -369,8 +369,8 @@ test-guest: images
 		| tee $(BUILD)/test-guest.log
 	@grep -Eq '^(all: )?[0-9]+ passed, 0 failed' $(BUILD)/test-guest.log || \
 		{ echo "in-guest tests: no clean 'N passed, 0 failed' line"; exit 1; }
-	@grep -q 'scatter-gather self-test: ok' $(BUILD)/test-guest.log || \
-		{ echo "virtio-blk scatter-gather self-test did not pass"; exit 1; }
+	@grep -q 'scatter-gather and window self-test: ok' $(BUILD)/test-guest.log || \
+		{ echo "virtio-blk scatter-gather and disk window self-test did not pass"; exit 1; }
 	@grep -q 'memcpy/memset self-test: ok' $(BUILD)/test-guest.log || \
 		{ echo "kernel memcpy/memset self-test did not pass"; exit 1; }
 

@@ -220,10 +220,17 @@ extern "C" fn rust_main(_hartid: usize, dtb: usize) -> ! {
         println!("[kernel] mounting /proc failed: {}", e);
     }
     if params.blk_selftest {
-        match disks.get(2).map(|d| drivers::blk_selftest::run(d)) {
-            Some(Ok(())) => println!("[kernel] vdc: scatter-gather self-test: ok"),
+        let selftest = |d: &Arc<drivers::virtio_blk::VirtioDisk>| {
+            drivers::blk_selftest::run(d)?;
+            drivers::blk_selftest::window_clusters(d.clone())
+        };
+        match disks.get(2).map(selftest) {
+            Some(Ok(())) => println!("[kernel] vdc: scatter-gather and window self-test: ok"),
             Some(Err(e)) => {
-                println!("[kernel] vdc: scatter-gather self-test FAILED: {}", e);
+                println!(
+                    "[kernel] vdc: scatter-gather and window self-test FAILED: {}",
+                    e
+                );
                 shutdown(3);
             }
             None => println!("[kernel] no vdc: scatter-gather self-test skipped"),

@@ -10,9 +10,11 @@
 //! reads the region back and checks every sector holds the bytes meant for it, and reads one
 //! run back scattered (`read_scatter`) into pieces in scrambled memory order, and one into
 //! pieces that end inside sectors (the pages of a buffer that does not start on a page).
+//! [`window_clusters`] then checks which pages a disk window's faults read on that disk.
 
 use alloc::format;
 use alloc::string::String;
+use alloc::sync::Arc;
 use alloc::vec;
 use alloc::vec::Vec;
 
@@ -241,5 +243,68 @@ pub fn run(disk: &VirtioDisk) -> Result<(), String> {
             sent
         ));
     }
+    Ok(())
+}
+
+/// A boot-time check of the disk window's fault clusters on the same scratch disk (after
+/// [`run`], with `blk_selftest=1`): a fault that starts a stream reads the pages before it
+/// back to its aligned cluster's start, stopping at a resident page, and the pages it maps
+/// hold the disk's bytes. Counted through the kernel counters, which nothing else moves this
+/// early in boot. The window stays (windows live as long as the kernel) but keeps no pages.
+pub fn window_clusters(disk: Arc<VirtioDisk>) -> Result<(), String> {
+    use crate::mm::window::{DiskWindow, FAULT_CLUSTER_PAGES};
+    use crate::mm::PAGE_SIZE;
+    let w = DiskWindow::new(disk.clone(), 0).map_err(|e| format!("window: {:?}", e))?;
+    let c = FAULT_CLUSTER_PAGES;
+    // (page touched, first page the fault must read, pages it must read). The first two
+    // touches start streams in clean clusters: back to the cluster start, then a whole
+    // cluster on from the page touched (the second reads up to page 5c + 3). The third
+    // starts a stream two pages past that, in the same aligned cluster: it may not go back
+    // over resident pages, so it starts right after the second one's last.
+    let steps = [
+        (5, 0, 5 + c),
+        (4 * c + 3, 4 * c, 3 + c),
+        (5 * c + 5, 5 * c + 3, 2 + c),
+    ];
+    for (page, first, pages) in steps {
+        let before = crate::counters::snapshot();
+        let bytes = w
+            .slice(page * PAGE_SIZE, 1)
+            .ok_or_else(|| format!("page {page} is past the window"))?;
+        // SAFETY: a read of a live window byte; the volatile read keeps the touch.
+        let _ = unsafe { core::ptr::read_volatile(bytes.as_ptr()) };
+        let after = crate::counters::snapshot();
+        let faults = after.page_faults - before.page_faults;
+        let read = after.window_pages_read - before.window_pages_read;
+        if faults != 1 || read != pages as u64 {
+            return Err(format!(
+                "touching page {page}: {faults} faults reading {read} pages, expected 1 fault \
+                 reading {pages} (pages {first}..{})",
+                first + pages
+            ));
+        }
+        // Every page of the cluster is resident now (no fault) and holds the disk's bytes.
+        let mut want = vec![0u8; pages * PAGE_SIZE];
+        disk.read_sectors((first * PAGE_SIZE / SECTOR_SIZE) as u64, &mut want)
+            .map_err(|e| format!("read back: {:?}", e))?;
+        let got = w
+            .slice(first * PAGE_SIZE, pages * PAGE_SIZE)
+            .ok_or("cluster past the window")?;
+        let mismatch = got.iter().zip(&want).position(|(a, b)| a != b);
+        let faults = crate::counters::snapshot().page_faults - after.page_faults;
+        if let Some(at) = mismatch {
+            return Err(format!(
+                "touching page {page}: window byte {} differs from the disk",
+                first * PAGE_SIZE + at
+            ));
+        }
+        if faults != 0 {
+            return Err(format!(
+                "touching page {page}: its cluster {first}..{} took {faults} more faults",
+                first + pages
+            ));
+        }
+    }
+    w.drop_pages();
     Ok(())
 }

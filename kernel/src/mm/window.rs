@@ -3,8 +3,9 @@
 //! pages as plain slices of the window (no copy, no I/O call), and the first touch of a page
 //! that is not resident traps into [`handle_kernel_fault`], which reads a cluster of pages
 //! from it in ONE virtio request (64 KiB, doubling up to 1 MiB while faults continue a
-//! sequential stream; [`READ_STREAMS`] streams are followed at once), maps them, flushes the
-//! TLB and resumes the access.
+//! sequential stream; [`READ_STREAMS`] streams are followed at once; a fault that starts a
+//! stream also takes the pages before it in its 64 KiB-aligned cluster), maps them, flushes
+//! the TLB and resumes the access.
 //!
 //! Layout: windows live in the upper half of Sv39 from [`WINDOW_BASE`], each starting on a
 //! 1 GiB boundary. Their level-1 tables are kernel root entries shared by every page table,
@@ -116,14 +117,15 @@ struct State {
 
 impl State {
     /// The stream a fault at page `index` continues, its cluster doubled; else the least
-    /// recently used slot, restarted at [`FAULT_CLUSTER_PAGES`].
-    fn stream_for(&mut self, index: usize) -> usize {
+    /// recently used slot, restarted at [`FAULT_CLUSTER_PAGES`]. The flag says whether the
+    /// fault continues a stream.
+    fn stream_for(&mut self, index: usize) -> (usize, bool) {
         self.ticks += 1;
         if let Some(k) = self.streams.iter().position(|s| s.next == index) {
             let s = &mut self.streams[k];
             s.cluster = (s.cluster * 2).min(MAX_FAULT_CLUSTER_PAGES);
             s.used = self.ticks;
-            return k;
+            return (k, true);
         }
         let k = (0..READ_STREAMS)
             .min_by_key(|&k| self.streams[k].used)
@@ -132,7 +134,24 @@ impl State {
             used: self.ticks,
             ..Stream::FRESH
         };
-        k
+        (k, false)
+    }
+
+    /// The first page a fault at `index` reads: a fault that starts a stream also reads the
+    /// pages before it back to the [`FAULT_CLUSTER_PAGES`]-aligned boundary, as long as none
+    /// of them is resident (a B+tree's pages written by one commit lie together but are
+    /// touched in no particular order: a cold read of a dbfs file faulted page 4, then page
+    /// 3, then its leaf). A fault that continues a stream reads forward only.
+    fn cluster_start(&self, index: usize, continues: bool) -> usize {
+        if continues {
+            return index;
+        }
+        let floor = index - index % FAULT_CLUSTER_PAGES;
+        let mut first = index;
+        while first > floor && !self.frames.contains_key(&(first - 1)) {
+            first -= 1;
+        }
+        first
     }
 }
 
@@ -286,19 +305,26 @@ impl DiskWindow {
         Ok(())
     }
 
-    /// Map page `index` (and up to a cluster of following non-resident pages) from the disk.
+    /// Map page `index` (and up to a cluster of following non-resident pages, and for a new
+    /// stream the non-resident pages before it in its aligned cluster) from the disk.
     fn fault_in(&self, index: usize) -> VfsResult<()> {
         let mut st = self.state.lock();
         if st.frames.contains_key(&index) {
             return Ok(()); // another access mapped it meanwhile
         }
         let pages_total = self.len / PAGE_SIZE;
-        let stream = st.stream_for(index);
+        let (stream, continues) = st.stream_for(index);
         let want = st.streams[stream].cluster;
-        let mut n = 1;
-        while n < want && index + n < pages_total && !st.frames.contains_key(&(index + n)) {
-            n += 1;
+        let mut after = 1;
+        while after < want
+            && index + after < pages_total
+            && !st.frames.contains_key(&(index + after))
+        {
+            after += 1;
         }
+        let fault = index;
+        let mut index = st.cluster_start(fault, continues);
+        let n = fault + after - index;
         // Frames first, then one device request that fills them all in place (scatter-gather:
         // the frames need not be contiguous). One read per physically contiguous run of
         // frames, as before, cost a request per page once the frame pool's free list was
@@ -314,9 +340,13 @@ impl DiskWindow {
                     Self::evict(self.base, &mut st, victims, &keep);
                     match frame::alloc_kernel_for_overwrite() {
                         Some(f) => f,
-                        // Short of frames: read fewer pages than the cluster (the faulting
-                        // page is the first, so one frame is enough).
-                        None if !frames.is_empty() => break,
+                        // Short of frames: read fewer pages than the cluster, from the
+                        // faulting page on (so one frame is enough).
+                        None if !frames.is_empty() => {
+                            index = fault;
+                            frames.truncate(after);
+                            break;
+                        }
                         None => return Err(VfsError::NoMemory),
                     }
                 }

@@ -3,7 +3,8 @@
 //! `pread` of 0 bytes (fd lookup + file-system entry), of 1 byte (the file system's lookup
 //! without the copy), and of 4 KiB at one offset and sequentially; then 4 KiB `pwrite`s
 //! sequentially over the file (`pwrite4k_over`) and appending to a new one
-//! (`pwrite4k_append`, as fio's first write pass). Prints `SYSCOST dir=... op=... ns_per_call=...` lines. Not part of the tests.
+//! (`pwrite4k_append`, as fio's first write pass); with `only=pread1m_seq`, 1 MiB `pread`s
+//! over the file instead. Prints `SYSCOST dir=... op=... ns_per_call=...` lines. Not part of the tests.
 //! Options: `calls=N` (default 5000 per loop; more to profile one loop), `only=OP` (run
 //! only that loop, e.g. `only=pread4k_seq`) and `sync=1` (a `sync` before each loop: the
 //! reads then find their inode committed, with its atime current, as a file read again
@@ -104,10 +105,10 @@ fn main(argv: &[&str]) -> i32 {
             println!("{path}: write failed");
             return 1;
         }
-        let mut buf = vec![0u8; 4096];
+        let mut buf = vec![0u8; 1 << 20];
         // (name, bytes per call, offset of call i): 0 bytes = fd lookup + file-system entry;
         // 1 byte = the file system's lookup without the 4 KiB copy.
-        let loops: [Loop; 6] = [
+        let loops: [Loop; 7] = [
             ("pread0", 0, |_| 0),
             ("pread1", 1, |_| 8192),
             ("pread4k_same", 4096, |_| 8192),
@@ -115,9 +116,12 @@ fn main(argv: &[&str]) -> i32 {
             // Sequential over 64 KiB only: the same pages again and again (TLB-resident).
             ("pread4k_seq64k", 4096, |i| (i * 4096) % (64 << 10)),
             ("pread4k_seq8m", 4096, |i| (i * 4096) % (8 << 20)),
+            // 1 MiB reads over the whole file: the large-read path (the disk straight into
+            // the caller's pages on dbfs). Only with `only=pread1m_seq` (5000 calls move 5 GB).
+            ("pread1m_seq", 1 << 20, |i| (i << 20) % (8 << 20)),
         ];
         for (op, len, at) in loops {
-            if !run(op) {
+            if !run(op) || (len > 4096 && only.is_none()) {
                 continue;
             }
             if sync_first {
@@ -143,7 +147,7 @@ fn main(argv: &[&str]) -> i32 {
                 if i % 256 == 0 {
                     let _ = f.seek(0, SEEK_SET);
                 }
-                let _ = f.read_full(&mut buf);
+                let _ = f.read_full(&mut buf[..4096]);
             }
             println!(
                 "SYSCOST dir={dir} op=read4k_seq ns_per_call={}",
