@@ -371,8 +371,8 @@ test-guest: images
 		{ echo "in-guest tests: no clean 'N passed, 0 failed' line"; exit 1; }
 	@grep -q 'scatter-gather and window self-test: ok' $(BUILD)/test-guest.log || \
 		{ echo "virtio-blk scatter-gather and disk window self-test did not pass"; exit 1; }
-	@grep -q 'memcpy/memset self-test: ok' $(BUILD)/test-guest.log || \
-		{ echo "kernel memcpy/memset self-test did not pass"; exit 1; }
+	@grep -q 'memcpy/memset/memcmp self-test: ok' $(BUILD)/test-guest.log || \
+		{ echo "kernel memcpy/memset/memcmp self-test did not pass"; exit 1; }
 
 test-persist: images
 	timeout --foreground -k 10 300 $(QEMU_BASE) \

@@ -179,9 +179,9 @@ extern "C" fn rust_main(_hartid: usize, dtb: usize) -> ! {
     arch::console::init_logger(params.log);
     if params.mem_selftest {
         match arch::mem::selftest() {
-            Ok(()) => println!("[kernel] memcpy/memset self-test: ok"),
+            Ok(()) => println!("[kernel] memcpy/memset/memcmp self-test: ok"),
             Err(e) => {
-                println!("[kernel] memcpy/memset self-test FAILED: {}", e);
+                println!("[kernel] memcpy/memset/memcmp self-test FAILED: {}", e);
                 shutdown(3);
             }
         }

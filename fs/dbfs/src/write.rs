@@ -468,7 +468,9 @@ impl<'a> Src<'a> {
     /// The pieces holding the bytes `at..at + n`, cut to that range.
     fn pieces_in(&self, at: usize, n: usize) -> Vec<&'a [u8]> {
         let (pieces, mut at) = self.seek(at);
-        let mut out = Vec::new();
+        // The kernel's pieces are the pages of a user buffer: one allocation, not a doubling
+        // per chunk (a 1 MiB write cut its sixteen chunks' piece lists in 48 allocations).
+        let mut out = Vec::with_capacity(n.div_ceil(4096) + 1);
         let mut left = n;
         for piece in pieces {
             if left == 0 {

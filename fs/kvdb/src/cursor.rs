@@ -272,7 +272,7 @@ impl<'db, P: Pager + 'db> Walk<'db, P> {
                         (_, Target::First) => 0,
                         (_, Target::Last) => count.saturating_sub(1),
                         (Entries::Leaf(e), Target::Key(k)) => {
-                            e.partition_point(|(x, _)| x.as_slice() < k)
+                            e.partition_point(|(x, _)| page::key_cmp(x, k).is_lt())
                         }
                         (Entries::Branch(e), Target::Key(k)) => branch_index(e, k),
                     };

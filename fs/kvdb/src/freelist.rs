@@ -16,6 +16,7 @@
 
 use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
+use smallvec::SmallVec;
 
 use crate::error::{Error, Result};
 use crate::page::{self, PageId, HEADER_SIZE, KIND_FREELIST, KIND_FREELIST_RUNS};
@@ -56,22 +57,25 @@ impl Runs {
         self.pages += e - s;
     }
 
-    /// The runs overlapping `[start, end)`, in order.
-    fn overlapping(&self, start: PageId, end: PageId) -> Vec<(PageId, u64)> {
-        let mut out = Vec::new();
-        if let Some((&ps, &pl)) = self.map.range(..start).next_back() {
-            if ps + pl > start {
-                out.push((ps, pl));
-            }
-        }
-        out.extend(self.map.range(start..end).map(|(&s, &l)| (s, l)));
-        out
+    /// The runs overlapping `[start, end)`, in order (no allocation: a commit frees tens of
+    /// runs, and each lookup allocating its answer was a third of the freelist's work).
+    fn overlapping(&self, start: PageId, end: PageId) -> impl Iterator<Item = (PageId, u64)> + '_ {
+        let before = self
+            .map
+            .range(..start)
+            .next_back()
+            .filter(|(&ps, &pl)| ps + pl > start);
+        before
+            .into_iter()
+            .chain(self.map.range(start..end))
+            .map(|(&s, &l)| (s, l))
     }
 
     /// Take `[start, start + n)` out of the set (pages not in it are ignored).
     fn remove(&mut self, start: PageId, n: u64) {
         let end = start.saturating_add(n);
-        for (rs, rl) in self.overlapping(start, end) {
+        let runs: SmallVec<[(PageId, u64); 4]> = self.overlapping(start, end).collect();
+        for (rs, rl) in runs {
             self.map.remove(&rs);
             self.pages -= rl;
             if rs < start {
@@ -85,10 +89,10 @@ impl Runs {
         }
     }
 
-    /// `[start, start + n)` split into the parts inside the set and the parts outside it.
-    fn split(&self, start: PageId, n: u64) -> (RunList, RunList) {
+    /// `[start, start + n)` split into the parts inside the set and the parts outside it,
+    /// appended to `inside` and `outside`.
+    fn split_into(&self, start: PageId, n: u64, inside: &mut RunList, outside: &mut RunList) {
         let end = start.saturating_add(n);
-        let (mut inside, mut outside) = (Vec::new(), Vec::new());
         let mut at = start;
         for (rs, rl) in self.overlapping(start, end) {
             let (s, e) = (rs.max(start), (rs + rl).min(end));
@@ -101,7 +105,6 @@ impl Runs {
         if at < end {
             outside.push((at, end - at));
         }
-        (inside, outside)
     }
 
     /// The lowest run of at least `n` pages (first fit, so the store stays compact).
@@ -263,11 +266,9 @@ impl Freelist {
     /// also for the next barrier.
     pub fn free_at(&mut self, txid: u64, pages: &[(PageId, u64)]) {
         let mut fresh = Vec::new();
-        let mut held = Vec::new();
+        let mut held = Vec::with_capacity(pages.len());
         for &(start, n) in pages {
-            let (inside, outside) = self.fresh.split(start, n);
-            fresh.extend(inside);
-            held.extend(outside);
+            self.fresh.split_into(start, n, &mut fresh, &mut held);
         }
         if !fresh.is_empty() {
             self.pending_pages += pages_in(&fresh);
@@ -524,7 +525,8 @@ mod tests {
         r.remove(30, 10); // the back: 18..30
         assert_eq!(r.iter().collect::<Vec<_>>(), [(11, 3), (18, 12)]);
         assert_eq!(r.pages, 15);
-        let (inside, outside) = r.split(9, 12); // 9..21
+        let (mut inside, mut outside) = (Vec::new(), Vec::new());
+        r.split_into(9, 12, &mut inside, &mut outside); // 9..21
         assert_eq!(inside, [(11, 3), (18, 3)]);
         assert_eq!(outside, [(9, 2), (14, 4)]);
         assert_eq!(r.first_fit(4), Some(18));

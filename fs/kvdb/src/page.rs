@@ -390,6 +390,37 @@ pub fn branch_slot(buf: &[u8], i: usize) -> Result<(Range<usize>, PageId)> {
     Ok((key, child))
 }
 
+/// The order of two keys, as `a.cmp(b)` gives it (bytes compared unsigned, then lengths), read
+/// eight bytes at a time as big-endian words. Every B+tree search compares keys this way. A
+/// slice comparison calls `memcmp`, whose generic version (the kernel's before it had its own)
+/// loops byte by byte: dbfs's keys are mostly 16 bytes with equal first halves (one inode's
+/// chunks), and the key searches of a 1 MiB write's tree inserts were a sixth of its work in
+/// the guest. Two word compares, inline, with no call.
+#[inline]
+pub fn key_cmp(a: &[u8], b: &[u8]) -> core::cmp::Ordering {
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + 8 <= n {
+        let x = u64::from_be_bytes([
+            a[i], a[i + 1], a[i + 2], a[i + 3], a[i + 4], a[i + 5], a[i + 6], a[i + 7],
+        ]);
+        let y = u64::from_be_bytes([
+            b[i], b[i + 1], b[i + 2], b[i + 3], b[i + 4], b[i + 5], b[i + 6], b[i + 7],
+        ]);
+        if x != y {
+            return x.cmp(&y);
+        }
+        i += 8;
+    }
+    while i < n {
+        if a[i] != b[i] {
+            return a[i].cmp(&b[i]);
+        }
+        i += 1;
+    }
+    a.len().cmp(&b.len())
+}
+
 /// Binary search of a leaf: `Ok(i)` if slot `i` holds `key`, `Err(i)` for the insertion point.
 pub fn leaf_search(
     buf: &[u8],
@@ -400,7 +431,7 @@ pub fn leaf_search(
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
         let slot = leaf_slot(buf, mid)?;
-        match buf[slot.key].cmp(key) {
+        match key_cmp(&buf[slot.key], key) {
             core::cmp::Ordering::Less => lo = mid + 1,
             core::cmp::Ordering::Greater => hi = mid,
             core::cmp::Ordering::Equal => return Ok(Ok(mid)),
@@ -417,7 +448,7 @@ pub fn branch_search(buf: &[u8], count: usize, key: &[u8]) -> Result<usize> {
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
         let (k, _) = branch_slot(buf, mid)?;
-        if buf[k] <= *key {
+        if key_cmp(&buf[k], key).is_le() {
             lo = mid + 1;
         } else {
             hi = mid;
@@ -434,6 +465,38 @@ pub fn decode_ref(bytes: &[u8]) -> Result<(u64, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn key_cmp_orders_as_slices_do() {
+        // Keys of every length to 20 over a small alphabet (0, 1, 0x7f, 0x80, 0xff: signedness
+        // and word-boundary cases), many sharing long prefixes, all pairs compared.
+        let alphabet = [0u8, 1, 0x7f, 0x80, 0xff];
+        let mut keys: Vec<Vec<u8>> = Vec::new();
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        for len in 0..=20usize {
+            for _ in 0..12 {
+                let key = (0..len)
+                    .map(|_| {
+                        seed ^= seed << 13;
+                        seed ^= seed >> 7;
+                        seed ^= seed << 17;
+                        // Mostly zeros: long shared prefixes.
+                        if seed % 3 == 0 {
+                            alphabet[(seed >> 8) as usize % alphabet.len()]
+                        } else {
+                            0
+                        }
+                    })
+                    .collect();
+                keys.push(key);
+            }
+        }
+        for a in &keys {
+            for b in &keys {
+                assert_eq!(key_cmp(a, b), a.cmp(b), "{a:?} against {b:?}");
+            }
+        }
+    }
 
     fn meta() -> Meta {
         Meta {

@@ -73,7 +73,7 @@ pub fn lookup<S: PageSource>(src: &S, tree: &Tree, key: &[u8]) -> Result<Option<
                     .ok_or(Error::Corrupted("dangling dirty node"))?;
                 match &node.entries {
                     Entries::Leaf(e) => {
-                        return Ok(match e.binary_search_by(|(k, _)| k.as_slice().cmp(key)) {
+                        return Ok(match e.binary_search_by(|(k, _)| page::key_cmp(k, key)) {
                             Ok(i) => Some(Found::Dirty(e[i].1.clone())),
                             Err(_) => None,
                         })
@@ -113,7 +113,9 @@ fn lookup_pages<S: PageSource>(
 pub fn branch_index(entries: &[(KeyBytes, Child)], key: &[u8]) -> usize {
     entries
         .get(1..)
-        .map_or(0, |rest| rest.partition_point(|(k, _)| k.as_slice() <= key))
+        .map_or(0, |rest| {
+            rest.partition_point(|(k, _)| page::key_cmp(k, key).is_le())
+        })
 }
 
 /// Mutating access to a tree inside a write transaction: clean pages are read from `src` (the
@@ -180,7 +182,7 @@ impl<S: PageSource> WriteCtx<'_, S> {
         }
         let page_size = self.src.page_size();
         let (old, appended) = match &mut nodes[idx].entries {
-            Entries::Leaf(e) => match e.binary_search_by(|(k, _)| k.as_slice().cmp(key)) {
+            Entries::Leaf(e) => match e.binary_search_by(|(k, _)| page::key_cmp(k, key)) {
                 Ok(i) => {
                     check_mode(mode, Some(&e[i].1))?;
                     let grow = leaf_entry_size(key, &value);
@@ -287,10 +289,10 @@ impl<S: PageSource> WriteCtx<'_, S> {
         if depth > MAX_DEPTH {
             return Err(Error::Corrupted("tree too deep"));
         }
-        let before_end = |k: &KeyBytes| end.is_none_or(|e| k.as_slice() < e);
+        let before_end = |k: &KeyBytes| end.is_none_or(|e| page::key_cmp(k, e).is_lt());
         let (first, last) = match &mut nodes[idx].entries {
             Entries::Leaf(e) => {
-                let lo = e.partition_point(|(k, _)| k.as_slice() < start);
+                let lo = e.partition_point(|(k, _)| page::key_cmp(k, start).is_lt());
                 let hi = lo + e[lo..].partition_point(|(k, _)| before_end(k));
                 if e[lo..hi]
                     .iter()
@@ -372,7 +374,7 @@ impl<S: PageSource> WriteCtx<'_, S> {
             return Err(Error::Corrupted("tree too deep"));
         }
         match &mut nodes[idx].entries {
-            Entries::Leaf(e) => match e.binary_search_by(|(k, _)| k.as_slice().cmp(key)) {
+            Entries::Leaf(e) => match e.binary_search_by(|(k, _)| page::key_cmp(k, key)) {
                 Ok(i) => {
                     let (k, v) = e.remove(i);
                     nodes[idx].size -= leaf_entry_size(&k, &v);

@@ -3,8 +3,8 @@
 //! `pread` of 0 bytes (fd lookup + file-system entry), of 1 byte (the file system's lookup
 //! without the copy), and of 4 KiB at one offset and sequentially; then 4 KiB `pwrite`s
 //! sequentially over the file (`pwrite4k_over`) and appending to a new one
-//! (`pwrite4k_append`, as fio's first write pass); with `only=pread1m_seq`, 1 MiB `pread`s
-//! over the file instead. Prints `SYSCOST dir=... op=... ns_per_call=...` lines. Not part of the tests.
+//! (`pwrite4k_append`, as fio's first write pass); with `only=pread1m_seq` or
+//! `only=pwrite1m_over`, 1 MiB `pread`s or `pwrite`s over the file instead. Prints `SYSCOST dir=... op=... ns_per_call=...` lines. Not part of the tests.
 //! Options: `calls=N` (default 5000 per loop; more to profile one loop), `only=OP` (run
 //! only that loop, e.g. `only=pread4k_seq`) and `sync=1` (a `sync` before each loop: the
 //! reads then find their inode committed, with its atime current, as a file read again
@@ -54,9 +54,9 @@ fn create(path: &str) -> Option<File> {
         .ok()
 }
 
-/// `calls` 4 KiB `pwrite`s of `f`, call i at `at(i)`, timed and printed as `op`.
-fn timed_writes(dir: &str, op: &str, f: &File, calls: u64, at: fn(u64) -> u64) {
-    let buf = vec![0x5au8; 4096];
+/// `calls` `pwrite`s of `len` bytes to `f`, call i at `at(i)`, timed and printed as `op`.
+fn timed_writes(dir: &str, op: &str, f: &File, len: usize, calls: u64, at: fn(u64) -> u64) {
+    let buf = vec![0x5au8; len];
     let before = sys::counters().ok();
     let sw = Stopwatch::start();
     for i in 0..calls {
@@ -158,7 +158,16 @@ fn main(argv: &[&str]) -> i32 {
         // appending to a new file. Both include whatever the writes cause (commits of the
         // write-back cache at its dirty limit, FAT cluster allocation), as fio's writes do.
         if run("pwrite4k_over") {
-            timed_writes(dir, "pwrite4k_over", &f, calls, |i| (i * 4096) % (8 << 20));
+            timed_writes(dir, "pwrite4k_over", &f, 4096, calls, |i| {
+                (i * 4096) % (8 << 20)
+            });
+        }
+        // 1 MiB writes over the file (the large-write path: each a transaction of its own
+        // on dbfs, stored from the caller's pages). Only with `only=pwrite1m_over`.
+        if only == Some("pwrite1m_over") {
+            timed_writes(dir, "pwrite1m_over", &f, 1 << 20, calls, |i| {
+                (i << 20) % (8 << 20)
+            });
         }
         drop(f);
         let _ = sys::unlink(&path);
@@ -167,7 +176,7 @@ fn main(argv: &[&str]) -> i32 {
             let Some(w) = create(&wpath) else {
                 return 1;
             };
-            timed_writes(dir, "pwrite4k_append", &w, calls, |i| i * 4096);
+            timed_writes(dir, "pwrite4k_append", &w, 4096, calls, |i| i * 4096);
             drop(w);
             let _ = sys::unlink(&wpath);
         }
