@@ -402,10 +402,24 @@ pub fn key_cmp(a: &[u8], b: &[u8]) -> core::cmp::Ordering {
     let mut i = 0;
     while i + 8 <= n {
         let x = u64::from_be_bytes([
-            a[i], a[i + 1], a[i + 2], a[i + 3], a[i + 4], a[i + 5], a[i + 6], a[i + 7],
+            a[i],
+            a[i + 1],
+            a[i + 2],
+            a[i + 3],
+            a[i + 4],
+            a[i + 5],
+            a[i + 6],
+            a[i + 7],
         ]);
         let y = u64::from_be_bytes([
-            b[i], b[i + 1], b[i + 2], b[i + 3], b[i + 4], b[i + 5], b[i + 6], b[i + 7],
+            b[i],
+            b[i + 1],
+            b[i + 2],
+            b[i + 3],
+            b[i + 4],
+            b[i + 5],
+            b[i + 6],
+            b[i + 7],
         ]);
         if x != y {
             return x.cmp(&y);

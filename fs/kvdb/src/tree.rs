@@ -111,11 +111,9 @@ fn lookup_pages<S: PageSource>(
 
 /// Child index for `key` in a dirty branch: the last entry whose key is `<= key`, or 0.
 pub fn branch_index(entries: &[(KeyBytes, Child)], key: &[u8]) -> usize {
-    entries
-        .get(1..)
-        .map_or(0, |rest| {
-            rest.partition_point(|(k, _)| page::key_cmp(k, key).is_le())
-        })
+    entries.get(1..).map_or(0, |rest| {
+        rest.partition_point(|(k, _)| page::key_cmp(k, key).is_le())
+    })
 }
 
 /// Mutating access to a tree inside a write transaction: clean pages are read from `src` (the

@@ -517,6 +517,41 @@ impl AddrSpace {
             .then(|| super::phys_to_virt(pa) + (va - page))
     }
 
+    /// [`Self::mapped_for`] for the pages from `va`'s page on, from one page-table walk: the
+    /// direct-map address of each page start, in order, while the pages are mapped for
+    /// `access` (at most to the end of `va`'s leaf table and to `pages`). Returns how many
+    /// were given to `f`; the caller resolves the next one the slow way. A 1 MiB read or write
+    /// walked the table 256 times, two fifths of a large dbfs read's work.
+    pub fn mapped_run(
+        &self,
+        va: usize,
+        pages: usize,
+        access: Access,
+        mut f: impl FnMut(usize),
+    ) -> usize {
+        if !(USER_BASE..USER_END).contains(&va) {
+            return 0;
+        }
+        let need = match access {
+            Access::Read => PteFlags::R,
+            Access::Write => PteFlags::W,
+            Access::Exec => PteFlags::X,
+        } | PteFlags::U
+            | PteFlags::V;
+        let Some(entries) = self.pt.leaf_entries(va) else {
+            return 0;
+        };
+        let mut n = 0;
+        for &e in entries.iter().take(pages) {
+            if PteFlags::from_bits_truncate(e) & need != need {
+                break;
+            }
+            f(super::phys_to_virt((e >> 10) << 12));
+            n += 1;
+        }
+        n
+    }
+
     #[inline(never)]
     fn resolve_page(&mut self, va: usize, access: Access) -> Result<usize, Errno> {
         if !(USER_BASE..USER_END).contains(&va) {

@@ -284,6 +284,26 @@ impl PageTable {
         Some(((e >> 10) << 12, PteFlags::from_bits_truncate(e)))
     }
 
+    /// The leaf entries of user address `va`'s page and the pages after it in the same leaf
+    /// table (up to 512, the rest of `va`'s 2 MiB), from one walk; `None` if that table does
+    /// not exist. Entries may be invalid: the caller checks each.
+    pub fn leaf_entries(&self, va: usize) -> Option<&[usize]> {
+        if va >= super::USER_END {
+            return None;
+        }
+        let mut table = self.root.pa();
+        for shift in [30, 21] {
+            let e = Self::words_at(table)[(va >> shift) & 0x1ff];
+            if e & PteFlags::V.bits() == 0
+                || e & (PteFlags::R | PteFlags::W | PteFlags::X).bits() != 0
+            {
+                return None;
+            }
+            table = (e >> 10) << 12;
+        }
+        Some(&Self::words_at(table)[(va >> 12) & 0x1ff..])
+    }
+
     /// The valid leaf entry of user address `va`: the walk of `slot` without its creation
     /// path (every user copy of a page not seen last walks once).
     fn walk(&self, va: usize) -> Option<usize> {

@@ -35,15 +35,28 @@ pub fn segments(
         return Ok(out);
     }
     let end = va.checked_add(len).ok_or(Errno::EFAULT)?;
+    let push = |out: &mut Vec<(usize, usize)>, pa: usize, n: usize| match out.last_mut() {
+        Some((p, l)) if *p + *l == pa => *l += n,
+        _ => out.push((pa, n)),
+    };
     let mut at = va;
     while at < end {
-        let n = (page_floor(at) + PAGE_SIZE).min(end) - at;
-        let pa = space.resolve(at, access)?;
-        match out.last_mut() {
-            Some((p, l)) if *p + *l == pa => *l += n,
-            _ => out.push((pa, n)),
+        // The pages mapped for `access` already, from one walk of their leaf table; then
+        // the next page the slow way (populated, unshared, or EFAULT).
+        let pages = (end - page_floor(at)).div_ceil(PAGE_SIZE);
+        let mut page_at = at;
+        let mapped = space.mapped_run(at, pages, access, |kva| {
+            let n = (page_floor(page_at) + PAGE_SIZE).min(end) - page_at;
+            push(&mut out, kva + page_at % PAGE_SIZE, n);
+            page_at += n;
+        });
+        at = page_at;
+        if mapped == 0 && at < end {
+            let n = (page_floor(at) + PAGE_SIZE).min(end) - at;
+            let pa = space.resolve(at, access)?;
+            push(&mut out, pa, n);
+            at += n;
         }
-        at += n;
     }
     crate::counters::add_user_copy(len);
     Ok(out)
