@@ -482,7 +482,7 @@ mod tests {
                         seed ^= seed >> 7;
                         seed ^= seed << 17;
                         // Mostly zeros: long shared prefixes.
-                        if seed % 3 == 0 {
+                        if seed.is_multiple_of(3) {
                             alphabet[(seed >> 8) as usize % alphabet.len()]
                         } else {
                             0

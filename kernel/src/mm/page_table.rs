@@ -294,6 +294,7 @@ impl PageTable {
         let mut table = self.root.pa();
         for shift in [30, 21] {
             let e = Self::words_at(table)[(va >> shift) & 0x1ff];
+            // Not valid, or a kernel gigapage (never user memory).
             if e & PteFlags::V.bits() == 0
                 || e & (PteFlags::R | PteFlags::W | PteFlags::X).bits() != 0
             {
@@ -307,21 +308,7 @@ impl PageTable {
     /// The valid leaf entry of user address `va`: the walk of `slot` without its creation
     /// path (every user copy of a page not seen last walks once).
     fn walk(&self, va: usize) -> Option<usize> {
-        if va >= super::USER_END {
-            return None;
-        }
-        let mut table = self.root.pa();
-        for shift in [30, 21] {
-            let e = Self::words_at(table)[(va >> shift) & 0x1ff];
-            // Not valid, or a kernel gigapage (never user memory).
-            if e & PteFlags::V.bits() == 0
-                || e & (PteFlags::R | PteFlags::W | PteFlags::X).bits() != 0
-            {
-                return None;
-            }
-            table = (e >> 10) << 12;
-        }
-        let e = Self::words_at(table)[(va >> 12) & 0x1ff];
+        let e = *self.leaf_entries(va)?.first()?;
         (e & PteFlags::V.bits() != 0).then_some(e)
     }
 }
