@@ -99,16 +99,18 @@ pub trait BlockDevice: Send + Sync {
 /// buffer that does not start on a page). `Some((total, every piece whole sectors))`, or
 /// `None` for another shape (or a total past `usize`).
 pub fn scatter_shape(lens: impl Iterator<Item = usize>) -> Option<(usize, bool)> {
-    let lens: Vec<usize> = lens.filter(|&l| l > 0).collect();
+    // One pass, no list (this runs on every large read): a piece that is not whole sectors
+    // and not the first is allowed only if no non-empty piece follows it.
     let mut total = 0usize;
     let mut whole = true;
-    for (i, &l) in lens.iter().enumerate() {
-        let inner = i > 0 && i + 1 < lens.len();
+    let mut partial_not_first = false;
+    for l in lens.filter(|&l| l > 0) {
+        if partial_not_first {
+            return None;
+        }
         if !l.is_multiple_of(SECTOR_SIZE) {
-            if inner {
-                return None;
-            }
             whole = false;
+            partial_not_first = total > 0;
         }
         total = total.checked_add(l)?;
     }

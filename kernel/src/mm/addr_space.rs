@@ -279,6 +279,19 @@ pub enum Access {
     Exec,
 }
 
+impl Access {
+    /// The flags a user page's leaf entry must carry for this access.
+    #[inline]
+    fn pte_needs(self) -> PteFlags {
+        let perm = match self {
+            Access::Read => PteFlags::R,
+            Access::Write => PteFlags::W,
+            Access::Exec => PteFlags::X,
+        };
+        perm | PteFlags::U
+    }
+}
+
 impl AddrSpace {
     pub fn new() -> Result<Self, Errno> {
         Ok(AddrSpace {
@@ -506,14 +519,9 @@ impl AddrSpace {
             return None;
         }
         let page = page_floor(va);
-        let need = match access {
-            Access::Read => PteFlags::R,
-            Access::Write => PteFlags::W,
-            Access::Exec => PteFlags::X,
-        };
         let (pa, flags) = self.pt.translate(page)?;
         flags
-            .contains(need | PteFlags::U)
+            .contains(access.pte_needs())
             .then(|| super::phys_to_virt(pa) + (va - page))
     }
 
@@ -532,12 +540,7 @@ impl AddrSpace {
         if !(USER_BASE..USER_END).contains(&va) {
             return 0;
         }
-        let need = match access {
-            Access::Read => PteFlags::R,
-            Access::Write => PteFlags::W,
-            Access::Exec => PteFlags::X,
-        } | PteFlags::U
-            | PteFlags::V;
+        let need = access.pte_needs() | PteFlags::V;
         let Some(entries) = self.pt.leaf_entries(va) else {
             return 0;
         };

@@ -39,6 +39,8 @@ pub fn segments(
         Some((p, l)) if *p + *l == pa => *l += n,
         _ => out.push((pa, n)),
     };
+    // Bytes of the range in the page holding `at`.
+    let in_page = |at: usize| (page_floor(at) + PAGE_SIZE).min(end) - at;
     let mut at = va;
     while at < end {
         // The pages mapped for `access` already, from one walk of their leaf table; then
@@ -46,15 +48,14 @@ pub fn segments(
         let pages = (end - page_floor(at)).div_ceil(PAGE_SIZE);
         let mut page_at = at;
         let mapped = space.mapped_run(at, pages, access, |kva| {
-            let n = (page_floor(page_at) + PAGE_SIZE).min(end) - page_at;
+            let n = in_page(page_at);
             push(&mut out, kva + page_at % PAGE_SIZE, n);
             page_at += n;
         });
         at = page_at;
         if mapped == 0 && at < end {
-            let n = (page_floor(at) + PAGE_SIZE).min(end) - at;
-            let pa = space.resolve(at, access)?;
-            push(&mut out, pa, n);
+            let n = in_page(at);
+            push(&mut out, space.resolve(at, access)?, n);
             at += n;
         }
     }
