@@ -1,7 +1,8 @@
 # Systems under test for the host benchmarks (sourced by bench-direct.sh and tools/fio/fio-host.sh):
 # make an image, mount it, unmount it and wait for its daemon. The caller sets ROOT, WORK
 # (scratch directory), SYSTEMS (array), ALT_BIN (optional second dbfs-fuse, system
-# "dbfsalt"), IMG_SIZE, DBFS_MOUNT_OPTS, then calls `systems_setup` (builds dbfs-fuse into BIN,
+# "dbfsalt"; without ALT_BIN it is this dbfs-fuse), IMG_SIZE, DBFS_MOUNT_OPTS (mount options of
+# dbfs), ALT_MOUNT_OPTS (of dbfsalt; default DBFS_MOUNT_OPTS), then calls `systems_setup` (builds dbfs-fuse into BIN,
 # and on exit unmounts every system and removes WORK unless KEEP=1). Systems: dbfs, dbfsalt, ext4,
 # ext3, ext2 (fuse2fs on an image made by mke2fs), host (a plain directory of WORK).
 # Every wait is bounded: a mount that does not appear in 10 s, or a daemon that does not end
@@ -37,10 +38,13 @@ mount_sys() {
     mkdir -p "$m"
     case $1 in
     dbfs | dbfsalt)
-        local bin=$BIN
-        [ "$1" = dbfsalt ] && bin=${ALT_BIN:?${BENCH_NAME:-bench}: dbfsalt needs ALT_BIN=path/to/dbfs-fuse}
+        local bin=$BIN opts=$DBFS_MOUNT_OPTS
+        if [ "$1" = dbfsalt ]; then
+            bin=${ALT_BIN:-$BIN}
+            opts=${ALT_MOUNT_OPTS-$DBFS_MOUNT_OPTS}
+        fi
         # shellcheck disable=SC2086
-        PID[$1]=$("$bin" mount "$WORK/$1.img" "$m" ${DBFS_MOUNT_OPTS:+-o $DBFS_MOUNT_OPTS})
+        PID[$1]=$("$bin" mount "$WORK/$1.img" "$m" ${opts:+-o $opts})
         ;;
     ext4 | ext3 | ext2)
         fuse2fs "$WORK/$1.img" "$m" -f >>"$WORK/fuse2fs-$1.log" 2>&1 &
@@ -55,7 +59,7 @@ make_image() {
     case $1 in
     dbfs | dbfsalt)
         local bin=$BIN
-        [ "$1" = dbfsalt ] && bin=$ALT_BIN
+        [ "$1" = dbfsalt ] && bin=${ALT_BIN:-$BIN}
         "$bin" mkfs "$WORK/$1.img" --size "$IMG_SIZE" >/dev/null
         ;;
     ext4 | ext3 | ext2)

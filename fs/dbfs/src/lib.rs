@@ -106,7 +106,8 @@
 //!   retry it and report the error until it commits (the error sticks with the data, as
 //!   Linux's errseq sticks with the mapping). The error of a commit nobody waited for (timer,
 //!   dirty limit) is also kept per inode until its data commits, and
-//!   [`DbNode::take_write_error`] reports it once (FUSE `flush`: close(2)). Unlinking or
+//!   [`DbNode::take_write_error`] reports it once (close(2): the kernel's, and dbfs-fuse's
+//!   `flush` with `-o close_errors`). Unlinking or
 //!   truncating the file drops its buffered data with it, so deleting is how space comes back.
 //!
 //! # Locks

@@ -27,11 +27,11 @@
 //! dbfs call, so requests run in parallel on the session's worker threads; reads take only
 //! read locks here and dbfs's readers do not wait for each other.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::OsStr;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
 use fuser::{
@@ -95,6 +95,13 @@ pub struct DbFuse {
     read_only: bool,
     /// Ask for the kernel's write-back cache (see [`DbFuse::set_writeback_cache`]).
     writeback_cache: bool,
+    /// Open files with `FOPEN_KEEP_CACHE` (see [`DbFuse::set_keep_cache`]).
+    keep_cache: bool,
+    /// Files whose data a request failed to change since their last open: the kernel's
+    /// cached pages may hold what dbfs refused, so their next open drops them.
+    cache_suspect: Mutex<HashSet<u64>>,
+    /// Answer `flush` (see [`DbFuse::set_close_errors`]).
+    close_errors: bool,
 }
 
 fn err(e: VfsError) -> Errno {
@@ -191,7 +198,57 @@ impl DbFuse {
             stop_timer,
             read_only,
             writeback_cache: false,
+            keep_cache: false,
+            cache_suspect: Mutex::new(HashSet::new()),
+            close_errors: true,
         })
+    }
+
+    /// Let the kernel keep a file's cached pages when it is opened again (`FOPEN_KEEP_CACHE`,
+    /// what fuse2fs's `kernel_cache` does for every open), so re-reading a file read or
+    /// written recently does not reach the daemon. The cache cannot go stale: the mount is
+    /// the image's only writer, and every change to a file's data comes through this kernel,
+    /// which updates or drops its own pages (writes, truncates, fallocate, copy_file_range).
+    /// The one way it can differ from dbfs is a change dbfs refused (a failed write, e.g.
+    /// ENOSPC at write-back): such a file's next open drops the pages ([`Self::cache_suspect`]).
+    pub fn set_keep_cache(&mut self, on: bool) {
+        self.keep_cache = on;
+    }
+
+    /// Answer FUSE `flush` (one request per close(2)) to report there a background commit of
+    /// the file's data that failed and nobody was told of ([`dbfs::DbNode::take_write_error`]).
+    /// Off by default: the first `flush` then answers ENOSYS and the kernel sends no more,
+    /// which saves a round trip per close; such an error is still reported by `fsync` and
+    /// `syncfs` (the data stays buffered until it commits), as on ext4, whose close(2) does
+    /// not report write-back errors either. Errors of the writes the kernel sends at close
+    /// (the write-back cache's dirty pages, e.g. ENOSPC) reach close(2) either way.
+    pub fn set_close_errors(&mut self, on: bool) {
+        self.close_errors = on;
+    }
+
+    /// The flags of a file's open: [`FopenFlags::FOPEN_KEEP_CACHE`] unless a change to its
+    /// data failed since its last open.
+    fn open_flags(&self, ino: u64) -> FopenFlags {
+        let suspect = self
+            .cache_suspect
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&ino);
+        if self.keep_cache && !suspect {
+            FopenFlags::FOPEN_KEEP_CACHE
+        } else {
+            FopenFlags::empty()
+        }
+    }
+
+    /// A request that changes `ino`'s data failed (possibly after changing part of it).
+    fn data_change_failed(&self, ino: INodeNo) {
+        if self.keep_cache {
+            self.cache_suspect
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(ino.0);
+        }
     }
 
     /// Ask the kernel for FUSE's write-back cache (`FUSE_WRITEBACK_CACHE`, at `init`; ignored
@@ -661,7 +718,7 @@ impl Filesystem for DbFuse {
             self.open_handle(node)
         })();
         match r {
-            Ok(fh) => reply.opened(fh, FopenFlags::empty()),
+            Ok(fh) => reply.opened(fh, self.open_flags(ino.0)),
             Err(e) => reply.error(e),
         }
     }
@@ -746,7 +803,10 @@ impl Filesystem for DbFuse {
         })();
         match r {
             Ok(n) => reply.written(n),
-            Err(e) => reply.error(e),
+            Err(e) => {
+                self.data_change_failed(ino);
+                reply.error(e)
+            }
         }
     }
 
@@ -762,6 +822,10 @@ impl Filesystem for DbFuse {
         // commit by the timer or the dirty limit that failed, its data still buffered). close
         // does not commit (that would make every close wait for a transaction); the space of
         // accepted writes is reserved, so what can fail later is I/O, not room.
+        if !self.close_errors {
+            // The kernel sends no more flush requests after this answer.
+            return reply.error(Errno::ENOSYS);
+        }
         if self.read_only {
             return reply.ok();
         }
@@ -1047,7 +1111,10 @@ impl Filesystem for DbFuse {
             Ok((a, fh))
         })();
         match r {
-            Ok((a, fh)) => reply.created(&TTL, &a, Generation(0), fh, FopenFlags::empty()),
+            Ok((a, fh)) => {
+                let flags = self.open_flags(a.ino.0);
+                reply.created(&TTL, &a, Generation(0), fh, flags)
+            }
             Err(e) => reply.error(e),
         }
     }
@@ -1080,7 +1147,10 @@ impl Filesystem for DbFuse {
         })();
         match r {
             Ok(()) => reply.ok(),
-            Err(e) => reply.error(e),
+            Err(e) => {
+                self.data_change_failed(ino);
+                reply.error(e)
+            }
         }
     }
 
@@ -1148,7 +1218,10 @@ impl Filesystem for DbFuse {
         })();
         match r {
             Ok(n) => reply.written(n),
-            Err(e) => reply.error(e),
+            Err(e) => {
+                self.data_change_failed(ino_out);
+                reply.error(e)
+            }
         }
     }
 }

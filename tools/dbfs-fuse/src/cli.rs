@@ -44,7 +44,9 @@ pub(crate) enum Command {
         /// auto_unmount, noatime, fsname=NAME, nobarrier (fdatasync the image only on fsync,
         /// syncfs and unmount: faster, but a host crash may tear the last commits),
         /// nowriteback_cache (send every write(2) to dbfs as it happens instead of through the
-        /// kernel's write-back cache, which is on by default), cache_size=SIZE (the tool's
+        /// kernel's write-back cache, which is on by default), nokeep_cache (drop a file's
+        /// cached pages at every open, so reads reach dbfs), close_errors (close(2) also
+        /// reports a failed background commit: one more request per close), cache_size=SIZE (the tool's
         /// cache of image pages; default 1/8 of memory, 256M..2G; 0 = none), and any other
         /// option the kernel's FUSE accepts.
         #[arg(short = 'o', value_name = "OPT[,OPT...]")]

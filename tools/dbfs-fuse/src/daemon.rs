@@ -38,6 +38,8 @@ pub(crate) fn mount_foreground(
     let mut adapter = adapter::DbFuse::new(fs.clone(), read_only)
         .map_err(|e| format!("{}: {e}", image.display()))?;
     adapter.set_writeback_cache(tool.writeback_cache);
+    adapter.set_keep_cache(tool.keep_cache);
+    adapter.set_close_errors(tool.close_errors);
     let mut config = Config::default();
     config.mount_options = options;
     config.acl = acl;

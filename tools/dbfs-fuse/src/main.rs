@@ -46,10 +46,20 @@
 //! - `nowriteback_cache`: turn off the kernel's FUSE write-back cache, which is on by default
 //!   (read-write mounts): buffered writes collect in the kernel's page cache and reach dbfs
 //!   merged (up to 1 MiB a request) at write-back, fsync or close, instead of one request per
-//!   write(2). Reads still reach dbfs (files open without keep_cache). What a writer sees is
+//!   write(2). What a writer sees is
 //!   the same either way (POSIX); the difference is when data reaches dbfs's own buffers, and
 //!   so where a full image's ENOSPC shows: with the cache, at fsync or close (as on NFS)
 //!   rather than at write(2).
+//! - `nokeep_cache`: drop a file's pages from the kernel's page cache at every open, so every
+//!   read after an open reaches dbfs. By default files open with `keep_cache` (as fuse2fs's
+//!   `kernel_cache`): the mount is the image's only writer and the kernel updates or drops its
+//!   own pages on every change it sends, so they cannot go stale; a file whose write dbfs
+//!   refused (ENOSPC at write-back) drops them at its next open.
+//! - `close_errors`: answer FUSE's flush (one request per close(2)) to report at close a
+//!   failed background commit of the file's data (the timer's, when the image's device
+//!   fails). Off by default, as on ext4: fsync and syncfs report such an error (the data stays
+//!   buffered until it commits), and errors of the writes the kernel sends at close (e.g.
+//!   ENOSPC) reach close(2) either way.
 //! - `nodirect_writes`: buffer every write in dbfs's write-back cache. By default a write of
 //!   at least 128 KiB of whole chunks (`dbfs::DIRECT_WRITE_MIN`) is stored in its own
 //!   transaction straight from the FUSE request: 1 MiB direct writes ran 1.25-1.6x faster,

@@ -1,5 +1,6 @@
 //! `-o` mount options: the kernel's (as fuser's [`MountOption`]s) and the tool's own
-//! (`nobarrier`, `nowriteback_cache`, `nodirect_writes`, `cache_size=`), told apart in one place.
+//! (`nobarrier`, `nowriteback_cache`, `nokeep_cache`, `close_errors`, `nodirect_writes`,
+//! `cache_size=`), told apart in one place.
 
 use fuser::{MountOption, SessionACL};
 
@@ -15,6 +16,10 @@ pub(crate) struct ToolOptions {
     pub(crate) cache_bytes: usize,
     /// dbfs stores large whole-chunk writes directly (`nodirect_writes` turns it off).
     pub(crate) direct_writes: bool,
+    /// Files open with the kernel's page cache kept (`nokeep_cache` turns it off).
+    pub(crate) keep_cache: bool,
+    /// close(2) reports a failed background commit (`close_errors`; off by default).
+    pub(crate) close_errors: bool,
 }
 
 /// The kernel's `max_read` unless `-o max_read=` says otherwise: the largest FUSE read
@@ -27,7 +32,8 @@ pub(crate) const MAX_READ: u32 = 512 << 10;
 
 /// Mount options as fuser understands them; `default_permissions` and `max_read=`
 /// ([`MAX_READ`]) are always added (a `-o max_read=` replaces the latter). The tool's
-/// own options (`nobarrier`, `nowriteback_cache`, `nodirect_writes`, `cache_size=`) are taken out and returned.
+/// own options (`nobarrier`, `nowriteback_cache`, `nokeep_cache`, `close_errors`,
+/// `nodirect_writes`, `cache_size=`) are taken out and returned.
 pub(crate) fn mount_options(
     opts: &[String],
 ) -> Result<(Vec<MountOption>, SessionACL, ToolOptions), String> {
@@ -36,6 +42,8 @@ pub(crate) fn mount_options(
         writeback_cache: true,
         cache_bytes: image::default_mount_cache_bytes(),
         direct_writes: true,
+        keep_cache: true,
+        close_errors: false,
     };
     let mut out = vec![
         MountOption::FSName("dbfs".into()),
@@ -74,6 +82,22 @@ pub(crate) fn mount_options(
             }
             "writeback_cache" => {
                 tool.writeback_cache = true;
+                continue;
+            }
+            "nokeep_cache" => {
+                tool.keep_cache = false;
+                continue;
+            }
+            "keep_cache" => {
+                tool.keep_cache = true;
+                continue;
+            }
+            "close_errors" => {
+                tool.close_errors = true;
+                continue;
+            }
+            "noclose_errors" => {
+                tool.close_errors = false;
                 continue;
             }
             "nodirect_writes" => {
@@ -145,5 +169,15 @@ mod tests {
         let (opts, _, _) = mount_options(&["noatime,max_read=65536".into()]).unwrap();
         assert_eq!(max_reads(&opts), ["max_read=65536"]);
         assert!(opts.contains(&MountOption::NoAtime));
+    }
+
+    #[test]
+    fn the_cache_and_close_options_are_the_tools_own() {
+        let (opts, _, tool) = mount_options(&[]).unwrap();
+        assert!(tool.keep_cache && !tool.close_errors);
+        let n = opts.len();
+        let (opts, _, tool) = mount_options(&["nokeep_cache,close_errors".into()]).unwrap();
+        assert!(!tool.keep_cache && tool.close_errors);
+        assert_eq!(opts.len(), n, "no kernel option was added");
     }
 }

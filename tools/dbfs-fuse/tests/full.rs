@@ -258,3 +258,71 @@ fn accepted_writes_on_a_nearly_full_image_survive_unmount() {
         }
     }
 }
+
+/// Files open with the kernel's page cache kept (`keep_cache`, the default), so a re-read
+/// need not reach dbfs. A write dbfs refused (here ENOSPC when the kernel writes its dirty
+/// pages back at close) leaves pages in the kernel that dbfs does not hold: the next open
+/// must drop them, so a reader sees the image's bytes. With the write-back cache the kernel
+/// keeps its own idea of the size while it caches the file (FUSE trusts its cached size), so
+/// past the stored end a reader sees zeros up to that size, not the refused data; without
+/// the cache, write(2) fails and the sizes agree too.
+#[test]
+fn refused_writes_are_not_read_back_from_the_kernels_cache() {
+    if !fuse_available() {
+        return;
+    }
+    for opts in ["", "nokeep_cache", "nowriteback_cache"] {
+        let tmp = tempfile::Builder::new()
+            .prefix("dbfs-fuse-stale-")
+            .tempdir()
+            .unwrap();
+        let image = tmp.path().join("dbfs.img");
+        mkfs(&image, "12M");
+        let mnt = tmp.path().join("mnt");
+        let m = Mounted::new(&image, &mnt, opts, Duration::from_secs(100));
+        let piece = pattern(7, 64 << 10);
+        let mut f = File::create(m.path("data")).unwrap();
+        let mut refused = false;
+        for _ in 0..(24 * MIB / piece.len()) {
+            if f.write_all(&piece).is_err() {
+                refused = true;
+                break;
+            }
+        }
+        let closed = {
+            use std::os::fd::IntoRawFd;
+            let fd = f.into_raw_fd();
+            // SAFETY: `fd` is ours (taken from the File) and closed once.
+            unsafe { libc::close(fd) == 0 }
+        };
+        assert!(
+            refused || !closed,
+            "-o '{opts}': 24 MiB written and closed on a 12 MiB image"
+        );
+        let seen = fs::read(m.path("data")).unwrap();
+        assert!(m.unmount(), "-o '{opts}': unmount");
+        let m = Mounted::new(&image, &mnt, opts, Duration::from_secs(60));
+        let stored = fs::read(m.path("data")).unwrap();
+        assert!(m.unmount(), "-o '{opts}': second unmount");
+        assert!(
+            seen.len() >= stored.len(),
+            "-o '{opts}': {} bytes read while mounted, {} stored",
+            seen.len(),
+            stored.len()
+        );
+        if opts == "nowriteback_cache" {
+            assert_eq!(seen.len(), stored.len(), "-o '{opts}': size");
+        }
+        assert!(
+            seen[..stored.len()] == stored[..],
+            "-o '{opts}': the bytes read while mounted are not the image's"
+        );
+        let stale = seen[stored.len()..].iter().filter(|&&b| b != 0).count();
+        assert_eq!(
+            stale,
+            0,
+            "-o '{opts}': {stale} bytes of refused data read past the stored {} bytes",
+            stored.len()
+        );
+    }
+}
