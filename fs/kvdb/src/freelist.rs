@@ -147,6 +147,21 @@ pub struct Freelist {
 /// Bytes per run in a freelist extent: start and length.
 const RUN_SIZE: usize = 16;
 
+/// `runs` sorted, with runs that touch end to start joined into one (overlapping ones, which
+/// a correct caller never gives, are left apart as given). Empty runs are dropped.
+fn joined(runs: &[(PageId, u64)]) -> Vec<(PageId, u64)> {
+    let mut sorted: Vec<(PageId, u64)> = runs.iter().copied().filter(|r| r.1 > 0).collect();
+    sorted.sort_unstable();
+    let mut out: Vec<(PageId, u64)> = Vec::with_capacity(sorted.len());
+    for (start, n) in sorted {
+        match out.last_mut() {
+            Some((s, l)) if s.checked_add(*l) == Some(start) => *l += n,
+            _ => out.push((start, n)),
+        }
+    }
+    out
+}
+
 impl Freelist {
     /// Decode the on-disk freelist extent; every page must be a non-meta page below
     /// `page_count`. Reads the run format this crate writes and the one-id-per-page format of
@@ -264,10 +279,14 @@ impl Freelist {
 
     /// Record pages freed by the commit of `txid`: fresh ones wait for readers only, the others
     /// also for the next barrier.
+    /// The runs are joined first where they are adjacent: deleting a file frees each of its
+    /// chunks' pages as a run of its own, and a file written in order has them side by side,
+    /// so the sets kept here (and moved into `free`, one insert per run, when readers allow)
+    /// hold a few runs instead of one per chunk.
     pub fn free_at(&mut self, txid: u64, pages: &[(PageId, u64)]) {
         let mut fresh = Vec::new();
-        let mut held = Vec::with_capacity(pages.len());
-        for &(start, n) in pages {
+        let mut held = Vec::new();
+        for (start, n) in joined(pages) {
             self.fresh.split_into(start, n, &mut fresh, &mut held);
         }
         if !fresh.is_empty() {
@@ -373,6 +392,25 @@ impl Freelist {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A deleted file's chunk pages, freed one run per chunk in any order, are kept as the
+    /// few runs they form (fresh and held apart), with the same page counts.
+    #[test]
+    fn adjacent_freed_runs_are_kept_joined() {
+        let mut f = Freelist::default();
+        f.grown(1000, 64); // 1000..1064 fresh
+        let mut pages: Vec<(PageId, u64)> = (0..64).map(|i| (1000 + i, 1)).collect();
+        pages.extend((0..32).map(|i| (200 + i, 1)));
+        pages.push((300, 0));
+        pages.reverse();
+        f.free_at(9, &pages);
+        assert_eq!(f.pending.get(&9), Some(&vec![(1000, 64)]));
+        assert_eq!(f.held.get(&9), Some(&vec![(200, 32)]));
+        assert_eq!((f.pending_pages, f.held_count()), (64, 32));
+        assert_eq!(joined(&[(5, 2), (1, 2), (3, 2), (9, 1)]), [(1, 6), (9, 1)]);
+        // Overlaps (a caller's bug) are not merged into one run of the wrong length.
+        assert_eq!(joined(&[(1, 4), (3, 2)]), [(1, 4), (3, 2)]);
+    }
 
     /// The kept counts agree with the lists through frees, a failed commit, a barrier and
     /// releases (what the barrier check and `Db::free_pages` read).
