@@ -275,6 +275,42 @@ impl<S: PageSource> WriteCtx<'_, S> {
         Ok(())
     }
 
+    /// Free the clean subtree at page `id` whole: its pages, and (in `removed`, in key order)
+    /// the values of its leaves, read straight from the pages. The checks are
+    /// [`Node::from_page`]'s; a nested bucket's reference is refused as in a leaf of the range.
+    fn drop_subtree(&mut self, id: PageId, removed: &mut Vec<LeafValue>, depth: usize) -> Result<()> {
+        if depth > MAX_DEPTH {
+            return Err(Error::Corrupted("tree too deep"));
+        }
+        let buf = self.src.page(id)?;
+        let (leaf, count) = page::node_header(&buf, id)?;
+        if leaf {
+            let max_key = page::max_key_len(buf.len());
+            let max_inline = page::max_inline_len(buf.len());
+            for i in 0..count {
+                let slot = page::leaf_slot(&buf, i)?;
+                if slot.key.len() > max_key || slot.value.len() > max_inline {
+                    return Err(Error::Corrupted("leaf entry too large"));
+                }
+                let v = LeafValue::decode(slot.flags, &buf[slot.value])?;
+                if matches!(v, LeafValue::Bucket { .. }) {
+                    return Err(Error::IncompatibleValue);
+                }
+                removed.push(v);
+            }
+        } else {
+            for i in 0..count {
+                let (_, child) = page::branch_slot(&buf, i)?;
+                if child < 2 {
+                    return Err(Error::Corrupted("branch child is a meta page"));
+                }
+                self.drop_subtree(child, removed, depth + 1)?;
+            }
+        }
+        self.freed.push((id, 1));
+        Ok(())
+    }
+
     fn remove_range(
         &mut self,
         nodes: &mut Vec<Node>,
@@ -318,6 +354,21 @@ impl<S: PageSource> WriteCtx<'_, S> {
             let Entries::Branch(e) = &nodes[idx].entries else {
                 return Err(Error::Corrupted("branch changed kind"));
             };
+            // A clean child strictly between the first and the last holds only keys of the
+            // range (from its key, above `start`, to the next one, below `end`): its pages are
+            // freed as they are, without decoding them into nodes that would be emptied. It is
+            // replaced by an empty node, which goes below like any emptied child.
+            if let (true, Child::Page(id)) = (first < i && i < last, e[i].1) {
+                if id != 0 {
+                    self.drop_subtree(id, removed, depth + 1)?;
+                    nodes.push(Node::empty_leaf());
+                    let c = nodes.len() - 1;
+                    if let Entries::Branch(e) = &mut nodes[idx].entries {
+                        e[i].1 = Child::Dirty(c);
+                    }
+                    continue;
+                }
+            }
             let c = self.materialize(nodes, e[i].1)?;
             if let Entries::Branch(e) = &mut nodes[idx].entries {
                 e[i].1 = Child::Dirty(c);
