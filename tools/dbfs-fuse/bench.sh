@@ -24,9 +24,10 @@
 # This is the CACHED table (buffered I/O; tools/dbfs-fuse/bench-direct.sh makes the direct one).
 # fio runs buffered (no --direct: FUSE mounts without direct_io); write jobs end with fsync
 # (--end_fsync=1) so every system pays for getting the data to its image. Both FUSE daemons
-# open files without keep_cache, so the kernel drops a file's cached pages at open and reads
-# reach the daemon; the host directory's reads may come from the page cache (it is the
-# ceiling). MB/s = 10^6 bytes/s.
+# let the kernel keep a file's cached pages across opens (fuse2fs's kernel_cache, dbfs-fuse's
+# keep_cache), but fio drops a file's cached pages before each job (its default invalidate=1),
+# so reads reach the daemon; the host directory's reads may come from the page cache (it is
+# the ceiling). MB/s = 10^6 bytes/s.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
