@@ -556,6 +556,55 @@ fn parallel_readers_and_writers() {
     assert_eq!(fsck_status(&image).0, 0);
 }
 
+/// The kernel caches names and attributes for an hour and directory listings while a
+/// directory is unchanged (directories open without a request, so with `FOPEN_CACHE_DIR`):
+/// every change made through the mount shows at once in listings, lookups, stat and reads,
+/// from a second process too.
+#[test]
+fn kernel_caches_follow_every_change() {
+    if !fuse_available() {
+        return;
+    }
+    let (_tmp, image, mnt) = setup("caches", "64M");
+    let m = Mounted::new(&image, &mnt, "", Duration::from_secs(60));
+    let d = m.path("d");
+    fs::create_dir(&d).unwrap();
+    let set = |names: &[&str]| names.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
+    fs::write(d.join("a"), b"1").unwrap();
+    fs::write(d.join("b"), b"22").unwrap();
+    assert_eq!(listing(&d), set(&["a", "b"]));
+    fs::write(d.join("c"), b"333").unwrap();
+    assert_eq!(listing(&d), set(&["a", "b", "c"]));
+    fs::remove_file(d.join("a")).unwrap();
+    fs::rename(d.join("b"), d.join("e")).unwrap();
+    fs::create_dir(d.join("sub")).unwrap();
+    assert_eq!(listing(&d), set(&["c", "e", "sub"]));
+    assert_eq!(errno(fs::metadata(d.join("a"))), libc::ENOENT);
+    assert_eq!(errno(fs::metadata(d.join("b"))), libc::ENOENT);
+    fs::hard_link(d.join("c"), d.join("sub/c2")).unwrap();
+    assert_eq!(fs::metadata(d.join("c")).unwrap().nlink(), 2);
+    fs::write(d.join("sub/c2"), b"4444").unwrap();
+    assert_eq!(fs::read(d.join("c")).unwrap(), b"4444");
+    assert_eq!(fs::metadata(d.join("c")).unwrap().len(), 4);
+    fs::remove_file(d.join("sub/c2")).unwrap();
+    assert_eq!(fs::metadata(d.join("c")).unwrap().nlink(), 1);
+    fs::set_permissions(d.join("e"), fs::Permissions::from_mode(0o600)).unwrap();
+    // Another process sees the same, through its own lookups.
+    let out = sh(
+        &d,
+        "ls -1 . sub; stat -c '%n %s %h %a' c e; cat c; echo; mv c sub/; ls -1 . sub",
+        30,
+    );
+    assert_eq!(
+        out,
+        ".:\nc\ne\nsub\n\nsub:\nc 4 1 644\ne 2 1 600\n4444\n.:\ne\nsub\n\nsub:\nc\n"
+    );
+    assert_eq!(listing(&d), set(&["e", "sub"]));
+    assert_eq!(listing(&d.join("sub")), set(&["c"]));
+    fs::remove_dir_all(&d).unwrap();
+    assert!(listing(&m.path("")).is_empty());
+}
+
 #[test]
 fn remount_keeps_data_and_signals_unmount_cleanly() {
     if !fuse_available() {
