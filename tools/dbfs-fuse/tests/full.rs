@@ -33,13 +33,7 @@ fn full_image_enospc_keeps_data_and_frees_on_delete() {
     if !fuse_available() {
         return;
     }
-    let tmp = tempfile::Builder::new()
-        .prefix("dbfs-fuse-full-")
-        .tempdir()
-        .unwrap();
-    let image = tmp.path().join("dbfs.img");
-    mkfs(&image, "12M");
-    let mnt = tmp.path().join("mnt");
+    let (_tmp, image, mnt) = fresh_image("full", "12M");
     let m = Mounted::new(&image, &mnt, "", Duration::from_secs(110));
 
     let keep: Vec<(String, Vec<u8>)> = (0..3)
@@ -181,13 +175,7 @@ fn accepted_writes_on_a_nearly_full_image_survive_unmount() {
     for opts in ["nowriteback_cache", ""] {
         for use_syncfs in [true, false] {
             let what = format!("-o '{opts}', syncfs {use_syncfs}");
-            let tmp = tempfile::Builder::new()
-                .prefix("dbfs-fuse-lost-")
-                .tempdir()
-                .unwrap();
-            let image = tmp.path().join("dbfs.img");
-            mkfs(&image, "12M");
-            let mnt = tmp.path().join("mnt");
+            let (_tmp, image, mnt) = fresh_image("lost", "12M");
             let m = Mounted::new(&image, &mnt, opts, Duration::from_secs(100));
             // No fsync while filling: everything stays buffered (in dbfs or the kernel).
             let piece = pattern(5, 64 << 10);
@@ -219,16 +207,7 @@ fn accepted_writes_on_a_nearly_full_image_survive_unmount() {
             if let Err(e) = &sync {
                 assert_eq!(errno(e), libc::ENOSPC, "{what}: sync failed with {e}");
             }
-            let close = {
-                use std::os::fd::IntoRawFd;
-                let fd = f.into_raw_fd();
-                // SAFETY: `fd` is ours (taken from the File) and closed once.
-                if unsafe { libc::close(fd) } == 0 {
-                    Ok(())
-                } else {
-                    Err(std::io::Error::last_os_error())
-                }
-            };
+            let close = close_checked(f);
             if let Err(e) = &close {
                 assert_eq!(errno(e), libc::ENOSPC, "{what}: close failed with {e}");
             }
@@ -272,13 +251,7 @@ fn refused_writes_are_not_read_back_from_the_kernels_cache() {
         return;
     }
     for opts in ["", "nokeep_cache", "nowriteback_cache"] {
-        let tmp = tempfile::Builder::new()
-            .prefix("dbfs-fuse-stale-")
-            .tempdir()
-            .unwrap();
-        let image = tmp.path().join("dbfs.img");
-        mkfs(&image, "12M");
-        let mnt = tmp.path().join("mnt");
+        let (_tmp, image, mnt) = fresh_image("stale", "12M");
         let m = Mounted::new(&image, &mnt, opts, Duration::from_secs(100));
         let piece = pattern(7, 64 << 10);
         let mut f = File::create(m.path("data")).unwrap();
@@ -289,12 +262,7 @@ fn refused_writes_are_not_read_back_from_the_kernels_cache() {
                 break;
             }
         }
-        let closed = {
-            use std::os::fd::IntoRawFd;
-            let fd = f.into_raw_fd();
-            // SAFETY: `fd` is ours (taken from the File) and closed once.
-            unsafe { libc::close(fd) == 0 }
-        };
+        let closed = close_checked(f).is_ok();
         assert!(
             refused || !closed,
             "-o '{opts}': 24 MiB written and closed on a 12 MiB image"

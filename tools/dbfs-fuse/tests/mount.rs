@@ -55,17 +55,6 @@ fn listing(dir: &Path) -> BTreeSet<String> {
         .collect()
 }
 
-fn setup(name: &str, size: &str) -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
-    let tmp = tempfile::Builder::new()
-        .prefix(&format!("dbfs-fuse-{name}-"))
-        .tempdir()
-        .unwrap();
-    let image = tmp.path().join("dbfs.img");
-    mkfs(&image, size);
-    let mnt = tmp.path().join("mnt");
-    (tmp, image, mnt)
-}
-
 fn fsck_status(image: &Path) -> (i32, String) {
     let out = run(Command::new(BIN).arg("fsck").arg(image));
     (
@@ -83,7 +72,7 @@ fn posix_semantics_through_std_fs() {
     if !fuse_available() {
         return;
     }
-    let (_tmp, image, mnt) = setup("posix", "256M");
+    let (_tmp, image, mnt) = fresh_image("posix", "256M");
     let m = Mounted::new(&image, &mnt, "", Duration::from_secs(60));
 
     // Contents and sizes.
@@ -454,7 +443,7 @@ fn real_tools_on_the_mount() {
     if !fuse_available() {
         return;
     }
-    let (tmp, image, mnt) = setup("tools", "512M");
+    let (tmp, image, mnt) = fresh_image("tools", "512M");
     let src = tmp.path().join("src");
     fixture_tree(&src);
     let m = Mounted::new(&image, &mnt, "", Duration::from_secs(110));
@@ -529,7 +518,7 @@ fn parallel_readers_and_writers() {
     if !fuse_available() {
         return;
     }
-    let (_tmp, image, mnt) = setup("parallel", "256M");
+    let (_tmp, image, mnt) = fresh_image("parallel", "256M");
     let m = Mounted::new(&image, &mnt, "", Duration::from_secs(60));
     let data = pattern(77, 4 << 20);
     fs::write(m.path("shared"), &data).unwrap();
@@ -565,7 +554,7 @@ fn kernel_caches_follow_every_change() {
     if !fuse_available() {
         return;
     }
-    let (_tmp, image, mnt) = setup("caches", "64M");
+    let (_tmp, image, mnt) = fresh_image("caches", "64M");
     let m = Mounted::new(&image, &mnt, "", Duration::from_secs(60));
     let d = m.path("d");
     fs::create_dir(&d).unwrap();
@@ -610,7 +599,7 @@ fn remount_keeps_data_and_signals_unmount_cleanly() {
     if !fuse_available() {
         return;
     }
-    let (_tmp, image, mnt) = setup("remount", "256M");
+    let (_tmp, image, mnt) = fresh_image("remount", "256M");
     let mut sums = Vec::new();
     {
         let m = Mounted::new(&image, &mnt, "", Duration::from_secs(60));
@@ -644,7 +633,7 @@ fn nobarrier_mount_is_durable_at_unmount() {
     if !fuse_available() {
         return;
     }
-    let (_tmp, image, mnt) = setup("nobarrier", "128M");
+    let (_tmp, image, mnt) = fresh_image("nobarrier", "128M");
     let data = pattern(31, 3 << 20);
     {
         let m = Mounted::new(&image, &mnt, "nobarrier", Duration::from_secs(60));
@@ -681,7 +670,7 @@ fn background_mount_and_auto_unmount() {
         );
         return;
     }
-    let (_tmp, image, mnt) = setup("bg", "64M");
+    let (_tmp, image, mnt) = fresh_image("bg", "64M");
     fs::create_dir_all(&mnt).unwrap();
     let mnt = mnt.canonicalize().unwrap();
     let guard = background_auto_unmount(&image, &mnt);
@@ -804,7 +793,7 @@ fn an_image_in_use_is_refused() {
     // A second writer would commit from its own idea of the free pages and corrupt the
     // image: while it is mounted read-write, `put` and `fsck` wait briefly, then refuse
     // with a reason; the mount is unaffected, and afterwards both work.
-    let (tmp, image, mnt) = setup("busy", "64M");
+    let (tmp, image, mnt) = fresh_image("busy", "64M");
     let host = tmp.path().join("host.txt");
     fs::write(&host, b"from the host").unwrap();
     let m = Mounted::new(&image, &mnt, "", Duration::from_secs(60));
@@ -953,7 +942,7 @@ fn unprivileged_writes_clear_set_id_bits() {
         return;
     }
     use std::os::unix::process::CommandExt;
-    let (tmp, image, mnt) = setup("killpriv", "64M");
+    let (tmp, image, mnt) = fresh_image("killpriv", "64M");
     fs::set_permissions(tmp.path(), fs::Permissions::from_mode(0o755)).unwrap();
     let m = Mounted::new(&image, &mnt, "allow_other", Duration::from_secs(60));
     fs::set_permissions(m.path(""), fs::Permissions::from_mode(0o777)).unwrap();

@@ -43,6 +43,31 @@ pub fn mkfs(image: &Path, size: &str) {
     );
 }
 
+/// A temporary directory holding a fresh image of `size` (`dbfs.img`) and the path of a mount
+/// point in it (`mnt`, not created); the directory goes when the first value is dropped.
+pub fn fresh_image(name: &str, size: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!("dbfs-fuse-{name}-"))
+        .tempdir()
+        .unwrap();
+    let image = tmp.path().join("dbfs.img");
+    mkfs(&image, size);
+    let mnt = tmp.path().join("mnt");
+    (tmp, image, mnt)
+}
+
+/// close(2) the file and return its answer (dropping a `File` ignores it).
+pub fn close_checked(f: std::fs::File) -> std::io::Result<()> {
+    use std::os::fd::IntoRawFd;
+    let fd = f.into_raw_fd();
+    // SAFETY: `fd` is ours (taken from the File) and closed once.
+    if unsafe { libc::close(fd) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
 pub fn run(cmd: &mut Command) -> std::process::Output {
     cmd.output()
         .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"))
