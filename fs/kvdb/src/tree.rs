@@ -278,7 +278,12 @@ impl<S: PageSource> WriteCtx<'_, S> {
     /// Free the clean subtree at page `id` whole: its pages, and (in `removed`, in key order)
     /// the values of its leaves, read straight from the pages. The checks are
     /// [`Node::from_page`]'s; a nested bucket's reference is refused as in a leaf of the range.
-    fn drop_subtree(&mut self, id: PageId, removed: &mut Vec<LeafValue>, depth: usize) -> Result<()> {
+    fn drop_subtree(
+        &mut self,
+        id: PageId,
+        removed: &mut Vec<LeafValue>,
+        depth: usize,
+    ) -> Result<()> {
         if depth > MAX_DEPTH {
             return Err(Error::Corrupted("tree too deep"));
         }

@@ -676,7 +676,7 @@ fn delete_range_over_whole_subtrees_frees_every_page() {
     const N: u32 = 120_000;
     let big = vec![9u8; 2 * 4096];
     let value = |i: u32| -> Vec<u8> {
-        if i % 1000 == 0 {
+        if i.is_multiple_of(1000) {
             big.clone()
         } else {
             u64::from(i).to_le_bytes().to_vec()
@@ -738,5 +738,9 @@ fn delete_range_over_whole_subtrees_frees_every_page() {
         tx.commit().unwrap();
     }
     let db = reopen(db);
-    assert_eq!(used(&db), used(&build(&mut (0..0))), "pages in use once all is deleted");
+    assert_eq!(
+        used(&db),
+        used(&build(&mut (0..0))),
+        "pages in use once all is deleted"
+    );
 }
