@@ -7,6 +7,7 @@
 //! halves of a split fit).
 
 use alloc::vec::Vec;
+use core::ops::Range;
 
 use smallvec::SmallVec;
 
@@ -58,6 +59,33 @@ impl LeafValue {
             _ => LeafValue::Inline(ValueBytes::from_slice(bytes)),
         })
     }
+}
+
+// Slots of a corrupt page may overlap; the size limits keep every split able to fit a page,
+// so every reader of a node page (`Node::from_page`, and a range delete freeing a subtree
+// as it stands) checks its entries with these two.
+
+/// Entry `i` of a leaf page: where its key is in `buf`, and its value.
+pub(crate) fn leaf_entry(buf: &[u8], i: usize) -> Result<(Range<usize>, LeafValue)> {
+    let slot = page::leaf_slot(buf, i)?;
+    if slot.key.len() > page::max_key_len(buf.len())
+        || slot.value.len() > page::max_inline_len(buf.len())
+    {
+        return Err(crate::Error::Corrupted("leaf entry too large"));
+    }
+    Ok((slot.key, LeafValue::decode(slot.flags, &buf[slot.value])?))
+}
+
+/// Entry `i` of a branch page: where its key is in `buf`, and its child's page.
+pub(crate) fn branch_entry(buf: &[u8], i: usize) -> Result<(Range<usize>, PageId)> {
+    let (key, child) = page::branch_slot(buf, i)?;
+    if key.len() > page::max_key_len(buf.len()) {
+        return Err(crate::Error::Corrupted("branch key too large"));
+    }
+    if child < 2 {
+        return Err(crate::Error::Corrupted("branch child is a meta page"));
+    }
+    Ok((key, child))
 }
 
 /// Where a branch entry's child lives.
@@ -130,31 +158,17 @@ impl Node {
     /// Copy a validated node page into memory.
     pub fn from_page(buf: &[u8], id: PageId) -> Result<Node> {
         let (leaf, count) = page::node_header(buf, id)?;
-        // Slots of a corrupt page may overlap; the size limits keep every split able to fit a
-        // page, so enforce them before the entries enter a dirty node.
-        let max_key = page::max_key_len(buf.len());
-        let max_inline = page::max_inline_len(buf.len());
         if leaf {
             let mut entries = Vec::with_capacity(count);
             for i in 0..count {
-                let slot = page::leaf_slot(buf, i)?;
-                if slot.key.len() > max_key || slot.value.len() > max_inline {
-                    return Err(crate::Error::Corrupted("leaf entry too large"));
-                }
-                let value = LeafValue::decode(slot.flags, &buf[slot.value])?;
-                entries.push((KeyBytes::from_slice(&buf[slot.key]), value));
+                let (key, value) = leaf_entry(buf, i)?;
+                entries.push((KeyBytes::from_slice(&buf[key]), value));
             }
             Ok(Node::leaf(entries))
         } else {
             let mut entries = Vec::with_capacity(count);
             for i in 0..count {
-                let (key, child) = page::branch_slot(buf, i)?;
-                if key.len() > max_key {
-                    return Err(crate::Error::Corrupted("branch key too large"));
-                }
-                if child < 2 {
-                    return Err(crate::Error::Corrupted("branch child is a meta page"));
-                }
+                let (key, child) = branch_entry(buf, i)?;
                 entries.push((KeyBytes::from_slice(&buf[key]), Child::Page(child)));
             }
             Ok(Node::branch(entries))

@@ -10,7 +10,10 @@ use alloc::vec::Vec;
 use core::mem;
 
 use crate::error::{Error, Result};
-use crate::node::{branch_entry_size, leaf_entry_size, Child, Entries, KeyBytes, LeafValue, Node};
+use crate::node::{
+    branch_entry, branch_entry_size, leaf_entry, leaf_entry_size, Child, Entries, KeyBytes,
+    LeafValue, Node,
+};
 use crate::page::{self, LeafSlot, PageId, HEADER_SIZE};
 use crate::source::PageSource;
 
@@ -276,8 +279,8 @@ impl<S: PageSource> WriteCtx<'_, S> {
     }
 
     /// Free the clean subtree at page `id` whole: its pages, and (in `removed`, in key order)
-    /// the values of its leaves, read straight from the pages. The checks are
-    /// [`Node::from_page`]'s; a nested bucket's reference is refused as in a leaf of the range.
+    /// the values of its leaves, read straight from the pages with [`Node::from_page`]'s
+    /// checks; a nested bucket's reference is refused as in a leaf of the range.
     fn drop_subtree(
         &mut self,
         id: PageId,
@@ -289,26 +292,15 @@ impl<S: PageSource> WriteCtx<'_, S> {
         }
         let buf = self.src.page(id)?;
         let (leaf, count) = page::node_header(&buf, id)?;
-        if leaf {
-            let max_key = page::max_key_len(buf.len());
-            let max_inline = page::max_inline_len(buf.len());
-            for i in 0..count {
-                let slot = page::leaf_slot(&buf, i)?;
-                if slot.key.len() > max_key || slot.value.len() > max_inline {
-                    return Err(Error::Corrupted("leaf entry too large"));
-                }
-                let v = LeafValue::decode(slot.flags, &buf[slot.value])?;
+        for i in 0..count {
+            if leaf {
+                let (_, v) = leaf_entry(&buf, i)?;
                 if matches!(v, LeafValue::Bucket { .. }) {
                     return Err(Error::IncompatibleValue);
                 }
                 removed.push(v);
-            }
-        } else {
-            for i in 0..count {
-                let (_, child) = page::branch_slot(&buf, i)?;
-                if child < 2 {
-                    return Err(Error::Corrupted("branch child is a meta page"));
-                }
+            } else {
+                let (_, child) = branch_entry(&buf, i)?;
                 self.drop_subtree(child, removed, depth + 1)?;
             }
         }
@@ -363,8 +355,8 @@ impl<S: PageSource> WriteCtx<'_, S> {
             // range (from its key, above `start`, to the next one, below `end`): its pages are
             // freed as they are, without decoding them into nodes that would be emptied. It is
             // replaced by an empty node, which goes below like any emptied child.
-            if let (true, Child::Page(id)) = (first < i && i < last, e[i].1) {
-                if id != 0 {
+            match e[i].1 {
+                Child::Page(id) if first < i && i < last && id != 0 => {
                     self.drop_subtree(id, removed, depth + 1)?;
                     nodes.push(Node::empty_leaf());
                     let c = nodes.len() - 1;
@@ -373,6 +365,7 @@ impl<S: PageSource> WriteCtx<'_, S> {
                     }
                     continue;
                 }
+                _ => {}
             }
             let c = self.materialize(nodes, e[i].1)?;
             if let Entries::Branch(e) = &mut nodes[idx].entries {

@@ -31,7 +31,7 @@ use std::collections::{HashMap, HashSet};
 use std::ffi::OsStr;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
 use fuser::{
@@ -120,6 +120,10 @@ fn read_lock<T>(l: &RwLock<T>) -> RwLockReadGuard<'_, T> {
 
 fn write_lock<T>(l: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
     l.write().unwrap_or_else(|p| p.into_inner())
+}
+
+fn lock<T>(l: &Mutex<T>) -> MutexGuard<'_, T> {
+    l.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 fn utf8(name: &OsStr) -> Result<&str, Errno> {
@@ -216,7 +220,7 @@ impl DbFuse {
     /// the image's only writer, and every change to a file's data comes through this kernel,
     /// which updates or drops its own pages (writes, truncates, fallocate, copy_file_range).
     /// The one way it can differ from dbfs is a change dbfs refused (a failed write, e.g.
-    /// ENOSPC at write-back): such a file's next open drops the pages ([`Self::cache_suspect`]).
+    /// ENOSPC at write-back): such a file's next open drops the pages (`cache_suspect`).
     pub fn set_keep_cache(&mut self, on: bool) {
         self.keep_cache = on;
     }
@@ -235,25 +239,17 @@ impl DbFuse {
     /// The flags of a file's open: [`FopenFlags::FOPEN_KEEP_CACHE`] unless a change to its
     /// data failed since its last open.
     fn open_flags(&self, ino: u64) -> FopenFlags {
-        let suspect = self
-            .cache_suspect
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&ino);
-        if self.keep_cache && !suspect {
-            FopenFlags::FOPEN_KEEP_CACHE
-        } else {
+        if !self.keep_cache || lock(&self.cache_suspect).remove(&ino) {
             FopenFlags::empty()
+        } else {
+            FopenFlags::FOPEN_KEEP_CACHE
         }
     }
 
     /// A request that changes `ino`'s data failed (possibly after changing part of it).
     fn data_change_failed(&self, ino: INodeNo) {
         if self.keep_cache {
-            self.cache_suspect
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(ino.0);
+            lock(&self.cache_suspect).insert(ino.0);
         }
     }
 

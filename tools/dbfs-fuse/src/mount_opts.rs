@@ -22,6 +22,27 @@ pub(crate) struct ToolOptions {
     pub(crate) close_errors: bool,
 }
 
+impl ToolOptions {
+    /// Set the on/off option `o` (`name` or `noname`) if it is one of the tool's own.
+    fn flag(&mut self, o: &str) -> bool {
+        let (field, on) = match o {
+            "barrier" => (&mut self.barriers, true),
+            "nobarrier" => (&mut self.barriers, false),
+            "writeback_cache" => (&mut self.writeback_cache, true),
+            "nowriteback_cache" => (&mut self.writeback_cache, false),
+            "keep_cache" => (&mut self.keep_cache, true),
+            "nokeep_cache" => (&mut self.keep_cache, false),
+            "close_errors" => (&mut self.close_errors, true),
+            "noclose_errors" => (&mut self.close_errors, false),
+            "direct_writes" => (&mut self.direct_writes, true),
+            "nodirect_writes" => (&mut self.direct_writes, false),
+            _ => return false,
+        };
+        *field = on;
+        true
+    }
+}
+
 /// The kernel's `max_read` unless `-o max_read=` says otherwise: the largest FUSE read
 /// request. With `FUSE_ASYNC_DIO` (adapter.rs, `init`) a 1 MiB O_DIRECT read is then two
 /// requests that two worker threads serve at once; one 1 MiB request was served by one
@@ -57,6 +78,9 @@ pub(crate) fn mount_options(
         .flat_map(|s| s.split(','))
         .filter(|s| !s.is_empty())
     {
+        if tool.flag(o) {
+            continue;
+        }
         let m = match o {
             "allow_other" => {
                 acl = SessionACL::All;
@@ -68,46 +92,6 @@ pub(crate) fn mount_options(
             }
             "auto_unmount" => MountOption::AutoUnmount,
             "default_permissions" => continue,
-            "nobarrier" => {
-                tool.barriers = false;
-                continue;
-            }
-            "barrier" => {
-                tool.barriers = true;
-                continue;
-            }
-            "nowriteback_cache" => {
-                tool.writeback_cache = false;
-                continue;
-            }
-            "writeback_cache" => {
-                tool.writeback_cache = true;
-                continue;
-            }
-            "nokeep_cache" => {
-                tool.keep_cache = false;
-                continue;
-            }
-            "keep_cache" => {
-                tool.keep_cache = true;
-                continue;
-            }
-            "close_errors" => {
-                tool.close_errors = true;
-                continue;
-            }
-            "noclose_errors" => {
-                tool.close_errors = false;
-                continue;
-            }
-            "nodirect_writes" => {
-                tool.direct_writes = false;
-                continue;
-            }
-            "direct_writes" => {
-                tool.direct_writes = true;
-                continue;
-            }
             x if x.starts_with("cache_size=") => {
                 let v = &x["cache_size=".len()..];
                 tool.cache_bytes = parse_size(v)
