@@ -35,7 +35,13 @@
 # "dbfs ext4 ext3 ext2 host"; dbfsalt = the dbfs-fuse binary ALT_BIN, for before/after),
 # IMG_SIZE (every image, default 4G), N (createdel files when aging, default 20000), FILL_PCT,
 # AGED (0: fresh table only), WORK (scratch directory, removed unless KEEP=1), DBFS_MOUNT_OPTS
-# (extra -o options for dbfs-fuse). MB/s = 10^6 bytes/s.
+# (extra -o options for dbfs-fuse), CHARTS (see below). MB/s = 10^6 bytes/s.
+#
+# Charts: tools/bench-report draws one per phase and block size from the RESULT lines (a group
+# of bars per line, one bar per system: the median MB/s), into CHARTS/<phase>-<bs>/
+# (throughput.svg and .png, summary.md, results.csv). CHARTS defaults to
+# build/bench-fuse-direct; CHARTS= (empty) draws none. CHARTS_FROM=FILE (a saved output of this
+# script) draws them again from its RESULT lines and runs nothing else.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -50,9 +56,49 @@ N=${N:-20000}
 FILL_PCT=${FILL_PCT:-90}
 AGED=${AGED:-1}
 DBFS_MOUNT_OPTS=${DBFS_MOUNT_OPTS:-}
+CHARTS=${CHARTS-$ROOT/build/bench-fuse-direct}
 read -r -a SYSTEMS <<<"${SYSTEMS:-dbfs ext4 ext3 ext2 host}"
 NSYS=${#SYSTEMS[@]}
 RWS="write randwrite read randread"
+
+# The charts: each phase and block size as a log of its own, one benchmark a line and jobs
+# count ("randread-4j"), for bench-report's throughput chart.
+draw_charts() {
+    local report phase bs log
+    [ -n "$CHARTS" ] || return 0
+    if ! (cd "$ROOT" && cargo build --release -q -p bench-report); then
+        echo "bench-direct: bench-report did not build: no charts" >&2
+        return 0
+    fi
+    report=${CARGO_TARGET_DIR:-$ROOT/target}/release/bench-report
+    for phase in fresh aged; do
+        for bs in $BSS; do
+            log=$WORK/chart-$phase-$bs.log
+            awk -v p="$phase" -v b="$bs" '/^RESULT / {
+                delete f
+                for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+                if (f["phase"] == p && f["bs"] == b)
+                    printf "RESULT bench=%s-%sj fs=%s MBps=%s\n", f["rw"], f["jobs"], f["fs"], f["MBps"]
+            }' "$WORK/results.log" >"$log"
+            [ -s "$log" ] || continue
+            "$report" "$log" --out-dir "$CHARTS/$phase-$bs" \
+                --title "Direct I/O through FUSE, $phase images, $bs blocks, median of each line" >/dev/null ||
+                echo "bench-direct: bench-report failed on $log" >&2
+        done
+    done
+    echo
+    echo "charts: $CHARTS/{fresh,aged}-{$(tr ' ' ',' <<<"$BSS")}/throughput.svg"
+}
+
+# CHARTS_FROM=FILE: only draw the charts again, from the RESULT lines of a saved run's output.
+if [ -n "${CHARTS_FROM:-}" ]; then
+    WORK=$(mktemp -d /tmp/dbfs-bench-direct.XXXXXX)
+    trap 'rm -rf "$WORK"' EXIT
+    grep '^RESULT bench=fio-direct ' "$CHARTS_FROM" >"$WORK/results.log" ||
+        { echo "bench-direct: no RESULT lines in $CHARTS_FROM" >&2; exit 1; }
+    draw_charts
+    exit 0
+fi
 
 for tool in fio fuse2fs mke2fs fusermount3; do
     command -v "$tool" >/dev/null || { echo "bench-direct: $tool is not installed" >&2; exit 1; }
@@ -111,7 +157,8 @@ run_table() {
                         case $rw in read | randread) drop_caches "$sys" ;; esac
                         v=$(run_fio "$sys" "$rw" "$bs" "$jobs")
                         RES["$phase $rw $bs $jobs $sys"]+="$v "
-                        echo "RESULT bench=fio-direct phase=$phase fs=$sys rw=$rw bs=$bs jobs=$jobs rep=$rep MBps=$v"
+                        echo "RESULT bench=fio-direct phase=$phase fs=$sys rw=$rw bs=$bs jobs=$jobs rep=$rep MBps=$v" |
+                            tee -a "$WORK/results.log"
                     done
                     rm -rf "$(mnt_of "$sys")/bench"
                 done
@@ -258,4 +305,6 @@ if [ "$AGED" = 1 ]; then
         echo "- $(label "$sys"): create $c s, unlink $u s"
     done
 fi
+
+draw_charts
 exit 0

@@ -253,6 +253,13 @@ pub fn ratio_columns(fs_order: &[String]) -> Vec<(String, String)> {
     if has("dbfs") && has("fat32") {
         columns.push(("dbfs".to_string(), "fat32".to_string()));
     }
+    // The host side (tools/dbfs-fuse/bench-direct.sh): fuse2fs's file systems and the host
+    // directory.
+    for other in ["ext4", "ext3", "ext2", "host"] {
+        if has("dbfs") && has(other) {
+            columns.push(("dbfs".to_string(), other.to_string()));
+        }
+    }
     for ceiling in ["raw", "rawq"] {
         if has(ceiling) {
             for fs in fs_order.iter().filter(|fs| *fs != "raw" && *fs != "rawq") {
@@ -508,6 +515,9 @@ RESULT bench=cold fs=dbfs faults=3
         let pairs = ratio_columns(&names(&["fat32", "raw", "ext4"]));
         let labels: Vec<String> = pairs.iter().map(|(a, b)| format!("{a}/{b}")).collect();
         assert_eq!(labels, ["fat32/raw", "ext4/raw"]);
+        let pairs = ratio_columns(&names(&["dbfs", "ext4", "ext2", "host"]));
+        let labels: Vec<String> = pairs.iter().map(|(a, b)| format!("{a}/{b}")).collect();
+        assert_eq!(labels, ["dbfs/ext4", "dbfs/ext2", "dbfs/host"]);
         let pairs = ratio_columns(&names(&["dbfs", "fat32", "raw", "rawq"]));
         let labels: Vec<String> = pairs.iter().map(|(a, b)| format!("{a}/{b}")).collect();
         assert_eq!(
