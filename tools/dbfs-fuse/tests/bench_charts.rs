@@ -64,7 +64,10 @@ fn charts_are_drawn_again_from_a_saved_run() {
             for rw in RWS {
                 for jobs in [1, 4] {
                     let row = format!("| {rw}-{jobs}j | 200.00 | 100.00 | 2.00x |");
-                    assert!(summary.contains(&row), "{phase}-{bs}: no {row:?} in\n{summary}");
+                    assert!(
+                        summary.contains(&row),
+                        "{phase}-{bs}: no {row:?} in\n{summary}"
+                    );
                 }
             }
         }
