@@ -75,7 +75,10 @@ make_image() {
 # Build dbfs-fuse, create WORK, and arrange the clean-up at exit (or ^C).
 systems_setup() {
     (cd "$ROOT" && cargo build --release -q -p dbfs-fuse)
-    BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release/dbfs-fuse
+    # Make exports CARGO_TARGET_DIR relative to the repository root.
+    local target=${CARGO_TARGET_DIR:-target}
+    case $target in /*) ;; *) target=$ROOT/$target ;; esac
+    BIN=$target/release/dbfs-fuse
     mkdir -p "$WORK"
     declare -gA PID
     trap systems_cleanup EXIT
