@@ -35,7 +35,8 @@
 #   make bench-fuse              dbfs-fuse vs fuse2fs (ext4) vs the host directory, with fio:
 #                                the cached (buffered) table (tools/dbfs-fuse/bench.sh), then the
 #                                direct-I/O table, fresh and aged, against fuse2fs ext4/ext3/ext2
-#                                (tools/dbfs-fuse/bench-direct.sh; `make bench-fuse-direct` alone)
+#                                (tools/dbfs-fuse/bench-direct.sh; `make bench-fuse-direct` alone),
+#                                its charts in build/bench-fuse-direct/ (`CHARTS=DIR` elsewhere)
 #   make pjdfstest               POSIX conformance: the whole pjdfstest suite (../shared/pjdfstest,
 #                                built in build/) on dbfs-fuse fresh, -o nowriteback_cache, aged
 #                                and guest-written, and on fuse2fs ext4 and tmpfs as references;
