@@ -61,20 +61,19 @@ read -r -a SYSTEMS <<<"${SYSTEMS:-dbfs ext4 ext3 ext2 host}"
 NSYS=${#SYSTEMS[@]}
 RWS="write randwrite read randread"
 
+# shellcheck source=tools/dbfs-fuse/systems.sh
+. "$ROOT/tools/dbfs-fuse/systems.sh"
+
 # The charts: each phase and block size as a log of its own, one benchmark a line and jobs
 # count ("randread-4j"), for bench-report's throughput chart.
 # Returns non-zero if a chart could not be drawn.
 draw_charts() {
-    local report phase bs log target failed=0
+    local report phase bs log failed=0
     [ -n "$CHARTS" ] || return 0
-    if ! (cd "$ROOT" && cargo build --release -q -p bench-report); then
+    if ! report=$(cargo_bin bench-report); then
         echo "bench-direct: bench-report did not build: no charts" >&2
         return 1
     fi
-    # Make exports CARGO_TARGET_DIR relative to the repository root.
-    target=${CARGO_TARGET_DIR:-target}
-    case $target in /*) ;; *) target=$ROOT/$target ;; esac
-    report=$target/release/bench-report
     for phase in fresh aged; do
         for bs in $BSS; do
             log=$WORK/chart-$phase-$bs.log
@@ -111,8 +110,6 @@ done
 
 WORK=${WORK:-$(mktemp -d /tmp/dbfs-bench-direct.XXXXXX)}
 BENCH_NAME=bench-direct
-# shellcheck source=tools/dbfs-fuse/systems.sh
-. "$ROOT/tools/dbfs-fuse/systems.sh"
 systems_setup
 
 CAN_DROP=0

@@ -1,5 +1,5 @@
 # Systems under test for the host benchmarks (sourced by bench-direct.sh and tools/fio/fio-host.sh):
-# make an image, mount it, unmount it and wait for its daemon. The caller sets ROOT, WORK
+# make an image, mount it, unmount it and wait for its daemon; `cargo_bin` builds a tool. The caller sets ROOT, WORK
 # (scratch directory), SYSTEMS (array), ALT_BIN (optional second dbfs-fuse, system
 # "dbfsalt"; without ALT_BIN it is this dbfs-fuse), IMG_SIZE, DBFS_MOUNT_OPTS (mount options of
 # dbfs), ALT_MOUNT_OPTS (of dbfsalt; default DBFS_MOUNT_OPTS), then calls `systems_setup` (builds dbfs-fuse into BIN,
@@ -72,13 +72,18 @@ make_image() {
 }
 
 
-# Build dbfs-fuse, create WORK, and arrange the clean-up at exit (or ^C).
-systems_setup() {
-    (cd "$ROOT" && cargo build --release -q -p dbfs-fuse)
+# Build the workspace package $1 (release) and print the path of its binary of the same name.
+cargo_bin() {
+    (cd "$ROOT" && cargo build --release -q -p "$1") || return 1
     # Make exports CARGO_TARGET_DIR relative to the repository root.
     local target=${CARGO_TARGET_DIR:-target}
     case $target in /*) ;; *) target=$ROOT/$target ;; esac
-    BIN=$target/release/dbfs-fuse
+    echo "$target/release/$1"
+}
+
+# Build dbfs-fuse, create WORK, and arrange the clean-up at exit (or ^C).
+systems_setup() {
+    BIN=$(cargo_bin dbfs-fuse)
     mkdir -p "$WORK"
     declare -gA PID
     trap systems_cleanup EXIT
