@@ -35,16 +35,18 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuar
 use std::time::Duration;
 
 use fuser::{
-    AccessFlags, CopyFileRangeFlags, Errno, FileAttr, FileHandle, Filesystem, FopenFlags,
-    Generation, INodeNo, InitFlags, KernelConfig, LockOwner, OpenFlags, ReplyAttr, ReplyCreate,
-    ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyLseek, ReplyOpen,
-    ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
+    AccessFlags, CopyFileRangeFlags, Errno, FileAttr, FileHandle, FopenFlags, Generation, INodeNo,
+    InitFlags, KernelConfig, LockOwner, OpenFlags, TimeOrNow, WriteFlags,
 };
 use vfs::{
     FileSystem, FileType, Metadata, NewNode, NodeRef, RenameFlags, SetAttr, TimeSet, VfsError,
     XattrMode,
 };
 
+use crate::answer::{
+    AnsAttr, AnsCreate, AnsData, AnsDir, AnsDirPlus, AnsEmpty, AnsEntry, AnsLseek, AnsOpen,
+    AnsStatfs, AnsWrite, AnsXattr, Caller,
+};
 use crate::image::{system_to_timestamp, timestamp_to_system, Fs, ImagePager};
 
 /// How long the kernel may cache attributes and entries: an hour. The mount is the only
@@ -321,7 +323,7 @@ impl DbFuse {
         Ok(FileHandle(fh))
     }
 
-    fn new_node(req: &Request, ftype: FileType, mode: u32, umask: u32, rdev: u64) -> NewNode {
+    fn new_node(req: &Caller, ftype: FileType, mode: u32, umask: u32, rdev: u64) -> NewNode {
         NewNode {
             ftype,
             perm: mode & !umask & 0o7777,
@@ -351,7 +353,7 @@ impl DbFuse {
         self.remember(node)
     }
 
-    fn xattr_reply(data: &[u8], size: u32, reply: ReplyXattr) {
+    fn xattr_reply(data: &[u8], size: u32, reply: impl AnsXattr) {
         if size == 0 {
             reply.size(data.len() as u32);
         } else if (size as usize) < data.len() {
@@ -403,8 +405,8 @@ impl Drop for DbFuse {
     }
 }
 
-impl Filesystem for DbFuse {
-    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
+impl DbFuse {
+    pub(crate) fn init(&mut self, config: &mut KernelConfig) -> std::io::Result<()> {
         // Best effort: the kernel may refuse any of these and still work.
         let _ = config.set_max_write(MAX_IO);
         let _ = config.set_max_readahead(MAX_IO);
@@ -431,7 +433,7 @@ impl Filesystem for DbFuse {
         Ok(())
     }
 
-    fn destroy(&mut self) {
+    pub(crate) fn destroy(&self) {
         self.stop_timer.store(true, Ordering::Relaxed);
         for (_, h) in write_lock(&self.handles).drain() {
             let _ = h.node.release();
@@ -447,7 +449,13 @@ impl Filesystem for DbFuse {
         }
     }
 
-    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+    pub(crate) fn lookup(
+        &self,
+        _req: &Caller,
+        parent: INodeNo,
+        name: &OsStr,
+        reply: impl AnsEntry,
+    ) {
         let r = (|| {
             let dir = self.node(parent)?;
             let node = dir.lookup(utf8(name)?).map_err(err)?;
@@ -459,7 +467,7 @@ impl Filesystem for DbFuse {
         }
     }
 
-    fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
+    pub(crate) fn forget(&self, _req: &Caller, ino: INodeNo, nlookup: u64) {
         if ino == INodeNo::ROOT {
             return;
         }
@@ -472,7 +480,13 @@ impl Filesystem for DbFuse {
         }
     }
 
-    fn getattr(&self, _req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
+    pub(crate) fn getattr(
+        &self,
+        _req: &Caller,
+        ino: INodeNo,
+        fh: Option<FileHandle>,
+        reply: impl AnsAttr,
+    ) {
         let r = (|| {
             let node = match fh {
                 Some(fh) => self.handle(fh, ino)?,
@@ -486,9 +500,9 @@ impl Filesystem for DbFuse {
         }
     }
 
-    fn setattr(
+    pub(crate) fn setattr(
         &self,
-        req: &Request,
+        req: &Caller,
         ino: INodeNo,
         mode: Option<u32>,
         uid: Option<u32>,
@@ -502,7 +516,7 @@ impl Filesystem for DbFuse {
         _chgtime: Option<std::time::SystemTime>,
         _bkuptime: Option<std::time::SystemTime>,
         _flags: Option<fuser::BsdFileFlags>,
-        reply: ReplyAttr,
+        reply: impl AnsAttr,
     ) {
         let r = (|| {
             let node = match fh {
@@ -568,22 +582,22 @@ impl Filesystem for DbFuse {
         }
     }
 
-    fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
+    pub(crate) fn readlink(&self, _req: &Caller, ino: INodeNo, reply: impl AnsData) {
         match self.node(ino).and_then(|n| n.readlink().map_err(err)) {
             Ok(t) => reply.data(t.as_bytes()),
             Err(e) => reply.error(e),
         }
     }
 
-    fn mknod(
+    pub(crate) fn mknod(
         &self,
-        req: &Request,
+        req: &Caller,
         parent: INodeNo,
         name: &OsStr,
         mode: u32,
         umask: u32,
         rdev: u32,
-        reply: ReplyEntry,
+        reply: impl AnsEntry,
     ) {
         let r = (|| {
             let ftype = FileType::from_mode(mode).ok_or(Errno::EINVAL)?;
@@ -603,14 +617,14 @@ impl Filesystem for DbFuse {
         }
     }
 
-    fn mkdir(
+    pub(crate) fn mkdir(
         &self,
-        req: &Request,
+        req: &Caller,
         parent: INodeNo,
         name: &OsStr,
         mode: u32,
         umask: u32,
-        reply: ReplyEntry,
+        reply: impl AnsEntry,
     ) {
         match self.make(
             parent,
@@ -623,7 +637,13 @@ impl Filesystem for DbFuse {
         }
     }
 
-    fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+    pub(crate) fn unlink(
+        &self,
+        _req: &Caller,
+        parent: INodeNo,
+        name: &OsStr,
+        reply: impl AnsEmpty,
+    ) {
         match self
             .node(parent)
             .and_then(|d| d.unlink(utf8(name)?).map_err(err))
@@ -633,7 +653,7 @@ impl Filesystem for DbFuse {
         }
     }
 
-    fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+    pub(crate) fn rmdir(&self, _req: &Caller, parent: INodeNo, name: &OsStr, reply: impl AnsEmpty) {
         match self
             .node(parent)
             .and_then(|d| d.rmdir(utf8(name)?).map_err(err))
@@ -643,13 +663,13 @@ impl Filesystem for DbFuse {
         }
     }
 
-    fn symlink(
+    pub(crate) fn symlink(
         &self,
-        req: &Request,
+        req: &Caller,
         parent: INodeNo,
         link_name: &OsStr,
         target: &Path,
-        reply: ReplyEntry,
+        reply: impl AnsEntry,
     ) {
         match self.make(
             parent,
@@ -662,15 +682,15 @@ impl Filesystem for DbFuse {
         }
     }
 
-    fn rename(
+    pub(crate) fn rename(
         &self,
-        _req: &Request,
+        _req: &Caller,
         parent: INodeNo,
         name: &OsStr,
         newparent: INodeNo,
         newname: &OsStr,
         flags: fuser::RenameFlags,
-        reply: ReplyEmpty,
+        reply: impl AnsEmpty,
     ) {
         let r = (|| {
             if flags.contains(fuser::RenameFlags::RENAME_WHITEOUT) {
@@ -691,13 +711,13 @@ impl Filesystem for DbFuse {
         }
     }
 
-    fn link(
+    pub(crate) fn link(
         &self,
-        _req: &Request,
+        _req: &Caller,
         ino: INodeNo,
         newparent: INodeNo,
         newname: &OsStr,
-        reply: ReplyEntry,
+        reply: impl AnsEntry,
     ) {
         let r = (|| {
             let target = self.node(ino)?;
@@ -711,7 +731,7 @@ impl Filesystem for DbFuse {
         }
     }
 
-    fn open(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+    pub(crate) fn open(&self, _req: &Caller, ino: INodeNo, _flags: OpenFlags, reply: impl AnsOpen) {
         let r = (|| {
             let node = self.node(ino)?;
             if node.ftype().map_err(err)? == FileType::Directory {
@@ -725,16 +745,16 @@ impl Filesystem for DbFuse {
         }
     }
 
-    fn read(
+    pub(crate) fn read(
         &self,
-        _req: &Request,
+        _req: &Caller,
         ino: INodeNo,
         fh: FileHandle,
         offset: u64,
         size: u32,
         _flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
-        reply: ReplyData,
+        reply: impl AnsData,
     ) {
         let fill = |buf: &mut [u8]| -> Result<usize, Errno> {
             let node = self.handle(fh, ino)?;
@@ -774,9 +794,9 @@ impl Filesystem for DbFuse {
         });
     }
 
-    fn write(
+    pub(crate) fn write(
         &self,
-        _req: &Request,
+        _req: &Caller,
         ino: INodeNo,
         fh: FileHandle,
         offset: u64,
@@ -784,7 +804,7 @@ impl Filesystem for DbFuse {
         write_flags: WriteFlags,
         _flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
-        reply: ReplyWrite,
+        reply: impl AnsWrite,
     ) {
         let r = (|| {
             let node = self.handle(fh, ino)?;
@@ -812,13 +832,13 @@ impl Filesystem for DbFuse {
         }
     }
 
-    fn flush(
+    pub(crate) fn flush(
         &self,
-        _req: &Request,
+        _req: &Caller,
         ino: INodeNo,
         fh: FileHandle,
         _lock_owner: LockOwner,
-        reply: ReplyEmpty,
+        reply: impl AnsEmpty,
     ) {
         // close(2): report a write-back error of this file that nobody was told about yet (a
         // commit by the timer or the dirty limit that failed, its data still buffered). close
@@ -843,15 +863,15 @@ impl Filesystem for DbFuse {
         }
     }
 
-    fn release(
+    pub(crate) fn release(
         &self,
-        _req: &Request,
+        _req: &Caller,
         _ino: INodeNo,
         fh: FileHandle,
         _flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
         _flush: bool,
-        reply: ReplyEmpty,
+        reply: impl AnsEmpty,
     ) {
         let h = write_lock(&self.handles).remove(&fh.0);
         match h.map(|h| h.node.release()) {
@@ -860,13 +880,13 @@ impl Filesystem for DbFuse {
         }
     }
 
-    fn fsync(
+    pub(crate) fn fsync(
         &self,
-        _req: &Request,
+        _req: &Caller,
         ino: INodeNo,
         fh: FileHandle,
         datasync: bool,
-        reply: ReplyEmpty,
+        reply: impl AnsEmpty,
     ) {
         if self.read_only {
             return reply.ok();
@@ -885,17 +905,23 @@ impl Filesystem for DbFuse {
     /// ENOSYS: the kernel then opens directories without a request, closes them without a
     /// releasedir (two round trips less per opendir(3), e.g. per fsync of a directory), and
     /// caches their listings (`FOPEN_CACHE_DIR`, dropped when it changes the directory).
-    fn opendir(&self, _req: &Request, _ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+    pub(crate) fn opendir(
+        &self,
+        _req: &Caller,
+        _ino: INodeNo,
+        _flags: OpenFlags,
+        reply: impl AnsOpen,
+    ) {
         reply.error(Errno::ENOSYS);
     }
 
-    fn readdir(
+    pub(crate) fn readdir(
         &self,
-        _req: &Request,
+        _req: &Caller,
         ino: INodeNo,
         _fh: FileHandle,
         offset: u64,
-        mut reply: ReplyDirectory,
+        mut reply: impl AnsDir,
     ) {
         let r = self.node(ino).and_then(|dir| {
             dir.readdir(offset, &mut |e| {
@@ -909,13 +935,13 @@ impl Filesystem for DbFuse {
         }
     }
 
-    fn readdirplus(
+    pub(crate) fn readdirplus(
         &self,
-        _req: &Request,
+        _req: &Caller,
         ino: INodeNo,
         _fh: FileHandle,
         offset: u64,
-        mut reply: ReplyDirectoryPlus,
+        mut reply: impl AnsDirPlus,
     ) {
         let r = (|| {
             let dir = self.node(ino)?;
@@ -959,13 +985,13 @@ impl Filesystem for DbFuse {
         }
     }
 
-    fn fsyncdir(
+    pub(crate) fn fsyncdir(
         &self,
-        _req: &Request,
+        _req: &Caller,
         ino: INodeNo,
         _fh: FileHandle,
         _datasync: bool,
-        reply: ReplyEmpty,
+        reply: impl AnsEmpty,
     ) {
         // Directory operations commit deferred: fsync of the directory is the barrier that
         // makes its entries (and every earlier commit) durable.
@@ -979,7 +1005,7 @@ impl Filesystem for DbFuse {
         }
     }
 
-    fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
+    pub(crate) fn statfs(&self, _req: &Caller, _ino: INodeNo, reply: impl AnsStatfs) {
         match self.fs.statfs() {
             Ok(s) => reply.statfs(
                 s.blocks,
@@ -995,15 +1021,15 @@ impl Filesystem for DbFuse {
         }
     }
 
-    fn setxattr(
+    pub(crate) fn setxattr(
         &self,
-        _req: &Request,
+        _req: &Caller,
         ino: INodeNo,
         name: &OsStr,
         value: &[u8],
         flags: i32,
         _position: u32,
-        reply: ReplyEmpty,
+        reply: impl AnsEmpty,
     ) {
         let r = (|| {
             let mode = match flags {
@@ -1022,7 +1048,14 @@ impl Filesystem for DbFuse {
         }
     }
 
-    fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
+    pub(crate) fn getxattr(
+        &self,
+        _req: &Caller,
+        ino: INodeNo,
+        name: &OsStr,
+        size: u32,
+        reply: impl AnsXattr,
+    ) {
         match self
             .node(ino)
             .and_then(|n| n.getxattr(utf8(name)?).map_err(err))
@@ -1032,7 +1065,7 @@ impl Filesystem for DbFuse {
         }
     }
 
-    fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
+    pub(crate) fn listxattr(&self, _req: &Caller, ino: INodeNo, size: u32, reply: impl AnsXattr) {
         match self.node(ino).and_then(|n| n.listxattr().map_err(err)) {
             Ok(names) => {
                 let mut buf = Vec::new();
@@ -1046,7 +1079,13 @@ impl Filesystem for DbFuse {
         }
     }
 
-    fn removexattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+    pub(crate) fn removexattr(
+        &self,
+        _req: &Caller,
+        ino: INodeNo,
+        name: &OsStr,
+        reply: impl AnsEmpty,
+    ) {
         match self
             .node(ino)
             .and_then(|n| n.removexattr(utf8(name)?).map_err(err))
@@ -1056,7 +1095,13 @@ impl Filesystem for DbFuse {
         }
     }
 
-    fn access(&self, req: &Request, ino: INodeNo, mask: AccessFlags, reply: ReplyEmpty) {
+    pub(crate) fn access(
+        &self,
+        req: &Caller,
+        ino: INodeNo,
+        mask: AccessFlags,
+        reply: impl AnsEmpty,
+    ) {
         let r = (|| {
             let m = self.node(ino)?.getattr().map_err(err)?;
             let want = (mask.bits() & 7) as u32;
@@ -1090,15 +1135,15 @@ impl Filesystem for DbFuse {
         }
     }
 
-    fn create(
+    pub(crate) fn create(
         &self,
-        req: &Request,
+        req: &Caller,
         parent: INodeNo,
         name: &OsStr,
         mode: u32,
         umask: u32,
         _flags: i32,
-        reply: ReplyCreate,
+        reply: impl AnsCreate,
     ) {
         let r = (|| {
             let ftype = FileType::from_mode(mode).unwrap_or(FileType::Regular);
@@ -1122,15 +1167,15 @@ impl Filesystem for DbFuse {
         }
     }
 
-    fn fallocate(
+    pub(crate) fn fallocate(
         &self,
-        req: &Request,
+        req: &Caller,
         ino: INodeNo,
         fh: FileHandle,
         offset: u64,
         length: u64,
         mode: i32,
-        reply: ReplyEmpty,
+        reply: impl AnsEmpty,
     ) {
         let r = (|| {
             if mode != 0 {
@@ -1157,14 +1202,14 @@ impl Filesystem for DbFuse {
         }
     }
 
-    fn lseek(
+    pub(crate) fn lseek(
         &self,
-        _req: &Request,
+        _req: &Caller,
         ino: INodeNo,
         fh: FileHandle,
         offset: i64,
         whence: i32,
-        reply: ReplyLseek,
+        reply: impl AnsLseek,
     ) {
         let r = (|| {
             if self.writeback_cache && matches!(whence, libc::SEEK_DATA | libc::SEEK_HOLE) {
@@ -1197,9 +1242,9 @@ impl Filesystem for DbFuse {
         }
     }
 
-    fn copy_file_range(
+    pub(crate) fn copy_file_range(
         &self,
-        req: &Request,
+        req: &Caller,
         ino_in: INodeNo,
         fh_in: FileHandle,
         offset_in: u64,
@@ -1208,7 +1253,7 @@ impl Filesystem for DbFuse {
         offset_out: u64,
         len: u64,
         _flags: CopyFileRangeFlags,
-        reply: ReplyWrite,
+        reply: impl AnsWrite,
     ) {
         let r = (|| {
             let src = self.handle(fh_in, ino_in)?;

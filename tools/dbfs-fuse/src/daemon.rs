@@ -11,7 +11,7 @@ use vfs::FileSystem;
 
 use crate::holder::{hold_socket_past_exit, socket_fds};
 use crate::mount_opts::mount_options;
-use crate::{adapter, image, signals};
+use crate::{adapter, dev, image, signals};
 
 /// glibc's allocator settings for the daemon, made before any thread starts.
 ///
@@ -77,8 +77,12 @@ pub(crate) fn mount_foreground(
     // mountinfo names mount points by absolute path.
     let canonical = std::fs::canonicalize(mountpoint).unwrap_or_else(|_| mountpoint.to_path_buf());
     let mounts_before = mounted_at(&canonical);
-    let mut session = fuser::Session::new(adapter, mountpoint, &config)
-        .map_err(|e| format!("cannot mount on {}: {e}", mountpoint.display()))?;
+    let mut session = fuser::Session::new(
+        dev::DevPath(std::sync::Arc::new(adapter)),
+        mountpoint,
+        &config,
+    )
+    .map_err(|e| format!("cannot mount on {}: {e}", mountpoint.display()))?;
     let holder = if auto_unmount {
         hold_socket_past_exit(&sockets_before)
     } else {

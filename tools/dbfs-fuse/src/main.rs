@@ -71,10 +71,12 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod adapter;
+mod answer;
 mod bench;
 mod cli;
 mod cross;
 mod daemon;
+mod dev;
 mod fsck;
 mod holder;
 mod image;
