@@ -59,7 +59,7 @@ use crate::image::{system_to_timestamp, timestamp_to_system, Fs, ImagePager};
 /// createdel of 20000 files).
 const TTL: Duration = Duration::from_secs(3600);
 /// Largest read or write the kernel is asked to send.
-const MAX_IO: u32 = 1 << 20;
+pub(crate) const MAX_IO: u32 = 1 << 20;
 
 thread_local! {
     /// A FUSE worker's buffer for `read` replies of up to [`MAX_IO`] bytes.
@@ -101,8 +101,12 @@ pub struct DbFuse {
     stop_timer: Arc<AtomicBool>,
     /// Mounted `ro`: the pager refuses writes, so nothing is committed (not even atime).
     read_only: bool,
-    /// Ask for the kernel's write-back cache (see [`DbFuse::set_writeback_cache`]).
-    writeback_cache: bool,
+    /// Ask for the kernel's write-back cache (see [`DbFuse::set_writeback_cache`]); cleared
+    /// at `init` if the kernel refuses it.
+    writeback_cache: AtomicBool,
+    /// Ask for FUSE over io_uring (see [`DbFuse::set_uring`]); cleared at `init` if the kernel
+    /// does not offer it.
+    uring: AtomicBool,
     /// Open files with `FOPEN_KEEP_CACHE` (see [`DbFuse::set_keep_cache`]).
     keep_cache: bool,
     /// Files whose data a request failed to change since their last open: the kernel's
@@ -209,7 +213,8 @@ impl DbFuse {
             next_fh: AtomicU64::new(1),
             stop_timer,
             read_only,
-            writeback_cache: false,
+            writeback_cache: AtomicBool::new(false),
+            uring: AtomicBool::new(false),
             keep_cache: false,
             cache_suspect: Mutex::new(HashSet::new()),
             close_errors: true,
@@ -271,7 +276,23 @@ impl DbFuse {
     /// - the times may come after dbfs freed the file (unlinked or replaced after its last
     ///   close): `setattr` of times only then succeeds (see there).
     pub fn set_writeback_cache(&mut self, on: bool) {
-        self.writeback_cache = on && !self.read_only;
+        *self.writeback_cache.get_mut() = on && !self.read_only;
+    }
+
+    fn writeback_cache(&self) -> bool {
+        self.writeback_cache.load(Ordering::Relaxed)
+    }
+
+    /// Ask the kernel, at `init`, to pass requests through per-CPU io_uring queues
+    /// (`FUSE_OVER_IO_URING`, see [`crate::uring`]). The kernel offers it only when the `fuse`
+    /// module's `enable_uring` parameter is on.
+    pub fn set_uring(&mut self, on: bool) {
+        *self.uring.get_mut() = on;
+    }
+
+    /// Whether the kernel agreed to FUSE over io_uring (meaningful after `init`).
+    pub fn uring(&self) -> bool {
+        self.uring.load(Ordering::Relaxed)
     }
 
     fn node(&self, ino: INodeNo) -> Result<NodeRef, Errno> {
@@ -406,7 +427,7 @@ impl Drop for DbFuse {
 }
 
 impl DbFuse {
-    pub(crate) fn init(&mut self, config: &mut KernelConfig) -> std::io::Result<()> {
+    pub(crate) fn init(&self, config: &mut KernelConfig) -> std::io::Result<()> {
         // Best effort: the kernel may refuse any of these and still work.
         let _ = config.set_max_write(MAX_IO);
         let _ = config.set_max_readahead(MAX_IO);
@@ -422,13 +443,20 @@ impl DbFuse {
         }
         let _ = config
             .add_capabilities(InitFlags::FUSE_DO_READDIRPLUS | InitFlags::FUSE_READDIRPLUS_AUTO);
-        if self.writeback_cache
+        if self.uring()
+            && config
+                .add_capabilities(InitFlags::FUSE_OVER_IO_URING)
+                .is_err()
+        {
+            self.uring.store(false, Ordering::Relaxed);
+        }
+        if self.writeback_cache()
             && config
                 .add_capabilities(InitFlags::FUSE_WRITEBACK_CACHE)
                 .is_err()
         {
             // The kernel runs the mount without it: we then answer lseek ourselves.
-            self.writeback_cache = false;
+            self.writeback_cache.store(false, Ordering::Relaxed);
         }
         Ok(())
     }
@@ -546,7 +574,7 @@ impl DbFuse {
                 // its last close, which dbfs has freed by then. Nobody can see that file any
                 // more: take the times and answer with what the kernel sent (not cached), so
                 // that syncfs does not fail for it.
-                Err(VfsError::NotFound) if self.writeback_cache && only_times => {
+                Err(VfsError::NotFound) if self.writeback_cache() && only_times => {
                     let now = std::time::SystemTime::now();
                     let t = |x: Option<TimeOrNow>| match x {
                         Some(TimeOrNow::SpecificTime(s)) => s,
@@ -1212,7 +1240,7 @@ impl DbFuse {
         reply: impl AnsLseek,
     ) {
         let r = (|| {
-            if self.writeback_cache && matches!(whence, libc::SEEK_DATA | libc::SEEK_HOLE) {
+            if self.writeback_cache() && matches!(whence, libc::SEEK_DATA | libc::SEEK_HOLE) {
                 // Our size may lag the kernel's (dirty pages not yet written back). ENOSYS
                 // makes the kernel answer these from its own size from now on, the same way
                 // we would: all data below the size, one hole at it.

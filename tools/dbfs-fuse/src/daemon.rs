@@ -3,6 +3,7 @@
 //! the tool starts itself again with `-f` in a new process group and returns once the mount
 //! is live). Unmount helpers for a mount the session could not remove.
 
+use std::os::fd::AsFd;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -11,7 +12,7 @@ use vfs::FileSystem;
 
 use crate::holder::{hold_socket_past_exit, socket_fds};
 use crate::mount_opts::mount_options;
-use crate::{adapter, dev, image, signals};
+use crate::{adapter, dev, image, signals, uring};
 
 /// glibc's allocator settings for the daemon, made before any thread starts.
 ///
@@ -63,9 +64,11 @@ pub(crate) fn mount_foreground(
     adapter.set_writeback_cache(tool.writeback_cache);
     adapter.set_keep_cache(tool.keep_cache);
     adapter.set_close_errors(tool.close_errors);
+    adapter.set_uring(tool.uring);
+    let adapter = std::sync::Arc::new(adapter);
     let mut config = Config::default();
     config.mount_options = options;
-    config.acl = acl;
+    config.acl = acl.clone();
     config.n_threads = Some(threads.max(1));
     config.clone_fd = threads > 1;
     let auto_unmount = config.mount_options.contains(&MountOption::AutoUnmount);
@@ -77,12 +80,29 @@ pub(crate) fn mount_foreground(
     // mountinfo names mount points by absolute path.
     let canonical = std::fs::canonicalize(mountpoint).unwrap_or_else(|_| mountpoint.to_path_buf());
     let mounts_before = mounted_at(&canonical);
-    let mut session = fuser::Session::new(
-        dev::DevPath(std::sync::Arc::new(adapter)),
-        mountpoint,
-        &config,
-    )
-    .map_err(|e| format!("cannot mount on {}: {e}", mountpoint.display()))?;
+    let mut session = fuser::Session::new(dev::DevPath(adapter.clone()), mountpoint, &config)
+        .map_err(|e| format!("cannot mount on {}: {e}", mountpoint.display()))?;
+    // The handshake is done: if the kernel agreed to FUSE over io_uring, start the rings.
+    let rings = if adapter.uring() {
+        let per_cpu = threads.div_ceil(uring::cpus()).max(1);
+        let dev = session
+            .as_fd()
+            .try_clone_to_owned()
+            .map_err(|e| format!("/dev/fuse: {e}"))?;
+        // Twice the largest request: the kernel refuses a buffer smaller than its own idea
+        // of the largest (max_write or max_pages pages, whichever is larger).
+        let payload = 2 * adapter::MAX_IO as usize;
+        match uring::start(adapter.clone(), dev, per_cpu, payload, acl) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                eprintln!("dbfs-fuse: io_uring threads: {e}; requests go through /dev/fuse");
+                None
+            }
+        }
+    } else {
+        None
+    };
+    drop(adapter);
     let holder = if auto_unmount {
         hold_socket_past_exit(&sockets_before)
     } else {
@@ -114,6 +134,10 @@ pub(crate) fn mount_foreground(
         })
         .map_err(|e| format!("thread: {e}"))?;
     let r = session.run().map_err(|e| format!("session: {e}"));
+    // The kernel ended the rings' entries when the connection closed.
+    if let Some(rings) = rings {
+        rings.wait(Duration::from_secs(10));
+    }
     // The session dropped the adapter (its `destroy` committed buffered data); sync once more
     // to see any error, then the last reference drops and the image is closed.
     if !read_only {

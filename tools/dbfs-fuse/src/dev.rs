@@ -22,11 +22,7 @@ pub struct DevPath(pub Arc<DbFuse>);
 
 impl Filesystem for DevPath {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
-        // The handshake runs before any other thread holds the adapter.
-        match Arc::get_mut(&mut self.0) {
-            Some(fs) => fs.init(config),
-            None => Err(std::io::Error::other("adapter shared before init")),
-        }
+        self.0.init(config)
     }
 
     fn destroy(&mut self) {

@@ -83,6 +83,7 @@ mod image;
 mod mount_opts;
 mod offline;
 mod signals;
+mod uring;
 
 use std::process::ExitCode;
 
