@@ -266,9 +266,18 @@ apt_install = missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missi
 		DEBIAN_FRONTEND=noninteractive $(if $(filter 0,$(shell id -u)),,sudo) apt-get install -y -q $$missing </dev/null; \
 	fi
 
+# FUSE over io_uring (Linux 6.14+): dbfs-fuse serves requests from per-CPU queues on the
+# caller's core when the fuse module's enable_uring parameter is on (tools/dbfs-fuse/src/
+# uring.rs). Turned on here when the parameter exists and we may write it (root); FUSE_URING=0
+# leaves it as it is. A mount with `-o nouring` keeps /dev/fuse either way.
+FUSE_URING ?= 1
+URING_PARAM := /sys/module/fuse/parameters/enable_uring
+
 deps:
 	@$(call apt_install,$(APT_PACKAGES))
 	@rustup target list --installed | grep -qx $(TARGET) || rustup target add $(TARGET)
+	@if [ "$(FUSE_URING)" = 1 ] && [ -w $(URING_PARAM) ] && [ "$$(cat $(URING_PARAM))" != Y ]; then \
+		echo Y > $(URING_PARAM) && echo "make: FUSE over io_uring turned on ($(URING_PARAM))"; fi
 
 ## Build
 # The kernel alone is built with whole-program LTO in one codegen unit, so the file systems'

@@ -103,11 +103,14 @@ pub(crate) enum Command {
     /// the final listing between markers.
     Workload { dir: PathBuf },
     /// Internal (started by `mount -o auto_unmount`): keep the descriptors inherited from
-    /// process PID open until PID has exited. See `hold_socket_past_exit`.
+    /// process PID open until PID has exited and its FUSE connection on MNT is gone. See
+    /// `hold_socket_past_exit`.
     #[command(hide = true)]
     HoldUntilExit {
         #[arg(long)]
         pid: i32,
+        #[arg(long)]
+        mnt: Option<PathBuf>,
     },
     /// Benchmark helper (any directory, any file system): the createdel workload of
     /// BENCH-PROTOCOL.md. Creates N one-byte files named x%06d in random order, then unlinks

@@ -104,7 +104,7 @@ pub(crate) fn mount_foreground(
     };
     drop(adapter);
     let holder = if auto_unmount {
-        hold_socket_past_exit(&sockets_before)
+        hold_socket_past_exit(&sockets_before, &canonical)
     } else {
         None
     };

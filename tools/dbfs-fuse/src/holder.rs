@@ -29,11 +29,18 @@ pub(crate) fn socket_fds() -> Vec<i32> {
 ///
 /// So a copy of the socket is held by a small child process (`dbfs-fuse hold-until-exit`),
 /// which waits on a pidfd of this process: that becomes readable only once every thread has
-/// exited and every descriptor is released, so the socket closes after the connection is
-/// gone. `before`: the sockets that existed before the mount; the new one is fusermount3's.
+/// exited and every descriptor is released. With FUSE over io_uring ([`crate::uring`]) that
+/// is not yet the end of the connection: the kernel tears a dead process's rings down in a
+/// worker afterwards, and their commands hold `/dev/fuse` until then (fusermount3 then opened
+/// a live mount and left it, every time in `background_mount_and_auto_unmount`). So the child
+/// then also waits until the mount point fails to open or is no longer a mount (at most 10 s),
+/// and the socket closes after the connection is gone. `before`: the sockets that existed before the mount; the new one is fusermount3's.
 /// `None` if it cannot be found or the child cannot start (auto_unmount then works as fuser
 /// does it, with the race). The signal path kills the child before unmounting.
-pub(crate) fn hold_socket_past_exit(before: &[i32]) -> Option<std::process::Child> {
+pub(crate) fn hold_socket_past_exit(
+    before: &[i32],
+    mnt: &std::path::Path,
+) -> Option<std::process::Child> {
     use std::os::fd::{FromRawFd, OwnedFd};
     let new: Vec<i32> = socket_fds()
         .into_iter()
@@ -55,6 +62,8 @@ pub(crate) fn hold_socket_past_exit(before: &[i32]) -> Option<std::process::Chil
     let child = std::process::Command::new(exe)
         .args(["hold-until-exit", "--pid"])
         .arg(std::process::id().to_string())
+        .arg("--mnt")
+        .arg(mnt)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -64,9 +73,44 @@ pub(crate) fn hold_socket_past_exit(before: &[i32]) -> Option<std::process::Chil
     child
 }
 
-/// Wait until process `pid` has exited (all its threads gone). Returns at once if it is
-/// already gone or cannot be watched.
-pub(crate) fn hold_until_exit(pid: i32) {
+/// Wait until process `pid` has exited (all its threads gone), then until its FUSE connection
+/// on `mnt` is gone (see [`hold_socket_past_exit`]).
+pub(crate) fn hold_until_exit(pid: i32, mnt: Option<&std::path::Path>) {
+    wait_exit(pid);
+    if let Some(mnt) = mnt {
+        wait_connection_gone(mnt, std::time::Duration::from_secs(10));
+    }
+}
+
+/// Wait until opening `mnt` fails with ENOTCONN (the connection is gone: what fusermount3
+/// checks for; ECONNABORTED only means it is going) or `mnt` is no longer a mount point
+/// (unmounted), at most `limit`.
+fn wait_connection_gone(mnt: &std::path::Path, limit: std::time::Duration) {
+    use std::os::unix::fs::MetadataExt;
+    let parent_dev = mnt
+        .parent()
+        .and_then(|p| std::fs::metadata(p).ok())
+        .map(|m| m.dev());
+    let gone = |e: &std::io::Error| e.raw_os_error() == Some(libc::ENOTCONN);
+    let start = std::time::Instant::now();
+    while start.elapsed() < limit {
+        match std::fs::metadata(mnt) {
+            Err(e) if gone(&e) => return,
+            Ok(m) if Some(m.dev()) == parent_dev => return,
+            _ => {}
+        }
+        if let Err(e) = std::fs::File::open(mnt) {
+            if gone(&e) {
+                return;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// Wait until process `pid` has exited. Returns at once if it is already gone or cannot be
+/// watched.
+fn wait_exit(pid: i32) {
     // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
     let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as i32;
     if pidfd < 0 {

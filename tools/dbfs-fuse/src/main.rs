@@ -131,8 +131,8 @@ fn main() -> ExitCode {
         Command::VerifyTree { image, dir } => cross::verify_tree(&image, &dir),
         Command::VerifyDir { dir } => cross::verify_dir(&dir),
         Command::Workload { dir } => cross::workload(&dir),
-        Command::HoldUntilExit { pid } => {
-            holder::hold_until_exit(pid);
+        Command::HoldUntilExit { pid, mnt } => {
+            holder::hold_until_exit(pid, mnt.as_deref());
             Ok(())
         }
     };

@@ -978,3 +978,127 @@ fn unprivileged_writes_clear_set_id_bits() {
     assert_eq!(fs::read(m.path("t")).unwrap(), b"0");
     assert!(m.unmount());
 }
+
+/// The kernel's `fuse` module passes requests through per-CPU io_uring queues when its
+/// `enable_uring` parameter is on (`make deps` turns it on) and the daemon asks for it.
+fn kernel_offers_uring() -> bool {
+    fs::read_to_string("/sys/module/fuse/parameters/enable_uring").is_ok_and(|s| s.trim() == "Y")
+}
+
+/// CPU time (ns) of the daemon's threads whose name starts with `prefix`, and how many.
+fn thread_cpu(pid: u32, prefix: &str) -> (u64, usize) {
+    let (mut ns, mut n) = (0, 0);
+    for t in fs::read_dir(format!("/proc/{pid}/task")).unwrap().flatten() {
+        let comm = fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+        if comm.starts_with(prefix) {
+            let stat = fs::read_to_string(t.path().join("schedstat")).unwrap_or_default();
+            ns += stat
+                .split(' ')
+                .next()
+                .and_then(|s| s.parse::<u64>().ok())
+                .unwrap_or(0);
+            n += 1;
+        }
+    }
+    (ns, n)
+}
+
+/// One of every kind of request, and what a caller sees of them.
+fn every_kind_of_request(root: &Path) -> Vec<String> {
+    let mut seen = Vec::new();
+    let d = root.join("d");
+    fs::create_dir(&d).unwrap();
+    for i in 0..300 {
+        fs::write(d.join(format!("f{i}")), format!("file {i}")).unwrap();
+    }
+    let big = pattern(3, 3 << 20);
+    fs::write(d.join("big"), &big).unwrap();
+    seen.push(format!(
+        "big same: {}",
+        fs::read(d.join("big")).unwrap() == big
+    ));
+    let mut f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(d.join("big"))
+        .unwrap();
+    f.seek(SeekFrom::Start(4093)).unwrap();
+    f.write_all(b"middle").unwrap();
+    f.sync_all().unwrap();
+    let mut back = [0u8; 10];
+    f.seek(SeekFrom::Start(4091)).unwrap();
+    f.read_exact(&mut back).unwrap();
+    seen.push(format!("read back {:?}", back));
+    drop(f);
+    std::os::unix::fs::symlink("f1", d.join("s")).unwrap();
+    seen.push(format!("link -> {:?}", fs::read_link(d.join("s")).unwrap()));
+    fs::hard_link(d.join("f2"), d.join("h")).unwrap();
+    seen.push(format!(
+        "nlink {}",
+        fs::metadata(d.join("f2")).unwrap().nlink()
+    ));
+    fs::rename(d.join("f3"), d.join("r")).unwrap();
+    fs::set_permissions(d.join("r"), fs::Permissions::from_mode(0o600)).unwrap();
+    seen.push(format!(
+        "mode {:o}",
+        fs::metadata(d.join("r")).unwrap().mode()
+    ));
+    let path = CString::new(d.join("r").as_os_str().as_bytes()).unwrap();
+    let key = CString::new("user.k").unwrap();
+    // SAFETY: NUL-terminated strings and a buffer of the length given.
+    let set = unsafe { libc::setxattr(path.as_ptr(), key.as_ptr(), b"v1".as_ptr().cast(), 2, 0) };
+    let mut val = [0u8; 16];
+    let got = unsafe { libc::getxattr(path.as_ptr(), key.as_ptr(), val.as_mut_ptr().cast(), 16) };
+    seen.push(format!("xattr {set} {:?}", &val[..got.max(0) as usize]));
+    for i in (0..300).step_by(2) {
+        fs::remove_file(d.join(format!("f{i}"))).unwrap();
+    }
+    seen.push(format!(
+        "missing: {:?}",
+        fs::read(d.join("f0")).map_err(|e| e.kind())
+    ));
+    let mut names: Vec<String> = fs::read_dir(&d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    seen.push(format!("{} names, first {:?}", names.len(), &names[..3]));
+    fs::create_dir(d.join("sub")).unwrap();
+    fs::remove_dir(d.join("sub")).unwrap();
+    seen.push(format!("sub gone: {}", !d.join("sub").exists()));
+    seen
+}
+
+/// Requests through the kernel's io_uring queues and through `/dev/fuse` (`-o nouring`) give
+/// a caller the same results; with the queues on, the ring threads serve the requests.
+#[test]
+fn io_uring_and_dev_fuse_answer_alike() {
+    if !fuse_available() {
+        return;
+    }
+    let mut results = Vec::new();
+    for opts in ["", "nouring"] {
+        let (_tmp, image, mnt) = fresh_image("uring", "64M");
+        let m = Mounted::new(&image, &mnt, opts, Duration::from_secs(60));
+        let seen = every_kind_of_request(&m.mnt);
+        let (ring_ns, rings) = thread_cpu(m.pid(), "dbfs-ring-");
+        let (dev_ns, _) = thread_cpu(m.pid(), "fuser-");
+        assert!(m.unmount(), "-o '{opts}': unmount");
+        let out = Command::new(BIN).arg("fsck").arg(&image).output().unwrap();
+        assert!(out.status.success(), "-o '{opts}': fsck");
+        if opts.is_empty() && kernel_offers_uring() {
+            assert!(
+                rings > 0,
+                "no ring threads although the kernel offers io_uring"
+            );
+            assert!(
+                ring_ns > dev_ns,
+                "ring threads used {ring_ns} ns, /dev/fuse threads {dev_ns} ns"
+            );
+        } else {
+            assert_eq!(rings, 0, "-o '{opts}': ring threads");
+        }
+        results.push(seen);
+    }
+    assert_eq!(results[0], results[1]);
+}
