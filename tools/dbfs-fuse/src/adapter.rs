@@ -61,10 +61,6 @@ const TTL: Duration = Duration::from_secs(3600);
 /// Largest read or write the kernel is asked to send.
 pub(crate) const MAX_IO: u32 = 1 << 20;
 
-thread_local! {
-    /// A FUSE worker's buffer for `read` replies of up to [`MAX_IO`] bytes.
-    static READ_BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-}
 const S_ISUID: u32 = 0o4000;
 const S_ISGID: u32 = 0o2000;
 const S_IXGRP: u32 = 0o010;
@@ -426,6 +422,8 @@ impl Drop for DbFuse {
     }
 }
 
+// The operations keep the argument lists of fuser's `Filesystem` methods they stand for.
+#[allow(clippy::too_many_arguments)]
 impl DbFuse {
     pub(crate) fn init(&self, config: &mut KernelConfig) -> std::io::Result<()> {
         // Best effort: the kernel may refuse any of these and still work.
@@ -784,8 +782,11 @@ impl DbFuse {
         _lock_owner: Option<LockOwner>,
         reply: impl AnsData,
     ) {
+        let node = match self.handle(fh, ino) {
+            Ok(n) => n,
+            Err(e) => return reply.error(e),
+        };
         let fill = |buf: &mut [u8]| -> Result<usize, Errno> {
-            let node = self.handle(fh, ino)?;
             let mut got = 0;
             while got < buf.len() {
                 let n = node
@@ -798,28 +799,7 @@ impl DbFuse {
             }
             Ok(got)
         };
-        let want = size.min(16 << 20) as usize;
-        if want > MAX_IO as usize {
-            let mut buf = vec![0u8; want];
-            match fill(&mut buf) {
-                Ok(n) => reply.data(&buf[..n]),
-                Err(e) => reply.error(e),
-            }
-            return;
-        }
-        // Each worker thread keeps its read buffer: a new one per request was 1 MiB of fresh
-        // memory to fault in and zero for every 1 MiB read (dbfs writes every byte it returns,
-        // holes included, so stale bytes never reach the reply). `reply.data` copies it out
-        // before the next request.
-        READ_BUF.with_borrow_mut(|buf| {
-            if buf.len() < want {
-                buf.resize(want, 0);
-            }
-            match fill(&mut buf[..want]) {
-                Ok(n) => reply.data(&buf[..n]),
-                Err(e) => reply.error(e),
-            }
-        });
+        reply.data_from(size.min(16 << 20) as usize, fill);
     }
 
     pub(crate) fn write(

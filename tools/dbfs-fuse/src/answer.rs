@@ -50,8 +50,42 @@ pub trait AnsAttr: AnsError {
     fn attr(self, ttl: &Duration, attr: &FileAttr);
 }
 
-pub trait AnsData: AnsError {
+pub trait AnsData: AnsError + Sized {
     fn data(self, data: &[u8]);
+
+    /// Answer with the bytes `fill` writes into a buffer of `len` bytes (it returns how many,
+    /// or an error). By default the buffer is one the thread keeps, then sent with `data`; a
+    /// transport with a reply buffer of its own lets `fill` write there (one copy less).
+    fn data_from(self, len: usize, fill: impl FnOnce(&mut [u8]) -> Result<usize, Errno>) {
+        if len > KEPT_BUF_MAX {
+            let mut buf = vec![0u8; len];
+            match fill(&mut buf) {
+                Ok(n) => self.data(&buf[..n.min(len)]),
+                Err(e) => self.error(e),
+            }
+            return;
+        }
+        // Each thread keeps its buffer: a new one per request was 1 MiB of fresh memory to
+        // fault in and zero for every 1 MiB read (dbfs writes every byte it returns, holes
+        // included, so stale bytes never reach the reply). `data` copies it out before the
+        // next request.
+        DATA_BUF.with_borrow_mut(|buf| {
+            if buf.len() < len {
+                buf.resize(len, 0);
+            }
+            match fill(&mut buf[..len]) {
+                Ok(n) => self.data(&buf[..n.min(len)]),
+                Err(e) => self.error(e),
+            }
+        });
+    }
+}
+
+/// The largest reply buffer a thread keeps for [`AnsData::data_from`] (a read's largest).
+const KEPT_BUF_MAX: usize = 1 << 20;
+
+thread_local! {
+    static DATA_BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 pub trait AnsEmpty: AnsError {

@@ -221,7 +221,8 @@ pub fn start(
     Ok(Rings { state })
 }
 
-fn pin_to(cpu: usize) {
+/// Pin the calling thread to `cpu`.
+fn pin(cpu: usize) {
     // SAFETY: a zeroed cpu_set_t is an empty set; CPU_SET writes inside it.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
@@ -234,7 +235,7 @@ fn pin_to(cpu: usize) {
 /// One ring thread: register the entry for `cpu`'s queue, then serve requests until the
 /// kernel ends the entry.
 fn ring_thread(shared: &Shared, cpu: usize) -> io::Result<()> {
-    pin_to(cpu);
+    pin(cpu);
     let mut ring = Ring::new(4)?;
     // u64 words keep the header 8-byte aligned for the kernel's structs.
     let mut header = vec![0u64; HEADER_LEN / 8];
@@ -275,13 +276,9 @@ fn ring_thread(shared: &Shared, cpu: usize) -> io::Result<()> {
             unsafe { std::slice::from_raw_parts_mut(header.as_mut_ptr().cast(), HEADER_LEN) };
         let commit_id =
             u64::from_ne_bytes(head[ENT_IN_OUT + 8..ENT_IN_OUT + 16].try_into().unwrap());
+        let commit = uring_cmd(fd, FUSE_IO_URING_CMD_COMMIT_AND_FETCH, commit_id, qid);
         serve(shared, head, &mut payload, &mut scratch);
-        ring.push(&uring_cmd(
-            fd,
-            FUSE_IO_URING_CMD_COMMIT_AND_FETCH,
-            commit_id,
-            qid,
-        ));
+        ring.push(&commit);
     }
 }
 
@@ -903,6 +900,23 @@ impl AnsAttr for &mut Slot<'_> {
 impl AnsData for &mut Slot<'_> {
     fn data(self, data: &[u8]) {
         self.answer(data);
+    }
+
+    /// Straight into the ring's payload buffer (a READ has no payload of its own).
+    fn data_from(self, len: usize, fill: impl FnOnce(&mut [u8]) -> Result<usize, Errno>) {
+        if self.answered {
+            return;
+        }
+        let Some(buf) = self.buf.get_mut(self.len..self.len + len) else {
+            return self.error(Errno::ERANGE);
+        };
+        match fill(buf) {
+            Ok(n) => {
+                self.len += n.min(len);
+                self.answered = true;
+            }
+            Err(e) => self.error(e),
+        }
     }
 }
 
