@@ -68,7 +68,7 @@ pub(crate) fn mount_foreground(
     let adapter = std::sync::Arc::new(adapter);
     let mut config = Config::default();
     config.mount_options = options;
-    config.acl = acl.clone();
+    config.acl = acl;
     config.n_threads = Some(threads.max(1));
     config.clone_fd = threads > 1;
     let auto_unmount = config.mount_options.contains(&MountOption::AutoUnmount);
