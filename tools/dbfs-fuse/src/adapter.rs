@@ -48,6 +48,7 @@ use crate::answer::{
     AnsStatfs, AnsWrite, AnsXattr, Caller,
 };
 use crate::image::{system_to_timestamp, timestamp_to_system, Fs, ImagePager};
+use crate::split_read;
 
 /// How long the kernel may cache attributes and entries: an hour. The mount is the only
 /// writer of the image (it is locked), and every change reaches dbfs through this kernel,
@@ -103,6 +104,9 @@ pub struct DbFuse {
     /// Ask for FUSE over io_uring (see [`DbFuse::set_uring`]); cleared at `init` if the kernel
     /// does not offer it.
     uring: AtomicBool,
+    /// Helpers that read the second half of a large read (see [`crate::split_read`]); set
+    /// when requests come through io_uring.
+    read_helpers: std::sync::OnceLock<split_read::Helpers>,
     /// Open files with `FOPEN_KEEP_CACHE` (see [`DbFuse::set_keep_cache`]).
     keep_cache: bool,
     /// Files whose data a request failed to change since their last open: the kernel's
@@ -211,6 +215,7 @@ impl DbFuse {
             read_only,
             writeback_cache: AtomicBool::new(false),
             uring: AtomicBool::new(false),
+            read_helpers: std::sync::OnceLock::new(),
             keep_cache: false,
             cache_suspect: Mutex::new(HashSet::new()),
             close_errors: true,
@@ -284,6 +289,12 @@ impl DbFuse {
     /// module's `enable_uring` parameter is on.
     pub fn set_uring(&mut self, on: bool) {
         *self.uring.get_mut() = on;
+    }
+
+    /// Read the second half of large reads on a helper thread (once requests come through the
+    /// io_uring queues, whose threads stay on the caller's core).
+    pub fn set_read_helpers(&self, helpers: split_read::Helpers) {
+        let _ = self.read_helpers.set(helpers);
     }
 
     /// Whether the kernel agreed to FUSE over io_uring (meaningful after `init`).
@@ -787,17 +798,11 @@ impl DbFuse {
             Err(e) => return reply.error(e),
         };
         let fill = |buf: &mut [u8]| -> Result<usize, Errno> {
-            let mut got = 0;
-            while got < buf.len() {
-                let n = node
-                    .read_at(offset + got as u64, &mut buf[got..])
-                    .map_err(err)?;
-                if n == 0 {
-                    break;
-                }
-                got += n;
+            match self.read_helpers.get() {
+                Some(h) => h.read(&node, offset, buf),
+                None => split_read::fill(&node, offset, buf),
             }
-            Ok(got)
+            .map_err(err)
         };
         reply.data_from(size.min(16 << 20) as usize, fill);
     }

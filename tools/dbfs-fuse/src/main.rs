@@ -83,6 +83,7 @@ mod image;
 mod mount_opts;
 mod offline;
 mod signals;
+mod split_read;
 mod uring;
 
 use std::process::ExitCode;

@@ -1,6 +1,6 @@
 //! `-o` mount options: the kernel's (as fuser's [`MountOption`]s) and the tool's own
 //! (`nobarrier`, `nowriteback_cache`, `nokeep_cache`, `close_errors`, `nodirect_writes`,
-//! `nouring`, `cache_size=`), told apart in one place.
+//! `uring`, `cache_size=`), told apart in one place.
 
 use fuser::{MountOption, SessionACL};
 
@@ -20,8 +20,8 @@ pub(crate) struct ToolOptions {
     pub(crate) keep_cache: bool,
     /// close(2) reports a failed background commit (`close_errors`; off by default).
     pub(crate) close_errors: bool,
-    /// Requests through the kernel's per-CPU io_uring queues when it offers them
-    /// (`nouring` keeps them on `/dev/fuse`).
+    /// Requests through the kernel's per-CPU io_uring queues when it offers them (`uring`;
+    /// off by default, see `crate::uring`).
     pub(crate) uring: bool,
 }
 
@@ -59,7 +59,7 @@ pub(crate) const MAX_READ: u32 = 512 << 10;
 /// Mount options as fuser understands them; `default_permissions` and `max_read=`
 /// ([`MAX_READ`]) are always added (a `-o max_read=` replaces the latter). The tool's
 /// own options (`nobarrier`, `nowriteback_cache`, `nokeep_cache`, `close_errors`,
-/// `nodirect_writes`, `nouring`, `cache_size=`) are taken out and returned.
+/// `nodirect_writes`, `uring`, `cache_size=`) are taken out and returned.
 pub(crate) fn mount_options(
     opts: &[String],
 ) -> Result<(Vec<MountOption>, SessionACL, ToolOptions), String> {
@@ -70,7 +70,7 @@ pub(crate) fn mount_options(
         direct_writes: true,
         keep_cache: true,
         close_errors: false,
-        uring: true,
+        uring: false,
     };
     let mut out = vec![
         MountOption::FSName("dbfs".into()),
