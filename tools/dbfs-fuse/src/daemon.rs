@@ -12,7 +12,7 @@ use vfs::FileSystem;
 
 use crate::holder::{hold_socket_past_exit, socket_fds};
 use crate::mount_opts::mount_options;
-use crate::{adapter, dev, image, signals, split_read, uring};
+use crate::{adapter, dev, image, signals, uring};
 
 /// glibc's allocator settings for the daemon, made before any thread starts.
 ///
@@ -93,14 +93,7 @@ pub(crate) fn mount_foreground(
         // of the largest (max_write or max_pages pages, whichever is larger).
         let payload = 2 * adapter::MAX_IO as usize;
         match uring::start(adapter.clone(), dev, per_cpu, payload, acl) {
-            Ok(r) => {
-                // The rings serve a caller's requests on its own core; a large read's second
-                // half goes to a helper free to run on another (see split_read.rs).
-                if let Ok(h) = split_read::Helpers::new(uring::cpus()) {
-                    adapter.set_read_helpers(h);
-                }
-                Some(r)
-            }
+            Ok(r) => Some(r),
             Err(e) => {
                 eprintln!("dbfs-fuse: io_uring threads: {e}; requests go through /dev/fuse");
                 None

@@ -40,35 +40,28 @@
 //! If anything fails before the rings are ready (an old kernel, a refused registration), the
 //! threads say so and stop, and the mount keeps working through `/dev/fuse`.
 
+mod reply;
+mod ring;
+
 use std::ffi::OsStr;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fuser::{
-    AccessFlags, CopyFileRangeFlags, Errno, FileAttr, FileHandle, FopenFlags, Generation, INodeNo,
-    LockOwner, OpenFlags, SessionACL, TimeOrNow, WriteFlags,
+    AccessFlags, CopyFileRangeFlags, Errno, FileHandle, INodeNo, LockOwner, OpenFlags, SessionACL,
+    TimeOrNow, WriteFlags,
 };
 
 use crate::adapter::DbFuse;
-use crate::answer::{
-    AnsAttr, AnsCreate, AnsData, AnsDir, AnsDirPlus, AnsEmpty, AnsEntry, AnsError, AnsLseek,
-    AnsOpen, AnsStatfs, AnsWrite, AnsXattr, Caller,
-};
-
-// io_uring ABI (include/uapi/linux/io_uring.h).
-const IORING_SETUP_SQE128: u32 = 1 << 10;
-const IORING_FEAT_SINGLE_MMAP: u32 = 1 << 0;
-const IORING_OFF_SQ_RING: i64 = 0;
-const IORING_OFF_CQ_RING: i64 = 0x800_0000;
-const IORING_OFF_SQES: i64 = 0x1000_0000;
-const IORING_ENTER_GETEVENTS: u32 = 1;
-const IORING_OP_URING_CMD: u8 = 46;
-const SQE_SIZE: usize = 128;
+use crate::answer::{AnsEmpty, AnsError, Caller};
+use crate::split_read;
+use reply::Slot;
+use ring::{Ring, IORING_OP_URING_CMD, SQE_SIZE};
 
 // FUSE over io_uring ABI (include/uapi/linux/fuse.h, 7.42).
 const FUSE_IO_URING_CMD_REGISTER: u32 = 1;
@@ -128,11 +121,6 @@ const FATTR_ATIME_NOW: u32 = 1 << 7;
 const FATTR_MTIME_NOW: u32 = 1 << 8;
 const FATTR_CTIME: u32 = 1 << 10;
 
-/// Bytes of `fuse_attr`, `fuse_entry_out` and `fuse_open_out` in a reply.
-const ATTR_LEN: usize = 88;
-const ENTRY_OUT_LEN: usize = 40 + ATTR_LEN;
-const OPEN_OUT_LEN: usize = 16;
-
 /// The rings of a mount: wait for their threads with [`Rings::wait`].
 pub struct Rings {
     state: Arc<(Mutex<usize>, Condvar)>,
@@ -155,8 +143,8 @@ struct Shared {
     payload_len: usize,
     /// `Some(owner)` when only the owner (and root, for `allow_root`) may use the mount.
     owner_only: Option<(u32, bool)>,
-    /// The first registration error, reported once.
-    failed: AtomicU32,
+    /// A thread has failed (its error is reported once).
+    failed: AtomicBool,
 }
 
 /// The CPUs the kernel may run a caller on: one queue each (`/sys/devices/system/cpu/possible`,
@@ -186,6 +174,7 @@ pub fn start(
     payload_len: usize,
     acl: SessionACL,
 ) -> io::Result<Rings> {
+    // SAFETY: geteuid has no arguments and cannot fail.
     let owner = unsafe { libc::geteuid() };
     let owner_only = match acl {
         SessionACL::All => None,
@@ -197,7 +186,7 @@ pub fn start(
         dev,
         payload_len,
         owner_only,
-        failed: AtomicU32::new(0),
+        failed: AtomicBool::new(false),
     });
     let cpus = cpus();
     let per_cpu = per_cpu.max(1);
@@ -210,7 +199,7 @@ pub fn start(
                 .name(format!("dbfs-ring-{cpu}.{k}"))
                 .spawn(move || {
                     if let Err(e) = ring_thread(&shared, cpu) {
-                        if shared.failed.swap(1, Ordering::Relaxed) == 0 {
+                        if !shared.failed.swap(true, Ordering::Relaxed) {
                             eprintln!(
                                 "dbfs-fuse: io_uring queue {cpu}: {e}; requests go through /dev/fuse"
                             );
@@ -226,6 +215,11 @@ pub fn start(
                 return Err(e);
             }
         }
+    }
+    // The rings serve a caller's requests on its own core; a large read's second half goes to
+    // a helper free to run on another (see split_read.rs). Without helpers reads stay whole.
+    if let Ok(h) = split_read::Helpers::new(cpus) {
+        shared.fs.set_read_helpers(h);
     }
     Ok(Rings { state })
 }
@@ -303,171 +297,7 @@ fn uring_cmd(fd: i32, cmd: u32, commit_id: u64, qid: u16) -> [u8; SQE_SIZE] {
     sqe
 }
 
-/// A minimal io_uring of one thread: push SQEs, submit and wait for one completion.
-struct Ring {
-    fd: OwnedFd,
-    sq_map: *mut u8,
-    sq_map_len: usize,
-    cq_map: *mut u8,
-    cq_map_len: usize,
-    sqes: *mut u8,
-    sqes_len: usize,
-    sq_tail: *const AtomicU32,
-    sq_mask: u32,
-    sq_array: *mut u32,
-    cq_head: *const AtomicU32,
-    cq_tail: *const AtomicU32,
-    cq_mask: u32,
-    cqes: *const u8,
-    local_tail: u32,
-    to_submit: u32,
-}
-
-impl Ring {
-    fn new(entries: u32) -> io::Result<Ring> {
-        // io_uring_params: 10 u32s, then sq_off (40 bytes) and cq_off (40 bytes).
-        let mut p = [0u32; 30];
-        p[2] = IORING_SETUP_SQE128;
-        // SAFETY: the kernel fills `p` (120 bytes).
-        let fd = unsafe { libc::syscall(libc::SYS_io_uring_setup, entries, p.as_mut_ptr()) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: a new descriptor we own.
-        let fd: OwnedFd = unsafe { std::os::fd::FromRawFd::from_raw_fd(fd as i32) };
-        let (sq_entries, cq_entries, features) = (p[0], p[1], p[5]);
-        let sq_off = &p[10..20];
-        let cq_off = &p[20..30];
-        let sq_len = sq_off[6] as usize + sq_entries as usize * 4;
-        let cq_len = cq_off[5] as usize + cq_entries as usize * 16;
-        let single = features & IORING_FEAT_SINGLE_MMAP != 0;
-        let map = |len: usize, off: i64| -> io::Result<*mut u8> {
-            // SAFETY: mapping the ring the kernel made for `fd`.
-            let m = unsafe {
-                libc::mmap(
-                    std::ptr::null_mut(),
-                    len,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_SHARED | libc::MAP_POPULATE,
-                    fd.as_raw_fd(),
-                    off,
-                )
-            };
-            if m == libc::MAP_FAILED {
-                Err(io::Error::last_os_error())
-            } else {
-                Ok(m.cast())
-            }
-        };
-        let (sq_map_len, cq_map_len) = if single {
-            (sq_len.max(cq_len), 0)
-        } else {
-            (sq_len, cq_len)
-        };
-        let sq_map = map(sq_map_len, IORING_OFF_SQ_RING)?;
-        let cq_map = if single {
-            sq_map
-        } else {
-            map(cq_map_len, IORING_OFF_CQ_RING)?
-        };
-        let sqes_len = sq_entries as usize * SQE_SIZE;
-        let sqes = map(sqes_len, IORING_OFF_SQES)?;
-        // SAFETY: offsets the kernel gave, inside the maps.
-        unsafe {
-            Ok(Ring {
-                sq_tail: sq_map.add(sq_off[1] as usize).cast(),
-                sq_mask: *sq_map.add(sq_off[2] as usize).cast::<u32>(),
-                sq_array: sq_map.add(sq_off[6] as usize).cast(),
-                cq_head: cq_map.add(cq_off[0] as usize).cast(),
-                cq_tail: cq_map.add(cq_off[1] as usize).cast(),
-                cq_mask: *cq_map.add(cq_off[2] as usize).cast::<u32>(),
-                cqes: cq_map.add(cq_off[5] as usize),
-                local_tail: (*sq_map.add(sq_off[1] as usize).cast::<AtomicU32>())
-                    .load(Ordering::Acquire),
-                fd,
-                sq_map,
-                sq_map_len,
-                cq_map,
-                cq_map_len,
-                sqes,
-                sqes_len,
-                to_submit: 0,
-            })
-        }
-    }
-
-    /// Queue one SQE (the ring has room: a thread has at most one in flight).
-    fn push(&mut self, sqe: &[u8; SQE_SIZE]) {
-        let idx = self.local_tail & self.sq_mask;
-        // SAFETY: `idx` is inside the SQE array and the array of indexes.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                sqe.as_ptr(),
-                self.sqes.add(idx as usize * SQE_SIZE),
-                SQE_SIZE,
-            );
-            *self.sq_array.add(idx as usize) = idx;
-            self.local_tail = self.local_tail.wrapping_add(1);
-            (*self.sq_tail).store(self.local_tail, Ordering::Release);
-        }
-        self.to_submit += 1;
-    }
-
-    /// Submit what was pushed and wait for a completion; its result.
-    fn submit_and_wait(&mut self) -> io::Result<i32> {
-        loop {
-            // SAFETY: the completion ring's head and tail, shared with the kernel.
-            let (head, tail) = unsafe {
-                (
-                    (*self.cq_head).load(Ordering::Relaxed),
-                    (*self.cq_tail).load(Ordering::Acquire),
-                )
-            };
-            if head != tail && self.to_submit == 0 {
-                let off = (head & self.cq_mask) as usize * 16;
-                // SAFETY: a completion the kernel published (res at offset 8).
-                let res = unsafe { std::ptr::read_volatile(self.cqes.add(off + 8).cast::<i32>()) };
-                unsafe { (*self.cq_head).store(head.wrapping_add(1), Ordering::Release) };
-                return Ok(res);
-            }
-            // SAFETY: io_uring_enter on our ring.
-            let r = unsafe {
-                libc::syscall(
-                    libc::SYS_io_uring_enter,
-                    self.fd.as_raw_fd(),
-                    self.to_submit,
-                    1u32,
-                    IORING_ENTER_GETEVENTS,
-                    std::ptr::null::<libc::sigset_t>(),
-                    0usize,
-                )
-            };
-            if r < 0 {
-                let e = io::Error::last_os_error();
-                if e.raw_os_error() == Some(libc::EINTR) {
-                    continue;
-                }
-                return Err(e);
-            }
-            self.to_submit -= (r as u32).min(self.to_submit);
-        }
-    }
-}
-
-impl Drop for Ring {
-    fn drop(&mut self) {
-        // SAFETY: unmapping what `new` mapped.
-        unsafe {
-            libc::munmap(self.sqes.cast(), self.sqes_len);
-            if self.cq_map != self.sq_map {
-                libc::munmap(self.cq_map.cast(), self.cq_map_len);
-            }
-            libc::munmap(self.sq_map.cast(), self.sq_map_len);
-        }
-    }
-}
-
-/// Little-endian readers of the request's fixed struct.
+/// Readers of the request's fixed struct (native byte order, as the kernel writes it).
 fn u32_at(b: &[u8], off: usize) -> u32 {
     b.get(off..off + 4)
         .map_or(0, |s| u32::from_ne_bytes(s.try_into().unwrap()))
@@ -749,313 +579,5 @@ fn dispatch(
     })();
     if let Err(e) = r {
         AnsError::error(&mut *s, e);
-    }
-}
-
-/// Where an operation writes its reply: the ring entry's payload buffer.
-struct Slot<'a> {
-    buf: &'a mut [u8],
-    len: usize,
-    error: Option<Errno>,
-    answered: bool,
-    /// A listing's size limit (the `size` of the READDIR request).
-    limit: usize,
-}
-
-impl Slot<'_> {
-    fn put(&mut self, bytes: &[u8]) -> bool {
-        let end = self.len + bytes.len();
-        if end > self.buf.len() {
-            return false;
-        }
-        self.buf[self.len..end].copy_from_slice(bytes);
-        self.len = end;
-        true
-    }
-
-    fn answer(&mut self, bytes: &[u8]) {
-        if !self.answered {
-            self.answered = true;
-            if !self.put(bytes) {
-                self.error = Some(Errno::ERANGE);
-            }
-        }
-    }
-}
-
-fn mode_of(attr: &FileAttr) -> u32 {
-    let t = match attr.kind {
-        fuser::FileType::NamedPipe => libc::S_IFIFO,
-        fuser::FileType::CharDevice => libc::S_IFCHR,
-        fuser::FileType::BlockDevice => libc::S_IFBLK,
-        fuser::FileType::Directory => libc::S_IFDIR,
-        fuser::FileType::RegularFile => libc::S_IFREG,
-        fuser::FileType::Symlink => libc::S_IFLNK,
-        fuser::FileType::Socket => libc::S_IFSOCK,
-    };
-    t | u32::from(attr.perm)
-}
-
-fn secs_nsec(t: SystemTime) -> (u64, u32) {
-    match t.duration_since(UNIX_EPOCH) {
-        Ok(d) => (d.as_secs(), d.subsec_nanos()),
-        Err(e) => {
-            let d = e.duration();
-            let s = -(d.as_secs() as i64);
-            if d.subsec_nanos() == 0 {
-                (s as u64, 0)
-            } else {
-                ((s - 1) as u64, 1_000_000_000 - d.subsec_nanos())
-            }
-        }
-    }
-}
-
-/// `fuse_attr`.
-fn attr_bytes(attr: &FileAttr) -> [u8; ATTR_LEN] {
-    let mut b = [0u8; ATTR_LEN];
-    let (at, atn) = secs_nsec(attr.atime);
-    let (mt, mtn) = secs_nsec(attr.mtime);
-    let (ct, ctn) = secs_nsec(attr.ctime);
-    for (i, v) in [attr.ino.0, attr.size, attr.blocks, at, mt, ct]
-        .iter()
-        .enumerate()
-    {
-        b[i * 8..i * 8 + 8].copy_from_slice(&v.to_ne_bytes());
-    }
-    let words = [
-        atn,
-        mtn,
-        ctn,
-        mode_of(attr),
-        attr.nlink,
-        attr.uid,
-        attr.gid,
-        attr.rdev,
-        attr.blksize,
-        attr.flags,
-    ];
-    for (i, v) in words.iter().enumerate() {
-        b[48 + i * 4..52 + i * 4].copy_from_slice(&v.to_ne_bytes());
-    }
-    b
-}
-
-/// `fuse_entry_out`.
-fn entry_bytes(ttl: &Duration, attr: &FileAttr, generation: Generation) -> [u8; ENTRY_OUT_LEN] {
-    let mut b = [0u8; ENTRY_OUT_LEN];
-    b[0..8].copy_from_slice(&attr.ino.0.to_ne_bytes());
-    b[8..16].copy_from_slice(&generation.0.to_ne_bytes());
-    b[16..24].copy_from_slice(&ttl.as_secs().to_ne_bytes());
-    b[24..32].copy_from_slice(&ttl.as_secs().to_ne_bytes());
-    b[32..36].copy_from_slice(&ttl.subsec_nanos().to_ne_bytes());
-    b[36..40].copy_from_slice(&ttl.subsec_nanos().to_ne_bytes());
-    b[40..].copy_from_slice(&attr_bytes(attr));
-    b
-}
-
-fn open_bytes(fh: FileHandle, flags: FopenFlags) -> [u8; OPEN_OUT_LEN] {
-    let mut b = [0u8; OPEN_OUT_LEN];
-    b[0..8].copy_from_slice(&fh.0.to_ne_bytes());
-    b[8..12].copy_from_slice(&flags.bits().to_ne_bytes());
-    b
-}
-
-/// A `fuse_dirent` (after `prefix`, the `fuse_entry_out` of READDIRPLUS), padded to 8 bytes;
-/// false when it does not fit in the listing's size.
-fn put_dirent(s: &mut Slot<'_>, prefix: &[u8], ino: u64, off: u64, typ: u32, name: &[u8]) -> bool {
-    let len = prefix.len() + 24 + name.len();
-    let padded = (len + 7) & !7;
-    if s.len + padded > s.limit.min(s.buf.len()) {
-        return false;
-    }
-    let mut head = [0u8; 24];
-    head[0..8].copy_from_slice(&ino.to_ne_bytes());
-    head[8..16].copy_from_slice(&off.to_ne_bytes());
-    head[16..20].copy_from_slice(&(name.len() as u32).to_ne_bytes());
-    head[20..24].copy_from_slice(&typ.to_ne_bytes());
-    s.put(prefix);
-    s.put(&head);
-    s.put(name);
-    s.put(&[0u8; 8][..padded - len]);
-    true
-}
-
-impl AnsError for &mut Slot<'_> {
-    fn error(self, err: Errno) {
-        if !self.answered {
-            self.answered = true;
-            self.error = Some(err);
-        }
-    }
-}
-
-impl AnsEntry for &mut Slot<'_> {
-    fn entry(self, ttl: &Duration, attr: &FileAttr, generation: Generation) {
-        self.answer(&entry_bytes(ttl, attr, generation));
-    }
-}
-
-impl AnsAttr for &mut Slot<'_> {
-    fn attr(self, ttl: &Duration, attr: &FileAttr) {
-        let mut b = [0u8; 16 + ATTR_LEN];
-        b[0..8].copy_from_slice(&ttl.as_secs().to_ne_bytes());
-        b[8..12].copy_from_slice(&ttl.subsec_nanos().to_ne_bytes());
-        b[16..].copy_from_slice(&attr_bytes(attr));
-        self.answer(&b);
-    }
-}
-
-impl AnsData for &mut Slot<'_> {
-    fn data(self, data: &[u8]) {
-        self.answer(data);
-    }
-
-    /// Straight into the ring's payload buffer (a READ has no payload of its own).
-    fn data_from(self, len: usize, fill: impl FnOnce(&mut [u8]) -> Result<usize, Errno>) {
-        if self.answered {
-            return;
-        }
-        let Some(buf) = self.buf.get_mut(self.len..self.len + len) else {
-            return self.error(Errno::ERANGE);
-        };
-        match fill(buf) {
-            Ok(n) => {
-                self.len += n.min(len);
-                self.answered = true;
-            }
-            Err(e) => self.error(e),
-        }
-    }
-}
-
-impl AnsEmpty for &mut Slot<'_> {
-    fn ok(self) {
-        self.answer(&[]);
-    }
-}
-
-impl AnsOpen for &mut Slot<'_> {
-    fn opened(self, fh: FileHandle, flags: FopenFlags) {
-        self.answer(&open_bytes(fh, flags));
-    }
-}
-
-impl AnsWrite for &mut Slot<'_> {
-    fn written(self, size: u32) {
-        self.answer(&u64::from(size).to_ne_bytes());
-    }
-}
-
-impl AnsCreate for &mut Slot<'_> {
-    fn created(
-        self,
-        ttl: &Duration,
-        attr: &FileAttr,
-        generation: Generation,
-        fh: FileHandle,
-        flags: FopenFlags,
-    ) {
-        let mut b = [0u8; ENTRY_OUT_LEN + OPEN_OUT_LEN];
-        b[..ENTRY_OUT_LEN].copy_from_slice(&entry_bytes(ttl, attr, generation));
-        b[ENTRY_OUT_LEN..].copy_from_slice(&open_bytes(fh, flags));
-        self.answer(&b);
-    }
-}
-
-impl AnsStatfs for &mut Slot<'_> {
-    fn statfs(
-        self,
-        blocks: u64,
-        bfree: u64,
-        bavail: u64,
-        files: u64,
-        ffree: u64,
-        bsize: u32,
-        namelen: u32,
-        frsize: u32,
-    ) {
-        let mut b = [0u8; 80];
-        for (i, v) in [blocks, bfree, bavail, files, ffree].iter().enumerate() {
-            b[i * 8..i * 8 + 8].copy_from_slice(&v.to_ne_bytes());
-        }
-        for (i, v) in [bsize, namelen, frsize].iter().enumerate() {
-            b[40 + i * 4..44 + i * 4].copy_from_slice(&v.to_ne_bytes());
-        }
-        self.answer(&b);
-    }
-}
-
-impl AnsXattr for &mut Slot<'_> {
-    fn size(self, size: u32) {
-        self.answer(&u64::from(size).to_ne_bytes());
-    }
-    fn data(self, data: &[u8]) {
-        self.answer(data);
-    }
-}
-
-impl AnsLseek for &mut Slot<'_> {
-    fn offset(self, offset: i64) {
-        self.answer(&offset.to_ne_bytes());
-    }
-}
-
-impl AnsDir for &mut Slot<'_> {
-    fn add<T: AsRef<OsStr>>(
-        &mut self,
-        ino: INodeNo,
-        offset: u64,
-        kind: fuser::FileType,
-        name: T,
-    ) -> bool {
-        let typ = mode_of(&FileAttr {
-            kind,
-            perm: 0,
-            ..placeholder_attr()
-        }) >> 12;
-        !put_dirent(self, &[], ino.0, offset, typ, name.as_ref().as_bytes())
-    }
-    fn ok(self) {
-        self.answered = true;
-    }
-}
-
-impl AnsDirPlus for &mut Slot<'_> {
-    fn add<T: AsRef<OsStr>>(
-        &mut self,
-        ino: INodeNo,
-        offset: u64,
-        name: T,
-        ttl: &Duration,
-        attr: &FileAttr,
-        generation: Generation,
-    ) -> bool {
-        let entry = entry_bytes(ttl, attr, generation);
-        let typ = mode_of(attr) >> 12;
-        !put_dirent(self, &entry, ino.0, offset, typ, name.as_ref().as_bytes())
-    }
-    fn ok(self) {
-        self.answered = true;
-    }
-}
-
-fn placeholder_attr() -> FileAttr {
-    FileAttr {
-        ino: INodeNo(0),
-        size: 0,
-        blocks: 0,
-        atime: UNIX_EPOCH,
-        mtime: UNIX_EPOCH,
-        ctime: UNIX_EPOCH,
-        crtime: UNIX_EPOCH,
-        kind: fuser::FileType::RegularFile,
-        perm: 0,
-        nlink: 0,
-        uid: 0,
-        gid: 0,
-        rdev: 0,
-        blksize: 0,
-        flags: 0,
     }
 }
