@@ -55,11 +55,12 @@
 //!   `kernel_cache`): the mount is the image's only writer and the kernel updates or drops its
 //!   own pages on every change it sends, so they cannot go stale; a file whose write dbfs
 //!   refused (ENOSPC at write-back) drops them at its next open.
-//! - `close_errors`: answer FUSE's flush (one request per close(2)) to report at close a
-//!   failed background commit of the file's data (the timer's, when the image's device
-//!   fails). Off by default, as on ext4: fsync and syncfs report such an error (the data stays
-//!   buffered until it commits), and errors of the writes the kernel sends at close (e.g.
-//!   ENOSPC) reach close(2) either way.
+//! - `noclose_errors`: answer FUSE's flush (one request per close(2)) with ENOSYS, so the
+//!   kernel sends no more, saving a round trip per close. By default flush is answered, to
+//!   report at close a write-back write dbfs refused (ENOSPC when the kernel writes a file's
+//!   dirty pages) or a failed background commit of the file's data: the kernel does not always
+//!   keep a refused write-back write's error for close(2) by itself (see
+//!   `DbFuse::set_close_errors`).
 //! - `nodirect_writes`: buffer every write in dbfs's write-back cache. By default a write of
 //!   at least 128 KiB of whole chunks (`dbfs::DIRECT_WRITE_MIN`) is stored in its own
 //!   transaction straight from the FUSE request: 1 MiB direct writes ran 1.25-1.6x faster,

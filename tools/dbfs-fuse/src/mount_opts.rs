@@ -1,5 +1,5 @@
 //! `-o` mount options: the kernel's (as fuser's [`MountOption`]s) and the tool's own
-//! (`nobarrier`, `nowriteback_cache`, `nokeep_cache`, `close_errors`, `nodirect_writes`,
+//! (`nobarrier`, `nowriteback_cache`, `nokeep_cache`, `noclose_errors`, `nodirect_writes`,
 //! `uring`, `cache_size=`), told apart in one place.
 
 use fuser::{MountOption, SessionACL};
@@ -18,7 +18,8 @@ pub(crate) struct ToolOptions {
     pub(crate) direct_writes: bool,
     /// Files open with the kernel's page cache kept (`nokeep_cache` turns it off).
     pub(crate) keep_cache: bool,
-    /// close(2) reports a failed background commit (`close_errors`; off by default).
+    /// close(2) reports a refused write-back write or a failed background commit
+    /// (`close_errors`; on by default, `noclose_errors` turns it off).
     pub(crate) close_errors: bool,
     /// Requests through the kernel's per-CPU io_uring queues when it offers them (`uring`;
     /// off by default, see `crate::uring`).
@@ -58,7 +59,7 @@ pub(crate) const MAX_READ: u32 = 512 << 10;
 
 /// Mount options as fuser understands them; `default_permissions` and `max_read=`
 /// ([`MAX_READ`]) are always added (a `-o max_read=` replaces the latter). The tool's
-/// own options (`nobarrier`, `nowriteback_cache`, `nokeep_cache`, `close_errors`,
+/// own options (`nobarrier`, `nowriteback_cache`, `nokeep_cache`, `noclose_errors`,
 /// `nodirect_writes`, `uring`, `cache_size=`) are taken out and returned.
 pub(crate) fn mount_options(
     opts: &[String],
@@ -69,7 +70,7 @@ pub(crate) fn mount_options(
         cache_bytes: image::default_mount_cache_bytes(),
         direct_writes: true,
         keep_cache: true,
-        close_errors: false,
+        close_errors: true,
         uring: false,
     };
     let mut out = vec![
@@ -164,10 +165,10 @@ mod tests {
     #[test]
     fn the_cache_and_close_options_are_the_tools_own() {
         let (opts, _, tool) = mount_options(&[]).unwrap();
-        assert!(tool.keep_cache && !tool.close_errors);
+        assert!(tool.keep_cache && tool.close_errors);
         let n = opts.len();
-        let (opts, _, tool) = mount_options(&["nokeep_cache,close_errors".into()]).unwrap();
-        assert!(!tool.keep_cache && tool.close_errors);
+        let (opts, _, tool) = mount_options(&["nokeep_cache,noclose_errors".into()]).unwrap();
+        assert!(!tool.keep_cache && !tool.close_errors);
         assert_eq!(opts.len(), n, "no kernel option was added");
     }
 }

@@ -1078,7 +1078,7 @@ fn io_uring_and_dev_fuse_answer_alike() {
         return;
     }
     let mut results = Vec::new();
-    for opts in ["uring", ""] {
+    for opts in ["uring", "nouring"] {
         let (_tmp, image, mnt) = fresh_image("uring", "64M");
         let m = Mounted::new(&image, &mnt, opts, Duration::from_secs(60));
         let seen = every_kind_of_request(&m.mnt);

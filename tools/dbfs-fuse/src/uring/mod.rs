@@ -260,19 +260,19 @@ fn ring_thread(shared: &Shared, cpu: usize) -> io::Result<()> {
     sqe[16..24].copy_from_slice(&(iov.as_ptr() as u64).to_ne_bytes());
     sqe[24..28].copy_from_slice(&2u32.to_ne_bytes());
     ring.push(&sqe);
-    let mut first = true;
     loop {
         let res = ring.submit_and_wait()?;
         if res < 0 {
             let e = io::Error::from_raw_os_error(-res);
-            // The kernel ends the entries of a connection going away with one of these.
+            // The kernel ends the entries of a connection going away with one of these,
+            // also an entry that never got a request (the other thread of its queue served
+            // them all).
             let ending = matches!(
                 -res,
                 libc::ENOTCONN | libc::ECONNABORTED | libc::ENODEV | libc::ECANCELED
             );
-            return if ending && !first { Ok(()) } else { Err(e) };
+            return if ending { Ok(()) } else { Err(e) };
         }
-        first = false;
         // SAFETY: the kernel finished writing the header and payload before the completion;
         // views of plain bytes.
         let head: &mut [u8] =

@@ -142,8 +142,18 @@ impl Mounted {
             .arg(&mnt)
             .arg("-f")
             .stdin(Stdio::null());
+        // `DBFS_FUSE_TEST_OPTS` adds options to every mount of the tests (e.g. `uring`, to run
+        // the suite over FUSE's io_uring transport); a test's own options come after them, so
+        // they win where the two disagree.
+        let extra = std::env::var("DBFS_FUSE_TEST_OPTS").unwrap_or_default();
+        let opts = [extra.as_str(), opts]
+            .iter()
+            .filter(|o| !o.is_empty())
+            .copied()
+            .collect::<Vec<_>>()
+            .join(",");
         if !opts.is_empty() {
-            cmd.args(["-o", opts]);
+            cmd.args(["-o", &opts]);
         }
         let mut child = cmd.spawn().expect("start dbfs-fuse mount");
         let start = Instant::now();
