@@ -266,10 +266,10 @@ apt_install = missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missi
 		DEBIAN_FRONTEND=noninteractive $(if $(filter 0,$(shell id -u)),,sudo) apt-get install -y -q $$missing </dev/null; \
 	fi
 
-# FUSE over io_uring (Linux 6.14+): a dbfs-fuse mount with `-o uring` serves requests from
-# per-CPU queues on the caller's core, if the fuse module's enable_uring parameter is on
-# (tools/dbfs-fuse/src/uring/). Turned on here when the parameter exists and we may write it
-# (root); FUSE_URING=0 leaves it as it is. Mounts without `-o uring` use /dev/fuse either way.
+# FUSE over io_uring (Linux 6.14+): a dbfs-fuse mount serves requests from per-CPU queues on
+# the caller's core if the fuse module's enable_uring parameter is on, else through /dev/fuse
+# (tools/dbfs-fuse/src/uring/; `-o nouring` always uses /dev/fuse). Turned on here when the
+# parameter exists and we may write it (root); FUSE_URING=0 leaves it as it is.
 FUSE_URING ?= 1
 URING_PARAM := /sys/module/fuse/parameters/enable_uring
 

@@ -55,6 +55,10 @@
 //!   `kernel_cache`): the mount is the image's only writer and the kernel updates or drops its
 //!   own pages on every change it sends, so they cannot go stale; a file whose write dbfs
 //!   refused (ENOSPC at write-back) drops them at its next open.
+//! - `nouring`: take every request from `/dev/fuse`. By default, when the kernel offers FUSE
+//!   over io_uring (Linux 6.14+, the `fuse` module's `enable_uring` on), requests come from
+//!   one queue per CPU, each served by threads pinned to that CPU, so a request and its reply
+//!   stay on the caller's core (see `uring/mod.rs`).
 //! - `noclose_errors`: answer FUSE's flush (one request per close(2)) with ENOSYS, so the
 //!   kernel sends no more, saving a round trip per close. By default flush is answered, to
 //!   report at close a write-back write dbfs refused (ENOSPC when the kernel writes a file's

@@ -1,6 +1,6 @@
 //! `-o` mount options: the kernel's (as fuser's [`MountOption`]s) and the tool's own
 //! (`nobarrier`, `nowriteback_cache`, `nokeep_cache`, `noclose_errors`, `nodirect_writes`,
-//! `uring`, `cache_size=`), told apart in one place.
+//! `nouring`, `cache_size=`), told apart in one place.
 
 use fuser::{MountOption, SessionACL};
 
@@ -21,8 +21,8 @@ pub(crate) struct ToolOptions {
     /// close(2) reports a refused write-back write or a failed background commit
     /// (`close_errors`; on by default, `noclose_errors` turns it off).
     pub(crate) close_errors: bool,
-    /// Requests through the kernel's per-CPU io_uring queues when it offers them (`uring`;
-    /// off by default, see `crate::uring`).
+    /// Requests through the kernel's per-CPU io_uring queues when it offers them (`uring`, the
+    /// default; `nouring` keeps them on /dev/fuse; see `crate::uring`).
     pub(crate) uring: bool,
 }
 
@@ -60,7 +60,7 @@ pub(crate) const MAX_READ: u32 = 512 << 10;
 /// Mount options as fuser understands them; `default_permissions` and `max_read=`
 /// ([`MAX_READ`]) are always added (a `-o max_read=` replaces the latter). The tool's
 /// own options (`nobarrier`, `nowriteback_cache`, `nokeep_cache`, `noclose_errors`,
-/// `nodirect_writes`, `uring`, `cache_size=`) are taken out and returned.
+/// `nodirect_writes`, `nouring`, `cache_size=`) are taken out and returned.
 pub(crate) fn mount_options(
     opts: &[String],
 ) -> Result<(Vec<MountOption>, SessionACL, ToolOptions), String> {
@@ -71,7 +71,7 @@ pub(crate) fn mount_options(
         direct_writes: true,
         keep_cache: true,
         close_errors: true,
-        uring: false,
+        uring: true,
     };
     let mut out = vec![
         MountOption::FSName("dbfs".into()),
@@ -165,10 +165,11 @@ mod tests {
     #[test]
     fn the_cache_and_close_options_are_the_tools_own() {
         let (opts, _, tool) = mount_options(&[]).unwrap();
-        assert!(tool.keep_cache && tool.close_errors);
+        assert!(tool.keep_cache && tool.close_errors && tool.uring);
         let n = opts.len();
-        let (opts, _, tool) = mount_options(&["nokeep_cache,noclose_errors".into()]).unwrap();
-        assert!(!tool.keep_cache && !tool.close_errors);
+        let (opts, _, tool) =
+            mount_options(&["nokeep_cache,noclose_errors,nouring".into()]).unwrap();
+        assert!(!tool.keep_cache && !tool.close_errors && !tool.uring);
         assert_eq!(opts.len(), n, "no kernel option was added");
     }
 }

@@ -1069,9 +1069,9 @@ fn every_kind_of_request(root: &Path) -> Vec<String> {
     seen
 }
 
-/// Requests through the kernel's io_uring queues (`-o uring`) and through `/dev/fuse` (the
-/// default) give a caller the same results; with the queues on, the ring threads serve the
-/// requests.
+/// Requests through the kernel's io_uring queues (`-o uring`, the default) and through
+/// `/dev/fuse` (`-o nouring`) give a caller the same results; with the queues on, the ring
+/// threads serve the requests.
 #[test]
 fn io_uring_and_dev_fuse_answer_alike() {
     if !fuse_available() {
