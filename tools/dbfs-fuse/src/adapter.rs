@@ -1422,6 +1422,11 @@ mod tests {
             fuse.fsync(&me, ino, fh, false, p.clone());
             p.take()
         };
+        let unlink = |name: &str| {
+            let p = Probe::default();
+            fuse.unlink(&me, root_ino, OsStr::new(name), p.clone());
+            p.take().unwrap();
+        };
 
         let (ino, fh) = open("cached");
         assert_eq!(fill(ino, fh, WriteFlags::FUSE_WRITE_CACHE), Errno::ENOSPC);
@@ -1433,16 +1438,12 @@ mod tests {
         assert_eq!(flush(ino, fh), Ok(0), "reported once");
 
         // The space the first file holds is given back, then a caller's own write is refused.
-        let p = Probe::default();
-        fuse.unlink(&me, root_ino, OsStr::new("cached"), p.clone());
-        p.take().unwrap();
+        unlink("cached");
         let (ino, fh) = open("direct");
         assert_eq!(fill(ino, fh, WriteFlags::empty()), Errno::ENOSPC);
         assert_eq!(flush(ino, fh), Ok(0), "the caller was told already");
 
-        let p = Probe::default();
-        fuse.unlink(&me, root_ino, OsStr::new("direct"), p.clone());
-        p.take().unwrap();
+        unlink("direct");
         let (ino, fh) = open("synced");
         assert_eq!(fill(ino, fh, WriteFlags::FUSE_WRITE_CACHE), Errno::ENOSPC);
         assert_eq!(
