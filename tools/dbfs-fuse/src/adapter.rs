@@ -529,6 +529,8 @@ impl DbFuse {
             k.lookups = k.lookups.saturating_sub(nlookup);
             if k.lookups == 0 {
                 nodes.remove(&ino.0);
+                // No file of it is open: no flush or fsync will come to report this.
+                lock(&self.writeback_errors).remove(&ino.0);
             }
         }
     }
