@@ -10,6 +10,20 @@ use crate::{VfsError, VfsResult};
 /// A shared handle to a node.
 pub type NodeRef = Arc<dyn Node>;
 
+/// Read `buf.len()` bytes of `node` from `offset` on, or up to the end of the file: the
+/// bytes read ([`Node::read_at`] may return fewer than asked before the end).
+pub fn read_fully(node: &dyn Node, offset: u64, buf: &mut [u8]) -> VfsResult<usize> {
+    let mut done = 0;
+    while done < buf.len() {
+        let n = node.read_at(offset + done as u64, &mut buf[done..])?;
+        if n == 0 {
+            break;
+        }
+        done += n;
+    }
+    Ok(done)
+}
+
 /// The type of a node, as `stat` and `getdents64` report it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FileType {

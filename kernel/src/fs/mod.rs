@@ -152,21 +152,7 @@ pub fn read_whole_file(cwd: &str, path: &str) -> Result<Vec<u8>, Errno> {
     }
     // A user can exec a large file: the buffer is reserved fallibly (ENOMEM, not an abort).
     let mut buf = crate::mm::heap::try_zeroed(size)?;
-    let done = read_fully(&*loc.node, 0, &mut buf)?;
+    let done = vfs::read_fully(&*loc.node, 0, &mut buf)?;
     buf.truncate(done);
     Ok(buf)
-}
-
-/// Read `buf.len()` bytes of `node` from `offset` on, or up to the end of the file: the
-/// bytes read (`read_at` may return fewer than asked before the end).
-pub fn read_fully(node: &dyn vfs::Node, offset: u64, buf: &mut [u8]) -> Result<usize, Errno> {
-    let mut done = 0;
-    while done < buf.len() {
-        let n = node.read_at(offset + done as u64, &mut buf[done..])?;
-        if n == 0 {
-            break;
-        }
-        done += n;
-    }
-    Ok(done)
 }

@@ -204,7 +204,7 @@ fn read_into_frames(
             }
         }
         if let Ok(mut buf) = super::heap::try_zeroed(n) {
-            let got = crate::fs::read_fully(&**node, off, &mut buf)?;
+            let got = vfs::read_fully(&**node, off, &mut buf)?;
             for (f, chunk) in frames.iter_mut().zip(buf[..got].chunks(PAGE_SIZE)) {
                 f.bytes_mut()[..chunk.len()].copy_from_slice(chunk);
             }
@@ -217,7 +217,7 @@ fn read_into_frames(
         if want == 0 {
             break;
         }
-        let k = crate::fs::read_fully(&**node, off + got as u64, &mut f.bytes_mut()[..want])?;
+        let k = vfs::read_fully(&**node, off + got as u64, &mut f.bytes_mut()[..want])?;
         got += k;
         if k < want {
             break;

@@ -818,7 +818,7 @@ impl DbFuse {
         let fill = |buf: &mut [u8]| -> Result<usize, Errno> {
             match self.read_helpers.get() {
                 Some(h) => h.read(&node, offset, buf),
-                None => split_read::fill(&node, offset, buf),
+                None => vfs::read_fully(&*node, offset, buf),
             }
             .map_err(err)
         };

@@ -44,19 +44,6 @@ pub struct Helpers {
     q: Arc<(Mutex<Queue>, Condvar)>,
 }
 
-/// Read `buf.len()` bytes at `offset` (fewer at the end of the file), looping over short reads.
-pub fn fill(node: &NodeRef, offset: u64, buf: &mut [u8]) -> Result<usize, VfsError> {
-    let mut got = 0;
-    while got < buf.len() {
-        let n = node.read_at(offset + got as u64, &mut buf[got..])?;
-        if n == 0 {
-            break;
-        }
-        got += n;
-    }
-    Ok(got)
-}
-
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -81,11 +68,11 @@ impl Helpers {
         Ok(Helpers { q })
     }
 
-    /// Read `buf` at `offset` of `node` as [`fill`] does, the second half by a helper when
-    /// the read is large and a helper is idle.
+    /// Read `buf` at `offset` of `node` as [`vfs::read_fully`] does, the second half by a
+    /// helper when the read is large and a helper is idle.
     pub fn read(&self, node: &NodeRef, offset: u64, buf: &mut [u8]) -> Result<usize, VfsError> {
         if buf.len() < SPLIT_MIN {
-            return fill(node, offset, buf);
+            return vfs::read_fully(&**node, offset, buf);
         }
         let half = (buf.len() / 2 + 4095) & !4095;
         let (first, second) = buf.split_at_mut(half);
@@ -95,7 +82,7 @@ impl Helpers {
             let mut q = lock(m);
             if q.idle == 0 || q.stop {
                 drop(q);
-                return fill(node, offset, buf);
+                return vfs::read_fully(&**node, offset, buf);
             }
             q.idle -= 1;
             q.jobs.push(Job {
@@ -107,7 +94,7 @@ impl Helpers {
             });
             cv.notify_one();
         }
-        let a = fill(node, offset, first);
+        let a = vfs::read_fully(&**node, offset, first);
         // Wait for the helper before `second` may be touched or freed, whatever `a` was.
         let b = {
             let (m, cv) = &*done;
@@ -144,7 +131,7 @@ fn helper(q: &(Mutex<Queue>, Condvar)) {
             drop(g);
             // SAFETY: see `Job`: the buffer stays valid and untouched until `done` is set.
             let buf = unsafe { std::slice::from_raw_parts_mut(job.buf, job.len) };
-            let r = fill(&job.node, job.offset, buf);
+            let r = vfs::read_fully(&*job.node, job.offset, buf);
             let (dm, dcv) = &*job.done;
             *lock(dm) = Some(r);
             dcv.notify_one();
