@@ -46,7 +46,9 @@ pub(crate) enum Command {
         /// nowriteback_cache (send every write(2) to dbfs as it happens instead of through the
         /// kernel's write-back cache, which is on by default), nokeep_cache (drop a file's
         /// cached pages at every open, so reads reach dbfs), nouring (every request through
-        /// /dev/fuse, not the kernel's per-CPU io_uring queues), noclose_errors (no
+        /// /dev/fuse, not the kernel's per-CPU io_uring queues), noidle_commits (ring threads
+        /// answer small reads at their normal scheduling policy, not as SCHED_IDLE, which
+        /// keeps the caller on its CPU), noclose_errors (no
         /// flush request per close(2): one round trip less, but close(2) may miss a write-back
         /// write dbfs refused), cache_size=SIZE (the tool's
         /// cache of image pages; default 1/8 of memory, 256M..2G; 0 = none), and any other

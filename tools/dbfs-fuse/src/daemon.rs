@@ -92,7 +92,14 @@ pub(crate) fn mount_foreground(
         // Twice the largest request: the kernel refuses a buffer smaller than its own idea
         // of the largest (max_write or max_pages pages, whichever is larger).
         let payload = 2 * adapter::MAX_IO as usize;
-        match uring::start(adapter.clone(), dev, per_cpu, payload, acl) {
+        match uring::start(
+            adapter.clone(),
+            dev,
+            per_cpu,
+            payload,
+            acl,
+            tool.idle_commits,
+        ) {
             Ok(r) => Some(r),
             Err(e) => {
                 eprintln!("dbfs-fuse: io_uring threads: {e}; requests go through /dev/fuse");

@@ -1,6 +1,6 @@
 //! `-o` mount options: the kernel's (as fuser's [`MountOption`]s) and the tool's own
 //! (`nobarrier`, `nowriteback_cache`, `nokeep_cache`, `noclose_errors`, `nodirect_writes`,
-//! `nouring`, `cache_size=`), told apart in one place.
+//! `nouring`, `noidle_commits`, `cache_size=`), told apart in one place.
 
 use fuser::{MountOption, SessionACL};
 
@@ -24,6 +24,9 @@ pub(crate) struct ToolOptions {
     /// Requests through the kernel's per-CPU io_uring queues when it offers them (`uring`, the
     /// default; `nouring` keeps them on /dev/fuse; see `crate::uring`).
     pub(crate) uring: bool,
+    /// Ring threads answer small reads as `SCHED_IDLE`, so the caller wakes on its own CPU
+    /// (`idle_commits`, the default; `noidle_commits` turns it off; see `uring/wake.rs`).
+    pub(crate) idle_commits: bool,
 }
 
 impl ToolOptions {
@@ -42,6 +45,8 @@ impl ToolOptions {
             "nodirect_writes" => (&mut self.direct_writes, false),
             "uring" => (&mut self.uring, true),
             "nouring" => (&mut self.uring, false),
+            "idle_commits" => (&mut self.idle_commits, true),
+            "noidle_commits" => (&mut self.idle_commits, false),
             _ => return false,
         };
         *field = on;
@@ -60,7 +65,7 @@ pub(crate) const MAX_READ: u32 = 512 << 10;
 /// Mount options as fuser understands them; `default_permissions` and `max_read=`
 /// ([`MAX_READ`]) are always added (a `-o max_read=` replaces the latter). The tool's
 /// own options (`nobarrier`, `nowriteback_cache`, `nokeep_cache`, `noclose_errors`,
-/// `nodirect_writes`, `nouring`, `cache_size=`) are taken out and returned.
+/// `nodirect_writes`, `nouring`, `noidle_commits`, `cache_size=`) are taken out and returned.
 pub(crate) fn mount_options(
     opts: &[String],
 ) -> Result<(Vec<MountOption>, SessionACL, ToolOptions), String> {
@@ -72,6 +77,7 @@ pub(crate) fn mount_options(
         keep_cache: true,
         close_errors: true,
         uring: true,
+        idle_commits: true,
     };
     let mut out = vec![
         MountOption::FSName("dbfs".into()),
@@ -165,11 +171,11 @@ mod tests {
     #[test]
     fn the_cache_and_close_options_are_the_tools_own() {
         let (opts, _, tool) = mount_options(&[]).unwrap();
-        assert!(tool.keep_cache && tool.close_errors && tool.uring);
+        assert!(tool.keep_cache && tool.close_errors && tool.uring && tool.idle_commits);
         let n = opts.len();
         let (opts, _, tool) =
-            mount_options(&["nokeep_cache,noclose_errors,nouring".into()]).unwrap();
-        assert!(!tool.keep_cache && !tool.close_errors && !tool.uring);
+            mount_options(&["nokeep_cache,noclose_errors,nouring,noidle_commits".into()]).unwrap();
+        assert!(!tool.keep_cache && !tool.close_errors && !tool.uring && !tool.idle_commits);
         assert_eq!(opts.len(), n, "no kernel option was added");
     }
 }

@@ -45,6 +45,7 @@
 
 mod reply;
 mod ring;
+mod wake;
 
 use std::ffi::OsStr;
 use std::io;
@@ -176,6 +177,7 @@ pub fn start(
     per_cpu: usize,
     payload_len: usize,
     acl: SessionACL,
+    idle_commits: bool,
 ) -> io::Result<Rings> {
     // SAFETY: geteuid has no arguments and cannot fail.
     let owner = unsafe { libc::geteuid() };
@@ -193,6 +195,7 @@ pub fn start(
     });
     let cpus = cpus();
     let per_cpu = per_cpu.max(1);
+    let idle_commits = idle_commits && wake::allowed();
     let state = Arc::new((Mutex::new(cpus * per_cpu), Condvar::new()));
     for cpu in 0..cpus {
         for k in 0..per_cpu {
@@ -201,7 +204,7 @@ pub fn start(
             let spawned = std::thread::Builder::new()
                 .name(format!("dbfs-ring-{cpu}.{k}"))
                 .spawn(move || {
-                    if let Err(e) = ring_thread(&shared, cpu) {
+                    if let Err(e) = ring_thread(&shared, cpu, idle_commits) {
                         if !shared.failed.swap(true, Ordering::Relaxed) {
                             eprintln!(
                                 "dbfs-fuse: io_uring queue {cpu}: {e}; requests go through /dev/fuse"
@@ -239,9 +242,11 @@ fn pin(cpu: usize) {
 }
 
 /// One ring thread: register the entry for `cpu`'s queue, then serve requests until the
-/// kernel ends the entry.
-fn ring_thread(shared: &Shared, cpu: usize) -> io::Result<()> {
+/// kernel ends the entry. With `idle_commits`, small reads are answered as
+/// [`wake::Commits`] says.
+fn ring_thread(shared: &Shared, cpu: usize, idle_commits: bool) -> io::Result<()> {
     pin(cpu);
+    let mut commits = wake::Commits::new(idle_commits);
     let mut ring = Ring::new(4)?;
     // u64 words keep the header 8-byte aligned for the kernel's structs.
     let mut header = vec![0u64; HEADER_LEN / 8];
@@ -283,8 +288,10 @@ fn ring_thread(shared: &Shared, cpu: usize) -> io::Result<()> {
         let commit_id =
             u64::from_ne_bytes(head[ENT_IN_OUT + 8..ENT_IN_OUT + 16].try_into().unwrap());
         let commit = uring_cmd(fd, FUSE_IO_URING_CMD_COMMIT_AND_FETCH, commit_id, qid);
+        let small_read = wake::Commits::small_read(head, OP_IN);
         serve(shared, head, &mut payload, &mut scratch);
         ring.push(&commit);
+        commits.submit(&mut ring, small_read)?;
     }
 }
 

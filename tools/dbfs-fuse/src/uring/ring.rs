@@ -126,6 +126,33 @@ impl Ring {
         self.to_submit += 1;
     }
 
+    /// Submit what was pushed without waiting for anything.
+    pub(super) fn submit(&mut self) -> io::Result<()> {
+        while self.to_submit > 0 {
+            // SAFETY: io_uring_enter on our ring.
+            let r = unsafe {
+                libc::syscall(
+                    libc::SYS_io_uring_enter,
+                    self.fd.as_raw_fd(),
+                    self.to_submit,
+                    0u32,
+                    0u32,
+                    std::ptr::null::<libc::sigset_t>(),
+                    0usize,
+                )
+            };
+            if r < 0 {
+                let e = io::Error::last_os_error();
+                if e.raw_os_error() == Some(libc::EINTR) {
+                    continue;
+                }
+                return Err(e);
+            }
+            self.to_submit -= (r as u32).min(self.to_submit);
+        }
+        Ok(())
+    }
+
     /// Submit what was pushed and wait for a completion; its result.
     pub(super) fn submit_and_wait(&mut self) -> io::Result<i32> {
         loop {
