@@ -17,7 +17,8 @@
 # also dbfs4k: a dbfs image made with --chunk-size 4K; dbfsds: mounted with -o dirsync, every
 # commit durable as before deferred commits; dbfsnwb: mounted with -o nowriteback_cache (every
 # write(2) a FUSE request, as before the kernel's write-back cache was on); dbfsalt: the dbfs-fuse binary ALT_BIN, e.g. an
-# older commit's build, for before/after in one session), N=0 skips createdel, FIO=0 skips the
+# older commit's build (default: this one), mounted with ALT_MOUNT_OPTS (e.g. noidle_commits),
+# for before/after in one session), N=0 skips createdel, FIO=0 skips the
 # fio lines (e.g. FIO=0 SYSTEMS="dbfs dbfsds ext4": the createdel line only). Needs fio,
 # fuse2fs, mkfs.ext4, fusermount3.
 #
@@ -94,7 +95,9 @@ for sys in "${SYSTEMS[@]}"; do
         [ "$sys" = dbfsds ] && mount_opts=(-o dirsync)
         [ "$sys" = dbfsnwb ] && mount_opts=(-o nowriteback_cache)
         if [ "$sys" = dbfsalt ]; then
-            bin=${ALT_BIN:?bench-fuse: dbfsalt needs ALT_BIN=path/to/another/dbfs-fuse}
+            bin=${ALT_BIN:-$BIN}
+            # shellcheck disable=SC2206
+            [ -n "${ALT_MOUNT_OPTS:-}" ] && mount_opts=(-o $ALT_MOUNT_OPTS)
         fi
         # shellcheck disable=SC2086
         "$bin" mkfs "$WORK/$sys.img" --size "$IMG_SIZE" $mkfs_opts
@@ -163,7 +166,7 @@ for rep in $(seq "$REPS"); do
     done
 done
 
-label() { case $1 in dbfs) echo "dbfs-fuse" ;; dbfsnb) echo "dbfs-fuse nobarrier" ;; dbfs4k) echo "dbfs-fuse 4K chunks" ;; dbfsds) echo "dbfs-fuse dirsync" ;; dbfsnwb) echo "dbfs-fuse nowriteback_cache" ;; dbfsalt) echo "dbfs-fuse ALT_BIN" ;; ext4) echo "fuse2fs ext4" ;; host) echo "host dir" ;; esac; }
+label() { case $1 in dbfs) echo "dbfs-fuse" ;; dbfsnb) echo "dbfs-fuse nobarrier" ;; dbfs4k) echo "dbfs-fuse 4K chunks" ;; dbfsds) echo "dbfs-fuse dirsync" ;; dbfsnwb) echo "dbfs-fuse nowriteback_cache" ;; dbfsalt) echo "dbfs-fuse alt${ALT_MOUNT_OPTS:+ -o $ALT_MOUNT_OPTS}" ;; ext4) echo "fuse2fs ext4" ;; host) echo "host dir" ;; esac; }
 HAVE_EXT4=0
 for sys in "${SYSTEMS[@]}"; do [ "$sys" = ext4 ] && HAVE_EXT4=1; done
 row() { # label key-prefix

@@ -38,6 +38,10 @@
 //!   (the [`crate::answer`] traits). The `fuse_out_header` goes into the header and one
 //!   `FUSE_IO_URING_CMD_COMMIT_AND_FETCH` both answers and waits for the next request: one
 //!   system call per request.
+//! - A small read's answer, for a caller seen moving between CPUs, is the exception: it is
+//!   submitted on its own, with the thread `SCHED_IDLE` for that one call, so the woken caller
+//!   stays on its CPU instead of moving to an idle one ([`wake`]); then the thread waits.
+//!   `-o noidle_commits` turns that off.
 //! - At unmount the kernel ends every waiting entry with an error; each thread then exits.
 //!
 //! If anything fails before the rings are ready (an old kernel, a refused registration), the
@@ -149,6 +153,8 @@ struct Shared {
     owner_only: Option<(u32, bool)>,
     /// A thread has failed (its error is reported once).
     failed: AtomicBool,
+    /// Callers' last queues, for idle commits ([`wake::Callers`]).
+    callers: wake::Callers,
 }
 
 /// The CPUs the kernel may run a caller on: one queue each (`/sys/devices/system/cpu/possible`,
@@ -192,6 +198,7 @@ pub fn start(
         payload_len,
         owner_only,
         failed: AtomicBool::new(false),
+        callers: wake::Callers::new(),
     });
     let cpus = cpus();
     let per_cpu = per_cpu.max(1);
@@ -288,10 +295,10 @@ fn ring_thread(shared: &Shared, cpu: usize, idle_commits: bool) -> io::Result<()
         let commit_id =
             u64::from_ne_bytes(head[ENT_IN_OUT + 8..ENT_IN_OUT + 16].try_into().unwrap());
         let commit = uring_cmd(fd, FUSE_IO_URING_CMD_COMMIT_AND_FETCH, commit_id, qid);
-        let small_read = wake::Commits::small_read(head, OP_IN);
+        let idle = commits.wanted(&shared.callers, head, OP_IN, cpu);
         serve(shared, head, &mut payload, &mut scratch);
         ring.push(&commit);
-        commits.submit(&mut ring, small_read)?;
+        commits.submit(&mut ring, idle)?;
     }
 }
 

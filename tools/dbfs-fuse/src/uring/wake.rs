@@ -18,6 +18,12 @@
 //! helper threads that a `SCHED_IDLE` thread would wait behind, and metadata requests, measured
 //! the same way, lost more to the two extra system calls than they gained.
 //!
+//! And only for a caller seen moving: [`Callers`] keeps, per caller pid, the queue (CPU) of its
+//! last small read. A caller whose read arrives on another queue than its last one has been
+//! moved, and its next [`CREDIT`] small reads are committed idle; then one is committed
+//! normally again, to see whether it still moves. A caller that does not move (no idle CPU:
+//! several readers, a busy machine) costs no extra system call.
+//!
 //! A `SCHED_IDLE` thread runs only when no normal task wants its CPU. If one does (a busy
 //! machine, two callers on one CPU), the thread can wait milliseconds inside that window
 //! before it takes its policy back, and every request of its queue waits with it. A window
@@ -29,6 +35,7 @@
 //! it ring threads keep their normal policy throughout.
 
 use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use super::ring::Ring;
@@ -65,6 +72,44 @@ pub(super) fn allowed() -> bool {
         .unwrap_or(false)
 }
 
+/// Small reads committed idle after a caller was seen moving, before it is checked again.
+const CREDIT: u64 = 64;
+
+/// Callers' last queues, shared by the ring threads: one word per slot, the caller's pid in
+/// the high 32 bits, its last CPU in the next 16 and its remaining credit in the low 16. Two
+/// callers hashing to one slot, or two threads updating one at once, only cost a wrong guess.
+pub(super) struct Callers {
+    slots: Vec<AtomicU64>,
+}
+
+impl Callers {
+    const SLOTS: usize = 256;
+
+    pub(super) fn new() -> Callers {
+        Callers {
+            slots: (0..Self::SLOTS).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    /// Note a small read of caller `pid` on `cpu`'s queue; whether to commit it idle.
+    pub(super) fn idle_commit(&self, pid: u32, cpu: usize) -> bool {
+        let slot = &self.slots[pid as usize % Self::SLOTS];
+        let old = slot.load(Ordering::Relaxed);
+        let (last_pid, last_cpu, credit) = (old >> 32, (old >> 16) & 0xffff, old & 0xffff);
+        let cpu = cpu as u64 & 0xffff;
+        let credit = if last_pid != u64::from(pid) {
+            0
+        } else if last_cpu != cpu {
+            CREDIT
+        } else {
+            credit
+        };
+        let new = (u64::from(pid) << 32) | (cpu << 16) | credit.saturating_sub(1);
+        slot.store(new, Ordering::Relaxed);
+        credit > 0
+    }
+}
+
 /// One ring thread's commits.
 pub(super) struct Commits {
     /// Small reads are committed as `SCHED_IDLE` (when [`allowed`] and the mount asks for it).
@@ -82,17 +127,22 @@ impl Commits {
     }
 
     /// Whether the request in `head` (a `fuse_in_header`, then the operation's argument at
-    /// `op_in`) is a read small enough for an idle commit.
-    pub(super) fn small_read(head: &[u8], op_in: usize) -> bool {
-        let word = |at: usize| u32::from_ne_bytes(head[at..at + 4].try_into().unwrap());
-        // fuse_in_header.opcode at 4; fuse_read_in.size at 16.
-        word(4) == super::READ && (word(op_in + 16) as usize) < split_read::SPLIT_MIN
+    /// `op_in`), taken from `cpu`'s queue, is to be answered idle: a small read of a caller
+    /// [`Callers`] saw moving.
+    pub(super) fn wanted(&self, callers: &Callers, head: &[u8], op_in: usize, cpu: usize) -> bool {
+        self.idle && Self::small_read(head, op_in) && callers.idle_commit(word(head, 32), cpu)
     }
 
-    /// Submit the commit pushed on `ring`; a small read's as `SCHED_IDLE` (see the module
-    /// doc). The caller then waits for the next request as usual.
-    pub(super) fn submit(&mut self, ring: &mut Ring, small_read: bool) -> io::Result<()> {
-        if !self.idle || !small_read {
+    /// Whether the request in `head` is a read small enough for an idle commit.
+    fn small_read(head: &[u8], op_in: usize) -> bool {
+        // fuse_in_header.opcode at 4; fuse_read_in.size at 16.
+        word(head, 4) == super::READ && (word(head, op_in + 16) as usize) < split_read::SPLIT_MIN
+    }
+
+    /// Submit the commit pushed on `ring` as `SCHED_IDLE` if `wanted` (see the module doc);
+    /// otherwise leave it for the wait that follows.
+    pub(super) fn submit(&mut self, ring: &mut Ring, wanted: bool) -> io::Result<()> {
+        if !wanted {
             return Ok(());
         }
         if let Some(t) = self.off_until {
@@ -122,6 +172,10 @@ impl Commits {
     }
 }
 
+fn word(head: &[u8], at: usize) -> u32 {
+    u32::from_ne_bytes(head[at..at + 4].try_into().unwrap())
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::{GETATTR, HEADER_LEN, OP_IN, READ, WRITE};
@@ -142,5 +196,23 @@ mod tests {
         assert!(!small(READ, min));
         assert!(!small(WRITE, 4096));
         assert!(!small(GETATTR, 0));
+    }
+
+    #[test]
+    fn a_caller_seen_moving_gets_idle_commits_for_a_while() {
+        let callers = Callers::new();
+        // A caller that stays on CPU 0: never.
+        for _ in 0..10 {
+            assert!(!callers.idle_commit(100, 0));
+        }
+        // It moves to CPU 1: idle commits for CREDIT reads, then one normal one.
+        for _ in 0..CREDIT {
+            assert!(callers.idle_commit(100, 1));
+        }
+        assert!(!callers.idle_commit(100, 1));
+        // Another caller in the same slot starts from nothing.
+        let other = 100 + Callers::SLOTS as u32;
+        assert!(!callers.idle_commit(other, 0));
+        assert!(!callers.idle_commit(other, 0));
     }
 }
