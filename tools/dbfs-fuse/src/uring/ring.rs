@@ -126,29 +126,38 @@ impl Ring {
         self.to_submit += 1;
     }
 
+    /// One `io_uring_enter`: submit what was pushed, and wait for `min_complete` completions
+    /// when `flags` has `IORING_ENTER_GETEVENTS`. An interrupted call counts as done (the
+    /// callers loop).
+    fn enter(&mut self, min_complete: u32, flags: u32) -> io::Result<()> {
+        // SAFETY: io_uring_enter on our ring.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_io_uring_enter,
+                self.fd.as_raw_fd(),
+                self.to_submit,
+                min_complete,
+                flags,
+                std::ptr::null::<libc::sigset_t>(),
+                0usize,
+            )
+        };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            return if e.raw_os_error() == Some(libc::EINTR) {
+                Ok(())
+            } else {
+                Err(e)
+            };
+        }
+        self.to_submit -= (r as u32).min(self.to_submit);
+        Ok(())
+    }
+
     /// Submit what was pushed without waiting for anything.
     pub(super) fn submit(&mut self) -> io::Result<()> {
         while self.to_submit > 0 {
-            // SAFETY: io_uring_enter on our ring.
-            let r = unsafe {
-                libc::syscall(
-                    libc::SYS_io_uring_enter,
-                    self.fd.as_raw_fd(),
-                    self.to_submit,
-                    0u32,
-                    0u32,
-                    std::ptr::null::<libc::sigset_t>(),
-                    0usize,
-                )
-            };
-            if r < 0 {
-                let e = io::Error::last_os_error();
-                if e.raw_os_error() == Some(libc::EINTR) {
-                    continue;
-                }
-                return Err(e);
-            }
-            self.to_submit -= (r as u32).min(self.to_submit);
+            self.enter(0, 0)?;
         }
         Ok(())
     }
@@ -170,26 +179,7 @@ impl Ring {
                 unsafe { (*self.cq_head).store(head.wrapping_add(1), Ordering::Release) };
                 return Ok(res);
             }
-            // SAFETY: io_uring_enter on our ring.
-            let r = unsafe {
-                libc::syscall(
-                    libc::SYS_io_uring_enter,
-                    self.fd.as_raw_fd(),
-                    self.to_submit,
-                    1u32,
-                    IORING_ENTER_GETEVENTS,
-                    std::ptr::null::<libc::sigset_t>(),
-                    0usize,
-                )
-            };
-            if r < 0 {
-                let e = io::Error::last_os_error();
-                if e.raw_os_error() == Some(libc::EINTR) {
-                    continue;
-                }
-                return Err(e);
-            }
-            self.to_submit -= (r as u32).min(self.to_submit);
+            self.enter(1, IORING_ENTER_GETEVENTS)?;
         }
     }
 }
