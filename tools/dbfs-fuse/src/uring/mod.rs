@@ -295,7 +295,7 @@ fn ring_thread(shared: &Shared, cpu: usize, idle_commits: bool) -> io::Result<()
         let commit_id =
             u64::from_ne_bytes(head[ENT_IN_OUT + 8..ENT_IN_OUT + 16].try_into().unwrap());
         let commit = uring_cmd(fd, FUSE_IO_URING_CMD_COMMIT_AND_FETCH, commit_id, qid);
-        let idle = commits.wanted(&shared.callers, head, OP_IN, cpu);
+        let idle = commits.wanted(&shared.callers, head, cpu);
         serve(shared, head, &mut payload, &mut scratch);
         ring.push(&commit);
         commits.submit(&mut ring, idle)?;

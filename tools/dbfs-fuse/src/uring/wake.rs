@@ -39,6 +39,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use super::ring::Ring;
+use super::{u32_at, OP_IN, READ};
 use crate::split_read;
 
 /// A commit window longer than this means the thread was starved in it.
@@ -126,17 +127,16 @@ impl Commits {
         }
     }
 
-    /// Whether the request in `head` (a `fuse_in_header`, then the operation's argument at
-    /// `op_in`), taken from `cpu`'s queue, is to be answered idle: a small read of a caller
-    /// [`Callers`] saw moving.
-    pub(super) fn wanted(&self, callers: &Callers, head: &[u8], op_in: usize, cpu: usize) -> bool {
-        self.idle && Self::small_read(head, op_in) && callers.idle_commit(word(head, 32), cpu)
+    /// Whether the request in `head` (a ring entry's header), taken from `cpu`'s queue, is to
+    /// be answered idle: a small read of a caller [`Callers`] saw moving.
+    pub(super) fn wanted(&self, callers: &Callers, head: &[u8], cpu: usize) -> bool {
+        self.idle && Self::small_read(head) && callers.idle_commit(u32_at(head, 32), cpu)
     }
 
     /// Whether the request in `head` is a read small enough for an idle commit.
-    fn small_read(head: &[u8], op_in: usize) -> bool {
-        // fuse_in_header.opcode at 4; fuse_read_in.size at 16.
-        word(head, 4) == super::READ && (word(head, op_in + 16) as usize) < split_read::SPLIT_MIN
+    fn small_read(head: &[u8]) -> bool {
+        // fuse_in_header.opcode at 4; fuse_read_in.size at 16 of the operation's argument.
+        u32_at(head, 4) == READ && (u32_at(head, OP_IN + 16) as usize) < split_read::SPLIT_MIN
     }
 
     /// Submit the commit pushed on `ring` as `SCHED_IDLE` if `wanted` (see the module doc);
@@ -172,20 +172,16 @@ impl Commits {
     }
 }
 
-fn word(head: &[u8], at: usize) -> u32 {
-    u32::from_ne_bytes(head[at..at + 4].try_into().unwrap())
-}
-
 #[cfg(test)]
 mod tests {
-    use super::super::{GETATTR, HEADER_LEN, OP_IN, READ, WRITE};
+    use super::super::{GETATTR, HEADER_LEN, WRITE};
     use super::*;
 
     fn small(opcode: u32, size: u32) -> bool {
         let mut head = vec![0u8; HEADER_LEN];
         head[4..8].copy_from_slice(&opcode.to_ne_bytes());
         head[OP_IN + 16..OP_IN + 20].copy_from_slice(&size.to_ne_bytes());
-        Commits::small_read(&head, OP_IN)
+        Commits::small_read(&head)
     }
 
     #[test]
