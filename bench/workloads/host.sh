@@ -7,7 +7,8 @@
 #   bench/workloads/host.sh [REPS] [WORKLOADS]        e.g. bench/workloads/host.sh 3 all
 #
 # Variables: SYSTEMS (default "dbfs ext4 tmpfs"), IMG_SIZE (default 2G), WL_TIMEOUT (seconds
-# for the whole run, default 1800). Every mount is bounded in time and undone on exit.
+# for the whole run, default 1800), DBFS_MOUNT_OPTS and FUSE2FS_OPTS (mount options of dbfs-fuse
+# and of fuse2fs: see tools/dbfs-fuse/systems.sh). Every mount is bounded in time and undone on exit.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)

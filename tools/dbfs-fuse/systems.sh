@@ -2,7 +2,9 @@
 # make an image, mount it, unmount it and wait for its daemon; `cargo_bin` builds a tool. The caller sets ROOT, WORK
 # (scratch directory), SYSTEMS (array), ALT_BIN (optional second dbfs-fuse, system
 # "dbfsalt"; without ALT_BIN it is this dbfs-fuse), IMG_SIZE, DBFS_MOUNT_OPTS (mount options of
-# dbfs), ALT_MOUNT_OPTS (of dbfsalt; default DBFS_MOUNT_OPTS), then calls `systems_setup` (builds dbfs-fuse into BIN,
+# dbfs), ALT_MOUNT_OPTS (of dbfsalt; default DBFS_MOUNT_OPTS), FUSE2FS_OPTS (mount options of the
+# fuse2fs systems; default none, fuse2fs's own: e.g. default_permissions gives them the kernel's
+# permission checks that dbfs-fuse always asks for), then calls `systems_setup` (builds dbfs-fuse into BIN,
 # and on exit unmounts every system and removes WORK unless KEEP=1). Systems: dbfs, dbfsalt, ext4,
 # ext3, ext2 (fuse2fs on an image made by mke2fs), host (a plain directory of WORK).
 # Every wait is bounded: a mount that does not appear in 10 s, or a daemon that does not end
@@ -47,7 +49,8 @@ mount_sys() {
         PID[$1]=$("$bin" mount "$WORK/$1.img" "$m" ${opts:+-o $opts})
         ;;
     ext4 | ext3 | ext2)
-        fuse2fs "$WORK/$1.img" "$m" -f >>"$WORK/fuse2fs-$1.log" 2>&1 &
+        # shellcheck disable=SC2086
+        fuse2fs "$WORK/$1.img" "$m" -f ${FUSE2FS_OPTS:+-o $FUSE2FS_OPTS} >>"$WORK/fuse2fs-$1.log" 2>&1 &
         PID[$1]=$!
         ;;
     host) return 0 ;;

@@ -107,6 +107,9 @@ pub struct DbFuse {
     /// Helpers that read the second half of a large read (see [`crate::split_read`]); set
     /// when requests come through io_uring.
     read_helpers: std::sync::OnceLock<split_read::Helpers>,
+    /// The io_uring threads serve requests (set when they start, cleared when one fails): only
+    /// FORGET, BATCH_FORGET and INTERRUPT then come through `/dev/fuse` (see [`crate::dev`]).
+    rings_serving: AtomicBool,
     /// Open files with `FOPEN_KEEP_CACHE` (see [`DbFuse::set_keep_cache`]).
     keep_cache: bool,
     /// Files whose data a request failed to change since their last open: the kernel's
@@ -219,6 +222,7 @@ impl DbFuse {
             writeback_cache: AtomicBool::new(false),
             uring: AtomicBool::new(false),
             read_helpers: std::sync::OnceLock::new(),
+            rings_serving: AtomicBool::new(false),
             keep_cache: false,
             cache_suspect: Mutex::new(HashSet::new()),
             close_errors: true,
@@ -311,6 +315,16 @@ impl DbFuse {
     /// io_uring queues, whose threads stay on the caller's core).
     pub fn set_read_helpers(&self, helpers: split_read::Helpers) {
         let _ = self.read_helpers.set(helpers);
+    }
+
+    /// Note whether the io_uring threads serve requests (see [`crate::uring::start`]).
+    pub fn set_rings_serving(&self, on: bool) {
+        self.rings_serving.store(on, Ordering::Relaxed);
+    }
+
+    /// Whether the io_uring threads serve requests, leaving `/dev/fuse` to the forgets.
+    pub fn rings_serving(&self) -> bool {
+        self.rings_serving.load(Ordering::Relaxed)
     }
 
     /// Whether the kernel agreed to FUSE over io_uring (meaningful after `init`).

@@ -2,10 +2,27 @@
 //! them to the adapter's operations, which answer through fuser's reply types (see
 //! [`crate::answer`]). All requests come this way when the kernel's FUSE io_uring is off or not
 //! yet ready, and the few it never puts on a ring (FORGET, BATCH_FORGET, INTERRUPT) always do.
+//!
+//! # Forgets, paced
+//! The kernel forgets an inode when it drops it, and an unlinked file is dropped at once: one
+//! FORGET per unlink. Each wakes a thread waiting on `/dev/fuse`, in the caller's unlink
+//! (on this project's VMs a wake-up of an idle vCPU, an exit to the host), and one unlink
+//! already takes three round trips on the rings (the directory's GETATTR that
+//! `default_permissions` asks for after every change to it, the UNLINK, the SETATTR of the
+//! file's ctime that the write-back cache sends). So while the rings serve, a thread about to
+//! handle a forget request first sleeps [`FORGET_PAUSE`]: the threads then mostly sleep
+//! instead of waiting on the device, forgets queue in the kernel meanwhile, and the kernel
+//! hands the queue over as one BATCH_FORGET. A forget only lowers a lookup count (inode numbers
+//! are never reused, so a late one cannot hit a newer file), so nothing waits for it. An
+//! INTERRUPT finds a waiting thread unless all of them pause, and then waits at most one pause.
+//! Through `/dev/fuse` alone (no rings) forgets are handled at once: the same threads answer
+//! every request there.
 
+use std::cell::Cell;
 use std::ffi::OsStr;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use fuser::{
     AccessFlags, CopyFileRangeFlags, FileHandle, Filesystem, INodeNo, KernelConfig, LockOwner,
@@ -16,6 +33,21 @@ use fuser::{
 
 use crate::adapter::DbFuse;
 use crate::answer::Caller;
+
+/// How long a `/dev/fuse` thread sleeps before it handles a forget request while the rings
+/// serve (see the module doc).
+const FORGET_PAUSE: Duration = Duration::from_millis(5);
+
+std::thread_local! {
+    /// The id of the last forget request this thread handled.
+    static LAST_FORGET: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Whether a thread that last handled forget request `last` pauses before an entry of request
+/// `unique`: only before a request's first entry, and only while the rings serve.
+fn pause_before(last: &Cell<u64>, unique: u64, rings_serving: bool) -> bool {
+    last.replace(unique) != unique && rings_serving
+}
 
 /// The adapter as fuser's file system; the io_uring threads hold the same `Arc`.
 pub struct DevPath(pub Arc<DbFuse>);
@@ -34,6 +66,11 @@ impl Filesystem for DevPath {
     }
 
     fn forget(&self, req: &Request, ino: INodeNo, nlookup: u64) {
+        // fuser hands a BATCH_FORGET over one entry at a time, all with the request's id:
+        // pause once per request, before its first entry.
+        if LAST_FORGET.with(|last| pause_before(last, req.unique().0, self.0.rings_serving())) {
+            std::thread::sleep(FORGET_PAUSE);
+        }
         self.0.forget(&Caller::of(req), ino, nlookup)
     }
 
@@ -396,5 +433,24 @@ impl Filesystem for DevPath {
             _flags,
             reply,
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn forgets_pause_once_per_request_and_only_beside_the_rings() {
+        let last = Cell::new(0);
+        // A BATCH_FORGET of three entries, then a FORGET: two pauses.
+        let pauses: Vec<bool> = [7, 7, 7, 9]
+            .iter()
+            .map(|&u| pause_before(&last, u, true))
+            .collect();
+        assert_eq!(pauses, [true, false, false, true]);
+        // Through /dev/fuse alone, never.
+        assert!(!pause_before(&last, 11, false));
+        assert!(!pause_before(&last, 12, false));
     }
 }

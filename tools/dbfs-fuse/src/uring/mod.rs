@@ -212,6 +212,7 @@ pub fn start(
                 .name(format!("dbfs-ring-{cpu}.{k}"))
                 .spawn(move || {
                     if let Err(e) = ring_thread(&shared, cpu, idle_commits) {
+                        shared.fs.set_rings_serving(false);
                         if !shared.failed.swap(true, Ordering::Relaxed) {
                             eprintln!(
                                 "dbfs-fuse: io_uring queue {cpu}: {e}; requests go through /dev/fuse"
@@ -229,6 +230,7 @@ pub fn start(
             }
         }
     }
+    shared.fs.set_rings_serving(true);
     // The rings serve a caller's requests on its own core; a large read's second half goes to
     // a helper free to run on another (see split_read.rs). Without helpers reads stay whole.
     if let Ok(h) = split_read::Helpers::new(cpus) {
