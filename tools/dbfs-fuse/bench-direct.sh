@@ -8,7 +8,8 @@
 #   REPS=1 AGED=0 SIZE_1M=128M SIZE_4K=16M tools/dbfs-fuse/bench-direct.sh   # quick look
 #
 # What a line is: for each block size (1m, 4k) and job count (1, 4), each repetition and each
-# system (the order rotates every repetition, so the systems alternate run by run):
+# system (in `rep_order`: the order changes every repetition, so the systems alternate run by
+# run and none always follows the same one):
 #   write      fresh files (--verify=crc32c: fio reads every block back and checks it;
 #              a failed check is reported as FAIL, not as a figure)
 #   randwrite  over the same files (--verify=crc32c)
@@ -153,8 +154,8 @@ run_table() {
     for bs in $BSS; do
         for jobs in $JOBS; do
             for rep in $(seq "$REPS"); do
-                for k in $(seq 0 $((NSYS - 1))); do
-                    sys=${SYSTEMS[$(((k + rep) % NSYS))]}
+                for k in $(rep_order "$NSYS" "$rep"); do
+                    sys=${SYSTEMS[$k]}
                     for rw in $RWS; do
                         case $rw in read | randread) drop_caches "$sys" ;; esac
                         v=$(run_fio "$sys" "$rw" "$bs" "$jobs")

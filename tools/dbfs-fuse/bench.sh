@@ -32,6 +32,8 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=tools/dbfs-fuse/rep_order.sh
+. "$ROOT/tools/dbfs-fuse/rep_order.sh"
 SIZE=${SIZE:-256M}
 RUNTIME=${RUNTIME:-5}
 REPS=${REPS:-3}
@@ -141,9 +143,9 @@ for jobs in $JOBS; do
     for bs in $BSS; do
         for rw in $RWS; do
             for rep in $(seq "$REPS"); do
-                # Rotate the order each repetition so no system always goes first.
-                for k in $(seq 0 $((NSYS - 1))); do
-                    sys=${SYSTEMS[$(( (k + rep) % NSYS ))]}
+                # No system always goes first, or always right after the same one.
+                for k in $(rep_order "$NSYS" "$rep"); do
+                    sys=${SYSTEMS[$k]}
                     v=$(run_fio "$sys" "$rw" "$bs" "$jobs")
                     RES["$rw $bs $jobs $sys"]+="$v "
                     echo "RESULT bench=fio fs=$sys rw=$rw bs=$bs jobs=$jobs rep=$rep MBps=$v"
@@ -155,8 +157,8 @@ done
 
 for rep in $(seq "$REPS"); do
     [ "$N" -gt 0 ] || break
-    for k in $(seq 0 $((NSYS - 1))); do
-        sys=${SYSTEMS[$(( (k + rep) % NSYS ))]}
+    for k in $(rep_order "$NSYS" "$rep"); do
+        sys=${SYSTEMS[$k]}
         d=$(mnt_of "$sys")/createdel
         mkdir -p "$d"
         line=$(timeout -k 10 1200 "$BIN" createdel "$d" -n "$N" --fs "$sys")

@@ -10,6 +10,9 @@
 # Every wait is bounded: a mount that does not appear in 10 s, or a daemon that does not end
 # 60 s after its unmount (it is then killed), fails or is cleaned up, never hangs.
 
+# shellcheck source=tools/dbfs-fuse/rep_order.sh
+. "$(dirname "${BASH_SOURCE[0]}")/rep_order.sh"
+
 mnt_of() { if [ "$1" = host ]; then echo "$WORK/host"; else echo "$WORK/mnt-$1"; fi; }
 
 mounted() { grep -q " $1 " /proc/mounts; }

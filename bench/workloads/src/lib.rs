@@ -935,8 +935,37 @@ pub fn parse_options(argv: &[&str]) -> Result<Options, String> {
     Ok(o)
 }
 
+/// The order of `n` systems in repetition `rep` (from 1). A system run right after another
+/// pays for what that one left behind (its image's dirty pages reaching the host's disk, its
+/// timer's barrier), so with a fixed order the same system always paid (2-5x on some phases of
+/// dbfs-fuse against itself). Rotating the order by one each repetition moves who goes first
+/// but keeps who follows whom (B after A in A B C, B C A and C A B alike: a dbfs-fuse build
+/// came out 0.57x or 1.66x another on mdtest_mkdir by its place). So the orders are the rows
+/// of a Williams design: `0, 1, n-1, 2, n-2, ...` plus `k` (mod `n`) for row `k`, the first `n`
+/// repetitions taking the rows and the next `n` the rows reversed, and so on. Over `2n`
+/// repetitions every system goes first twice and runs right after every other one twice.
+pub fn rep_order(n: usize, rep: usize) -> Vec<usize> {
+    if n == 0 {
+        return Vec::new();
+    }
+    let r = rep.saturating_sub(1);
+    // Position i of row 0: 0, 1, n-1, 2, n-2, ...
+    let base = |i: usize| {
+        if i % 2 == 1 {
+            i.div_ceil(2)
+        } else {
+            (n - i / 2) % n
+        }
+    };
+    let mut order: Vec<usize> = (0..n).map(|i| (base(i) + r) % n).collect();
+    if (r / n) % 2 == 1 {
+        order.reverse();
+    }
+    order
+}
+
 /// The whole program: every chosen workload, repetitions outermost within a workload and the
-/// targets alternating within a repetition (their order rotated by one each repetition);
+/// targets alternating within a repetition (in [`rep_order`]);
 /// RESULT lines and a table per phase. Returns the
 /// exit status (0 = no failure).
 pub fn main<F: Fs>(fs: &mut F, argv: &[&str]) -> i32 {
@@ -979,12 +1008,7 @@ pub fn main<F: Fs>(fs: &mut F, argv: &[&str]) -> i32 {
         let mut runs: Vec<Vec<Vec<Phase>>> = vec![Vec::new(); targets.len()];
         let mut alive = vec![true; targets.len()];
         for rep in 1..=o.reps {
-            // The first system of a repetition starts one later each time: a system run
-            // right after another pays for what that one left behind (its image's dirty
-            // pages reaching the host's disk, its timer's barrier), and with a fixed order
-            // the same system always paid (2-5x on some phases of dbfs-fuse against itself).
-            for k in 0..targets.len() {
-                let ti = (k + rep - 1) % targets.len();
+            for ti in rep_order(targets.len(), rep) {
                 let t = &targets[ti];
                 if !alive[ti] {
                     continue;

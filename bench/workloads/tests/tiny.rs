@@ -225,3 +225,35 @@ fn bad_arguments_are_refused() {
     assert!(bad(&["w", "x:/d", "reps=z"]).contains("bad reps"));
     assert!(bad(&["w", "frob"]).contains("unknown argument"));
 }
+
+#[test]
+fn every_system_goes_first_and_follows_every_other_equally_often() {
+    for n in 1..=8usize {
+        let mut first = vec![0u32; n];
+        let mut follows = vec![vec![0u32; n]; n];
+        for rep in 1..=2 * n {
+            let order = workloads::rep_order(n, rep);
+            let mut sorted = order.clone();
+            sorted.sort_unstable();
+            assert_eq!(
+                sorted,
+                (0..n).collect::<Vec<_>>(),
+                "n={n} rep={rep}: {order:?}"
+            );
+            first[order[0]] += 1;
+            for w in order.windows(2) {
+                follows[w[1]][w[0]] += 1;
+            }
+        }
+        assert!(first.iter().all(|&f| f == 2), "n={n}: firsts {first:?}");
+        // 2n repetitions of n-1 adjacent pairs: each of the n(n-1) ordered pairs twice.
+        for (b, row) in follows.iter().enumerate() {
+            for (a, &c) in row.iter().enumerate() {
+                if a != b {
+                    assert_eq!(c, 2, "n={n}: {b} after {a}: {follows:?}");
+                }
+            }
+        }
+    }
+    assert!(workloads::rep_order(0, 1).is_empty());
+}
