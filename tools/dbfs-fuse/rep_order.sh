@@ -7,16 +7,13 @@
 # and runs right after every other one twice. The same as `rep_order` in
 # bench/workloads/src/lib.rs (sourced by systems.sh and bench.sh).
 rep_order() {
-    local n=$1 r=$(($2 - 1)) i b
-    local out=()
+    local n=$1 r=$(($2 - 1)) i j b out=()
     for ((i = 0; i < n; i++)); do
-        if ((i % 2 == 1)); then b=$(((i + 1) / 2)); else b=$(((n - i / 2) % n)); fi
+        # Position i of the row, or of the reversed row in odd rounds of n repetitions.
+        j=$i
+        (((r / n) % 2 == 1)) && j=$((n - 1 - i))
+        if ((j % 2 == 1)); then b=$(((j + 1) / 2)); else b=$(((n - j / 2) % n)); fi
         out+=($(((b + r) % n)))
     done
-    if (((r / n) % 2 == 1)); then
-        for ((i = n - 1; i >= 0; i--)); do printf '%s ' "${out[i]}"; done
-        echo
-    else
-        echo "${out[@]}"
-    fi
+    echo "${out[@]}"
 }

@@ -257,3 +257,27 @@ fn every_system_goes_first_and_follows_every_other_equally_often() {
     }
     assert!(workloads::rep_order(0, 1).is_empty());
 }
+
+/// tools/dbfs-fuse/rep_order.sh orders the shell benchmarks' systems: it must agree.
+#[test]
+fn the_shell_benchmarks_order_their_systems_the_same_way() {
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tools/dbfs-fuse/rep_order.sh"
+    );
+    for n in 1..=6usize {
+        for rep in 1..=2 * n {
+            let out = std::process::Command::new("bash")
+                .arg("-c")
+                .arg(format!(". '{script}' && rep_order {n} {rep}"))
+                .output()
+                .expect("bash runs");
+            assert!(out.status.success(), "rep_order {n} {rep}: {out:?}");
+            let shell: Vec<usize> = String::from_utf8_lossy(&out.stdout)
+                .split_whitespace()
+                .map(|w| w.parse().expect("an index"))
+                .collect();
+            assert_eq!(shell, workloads::rep_order(n, rep), "n={n} rep={rep}");
+        }
+    }
+}
