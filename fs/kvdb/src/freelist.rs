@@ -151,7 +151,9 @@ const RUN_SIZE: usize = 16;
 /// a correct caller never gives, are left apart as given). Empty runs are dropped.
 fn joined(runs: &[(PageId, u64)]) -> Vec<(PageId, u64)> {
     let mut sorted: Vec<(PageId, u64)> = runs.iter().copied().filter(|r| r.1 > 0).collect();
-    sorted.sort_unstable();
+    // Usually a few ascending runs (a file's pages in the order it wrote them): the stable
+    // sort merges the runs it finds, where the unstable one would partition them again.
+    sorted.sort();
     let mut out: Vec<(PageId, u64)> = Vec::with_capacity(sorted.len());
     for (start, n) in sorted {
         match out.last_mut() {
