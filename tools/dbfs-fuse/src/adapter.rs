@@ -13,8 +13,9 @@
 //! - Every error is `abi::Errno::from(VfsError)`, the project's one errno table; names that are
 //!   not UTF-8 (dbfs stores `str`) are `EILSEQ`. Nothing here panics on a request.
 //! - Permission checks: dbfs leaves them to the caller; the tool mounts with
-//!   `default_permissions` so the Linux kernel checks mode bits before calling us. `access` is
-//!   answered from the mode bits for mounts without it.
+//!   `default_permissions` so the Linux kernel checks mode bits before calling us, unless only
+//!   root can reach the mount (`mount_opts::kernel_checks_permissions`: root passes them).
+//!   `access` is answered from the mode bits for mounts without it.
 //! - Set-user-id and set-group-id bits are cleared here, not by the kernel
 //!   (`FUSE_HANDLE_KILLPRIV_V2`, see [`DbFuse::kill_suid_sgid`]): on a write the kernel marks
 //!   `FUSE_WRITE_KILL_SUIDGID`; on a truncate, fallocate or copy_file_range by a caller other

@@ -41,7 +41,8 @@ pub(crate) enum Command {
         image: PathBuf,
         mountpoint: PathBuf,
         /// Mount options, comma separated (may be repeated): ro, allow_other, allow_root,
-        /// auto_unmount, noatime, fsname=NAME, nobarrier (fdatasync the image only on fsync,
+        /// auto_unmount, default_permissions (the kernel checks mode bits: the default unless
+        /// only root can reach the mount), noatime, fsname=NAME, nobarrier (fdatasync the image only on fsync,
         /// syncfs and unmount: faster, but a host crash may tear the last commits),
         /// nowriteback_cache (send every write(2) to dbfs as it happens instead of through the
         /// kernel's write-back cache, which is on by default), nokeep_cache (drop a file's

@@ -44,7 +44,8 @@ pub(crate) fn mount_foreground(
     opts: &[String],
     threads: usize,
 ) -> Result<(), String> {
-    let (options, acl, tool) = mount_options(opts)?;
+    // SAFETY: geteuid has no preconditions.
+    let (options, acl, tool) = mount_options(opts, unsafe { libc::geteuid() })?;
     one_growing_heap();
     let read_only = options.contains(&MountOption::RO);
     // Block the termination signals before any thread exists, so every thread inherits the mask

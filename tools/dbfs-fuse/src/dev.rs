@@ -7,9 +7,9 @@
 //! The kernel forgets an inode when it drops it, and an unlinked file is dropped at once: one
 //! FORGET per unlink. Each wakes a thread waiting on `/dev/fuse`, in the caller's unlink
 //! (on this project's VMs a wake-up of an idle vCPU, an exit to the host), and one unlink
-//! already takes three round trips on the rings (the directory's GETATTR that
-//! `default_permissions` asks for after every change to it, the UNLINK, the SETATTR of the
-//! file's ctime that the write-back cache sends). So while the rings serve, a thread about to
+//! already takes two or three round trips on the rings (the UNLINK, the SETATTR of the file's
+//! ctime that the write-back cache sends, and, on a mount with `default_permissions`, the
+//! directory's GETATTR the kernel asks for after every change to it). So while the rings serve, a thread about to
 //! handle a forget request first sleeps [`FORGET_PAUSE`]: the threads then mostly sleep
 //! instead of waiting on the device, forgets queue in the kernel meanwhile, and the kernel
 //! hands the queue over as one BATCH_FORGET. A forget only lowers a lookup count (inode numbers

@@ -26,8 +26,11 @@
 //! fully exited, so fusermount3 finds the connection gone; see `hold_socket_past_exit`), and
 //! on a signal the tool unmounts it itself (fusermount3 leaves a mount whose process still
 //! answers). Mount options:
-//! `ro`, `allow_other`, `allow_root`, `auto_unmount`, `default_permissions` (always on: dbfs
-//! leaves permission checks to the caller), `dev`, `suid`, `noatime`, `fsname=`, `sync` and
+//! `ro`, `allow_other`, `allow_root`, `auto_unmount`, `default_permissions` (dbfs leaves
+//! permission checks to the caller: the kernel makes them for every mount other users can
+//! reach, or that a user other than root made; for root's own mount, where root passes them,
+//! only when asked for, as fuse2fs does, which spares a round trip per change to a
+//! directory), `dev`, `suid`, `noatime`, `fsname=`, `sync` and
 //! `dirsync` (also make every dbfs commit durable when it returns, one barrier per metadata
 //! operation; by default commits are deferred to the next fsync, syncfs, unmount or the 5 s
 //! write-back timer, like ext4's journal), `max_read=BYTES` (the kernel's largest read

@@ -62,12 +62,14 @@ impl ToolOptions {
 /// (docs/BENCHMARKS.md, "1 MiB reads and writes through FUSE: one pread a read").
 pub(crate) const MAX_READ: u32 = 512 << 10;
 
-/// Mount options as fuser understands them; `default_permissions` and `max_read=`
-/// ([`MAX_READ`]) are always added (a `-o max_read=` replaces the latter). The tool's
-/// own options (`nobarrier`, `nowriteback_cache`, `nokeep_cache`, `noclose_errors`,
-/// `nodirect_writes`, `nouring`, `noidle_commits`, `cache_size=`) are taken out and returned.
+/// Mount options as fuser understands them, for a tool running as `euid`: `max_read=`
+/// ([`MAX_READ`]) is always added (a `-o max_read=` replaces it), and `default_permissions`
+/// as [`kernel_checks_permissions`] decides. The tool's own options (`nobarrier`,
+/// `nowriteback_cache`, `nokeep_cache`, `noclose_errors`, `nodirect_writes`, `nouring`,
+/// `noidle_commits`, `cache_size=`) are taken out and returned.
 pub(crate) fn mount_options(
     opts: &[String],
+    euid: u32,
 ) -> Result<(Vec<MountOption>, SessionACL, ToolOptions), String> {
     let mut tool = ToolOptions {
         barriers: true,
@@ -82,10 +84,10 @@ pub(crate) fn mount_options(
     let mut out = vec![
         MountOption::FSName("dbfs".into()),
         MountOption::Subtype("dbfs".into()),
-        MountOption::DefaultPermissions,
         MountOption::CUSTOM(format!("max_read={MAX_READ}")),
     ];
     let mut acl = SessionACL::Owner;
+    let mut asked_checks = false;
     for o in opts
         .iter()
         .flat_map(|s| s.split(','))
@@ -104,7 +106,10 @@ pub(crate) fn mount_options(
                 continue;
             }
             "auto_unmount" => MountOption::AutoUnmount,
-            "default_permissions" => continue,
+            "default_permissions" => {
+                asked_checks = true;
+                continue;
+            }
             x if x.starts_with("cache_size=") => {
                 let v = &x["cache_size=".len()..];
                 tool.cache_bytes = parse_size(v)
@@ -143,7 +148,23 @@ pub(crate) fn mount_options(
         // fusermount3 implements auto_unmount only for mounts other users may see.
         acl = SessionACL::RootAndOwner;
     }
+    if asked_checks || kernel_checks_permissions(acl, euid) {
+        out.push(MountOption::DefaultPermissions);
+    }
     Ok((out, acl, tool))
+}
+
+/// Whether the kernel checks mode bits for dbfs (`default_permissions`; dbfs itself checks
+/// none): yes unless only root can reach the mount (the tool runs as root, without
+/// `allow_other`; `allow_root` then adds no one). Root passes the kernel's checks but one,
+/// executing a regular file with no x bit, which the kernel makes with or without the option.
+/// Without it the kernel spares a round trip per change to a directory: under
+/// `default_permissions` it asks again for a changed directory's attributes (a GETATTR)
+/// before the next permission check in it, one of the three requests of every unlink
+/// (fuse2fs, mounted without the option, sends one). `-o default_permissions` asks for the
+/// checks anyway, e.g. for a root process without CAP_DAC_OVERRIDE, which they would stop.
+pub(crate) fn kernel_checks_permissions(acl: SessionACL, euid: u32) -> bool {
+    acl == SessionACL::All || euid != 0
 }
 
 #[cfg(test)]
@@ -161,21 +182,48 @@ mod tests {
 
     #[test]
     fn max_read_has_a_default_that_an_option_replaces() {
-        let (opts, _, _) = mount_options(&[]).unwrap();
+        let (opts, _, _) = mount_options(&[], 0).unwrap();
         assert_eq!(max_reads(&opts), [format!("max_read={MAX_READ}")]);
-        let (opts, _, _) = mount_options(&["noatime,max_read=65536".into()]).unwrap();
+        let (opts, _, _) = mount_options(&["noatime,max_read=65536".into()], 0).unwrap();
         assert_eq!(max_reads(&opts), ["max_read=65536"]);
         assert!(opts.contains(&MountOption::NoAtime));
     }
 
     #[test]
     fn the_cache_and_close_options_are_the_tools_own() {
-        let (opts, _, tool) = mount_options(&[]).unwrap();
+        let (opts, _, tool) = mount_options(&[], 0).unwrap();
         assert!(tool.keep_cache && tool.close_errors && tool.uring && tool.idle_commits);
         let n = opts.len();
-        let (opts, _, tool) =
-            mount_options(&["nokeep_cache,noclose_errors,nouring,noidle_commits".into()]).unwrap();
+        let (opts, _, tool) = mount_options(
+            &["nokeep_cache,noclose_errors,nouring,noidle_commits".into()],
+            0,
+        )
+        .unwrap();
         assert!(!tool.keep_cache && !tool.close_errors && !tool.uring && !tool.idle_commits);
         assert_eq!(opts.len(), n, "no kernel option was added");
+    }
+
+    #[test]
+    fn the_kernel_checks_permissions_unless_only_root_can_reach_the_mount() {
+        let checks = |o: &str, euid: u32| {
+            let (opts, _, _) = mount_options(&[o.to_string()], euid).unwrap();
+            let n = opts
+                .iter()
+                .filter(|o| **o == MountOption::DefaultPermissions)
+                .count();
+            assert!(n <= 1, "{o}: {opts:?}");
+            n == 1
+        };
+        // Root alone: its processes pass every check the option would add.
+        assert!(!checks("", 0));
+        assert!(!checks("allow_root", 0));
+        assert!(!checks("auto_unmount", 0));
+        // Other users' processes reach the mount, or the tool is not root: the kernel checks.
+        assert!(checks("allow_other", 0));
+        assert!(checks("", 1000));
+        assert!(checks("allow_root", 1000));
+        // Asked for: always (once).
+        assert!(checks("default_permissions", 0));
+        assert!(checks("allow_other,default_permissions", 0));
     }
 }

@@ -979,6 +979,88 @@ fn unprivileged_writes_clear_set_id_bits() {
     assert!(m.unmount());
 }
 
+/// The options of the mount at `mnt` as /proc/mounts lists them.
+fn mount_options_of(mnt: &Path) -> Vec<String> {
+    let mnt = mnt.canonicalize().unwrap();
+    let mounts = fs::read_to_string("/proc/mounts").unwrap();
+    let line = mounts
+        .lines()
+        .find(|l| l.split(' ').nth(1) == Some(mnt.to_str().unwrap()))
+        .unwrap_or_else(|| panic!("{} not in /proc/mounts", mnt.display()));
+    line.split(' ')
+        .nth(3)
+        .unwrap()
+        .split(',')
+        .map(String::from)
+        .collect()
+}
+
+/// Mounted by root for root alone, dbfs-fuse leaves out `default_permissions` (root passes
+/// those checks: it spares a GETATTR after every change to a directory), and root's rules
+/// still hold: files of any mode are read and written, a file without an x bit is not
+/// executed. With `allow_other`, or when asked for, the kernel checks, and another user is
+/// refused what the mode bits refuse.
+#[test]
+fn the_kernel_checks_permissions_when_other_users_reach_the_mount() {
+    // SAFETY: geteuid has no preconditions.
+    if !fuse_available() || unsafe { libc::geteuid() } != 0 {
+        return;
+    }
+    use std::os::unix::process::CommandExt;
+    let (tmp, image, mnt) = fresh_image("perms", "64M");
+    fs::set_permissions(tmp.path(), fs::Permissions::from_mode(0o755)).unwrap();
+
+    let m = Mounted::new(&image, &mnt, "", Duration::from_secs(60));
+    assert!(!mount_options_of(&mnt).contains(&"default_permissions".to_string()));
+    fs::create_dir(m.path("d")).unwrap();
+    fs::write(m.path("d/secret"), b"abc").unwrap();
+    fs::write(m.path("d/script"), b"#!/bin/sh\necho ran\n").unwrap();
+    fs::set_permissions(m.path("d/secret"), fs::Permissions::from_mode(0o000)).unwrap();
+    fs::set_permissions(m.path("d/script"), fs::Permissions::from_mode(0o644)).unwrap();
+    fs::set_permissions(m.path("d"), fs::Permissions::from_mode(0o000)).unwrap();
+    assert_eq!(fs::read(m.path("d/secret")).unwrap(), b"abc");
+    fs::write(m.path("d/secret"), b"root").unwrap();
+    let run = |p: &Path| Command::new(p).output().map(|o| o.stdout);
+    assert_eq!(errno(run(&m.path("d/script"))), libc::EACCES);
+    fs::set_permissions(m.path("d/script"), fs::Permissions::from_mode(0o700)).unwrap();
+    assert_eq!(run(&m.path("d/script")).unwrap(), b"ran\n");
+    // access(2) reaches dbfs-fuse now; its answer for root is the kernel's.
+    let access = |rel: &str, mode: i32| {
+        // SAFETY: a valid NUL-terminated path.
+        unsafe { libc::access(cstr(&m.path(rel)).as_ptr(), mode) }
+    };
+    assert_eq!(access("d/secret", libc::R_OK | libc::W_OK), 0);
+    assert_eq!(access("d/secret", libc::X_OK), -1);
+    assert_eq!(access("d", libc::R_OK | libc::W_OK | libc::X_OK), 0);
+    assert!(m.unmount());
+
+    for opts in ["allow_other", "default_permissions"] {
+        let m = Mounted::new(&image, &mnt, opts, Duration::from_secs(60));
+        assert!(
+            mount_options_of(&mnt).contains(&"default_permissions".to_string()),
+            "-o {opts}"
+        );
+        assert_eq!(fs::read(m.path("d/secret")).unwrap(), b"root");
+        if opts == "allow_other" {
+            fs::set_permissions(m.path("d"), fs::Permissions::from_mode(0o755)).unwrap();
+            fs::set_permissions(m.path("d/secret"), fs::Permissions::from_mode(0o600)).unwrap();
+            let out = Command::new("cat")
+                .arg(m.path("d/secret"))
+                .uid(65534)
+                .gid(65534)
+                .output()
+                .unwrap();
+            assert!(
+                !out.status.success(),
+                "uid 65534 read a 0600 file of root's"
+            );
+            assert!(String::from_utf8_lossy(&out.stderr).contains("Permission denied"));
+            fs::set_permissions(m.path("d"), fs::Permissions::from_mode(0o000)).unwrap();
+        }
+        assert!(m.unmount());
+    }
+}
+
 /// The kernel's `fuse` module passes requests through per-CPU io_uring queues when its
 /// `enable_uring` parameter is on (`make deps` turns it on) and the daemon asks for it.
 fn kernel_offers_uring() -> bool {
