@@ -48,7 +48,7 @@ pub(crate) enum Command {
         /// kernel's write-back cache, which is on by default), nokeep_cache (drop a file's
         /// cached pages at every open, so reads reach dbfs), nouring (every request through
         /// /dev/fuse, not the kernel's per-CPU io_uring queues), noidle_commits (ring threads
-        /// answer small reads at their normal scheduling policy, not as SCHED_IDLE, which
+        /// answer a caller seen moving at their normal scheduling policy, not as SCHED_IDLE, which
         /// keeps the caller on its CPU), noclose_errors (no
         /// flush request per close(2): one round trip less, but close(2) may miss a write-back
         /// write dbfs refused), cache_size=SIZE (the tool's

@@ -63,8 +63,9 @@
 //!   one queue per CPU, each served by threads pinned to that CPU, so a request and its reply
 //!   stay on the caller's core (see `uring/mod.rs`).
 //! - `noidle_commits`: answer every request at the ring threads' normal scheduling policy.
-//!   By default a small read is answered as `SCHED_IDLE`, so the caller wakes on its own CPU
-//!   instead of moving to an idle one at every read (see `uring/wake.rs`; needs
+//!   By default a caller seen moving between CPUs is answered as `SCHED_IDLE` (all but large
+//!   reads), so it wakes on its own CPU instead of moving to an idle one at every request
+//!   (see `uring/wake.rs`; needs
 //!   `CAP_SYS_NICE` or a permissive `RLIMIT_NICE`, else the option does nothing).
 //! - `noclose_errors`: answer FUSE's flush (one request per close(2)) with ENOSYS, so the
 //!   kernel sends no more, saving a round trip per close. By default flush is answered, to

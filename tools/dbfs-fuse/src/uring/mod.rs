@@ -38,9 +38,10 @@
 //!   (the [`crate::answer`] traits). The `fuse_out_header` goes into the header and one
 //!   `FUSE_IO_URING_CMD_COMMIT_AND_FETCH` both answers and waits for the next request: one
 //!   system call per request.
-//! - A small read's answer, for a caller seen moving between CPUs, is the exception: it is
-//!   submitted on its own, with the thread `SCHED_IDLE` for that one call, so the woken caller
-//!   stays on its CPU instead of moving to an idle one ([`wake`]); then the thread waits.
+//! - An answer to a caller seen moving between CPUs is the exception (unless it is a large
+//!   read): it is submitted on its own, with the thread `SCHED_IDLE` for that one call, so the
+//!   woken caller stays on its CPU instead of moving to an idle one ([`wake`]); then the
+//!   thread waits.
 //!   `-o noidle_commits` turns that off.
 //! - At unmount the kernel ends every waiting entry with an error; each thread then exits.
 //!
