@@ -96,7 +96,7 @@ const CREDIT: u64 = 64;
 const FAILED: u64 = 8;
 
 /// ...and gets normal replies to this many metadata requests before idle ones are tried again.
-const COOLDOWN: u64 = 1024;
+const COOLDOWN: u64 = 128;
 
 /// In a slot's low 16 bits: set for a cooldown (its count in the bits below); clear for a
 /// credit, with the moves seen in it in bits 8-14 (units of [`MOVES`]) and the requests left in
