@@ -12,7 +12,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
@@ -931,19 +931,28 @@ fn corrupt_image_fails_to_mount_with_a_message() {
     assert_eq!(mount_count(&mnt.canonicalize().unwrap()), 0);
 }
 
+/// A fresh 64 MiB image in a temporary directory other users may enter, for the tests that run
+/// commands as them; `None` (the test is skipped) without FUSE or when not root.
+fn image_for_other_users(name: &str) -> Option<(tempfile::TempDir, PathBuf, PathBuf)> {
+    // SAFETY: geteuid has no preconditions.
+    if !fuse_available() || unsafe { libc::geteuid() } != 0 {
+        return None;
+    }
+    let (tmp, image, mnt) = fresh_image(name, "64M");
+    fs::set_permissions(tmp.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    Some((tmp, image, mnt))
+}
+
 /// A write, truncate or fallocate by a caller without CAP_FSETID clears set-user-id, and
 /// set-group-id when group-execute is set (Linux's rule); root's keep them. dbfs-fuse does
 /// this itself: it asks the kernel for `FUSE_HANDLE_KILLPRIV_V2`, which saves the
 /// `security.capability` lookup the kernel otherwise sends before every write.
 #[test]
 fn unprivileged_writes_clear_set_id_bits() {
-    // SAFETY: geteuid has no preconditions.
-    if !fuse_available() || unsafe { libc::geteuid() } != 0 {
-        return;
-    }
     use std::os::unix::process::CommandExt;
-    let (tmp, image, mnt) = fresh_image("killpriv", "64M");
-    fs::set_permissions(tmp.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let Some((_tmp, image, mnt)) = image_for_other_users("killpriv") else {
+        return;
+    };
     let m = Mounted::new(&image, &mnt, "allow_other", Duration::from_secs(60));
     fs::set_permissions(m.path(""), fs::Permissions::from_mode(0o777)).unwrap();
     let as_user = |uid: u32, script: &str| {
@@ -1002,13 +1011,10 @@ fn mount_options_of(mnt: &Path) -> Vec<String> {
 /// refused what the mode bits refuse.
 #[test]
 fn the_kernel_checks_permissions_when_other_users_reach_the_mount() {
-    // SAFETY: geteuid has no preconditions.
-    if !fuse_available() || unsafe { libc::geteuid() } != 0 {
-        return;
-    }
     use std::os::unix::process::CommandExt;
-    let (tmp, image, mnt) = fresh_image("perms", "64M");
-    fs::set_permissions(tmp.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let Some((_tmp, image, mnt)) = image_for_other_users("perms") else {
+        return;
+    };
 
     let m = Mounted::new(&image, &mnt, "", Duration::from_secs(60));
     assert!(!mount_options_of(&mnt).contains(&"default_permissions".to_string()));
