@@ -4,7 +4,7 @@
 # "dbfsalt"; without ALT_BIN it is this dbfs-fuse), IMG_SIZE, DBFS_MOUNT_OPTS (mount options of
 # dbfs), ALT_MOUNT_OPTS (of dbfsalt; default DBFS_MOUNT_OPTS), FUSE2FS_OPTS (mount options of the
 # fuse2fs systems; default none, fuse2fs's own: e.g. default_permissions gives them the kernel's
-# permission checks that dbfs-fuse always asks for), then calls `systems_setup` (builds dbfs-fuse into BIN,
+# permission checks, which dbfs-fuse asks for unless only root can reach its mount), then calls `systems_setup` (builds dbfs-fuse into BIN,
 # and on exit unmounts every system and removes WORK unless KEEP=1). Systems: dbfs, dbfsalt, ext4,
 # ext3, ext2 (fuse2fs on an image made by mke2fs), host (a plain directory of WORK).
 # Every wait is bounded: a mount that does not appear in 10 s, or a daemon that does not end

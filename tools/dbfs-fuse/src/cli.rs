@@ -42,14 +42,15 @@ pub(crate) enum Command {
         mountpoint: PathBuf,
         /// Mount options, comma separated (may be repeated): ro, allow_other, allow_root,
         /// auto_unmount, default_permissions (the kernel checks mode bits: the default unless
-        /// only root can reach the mount), noatime, fsname=NAME, nobarrier (fdatasync the image only on fsync,
-        /// syncfs and unmount: faster, but a host crash may tear the last commits),
+        /// only root can reach the mount), noatime, fsname=NAME, nobarrier (fdatasync the
+        /// image only on fsync, syncfs and unmount: faster, but a host crash may tear the last
+        /// commits),
         /// nowriteback_cache (send every write(2) to dbfs as it happens instead of through the
         /// kernel's write-back cache, which is on by default), nokeep_cache (drop a file's
         /// cached pages at every open, so reads reach dbfs), nouring (every request through
         /// /dev/fuse, not the kernel's per-CPU io_uring queues), noidle_commits (ring threads
-        /// answer a caller seen moving at their normal scheduling policy, not as SCHED_IDLE, which
-        /// keeps the caller on its CPU), noclose_errors (no
+        /// answer a caller seen moving at their normal scheduling policy, not as SCHED_IDLE,
+        /// which keeps the caller on its CPU), noclose_errors (no
         /// flush request per close(2): one round trip less, but close(2) may miss a write-back
         /// write dbfs refused), cache_size=SIZE (the tool's
         /// cache of image pages; default 1/8 of memory, 256M..2G; 0 = none), and any other

@@ -9,8 +9,9 @@
 //! (on this project's VMs a wake-up of an idle vCPU, an exit to the host), and one unlink
 //! already takes two or three round trips on the rings (the UNLINK, the SETATTR of the file's
 //! ctime that the write-back cache sends, and, on a mount with `default_permissions`, the
-//! directory's GETATTR the kernel asks for after every change to it). So while the rings serve, a thread about to
-//! handle a forget request first sleeps [`FORGET_PAUSE`]: the threads then mostly sleep
+//! directory's GETATTR the kernel asks for after every change to it). So while the rings
+//! serve, a thread about to handle a forget request first sleeps [`FORGET_PAUSE`]: the
+//! threads then mostly sleep
 //! instead of waiting on the device, forgets queue in the kernel meanwhile, and the kernel
 //! hands the queue over as one BATCH_FORGET. A forget only lowers a lookup count (inode numbers
 //! are never reused, so a late one cannot hit a newer file), so nothing waits for it. An

@@ -205,13 +205,16 @@ pub fn start(
     let per_cpu = per_cpu.max(1);
     let idle_commits = idle_commits && wake::allowed();
     let state = Arc::new((Mutex::new(cpus * per_cpu), Condvar::new()));
+    // Set before any thread runs, so a thread failing at once leaves it cleared.
+    shared.fs.set_rings_serving(true);
     for cpu in 0..cpus {
         for k in 0..per_cpu {
-            let shared = shared.clone();
+            let thread_shared = shared.clone();
             let st = state.clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("dbfs-ring-{cpu}.{k}"))
                 .spawn(move || {
+                    let shared = thread_shared;
                     if let Err(e) = ring_thread(&shared, cpu, idle_commits) {
                         shared.fs.set_rings_serving(false);
                         if !shared.failed.swap(true, Ordering::Relaxed) {
@@ -225,13 +228,13 @@ pub fn start(
                     cv.notify_all();
                 });
             if let Err(e) = spawned {
+                shared.fs.set_rings_serving(false);
                 let (m, _) = &*state;
                 *m.lock().unwrap_or_else(|p| p.into_inner()) -= 1;
                 return Err(e);
             }
         }
     }
-    shared.fs.set_rings_serving(true);
     // The rings serve a caller's requests on its own core; a large read's second half goes to
     // a helper free to run on another (see split_read.rs). Without helpers reads stay whole.
     if let Ok(h) = split_read::Helpers::new(cpus) {
