@@ -369,6 +369,9 @@ impl Parser<'_> {
         leaves: &mut Vec<UseItem>,
     ) -> Result<(), String> {
         let depth = prefix.len();
+        if depth == 0 && self.punct_at(self.pos, '$') {
+            self.pos += 1; // `use $crate::...` in a macro body: `$crate` is this crate
+        }
         if self.tokens.get(self.pos).map(|t| &t.kind) == Some(&TokenKind::PathSep) {
             // `use ::name` is always another crate.
             prefix.push("::".to_string());

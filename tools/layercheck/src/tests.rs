@@ -209,7 +209,8 @@ fn exported_macros_lead_to_their_defining_file() {
             ),
             (
                 "task.rs",
-                "use crate::println;\nfn f() { if 1 != 2 { crate::print!(); } }\n",
+                "use crate::println;\nfn f() { if 1 != 2 { crate::print!(); } }\n\
+                 macro_rules! here { () => { use $crate::console::Nothing; } }\n",
             ),
         ],
     );
@@ -219,7 +220,8 @@ fn exported_macros_lead_to_their_defining_file() {
         vec![
             "main.rs:3->console.rs",
             "task.rs:1->console.rs",
-            "task.rs:2->console.rs"
+            "task.rs:2->console.rs",
+            "task.rs:3->console.rs",
         ],
         "{edges:?}"
     );
