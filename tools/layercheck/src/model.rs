@@ -104,7 +104,8 @@ fn load_file(
         pos: 0,
         shown: &shown,
     };
-    parser.module_body(module, &child_dir, tokens.len())?;
+    // `#[path]` on a file's own `mod` items is relative to the file's folder.
+    parser.module_body(module, &child_dir, base, tokens.len())?;
     Ok(module)
 }
 
@@ -179,6 +180,7 @@ impl Parser<'_> {
         &mut self,
         module: ModuleId,
         child_dir: &Path,
+        path_attr_dir: &Path,
         end: usize,
     ) -> Result<(), String> {
         let mut depth = 0usize;
@@ -249,7 +251,7 @@ impl Parser<'_> {
                         self.pos += 1;
                         if !cfg_test {
                             let file = match path_attr.take() {
-                                Some(p) => child_dir.join(p),
+                                Some(p) => path_attr_dir.join(p),
                                 None => self.child_file(child_dir, &name)?,
                             };
                             load_file(self.krate, self.src_dir, &file, Some(module), Some(&name))?;
@@ -260,7 +262,9 @@ impl Parser<'_> {
                             let file = self.krate.modules[module].file;
                             let inline = new_module(self.krate, Some(module), Some(&name), file);
                             self.pos += 1;
-                            self.module_body(inline, &child_dir.join(&name), close - 1)?;
+                            // Inside an inline `mod`, `#[path]` is relative to its folder.
+                            let inline_dir = child_dir.join(&name);
+                            self.module_body(inline, &inline_dir, &inline_dir, close - 1)?;
                         }
                         self.pos = close;
                     } else {

@@ -226,3 +226,48 @@ fn exported_macros_lead_to_their_defining_file() {
         "{edges:?}"
     );
 }
+
+#[test]
+fn path_attributes_and_super_super() {
+    let dir = fake_crate(
+        "paths",
+        &[
+            (
+                "lib.rs",
+                "#[path = \"platform/riscv.rs\"]\nmod arch;\nmod a;\n",
+            ),
+            ("platform/riscv.rs", "pub const PAGE: usize = 4096;\n"),
+            ("a.rs", "mod b;\n#[path = \"a_extra.rs\"]\nmod extra;\n"),
+            ("a_extra.rs", "fn g() { crate::arch::PAGE; }\n"),
+            ("a/b.rs", "mod c;\n"),
+            (
+                "a/b/c.rs",
+                "const P: usize = super::super::super::arch::PAGE;\n",
+            ),
+        ],
+    );
+    assert_eq!(
+        edge_list(&dir),
+        vec![
+            "a/b/c.rs:1->platform/riscv.rs",
+            "a_extra.rs:1->platform/riscv.rs"
+        ]
+    );
+}
+
+#[test]
+fn line_rule_skips_tests_folders() {
+    let long = "fn f() {}\n".repeat(12);
+    let dir = fake_crate(
+        "lines",
+        &[
+            ("src/long.rs", long.as_str()),
+            ("src/short.rs", "fn f() {}\n"),
+            ("tests/long.rs", long.as_str()),
+            ("src/notes.txt", long.as_str()),
+        ],
+    );
+    let found = crate::lines::oversized(std::slice::from_ref(&dir), 10).expect("walks");
+    assert_eq!(found, vec![(dir.join("src/long.rs"), 12)]);
+    assert!(crate::lines::oversized(&[dir.join("absent")], 10).is_err());
+}
