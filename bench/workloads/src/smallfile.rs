@@ -1,7 +1,9 @@
 //! The small-file metadata workloads: `create_empty`, `delete_2m` and `createdel_ordered`.
 
 use alloc::format;
+use alloc::string::String;
 use alloc::vec;
+use alloc::vec::Vec;
 
 use crate::fs::{Fs, Open};
 use crate::params::{Params, MIB};
