@@ -28,6 +28,11 @@
 //! repetitions, `MBps` (10^6 bytes/s of file data read and written) where data moves, and the
 //! per-operation latency percentiles `p50_us p95_us p99_us max_us` of that repetition. A
 //! `REP workload=W fs=NAME rep=K PHASE=ops/s...` line follows every repetition as it ends.
+//!
+//! Modules: `fs` (the [`Fs`] trait), `params` (the workloads and their sizes), `timing` (timed
+//! operations and what a workload returns), one module per workload family (`filebench`,
+//! `mdtest`, `smallfile`), `report` (statistics and the RESULT line), `runner` (options and
+//! the loop both programs run) and, with `std`, `host` ([`Fs`] over std::fs).
 #![cfg_attr(not(any(test, feature = "std")), no_std)]
 #![forbid(unsafe_code)]
 

@@ -68,6 +68,14 @@
 //! once from the cluster chain and cached per node until a write grows the file or a truncate
 //! runs) and go to the device directly, one request per contiguous run. Writes that grow the
 //! file go through fatfs, which allocates the clusters.
+//!
+//! Modules, lowest first: `types` (the fatfs types over the device and the constants), `error`
+//! (the one fatfs-to-vfs error conversion), `device` (the byte cursor over the block device),
+//! `time` (the clock in FAT's format), `volume` (the table of open fatfs files), `names` (the
+//! path/inode table), `layout` (a file's runs and the direct data path), `dir` (paths resolved
+//! with chain checks, directory entries), `resize` (changing a file's size), `mount` (the
+//! per-mount state behind the lock), `node` ([`FatNode`]: the node operations) and `fs`
+//! ([`Fat32Fs`]: format, mount, statfs, sync).
 #![cfg_attr(not(test), no_std)]
 #![deny(unsafe_code)]
 #![warn(missing_docs)]

@@ -35,6 +35,10 @@
 //!
 //! Data check: every 4 KiB block written carries its own file offset in its first and last
 //! 8 bytes; reads check both words of every block and fail loudly on a mismatch.
+//!
+//! Modules: `options` (the workloads, arguments and targets), `failure` (a run's error),
+//! `check` (the data check), `timing` (repetitions and sampled latencies), `report` (RESULT
+//! lines, counters, the table), `io` ([`main_io`]) and `createdel` ([`main_createdel`]).
 
 mod check;
 mod createdel;

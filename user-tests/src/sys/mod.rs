@@ -4,6 +4,11 @@
 //! `&str` (copied into a NUL-terminated buffer here), buffers are slices, structures are the
 //! [`abi::stat`] layouts. Errors are the kernel's errno, never erased. [`File`] closes its
 //! descriptor on drop; the free functions take raw descriptors so tests can misuse them.
+//!
+//! One module per subsystem, all re-exported here: `marshal` (the descriptor and result types,
+//! the errno check and the path copy every wrapper uses), `files` (calls on open files and
+//! their paths), `names` (the name space), `process` (time and processes), `memory` (mappings),
+//! `file` ([`File`]), `dir` (directory listing) and `xattr` (extended attributes).
 
 mod dir;
 mod file;

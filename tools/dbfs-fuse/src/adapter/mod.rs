@@ -27,6 +27,12 @@
 //! `nodes` and `handles` are `RwLock`s held only to clone or insert an `Arc`, never across a
 //! dbfs call, so requests run in parallel on the session's worker threads; reads take only
 //! read locks here and dbfs's readers do not wait for each other.
+//!
+//! # Modules
+//! `state` holds [`DbFuse`] and the helpers every request shares; `convert` the vfs-to-fuser
+//! conversions. The requests are one `impl DbFuse` block per kind: `session` (init, destroy,
+//! statfs), `entries` (lookup, forget and the calls that make or remove names), `attrs`,
+//! `file_io`, `dirs` and `xattr`; `tests` drives them with probe replies.
 
 mod attrs;
 mod convert;
