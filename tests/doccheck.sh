@@ -19,7 +19,9 @@
 # it, or (for the kernel-relative folders, and fs/ and drivers/ too) from kernel/src. `*` and
 # `{a,b}` in a path are expanded and each result must exist. Not checked: words preceded by `/`
 # or `.` (absolute guest paths such as /usr/pjdfstest/tests/conf, ../shared/pjdfstest, URLs),
-# build/ and target/ (outputs of the build), and links to http(s):, mailto: or #anchors.
+# build/ and target/ (outputs of the build), placeholders the reader fills in (a component NAME,
+# DIR, NN, FILE, PATH, IMAGE or MNT, with or without an extension: user-tests/src/bin/NAME.rs),
+# and links to http(s):, mailto: or #anchors.
 #
 # What counts as "named as being in a file" (a paragraph is joined first, so it may wrap):
 #   `IDENT` in `PATH`      `IDENT` in PATH      `IDENT` (`PATH`)      `IDENT` (anything but parentheses or backticks, `PATH`
@@ -78,9 +80,14 @@ for doc in "${files[@]}"; do
         # strip the character before the path and trailing punctuation
         word=$(printf '%s' "$word" | sed -E 's/^[^A-Za-z.]//; s/[.,;:)`'"'"'"]+$//')
         case $word in build/*|target/*|'') continue ;; esac
+        # a placeholder the reader fills in: user-tests/src/bin/NAME.rs, tests/DIR/NN.t
+        if printf '%s\n' "$word" | grep -qE '(^|/)(NAME|DIR|NN|FILE|PATH|IMAGE|MNT)(\.[a-z]+)?(/|$)'; then
+            continue
+        fi
         # a bare folder name in prose ("the fs/ crates", "mm/") is fine if the folder exists
         path_exists "$word" "$doc" || report "$doc:$line: missing path $word"
-    done < <(grep -noE "(^|[^A-Za-z0-9_./~\$-])($TOP)/[A-Za-z0-9_./*{},+-]*" "$doc")
+    done < <(grep -noE "(^|[^A-Za-z0-9_./~\$-])($TOP)/[A-Za-z0-9_./*{},+-]*" "$doc" |
+        sed -E 's/^([0-9]+:)[^A-Za-z.]/\1/' | sort -t: -k1,1n -k2 -u)
 
     # 2. Link targets, relative to the doc.
     while IFS=: read -r line target; do
