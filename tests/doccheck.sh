@@ -14,14 +14,15 @@
 #     fs/ kernel/ tests/ tools/ user-tests/ mk/ .ci/ (e.g. `kernel/src/fs/path.rs`, fs/kvdb);
 #   - a word starting with a folder of kernel/src: arch/ mm/ task/ trap/ syscall/ ipc/ (the
 #     kernel's own docs name `mm/window.rs` that way), checked under kernel/src;
-#   - a markdown link target, [text](target), taken relative to the file it is in.
+#   - a markdown link target, [text](target), taken relative to the file it is in; its
+#     #section, if any, must be a heading of that file (GitHub's anchor for it).
 # A path is found if it exists from the repository root, from the folder of the doc that names
 # it, or (for the kernel-relative folders, and fs/ and drivers/ too) from kernel/src. `*` and
 # `{a,b}` in a path are expanded and each result must exist. Not checked: words preceded by `/`
 # or `.` (absolute guest paths such as /usr/pjdfstest/tests/conf, ../shared/pjdfstest, URLs),
 # build/ and target/ (outputs of the build), placeholders the reader fills in (a component NAME,
 # DIR, NN, FILE, PATH, IMAGE or MNT, with or without an extension: user-tests/src/bin/NAME.rs),
-# and links to http(s):, mailto: or #anchors.
+# and links to http(s): or mailto:.
 #
 # What counts as "named as being in a file" (a paragraph is joined first, so it may wrap):
 #   `IDENT` in `PATH`      `IDENT` in PATH      `IDENT` (`PATH`)      `IDENT` (anything but parentheses or backticks, `PATH`
@@ -67,6 +68,13 @@ path_exists() {
     return 1
 }
 
+# The anchors GitHub gives a markdown file's headings: lower case, backticks and punctuation
+# dropped, each space a hyphen ("## Kernel (`kernel/src`)" is #kernel-kernelsrc).
+slugs() {
+    grep -E '^#{1,6} ' "$1" | sed -E 's/^#+ +//; s/ +#+ *$//' | tr 'A-Z' 'a-z' |
+        LC_ALL=C sed -E 's/[^a-z0-9 _-]//g; s/ /-/g'
+}
+
 report() {
     echo "$1"
     errors=$((errors + 1))
@@ -89,13 +97,24 @@ for doc in "${files[@]}"; do
     done < <(grep -noE "(^|[^A-Za-z0-9_./~\$-])($TOP)/[A-Za-z0-9_./*{},+-]*" "$doc" |
         sed -E 's/^([0-9]+:)[^A-Za-z.]/\1/' | sort -t: -k1,1n -k2 -u)
 
-    # 2. Link targets, relative to the doc.
+    # 2. Link targets, relative to the doc; a #section of a markdown file must be one of its
+    #    headings, as GitHub names them (see slugs).
     while IFS=: read -r line target; do
         target=${target#](}
-        target=${target%%#*}
-        case $target in http:*|https:*|mailto:*|'') continue ;; esac
+        case $target in http:*|https:*|mailto:*) continue ;; esac
+        anchor=
+        case $target in *'#'*) anchor=${target#*#}; target=${target%%#*} ;; esac
         case $target in build/*|target/*|../build/*|../target/*) continue ;; esac
-        [ -e "$(dirname "$doc")/$target" ] || report "$doc:$line: broken link $target"
+        if [ -z "$target" ]; then
+            file=$doc
+        else
+            file=$(dirname "$doc")/$target
+            [ -e "$file" ] || { report "$doc:$line: broken link $target"; continue; }
+        fi
+        if [ -n "$anchor" ] && [[ $file == *.md ]] && [ -f "$file" ]; then
+            slugs "$file" | grep -qxF -- "$anchor" ||
+                report "$doc:$line: no section #$anchor in ${target:-$doc}"
+        fi
     done < <(grep -noE '\]\([^)[:space:]]+' "$doc")
 
     # 3. Names said to be in a file.
