@@ -2,7 +2,7 @@
 # Check the docs against the tree: every repository path they name exists, and every function,
 # constant or type they say is in a file occurs in that file.
 #
-#   tests/doccheck.sh               check README.md and docs/*.md (what `make check-docs` runs)
+#   tests/doccheck.sh               check README.md, docs/*.md and bench/README.md (`make check-docs`)
 #   tests/doccheck.sh FILE.md ...   check those files instead
 #
 # Run from anywhere; paths are taken from the repository root. Bash, grep, sed and awk only
@@ -38,6 +38,8 @@ if [ "$#" -gt 0 ]; then
     files=("$@")
 else
     files=(README.md docs/*.md)
+    # the list of benchmarks, once it exists
+    [ -f bench/README.md ] && files+=(bench/README.md)
 fi
 
 TOP='\.ci|abi|bench|docs|drivers|fs|kernel|tests|tools|user-tests|mk|arch|mm|task|trap|syscall|ipc'
