@@ -32,10 +32,16 @@
 
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+CALLER_DIR=$PWD
 cd "$ROOT" || exit 2
 
 if [ "$#" -gt 0 ]; then
-    files=("$@")
+    files=()
+    for f in "$@"; do
+        # a file named from the caller's directory, shown from the root when it lies inside
+        case $f in /*) ;; *) f=$CALLER_DIR/$f ;; esac
+        files+=("${f#"$ROOT"/}")
+    done
 else
     files=(README.md docs/*.md)
     # the list of benchmarks, once it exists
