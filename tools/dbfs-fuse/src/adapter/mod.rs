@@ -4,10 +4,10 @@
 //! # Contract
 //! - FUSE inode numbers are dbfs inode numbers (`vfs::Metadata::ino`); dbfs's root is inode 1,
 //!   which is also FUSE's root, so no translation table is needed.
-//! - [`DbFuse::nodes`] keeps one [`NodeRef`] per inode the kernel knows, with its lookup count:
-//!   every reply that hands the kernel an entry (lookup, create, mkdir, mknod, symlink, link,
-//!   readdirplus) adds one; `forget` takes them away and drops the node at zero. The root is
-//!   never dropped.
+//! - [`DbFuse::nodes`] keeps one [`NodeRef`](vfs::NodeRef) per inode the kernel knows, with
+//!   its lookup count: every reply that hands the kernel an entry (lookup, create, mkdir,
+//!   mknod, symlink, link, readdirplus) adds one; `forget` takes them away and drops the node
+//!   at zero. The root is never dropped.
 //! - An open file is a handle ([`DbFuse::handles`]) holding its node, so a file unlinked while
 //!   open keeps working until `release`, which calls `Node::release` (dbfs frees it then).
 //! - Every error is `abi::Errno::from(VfsError)`, the project's one errno table; names that are
