@@ -61,13 +61,13 @@ $(if $(have_pjdfstest),,$(info make:   pjdfstest: none at $(PJDFSTEST_SRC); get 
 $(if $(or $(have_ltp),$(if $(TESTS_NEED_LTP),,none)),,$(info make:   LTP: none at $(LTP_SRC); get it with: $(LTP_GET)))
 $(error a third-party test suite's source is missing)
 endif
-$(shell $(TEST_SKIP_BANNER) >&2)
+$(shell { $(TEST_SKIP_BANNER); } >&2)
 endif
 endif
 
 ## test: every test below (TEST_TARGETS); skips, and names, those whose suite source is missing
 test: $(filter-out $(TEST_SKIPPED),$(TEST_TARGETS))
-	@$(if $(TEST_SKIPPED),$(TEST_SKIP_BANNER) >&2,echo "make test: every test ran and passed")
+	@$(if $(TEST_SKIPPED),{ $(TEST_SKIP_BANNER); } >&2,echo "make test: every test ran and passed")
 
 # `make help` lists every target, each listed target exists, every .PHONY target is listed.
 ## test-help: make help matches the makefiles (tests/make-help.sh)
