@@ -1,6 +1,7 @@
 # dbfs-fuse on the host: the same dbfs crate through FUSE.
 
-# make fuse: the image, where it is mounted, extra mount options (e.g. nobarrier,allow_other).
+# make fuse: the image (IMAGE=build/disk/dbfs.img: your /dbfs disk of `make run`, while no QEMU
+# uses it), where it is mounted, extra mount options (e.g. nobarrier,allow_other).
 IMAGE   ?= $(BUILD)/dbfs.img
 MNT     ?= $(BUILD)/mnt
 FUSE_OPTS ?=
