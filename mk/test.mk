@@ -45,12 +45,12 @@ TEST_SKIP_BANNER = \
 	echo "********************************************************************************"
 
 # A goal that needs a missing source stops before anything is built.
-suite_missing_goals := $(if $(have_pjdfstest),,$(filter $(PJDFSTEST_TARGETS),$(MAKECMDGOALS))) \
-	$(if $(have_ltp),,$(filter $(LTP_TARGETS),$(MAKECMDGOALS)))
-ifneq ($(strip $(suite_missing_goals)),)
-$(info make: $(strip $(suite_missing_goals)) need third-party sources this checkout does not have:)
-$(if $(have_pjdfstest),,$(info make:   pjdfstest: none at $(PJDFSTEST_SRC); get it with: $(PJDFSTEST_GET); or set PJDFSTEST_SRC=DIR))
-$(if $(have_ltp),,$(info make:   LTP: none at $(LTP_SRC); get it with: $(LTP_GET); or set LTP_SRC=DIR))
+missing_pjdfstest_goals := $(if $(have_pjdfstest),,$(filter $(PJDFSTEST_TARGETS),$(MAKECMDGOALS)))
+missing_ltp_goals := $(if $(have_ltp),,$(filter $(LTP_TARGETS),$(MAKECMDGOALS)))
+ifneq ($(strip $(missing_pjdfstest_goals) $(missing_ltp_goals)),)
+$(info make: $(strip $(missing_pjdfstest_goals) $(missing_ltp_goals)): needs a third-party source this checkout does not have:)
+$(if $(missing_pjdfstest_goals),$(info make:   pjdfstest: none at $(PJDFSTEST_SRC); get it with: $(PJDFSTEST_GET); or set PJDFSTEST_SRC=DIR))
+$(if $(missing_ltp_goals),$(info make:   LTP: none at $(LTP_SRC); get it with: $(LTP_GET); or set LTP_SRC=DIR))
 $(error a third-party test suite's source is missing)
 endif
 ifneq ($(filter test,$(MAKECMDGOALS)),)
