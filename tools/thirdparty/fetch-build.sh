@@ -6,7 +6,8 @@
 #
 #   tools/thirdparty/fetch-build.sh busybox     busybox 1.35.0 (Debian bookworm source package)
 #   tools/thirdparty/fetch-build.sh pjdfstest   pjdfstest from $PJDFSTEST_SRC (../shared/pjdfstest)
-#   tools/thirdparty/fetch-build.sh rootfs      both of the above, staged as the tree that
+#   tools/thirdparty/fetch-build.sh rootfs      all of these (pjdfstest only when its source is
+#                                               there), staged as the tree that
 #                                               `mkimage --add-tree` copies into root.img
 #   tools/thirdparty/fetch-build.sh check       run them under qemu-user on the host (see below)
 #   tools/thirdparty/fetch-build.sh fio|sqlite  fio 3.33, sqlite3 3.40.1 (shell + speedtest1)
@@ -197,6 +198,11 @@ cmd_busybox() {
 
 ## --- pjdfstest -----------------------------------------------------------------------------
 
+# pjdfstest is third-party test data kept beside the repository, not in it: where to get the
+# version this tree is tested with.
+PJDFSTEST_GET="git clone https://github.com/pjd/pjdfstest && git -C pjdfstest checkout 85a8aea9e685999ef0540392fd80535f873d7ff7"
+have_pjdfstest() { [ -f "$PJDFSTEST_SRC/pjdfstest.c" ]; }
+
 # pjdfstest from a copy of $PJDFSTEST_SRC (never built in place: it is shared, read-only data).
 build_pjdfstest() {
 	local out="$TP/pjdfstest"
@@ -214,7 +220,7 @@ build_pjdfstest() {
 
 cmd_pjdfstest() {
 	need_tools "${CROSS}gcc" autoreconf make
-	[ -f "$PJDFSTEST_SRC/pjdfstest.c" ] || die "no pjdfstest at $PJDFSTEST_SRC (set PJDFSTEST_SRC)"
+	have_pjdfstest || die "no pjdfstest at $PJDFSTEST_SRC: $PJDFSTEST_GET (or set PJDFSTEST_SRC=DIR)"
 	local key
 	key=$({
 		declare -f build_pjdfstest
@@ -240,48 +246,60 @@ cmd_pjdfstest() {
 #   /bin/gzip, /bin/bzip2        copies again, for programs that exec a compressor by name
 #                                (busybox tar's czf/cjf: execlp("gzip"); root.img is FAT32,
 #                                which has no links, and the shell's applet lookup is its own)
-#   /bin/pjdfstest               the pjdfstest program
+#   /bin/pjdfstest               the pjdfstest program (this and the two below only when
+#                                $PJDFSTEST_SRC has the source)
 #   /bin/pjdfstest-run           tools/thirdparty/pjdfstest-guest.sh (the suite runner)
 #   /bin/sqlite3, /bin/speedtest1  sqlite's shell and its benchmark program
 #   /bin/fio                     fio (no zlib, no libaio: psync, sync, mmap-less engines)
 #   /usr/pjdfstest/pjdfstest     the program again, where tests/misc.sh looks for it (it walks
 #                                up from each .t file; FAT32 has no links)
 #   /usr/pjdfstest/tests/        conf, misc.sh and every */*.t
-# Rebuilt (cheap copies) whenever any input is newer than the stamp.
+# pjdfstest is in the tree only when $PJDFSTEST_SRC has its source (a plain clone has none: a
+# shell and the benchmarks do not need it; the targets that do say where to get it).
+# Rebuilt (cheap copies) whenever any input is newer than the stamp, or pjdfstest comes or goes
+# (the stamp holds "with pjdfstest" or "without pjdfstest").
 cmd_rootfs() {
+	local with=without
+	if have_pjdfstest; then with=with; fi
 	cmd_busybox
-	cmd_pjdfstest
+	[ "$with" = without ] || cmd_pjdfstest
 	cmd_sqlite
 	cmd_fio
 	cmd_ctests
 	local root="$TP/rootfs" stamp="$TP/rootfs.stamp" t
-	local inputs=("$TP/busybox/busybox" "$TP/pjdfstest/pjdfstest" "$here/pjdfstest-guest.sh" "$TP/pjdfstest/stamp"
-		"$TP/sqlite/sqlite3" "$TP/sqlite/speedtest1" "$TP/fio/fio")
+	local inputs=("$TP/busybox/busybox" "$TP/sqlite/sqlite3" "$TP/sqlite/speedtest1" "$TP/fio/fio")
+	[ "$with" = without ] || inputs+=("$TP/pjdfstest/pjdfstest" "$here/pjdfstest-guest.sh" "$TP/pjdfstest/stamp")
 	for t in "${CTESTS[@]}"; do inputs+=("$TP/$t/$t"); done
-	if [ -f "$stamp" ] && [ -z "$(find "${inputs[@]}" -newer "$stamp")" ]; then
-		log "rootfs tree up to date"
+	if [ "$(cat "$stamp" 2>/dev/null)" = "$with pjdfstest" ] && [ -z "$(find "${inputs[@]}" -newer "$stamp")" ]; then
+		log "rootfs tree up to date ($with pjdfstest)"
 		return
 	fi
-	rm -rf "$root.tmp" && mkdir -p "$root.tmp/bin" "$root.tmp/usr/pjdfstest/tests"
+	rm -rf "$root.tmp" && mkdir -p "$root.tmp/bin"
 	cp "$TP/busybox/busybox" "$root.tmp/bin/busybox"
 	cp "$TP/busybox/busybox" "$root.tmp/bin/sh"
 	cp "$TP/busybox/busybox" "$root.tmp/bin/gzip"
 	cp "$TP/busybox/busybox" "$root.tmp/bin/bzip2"
-	cp "$TP/pjdfstest/pjdfstest" "$root.tmp/bin/pjdfstest"
-	cp "$TP/pjdfstest/pjdfstest" "$root.tmp/usr/pjdfstest/pjdfstest"
-	cp "$here/pjdfstest-guest.sh" "$root.tmp/bin/pjdfstest-run"
 	cp "$TP/sqlite/sqlite3" "$TP/sqlite/speedtest1" "$TP/fio/fio" "$root.tmp/bin/"
 	for t in "${CTESTS[@]}"; do cp "$TP/$t/$t" "$root.tmp/bin/"; done
-	local tests="$TP/pjdfstest/src/tests" d
-	cp "$tests/conf" "$tests/misc.sh" "$root.tmp/usr/pjdfstest/tests/"
-	for d in "$tests"/*/; do
-		d=$(basename "$d")
-		ls "$tests/$d"/*.t >/dev/null 2>&1 || continue
-		mkdir -p "$root.tmp/usr/pjdfstest/tests/$d"
-		cp "$tests/$d"/*.t "$root.tmp/usr/pjdfstest/tests/$d/"
-	done
+	if [ "$with" = with ]; then
+		mkdir -p "$root.tmp/usr/pjdfstest/tests"
+		cp "$TP/pjdfstest/pjdfstest" "$root.tmp/bin/pjdfstest"
+		cp "$TP/pjdfstest/pjdfstest" "$root.tmp/usr/pjdfstest/pjdfstest"
+		cp "$here/pjdfstest-guest.sh" "$root.tmp/bin/pjdfstest-run"
+		local tests="$TP/pjdfstest/src/tests" d
+		cp "$tests/conf" "$tests/misc.sh" "$root.tmp/usr/pjdfstest/tests/"
+		for d in "$tests"/*/; do
+			d=$(basename "$d")
+			ls "$tests/$d"/*.t >/dev/null 2>&1 || continue
+			mkdir -p "$root.tmp/usr/pjdfstest/tests/$d"
+			cp "$tests/$d"/*.t "$root.tmp/usr/pjdfstest/tests/$d/"
+		done
+	else
+		log "NOTE: no pjdfstest source at $PJDFSTEST_SRC: the root image has no pjdfstest" \
+			"(a shell and the benchmarks do not need it; to add it: $PJDFSTEST_GET, or set PJDFSTEST_SRC)"
+	fi
 	rm -rf "$root" && mv "$root.tmp" "$root"
-	touch "$stamp"
+	echo "$with pjdfstest" >"$stamp"
 	log "rootfs tree: $(find "$root" -type f | wc -l) files, $(du -sh "$root" | cut -f1)"
 }
 
@@ -296,6 +314,7 @@ cmd_rootfs() {
 #    The entry is registered for the run and removed after, unless the machine had one.
 #    The guest runner then runs the pjdfstest directories named (default: all) on the tmpfs.
 cmd_check() {
+	have_pjdfstest || die "check runs pjdfstest: no source at $PJDFSTEST_SRC: $PJDFSTEST_GET (or set PJDFSTEST_SRC=DIR)"
 	cmd_rootfs
 	need_tools qemu-riscv64 qemu-riscv64-static chroot
 	[ "$(id -u)" = 0 ] || die "check needs root (chroot, mount, binfmt_misc)"

@@ -1,0 +1,68 @@
+# Shared definitions: tool paths, the QEMU command lines, the apt installer, the checks for
+# the third-party suites' sources. No targets but the build directory.
+
+TARGET   := riscv64gc-unknown-none-elf
+CARGO    ?= cargo
+# Honour CARGO_TARGET_DIR, so parallel work trees / helpers can build in separate dirs.
+CARGO_TARGET_DIR ?= target
+export CARGO_TARGET_DIR
+TGT_DIR  := $(CARGO_TARGET_DIR)/$(TARGET)/$(PROFILE)
+KERNEL   := $(TGT_DIR)/kernel
+MKIMAGE  := $(CARGO_TARGET_DIR)/release/mkimage
+DBFS_FUSE := $(CARGO_TARGET_DIR)/release/dbfs-fuse
+# Every program in user-tests/src/bin (NAME.rs or NAME/main.rs) is installed as /bin/NAME.
+USER_BINS := $(sort $(basename $(notdir $(wildcard user-tests/src/bin/*.rs))) \
+	$(patsubst user-tests/src/bin/%/main.rs,%,$(wildcard user-tests/src/bin/*/main.rs)))
+CARGO_PROFILE_FLAG := $(if $(filter release,$(PROFILE)),--release,)
+comma := ,
+
+APT_PACKAGES := qemu-system-misc fuse3 libfuse3-dev pkg-config fio fuse2fs fonts-dejavu-core \
+	autoconf automake libtool
+
+# $(call apt_install,PACKAGES): install those not installed yet (idempotent; CI has no terminal).
+apt_install = missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		$(if $(filter 0,$(shell id -u)),,sudo) apt-get update -q; \
+		DEBIAN_FRONTEND=noninteractive $(if $(filter 0,$(shell id -u)),,sudo) apt-get install -y -q $$missing </dev/null; \
+	fi
+
+$(BUILD):
+	mkdir -p $(BUILD)
+
+## --- QEMU ---------------------------------------------------------------------------------
+# $(call qemu_with,DIR): QEMU with DIR/fat.img as vdb, DIR/raw.img as vdc, DIR/dbfs.img as vdd.
+qemu_with = qemu-system-riscv64 -machine virt -nographic -bios default -m $(MEM) -smp $(SMP) \
+	$(if $(filter 1,$(ICOUNT)),-icount shift=0) -kernel $(KERNEL) \
+	-drive file=$(BUILD)/root.img,if=none,format=raw,id=vda -device virtio-blk-device,drive=vda,queue-size=1024 \
+	-drive file=$(1)/fat.img,if=none,format=raw,id=vdb -device virtio-blk-device,drive=vdb,queue-size=1024 \
+	-drive file=$(1)/raw.img,if=none,format=raw,id=vdc -device virtio-blk-device,drive=vdc,queue-size=1024 \
+	-drive file=$(1)/dbfs.img,if=none,format=raw,id=vdd -device virtio-blk-device,drive=vdd,queue-size=1024
+# Benchmarks and tests: the fresh disks `make bench-disks` makes in build/.
+QEMU_BASE = $(call qemu_with,$(BUILD))
+# `make run` and `make run CMD=`: the person's disks.
+QEMU_USER = $(call qemu_with,$(DISK_DIR))
+KERNEL_PARAMS = init=$(INIT) log=$(LOG) bcache=$(BCACHE)
+SHELL_PARAMS = init=/bin/sh log=$(LOG) bcache=$(BCACHE)
+# QEMU_BASE with another image as vdd: $(call QEMU_DBFS,IMAGE).
+QEMU_DBFS = $(subst file=$(BUILD)/dbfs.img$(comma),file=$(1)$(comma),$(QEMU_BASE))
+# QEMU_BASE with the small full-disk test images as vdb (FAT) and vdd (dbfs).
+QEMU_FILL = $(subst file=$(BUILD)/fat.img$(comma),file=$(BUILD)/fill-fat.img$(comma),$(call QEMU_DBFS,$(BUILD)/fill-dbfs.img))
+
+## --- third-party test suites (never in the repository) ------------------------------------
+# Where each comes from: the public repository and the version ../shared holds.
+PJDFSTEST_GET := git clone https://github.com/pjd/pjdfstest ../shared/pjdfstest && \
+	git -C ../shared/pjdfstest checkout 85a8aea9e685999ef0540392fd80535f873d7ff7
+LTP_GET := git clone https://github.com/linux-test-project/ltp ../shared/ltp && \
+	git -C ../shared/ltp checkout 20260529 (commit 3a64d78f58bdceba93ed321e91215fb969a047ed)
+have_pjdfstest := $(if $(wildcard $(PJDFSTEST_SRC)/pjdfstest.c),yes)
+have_ltp := $(if $(wildcard $(LTP_SRC)/runtest/syscalls),yes)
+# $(call require_suite,NAME,HAVE,VAR,DIR,GET): a recipe line that stops, saying where to get
+# the source, when HAVE is empty. E.g. $(call require_suite,pjdfstest,$(have_pjdfstest),
+# PJDFSTEST_SRC,$(PJDFSTEST_SRC),$(PJDFSTEST_GET)).
+require_suite = $(if $(2),true,{ echo "make: $@ needs the $(1) source: none at $(4)"; \
+	echo "  get it (third-party: never copied into the repository):"; \
+	echo "    $(5)"; \
+	echo "  or point $(3)=DIR at a copy"; exit 1; })
+REQUIRE_PJDFSTEST = @$(call require_suite,pjdfstest,$(have_pjdfstest),PJDFSTEST_SRC,$(PJDFSTEST_SRC),$(PJDFSTEST_GET))
+REQUIRE_LTP = @$(call require_suite,LTP,$(have_ltp),LTP_SRC,$(LTP_SRC),$(LTP_GET))

@@ -1,0 +1,309 @@
+# `make test` and each of its parts, and the longer conformance and crash runs. Every QEMU boot
+# has a hard timeout; every test boots on fresh disks of its own (never DISK_DIR's).
+
+# test-exhaust: the cases to run (all when empty), e.g. EXHAUST_CASES='map_hog fork_bomb'.
+EXHAUST_CASES ?=
+# make crash-test: QEMU kills (and dbfs-fuse kills); CRASH_SEED replays a run's operations and
+# kill delays (default: random, printed).
+CRASH_POINTS ?= 200
+CRASH_SEED ?=
+# The seed of the tree `make test-cross` (and pjdfstest-guest-image) generates.
+SEED    ?= 1
+# make pjdfstest: its directories (default: all) and systems; make test-pjdfstest: its directories.
+PJD_DIRS ?=
+PJD_SYSTEMS ?= dbfs dbfs-nowb dbfs-aged dbfs-guest fuse2fs tmpfs
+PJD_TEST_DIRS ?= chmod chown ftruncate link mkdir open rename rmdir symlink truncate unlink utimensat
+# pjdfstest directories `make pjdfstest-guest` runs (all: the whole suite) and on which file
+# systems (GUEST_PJD_FS: both, dbfs or fat), and the subsets `make test` runs on dbfs (about
+# 3 minutes under TCG; rename alone takes 5) and on FAT with its expectation file (about 4.5
+# minutes: rename there is 1, its sticky-bit files being skipped).
+GUEST_PJD_DIRS ?= all
+GUEST_PJD_FS ?= both
+GUEST_PJD_TEST_DIRS ?= chmod mkdir rmdir symlink unlink utimensat
+GUEST_PJD_FAT_TEST_DIRS ?= open mkdir rmdir truncate unlink rename utimensat
+GUEST_PJD_TIMEOUT ?= 3000
+
+##@ Tests
+# `make test` runs TEST_TARGETS in order; add a test by adding its target here. Those that need
+# a third-party suite's source are also in TESTS_NEED_<SUITE>: without the source they are
+# skipped, named in a banner at the start and at the end (REQUIRE_SUITES=1: an error instead).
+TEST_TARGETS := test-help check-layers check-docs test-host test-guest test-persist test-run-cmd test-crash test-cross \
+	test-fill test-pjdfstest test-pjdfstest-guest test-shell test-exhaust test-apps
+TESTS_NEED_PJDFSTEST := test-pjdfstest test-pjdfstest-guest
+TESTS_NEED_LTP :=
+# The targets `make TARGET` stops at once for when the source is missing.
+PJDFSTEST_TARGETS := pjdfstest test-pjdfstest pjdfstest-guest test-pjdfstest-guest pjdfstest-riscv \
+	thirdparty-check $(TESTS_NEED_PJDFSTEST)
+LTP_TARGETS := $(TESTS_NEED_LTP)
+TEST_SKIPPED := $(if $(have_pjdfstest),,$(TESTS_NEED_PJDFSTEST)) $(if $(have_ltp),,$(TESTS_NEED_LTP))
+TEST_SKIPPED := $(strip $(TEST_SKIPPED))
+TEST_SKIP_BANNER = \
+	echo "********************************************************************************"; \
+	echo "*** make test SKIPPED: $(TEST_SKIPPED)"; \
+	$(if $(have_pjdfstest),,echo "***   no pjdfstest source at $(PJDFSTEST_SRC) (PJDFSTEST_SRC=DIR): $(PJDFSTEST_GET)";) \
+	$(if $(or $(have_ltp),$(if $(TESTS_NEED_LTP),,none)),,echo "***   no LTP source at $(LTP_SRC) (LTP_SRC=DIR): $(LTP_GET)";) \
+	echo "********************************************************************************"
+
+# A goal that needs a missing source stops before anything is built.
+missing_pjdfstest_goals := $(if $(have_pjdfstest),,$(filter $(PJDFSTEST_TARGETS),$(MAKECMDGOALS)))
+missing_ltp_goals := $(if $(have_ltp),,$(filter $(LTP_TARGETS),$(MAKECMDGOALS)))
+ifneq ($(strip $(missing_pjdfstest_goals) $(missing_ltp_goals)),)
+$(info make: $(strip $(missing_pjdfstest_goals) $(missing_ltp_goals)): needs a third-party source this checkout does not have:)
+$(if $(missing_pjdfstest_goals),$(info make:   pjdfstest: none at $(PJDFSTEST_SRC); get it with: $(PJDFSTEST_GET); or set PJDFSTEST_SRC=DIR))
+$(if $(missing_ltp_goals),$(info make:   LTP: none at $(LTP_SRC); get it with: $(LTP_GET); or set LTP_SRC=DIR))
+$(error a third-party test suite's source is missing)
+endif
+ifneq ($(filter test,$(MAKECMDGOALS)),)
+ifneq ($(TEST_SKIPPED),)
+ifeq ($(REQUIRE_SUITES),1)
+$(info make test: REQUIRE_SUITES=1 and these tests need a missing source: $(TEST_SKIPPED))
+$(if $(have_pjdfstest),,$(info make:   pjdfstest: none at $(PJDFSTEST_SRC); get it with: $(PJDFSTEST_GET)))
+$(if $(or $(have_ltp),$(if $(TESTS_NEED_LTP),,none)),,$(info make:   LTP: none at $(LTP_SRC); get it with: $(LTP_GET)))
+$(error a third-party test suite's source is missing)
+endif
+$(shell { $(TEST_SKIP_BANNER); } >&2)
+endif
+endif
+
+## test: every test below (TEST_TARGETS); skips, and names, those whose suite source is missing
+test: $(filter-out $(TEST_SKIPPED),$(TEST_TARGETS))
+	@$(if $(TEST_SKIPPED),{ $(TEST_SKIP_BANNER); } >&2,echo "make test: every test ran and passed")
+
+# Structure (tools/layercheck): no file-level import cycle in dbfs and kvdb; the kernel's layers
+# (kernel/layers.txt, lowest first) run one way and its files import each other in no circle; no
+# Rust source file outside tests/ folders over 1000 lines. Every check runs; any finding fails.
+LAYERCHECK := $(CARGO_TARGET_DIR)/release/layercheck
+LINE_CHECK_DIRS := kernel fs drivers abi user-tests bench tools
+## check-layers: no import circles (kernel, dbfs, kvdb), kernel layers one way, no file over 1000 lines
+check-layers: deps
+	$(CARGO) build --release -p layercheck
+	@status=0; \
+	$(LAYERCHECK) fs/dbfs/src fs/kvdb/src || status=1; \
+	$(LAYERCHECK) --layers kernel/layers.txt kernel/src || status=1; \
+	$(LAYERCHECK) --max-lines 1000 $(LINE_CHECK_DIRS) || status=1; \
+	exit $$status
+
+# Every path the docs name exists, and every name they place in a file is there.
+## check-docs: every path README.md, bench/README.md and docs/*.md name exists (tests/doccheck.sh)
+check-docs:
+	tests/doccheck.sh
+
+# `make help` lists every target, each listed target exists, every .PHONY target is listed.
+## test-help: make help matches the makefiles (tests/make-help.sh)
+test-help:
+	tests/make-help.sh
+
+# make run CMD= as a script uses it (tests/run-cmd.sh), on scratch disks (RUN_CMD_DISKS; your
+# DISK_DIR is never touched): files on /dbfs and /fat survive to the next run; $?, $$, quotes
+# and backslashes arrive intact; plain lines without \r; the exit status as documented.
+RUN_CMD_DISKS ?= $(BUILD)/test-run-cmd-disks
+## test-run-cmd: make run CMD=: persistence, byte-exact CMD, plain lines, exit status
+test-run-cmd: root-image
+	DISKS=$(RUN_CMD_DISKS) BUILD=$(BUILD) tests/run-cmd.sh
+
+## test-host: cargo test of every host crate, and vfs's conformance suite
+test-host: deps
+	$(CARGO) test --release --workspace --exclude kernel --exclude user-tests
+	$(CARGO) test --release -p vfs --features conformance
+
+## test-guest: the in-guest test runner (/bin/testrunner), virtio-blk and memcpy self-tests
+test-guest: images
+	timeout --foreground -k 10 600 $(QEMU_BASE) -append "$(KERNEL_PARAMS) blk_selftest=1 mem_selftest=1 -- test" \
+		| tee $(BUILD)/test-guest.log
+	@grep -Eq '^(all: )?[0-9]+ passed, 0 failed' $(BUILD)/test-guest.log || \
+		{ echo "in-guest tests: no clean 'N passed, 0 failed' line"; exit 1; }
+	@grep -q 'scatter-gather and window self-test: ok' $(BUILD)/test-guest.log || \
+		{ echo "virtio-blk scatter-gather and disk window self-test did not pass"; exit 1; }
+	@grep -q 'memcpy/memset/memcmp self-test: ok' $(BUILD)/test-guest.log || \
+		{ echo "kernel memcpy/memset/memcmp self-test did not pass"; exit 1; }
+
+## test-persist: data written in one boot is there in the next (dbfs and FAT)
+test-persist: images
+	timeout --foreground -k 10 300 $(QEMU_BASE) \
+		-append "init=/bin/persist log=$(LOG) -- write /dbfs/persist" | tee $(BUILD)/persist-1.log
+	timeout --foreground -k 10 300 $(QEMU_BASE) \
+		-append "init=/bin/persist log=$(LOG) -- write /fat/persist" | tee -a $(BUILD)/persist-1.log
+	timeout --foreground -k 10 300 $(QEMU_BASE) \
+		-append "init=/bin/persist log=$(LOG) -- check /dbfs/persist" | tee $(BUILD)/persist-2.log
+	timeout --foreground -k 10 300 $(QEMU_BASE) \
+		-append "init=/bin/persist log=$(LOG) -- check /fat/persist" | tee -a $(BUILD)/persist-2.log
+	@test "$$(grep -Ec '^[0-9]+ passed, 0 failed' $(BUILD)/persist-2.log)" = 2 || \
+		{ echo "reboot test: data written before the reboot did not come back"; exit 1; }
+
+
+# A full disk (user-tests/src/bin/fillfs.rs): small dbfs (16 MiB) and FAT (34 MiB) disks
+# are filled until ENOSPC; committed files must survive, deleting must work and free space.
+## test-fill: full disks: ENOSPC on small dbfs (16 MiB) and FAT (34 MiB) disks
+test-fill: images
+	$(MKIMAGE) fat32 $(BUILD)/fill-fat.img --size 34M --label FILLFAT
+	$(MKIMAGE) blank $(BUILD)/fill-dbfs.img --size 16M
+	timeout --foreground -k 10 300 $(QEMU_FILL) \
+		-append "init=/bin/fillfs log=$(LOG) -- /dbfs /fat" | tee $(BUILD)/test-fill.log
+	@grep -Eq '^[0-9]+ passed, 0 failed' $(BUILD)/test-fill.log || \
+		{ echo "full-disk test: a check failed"; exit 1; }
+
+# Guest and host agree (tests/crosscheck.sh): dbfs-fuse and the guest each write a generated
+# tree the other verifies, and tests/crosscheck/workload.txt gives the same listing on both.
+## test-cross: guest and host agree on dbfs (tests/crosscheck.sh, SEED=N)
+test-cross: images
+	$(CARGO) build --release -p dbfs-fuse
+	QEMU='$(call QEMU_DBFS,@DBFS@)' KPARAMS='log=$(LOG) bcache=$(BCACHE)' \
+		DBFS_FUSE=$(CARGO_TARGET_DIR)/release/dbfs-fuse WORK=$(BUILD)/cross SEED=$(SEED) \
+		tests/crosscheck.sh
+
+
+# Crash survival: SIGKILL QEMU while /bin/crashwriter writes to dbfs (write(2) and shared
+# mappings made durable by msync/fsync), then fsck the image and
+# check every committed file on the host and in the next boot (tests/crash.sh).
+CRASH_ENV = BUILD=$(BUILD) KERNEL=$(KERNEL) DBFS_FUSE=$(CARGO_TARGET_DIR)/release/dbfs-fuse \
+	MEM=$(MEM) LOG=$(LOG) CRASH_SEED=$(CRASH_SEED)
+
+## test-crash: 30 SIGKILLs of QEMU mid-write, then fsck and every committed file checked
+test-crash: images
+	$(CARGO) build --release -p dbfs-fuse
+	$(CRASH_ENV) CRASH_POINTS=30 tests/crash.sh
+
+## crash-test: CRASH_POINTS QEMU kills, then CRASH_POINTS SIGKILLs of dbfs-fuse mid-write
+crash-test: images
+	$(CARGO) build --release -p dbfs-fuse
+	$(CRASH_ENV) CRASH_POINTS=$(CRASH_POINTS) tests/crash.sh
+	CRASH_SEED=$(CRASH_SEED) FUSE_CRASH_ROUNDS=$(CRASH_POINTS) $(CARGO) test --release -p dbfs-fuse --test crash -- --nocapture
+
+
+# POSIX conformance with pjdfstest through FUSE (tests/pjdfstest-fuse.sh, docs/CONFORMANCE.md).
+# The guest-written image: the guest formats a blank disk and writes the cross-check tree.
+PJD_ENV = DBFS_FUSE=$(DBFS_FUSE) BUILD=$(BUILD) SUITE_SRC=$(abspath $(PJDFSTEST_SRC))
+
+## pjdfstest-guest-image: a dbfs image the guest wrote (for make pjdfstest's dbfs-guest system)
+pjdfstest-guest-image: images
+	rm -f $(BUILD)/pjdfstest-guest.img
+	truncate -s 256M $(BUILD)/pjdfstest-guest.img
+	timeout --foreground -k 10 300 $(call QEMU_DBFS,$(BUILD)/pjdfstest-guest.img) \
+		-append "init=/bin/crosscheck log=$(LOG) bcache=$(BCACHE) -- gen /dbfs/tree seed=$(SEED)" \
+		</dev/null | tr -d '\r' > $(BUILD)/pjdfstest-guest.log
+	@grep -q '^crosscheck gen: seed $(SEED) written' $(BUILD)/pjdfstest-guest.log || \
+		{ echo "the guest did not write its tree (log $(BUILD)/pjdfstest-guest.log)"; exit 1; }
+
+## pjdfstest: the whole pjdfstest suite on dbfs-fuse (fresh, nowb, aged, guest-written), fuse2fs, tmpfs
+pjdfstest: deps pjdfstest-guest-image
+	$(REQUIRE_PJDFSTEST)
+	$(CARGO) build --release -p dbfs-fuse
+	timeout -k 10 7200 env $(PJD_ENV) GUEST_IMAGE=$(BUILD)/pjdfstest-guest.img \
+		SYSTEMS="$(PJD_SYSTEMS)" DIRS="$(PJD_DIRS)" tests/pjdfstest-fuse.sh | tee $(BUILD)/pjdfstest.log
+
+## test-pjdfstest: pjdfstest (PJD_TEST_DIRS) on a fresh dbfs-fuse mount (root)
+test-pjdfstest: deps
+	$(REQUIRE_PJDFSTEST)
+	$(CARGO) build --release -p dbfs-fuse
+	timeout -k 10 900 env $(PJD_ENV) SYSTEMS=dbfs DIRS="$(PJD_TEST_DIRS)" tests/pjdfstest-fuse.sh \
+		| tee $(BUILD)/test-pjdfstest.log
+
+
+# pjdfstest inside the kernel (tools/thirdparty/pjdfstest-guest.sh as /bin/pjdfstest-run,
+# tools/thirdparty/pjdfstest-both.sh as /bin/pjdfstest-both):
+# a fresh dbfs disk and a fresh FAT disk, one boot, the suite on each under busybox sh.
+# QEMU's exit status is 0 only when neither run had an unexpected result; afterwards the
+# dbfs image must pass `dbfs-fuse fsck`. On FAT the runner reads
+# tools/thirdparty/pjdfstest-fat32-expect.txt: the files vfat cannot run are skipped and the
+# assertions it cannot pass are expected failures, each with its reason (no owners,
+# permissions, links, symlinks, FIFOs or sockets on vfat; docs/CONFORMANCE.md); any other
+# failure, or a listed one that passes, fails the target.
+# The file systems `make pjdfstest-guest` runs: GUEST_PJD_FS, or a -d (dbfs) or -f (FAT) at the
+# head of GUEST_PJD_DIRS.
+PJD_FS = $(if $(filter -d,$(GUEST_PJD_DIRS)),dbfs,$(if $(filter -f,$(GUEST_PJD_DIRS)),fat,$(GUEST_PJD_FS)))
+PJD_FS_FLAG = $(if $(filter dbfs,$(PJD_FS)),-d,$(if $(filter fat,$(PJD_FS)),-f,$(if $(filter both,$(PJD_FS)),,$(error GUEST_PJD_FS must be both, dbfs or fat))))
+PJD_GUEST_RUN = $(MKIMAGE) blank $(BUILD)/pjd-dbfs.img --size 512M && \
+	$(MKIMAGE) fat32 $(BUILD)/pjd-fat.img --size 300M --label PJDFAT && \
+	timeout --foreground -k 10 $(GUEST_PJD_TIMEOUT) \
+		$(subst file=$(BUILD)/fat.img$(comma),file=$(BUILD)/pjd-fat.img$(comma),$(call QEMU_DBFS,$(BUILD)/pjd-dbfs.img)) \
+		-append "$(SHELL_PARAMS) -- /bin/pjdfstest-both $(filter-out all,$(1))" | tee $(2); \
+	$(CARGO_TARGET_DIR)/release/dbfs-fuse fsck $(BUILD)/pjd-dbfs.img
+# $(call PJD_CHECK,LOG,FS): LOG has FS's summary line with no unexpected result.
+PJD_CHECK = grep -Eq '^PJDFSTEST fs=$(2) passed=[0-9]+ failed=0 xfail=[0-9]+ xpass=0 ' $(1) || \
+	{ echo "pjdfstest in the guest: unexpected results on $(2) (see 'unexpected results' in $(1))"; exit 1; }
+
+## pjdfstest-guest: pjdfstest inside our kernel on a fresh /dbfs and /fat (GUEST_PJD_DIRS, GUEST_PJD_FS)
+pjdfstest-guest: images
+	$(REQUIRE_PJDFSTEST)
+	$(CARGO) build --release -p dbfs-fuse
+	$(call PJD_GUEST_RUN,$(PJD_FS_FLAG) $(filter-out -d -f,$(GUEST_PJD_DIRS)),$(BUILD)/pjdfstest-guest.log)
+	@$(if $(filter dbfs,$(PJD_FS)),,$(call PJD_CHECK,$(BUILD)/pjdfstest-guest.log,fat32-guest))
+	@$(if $(filter fat,$(PJD_FS)),,$(call PJD_CHECK,$(BUILD)/pjdfstest-guest.log,dbfs-guest))
+
+## test-pjdfstest-guest: pjdfstest in the guest: GUEST_PJD_TEST_DIRS on dbfs, GUEST_PJD_FAT_TEST_DIRS on FAT
+test-pjdfstest-guest: images
+	$(REQUIRE_PJDFSTEST)
+	$(CARGO) build --release -p dbfs-fuse
+	$(call PJD_GUEST_RUN,-d $(GUEST_PJD_TEST_DIRS),$(BUILD)/test-pjdfstest-guest.log)
+	@$(call PJD_CHECK,$(BUILD)/test-pjdfstest-guest.log,dbfs-guest)
+	$(call PJD_GUEST_RUN,-f $(GUEST_PJD_FAT_TEST_DIRS),$(BUILD)/test-pjdfstest-guest-fat.log)
+	@$(call PJD_CHECK,$(BUILD)/test-pjdfstest-guest-fat.log,fat32-guest)
+
+
+# The console shell as a person uses it (tests/shell.sh): QEMU in a tmux pane, commands typed
+# with send-keys (a pipe, a redirection, ^C of a running command, line editing), the screen
+# read back with capture-pane, and `exit 3` must end QEMU with status 3.
+## test-shell: busybox sh typed at in tmux: pipes, ^C, line editing, exit status (tests/shell.sh)
+test-shell: images
+	@command -v tmux >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q tmux </dev/null
+	QEMU='$(QEMU_BASE)' KPARAMS='$(SHELL_PARAMS)' BUILD=$(BUILD) tests/shell.sh
+
+# A user program cannot crash the kernel (user-tests/src/bin/exhaust.rs): a memory hog (an
+# out-of-memory SIGKILL), a fork bomb (EAGAIN/ENOMEM), a descriptor hog (EMFILE), a pipe
+# without reader (SIGPIPE/EPIPE), huge argv (E2BIG), long paths; a file fsync'd on /dbfs
+# before them must read back intact after each, and the image must pass fsck afterwards.
+## test-exhaust: memory, fork, descriptor, pipe, map, argv, path hogs: none may crash the kernel
+test-exhaust: images
+	$(CARGO) build --release -p dbfs-fuse
+	timeout --foreground -k 10 600 $(QEMU_BASE) -append "init=/bin/exhaust log=$(LOG) -- /dbfs $(EXHAUST_CASES)" \
+		| tee $(BUILD)/test-exhaust.log
+	@grep -Eq '^[0-9]+ passed, 0 failed' $(BUILD)/test-exhaust.log || \
+		{ echo "exhaustion test: a case failed"; exit 1; }
+	$(CARGO_TARGET_DIR)/release/dbfs-fuse fsck $(BUILD)/dbfs.img
+
+# What sqlite and fio need beyond plain file I/O (user-tests/src/bin/apptest.rs): POSIX
+# record locks between processes on /dbfs and /fat, shared anonymous memory across fork,
+# System V shared memory, futexes between processes, nice values; then the real sqlite3 shell
+# creates, fills and queries a database on each, and fio writes and randomly reads /dbfs;
+# busybox tar with gzip and bzip2 children between /dbfs and /fat (tests/guest/tartest.sh).
+## test-apps: record locks, shared memory, futexes, sqlite3, fio, pthreads, vDSO clock, tar, workloads
+test-apps: images
+	timeout --foreground -k 10 300 $(QEMU_BASE) -append "$(SHELL_PARAMS) -- -c '/bin/apptest /dbfs /fat && \
+		for d in /dbfs /fat; do rm -f \$$d/apps.db; \
+		sqlite3 \$$d/apps.db \"create table t(a); insert into t values(1),(2); select sum(a) from t;\" \
+		| sed \"s|^|SQLITE \$$d |\"; done; \
+		fio --name=w --filename=/dbfs/fio --size=4m --bs=1m --rw=write --ioengine=psync --minimal >/dev/null && \
+		fio --name=r --filename=/dbfs/fio --size=4m --bs=4k --rw=randread --ioengine=psync --minimal >/dev/null && \
+		echo FIO ok; \
+		fio --name=t --thread --numjobs=4 --directory=/dbfs --size=1m --bs=4k --rw=randwrite \
+		--ioengine=psync --verify=crc32c --do_verify=1 --group_reporting --minimal >/dev/null && \
+		echo FIO threads ok; \
+		for d in /dbfs /fat; do fio --name=m --filename=\$$d/fio-mmap --size=8m --bsrange=1k-256k \
+		--rw=randwrite --ioengine=mmap --verify=crc32c --verify_fatal=1 --minimal >/dev/null && \
+		echo \"FIO mmap \$$d ok\"; rm -f \$$d/fio-mmap; done; \
+		/bin/threadtest; \
+		/bin/timetest; \
+		/bin/tartest /dbfs /fat; \
+		/bin/workloads dbfs:/dbfs fat32:/fat reps=1 quick | grep -E \"^(ERROR|workloads:)\"'" | tee $(BUILD)/test-apps.log
+	@grep -Eq '^[0-9]+ passed, 0 failed' $(BUILD)/test-apps.log || \
+		{ echo "apptest: a check failed"; exit 1; }
+	@grep -Eq '^threadtest: [0-9]+ passed, 0 failed' $(BUILD)/test-apps.log || \
+		{ echo "threadtest: a check failed"; exit 1; }
+	@grep -Eq '^timetest: [0-9]+ passed, 0 failed' $(BUILD)/test-apps.log || \
+		{ echo "timetest: a check failed"; exit 1; }
+	@grep -Eq '^tartest: [1-9][0-9]* passed, 0 failed' $(BUILD)/test-apps.log || \
+		{ echo "tar czf/xzf/cjf/xjf between /dbfs and /fat failed (tests/guest/tartest.sh)"; exit 1; }
+	@grep -q '^FIO threads ok' $(BUILD)/test-apps.log || \
+		{ echo "fio --thread --numjobs=4 with verify failed"; exit 1; }
+	@test "$$(grep -c '^SQLITE /[a-z]* 3' $(BUILD)/test-apps.log)" = 2 || \
+		{ echo "sqlite3 in the guest did not answer 3 on both file systems"; exit 1; }
+	@grep -q '^FIO ok' $(BUILD)/test-apps.log || { echo "fio in the guest failed"; exit 1; }
+	@test "$$(grep -c '^FIO mmap /[a-z]* ok' $(BUILD)/test-apps.log)" = 2 || \
+		{ echo "fio --ioengine=mmap with verify failed on dbfs or FAT32"; exit 1; }
+	@grep -Eq '^workloads: [1-9][0-9]* results, 0 errors' $(BUILD)/test-apps.log || \
+		{ echo "bench/workloads at its quick size failed in the guest"; exit 1; }
+
+
+.PHONY: test test-help check-layers check-docs test-run-cmd test-host test-guest test-persist test-fill test-cross \
+	pjdfstest-guest-image pjdfstest test-pjdfstest test-crash crash-test pjdfstest-guest \
+	test-pjdfstest-guest test-shell test-exhaust test-apps
