@@ -62,8 +62,16 @@ pub fn sys_clone(
     };
     let flags = flags as u64;
     let exit_signal = flags & 0xff;
-    // Processes: fork (glibc's passes CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID) and
-    // vfork-style (CLONE_VM | CLONE_VFORK), which a copy implements correctly. Threads:
+    // Processes: fork (glibc's passes CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID) and vfork
+    // (CLONE_VFORK, with or without CLONE_VM): the caller sleeps until the child execs or
+    // exits, as Linux's. The child still gets a copy-on-write copy of the memory rather than
+    // the parent's own: an address space is a value each process owns under its lock (its
+    // `satp` mirrored beside it for the scheduler, its file mappings and the
+    // `readers_away`/`space_changing` counts kept per process), so two processes cannot
+    // share one without making it a shared, separately locked object everywhere it is
+    // reached. A program that follows vfork's rules (the child only execs or _exits) cannot
+    // tell the copy apart; one whose child writes to memory for the parent to read can.
+    // Threads:
     // CLONE_THREAD, which needs CLONE_SIGHAND and CLONE_VM (EINVAL otherwise, as Linux),
     // and, here, CLONE_FILES and CLONE_FS too (a thread with its own descriptor table or
     // cwd is ENOSYS: they belong to the process). CLONE_SYSVSEM has nothing to share: there
@@ -115,10 +123,11 @@ pub fn sys_clone(
     } else {
         0
     };
+    let vfork = flags & CLONE_VFORK != 0;
     let id = if thread {
         task::spawn_thread(&child_tf, clear_tid)?
     } else {
-        task::fork(&child_tf)?
+        task::fork(&child_tf, vfork)?
     };
     let tid = (id as u32).to_le_bytes();
     // The ids are written before the child runs (it is only queued), as Linux does.
@@ -137,6 +146,9 @@ pub fn sys_clone(
         if let Some(t) = task::find_thread(id) {
             t.inner.lock().clear_child_tid = clear_tid;
         }
+    }
+    if vfork {
+        task::wait_vfork_done(id);
     }
     Ok(id)
 }

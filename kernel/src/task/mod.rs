@@ -108,6 +108,9 @@ pub struct ProcInner {
     /// arguments as /proc/<pid>/cmdline gives them (each followed by a NUL byte).
     pub comm: String,
     pub cmdline: Vec<u8>,
+    /// The parent's thread asleep in vfork (`clone(CLONE_VFORK)`) until this child execs
+    /// or exits ([`release_vfork_parent`]); `None` for any other child, or once released.
+    pub vfork_parent: Option<Arc<Thread>>,
 }
 
 /// `comm` and `cmdline` of a program run as `path` with `argv`.
@@ -441,6 +444,7 @@ pub fn spawn_init(path: &str, argv: Vec<String>) -> Result<(), Errno> {
         nice: 0,
         comm,
         cmdline,
+        vfork_parent: None,
     };
     make_process(
         &mut SCHED.lock(),
@@ -786,8 +790,10 @@ pub fn current_process() -> Arc<Process> {
 }
 
 /// fork: a copy of the current process, with one thread (a copy of the caller running
-/// `tf`); returns the child's pid.
-pub fn fork(tf: &TrapFrame) -> Result<usize, Errno> {
+/// `tf`); returns the child's pid. With `vfork`, the child holds the calling thread as its
+/// [`ProcInner::vfork_parent`] from the start, so that [`wait_vfork_done`] sees an exec or
+/// exit that happens before it is called (a `CLONE_CHILD_SETTID` store may give the CPU away).
+pub fn fork(tf: &TrapFrame, vfork: bool) -> Result<usize, Errno> {
     if SCHED.lock().tasks() >= MAX_PROCS {
         return Err(Errno::EAGAIN);
     }
@@ -799,6 +805,7 @@ pub fn fork(tf: &TrapFrame) -> Result<usize, Errno> {
     // The stack first: it is the large heap allocation, and fails before the address space
     // is shared copy-on-write.
     let kstack = new_kstack()?;
+    let vfork_parent = vfork.then(current_thread);
     let (child_inner, ctf) = {
         let mut p = parent.inner.lock();
         let space = p.space.fork()?;
@@ -823,12 +830,44 @@ pub fn fork(tf: &TrapFrame) -> Result<usize, Errno> {
             nice: p.nice,
             comm: p.comm.clone(),
             cmdline: p.cmdline.clone(),
+            vfork_parent,
         };
         (inner, ctf)
     };
     let child = make_process(&mut SCHED.lock(), child_inner, ctf, kstack, mask);
     parent.inner.lock().children.push(child.clone());
     Ok(child.pid)
+}
+
+/// The vfork wait (Linux's `wait_for_vfork_done`): sleep until child `pid` has execed or
+/// exited ([`release_vfork_parent`]). Killable as Linux's: a signal that will end the caller
+/// ([`signal::fatal_pending`]: SIGKILL, or a default-terminating one it does not block or
+/// handle) ends the wait; any other signal stays pending until the child lets go, and is
+/// delivered when the vfork call returns.
+pub fn wait_vfork_done(pid: usize) {
+    let Some(child) = find(pid) else { return };
+    let me = current_ref();
+    loop {
+        let waiting = {
+            let c = child.inner.lock();
+            c.vfork_parent
+                .as_ref()
+                .is_some_and(|t| core::ptr::eq(Arc::as_ptr(t), me))
+        };
+        if !waiting || signal::fatal_pending() {
+            return;
+        }
+        // The child wakes this thread by `wake` (it holds it in `vfork_parent`); a signal's
+        // wake-up only makes the loop look again.
+        block_current();
+    }
+}
+
+/// Let the parent asleep in vfork go on (the child has execed or is exiting): called with
+/// the child's lock held, so it only takes the parent out; the caller wakes it once the lock
+/// is gone (`wake` takes `SCHED`, which comes before a process's lock).
+fn release_vfork_parent(inner: &mut ProcInner) -> Option<Arc<Thread>> {
+    inner.vfork_parent.take()
 }
 
 /// clone(CLONE_THREAD): a new thread of the current process running `tf` (with `a0` = 0);
@@ -911,8 +950,15 @@ pub fn exec(path: &str, argv: Vec<String>, envp: Vec<String>) -> Result<(), Errn
         current_ref().process.satp.store(space.satp(), Relaxed);
         p.space = space;
         p.sig.reset_for_exec();
-        p.files.close_on_exec()
+        // The new image is in place: a parent waiting in vfork goes on (Linux releases it
+        // in exec_mmap, once the old memory is no longer the child's).
+        let vfork_parent = release_vfork_parent(p);
+        (p.files.close_on_exec(), vfork_parent)
     });
+    let (closed, vfork_parent) = closed;
+    if let Some(parent) = vfork_parent {
+        wake(&parent);
+    }
     // Outside the process lock: a last close may write back data.
     let pid = current_pid();
     for f in closed {
@@ -984,17 +1030,23 @@ pub fn exit_thread(status: ExitStatus) -> ! {
 /// its children to init and tell the parent.
 fn process_exit(p: Arc<Process>, status: ExitStatus) {
     crate::mm::page_table::activate_kernel();
-    let (ppid, children, files) = {
+    let (ppid, children, files, vfork_parent) = {
         let mut inner = p.inner.lock();
         inner.zombie = Some(status);
+        // A parent waiting in vfork goes on, and finds the child's status waiting for it.
+        let vfork_parent = release_vfork_parent(&mut inner);
         // Free memory now (allocating nothing).
         inner.space.clear();
         (
             inner.ppid,
             core::mem::take(&mut inner.children),
             core::mem::take(&mut inner.files),
+            vfork_parent,
         )
     };
+    if let Some(parent) = vfork_parent {
+        wake(&parent);
+    }
     crate::fs::lock::release_all(p.pid);
     drop(files); // closes every descriptor (may write back data)
     if p.pid == 1 {

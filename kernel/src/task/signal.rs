@@ -215,6 +215,30 @@ pub fn pending() -> bool {
     pend != 0 && pend & !t.inner.lock().sig.blocked != 0
 }
 
+/// Whether the current thread will die when it next returns to user mode: it must exit, or
+/// SIGKILL is pending, or a pending signal it does not block has the default action
+/// `Terminate` (Linux's `fatal_signal_pending`, for waits that only such a signal ends).
+pub fn fatal_pending() -> bool {
+    let t = super::current_thread();
+    if t.must_exit() {
+        return true;
+    }
+    let pend = t.sig_pending.load(Relaxed) | t.process.sig_pending.load(Relaxed);
+    if pend & bit(SIGKILL) != 0 {
+        return true;
+    }
+    let deliverable = pend & !t.inner.lock().sig.blocked;
+    if deliverable == 0 {
+        return false;
+    }
+    let inner = t.process.inner.lock();
+    (1..=NSIG).any(|sig| {
+        deliverable & bit(sig) != 0
+            && inner.sig.actions[sig - 1].handler == SIG_DFL
+            && default_action(sig) == Default_::Terminate
+    })
+}
+
 /// The signals pending for the current thread, its own and its process's (rt_sigpending).
 pub fn pending_set() -> u64 {
     let t = super::current_thread();
