@@ -187,8 +187,17 @@ extern "C" fn rust_main(_hartid: usize, dtb: usize) -> ! {
         }
     }
     if params.copy_cost {
-        match arch::mem::copy_cost() {
-            Some(ns) => println!("COPYCOST op=copy4k ns_per_call={}", ns),
+        // Two frames, as `copy_out` copies into a user frame through the direct map.
+        let pages = mm::frame::alloc().zip(mm::frame::alloc());
+        match pages {
+            Some((src, mut dst)) => {
+                let src: Option<&[u8; arch::mem::PAGE]> = src.bytes().try_into().ok();
+                let dst: Option<&mut [u8; arch::mem::PAGE]> = dst.bytes_mut().try_into().ok();
+                if let Some((s, d)) = src.zip(dst) {
+                    let ns = arch::mem::copy_cost(s, d);
+                    println!("COPYCOST op=copy4k ns_per_call={}", ns);
+                }
+            }
             None => println!("[kernel] copy_cost: no free frames"),
         }
     }

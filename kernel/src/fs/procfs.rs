@@ -52,7 +52,7 @@ pub struct PsInfo {
 }
 
 /// Clock ticks per second in `stat` (Linux's USER_HZ, as `times` counts).
-const HZ: u64 = crate::syscall::misc::CLK_TCK;
+const HZ: u64 = crate::arch::time::CLK_TCK;
 
 fn ticks(ns: u64) -> u64 {
     ns / (1_000_000_000 / HZ)

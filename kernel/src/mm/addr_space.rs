@@ -738,10 +738,10 @@ impl AddrSpace {
         if image_end == 0 {
             return Err(Errno::ENOEXEC);
         }
-        let tramp = crate::task::signal::SIGRETURN_TRAMPOLINE;
+        let tramp = crate::arch::vdso::SIGRETURN_TRAMPOLINE;
         self.add_area(tramp, tramp + PAGE_SIZE, Perm::R | Perm::X)
             .map_err(|_| Errno::ENOEXEC)?;
-        let code: Vec<u8> = crate::task::signal::TRAMPOLINE_CODE
+        let code: Vec<u8> = crate::arch::vdso::TRAMPOLINE_CODE
             .iter()
             .flat_map(|w| w.to_le_bytes())
             .collect();
@@ -834,25 +834,25 @@ impl AddrSpace {
             .iter()
             .fold(0usize, |m, &l| m | 1 << (l - b'a'));
         let auxv: [(usize, usize); 19] = [
-            (3, elf.phdr),                          // AT_PHDR
-            (4, elf.phent),                         // AT_PHENT
-            (5, elf.phnum),                         // AT_PHNUM
-            (6, PAGE_SIZE),                         // AT_PAGESZ
-            (7, 0),                                 // AT_BASE: no interpreter
-            (8, 0),                                 // AT_FLAGS
-            (9, elf.entry),                         // AT_ENTRY
-            (11, ids.uid as usize),                 // AT_UID
-            (12, ids.euid as usize),                // AT_EUID
-            (13, ids.gid as usize),                 // AT_GID
-            (14, ids.egid as usize),                // AT_EGID
-            (15, platform),                         // AT_PLATFORM
-            (16, hwcap),                            // AT_HWCAP
-            (17, crate::syscall::CLK_TCK as usize), // AT_CLKTCK
-            (23, 0),                                // AT_SECURE
-            (25, random),                           // AT_RANDOM
-            (26, 0),                                // AT_HWCAP2
-            (31, execfn_ptr),                       // AT_EXECFN
-            (33, crate::arch::vdso::BASE),          // AT_SYSINFO_EHDR (mapped by load_elf)
+            (3, elf.phdr),                             // AT_PHDR
+            (4, elf.phent),                            // AT_PHENT
+            (5, elf.phnum),                            // AT_PHNUM
+            (6, PAGE_SIZE),                            // AT_PAGESZ
+            (7, 0),                                    // AT_BASE: no interpreter
+            (8, 0),                                    // AT_FLAGS
+            (9, elf.entry),                            // AT_ENTRY
+            (11, ids.uid as usize),                    // AT_UID
+            (12, ids.euid as usize),                   // AT_EUID
+            (13, ids.gid as usize),                    // AT_GID
+            (14, ids.egid as usize),                   // AT_EGID
+            (15, platform),                            // AT_PLATFORM
+            (16, hwcap),                               // AT_HWCAP
+            (17, crate::arch::time::CLK_TCK as usize), // AT_CLKTCK
+            (23, 0),                                   // AT_SECURE
+            (25, random),                              // AT_RANDOM
+            (26, 0),                                   // AT_HWCAP2
+            (31, execfn_ptr),                          // AT_EXECFN
+            (33, crate::arch::vdso::BASE),             // AT_SYSINFO_EHDR (mapped by load_elf)
         ];
         let mut words: Vec<usize> = Vec::new();
         words.push(argv.len());

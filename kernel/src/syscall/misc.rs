@@ -277,15 +277,12 @@ pub fn sys_sysinfo(info: usize) -> SysResult {
     Ok(0)
 }
 
-/// Clock ticks per second that `times` counts in (AT_CLKTCK, Linux's USER_HZ).
-pub const CLK_TCK: u64 = 100;
-
 /// times: CPU time of the caller and its reaped children, in clock ticks; returns the ticks
 /// since boot.
 pub fn sys_times(buf: usize) -> SysResult {
     let me = crate::task::current_process();
     let (own, children) = (me.cpu_ns(), me.inner.lock().children_cpu_ns);
-    let tick = |ns: u64| ns / (1_000_000_000 / CLK_TCK);
+    let tick = |ns: u64| ns / (1_000_000_000 / crate::arch::time::CLK_TCK);
     if buf != 0 {
         let mut b = [0u8; 32];
         b[0..8].copy_from_slice(&tick(own).to_le_bytes());

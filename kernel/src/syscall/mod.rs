@@ -19,7 +19,6 @@ mod stream;
 mod timerfd;
 mod xattr;
 
-pub use misc::CLK_TCK;
 pub use poll::poll_wake;
 
 use abi::syscall::*;

@@ -12,7 +12,7 @@
 //! ([`deliver`]): the default action (terminate, or ignore), or a call of the handler
 //! with a `rt_sigframe` pushed on the user stack, laid out as Linux riscv64 does (siginfo,
 //! then ucontext with the saved mask and all registers), returning through a two-instruction
-//! trampoline page (`rt_sigreturn`) the loader maps at [`SIGRETURN_TRAMPOLINE`] (Linux uses
+//! trampoline page (`rt_sigreturn`) the loader maps at `arch::vdso::SIGRETURN_TRAMPOLINE` (Linux uses
 //! its vDSO; ours, `arch::vdso`, holds only the clock). Stop signals (SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU) are accepted
 //! but do not stop anything yet: there is no job control stop/continue.
 //!
@@ -56,12 +56,6 @@ pub const SA_RESETHAND: u64 = 0x8000_0000;
 
 /// Kernel-internal: "interrupted, restart unless a handler without SA_RESTART runs".
 pub const ERESTARTSYS: Errno = Errno(512);
-
-/// Where every address space has its signal-return trampoline (`li a7, 139; ecall`): the
-/// last page of user space.
-pub const SIGRETURN_TRAMPOLINE: usize = crate::mm::USER_END - crate::mm::PAGE_SIZE;
-/// The trampoline's code: `addi a7, zero, 139` (rt_sigreturn), `ecall`.
-pub const TRAMPOLINE_CODE: [u32; 2] = [0x08b0_0893, 0x0000_0073];
 
 /// The bit of signal `sig` (1..=64) in a mask.
 pub const fn bit(sig: usize) -> u64 {
@@ -379,7 +373,7 @@ fn push_frame(
     if uaccess::copy_out(space, sp, &frame).is_err() {
         return false;
     }
-    tf.regs[1] = SIGRETURN_TRAMPOLINE;
+    tf.regs[1] = crate::arch::vdso::SIGRETURN_TRAMPOLINE;
     tf.regs[2] = sp;
     tf.regs[10] = sig;
     tf.regs[11] = sp;
