@@ -175,6 +175,13 @@ extern "C" fn rust_main(_hartid: usize, dtb: usize) -> ! {
     mm::init(info.ram_end);
     // A kvdb lock found held means its holder gave the CPU away (see task::relax).
     kvdb::sync::set_relax(task::relax);
+    // Under memory pressure the heap asks the block layer's caches to forget clean blocks.
+    mm::heap::set_shrinker(drivers::block_cache::shrink_all);
+    // Truncation and write-back reach every process's mappings through the task layer.
+    mm::file_pages::set_space_access(mm::file_pages::SpaceAccess {
+        for_each: task::for_each_space,
+        for_each_keeping_cpu: task::for_each_space_keeping_cpu,
+    });
     let params = params::parse_params(cmdline);
     arch::console::init_logger(params.log);
     if params.mem_selftest {
@@ -249,7 +256,20 @@ extern "C" fn rust_main(_hartid: usize, dtb: usize) -> ! {
 
     let mut argv = alloc::vec![params.init.clone()];
     argv.extend(params.init_args);
-    if let Err(e) = task::spawn_init(&params.init, argv) {
+    task::set_services(task::Services {
+        take_input: tty::poll_input,
+        periodic: fs::tick,
+        power_off: fs::sync_and_power_off,
+    });
+    let started = fs::file::FdTable::with_console().and_then(|files| {
+        task::spawn_init(
+            &params.init,
+            argv,
+            alloc::boxed::Box::new(files),
+            fs::read_whole_file,
+        )
+    });
+    if let Err(e) = started {
         println!("[kernel] cannot start {}: {}", params.init, e);
         shutdown(2);
     }
@@ -257,9 +277,8 @@ extern "C" fn rust_main(_hartid: usize, dtb: usize) -> ! {
 }
 
 /// Write back every file system and power off with `code` as QEMU's exit status.
-pub fn shutdown(code: u32) -> ! {
-    fs::sync_all();
-    arch::power::shutdown(code)
+fn shutdown(code: u32) -> ! {
+    fs::sync_and_power_off(code)
 }
 
 #[panic_handler]

@@ -112,6 +112,12 @@ pub fn sync_all() {
     }
 }
 
+/// Write back every file system and power off with `code` as QEMU's exit status.
+pub fn sync_and_power_off(code: u32) -> ! {
+    sync_all();
+    crate::arch::power::shutdown(code)
+}
+
 /// Create `name` in the directory `parent` (xv6's `create()`): checks that the caller may add
 /// a name there, gives the node the caller's owner and the right group and mode
 /// (`perm::new_node`), and returns its location. `perm` has the umask applied already; `rdev`

@@ -21,11 +21,10 @@ use alloc::vec::Vec;
 
 use abi::Errno;
 
-use super::file_pages::{FileRef, SharedFile};
+use super::file_pages::{FileKey, FileRef, MappedFile, SharedFile};
 use super::frame::{self, Frame};
 use super::page_table::{PageTable, PteFlags};
 use super::{page_ceil, page_floor, PAGE_SIZE, USER_BASE, USER_END};
-use crate::fs::lock::FileKey;
 use crate::sync::Mutex;
 
 pub const STACK_TOP: usize = 0x3f_0000_0000;
@@ -153,13 +152,13 @@ impl FileArea {
     /// A mapping of `file` (whose lock key is `key`, whose pages are `table`) from `offset`,
     /// private (`MAP_PRIVATE`) or shared.
     pub fn new(
-        file: Arc<crate::fs::file::OpenFile>,
+        file: Arc<dyn MappedFile>,
         key: FileKey,
         table: Arc<SharedFile>,
         private: bool,
         offset: u64,
     ) -> FileArea {
-        let may_write = file.writable;
+        let may_write = file.writable();
         FileArea {
             _open: FileRef::new(file),
             key,

@@ -56,7 +56,7 @@ pub fn sys_ftruncate(fd: i32, len: i64) -> SysResult {
         return Err(Errno::EINVAL);
     }
     f.loc.node.truncate(len as u64)?;
-    crate::mm::file_pages::truncated_open(&f, len as u64);
+    crate::mm::file_pages::truncated_open(&*f, len as u64);
     drop_suid_of(&f)?;
     Ok(0)
 }

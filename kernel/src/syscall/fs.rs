@@ -27,7 +27,7 @@ pub use super::namespace::*;
 pub(super) const MAX_RW: usize = 0x7fff_f000;
 
 pub(super) fn file(fd: i32) -> Result<Arc<OpenFile>, Errno> {
-    with_current(|p| p.files.get(fd))
+    with_current(|p| p.files.fds().get(fd))
 }
 
 /// The directory relative paths start from: the cwd, or the directory open at `dirfd`.
@@ -158,7 +158,7 @@ pub fn sys_openat(dirfd: i32, path_ptr: usize, flags: u32, mode: u32) -> SysResu
             FileType::Socket => return Err(Errno::ENXIO),
             FileType::Fifo => {
                 let f = super::stream::open_fifo(loc, flags)?;
-                return with_current(|p| p.files.install(f, flags & O_CLOEXEC != 0))
+                return with_current(|p| p.files.fds().install(f, flags & O_CLOEXEC != 0))
                     .map(|fd| fd as usize);
             }
             _ => {}
@@ -186,11 +186,11 @@ pub fn sys_openat(dirfd: i32, path_ptr: usize, flags: u32, mode: u32) -> SysResu
             | O_PATH
             | O_ACCMODE);
     let f = OpenFile::new(loc, readable, writable, status)?;
-    with_current(|p| p.files.install(f, flags & O_CLOEXEC != 0)).map(|fd| fd as usize)
+    with_current(|p| p.files.fds().install(f, flags & O_CLOEXEC != 0)).map(|fd| fd as usize)
 }
 
 pub fn sys_close(fd: i32) -> SysResult {
-    let f = with_current(|p| p.files.close(fd))?;
+    let f = with_current(|p| p.files.fds().close(fd))?;
     f.release_locks(crate::task::current_pid());
     // May run `release` (outside the process lock); its error is close's, the descriptor is
     // gone either way (as in Linux).
@@ -270,7 +270,7 @@ pub fn sys_getdents64(fd: i32, buf: usize, count: usize) -> SysResult {
 pub fn sys_fsync(fd: i32, data_only: bool) -> SysResult {
     let f = file(fd)?;
     crate::mm::window::barrier_coming(|| {
-        crate::mm::file_pages::write_back_open(&f)?;
+        crate::mm::file_pages::write_back_open(&*f)?;
         f.loc.node.fsync(data_only).map_err(Errno::from)
     })?;
     Ok(0)
@@ -317,8 +317,8 @@ pub fn sys_sync() -> SysResult {
 
 pub fn sys_dup(fd: i32) -> SysResult {
     with_current(|p| {
-        let f = p.files.get(fd)?;
-        p.files.install(f, false).map(|fd| fd as usize)
+        let f = p.files.fds().get(fd)?;
+        p.files.fds().install(f, false).map(|fd| fd as usize)
     })
 }
 
@@ -331,9 +331,9 @@ pub fn sys_dup3(old: i32, new: i32, flags: u32) -> SysResult {
         return Err(Errno::EBADF);
     }
     let replaced = with_current(|p| {
-        let f = p.files.get(old)?;
-        p.files.make_room(new_idx)?;
-        Ok::<_, Errno>(p.files.install_at(new_idx, f, flags & O_CLOEXEC != 0))
+        let f = p.files.fds().get(old)?;
+        p.files.fds().make_room(new_idx)?;
+        Ok::<_, Errno>(p.files.fds().install_at(new_idx, f, flags & O_CLOEXEC != 0))
     })?;
     if let Some(f) = replaced {
         f.release_locks(crate::task::current_pid());
@@ -428,18 +428,27 @@ pub fn sys_fcntl(fd: i32, cmd: u32, arg: usize) -> SysResult {
     const F_DUPFD_CLOEXEC: u32 = 1030;
     const FD_CLOEXEC: usize = 1;
     with_current(|p| {
-        let f = p.files.get(fd)?;
+        let f = p.files.fds().get(fd)?;
         match cmd {
             F_DUPFD | F_DUPFD_CLOEXEC => {
                 if arg >= crate::fs::file::MAX_FDS {
                     return Err(Errno::EINVAL);
                 }
                 p.files
+                    .fds()
                     .install_from(arg, f, cmd == F_DUPFD_CLOEXEC)
                     .map(|fd| fd as usize)
             }
-            F_GETFD => Ok(if p.files.cloexec(fd)? { FD_CLOEXEC } else { 0 }),
-            F_SETFD => p.files.set_cloexec(fd, arg & FD_CLOEXEC != 0).map(|_| 0),
+            F_GETFD => Ok(if p.files.fds().cloexec(fd)? {
+                FD_CLOEXEC
+            } else {
+                0
+            }),
+            F_SETFD => p
+                .files
+                .fds()
+                .set_cloexec(fd, arg & FD_CLOEXEC != 0)
+                .map(|_| 0),
             F_GETFL => Ok(*f.status_flags.lock() as usize),
             F_SETFL => {
                 let mut s = f.status_flags.lock();

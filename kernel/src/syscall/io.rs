@@ -333,7 +333,7 @@ pub fn sys_pread(fd: i32, va: usize, len: usize, offset: i64) -> SysResult {
     // The descriptor and, for a buffer inside one page mapped already, the buffer: one lock
     // of the process for both.
     let (f, run) = crate::task::with_current(|p| {
-        let f = p.files.get(fd)?;
+        let f = p.files.fds().get(fd)?;
         Ok::<_, Errno>((f, UserRun::mapped(&mut p.space, va, len, Access::Write)))
     })?;
     if offset < 0 {

@@ -68,7 +68,7 @@ fn map_file(
     if !offset.is_multiple_of(PAGE_SIZE) {
         return Err(Errno::EINVAL);
     }
-    let f = crate::task::with_current(|p| p.files.get(fd))?;
+    let f = crate::task::with_current(|p| p.files.fds().get(fd))?;
     if f.ftype != vfs::FileType::Regular {
         return Err(Errno::ENODEV);
     }
@@ -85,7 +85,7 @@ fn map_file(
         return Err(Errno::EOVERFLOW);
     }
     let key = f.lock_key()?;
-    let table = file_pages::shared_table(&f, key)?;
+    let table = file_pages::shared_table(&*f, key)?;
     let area = FileArea::new(f, key, table, !shared, offset as u64);
     with_space(|s| s.mmap_file(addr, len, perm, fixed, area))
 }
@@ -347,7 +347,7 @@ pub fn sys_reboot(magic1: usize, magic2: usize, cmd: usize) -> SysResult {
         return Err(Errno::EINVAL);
     }
     crate::fs::sync_all();
-    crate::shutdown(0)
+    crate::fs::sync_and_power_off(0)
 }
 
 pub fn sys_drop_caches() -> SysResult {

@@ -19,8 +19,6 @@ mod stream;
 mod timerfd;
 mod xattr;
 
-pub use poll::poll_wake;
-
 use abi::syscall::*;
 use abi::Errno;
 

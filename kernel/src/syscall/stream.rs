@@ -134,11 +134,11 @@ pub fn sys_pipe2(fds: usize, flags: u32) -> SysResult {
     let (rf, wf) = (pipe_file(r, flags)?, pipe_file(w, flags)?);
     let cloexec = flags & O_CLOEXEC != 0;
     let (a, b) = with_current(|p| {
-        let a = p.files.install(rf, cloexec)?;
-        match p.files.install(wf, cloexec) {
+        let a = p.files.fds().install(rf, cloexec)?;
+        match p.files.fds().install(wf, cloexec) {
             Ok(b) => Ok((a, b)),
             Err(e) => {
-                let _ = p.files.close(a);
+                let _ = p.files.fds().close(a);
                 Err(e)
             }
         }
@@ -183,11 +183,11 @@ pub fn sys_ioctl(fd: i32, cmd: usize, arg: usize) -> SysResult {
     const FIONBIO: u32 = 0x5421;
     const FIOCLEX: u32 = 0x5451;
     const FIONCLEX: u32 = 0x5450;
-    let f = with_current(|p| p.files.get(fd))?;
+    let f = with_current(|p| p.files.fds().get(fd))?;
     let cmd = cmd as u32;
     match cmd {
         FIOCLEX | FIONCLEX => {
-            with_current(|p| p.files.set_cloexec(fd, cmd == FIOCLEX))?;
+            with_current(|p| p.files.fds().set_cloexec(fd, cmd == FIOCLEX))?;
             return Ok(0);
         }
         FIONBIO => {

@@ -41,7 +41,7 @@ fn node_of(fd: i32) -> Result<NodeRef, Errno> {
     if fd == AT_FDCWD {
         return Err(Errno::EBADF);
     }
-    let f = with_current(|p| p.files.get(fd))?;
+    let f = with_current(|p| p.files.fds().get(fd))?;
     if *f.status_flags.lock() & O_PATH != 0 {
         return Err(Errno::EBADF);
     }

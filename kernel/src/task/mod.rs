@@ -24,6 +24,7 @@
 //! a thread's `inner` (a leaf). No lock is held across a context switch.
 
 pub mod cred;
+pub mod files;
 pub mod futex;
 pub mod ps;
 pub mod signal;
@@ -42,7 +43,6 @@ use abi::Errno;
 use spin::Mutex;
 
 use crate::arch::trap::TrapFrame;
-use crate::fs::file::FdTable;
 use crate::mm::addr_space::AddrSpace;
 use switch::TaskContext;
 
@@ -87,7 +87,7 @@ pub struct ProcInner {
     /// Set by the first `exit_group` or fatal signal: the status the process ends with.
     pub group_exit: Option<ExitStatus>,
     pub space: AddrSpace,
-    pub files: FdTable,
+    pub files: Box<dyn files::FileTable>,
     /// Absolute, canonical working directory.
     pub cwd: String,
     pub umask: u32,
@@ -381,6 +381,7 @@ fn shebang(image: &[u8]) -> Result<Option<(String, Option<String>)>, Errno> {
 /// A new address space running the program at `path` (a static ELF executable, or a `#!`
 /// script run by its interpreter): (space, entry, stack pointer).
 fn load_program(
+    read_file: ReadFile,
     cwd: &str,
     path: &str,
     mut argv: Vec<String>,
@@ -388,7 +389,7 @@ fn load_program(
     creds: &cred::Cred,
 ) -> Result<(AddrSpace, usize, usize), Errno> {
     let mut path = String::from(path);
-    let mut image = crate::fs::read_whole_file(cwd, &path)?;
+    let mut image = read_file(cwd, &path)?;
     for depth in 0.. {
         let Some((interp, arg)) = shebang(&image)? else {
             break;
@@ -401,7 +402,7 @@ fn load_program(
         new_argv.push(path.clone());
         new_argv.extend(argv.into_iter().skip(1));
         argv = new_argv;
-        image = crate::fs::read_whole_file(cwd, &interp)?;
+        image = read_file(cwd, &interp)?;
         path = interp;
     }
     let mut space = AddrSpace::new()?;
@@ -417,14 +418,23 @@ fn load_program(
     Ok((space, elf.entry, sp))
 }
 
-/// Create the first process from the executable at `path`.
-pub fn spawn_init(path: &str, argv: Vec<String>) -> Result<(), Errno> {
+/// How the loader reads a program (or a script's interpreter) whole: `(cwd, path)` to its
+/// bytes. The file layer's, handed in by the caller (exec and boot live above it).
+pub type ReadFile = fn(&str, &str) -> Result<Vec<u8>, Errno>;
+
+/// Create the first process from the executable at `path`, with descriptors `files`.
+pub fn spawn_init(
+    path: &str,
+    argv: Vec<String>,
+    files: Box<dyn files::FileTable>,
+    read_file: ReadFile,
+) -> Result<(), Errno> {
     let env: Vec<String> = INIT_ENV.iter().map(|s| String::from(*s)).collect();
     let (comm, cmdline) = names_of(path, &argv);
-    let (space, entry, sp) = load_program("/", path, argv, &env, &cred::Cred::default())?;
+    let (space, entry, sp) =
+        load_program(read_file, "/", path, argv, &env, &cred::Cred::default())?;
     let kstack = new_kstack()?;
     let tf = Box::new(TrapFrame::new_user(entry, sp, kstack_top(&kstack)));
-    let files = FdTable::with_console()?;
     let inner = ProcInner {
         ppid: 0,
         children: Vec::new(),
@@ -693,6 +703,33 @@ pub fn return_to_user_restarting(restart: Option<usize>) -> ! {
     unsafe { crate::arch::trap::enter_user(tf) }
 }
 
+/// What the scheduler calls in the layers above it, registered once at boot
+/// ([`set_services`]): the task layer never names them.
+pub struct Services {
+    /// An idle moment's first job: take console input (which may wake a reader).
+    pub take_input: fn(),
+    /// An idle moment's last job: the file systems' periodic work.
+    pub periodic: fn(),
+    /// Write back every file system and power off with this status (init has exited, or
+    /// no process is left).
+    pub power_off: fn(u32) -> !,
+}
+
+static SERVICES: spin::Once<Services> = spin::Once::new();
+
+/// Register the [`Services`] (once, at boot, before [`run`]).
+pub fn set_services(services: Services) {
+    SERVICES.call_once(|| services);
+}
+
+/// Power off through the registered service (straight away, if none is registered).
+fn power_off(code: u32) -> ! {
+    match SERVICES.get() {
+        Some(s) => (s.power_off)(code),
+        None => crate::arch::power::shutdown(code),
+    }
+}
+
 /// The scheduler loop: run ready threads round-robin until none is left.
 pub fn run() -> ! {
     crate::arch::time::set_timer_in_ms(TIME_SLICE_MS);
@@ -709,7 +746,7 @@ pub fn run() -> ! {
         let Some(t) = next else {
             if SCHED.lock().all.is_empty() {
                 log::info!("no processes left");
-                crate::shutdown(0);
+                power_off(0);
             }
             idle();
             continue;
@@ -738,9 +775,14 @@ pub fn run() -> ! {
 /// earliest deadline, at most a few milliseconds away so typing is picked up).
 fn idle() {
     let now = crate::arch::time::monotonic_ns();
-    crate::tty::poll_input();
+    let services = SERVICES.get();
+    if let Some(s) = services {
+        (s.take_input)();
+    }
     let next = wait::wake_expired(now);
-    crate::fs::tick();
+    if let Some(s) = services {
+        (s.periodic)();
+    }
     if !SCHED.lock().ready.is_empty() {
         return;
     }
@@ -764,6 +806,19 @@ pub fn processes_in_group(pgid: usize) -> Vec<Arc<Process>> {
 /// Every live process.
 pub fn all_processes() -> Vec<Arc<Process>> {
     SCHED.lock().all.values().cloned().collect()
+}
+
+/// Run `f` on every live process's address space, each under its process's lock (mm's
+/// `SpaceAccess::for_each`).
+pub fn for_each_space(f: &mut dyn FnMut(&mut AddrSpace)) {
+    for p in all_processes() {
+        f(&mut p.inner.lock().space);
+    }
+}
+
+/// [`for_each_space`] inside [`keep_cpu`] (mm's `SpaceAccess::for_each_keeping_cpu`).
+pub fn for_each_space_keeping_cpu(f: &mut dyn FnMut(&mut AddrSpace)) {
+    keep_cpu(|| for_each_space(f));
 }
 
 /// The process with this pid, if it exists (zombies included).
@@ -818,7 +873,7 @@ pub fn fork(tf: &TrapFrame, vfork: bool) -> Result<usize, Errno> {
             zombie: None,
             group_exit: None,
             space,
-            files: p.files.clone(),
+            files: p.files.fork(),
             cwd: p.cwd.clone(),
             umask: p.umask,
             sig: p.sig.clone(),
@@ -928,11 +983,16 @@ fn de_thread() -> Result<(), Errno> {
     }
 }
 
-/// Replace the current program (execve).
-pub fn exec(path: &str, argv: Vec<String>, envp: Vec<String>) -> Result<(), Errno> {
+/// Replace the current program (execve), its file read by `read_file`.
+pub fn exec(
+    path: &str,
+    argv: Vec<String>,
+    envp: Vec<String>,
+    read_file: ReadFile,
+) -> Result<(), Errno> {
     let (cwd, creds) = with_current(|p| (p.cwd.clone(), p.cred.clone()));
     let (comm, cmdline) = names_of(path, &argv);
-    let (space, entry, sp) = load_program(&cwd, path, argv, &envp, &creds)?;
+    let (space, entry, sp) = load_program(read_file, &cwd, path, argv, &envp, &creds)?;
     // The point of no return: Linux also kills the other threads only once the new image
     // has loaded.
     de_thread()?;
@@ -953,7 +1013,7 @@ pub fn exec(path: &str, argv: Vec<String>, envp: Vec<String>) -> Result<(), Errn
         // The new image is in place: a parent waiting in vfork goes on (Linux releases it
         // in exec_mmap, once the old memory is no longer the child's).
         let vfork_parent = release_vfork_parent(p);
-        (p.files.close_on_exec(), vfork_parent)
+        (p.files.take_close_on_exec(), vfork_parent)
     });
     let (closed, vfork_parent) = closed;
     if let Some(parent) = vfork_parent {
@@ -961,9 +1021,7 @@ pub fn exec(path: &str, argv: Vec<String>, envp: Vec<String>) -> Result<(), Errn
     }
     // Outside the process lock: a last close may write back data.
     let pid = current_pid();
-    for f in closed {
-        f.release_locks(pid);
-    }
+    closed.close(pid);
     Ok(())
 }
 
@@ -1040,22 +1098,21 @@ fn process_exit(p: Arc<Process>, status: ExitStatus) {
         (
             inner.ppid,
             core::mem::take(&mut inner.children),
-            core::mem::take(&mut inner.files),
+            inner.files.take_all(),
             vfork_parent,
         )
     };
     if let Some(parent) = vfork_parent {
         wake(&parent);
     }
-    crate::fs::lock::release_all(p.pid);
-    drop(files); // closes every descriptor (may write back data)
+    files.close(p.pid); // closes every descriptor (may write back data)
     if p.pid == 1 {
         let code = match status {
             ExitStatus::Exited(c) => c as u32 & 0xff,
             ExitStatus::Signaled(s) => 128 + s as u32,
         };
         crate::println!("[kernel] init exited with status {}", code);
-        crate::shutdown(code);
+        power_off(code);
     }
     let (parent, init) = {
         let s = SCHED.lock();

@@ -63,6 +63,15 @@ impl WaitQueue {
     }
 }
 
+/// Threads in ppoll/pselect6 with nothing ready yet: one queue for every descriptor, woken on
+/// any change a poller may wait for ([`poll_wake`]); each poller then looks again.
+pub static POLLERS: WaitQueue = WaitQueue::new();
+
+/// Something a poller may wait for changed (pipe data or room, terminal input, a timerfd).
+pub fn poll_wake() {
+    POLLERS.wake_all();
+}
+
 /// Threads sleeping until a deadline: (deadline in monotonic ns, thread).
 static TIMERS: Mutex<Vec<(u64, Arc<Thread>)>> = Mutex::new(Vec::new());
 
