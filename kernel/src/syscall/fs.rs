@@ -3,76 +3,22 @@
 //! directory of a relative path, the stat layout). The data path is `io`, names are `namespace`,
 //! attributes `attr`; pipes and the terminal are `stream`.
 
-use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use abi::fcntl::*;
-use abi::stat::{dirent64_reclen, Stat};
+use abi::stat::dirent64_reclen;
 use abi::Errno;
-use vfs::{FileType, Metadata, Timestamp};
+use vfs::FileType;
 
-pub use super::stream::{stream_of, Stream};
-use super::{copy_out, read_path, SysResult};
+use super::args::{copy_out, read_path, SysResult};
 use crate::fs::file::OpenFile;
-use crate::fs::path::{self, Loc};
+use crate::fs::path;
 use crate::fs::perm;
 use crate::task::with_current;
 
-pub use super::attr::*;
+use super::fd::{base, file, umask};
 use super::io::drop_suid_after_write;
-pub use super::io::*;
-pub use super::namespace::*;
-
 /// Linux's cap on one read or write (`MAX_RW_COUNT`).
-pub(super) const MAX_RW: usize = 0x7fff_f000;
-
-pub(super) fn file(fd: i32) -> Result<Arc<OpenFile>, Errno> {
-    with_current(|p| p.files.fds().get(fd))
-}
-
-/// The directory relative paths start from: the cwd, or the directory open at `dirfd`.
-pub(super) fn base(dirfd: i32, path: &str) -> Result<Loc, Errno> {
-    if path.starts_with('/') {
-        return Loc::root();
-    }
-    if dirfd == AT_FDCWD {
-        let cwd = with_current(|p| p.cwd.clone());
-        return Loc::from_path(&cwd);
-    }
-    let f = file(dirfd)?;
-    if !f.is_dir() {
-        return Err(Errno::ENOTDIR);
-    }
-    Ok(f.loc.clone())
-}
-
-pub(super) fn umask() -> u32 {
-    with_current(|p| p.umask)
-}
-
-pub(super) fn stat_of(m: &Metadata, dev: usize) -> Stat {
-    let ts = |t: Timestamp| (t.sec, t.nsec as u64);
-    Stat {
-        st_dev: dev as u64,
-        st_ino: m.ino,
-        st_mode: m.mode(),
-        st_nlink: m.nlink,
-        st_uid: m.uid,
-        st_gid: m.gid,
-        st_rdev: m.rdev,
-        st_size: m.size as i64,
-        st_blksize: m.blksize as i32,
-        st_blocks: m.blocks as i64,
-        st_atime: ts(m.atime).0,
-        st_atime_nsec: ts(m.atime).1,
-        st_mtime: ts(m.mtime).0,
-        st_mtime_nsec: ts(m.mtime).1,
-        st_ctime: ts(m.ctime).0,
-        st_ctime_nsec: ts(m.ctime).1,
-        ..Default::default()
-    }
-}
-
 pub fn sys_openat(dirfd: i32, path_ptr: usize, flags: u32, mode: u32) -> SysResult {
     let path = read_path(path_ptr)?;
     if flags & O_CREAT != 0 && flags & O_DIRECTORY != 0 {
@@ -374,7 +320,7 @@ fn lock_range(f: &OpenFile, fl: &Flock) -> Result<(u64, u64), Errno> {
 fn fcntl_lock(fd: i32, cmd: u32, arg: usize) -> SysResult {
     let f = file(fd)?;
     let mut raw = [0u8; Flock::SIZE];
-    super::copy_in(arg, &mut raw)?;
+    super::args::copy_in(arg, &mut raw)?;
     let mut fl = Flock::from_bytes(&raw);
     let pid = crate::task::current_pid();
     let (start, end) = lock_range(&f, &fl)?;

@@ -6,7 +6,7 @@
 use abi::stat::Timespec;
 use abi::Errno;
 
-use super::{copy_in, with_space, SysResult};
+use super::args::{copy_in, with_space, SysResult};
 use crate::arch::time;
 use crate::mm::addr_space::Access;
 use crate::task::futex;

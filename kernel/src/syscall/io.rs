@@ -8,7 +8,7 @@ use alloc::vec::Vec;
 use abi::Errno;
 use vfs::{FileType, Metadata, SetAttr};
 
-use super::{copy_in, with_space, SysResult};
+use super::args::{copy_in, with_space, SysResult};
 use crate::fs::file::OpenFile;
 use crate::fs::path::Loc;
 use crate::fs::perm;
@@ -16,7 +16,7 @@ use crate::mm::addr_space::Access;
 use crate::mm::uaccess::{self, UserPages, UserRun};
 use crate::sync::Mutex;
 
-use super::fs::{file, MAX_RW};
+use super::fd::{file, MAX_RW};
 use super::stream::stream_of;
 
 /// The reusable kernel buffer for I/O whose user pages are not physically contiguous.
@@ -228,7 +228,7 @@ fn see_mapped_writes(f: &OpenFile, offset: u64, va: usize, len: usize) -> Result
 #[inline(never)]
 fn overlay_mapped_writes(f: &OpenFile, offset: u64, va: usize, len: usize) -> Result<(), Errno> {
     crate::mm::file_pages::overlay_read(f, offset, len, |at, bytes| {
-        super::copy_out(va + (at - offset) as usize, bytes)
+        super::args::copy_out(va + (at - offset) as usize, bytes)
     })
 }
 

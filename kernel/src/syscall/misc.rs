@@ -5,7 +5,7 @@ use abi::stat::Timespec;
 use abi::syscall::*;
 use abi::Errno;
 
-use super::{copy_in, copy_out, with_space, SysResult};
+use super::args::{copy_in, copy_out, with_space, SysResult};
 use crate::arch::time;
 use crate::mm::addr_space::Perm;
 

@@ -12,8 +12,8 @@ use alloc::vec::Vec;
 
 use abi::Errno;
 
-use super::fs::{stream_of, Stream};
-use super::{copy_in, copy_out, SysResult};
+use super::args::{copy_in, copy_out, SysResult};
+use super::stream::{stream_of, Stream};
 use crate::task::signal;
 use crate::task::wait::POLLERS;
 use crate::task::with_current;

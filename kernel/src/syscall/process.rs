@@ -7,7 +7,7 @@ use alloc::vec::Vec;
 
 use abi::Errno;
 
-use super::{read_path, with_space, SysResult};
+use super::args::{read_path, with_space, SysResult};
 use crate::arch::trap::TrapFrame;
 use crate::mm::uaccess;
 use crate::task::{self, ExitStatus};
@@ -132,11 +132,11 @@ pub fn sys_clone(
     let tid = (id as u32).to_le_bytes();
     // The ids are written before the child runs (it is only queued), as Linux does.
     if flags & CLONE_PARENT_SETTID != 0 {
-        super::copy_out(ptid, &tid)?;
+        super::args::copy_out(ptid, &tid)?;
     }
     if flags & CLONE_CHILD_SETTID != 0 {
         if thread {
-            let _ = super::copy_out(ctid, &tid);
+            let _ = super::args::copy_out(ctid, &tid);
         } else if let Some(child) = task::find(id) {
             let _ = uaccess::copy_out(&mut child.inner.lock().space, ctid, &tid);
         }
@@ -208,14 +208,14 @@ pub fn sys_wait4(pid: isize, wstatus: usize, options: u32, rusage: usize) -> Sys
         None => Ok(0),
         Some((cpid, status, cpu_ns)) => {
             if wstatus != 0 {
-                super::copy_out(wstatus, &status.wait_status().to_le_bytes())?;
+                super::args::copy_out(wstatus, &status.wait_status().to_le_bytes())?;
             }
             if rusage != 0 {
                 // struct rusage: ru_utime (a timeval) first; all CPU time counts as user time.
                 let mut b = [0u8; 144];
                 b[0..8].copy_from_slice(&(cpu_ns / 1_000_000_000).to_le_bytes());
                 b[8..16].copy_from_slice(&(cpu_ns % 1_000_000_000 / 1000).to_le_bytes());
-                super::copy_out(rusage, &b)?;
+                super::args::copy_out(rusage, &b)?;
             }
             Ok(cpid)
         }
@@ -319,7 +319,7 @@ pub fn sys_setresgid(r: usize, e: usize, s: usize) -> SysResult {
 
 fn put_ids(ptrs: [usize; 3], ids: [u32; 3]) -> SysResult {
     for (ptr, v) in ptrs.iter().zip(ids) {
-        super::copy_out(*ptr, &v.to_le_bytes())?;
+        super::args::copy_out(*ptr, &v.to_le_bytes())?;
     }
     Ok(0)
 }
@@ -376,7 +376,7 @@ pub fn sys_getgroups(size: usize, list: usize) -> SysResult {
         return Err(Errno::EINVAL);
     }
     let bytes: Vec<u8> = groups.iter().flat_map(|g| g.to_le_bytes()).collect();
-    super::copy_out(list, &bytes)?;
+    super::args::copy_out(list, &bytes)?;
     Ok(groups.len())
 }
 
@@ -389,7 +389,7 @@ pub fn sys_setgroups(size: usize, list: usize) -> SysResult {
         return Err(Errno::EPERM);
     }
     let mut bytes = alloc::vec![0u8; size * 4];
-    super::copy_in(list, &mut bytes)?;
+    super::args::copy_in(list, &mut bytes)?;
     let mut groups: Vec<u32> = bytes
         .chunks_exact(4)
         .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
@@ -435,7 +435,7 @@ pub fn sys_prlimit64(pid: usize, resource: usize, new: usize, old: usize) -> Sys
     let (soft, hard) = limit_of(resource).ok_or(Errno::EINVAL)?;
     if new != 0 {
         let mut b = [0u8; 16];
-        super::copy_in(new, &mut b)?;
+        super::args::copy_in(new, &mut b)?;
         let ns = u64::from_le_bytes(b[..8].try_into().unwrap_or([0; 8]));
         let nh = u64::from_le_bytes(b[8..].try_into().unwrap_or([0; 8]));
         if ns > nh {
@@ -450,7 +450,7 @@ pub fn sys_prlimit64(pid: usize, resource: usize, new: usize, old: usize) -> Sys
         let mut b = [0u8; 16];
         b[..8].copy_from_slice(&soft.to_le_bytes());
         b[8..].copy_from_slice(&hard.to_le_bytes());
-        super::copy_out(old, &b)?;
+        super::args::copy_out(old, &b)?;
     }
     Ok(0)
 }

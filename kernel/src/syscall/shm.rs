@@ -3,7 +3,7 @@
 
 use abi::Errno;
 
-use super::{copy_out, with_space, SysResult};
+use super::args::{copy_out, with_space, SysResult};
 use crate::ipc::shm;
 use crate::mm::addr_space::Perm;
 use crate::mm::PAGE_SIZE;

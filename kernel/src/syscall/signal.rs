@@ -3,7 +3,7 @@
 
 use abi::Errno;
 
-use super::{copy_in, copy_out, SysResult};
+use super::args::{copy_in, copy_out, SysResult};
 use crate::arch::trap::TrapFrame;
 use crate::task::signal::{self, bit, SigAction, NSIG, SIGKILL, SIGSTOP};
 use crate::task::{self, with_current, with_thread};

@@ -3,7 +3,7 @@
 
 use abi::Errno;
 
-use super::{copy_in, SysResult};
+use super::args::{copy_in, SysResult};
 use crate::fs::file::OpenFile;
 use crate::fs::path::{self, Loc};
 use crate::fs::perm;

@@ -11,7 +11,7 @@ use alloc::sync::Arc;
 use abi::fcntl::{O_CLOEXEC, O_NONBLOCK};
 use abi::Errno;
 
-use super::{copy_in, copy_out, SysResult};
+use super::args::{copy_in, copy_out, SysResult};
 use crate::fs::file::OpenFile;
 use crate::fs::path::Loc;
 use crate::ipc::pipe::{self, PipeEnd};
@@ -59,7 +59,9 @@ pub fn read(f: &OpenFile, s: Stream, va: usize, len: usize) -> SysResult {
     }
     let len = len.min(STREAM_CHUNK);
     // Check the buffer first: data taken from a pipe and then not delivered would be lost.
-    super::with_space(|sp| uaccess::segments(sp, va, len, crate::mm::addr_space::Access::Write))?;
+    super::args::with_space(|sp| {
+        uaccess::segments(sp, va, len, crate::mm::addr_space::Access::Write)
+    })?;
     let mut buf = kernel_buffer(len)?;
     let n = match s {
         Stream::Pipe(p) => p.pipe.read(&mut buf, nonblock(f))?,
@@ -129,7 +131,9 @@ pub fn sys_pipe2(fds: usize, flags: u32) -> SysResult {
         return Err(Errno::EINVAL);
     }
     // Check the result pointer before anything is installed.
-    super::with_space(|sp| uaccess::segments(sp, fds, 8, crate::mm::addr_space::Access::Write))?;
+    super::args::with_space(|sp| {
+        uaccess::segments(sp, fds, 8, crate::mm::addr_space::Access::Write)
+    })?;
     let (r, w) = pipe::new_pipe();
     let (rf, wf) = (pipe_file(r, flags)?, pipe_file(w, flags)?);
     let cloexec = flags & O_CLOEXEC != 0;

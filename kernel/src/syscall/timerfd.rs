@@ -4,7 +4,7 @@
 use abi::stat::Timespec;
 use abi::Errno;
 
-use super::{copy_in, copy_out, SysResult};
+use super::args::{copy_in, copy_out, SysResult};
 use crate::fs::file::OpenFile;
 use crate::fs::path::Loc;
 use crate::ipc::timerfd::TimerFd;

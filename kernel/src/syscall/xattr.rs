@@ -21,7 +21,7 @@ use abi::syscall::{XATTR_CREATE, XATTR_LIST_MAX, XATTR_NAME_MAX, XATTR_REPLACE, 
 use abi::Errno;
 use vfs::{NodeRef, VfsError, XattrMode};
 
-use super::{copy_in, copy_out, read_path, with_space, SysResult};
+use super::args::{copy_in, copy_out, read_path, with_space, SysResult};
 use crate::fs::path::{self, Loc};
 use crate::task::with_current;
 
