@@ -179,9 +179,16 @@ extern "C" fn rust_main(_hartid: usize, dtb: usize) -> ! {
     mm::heap::set_shrinker(drivers::block_cache::shrink_all);
     // Truncation and write-back reach every process's mappings through the task layer.
     mm::file_pages::set_space_access(mm::file_pages::SpaceAccess {
-        for_each: task::for_each_space,
-        for_each_keeping_cpu: task::for_each_space_keeping_cpu,
+        unmap_file_pages: task::unmap_file_pages_everywhere,
+        write_protect_file_pages: task::write_protect_file_pages_everywhere,
     });
+    // User memory, when the pool is empty: the disk windows give back their clean pages
+    // first (they equal the disk and are read again on the next touch), then the mapped
+    // files their clean unmapped pages, so a process is killed for memory only when nothing
+    // can be reclaimed.
+    mm::frame::set_reclaimers(&[drivers::window::drop_all, || {
+        mm::file_pages::shrink();
+    }]);
     let params = params::parse_params(cmdline);
     arch::console::init_logger(params.log);
     if params.mem_selftest {

@@ -8,8 +8,8 @@ use abi::fcntl::{NAME_MAX, PATH_MAX};
 use abi::Errno;
 use vfs::FileType;
 
-use super::mount_table::{join, mount_at};
 pub use super::mount_table::Loc;
+use super::mount_table::{join, mount_at};
 
 /// Most symbolic links one resolution follows (Linux's limit): past it, ELOOP.
 pub const MAX_SYMLINKS: usize = 40;

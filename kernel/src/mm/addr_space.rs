@@ -111,7 +111,7 @@ impl SharedAnon {
         if let Some(f) = pages.get(&index) {
             return Some(f.clone());
         }
-        let f = Arc::new(alloc_frame()?);
+        let f = Arc::new(frame::alloc_reclaiming()?);
         pages.insert(index, f.clone());
         Some(f)
     }
@@ -244,30 +244,6 @@ pub struct AddrSpace {
     frames: BTreeMap<usize, Mapped>,
     brk_start: usize,
     brk: usize,
-}
-
-/// A zeroed frame for user memory. When the pool is empty, the disk windows give back their
-/// clean pages first (they equal the disk and are read again on the next touch), then the
-/// mapped files their clean unmapped pages, so a process is killed for memory only when
-/// nothing can be reclaimed.
-pub(super) fn alloc_frame() -> Option<Frame> {
-    let mut f = alloc_frame_for_overwrite()?;
-    f.bytes_mut().fill(0);
-    Some(f)
-}
-
-/// As [`alloc_frame`], not zeroed: for a caller that overwrites the whole frame before
-/// anyone sees it.
-pub(super) fn alloc_frame_for_overwrite() -> Option<Frame> {
-    frame::alloc_for_overwrite()
-        .or_else(|| {
-            super::window::drop_all();
-            frame::alloc_for_overwrite()
-        })
-        .or_else(|| {
-            super::file_pages::shrink();
-            frame::alloc_for_overwrite()
-        })
 }
 
 /// How a fault or a kernel access wants to use a page.
@@ -437,7 +413,7 @@ impl AddrSpace {
                     Mapped::Shared(f)
                 }
             }
-            (None, None) => Mapped::Private(alloc_frame().ok_or(Errno::ENOMEM)?),
+            (None, None) => Mapped::Private(frame::alloc_reclaiming().ok_or(Errno::ENOMEM)?),
             (Some((obj, base)), None) => {
                 Mapped::Shared(obj.page((page - base) / PAGE_SIZE).ok_or(Errno::ENOMEM)?)
             }
@@ -1263,7 +1239,7 @@ impl AddrSpace {
 
 /// A private copy of a file page (a private mapping's first store to it).
 fn copy_of(f: &Frame) -> Result<Frame, Errno> {
-    let mut own = alloc_frame().ok_or(Errno::ENOMEM)?;
+    let mut own = frame::alloc_reclaiming().ok_or(Errno::ENOMEM)?;
     own.bytes_mut().copy_from_slice(f.bytes());
     Ok(own)
 }

@@ -36,7 +36,6 @@ use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 use abi::Errno;
 
-use super::addr_space::AddrSpace;
 use super::frame::Frame;
 use super::PAGE_SIZE;
 use crate::sync::Mutex;
@@ -61,13 +60,16 @@ pub trait MappedFile: Send + Sync {
     fn writable(&self) -> bool;
 }
 
-/// How mm reaches every process's address space (the task layer's, registered at boot).
+/// How the pages of a file reach every process's mappings of it: the task layer, which owns
+/// the processes, registers these at boot (each calls the `AddrSpace` method of that name on
+/// every address space, under its process's lock).
 pub struct SpaceAccess {
-    /// Run the function on every process's address space, each under its process's lock.
-    pub for_each: fn(&mut dyn FnMut(&mut AddrSpace)),
-    /// As `for_each`, once no thread is away in the kernel with user pages in hand, and
-    /// without giving the CPU away until done (`task::keep_cpu`).
-    pub for_each_keeping_cpu: fn(&mut dyn FnMut(&mut AddrSpace)),
+    /// Unmap the pages of file `key` from page index `first_gone` on, once no thread is away
+    /// in the kernel with user pages in hand, without giving the CPU away meanwhile
+    /// (`task::keep_cpu`): truncation.
+    pub unmap_file_pages: fn(key: FileKey, first_gone: u64),
+    /// Map the pages `first..end` of file `key` read-only again: write-back.
+    pub write_protect_file_pages: fn(key: FileKey, first: u64, end: u64),
 }
 
 static SPACES: spin::Once<SpaceAccess> = spin::Once::new();
@@ -75,18 +77,6 @@ static SPACES: spin::Once<SpaceAccess> = spin::Once::new();
 /// Register the [`SpaceAccess`] (once, at boot, before any process runs).
 pub fn set_space_access(access: SpaceAccess) {
     SPACES.call_once(|| access);
-}
-
-/// Every address space, through the registered [`SpaceAccess`] (none before it is set, when
-/// no process exists either).
-fn for_each_space(keep_cpu: bool, mut f: impl FnMut(&mut AddrSpace)) {
-    if let Some(a) = SPACES.get() {
-        if keep_cpu {
-            (a.for_each_keeping_cpu)(&mut f)
-        } else {
-            (a.for_each)(&mut f)
-        }
-    }
 }
 
 const PAGE: u64 = PAGE_SIZE as u64;
@@ -352,13 +342,13 @@ impl SharedFile {
         // frames, read from the faulting page on, as far as the frames go.
         let mut first = first;
         for k in 0..n as u64 {
-            match super::addr_space::alloc_frame_for_overwrite() {
+            match super::frame::alloc_reclaiming_for_overwrite() {
                 Some(f) => frames.push(f),
                 None if first + k > index => break,
                 None => {
                     frames.clear();
                     first = index;
-                    match super::addr_space::alloc_frame_for_overwrite() {
+                    match super::frame::alloc_reclaiming_for_overwrite() {
                         Some(f) => frames.push(f),
                         None => return Err(Errno::ENOMEM),
                     }
@@ -442,9 +432,9 @@ impl SharedFile {
             // to another task (one hart, no sleeping in the kernel): no store can slip in
             // between the pages' cleaning and their copying to the file.
             let (lo, hi) = (dirty[0].0, dirty[dirty.len() - 1].0 + 1);
-            for_each_space(false, |space| {
-                space.write_protect_file_pages(self.key, lo, hi)
-            });
+            if let Some(spaces) = SPACES.get() {
+                (spaces.write_protect_file_pages)(self.key, lo, hi);
+            }
         }
         let r = self.write_pages(&dirty);
         if let Err((failed_from, e)) = r {
@@ -645,7 +635,9 @@ pub fn truncated(key: FileKey, size: u64) {
     // A write(2) of another process may be away inside dbfs (`task::relax`) with user pages
     // of a mapping of this file in hand (`UserPages`): unmap only when no thread is away, and
     // without giving the CPU away meanwhile. No lock is held here.
-    for_each_space(true, |space| space.unmap_file_pages(key, first_gone));
+    if let Some(spaces) = SPACES.get() {
+        (spaces.unmap_file_pages)(key, first_gone);
+    }
 }
 
 /// [`truncated`] for an open file, looked up only when some area maps a file (a file whose

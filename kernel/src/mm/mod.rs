@@ -25,7 +25,6 @@ pub mod frame;
 pub mod heap;
 pub mod page_table;
 pub mod uaccess;
-pub mod window;
 
 pub use crate::arch::layout::{
     page_ceil, page_floor, phys_to_virt, virt_to_phys, DIRECT_MAP_END, PAGE_SIZE, PHYS_OFFSET,

@@ -215,7 +215,7 @@ pub fn sys_getdents64(fd: i32, buf: usize, count: usize) -> SysResult {
 
 pub fn sys_fsync(fd: i32, data_only: bool) -> SysResult {
     let f = file(fd)?;
-    crate::mm::window::barrier_coming(|| {
+    crate::drivers::window::barrier_coming(|| {
         crate::mm::file_pages::write_back_open(&*f)?;
         f.loc.node.fsync(data_only).map_err(Errno::from)
     })?;
@@ -257,7 +257,7 @@ pub fn sys_fallocate(fd: i32, _mode: u32, offset: i64, len: i64) -> SysResult {
 }
 
 pub fn sys_sync() -> SysResult {
-    crate::mm::window::barrier_coming(crate::fs::sync_all);
+    crate::drivers::window::barrier_coming(crate::fs::sync_all);
     Ok(0)
 }
 

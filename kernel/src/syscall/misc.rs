@@ -112,7 +112,7 @@ pub fn sys_msync(addr: usize, len: usize, flags: u32) -> SysResult {
     let (targets, mapped) = with_space(|s| s.shared_files_in(addr, end));
     for (table, first, stop) in targets {
         if flags & MS_SYNC != 0 {
-            crate::mm::window::barrier_coming(|| {
+            crate::drivers::window::barrier_coming(|| {
                 table.write_back(first, stop)?;
                 table.sync()
             })?;
@@ -353,7 +353,7 @@ pub fn sys_reboot(magic1: usize, magic2: usize, cmd: usize) -> SysResult {
 pub fn sys_drop_caches() -> SysResult {
     crate::fs::sync_all();
     crate::drivers::block_cache::drop_all_caches()?;
-    crate::mm::window::drop_all();
+    crate::drivers::window::drop_all();
     Ok(0)
 }
 

@@ -44,6 +44,7 @@ use spin::Mutex;
 
 use crate::arch::trap::TrapFrame;
 use crate::mm::addr_space::AddrSpace;
+use crate::mm::file_pages::FileKey;
 use switch::TaskContext;
 
 pub const TIME_SLICE_MS: u64 = 10;
@@ -808,17 +809,23 @@ pub fn all_processes() -> Vec<Arc<Process>> {
     SCHED.lock().all.values().cloned().collect()
 }
 
-/// Run `f` on every live process's address space, each under its process's lock (mm's
-/// `SpaceAccess::for_each`).
-pub fn for_each_space(f: &mut dyn FnMut(&mut AddrSpace)) {
-    for p in all_processes() {
-        f(&mut p.inner.lock().space);
-    }
+/// mm's `SpaceAccess::unmap_file_pages`: in every process, inside [`keep_cpu`].
+pub fn unmap_file_pages_everywhere(key: FileKey, first_gone: u64) {
+    keep_cpu(|| {
+        for p in all_processes() {
+            p.inner.lock().space.unmap_file_pages(key, first_gone);
+        }
+    });
 }
 
-/// [`for_each_space`] inside [`keep_cpu`] (mm's `SpaceAccess::for_each_keeping_cpu`).
-pub fn for_each_space_keeping_cpu(f: &mut dyn FnMut(&mut AddrSpace)) {
-    keep_cpu(|| for_each_space(f));
+/// mm's `SpaceAccess::write_protect_file_pages`: in every process.
+pub fn write_protect_file_pages_everywhere(key: FileKey, first: u64, end: u64) {
+    for p in all_processes() {
+        p.inner
+            .lock()
+            .space
+            .write_protect_file_pages(key, first, end);
+    }
 }
 
 /// The process with this pid, if it exists (zombies included).

@@ -132,7 +132,7 @@ extern "C" fn user_trap_handler(tf: &mut TrapFrame) -> ! {
 extern "C" fn kernel_trap_handler() {
     let scause = csr::scause();
     if (scause == LOAD_PAGE_FAULT || scause == STORE_PAGE_FAULT)
-        && crate::mm::window::handle_kernel_fault(csr::stval())
+        && crate::drivers::window::handle_kernel_fault(csr::stval())
     {
         return; // `sret` retries the access, now mapped
     }
