@@ -112,7 +112,7 @@ pub fn sys_rt_sigpending(set: usize, size: usize) -> SysResult {
 }
 
 pub fn sys_rt_sigreturn(tf: &mut TrapFrame) -> SysResult {
-    signal::sigreturn(tf)
+    crate::task::sigframe::sigreturn(tf)
 }
 
 /// Wait for a signal with `mask` blocked meanwhile; always EINTR (after the handler ran,

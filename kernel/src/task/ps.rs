@@ -4,7 +4,8 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use super::{State, SCHED};
+use super::process::State;
+use super::sched::SCHED;
 
 /// What `/proc/<pid>` shows of one process (filled by [`info`]).
 pub struct PsInfo {
@@ -38,7 +39,7 @@ pub fn pids() -> Vec<usize> {
 
 /// The figures of process `pid`, if it exists.
 pub fn info(pid: usize) -> Option<PsInfo> {
-    let p = super::find(pid)?;
+    let p = super::lookup::find(pid)?;
     let i = p.inner.lock();
     // A process runs while one of its threads can; a zombie has none left.
     let runnable = i

@@ -12,7 +12,8 @@ use alloc::vec::Vec;
 
 use spin::Mutex;
 
-use super::{block_current, current_thread, wake, Thread};
+use super::process::Thread;
+use super::sched::{block_current, current_thread, wake};
 
 /// Threads waiting for one kind of event.
 pub struct WaitQueue {
