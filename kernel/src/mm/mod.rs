@@ -20,6 +20,8 @@
 //! user memory.
 
 pub mod addr_space;
+pub mod area;
+pub mod elf_loader;
 pub mod file_pages;
 pub mod frame;
 pub mod heap;

@@ -12,7 +12,7 @@ use super::args::{copy_in, with_space, SysResult};
 use crate::fs::file::OpenFile;
 use crate::fs::path::Loc;
 use crate::fs::perm;
-use crate::mm::addr_space::Access;
+use crate::mm::area::Access;
 use crate::mm::uaccess::{self, UserPages, UserRun};
 use crate::sync::Mutex;
 

@@ -7,7 +7,7 @@ use abi::Errno;
 
 use super::args::{copy_in, copy_out, with_space, SysResult};
 use crate::arch::time;
-use crate::mm::addr_space::Perm;
+use crate::mm::area::Perm;
 
 pub fn sys_brk(addr: usize) -> SysResult {
     Ok(with_space(|s| s.brk(addr)))
@@ -64,7 +64,7 @@ fn map_file(
     fd: i32,
     offset: usize,
 ) -> SysResult {
-    use crate::mm::{addr_space::FileArea, file_pages, page_ceil, PAGE_SIZE};
+    use crate::mm::{area::FileArea, file_pages, page_ceil, PAGE_SIZE};
     if !offset.is_multiple_of(PAGE_SIZE) {
         return Err(Errno::EINVAL);
     }

@@ -199,10 +199,10 @@ pub fn sys_wait4(pid: isize, wstatus: usize, options: u32, rusage: usize) -> Sys
     }
     if wstatus != 0 {
         // Check the status pointer before reaping, so a bad pointer loses no child.
-        with_space(|s| uaccess::segments(s, wstatus, 4, crate::mm::addr_space::Access::Write))?;
+        with_space(|s| uaccess::segments(s, wstatus, 4, crate::mm::area::Access::Write))?;
     }
     if rusage != 0 {
-        with_space(|s| uaccess::segments(s, rusage, 144, crate::mm::addr_space::Access::Write))?;
+        with_space(|s| uaccess::segments(s, rusage, 144, crate::mm::area::Access::Write))?;
     }
     match task::wait_child(pid, options & WNOHANG != 0)? {
         None => Ok(0),

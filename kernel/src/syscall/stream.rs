@@ -59,9 +59,7 @@ pub fn read(f: &OpenFile, s: Stream, va: usize, len: usize) -> SysResult {
     }
     let len = len.min(STREAM_CHUNK);
     // Check the buffer first: data taken from a pipe and then not delivered would be lost.
-    super::args::with_space(|sp| {
-        uaccess::segments(sp, va, len, crate::mm::addr_space::Access::Write)
-    })?;
+    super::args::with_space(|sp| uaccess::segments(sp, va, len, crate::mm::area::Access::Write))?;
     let mut buf = kernel_buffer(len)?;
     let n = match s {
         Stream::Pipe(p) => p.pipe.read(&mut buf, nonblock(f))?,
@@ -131,9 +129,7 @@ pub fn sys_pipe2(fds: usize, flags: u32) -> SysResult {
         return Err(Errno::EINVAL);
     }
     // Check the result pointer before anything is installed.
-    super::args::with_space(|sp| {
-        uaccess::segments(sp, fds, 8, crate::mm::addr_space::Access::Write)
-    })?;
+    super::args::with_space(|sp| uaccess::segments(sp, fds, 8, crate::mm::area::Access::Write))?;
     let (r, w) = pipe::new_pipe();
     let (rf, wf) = (pipe_file(r, flags)?, pipe_file(w, flags)?);
     let cloexec = flags & O_CLOEXEC != 0;

@@ -103,7 +103,7 @@ pub(super) fn load_program(
     let mut space = AddrSpace::new()?;
     let elf = space.load_elf(&image)?;
     drop(image);
-    let ids = crate::mm::addr_space::AuxIds {
+    let ids = crate::mm::elf_loader::AuxIds {
         uid: creds.uid,
         euid: creds.euid,
         gid: creds.gid,

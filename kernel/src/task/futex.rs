@@ -26,7 +26,7 @@ use abi::Errno;
 use spin::Mutex;
 
 use super::process::Thread;
-use crate::mm::addr_space::Access;
+use crate::mm::area::Access;
 use crate::mm::uaccess;
 
 struct Waiter {
