@@ -248,7 +248,7 @@ comma := ,
 # QEMU_BASE with the small full-disk test images as vdb (FAT) and vdd (dbfs).
 QEMU_FILL = $(subst file=$(BUILD)/fat.img$(comma),file=$(BUILD)/fill-fat.img$(comma),$(call QEMU_DBFS,$(BUILD)/fill-dbfs.img))
 
-.PHONY: syscost-icount help deps build kernel user mkimage images bench-disks run test test-host test-guest test-persist test-crash crash-test test-cross test-fill bench \
+.PHONY: syscost-icount help deps build kernel user mkimage images bench-disks run test check-layers test-host test-guest test-persist test-crash crash-test test-cross test-fill bench \
 	pjdfstest-guest test-pjdfstest-guest test-shell test-exhaust test-apps sqlite-bench fio-bench \
 	pjdfstest test-pjdfstest pjdfstest-guest-image bench-kv fuse bench-fuse bench-fuse-direct gdb fmt clippy doc clean fuzz \
 	deps-thirdparty thirdparty busybox pjdfstest-riscv thirdparty-check fio fio-riscv fio-host sqlite sqlite-host-bench \
@@ -367,12 +367,29 @@ run: images
 
 ## Tests: host crates, then the in-guest runner (QEMU exit status = failures), then data
 ## written in one boot checked in the next (same disks: nothing is reformatted).
-test: test-host test-guest test-persist test-crash test-cross test-fill test-pjdfstest test-pjdfstest-guest test-shell test-exhaust \
+test: check-layers test-host test-guest test-persist test-crash test-cross test-fill test-pjdfstest test-pjdfstest-guest test-shell test-exhaust \
 	test-apps
 
 test-host: deps
 	$(CARGO) test --release --workspace --exclude kernel --exclude user-tests
 	$(CARGO) test --release -p vfs --features conformance
+
+## Structure (tools/layercheck): no file-level import cycle in dbfs and kvdb; the kernel's
+## layers (kernel/layers.txt, lowest first) run one way, checked once that file exists; no
+## Rust source file outside tests/ folders over 1000 lines. Every check runs; any finding fails.
+LAYERCHECK := $(CARGO_TARGET_DIR)/release/layercheck
+LINE_CHECK_DIRS := kernel fs drivers abi user-tests bench tools
+check-layers:
+	$(CARGO) build --release -p layercheck
+	@status=0; \
+	$(LAYERCHECK) fs/dbfs/src fs/kvdb/src || status=1; \
+	if [ -f kernel/layers.txt ]; then \
+		$(LAYERCHECK) --layers kernel/layers.txt kernel/src || status=1; \
+	else \
+		echo "check-layers: no kernel/layers.txt yet, kernel layers not checked"; \
+	fi; \
+	$(LAYERCHECK) --max-lines 1000 $(LINE_CHECK_DIRS) || status=1; \
+	exit $$status
 
 test-guest: images
 	timeout --foreground -k 10 600 $(QEMU_BASE) -append "$(KERNEL_PARAMS) blk_selftest=1 mem_selftest=1 -- test" \

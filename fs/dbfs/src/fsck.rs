@@ -11,10 +11,10 @@ use alloc::vec::Vec;
 use kvdb::{Pager, Tx};
 use vfs::{FileType, VfsError, VfsResult};
 
+use crate::error::kv;
 use crate::format::{
     be_u64, bucket, footprint, CookieEntry, Inode, NameEntry, Superblock, ROOT_INO, SUPERBLOCK_KEY,
 };
-use crate::kv;
 
 /// Every (key, value) of a bucket.
 fn entries<P: Pager>(tx: &Tx<'_, P>, name: &[u8]) -> VfsResult<Vec<(Vec<u8>, Vec<u8>)>> {

@@ -10,8 +10,8 @@
 //! - [`DbFs::mkfs`] formats a pager (page size, chunk size, label, uuid, root owner).
 //! - [`DbFs::mount`] / [`DbFs::mount_checked`] open it: the superblock's magic, version, page
 //!   size, chunk size and feature bits are checked and an image this code does not understand
-//!   is refused ([`MountError`] says why; as a [`VfsError`] it is `InvalidInput`, or the
-//!   store's error). Orphans left by a crash are freed at mount.
+//!   is refused ([`MountError`] says why; as a [`VfsError`](vfs::VfsError) it is
+//!   `InvalidInput`, or the store's error). Orphans left by a crash are freed at mount.
 //! - The mounted value implements [`vfs::FileSystem`]; its nodes ([`DbNode`]) implement
 //!   [`vfs::Node`]. [`DbFs::writeback_tick`] is the write-back timer (call it periodically).
 //!   [`DbNode::fallocate`] is outside the vfs traits for now.
@@ -135,12 +135,18 @@
 //!   only a read snapshot; no lock is held while a readdir sink runs.
 //!
 //! # Modules
-//! `mount` (mkfs, the mount checks, orphans), `writeback` (the state `DbFs::state` guards,
-//! the write-back cache, commits, group fsync, barriers, the timer), `read` (the read paths),
-//! `write` (buffered and direct writes), `reserve` (space reservations for buffered
-//! writes), `snapshot_cache` (inode records and chunk locations
-//! of recent snapshots), `txn` (one operation's write transaction), `node` (the [`vfs::Node`]
-//! calls), `fsck`, [`format`] (the on-disk records). Each says which locks it takes.
+//! From the bottom up (a module names only modules listed before it; `make check-layers`
+//! checks that no file-level import loop comes back):
+//! [`format`] (the on-disk records), `error` (the one kvdb-to-vfs error conversion), `tuning`
+//! (default limits and thresholds), `atime` (the `relatime` rule), `snapshot_cache` (inode
+//! records and chunk locations of recent snapshots), `state` (what `DbFs::state` guards: the
+//! write-back entries, open counts, fsync waiters, the direct write in flight), `txn` (one
+//! operation's write transaction), `fsck`, `mounted` (the [`DbFs`] value and its plain
+//! accessors), then the modules that add `impl DbFs` blocks: `reserve` (space reservations
+//! for buffered writes), `read` (the read paths), `writeback` (commits, group fsync,
+//! barriers, the timer), `write` (buffered and direct writes), `mount` (mkfs, the mount
+//! checks, orphans), `node` (the [`vfs::Node`] calls) and `filesystem` (the
+//! [`vfs::FileSystem`] calls and unmount). Each says which locks it takes.
 //!
 //! # What needs the caller's identity (not checked here)
 //! The vfs traits carry no credentials, so permission checks (search/write permission on
@@ -155,213 +161,30 @@
 
 extern crate alloc;
 
+mod atime;
+mod error;
+mod filesystem;
 pub mod format;
 mod fsck;
 mod mount;
+mod mounted;
 mod node;
 mod read;
 mod reserve;
 mod snapshot_cache;
+mod state;
+mod tuning;
 mod txn;
 mod write;
 mod writeback;
-
-use alloc::string::String;
-use alloc::sync::{Arc, Weak};
-use alloc::vec::Vec;
-
-use kvdb::sync::Mutex;
-use kvdb::{Db, Pager, Tx};
-use vfs::{Clock, FileSystem, FileType, FsStats, Metadata, NodeRef, VfsError, VfsResult};
 
 pub use format::{
     Inode, Superblock, DBFS_MAGIC, FORMAT_VERSION, MAX_FILE_SIZE, NAME_MAX, ROOT_INO,
 };
 pub use mount::{MkfsOptions, MountError};
+pub use mounted::DbFs;
 pub use node::DbNode;
-
-use format::bucket;
-#[cfg(doc)]
-use snapshot_cache::ChunkLocs;
-use writeback::{Flush, State};
-
-/// Default write-back limit: a write that brings the buffered bytes to this commits them.
-pub const DEFAULT_DIRTY_LIMIT: usize = 16 << 20;
-/// [`DbFs::writeback_tick`] commits buffered data older than this many seconds.
-pub const WRITEBACK_SECS: i64 = 5;
-/// Default data chunk size.
-pub const DEFAULT_CHUNK_SIZE: u32 = 16 << 10;
-/// Reads of at least this many bytes move whole stored chunks with [`kvdb::Pager::read_into`]
-/// when the pager says that beats a copy (the kernel window: a device read straight into the
-/// caller's buffer, like FAT32's direct I/O for large runs).
-pub const DIRECT_READ_MIN: usize = 128 << 10;
-/// Reads of at most this many bytes inside one chunk may copy from a remembered chunk location
-/// ([`ChunkLocs`]) under the store's snapshot lock, without a read transaction.
-pub(crate) const SMALL_READ_MAX: usize = 64 << 10;
-/// Writes whose whole chunks add up to at least this many bytes store those chunks at once, in
-/// one transaction, without the write-back cache, when the pager says its
-/// [`kvdb::Pager::write_direct`] beats a copy (the kernel window: a device write straight from
-/// the caller's buffer, like FAT32 overwriting in place). See [`DbFs::set_direct_write_min`].
-pub const DIRECT_WRITE_MIN: usize = 128 << 10;
-/// `statfs` size reported for a pager without a size limit (e.g. a growing host file).
-pub const UNBOUNDED_REPORTED_BYTES: u64 = 1 << 40;
-
-/// The one conversion from kvdb errors to the vfs error.
-pub(crate) fn kv(e: kvdb::Error) -> VfsError {
-    match e {
-        kvdb::Error::Io | kvdb::Error::Poisoned => VfsError::Io,
-        kvdb::Error::Corrupted(_) => VfsError::Corrupted,
-        kvdb::Error::NoSpace => VfsError::NoSpace,
-        kvdb::Error::KeyTooLarge => VfsError::NameTooLong,
-        kvdb::Error::ValueTooLarge => VfsError::FileTooLarge,
-        kvdb::Error::TxReadOnly => VfsError::ReadOnly,
-        kvdb::Error::InvalidOptions => VfsError::InvalidInput,
-        // Our buckets exist by construction: their absence or a key of the wrong kind is
-        // damage.
-        kvdb::Error::BucketExists
-        | kvdb::Error::BucketNotFound
-        | kvdb::Error::IncompatibleValue => VfsError::Corrupted,
-    }
-}
-
-/// A mounted dbfs.
-pub struct DbFs<P: Pager> {
-    db: Db<P>,
-    clock: Arc<dyn Clock>,
-    params: Superblock,
-    chunk_size: u64,
-    state: Mutex<State>,
-    me: Weak<DbFs<P>>,
-}
-
-impl<P: Pager> DbFs<P> {
-    /// The superblock as mounted (label, uuid, page and chunk size; counters as of mount).
-    pub fn superblock(&self) -> &Superblock {
-        &self.params
-    }
-
-    /// Bytes per data chunk.
-    pub fn chunk_size(&self) -> u32 {
-        self.params.chunk_size
-    }
-
-    /// The store's pager (counters, or the image of a `MemPager`).
-    pub fn pager(&self) -> &P {
-        self.db.pager()
-    }
-
-    /// Check the committed image's consistency (one read snapshot; buffered writes are not
-    /// looked at). Returns the problems found; empty means consistent.
-    pub fn fsck(&self) -> VfsResult<Vec<String>> {
-        let tx = self.db.begin_read().map_err(kv)?;
-        fsck::check(&tx, self.chunk_size)
-    }
-
-    pub(crate) fn metadata(&self, ino: u64, i: &Inode) -> Metadata {
-        Metadata {
-            ino,
-            ftype: i.ftype,
-            perm: i.perm,
-            nlink: i.nlink,
-            uid: i.uid,
-            gid: i.gid,
-            size: i.size,
-            blocks: i.alloc_bytes / 512,
-            blksize: self.params.chunk_size,
-            rdev: i.rdev,
-            atime: i.atime,
-            mtime: i.mtime,
-            ctime: i.ctime,
-        }
-    }
-
-    /// Begin a read transaction (for readers that do not care about the write-back cache).
-    pub(crate) fn begin_read(&self) -> VfsResult<Tx<'_, P>> {
-        self.db.begin_read().map_err(kv)
-    }
-}
-
-impl<P: Pager + Send + Sync + 'static> DbFs<P> {
-    pub(crate) fn node(&self, ino: u64, ftype: FileType) -> VfsResult<NodeRef> {
-        let fs = self.me.upgrade().ok_or(VfsError::Io)?;
-        Ok(Arc::new(DbNode::new(fs, ino, ftype)))
-    }
-}
-
-impl<P: Pager + Send + Sync + 'static> FileSystem for DbFs<P> {
-    fn fs_name(&self) -> &'static str {
-        "dbfs"
-    }
-
-    fn root(&self) -> VfsResult<NodeRef> {
-        self.node(ROOT_INO, FileType::Directory)
-    }
-
-    /// Blocks are kvdb pages. The total is the pager's capacity ([`UNBOUNDED_REPORTED_BYTES`]
-    /// for a pager that can grow without limit); free = pages on kvdb's freelist (also those
-    /// waiting for a reader or a barrier) + pages the store can still grow by
-    /// ([`kvdb::Db::free_pages`]); available = free minus kvdb's reserve for deletions
-    /// ([`kvdb::reserve_pages`]) and minus the pages reserved for buffered writes. Files: inodes in use from the superblock; free inodes are
-    /// estimated as one per free page.
-    fn statfs(&self) -> VfsResult<FsStats> {
-        // Pages freed by commits count as free at once, also those a reader or the next
-        // barrier still holds: the allocator makes a barrier when it runs short, so they are
-        // there for writes (a deleted file's space shows up in `df` right away).
-        let (stats, free_pages) = (self.db.stats(), self.db.free_pages());
-        let used_inodes = {
-            let tx = self.db.begin_read().map_err(kv)?;
-            let raw = tx
-                .get_bucket(bucket::META)
-                .map_err(kv)?
-                .get(format::SUPERBLOCK_KEY)
-                .map_err(kv)?;
-            raw.and_then(|r| Superblock::decode(&r))
-                .ok_or(VfsError::Corrupted)?
-                .inode_count
-        };
-        let ps = self.db.page_size() as u64;
-        let cap = self.db.pager().capacity();
-        let cap = if cap == u64::MAX {
-            UNBOUNDED_REPORTED_BYTES
-        } else {
-            cap
-        };
-        let total = (cap / ps).max(stats.page_count);
-        // `free_pages` counts the pager's whole capacity past the store's end: keep only the
-        // listed pages of it, then add the growth room of the reported size.
-        let cap_pages = self.db.pager().capacity() / ps;
-        let listed = free_pages.saturating_sub(cap_pages.saturating_sub(stats.page_count));
-        let free = listed + total.saturating_sub(stats.page_count);
-        // kvdb keeps pages back for deletions: free, but not available to writes; and pages
-        // reserved for buffered writes are as good as used (see `reserve`).
-        let promised = self.state.lock().wb.promised_pages();
-        let available = free
-            .saturating_sub(kvdb::reserve_pages(total))
-            .saturating_sub(promised);
-        Ok(FsStats {
-            fs_type: DBFS_MAGIC,
-            block_size: ps,
-            blocks: total,
-            blocks_free: free,
-            blocks_available: available,
-            files: used_inodes.saturating_add(free),
-            files_free: free,
-            name_max: NAME_MAX as u64,
-        })
-    }
-
-    /// Commit everything buffered (one transaction; also when nothing is buffered, so pages
-    /// freed by earlier commits become reusable).
-    fn sync(&self) -> VfsResult<()> {
-        self.flush(Flush::AllAlways)
-    }
-}
-
-impl<P: Pager> Drop for DbFs<P> {
-    /// Unmount: commit the write-back cache (errors cannot be reported here; call `sync` first
-    /// to see them).
-    fn drop(&mut self) {
-        let _ = self.flush(Flush::All);
-        let _ = self.barrier();
-    }
-}
+pub use tuning::{
+    DEFAULT_CHUNK_SIZE, DEFAULT_DIRTY_LIMIT, DIRECT_READ_MIN, DIRECT_WRITE_MIN,
+    UNBOUNDED_REPORTED_BYTES, WRITEBACK_SECS,
+};

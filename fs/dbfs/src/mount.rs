@@ -16,13 +16,13 @@ use kvdb::sync::Mutex;
 use kvdb::{Db, Pager};
 use vfs::{Clock, FileType, Timestamp, VfsError, VfsResult};
 
+use crate::error::kv;
 use crate::format::{self, bucket, ino_key, MAX_CHUNK_SIZE, MIN_CHUNK_SIZE, MIN_PAGE_SIZE};
+use crate::format::{Inode, Superblock, FORMAT_VERSION, ROOT_INO};
+use crate::mounted::DbFs;
 use crate::snapshot_cache::{ChunkLocs, SnapshotInodes};
-use crate::writeback::{PendingMap, ReadMemo, State, WriteBack};
-use crate::{
-    kv, DbFs, Inode, Superblock, DEFAULT_CHUNK_SIZE, DEFAULT_DIRTY_LIMIT, DIRECT_WRITE_MIN,
-    FORMAT_VERSION, ROOT_INO,
-};
+use crate::state::{PendingMap, ReadMemo, State, WriteBack};
+use crate::tuning::{DEFAULT_CHUNK_SIZE, DEFAULT_DIRTY_LIMIT, DIRECT_WRITE_MIN};
 
 /// Parameters of [`DbFs::mkfs`], recorded in the superblock.
 #[derive(Clone, Debug)]

@@ -11,12 +11,13 @@ use vfs::{
     TimeSet, VfsError, VfsResult, XattrMode,
 };
 
+use crate::error::kv;
 use crate::format::{
     be_u64, bucket, ino_key, name_key, CookieEntry, Inode, NameEntry, LINK_MAX, MAX_FILE_SIZE,
     NAME_MAX, SYMLINK_MAX, XATTR_NAME_MAX, XATTR_SIZE_MAX,
 };
+use crate::mounted::DbFs;
 use crate::read::read_inode;
-use crate::{kv, DbFs};
 
 const S_ISUID: u32 = 0o4000;
 const S_ISGID: u32 = 0o2000;
@@ -312,7 +313,7 @@ impl<P: Pager + Send + Sync + 'static> Node for DbNode<P> {
     }
 
     fn fsync(&self, _data_only: bool) -> VfsResult<()> {
-        self.fs.flush(crate::writeback::Flush::Inode(self.ino))
+        self.fs.flush(crate::state::Flush::Inode(self.ino))
     }
 
     fn lookup(&self, name: &str) -> VfsResult<NodeRef> {
@@ -703,5 +704,13 @@ impl<P: Pager + Send + Sync + 'static> Node for DbNode<P> {
             FileType::Directory => VfsError::IsADirectory,
             _ => VfsError::InvalidInput,
         }
+    }
+}
+
+impl<P: Pager + Send + Sync + 'static> DbFs<P> {
+    /// The node of `ino` (of type `ftype`), holding the mount alive.
+    pub(crate) fn node(&self, ino: u64, ftype: FileType) -> VfsResult<NodeRef> {
+        let fs = self.me.upgrade().ok_or(VfsError::Io)?;
+        Ok(Arc::new(DbNode::new(fs, ino, ftype)))
     }
 }

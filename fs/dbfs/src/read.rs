@@ -20,12 +20,16 @@ use alloc::vec::Vec;
 use kvdb::{Pager, Tx};
 use vfs::{Timestamp, VfsError, VfsResult};
 
+use crate::atime::relatime_due;
+use crate::error::kv;
+use crate::format::Inode;
 use crate::format::{self, bucket, ino_key, pair_key};
+use crate::mounted::DbFs;
 use crate::snapshot_cache::{chunk_run, CHUNK_RUN};
 #[cfg(doc)]
 use crate::snapshot_cache::{ChunkLocs, SnapshotInodes};
-use crate::writeback::{piece_size, Pending, ReadMemo, State};
-use crate::{kv, DbFs, Inode, DIRECT_READ_MIN, SMALL_READ_MAX};
+use crate::state::{piece_size, Pending, ReadMemo, State};
+use crate::tuning::{DIRECT_READ_MIN, SMALL_READ_MAX};
 
 impl<P: Pager> DbFs<P> {
     /// `noatime`: reads stop updating atime (for read-only media, where buffered atime updates
@@ -313,20 +317,6 @@ pub(crate) fn clamp_len(size: u64, offset: u64, len: usize) -> usize {
     } else {
         (size - offset).min(len as u64) as usize
     }
-}
-
-/// How old an atime may grow under `relatime` before a read updates it anyway: a day.
-pub(crate) const RELATIME_SECS: i64 = 24 * 3600;
-
-/// Linux `relatime`: update atime if it is not newer than mtime or ctime, or a day old.
-pub(crate) fn relatime_due(i: &Inode, now: Timestamp) -> bool {
-    // `<=` spelled out on the fields: the derived comparison goes through `partial_cmp` and
-    // an `Option<Ordering>`, twice the instructions on every small read.
-    let not_after =
-        |a: Timestamp, b: Timestamp| a.sec < b.sec || (a.sec == b.sec && a.nsec <= b.nsec);
-    not_after(i.atime, i.mtime)
-        || not_after(i.atime, i.ctime)
-        || now.sec.saturating_sub(i.atime.sec) >= RELATIME_SECS
 }
 
 pub(crate) fn read_inode<P: Pager>(tx: &Tx<'_, P>, ino: u64) -> VfsResult<Inode> {

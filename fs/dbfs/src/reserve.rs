@@ -18,10 +18,12 @@
 //! State: `Pending::value_pages` and `Pending::reserved` per inode, `WriteBack::reserved`
 //! their sum; all under `DbFs::state`.
 
+use alloc::vec::Vec;
+
 use kvdb::Pager;
 
-use crate::writeback::{Pending, WriteBack};
-use crate::DbFs;
+use crate::mounted::DbFs;
+use crate::state::{Pending, WriteBack};
 
 /// Chunks whose keys share one rewritten leaf page, counted low (a 4 KiB leaf holds about 100
 /// data keys with their overflow references).
@@ -45,6 +47,26 @@ pub(crate) fn inode_pages(value_pages: u64, chunks: usize) -> u64 {
 }
 
 impl WriteBack {
+    /// Drop the buffered chunks `[first, end)` of `ino` (a direct write stored newer ones).
+    pub(crate) fn drop_chunks(&mut self, ino: u64, first: u64, end: u64, page_size: u64, cs: u64) {
+        let Some(p) = self.pending.get_mut(&ino) else {
+            return;
+        };
+        let gone: Vec<u64> = p.chunks.range(first..end).map(|(&i, _)| i).collect();
+        for idx in gone {
+            let charged = p.chunks.get(&idx).map(|b| p.commit_len(idx, b.len(), cs));
+            p.partial.remove(&idx);
+            if let (Some(buf), Some(charged)) = (p.chunks.remove(&idx), charged) {
+                p.bytes = p.bytes.saturating_sub(buf.len());
+                p.value_pages = p
+                    .value_pages
+                    .saturating_sub(value_pages(charged, page_size));
+                self.dirty_bytes = self.dirty_bytes.saturating_sub(buf.len());
+            }
+        }
+        WriteBack::update_reservation(&mut self.reserved, p);
+    }
+
     /// Pages every buffered write together will need at commit.
     pub(crate) fn promised_pages(&self) -> u64 {
         if self.reserved == 0 {

@@ -12,9 +12,10 @@ use alloc::vec::Vec;
 use kvdb::{Pager, Tx};
 use vfs::{Timestamp, VfsError, VfsResult};
 
+use crate::atime::{relatime_due, RELATIME_SECS};
+use crate::error::kv;
+use crate::format::Inode;
 use crate::format::{bucket, pair_key};
-use crate::read::{relatime_due, RELATIME_SECS};
-use crate::{kv, Inode};
 
 /// A few inode records as stored in given snapshots: `(txid, ino) -> record`. A snapshot
 /// never changes, so an entry is right for as long as its txid is the one a reader sees; a
@@ -39,7 +40,7 @@ impl SnapshotInodes {
 }
 
 /// The first second at which a read of `i` is due a `relatime` update
-/// ([`crate::read::relatime_due`]): at once (`i64::MIN`) if its atime is not after its mtime
+/// ([`crate::atime::relatime_due`]): at once (`i64::MIN`) if its atime is not after its mtime
 /// or ctime, else a day after the atime.
 pub(crate) fn atime_due_at(i: &Inode) -> i64 {
     // At the earliest time only the mtime and ctime rules can make it due.

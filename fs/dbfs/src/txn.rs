@@ -13,12 +13,12 @@ use alloc::vec::Vec;
 use kvdb::{Bucket, Pager, Tx};
 use vfs::{FileType, Timestamp, VfsError, VfsResult};
 
+use crate::error::kv;
 use crate::format::{
     be_u64, bucket, corrupt, footprint, ino_key, name_key, pair_key, CookieEntry, Inode, NameEntry,
     Superblock, ROOT_INO, SUPERBLOCK_KEY,
 };
-use crate::kv;
-use crate::writeback::State;
+use crate::state::State;
 
 pub(crate) struct Txn<'a, 'db, P: Pager> {
     pub tx: &'a Tx<'db, P>,
@@ -368,7 +368,7 @@ impl<'a, 'db, P: Pager> Txn<'a, 'db, P> {
                     if old.len() as u64 > cs {
                         return Err(VfsError::Corrupted);
                     }
-                    crate::writeback::fill_pieces(cs, &mut full, loaded, &old);
+                    crate::state::fill_pieces(cs, &mut full, loaded, &old);
                 }
                 filled.insert(idx, full);
             }

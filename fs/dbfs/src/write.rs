@@ -3,9 +3,9 @@
 //! enough whole chunks, straight to the store in a transaction of their own
 //! ([`DbFs::write_whole_chunks`], when the pager's direct writes beat a copy).
 //!
-//! A partial write that covers whole pieces (4 KiB, see [`crate::writeback::piece_size`]) of
+//! A partial write that covers whole pieces (4 KiB, see [`crate::state::piece_size`]) of
 //! a stored chunk not in the cache is not merged: it makes a *partly loaded* chunk
-//! ([`crate::writeback::Pending::partial`]: a buffer plus the mask of its pieces that hold the
+//! ([`crate::state::Pending::partial`]: a buffer plus the mask of its pieces that hold the
 //! newest bytes; the others are still the store's). A piece past the stored size counts as
 //! loaded (the store has zeros there). A later write covering whole pieces adds them to the
 //! mask; one touching part of a piece not loaded first loads the rest of the chunk from the
@@ -24,13 +24,15 @@ use alloc::vec::Vec;
 use kvdb::{Pager, Tx};
 use vfs::{VfsError, VfsResult};
 
+use crate::error::kv;
+use crate::format::MAX_FILE_SIZE;
 use crate::format::{self, bucket, pair_key};
+use crate::mounted::DbFs;
 use crate::read::load_chunk;
 use crate::reserve;
-use crate::writeback::{
+use crate::state::{
     covered_pieces, fill_pieces, full_mask, touched_pieces, DirectWrite, Flush, WriteBack,
 };
-use crate::{kv, DbFs, MAX_FILE_SIZE};
 
 impl<P: Pager> DbFs<P> {
     /// Store the whole chunks of writes whose whole chunks add up to at least `bytes` directly
@@ -347,7 +349,7 @@ impl<P: Pager> DbFs<P> {
     /// [`DbFs::run_txn`] as metadata operations, so the same durability) publishes them with
     /// the file's new size and times. The transaction folds the file's other buffered data,
     /// like a metadata operation; cached chunks this write replaces are not stored but dropped
-    /// at its commit ([`crate::writeback::State::direct_busy`] keeps buffered writers to the
+    /// at its commit ([`crate::state::State::direct_busy`] keeps buffered writers to the
     /// file waiting until then, so no later write is lost).
     fn write_whole_chunks(&self, ino: u64, first: u64, chunks: &[Vec<&[u8]>]) -> VfsResult<()> {
         let cs = self.chunk_size;
