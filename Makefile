@@ -18,6 +18,8 @@
 #                                on /dbfs), fork bomb, descriptor hog, pipe without reader, pipe
 #                                hog, map hog, huge argv, long paths: none may crash the kernel
 #                                (EXHAUST_CASES='map_hog fork_bomb' runs only those)
+#   make check-docs              (in `make test`) every path README.md and docs/*.md name exists, every
+#                                function they place in a file is there (tests/doccheck.sh)
 #   make test-shell              (in `make test`) busybox sh typed at in tmux: pipes, ^C, exit
 #   make test-cross              (in `make test`) guest and host agree on dbfs: a tree written by
 #                                the host is verified in the guest and the reverse, and one script
@@ -368,7 +370,12 @@ run: images
 ## Tests: host crates, then the in-guest runner (QEMU exit status = failures), then data
 ## written in one boot checked in the next (same disks: nothing is reformatted).
 test: check-layers test-host test-guest test-persist test-crash test-cross test-fill test-pjdfstest test-pjdfstest-guest test-shell test-exhaust \
-	test-apps
+	test-apps check-docs
+
+# Every path the docs name exists, and every name they place in a file is there (tests/doccheck.sh).
+.PHONY: check-docs
+check-docs:
+	tests/doccheck.sh
 
 test-host: deps
 	$(CARGO) test --release --workspace --exclude kernel --exclude user-tests

@@ -5,7 +5,7 @@
 # (0, 1, N-1, 2, N-2, ... plus the row number, mod N), the first N repetitions taking the
 # rows and the next N the rows reversed: over 2N repetitions every system goes first twice
 # and runs right after every other one twice. The same as `rep_order` in
-# bench/workloads/src/lib.rs (sourced by systems.sh and bench.sh).
+# bench/workloads/src/runner.rs (sourced by systems.sh and bench.sh).
 rep_order() {
     local n=$1 r=$(($2 - 1)) i j b out=()
     for ((i = 0; i < n; i++)); do

@@ -237,6 +237,9 @@ cmd_pjdfstest() {
 
 # $TP/rootfs mirrors what goes into root.img under /:
 #   /bin/busybox, /bin/sh        the same binary (busybox picks the applet from argv[0])
+#   /bin/gzip, /bin/bzip2        copies again, for programs that exec a compressor by name
+#                                (busybox tar's czf/cjf: execlp("gzip"); root.img is FAT32,
+#                                which has no links, and the shell's applet lookup is its own)
 #   /bin/pjdfstest               the pjdfstest program
 #   /bin/pjdfstest-run           tools/thirdparty/pjdfstest-guest.sh (the suite runner)
 #   /bin/sqlite3, /bin/speedtest1  sqlite's shell and its benchmark program
@@ -262,6 +265,8 @@ cmd_rootfs() {
 	rm -rf "$root.tmp" && mkdir -p "$root.tmp/bin" "$root.tmp/usr/pjdfstest/tests"
 	cp "$TP/busybox/busybox" "$root.tmp/bin/busybox"
 	cp "$TP/busybox/busybox" "$root.tmp/bin/sh"
+	cp "$TP/busybox/busybox" "$root.tmp/bin/gzip"
+	cp "$TP/busybox/busybox" "$root.tmp/bin/bzip2"
 	cp "$TP/pjdfstest/pjdfstest" "$root.tmp/bin/pjdfstest"
 	cp "$TP/pjdfstest/pjdfstest" "$root.tmp/usr/pjdfstest/pjdfstest"
 	cp "$here/pjdfstest-guest.sh" "$root.tmp/bin/pjdfstest-run"

@@ -5,7 +5,9 @@ use std::io::{Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::time::Instant;
 
-use crate::{Errno, Fs, Open};
+use abi::Errno;
+
+use crate::fs::{Fs, Open};
 
 /// The host's file system through std::fs; paths are used as given.
 pub struct HostFs {

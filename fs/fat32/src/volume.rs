@@ -26,7 +26,7 @@ use alloc::collections::btree_map::Entry;
 use alloc::collections::BTreeMap;
 use core::ptr::NonNull;
 
-use crate::{FatFile, FatFs};
+use crate::types::{FatFile, FatFs};
 
 /// How many files keep their position cached; beyond it the oldest (lowest key) is closed.
 const MAX_OPEN_FILES: usize = 64;

@@ -86,6 +86,15 @@ pub(crate) enum Command {
         hostfile: PathBuf,
         path: String,
     },
+    /// Copy host directory HOSTDIR into PATH of IMAGE (created if missing) with every file
+    /// type, hard link, owner, mode, device number, time and extended attribute (see
+    /// `import.rs`): how a Debian tree becomes the guest's root.
+    Import {
+        image: PathBuf,
+        hostdir: PathBuf,
+        #[arg(long, default_value = "/")]
+        dir: String,
+    },
     /// Cross-check: write the tree generated from SEED and its MANIFEST into IMAGE through
     /// the dbfs library (no mount).
     GenTree {

@@ -10,6 +10,7 @@
 //! dbfs-fuse ls IMAGE [PATH]
 //! dbfs-fuse cat IMAGE PATH
 //! dbfs-fuse put IMAGE HOSTFILE PATH   (HOSTFILE `-` reads stdin)
+//! dbfs-fuse import IMAGE HOSTDIR [--dir PATH]   a host tree with owners, modes, links, devices
 //! dbfs-fuse gen-tree IMAGE --seed N [--dir PATH]     cross-check tree + MANIFEST (no mount)
 //! dbfs-fuse verify-tree IMAGE [--dir PATH]           check it against MANIFEST (no mount)
 //! dbfs-fuse verify-dir DIR                           the same through std::fs (a FUSE mount)
@@ -93,6 +94,7 @@ mod dev;
 mod fsck;
 mod holder;
 mod image;
+mod import;
 mod mount_opts;
 mod offline;
 mod signals;
@@ -140,6 +142,25 @@ fn main() -> ExitCode {
             hostfile,
             path,
         } => offline::put(&image, &hostfile, &path),
+        Command::Import {
+            image,
+            hostdir,
+            dir,
+        } => import::import(&image, &hostdir, &dir).map(|s| {
+            println!(
+                "imported {} into {}:{dir}: {} directories, {} files ({} bytes), {} symlinks, \
+                 {} hard links, {} devices/FIFOs/sockets, {} extended attributes",
+                hostdir.display(),
+                image.display(),
+                s.dirs,
+                s.files,
+                s.bytes,
+                s.symlinks,
+                s.hard_links,
+                s.special,
+                s.xattrs
+            )
+        }),
         Command::Createdel { dir, n, fs } => bench::createdel(&dir, n, &fs),
         Command::GenTree { image, seed, dir } => cross::gen_tree(&image, seed, &dir),
         Command::VerifyTree { image, dir } => cross::verify_tree(&image, &dir),

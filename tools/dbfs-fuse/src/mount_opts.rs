@@ -55,7 +55,7 @@ impl ToolOptions {
 }
 
 /// The kernel's `max_read` unless `-o max_read=` says otherwise: the largest FUSE read
-/// request. With `FUSE_ASYNC_DIO` (adapter.rs, `init`) a 1 MiB O_DIRECT read is then two
+/// request. With `FUSE_ASYNC_DIO` (adapter/session.rs, `init`) a 1 MiB O_DIRECT read is then two
 /// requests that two worker threads serve at once; one 1 MiB request was served by one
 /// thread. Measured on 1 MiB reads of files just written, caches dropped: with one fio job
 /// faster, with four about the same, and 256 KiB requests were slower with four jobs

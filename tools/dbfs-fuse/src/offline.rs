@@ -45,7 +45,7 @@ pub(crate) fn fsck_command(image: &Path, verbose: bool) -> ExitCode {
 }
 
 /// The node at `path` (absolute or relative to the root; symlinks are not followed).
-fn resolve(fs: &Fs, path: &str) -> Result<NodeRef, String> {
+pub(crate) fn resolve(fs: &Fs, path: &str) -> Result<NodeRef, String> {
     let mut node = fs.root().map_err(|e| format!("root: {e}"))?;
     let mut stack: Vec<NodeRef> = Vec::new();
     for comp in path.split('/').filter(|c| !c.is_empty() && *c != ".") {
