@@ -12,7 +12,8 @@
 //!
 //! Address kinds: a frame's `pa()` and a page-table entry hold physical addresses (what the
 //! MMU and the disk's DMA see); everything the kernel dereferences is a virtual address, in
-//! the direct map or in a disk window (`window`, at `window::WINDOW_BASE`).
+//! the direct map or in a disk window (the block layer's `drivers::window`, at its
+//! `WINDOW_BASE`, built on these frames and page tables).
 //!
 //! Interface: [`frame::alloc`] returns an owned, zeroed [`frame::Frame`] freed on drop;
 //! [`page_table::PageTable`] maps user pages; [`addr_space::AddrSpace`] owns a process's

@@ -2,13 +2,12 @@
 //! program through a [`ReadFile`] the caller hands in (the file layer's), follows `#!`
 //! interpreters, and has mm build the new address space.
 
-use crate::arch::trap::TrapFrame;
-use crate::mm::addr_space::AddrSpace;
-use abi::Errno;
 use alloc::boxed::Box;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::sync::atomic::Ordering::Relaxed;
+
+use abi::Errno;
 
 use super::cred;
 use super::exit::stop_other_threads;
@@ -17,6 +16,8 @@ use super::fork::make_process;
 use super::process::{kstack_top, new_kstack, release_vfork_parent, ProcInner};
 use super::sched::{current_pid, current_ref, wake, with_current, with_thread, yield_now, SCHED};
 use super::signal;
+use crate::arch::trap::TrapFrame;
+use crate::mm::addr_space::AddrSpace;
 
 /// `comm` and `cmdline` of a program run as `path` with `argv`.
 pub(super) fn names_of(path: &str, argv: &[String]) -> (String, Vec<u8>) {

@@ -1,9 +1,10 @@
 //! Ending threads and processes (task layer): exit, exit_group and fatal signals, the
 //! zombie left for the parent, and wait4.
 
-use abi::Errno;
 use alloc::sync::Arc;
 use core::sync::atomic::Ordering::Relaxed;
+
+use abi::Errno;
 
 use super::futex;
 use super::process::{release_vfork_parent, ExitStatus, Process, State, Thread};

@@ -1,16 +1,14 @@
 //! Making processes and threads (task layer): fork (and vfork's wait for the child's exec
 //! or exit), and `clone(CLONE_THREAD)`.
 
-use super::signal;
-use super::switch::TaskContext;
-use crate::arch::trap::TrapFrame;
-use abi::Errno;
 use alloc::boxed::Box;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::AtomicBool;
 use core::sync::atomic::AtomicU64;
 use core::sync::atomic::AtomicUsize;
+
+use abi::Errno;
 use spin::Mutex;
 
 use super::lookup::find;
@@ -20,7 +18,10 @@ use super::process::{
 use super::sched::{
     block_current, current, current_ref, current_thread, with_thread, Scheduler, SCHED,
 };
+use super::signal;
+use super::switch::TaskContext;
 use super::user_return::first_entry;
+use crate::arch::trap::TrapFrame;
 
 /// A new process (pid from `SCHED`) with one thread running `tf` (whose `kernel_sp` is set
 /// here), ready to run.

@@ -1,13 +1,13 @@
 //! Finding processes and threads (task layer): by pid or tid, by process group, all of them,
 //! and the two walks over every address space that mm's `SpaceAccess` calls.
 
-use crate::mm::file_pages::FileKey;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use super::away::keep_cpu;
 use super::process::{Process, Thread};
 use super::sched::SCHED;
+use crate::mm::file_pages::FileKey;
 
 /// Every live process with process group `pgid`.
 pub fn processes_in_group(pgid: usize) -> Vec<Arc<Process>> {

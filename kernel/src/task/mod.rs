@@ -31,23 +31,23 @@
 //! `exit`, `sigframe` (delivery), `user_return`, `fork`, `exec`. This file only declares
 //! them and re-exports what the other layers use.
 
-pub mod away;
+mod away;
 pub mod cred;
-pub mod exec;
-pub mod exit;
+mod exec;
+mod exit;
 pub mod files;
-pub mod fork;
+mod fork;
 pub mod futex;
-pub mod lookup;
-pub mod process;
+mod lookup;
+mod process;
 pub mod ps;
-pub mod run;
-pub mod sched;
+mod run;
+mod sched;
 pub mod sigframe;
 pub mod signal;
-pub mod sigstate;
+mod sigstate;
 mod switch;
-pub mod user_return;
+mod user_return;
 pub mod wait;
 
 pub use away::{

@@ -2,11 +2,6 @@
 //! state its threads share in [`ProcInner`]; a [`Thread`] is what the scheduler runs, with its
 //! own state in [`ThreadInner`]; kernel stacks and the limits on how many may exist.
 
-use super::sigstate;
-use super::switch::TaskContext;
-use crate::arch::trap::TrapFrame;
-use crate::mm::addr_space::AddrSpace;
-use abi::Errno;
 use alloc::boxed::Box;
 use alloc::string::String;
 use alloc::sync::Arc;
@@ -15,10 +10,16 @@ use core::sync::atomic::AtomicBool;
 use core::sync::atomic::AtomicU64;
 use core::sync::atomic::AtomicUsize;
 use core::sync::atomic::Ordering::Relaxed;
+
+use abi::Errno;
 use spin::Mutex;
 
 use super::cred;
 use super::files;
+use super::sigstate;
+use super::switch::TaskContext;
+use crate::arch::trap::TrapFrame;
+use crate::mm::addr_space::AddrSpace;
 
 pub(super) const KERNEL_STACK_SIZE: usize = 128 * 1024;
 

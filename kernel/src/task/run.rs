@@ -2,12 +2,12 @@
 //! between them. What it calls above the task layer (console input, the file systems'
 //! periodic work, power-off) it gets as [`Services`] registered at boot.
 
-use super::switch::TaskContext;
 use alloc::sync::Arc;
 use core::sync::atomic::Ordering::Relaxed;
 
 use super::process::State;
 use super::sched::{ctx_ptr, CURRENT, IDLE_CTX, SCHED, SWITCHES};
+use super::switch::TaskContext;
 use super::wait;
 
 pub const TIME_SLICE_MS: u64 = 10;

@@ -3,17 +3,18 @@
 //! blocking and waking. Kernel code runs with interrupts off on one hart, so nothing else
 //! runs between a check and the matching block: no lost wake-ups.
 
-use super::switch::TaskContext;
 use alloc::collections::BTreeMap;
 use alloc::collections::VecDeque;
 use alloc::sync::Arc;
 use core::sync::atomic::AtomicPtr;
 use core::sync::atomic::AtomicU64;
 use core::sync::atomic::Ordering::Relaxed;
+
 use spin::Mutex;
 
 use super::cred;
 use super::process::{ProcInner, Process, State, Thread, ThreadInner};
+use super::switch::TaskContext;
 
 pub(super) struct Scheduler {
     pub(super) ready: VecDeque<Arc<Thread>>,

@@ -2,11 +2,9 @@
 //! `rt_sigframe` pushed on the user stack, laid out as Linux riscv64 does (siginfo, then
 //! ucontext with the saved mask and all registers), and `rt_sigreturn`.
 
-use crate::arch::trap::TrapFrame;
-use crate::mm::addr_space::AddrSpace;
-use crate::mm::uaccess;
-use abi::Errno;
 use core::sync::atomic::Ordering::Relaxed;
+
+use abi::Errno;
 
 use super::exit::{exit_current, exit_thread};
 use super::process::ExitStatus;
@@ -15,6 +13,9 @@ use super::sigstate::{
     bit, default_action, Default_, SigAction, SA_NODEFER, SA_RESETHAND, SA_RESTART, SIGKILL,
     SIGSEGV, SIG_DFL, SIG_IGN,
 };
+use crate::arch::trap::TrapFrame;
+use crate::mm::addr_space::AddrSpace;
+use crate::mm::uaccess;
 
 // The rt_sigframe layout (Linux riscv64): siginfo (128 bytes), then ucontext: uc_flags (8),
 // uc_link (8), uc_stack (24), uc_sigmask (8, padded to 128 by glibc's larger sigset_t), then

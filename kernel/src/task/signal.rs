@@ -19,15 +19,9 @@
 //! System calls that sleep return [`ERESTARTSYS`] when a signal interrupts them; delivery
 //! turns that into a restart of the call (no handler ran, or the handler has `SA_RESTART`) or
 //! into `EINTR`, as Linux does.
-
 //!
 //! Files: numbers, actions and masks are `sigstate` (re-exported here); generation and the
 //! pending tests are here; delivery and `rt_sigreturn` are `sigframe`.
-
-pub use super::sigstate::{
-    bit, SigAction, SigMask, SigState, ERESTARTSYS, NSIG, SIGBUS, SIGCHLD, SIGILL, SIGINT, SIGKILL,
-    SIGPIPE, SIGQUIT, SIGSEGV, SIGSTOP, SIGTRAP, SIGTSTP, SIG_DFL, SIG_IGN,
-};
 
 use alloc::sync::Arc;
 use core::sync::atomic::Ordering::Relaxed;
@@ -35,6 +29,11 @@ use core::sync::atomic::Ordering::Relaxed;
 use super::process::{Process, Thread};
 use super::sched::{current_thread, wake};
 use super::sigstate::{default_action, Default_};
+
+pub use super::sigstate::{
+    bit, SigAction, SigMask, SigState, ERESTARTSYS, NSIG, SIGBUS, SIGCHLD, SIGILL, SIGINT, SIGKILL,
+    SIGPIPE, SIGQUIT, SIGSEGV, SIGSTOP, SIGTRAP, SIGTSTP, SIG_DFL, SIG_IGN,
+};
 
 /// Generate signal `sig` (1..=64) for process `p` (process-directed: any thread that does not
 /// block it may take it).

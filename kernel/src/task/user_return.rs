@@ -1,10 +1,10 @@
 //! Entering user mode (task layer): a new thread's first entry and every return from the
 //! kernel, which delivers pending signals first.
 
-use crate::arch::trap::TrapFrame;
 use core::sync::atomic::Ordering::Relaxed;
 
 use super::sched::{current_ref, with_thread};
+use crate::arch::trap::TrapFrame;
 
 pub(super) extern "C" fn first_entry() -> ! {
     return_to_user()
