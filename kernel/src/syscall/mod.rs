@@ -154,7 +154,8 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
         }
         // A fork shares every private page copy-on-write: not while a sibling reads into one.
         SYS_CLONE if a[0] & abi::fcntl::CLONE_THREAD as usize == 0 => {
-            changing_space(|| process::sys_clone(a[0], a[1], a[2], a[3], a[4], tf))
+            let cloned = changing_space(|| process::sys_clone(a[0], a[1], a[2], a[3], a[4], tf));
+            process::finish_vfork(a[0], cloned)
         }
         SYS_CLONE => process::sys_clone(a[0], a[1], a[2], a[3], a[4], tf),
         SYS_EXECVE => process::sys_execve(a[0], a[1], a[2]),

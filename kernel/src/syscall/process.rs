@@ -147,10 +147,19 @@ pub fn sys_clone(
             t.inner.lock().clear_child_tid = clear_tid;
         }
     }
-    if vfork {
-        task::wait_vfork_done(id);
-    }
     Ok(id)
+}
+
+/// After a successful clone with `CLONE_VFORK` in `flags`: sleep until the child `id` has
+/// execed or exited (the dispatcher calls it outside `changing_space`, so the caller's other
+/// threads are not held up meanwhile).
+pub fn finish_vfork(flags: usize, cloned: SysResult) -> SysResult {
+    if let Ok(id) = cloned {
+        if flags as u64 & abi::fcntl::CLONE_VFORK != 0 {
+            task::wait_vfork_done(id);
+        }
+    }
+    cloned
 }
 
 /// Read a NULL-terminated array of string pointers (argv, envp).

@@ -662,16 +662,25 @@ fn sleep_ms(ms: u64) {
 
 const SIGKILL: usize = 9;
 
-/// vfork as Linux's: the parent sleeps until the child exits or execs. The child writes to
-/// a non-blocking pipe and exits: when vfork returns in the parent, the byte is already there
-/// and wait4(WNOHANG) already finds the exit status (no sleep in between). A child that execs
-/// a long-running program lets the parent go at the exec, not at its exit.
+/// vfork as Linux's: the parent sleeps until the child exits or execs. The child runs for
+/// longer than a time slice (so that, were the parent not asleep, the scheduler would run it
+/// again meanwhile), then writes to a non-blocking pipe and exits: when vfork returns in the
+/// parent, the byte is already there and wait4(WNOHANG) already finds the exit status (no
+/// sleep in between). A child that execs a long-running program lets the parent go at the
+/// exec, not at its exit.
 pub fn vfork_parent_waits_for_child(_cx: &Ctx) -> TestResult {
     let (rd, wr) = sys::pipe2(O_NONBLOCK | O_CLOEXEC).what("pipe2")?;
     let byte = [b'v'];
-    // SAFETY: the child makes only raw system calls (write, exit_group) on values set above.
+    // SAFETY: the child reads the clock and makes only raw system calls (write, exit_group)
+    // on values set above.
     let pid = unsafe { vfork() }.what("vfork")?;
     if pid == 0 {
+        // Five time slices of the kernel's 10 ms: reading the clock touches no memory the
+        // parent relies on.
+        let until = now_ns() + 50_000_000;
+        while now_ns() < until {
+            core::hint::spin_loop();
+        }
         // SAFETY: `byte` is readable; exit_group does not return.
         unsafe {
             user_tests::raw::syscall3(
