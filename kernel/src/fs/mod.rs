@@ -15,13 +15,13 @@
 pub mod devfs;
 pub mod file;
 pub mod lock;
-pub mod mount_table;
-pub mod ops;
+mod mount_table;
+mod ops;
 pub mod path;
 pub mod perm;
 pub mod procfs;
 pub mod window_pager;
-pub mod writeback;
+mod writeback;
 
 pub use mount_table::{mount_at, mounts};
 pub use ops::{create, mount, read_whole_file};
