@@ -175,6 +175,20 @@ extern "C" fn rust_main(_hartid: usize, dtb: usize) -> ! {
     mm::init(info.ram_end);
     // A kvdb lock found held means its holder gave the CPU away (see task::relax).
     kvdb::sync::set_relax(task::relax);
+    // Under memory pressure the heap asks the block layer's caches to forget clean blocks.
+    mm::heap::set_shrinker(drivers::block_cache::shrink_all);
+    // Truncation and write-back reach every process's mappings through the task layer.
+    mm::file_pages::set_space_access(mm::file_pages::SpaceAccess {
+        unmap_file_pages: task::unmap_file_pages_everywhere,
+        write_protect_file_pages: task::write_protect_file_pages_everywhere,
+    });
+    // User memory, when the pool is empty: the disk windows give back their clean pages
+    // first (they equal the disk and are read again on the next touch), then the mapped
+    // files their clean unmapped pages, so a process is killed for memory only when nothing
+    // can be reclaimed.
+    mm::frame::set_reclaimers(&[drivers::window::drop_all, || {
+        mm::file_pages::shrink();
+    }]);
     let params = params::parse_params(cmdline);
     arch::console::init_logger(params.log);
     if params.mem_selftest {
@@ -187,8 +201,17 @@ extern "C" fn rust_main(_hartid: usize, dtb: usize) -> ! {
         }
     }
     if params.copy_cost {
-        match arch::mem::copy_cost() {
-            Some(ns) => println!("COPYCOST op=copy4k ns_per_call={}", ns),
+        // Two frames, as `copy_out` copies into a user frame through the direct map.
+        let pages = mm::frame::alloc().zip(mm::frame::alloc());
+        match pages {
+            Some((src, mut dst)) => {
+                let src: Option<&[u8; arch::mem::PAGE]> = src.bytes().try_into().ok();
+                let dst: Option<&mut [u8; arch::mem::PAGE]> = dst.bytes_mut().try_into().ok();
+                if let Some((s, d)) = src.zip(dst) {
+                    let ns = arch::mem::copy_cost(s, d);
+                    println!("COPYCOST op=copy4k ns_per_call={}", ns);
+                }
+            }
             None => println!("[kernel] copy_cost: no free frames"),
         }
     }
@@ -240,7 +263,20 @@ extern "C" fn rust_main(_hartid: usize, dtb: usize) -> ! {
 
     let mut argv = alloc::vec![params.init.clone()];
     argv.extend(params.init_args);
-    if let Err(e) = task::spawn_init(&params.init, argv) {
+    task::set_services(task::Services {
+        take_input: tty::poll_input,
+        periodic: fs::tick,
+        power_off: fs::sync_and_power_off,
+    });
+    let started = fs::file::FdTable::with_console().and_then(|files| {
+        task::spawn_init(
+            &params.init,
+            argv,
+            alloc::boxed::Box::new(files),
+            fs::read_whole_file,
+        )
+    });
+    if let Err(e) = started {
         println!("[kernel] cannot start {}: {}", params.init, e);
         shutdown(2);
     }
@@ -248,9 +284,8 @@ extern "C" fn rust_main(_hartid: usize, dtb: usize) -> ! {
 }
 
 /// Write back every file system and power off with `code` as QEMU's exit status.
-pub fn shutdown(code: u32) -> ! {
-    fs::sync_all();
-    arch::power::shutdown(code)
+fn shutdown(code: u32) -> ! {
+    fs::sync_and_power_off(code)
 }
 
 #[panic_handler]

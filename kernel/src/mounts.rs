@@ -106,7 +106,7 @@ fn mount_dbfs(disk: &Arc<drivers::virtio_blk::VirtioDisk>, path: &str, params: &
         params.dbfs_direct_write,
     );
     type DbFs = dbfs::DbFs<fs::window_pager::WindowPager>;
-    let window = match mm::window::DiskWindow::new(disk.clone(), params.dbfs_flush_behind) {
+    let window = match drivers::window::DiskWindow::new(disk.clone(), params.dbfs_flush_behind) {
         Ok(w) => w,
         Err(e) => {
             println!("[kernel] {}: no window for dbfs: {}", disk.name, e);

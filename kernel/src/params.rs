@@ -5,7 +5,7 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use crate::{mm, println};
+use crate::{drivers, println};
 
 pub struct Params {
     pub init: String,
@@ -24,7 +24,7 @@ pub struct Params {
     pub dbfs_chunk: Option<u32>,
     /// `DbFs::set_barrier_bound` in MiB; `None`: kvdb's default.
     pub dbfs_barrier_mib: Option<u64>,
-    /// First step of dbfs's background flushes in bytes (`mm::window::FLUSH_BEHIND_DEFAULT`).
+    /// First step of dbfs's background flushes in bytes (`drivers::window::FLUSH_BEHIND_DEFAULT`).
     pub dbfs_flush_behind: usize,
     /// dbfs's write-back (dirty) limit in MiB; `None`: a quarter of the kernel heap.
     pub dbfs_dirty_mib: Option<usize>,
@@ -105,7 +105,7 @@ pub fn parse_params(cmdline: &str) -> Params {
         dbfs_direct_write: true,
         dbfs_chunk: None,
         dbfs_barrier_mib: None,
-        dbfs_flush_behind: mm::window::FLUSH_BEHIND_DEFAULT,
+        dbfs_flush_behind: drivers::window::FLUSH_BEHIND_DEFAULT,
         dbfs_dirty_mib: None,
         init_args: Vec::new(),
     };

@@ -269,7 +269,7 @@ pub fn poll_input() {
     }
     if got {
         READERS.wake_all();
-        crate::syscall::poll_wake();
+        crate::task::wait::poll_wake();
     }
 }
 

@@ -421,24 +421,26 @@ fn check(
     Ok(())
 }
 
+/// The size of the buffers [`copy_cost`] copies (a page).
+pub const PAGE: usize = super::layout::PAGE_SIZE;
+
 /// Copies [`copy_cost`] times.
 const COST_COPIES: u64 = 10_000;
 
 /// Nanoseconds per `memcpy` of one 4 KiB page into another (both page-aligned, through
 /// their direct-map addresses, as `copy_out` writes a user frame), the average of
-/// [`COST_COPIES`] copies; `None` without two free frames. Under QEMU's `-icount shift=0`
+/// [`COST_COPIES`] copies of `src` (a page-aligned page, as the caller's frames are) into
+/// `dst`. Under QEMU's `-icount shift=0`
 /// a nanosecond is one instruction, so this is the copy half of the floor a 4 KiB `pread`
 /// is measured against (`make syscost-icount`, docs/BENCHMARKS.md): the other half, a
 /// null system call, is `getppid` timed by `/bin/syscost`. Measured in the kernel because
 /// no existing system call copies 4 KiB to the user with nothing else around it.
-pub fn copy_cost() -> Option<u64> {
-    let src = crate::mm::frame::alloc()?;
-    let mut dst = crate::mm::frame::alloc()?;
-    let (s, d) = (src.bytes().as_ptr(), dst.bytes_mut().as_mut_ptr());
+pub fn copy_cost(src: &[u8; PAGE], dst: &mut [u8; PAGE]) -> u64 {
+    let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
     let start = super::time::monotonic_ns();
     for _ in 0..COST_COPIES {
-        // SAFETY: two distinct frames of PAGE_SIZE bytes each.
-        unsafe { memcpy(d, s, crate::mm::PAGE_SIZE) };
+        // SAFETY: two distinct buffers (one borrowed shared, one exclusive) of PAGE bytes.
+        unsafe { memcpy(d, s, PAGE) };
     }
-    Some((super::time::monotonic_ns() - start) / COST_COPIES)
+    (super::time::monotonic_ns() - start) / COST_COPIES
 }

@@ -13,6 +13,7 @@
 
 pub mod console;
 pub mod csr;
+pub mod layout;
 pub mod mem;
 pub mod power;
 pub mod random;
@@ -49,7 +50,7 @@ boot_stack_lower:
 boot_stack_top:
 "#,
     boot_pt = sym BOOT_PAGE_TABLE,
-    phys_offset = const crate::mm::PHYS_OFFSET,
+    phys_offset = const layout::PHYS_OFFSET,
 );
 
 /// A root page table with 512 entries, page-aligned as `satp` requires.
@@ -67,7 +68,7 @@ static BOOT_PAGE_TABLE: RootTable = {
     }
     let mut t = [0usize; 512];
     t[2] = gigapage(0x8000_0000);
-    let first = (crate::mm::PHYS_OFFSET >> 30) & 0x1ff;
+    let first = (layout::PHYS_OFFSET >> 30) & 0x1ff;
     let mut g = 0;
     while g < 4 {
         t[first + g] = gigapage(g << 30);

@@ -11,6 +11,10 @@ static EPOCH_OFFSET_NS: AtomicU64 = AtomicU64::new(0);
 /// `EPOCH_OFFSET_NS` in `time` ticks (rounded down), for [`realtime_sec`].
 static EPOCH_OFFSET_TICKS: AtomicU64 = AtomicU64::new(0);
 
+/// Clock ticks per second that user space counts CPU time in (`times`, /proc's jiffies,
+/// AT_CLKTCK: Linux's USER_HZ).
+pub const CLK_TCK: u64 = 100;
+
 pub fn init(timebase_hz: u64, rtc_base: Option<usize>) {
     TIMEBASE_HZ.store(timebase_hz.max(1), Ordering::Relaxed);
     // The vDSO (`super::vdso`) reads the clock in user mode.

@@ -29,11 +29,17 @@
 //! Each process gets its own copy of the page (private memory, read and execute), so a
 //! process that makes it writable changes only its own copy.
 
-use crate::mm::PAGE_SIZE;
+use super::layout::{PAGE_SIZE, USER_END};
+
+/// Where every address space has its signal-return trampoline (`li a7, 139; ecall`, the
+/// return address of every signal handler): the last page of user space.
+pub const SIGRETURN_TRAMPOLINE: usize = USER_END - PAGE_SIZE;
+/// The trampoline's code: `addi a7, zero, 139` (rt_sigreturn), `ecall`.
+pub const TRAMPOLINE_CODE: [u32; 2] = [0x08b0_0893, 0x0000_0073];
 
 /// Where the loader maps the vDSO: the page below the signal trampoline, at the top of user
 /// space.
-pub const BASE: usize = crate::task::signal::SIGRETURN_TRAMPOLINE - PAGE_SIZE;
+pub const BASE: usize = SIGRETURN_TRAMPOLINE - PAGE_SIZE;
 
 core::arch::global_asm!(
     r#"

@@ -252,7 +252,7 @@ pub fn run(disk: &VirtioDisk) -> Result<(), String> {
 /// hold the disk's bytes. Counted through the kernel counters, which nothing else moves this
 /// early in boot. The window stays (windows live as long as the kernel) but keeps no pages.
 pub fn window_clusters(disk: Arc<VirtioDisk>) -> Result<(), String> {
-    use crate::mm::window::{DiskWindow, FAULT_CLUSTER_PAGES};
+    use crate::drivers::window::{DiskWindow, FAULT_CLUSTER_PAGES};
     use crate::mm::PAGE_SIZE;
     let w = DiskWindow::new(disk.clone(), 0).map_err(|e| format!("window: {:?}", e))?;
     let c = FAULT_CLUSTER_PAGES;

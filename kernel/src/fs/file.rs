@@ -4,13 +4,16 @@
 //! holds the offset (a directory's readdir cookie lives there too) and the access mode. The
 //! node's `release` hook runs when the last descriptor closes.
 
+use alloc::boxed::Box;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use abi::Errno;
 
 use super::path::Loc;
+use crate::mm::file_pages::FileKey;
 use crate::sync::Mutex;
+use crate::task::files::{ClosingFiles, FileTable};
 
 pub struct OpenFile {
     pub loc: Loc,
@@ -23,7 +26,7 @@ pub struct OpenFile {
     pub offset: Mutex<u64>,
     /// The file's name in the record-lock table, once looked up (a lock taken, or a close
     /// while the process held locks): a file unlinked meanwhile may no longer answer getattr.
-    lock_key: Mutex<Option<super::lock::FileKey>>,
+    lock_key: Mutex<Option<FileKey>>,
     /// `release` already ran (through [`OpenFile::close_last`]): `Drop` skips it.
     released: bool,
 }
@@ -88,11 +91,11 @@ impl OpenFile {
     }
 
     /// The file's name in the record-lock table (mount and inode number).
-    pub fn lock_key(&self) -> Result<super::lock::FileKey, Errno> {
+    pub fn lock_key(&self) -> Result<FileKey, Errno> {
         if let Some(key) = *self.lock_key.lock() {
             return Ok(key);
         }
-        let key = super::lock::FileKey {
+        let key = FileKey {
             mount: self.loc.mount.id,
             ino: self.loc.node.getattr()?.ino,
         };
@@ -257,5 +260,66 @@ impl FdTable {
             }
         }
         closed
+    }
+}
+
+impl crate::mm::file_pages::MappedFile for OpenFile {
+    fn node(&self) -> &vfs::NodeRef {
+        &self.loc.node
+    }
+    fn key(&self) -> Result<FileKey, Errno> {
+        self.lock_key()
+    }
+    fn is_regular(&self) -> bool {
+        self.ftype == vfs::FileType::Regular
+    }
+    fn writable(&self) -> bool {
+        self.writable
+    }
+}
+
+impl FileTable for FdTable {
+    fn fork(&self) -> Box<dyn FileTable> {
+        Box::new(self.clone())
+    }
+
+    fn take_close_on_exec(&mut self) -> Box<dyn ClosingFiles> {
+        Box::new(ClosedOnExec(self.close_on_exec()))
+    }
+
+    fn take_all(&mut self) -> Box<dyn ClosingFiles> {
+        Box::new(ClosedAtExit(core::mem::take(self)))
+    }
+}
+
+/// execve's close-on-exec descriptors: each file's record locks of the process go with it.
+struct ClosedOnExec(Vec<Arc<OpenFile>>);
+
+impl ClosingFiles for ClosedOnExec {
+    fn close(self: Box<Self>, pid: usize) {
+        for f in self.0 {
+            f.release_locks(pid);
+        }
+    }
+}
+
+/// An exiting process's whole table: every record lock it holds goes, then every descriptor.
+struct ClosedAtExit(FdTable);
+
+impl ClosingFiles for ClosedAtExit {
+    fn close(self: Box<Self>, pid: usize) {
+        super::lock::release_all(pid);
+        let ClosedAtExit(table) = *self;
+        drop(table); // closes every descriptor (may write back data)
+    }
+}
+
+impl dyn FileTable {
+    /// The process's descriptors as the file layer keeps them (every process's table is an
+    /// [`FdTable`]: this layer makes them all, at boot and by fork).
+    pub fn fds(&mut self) -> &mut FdTable {
+        let any: &mut dyn core::any::Any = self;
+        any.downcast_mut::<FdTable>()
+            .expect("a process's file table is always an fs::file::FdTable")
     }
 }

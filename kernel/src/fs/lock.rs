@@ -38,12 +38,8 @@ pub const MAX_DEADLOCK_LINKS: usize = 10;
 /// `F_SETLK` can add at most two entries, so a program could otherwise fill the kernel heap.
 const MAX_LOCKS: usize = 1 << 16;
 
-/// Which file a lock is on: the mount's id (`st_dev`) and the inode number.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct FileKey {
-    pub mount: usize,
-    pub ino: u64,
-}
+/// Which file a lock is on (the key mapped files' pages go by too).
+pub use crate::mm::file_pages::FileKey;
 
 /// One lock: bytes `start..=end` of a file, held by `pid`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

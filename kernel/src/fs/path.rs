@@ -2,55 +2,23 @@
 
 use alloc::collections::VecDeque;
 use alloc::string::String;
-use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use abi::fcntl::{NAME_MAX, PATH_MAX};
 use abi::Errno;
-use vfs::{FileType, NodeRef};
+use vfs::FileType;
 
-use super::{mount_at, Mount, MAX_SYMLINKS};
+pub use super::mount_table::Loc;
+use super::mount_table::{join, mount_at};
 
-/// A resolved location: a node, its canonical absolute path and the mount it lives in.
-#[derive(Clone)]
-pub struct Loc {
-    pub node: NodeRef,
-    pub path: String,
-    pub mount: Arc<Mount>,
-}
+/// Most symbolic links one resolution follows (Linux's limit): past it, ELOOP.
+pub const MAX_SYMLINKS: usize = 40;
 
 impl Loc {
-    pub fn root() -> Result<Loc, Errno> {
-        let m = mount_at("/").ok_or(Errno::ENOENT)?;
-        Ok(Loc {
-            node: m.root.clone(),
-            path: String::from("/"),
-            mount: m,
-        })
-    }
-
     /// The location of a canonical absolute path (cwd, descriptor paths).
     pub fn from_path(path: &str) -> Result<Loc, Errno> {
         resolve(&Loc::root()?, path, true)
     }
-
-    pub fn is_dir(&self) -> Result<bool, Errno> {
-        Ok(self.node.ftype()? == FileType::Directory)
-    }
-
-    /// The canonical path of `name` inside this directory.
-    pub fn child_path(&self, name: &str) -> String {
-        join(&self.path, name)
-    }
-}
-
-fn join(dir: &str, name: &str) -> String {
-    let mut p = String::from(dir);
-    if !p.ends_with('/') {
-        p.push('/');
-    }
-    p.push_str(name);
-    p
 }
 
 struct Walk {

@@ -25,34 +25,10 @@ use core::fmt::Write;
 use vfs::{DirEntry, FileSystem, FileType, Metadata, Node, NodeRef, VfsError, VfsResult};
 
 use super::devfs::{list, meta};
-
-/// What `/proc/<pid>` shows of one process (filled by `task::ps`).
-pub struct PsInfo {
-    pub pid: usize,
-    pub ppid: usize,
-    pub pgid: usize,
-    pub sid: usize,
-    /// proc(5)'s state letter: R, S, Z.
-    pub state: char,
-    /// The program's name (the executable's file name, at most 15 bytes, as `comm`).
-    pub comm: String,
-    /// argv, each argument followed by a NUL byte.
-    pub cmdline: Vec<u8>,
-    pub cwd: String,
-    pub uid: u32,
-    pub gid: u32,
-    pub threads: usize,
-    /// CPU time of the process and of its reaped children, in nanoseconds.
-    pub cpu_ns: u64,
-    pub children_cpu_ns: u64,
-    pub nice: i32,
-    /// Bytes of user address space in areas, and resident pages.
-    pub vsize: u64,
-    pub rss_pages: u64,
-}
+use crate::task::ps::PsInfo;
 
 /// Clock ticks per second in `stat` (Linux's USER_HZ, as `times` counts).
-const HZ: u64 = crate::syscall::misc::CLK_TCK;
+const HZ: u64 = crate::arch::time::CLK_TCK;
 
 fn ticks(ns: u64) -> u64 {
     ns / (1_000_000_000 / HZ)

@@ -9,7 +9,7 @@ use alloc::sync::Arc;
 
 use kvdb::{Error, Pager, Result};
 
-use crate::mm::window::DiskWindow;
+use crate::drivers::window::DiskWindow;
 
 pub struct WindowPager {
     window: Arc<DiskWindow>,

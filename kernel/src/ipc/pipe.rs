@@ -69,7 +69,7 @@ impl Pipe {
     fn wake_all(&self) {
         self.readable.wake_all();
         self.writable.wake_all();
-        crate::syscall::poll_wake();
+        crate::task::wait::poll_wake();
     }
 
     /// Read what is there (at most `buf.len()`), sleeping while the pipe is empty and a writer

@@ -16,7 +16,7 @@ use alloc::sync::Arc;
 
 use abi::Errno;
 
-use crate::mm::addr_space::SharedAnon;
+use crate::mm::area::SharedAnon;
 use crate::sync::Mutex;
 use crate::task::cred::Cred;
 

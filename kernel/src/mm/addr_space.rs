@@ -15,18 +15,16 @@
 //! mapping is gone (unmapped, or its process exited or exec'd), as Linux frees shmem.
 
 use alloc::collections::BTreeMap;
-use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use abi::Errno;
 
-use super::file_pages::{FileRef, SharedFile};
+use super::area::{anon_area, Access, Area, FileArea, Mapped, Perm, SharedAnon, AREA_BYTES};
+use super::file_pages::{FileKey, SharedFile};
 use super::frame::{self, Frame};
 use super::page_table::{PageTable, PteFlags};
 use super::{page_ceil, page_floor, PAGE_SIZE, USER_BASE, USER_END};
-use crate::fs::lock::FileKey;
-use crate::sync::Mutex;
 
 pub const STACK_TOP: usize = 0x3f_0000_0000;
 pub const STACK_SIZE: usize = 8 << 20;
@@ -34,262 +32,19 @@ pub const STACK_SIZE: usize = 8 << 20;
 pub const MMAP_BASE: usize = 0x20_0000_0000;
 /// Highest end of a non-fixed `mmap`: below the stack, with a guard gap.
 pub const MMAP_TOP: usize = STACK_TOP - STACK_SIZE - (1 << 20);
-/// Where a position-independent (`ET_DYN`) executable is loaded (two thirds of the way up,
-/// as Linux's `ELF_ET_DYN_BASE`).
-pub const ET_DYN_BASE: usize = 0x2a_aaaa_a000;
 
-/// What the loader learned from an executable, for the initial stack's auxiliary vector.
-#[derive(Clone, Copy, Debug)]
-pub struct ElfInfo {
-    pub entry: usize,
-    /// User address of the program headers (AT_PHDR), their size and count.
-    pub phdr: usize,
-    pub phent: usize,
-    pub phnum: usize,
-}
-
-/// The credentials the auxiliary vector reports (AT_UID, AT_EUID, AT_GID, AT_EGID).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct AuxIds {
-    pub uid: u32,
-    pub euid: u32,
-    pub gid: u32,
-    pub egid: u32,
-}
 /// The heap may grow to this many bytes.
 pub const BRK_MAX: usize = 4 << 30;
 /// Most areas one address space may hold (Linux's default vm.max_map_count): a mapping or a
 /// split beyond it is ENOMEM, as on Linux.
 pub const MAX_MAP_COUNT: usize = 65530;
-/// What one area costs the heap, its tree node's share included (for `heap::admit`).
-const AREA_BYTES: usize = 2 * core::mem::size_of::<Area>() + 16;
-
-bitflags::bitflags! {
-    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    pub struct Perm: u8 {
-        const R = 1;
-        const W = 2;
-        const X = 4;
-    }
-}
-
-impl Perm {
-    /// The permissions of a clean shared file page in an area with these: writable ones
-    /// become read-only (readable: RISC-V has no write-only pages).
-    fn clean(self) -> Perm {
-        if self.contains(Perm::W) {
-            (self - Perm::W) | Perm::R
-        } else {
-            self
-        }
-    }
-
-    fn pte(self) -> PteFlags {
-        let mut f = PteFlags::U;
-        if self.contains(Perm::R) {
-            f |= PteFlags::R;
-        }
-        if self.contains(Perm::W) {
-            f |= PteFlags::W | PteFlags::R;
-        }
-        if self.contains(Perm::X) {
-            f |= PteFlags::X;
-        }
-        f
-    }
-}
-
-/// The pages of one shared anonymous mapping, by page index from the mapping's start.
-#[derive(Default)]
-pub struct SharedAnon {
-    pages: Mutex<BTreeMap<usize, Arc<Frame>>>,
-}
-
-impl SharedAnon {
-    /// The frame of page `index`, allocated (zeroed) at the first touch in any process.
-    fn page(&self, index: usize) -> Option<Arc<Frame>> {
-        let mut pages = self.pages.lock();
-        if let Some(f) = pages.get(&index) {
-            return Some(f.clone());
-        }
-        let f = Arc::new(alloc_frame()?);
-        pages.insert(index, f.clone());
-        Some(f)
-    }
-}
-
-#[derive(Clone)]
-struct Area {
-    start: usize,
-    end: usize,
-    perm: Perm,
-    /// For `MAP_SHARED | MAP_ANONYMOUS`: the shared pages, and the address of their page 0
-    /// in this space (splitting the area by munmap or mprotect keeps both).
-    shared: Option<(Arc<SharedAnon>, usize)>,
-    /// For a file mapping: which file, and where.
-    file: Option<FileArea>,
-}
-
-/// What a file mapping maps: a file (kept open by the area), from which offset, and whether
-/// stores reach the file (`MAP_SHARED`) or a private copy (`MAP_PRIVATE`).
-#[derive(Clone)]
-pub struct FileArea {
-    /// Held only so that the file stays open while it is mapped (as Linux's `vm_file`).
-    _open: FileRef,
-    key: FileKey,
-    /// The file's one table of pages: a shared mapping maps them; a private one maps them
-    /// read-only until its first store to a page, which copies it.
-    table: Arc<SharedFile>,
-    private: bool,
-    /// The file offset of address `va0` (the area's first address when it was made; splits
-    /// keep it, so every part computes its offsets the same way).
-    va0: usize,
-    off0: u64,
-    /// The file was opened for writing (a shared mapping may be made writable).
-    may_write: bool,
-}
-
-impl FileArea {
-    /// A mapping of `file` (whose lock key is `key`, whose pages are `table`) from `offset`,
-    /// private (`MAP_PRIVATE`) or shared.
-    pub fn new(
-        file: Arc<crate::fs::file::OpenFile>,
-        key: FileKey,
-        table: Arc<SharedFile>,
-        private: bool,
-        offset: u64,
-    ) -> FileArea {
-        let may_write = file.writable;
-        FileArea {
-            _open: FileRef::new(file),
-            key,
-            table,
-            private,
-            va0: 0,
-            off0: offset,
-            may_write,
-        }
-    }
-
-    /// The index of the file page mapped at the page `va`.
-    fn index(&self, va: usize) -> u64 {
-        (self.off0 + (va - self.va0) as u64) / PAGE_SIZE as u64
-    }
-}
-
-impl Area {
-    fn new(start: usize, end: usize, perm: Perm) -> Area {
-        Area {
-            start,
-            end,
-            perm,
-            shared: None,
-            file: None,
-        }
-    }
-
-    /// The page-table permissions of the page `va`, mapped to `m`: the area's, except that
-    /// a shared file page is writable only once it is dirty (so its first store is seen), and
-    /// a private mapping's view of the file's page never is (its first store copies it).
-    fn pte_of(&self, va: usize, m: Option<&Mapped>) -> PteFlags {
-        if let Some(Mapped::Cow(_)) = m {
-            return self.perm.clean().pte();
-        }
-        match &self.file {
-            Some(f) if f.private && matches!(m, Some(Mapped::Shared(_))) => self.perm.clean().pte(),
-            Some(f) if !f.private && !f.table.is_dirty(self.file_index(va)) => {
-                self.perm.clean().pte()
-            }
-            _ => self.perm.pte(),
-        }
-    }
-
-    fn file_index(&self, va: usize) -> u64 {
-        self.file.as_ref().map_or(0, |f| f.index(va))
-    }
-}
-
-/// A mapped user page: the process's own, one of a shared mapping, or a private page that
-/// a fork left shared between address spaces until one of them stores to it (copy-on-write:
-/// mapped without write permission; the first store takes the frame back if no other space
-/// holds it any more, else copies it, see [`AddrSpace::unshare`]).
-enum Mapped {
-    Private(Frame),
-    Shared(Arc<Frame>),
-    Cow(Arc<Frame>),
-}
-
-impl Mapped {
-    fn frame(&self) -> &Frame {
-        match self {
-            Mapped::Private(f) => f,
-            Mapped::Shared(f) | Mapped::Cow(f) => f,
-        }
-    }
-
-    /// The same page for another address space (fork); `None` for a private page, which has
-    /// to be made copy-on-write first.
-    fn share(&self) -> Option<Mapped> {
-        match self {
-            Mapped::Private(_) => None,
-            Mapped::Shared(f) => Some(Mapped::Shared(f.clone())),
-            Mapped::Cow(f) => Some(Mapped::Cow(f.clone())),
-        }
-    }
-}
-
 pub struct AddrSpace {
-    pt: PageTable,
+    pub(super) pt: PageTable,
     /// Areas keyed by start address; never overlapping.
-    areas: BTreeMap<usize, Area>,
-    frames: BTreeMap<usize, Mapped>,
-    brk_start: usize,
-    brk: usize,
-}
-
-/// A zeroed frame for user memory. When the pool is empty, the disk windows give back their
-/// clean pages first (they equal the disk and are read again on the next touch), then the
-/// mapped files their clean unmapped pages, so a process is killed for memory only when
-/// nothing can be reclaimed.
-pub(super) fn alloc_frame() -> Option<Frame> {
-    let mut f = alloc_frame_for_overwrite()?;
-    f.bytes_mut().fill(0);
-    Some(f)
-}
-
-/// As [`alloc_frame`], not zeroed: for a caller that overwrites the whole frame before
-/// anyone sees it.
-pub(super) fn alloc_frame_for_overwrite() -> Option<Frame> {
-    frame::alloc_for_overwrite()
-        .or_else(|| {
-            super::window::drop_all();
-            frame::alloc_for_overwrite()
-        })
-        .or_else(|| {
-            super::file_pages::shrink();
-            frame::alloc_for_overwrite()
-        })
-}
-
-/// How a fault or a kernel access wants to use a page.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Access {
-    Read,
-    Write,
-    Exec,
-}
-
-impl Access {
-    /// The flags a user page's leaf entry must carry for this access.
-    #[inline]
-    fn pte_needs(self) -> PteFlags {
-        let perm = match self {
-            Access::Read => PteFlags::R,
-            Access::Write => PteFlags::W,
-            Access::Exec => PteFlags::X,
-        };
-        perm | PteFlags::U
-    }
+    pub(super) areas: BTreeMap<usize, Area>,
+    pub(super) frames: BTreeMap<usize, Mapped>,
+    pub(super) brk_start: usize,
+    pub(super) brk: usize,
 }
 
 impl AddrSpace {
@@ -322,12 +77,12 @@ impl AddrSpace {
         self.brk = 0;
     }
 
-    fn area_of(&self, va: usize) -> Option<Area> {
+    pub(super) fn area_of(&self, va: usize) -> Option<Area> {
         let (_, a) = self.areas.range(..=va).next_back()?;
         (va < a.end).then(|| a.clone())
     }
 
-    fn overlaps(&self, start: usize, end: usize) -> bool {
+    pub(super) fn overlaps(&self, start: usize, end: usize) -> bool {
         if let Some((_, a)) = self.areas.range(..end).next_back() {
             return a.end > start;
         }
@@ -335,11 +90,11 @@ impl AddrSpace {
     }
 
     /// Add an area [start, end) (page-aligned) with `perm`.
-    fn add_area(&mut self, start: usize, end: usize, perm: Perm) -> Result<(), Errno> {
+    pub(super) fn add_area(&mut self, start: usize, end: usize, perm: Perm) -> Result<(), Errno> {
         self.insert_area(Area::new(start, end, perm))
     }
 
-    fn insert_area(&mut self, area: Area) -> Result<(), Errno> {
+    pub(super) fn insert_area(&mut self, area: Area) -> Result<(), Errno> {
         let (start, end) = (area.start, area.end);
         if start >= end || start < USER_BASE || end > USER_END || self.overlaps(start, end) {
             return Err(Errno::EINVAL);
@@ -350,7 +105,7 @@ impl AddrSpace {
     }
 
     /// May `more` areas be added? ENOMEM past MAX_MAP_COUNT or when the heap is short.
-    fn room_for(&self, more: usize) -> Result<(), Errno> {
+    pub(super) fn room_for(&self, more: usize) -> Result<(), Errno> {
         if self.areas.len() + more > MAX_MAP_COUNT {
             return Err(Errno::ENOMEM);
         }
@@ -359,7 +114,7 @@ impl AddrSpace {
 
     /// Remove [start, end) from every area, unmapping and freeing its pages. ENOMEM (and
     /// nothing changed) when that splits an area in two and there is no room for the second.
-    fn remove_range(&mut self, start: usize, end: usize) -> Result<(), Errno> {
+    pub(super) fn remove_range(&mut self, start: usize, end: usize) -> Result<(), Errno> {
         if self
             .area_of(start)
             .is_some_and(|a| a.start < start && a.end > end)
@@ -393,7 +148,7 @@ impl AddrSpace {
 
     /// Unmap and free the pages mapped in [start, end) for which `which(va)` holds, with one
     /// TLB flush for them all.
-    fn forget_pages(&mut self, start: usize, end: usize, which: impl Fn(usize) -> bool) {
+    pub(super) fn forget_pages(&mut self, start: usize, end: usize, which: impl Fn(usize) -> bool) {
         let pages: Vec<usize> = self
             .frames
             .range(start..end)
@@ -412,7 +167,7 @@ impl AddrSpace {
     /// File pages: a private mapping gets its own copy; a shared one maps the file's page,
     /// writable (and marked dirty) only for a write access. `EIO`: the page lies past the end
     /// of the file, or could not be read (SIGBUS).
-    fn populate(
+    pub(super) fn populate(
         &mut self,
         va: usize,
         area: &Area,
@@ -438,7 +193,7 @@ impl AddrSpace {
                     Mapped::Shared(f)
                 }
             }
-            (None, None) => Mapped::Private(alloc_frame().ok_or(Errno::ENOMEM)?),
+            (None, None) => Mapped::Private(frame::alloc_reclaiming().ok_or(Errno::ENOMEM)?),
             (Some((obj, base)), None) => {
                 Mapped::Shared(obj.page((page - base) / PAGE_SIZE).ok_or(Errno::ENOMEM)?)
             }
@@ -456,7 +211,12 @@ impl AddrSpace {
     /// index; before and after the faulting `page`) where `area` maps them and nothing is
     /// mapped yet, read-only (they are clean). Best effort: a page that cannot be mapped now
     /// faults later.
-    fn map_around(&mut self, page: usize, area: &Area, around: super::file_pages::Around) {
+    pub(super) fn map_around(
+        &mut self,
+        page: usize,
+        area: &Area,
+        around: super::file_pages::Around,
+    ) {
         let Some(fa) = &area.file else {
             return;
         };
@@ -556,7 +316,7 @@ impl AddrSpace {
     }
 
     #[inline(never)]
-    fn resolve_page(&mut self, va: usize, access: Access) -> Result<usize, Errno> {
+    pub(super) fn resolve_page(&mut self, va: usize, access: Access) -> Result<usize, Errno> {
         if !(USER_BASE..USER_END).contains(&va) {
             return Err(Errno::EFAULT);
         }
@@ -616,7 +376,7 @@ impl AddrSpace {
     /// fork: the frame becomes this space's own again if no other space holds it, else this
     /// space gets a copy. Returns the page's physical address; ENOMEM (nothing changed) when
     /// no frame is left for the copy.
-    fn unshare(&mut self, page: usize, area: &Area) -> Result<usize, Errno> {
+    pub(super) fn unshare(&mut self, page: usize, area: &Area) -> Result<usize, Errno> {
         let Some(Mapped::Cow(shared)) = self.frames.remove(&page) else {
             return Err(Errno::EFAULT);
         };
@@ -646,228 +406,6 @@ impl AddrSpace {
     /// else when the program touched memory it does not own (SIGSEGV).
     pub fn handle_fault(&mut self, va: usize, access: Access) -> Result<(), Errno> {
         self.resolve_page(va, access).map(|_| ())
-    }
-
-    /// Load a statically linked ELF executable (`ET_EXEC`, or a static-PIE `ET_DYN`, which
-    /// is placed at [`ET_DYN_BASE`]); maps the signal trampoline and reserves the stack.
-    /// An executable that asks for a dynamic loader (`PT_INTERP`) is ENOEXEC: there is none.
-    pub fn load_elf(&mut self, image: &[u8]) -> Result<ElfInfo, Errno> {
-        use xmas_elf::header::Type as EType;
-        use xmas_elf::program::Type;
-        let elf = xmas_elf::ElfFile::new(image).map_err(|_| Errno::ENOEXEC)?;
-        let h = &elf.header;
-        if h.pt1.class() != xmas_elf::header::Class::SixtyFour
-            || h.pt2.machine().as_machine() != xmas_elf::header::Machine::RISC_V
-        {
-            return Err(Errno::ENOEXEC);
-        }
-        let bias = match h.pt2.type_().as_type() {
-            EType::Executable => 0,
-            EType::SharedObject => ET_DYN_BASE,
-            _ => return Err(Errno::ENOEXEC),
-        };
-        if elf
-            .program_iter()
-            .any(|ph| ph.get_type() == Ok(Type::Interp))
-        {
-            log::info!("execve: dynamically linked executables are not supported");
-            return Err(Errno::ENOEXEC);
-        }
-        let phoff = h.pt2.ph_offset() as usize;
-        let phent = h.pt2.ph_entry_size() as usize;
-        let phnum = h.pt2.ph_count() as usize;
-        let mut phdr = 0;
-        for ph in elf.program_iter() {
-            if ph.get_type() == Ok(Type::Phdr) {
-                phdr = ph.virtual_addr() as usize + bias;
-            } else if ph.get_type() == Ok(Type::Load)
-                && phdr == 0
-                && (ph.offset() as usize) <= phoff
-                && phoff + phent * phnum <= (ph.offset() + ph.file_size()) as usize
-            {
-                phdr = ph.virtual_addr() as usize + bias + (phoff - ph.offset() as usize);
-            }
-        }
-        let mut image_end = 0;
-        for ph in elf.program_iter() {
-            if ph.get_type() != Ok(Type::Load) || ph.mem_size() == 0 {
-                continue;
-            }
-            let va = (ph.virtual_addr() as usize)
-                .checked_add(bias)
-                .ok_or(Errno::ENOEXEC)?;
-            let memsz = ph.mem_size() as usize;
-            let filesz = ph.file_size() as usize;
-            let off = ph.offset() as usize;
-            let end = va.checked_add(memsz).ok_or(Errno::ENOEXEC)?;
-            if filesz > memsz || off.checked_add(filesz).is_none_or(|e| e > image.len()) {
-                return Err(Errno::ENOEXEC);
-            }
-            let mut perm = Perm::empty();
-            if ph.flags().is_read() {
-                perm |= Perm::R;
-            }
-            if ph.flags().is_write() {
-                perm |= Perm::W;
-            }
-            if ph.flags().is_execute() {
-                perm |= Perm::X;
-            }
-            let (start, stop) = (page_floor(va), page_ceil(end));
-            // Segments may share a page boundary; extend an existing area's permissions.
-            let mut s = start;
-            while s < stop {
-                if let Some(a) = self.area_of(s) {
-                    let a_end = a.end;
-                    self.areas.get_mut(&a.start).ok_or(Errno::ENOEXEC)?.perm |= perm;
-                    s = a_end;
-                } else {
-                    let next = self
-                        .areas
-                        .range(s..)
-                        .next()
-                        .map_or(stop, |(&k, _)| k.min(stop));
-                    self.add_area(s, next, perm).map_err(|_| Errno::ENOEXEC)?;
-                    s = next;
-                }
-            }
-            self.copy_to_user(va, &image[off..off + filesz])
-                .map_err(|_| Errno::ENOEXEC)?;
-            image_end = image_end.max(stop);
-        }
-        if image_end == 0 {
-            return Err(Errno::ENOEXEC);
-        }
-        let tramp = crate::task::signal::SIGRETURN_TRAMPOLINE;
-        self.add_area(tramp, tramp + PAGE_SIZE, Perm::R | Perm::X)
-            .map_err(|_| Errno::ENOEXEC)?;
-        let code: Vec<u8> = crate::task::signal::TRAMPOLINE_CODE
-            .iter()
-            .flat_map(|w| w.to_le_bytes())
-            .collect();
-        self.copy_to_user(tramp, &code)?;
-        // The vDSO (`arch::vdso`): a private copy, its data filled in.
-        let vdso = crate::arch::vdso::BASE;
-        let (vdso_image, data_at, data) = crate::arch::vdso::image();
-        self.add_area(vdso, vdso + PAGE_SIZE, Perm::R | Perm::X)
-            .map_err(|_| Errno::ENOEXEC)?;
-        self.copy_to_user(vdso, vdso_image)?;
-        self.copy_to_user(vdso + data_at, &data)?;
-        // Re-apply final permissions to pages populated while copying.
-        let pages: Vec<(usize, PteFlags)> = self
-            .frames
-            .keys()
-            .filter_map(|&va| self.area_of(va).map(|a| (va, a.perm.pte())))
-            .collect();
-        self.pt.set_flags_many(pages);
-        self.brk_start = image_end;
-        self.brk = image_end;
-        self.add_area(STACK_TOP - STACK_SIZE, STACK_TOP, Perm::R | Perm::W)?;
-        Ok(ElfInfo {
-            entry: (h.pt2.entry_point() as usize).wrapping_add(bias),
-            phdr,
-            phent,
-            phnum,
-        })
-    }
-
-    /// Copy `data` to user address `va`, populating pages (ignores the W permission: used by
-    /// the loader and stack setup).
-    fn copy_to_user(&mut self, mut va: usize, mut data: &[u8]) -> Result<(), Errno> {
-        while !data.is_empty() {
-            let page = page_floor(va);
-            let area = self.area_of(va).ok_or(Errno::EFAULT)?;
-            let pa = match self.pt.translate(page) {
-                Some((pa, _)) => pa,
-                None => self.populate(page, &area, area.perm | Perm::W, Access::Write)?,
-            };
-            let n = data.len().min(page + PAGE_SIZE - va);
-            let at = va - page;
-            // The loader writes only the image, trampoline and stack: never shared memory.
-            let Some(Mapped::Private(f)) = self.frames.get_mut(&page) else {
-                return Err(Errno::EFAULT);
-            };
-            f.bytes_mut()[at..at + n].copy_from_slice(&data[..n]);
-            let _ = pa;
-            data = &data[n..];
-            va += n;
-        }
-        Ok(())
-    }
-
-    /// Build the initial stack (Linux layout: argc, argv[], NULL, envp[], NULL, auxv, with the
-    /// strings, AT_RANDOM's 16 bytes and the platform name above) and return the stack
-    /// pointer.
-    pub fn setup_stack(
-        &mut self,
-        argv: &[String],
-        envp: &[String],
-        execfn: &str,
-        elf: &ElfInfo,
-        ids: AuxIds,
-    ) -> Result<usize, Errno> {
-        let mut sp = STACK_TOP;
-        let mut push_str = |s: &String, space: &mut Self| -> Result<usize, Errno> {
-            sp -= s.len() + 1;
-            space.copy_to_user(sp, s.as_bytes())?;
-            space.copy_to_user(sp + s.len(), &[0])?;
-            Ok(sp)
-        };
-        let mut argv_ptrs = Vec::with_capacity(argv.len());
-        for a in argv {
-            argv_ptrs.push(push_str(a, self)?);
-        }
-        let mut envp_ptrs = Vec::with_capacity(envp.len());
-        for e in envp {
-            envp_ptrs.push(push_str(e, self)?);
-        }
-        let execfn_ptr = push_str(&String::from(execfn), self)?;
-        let platform = push_str(&String::from("riscv64"), self)?;
-        // 16 random bytes for AT_RANDOM (glibc's stack protector and pointer guard).
-        sp = (sp - 16) & !0xf;
-        let mut random_bytes = [0u8; 16];
-        crate::arch::random::fill(&mut random_bytes);
-        self.copy_to_user(sp, &random_bytes)?;
-        let random = sp;
-        // ISA letters of rv64gc (bit = letter - 'a'): i, m, a, f, d, c.
-        let hwcap = [b'i', b'm', b'a', b'f', b'd', b'c']
-            .iter()
-            .fold(0usize, |m, &l| m | 1 << (l - b'a'));
-        let auxv: [(usize, usize); 19] = [
-            (3, elf.phdr),                          // AT_PHDR
-            (4, elf.phent),                         // AT_PHENT
-            (5, elf.phnum),                         // AT_PHNUM
-            (6, PAGE_SIZE),                         // AT_PAGESZ
-            (7, 0),                                 // AT_BASE: no interpreter
-            (8, 0),                                 // AT_FLAGS
-            (9, elf.entry),                         // AT_ENTRY
-            (11, ids.uid as usize),                 // AT_UID
-            (12, ids.euid as usize),                // AT_EUID
-            (13, ids.gid as usize),                 // AT_GID
-            (14, ids.egid as usize),                // AT_EGID
-            (15, platform),                         // AT_PLATFORM
-            (16, hwcap),                            // AT_HWCAP
-            (17, crate::syscall::CLK_TCK as usize), // AT_CLKTCK
-            (23, 0),                                // AT_SECURE
-            (25, random),                           // AT_RANDOM
-            (26, 0),                                // AT_HWCAP2
-            (31, execfn_ptr),                       // AT_EXECFN
-            (33, crate::arch::vdso::BASE),          // AT_SYSINFO_EHDR (mapped by load_elf)
-        ];
-        let mut words: Vec<usize> = Vec::new();
-        words.push(argv.len());
-        words.extend(&argv_ptrs);
-        words.push(0);
-        words.extend(&envp_ptrs);
-        words.push(0);
-        for (k, v) in auxv {
-            words.extend([k, v]);
-        }
-        words.extend([0, 0]); // AT_NULL
-        sp = (sp - words.len() * 8) & !0xf;
-        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-        self.copy_to_user(sp, &bytes)?;
-        Ok(sp)
     }
 
     /// `brk`: move the program break; returns the (possibly unchanged) break.
@@ -982,7 +520,7 @@ impl AddrSpace {
     }
 
     /// A zero-filled area of `len` bytes, private or with the pages of `obj`.
-    fn map_anon(
+    pub(super) fn map_anon(
         &mut self,
         hint: usize,
         len: usize,
@@ -998,7 +536,7 @@ impl AddrSpace {
     /// Place a new area of `len` bytes (`make(start, rounded len)` builds it): at `hint`
     /// exactly (`fixed`, replacing what is there), at `hint` if it is free, else in the
     /// highest gap below [`MMAP_TOP`].
-    fn map_area(
+    pub(super) fn map_area(
         &mut self,
         hint: usize,
         len: usize,
@@ -1264,21 +802,13 @@ impl AddrSpace {
 
 /// A private copy of a file page (a private mapping's first store to it).
 fn copy_of(f: &Frame) -> Result<Frame, Errno> {
-    let mut own = alloc_frame().ok_or(Errno::ENOMEM)?;
+    let mut own = frame::alloc_reclaiming().ok_or(Errno::ENOMEM)?;
     own.bytes_mut().copy_from_slice(f.bytes());
     Ok(own)
 }
 
 /// A shared file mapping's table and the file pages [first, end) one range maps (`msync`).
 pub type SharedRange = (Arc<SharedFile>, u64, u64);
-
-/// A new anonymous area; a shared one maps `obj`'s pages, page 0 at `start`.
-fn anon_area(start: usize, len: usize, perm: Perm, obj: Option<Arc<SharedAnon>>) -> Area {
-    Area {
-        shared: obj.map(|o| (o, start)),
-        ..Area::new(start, start + len, perm)
-    }
-}
 
 /// Figures for `/proc/<pid>/stat` and `statm`.
 impl AddrSpace {

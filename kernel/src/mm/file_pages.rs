@@ -21,6 +21,10 @@
 //! These are frames of their own, never pages of a dbfs disk window: dbfs learns of mapped
 //! writes only through `write_at`, so its copy-on-write commits never see a mapped frame.
 //!
+//! Boundaries: mm reaches a mapped file only through [`MappedFile`], a trait it defines and
+//! the file layer's open file implements, and every process's address space only through the
+//! [`SpaceAccess`] the task layer registers at boot ([`set_space_access`]); it names neither.
+//!
 //! Under memory pressure ([`shrink`]) clean pages that no process maps are dropped; they are
 //! read again at the next touch. Lock order: the registry, then one table, then the frame
 //! pool; no table lock is held across a file-system call.
@@ -34,8 +38,46 @@ use abi::Errno;
 
 use super::frame::Frame;
 use super::PAGE_SIZE;
-use crate::fs::lock::FileKey;
 use crate::sync::Mutex;
+
+/// Which file: the mount's id (`st_dev`) and the inode number. Names a file's page table
+/// here and its record locks in the file layer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct FileKey {
+    pub mount: usize,
+    pub ino: u64,
+}
+
+/// What a file mapping needs of an open file (the file layer's open file implements it).
+pub trait MappedFile: Send + Sync {
+    /// The node the pages are read from and written back to.
+    fn node(&self) -> &vfs::NodeRef;
+    /// The file's key (an error for a file that cannot say: an unlinked FAT32 file).
+    fn key(&self) -> Result<FileKey, Errno>;
+    /// Whether it is a regular file (only those have shared pages).
+    fn is_regular(&self) -> bool;
+    /// Whether it was opened for writing (a shared mapping may then be made writable).
+    fn writable(&self) -> bool;
+}
+
+/// How the pages of a file reach every process's mappings of it: the task layer, which owns
+/// the processes, registers these at boot (each calls the `AddrSpace` method of that name on
+/// every address space, under its process's lock).
+pub struct SpaceAccess {
+    /// Unmap the pages of file `key` from page index `first_gone` on, once no thread is away
+    /// in the kernel with user pages in hand, without giving the CPU away meanwhile
+    /// (`task::keep_cpu`): truncation.
+    pub unmap_file_pages: fn(key: FileKey, first_gone: u64),
+    /// Map the pages `first..end` of file `key` read-only again: write-back.
+    pub write_protect_file_pages: fn(key: FileKey, first: u64, end: u64),
+}
+
+static SPACES: spin::Once<SpaceAccess> = spin::Once::new();
+
+/// Register the [`SpaceAccess`] (once, at boot, before any process runs).
+pub fn set_space_access(access: SpaceAccess) {
+    SPACES.call_once(|| access);
+}
 
 const PAGE: u64 = PAGE_SIZE as u64;
 
@@ -87,11 +129,11 @@ static FILE_AREAS: AtomicUsize = AtomicUsize::new(0);
 
 /// A counted reference to a mapped file: held by every area that maps it (so the file stays
 /// open after its descriptor is closed) and counted in [`FILE_AREAS`].
-pub struct FileRef(pub Arc<crate::fs::file::OpenFile>);
+pub struct FileRef(pub Arc<dyn MappedFile>);
 
 impl FileRef {
     /// Hold `f` open for one area.
-    pub fn new(f: Arc<crate::fs::file::OpenFile>) -> FileRef {
+    pub fn new(f: Arc<dyn MappedFile>) -> FileRef {
         FILE_AREAS.fetch_add(1, Relaxed);
         FileRef(f)
     }
@@ -110,16 +152,16 @@ impl Drop for FileRef {
 }
 
 /// The table of the file `f` (whose key is `key`), made if it has none (its first mapping).
-pub fn shared_table(f: &crate::fs::file::OpenFile, key: FileKey) -> Result<Arc<SharedFile>, Errno> {
+pub fn shared_table(f: &dyn MappedFile, key: FileKey) -> Result<Arc<SharedFile>, Errno> {
     let mut tables = TABLES.lock();
     if let Some(t) = tables.get(&key).and_then(Weak::upgrade) {
         return Ok(t);
     }
     super::heap::admit(core::mem::size_of::<SharedFile>() + 2 * PAGE_ENTRY_BYTES)?;
-    let size = f.loc.node.getattr()?.size;
+    let size = f.node().getattr()?.size;
     let t = Arc::new(SharedFile {
         key,
-        node: f.loc.node.clone(),
+        node: f.node().clone(),
         pages: Mutex::new(BTreeMap::new()),
         size: AtomicU64::new(size),
         next_index: AtomicU64::new(u64::MAX),
@@ -146,11 +188,11 @@ fn table_of(key: FileKey) -> Option<Arc<SharedFile>> {
 }
 
 /// The live shared table of an open file, if any (cheap when no file is mapped shared).
-fn table_of_open(f: &crate::fs::file::OpenFile) -> Option<Arc<SharedFile>> {
-    if LIVE.load(Relaxed) == 0 || f.ftype != vfs::FileType::Regular {
+fn table_of_open(f: &dyn MappedFile) -> Option<Arc<SharedFile>> {
+    if LIVE.load(Relaxed) == 0 || !f.is_regular() {
         return None;
     }
-    table_of(f.lock_key().ok()?)
+    table_of(f.key().ok()?)
 }
 
 /// Fill `frames` with the pages from `first` on of `node`, whose size is `size`: one
@@ -300,13 +342,13 @@ impl SharedFile {
         // frames, read from the faulting page on, as far as the frames go.
         let mut first = first;
         for k in 0..n as u64 {
-            match super::addr_space::alloc_frame_for_overwrite() {
+            match super::frame::alloc_reclaiming_for_overwrite() {
                 Some(f) => frames.push(f),
                 None if first + k > index => break,
                 None => {
                     frames.clear();
                     first = index;
-                    match super::addr_space::alloc_frame_for_overwrite() {
+                    match super::frame::alloc_reclaiming_for_overwrite() {
                         Some(f) => frames.push(f),
                         None => return Err(Errno::ENOMEM),
                     }
@@ -390,11 +432,8 @@ impl SharedFile {
             // to another task (one hart, no sleeping in the kernel): no store can slip in
             // between the pages' cleaning and their copying to the file.
             let (lo, hi) = (dirty[0].0, dirty[dirty.len() - 1].0 + 1);
-            for p in crate::task::all_processes() {
-                p.inner
-                    .lock()
-                    .space
-                    .write_protect_file_pages(self.key, lo, hi);
+            if let Some(spaces) = SPACES.get() {
+                (spaces.write_protect_file_pages)(self.key, lo, hi);
             }
         }
         let r = self.write_pages(&dirty);
@@ -503,7 +542,7 @@ impl Drop for SharedFile {
 /// read(2) of `f` returned `len` bytes at `offset`: hand each resident shared page's part of
 /// that range to `put(file offset, bytes)`, which copies it over what the file system gave.
 pub fn overlay_read(
-    f: &crate::fs::file::OpenFile,
+    f: &dyn MappedFile,
     offset: u64,
     len: usize,
     mut put: impl FnMut(u64, &[u8]) -> Result<(), Errno>,
@@ -528,7 +567,7 @@ pub fn overlay_read(
 /// write(2) put `len` bytes at `offset` into `f`: refresh the resident shared pages of that
 /// range, `get(file offset, buffer)` fetching the bytes written there.
 pub fn update_after_write(
-    f: &crate::fs::file::OpenFile,
+    f: &dyn MappedFile,
     offset: u64,
     len: usize,
     mut get: impl FnMut(u64, &mut [u8]) -> Result<(), Errno>,
@@ -550,7 +589,7 @@ pub fn update_after_write(
 }
 
 /// Write back the dirty shared pages of `f` (fsync, before the file system's own).
-pub fn write_back_open(f: &crate::fs::file::OpenFile) -> Result<(), Errno> {
+pub fn write_back_open(f: &dyn MappedFile) -> Result<(), Errno> {
     match table_of_open(f) {
         Some(t) => t.write_back(0, u64::MAX),
         None => Ok(()),
@@ -596,20 +635,18 @@ pub fn truncated(key: FileKey, size: u64) {
     // A write(2) of another process may be away inside dbfs (`task::relax`) with user pages
     // of a mapping of this file in hand (`UserPages`): unmap only when no thread is away, and
     // without giving the CPU away meanwhile. No lock is held here.
-    crate::task::keep_cpu(|| {
-        for p in crate::task::all_processes() {
-            p.inner.lock().space.unmap_file_pages(key, first_gone);
-        }
-    });
+    if let Some(spaces) = SPACES.get() {
+        (spaces.unmap_file_pages)(key, first_gone);
+    }
 }
 
 /// [`truncated`] for an open file, looked up only when some area maps a file (a file whose
 /// key cannot be had, such as an unlinked FAT32 file, cannot be mapped either).
-pub fn truncated_open(f: &crate::fs::file::OpenFile, size: u64) {
+pub fn truncated_open(f: &dyn MappedFile, size: u64) {
     if FILE_AREAS.load(Relaxed) == 0 {
         return;
     }
-    if let Ok(key) = f.lock_key() {
+    if let Ok(key) = f.key() {
         truncated(key, size);
     }
 }

@@ -134,6 +134,39 @@ pub fn alloc() -> Option<Frame> {
     Some(f)
 }
 
+/// What frees frames when the pool runs dry, tried in order by [`alloc_reclaiming`]:
+/// registered at boot by the layers whose caches hold frames (the block layer's disk
+/// windows, then mapped files' clean pages), so the pool names none of them.
+static RECLAIMERS: spin::Once<&'static [fn()]> = spin::Once::new();
+
+/// Register the [`RECLAIMERS`] (once, at boot).
+pub fn set_reclaimers(reclaimers: &'static [fn()]) {
+    RECLAIMERS.call_once(|| reclaimers);
+}
+
+/// As [`alloc_for_overwrite`], but when the pool is empty each registered reclaimer in turn
+/// gives frames back before the pool is asked again: for user pages, which may displace
+/// cached ones.
+pub fn alloc_reclaiming_for_overwrite() -> Option<Frame> {
+    if let Some(f) = alloc_for_overwrite() {
+        return Some(f);
+    }
+    for reclaim in RECLAIMERS.get().copied().unwrap_or(&[]) {
+        reclaim();
+        if let Some(f) = alloc_for_overwrite() {
+            return Some(f);
+        }
+    }
+    None
+}
+
+/// As [`alloc_reclaiming_for_overwrite`], zeroed.
+pub fn alloc_reclaiming() -> Option<Frame> {
+    let mut f = alloc_reclaiming_for_overwrite()?;
+    f.bytes_mut().fill(0);
+    Some(f)
+}
+
 /// A zeroed frame for the disk windows' page tables: may take the reserve.
 pub fn alloc_kernel() -> Option<Frame> {
     let mut f = alloc_kernel_for_overwrite()?;

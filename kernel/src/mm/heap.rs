@@ -84,9 +84,20 @@ pub fn admit(bytes: usize) -> Result<(), Errno> {
     }
 }
 
-/// Give memory back under pressure: every block cache forgets its clean blocks.
+/// What gives memory back under pressure, registered at boot by the layer that owns the
+/// caches (the block layer: every block cache forgets its clean blocks).
+static SHRINKER: spin::Once<fn()> = spin::Once::new();
+
+/// Register the function [`shrink_caches`] calls (once, at boot).
+pub fn set_shrinker(shrink: fn()) {
+    SHRINKER.call_once(|| shrink);
+}
+
+/// Give memory back under pressure (the registered shrinker; nothing before it is set).
 pub fn shrink_caches() {
-    crate::drivers::block_cache::shrink_all();
+    if let Some(shrink) = SHRINKER.get() {
+        shrink();
+    }
 }
 
 /// A zeroed buffer of `n` bytes for a user-driven purpose, or ENOMEM ([`admit`], then a

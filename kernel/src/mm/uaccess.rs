@@ -10,7 +10,8 @@ use alloc::vec::Vec;
 
 use abi::Errno;
 
-use super::addr_space::{Access, AddrSpace};
+use super::addr_space::AddrSpace;
+use super::area::Access;
 use super::{page_floor, PAGE_SIZE};
 
 /// Linux's `access_ok`: whether [va, va + len) lies below the top of user space without

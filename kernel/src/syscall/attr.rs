@@ -5,11 +5,11 @@ use abi::stat::{Statfs, Timespec};
 use abi::Errno;
 use vfs::{FileType, SetAttr, TimeSet, Timestamp};
 
-use super::{copy_in, copy_out, read_path, SysResult};
+use super::args::{copy_in, copy_out, read_path, SysResult};
 use crate::fs::path::{self, Loc};
 use crate::fs::perm;
 
-use super::fs::{base, file, stat_of};
+use super::fd::{base, file, stat_of};
 use super::io::{drop_suid_after_write, drop_suid_of};
 
 pub fn sys_fstat(fd: i32, buf: usize) -> SysResult {
@@ -56,7 +56,7 @@ pub fn sys_ftruncate(fd: i32, len: i64) -> SysResult {
         return Err(Errno::EINVAL);
     }
     f.loc.node.truncate(len as u64)?;
-    crate::mm::file_pages::truncated_open(&f, len as u64);
+    crate::mm::file_pages::truncated_open(&*f, len as u64);
     drop_suid_of(&f)?;
     Ok(0)
 }

@@ -3,76 +3,22 @@
 //! directory of a relative path, the stat layout). The data path is `io`, names are `namespace`,
 //! attributes `attr`; pipes and the terminal are `stream`.
 
-use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use abi::fcntl::*;
-use abi::stat::{dirent64_reclen, Stat};
+use abi::stat::dirent64_reclen;
 use abi::Errno;
-use vfs::{FileType, Metadata, Timestamp};
+use vfs::FileType;
 
-pub use super::stream::{stream_of, Stream};
-use super::{copy_out, read_path, SysResult};
+use super::args::{copy_out, read_path, SysResult};
 use crate::fs::file::OpenFile;
-use crate::fs::path::{self, Loc};
+use crate::fs::path;
 use crate::fs::perm;
 use crate::task::with_current;
 
-pub use super::attr::*;
+use super::fd::{base, file, umask};
 use super::io::drop_suid_after_write;
-pub use super::io::*;
-pub use super::namespace::*;
-
 /// Linux's cap on one read or write (`MAX_RW_COUNT`).
-pub(super) const MAX_RW: usize = 0x7fff_f000;
-
-pub(super) fn file(fd: i32) -> Result<Arc<OpenFile>, Errno> {
-    with_current(|p| p.files.get(fd))
-}
-
-/// The directory relative paths start from: the cwd, or the directory open at `dirfd`.
-pub(super) fn base(dirfd: i32, path: &str) -> Result<Loc, Errno> {
-    if path.starts_with('/') {
-        return Loc::root();
-    }
-    if dirfd == AT_FDCWD {
-        let cwd = with_current(|p| p.cwd.clone());
-        return Loc::from_path(&cwd);
-    }
-    let f = file(dirfd)?;
-    if !f.is_dir() {
-        return Err(Errno::ENOTDIR);
-    }
-    Ok(f.loc.clone())
-}
-
-pub(super) fn umask() -> u32 {
-    with_current(|p| p.umask)
-}
-
-pub(super) fn stat_of(m: &Metadata, dev: usize) -> Stat {
-    let ts = |t: Timestamp| (t.sec, t.nsec as u64);
-    Stat {
-        st_dev: dev as u64,
-        st_ino: m.ino,
-        st_mode: m.mode(),
-        st_nlink: m.nlink,
-        st_uid: m.uid,
-        st_gid: m.gid,
-        st_rdev: m.rdev,
-        st_size: m.size as i64,
-        st_blksize: m.blksize as i32,
-        st_blocks: m.blocks as i64,
-        st_atime: ts(m.atime).0,
-        st_atime_nsec: ts(m.atime).1,
-        st_mtime: ts(m.mtime).0,
-        st_mtime_nsec: ts(m.mtime).1,
-        st_ctime: ts(m.ctime).0,
-        st_ctime_nsec: ts(m.ctime).1,
-        ..Default::default()
-    }
-}
-
 pub fn sys_openat(dirfd: i32, path_ptr: usize, flags: u32, mode: u32) -> SysResult {
     let path = read_path(path_ptr)?;
     if flags & O_CREAT != 0 && flags & O_DIRECTORY != 0 {
@@ -158,7 +104,7 @@ pub fn sys_openat(dirfd: i32, path_ptr: usize, flags: u32, mode: u32) -> SysResu
             FileType::Socket => return Err(Errno::ENXIO),
             FileType::Fifo => {
                 let f = super::stream::open_fifo(loc, flags)?;
-                return with_current(|p| p.files.install(f, flags & O_CLOEXEC != 0))
+                return with_current(|p| p.files.fds().install(f, flags & O_CLOEXEC != 0))
                     .map(|fd| fd as usize);
             }
             _ => {}
@@ -186,11 +132,11 @@ pub fn sys_openat(dirfd: i32, path_ptr: usize, flags: u32, mode: u32) -> SysResu
             | O_PATH
             | O_ACCMODE);
     let f = OpenFile::new(loc, readable, writable, status)?;
-    with_current(|p| p.files.install(f, flags & O_CLOEXEC != 0)).map(|fd| fd as usize)
+    with_current(|p| p.files.fds().install(f, flags & O_CLOEXEC != 0)).map(|fd| fd as usize)
 }
 
 pub fn sys_close(fd: i32) -> SysResult {
-    let f = with_current(|p| p.files.close(fd))?;
+    let f = with_current(|p| p.files.fds().close(fd))?;
     f.release_locks(crate::task::current_pid());
     // May run `release` (outside the process lock); its error is close's, the descriptor is
     // gone either way (as in Linux).
@@ -269,8 +215,8 @@ pub fn sys_getdents64(fd: i32, buf: usize, count: usize) -> SysResult {
 
 pub fn sys_fsync(fd: i32, data_only: bool) -> SysResult {
     let f = file(fd)?;
-    crate::mm::window::barrier_coming(|| {
-        crate::mm::file_pages::write_back_open(&f)?;
+    crate::drivers::window::barrier_coming(|| {
+        crate::mm::file_pages::write_back_open(&*f)?;
         f.loc.node.fsync(data_only).map_err(Errno::from)
     })?;
     Ok(0)
@@ -311,14 +257,14 @@ pub fn sys_fallocate(fd: i32, _mode: u32, offset: i64, len: i64) -> SysResult {
 }
 
 pub fn sys_sync() -> SysResult {
-    crate::mm::window::barrier_coming(crate::fs::sync_all);
+    crate::drivers::window::barrier_coming(crate::fs::sync_all);
     Ok(0)
 }
 
 pub fn sys_dup(fd: i32) -> SysResult {
     with_current(|p| {
-        let f = p.files.get(fd)?;
-        p.files.install(f, false).map(|fd| fd as usize)
+        let f = p.files.fds().get(fd)?;
+        p.files.fds().install(f, false).map(|fd| fd as usize)
     })
 }
 
@@ -331,9 +277,9 @@ pub fn sys_dup3(old: i32, new: i32, flags: u32) -> SysResult {
         return Err(Errno::EBADF);
     }
     let replaced = with_current(|p| {
-        let f = p.files.get(old)?;
-        p.files.make_room(new_idx)?;
-        Ok::<_, Errno>(p.files.install_at(new_idx, f, flags & O_CLOEXEC != 0))
+        let f = p.files.fds().get(old)?;
+        p.files.fds().make_room(new_idx)?;
+        Ok::<_, Errno>(p.files.fds().install_at(new_idx, f, flags & O_CLOEXEC != 0))
     })?;
     if let Some(f) = replaced {
         f.release_locks(crate::task::current_pid());
@@ -374,7 +320,7 @@ fn lock_range(f: &OpenFile, fl: &Flock) -> Result<(u64, u64), Errno> {
 fn fcntl_lock(fd: i32, cmd: u32, arg: usize) -> SysResult {
     let f = file(fd)?;
     let mut raw = [0u8; Flock::SIZE];
-    super::copy_in(arg, &mut raw)?;
+    super::args::copy_in(arg, &mut raw)?;
     let mut fl = Flock::from_bytes(&raw);
     let pid = crate::task::current_pid();
     let (start, end) = lock_range(&f, &fl)?;
@@ -428,18 +374,27 @@ pub fn sys_fcntl(fd: i32, cmd: u32, arg: usize) -> SysResult {
     const F_DUPFD_CLOEXEC: u32 = 1030;
     const FD_CLOEXEC: usize = 1;
     with_current(|p| {
-        let f = p.files.get(fd)?;
+        let f = p.files.fds().get(fd)?;
         match cmd {
             F_DUPFD | F_DUPFD_CLOEXEC => {
                 if arg >= crate::fs::file::MAX_FDS {
                     return Err(Errno::EINVAL);
                 }
                 p.files
+                    .fds()
                     .install_from(arg, f, cmd == F_DUPFD_CLOEXEC)
                     .map(|fd| fd as usize)
             }
-            F_GETFD => Ok(if p.files.cloexec(fd)? { FD_CLOEXEC } else { 0 }),
-            F_SETFD => p.files.set_cloexec(fd, arg & FD_CLOEXEC != 0).map(|_| 0),
+            F_GETFD => Ok(if p.files.fds().cloexec(fd)? {
+                FD_CLOEXEC
+            } else {
+                0
+            }),
+            F_SETFD => p
+                .files
+                .fds()
+                .set_cloexec(fd, arg & FD_CLOEXEC != 0)
+                .map(|_| 0),
             F_GETFL => Ok(*f.status_flags.lock() as usize),
             F_SETFL => {
                 let mut s = f.status_flags.lock();

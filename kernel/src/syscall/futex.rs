@@ -6,9 +6,9 @@
 use abi::stat::Timespec;
 use abi::Errno;
 
-use super::{copy_in, with_space, SysResult};
+use super::args::{copy_in, with_space, SysResult};
 use crate::arch::time;
-use crate::mm::addr_space::Access;
+use crate::mm::area::Access;
 use crate::task::futex;
 
 const FUTEX_WAIT: u32 = 0;

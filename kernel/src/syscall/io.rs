@@ -8,15 +8,15 @@ use alloc::vec::Vec;
 use abi::Errno;
 use vfs::{FileType, Metadata, SetAttr};
 
-use super::{copy_in, with_space, SysResult};
+use super::args::{copy_in, with_space, SysResult};
 use crate::fs::file::OpenFile;
 use crate::fs::path::Loc;
 use crate::fs::perm;
-use crate::mm::addr_space::Access;
+use crate::mm::area::Access;
 use crate::mm::uaccess::{self, UserPages, UserRun};
 use crate::sync::Mutex;
 
-use super::fs::{file, MAX_RW};
+use super::fd::{file, MAX_RW};
 use super::stream::stream_of;
 
 /// The reusable kernel buffer for I/O whose user pages are not physically contiguous.
@@ -228,7 +228,7 @@ fn see_mapped_writes(f: &OpenFile, offset: u64, va: usize, len: usize) -> Result
 #[inline(never)]
 fn overlay_mapped_writes(f: &OpenFile, offset: u64, va: usize, len: usize) -> Result<(), Errno> {
     crate::mm::file_pages::overlay_read(f, offset, len, |at, bytes| {
-        super::copy_out(va + (at - offset) as usize, bytes)
+        super::args::copy_out(va + (at - offset) as usize, bytes)
     })
 }
 
@@ -333,7 +333,7 @@ pub fn sys_pread(fd: i32, va: usize, len: usize, offset: i64) -> SysResult {
     // The descriptor and, for a buffer inside one page mapped already, the buffer: one lock
     // of the process for both.
     let (f, run) = crate::task::with_current(|p| {
-        let f = p.files.get(fd)?;
+        let f = p.files.fds().get(fd)?;
         Ok::<_, Errno>((f, UserRun::mapped(&mut p.space, va, len, Access::Write)))
     })?;
     if offset < 0 {

@@ -5,9 +5,9 @@ use abi::stat::Timespec;
 use abi::syscall::*;
 use abi::Errno;
 
-use super::{copy_in, copy_out, with_space, SysResult};
+use super::args::{copy_in, copy_out, with_space, SysResult};
 use crate::arch::time;
-use crate::mm::addr_space::Perm;
+use crate::mm::area::Perm;
 
 pub fn sys_brk(addr: usize) -> SysResult {
     Ok(with_space(|s| s.brk(addr)))
@@ -64,11 +64,11 @@ fn map_file(
     fd: i32,
     offset: usize,
 ) -> SysResult {
-    use crate::mm::{addr_space::FileArea, file_pages, page_ceil, PAGE_SIZE};
+    use crate::mm::{area::FileArea, file_pages, page_ceil, PAGE_SIZE};
     if !offset.is_multiple_of(PAGE_SIZE) {
         return Err(Errno::EINVAL);
     }
-    let f = crate::task::with_current(|p| p.files.get(fd))?;
+    let f = crate::task::with_current(|p| p.files.fds().get(fd))?;
     if f.ftype != vfs::FileType::Regular {
         return Err(Errno::ENODEV);
     }
@@ -85,7 +85,7 @@ fn map_file(
         return Err(Errno::EOVERFLOW);
     }
     let key = f.lock_key()?;
-    let table = file_pages::shared_table(&f, key)?;
+    let table = file_pages::shared_table(&*f, key)?;
     let area = FileArea::new(f, key, table, !shared, offset as u64);
     with_space(|s| s.mmap_file(addr, len, perm, fixed, area))
 }
@@ -112,7 +112,7 @@ pub fn sys_msync(addr: usize, len: usize, flags: u32) -> SysResult {
     let (targets, mapped) = with_space(|s| s.shared_files_in(addr, end));
     for (table, first, stop) in targets {
         if flags & MS_SYNC != 0 {
-            crate::mm::window::barrier_coming(|| {
+            crate::drivers::window::barrier_coming(|| {
                 table.write_back(first, stop)?;
                 table.sync()
             })?;
@@ -277,15 +277,12 @@ pub fn sys_sysinfo(info: usize) -> SysResult {
     Ok(0)
 }
 
-/// Clock ticks per second that `times` counts in (AT_CLKTCK, Linux's USER_HZ).
-pub const CLK_TCK: u64 = 100;
-
 /// times: CPU time of the caller and its reaped children, in clock ticks; returns the ticks
 /// since boot.
 pub fn sys_times(buf: usize) -> SysResult {
     let me = crate::task::current_process();
     let (own, children) = (me.cpu_ns(), me.inner.lock().children_cpu_ns);
-    let tick = |ns: u64| ns / (1_000_000_000 / CLK_TCK);
+    let tick = |ns: u64| ns / (1_000_000_000 / crate::arch::time::CLK_TCK);
     if buf != 0 {
         let mut b = [0u8; 32];
         b[0..8].copy_from_slice(&tick(own).to_le_bytes());
@@ -350,13 +347,13 @@ pub fn sys_reboot(magic1: usize, magic2: usize, cmd: usize) -> SysResult {
         return Err(Errno::EINVAL);
     }
     crate::fs::sync_all();
-    crate::shutdown(0)
+    crate::fs::sync_and_power_off(0)
 }
 
 pub fn sys_drop_caches() -> SysResult {
     crate::fs::sync_all();
     crate::drivers::block_cache::drop_all_caches()?;
-    crate::mm::window::drop_all();
+    crate::drivers::window::drop_all();
     Ok(0)
 }
 

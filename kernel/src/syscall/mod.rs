@@ -4,7 +4,9 @@
 //! value (`-errno` on error); an unknown number is `-ENOSYS`. Handlers are `sys_<name>`,
 //! grouped by subsystem. Every user pointer goes through `mm::uaccess`.
 
+mod args;
 mod attr;
+mod fd;
 mod fs;
 mod futex;
 mod io;
@@ -19,16 +21,12 @@ mod stream;
 mod timerfd;
 mod xattr;
 
-pub use misc::CLK_TCK;
-pub use poll::poll_wake;
-
 use abi::syscall::*;
 use abi::Errno;
 
 use crate::arch::trap::TrapFrame;
 use crate::task::changing_space;
-
-pub type SysResult = Result<usize, Errno>;
+use args::SysResult;
 
 pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
     crate::counters::add_syscall();
@@ -45,7 +43,7 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
         SYS_REMOVEXATTR => xattr::sys_removexattr(a[0], a[1], true),
         SYS_LREMOVEXATTR => xattr::sys_removexattr(a[0], a[1], false),
         SYS_FREMOVEXATTR => xattr::sys_fremovexattr(a[0] as i32, a[1]),
-        SYS_GETCWD => fs::sys_getcwd(a[0], a[1]),
+        SYS_GETCWD => namespace::sys_getcwd(a[0], a[1]),
         SYS_DUP => fs::sys_dup(a[0] as i32),
         SYS_DUP3 => fs::sys_dup3(a[0] as i32, a[1] as i32, a[2] as u32),
         SYS_FCNTL => fs::sys_fcntl(a[0] as i32, a[1] as u32, a[2]),
@@ -63,43 +61,45 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
         SYS_PIPE2 => stream::sys_pipe2(a[0], a[1] as u32),
         SYS_PPOLL => poll::sys_ppoll(a[0], a[1], a[2], a[3], a[4]),
         SYS_PSELECT6 => poll::sys_pselect6(a[0], a[1], a[2], a[3], a[4], a[5]),
-        SYS_MKDIRAT => fs::sys_mkdirat(a[0] as i32, a[1], a[2] as u32),
-        SYS_UNLINKAT => fs::sys_unlinkat(a[0] as i32, a[1], a[2] as u32),
-        SYS_SYMLINKAT => fs::sys_symlinkat(a[0], a[1] as i32, a[2]),
-        SYS_LINKAT => fs::sys_linkat(a[0] as i32, a[1], a[2] as i32, a[3], a[4] as u32),
-        SYS_STATFS => fs::sys_statfs(a[0], a[1]),
-        SYS_FSTATFS => fs::sys_fstatfs(a[0] as i32, a[1]),
-        SYS_TRUNCATE => fs::sys_truncate(a[0], a[1] as i64),
-        SYS_FTRUNCATE => fs::sys_ftruncate(a[0] as i32, a[1] as i64),
-        SYS_FACCESSAT => fs::sys_faccessat(a[0] as i32, a[1], a[2] as u32, 0),
-        SYS_FACCESSAT2 => fs::sys_faccessat(a[0] as i32, a[1], a[2] as u32, a[3] as u32),
-        SYS_FCHOWN => fs::sys_fchown(a[0] as i32, a[1], a[2]),
-        SYS_FCHOWNAT => fs::sys_fchownat(a[0] as i32, a[1], a[2], a[3], a[4] as u32),
-        SYS_MKNODAT => fs::sys_mknodat(a[0] as i32, a[1], a[2] as u32, a[3]),
-        SYS_CHDIR => fs::sys_chdir(a[0]),
-        SYS_FCHDIR => fs::sys_fchdir(a[0] as i32),
-        SYS_FCHMOD => fs::sys_fchmod(a[0] as i32, a[1] as u32),
-        SYS_FCHMODAT => fs::sys_fchmodat(a[0] as i32, a[1], a[2] as u32),
+        SYS_MKDIRAT => namespace::sys_mkdirat(a[0] as i32, a[1], a[2] as u32),
+        SYS_UNLINKAT => namespace::sys_unlinkat(a[0] as i32, a[1], a[2] as u32),
+        SYS_SYMLINKAT => namespace::sys_symlinkat(a[0], a[1] as i32, a[2]),
+        SYS_LINKAT => namespace::sys_linkat(a[0] as i32, a[1], a[2] as i32, a[3], a[4] as u32),
+        SYS_STATFS => attr::sys_statfs(a[0], a[1]),
+        SYS_FSTATFS => attr::sys_fstatfs(a[0] as i32, a[1]),
+        SYS_TRUNCATE => attr::sys_truncate(a[0], a[1] as i64),
+        SYS_FTRUNCATE => attr::sys_ftruncate(a[0] as i32, a[1] as i64),
+        SYS_FACCESSAT => attr::sys_faccessat(a[0] as i32, a[1], a[2] as u32, 0),
+        SYS_FACCESSAT2 => attr::sys_faccessat(a[0] as i32, a[1], a[2] as u32, a[3] as u32),
+        SYS_FCHOWN => attr::sys_fchown(a[0] as i32, a[1], a[2]),
+        SYS_FCHOWNAT => attr::sys_fchownat(a[0] as i32, a[1], a[2], a[3], a[4] as u32),
+        SYS_MKNODAT => namespace::sys_mknodat(a[0] as i32, a[1], a[2] as u32, a[3]),
+        SYS_CHDIR => namespace::sys_chdir(a[0]),
+        SYS_FCHDIR => namespace::sys_fchdir(a[0] as i32),
+        SYS_FCHMOD => attr::sys_fchmod(a[0] as i32, a[1] as u32),
+        SYS_FCHMODAT => attr::sys_fchmodat(a[0] as i32, a[1], a[2] as u32),
         SYS_OPENAT => fs::sys_openat(a[0] as i32, a[1], a[2] as u32, a[3] as u32),
         SYS_CLOSE => fs::sys_close(a[0] as i32),
         SYS_GETDENTS64 => fs::sys_getdents64(a[0] as i32, a[1], a[2]),
         SYS_LSEEK => fs::sys_lseek(a[0] as i32, a[1] as i64, a[2] as u32),
-        SYS_READ => fs::sys_read(a[0] as i32, a[1], a[2]),
-        SYS_WRITE => fs::as_writer(|| fs::sys_write(a[0] as i32, a[1], a[2])),
-        SYS_READV => fs::sys_readv(a[0] as i32, a[1], a[2]),
-        SYS_WRITEV => fs::as_writer(|| fs::sys_writev(a[0] as i32, a[1], a[2])),
-        SYS_PREAD64 => fs::sys_pread(a[0] as i32, a[1], a[2], a[3] as i64),
-        SYS_PWRITE64 => fs::as_writer(|| fs::sys_pwrite(a[0] as i32, a[1], a[2], a[3] as i64)),
-        SYS_READLINKAT => fs::sys_readlinkat(a[0] as i32, a[1], a[2], a[3] as isize),
-        SYS_NEWFSTATAT => fs::sys_newfstatat(a[0] as i32, a[1], a[2], a[3] as u32),
-        SYS_FSTAT => fs::sys_fstat(a[0] as i32, a[1]),
+        SYS_READ => io::sys_read(a[0] as i32, a[1], a[2]),
+        SYS_WRITE => io::as_writer(|| io::sys_write(a[0] as i32, a[1], a[2])),
+        SYS_READV => io::sys_readv(a[0] as i32, a[1], a[2]),
+        SYS_WRITEV => io::as_writer(|| io::sys_writev(a[0] as i32, a[1], a[2])),
+        SYS_PREAD64 => io::sys_pread(a[0] as i32, a[1], a[2], a[3] as i64),
+        SYS_PWRITE64 => io::as_writer(|| io::sys_pwrite(a[0] as i32, a[1], a[2], a[3] as i64)),
+        SYS_READLINKAT => namespace::sys_readlinkat(a[0] as i32, a[1], a[2], a[3] as isize),
+        SYS_NEWFSTATAT => attr::sys_newfstatat(a[0] as i32, a[1], a[2], a[3] as u32),
+        SYS_FSTAT => attr::sys_fstat(a[0] as i32, a[1]),
         SYS_SYNC => fs::sys_sync(),
         SYS_FADVISE64 => fs::sys_fadvise64(a[0] as i32, a[1] as i64, a[2] as i64, a[3] as u32),
         SYS_FALLOCATE => fs::sys_fallocate(a[0] as i32, a[1] as u32, a[2] as i64, a[3] as i64),
         SYS_FSYNC => fs::sys_fsync(a[0] as i32, false),
         SYS_FDATASYNC => fs::sys_fsync(a[0] as i32, true),
-        SYS_UTIMENSAT => fs::sys_utimensat(a[0] as i32, a[1], a[2], a[3] as u32),
-        SYS_RENAMEAT2 => fs::sys_renameat2(a[0] as i32, a[1], a[2] as i32, a[3], a[4] as u32),
+        SYS_UTIMENSAT => attr::sys_utimensat(a[0] as i32, a[1], a[2], a[3] as u32),
+        SYS_RENAMEAT2 => {
+            namespace::sys_renameat2(a[0] as i32, a[1], a[2] as i32, a[3], a[4] as u32)
+        }
         SYS_UMASK => process::sys_umask(a[0] as u32),
         SYS_EXIT => process::sys_exit(a[0] as i32),
         SYS_EXIT_GROUP => process::sys_exit_group(a[0] as i32),
@@ -154,7 +154,8 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
         }
         // A fork shares every private page copy-on-write: not while a sibling reads into one.
         SYS_CLONE if a[0] & abi::fcntl::CLONE_THREAD as usize == 0 => {
-            changing_space(|| process::sys_clone(a[0], a[1], a[2], a[3], a[4], tf))
+            let cloned = changing_space(|| process::sys_clone(a[0], a[1], a[2], a[3], a[4], tf));
+            process::finish_vfork(a[0], cloned)
         }
         SYS_CLONE => process::sys_clone(a[0], a[1], a[2], a[3], a[4], tf),
         SYS_EXECVE => process::sys_execve(a[0], a[1], a[2]),
@@ -188,21 +189,4 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
         Ok(v) => v as isize,
         Err(e) => -(e.0 as isize),
     }
-}
-
-/// Run `f` on the current process's address space.
-fn with_space<R>(f: impl FnOnce(&mut crate::mm::addr_space::AddrSpace) -> R) -> R {
-    crate::task::with_current(|p| f(&mut p.space))
-}
-
-fn copy_out(va: usize, data: &[u8]) -> Result<(), Errno> {
-    with_space(|s| crate::mm::uaccess::copy_out(s, va, data))
-}
-
-fn copy_in(va: usize, buf: &mut [u8]) -> Result<(), Errno> {
-    with_space(|s| crate::mm::uaccess::copy_in(s, va, buf))
-}
-
-fn read_path(va: usize) -> Result<alloc::string::String, Errno> {
-    with_space(|s| crate::mm::uaccess::read_cstr(s, va, abi::fcntl::PATH_MAX))
 }

@@ -8,12 +8,12 @@ use abi::fcntl::*;
 use abi::Errno;
 use vfs::{FileType, RenameFlags};
 
-use super::{copy_out, read_path, SysResult};
+use super::args::{copy_out, read_path, SysResult};
 use crate::fs::path::{self, Loc};
 use crate::fs::perm;
 use crate::task::with_current;
 
-use super::fs::{base, file, umask};
+use super::fd::{base, file, umask};
 
 pub fn sys_mkdirat(dirfd: i32, path_ptr: usize, mode: u32) -> SysResult {
     let path = read_path(path_ptr)?;

@@ -2,7 +2,9 @@
 //!
 //! Readiness: a pipe end asks its pipe, the terminal asks the line discipline, every other
 //! file is always ready (as on Linux for regular files). A caller with nothing ready sleeps on
-//! one queue, [`POLLERS`], that pipes and the terminal wake on every change ([`poll_wake`]);
+//! one queue, `task::wait::POLLERS`, that pipes and the terminal wake on every change
+//! (`task::wait::poll_wake`: the queue is the task layer's, so the file layer wakes it without
+//! naming the system-call layer);
 //! it then looks again. Timeouts use the timer list; a signal ends the wait with EINTR.
 
 use alloc::vec;
@@ -10,10 +12,10 @@ use alloc::vec::Vec;
 
 use abi::Errno;
 
-use super::fs::{stream_of, Stream};
-use super::{copy_in, copy_out, SysResult};
+use super::args::{copy_in, copy_out, SysResult};
+use super::stream::{stream_of, Stream};
 use crate::task::signal;
-use crate::task::wait::WaitQueue;
+use crate::task::wait::POLLERS;
 use crate::task::with_current;
 
 const POLLIN: u16 = 0x1;
@@ -24,16 +26,9 @@ const POLLNVAL: u16 = 0x20;
 const POLLRDNORM: u16 = 0x40;
 const POLLWRNORM: u16 = 0x100;
 
-static POLLERS: WaitQueue = WaitQueue::new();
-
-/// Something a poller may wait for changed (pipe data or room, terminal input).
-pub fn poll_wake() {
-    POLLERS.wake_all();
-}
-
 /// The events of `fd` among `events` (plus POLLERR/POLLHUP/POLLNVAL, always reported).
 fn poll_one(fd: i32, events: u16) -> u16 {
-    let f = match with_current(|p| p.files.get(fd)) {
+    let f = match with_current(|p| p.files.fds().get(fd)) {
         Ok(f) => f,
         Err(_) => return POLLNVAL,
     };
@@ -194,7 +189,7 @@ pub fn sys_pselect6(
     let isset = |v: &[u8], fd: usize| v[fd / 8] & (1 << (fd % 8)) != 0;
     for fd in 0..nfds {
         if (isset(&rin, fd) || isset(&win, fd) || isset(&ein, fd))
-            && with_current(|p| p.files.get(fd as i32)).is_err()
+            && with_current(|p| p.files.fds().get(fd as i32)).is_err()
         {
             return Err(Errno::EBADF);
         }

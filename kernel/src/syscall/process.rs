@@ -7,7 +7,7 @@ use alloc::vec::Vec;
 
 use abi::Errno;
 
-use super::{read_path, with_space, SysResult};
+use super::args::{read_path, with_space, SysResult};
 use crate::arch::trap::TrapFrame;
 use crate::mm::uaccess;
 use crate::task::{self, ExitStatus};
@@ -62,8 +62,16 @@ pub fn sys_clone(
     };
     let flags = flags as u64;
     let exit_signal = flags & 0xff;
-    // Processes: fork (glibc's passes CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID) and
-    // vfork-style (CLONE_VM | CLONE_VFORK), which a copy implements correctly. Threads:
+    // Processes: fork (glibc's passes CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID) and vfork
+    // (CLONE_VFORK, with or without CLONE_VM): the caller sleeps until the child execs or
+    // exits, as Linux's. The child still gets a copy-on-write copy of the memory rather than
+    // the parent's own: an address space is a value each process owns under its lock (its
+    // `satp` mirrored beside it for the scheduler, its file mappings and the
+    // `readers_away`/`space_changing` counts kept per process), so two processes cannot
+    // share one without making it a shared, separately locked object everywhere it is
+    // reached. A program that follows vfork's rules (the child only execs or _exits) cannot
+    // tell the copy apart; one whose child writes to memory for the parent to read can.
+    // Threads:
     // CLONE_THREAD, which needs CLONE_SIGHAND and CLONE_VM (EINVAL otherwise, as Linux),
     // and, here, CLONE_FILES and CLONE_FS too (a thread with its own descriptor table or
     // cwd is ENOSYS: they belong to the process). CLONE_SYSVSEM has nothing to share: there
@@ -115,19 +123,20 @@ pub fn sys_clone(
     } else {
         0
     };
+    let vfork = flags & CLONE_VFORK != 0;
     let id = if thread {
         task::spawn_thread(&child_tf, clear_tid)?
     } else {
-        task::fork(&child_tf)?
+        task::fork(&child_tf, vfork)?
     };
     let tid = (id as u32).to_le_bytes();
     // The ids are written before the child runs (it is only queued), as Linux does.
     if flags & CLONE_PARENT_SETTID != 0 {
-        super::copy_out(ptid, &tid)?;
+        super::args::copy_out(ptid, &tid)?;
     }
     if flags & CLONE_CHILD_SETTID != 0 {
         if thread {
-            let _ = super::copy_out(ctid, &tid);
+            let _ = super::args::copy_out(ctid, &tid);
         } else if let Some(child) = task::find(id) {
             let _ = uaccess::copy_out(&mut child.inner.lock().space, ctid, &tid);
         }
@@ -139,6 +148,18 @@ pub fn sys_clone(
         }
     }
     Ok(id)
+}
+
+/// After a successful clone with `CLONE_VFORK` in `flags`: sleep until the child `id` has
+/// execed or exited (the dispatcher calls it outside `changing_space`, so the caller's other
+/// threads are not held up meanwhile).
+pub fn finish_vfork(flags: usize, cloned: SysResult) -> SysResult {
+    if let Ok(id) = cloned {
+        if flags as u64 & abi::fcntl::CLONE_VFORK != 0 {
+            task::wait_vfork_done(id);
+        }
+    }
+    cloned
 }
 
 /// Read a NULL-terminated array of string pointers (argv, envp).
@@ -172,7 +193,7 @@ pub fn sys_execve(path_ptr: usize, argv_ptr: usize, envp_ptr: usize) -> SysResul
     }
     let argv = read_str_array(argv_ptr)?;
     let envp = read_str_array(envp_ptr)?;
-    task::exec(&path, argv, envp)?;
+    task::exec(&path, argv, envp, crate::fs::read_whole_file)?;
     Ok(0)
 }
 
@@ -187,23 +208,23 @@ pub fn sys_wait4(pid: isize, wstatus: usize, options: u32, rusage: usize) -> Sys
     }
     if wstatus != 0 {
         // Check the status pointer before reaping, so a bad pointer loses no child.
-        with_space(|s| uaccess::segments(s, wstatus, 4, crate::mm::addr_space::Access::Write))?;
+        with_space(|s| uaccess::segments(s, wstatus, 4, crate::mm::area::Access::Write))?;
     }
     if rusage != 0 {
-        with_space(|s| uaccess::segments(s, rusage, 144, crate::mm::addr_space::Access::Write))?;
+        with_space(|s| uaccess::segments(s, rusage, 144, crate::mm::area::Access::Write))?;
     }
     match task::wait_child(pid, options & WNOHANG != 0)? {
         None => Ok(0),
         Some((cpid, status, cpu_ns)) => {
             if wstatus != 0 {
-                super::copy_out(wstatus, &status.wait_status().to_le_bytes())?;
+                super::args::copy_out(wstatus, &status.wait_status().to_le_bytes())?;
             }
             if rusage != 0 {
                 // struct rusage: ru_utime (a timeval) first; all CPU time counts as user time.
                 let mut b = [0u8; 144];
                 b[0..8].copy_from_slice(&(cpu_ns / 1_000_000_000).to_le_bytes());
                 b[8..16].copy_from_slice(&(cpu_ns % 1_000_000_000 / 1000).to_le_bytes());
-                super::copy_out(rusage, &b)?;
+                super::args::copy_out(rusage, &b)?;
             }
             Ok(cpid)
         }
@@ -307,7 +328,7 @@ pub fn sys_setresgid(r: usize, e: usize, s: usize) -> SysResult {
 
 fn put_ids(ptrs: [usize; 3], ids: [u32; 3]) -> SysResult {
     for (ptr, v) in ptrs.iter().zip(ids) {
-        super::copy_out(*ptr, &v.to_le_bytes())?;
+        super::args::copy_out(*ptr, &v.to_le_bytes())?;
     }
     Ok(0)
 }
@@ -364,7 +385,7 @@ pub fn sys_getgroups(size: usize, list: usize) -> SysResult {
         return Err(Errno::EINVAL);
     }
     let bytes: Vec<u8> = groups.iter().flat_map(|g| g.to_le_bytes()).collect();
-    super::copy_out(list, &bytes)?;
+    super::args::copy_out(list, &bytes)?;
     Ok(groups.len())
 }
 
@@ -377,7 +398,7 @@ pub fn sys_setgroups(size: usize, list: usize) -> SysResult {
         return Err(Errno::EPERM);
     }
     let mut bytes = alloc::vec![0u8; size * 4];
-    super::copy_in(list, &mut bytes)?;
+    super::args::copy_in(list, &mut bytes)?;
     let mut groups: Vec<u32> = bytes
         .chunks_exact(4)
         .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
@@ -423,7 +444,7 @@ pub fn sys_prlimit64(pid: usize, resource: usize, new: usize, old: usize) -> Sys
     let (soft, hard) = limit_of(resource).ok_or(Errno::EINVAL)?;
     if new != 0 {
         let mut b = [0u8; 16];
-        super::copy_in(new, &mut b)?;
+        super::args::copy_in(new, &mut b)?;
         let ns = u64::from_le_bytes(b[..8].try_into().unwrap_or([0; 8]));
         let nh = u64::from_le_bytes(b[8..].try_into().unwrap_or([0; 8]));
         if ns > nh {
@@ -438,7 +459,7 @@ pub fn sys_prlimit64(pid: usize, resource: usize, new: usize, old: usize) -> Sys
         let mut b = [0u8; 16];
         b[..8].copy_from_slice(&soft.to_le_bytes());
         b[8..].copy_from_slice(&hard.to_le_bytes());
-        super::copy_out(old, &b)?;
+        super::args::copy_out(old, &b)?;
     }
     Ok(0)
 }

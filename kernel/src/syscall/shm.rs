@@ -3,9 +3,9 @@
 
 use abi::Errno;
 
-use super::{copy_out, with_space, SysResult};
+use super::args::{copy_out, with_space, SysResult};
 use crate::ipc::shm;
-use crate::mm::addr_space::Perm;
+use crate::mm::area::Perm;
 use crate::mm::PAGE_SIZE;
 use crate::task::cred::{MAY_READ, MAY_WRITE};
 

@@ -3,7 +3,7 @@
 
 use abi::Errno;
 
-use super::{copy_in, copy_out, SysResult};
+use super::args::{copy_in, copy_out, SysResult};
 use crate::arch::trap::TrapFrame;
 use crate::task::signal::{self, bit, SigAction, NSIG, SIGKILL, SIGSTOP};
 use crate::task::{self, with_current, with_thread};
@@ -112,7 +112,7 @@ pub fn sys_rt_sigpending(set: usize, size: usize) -> SysResult {
 }
 
 pub fn sys_rt_sigreturn(tf: &mut TrapFrame) -> SysResult {
-    signal::sigreturn(tf)
+    crate::task::sigframe::sigreturn(tf)
 }
 
 /// Wait for a signal with `mask` blocked meanwhile; always EINTR (after the handler ran,

@@ -3,7 +3,7 @@
 
 use abi::Errno;
 
-use super::{copy_in, SysResult};
+use super::args::{copy_in, SysResult};
 use crate::fs::file::OpenFile;
 use crate::fs::path::{self, Loc};
 use crate::fs::perm;
@@ -17,7 +17,7 @@ const SOCK_NONBLOCK: usize = 0o4000;
 const SOCK_CLOEXEC: usize = 0o2000000;
 
 fn socket_of(fd: i32) -> Result<alloc::sync::Arc<OpenFile>, Errno> {
-    let f = with_current(|p| p.files.get(fd))?;
+    let f = with_current(|p| p.files.fds().get(fd))?;
     if f.loc.node.as_any().downcast_ref::<Socket>().is_none() {
         return Err(Errno::ENOTSOCK);
     }
@@ -44,7 +44,7 @@ pub fn sys_socket(domain: usize, ty: usize, _protocol: usize) -> SysResult {
         0
     } | abi::fcntl::O_RDWR;
     let f = OpenFile::new(loc, true, true, status)?;
-    with_current(|p| p.files.install(f, ty & SOCK_CLOEXEC != 0)).map(|fd| fd as usize)
+    with_current(|p| p.files.fds().install(f, ty & SOCK_CLOEXEC != 0)).map(|fd| fd as usize)
 }
 
 /// The path in a `sockaddr_un` (family 1, then up to 108 bytes, NUL-terminated or not).

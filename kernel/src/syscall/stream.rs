@@ -11,7 +11,7 @@ use alloc::sync::Arc;
 use abi::fcntl::{O_CLOEXEC, O_NONBLOCK};
 use abi::Errno;
 
-use super::{copy_in, copy_out, SysResult};
+use super::args::{copy_in, copy_out, SysResult};
 use crate::fs::file::OpenFile;
 use crate::fs::path::Loc;
 use crate::ipc::pipe::{self, PipeEnd};
@@ -59,7 +59,7 @@ pub fn read(f: &OpenFile, s: Stream, va: usize, len: usize) -> SysResult {
     }
     let len = len.min(STREAM_CHUNK);
     // Check the buffer first: data taken from a pipe and then not delivered would be lost.
-    super::with_space(|sp| uaccess::segments(sp, va, len, crate::mm::addr_space::Access::Write))?;
+    super::args::with_space(|sp| uaccess::segments(sp, va, len, crate::mm::area::Access::Write))?;
     let mut buf = kernel_buffer(len)?;
     let n = match s {
         Stream::Pipe(p) => p.pipe.read(&mut buf, nonblock(f))?,
@@ -129,16 +129,16 @@ pub fn sys_pipe2(fds: usize, flags: u32) -> SysResult {
         return Err(Errno::EINVAL);
     }
     // Check the result pointer before anything is installed.
-    super::with_space(|sp| uaccess::segments(sp, fds, 8, crate::mm::addr_space::Access::Write))?;
+    super::args::with_space(|sp| uaccess::segments(sp, fds, 8, crate::mm::area::Access::Write))?;
     let (r, w) = pipe::new_pipe();
     let (rf, wf) = (pipe_file(r, flags)?, pipe_file(w, flags)?);
     let cloexec = flags & O_CLOEXEC != 0;
     let (a, b) = with_current(|p| {
-        let a = p.files.install(rf, cloexec)?;
-        match p.files.install(wf, cloexec) {
+        let a = p.files.fds().install(rf, cloexec)?;
+        match p.files.fds().install(wf, cloexec) {
             Ok(b) => Ok((a, b)),
             Err(e) => {
-                let _ = p.files.close(a);
+                let _ = p.files.fds().close(a);
                 Err(e)
             }
         }
@@ -183,11 +183,11 @@ pub fn sys_ioctl(fd: i32, cmd: usize, arg: usize) -> SysResult {
     const FIONBIO: u32 = 0x5421;
     const FIOCLEX: u32 = 0x5451;
     const FIONCLEX: u32 = 0x5450;
-    let f = with_current(|p| p.files.get(fd))?;
+    let f = with_current(|p| p.files.fds().get(fd))?;
     let cmd = cmd as u32;
     match cmd {
         FIOCLEX | FIONCLEX => {
-            with_current(|p| p.files.set_cloexec(fd, cmd == FIOCLEX))?;
+            with_current(|p| p.files.fds().set_cloexec(fd, cmd == FIOCLEX))?;
             return Ok(0);
         }
         FIONBIO => {

@@ -4,7 +4,7 @@
 use abi::stat::Timespec;
 use abi::Errno;
 
-use super::{copy_in, copy_out, SysResult};
+use super::args::{copy_in, copy_out, SysResult};
 use crate::fs::file::OpenFile;
 use crate::fs::path::Loc;
 use crate::ipc::timerfd::TimerFd;
@@ -23,7 +23,7 @@ const TFD_TIMER_CANCEL_ON_SET: u32 = 2;
 /// Run `f` on the timer behind `fd` and whether it counts CLOCK_REALTIME; `EINVAL` if `fd`
 /// is not a timerfd.
 fn with_timer<R>(fd: i32, f: impl FnOnce(&TimerFd, bool) -> Result<R, Errno>) -> Result<R, Errno> {
-    let file = with_current(|p| p.files.get(fd))?;
+    let file = with_current(|p| p.files.fds().get(fd))?;
     let timer = file
         .loc
         .node
@@ -51,7 +51,7 @@ pub fn sys_timerfd_create(clock: usize, flags: u32) -> SysResult {
         mount: root.mount,
     };
     let f = OpenFile::new(loc, true, false, flags & TFD_NONBLOCK)?;
-    with_current(|p| p.files.install(f, flags & TFD_CLOEXEC != 0)).map(|fd| fd as usize)
+    with_current(|p| p.files.fds().install(f, flags & TFD_CLOEXEC != 0)).map(|fd| fd as usize)
 }
 
 fn read_ns(b: &[u8]) -> Result<u64, Errno> {
@@ -99,7 +99,7 @@ pub fn sys_timerfd_settime(fd: i32, flags: u32, new: usize, old: usize) -> SysRe
         }
         Ok(())
     })?;
-    crate::syscall::poll_wake();
+    crate::task::wait::poll_wake();
     Ok(0)
 }
 

@@ -21,7 +21,7 @@ use abi::syscall::{XATTR_CREATE, XATTR_LIST_MAX, XATTR_NAME_MAX, XATTR_REPLACE, 
 use abi::Errno;
 use vfs::{NodeRef, VfsError, XattrMode};
 
-use super::{copy_in, copy_out, read_path, with_space, SysResult};
+use super::args::{copy_in, copy_out, read_path, with_space, SysResult};
 use crate::fs::path::{self, Loc};
 use crate::task::with_current;
 
@@ -41,7 +41,7 @@ fn node_of(fd: i32) -> Result<NodeRef, Errno> {
     if fd == AT_FDCWD {
         return Err(Errno::EBADF);
     }
-    let f = with_current(|p| p.files.get(fd))?;
+    let f = with_current(|p| p.files.fds().get(fd))?;
     if *f.status_flags.lock() & O_PATH != 0 {
         return Err(Errno::EBADF);
     }

@@ -25,8 +25,8 @@ use core::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use abi::Errno;
 use spin::Mutex;
 
-use super::Thread;
-use crate::mm::addr_space::Access;
+use super::process::Thread;
+use crate::mm::area::Access;
 use crate::mm::uaccess;
 
 struct Waiter {
@@ -43,7 +43,7 @@ static WAITERS: Mutex<Vec<Waiter>> = Mutex::new(Vec::new());
 /// `deadline` (`ETIMEDOUT`) or a signal (`ERESTARTSYS`). The caller has checked the word.
 /// A [`requeue`] may move the sleeper to another futex meanwhile.
 pub fn wait(key: usize, bitset: u32, deadline: Option<u64>) -> Result<(), Errno> {
-    let me = super::current_thread();
+    let me = super::sched::current_thread();
     let woken = Arc::new(AtomicBool::new(false));
     WAITERS.lock().push(Waiter {
         key,
@@ -65,7 +65,7 @@ pub fn wait(key: usize, bitset: u32, deadline: Option<u64>) -> Result<(), Errno>
         }
         match deadline {
             Some(d) => super::wait::sleep_until(d),
-            None => super::block_current(),
+            None => super::sched::block_current(),
         }
     };
     if result.is_err() {
@@ -123,7 +123,7 @@ pub fn requeue(
         }
     }
     for t in &woken {
-        super::wake(t);
+        super::sched::wake(t);
     }
     woken.len() + moved
 }
@@ -134,13 +134,14 @@ fn key_of(uaddr: usize, access: Access) -> Option<usize> {
     if !uaddr.is_multiple_of(4) {
         return None;
     }
-    super::with_current(|p| p.space.resolve(uaddr, access)).ok()
+    super::sched::with_current(|p| p.space.resolve(uaddr, access)).ok()
 }
 
 /// A thread exits with `CLONE_CHILD_CLEARTID` (or set_tid_address) at `uaddr`: write 0 there
 /// and wake one waiter (pthread_join). A bad address is ignored, as Linux does.
 pub fn clear_child_tid(uaddr: usize) {
-    let ok = super::with_current(|p| uaccess::copy_out(&mut p.space, uaddr, &0u32.to_le_bytes()));
+    let ok =
+        super::sched::with_current(|p| uaccess::copy_out(&mut p.space, uaddr, &0u32.to_le_bytes()));
     if ok.is_ok() {
         if let Some(key) = key_of(uaddr, Access::Write) {
             wake(key, u32::MAX, 1);
@@ -161,7 +162,7 @@ const ROBUST_LIST_LIMIT: usize = 2048;
 /// `FUTEX_WAITERS`, clearing the owner) and, if there are waiters, wake one, so a waiter's
 /// `pthread_mutex_lock` returns EOWNERDEAD. Any fault ends the walk, as on Linux.
 pub fn exit_robust_list(head: usize, tid: usize) {
-    let read = |va: usize| super::with_current(|p| uaccess::read_u64(&mut p.space, va)).ok();
+    let read = |va: usize| super::sched::with_current(|p| uaccess::read_u64(&mut p.space, va)).ok();
     let Some(mut entry) = read(head) else { return };
     let Some(offset) = read(head + 8) else { return };
     let Some(pending) = read(head + 16) else {
@@ -189,7 +190,7 @@ fn owner_died(uaddr: usize, tid: usize) {
         return;
     }
     let mut b = [0u8; 4];
-    if super::with_current(|p| uaccess::copy_in(&mut p.space, uaddr, &mut b)).is_err() {
+    if super::sched::with_current(|p| uaccess::copy_in(&mut p.space, uaddr, &mut b)).is_err() {
         return;
     }
     let word = u32::from_le_bytes(b);
@@ -197,7 +198,8 @@ fn owner_died(uaddr: usize, tid: usize) {
         return;
     }
     let new = (word & FUTEX_WAITERS) | FUTEX_OWNER_DIED;
-    let wrote = super::with_current(|p| uaccess::copy_out(&mut p.space, uaddr, &new.to_le_bytes()));
+    let wrote =
+        super::sched::with_current(|p| uaccess::copy_out(&mut p.space, uaddr, &new.to_le_bytes()));
     if wrote.is_ok() && word & FUTEX_WAITERS != 0 {
         if let Some(key) = key_of(uaddr, Access::Write) {
             wake(key, u32::MAX, 1);

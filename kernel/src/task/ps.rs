@@ -4,9 +4,33 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use crate::fs::procfs::PsInfo;
+use super::process::State;
+use super::sched::SCHED;
 
-use super::{State, SCHED};
+/// What `/proc/<pid>` shows of one process (filled by [`info`]).
+pub struct PsInfo {
+    pub pid: usize,
+    pub ppid: usize,
+    pub pgid: usize,
+    pub sid: usize,
+    /// proc(5)'s state letter: R, S, Z.
+    pub state: char,
+    /// The program's name (the executable's file name, at most 15 bytes, as `comm`).
+    pub comm: String,
+    /// argv, each argument followed by a NUL byte.
+    pub cmdline: Vec<u8>,
+    pub cwd: String,
+    pub uid: u32,
+    pub gid: u32,
+    pub threads: usize,
+    /// CPU time of the process and of its reaped children, in nanoseconds.
+    pub cpu_ns: u64,
+    pub children_cpu_ns: u64,
+    pub nice: i32,
+    /// Bytes of user address space in areas, and resident pages.
+    pub vsize: u64,
+    pub rss_pages: u64,
+}
 
 /// Every process's pid, in order (zombies included until reaped, as on Linux).
 pub fn pids() -> Vec<usize> {
@@ -15,7 +39,7 @@ pub fn pids() -> Vec<usize> {
 
 /// The figures of process `pid`, if it exists.
 pub fn info(pid: usize) -> Option<PsInfo> {
-    let p = super::find(pid)?;
+    let p = super::lookup::find(pid)?;
     let i = p.inner.lock();
     // A process runs while one of its threads can; a zombie has none left.
     let runnable = i

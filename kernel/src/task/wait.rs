@@ -12,7 +12,8 @@ use alloc::vec::Vec;
 
 use spin::Mutex;
 
-use super::{block_current, current_thread, wake, Thread};
+use super::process::Thread;
+use super::sched::{block_current, current_thread, wake};
 
 /// Threads waiting for one kind of event.
 pub struct WaitQueue {
@@ -61,6 +62,15 @@ impl WaitQueue {
             wake(p);
         }
     }
+}
+
+/// Threads in ppoll/pselect6 with nothing ready yet: one queue for every descriptor, woken on
+/// any change a poller may wait for ([`poll_wake`]); each poller then looks again.
+pub static POLLERS: WaitQueue = WaitQueue::new();
+
+/// Something a poller may wait for changed (pipe data or room, terminal input, a timerfd).
+pub fn poll_wake() {
+    POLLERS.wake_all();
 }
 
 /// Threads sleeping until a deadline: (deadline in monotonic ns, thread).

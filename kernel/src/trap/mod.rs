@@ -36,7 +36,7 @@ extern "C" fn user_trap_handler(tf: &mut TrapFrame) -> ! {
     // `stval` is read only by the arms that use it, first thing (nothing can trap before):
     // under QEMU each CSR access costs a return to its main loop, and a system call has no use
     // for it.
-    use crate::mm::addr_space::Access;
+    use crate::mm::area::Access;
     let mut restart = None;
     if scause & INTERRUPT != 0 {
         if scause & !INTERRUPT == SUPERVISOR_TIMER {
@@ -132,7 +132,7 @@ extern "C" fn user_trap_handler(tf: &mut TrapFrame) -> ! {
 extern "C" fn kernel_trap_handler() {
     let scause = csr::scause();
     if (scause == LOAD_PAGE_FAULT || scause == STORE_PAGE_FAULT)
-        && crate::mm::window::handle_kernel_fault(csr::stval())
+        && crate::drivers::window::handle_kernel_fault(csr::stval())
     {
         return; // `sret` retries the access, now mapped
     }

@@ -221,6 +221,11 @@ pub const TESTS: &[Test] = &[
         proc_tests::wait_no_children_echild,
     ),
     t("execve_missing_enoent", proc_tests::execve_missing_enoent),
+    t(
+        "vfork_parent_waits_for_child",
+        proc_tests::vfork_parent_waits_for_child,
+    ),
+    t("vfork_wait_is_killable", proc_tests::vfork_wait_is_killable),
     t("brk_growth", proc_tests::brk_growth),
     t("mmap_anonymous", proc_tests::mmap_anonymous),
     t("clock_monotonic", proc_tests::clock_monotonic),

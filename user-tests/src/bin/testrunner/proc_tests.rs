@@ -631,3 +631,194 @@ pub fn fp_state_survives_switches(_cx: &Ctx) -> TestResult {
     );
     Ok(())
 }
+
+/// `vfork()` as musl spells it on riscv64: `clone(CLONE_VM | CLONE_VFORK | SIGCHLD, 0)`.
+///
+/// # Safety
+///
+/// The child may share the caller's memory and stack: until it execs or exits it must do
+/// nothing but raw system calls on values prepared before the call (no allocation, no
+/// return from the calling function).
+unsafe fn vfork() -> SysResult<i32> {
+    let flags = CLONE_VM | CLONE_VFORK | abi::fcntl::SIGCHLD;
+    // SAFETY: no new stack and no tid pointers; the caller keeps the child to vfork's rules.
+    let r =
+        unsafe { user_tests::raw::syscall5(abi::syscall::SYS_CLONE, flags as usize, 0, 0, 0, 0) };
+    Errno::from_ret(r).map(|p| p as i32)
+}
+
+/// `kill(pid, sig)`, the result ignored by callers that only clean up.
+fn kill(pid: i32, sig: usize) -> isize {
+    // SAFETY: no pointer arguments.
+    unsafe { user_tests::raw::syscall2(abi::syscall::SYS_KILL, pid as usize, sig) }
+}
+
+/// Sleep `ms` milliseconds (nanosleep).
+fn sleep_ms(ms: u64) {
+    let ts: [u64; 2] = [ms / 1000, (ms % 1000) * 1_000_000];
+    // SAFETY: `ts` is a readable struct timespec; no remainder pointer.
+    unsafe { user_tests::raw::syscall2(abi::syscall::SYS_NANOSLEEP, ts.as_ptr() as usize, 0) };
+}
+
+const SIGKILL: usize = 9;
+
+/// vfork as Linux's: the parent sleeps until the child exits or execs. The child runs for
+/// longer than a time slice (so that, were the parent not asleep, the scheduler would run it
+/// again meanwhile), then writes to a non-blocking pipe and exits: when vfork returns in the
+/// parent, the byte is already there and wait4(WNOHANG) already finds the exit status (no
+/// sleep in between). A child that execs a long-running program lets the parent go at the
+/// exec, not at its exit.
+pub fn vfork_parent_waits_for_child(_cx: &Ctx) -> TestResult {
+    let (rd, wr) = sys::pipe2(O_NONBLOCK | O_CLOEXEC).what("pipe2")?;
+    let byte = [b'v'];
+    // SAFETY: the child reads the clock and makes only raw system calls (write, exit_group)
+    // on values set above.
+    let pid = unsafe { vfork() }.what("vfork")?;
+    if pid == 0 {
+        // Five time slices of the kernel's 10 ms: reading the clock touches no memory the
+        // parent relies on.
+        let until = now_ns() + 50_000_000;
+        while now_ns() < until {
+            core::hint::spin_loop();
+        }
+        // SAFETY: `byte` is readable; exit_group does not return.
+        unsafe {
+            user_tests::raw::syscall3(
+                abi::syscall::SYS_WRITE,
+                wr as usize,
+                byte.as_ptr() as usize,
+                1,
+            );
+            user_tests::raw::syscall1(abi::syscall::SYS_EXIT_GROUP, 42);
+        }
+        sys::exit(99);
+    }
+    let mut got = [0u8; 4];
+    let n = sys::read(rd, &mut got);
+    let reaped = sys::wait4(pid, WNOHANG);
+    let (_, status) = if matches!(reaped, Ok((0, _))) {
+        // Reap it anyway, so no later wait4(-1) finds it.
+        sys::waitpid(pid).what("wait4")?
+    } else {
+        reaped.what("wait4(WNOHANG)")?
+    };
+    let _ = sys::close(rd);
+    let _ = sys::close(wr);
+    ensure!(
+        matches!(n, Ok(1)) && got[0] == b'v',
+        "the pipe was not written when vfork returned ({n:?}): the child had not run first"
+    );
+    ensure!(
+        matches!(reaped, Ok((p, _)) if p == pid),
+        "wait4(WNOHANG) right after vfork returned {reaped:?}: the child had not exited yet"
+    );
+    ensure!(
+        status.exited() && status.exit_code() == 42,
+        "the vfork child's status is {:#x}, not exit 42",
+        status.0
+    );
+
+    // exec lets the parent go: the child runs `busybox sleep 5` and is still alive then.
+    let path = b"/bin/busybox\0";
+    let args: [&[u8]; 3] = [b"busybox\0", b"sleep\0", b"5\0"];
+    let argv = [
+        args[0].as_ptr() as usize,
+        args[1].as_ptr() as usize,
+        args[2].as_ptr() as usize,
+        0,
+    ];
+    let envp = [0usize];
+    let started = now_ns();
+    // SAFETY: the child makes only raw system calls (execve, exit_group) on values set above.
+    let pid = unsafe { vfork() }.what("vfork")?;
+    if pid == 0 {
+        // SAFETY: the path, the strings and both NULL-terminated arrays outlive the call.
+        unsafe {
+            user_tests::raw::syscall3(
+                abi::syscall::SYS_EXECVE,
+                path.as_ptr() as usize,
+                argv.as_ptr() as usize,
+                envp.as_ptr() as usize,
+            );
+            user_tests::raw::syscall1(abi::syscall::SYS_EXIT_GROUP, 127);
+        }
+        sys::exit(127);
+    }
+    let waited_ms = (now_ns() - started) / 1_000_000;
+    let alive = sys::wait4(pid, WNOHANG);
+    kill(pid, SIGKILL);
+    let (_, status) = if matches!(alive, Ok((0, _))) {
+        sys::waitpid(pid).what("wait4")?
+    } else {
+        alive.what("wait4(WNOHANG)")?
+    };
+    ensure!(
+        matches!(alive, Ok((0, _))) && waited_ms < 4000,
+        "after vfork + execve of busybox sleep 5, vfork returned after {waited_ms} ms and \
+         wait4(WNOHANG) gave {alive:?} (status {:#x}): exec did not let the parent go",
+        status.0
+    );
+    ensure!(
+        status.signal() == Some(SIGKILL as i32),
+        "the exec'd vfork child did not die of SIGKILL (status {:#x})",
+        status.0
+    );
+    Ok(())
+}
+
+/// The vfork wait is killable: a parent asleep in vfork while its child sleeps 5 s dies of
+/// SIGKILL at once, not when the child exits.
+pub fn vfork_wait_is_killable(_cx: &Ctx) -> TestResult {
+    let (rd, wr) = sys::pipe2(O_CLOEXEC).what("pipe2")?;
+    let middle = sys::fork().what("fork")?;
+    if middle == 0 {
+        // SAFETY: the child makes only raw system calls on values set here.
+        let pid = unsafe { vfork() };
+        if let Ok(0) = pid {
+            let me = (sys::getpid() as u32).to_le_bytes();
+            let ts: [u64; 2] = [5, 0];
+            // SAFETY: `me` and `ts` are readable; exit_group does not return.
+            unsafe {
+                user_tests::raw::syscall3(
+                    abi::syscall::SYS_WRITE,
+                    wr as usize,
+                    me.as_ptr() as usize,
+                    4,
+                );
+                user_tests::raw::syscall2(abi::syscall::SYS_NANOSLEEP, ts.as_ptr() as usize, 0);
+                user_tests::raw::syscall1(abi::syscall::SYS_EXIT_GROUP, 0);
+            }
+        }
+        // Reached only once the vfork child has exited: not killable.
+        sys::exit(if pid.is_ok() { 0 } else { 98 });
+    }
+    let _ = sys::close(wr);
+    // The vfork child's pid: once it has run, the middle process is asleep in vfork.
+    let mut pid_bytes = [0u8; 4];
+    let n = sys::read(rd, &mut pid_bytes);
+    let _ = sys::close(rd);
+    let grandchild = u32::from_le_bytes(pid_bytes) as i32;
+    sleep_ms(50);
+    let killed_at = now_ns();
+    kill(middle, SIGKILL);
+    let reaped = sys::waitpid(middle);
+    let took_ms = (now_ns() - killed_at) / 1_000_000;
+    if matches!(n, Ok(4)) && grandchild > 0 {
+        kill(grandchild, SIGKILL);
+    }
+    let (_, status) = reaped.what("wait4")?;
+    ensure!(
+        matches!(n, Ok(4)),
+        "the vfork child did not report its pid ({n:?})"
+    );
+    ensure!(
+        status.signal() == Some(SIGKILL as i32),
+        "the process asleep in vfork did not die of SIGKILL (status {:#x})",
+        status.0
+    );
+    ensure!(
+        took_ms < 2000,
+        "SIGKILL ended the vfork wait only after {took_ms} ms (the child sleeps 5 s)"
+    );
+    Ok(())
+}

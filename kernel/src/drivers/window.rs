@@ -36,8 +36,8 @@ use core::sync::atomic::{AtomicBool, AtomicUsize};
 use spin::Mutex;
 use vfs::{BlockDevice, VfsError, VfsResult, SECTOR_SIZE};
 
-use super::frame::{self, Frame};
-use super::{page_table, PAGE_SIZE};
+use crate::mm::frame::{self, Frame};
+use crate::mm::{page_table, PAGE_SIZE};
 
 /// First window address (root index 320 of Sv39's upper half).
 pub const WINDOW_BASE: usize = 0xffff_ffd0_0000_0000;

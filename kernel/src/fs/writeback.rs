@@ -1,0 +1,51 @@
+//! Write-back of every mount (fs layer): the periodic work mounted file systems ask for
+//! (dbfs's write-back timer, run from the scheduler's idle loop), sync(2) and power-off.
+
+use alloc::vec::Vec;
+
+use super::mount_table::mounts;
+
+/// Work a mounted file system wants done periodically (dbfs's write-back timer).
+type Periodic = alloc::boxed::Box<dyn Fn() + Send + Sync>;
+static PERIODIC: spin::Mutex<Vec<Periodic>> = spin::Mutex::new(Vec::new());
+static LAST_TICK_NS: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
+
+/// Run `f` about once a second from now on.
+pub fn register_periodic(f: Periodic) {
+    PERIODIC.lock().push(f);
+}
+
+/// Called on timer interrupts (which only arrive in user mode, so no kernel lock is held):
+/// runs the periodic work if a second has passed since the last run.
+pub fn tick() {
+    use core::sync::atomic::Ordering::Relaxed;
+    let now = crate::arch::time::monotonic_ns();
+    if now.saturating_sub(LAST_TICK_NS.load(Relaxed)) < 1_000_000_000 {
+        return;
+    }
+    LAST_TICK_NS.store(now, Relaxed);
+    // Another task may be inside the periodic work, given the CPU away in a device flush:
+    // it does this round's work, and this task does not wait for it.
+    let Some(list) = PERIODIC.try_lock() else {
+        return;
+    };
+    for f in list.iter() {
+        f();
+    }
+}
+
+/// Write back every mounted file system (sync, shutdown).
+pub fn sync_all() {
+    crate::mm::file_pages::write_back_all();
+    for m in mounts() {
+        if let Err(e) = m.fs.sync() {
+            log::error!("sync of {} failed: {}", m.path, e);
+        }
+    }
+}
+
+/// Write back every file system and power off with `code` as QEMU's exit status.
+pub fn sync_and_power_off(code: u32) -> ! {
+    sync_all();
+    crate::arch::power::shutdown(code)
+}

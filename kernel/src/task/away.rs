@@ -1,0 +1,118 @@
+//! Giving the CPU away inside the kernel (task layer): waits for a lock or a device during
+//! which a thread may yield while it holds locks ([`relax`], [`away`]), and the rules that
+//! keep user pages in hand valid meanwhile ([`reading_own_pages`], [`changing_space`],
+//! [`keep_cpu`]). The block layer waits through these, never through scheduler internals.
+
+use core::sync::atomic::AtomicUsize;
+use core::sync::atomic::Ordering::Relaxed;
+
+use super::sched::{current_ref, yield_counted, CURRENT, SCHED};
+
+/// Wait a moment for a lock another task holds, or a device request: give the CPU to a
+/// ready thread if there is one (the caller stays runnable and tries again when its turn
+/// comes), else spin once. On this one hart a kernel lock is only ever found held when its
+/// holder gave the CPU away (waiting for a device flush): spinning would never let it finish.
+pub fn relax() {
+    let others = {
+        let s = SCHED.lock();
+        s.current.is_some() && !s.ready.is_empty()
+    };
+    if others {
+        away(|| yield_counted(true));
+    } else {
+        core::hint::spin_loop();
+    }
+}
+
+/// Threads that gave the CPU away inside the kernel and may hold locks meanwhile: in
+/// [`relax`], or waiting for a device flush ([`away`]).
+pub(super) static AWAY: AtomicUsize = AtomicUsize::new(0);
+
+/// Run `f`, a wait during which the thread may give the CPU away ([`relax`]) while it holds
+/// locks, counted in [`AWAY`] (a device flush's whole wait, not only its yields).
+pub fn away<R>(f: impl FnOnce() -> R) -> R {
+    AWAY.fetch_add(1, Relaxed);
+    let r = f();
+    AWAY.fetch_sub(1, Relaxed);
+    r
+}
+
+/// Whether the current thread may give the CPU away while it waits for a device: not while
+/// it runs [`keep_cpu`]'s work (it then polls the device instead).
+pub fn may_give_cpu_away() -> bool {
+    let t = CURRENT.load(Relaxed);
+    // SAFETY: as in `current_ref`: the running thread, alive while it runs.
+    !t.is_null() && !unsafe { &*t }.keep_cpu.load(Relaxed)
+}
+
+/// Run `f`, a read that hands the user's pages to a file system, so that its device waits
+/// may give the CPU away ([`may_wait_away_reading`]) when nothing can unmap those pages
+/// meanwhile. In a process with one thread nothing can (a `vfork` child has its own copy of
+/// the space; another process's truncate unmaps only when no thread is [`away`]). With
+/// several, the read counts itself in the process's `readers_away`, and a sibling's change
+/// to the address space waits until none is away ([`changing_space`]); a read that finds a
+/// change under way polls instead. The caller must hold no lock that a task may wait for by
+/// spinning.
+pub fn reading_own_pages<R>(f: impl FnOnce() -> R) -> R {
+    let me = current_ref();
+    let p = &me.process;
+    let shared = p.inner.lock().threads.len() > 1;
+    if shared {
+        if p.space_changing.load(Relaxed) != 0 {
+            return f();
+        }
+        p.readers_away.fetch_add(1, Relaxed);
+    }
+    me.own_pages.store(true, Relaxed);
+    let r = f();
+    me.own_pages.store(false, Relaxed);
+    if shared {
+        p.readers_away.fetch_sub(1, Relaxed);
+    }
+    r
+}
+
+/// Run `f`, a system call that unmaps, remaps or shares (fork) pages of the current
+/// process's address space, once no sibling thread is away inside a read into its pages
+/// ([`reading_own_pages`]), and with no new one going away until `f` returns. The caller
+/// holds no lock: the readers it waits for may need one.
+pub fn changing_space<R>(f: impl FnOnce() -> R) -> R {
+    let p = &current_ref().process;
+    p.space_changing.fetch_add(1, Relaxed);
+    while p.readers_away.load(Relaxed) != 0 {
+        yield_counted(true);
+    }
+    let r = f();
+    p.space_changing.fetch_sub(1, Relaxed);
+    r
+}
+
+/// Whether the current thread's device read may give the CPU away: inside
+/// [`reading_own_pages`], and not in [`keep_cpu`].
+pub fn may_wait_away_reading() -> bool {
+    let t = CURRENT.load(Relaxed);
+    // SAFETY: as in `current_ref`: the running thread, alive while it runs.
+    !t.is_null() && {
+        let t = unsafe { &*t };
+        t.own_pages.load(Relaxed) && !t.keep_cpu.load(Relaxed)
+    }
+}
+
+/// Run `f` without giving the CPU away: first wait (giving it away) until no thread is away
+/// holding locks, then run `f` with the current thread marked so that its device waits poll.
+/// Nothing else then runs until `f` returns: no lock `f` takes can be found held, and no
+/// other thread of the process can change its address space. For system calls of a
+/// multi-threaded process that hand the user's pages to a file system
+/// ([`crate::mm::uaccess::UserPages`]). The caller must hold no lock: an away thread may be
+/// waiting for it.
+pub fn keep_cpu<R>(f: impl FnOnce() -> R) -> R {
+    // An away thread is ready (it gave the CPU away with `yield`), so this lets it run.
+    while AWAY.load(Relaxed) != 0 {
+        yield_counted(true);
+    }
+    let me = current_ref();
+    me.keep_cpu.store(true, Relaxed);
+    let r = f();
+    me.keep_cpu.store(false, Relaxed);
+    r
+}

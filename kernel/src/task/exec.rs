@@ -1,0 +1,224 @@
+//! Running a program (task layer): execve and the first process. The loader reads the
+//! program through a [`ReadFile`] the caller hands in (the file layer's), follows `#!`
+//! interpreters, and has mm build the new address space.
+
+use alloc::boxed::Box;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::sync::atomic::Ordering::Relaxed;
+
+use abi::Errno;
+
+use super::cred;
+use super::exit::stop_other_threads;
+use super::files;
+use super::fork::make_process;
+use super::process::{kstack_top, new_kstack, release_vfork_parent, ProcInner};
+use super::sched::{current_pid, current_ref, wake, with_current, with_thread, yield_now, SCHED};
+use super::signal;
+use crate::arch::trap::TrapFrame;
+use crate::mm::addr_space::AddrSpace;
+
+/// `comm` and `cmdline` of a program run as `path` with `argv`.
+pub(super) fn names_of(path: &str, argv: &[String]) -> (String, Vec<u8>) {
+    let base = path.rsplit('/').next().unwrap_or(path);
+    let mut end = base.len().min(15);
+    while !base.is_char_boundary(end) {
+        end -= 1;
+    }
+    let mut cmdline = Vec::new();
+    for a in argv {
+        cmdline.extend_from_slice(a.as_bytes());
+        cmdline.push(0);
+    }
+    (String::from(&base[..end]), cmdline)
+}
+
+/// The environment init starts with.
+pub(super) const INIT_ENV: [&str; 7] = [
+    "HOME=/",
+    "PATH=/bin:/usr/bin:/sbin",
+    "TERM=vt100",
+    "SHELL=/bin/sh",
+    "USER=root",
+    "LOGNAME=root",
+    "PS1=\\w # ",
+];
+
+/// How many `#!` interpreters may chain (Linux: 4).
+pub(super) const MAX_SHEBANG_DEPTH: usize = 4;
+
+/// The interpreter line of a script (`#!interp [arg]`), if `image` is one.
+pub(super) fn shebang(image: &[u8]) -> Result<Option<(String, Option<String>)>, Errno> {
+    if !image.starts_with(b"#!") {
+        return Ok(None);
+    }
+    let line_end = image
+        .iter()
+        .position(|&b| b == b'\n')
+        .unwrap_or(image.len());
+    let line = &image[2..line_end.min(256)];
+    let line = core::str::from_utf8(line)
+        .map_err(|_| Errno::ENOEXEC)?
+        .trim();
+    let (interp, arg) = match line.find([' ', '\t']) {
+        Some(i) => (&line[..i], Some(line[i..].trim())),
+        None => (line, None),
+    };
+    if interp.is_empty() {
+        return Err(Errno::ENOEXEC);
+    }
+    Ok(Some((
+        String::from(interp),
+        arg.filter(|a| !a.is_empty()).map(String::from),
+    )))
+}
+
+/// A new address space running the program at `path` (a static ELF executable, or a `#!`
+/// script run by its interpreter): (space, entry, stack pointer).
+pub(super) fn load_program(
+    read_file: ReadFile,
+    cwd: &str,
+    path: &str,
+    mut argv: Vec<String>,
+    envp: &[String],
+    creds: &cred::Cred,
+) -> Result<(AddrSpace, usize, usize), Errno> {
+    let mut path = String::from(path);
+    let mut image = read_file(cwd, &path)?;
+    for depth in 0.. {
+        let Some((interp, arg)) = shebang(&image)? else {
+            break;
+        };
+        if depth == MAX_SHEBANG_DEPTH {
+            return Err(Errno::ELOOP);
+        }
+        let mut new_argv = alloc::vec![interp.clone()];
+        new_argv.extend(arg);
+        new_argv.push(path.clone());
+        new_argv.extend(argv.into_iter().skip(1));
+        argv = new_argv;
+        image = read_file(cwd, &interp)?;
+        path = interp;
+    }
+    let mut space = AddrSpace::new()?;
+    let elf = space.load_elf(&image)?;
+    drop(image);
+    let ids = crate::mm::elf_loader::AuxIds {
+        uid: creds.uid,
+        euid: creds.euid,
+        gid: creds.gid,
+        egid: creds.egid,
+    };
+    let sp = space.setup_stack(&argv, envp, &path, &elf, ids)?;
+    Ok((space, elf.entry, sp))
+}
+
+/// How the loader reads a program (or a script's interpreter) whole: `(cwd, path)` to its
+/// bytes. The file layer's, handed in by the caller (exec and boot live above it).
+pub type ReadFile = fn(&str, &str) -> Result<Vec<u8>, Errno>;
+
+/// Create the first process from the executable at `path`, with descriptors `files`.
+pub fn spawn_init(
+    path: &str,
+    argv: Vec<String>,
+    files: Box<dyn files::FileTable>,
+    read_file: ReadFile,
+) -> Result<(), Errno> {
+    let env: Vec<String> = INIT_ENV.iter().map(|s| String::from(*s)).collect();
+    let (comm, cmdline) = names_of(path, &argv);
+    let (space, entry, sp) =
+        load_program(read_file, "/", path, argv, &env, &cred::Cred::default())?;
+    let kstack = new_kstack()?;
+    let tf = Box::new(TrapFrame::new_user(entry, sp, kstack_top(&kstack)));
+    let inner = ProcInner {
+        ppid: 0,
+        children: Vec::new(),
+        threads: Vec::new(),
+        zombie: None,
+        group_exit: None,
+        space,
+        files,
+        cwd: String::from("/"),
+        umask: 0o022,
+        sig: signal::SigState::default(),
+        pgid: 1,
+        sid: 1,
+        cred: cred::Cred::default(),
+        children_cpu_ns: 0,
+        children_switches: [0; 2],
+        nice: 0,
+        comm,
+        cmdline,
+        vfork_parent: None,
+    };
+    make_process(
+        &mut SCHED.lock(),
+        inner,
+        tf,
+        kstack,
+        signal::SigMask::default(),
+    );
+    Ok(())
+}
+
+/// execve's first step in a process with several threads (Linux's `de_thread`): the others
+/// exit, and the caller waits until they are gone. The caller keeps its tid (Linux gives
+/// it the pid; here a non-leader thread that execs keeps its own tid).
+pub(super) fn de_thread() -> Result<(), Errno> {
+    let me = current_ref();
+    let p = me.process.clone();
+    loop {
+        if me.must_exit() {
+            // Another thread exits the group or execs at the same time: it wins.
+            return Err(signal::ERESTARTSYS);
+        }
+        if p.inner.lock().threads.len() <= 1 {
+            return Ok(());
+        }
+        stop_other_threads(&p, me);
+        yield_now();
+    }
+}
+
+/// Replace the current program (execve), its file read by `read_file`.
+pub fn exec(
+    path: &str,
+    argv: Vec<String>,
+    envp: Vec<String>,
+    read_file: ReadFile,
+) -> Result<(), Errno> {
+    let (cwd, creds) = with_current(|p| (p.cwd.clone(), p.cred.clone()));
+    let (comm, cmdline) = names_of(path, &argv);
+    let (space, entry, sp) = load_program(read_file, &cwd, path, argv, &envp, &creds)?;
+    // The point of no return: Linux also kills the other threads only once the new image
+    // has loaded.
+    de_thread()?;
+    with_thread(|t| {
+        let ksp = t.tf.kernel_sp;
+        *t.tf = TrapFrame::new_user(entry, sp, ksp);
+        t.sig.saved_mask = None;
+        t.robust_list = 0;
+        t.clear_child_tid = 0;
+    });
+    let closed = with_current(|p| {
+        p.comm = comm;
+        p.cmdline = cmdline;
+        space.activate();
+        current_ref().process.satp.store(space.satp(), Relaxed);
+        p.space = space;
+        p.sig.reset_for_exec();
+        // The new image is in place: a parent waiting in vfork goes on (Linux releases it
+        // in exec_mmap, once the old memory is no longer the child's).
+        let vfork_parent = release_vfork_parent(p);
+        (p.files.take_close_on_exec(), vfork_parent)
+    });
+    let (closed, vfork_parent) = closed;
+    if let Some(parent) = vfork_parent {
+        wake(&parent);
+    }
+    // Outside the process lock: a last close may write back data.
+    let pid = current_pid();
+    closed.close(pid);
+    Ok(())
+}

@@ -1,0 +1,192 @@
+//! Ending threads and processes (task layer): exit, exit_group and fatal signals, the
+//! zombie left for the parent, and wait4.
+
+use alloc::sync::Arc;
+use core::sync::atomic::Ordering::Relaxed;
+
+use abi::Errno;
+
+use super::futex;
+use super::process::{release_vfork_parent, ExitStatus, Process, State, Thread};
+use super::run::power_off;
+use super::sched::{
+    block_current, current, current_ref, current_thread, switch_to_scheduler, wake, wake_process,
+    SCHED,
+};
+use super::signal;
+use super::wait;
+
+/// Tell every thread of `p` but `except` to exit, and wake them so they see it.
+pub(super) fn stop_other_threads(p: &Arc<Process>, except: &Thread) {
+    let threads = p.inner.lock().threads.clone();
+    for t in &threads {
+        if !core::ptr::eq(Arc::as_ptr(t), except) {
+            t.must_exit.store(true, Relaxed);
+            wake(t);
+        }
+    }
+}
+
+/// End the current process (exit_group, a fatal signal): every thread exits, and the process
+/// ends with `status` (or with that of an exit_group already under way).
+pub fn exit_current(status: ExitStatus) -> ! {
+    let me = current_ref();
+    let p = me.process.clone();
+    {
+        let mut inner = p.inner.lock();
+        if inner.group_exit.is_none() {
+            inner.group_exit = Some(status);
+        }
+    }
+    stop_other_threads(&p, me);
+    drop(p);
+    exit_thread(status)
+}
+
+/// End the current thread (exit). If it is the last one, the process ends with `status`
+/// (unless an exit_group chose another).
+pub fn exit_thread(status: ExitStatus) -> ! {
+    let t = current_thread();
+    let p = t.process.clone();
+    let (clear_tid, robust) = {
+        let mut ti = t.inner.lock();
+        (
+            core::mem::take(&mut ti.clear_child_tid),
+            core::mem::take(&mut ti.robust_list),
+        )
+    };
+    // As Linux's mm_release, for the last thread too: a robust mutex or the tid word may be
+    // in memory shared with another process.
+    if robust != 0 {
+        futex::exit_robust_list(robust, t.tid);
+    }
+    if clear_tid != 0 {
+        futex::clear_child_tid(clear_tid);
+    }
+    let last = p.inner.lock().threads.len() <= 1;
+    {
+        let mut s = SCHED.lock();
+        s.threads.remove(&t.tid);
+        let mut inner = p.inner.lock();
+        inner.threads.retain(|x| !Arc::ptr_eq(x, &t));
+        if inner.threads.is_empty() {
+            s.zombies += 1;
+        }
+        t.inner.lock().state = State::Dead;
+    }
+    wait::drop_timers(t.tid);
+    drop(t);
+    if last {
+        let status = p.inner.lock().group_exit.unwrap_or(status);
+        process_exit(p, status);
+    } else {
+        drop(p);
+    }
+    switch_to_scheduler();
+    unreachable!("a dead thread was scheduled");
+}
+
+/// The last thread of `p` (the current one) has exited: free the process's resources, hand
+/// its children to init and tell the parent.
+pub(super) fn process_exit(p: Arc<Process>, status: ExitStatus) {
+    crate::mm::page_table::activate_kernel();
+    let (ppid, children, files, vfork_parent) = {
+        let mut inner = p.inner.lock();
+        inner.zombie = Some(status);
+        // A parent waiting in vfork goes on, and finds the child's status waiting for it.
+        let vfork_parent = release_vfork_parent(&mut inner);
+        // Free memory now (allocating nothing).
+        inner.space.clear();
+        (
+            inner.ppid,
+            core::mem::take(&mut inner.children),
+            inner.files.take_all(),
+            vfork_parent,
+        )
+    };
+    if let Some(parent) = vfork_parent {
+        wake(&parent);
+    }
+    files.close(p.pid); // closes every descriptor (may write back data)
+    if p.pid == 1 {
+        let code = match status {
+            ExitStatus::Exited(c) => c as u32 & 0xff,
+            ExitStatus::Signaled(s) => 128 + s as u32,
+        };
+        crate::println!("[kernel] init exited with status {}", code);
+        power_off(code);
+    }
+    let (parent, init) = {
+        let s = SCHED.lock();
+        (s.all.get(&ppid).cloned(), s.all.get(&1).cloned())
+    };
+    if let Some(init) = init {
+        if !children.is_empty() {
+            for c in &children {
+                c.inner.lock().ppid = 1;
+            }
+            init.inner.lock().children.extend(children);
+            wake_process(&init);
+        }
+    }
+    if let Some(parent) = parent {
+        wake_process(&parent);
+        signal::send(&parent, signal::SIGCHLD);
+    }
+}
+
+/// wait4: reap a zombie child (`pid` = -1 for any). `Ok(None)` with WNOHANG and nothing yet.
+/// The third value is the CPU time (ns) the child and its reaped children used (wait4's
+/// rusage). Children are processes: a thread is never waited for.
+pub fn wait_child(pid: isize, nohang: bool) -> Result<Option<(usize, ExitStatus, u64)>, Errno> {
+    loop {
+        let me = current();
+        let found = {
+            let mut inner = me.inner.lock();
+            let mut any = false;
+            let mut zombie = None;
+            for (i, c) in inner.children.iter().enumerate() {
+                if pid == -1 || pid == c.pid as isize || pid == 0 {
+                    any = true;
+                    if let Some(st) = c.inner.lock().zombie {
+                        zombie = Some((i, st));
+                        break;
+                    }
+                }
+            }
+            if !any {
+                return Err(Errno::ECHILD);
+            }
+            zombie.map(|(i, st)| (inner.children.remove(i), st))
+        };
+        if let Some((child, st)) = found {
+            let (spent, switches) = {
+                let c = child.inner.lock();
+                let own = child.switch_counts();
+                (
+                    child.cpu_ns() + c.children_cpu_ns,
+                    [0, 1].map(|k| own[k] + c.children_switches[k]),
+                )
+            };
+            {
+                let mut m = me.inner.lock();
+                m.children_cpu_ns += spent;
+                for (total, add) in m.children_switches.iter_mut().zip(switches) {
+                    *total += add;
+                }
+            }
+            let mut s = SCHED.lock();
+            s.all.remove(&child.pid);
+            s.zombies -= 1;
+            return Ok(Some((child.pid, st, spent)));
+        }
+        if nohang {
+            return Ok(None);
+        }
+        drop(me);
+        if signal::pending() {
+            return Err(signal::ERESTARTSYS);
+        }
+        block_current();
+    }
+}

@@ -1,0 +1,183 @@
+//! Making processes and threads (task layer): fork (and vfork's wait for the child's exec
+//! or exit), and `clone(CLONE_THREAD)`.
+
+use alloc::boxed::Box;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::sync::atomic::AtomicBool;
+use core::sync::atomic::AtomicU64;
+use core::sync::atomic::AtomicUsize;
+
+use abi::Errno;
+use spin::Mutex;
+
+use super::lookup::find;
+use super::process::{
+    kstack_top, new_kstack, ProcInner, Process, State, Thread, ThreadInner, MAX_PROCS,
+};
+use super::sched::{
+    block_current, current, current_ref, current_thread, with_thread, Scheduler, SCHED,
+};
+use super::signal;
+use super::switch::TaskContext;
+use super::user_return::first_entry;
+use crate::arch::trap::TrapFrame;
+
+/// A new process (pid from `SCHED`) with one thread running `tf` (whose `kernel_sp` is set
+/// here), ready to run.
+pub(super) fn make_process(
+    s: &mut Scheduler,
+    inner: ProcInner,
+    tf: Box<TrapFrame>,
+    kstack: Box<[u8]>,
+    mask: signal::SigMask,
+) -> Arc<Process> {
+    let pid = s.alloc_id();
+    let p = Arc::new(Process {
+        pid,
+        satp: AtomicUsize::new(inner.space.satp()),
+        cpu_ns: AtomicU64::new(0),
+        switches: [AtomicU64::new(0), AtomicU64::new(0)],
+        readers_away: AtomicUsize::new(0),
+        space_changing: AtomicUsize::new(0),
+        inner: crate::sync::Mutex::new(inner),
+        sig_pending: AtomicU64::new(0),
+    });
+    s.all.insert(pid, p.clone());
+    let t = make_thread(pid, &p, tf, kstack, mask);
+    p.inner.lock().threads.push(t.clone());
+    s.threads.insert(pid, t.clone());
+    s.ready.push_back(t);
+    p
+}
+
+/// A thread of `p` with id `tid`, not yet registered anywhere.
+pub(super) fn make_thread(
+    tid: usize,
+    p: &Arc<Process>,
+    mut tf: Box<TrapFrame>,
+    kstack: Box<[u8]>,
+    mask: signal::SigMask,
+) -> Arc<Thread> {
+    let top = kstack_top(&kstack);
+    tf.kernel_sp = top;
+    Arc::new(Thread {
+        tid,
+        process: p.clone(),
+        inner: Mutex::new(ThreadInner {
+            state: State::Ready,
+            tf,
+            sig: mask,
+            clear_child_tid: 0,
+            robust_list: 0,
+        }),
+        sig_pending: AtomicU64::new(0),
+        must_exit: AtomicBool::new(false),
+        keep_cpu: AtomicBool::new(false),
+        own_pages: AtomicBool::new(false),
+        ctx: Mutex::new(TaskContext::new(first_entry as *const () as usize, top)),
+        _kstack: kstack,
+    })
+}
+
+/// fork: a copy of the current process, with one thread (a copy of the caller running
+/// `tf`); returns the child's pid. With `vfork`, the child holds the calling thread as its
+/// [`ProcInner::vfork_parent`] from the start, so that [`wait_vfork_done`] sees an exec or
+/// exit that happens before it is called (a `CLONE_CHILD_SETTID` store may give the CPU away).
+pub fn fork(tf: &TrapFrame, vfork: bool) -> Result<usize, Errno> {
+    if SCHED.lock().tasks() >= MAX_PROCS {
+        return Err(Errno::EAGAIN);
+    }
+    let parent = current();
+    let mask = with_thread(|t| signal::SigMask {
+        blocked: t.sig.blocked,
+        saved_mask: None,
+    });
+    // The stack first: it is the large heap allocation, and fails before the address space
+    // is shared copy-on-write.
+    let kstack = new_kstack()?;
+    let vfork_parent = vfork.then(current_thread);
+    let (child_inner, ctf) = {
+        let mut p = parent.inner.lock();
+        let space = p.space.fork()?;
+        let mut ctf = Box::new(tf.clone());
+        ctf.regs[10] = 0;
+        let inner = ProcInner {
+            ppid: parent.pid,
+            children: Vec::new(),
+            threads: Vec::new(),
+            zombie: None,
+            group_exit: None,
+            space,
+            files: p.files.fork(),
+            cwd: p.cwd.clone(),
+            umask: p.umask,
+            sig: p.sig.clone(),
+            pgid: p.pgid,
+            sid: p.sid,
+            cred: p.cred.clone(),
+            children_cpu_ns: 0,
+            children_switches: [0; 2],
+            nice: p.nice,
+            comm: p.comm.clone(),
+            cmdline: p.cmdline.clone(),
+            vfork_parent,
+        };
+        (inner, ctf)
+    };
+    let child = make_process(&mut SCHED.lock(), child_inner, ctf, kstack, mask);
+    parent.inner.lock().children.push(child.clone());
+    Ok(child.pid)
+}
+
+/// The vfork wait (Linux's `wait_for_vfork_done`): sleep until child `pid` has execed or
+/// exited ([`release_vfork_parent`]). Killable as Linux's: a signal that will end the caller
+/// ([`signal::fatal_pending`]: SIGKILL, or a default-terminating one it does not block or
+/// handle) ends the wait; any other signal stays pending until the child lets go, and is
+/// delivered when the vfork call returns.
+pub fn wait_vfork_done(pid: usize) {
+    let Some(child) = find(pid) else { return };
+    let me = current_ref();
+    loop {
+        let waiting = {
+            let c = child.inner.lock();
+            c.vfork_parent
+                .as_ref()
+                .is_some_and(|t| core::ptr::eq(Arc::as_ptr(t), me))
+        };
+        if !waiting || signal::fatal_pending() {
+            return;
+        }
+        // The child wakes this thread by `wake` (it holds it in `vfork_parent`); a signal's
+        // wake-up only makes the loop look again.
+        block_current();
+    }
+}
+
+/// clone(CLONE_THREAD): a new thread of the current process running `tf` (with `a0` = 0);
+/// it starts with the caller's signal mask and `clear_child_tid` (0: none). Returns its tid.
+pub fn spawn_thread(tf: &TrapFrame, clear_child_tid: usize) -> Result<usize, Errno> {
+    if SCHED.lock().tasks() >= MAX_PROCS {
+        return Err(Errno::EAGAIN);
+    }
+    let me = current();
+    if me.inner.lock().group_exit.is_some() {
+        // The group is going away (exit_group in another thread): no new members.
+        return Err(Errno::EAGAIN);
+    }
+    let mask = with_thread(|t| signal::SigMask {
+        blocked: t.sig.blocked,
+        saved_mask: None,
+    });
+    let kstack = new_kstack()?;
+    let mut ctf = Box::new(tf.clone());
+    ctf.regs[10] = 0;
+    let tid = SCHED.lock().alloc_id();
+    let t = make_thread(tid, &me, ctf, kstack, mask);
+    t.inner.lock().clear_child_tid = clear_child_tid;
+    let mut s = SCHED.lock();
+    me.inner.lock().threads.push(t.clone());
+    s.threads.insert(tid, t.clone());
+    s.ready.push_back(t);
+    Ok(tid)
+}

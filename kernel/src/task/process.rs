@@ -1,0 +1,197 @@
+//! Processes and threads as data (task layer): a [`Process`] is a thread group, with the
+//! state its threads share in [`ProcInner`]; a [`Thread`] is what the scheduler runs, with its
+//! own state in [`ThreadInner`]; kernel stacks and the limits on how many may exist.
+
+use alloc::boxed::Box;
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::sync::atomic::AtomicBool;
+use core::sync::atomic::AtomicU64;
+use core::sync::atomic::AtomicUsize;
+use core::sync::atomic::Ordering::Relaxed;
+
+use abi::Errno;
+use spin::Mutex;
+
+use super::cred;
+use super::files;
+use super::sigstate;
+use super::switch::TaskContext;
+use crate::arch::trap::TrapFrame;
+use crate::mm::addr_space::AddrSpace;
+
+pub(super) const KERNEL_STACK_SIZE: usize = 128 * 1024;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitStatus {
+    Exited(i32),
+    Signaled(i32),
+}
+
+impl ExitStatus {
+    /// The `wstatus` word of wait4.
+    pub fn wait_status(self) -> i32 {
+        match self {
+            ExitStatus::Exited(c) => (c & 0xff) << 8,
+            ExitStatus::Signaled(s) => s & 0x7f,
+        }
+    }
+}
+
+/// A thread's scheduling state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum State {
+    Ready,
+    Running,
+    /// Sleeping (wait4, a pipe, the terminal, a timer, a futex) until `wake`.
+    Waiting,
+    /// Exited; the scheduler drops its last reference after switching away.
+    Dead,
+}
+
+/// The state a process's threads share (reached by [`with_current`]).
+pub struct ProcInner {
+    pub ppid: usize,
+    pub children: Vec<Arc<Process>>,
+    /// The live threads (not yet exited).
+    pub threads: Vec<Arc<Thread>>,
+    /// Set when the process has exited (its last thread is gone): the parent may reap it.
+    pub zombie: Option<ExitStatus>,
+    /// Set by the first `exit_group` or fatal signal: the status the process ends with.
+    pub group_exit: Option<ExitStatus>,
+    pub space: AddrSpace,
+    pub files: Box<dyn files::FileTable>,
+    /// Absolute, canonical working directory.
+    pub cwd: String,
+    pub umask: u32,
+    /// Signal actions (masks are per thread: [`ThreadInner::sig`]).
+    pub sig: sigstate::SigState,
+    /// Process group and session.
+    pub pgid: usize,
+    pub sid: usize,
+    pub cred: cred::Cred,
+    /// CPU time of its reaped children (and theirs); its own is [`Process::cpu_ns`].
+    pub children_cpu_ns: u64,
+    /// The voluntary and involuntary context switches of its reaped children (and theirs).
+    pub children_switches: [u64; 2],
+    /// Nice value (-20..=19; getpriority/setpriority). Inherited by fork; the round-robin
+    /// scheduler does not weigh it yet.
+    pub nice: i32,
+    /// The program's name (`comm`: the executable's file name, at most 15 bytes) and its
+    /// arguments as /proc/<pid>/cmdline gives them (each followed by a NUL byte).
+    pub comm: String,
+    pub cmdline: Vec<u8>,
+    /// The parent's thread asleep in vfork (`clone(CLONE_VFORK)`) until this child execs
+    /// or exits ([`release_vfork_parent`]); `None` for any other child, or once released.
+    pub vfork_parent: Option<Arc<Thread>>,
+}
+
+/// A thread group.
+pub struct Process {
+    pub pid: usize,
+    pub inner: crate::sync::Mutex<ProcInner>,
+    /// Process-directed pending signals (bit `n - 1` for signal `n`), readable without the
+    /// lock; any thread that does not block one takes it.
+    pub sig_pending: AtomicU64,
+    /// The `satp` value of the address space (`inner.space`), kept beside it so that the
+    /// scheduler switches to it without the lock: a thread may give the CPU away holding
+    /// the lock (a device flush below a page fault or an munmap's write-back).
+    pub satp: AtomicUsize,
+    /// CPU time of all its threads so far, added by the scheduler (which takes no lock of
+    /// the process, see `satp`).
+    pub(super) cpu_ns: AtomicU64,
+    /// Context switches of its threads: voluntary (waiting: for a wake-up, a lock, a device)
+    /// and involuntary (preempted, or `sched_yield`), getrusage's `ru_nvcsw` / `ru_nivcsw`.
+    pub(super) switches: [AtomicU64; 2],
+    /// Threads away inside a read whose device requests fill pages of this address space
+    /// ([`reading_own_pages`]): a change to the space waits for them ([`changing_space`]).
+    pub(super) readers_away: AtomicUsize,
+    /// Threads inside [`changing_space`]: while there are any, no read goes away.
+    pub(super) space_changing: AtomicUsize,
+}
+
+impl Process {
+    /// Count a context switch of one of its threads.
+    pub(super) fn count_switch(&self, voluntary: bool) {
+        self.switches[usize::from(!voluntary)].fetch_add(1, Relaxed);
+    }
+
+    /// [voluntary, involuntary] context switches so far.
+    pub fn switch_counts(&self) -> [u64; 2] {
+        self.switches.each_ref().map(|c| c.load(Relaxed))
+    }
+
+    /// CPU time of its threads so far.
+    pub fn cpu_ns(&self) -> u64 {
+        self.cpu_ns.load(Relaxed)
+    }
+}
+
+/// A thread's own state (reached by [`with_thread`]).
+pub struct ThreadInner {
+    pub state: State,
+    pub tf: Box<TrapFrame>,
+    /// Blocked mask and the mask an `rt_sigsuspend`/`ppoll` restores.
+    pub sig: sigstate::SigMask,
+    /// `CLONE_CHILD_CLEARTID` / set_tid_address: zeroed and futex-woken at exit (0: none).
+    pub clear_child_tid: usize,
+    /// set_robust_list: the user address of the thread's `robust_list_head` (0: none).
+    pub robust_list: usize,
+}
+
+/// A schedulable thread of a process.
+pub struct Thread {
+    pub tid: usize,
+    pub process: Arc<Process>,
+    pub inner: Mutex<ThreadInner>,
+    /// Thread-directed pending signals (tgkill, faults).
+    pub sig_pending: AtomicU64,
+    /// Set when the thread must end without a signal of its own (another thread called
+    /// exit_group, died of a signal, or called execve).
+    pub(super) must_exit: AtomicBool,
+    /// Set while the thread must not give the CPU away (see [`keep_cpu`]).
+    pub(super) keep_cpu: AtomicBool,
+    /// Set while the thread reads into user pages that nothing else can unmap (see
+    /// [`reading_own_pages`]).
+    pub(super) own_pages: AtomicBool,
+    pub(super) ctx: Mutex<TaskContext>,
+    /// Owned here so it lives exactly as long as the thread (the scheduler drops the last
+    /// reference after switching away from a dead thread).
+    pub(super) _kstack: Box<[u8]>,
+}
+
+impl Thread {
+    /// Whether the thread has been told to exit (see [`ProcInner::group_exit`]).
+    pub fn must_exit(&self) -> bool {
+        self.must_exit.load(Relaxed)
+    }
+}
+
+/// A kernel stack, or ENOMEM when the heap cannot give one (a fork bomb must not abort the
+/// kernel: the allocation is fallible).
+pub(super) fn new_kstack() -> Result<Box<[u8]>, Errno> {
+    // The stack, and the few small pieces of a new thread (its `Thread`, trap frame, and for
+    // a process its descriptor table and strings) that come from the heap's reserve.
+    crate::mm::heap::admit(PROCESS_SMALL_BYTES)?;
+    Ok(crate::mm::heap::try_zeroed(KERNEL_STACK_SIZE)?.into_boxed_slice())
+}
+
+/// About what a process costs the heap besides its kernel stack (checked at fork and thread
+/// creation, so the reserve can hold MAX_PROCS of them: see `mm::heap`).
+pub(super) const PROCESS_SMALL_BYTES: usize = 4096;
+
+/// Most threads (and zombies) that may exist at once (RLIMIT_NPROC, as prlimit64 reports
+/// it): fork or clone beyond it is EAGAIN, as Linux answers.
+pub const MAX_PROCS: usize = 4096;
+
+pub(super) fn kstack_top(k: &[u8]) -> usize {
+    (k.as_ptr() as usize + k.len()) & !0xf
+}
+
+/// Let the parent asleep in vfork go on (the child has execed or is exiting): called with
+/// the child's lock held, so it only takes the parent out; the caller wakes it once the lock
+/// is gone (`wake` takes `SCHED`, which comes before a process's lock).
+pub(super) fn release_vfork_parent(inner: &mut ProcInner) -> Option<Arc<Thread>> {
+    inner.vfork_parent.take()
+}

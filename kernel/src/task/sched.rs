@@ -1,0 +1,186 @@
+//! The scheduler's state and the current thread (task layer): the run queue and the tables
+//! of processes and threads (`SCHED`), switching to and from the scheduler, yielding,
+//! blocking and waking. Kernel code runs with interrupts off on one hart, so nothing else
+//! runs between a check and the matching block: no lost wake-ups.
+
+use alloc::collections::BTreeMap;
+use alloc::collections::VecDeque;
+use alloc::sync::Arc;
+use core::sync::atomic::AtomicPtr;
+use core::sync::atomic::AtomicU64;
+use core::sync::atomic::Ordering::Relaxed;
+
+use spin::Mutex;
+
+use super::cred;
+use super::process::{ProcInner, Process, State, Thread, ThreadInner};
+use super::switch::TaskContext;
+
+pub(super) struct Scheduler {
+    pub(super) ready: VecDeque<Arc<Thread>>,
+    pub(super) current: Option<Arc<Thread>>,
+    /// Every process not yet reaped.
+    pub(super) all: BTreeMap<usize, Arc<Process>>,
+    /// Every live thread, by tid.
+    pub(super) threads: BTreeMap<usize, Arc<Thread>>,
+    /// Processes that are zombies (they count against [`MAX_PROCS`] until reaped).
+    pub(super) zombies: usize,
+    pub(super) next_pid: usize,
+}
+
+impl Scheduler {
+    pub(super) fn alloc_id(&mut self) -> usize {
+        let id = self.next_pid;
+        self.next_pid += 1;
+        id
+    }
+    /// Threads and zombies: what [`MAX_PROCS`] limits.
+    pub(super) fn tasks(&self) -> usize {
+        self.threads.len() + self.zombies
+    }
+}
+
+pub(super) static SCHED: Mutex<Scheduler> = Mutex::new(Scheduler {
+    ready: VecDeque::new(),
+    current: None,
+    all: BTreeMap::new(),
+    threads: BTreeMap::new(),
+    zombies: 0,
+    next_pid: 1,
+});
+
+pub(super) static IDLE_CTX: Mutex<TaskContext> = Mutex::new(TaskContext::zero());
+
+/// The thread in `SCHED.current`, for [`with_current`] on the system-call path without the
+/// scheduler lock or a reference-count round trip (each an atomic operation, which QEMU
+/// charges for). Set and cleared by [`run`] together with `SCHED.current`, whose `Arc` keeps
+/// the thread (and so its process) alive for exactly that time; null while the scheduler
+/// itself runs.
+pub(super) static CURRENT: AtomicPtr<Thread> = AtomicPtr::new(core::ptr::null_mut());
+
+/// Threads switched to since boot (`ctxt` in /proc/stat).
+pub(super) static SWITCHES: AtomicU64 = AtomicU64::new(0);
+
+/// How many times the scheduler has switched to a thread since boot.
+pub fn context_switches() -> u64 {
+    SWITCHES.load(Relaxed)
+}
+
+/// The current thread.
+pub fn current_thread() -> Arc<Thread> {
+    SCHED.lock().current.clone().expect("no current thread")
+}
+
+pub(super) fn current() -> Arc<Process> {
+    current_thread().process.clone()
+}
+
+/// The current process's pid (the thread group id; 0 while no thread runs).
+pub fn current_pid() -> usize {
+    SCHED.lock().current.as_ref().map_or(0, |t| t.process.pid)
+}
+
+/// The current thread's id (gettid).
+pub fn current_tid() -> usize {
+    SCHED.lock().current.as_ref().map_or(0, |t| t.tid)
+}
+
+/// The current thread, without touching its reference count.
+pub(super) fn current_ref() -> &'static Thread {
+    let t = CURRENT.load(Relaxed);
+    assert!(!t.is_null(), "no current thread");
+    // SAFETY: `CURRENT` points at the thread `SCHED.current` holds an `Arc` of; only `run`
+    // drops that `Arc`, and it runs on this hart only after the thread has switched away. A
+    // thread that switches away inside a caller's use of the reference (giving the CPU away
+    // while it holds its process's lock) is kept alive meanwhile by the ready queue and by
+    // its process's thread list, and is the current thread again when the use goes on.
+    unsafe { &*t }
+}
+
+/// Run `f` with the current process's (shared) state locked.
+pub fn with_current<R>(f: impl FnOnce(&mut ProcInner) -> R) -> R {
+    let mut inner = current_ref().process.inner.lock();
+    f(&mut inner)
+}
+
+/// Run `f` with the current thread's own state locked.
+pub fn with_thread<R>(f: impl FnOnce(&mut ThreadInner) -> R) -> R {
+    let mut inner = current_ref().inner.lock();
+    f(&mut inner)
+}
+
+/// The address of a context, for `switch` (the lock only guards against re-entrancy bugs:
+/// contexts are touched by this hart alone).
+pub(super) fn ctx_ptr(ctx: &Mutex<TaskContext>) -> *mut TaskContext {
+    let mut g = ctx.lock();
+    &mut *g as *mut TaskContext
+}
+
+/// Switch from the current thread to the scheduler.
+pub(super) fn switch_to_scheduler() {
+    let t = current_thread();
+    let from: *mut TaskContext = ctx_ptr(&t.ctx);
+    let to: *const TaskContext = ctx_ptr(&IDLE_CTX);
+    drop(t);
+    // SAFETY: both contexts live in statics or in a thread kept alive by `SCHED.current`
+    // until the scheduler runs again; no lock is held across the switch and nothing else
+    // runs on this hart meanwhile.
+    unsafe { super::switch::switch(from, to) };
+}
+
+/// Give up the CPU; the thread stays runnable (an involuntary switch in getrusage's terms:
+/// it could have run on).
+pub fn yield_now() {
+    yield_counted(false);
+}
+
+/// [`yield_now`], counted as a voluntary or an involuntary context switch.
+pub(super) fn yield_counted(voluntary: bool) {
+    {
+        let mut s = SCHED.lock();
+        let Some(t) = s.current.clone() else { return };
+        t.process.count_switch(voluntary);
+        t.inner.lock().state = State::Ready;
+        s.ready.push_back(t);
+    }
+    switch_to_scheduler();
+}
+
+/// Sleep until [`wake`] (the caller has put itself where its waker finds it).
+pub fn block_current() {
+    current_ref().process.count_switch(true);
+    with_thread(|t| t.state = State::Waiting);
+    switch_to_scheduler();
+}
+
+/// Make a sleeping thread runnable (no effect on one that is not sleeping).
+pub fn wake(t: &Arc<Thread>) {
+    let mut s = SCHED.lock();
+    let mut inner = t.inner.lock();
+    if inner.state == State::Waiting {
+        inner.state = State::Ready;
+        drop(inner);
+        s.ready.push_back(t.clone());
+    }
+}
+
+/// Wake every thread of `p` (each re-checks what it waits for: wait4, a signal).
+pub fn wake_process(p: &Arc<Process>) {
+    let threads = p.inner.lock().threads.clone();
+    for t in &threads {
+        wake(t);
+    }
+}
+
+/// The current process's credentials (root's while no process runs: boot, mounting).
+pub fn current_cred() -> cred::Cred {
+    if CURRENT.load(Relaxed).is_null() {
+        return cred::Cred::default();
+    }
+    with_current(|p| p.cred.clone())
+}
+
+/// The current process.
+pub fn current_process() -> Arc<Process> {
+    current()
+}
