@@ -166,6 +166,30 @@ for doc in "${files[@]}"; do
     ' "$doc")
 done
 
+# The module tables of ARCHITECTURE.md: a row whose first cell is a kernel folder (`syscall/`,
+# `task/`, ...) and whose text says it holds files "one file each" must name every file of that
+# folder (in backticks, with or without .rs), so a new system-call module cannot go unlisted.
+arch_doc=docs/ARCHITECTURE.md
+if [ -f "$arch_doc" ] && { [ "$#" -eq 0 ] || [[ " $* " == *" $arch_doc "* ]]; }; then
+    while IFS= read -r row; do
+        lineno=${row%%:*}
+        text=${row#*:}
+        dir=$(printf '%s' "$text" | sed -n 's/^| `\([a-z_]*\)\/` |.*/\1/p')
+        [ -n "$dir" ] && [ -d "kernel/src/$dir" ] || continue
+        for f in kernel/src/"$dir"/*.rs; do
+            name=$(basename "$f" .rs)
+            [ "$name" = mod ] && continue
+            case $text in
+            *"\`$name\`"* | *"\`$name.rs\`"* | *"\`$dir/$name.rs\`"*) ;;
+            *)
+                echo "$arch_doc:$lineno: the \`$dir/\` row does not name $f"
+                errors=$((errors + 1))
+                ;;
+            esac
+        done
+    done < <(grep -n '^| `[a-z_]*/` |.*one file each' "$arch_doc")
+fi
+
 if [ "$errors" -gt 0 ]; then
     echo "doccheck: $errors stale reference(s) in ${files[*]}"
     exit 1
