@@ -86,6 +86,18 @@ grep -qx 'pid=1' "$out/pid.out" || problem "pid: \$\$ did not reach the guest's 
 grep -qx 42 "$out/pid.out" || problem "pid: sqlite3's 42 is not a plain line on stdout"
 grep -q 'OpenSBI\|^\[kernel\]\|cargo\|mkimage' "$out/pid.out" && problem "pid: boot or build messages on stdout"
 
+# A long line arrives whole (the kernel took 1024 bytes of its command line and dropped the
+# rest, so a long CMD ran cut short); one past the kernel's limit is refused, never cut.
+long_word=$(head -c 3000 /dev/zero | tr '\0' x)
+run long "echo $long_word | wc -c"
+expect_status long 0 yes
+expect_out long 3001
+run toolong "echo $(head -c 9000 /dev/zero | tr '\0' y)"
+[ "$rc" != 0 ] || problem "toolong: make exited 0"
+grep -q 'command line is .* refused' "$out/toolong.err" "$out/toolong.out" ||
+	problem "toolong: the kernel did not say it refused the command line"
+grep -q yyyy "$out/toolong.out" && problem "toolong: a command longer than the limit ran"
+
 # 4. Exit status.
 run exit7 'echo before; exit 7'
 expect_status exit7 7 no

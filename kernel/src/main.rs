@@ -60,6 +60,11 @@ use alloc::vec::Vec;
 use arch::csr;
 use vfs::BlockDevice;
 
+/// The longest kernel command line accepted. `make run CMD=...` passes a whole shell line
+/// through it, so a longer one is refused at boot rather than cut (a cut command could run
+/// something else than what was asked).
+const COMMAND_LINE_MAX: usize = 8192;
+
 /// What the kernel needs from the device tree, copied out before the heap exists.
 struct BootInfo {
     ram_end: usize,
@@ -69,8 +74,10 @@ struct BootInfo {
     rtc: Option<usize>,
     virtio: [(usize, usize); 16],
     virtio_count: usize,
-    bootargs: [u8; 1024],
+    bootargs: [u8; COMMAND_LINE_MAX],
     bootargs_len: usize,
+    /// The device tree's command line, if it did not fit in `bootargs`.
+    bootargs_too_long: Option<usize>,
 }
 
 fn read_device_tree(dtb: usize) -> BootInfo {
@@ -82,8 +89,9 @@ fn read_device_tree(dtb: usize) -> BootInfo {
         rtc: None,
         virtio: [(0, 0); 16],
         virtio_count: 0,
-        bootargs: [0; 1024],
+        bootargs: [0; COMMAND_LINE_MAX],
         bootargs_len: 0,
+        bootargs_too_long: None,
     };
     // SAFETY: OpenSBI passes the physical address of a valid flattened device tree in a1; the
     // boot page table's direct map covers it.
@@ -134,9 +142,12 @@ fn read_device_tree(dtb: usize) -> BootInfo {
         }
     }
     if let Some(args) = fdt.chosen().bootargs() {
-        let n = args.len().min(info.bootargs.len());
-        info.bootargs[..n].copy_from_slice(&args.as_bytes()[..n]);
-        info.bootargs_len = n;
+        if args.len() > info.bootargs.len() {
+            info.bootargs_too_long = Some(args.len());
+        } else {
+            info.bootargs[..args.len()].copy_from_slice(args.as_bytes());
+            info.bootargs_len = args.len();
+        }
     }
     info
 }
@@ -170,6 +181,13 @@ extern "C" fn rust_main(_hartid: usize, dtb: usize) -> ! {
     }
     arch::power::init(info.test_device);
     arch::time::init(info.timebase_hz, info.rtc);
+    if let Some(len) = info.bootargs_too_long {
+        println!(
+            "[kernel] the command line is {} bytes, more than {}: refused (nothing was run)",
+            len, COMMAND_LINE_MAX
+        );
+        arch::power::shutdown(1);
+    }
     let cmdline = core::str::from_utf8(&info.bootargs[..info.bootargs_len]).unwrap_or("");
     // The heap does not exist yet: parse into owned strings only after mm::init.
     mm::init(info.ram_end);
