@@ -33,11 +33,11 @@ WL_SYSTEMS ?= dbfs ext4 tmpfs
 ## bench: every in-guest benchmark in one boot: build/bench-results.txt, a report in REPORT, then syscost-icount
 bench: images
 	timeout --foreground -k 10 $(TIMEOUT) $(QEMU_BASE) \
-		-append "$(KERNEL_PARAMS) -- bench=all fs=$(FS) reps=$(REPS) $(ARGS)" \
+		-append "$(KERNEL_PARAMS) -- bench=all fs=$(FS) reps=$(REPS) disk=$(DISK) $(ARGS)" \
 		| tee $(BUILD)/bench-guest.log
 	@grep '^RESULT' $(BUILD)/bench-guest.log > $(BUILD)/bench-results.txt
 	$(CARGO) run --release -q -p bench-report -- $(BUILD)/bench-guest.log --out-dir $(REPORT) \
-		--title "dbfs-os in QEMU (FS=$(FS), REPS=$(REPS))"
+		--title "dbfs-os in QEMU (FS=$(FS), REPS=$(REPS), DISK=$(DISK))"
 	$(MAKE) --no-print-directory syscost-icount
 	@echo "results: $(BUILD)/bench-results.txt; tables and charts: $(REPORT)/;" \
 		"instructions per call (-icount): $(BUILD)/syscost-icount.txt"

@@ -118,7 +118,7 @@ RUN_FILTER = awk -v mark=$(RUN_MARK) -v status_file=$(RUN_STATUS) ' \
 run: $(if $(filter bench init,$(RUN_MODE)),images,$(if $(filter shell,$(RUN_MODE)),root-image user-disks))
 ifeq ($(RUN_MODE),bench)
 	timeout --foreground -k 10 $(TIMEOUT) $(QEMU_BASE) \
-		-append "$(KERNEL_PARAMS) -- bench=$(BENCH) fs=$(FS) reps=$(REPS) $(ARGS)" \
+		-append "$(KERNEL_PARAMS) -- bench=$(BENCH) fs=$(FS) reps=$(REPS) disk=$(DISK) $(ARGS)" \
 		| tee $(BUILD)/run-$(BENCH).log
 else ifeq ($(RUN_MODE),cmd)
 	@rm -f $(RUN_STATUS)

@@ -31,15 +31,40 @@ $(BUILD):
 	mkdir -p $(BUILD)
 
 ## --- QEMU ---------------------------------------------------------------------------------
-# $(call qemu_with,DIR): QEMU with DIR/fat.img as vdb, DIR/raw.img as vdc, DIR/dbfs.img as vdd.
+# The device model of the benchmark disks (vdb, vdc, vdd of QEMU_BASE; never root.img, never
+# your disks in DISK_DIR): DISK picks the -drive options, and bench runs hand `disk=$(DISK)` to
+# the guest so every RESULT line names it.
+#   default    the host's page cache (QEMU's default): the "device" runs at memory speed
+#   direct     cache=none, aio=native: O_DIRECT to the host file, the host disk's own speed
+#   nvme-seed  seed 002's device: at most 90000 requests/s and 350 MiB/s (367001600 B/s)
+#   sata       a SATA SSD: at most 20000 requests/s and 200 MiB/s (209715200 B/s)
+# The throttled models sit on the host page cache, so the throttle (not the host disk) is the
+# limit. QEMU 7.2's leaky bucket (util/throttle.c, throttle_compute_wait) lets one tenth of a
+# second of the average rate through at once before it throttles (36.7 MB and 9000 requests
+# for nvme-seed), and no option makes it smaller: the -max burst options only make it larger
+# (max x max-length seconds). So a run moving less than that (the protocol's 10 MiB) sees the
+# burst, not the limit; bench/README.md shows what the raw device measures under each model.
+DISK ?= default
+DISK_MODELS := default direct nvme-seed sata
+throttle = ,throttling.iops-total=$(1),throttling.bps-total=$(2)
+DISK_OPTS_default :=
+DISK_OPTS_direct := ,cache=none,aio=native
+DISK_OPTS_nvme-seed := $(call throttle,90000,367001600)
+DISK_OPTS_sata := $(call throttle,20000,209715200)
+ifeq ($(filter $(DISK),$(DISK_MODELS)),)
+$(error DISK=$(DISK) is not a device model; the models: $(DISK_MODELS) (mk/common.mk))
+endif
+DISK_OPTS := $(DISK_OPTS_$(DISK))
+# $(call qemu_with,DIR,OPTS): QEMU with DIR/fat.img as vdb, DIR/raw.img as vdc, DIR/dbfs.img
+# as vdd, each -drive with OPTS appended (a device model's options, or nothing).
 qemu_with = qemu-system-riscv64 -machine virt -nographic -bios default -m $(MEM) -smp $(SMP) \
 	$(if $(filter 1,$(ICOUNT)),-icount shift=0) -kernel $(KERNEL) \
 	-drive file=$(BUILD)/root.img,if=none,format=raw,id=vda -device virtio-blk-device,drive=vda,queue-size=1024 \
-	-drive file=$(1)/fat.img,if=none,format=raw,id=vdb -device virtio-blk-device,drive=vdb,queue-size=1024 \
-	-drive file=$(1)/raw.img,if=none,format=raw,id=vdc -device virtio-blk-device,drive=vdc,queue-size=1024 \
-	-drive file=$(1)/dbfs.img,if=none,format=raw,id=vdd -device virtio-blk-device,drive=vdd,queue-size=1024
-# Benchmarks and tests: the fresh disks `make bench-disks` makes in build/.
-QEMU_BASE = $(call qemu_with,$(BUILD))
+	-drive file=$(1)/fat.img,if=none,format=raw,id=vdb$(2) -device virtio-blk-device,drive=vdb,queue-size=1024 \
+	-drive file=$(1)/raw.img,if=none,format=raw,id=vdc$(2) -device virtio-blk-device,drive=vdc,queue-size=1024 \
+	-drive file=$(1)/dbfs.img,if=none,format=raw,id=vdd$(2) -device virtio-blk-device,drive=vdd,queue-size=1024
+# Benchmarks and tests: the fresh disks `make bench-disks` makes in build/, on model DISK.
+QEMU_BASE = $(call qemu_with,$(BUILD),$(DISK_OPTS))
 # `make run` and `make run CMD=`: the person's disks.
 QEMU_USER = $(call qemu_with,$(DISK_DIR))
 KERNEL_PARAMS = init=$(INIT) log=$(LOG) bcache=$(BCACHE)

@@ -90,7 +90,8 @@ fn run(args: &Args) -> Result<(), String> {
         .map_err(|e| format!("cannot create {}: {e}", args.out_dir.display()))?;
     write_file(&args.out_dir.join("results.csv"), csv::render_csv(&records))?;
     let source = args.log.display().to_string();
-    let markdown = summary::render_markdown(&summary, &args.title, &source, records.len());
+    let mut markdown = summary::render_markdown(&summary, &args.title, &source, records.len());
+    markdown.push_str(&summary::render_device_cost(&records));
     write_file(&args.out_dir.join("summary.md"), markdown)?;
 
     let font = text::load_font(args.font.as_deref());

@@ -466,10 +466,105 @@ pub fn render_markdown(
     out
 }
 
+/// Per file system: the `wamp` and the `req_per_mib` samples of one benchmark.
+type CostCells = BTreeMap<String, (Vec<f64>, Vec<f64>)>;
+
+/// The device models the RESULT lines name (`disk=`) and, per benchmark and file system, the
+/// median `wamp` (device bytes written / bytes written) and `req_per_mib` (device requests
+/// per MiB moved): a markdown section, empty when no line carries either field.
+pub fn render_device_cost(records: &[Record]) -> String {
+    let mut models: Vec<String> = Vec::new();
+    let mut fs_order: Vec<String> = Vec::new();
+    let mut rows: Vec<(String, CostCells)> = Vec::new();
+    for record in records {
+        if let Some(disk) = record.fields.get("disk") {
+            if !models.contains(disk) {
+                models.push(disk.clone());
+            }
+        }
+        let (wamp, rpm) = (record.number("wamp"), record.number("req_per_mib"));
+        if wamp.is_none() && rpm.is_none() {
+            continue;
+        }
+        let (bench, fs) = (record.bench().to_string(), record.fs().to_string());
+        if !fs_order.contains(&fs) {
+            fs_order.push(fs.clone());
+        }
+        let at = match rows.iter().position(|(b, _)| *b == bench) {
+            Some(at) => at,
+            None => {
+                rows.push((bench, BTreeMap::new()));
+                rows.len() - 1
+            }
+        };
+        let cell = rows[at].1.entry(fs).or_default();
+        cell.0.extend(wamp);
+        cell.1.extend(rpm);
+    }
+    let mut out = String::new();
+    if !models.is_empty() {
+        let _ = writeln!(out, "\nDevice model (`DISK=`): {}\n", models.join(", "));
+    }
+    if rows.is_empty() {
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "\n## Bytes on the disk (write amplification / device requests per MiB)\n"
+    );
+    let _ = write!(out, "| benchmark |");
+    for fs in &fs_order {
+        let _ = write!(out, " {fs} wamp | {fs} req/MiB |");
+    }
+    let _ = write!(out, "\n|---|");
+    for _ in &fs_order {
+        let _ = write!(out, "--:|--:|");
+    }
+    out.push('\n');
+    let cell = |v: &[f64]| {
+        if v.is_empty() {
+            "-".to_string()
+        } else {
+            format!("{:.2}", median(v))
+        }
+    };
+    for (bench, by_fs) in &rows {
+        let _ = write!(out, "| {bench} |");
+        for fs in &fs_order {
+            match by_fs.get(fs) {
+                Some((w, r)) => {
+                    let _ = write!(out, " {} | {} |", cell(w), cell(r));
+                }
+                None => {
+                    let _ = write!(out, " - | - |");
+                }
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::parse::parse_log;
+
+    #[test]
+    fn device_cost_names_the_model_and_takes_medians() {
+        let (records, _) = parse_log(
+            "RESULT bench=randwrite4k fs=dbfs disk=nvme-seed MBps=1 wamp=0.40 req_per_mib=4\n\
+             RESULT bench=randwrite4k fs=dbfs disk=nvme-seed MBps=1 wamp=0.50 req_per_mib=6\n\
+             RESULT bench=randwrite4k fs=dbfs disk=nvme-seed MBps=1 wamp=9.00 req_per_mib=5\n\
+             RESULT bench=seqread fs=fat32 disk=nvme-seed MBps=1 req_per_mib=1.6\n",
+        );
+        let md = render_device_cost(&records);
+        assert!(md.contains("Device model (`DISK=`): nvme-seed"), "{md}");
+        assert!(md.contains("| randwrite4k | 0.50 | 5.00 | - | - |"), "{md}");
+        assert!(md.contains("| seqread | - | - | - | 1.60 |"), "{md}");
+        let (plain, _) = parse_log("RESULT bench=seqread fs=dbfs MBps=1\n");
+        assert_eq!(render_device_cost(&plain), "");
+    }
 
     const LOG: &str = "\
 RESULT bench=randread fs=fat32 MBps=100.0

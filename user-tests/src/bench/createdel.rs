@@ -170,6 +170,7 @@ pub fn main_createdel(argv: &[&str]) -> i32 {
             }
             ResultLine::new("createdel")
                 .field("fs", &t.name)
+                .field("disk", &opts.disk)
                 .field("n", n)
                 .field("create_secs", format_args!("{c:.6}"))
                 .field("delete_secs", format_args!("{d:.6}"))

@@ -6,6 +6,7 @@ use alloc::vec::Vec;
 use alloc::{format, vec};
 
 use abi::fcntl::*;
+use abi::syscall::KernelCounters;
 use abi::Errno;
 
 use crate::rng::XorShift64;
@@ -313,6 +314,7 @@ pub fn main_io(spec: &Spec, argv: &[&str]) -> i32 {
         let mibps = bytes as f64 / m.secs / MIB as f64;
         let mut line = ResultLine::new(spec.name)
             .field("fs", &t.name)
+            .field("disk", &opts.disk)
             .field("bs", p.bs)
             .field("bytes", bytes)
             .field("secs", format_args!("{:.6}", m.secs))
@@ -322,6 +324,9 @@ pub fn main_io(spec: &Spec, argv: &[&str]) -> i32 {
             .field("p50_us", us(m.lat.0))
             .field("p99_us", us(m.lat.1))
             .counters(m.counters.as_ref());
+        if let Some(c) = m.counters.as_ref() {
+            line = device_cost(line, spec.workload, bytes, c);
+        }
         if random {
             line = line.field("ops", p.ops).field("file_bytes", p.size);
         }
@@ -340,4 +345,28 @@ pub fn main_io(spec: &Spec, argv: &[&str]) -> i32 {
         }
     }
     i32::from(failed)
+}
+
+/// What the device did per byte the program moved, from one repetition's counter deltas
+/// (fsync included): `wamp` = device bytes written / bytes the program wrote (write workloads
+/// only; 1.00 is the raw device's), `req_per_mib` = device requests (reads and writes) per MiB
+/// the program moved.
+fn device_cost(line: ResultLine, workload: Workload, bytes: u64, c: &KernelCounters) -> ResultLine {
+    let writes = matches!(
+        workload,
+        Workload::SeqWrite | Workload::Rewrite | Workload::RandWrite
+    );
+    let line = if writes && bytes > 0 {
+        line.field(
+            "wamp",
+            format_args!("{:.2}", c.dev_write_bytes as f64 / bytes as f64),
+        )
+    } else {
+        line
+    };
+    let requests = c.dev_read_requests + c.dev_write_requests;
+    line.field(
+        "req_per_mib",
+        format_args!("{:.2}", requests as f64 * MIB as f64 / bytes.max(1) as f64),
+    )
 }

@@ -58,6 +58,9 @@ pub struct Options {
     /// seconds is not run at larger N (FAT32 directories are linear, so its time grows as N^2).
     pub max_secs: Option<u64>,
     pub quick: bool,
+    /// The device model QEMU backs the disks with (`disk=NAME`, from `make ... DISK=NAME`;
+    /// "default" when not given), named in every RESULT line.
+    pub disk: String,
 }
 
 /// One `NAME:PATH` target.
@@ -98,6 +101,7 @@ pub fn parse_options(argv: &[&str]) -> Result<Options, String> {
         n_list: None,
         max_secs: None,
         quick: false,
+        disk: "default".into(),
     };
     for &arg in argv.iter().skip(1) {
         match split_kv(arg) {
@@ -111,6 +115,9 @@ pub fn parse_options(argv: &[&str]) -> Result<Options, String> {
             ("n", Some(v)) => o.n_list = Some(parse_n(v)?),
             ("max_secs", Some(v)) => {
                 o.max_secs = Some(parse_u64(v).map_err(|_| format!("bad max_secs={v}"))?)
+            }
+            ("disk", Some(v)) if !v.is_empty() && !v.contains(char::is_whitespace) => {
+                o.disk = v.into()
             }
             ("quick", None) => o.quick = true,
             (t, None) if t.contains(':') => {
