@@ -42,8 +42,9 @@ debian-root: debian-tree deps
 # Your disks as vdb-vdd, the Debian root as vda. CMD='line' runs the line with Debian's bash.
 ## run-debian: boot the Debian root into Debian's bash (CMD='line' runs one line, TIMEOUT)
 run-debian: debian-root kernel user-disks
+	@cmd='$(subst ','\'',$(value CMD))'; quoted=$${cmd//\'/\'\\\'\'}; \
 	timeout --foreground -k 10 $(TIMEOUT) $(call debian_qemu,$(DEBIAN_ROOT),$(QEMU_USER)) \
-		-append "$(DEBIAN_PARAMS)$(if $(CMD), -- -c '$(subst ','\'',$(CMD))')"
+		-append "$(DEBIAN_PARAMS)$(if $(CMD), -- -c '$$quoted')"
 
 # A copy of the Debian root with tests/debian/guest.sh as /root/guest.sh, fresh disks, bash
 # running the script; the script prints `debian: N passed, N failed`.
