@@ -95,6 +95,7 @@ include mk/test.mk      # make test and each of its parts; pjdfstest conformance
 include mk/bench.mk     # in-guest and host benchmarks (bench/README.md)
 include mk/fuse.mk      # dbfs-fuse on the host
 include mk/fuzz.mk      # cargo-fuzz
+include mk/debian.mk    # the Debian root: image, run-debian, test-debian
 
 ##@ Help
 .PHONY: help

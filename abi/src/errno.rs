@@ -66,6 +66,7 @@ errnos! {
     ELOOP = 40, "Too many levels of symbolic links";
     ENODATA = 61, "No data available";
     EOVERFLOW = 75, "Value too large for defined data type";
+    ELIBBAD = 80, "Accessing a corrupted shared library";
     ENOTSOCK = 88, "Socket operation on non-socket";
     EOPNOTSUPP = 95, "Operation not supported";
     EAFNOSUPPORT = 97, "Address family not supported by protocol";

@@ -300,7 +300,223 @@ impl Statfs {
     }
 }
 
-plain_bytes!(Timespec, Stat, Statfs);
+// statx(2): the `mask` bits saying which fields are asked for / filled in.
+/// `stx_mode`'s file type.
+pub const STATX_TYPE: u32 = 0x1;
+/// `stx_mode`'s permission bits.
+pub const STATX_MODE: u32 = 0x2;
+/// `stx_nlink`.
+pub const STATX_NLINK: u32 = 0x4;
+/// `stx_uid`.
+pub const STATX_UID: u32 = 0x8;
+/// `stx_gid`.
+pub const STATX_GID: u32 = 0x10;
+/// `stx_atime`.
+pub const STATX_ATIME: u32 = 0x20;
+/// `stx_mtime`.
+pub const STATX_MTIME: u32 = 0x40;
+/// `stx_ctime`.
+pub const STATX_CTIME: u32 = 0x80;
+/// `stx_ino`.
+pub const STATX_INO: u32 = 0x100;
+/// `stx_size`.
+pub const STATX_SIZE: u32 = 0x200;
+/// `stx_blocks`.
+pub const STATX_BLOCKS: u32 = 0x400;
+/// Everything `struct stat` holds.
+pub const STATX_BASIC_STATS: u32 = 0x7ff;
+/// `stx_mnt_id`.
+pub const STATX_MNT_ID: u32 = 0x1000;
+/// Reserved for a larger `struct statx`: asking for it is EINVAL.
+pub const STATX__RESERVED: u32 = 0x8000_0000;
+/// statx flags: the sync mode bits (`AT_STATX_FORCE_SYNC` 0x2000, `AT_STATX_DONT_SYNC`
+/// 0x4000; both at once is EINVAL).
+pub const AT_STATX_SYNC_TYPE: u32 = 0x6000;
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// `struct statx_timestamp`, 16 bytes.
+pub struct StatxTimestamp {
+    /// Seconds since the Unix epoch.
+    pub tv_sec: i64,
+    /// Nanoseconds past `tv_sec`.
+    pub tv_nsec: u32,
+    /// Reserved (zero).
+    pub __reserved: i32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// `struct statx` (linux/stat.h), 256 bytes: what `statx` fills.
+pub struct Statx {
+    /// Which fields are filled in (`STATX_*`).
+    pub stx_mask: u32,
+    /// Preferred I/O size in bytes.
+    pub stx_blksize: u32,
+    /// `STATX_ATTR_*` flags of the file.
+    pub stx_attributes: u64,
+    /// Number of hard links.
+    pub stx_nlink: u32,
+    /// Owner user id.
+    pub stx_uid: u32,
+    /// Owner group id.
+    pub stx_gid: u32,
+    /// File type and permission bits.
+    pub stx_mode: u16,
+    /// Padding (zero).
+    pub __spare0: u16,
+    /// Inode number.
+    pub stx_ino: u64,
+    /// Size in bytes.
+    pub stx_size: u64,
+    /// Space allocated, in 512-byte units.
+    pub stx_blocks: u64,
+    /// Which `stx_attributes` bits the file system supports.
+    pub stx_attributes_mask: u64,
+    /// Last access.
+    pub stx_atime: StatxTimestamp,
+    /// Creation (not filled here: `STATX_BTIME` stays clear).
+    pub stx_btime: StatxTimestamp,
+    /// Last change of data or attributes.
+    pub stx_ctime: StatxTimestamp,
+    /// Last data modification.
+    pub stx_mtime: StatxTimestamp,
+    /// Major and minor of the device a device node stands for.
+    pub stx_rdev_major: u32,
+    /// See `stx_rdev_major`.
+    pub stx_rdev_minor: u32,
+    /// Major and minor of the file system's device.
+    pub stx_dev_major: u32,
+    /// See `stx_dev_major`.
+    pub stx_dev_minor: u32,
+    /// Mount id.
+    pub stx_mnt_id: u64,
+    /// Direct I/O alignments (0: not supported).
+    pub stx_dio_mem_align: u32,
+    /// See `stx_dio_mem_align`.
+    pub stx_dio_offset_align: u32,
+    /// Reserved (zero).
+    pub __spare3: [u64; 12],
+}
+
+/// Major number of a Linux `dev_t`.
+pub const fn dev_major(dev: u64) -> u32 {
+    (((dev >> 32) & 0xffff_f000) | ((dev >> 8) & 0xfff)) as u32
+}
+
+/// Minor number of a Linux `dev_t`.
+pub const fn dev_minor(dev: u64) -> u32 {
+    (((dev >> 12) & 0xffff_ff00) | (dev & 0xff)) as u32
+}
+
+impl Statx {
+    /// The statx view of `st` (every basic field, `STATX_BASIC_STATS | STATX_MNT_ID`).
+    pub fn from_stat(st: &Stat, mnt_id: u64) -> Self {
+        let ts = |sec: i64, nsec: u64| StatxTimestamp {
+            tv_sec: sec,
+            tv_nsec: nsec as u32,
+            __reserved: 0,
+        };
+        Statx {
+            stx_mask: STATX_BASIC_STATS | STATX_MNT_ID,
+            stx_blksize: st.st_blksize as u32,
+            stx_nlink: st.st_nlink,
+            stx_uid: st.st_uid,
+            stx_gid: st.st_gid,
+            stx_mode: st.st_mode as u16,
+            stx_ino: st.st_ino,
+            stx_size: st.st_size as u64,
+            stx_blocks: st.st_blocks as u64,
+            stx_atime: ts(st.st_atime, st.st_atime_nsec),
+            stx_ctime: ts(st.st_ctime, st.st_ctime_nsec),
+            stx_mtime: ts(st.st_mtime, st.st_mtime_nsec),
+            stx_rdev_major: dev_major(st.st_rdev),
+            stx_rdev_minor: dev_minor(st.st_rdev),
+            stx_dev_major: dev_major(st.st_dev),
+            stx_dev_minor: dev_minor(st.st_dev),
+            stx_mnt_id: mnt_id,
+            ..Default::default()
+        }
+    }
+
+    fn write_fields(&self, w: &mut Writer) {
+        w.put(&self.stx_mask.to_le_bytes());
+        w.put(&self.stx_blksize.to_le_bytes());
+        w.put(&self.stx_attributes.to_le_bytes());
+        for v in [self.stx_nlink, self.stx_uid, self.stx_gid] {
+            w.put(&v.to_le_bytes());
+        }
+        w.put(&self.stx_mode.to_le_bytes());
+        w.put(&self.__spare0.to_le_bytes());
+        for v in [
+            self.stx_ino,
+            self.stx_size,
+            self.stx_blocks,
+            self.stx_attributes_mask,
+        ] {
+            w.put(&v.to_le_bytes());
+        }
+        for t in [
+            self.stx_atime,
+            self.stx_btime,
+            self.stx_ctime,
+            self.stx_mtime,
+        ] {
+            w.put(&t.tv_sec.to_le_bytes());
+            w.put(&t.tv_nsec.to_le_bytes());
+            w.put(&t.__reserved.to_le_bytes());
+        }
+        for v in [
+            self.stx_rdev_major,
+            self.stx_rdev_minor,
+            self.stx_dev_major,
+            self.stx_dev_minor,
+        ] {
+            w.put(&v.to_le_bytes());
+        }
+        w.put(&self.stx_mnt_id.to_le_bytes());
+        w.put(&self.stx_dio_mem_align.to_le_bytes());
+        w.put(&self.stx_dio_offset_align.to_le_bytes());
+        for v in self.__spare3 {
+            w.put(&v.to_le_bytes());
+        }
+    }
+    fn read_fields(r: &mut Reader) -> Self {
+        let ts = |r: &mut Reader| StatxTimestamp {
+            tv_sec: r.i64(),
+            tv_nsec: r.u32(),
+            __reserved: r.i32(),
+        };
+        Statx {
+            stx_mask: r.u32(),
+            stx_blksize: r.u32(),
+            stx_attributes: r.u64(),
+            stx_nlink: r.u32(),
+            stx_uid: r.u32(),
+            stx_gid: r.u32(),
+            stx_mode: u16::from_le_bytes(r.take()),
+            __spare0: u16::from_le_bytes(r.take()),
+            stx_ino: r.u64(),
+            stx_size: r.u64(),
+            stx_blocks: r.u64(),
+            stx_attributes_mask: r.u64(),
+            stx_atime: ts(r),
+            stx_btime: ts(r),
+            stx_ctime: ts(r),
+            stx_mtime: ts(r),
+            stx_rdev_major: r.u32(),
+            stx_rdev_minor: r.u32(),
+            stx_dev_major: r.u32(),
+            stx_dev_minor: r.u32(),
+            stx_mnt_id: r.u64(),
+            stx_dio_mem_align: r.u32(),
+            stx_dio_offset_align: r.u32(),
+            __spare3: core::array::from_fn(|_| r.u64()),
+        }
+    }
+}
+
+plain_bytes!(Timespec, Stat, Statfs, Statx);
 
 #[cfg(test)]
 mod tests {
@@ -311,6 +527,24 @@ mod tests {
         assert_eq!(core::mem::size_of::<Stat>(), 128);
         assert_eq!(core::mem::size_of::<Statfs>(), 120);
         assert_eq!(core::mem::size_of::<Timespec>(), 16);
+        assert_eq!(core::mem::size_of::<Statx>(), 256);
+        assert_eq!(core::mem::offset_of!(Statx, stx_ino), 32);
+        assert_eq!(core::mem::offset_of!(Statx, stx_atime), 64);
+        assert_eq!(core::mem::offset_of!(Statx, stx_rdev_major), 128);
+        assert_eq!(core::mem::offset_of!(Statx, stx_mnt_id), 144);
+        let x = Statx {
+            stx_mode: 0o100644,
+            stx_size: 9,
+            stx_mtime: StatxTimestamp {
+                tv_sec: 3,
+                tv_nsec: 4,
+                __reserved: 0,
+            },
+            ..Default::default()
+        };
+        let b = x.as_bytes();
+        assert_eq!(u16::from_le_bytes(b[28..30].try_into().unwrap()), 0o100644);
+        assert_eq!(Statx::from_bytes(&b), x);
         assert_eq!(dirent64_reclen(1), 24);
         assert_eq!(dirent64_reclen(5), 32);
     }

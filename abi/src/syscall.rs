@@ -83,6 +83,8 @@ pub const SYS_READLINKAT: usize = 78;
 pub const SYS_NEWFSTATAT: usize = 79;
 /// `fstat`: `struct stat` of an open file.
 pub const SYS_FSTAT: usize = 80;
+/// statx(dirfd, path, flags, mask, buf).
+pub const SYS_STATX: usize = 291;
 /// `sync`: write every file system's buffered data and metadata to its disk.
 pub const SYS_SYNC: usize = 81;
 /// `fsync`: make one file's data and metadata durable.

@@ -15,7 +15,8 @@
 //! with status 3 if they differ), `copy_cost=1` (time 4 KiB page-to-page copies at boot and
 //! print `COPYCOST op=copy4k ns_per_call=N`: under QEMU's `-icount shift=0`, N is instructions;
 //! `make syscost-icount`),
-//! `dbfs_fsck=1` (check the dbfs image at mount with `DbFs::fsck`, print
+//! `rootfs=dbfs` (the root disk vda holds dbfs, e.g. `make debian-root`'s image; default
+//! `rootfs=fat32`), `dbfs_fsck=1` (check the dbfs image at mount with `DbFs::fsck`, print
 //! `[kernel] vdd: dbfs fsck: clean` or the problems, and refuse to mount a damaged image),
 //! `dbfs_dirsync=1` (every dbfs commit durable when it returns, `DbFs::set_sync_metadata`;
 //! default: deferred to fsync, sync and the write-back timer), `dbfs_direct_write=0` (default 1:

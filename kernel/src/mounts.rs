@@ -31,9 +31,15 @@ pub const TABLE: [(usize, &str, Kind); 4] = [
     (3, "/dbfs", Kind::Dbfs),
 ];
 
-/// Mount the root file system (the table's first row); false if it cannot be mounted.
+/// Mount the root file system (the table's first row, as dbfs with `rootfs=dbfs`); false if
+/// it cannot be mounted.
 pub fn mount_root(disks: &[Arc<VirtioDisk>], params: &Params) -> bool {
-    let (i, path, kind) = TABLE[0];
+    let (i, path, table_kind) = TABLE[0];
+    let kind = if params.rootfs_dbfs {
+        Kind::Dbfs
+    } else {
+        table_kind
+    };
     disks.get(i).is_some_and(|d| mount(d, path, kind, params))
 }
 

@@ -12,6 +12,9 @@ pub struct Params {
     pub log: log::LevelFilter,
     pub bcache_mib: usize,
     pub dbfs_fsck: bool,
+    /// The root's kind (`rootfs=fat32` default, `rootfs=dbfs`: a dbfs image such as the
+    /// Debian root `make debian-root` builds).
+    pub rootfs_dbfs: bool,
     /// Check the virtio scatter-gather path on vdc before mounting (`drivers::blk_selftest`).
     pub blk_selftest: bool,
     /// Check the kernel's `memcpy` and `memset` at boot (`arch::mem::selftest`).
@@ -98,6 +101,7 @@ pub fn parse_params(cmdline: &str) -> Params {
         log: log::LevelFilter::Warn,
         bcache_mib: 8,
         dbfs_fsck: false,
+        rootfs_dbfs: false,
         blk_selftest: false,
         mem_selftest: false,
         copy_cost: false,
@@ -120,6 +124,9 @@ pub fn parse_params(cmdline: &str) -> Params {
             Some(("log", v)) => p.log = v.parse().unwrap_or(log::LevelFilter::Warn),
             Some(("bcache", v)) => p.bcache_mib = v.parse().unwrap_or(8),
             Some(("dbfs_fsck", v)) => p.dbfs_fsck = v == "1",
+            Some(("rootfs", "dbfs")) => p.rootfs_dbfs = true,
+            Some(("rootfs", "fat32")) => p.rootfs_dbfs = false,
+            Some(("rootfs", v)) => println!("[kernel] rootfs={v}: not fat32 or dbfs; fat32"),
             Some(("blk_selftest", v)) => p.blk_selftest = v == "1",
             Some(("mem_selftest", v)) => p.mem_selftest = v == "1",
             Some(("copy_cost", v)) => p.copy_cost = v == "1",

@@ -573,7 +573,15 @@ impl AddrSpace {
             self.insert_area(make(hint, len))?;
             return Ok(hint);
         }
-        // Top down from MMAP_TOP: the highest gap that fits.
+        let at = self.free_gap_top_down(len)?;
+        self.insert_area(make(at, len))?;
+        Ok(at)
+    }
+
+    /// Where a non-fixed mapping of `len` (page-rounded) bytes goes: the start of the
+    /// highest free gap below [`MMAP_TOP`] that holds it (ENOMEM if none above [`MMAP_BASE`]).
+    pub(super) fn free_gap_top_down(&self, len: usize) -> Result<usize, Errno> {
+        let len = page_ceil(len);
         let mut top = MMAP_TOP;
         for (_, a) in self.areas.range(..MMAP_TOP).rev() {
             if top < len {
@@ -587,9 +595,7 @@ impl AddrSpace {
         if top < len || top - len < MMAP_BASE {
             return Err(Errno::ENOMEM);
         }
-        let at = top - len;
-        self.insert_area(make(at, len))?;
-        Ok(at)
+        Ok(top - len)
     }
 
     pub fn munmap(&mut self, addr: usize, len: usize) -> Result<(), Errno> {

@@ -1,5 +1,6 @@
 //! Loading a program into a fresh address space (mm layer): an ELF executable's segments
-//! (static, or static-PIE at [`ET_DYN_BASE`]), mapped for demand paging, and the initial
+//! (static, PIE at [`ET_DYN_BASE`], and a dynamic program's `PT_INTERP` loader below the
+//! mmap area's top), copied in from the image the caller read, and the initial
 //! stack (argv, envp, the auxiliary vector) the program starts with. The task layer's exec
 //! reads the file and calls these.
 
@@ -25,6 +26,10 @@ pub struct ElfInfo {
     pub phdr: usize,
     pub phent: usize,
     pub phnum: usize,
+    /// The interpreter's load bias (AT_BASE; 0 without one).
+    pub base: usize,
+    /// Where the program starts: the interpreter's entry, else `entry`.
+    pub start: usize,
 }
 
 /// The credentials the auxiliary vector reports (AT_UID, AT_EUID, AT_GID, AT_EGID).
@@ -36,47 +41,184 @@ pub struct AuxIds {
     pub egid: u32,
 }
 
+/// The interpreter path a dynamically linked executable names in `PT_INTERP`, if any.
+/// A malformed entry (shorter than 2 bytes, longer than `PATH_MAX`, outside the file, not
+/// NUL-terminated, not UTF-8) is ENOEXEC, as Linux.
+pub fn interp_path(image: &[u8]) -> Result<Option<String>, Errno> {
+    use xmas_elf::program::Type;
+    let Ok(elf) = xmas_elf::ElfFile::new(image) else {
+        return Ok(None); // load_elf reports the bad header
+    };
+    let Some(ph) = elf
+        .program_iter()
+        .find(|ph| ph.get_type() == Ok(Type::Interp))
+    else {
+        return Ok(None);
+    };
+    let (off, len) = (ph.offset() as usize, ph.file_size() as usize);
+    if !(2..=4096).contains(&len) {
+        return Err(Errno::ENOEXEC);
+    }
+    let bytes = off
+        .checked_add(len)
+        .and_then(|end| image.get(off..end))
+        .ok_or(Errno::ENOEXEC)?;
+    let (last, path) = bytes.split_last().ok_or(Errno::ENOEXEC)?;
+    if *last != 0 || path.contains(&0) {
+        return Err(Errno::ENOEXEC);
+    }
+    let path = core::str::from_utf8(path).map_err(|_| Errno::ENOEXEC)?;
+    Ok(Some(String::from(path)))
+}
+
+/// A parsed RISC-V 64-bit ELF image and whether it is position independent (`ET_DYN`);
+/// anything else (another machine or class, not `ET_EXEC`/`ET_DYN`) is ENOEXEC.
+fn parse(image: &[u8]) -> Result<(xmas_elf::ElfFile<'_>, bool), Errno> {
+    use xmas_elf::header::Type as EType;
+    let elf = xmas_elf::ElfFile::new(image).map_err(|_| Errno::ENOEXEC)?;
+    let h = &elf.header;
+    if h.pt1.class() != xmas_elf::header::Class::SixtyFour
+        || h.pt2.machine().as_machine() != xmas_elf::header::Machine::RISC_V
+    {
+        return Err(Errno::ENOEXEC);
+    }
+    let dynamic = match h.pt2.type_().as_type() {
+        EType::Executable => false,
+        EType::SharedObject => true,
+        _ => return Err(Errno::ENOEXEC),
+    };
+    Ok((elf, dynamic))
+}
+
+/// The page-aligned span `[lowest, highest)` of an image's `PT_LOAD` segments (unbiased).
+fn load_span(elf: &xmas_elf::ElfFile<'_>) -> Result<(usize, usize), Errno> {
+    use xmas_elf::program::Type;
+    let (mut lo, mut hi) = (usize::MAX, 0usize);
+    for ph in elf.program_iter() {
+        if ph.get_type() != Ok(Type::Load) || ph.mem_size() == 0 {
+            continue;
+        }
+        let va = ph.virtual_addr() as usize;
+        let end = va
+            .checked_add(ph.mem_size() as usize)
+            .ok_or(Errno::ENOEXEC)?;
+        lo = lo.min(page_floor(va));
+        hi = hi.max(page_ceil(end));
+    }
+    if lo >= hi {
+        return Err(Errno::ENOEXEC);
+    }
+    Ok((lo, hi))
+}
+
+/// User address of the program headers (AT_PHDR): `PT_PHDR`'s, else where the `PT_LOAD`
+/// segment holding them puts them.
+fn phdr_address(
+    elf: &xmas_elf::ElfFile<'_>,
+    bias: usize,
+    phoff: usize,
+    phent: usize,
+    phnum: usize,
+) -> usize {
+    use xmas_elf::program::Type;
+    let mut phdr = 0;
+    for ph in elf.program_iter() {
+        if ph.get_type() == Ok(Type::Phdr) {
+            phdr = (ph.virtual_addr() as usize).wrapping_add(bias);
+        } else if ph.get_type() == Ok(Type::Load)
+            && phdr == 0
+            && (ph.offset() as usize) <= phoff
+            && phoff.saturating_add(phent.saturating_mul(phnum))
+                <= ph.offset().saturating_add(ph.file_size()) as usize
+        {
+            phdr = (ph.virtual_addr() as usize)
+                .wrapping_add(bias)
+                .wrapping_add(phoff - ph.offset() as usize);
+        }
+    }
+    phdr
+}
+
 impl AddrSpace {
-    /// Load a statically linked ELF executable (`ET_EXEC`, or a static-PIE `ET_DYN`, which
-    /// is placed at [`ET_DYN_BASE`]); maps the signal trampoline and reserves the stack.
-    /// An executable that asks for a dynamic loader (`PT_INTERP`) is ENOEXEC: there is none.
-    pub fn load_elf(&mut self, image: &[u8]) -> Result<ElfInfo, Errno> {
-        use xmas_elf::header::Type as EType;
-        use xmas_elf::program::Type;
-        let elf = xmas_elf::ElfFile::new(image).map_err(|_| Errno::ENOEXEC)?;
-        let h = &elf.header;
-        if h.pt1.class() != xmas_elf::header::Class::SixtyFour
-            || h.pt2.machine().as_machine() != xmas_elf::header::Machine::RISC_V
-        {
-            return Err(Errno::ENOEXEC);
-        }
-        let bias = match h.pt2.type_().as_type() {
-            EType::Executable => 0,
-            EType::SharedObject => ET_DYN_BASE,
-            _ => return Err(Errno::ENOEXEC),
-        };
-        if elf
+    /// Load an ELF executable (`ET_EXEC`, or a PIE / static-PIE `ET_DYN`, which is placed at
+    /// [`ET_DYN_BASE`]); maps the signal trampoline and the vDSO and reserves the stack.
+    /// `interp` is the image of the program's `PT_INTERP` loader (see [`interp_path`]), which
+    /// must then be given: it is placed as Linux places it (like an mmap, top down below the
+    /// mmap area's top, clear of everything mapped) and the program starts at its entry.
+    /// A bad program is ENOEXEC; a bad interpreter is ELIBBAD.
+    pub fn load_elf(&mut self, image: &[u8], interp: Option<&[u8]>) -> Result<ElfInfo, Errno> {
+        let (elf, dynamic) = parse(image)?;
+        let has_interp = elf
             .program_iter()
-            .any(|ph| ph.get_type() == Ok(Type::Interp))
-        {
-            log::info!("execve: dynamically linked executables are not supported");
+            .any(|ph| ph.get_type() == Ok(xmas_elf::program::Type::Interp));
+        if has_interp != interp.is_some() {
             return Err(Errno::ENOEXEC);
         }
+        let bias = if dynamic { ET_DYN_BASE } else { 0 };
+        let h = &elf.header;
         let phoff = h.pt2.ph_offset() as usize;
         let phent = h.pt2.ph_entry_size() as usize;
         let phnum = h.pt2.ph_count() as usize;
-        let mut phdr = 0;
-        for ph in elf.program_iter() {
-            if ph.get_type() == Ok(Type::Phdr) {
-                phdr = ph.virtual_addr() as usize + bias;
-            } else if ph.get_type() == Ok(Type::Load)
-                && phdr == 0
-                && (ph.offset() as usize) <= phoff
-                && phoff + phent * phnum <= (ph.offset() + ph.file_size()) as usize
-            {
-                phdr = ph.virtual_addr() as usize + bias + (phoff - ph.offset() as usize);
+        let phdr = phdr_address(&elf, bias, phoff, phent, phnum);
+        let image_end = self.load_segments(&elf, image, bias)?;
+        let entry = (h.pt2.entry_point() as usize).wrapping_add(bias);
+        self.map_trampoline_and_vdso()?;
+        let (base, start) = match interp {
+            Some(interp_image) => {
+                let interp_bias = self.load_interp(interp_image).map_err(|e| {
+                    log::info!("execve: bad program interpreter ({e:?})");
+                    Errno::ELIBBAD
+                })?;
+                let (ielf, _) = parse(interp_image).map_err(|_| Errno::ELIBBAD)?;
+                let ientry = (ielf.header.pt2.entry_point() as usize).wrapping_add(interp_bias);
+                (interp_bias, ientry)
             }
-        }
+            None => (0, entry),
+        };
+        // Re-apply final permissions to pages populated while copying.
+        let pages: Vec<(usize, PteFlags)> = self
+            .frames
+            .keys()
+            .filter_map(|&va| self.area_of(va).map(|a| (va, a.perm.pte())))
+            .collect();
+        self.pt.set_flags_many(pages);
+        self.brk_start = image_end;
+        self.brk = image_end;
+        self.add_area(STACK_TOP - STACK_SIZE, STACK_TOP, Perm::R | Perm::W)?;
+        Ok(ElfInfo {
+            entry,
+            phdr,
+            phent,
+            phnum,
+            base,
+            start,
+        })
+    }
+
+    /// Load a program interpreter (an `ET_DYN` image, or `ET_EXEC` at its own addresses)
+    /// and return its load bias. An `ET_DYN` one goes where a top-down mmap of its whole
+    /// span would go, so it overlaps neither the program nor the vDSO.
+    fn load_interp(&mut self, image: &[u8]) -> Result<usize, Errno> {
+        let (elf, dynamic) = parse(image)?;
+        let bias = if dynamic {
+            let (lo, hi) = load_span(&elf)?;
+            self.free_gap_top_down(hi - lo)? - lo
+        } else {
+            0
+        };
+        self.load_segments(&elf, image, bias)?;
+        Ok(bias)
+    }
+
+    /// Map an image's `PT_LOAD` segments at `bias` and copy their file bytes in; returns the
+    /// page-aligned end of the highest segment.
+    fn load_segments(
+        &mut self,
+        elf: &xmas_elf::ElfFile<'_>,
+        image: &[u8],
+        bias: usize,
+    ) -> Result<usize, Errno> {
+        use xmas_elf::program::Type;
         let mut image_end = 0;
         for ph in elf.program_iter() {
             if ph.get_type() != Ok(Type::Load) || ph.mem_size() == 0 {
@@ -127,6 +269,11 @@ impl AddrSpace {
         if image_end == 0 {
             return Err(Errno::ENOEXEC);
         }
+        Ok(image_end)
+    }
+
+    /// The signal trampoline page and a private copy of the vDSO, its data filled in.
+    fn map_trampoline_and_vdso(&mut self) -> Result<(), Errno> {
         let tramp = crate::arch::vdso::SIGRETURN_TRAMPOLINE;
         self.add_area(tramp, tramp + PAGE_SIZE, Perm::R | Perm::X)
             .map_err(|_| Errno::ENOEXEC)?;
@@ -135,29 +282,13 @@ impl AddrSpace {
             .flat_map(|w| w.to_le_bytes())
             .collect();
         self.copy_to_user(tramp, &code)?;
-        // The vDSO (`arch::vdso`): a private copy, its data filled in.
         let vdso = crate::arch::vdso::BASE;
         let (vdso_image, data_at, data) = crate::arch::vdso::image();
         self.add_area(vdso, vdso + PAGE_SIZE, Perm::R | Perm::X)
             .map_err(|_| Errno::ENOEXEC)?;
         self.copy_to_user(vdso, vdso_image)?;
         self.copy_to_user(vdso + data_at, &data)?;
-        // Re-apply final permissions to pages populated while copying.
-        let pages: Vec<(usize, PteFlags)> = self
-            .frames
-            .keys()
-            .filter_map(|&va| self.area_of(va).map(|a| (va, a.perm.pte())))
-            .collect();
-        self.pt.set_flags_many(pages);
-        self.brk_start = image_end;
-        self.brk = image_end;
-        self.add_area(STACK_TOP - STACK_SIZE, STACK_TOP, Perm::R | Perm::W)?;
-        Ok(ElfInfo {
-            entry: (h.pt2.entry_point() as usize).wrapping_add(bias),
-            phdr,
-            phent,
-            phnum,
-        })
+        Ok(())
     }
 
     /// Copy `data` to user address `va`, populating pages (ignores the W permission: used by
@@ -227,7 +358,7 @@ impl AddrSpace {
             (4, elf.phent),                            // AT_PHENT
             (5, elf.phnum),                            // AT_PHNUM
             (6, PAGE_SIZE),                            // AT_PAGESZ
-            (7, 0),                                    // AT_BASE: no interpreter
+            (7, elf.base),                             // AT_BASE
             (8, 0),                                    // AT_FLAGS
             (9, elf.entry),                            // AT_ENTRY
             (11, ids.uid as usize),                    // AT_UID

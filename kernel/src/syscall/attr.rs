@@ -47,6 +47,26 @@ pub fn sys_newfstatat(dirfd: i32, path_ptr: usize, buf: usize, flags: u32) -> Sy
     Ok(0)
 }
 
+/// statx: `newfstatat`'s answer in `struct statx`. Unknown flags, both sync modes at once
+/// and the reserved mask bit are EINVAL, as Linux; every basic field is filled whatever
+/// `mask` asks (Linux may fill more than asked, and says what in `stx_mask`).
+pub fn sys_statx(dirfd: i32, path_ptr: usize, flags: u32, mask: u32, buf: usize) -> SysResult {
+    use abi::stat::{Statx, AT_STATX_SYNC_TYPE, STATX__RESERVED};
+    let known =
+        AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH | 0x800 /* AT_NO_AUTOMOUNT */ | AT_STATX_SYNC_TYPE;
+    if flags & !known != 0
+        || flags & AT_STATX_SYNC_TYPE == AT_STATX_SYNC_TYPE
+        || mask & STATX__RESERVED != 0
+    {
+        return Err(Errno::EINVAL);
+    }
+    let loc = loc_at(dirfd, path_ptr, flags)?;
+    let m = loc.node.getattr()?;
+    let st = stat_of(&m, loc.mount.id);
+    copy_out(buf, &Statx::from_stat(&st, loc.mount.id as u64).as_bytes())?;
+    Ok(0)
+}
+
 pub fn sys_ftruncate(fd: i32, len: i64) -> SysResult {
     if len < 0 {
         return Err(Errno::EINVAL);

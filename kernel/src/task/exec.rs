@@ -74,8 +74,8 @@ pub(super) fn shebang(image: &[u8]) -> Result<Option<(String, Option<String>)>, 
     )))
 }
 
-/// A new address space running the program at `path` (a static ELF executable, or a `#!`
-/// script run by its interpreter): (space, entry, stack pointer).
+/// A new address space running the program at `path` (an ELF executable, static or with a
+/// `PT_INTERP` loader, or a `#!` script run by its interpreter): (space, entry, stack pointer).
 pub(super) fn load_program(
     read_file: ReadFile,
     cwd: &str,
@@ -101,9 +101,16 @@ pub(super) fn load_program(
         image = read_file(cwd, &interp)?;
         path = interp;
     }
+    // A dynamically linked program: its loader is opened as Linux opens it (relative to
+    // the cwd if the path is relative); a missing one is the read's error (ENOENT).
+    let interp = match crate::mm::elf_loader::interp_path(&image)? {
+        Some(interp_path) => Some(read_file(cwd, &interp_path)?),
+        None => None,
+    };
     let mut space = AddrSpace::new()?;
-    let elf = space.load_elf(&image)?;
+    let elf = space.load_elf(&image, interp.as_deref())?;
     drop(image);
+    drop(interp);
     let ids = crate::mm::elf_loader::AuxIds {
         uid: creds.uid,
         euid: creds.euid,
@@ -111,7 +118,7 @@ pub(super) fn load_program(
         egid: creds.egid,
     };
     let sp = space.setup_stack(&argv, envp, &path, &elf, ids)?;
-    Ok((space, elf.entry, sp))
+    Ok((space, elf.start, sp))
 }
 
 /// How the loader reads a program (or a script's interpreter) whole: `(cwd, path)` to its

@@ -5,7 +5,7 @@
 use core::mem::MaybeUninit;
 
 use abi::fcntl::*;
-use abi::stat::{Stat, Statfs};
+use abi::stat::{Stat, Statfs, Statx};
 use abi::syscall::*;
 use abi::Errno;
 
@@ -163,6 +163,32 @@ pub fn fstatat(dirfd: Fd, path: &str, flags: u32) -> SysResult<Stat> {
         // SAFETY: zero-initialised plain integers.
         Ok(unsafe { st.assume_init() })
     })
+}
+
+/// `statx(dirfd, path, flags, mask, buf)` with `buf` an address of the caller's choosing
+/// (a bad one tests EFAULT); [`statx`] is the ordinary call.
+pub fn statx_raw(dirfd: Fd, path: &str, flags: u32, mask: u32, buf: usize) -> SysResult<()> {
+    with_cstr(path, |p| {
+        // SAFETY: `p` is NUL-terminated; the kernel checks `buf` and answers EFAULT if bad.
+        check(unsafe {
+            syscall5(
+                SYS_STATX,
+                dirfd as usize,
+                p as usize,
+                flags as usize,
+                mask as usize,
+                buf,
+            )
+        })?;
+        Ok(())
+    })
+}
+
+/// `statx(dirfd, path, flags, mask)`.
+pub fn statx(dirfd: Fd, path: &str, flags: u32, mask: u32) -> SysResult<Statx> {
+    let mut buf = [0u8; core::mem::size_of::<Statx>()];
+    statx_raw(dirfd, path, flags, mask, buf.as_mut_ptr() as usize)?;
+    Ok(Statx::from_bytes(&buf))
 }
 
 /// `stat(path)`: follows symbolic links.

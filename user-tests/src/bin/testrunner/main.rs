@@ -22,6 +22,7 @@ mod bad_input;
 mod fs_tests;
 mod mmap_tests;
 mod proc_tests;
+mod statx_tests;
 mod xattr_tests;
 
 use user_tests::abi::stat::MSDOS_SUPER_MAGIC;
@@ -187,6 +188,7 @@ pub const TESTS: &[Test] = &[
     ),
     // extended attributes (FAT: EOPNOTSUPP, checked too)
     t("xattr_semantics", xattr_tests::xattr_semantics),
+    t("statx_semantics", statx_tests::statx_semantics),
     // processes and memory
     t("getpid_positive", proc_tests::getpid_positive),
     t("fork_exit_wait", proc_tests::fork_exit_wait),
