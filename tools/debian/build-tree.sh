@@ -82,22 +82,10 @@ if [ -f "$OUT/tree.stamp" ] && [ "$(cat "$OUT/tree.stamp")" = "$key" ] && [ -s "
 fi
 
 # qemu-user for the maintainer scripts.
-binfmt=/proc/sys/fs/binfmt_misc entry=dbfs-os-debian-riscv64
-cleanup=""
-if [ ! -e "$binfmt/register" ]; then
-	mount -t binfmt_misc binfmt_misc "$binfmt" || die "cannot mount binfmt_misc"
-	cleanup="umount $binfmt || true"
-fi
-if grep -qs '^flags: .*F' "$binfmt/qemu-riscv64"; then
-	log "using the machine's binfmt_misc entry qemu-riscv64"
-else
-	if [ -e "$binfmt/$entry" ]; then echo -1 >"$binfmt/$entry"; fi
-	magic='\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00\xf3\x00'
-	mask='\xff\xff\xff\xff\xff\xff\xff\x00\xff\xff\xff\xff\xff\xff\xff\xff\xfe\xff\xff\xff'
-	printf '%s' ":$entry:M::$magic:$mask:$(command -v qemu-riscv64-static):FP" >"$binfmt/register" ||
-		die "cannot register a binfmt_misc entry for riscv64"
-	cleanup="echo -1 >$binfmt/$entry || true; $cleanup"
-fi
+# shellcheck source=tools/thirdparty/binfmt-riscv64.sh
+. "$repo/tools/thirdparty/binfmt-riscv64.sh"
+binfmt_riscv64_for_run dbfs-os-debian-riscv64
+cleanup=$binfmt_cleanup
 # shellcheck disable=SC2064
 trap "$cleanup" EXIT
 
