@@ -74,10 +74,10 @@ user-disks: mkimage
 	@test -f $(DISK_DIR)/dbfs.img || { $(MKIMAGE) blank $(DISK_DIR)/dbfs.img.new --size 256M && \
 		mv $(DISK_DIR)/dbfs.img.new $(DISK_DIR)/dbfs.img && echo "make: new blank dbfs disk $(DISK_DIR)/dbfs.img (/dbfs)"; }
 
-## reset-disks: blank your disks in DISK_DIR: everything you wrote on /fat, /dbfs, /dev/vdc is gone
+## reset-disks: blank your disks in DISK_DIR: everything you wrote on /root, /fat, /dbfs, /dev/vdc and / is gone
 reset-disks:
-	rm -f $(DISK_DIR)/fat.img $(DISK_DIR)/raw.img $(DISK_DIR)/dbfs.img
-	$(MAKE) --no-print-directory user-disks
+	rm -f $(DISK_DIR)/fat.img $(DISK_DIR)/raw.img $(DISK_DIR)/dbfs.img $(DISK_DIR)/home.img $(DISK_DIR)/root.img
+	$(MAKE) --no-print-directory person-disks
 
 ##@ Run
 # What `make run` does: one benchmark (BENCH=), a program of your own (INIT=/bin/NAME ARGS=)
@@ -115,18 +115,18 @@ RUN_FILTER = awk -v mark=$(RUN_MARK) -v status_file=$(RUN_STATUS) ' \
 ## run: boot QEMU: a shell, CMD='...', BENCH=NAME or INIT=/bin/NAME (see the header)
 # CMD runs build their prerequisites in a sub-make whose output goes to stderr, so that stdout
 # carries nothing but the command's output.
-run: $(if $(filter bench init,$(RUN_MODE)),images,$(if $(filter shell,$(RUN_MODE)),root-image user-disks))
+run: $(if $(filter bench init,$(RUN_MODE)),images,$(if $(filter shell,$(RUN_MODE)),kernel person-disks))
 ifeq ($(RUN_MODE),bench)
 	timeout --foreground -k 10 $(TIMEOUT) $(QEMU_BASE) \
 		-append "$(KERNEL_PARAMS) -- bench=$(BENCH) fs=$(FS) reps=$(REPS) disk=$(DISK) $(ARGS)" \
 		| tee $(BUILD)/run-$(BENCH).log
 else ifeq ($(RUN_MODE),cmd)
 	@rm -f $(RUN_STATUS)
-	@$(MAKE) --no-print-directory root-image user-disks >&2
+	@$(MAKE) --no-print-directory kernel person-disks >&2
 	@cmd='$(subst ','\'',$(value CMD))'; \
 	quoted=$${cmd//\'/\'\\\'\'}; \
-	timeout --foreground -k 10 $(TIMEOUT) $(QEMU_USER) \
-		-append "$(SHELL_PARAMS) -- -c 'echo $(RUN_MARK)"$$'\n'"$$quoted'" \
+	timeout --foreground -k 10 $(TIMEOUT) $(QEMU_PERSON) \
+		-append "$(DEBIAN_PARAMS) -- -c 'echo $(RUN_MARK)"$$'\n'"$$quoted'" \
 		| tee $(BUILD)/run-cmd.log | $(RUN_FILTER) || true
 	@test -f $(RUN_STATUS) || { echo "make run: the command did not finish (timeout after" \
 		"$(TIMEOUT) s or a kernel panic: see $(BUILD)/run-cmd.log)" >&2; exit 1; }
@@ -135,9 +135,9 @@ else ifeq ($(RUN_MODE),init)
 	timeout --foreground -k 10 $(TIMEOUT) $(QEMU_BASE) \
 		-append "$(KERNEL_PARAMS) -- $(ARGS)" | tee $(BUILD)/run-init.log
 else
-	@echo "dbfs-os: busybox sh on the console; 'exit' powers off, Ctrl-A X quits QEMU;" \
+	@echo "dbfs-os: Debian's bash on a dbfs root; 'exit' powers off, Ctrl-A X quits QEMU;" \
 		"your disks: $(DISK_DIR) (make reset-disks blanks them)"
-	$(QEMU_USER) -append "$(SHELL_PARAMS)"
+	$(QEMU_PERSON) -append "$(DEBIAN_PARAMS)"
 endif
 
 ## gdb: QEMU waits for gdb on :1234 (gdb-multiarch KERNEL -ex 'target remote :1234')

@@ -1,18 +1,37 @@
 # The Debian root (issue #42): Debian trixie's own riscv64 programs, dynamically linked, on a
-# dbfs root disk. build/debian/tree.tar comes from tools/debian/build-tree.sh (mmdebstrap,
-# tools/debian/packages.txt; cached), is unpacked as root into build/debian/root (owners,
-# modes, device nodes kept) and written into build/debian-root.img with `dbfs-fuse import`.
-# The image is rebuilt only when the tree or dbfs-fuse changed. `make run` is unchanged: the
-# Debian root boots with `make run-debian` (kernel parameter rootfs=dbfs, init=/bin/bash).
+# dbfs root disk, with our programs in /opt/dbfs-os/bin. It is what `make run` boots (a shell,
+# CMD=). Built in three steps, each cached:
+#   build/debian/tree.tar   tools/debian/build-tree.sh (mmdebstrap, tools/debian/packages.txt,
+#                           DEBS=+pkg,-pkg); seconds when the list is unchanged
+#   build/debian/base.img   that tree written into a fresh dbfs image by `dbfs-fuse import`
+#                           (owners, modes, links, device nodes kept); rebuilt when the tree or
+#                           dbfs-fuse change (about a minute)
+#   build/debian-root.img   base.img plus tools/debian/overlay (the first process, PATH) and
+#                           /opt/dbfs-os/bin (the user programs and the static third-party
+#                           builds); rebuilt in seconds when a program changes
+# The person's system disk is a copy of debian-root.img in DISK_DIR (root.img), made again when
+# the system image is newer; /root is a disk of its own (DISK_DIR/home.img, dbfs), so the
+# person's files there, like those on /dbfs and /fat, outlive every rebuild.
 
-DEBIAN_TREE := $(BUILD)/debian/tree.tar
-DEBIAN_ROOT := $(BUILD)/debian-root.img
+DEBIAN_TREE  := $(BUILD)/debian/tree.tar
+DEBIAN_BASE  := $(BUILD)/debian/base.img
+DEBIAN_ROOT  := $(BUILD)/debian-root.img
+DEBIAN_STAGE := $(BUILD)/debian/stage
+DEBIAN_OVERLAY := $(shell find tools/debian/overlay -type f 2>/dev/null)
 # The image's size (sparse: only what the tree fills is written).
 DEBIAN_SIZE ?= 2G
 DEBIAN_APT  := mmdebstrap qemu-user-static
+DEBIAN_INIT := /usr/local/sbin/dbfs-os-init
 # QEMU with IMAGE as vda and the disks of $(2) (a QEMU command line): $(call debian_qemu,IMAGE,QEMU).
 debian_qemu = $(subst file=$(BUILD)/root.img$(comma),file=$(1)$(comma),$(2))
-DEBIAN_PARAMS = rootfs=dbfs init=/bin/bash log=$(LOG) bcache=$(BCACHE)
+DEBIAN_PARAMS = rootfs=dbfs init=$(DEBIAN_INIT) log=$(LOG) bcache=$(BCACHE)
+# The person's QEMU: DISK_DIR's system disk as vda, their fat/raw/dbfs disks, home.img as vde (/root).
+QEMU_PERSON = $(call debian_qemu,$(DISK_DIR)/root.img,$(QEMU_USER)) \
+	-drive file=$(DISK_DIR)/home.img,if=none,format=raw,id=vde \
+	-device virtio-blk-device,drive=vde,queue-size=1024
+# What /opt/dbfs-os/bin gets from the static third-party tree: everything but the busybox
+# copies named after programs Debian has (sh, gzip, bzip2).
+DEBIAN_TP_SKIP := sh gzip bzip2
 
 ##@ The Debian root
 ## debian-deps: install what building the Debian tree needs (mmdebstrap, qemu-user-static)
@@ -23,7 +42,7 @@ debian-deps:
 debian-tree: debian-deps | $(BUILD)
 	BUILD=$(BUILD) tools/debian/build-tree.sh
 
-$(DEBIAN_ROOT): $(DEBIAN_TREE) $(DBFS_FUSE)
+$(DEBIAN_BASE): $(DEBIAN_TREE) $(DBFS_FUSE)
 	rm -rf $(BUILD)/debian/root && mkdir -p $(BUILD)/debian/root
 	tar -xpf $(DEBIAN_TREE) --numeric-owner -C $(BUILD)/debian/root
 	mkdir -p $(BUILD)/debian/root/fat $(BUILD)/debian/root/dbfs $(BUILD)/debian/root/proc \
@@ -34,21 +53,51 @@ $(DEBIAN_ROOT): $(DEBIAN_TREE) $(DBFS_FUSE)
 	mv $@.tmp $@
 	rm -rf $(BUILD)/debian/root
 
-## debian-root: build/debian-root.img, the Debian tree on dbfs (DEBIAN_SIZE, default 2G sparse)
-debian-root: debian-tree deps
+# The stage holds only new names (import merges directories and refuses to replace a file);
+# modes are set here, not taken from the checkout (a clone's umask decides those).
+$(DEBIAN_ROOT): $(DEBIAN_BASE) $(DEBIAN_OVERLAY) $(addprefix $(TGT_DIR)/,$(USER_BINS)) \
+		$(BUILD)/thirdparty/rootfs.stamp
+	rm -rf $(DEBIAN_STAGE) && mkdir -p $(DEBIAN_STAGE)/opt/dbfs-os/bin
+	cp -r --no-preserve=mode tools/debian/overlay/. $(DEBIAN_STAGE)/
+	find $(DEBIAN_STAGE) -type d -exec chmod 755 {} + && find $(DEBIAN_STAGE) -type f -exec chmod 644 {} +
+	cp $(addprefix $(TGT_DIR)/,$(USER_BINS)) $(DEBIAN_STAGE)/opt/dbfs-os/bin/
+	for f in $(BUILD)/thirdparty/rootfs/bin/*; do \
+		case " $(DEBIAN_TP_SKIP) " in *" $${f##*/} "*) ;; *) cp "$$f" $(DEBIAN_STAGE)/opt/dbfs-os/bin/ ;; esac; \
+	done
+	chmod 755 $(DEBIAN_STAGE)/opt/dbfs-os/bin/* $(DEBIAN_STAGE)$(DEBIAN_INIT)
+	cp --sparse=always $(DEBIAN_BASE) $@.tmp
+	$(DBFS_FUSE) import $@.tmp $(DEBIAN_STAGE) --dir /
+	mv $@.tmp $@
+
+## debian-root: build/debian-root.img: the Debian tree, our programs in /opt/dbfs-os/bin (dbfs, DEBIAN_SIZE 2G sparse)
+debian-root: debian-tree build thirdparty
 	$(CARGO) build --release -p dbfs-fuse
 	@$(MAKE) --no-print-directory $(DEBIAN_ROOT)
 
-# Your disks as vdb-vdd, the Debian root as vda. CMD='line' runs the line with Debian's bash.
-## run-debian: boot the Debian root into Debian's bash (CMD='line' runs one line, TIMEOUT)
-run-debian: debian-root kernel user-disks
+# The person's system disk and home disk (with user-disks: fat, raw, dbfs). The system disk is
+# replaced by a new copy when build/debian-root.img is newer (what was changed on it outside
+# /root, /dbfs and /fat is then gone); home.img is made blank once (the kernel formats it).
+## person-disks: your disks in DISK_DIR: user-disks plus root.img (the system) and home.img (/root)
+person-disks: debian-root user-disks
+	@if [ ! -f $(DISK_DIR)/root.img ] || [ $(DEBIAN_ROOT) -nt $(DISK_DIR)/root.img ]; then \
+		what=$$([ -f $(DISK_DIR)/root.img ] && echo "refreshed from the new system image" || echo "new"); \
+		cp --sparse=always $(DEBIAN_ROOT) $(DISK_DIR)/root.img.new && mv $(DISK_DIR)/root.img.new $(DISK_DIR)/root.img && \
+		echo "make: $$what system disk $(DISK_DIR)/root.img (/; your /root, /dbfs and /fat are kept)"; fi
+	@test -f $(DISK_DIR)/home.img || { $(MKIMAGE) blank $(DISK_DIR)/home.img.new --size 256M && \
+		mv $(DISK_DIR)/home.img.new $(DISK_DIR)/home.img && echo "make: new blank dbfs disk $(DISK_DIR)/home.img (/root)"; }
+
+# The Debian root on the benchmark disks (fresh), for trying a change without the person's
+# disks. CMD='line' runs the line with Debian's bash.
+## run-debian: boot a fresh copy of the Debian root on fresh disks (CMD='line' runs one line, TIMEOUT)
+run-debian: debian-root kernel images
+	cp --sparse=always $(DEBIAN_ROOT) $(BUILD)/debian-run.img
 	@cmd='$(subst ','\'',$(value CMD))'; quoted=$${cmd//\'/\'\\\'\'}; \
-	timeout --foreground -k 10 $(TIMEOUT) $(call debian_qemu,$(DEBIAN_ROOT),$(QEMU_USER)) \
+	timeout --foreground -k 10 $(TIMEOUT) $(call debian_qemu,$(BUILD)/debian-run.img,$(QEMU_BASE)) \
 		-append "$(DEBIAN_PARAMS)$(if $(CMD), -- -c '$$quoted')"
 
 # A copy of the Debian root with tests/debian/guest.sh as /root/guest.sh, fresh disks, bash
 # running the script; the script prints `debian: N passed, N failed`.
-## test-debian: Debian's bash, ls, python3, sqlite3, sort, tar/gzip on the Debian root (minutes)
+## test-debian: Debian's bash, coreutils, python3, sqlite3, tar/gzip on the Debian root (minutes)
 test-debian: debian-root kernel images
 	cp --sparse=always $(DEBIAN_ROOT) $(BUILD)/debian-test.img
 	rm -rf $(BUILD)/debian/test-stage && mkdir -p $(BUILD)/debian/test-stage
@@ -59,4 +108,4 @@ test-debian: debian-root kernel images
 	@grep -Eq '^debian: [0-9]+ passed, 0 failed' $(BUILD)/test-debian.log || \
 		{ echo "test-debian: no clean 'debian: N passed, 0 failed' line"; exit 1; }
 
-.PHONY: debian-deps debian-tree debian-root run-debian test-debian
+.PHONY: debian-deps debian-tree debian-root person-disks run-debian test-debian

@@ -28,7 +28,7 @@ GUEST_PJD_TIMEOUT ?= 3000
 # a third-party suite's source are also in TESTS_NEED_<SUITE>: without the source they are
 # skipped, named in a banner at the start and at the end (REQUIRE_SUITES=1: an error instead).
 TEST_TARGETS := test-help check-layers check-docs test-host test-guest test-persist test-run-cmd test-crash test-cross \
-	test-fill test-pjdfstest test-pjdfstest-guest test-shell test-exhaust test-apps
+	test-fill test-pjdfstest test-pjdfstest-guest test-shell test-exhaust test-apps test-debian
 TESTS_NEED_PJDFSTEST := test-pjdfstest test-pjdfstest-guest
 TESTS_NEED_LTP :=
 # The targets `make TARGET` stops at once for when the source is missing.
@@ -98,7 +98,7 @@ test-help:
 # and backslashes arrive intact; plain lines without \r; the exit status as documented.
 RUN_CMD_DISKS ?= $(BUILD)/test-run-cmd-disks
 ## test-run-cmd: make run CMD=: persistence, byte-exact CMD, plain lines, exit status
-test-run-cmd: root-image
+test-run-cmd: kernel debian-root
 	DISKS=$(RUN_CMD_DISKS) BUILD=$(BUILD) tests/run-cmd.sh
 
 ## test-host: cargo test of every host crate, and vfs's conformance suite
@@ -243,10 +243,13 @@ test-pjdfstest-guest: images
 # The console shell as a person uses it (tests/shell.sh): QEMU in a tmux pane, commands typed
 # with send-keys (a pipe, a redirection, ^C of a running command, line editing), the screen
 # read back with capture-pane, and `exit 3` must end QEMU with status 3.
-## test-shell: busybox sh typed at in tmux: pipes, ^C, line editing, exit status (tests/shell.sh)
-test-shell: images
+# On a fresh copy of the Debian root (what `make run` boots) and fresh disks.
+## test-shell: Debian's bash typed at in tmux: prompt, pipes, ^C, line editing, ps, python3, vi, less, exit status
+test-shell: debian-root kernel images
 	@command -v tmux >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q tmux </dev/null
-	QEMU='$(QEMU_BASE)' KPARAMS='$(SHELL_PARAMS)' BUILD=$(BUILD) tests/shell.sh
+	cp --sparse=always $(DEBIAN_ROOT) $(BUILD)/debian-shell.img
+	QEMU='$(call debian_qemu,$(BUILD)/debian-shell.img,$(QEMU_BASE))' KPARAMS='$(DEBIAN_PARAMS)' \
+		BUILD=$(BUILD) tests/shell.sh
 
 # A user program cannot crash the kernel (user-tests/src/bin/exhaust.rs): a memory hog (an
 # out-of-memory SIGKILL), a fork bomb (EAGAIN/ENOMEM), a descriptor hog (EMFILE), a pipe

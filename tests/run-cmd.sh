@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # `make run CMD=...` as a script uses it, on scratch disks (DISKS, passed as DISK_DIR; a
 # person's own disks in build/disk are never touched, and this checks that too):
-#   1. a file written on /dbfs and on /fat in one run is there in the next (the root image is
-#      rebuilt in between, as every `make run` does), and `make reset-disks` blanks them;
+#   1. a file written on /root, /dbfs and /fat in one run is there in the next, also after the
+#      system image is rebuilt (a file written elsewhere on / is kept until then), and `make
+#      reset-disks` blanks them;
 #   2. CMD reaches the guest byte for byte: $?, $$, quotes, backslashes, make's own $(...)
-#      syntax; the output is compared with the host's sh running the same line;
+#      syntax; the output is compared with the host's bash running the same line;
 #   3. stdout carries the command's output alone, as plain lines (no \r, no boot messages, no
 #      build output), so `grep -x` works;
 #   4. the exit status: build/run-cmd.status holds it, make exits 0 iff it is 0, stderr names it;
@@ -61,28 +62,33 @@ expect_status() { # NAME STATUS MAKE-RC-IS-ZERO(yes|no)
 	fi
 }
 
-# 1. Persistence across runs, and the disks made once.
-run write 'echo dbfs-data > /dbfs/keep.txt; echo fat-data > /fat/keep.txt; mkdir -p /dbfs/d; seq 1 1000 > /dbfs/d/seq'
+# 1. Persistence across runs, and the disks made once; /root (the home disk), /dbfs and /fat
+#    outlive a new system image (made here by touching its base, as a changed program would).
+run write 'echo dbfs-data > /dbfs/keep.txt; echo fat-data > /fat/keep.txt; mkdir -p /dbfs/d; seq 1 1000 > /dbfs/d/seq; echo home-data > ~/keep.txt; echo sys-data > /etc/keep.txt'
 expect_status write 0 yes
 grep -q "new blank dbfs disk $DISKS/dbfs.img" "$out/write.err" || problem "write: no new dbfs disk was made"
-root_mtime=$(stat -c %Y "$BUILD/root.img")
-sleep 1 # root.img's next rebuild gets a later mtime
-run read 'cat /dbfs/keep.txt /fat/keep.txt; wc -l < /dbfs/d/seq'
+grep -q "new blank dbfs disk $DISKS/home.img" "$out/write.err" || problem "write: no new home disk was made"
+run again 'cat /etc/keep.txt'
+expect_status again 0 yes
+expect_out again sys-data
+sleep 1 # the next system image gets a later mtime
+touch "$BUILD/debian/base.img"
+run read 'cat /dbfs/keep.txt /fat/keep.txt /root/keep.txt; wc -l < /dbfs/d/seq; ls /etc/keep.txt 2>/dev/null | wc -l'
 expect_status read 0 yes
-expect_out read $'dbfs-data\nfat-data\n1000'
+expect_out read $'dbfs-data\nfat-data\nhome-data\n1000\n0'
 grep -q 'new .* disk' "$out/read.err" && problem "read: a disk was made again"
-[ "$(stat -c %Y "$BUILD/root.img")" -gt "$root_mtime" ] || problem "read: root.img was not rebuilt (the test needs it to be)"
+grep -q "refreshed from the new system image" "$out/read.err" || problem "read: the system disk was not refreshed (the test needs it to be)"
 
-# 2 and 3. Byte for byte, plain lines; the host's sh is the reference for the output.
+# 2 and 3. Byte for byte, plain lines; the host's bash is the reference for the output.
 exact='false; printf "%s\n" "status=$?" '\''single $HOME "dq" \n'\'' "double '\''sq'\'' \\ \$HOME \`x\`" a\ b\\c '\''$(HOME) ${X} %% # ;'\'' "it'\''s" '\''it'\''\'\'''\''s'\'' "$((6*7))"'
-want=$(env -i HOME=/nonexistent sh -c "$exact")
+want=$(env -i HOME=/nonexistent bash -c "$exact")
 run exact "$exact"
 expect_status exact 0 yes
 expect_out exact "$want"
 if grep -q $'\r' "$out/exact.out"; then problem "exact: stdout has \\r"; fi
 run pid 'echo "pid=$$"; sqlite3 :memory: "select 6*7;"'
 expect_status pid 0 yes
-grep -qx 'pid=1' "$out/pid.out" || problem "pid: \$\$ did not reach the guest's sh (want pid=1)"
+grep -qx 'pid=1' "$out/pid.out" || problem "pid: \$\$ did not reach the guest's bash (want pid=1)"
 grep -qx 42 "$out/pid.out" || problem "pid: sqlite3's 42 is not a plain line on stdout"
 grep -q 'OpenSBI\|^\[kernel\]\|cargo\|mkimage' "$out/pid.out" && problem "pid: boot or build messages on stdout"
 
@@ -118,7 +124,7 @@ run timeout 'echo started; sleep 600' TIMEOUT=25
 # 1 again: make reset-disks blanks them.
 env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL timeout -k 10 300 make --no-print-directory reset-disks DISK_DIR="$DISKS" \
 	>"$out/reset.log" 2>&1 </dev/null || problem "make reset-disks failed (see $out/reset.log)"
-run after-reset 'ls /dbfs /fat | grep -c keep.txt; exit 0'
+run after-reset 'ls /dbfs /fat /root | grep -c keep.txt; exit 0'
 expect_status after-reset 0 yes
 expect_out after-reset 0
 

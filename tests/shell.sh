@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# The console shell, tested as a person uses it: QEMU runs in a tmux pane with busybox sh as
-# init; commands are typed with `tmux send-keys`, the screen is read with `capture-pane`.
-# Checks: a command's output, a pipeline and a redirection onto /dbfs, ^C stopping a running
-# `sleep` (status 130, the prompt back), line editing (backspace, history recall with Up), and
-# `exit 3` ending QEMU with status 3. Every wait is bounded; the session is killed on exit.
+# The console shell, tested as a person uses it: QEMU runs in a tmux pane with the Debian root's
+# first process (Debian's bash as a login shell, in /root); commands are typed with `tmux
+# send-keys`, the screen is read with `capture-pane`. Checks: the prompt, a command's output, a
+# pipeline and a redirection onto /dbfs, ^C stopping a running `sleep` (status 130, the prompt
+# back), line editing (backspace, history recall with Up), ps and /proc, python3, vi (insert,
+# save, quit) and less (a page, then q), and `exit 3` ending QEMU with status 3. Every wait is
+# bounded; the session is killed on exit.
 #
-#   QEMU='qemu-system-riscv64 ...' KPARAMS='init=/bin/sh ...' BUILD=build tests/shell.sh
+#   QEMU='qemu-system-riscv64 ...' KPARAMS='rootfs=dbfs init=...' BUILD=build tests/shell.sh
 set -euo pipefail
 : "${QEMU:?}" "${KPARAMS:?}" "${BUILD:=build}"
 session="dbfs-os-shell-$$"
@@ -31,8 +33,10 @@ wait_for() {
 }
 type_line() { tmux send-keys -t "$session" -l -- "$1"; tmux send-keys -t "$session" Enter; }
 
-# The prompt: "~ #" (root's home is / in /etc/passwd, and ash shows it as ~).
-wait_for "~ #" 120
+# The prompt: Debian's /etc/bash.bashrc sets \u@\h:\w\$; the kernel's node name is dbfs-os.
+wait_for "root@dbfs-os:~#" 180
+type_line 'echo "pwd=$(pwd) home=$HOME path=$PATH"'
+wait_for "pwd=/root home=/root path=/usr/local/sbin:" 20
 type_line 'echo sum=$((40+2))'
 wait_for "sum=42" 20
 type_line 'seq 1 500 | sort -rn | head -2 > /dbfs/shell-test.txt; cat /dbfs/shell-test.txt | tr "\n" " "; echo END'
@@ -52,9 +56,28 @@ tmux send-keys -t "$session" Up Enter
 sleep 2
 [ "$(screen | grep -c '^fixedY$')" -ge 2 ] || { echo "shell test: Up did not recall the line" >&2; screen >&2; exit 1; }
 # ps (procfs): a background sleep shows up with its arguments, and goes away when killed.
-type_line 'sleep 77 & echo "psbefore=$(ps | grep -c "[s]leep 77")"; kill $!; wait; echo "psafter=$(ps | grep -c "[s]leep 77") mounts=$(grep -c "^dbfs /dbfs" /proc/mounts)"'
-wait_for "psbefore=1" 20
-wait_for "psafter=0 mounts=1" 20
+type_line 'sleep 77 & echo "psbefore=$(ps ax | grep -c "[s]leep 77")"; kill $!; wait; echo "psafter=$(ps ax | grep -c "[s]leep 77") mounts=$(grep -c "^dbfs /dbfs" /proc/mounts)"'
+wait_for "psbefore=1" 30
+wait_for "psafter=0 mounts=1" 30
+type_line 'python3 -c "import sys; print(\"py\", 6 * 7, sys.version_info[0])"'
+wait_for "py 42 3" 60
+# vi (vim-tiny): insert a line, leave insert mode, write and quit; the file has the line.
+type_line 'vi /root/vi-test.txt'
+sleep 4
+tmux send-keys -t "$session" -l -- 'ihello from vi'
+tmux send-keys -t "$session" Escape
+sleep 1
+tmux send-keys -t "$session" -l -- ':wq'
+tmux send-keys -t "$session" Enter
+sleep 2
+type_line 'echo "vi=$(cat /root/vi-test.txt)"'
+wait_for "vi=hello from vi" 30
+# less: the first page of a long file, then q brings the prompt back.
+type_line 'seq 1000 2000 > /root/less-test.txt; less /root/less-test.txt'
+wait_for "1010" 30
+tmux send-keys -t "$session" q
+type_line 'echo less-done=$?'
+wait_for "less-done=0" 20
 type_line 'exit 3'
 for ((i = 0; i < 120; i++)); do
 	[ -s "$status_file" ] && break

@@ -23,12 +23,14 @@ pub enum Kind {
     Raw,
 }
 
-/// (disk position, mount point, kind), in mount order after the root.
-pub const TABLE: [(usize, &str, Kind); 4] = [
+/// (disk position, mount point, kind), in mount order after the root. vde is the person's
+/// home disk of `make run` (mk/debian.mk): their /root, kept when the system disk is replaced.
+pub const TABLE: [(usize, &str, Kind); 5] = [
     (0, "/", Kind::Fat32),
     (1, "/fat", Kind::Fat32),
     (2, "/dev/vdc", Kind::Raw),
     (3, "/dbfs", Kind::Dbfs),
+    (4, "/root", Kind::Dbfs),
 ];
 
 /// Mount the root file system (the table's first row, as dbfs with `rootfs=dbfs`); false if

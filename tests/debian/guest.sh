@@ -50,5 +50,40 @@ tar_round_trip() {
 		[ "$(cat /fat/untar/tartest/sub/hi)" = hi ]
 }
 check tar-gzip-dbfs-fat tar_round_trip
+# Job control lines that need no terminal: background jobs, wait for each, their statuses.
+bash_jobs() {
+	(sleep 0.2; exit 3) &
+	local a=$!
+	(exit 5) &
+	local b=$!
+	wait "$b"; local sb=$?
+	wait "$a"; local sa=$?
+	[ "$sa" = 3 ] && [ "$sb" = 5 ] && [ -z "$(jobs -p)" ]
+}
+check bash-background-jobs bash_jobs
+# cp -a of a tree with symlinks, modes, a hard link and times from / to /dbfs and back: stat
+# (type, mode, owner, mtime, link target, link count) and sha256sum agree at every step.
+tree_listing() { # DIR: one line per entry, relative names, sorted
+	(cd "$1" && find . -mindepth 1 -printf '%P %y %m %U:%G %T@ %l %n\n' | sort &&
+		find . -type f -print0 | sort -z | xargs -0 sha256sum)
+}
+cp_a_round_trip() {
+	local src=/root/cp-src
+	rm -rf "$src" /dbfs/cp-a /root/cp-back && mkdir -p "$src/sub/deeper" &&
+		cp -a /usr/share/common-licenses "$src/" && seq 1 20000 >"$src/sub/numbers" &&
+		echo secret >"$src/sub/deeper/private" && chmod 600 "$src/sub/deeper/private" &&
+		chmod 4755 "$src/sub/numbers" && ln -s ../sub/numbers "$src/sub/deeper/link" &&
+		ln -s /etc/hostname "$src/abs-link" && ln "$src/sub/numbers" "$src/hard" &&
+		chown 1:2 "$src/sub/deeper" && touch -d '2001-02-03 04:05:06.789' "$src/sub/numbers" &&
+		cp -a "$src" /dbfs/cp-a && cp -a /dbfs/cp-a /root/cp-back &&
+		diff <(tree_listing "$src") <(tree_listing /dbfs/cp-a) &&
+		diff <(tree_listing "$src") <(tree_listing /root/cp-back) &&
+		[ "$(stat -c %h /dbfs/cp-a/hard)" = 2 ] && rm -rf "$src" /dbfs/cp-a /root/cp-back
+}
+check cp-a-root-dbfs-root cp_a_round_trip
+check sqlite3-integrity bash -c 'rm -f /dbfs/t.db && sqlite3 /dbfs/t.db "create table t(k integer primary key, v text);
+	with recursive n(i) as (select 1 union all select i+1 from n where i < 5000) insert into t(v) select hex(randomblob(40)) from n;
+	create index tv on t(v); delete from t where k % 3 = 0;" &&
+	[ "$(sqlite3 /dbfs/t.db "pragma integrity_check; select count(*) from t;" | tr "\n" " ")" = "ok 3334 " ] && rm /dbfs/t.db'
 check exit-status bash -c '/usr/bin/false; [ $? = 1 ] && /usr/bin/sh -c "exit 7"; [ $? = 7 ]'
 echo "debian: $passed passed, $failed failed"

@@ -1,4 +1,5 @@
-//! devfs: `/dev` with the console, `null`, `zero` and one node per disk (`vda`, `vdb`, ...).
+//! devfs: `/dev` with the console, `null`, `zero`, one node per disk (`vda`, `vdb`, ...), and
+//! Linux's links into procfs: `fd` (to `/proc/self/fd`), `stdin`, `stdout`, `stderr`.
 //!
 //! Disk nodes go straight to the driver (like O_DIRECT): an aligned call is one call to the
 //! request layer (from the user's pages, without a copy; the layer splits it into requests
@@ -38,6 +39,20 @@ struct CharDev {
     kind: Kind,
     ino: u64,
 }
+
+/// A symbolic link with a fixed text.
+struct DevLink {
+    target: &'static str,
+    ino: u64,
+}
+
+/// devfs's links: name, text, inode number.
+const LINKS: [(&str, &str, u64); 4] = [
+    ("fd", "/proc/self/fd", 30),
+    ("stdin", "/proc/self/fd/0", 31),
+    ("stdout", "/proc/self/fd/1", 32),
+    ("stderr", "/proc/self/fd/2", 33),
+];
 
 pub struct DiskNode {
     dev: Arc<dyn BlockDevice>,
@@ -91,6 +106,9 @@ impl DevFs {
                 }),
             ),
         ];
+        for (name, target, ino) in LINKS {
+            entries.push((String::from(name), Arc::new(DevLink { target, ino })));
+        }
         for (i, (name, dev)) in disks.into_iter().enumerate() {
             // Linux's virtio-blk major is dynamic; 254 is what it usually gets.
             let rdev = (254 << 8) | (i as u64 * 16);
@@ -123,6 +141,24 @@ impl FileSystem for DevFs {
             name_max: 255,
             ..Default::default()
         })
+    }
+}
+
+impl Node for DevLink {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn getattr(&self) -> VfsResult<Metadata> {
+        Ok(meta(
+            self.ino,
+            FileType::Symlink,
+            0o777,
+            self.target.len() as u64,
+            0,
+        ))
+    }
+    fn readlink(&self) -> VfsResult<String> {
+        Ok(String::from(self.target))
     }
 }
 

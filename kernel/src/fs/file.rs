@@ -163,6 +163,14 @@ impl FdTable {
         Ok(t)
     }
 
+    /// The open descriptors' numbers, lowest first.
+    pub fn numbers(&self) -> Vec<i32> {
+        (0..self.slots.len())
+            .filter(|&i| self.slots[i].is_some())
+            .map(|i| i as i32)
+            .collect()
+    }
+
     pub fn get(&self, fd: i32) -> Result<Arc<OpenFile>, Errno> {
         usize::try_from(fd)
             .ok()

@@ -19,6 +19,7 @@ mod mount_table;
 mod ops;
 pub mod path;
 pub mod perm;
+pub mod proc_fd;
 pub mod procfs;
 pub mod window_pager;
 mod writeback;

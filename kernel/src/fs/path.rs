@@ -117,6 +117,11 @@ impl Walk {
                         if self.symlinks > MAX_SYMLINKS {
                             return Err(Errno::ELOOP);
                         }
+                        // A /proc/<pid>/fd link leads to the open file, not to its text.
+                        if let Some(target) = super::proc_fd::magic_target(&loc.node) {
+                            self.stack = alloc::vec![target?];
+                            continue;
+                        }
                         let target = loc.node.readlink()?;
                         if target.is_empty() {
                             return Err(Errno::ENOENT);
@@ -150,7 +155,8 @@ pub fn resolve(base: &Loc, path: &str, follow_last: bool) -> Result<Loc, Errno> 
         return Err(Errno::ENOENT);
     }
     let mut w = Walk::start(base, path)?;
-    w.walk(components(path), follow_last)?;
+    // "link/" names what the link points to (Linux follows a last link a slash ends).
+    w.walk(components(path), follow_last || path.ends_with('/'))?;
     let loc = w.top().clone();
     // "file/" names a directory.
     if path.ends_with('/') && !loc.is_dir()? {

@@ -3,7 +3,8 @@
 //!
 //! Layout (a subset of Linux's, same formats):
 //! - `/proc/<pid>/`: `stat` (the 52 fields of proc(5), zeros where we keep nothing),
-//!   `status`, `statm`, `cmdline` (the arguments, each ended by NUL), `comm`, `cwd` (a link);
+//!   `status`, `statm`, `cmdline` (the arguments, each ended by NUL), `comm`, `cwd` (a link),
+//!   `fd/` (a link per open descriptor, followed to the open file itself: `proc_fd.rs`);
 //! - `/proc/self` (a link to the caller's directory), `mounts`, `meminfo`, `uptime`, `stat`,
 //!   `loadavg`, `filesystems`, `version`, `cpuinfo`;
 //! - `/proc/counters` (ours, like Linux's `vmstat`): the kernel's I/O counters since boot
@@ -25,6 +26,7 @@ use core::fmt::Write;
 use vfs::{DirEntry, FileSystem, FileType, Metadata, Node, NodeRef, VfsError, VfsResult};
 
 use super::devfs::{list, meta};
+use super::proc_fd::FdDir;
 use crate::task::ps::PsInfo;
 
 /// Clock ticks per second in `stat` (Linux's USER_HZ, as `times` counts).
@@ -86,6 +88,9 @@ const PID_FILES: [(&str, PidGen, u64); 6] = [
     ("comm", PidGen::Comm, 6),
     ("cwd", PidGen::Cwd, 7),
 ];
+
+/// The low byte of `/proc/<pid>/fd`'s inode number.
+const FD_DIR_INO: u64 = 8;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Gen {
@@ -194,6 +199,12 @@ impl Node for PidDir {
     }
     fn lookup(&self, name: &str) -> VfsResult<NodeRef> {
         info(self.pid)?;
+        if name == "fd" {
+            return Ok(Arc::new(FdDir {
+                pid: self.pid,
+                dir_ino: pid_ino(self.pid, FD_DIR_INO),
+            }));
+        }
         let &(_, what, _) = PID_FILES
             .iter()
             .find(|(n, _, _)| *n == name)
@@ -205,7 +216,7 @@ impl Node for PidDir {
     }
     fn readdir(&self, cookie: u64, sink: &mut dyn FnMut(DirEntry<'_>) -> bool) -> VfsResult<()> {
         info(self.pid)?;
-        let entries: Vec<(String, u64, FileType)> = PID_FILES
+        let mut entries: Vec<(String, u64, FileType)> = PID_FILES
             .iter()
             .map(|&(n, what, k)| {
                 let t = if what == PidGen::Cwd {
@@ -216,6 +227,11 @@ impl Node for PidDir {
                 (String::from(n), pid_ino(self.pid, k), t)
             })
             .collect();
+        entries.push((
+            String::from("fd"),
+            pid_ino(self.pid, FD_DIR_INO),
+            FileType::Directory,
+        ));
         list(cookie, pid_ino(self.pid, 1), &entries, sink)
     }
 }

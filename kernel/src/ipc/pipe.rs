@@ -295,6 +295,27 @@ pub fn new_pipe() -> (Arc<PipeEnd>, Arc<PipeEnd>) {
     (r, w)
 }
 
+impl PipeEnd {
+    /// The FIFO's node in its file system; `None` for a pipe made by pipe2.
+    pub fn fifo_node(&self) -> Option<NodeRef> {
+        self.backing.clone()
+    }
+
+    /// A new end of this pipe2 pipe, for reading and/or writing (an open of
+    /// `/proc/<pid>/fd/<n>`, which on Linux opens the pipe's inode again).
+    pub fn reopen(&self, read: bool, write: bool) -> Arc<PipeEnd> {
+        self.pipe.open_end(read, write);
+        self.pipe.wake_all();
+        Arc::new(PipeEnd {
+            pipe: self.pipe.clone(),
+            read,
+            write,
+            backing: None,
+            fifo_key: None,
+        })
+    }
+}
+
 /// The pipes of FIFOs with an open end, by (mount id, inode).
 static FIFOS: Mutex<BTreeMap<(usize, u64), Weak<Pipe>>> = Mutex::new(BTreeMap::new());
 

@@ -151,7 +151,7 @@ pub fn sys_pipe2(fds: usize, flags: u32) -> SysResult {
 }
 
 /// Open a FIFO found by path: its pipe end, in place of the file system's node.
-pub fn open_fifo(loc: Loc, flags: u32) -> Result<Arc<OpenFile>, Errno> {
+pub fn open_fifo(mut loc: Loc, flags: u32) -> Result<Arc<OpenFile>, Errno> {
     use abi::fcntl::{O_ACCMODE, O_RDONLY, O_RDWR, O_WRONLY};
     let (r, w) = match flags & O_ACCMODE {
         O_RDONLY => (true, false),
@@ -159,6 +159,21 @@ pub fn open_fifo(loc: Loc, flags: u32) -> Result<Arc<OpenFile>, Errno> {
         O_RDWR => (true, true),
         _ => return Err(Errno::EINVAL),
     };
+    // An open end reached through /proc/<pid>/fd: a FIFO is opened again by its node, a
+    // pipe2 pipe gets a new end.
+    if let Some(end) = loc.node.as_any().downcast_ref::<PipeEnd>() {
+        match end.fifo_node() {
+            Some(node) => loc.node = node,
+            None => {
+                let loc = Loc {
+                    node: end.reopen(r, w),
+                    path: loc.path,
+                    mount: loc.mount,
+                };
+                return OpenFile::new(loc, r, w, flags & (O_NONBLOCK | O_ACCMODE));
+            }
+        }
+    }
     let end = pipe::open_fifo(
         loc.node.clone(),
         loc.mount.id,

@@ -1,0 +1,121 @@
+//! `/proc/<pid>/fd`: one entry per open descriptor of the process, each a symbolic link whose
+//! text names the open file (its path, or `pipe:[ino]` for a pipe) and which a path walk does
+//! not read but follows to the open file itself, as Linux's "magic" links do: opening
+//! `/proc/self/fd/3` (or `/dev/fd/3`, a link to it) reaches the file descriptor 3 holds even
+//! when no path names it any more (an unlinked file, a pipe: bash's `<(command)`).
+//!
+//! Only the process itself and root may follow another process's links (Linux asks for
+//! ptrace access, which here is the same rule); listing the directory is allowed to the same.
+
+use alloc::format;
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::any::Any;
+
+use abi::Errno;
+use vfs::{DirEntry, FileType, Metadata, Node, NodeRef, VfsError, VfsResult};
+
+use super::devfs::{list, meta};
+use super::file::OpenFile;
+use super::path::Loc;
+
+/// `/proc/<pid>/fd`, inode `dir_ino` (given by procfs).
+pub struct FdDir {
+    pub pid: usize,
+    pub dir_ino: u64,
+}
+
+/// `/proc/<pid>/fd/<fd>`.
+pub struct FdLink {
+    pid: usize,
+    fd: i32,
+}
+
+fn link_ino(pid: usize, fd: i32) -> u64 {
+    (1 << 40) | ((pid as u64) << 12) | fd as u64
+}
+
+/// The file descriptor `fd` of process `pid` holds, if both exist; EACCES to a caller that is
+/// neither that process's owner nor root.
+fn open_file(pid: usize, fd: i32) -> VfsResult<Arc<OpenFile>> {
+    let owner = crate::task::ps::info(pid).ok_or(VfsError::NotFound)?.uid;
+    let euid = crate::task::with_current(|p| p.cred.euid);
+    if euid != 0 && euid != owner {
+        return Err(VfsError::PermissionDenied);
+    }
+    crate::task::ps::with_files(pid, |t| t.fds().get(fd))
+        .ok_or(VfsError::NotFound)?
+        .map_err(|_| VfsError::NotFound)
+}
+
+/// Where a walk that meets `node` goes instead of reading it as a link: the location of the
+/// open file a `/proc/<pid>/fd/<fd>` link stands for; `None` for every other node.
+pub fn magic_target(node: &NodeRef) -> Option<Result<Loc, Errno>> {
+    let link = node.as_any().downcast_ref::<FdLink>()?;
+    Some(
+        open_file(link.pid, link.fd)
+            .map(|f| f.loc.clone())
+            .map_err(Errno::from),
+    )
+}
+
+impl Node for FdDir {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn getattr(&self) -> VfsResult<Metadata> {
+        let p = crate::task::ps::info(self.pid).ok_or(VfsError::NotFound)?;
+        let mut m = meta(self.dir_ino, FileType::Directory, 0o500, 0, 0);
+        m.uid = p.uid;
+        m.gid = p.gid;
+        Ok(m)
+    }
+    fn lookup(&self, name: &str) -> VfsResult<NodeRef> {
+        let fd: i32 = name.parse().map_err(|_| VfsError::NotFound)?;
+        if name.starts_with('+') || (name.starts_with('0') && name != "0") {
+            return Err(VfsError::NotFound);
+        }
+        open_file(self.pid, fd)?;
+        Ok(Arc::new(FdLink { pid: self.pid, fd }))
+    }
+    fn readdir(&self, cookie: u64, sink: &mut dyn FnMut(DirEntry<'_>) -> bool) -> VfsResult<()> {
+        let fds = crate::task::ps::with_files(self.pid, |t| t.fds().numbers())
+            .ok_or(VfsError::NotFound)?;
+        let entries: Vec<(String, u64, FileType)> = fds
+            .into_iter()
+            .map(|fd| (format!("{fd}"), link_ino(self.pid, fd), FileType::Symlink))
+            .collect();
+        list(cookie, self.dir_ino, &entries, sink)
+    }
+}
+
+impl Node for FdLink {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn getattr(&self) -> VfsResult<Metadata> {
+        let target = self.readlink()?;
+        let p = crate::task::ps::info(self.pid).ok_or(VfsError::NotFound)?;
+        let mut m = meta(
+            link_ino(self.pid, self.fd),
+            FileType::Symlink,
+            0o700,
+            target.len() as u64,
+            0,
+        );
+        m.uid = p.uid;
+        m.gid = p.gid;
+        Ok(m)
+    }
+    fn readlink(&self) -> VfsResult<String> {
+        let f = open_file(self.pid, self.fd)?;
+        let path = &f.loc.path;
+        // Nodes without a name (pipes, sockets) carry a `kind:` path: Linux writes `kind:[ino]`.
+        if path.ends_with(':') {
+            let ino = f.loc.node.getattr().map(|m| m.ino).unwrap_or(0);
+            return Ok(format!("{path}[{ino}]"));
+        }
+        Ok(path.clone())
+    }
+}
