@@ -89,4 +89,4 @@ if [ "$status" != 3 ]; then
 	screen >&2
 	exit 1
 fi
-echo "shell test: ok (output, pipe and redirection, ^C, line editing, ps and /proc, exit status)"
+echo "shell test: ok (prompt in /root, output, pipe and redirection, ^C, line editing, ps and /proc, python3, vi, less, exit status)"

@@ -4,7 +4,9 @@
 //! Layout (a subset of Linux's, same formats):
 //! - `/proc/<pid>/`: `stat` (the 52 fields of proc(5), zeros where we keep nothing),
 //!   `status`, `statm`, `cmdline` (the arguments, each ended by NUL), `comm`, `cwd` (a link),
-//!   `fd/` (a link per open descriptor, followed to the open file itself: `proc_fd.rs`);
+//!   `fd/` (a link per open descriptor, followed to the open file itself: `proc_fd.rs`),
+//!   `mounts` (as `/proc/mounts`: Debian's `/etc/mtab` links to `/proc/self/mounts`),
+//!   `mountinfo` (what coreutils' `df` and util-linux read);
 //! - `/proc/self` (a link to the caller's directory), `mounts`, `meminfo`, `uptime`, `stat`,
 //!   `loadavg`, `filesystems`, `version`, `cpuinfo`;
 //! - `/proc/counters` (ours, like Linux's `vmstat`): the kernel's I/O counters since boot
@@ -80,13 +82,15 @@ const ROOT_FILES: [(&str, Gen, u64); 10] = [
 ];
 
 /// Files of a process directory: name, what, and the low byte of the inode number.
-const PID_FILES: [(&str, PidGen, u64); 6] = [
+const PID_FILES: [(&str, PidGen, u64); 8] = [
     ("stat", PidGen::Stat, 2),
     ("status", PidGen::Status, 3),
     ("statm", PidGen::Statm, 4),
     ("cmdline", PidGen::Cmdline, 5),
     ("comm", PidGen::Comm, 6),
     ("cwd", PidGen::Cwd, 7),
+    ("mounts", PidGen::Mounts, 9),
+    ("mountinfo", PidGen::Mountinfo, 10),
 ];
 
 /// The low byte of `/proc/<pid>/fd`'s inode number.
@@ -114,6 +118,8 @@ enum PidGen {
     Cmdline,
     Comm,
     Cwd,
+    Mounts,
+    Mountinfo,
 }
 
 struct ProcRoot;
@@ -333,6 +339,8 @@ impl Node for PidFile {
             .into_bytes(),
             PidGen::Cmdline => p.cmdline,
             PidGen::Comm => format!("{}\n", p.comm).into_bytes(),
+            PidGen::Mounts => mounts().into_bytes(),
+            PidGen::Mountinfo => mountinfo().into_bytes(),
             PidGen::Cwd => return Err(VfsError::InvalidInput),
         };
         read_text(&text, offset, buf)
@@ -395,6 +403,33 @@ fn mounts() -> String {
         let _ = writeln!(s, "{name} {} {name} rw 0 0", m.path);
     }
     s
+}
+
+/// proc(5)'s mountinfo: mount id, parent's id, st_dev as major:minor (0:id, the `st_dev` of the
+/// mount's files), root within the file system, mount point, options, `-`, type, source, options.
+/// The root's parent is itself.
+fn mountinfo() -> String {
+    let all = super::mounts();
+    let mut s = String::new();
+    for m in &all {
+        let parent = all
+            .iter()
+            .filter(|p| p.id != m.id && is_below(&m.path, &p.path))
+            .max_by_key(|p| p.path.len())
+            .map_or(m.id, |p| p.id);
+        let name = m.fs.fs_name();
+        let _ = writeln!(
+            s,
+            "{} {parent} 0:{} / {} rw,relatime - {name} {name} rw",
+            m.id, m.id, m.path
+        );
+    }
+    s
+}
+
+/// Whether `path` lies below directory `dir` (both canonical).
+fn is_below(path: &str, dir: &str) -> bool {
+    dir == "/" || path.strip_prefix(dir).is_some_and(|r| r.starts_with('/'))
 }
 
 fn meminfo() -> String {

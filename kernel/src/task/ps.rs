@@ -39,7 +39,10 @@ pub fn pids() -> Vec<usize> {
 
 /// Run `f` on process `pid`'s descriptor table (`/proc/<pid>/fd`), if the process exists and
 /// still has one (a zombie's is gone: an empty table then).
-pub fn with_files<R>(pid: usize, f: impl FnOnce(&mut dyn super::files::FileTable) -> R) -> Option<R> {
+pub fn with_files<R>(
+    pid: usize,
+    f: impl FnOnce(&mut dyn super::files::FileTable) -> R,
+) -> Option<R> {
     let p = super::lookup::find(pid)?;
     let mut i = p.inner.lock();
     Some(f(&mut *i.files))

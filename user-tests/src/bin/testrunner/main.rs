@@ -21,6 +21,7 @@
 mod bad_input;
 mod fs_tests;
 mod mmap_tests;
+mod proc_fd_tests;
 mod proc_tests;
 mod statx_tests;
 mod xattr_tests;
@@ -189,6 +190,7 @@ pub const TESTS: &[Test] = &[
     // extended attributes (FAT: EOPNOTSUPP, checked too)
     t("xattr_semantics", xattr_tests::xattr_semantics),
     t("statx_semantics", statx_tests::statx_semantics),
+    t("proc_fd_links", proc_fd_tests::proc_fd_links),
     // processes and memory
     t("getpid_positive", proc_tests::getpid_positive),
     t("fork_exit_wait", proc_tests::fork_exit_wait),
