@@ -79,10 +79,13 @@ debian-root: debian-tree build thirdparty
 # /root, /dbfs and /fat is then gone); home.img is made blank once (the kernel formats it).
 ## person-disks: your disks in DISK_DIR: user-disks plus root.img (the system) and home.img (/root)
 person-disks: debian-root user-disks
-	@if [ ! -f $(DISK_DIR)/root.img ] || [ $(DEBIAN_ROOT) -nt $(DISK_DIR)/root.img ]; then \
-		what=$$([ -f $(DISK_DIR)/root.img ] && echo "refreshed from the new system image" || echo "new"); \
+	@if [ ! -f $(DISK_DIR)/root.img ]; then \
 		cp --sparse=always $(DEBIAN_ROOT) $(DISK_DIR)/root.img.new && mv $(DISK_DIR)/root.img.new $(DISK_DIR)/root.img && \
-		echo "make: $$what system disk $(DISK_DIR)/root.img (/; your /root, /dbfs and /fat are kept)"; fi
+		echo "make: new system disk $(DISK_DIR)/root.img (/), a copy of $(DEBIAN_ROOT)"; \
+	elif [ $(DEBIAN_ROOT) -nt $(DISK_DIR)/root.img ]; then \
+		cp --sparse=always $(DEBIAN_ROOT) $(DISK_DIR)/root.img.new && mv $(DISK_DIR)/root.img.new $(DISK_DIR)/root.img && \
+		echo "make: system disk $(DISK_DIR)/root.img replaced by a copy of $(DEBIAN_ROOT), which changed" \
+			"(your /root, /dbfs and /fat are kept)"; fi
 	@test -f $(DISK_DIR)/home.img || { $(MKIMAGE) blank $(DISK_DIR)/home.img.new --size 256M && \
 		mv $(DISK_DIR)/home.img.new $(DISK_DIR)/home.img && echo "make: new blank dbfs disk $(DISK_DIR)/home.img (/root)"; }
 

@@ -68,6 +68,7 @@ run write 'echo dbfs-data > /dbfs/keep.txt; echo fat-data > /fat/keep.txt; mkdir
 expect_status write 0 yes
 grep -q "new blank dbfs disk $DISKS/dbfs.img" "$out/write.err" || problem "write: no new dbfs disk was made"
 grep -q "new blank dbfs disk $DISKS/home.img" "$out/write.err" || problem "write: no new home disk was made"
+grep -q "new system disk $DISKS/root.img" "$out/write.err" || problem "write: no new system disk was made"
 run again 'cat /etc/keep.txt'
 expect_status again 0 yes
 expect_out again sys-data
@@ -77,7 +78,7 @@ run read 'cat /dbfs/keep.txt /fat/keep.txt /root/keep.txt; wc -l < /dbfs/d/seq; 
 expect_status read 0 yes
 expect_out read $'dbfs-data\nfat-data\nhome-data\n1000\n0'
 grep -q 'new .* disk' "$out/read.err" && problem "read: a disk was made again"
-grep -q "refreshed from the new system image" "$out/read.err" || problem "read: the system disk was not refreshed (the test needs it to be)"
+grep -q "root.img replaced by a copy of" "$out/read.err" || problem "read: the system disk was not refreshed (the test needs it to be)"
 
 # 2 and 3. Byte for byte, plain lines; the host's bash is the reference for the output.
 exact='false; printf "%s\n" "status=$?" '\''single $HOME "dq" \n'\'' "double '\''sq'\'' \\ \$HOME \`x\`" a\ b\\c '\''$(HOME) ${X} %% # ;'\'' "it'\''s" '\''it'\''\'\'''\''s'\'' "$((6*7))"'
