@@ -13,7 +13,7 @@ use abi::Errno;
 use super::addr_space::{AddrSpace, STACK_SIZE, STACK_TOP};
 use super::area::{Access, Area, FileArea, Mapped, Perm};
 use super::elf::{Elf, PF_R, PF_W, PF_X, PHENT, PT_INTERP};
-use super::file_pages::{shared_table, MappedFile};
+use super::file_pages::{shared_table, MappedFile, Running};
 use super::page_table::PteFlags;
 use super::{page_ceil, page_floor, PAGE_SIZE, USER_BASE, USER_END};
 
@@ -91,6 +91,9 @@ impl AddrSpace {
         }
         let bias = if elf.dynamic { ET_DYN_BASE } else { 0 };
         let phdr = elf.phdr_address(bias);
+        if let Ok(key) = prog.file.key() {
+            self.running = Some(Running::new(key)?);
+        }
         let image_end = self.map_segments(&prog, bias)?;
         let entry = (elf.entry as usize).wrapping_add(bias);
         self.map_trampoline_and_vdso()?;

@@ -651,6 +651,48 @@ pub fn truncated_open(f: &dyn MappedFile, size: u64) {
     }
 }
 
+/// How many address spaces run each file as their program (exec's file, not its loader):
+/// such a file may not be opened for writing (ETXTBSY, Linux's `deny_write_access`).
+static RUNNING: Mutex<BTreeMap<FileKey, usize>> = Mutex::new(BTreeMap::new());
+
+/// An address space runs the file `key` as its program while this is held (exec takes it,
+/// fork clones it, exit and the next exec drop it).
+pub struct Running(FileKey);
+
+impl Running {
+    /// The file `key` starts running in one more address space.
+    pub fn new(key: FileKey) -> Result<Running, Errno> {
+        super::heap::admit(PAGE_ENTRY_BYTES)?;
+        *RUNNING.lock().entry(key).or_insert(0) += 1;
+        Ok(Running(key))
+    }
+}
+
+impl Clone for Running {
+    fn clone(&self) -> Running {
+        *RUNNING.lock().entry(self.0).or_insert(0) += 1;
+        Running(self.0)
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let mut running = RUNNING.lock();
+        if let Some(n) = running.get_mut(&self.0) {
+            *n -= 1;
+            if *n == 0 {
+                running.remove(&self.0);
+            }
+        }
+    }
+}
+
+/// Whether some process runs the file `key` as its program: opening it for writing is then
+/// ETXTBSY.
+pub fn is_running(key: FileKey) -> bool {
+    RUNNING.lock().contains_key(&key)
+}
+
 /// Memory is short: drop the clean shared pages no process maps (read again at their next
 /// touch). Returns whether any frame was freed.
 pub fn shrink() -> bool {

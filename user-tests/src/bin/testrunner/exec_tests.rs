@@ -327,3 +327,40 @@ pub fn exec_big_binary(cx: &Ctx) -> TestResult {
         "the 200 MiB program",
     )
 }
+
+/// A program's file may not be opened for writing while a process runs it (ETXTBSY), also
+/// with O_RDWR; reading it may; once the process has exited, writing may again.
+pub fn exec_text_busy(cx: &Ctx) -> TestResult {
+    let path = cx.path("busy");
+    write_program(&path, &read_all(TARGET)?)?;
+    let (r, w) = sys::pipe2(0).what("pipe")?;
+    let (hold_r, hold_w) = sys::pipe2(0).what("pipe")?;
+    let (rs, ws) = (format!("{hold_r}"), format!("{w}"));
+    let pid = sys::fork().what("fork")?;
+    if pid == 0 {
+        let _ = sys::close(r);
+        let _ = sys::close(hold_w);
+        let e = sys::execve(&path, &[&path, "hold", &rs, &ws]);
+        sys::exit(100 + e.0);
+    }
+    let _ = sys::close(w);
+    let _ = sys::close(hold_r);
+    let mut b = [0u8; 1];
+    let ready = sys::read(r, &mut b).unwrap_or(0) == 1;
+    let wr = sys::open(&path, O_WRONLY, 0);
+    let rw = sys::open(&path, O_RDWR, 0);
+    let rd = sys::open(&path, O_RDONLY, 0);
+    let _ = sys::close(hold_w);
+    let _ = sys::close(r);
+    let (_, st) = sys::waitpid(pid).what("wait4")?;
+    for fd in [&wr, &rw, &rd].into_iter().flatten() {
+        let _ = sys::close(*fd);
+    }
+    ensure!(ready, "the program did not start (status {:#x})", st.0);
+    crate::expect_errno(wr, Errno::ETXTBSY, "open O_WRONLY of a running program")?;
+    crate::expect_errno(rw, Errno::ETXTBSY, "open O_RDWR of a running program")?;
+    rd.what("open O_RDONLY of a running program")?;
+    let fd = sys::open(&path, O_WRONLY, 0).what("open O_WRONLY once the program exited")?;
+    let _ = sys::close(fd);
+    Ok(())
+}

@@ -235,6 +235,7 @@ pub const TESTS: &[Test] = &[
     t("exec_truncated_elf", exec_tests::exec_truncated_elf),
     t("exec_interp_path", exec_tests::exec_interp_path),
     t("exec_big_binary", exec_tests::exec_big_binary),
+    t("exec_text_busy", exec_tests::exec_text_busy),
     t(
         "vfork_parent_waits_for_child",
         proc_tests::vfork_parent_waits_for_child,
