@@ -13,7 +13,7 @@ use abi::Errno;
 use super::addr_space::{AddrSpace, STACK_SIZE, STACK_TOP};
 use super::area::{Access, Area, FileArea, Mapped, Perm};
 use super::elf::{Elf, PF_R, PF_W, PF_X, PHENT, PT_INTERP};
-use super::file_pages::{shared_table, MappedFile, Running};
+use super::file_pages::{keep_recent, shared_table, MappedFile, Running};
 use super::page_table::PteFlags;
 use super::{page_ceil, page_floor, PAGE_SIZE, USER_BASE, USER_END};
 
@@ -188,7 +188,11 @@ impl AddrSpace {
             return Err(Errno::ENOEXEC);
         }
         let table = match img.file.key() {
-            Ok(key) => Some((key, shared_table(&**img.file, key)?)),
+            Ok(key) => {
+                let t = shared_table(&**img.file, key)?;
+                keep_recent(&t);
+                Some((key, t))
+            }
             Err(_) => None,
         };
         let mut image_end = 0;

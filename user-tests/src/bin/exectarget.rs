@@ -17,8 +17,9 @@ use user_tests::prelude::*;
 
 /// 4 MiB of read-only data (`.rodata`, in the file): every word the same non-zero value.
 static TABLE: [u64; 512 * 1024] = [0x5a5a_0123_4567_89ab; 512 * 1024];
-/// Initialised writable data (`.data`).
-static mut DATA: [u8; 64] = [0xa5; 64];
+/// Initialised writable data (`.data`): over three pages, so that whole pages of it are
+/// mapped from the file (and copied at the first store) besides the last one.
+static mut DATA: [u8; 3 * 4096 + 64] = [0xa5; 3 * 4096 + 64];
 /// Zero-initialised data (`.bss`), several pages, starting in the page the data ends in.
 static mut BSS: [u8; 3 * 4096 + 123] = [0; 3 * 4096 + 123];
 
