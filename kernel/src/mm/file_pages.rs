@@ -2,8 +2,9 @@
 //!
 //! Every mapping of one file, in every process, private or shared, maps the frames of one
 //! [`SharedFile`]: a table of that file's pages by page index, keyed by (mount, inode) in a
-//! registry of weak references, alive while some area maps the file. There is one copy of each
-//! such page, so:
+//! registry of weak references, alive while some area maps the file (and, for the programs
+//! exec ran and the libraries mapped executable most recently, afterwards: [`keep_recent`]).
+//! exec maps programs this way too (`elf_loader`). There is one copy of each such page, so:
 //! - read(2) of the file copies the resident pages over what the file system returned
 //!   ([`overlay_read`]); write(2) copies what it wrote into the resident pages
 //!   ([`update_after_write`]); truncation drops the pages past the new end and zeroes the
