@@ -292,7 +292,7 @@ extern "C" fn rust_main(_hartid: usize, dtb: usize) -> ! {
             &params.init,
             argv,
             alloc::boxed::Box::new(files),
-            fs::read_whole_file,
+            fs::open_exec,
         )
     });
     if let Err(e) = started {

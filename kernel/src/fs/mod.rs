@@ -25,5 +25,5 @@ pub mod window_pager;
 mod writeback;
 
 pub use mount_table::{mount_at, mounts};
-pub use ops::{create, mount, read_whole_file};
+pub use ops::{create, mount, open_exec};
 pub use writeback::{register_periodic, sync_all, sync_and_power_off, tick};

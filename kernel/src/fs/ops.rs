@@ -1,8 +1,7 @@
 //! Path operations boot, exec and the system calls share (fs layer): mount a file system,
-//! create a node with Linux's permission rules, read a whole program file.
+//! create a node with Linux's permission rules, open a program for execve.
 
 use alloc::sync::Arc;
-use alloc::vec::Vec;
 
 use abi::Errno;
 use vfs::FileSystem;
@@ -53,24 +52,21 @@ pub fn create(
     })
 }
 
-/// Read a whole regular file (for execve).
-pub fn read_whole_file(cwd: &str, path: &str) -> Result<Vec<u8>, Errno> {
+/// Open a program for execve: a regular file the caller may execute (EACCES otherwise),
+/// opened for reading (whatever its read permission: exec maps it, the program cannot read
+/// it through this). Only its headers are read; its segments are mapped from its pages.
+pub fn open_exec(
+    cwd: &str,
+    path: &str,
+) -> Result<Arc<dyn crate::mm::file_pages::MappedFile>, Errno> {
     let base = path::Loc::from_path(cwd)?;
     let loc = path::resolve(&base, path, true)?;
     let meta = loc.node.getattr()?;
-    match meta.ftype {
-        vfs::FileType::Regular => {}
-        vfs::FileType::Directory => return Err(Errno::EACCES),
-        _ => return Err(Errno::EACCES),
+    if meta.ftype != vfs::FileType::Regular {
+        return Err(Errno::EACCES);
     }
     perm::check_meta(&perm::cred(), &meta, perm::MAY_EXEC)?;
-    let size = usize::try_from(meta.size).map_err(|_| Errno::EFBIG)?;
-    if size > 64 << 20 {
-        return Err(Errno::E2BIG);
-    }
-    // A user can exec a large file: the buffer is reserved fallibly (ENOMEM, not an abort).
-    let mut buf = crate::mm::heap::try_zeroed(size)?;
-    let done = vfs::read_fully(&*loc.node, 0, &mut buf)?;
-    buf.truncate(done);
-    Ok(buf)
+    let file: Arc<dyn crate::mm::file_pages::MappedFile> =
+        super::file::OpenFile::new(loc, true, false, 0)?;
+    Ok(file)
 }

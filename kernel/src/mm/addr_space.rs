@@ -45,6 +45,8 @@ pub struct AddrSpace {
     pub(super) frames: BTreeMap<usize, Mapped>,
     pub(super) brk_start: usize,
     pub(super) brk: usize,
+    /// The program file this space runs (writing to it is ETXTBSY while this is held).
+    pub(super) running: Option<super::file_pages::Running>,
 }
 
 impl AddrSpace {
@@ -55,6 +57,7 @@ impl AddrSpace {
             frames: BTreeMap::new(),
             brk_start: 0,
             brk: 0,
+            running: None,
         })
     }
 
@@ -75,6 +78,7 @@ impl AddrSpace {
         self.areas.clear();
         self.brk_start = 0;
         self.brk = 0;
+        self.running = None;
     }
 
     pub(super) fn area_of(&self, va: usize) -> Option<Area> {
@@ -769,6 +773,7 @@ impl AddrSpace {
         child.areas = self.areas.clone();
         child.brk_start = self.brk_start;
         child.brk = self.brk;
+        child.running = self.running.clone();
         // Private pages become copy-on-write in both spaces: this one loses write permission
         // on them now (one TLB flush for all), the child maps the same frames read-only.
         let own: Vec<usize> = self

@@ -1,18 +1,21 @@
 //! Loading a program into a fresh address space (mm layer): an ELF executable's segments
 //! (static, PIE at [`ET_DYN_BASE`], and a dynamic program's `PT_INTERP` loader below the
-//! mmap area's top), copied in from the image the caller read, and the initial
+//! mmap area's top), mapped from the file's page cache as Linux maps them, and the initial
 //! stack (argv, envp, the auxiliary vector) the program starts with. The task layer's exec
-//! reads the file and calls these.
+//! opens the file, reads its headers (`elf`) and calls these.
 
 use alloc::string::String;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use abi::Errno;
 
 use super::addr_space::{AddrSpace, STACK_SIZE, STACK_TOP};
-use super::area::{Access, Mapped, Perm};
+use super::area::{Access, Area, FileArea, Mapped, Perm};
+use super::elf::{Elf, PF_R, PF_W, PF_X, PHENT, PT_INTERP};
+use super::file_pages::{keep_recent, shared_table, MappedFile, Running};
 use super::page_table::PteFlags;
-use super::{page_ceil, page_floor, PAGE_SIZE};
+use super::{page_ceil, page_floor, PAGE_SIZE, USER_BASE, USER_END};
 
 /// Where a position-independent (`ET_DYN`) executable is loaded (two thirds of the way up,
 /// as Linux's `ELF_ET_DYN_BASE`).
@@ -41,145 +44,79 @@ pub struct AuxIds {
     pub egid: u32,
 }
 
-/// The interpreter path a dynamically linked executable names in `PT_INTERP`, if any.
-/// A malformed entry (shorter than 2 bytes, longer than `PATH_MAX`, outside the file, not
-/// NUL-terminated, not UTF-8) is ENOEXEC, as Linux.
-pub fn interp_path(image: &[u8]) -> Result<Option<String>, Errno> {
-    use xmas_elf::program::Type;
-    let Ok(elf) = xmas_elf::ElfFile::new(image) else {
-        return Ok(None); // load_elf reports the bad header
-    };
-    let Some(ph) = elf
-        .program_iter()
-        .find(|ph| ph.get_type() == Ok(Type::Interp))
-    else {
-        return Ok(None);
-    };
-    let (off, len) = (ph.offset() as usize, ph.file_size() as usize);
-    if !(2..=4096).contains(&len) {
-        return Err(Errno::ENOEXEC);
-    }
-    let bytes = off
-        .checked_add(len)
-        .and_then(|end| image.get(off..end))
-        .ok_or(Errno::ENOEXEC)?;
-    let (last, path) = bytes.split_last().ok_or(Errno::ENOEXEC)?;
-    if *last != 0 || path.contains(&0) {
-        return Err(Errno::ENOEXEC);
-    }
-    let path = core::str::from_utf8(path).map_err(|_| Errno::ENOEXEC)?;
-    Ok(Some(String::from(path)))
+/// An executable to load: its open file (kept open by the areas that map it) and headers.
+pub struct Image<'a> {
+    pub file: &'a Arc<dyn MappedFile>,
+    pub elf: &'a Elf,
 }
 
-/// A parsed RISC-V 64-bit ELF image and whether it is position independent (`ET_DYN`);
-/// anything else (another machine or class, not `ET_EXEC`/`ET_DYN`) is ENOEXEC.
-fn parse(image: &[u8]) -> Result<(xmas_elf::ElfFile<'_>, bool), Errno> {
-    use xmas_elf::header::Type as EType;
-    let elf = xmas_elf::ElfFile::new(image).map_err(|_| Errno::ENOEXEC)?;
-    let h = &elf.header;
-    if h.pt1.class() != xmas_elf::header::Class::SixtyFour
-        || h.pt2.machine().as_machine() != xmas_elf::header::Machine::RISC_V
-    {
-        return Err(Errno::ENOEXEC);
-    }
-    let dynamic = match h.pt2.type_().as_type() {
-        EType::Executable => false,
-        EType::SharedObject => true,
-        _ => return Err(Errno::ENOEXEC),
-    };
-    Ok((elf, dynamic))
+/// One `PT_LOAD` segment, placed: `[va, va + memsz)` in memory, the first `filesz` bytes
+/// from the file at `off`, the rest zero.
+struct Segment {
+    va: usize,
+    memsz: usize,
+    filesz: usize,
+    off: u64,
+    perm: Perm,
 }
 
-/// The page-aligned span `[lowest, highest)` of an image's `PT_LOAD` segments (unbiased).
-fn load_span(elf: &xmas_elf::ElfFile<'_>) -> Result<(usize, usize), Errno> {
-    use xmas_elf::program::Type;
-    let (mut lo, mut hi) = (usize::MAX, 0usize);
-    for ph in elf.program_iter() {
-        if ph.get_type() != Ok(Type::Load) || ph.mem_size() == 0 {
-            continue;
-        }
-        let va = ph.virtual_addr() as usize;
-        let end = va
-            .checked_add(ph.mem_size() as usize)
-            .ok_or(Errno::ENOEXEC)?;
-        lo = lo.min(page_floor(va));
-        hi = hi.max(page_ceil(end));
+impl Segment {
+    fn end(&self) -> usize {
+        self.va + self.memsz
     }
-    if lo >= hi {
-        return Err(Errno::ENOEXEC);
-    }
-    Ok((lo, hi))
 }
 
-/// User address of the program headers (AT_PHDR): `PT_PHDR`'s, else where the `PT_LOAD`
-/// segment holding them puts them.
-fn phdr_address(
-    elf: &xmas_elf::ElfFile<'_>,
-    bias: usize,
-    phoff: usize,
-    phent: usize,
-    phnum: usize,
-) -> usize {
-    use xmas_elf::program::Type;
-    let mut phdr = 0;
-    for ph in elf.program_iter() {
-        if ph.get_type() == Ok(Type::Phdr) {
-            phdr = (ph.virtual_addr() as usize).wrapping_add(bias);
-        } else if ph.get_type() == Ok(Type::Load)
-            && phdr == 0
-            && (ph.offset() as usize) <= phoff
-            && phoff.saturating_add(phent.saturating_mul(phnum))
-                <= ph.offset().saturating_add(ph.file_size()) as usize
-        {
-            phdr = (ph.virtual_addr() as usize)
-                .wrapping_add(bias)
-                .wrapping_add(phoff - ph.offset() as usize);
-        }
-    }
-    phdr
-}
+/// Most bytes the loader copies through the heap at once (segment bytes that cannot be
+/// mapped from the file's pages).
+const COPY_CHUNK: usize = 64 << 10;
 
 impl AddrSpace {
     /// Load an ELF executable (`ET_EXEC`, or a PIE / static-PIE `ET_DYN`, which is placed at
     /// [`ET_DYN_BASE`]); maps the signal trampoline and the vDSO and reserves the stack.
-    /// `interp` is the image of the program's `PT_INTERP` loader (see [`interp_path`]), which
-    /// must then be given: it is placed as Linux places it (like an mmap, top down below the
-    /// mmap area's top, clear of everything mapped) and the program starts at its entry.
-    /// A bad program is ENOEXEC; a bad interpreter is ELIBBAD.
-    pub fn load_elf(&mut self, image: &[u8], interp: Option<&[u8]>) -> Result<ElfInfo, Errno> {
-        let (elf, dynamic) = parse(image)?;
-        let has_interp = elf
-            .program_iter()
-            .any(|ph| ph.get_type() == Ok(xmas_elf::program::Type::Interp));
+    /// `interp` is the program's `PT_INTERP` loader (see [`Elf::interp_path`]), which must
+    /// then be given: it is placed as Linux places it (like an mmap, top down below the mmap
+    /// area's top, clear of everything mapped) and the program starts at its entry.
+    /// A bad program is ENOEXEC; a bad interpreter is ELIBBAD. The segments are mapped from
+    /// the files' pages (see [`Self::map_segments`]): nothing is read here but the bytes
+    /// that share a page with another segment or with the bss.
+    pub fn load_elf(
+        &mut self,
+        prog: Image<'_>,
+        interp: Option<Image<'_>>,
+    ) -> Result<ElfInfo, Errno> {
+        let elf = prog.elf;
+        let has_interp = elf.phdrs.iter().any(|p| p.ptype == PT_INTERP);
         if has_interp != interp.is_some() {
             return Err(Errno::ENOEXEC);
         }
-        let bias = if dynamic { ET_DYN_BASE } else { 0 };
-        let h = &elf.header;
-        let phoff = h.pt2.ph_offset() as usize;
-        let phent = h.pt2.ph_entry_size() as usize;
-        let phnum = h.pt2.ph_count() as usize;
-        let phdr = phdr_address(&elf, bias, phoff, phent, phnum);
-        let image_end = self.load_segments(&elf, image, bias)?;
-        let entry = (h.pt2.entry_point() as usize).wrapping_add(bias);
+        let bias = if elf.dynamic { ET_DYN_BASE } else { 0 };
+        let phdr = elf.phdr_address(bias);
+        if let Ok(key) = prog.file.key() {
+            self.running = Some(Running::new(key)?);
+        }
+        let image_end = self.map_segments(&prog, bias)?;
+        let entry = (elf.entry as usize).wrapping_add(bias);
         self.map_trampoline_and_vdso()?;
         let (base, start) = match interp {
-            Some(interp_image) => {
-                let interp_bias = self.load_interp(interp_image).map_err(|e| {
+            Some(interp) => {
+                let interp_bias = self.load_interp(&interp).map_err(|e| {
                     log::info!("execve: bad program interpreter ({e:?})");
-                    Errno::ELIBBAD
+                    match e {
+                        Errno::ENOMEM => Errno::ENOMEM,
+                        _ => Errno::ELIBBAD,
+                    }
                 })?;
-                let (ielf, _) = parse(interp_image).map_err(|_| Errno::ELIBBAD)?;
-                let ientry = (ielf.header.pt2.entry_point() as usize).wrapping_add(interp_bias);
+                let ientry = (interp.elf.entry as usize).wrapping_add(interp_bias);
                 (interp_bias, ientry)
             }
             None => (0, entry),
         };
-        // Re-apply final permissions to pages populated while copying.
+        // Re-apply final permissions to pages populated while copying (the loader writes
+        // with write permission); a file page keeps its clean (read-only) view.
         let pages: Vec<(usize, PteFlags)> = self
             .frames
-            .keys()
-            .filter_map(|&va| self.area_of(va).map(|a| (va, a.perm.pte())))
+            .iter()
+            .filter_map(|(&va, m)| self.area_of(va).map(|a| (va, a.pte_of(va, Some(m)))))
             .collect();
         self.pt.set_flags_many(pages);
         self.brk_start = image_end;
@@ -188,8 +125,8 @@ impl AddrSpace {
         Ok(ElfInfo {
             entry,
             phdr,
-            phent,
-            phnum,
+            phent: PHENT,
+            phnum: elf.phdrs.len(),
             base,
             start,
         })
@@ -198,78 +135,159 @@ impl AddrSpace {
     /// Load a program interpreter (an `ET_DYN` image, or `ET_EXEC` at its own addresses)
     /// and return its load bias. An `ET_DYN` one goes where a top-down mmap of its whole
     /// span would go, so it overlaps neither the program nor the vDSO.
-    fn load_interp(&mut self, image: &[u8]) -> Result<usize, Errno> {
-        let (elf, dynamic) = parse(image)?;
-        let bias = if dynamic {
-            let (lo, hi) = load_span(&elf)?;
+    fn load_interp(&mut self, interp: &Image<'_>) -> Result<usize, Errno> {
+        let bias = if interp.elf.dynamic {
+            let (lo, hi) = interp.elf.load_span()?;
             self.free_gap_top_down(hi - lo)? - lo
         } else {
             0
         };
-        self.load_segments(&elf, image, bias)?;
+        self.map_segments(interp, bias)?;
         Ok(bias)
     }
 
-    /// Map an image's `PT_LOAD` segments at `bias` and copy their file bytes in; returns the
-    /// page-aligned end of the highest segment.
-    fn load_segments(
-        &mut self,
-        elf: &xmas_elf::ElfFile<'_>,
-        image: &[u8],
-        bias: usize,
-    ) -> Result<usize, Errno> {
-        use xmas_elf::program::Type;
-        let mut image_end = 0;
-        for ph in elf.program_iter() {
-            if ph.get_type() != Ok(Type::Load) || ph.mem_size() == 0 {
-                continue;
-            }
-            let va = (ph.virtual_addr() as usize)
-                .checked_add(bias)
-                .ok_or(Errno::ENOEXEC)?;
-            let memsz = ph.mem_size() as usize;
-            let filesz = ph.file_size() as usize;
-            let off = ph.offset() as usize;
-            let end = va.checked_add(memsz).ok_or(Errno::ENOEXEC)?;
-            if filesz > memsz || off.checked_add(filesz).is_none_or(|e| e > image.len()) {
+    /// Map an image's `PT_LOAD` segments at `bias`, as Linux does (`elf_load`): the whole
+    /// pages of a segment's file bytes are a private mapping of the file (its pages are the
+    /// file's page cache, shared by every process running it, read at their first touch;
+    /// a store copies the page), the bss past them anonymous zero pages. A page the file
+    /// bytes share with the bss (its tail is zero, not the file's next bytes) or with
+    /// another segment is a page of its own into which the bytes are copied now, and so is
+    /// every page of a file that cannot be mapped (no key) or of a segment whose address
+    /// and offset disagree within a page. Returns the page-aligned end of the highest segment.
+    fn map_segments(&mut self, img: &Image<'_>, bias: usize) -> Result<usize, Errno> {
+        let elf = img.elf;
+        let mut segs: Vec<Segment> = Vec::new();
+        for p in elf.loads() {
+            let va = (p.vaddr as usize).checked_add(bias).ok_or(Errno::ENOEXEC)?;
+            let (memsz, filesz) = (p.memsz as usize, p.filesz as usize);
+            // The file bytes must exist: a truncated program is ENOEXEC (Linux would map
+            // past the end of the file and fault later).
+            if filesz > memsz
+                || va.checked_add(memsz).is_none_or(|e| e > USER_END)
+                || va < USER_BASE
+                || p.offset.checked_add(p.filesz).is_none_or(|e| e > elf.size)
+            {
                 return Err(Errno::ENOEXEC);
             }
             let mut perm = Perm::empty();
-            if ph.flags().is_read() {
-                perm |= Perm::R;
-            }
-            if ph.flags().is_write() {
-                perm |= Perm::W;
-            }
-            if ph.flags().is_execute() {
-                perm |= Perm::X;
-            }
-            let (start, stop) = (page_floor(va), page_ceil(end));
-            // Segments may share a page boundary; extend an existing area's permissions.
-            let mut s = start;
-            while s < stop {
-                if let Some(a) = self.area_of(s) {
-                    let a_end = a.end;
-                    self.areas.get_mut(&a.start).ok_or(Errno::ENOEXEC)?.perm |= perm;
-                    s = a_end;
-                } else {
-                    let next = self
-                        .areas
-                        .range(s..)
-                        .next()
-                        .map_or(stop, |(&k, _)| k.min(stop));
-                    self.add_area(s, next, perm).map_err(|_| Errno::ENOEXEC)?;
-                    s = next;
+            for (bit, pm) in [(PF_R, Perm::R), (PF_W, Perm::W), (PF_X, Perm::X)] {
+                if p.flags & bit != 0 {
+                    perm |= pm;
                 }
             }
-            self.copy_to_user(va, &image[off..off + filesz])
-                .map_err(|_| Errno::ENOEXEC)?;
-            image_end = image_end.max(stop);
+            segs.push(Segment {
+                va,
+                memsz,
+                filesz,
+                off: p.offset,
+                perm,
+            });
         }
-        if image_end == 0 {
+        segs.sort_by_key(|s| s.va);
+        if segs.is_empty() || segs.windows(2).any(|w| w[0].end() > w[1].va) {
             return Err(Errno::ENOEXEC);
         }
+        let table = match img.file.key() {
+            Ok(key) => {
+                let t = shared_table(&**img.file, key)?;
+                keep_recent(&t);
+                Some((key, t))
+            }
+            Err(_) => None,
+        };
+        let mut image_end = 0;
+        for k in 0..segs.len() {
+            let s = &segs[k];
+            let (vstart, vend) = (page_floor(s.va), page_ceil(s.end()));
+            let file_end = s.va + s.filesz;
+            let shares_prev = k > 0 && page_ceil(segs[k - 1].end()) > vstart;
+            let shares_next = segs.get(k + 1).is_some_and(|n| page_floor(n.va) < vend);
+            // Whole file pages [fstart, fend), mapped from the file.
+            let (fstart, fend) = match &table {
+                Some(_)
+                    if s.filesz > 0 && s.va % PAGE_SIZE == (s.off % PAGE_SIZE as u64) as usize =>
+                {
+                    let fstart = if shares_prev { page_ceil(s.va) } else { vstart };
+                    let tail = file_end % PAGE_SIZE != 0;
+                    let fend = if tail && (s.memsz > s.filesz || shares_next) {
+                        page_floor(file_end)
+                    } else {
+                        page_ceil(file_end)
+                    };
+                    (fstart, fend.max(fstart))
+                }
+                _ => (vstart, vstart),
+            };
+            if fstart < fend {
+                let (key, t) = table.as_ref().ok_or(Errno::ENOEXEC)?;
+                let off0 = s.off - (s.va - fstart) as u64;
+                let mut fa = FileArea::new(img.file.clone(), *key, t.clone(), true, off0);
+                fa.va0 = fstart;
+                self.insert_area(Area {
+                    file: Some(fa),
+                    ..Area::new(fstart, fend, s.perm)
+                })
+                .map_err(|_| Errno::ENOEXEC)?;
+            }
+            // Anonymous pages: [vstart, fstart) and [fend, vend). A page shared with the
+            // previous segment is its area already: it gets this segment's permissions too.
+            let mut a = vstart;
+            if shares_prev {
+                let prev = self.area_of(vstart).ok_or(Errno::ENOEXEC)?;
+                self.areas.get_mut(&prev.start).ok_or(Errno::ENOEXEC)?.perm |= s.perm;
+                a = vstart + PAGE_SIZE;
+            }
+            for (from, to) in [(a, fstart), (fend.max(a), vend)] {
+                if from >= to {
+                    continue;
+                }
+                // A last page shared with the next segment is an area of its own, so the
+                // next segment's permissions reach that page only.
+                let cut = if shares_next && to == vend && to - from > PAGE_SIZE {
+                    to - PAGE_SIZE
+                } else {
+                    to
+                };
+                self.add_area(from, cut, s.perm)
+                    .map_err(|_| Errno::ENOEXEC)?;
+                if cut < to {
+                    self.add_area(cut, to, s.perm).map_err(|_| Errno::ENOEXEC)?;
+                }
+            }
+            // The file bytes outside [fstart, fend) are copied in.
+            let (file_lo, file_hi) = (s.va, file_end);
+            for (from, to) in [(file_lo, file_hi.min(fstart)), (file_lo.max(fend), file_hi)] {
+                if from < to {
+                    let off = s.off + (from - s.va) as u64;
+                    self.copy_from_file(img.file.node(), off, from, to - from)?;
+                }
+            }
+            image_end = image_end.max(vend);
+        }
         Ok(image_end)
+    }
+
+    /// Copy `len` bytes of `node` at `off` to user address `va` (in areas of this space).
+    fn copy_from_file(
+        &mut self,
+        node: &vfs::NodeRef,
+        mut off: u64,
+        mut va: usize,
+        mut len: usize,
+    ) -> Result<(), Errno> {
+        let mut buf = super::heap::try_zeroed(len.min(COPY_CHUNK))?;
+        while len > 0 {
+            let n = len.min(buf.len());
+            if vfs::read_fully(&**node, off, &mut buf[..n])? != n {
+                return Err(Errno::ENOEXEC);
+            }
+            self.copy_to_user(va, &buf[..n])
+                .map_err(|_| Errno::ENOEXEC)?;
+            off += n as u64;
+            va += n;
+            len -= n;
+        }
+        Ok(())
     }
 
     /// The signal trampoline page and a private copy of the vDSO, its data filled in.

@@ -22,6 +22,7 @@
 
 pub mod addr_space;
 pub mod area;
+pub mod elf;
 pub mod elf_loader;
 pub mod file_pages;
 pub mod frame;

@@ -110,6 +110,17 @@ pub fn sys_openat(dirfd: i32, path_ptr: usize, flags: u32, mode: u32) -> SysResu
             _ => {}
         }
     }
+    // A running program's file may not be opened for writing (Linux: ETXTBSY). A file this
+    // open created runs nowhere.
+    if writable && !created && ftype == FileType::Regular && !crate::mm::file_pages::none_mapped() {
+        let key = crate::fs::lock::FileKey {
+            mount: loc.mount.id,
+            ino: loc.node.getattr()?.ino,
+        };
+        if crate::mm::file_pages::is_running(key) {
+            return Err(Errno::ETXTBSY);
+        }
+    }
     if flags & O_TRUNC != 0 && writable && ftype == FileType::Regular {
         let m = loc.node.getattr()?;
         if m.size != 0 {

@@ -86,6 +86,11 @@ fn map_file(
     }
     let key = f.lock_key()?;
     let table = file_pages::shared_table(&*f, key)?;
+    // A shared library's code (the loader maps it private and executable): its pages stay
+    // cached for the next program that maps it, as the programs' own do.
+    if !shared && perm.contains(Perm::X) {
+        file_pages::keep_recent(&table);
+    }
     let area = FileArea::new(f, key, table, !shared, offset as u64);
     with_space(|s| s.mmap_file(addr, len, perm, fixed, area))
 }

@@ -193,7 +193,7 @@ pub fn sys_execve(path_ptr: usize, argv_ptr: usize, envp_ptr: usize) -> SysResul
     }
     let argv = read_str_array(argv_ptr)?;
     let envp = read_str_array(envp_ptr)?;
-    task::exec(&path, argv, envp, crate::fs::read_whole_file)?;
+    task::exec(&path, argv, envp, crate::fs::open_exec)?;
     Ok(0)
 }
 

@@ -1,9 +1,10 @@
-//! Running a program (task layer): execve and the first process. The loader reads the
-//! program through a [`ReadFile`] the caller hands in (the file layer's), follows `#!`
-//! interpreters, and has mm build the new address space.
+//! Running a program (task layer): execve and the first process. exec opens the program
+//! through an [`OpenExec`] the caller hands in (the file layer's), follows `#!`
+//! interpreters, reads the ELF headers and has mm map the program from the file's pages.
 
 use alloc::boxed::Box;
 use alloc::string::String;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::Ordering::Relaxed;
 
@@ -18,6 +19,9 @@ use super::sched::{current_pid, current_ref, wake, with_current, with_thread, yi
 use super::signal;
 use crate::arch::trap::TrapFrame;
 use crate::mm::addr_space::AddrSpace;
+use crate::mm::elf;
+use crate::mm::elf_loader::Image;
+use crate::mm::file_pages::MappedFile;
 
 /// `comm` and `cmdline` of a program run as `path` with `argv`.
 pub(super) fn names_of(path: &str, argv: &[String]) -> (String, Vec<u8>) {
@@ -48,16 +52,17 @@ pub(super) const INIT_ENV: [&str; 7] = [
 /// How many `#!` interpreters may chain (Linux: 4).
 pub(super) const MAX_SHEBANG_DEPTH: usize = 4;
 
-/// The interpreter line of a script (`#!interp [arg]`), if `image` is one.
-pub(super) fn shebang(image: &[u8]) -> Result<Option<(String, Option<String>)>, Errno> {
-    if !image.starts_with(b"#!") {
+/// The interpreter line of a script (`#!interp [arg]`), if `head` (the file's first bytes,
+/// zero past its end) is one.
+pub(super) fn shebang(head: &[u8]) -> Result<Option<(String, Option<String>)>, Errno> {
+    if !head.starts_with(b"#!") {
         return Ok(None);
     }
-    let line_end = image
+    let line_end = head
         .iter()
-        .position(|&b| b == b'\n')
-        .unwrap_or(image.len());
-    let line = &image[2..line_end.min(256)];
+        .position(|&b| b == b'\n' || b == 0)
+        .unwrap_or(head.len());
+    let line = &head[2..line_end];
     let line = core::str::from_utf8(line)
         .map_err(|_| Errno::ENOEXEC)?
         .trim();
@@ -74,10 +79,15 @@ pub(super) fn shebang(image: &[u8]) -> Result<Option<(String, Option<String>)>, 
     )))
 }
 
+/// How many bytes of a program exec reads to tell what it is (Linux's `BINPRM_BUF_SIZE`):
+/// the ELF header, or the `#!` line.
+const HEAD_BYTES: usize = 256;
+
 /// A new address space running the program at `path` (an ELF executable, static or with a
 /// `PT_INTERP` loader, or a `#!` script run by its interpreter): (space, entry, stack pointer).
+/// Only the programs' headers are read; their segments are mapped from the files' pages.
 pub(super) fn load_program(
-    read_file: ReadFile,
+    open_exec: OpenExec,
     cwd: &str,
     path: &str,
     mut argv: Vec<String>,
@@ -85,9 +95,11 @@ pub(super) fn load_program(
     creds: &cred::Cred,
 ) -> Result<(AddrSpace, usize, usize), Errno> {
     let mut path = String::from(path);
-    let mut image = read_file(cwd, &path)?;
+    let mut file = open_exec(cwd, &path)?;
+    let mut head = [0u8; HEAD_BYTES];
+    elf::read_head(file.node(), &mut head)?;
     for depth in 0.. {
-        let Some((interp, arg)) = shebang(&image)? else {
+        let Some((interp, arg)) = shebang(&head)? else {
             break;
         };
         if depth == MAX_SHEBANG_DEPTH {
@@ -98,19 +110,33 @@ pub(super) fn load_program(
         new_argv.push(path.clone());
         new_argv.extend(argv.into_iter().skip(1));
         argv = new_argv;
-        image = read_file(cwd, &interp)?;
+        file = open_exec(cwd, &interp)?;
+        elf::read_head(file.node(), &mut head)?;
         path = interp;
     }
+    let prog = elf::read_headers(file.node(), &head)?;
     // A dynamically linked program: its loader is opened as Linux opens it (relative to
-    // the cwd if the path is relative); a missing one is the read's error (ENOENT).
-    let interp = match crate::mm::elf_loader::interp_path(&image)? {
-        Some(interp_path) => Some(read_file(cwd, &interp_path)?),
+    // the cwd if the path is relative); a missing one is the open's error (ENOENT).
+    let interp = match prog.interp_path(file.node())? {
+        Some(interp_path) => {
+            let ifile = open_exec(cwd, &interp_path)?;
+            elf::read_head(ifile.node(), &mut head)?;
+            let ielf = elf::read_headers(ifile.node(), &head).map_err(|e| {
+                log::info!("execve: bad program interpreter {interp_path} ({e:?})");
+                Errno::ELIBBAD
+            })?;
+            Some((ifile, ielf))
+        }
         None => None,
     };
     let mut space = AddrSpace::new()?;
-    let elf = space.load_elf(&image, interp.as_deref())?;
-    drop(image);
-    drop(interp);
+    let elf = space.load_elf(
+        Image {
+            file: &file,
+            elf: &prog,
+        },
+        interp.as_ref().map(|(file, elf)| Image { file, elf }),
+    )?;
     let ids = crate::mm::elf_loader::AuxIds {
         uid: creds.uid,
         euid: creds.euid,
@@ -121,21 +147,23 @@ pub(super) fn load_program(
     Ok((space, elf.start, sp))
 }
 
-/// How the loader reads a program (or a script's interpreter) whole: `(cwd, path)` to its
-/// bytes. The file layer's, handed in by the caller (exec and boot live above it).
-pub type ReadFile = fn(&str, &str) -> Result<Vec<u8>, Errno>;
+/// How exec opens a program (or a script's interpreter, or a program's loader): `(cwd,
+/// path)` to the file, opened for reading, once the caller may execute it (EACCES for
+/// anything but a regular file). The file layer's, handed in by the caller (exec and boot
+/// live above it).
+pub type OpenExec = fn(&str, &str) -> Result<Arc<dyn MappedFile>, Errno>;
 
 /// Create the first process from the executable at `path`, with descriptors `files`.
 pub fn spawn_init(
     path: &str,
     argv: Vec<String>,
     files: Box<dyn files::FileTable>,
-    read_file: ReadFile,
+    open_exec: OpenExec,
 ) -> Result<(), Errno> {
     let env: Vec<String> = INIT_ENV.iter().map(|s| String::from(*s)).collect();
     let (comm, cmdline) = names_of(path, &argv);
     let (space, entry, sp) =
-        load_program(read_file, "/", path, argv, &env, &cred::Cred::default())?;
+        load_program(open_exec, "/", path, argv, &env, &cred::Cred::default())?;
     let kstack = new_kstack()?;
     let tf = Box::new(TrapFrame::new_user(entry, sp, kstack_top(&kstack)));
     let inner = ProcInner {
@@ -188,16 +216,16 @@ pub(super) fn de_thread() -> Result<(), Errno> {
     }
 }
 
-/// Replace the current program (execve), its file read by `read_file`.
+/// Replace the current program (execve), its file opened by `open_exec`.
 pub fn exec(
     path: &str,
     argv: Vec<String>,
     envp: Vec<String>,
-    read_file: ReadFile,
+    open_exec: OpenExec,
 ) -> Result<(), Errno> {
     let (cwd, creds) = with_current(|p| (p.cwd.clone(), p.cred.clone()));
     let (comm, cmdline) = names_of(path, &argv);
-    let (space, entry, sp) = load_program(read_file, &cwd, path, argv, &envp, &creds)?;
+    let (space, entry, sp) = load_program(open_exec, &cwd, path, argv, &envp, &creds)?;
     // The point of no return: Linux also kills the other threads only once the new image
     // has loaded.
     de_thread()?;

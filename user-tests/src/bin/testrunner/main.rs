@@ -19,6 +19,7 @@
 #![no_main]
 
 mod bad_input;
+mod exec_tests;
 mod fs_tests;
 mod mmap_tests;
 mod proc_fd_tests;
@@ -225,6 +226,18 @@ pub const TESTS: &[Test] = &[
         proc_tests::wait_no_children_echild,
     ),
     t("execve_missing_enoent", proc_tests::execve_missing_enoent),
+    t(
+        "exec_shares_text_frames",
+        exec_tests::exec_shares_text_frames,
+    ),
+    t(
+        "exec_data_private_bss_zero",
+        exec_tests::exec_data_private_bss_zero,
+    ),
+    t("exec_truncated_elf", exec_tests::exec_truncated_elf),
+    t("exec_interp_path", exec_tests::exec_interp_path),
+    t("exec_big_binary", exec_tests::exec_big_binary),
+    t("exec_text_busy", exec_tests::exec_text_busy),
     t(
         "vfork_parent_waits_for_child",
         proc_tests::vfork_parent_waits_for_child,
