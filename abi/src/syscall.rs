@@ -57,6 +57,8 @@ pub const SYS_FACCESSAT: usize = 48;
 pub const SYS_CHDIR: usize = 49;
 /// `fchmodat`: change the permission bits of a path.
 pub const SYS_FCHMODAT: usize = 53;
+/// `fchmodat2`: fchmodat with flags (AT_SYMLINK_NOFOLLOW, AT_EMPTY_PATH), Linux 6.6.
+pub const SYS_FCHMODAT2: usize = 452;
 /// `openat`: open (or create) a file and answer a new descriptor.
 pub const SYS_OPENAT: usize = 56;
 /// `close`: release a descriptor.

@@ -222,6 +222,20 @@ pub fn sys_fchmodat(dirfd: i32, path_ptr: usize, mode: u32) -> SysResult {
     chmod(&path::resolve(&base(dirfd, &path)?, &path, true)?, mode)
 }
 
+/// fchmodat2 (Linux 6.6): fchmodat with flags. AT_EMPTY_PATH names the descriptor itself;
+/// with AT_SYMLINK_NOFOLLOW a symbolic link is not changed (Linux: EOPNOTSUPP, links have no
+/// mode of their own).
+pub fn sys_fchmodat2(dirfd: i32, path_ptr: usize, mode: u32, flags: u32) -> SysResult {
+    if flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let loc = loc_at(dirfd, path_ptr, flags)?;
+    if flags & AT_SYMLINK_NOFOLLOW != 0 && loc.node.ftype()? == vfs::FileType::Symlink {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    chmod(&loc, mode)
+}
+
 pub fn sys_utimensat(dirfd: i32, path_ptr: usize, times_ptr: usize, flags: u32) -> SysResult {
     const UTIME_NOW: i64 = (1 << 30) - 1;
     const UTIME_OMIT: i64 = (1 << 30) - 2;

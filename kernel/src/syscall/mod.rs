@@ -78,6 +78,7 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
         SYS_FCHDIR => namespace::sys_fchdir(a[0] as i32),
         SYS_FCHMOD => attr::sys_fchmod(a[0] as i32, a[1] as u32),
         SYS_FCHMODAT => attr::sys_fchmodat(a[0] as i32, a[1], a[2] as u32),
+        SYS_FCHMODAT2 => attr::sys_fchmodat2(a[0] as i32, a[1], a[2] as u32, a[3] as u32),
         SYS_OPENAT => fs::sys_openat(a[0] as i32, a[1], a[2] as u32, a[3] as u32),
         SYS_CLOSE => fs::sys_close(a[0] as i32),
         SYS_GETDENTS64 => fs::sys_getdents64(a[0] as i32, a[1], a[2]),

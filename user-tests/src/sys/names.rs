@@ -119,6 +119,24 @@ pub fn readlink(path: &str) -> SysResult<String> {
     })
 }
 
+/// `fchmodat2(dirfd, path, mode, flags)` (Linux 6.6: fchmodat with AT_SYMLINK_NOFOLLOW and
+/// AT_EMPTY_PATH).
+pub fn fchmodat2(dirfd: Fd, path: &str, mode: u32, flags: u32) -> SysResult<()> {
+    with_cstr(path, |p| {
+        // SAFETY: `p` is NUL-terminated.
+        check(unsafe {
+            syscall4(
+                SYS_FCHMODAT2,
+                dirfd as usize,
+                p as usize,
+                mode as usize,
+                flags as usize,
+            )
+        })
+        .map(|_| ())
+    })
+}
+
 /// `fchmodat(dirfd, path, mode)` (the Linux syscall has no flags argument).
 pub fn fchmodat(dirfd: Fd, path: &str, mode: u32) -> SysResult<()> {
     with_cstr(path, |p| {

@@ -19,6 +19,7 @@
 #![no_main]
 
 mod bad_input;
+mod chmod_tests;
 mod exec_tests;
 mod fs_tests;
 mod mmap_tests;
@@ -192,6 +193,11 @@ pub const TESTS: &[Test] = &[
     t("xattr_semantics", xattr_tests::xattr_semantics),
     t("statx_semantics", statx_tests::statx_semantics),
     t("proc_fd_links", proc_fd_tests::proc_fd_links),
+    needs(
+        "fchmodat2_semantics",
+        chmod_tests::fchmodat2_semantics,
+        Needs::Chmod,
+    ),
     // processes and memory
     t("getpid_positive", proc_tests::getpid_positive),
     t("fork_exit_wait", proc_tests::fork_exit_wait),
