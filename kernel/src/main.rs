@@ -287,14 +287,16 @@ extern "C" fn rust_main(_hartid: usize, dtb: usize) -> ! {
         periodic: fs::tick,
         power_off: fs::sync_and_power_off,
     });
-    let started = fs::file::FdTable::with_console().and_then(|files| {
-        task::spawn_init(
-            &params.init,
-            argv,
-            alloc::boxed::Box::new(files),
-            fs::open_exec,
-        )
-    });
+    let started = fs::path::Loc::from_path("/dev/console")
+        .and_then(fs::file::FdTable::with_console)
+        .and_then(|files| {
+            task::spawn_init(
+                &params.init,
+                argv,
+                alloc::boxed::Box::new(files),
+                fs::open_exec,
+            )
+        });
     if let Err(e) = started {
         println!("[kernel] cannot start {}: {}", params.init, e);
         shutdown(2);

@@ -10,7 +10,7 @@ use alloc::vec::Vec;
 
 use abi::Errno;
 
-use super::path::Loc;
+use super::mount_table::Loc;
 use crate::mm::file_pages::FileKey;
 use crate::sync::Mutex;
 use crate::task::files::{ClosingFiles, FileTable};
@@ -152,12 +152,11 @@ pub struct FdTable {
 pub const MAX_FDS: usize = 1024;
 
 impl FdTable {
-    /// Descriptors 0, 1, 2 on the console.
-    pub fn with_console() -> Result<FdTable, Errno> {
-        let loc = super::path::resolve(&Loc::root()?, "/dev/console", true)?;
+    /// Descriptors 0, 1, 2 on the console (`console`: where `/dev/console` resolves).
+    pub fn with_console(console: Loc) -> Result<FdTable, Errno> {
         let mut t = FdTable::default();
         for fd in 0..3 {
-            let f = OpenFile::new(loc.clone(), fd == 0, fd != 0, 0)?;
+            let f = OpenFile::new(console.clone(), fd == 0, fd != 0, 0)?;
             t.install_at(fd, f, false);
         }
         Ok(t)

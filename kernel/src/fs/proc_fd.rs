@@ -18,7 +18,7 @@ use vfs::{DirEntry, FileType, Metadata, Node, NodeRef, VfsError, VfsResult};
 
 use super::devfs::{list, meta};
 use super::file::OpenFile;
-use super::path::Loc;
+use super::mount_table::Loc;
 
 /// `/proc/<pid>/fd`, inode `dir_ino` (given by procfs).
 pub struct FdDir {
