@@ -42,12 +42,13 @@ bench: images
 	@echo "results: $(BUILD)/bench-results.txt; tables and charts: $(REPORT)/;" \
 		"instructions per call (-icount): $(BUILD)/syscost-icount.txt"
 
-# The Debian root's programs (tests/debian/run-figures.sh, which boots a copy of the root with
-# tests/debian/exec-figures.sh): 50 fork+exec+exit of Debian's dynamically linked /usr/bin/true
-# and of a static busybox true, `python3 -c pass` three times, the memory 20 running `sleep`s take.
+# The Debian root's programs (tests/debian/exec-figures.sh on a copy of the root, mk/debian.mk):
+# 50 fork+exec+exit of Debian's dynamically linked /usr/bin/true and of our static busybox
+# true, `python3 -c pass` three times, the memory 20 running `sleep`s take.
 ## bench-debian: exec of dynamic and static programs, python3 start-up, 20 sleeps' memory (ICOUNT=1: instructions)
 bench-debian: debian-root kernel images
-	tests/debian/run-figures.sh $(KERNEL) $(if $(filter 1,$(ICOUNT)),icount) | tee $(BUILD)/bench-debian.txt
+	$(call debian_script,bench-debian,tests/debian/exec-figures.sh,$(QEMU_BASE),/root/exec-figures.sh) \
+		| tr -d '\r' | grep -E '^FIGURE|PANIC' | tee $(BUILD)/bench-debian.txt
 
 # Instructions of one system call (docs/BENCHMARKS.md, "One 4 KiB pread against the floor"):
 # -icount for this boot only; SYSCOST_CALLS calls per loop; SYSCOST_OPTS more options of

@@ -98,16 +98,20 @@ run-debian: debian-root kernel images
 	timeout --foreground -k 10 $(TIMEOUT) $(call debian_qemu,$(BUILD)/debian-run.img,$(QEMU_BASE)) \
 		-append "$(DEBIAN_PARAMS)$(if $(CMD), -- -c '$$quoted')"
 
-# A copy of the Debian root with tests/debian/guest.sh as /root/guest.sh, fresh disks, bash
-# running the script; the script prints `debian: N passed, N failed`.
+# $(call debian_script,NAME,FILES,QEMU,LINE): a fresh copy of the Debian root
+# (build/debian-NAME.img) with FILES put into /root, booted with QEMU (a command line on
+# fresh disks), the first process running LINE; the console goes to build/NAME.log too.
+debian_script = cp --sparse=always $(DEBIAN_ROOT) $(BUILD)/debian-$(1).img && \
+	rm -rf $(BUILD)/debian/$(1)-stage && mkdir -p $(BUILD)/debian/$(1)-stage && \
+	cp $(2) $(BUILD)/debian/$(1)-stage/ && \
+	$(DBFS_FUSE) import $(BUILD)/debian-$(1).img $(BUILD)/debian/$(1)-stage --dir /root >/dev/null && \
+	timeout --foreground -k 10 900 $(call debian_qemu,$(BUILD)/debian-$(1).img,$(3)) \
+		-append "$(DEBIAN_PARAMS) -- $(4)" | tee $(BUILD)/$(1).log
+
+# tests/debian/guest.sh prints `debian: N passed, N failed`.
 ## test-debian: Debian's bash, coreutils, python3, sqlite3, tar/gzip on the Debian root (minutes)
 test-debian: debian-root kernel images
-	cp --sparse=always $(DEBIAN_ROOT) $(BUILD)/debian-test.img
-	rm -rf $(BUILD)/debian/test-stage && mkdir -p $(BUILD)/debian/test-stage
-	cp tests/debian/guest.sh $(BUILD)/debian/test-stage/guest.sh
-	$(DBFS_FUSE) import $(BUILD)/debian-test.img $(BUILD)/debian/test-stage --dir /root
-	timeout --foreground -k 10 900 $(call debian_qemu,$(BUILD)/debian-test.img,$(QEMU_BASE)) \
-		-append "$(DEBIAN_PARAMS) -- /root/guest.sh" | tee $(BUILD)/test-debian.log
+	$(call debian_script,test-debian,tests/debian/guest.sh,$(QEMU_BASE),/root/guest.sh)
 	@grep -Eq '^debian: [0-9]+ passed, 0 failed' $(BUILD)/test-debian.log || \
 		{ echo "test-debian: no clean 'debian: N passed, 0 failed' line"; exit 1; }
 
