@@ -1,6 +1,18 @@
 //! Linux riscv64 syscall numbers (asm-generic unistd.h) that dbfs-os implements or knows of.
 //! A number not handled by the kernel returns -ENOSYS.
 
+/// `io_setup`: make a native AIO context (a completion ring mapped into the caller).
+pub const SYS_IO_SETUP: usize = 0;
+/// `io_destroy`: tear an AIO context down (its ring is unmapped).
+pub const SYS_IO_DESTROY: usize = 1;
+/// `io_submit`: start an array of AIO requests (`struct iocb`).
+pub const SYS_IO_SUBMIT: usize = 2;
+/// `io_cancel`: cancel a request still in flight.
+pub const SYS_IO_CANCEL: usize = 3;
+/// `io_getevents`: reap completions, waiting for at least `min_nr` until a timeout.
+pub const SYS_IO_GETEVENTS: usize = 4;
+/// `io_pgetevents`: `io_getevents` with a signal mask for the wait.
+pub const SYS_IO_PGETEVENTS: usize = 292;
 /// `setxattr`: set an extended attribute of a path (following symlinks).
 pub const SYS_SETXATTR: usize = 5;
 /// `lsetxattr`: set an extended attribute of a path itself (a symlink is not followed).

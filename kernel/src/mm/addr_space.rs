@@ -20,6 +20,7 @@ use alloc::vec::Vec;
 
 use abi::Errno;
 
+use super::aio_ring::{AioContexts, AioRing};
 use super::area::{anon_area, Access, Area, FileArea, Mapped, Perm, SharedAnon, AREA_BYTES};
 use super::file_pages::{FileKey, SharedFile};
 use super::frame::{self, Frame};
@@ -45,6 +46,8 @@ pub struct AddrSpace {
     pub(super) frames: BTreeMap<usize, Mapped>,
     pub(super) brk_start: usize,
     pub(super) brk: usize,
+    /// Its native AIO contexts (`io_setup`): released with the space, never forked.
+    pub aio: AioContexts,
 }
 
 impl AddrSpace {
@@ -55,6 +58,7 @@ impl AddrSpace {
             frames: BTreeMap::new(),
             brk_start: 0,
             brk: 0,
+            aio: Default::default(),
         })
     }
 
@@ -70,6 +74,7 @@ impl AddrSpace {
     /// Unmap and free all user memory (exit), allocating nothing; the space stays usable
     /// (empty).
     pub fn clear(&mut self) {
+        self.aio.clear();
         self.pt.clear_user();
         self.frames.clear();
         self.areas.clear();
@@ -477,6 +482,21 @@ impl AddrSpace {
         }
     }
 
+    /// `io_setup(nr_events)`: a native AIO context whose ring is mapped here (read-write,
+    /// where `mmap` would put it); its id is the ring's address.
+    pub fn aio_setup(&mut self, nr_events: u32) -> Result<Arc<AioRing>, Errno> {
+        let mut ring = AioRing::new(nr_events)?;
+        let len = ring.len;
+        let base = self.attach_shared(None, len, Perm::R | Perm::W, false, ring.pages())?;
+        if let Err(e) = ring.place(base) {
+            let _ = self.munmap(base, len);
+            return Err(e);
+        }
+        let ring = Arc::new(ring);
+        self.aio.insert(ring.clone());
+        Ok(ring)
+    }
+
     /// Undo the `attach_shared` that mapped `obj`-sharing areas starting at `addr` (`shmdt`):
     /// every area of that attachment goes. `EINVAL` if no attachment starts at `addr`.
     pub fn detach_shared(&mut self, addr: usize) -> Result<(), Errno> {
@@ -767,6 +787,16 @@ impl AddrSpace {
         crate::mm::heap::admit(self.areas.len() * AREA_BYTES)?;
         let mut child = AddrSpace::new()?;
         child.areas = self.areas.clone();
+        // AIO rings stay with this space (Linux's VM_DONTCOPY): the child maps none of them.
+        let rings: Vec<(usize, usize)> = self
+            .areas
+            .values()
+            .filter(|a| a.shared.as_ref().is_some_and(|(o, _)| self.aio.holds(o)))
+            .map(|a| (a.start, a.end))
+            .collect();
+        for &(start, _) in &rings {
+            child.areas.remove(&start);
+        }
         child.brk_start = self.brk_start;
         child.brk = self.brk;
         // Private pages become copy-on-write in both spaces: this one loses write permission
@@ -794,6 +824,9 @@ impl AddrSpace {
             let Some(m) = m.share() else {
                 continue;
             };
+            if rings.iter().any(|&(start, end)| (start..end).contains(&va)) {
+                continue;
+            }
             let flags = child
                 .area_of(va)
                 .map_or(Perm::R.pte(), |a| a.pte_of(va, Some(&m)));

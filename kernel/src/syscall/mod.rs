@@ -4,6 +4,7 @@
 //! value (`-errno` on error); an unknown number is `-ENOSYS`. Handlers are `sys_<name>`,
 //! grouped by subsystem. Every user pointer goes through `mm::uaccess`.
 
+mod aio;
 mod args;
 mod attr;
 mod fd;
@@ -31,6 +32,14 @@ use args::SysResult;
 pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
     crate::counters::add_syscall();
     let r: SysResult = match num {
+        SYS_IO_SETUP => changing_space(|| aio::sys_io_setup(a[0] as u32, a[1])),
+        SYS_IO_DESTROY => changing_space(|| aio::sys_io_destroy(a[0])),
+        SYS_IO_SUBMIT => aio::sys_io_submit(a[0], a[1] as isize, a[2]),
+        SYS_IO_CANCEL => aio::sys_io_cancel(a[0], a[1], a[2]),
+        SYS_IO_GETEVENTS => aio::sys_io_getevents(a[0], a[1] as isize, a[2] as isize, a[3], a[4]),
+        SYS_IO_PGETEVENTS => {
+            aio::sys_io_pgetevents(a[0], a[1] as isize, a[2] as isize, a[3], a[4], a[5])
+        }
         SYS_SETXATTR => xattr::sys_setxattr(a[0], a[1], a[2], a[3], a[4] as u32, true),
         SYS_LSETXATTR => xattr::sys_setxattr(a[0], a[1], a[2], a[3], a[4] as u32, false),
         SYS_FSETXATTR => xattr::sys_fsetxattr(a[0] as i32, a[1], a[2], a[3], a[4] as u32),

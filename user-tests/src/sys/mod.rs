@@ -8,8 +8,10 @@
 //! One module per subsystem, all re-exported here: `marshal` (the descriptor and result types,
 //! the errno check and the path copy every wrapper uses), `files` (calls on open files and
 //! their paths), `names` (the name space), `process` (time and processes), `memory` (mappings),
-//! `file` ([`File`]), `dir` (directory listing) and `xattr` (extended attributes).
+//! `file` ([`File`]), `dir` (directory listing), `xattr` (extended attributes) and `aio`
+//! (native AIO).
 
+mod aio;
 mod dir;
 mod file;
 mod files;
@@ -19,6 +21,7 @@ mod names;
 mod process;
 mod xattr;
 
+pub use aio::*;
 pub use dir::*;
 pub use file::*;
 pub use files::*;

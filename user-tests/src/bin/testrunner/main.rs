@@ -18,6 +18,7 @@
 #![no_std]
 #![no_main]
 
+mod aio_tests;
 mod bad_input;
 mod fs_tests;
 mod mmap_tests;
@@ -266,6 +267,12 @@ pub const TESTS: &[Test] = &[
         "mmap_read_around_random_order",
         mmap_tests::mmap_read_around_random_order,
     ),
+    // native AIO (io_setup, io_submit, io_getevents, io_cancel, io_destroy)
+    t("aio_read_write_events", aio_tests::aio_read_write_events),
+    t("aio_errors", aio_tests::aio_errors),
+    t("aio_limits", aio_tests::aio_limits),
+    t("aio_getevents_timeout", aio_tests::aio_getevents_timeout),
+    t("aio_not_inherited", aio_tests::aio_not_inherited),
     // bad input must fail cleanly
     t("efault_null_buffer", bad_input::efault_null_buffer),
     t(
