@@ -23,16 +23,21 @@ debian-deps:
 debian-tree: debian-deps | $(BUILD)
 	BUILD=$(BUILD) tools/debian/build-tree.sh
 
-$(DEBIAN_ROOT): $(DEBIAN_TREE) $(DBFS_FUSE)
-	rm -rf $(BUILD)/debian/root && mkdir -p $(BUILD)/debian/root
-	tar -xpf $(DEBIAN_TREE) --numeric-owner -C $(BUILD)/debian/root
-	mkdir -p $(BUILD)/debian/root/fat $(BUILD)/debian/root/dbfs $(BUILD)/debian/root/proc \
-		$(BUILD)/debian/root/dev
+# $(call debian_image,TREE): the recipe of a dbfs image ($@) holding the Debian tree TREE, unpacked
+# as root in $@.root (owners, modes and device nodes kept) with the mount points the kernel uses.
+define debian_image
+	rm -rf $@.root && mkdir -p $@.root
+	tar -xpf $(1) --numeric-owner -C $@.root
+	mkdir -p $@.root/fat $@.root/dbfs $@.root/proc $@.root/dev
 	rm -f $@.tmp
 	$(DBFS_FUSE) mkfs $@.tmp --size $(DEBIAN_SIZE)
-	$(DBFS_FUSE) import $@.tmp $(BUILD)/debian/root
+	$(DBFS_FUSE) import $@.tmp $@.root
 	mv $@.tmp $@
-	rm -rf $(BUILD)/debian/root
+	rm -rf $@.root
+endef
+
+$(DEBIAN_ROOT): $(DEBIAN_TREE) $(DBFS_FUSE)
+	$(call debian_image,$(DEBIAN_TREE))
 
 ## debian-root: build/debian-root.img, the Debian tree on dbfs (DEBIAN_SIZE, default 2G sparse)
 debian-root: debian-tree deps
@@ -59,4 +64,37 @@ test-debian: debian-root kernel images
 	@grep -Eq '^debian: [0-9]+ passed, 0 failed' $(BUILD)/test-debian.log || \
 		{ echo "test-debian: no clean 'debian: N passed, 0 failed' line"; exit 1; }
 
-.PHONY: debian-deps debian-tree debian-root run-debian test-debian
+# gcc in the guest: a root of its own with the default packages and GCC_DEBS, its tree cached in
+# build/debian-gcc (tools/debian/build-tree.sh DEBIAN_OUT) and its image in
+# build/debian-gcc-root.img, so neither replaces the default ones. gcc only recommends
+# libc6-dev (the C library's headers and crt files), which mmdebstrap does not install by
+# itself: it is named too.
+GCC_DEBS := +gcc,+libc6-dev
+DEBIAN_GCC_TREE := $(BUILD)/debian-gcc/tree.tar
+DEBIAN_GCC_ROOT := $(BUILD)/debian-gcc-root.img
+
+$(DEBIAN_GCC_ROOT): $(DEBIAN_GCC_TREE) $(DBFS_FUSE)
+	$(call debian_image,$(DEBIAN_GCC_TREE))
+
+## debian-gcc-root: build/debian-gcc-root.img, the Debian root with gcc and libc6-dev (cached apart)
+debian-gcc-root: debian-deps deps | $(BUILD)
+	BUILD=$(BUILD) DEBIAN_OUT=$(BUILD)/debian-gcc DEBS=$(GCC_DEBS)$(if $(DEBS),$(comma)$(DEBS)) \
+		tools/debian/build-tree.sh
+	$(CARGO) build --release -p dbfs-fuse
+	@$(MAKE) --no-print-directory $(DEBIAN_GCC_ROOT)
+
+# A copy of the gcc root with tests/debian/gcc.sh as /root/gcc.sh, fresh disks; the script
+# compiles C programs with gcc -O2 in the guest, runs them and prints `gcc: N passed, N failed`
+# (and each compile's time). Not part of `make test`: the first tree build downloads gcc.
+## test-gcc: gcc -O2 in the guest on the DEBS=+gcc root: compile, link (make, ar) and run C programs
+test-gcc: debian-gcc-root kernel images
+	cp --sparse=always $(DEBIAN_GCC_ROOT) $(BUILD)/debian-gcc-test.img
+	rm -rf $(BUILD)/debian-gcc/test-stage && mkdir -p $(BUILD)/debian-gcc/test-stage
+	cp tests/debian/gcc.sh $(BUILD)/debian-gcc/test-stage/gcc.sh
+	$(DBFS_FUSE) import $(BUILD)/debian-gcc-test.img $(BUILD)/debian-gcc/test-stage --dir /root
+	timeout --foreground -k 10 1800 $(call debian_qemu,$(BUILD)/debian-gcc-test.img,$(QEMU_BASE)) \
+		-append "$(DEBIAN_PARAMS) -- /root/gcc.sh" | tee $(BUILD)/test-gcc.log
+	@grep -Eq '^gcc: [0-9]+ passed, 0 failed' $(BUILD)/test-gcc.log || \
+		{ echo "test-gcc: no clean 'gcc: N passed, 0 failed' line"; exit 1; }
+
+.PHONY: debian-deps debian-tree debian-root run-debian test-debian debian-gcc-root test-gcc

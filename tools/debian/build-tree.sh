@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # build-tree.sh: the guest's Debian userland, as a tar of a Debian 13 (trixie) riscv64 tree.
 #
-#   tools/debian/build-tree.sh            build (or find cached) $BUILD/debian/tree.tar
+#   tools/debian/build-tree.sh            build (or find cached) $DEBIAN_OUT/tree.tar
 #
 # The packages: tools/debian/packages.txt, changed for one build by DEBS (comma-separated:
 # `+gcc` or `gcc` adds a package, `-fio` leaves one out). mmdebstrap downloads them from
@@ -19,8 +19,9 @@
 # that a first `make run` downloads and writes less. `apt-get install` in the guest keeps
 # those rules.
 #
-# Environment: BUILD (default build), DEBS, SUITE (default trixie). Needs root (chroot,
-# mknod, binfmt_misc).
+# Environment: BUILD (default build), DEBS, SUITE (default trixie), DEBIAN_OUT (the cache
+# folder, default $BUILD/debian: `make test-gcc` keeps its gcc tree in $BUILD/debian-gcc, so
+# the default tree and it do not replace each other). Needs root (chroot, mknod, binfmt_misc).
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -29,7 +30,7 @@ cd "$repo"
 BUILD=$(mkdir -p "${BUILD:-build}" && cd "${BUILD:-build}" && pwd)
 SUITE=${SUITE:-trixie}
 DEBS=${DEBS:-}
-OUT="$BUILD/debian"
+OUT=${DEBIAN_OUT:-$BUILD/debian}
 
 log() { printf '== debian: %s\n' "$*" >&2; }
 die() {
