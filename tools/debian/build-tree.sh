@@ -85,7 +85,9 @@ fi
 # qemu-user for the maintainer scripts.
 # shellcheck source=tools/thirdparty/binfmt-riscv64.sh
 . "$repo/tools/thirdparty/binfmt-riscv64.sh"
-binfmt_riscv64_for_run dbfs-os-debian-riscv64
+# An entry of this run's own: builds running at once (other checkouts) must not remove each
+# other's entry halfway (their maintainer scripts then fail with "Exec format error").
+binfmt_riscv64_for_run "dbfs-os-debian-riscv64-$$"
 cleanup=$binfmt_cleanup
 # shellcheck disable=SC2064
 trap "$cleanup" EXIT
