@@ -13,6 +13,16 @@ pub const SYS_IO_CANCEL: usize = 3;
 pub const SYS_IO_GETEVENTS: usize = 4;
 /// `io_pgetevents`: `io_getevents` with a signal mask for the wait.
 pub const SYS_IO_PGETEVENTS: usize = 292;
+/// `getsockname`: the address a socket is bound to.
+pub const SYS_GETSOCKNAME: usize = 204;
+/// `getpeername`: the address of a connected socket's peer.
+pub const SYS_GETPEERNAME: usize = 205;
+/// `mincore`: which pages of a mapped range are in memory.
+pub const SYS_MINCORE: usize = 232;
+/// `riscv_hwprobe`: what the RISC-V harts implement (ISA extensions, clock, address space).
+pub const SYS_RISCV_HWPROBE: usize = 258;
+/// `clone3`: clone with a `struct clone_args` (glibc's posix_spawn and pthread_create try it first).
+pub const SYS_CLONE3: usize = 435;
 /// `setxattr`: set an extended attribute of a path (following symlinks).
 pub const SYS_SETXATTR: usize = 5;
 /// `lsetxattr`: set an extended attribute of a path itself (a symlink is not followed).

@@ -839,6 +839,28 @@ impl AddrSpace {
     }
 }
 
+impl AddrSpace {
+    /// mincore: one byte per page of [start, end) (page-aligned), 1 when the page is in
+    /// memory: mapped here, or a page its file's table holds (Linux looks at the page cache
+    /// for file mappings). ENOMEM if a page lies outside every area.
+    pub fn mincore(&self, start: usize, end: usize) -> Result<Vec<u8>, Errno> {
+        let mut out = Vec::with_capacity((end - start) / PAGE_SIZE);
+        let mut va = start;
+        while va < end {
+            let a = self.area_of(va).ok_or(Errno::ENOMEM)?;
+            while va < a.end.min(end) {
+                let in_file = a
+                    .file
+                    .as_ref()
+                    .is_some_and(|fa| fa.table.holds(fa.index(va)));
+                out.push(u8::from(self.frames.contains_key(&va) || in_file));
+                va += PAGE_SIZE;
+            }
+        }
+        Ok(out)
+    }
+}
+
 /// A private copy of a file page (a private mapping's first store to it).
 fn copy_of(f: &Frame) -> Result<Frame, Errno> {
     let mut own = frame::alloc_reclaiming().ok_or(Errno::ENOMEM)?;

@@ -8,8 +8,8 @@
 //! One module per subsystem, all re-exported here: `marshal` (the descriptor and result types,
 //! the errno check and the path copy every wrapper uses), `files` (calls on open files and
 //! their paths), `names` (the name space), `process` (time and processes), `memory` (mappings),
-//! `file` ([`File`]), `dir` (directory listing), `xattr` (extended attributes) and `aio`
-//! (native AIO).
+//! `file` ([`File`]), `dir` (directory listing), `xattr` (extended attributes), `aio`
+//! (native AIO) and `socket` (Unix-domain socket names).
 
 mod aio;
 mod dir;
@@ -19,6 +19,7 @@ mod marshal;
 mod memory;
 mod names;
 mod process;
+mod socket;
 mod xattr;
 
 pub use aio::*;
@@ -29,4 +30,5 @@ pub use marshal::{Fd, SysResult};
 pub use memory::*;
 pub use names::*;
 pub use process::*;
+pub use socket::*;
 pub use xattr::*;

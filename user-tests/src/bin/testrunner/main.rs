@@ -24,6 +24,7 @@ mod fs_tests;
 mod mmap_tests;
 mod proc_tests;
 mod statx_tests;
+mod toolchain_tests;
 mod xattr_tests;
 
 use user_tests::abi::stat::MSDOS_SUPER_MAGIC;
@@ -273,6 +274,11 @@ pub const TESTS: &[Test] = &[
     t("aio_limits", aio_tests::aio_limits),
     t("aio_getevents_timeout", aio_tests::aio_getevents_timeout),
     t("aio_not_inherited", aio_tests::aio_not_inherited),
+    // what glibc, gcc and bash call besides: clone3, mincore, socket names, riscv_hwprobe
+    t("clone3_semantics", toolchain_tests::clone3_semantics),
+    t("mincore_semantics", toolchain_tests::mincore_semantics),
+    t("socket_names", toolchain_tests::socket_names),
+    t("riscv_hwprobe_keys", toolchain_tests::riscv_hwprobe_keys),
     // bad input must fail cleanly
     t("efault_null_buffer", bad_input::efault_null_buffer),
     t(
