@@ -53,7 +53,7 @@ run-debian: debian-root kernel user-disks
 
 # A copy of the Debian root with tests/debian/guest.sh as /root/guest.sh, fresh disks, bash
 # running the script; the script prints `debian: N passed, N failed`.
-## test-debian: Debian's bash, ls, python3, sqlite3, sort, tar/gzip on the Debian root (minutes)
+## test-debian: Debian's bash, ls, python3, sqlite3, sort, tar/gzip, fio (psync, libaio) on the Debian root (minutes)
 test-debian: debian-root kernel images
 	cp --sparse=always $(DEBIAN_ROOT) $(BUILD)/debian-test.img
 	rm -rf $(BUILD)/debian/test-stage && mkdir -p $(BUILD)/debian/test-stage
