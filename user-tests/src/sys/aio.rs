@@ -84,3 +84,27 @@ pub fn io_cancel_raw(ctx: u64, iocb: usize, result: usize) -> SysResult<()> {
     // SAFETY: the kernel checks both pointers (EFAULT).
     check(unsafe { syscall3(SYS_IO_CANCEL, ctx as usize, iocb, result) }).map(|_| ())
 }
+
+/// `io_pgetevents(ctx, min_nr, nr, events, timeout, usig)`: `usig` is the address of
+/// `{ const sigset_t *sigmask; size_t sigsetsize; }` (0: none).
+pub fn io_pgetevents_raw(
+    ctx: u64,
+    min_nr: isize,
+    nr: isize,
+    events: usize,
+    timeout: usize,
+    usig: usize,
+) -> SysResult<usize> {
+    // SAFETY: the kernel checks every pointer (EFAULT); a mask only blocks signals meanwhile.
+    check(unsafe {
+        syscall6(
+            SYS_IO_PGETEVENTS,
+            ctx as usize,
+            min_nr as usize,
+            nr as usize,
+            events,
+            timeout,
+            usig,
+        )
+    })
+}

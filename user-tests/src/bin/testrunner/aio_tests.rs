@@ -392,7 +392,8 @@ pub fn aio_limits(cx: &Ctx) -> TestResult {
 }
 
 /// io_getevents waits for min_nr events until its timeout, returns at once with min_nr 0 or
-/// a zero timeout, and gives what it has when the time runs out.
+/// a zero timeout, and gives what it has when the time runs out; io_pgetevents checks its
+/// signal-mask argument.
 pub fn aio_getevents_timeout(cx: &Ctx) -> TestResult {
     let ctx = sys::io_setup(4).what("io_setup")?;
     let t0 = now_ns();
@@ -409,6 +410,26 @@ pub fn aio_getevents_timeout(cx: &Ctx) -> TestResult {
         waited >= 45_000_000 && quick < 45_000_000,
         "timeout 50 ms waited {waited} ns (no-wait calls took {quick} ns)"
     );
+    // io_pgetevents: a mask for the wait; its size must be a sigset_t's, its address good.
+    let mask = 0u64;
+    let zero = [0i64; 2];
+    let mut evs = [0u8; 4 * IO_EVENT_SIZE];
+    let (ev_at, tmo) = (evs.as_mut_ptr() as usize, zero.as_ptr() as usize);
+    let sig_ok: [usize; 2] = [&mask as *const u64 as usize, 8];
+    let sig_bad: [usize; 2] = [&mask as *const u64 as usize, 4];
+    let n = sys::io_pgetevents_raw(ctx, 1, 4, ev_at, tmo, sig_ok.as_ptr() as usize)
+        .what("io_pgetevents with a mask")?;
+    ensure!(n == 0, "io_pgetevents found {n} events in an empty ring");
+    expect_errno(
+        sys::io_pgetevents_raw(ctx, 1, 4, ev_at, tmo, sig_bad.as_ptr() as usize),
+        Errno::EINVAL,
+        "io_pgetevents with a 4-byte sigset",
+    )?;
+    expect_errno(
+        sys::io_pgetevents_raw(ctx, 1, 4, ev_at, tmo, 8),
+        Errno::EFAULT,
+        "io_pgetevents with usig at 8",
+    )?;
     // One event ready, two wanted: the timeout returns the one.
     let path = cx.path("t");
     put_file_rw(&path)?;
