@@ -71,6 +71,7 @@ errnos! {
     EOPNOTSUPP = 95, "Operation not supported";
     EAFNOSUPPORT = 97, "Address family not supported by protocol";
     EADDRINUSE = 98, "Address already in use";
+    ENOTCONN = 107, "Transport endpoint is not connected";
     ETIMEDOUT = 110, "Connection timed out";
     ECONNREFUSED = 111, "Connection refused";
     EUCLEAN = 117, "Structure needs cleaning";

@@ -8,6 +8,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod aio;
 pub mod bench;
 pub mod errno;
 pub mod fcntl;

@@ -1,6 +1,28 @@
 //! Linux riscv64 syscall numbers (asm-generic unistd.h) that dbfs-os implements or knows of.
 //! A number not handled by the kernel returns -ENOSYS.
 
+/// `io_setup`: make a native AIO context (a completion ring mapped into the caller).
+pub const SYS_IO_SETUP: usize = 0;
+/// `io_destroy`: tear an AIO context down (its ring is unmapped).
+pub const SYS_IO_DESTROY: usize = 1;
+/// `io_submit`: start an array of AIO requests (`struct iocb`).
+pub const SYS_IO_SUBMIT: usize = 2;
+/// `io_cancel`: cancel a request still in flight.
+pub const SYS_IO_CANCEL: usize = 3;
+/// `io_getevents`: reap completions, waiting for at least `min_nr` until a timeout.
+pub const SYS_IO_GETEVENTS: usize = 4;
+/// `io_pgetevents`: `io_getevents` with a signal mask for the wait.
+pub const SYS_IO_PGETEVENTS: usize = 292;
+/// `getsockname`: the address a socket is bound to.
+pub const SYS_GETSOCKNAME: usize = 204;
+/// `getpeername`: the address of a connected socket's peer.
+pub const SYS_GETPEERNAME: usize = 205;
+/// `mincore`: which pages of a mapped range are in memory.
+pub const SYS_MINCORE: usize = 232;
+/// `riscv_hwprobe`: what the RISC-V harts implement (ISA extensions, clock, address space).
+pub const SYS_RISCV_HWPROBE: usize = 258;
+/// `clone3`: clone with a `struct clone_args` (glibc's posix_spawn and pthread_create try it first).
+pub const SYS_CLONE3: usize = 435;
 /// `setxattr`: set an extended attribute of a path (following symlinks).
 pub const SYS_SETXATTR: usize = 5;
 /// `lsetxattr`: set an extended attribute of a path itself (a symlink is not followed).

@@ -1,6 +1,6 @@
 #!/bin/bash
 # The Debian root's own programs on dbfs-os (`make test-debian`): each check runs Debian's
-# dynamically linked riscv64 binaries (bash, coreutils, python3, sqlite3, tar, gzip) and
+# dynamically linked riscv64 binaries (bash, coreutils, python3, sqlite3, tar, gzip, fio) and
 # prints `ok NAME` or `FAIL NAME`; the last line is `debian: N passed, N failed`.
 passed=0 failed=0
 check() {
@@ -85,6 +85,30 @@ check sqlite3-integrity bash -c 'rm -f /dbfs/t.db && sqlite3 /dbfs/t.db "create 
 	with recursive n(i) as (select 1 union all select i+1 from n where i < 5000) insert into t(v) select hex(randomblob(40)) from n;
 	create index tv on t(v); delete from t where k % 3 = 0;" &&
 	[ "$(sqlite3 /dbfs/t.db "pragma integrity_check; select count(*) from t;" | tr "\n" " ")" = "ok 3334 " ] && rm /dbfs/t.db'
+# Debian's fio, psync and libaio (io_setup/io_submit/io_getevents, depth 8), writing 4 MiB in
+# random 4 KiB blocks with crc32c checksums and reading all of it back to verify them. Passes
+# only if fio exits 0, names the engine it was asked for (it did not fall back), every err=
+# field is 0, and both the writes and the verifying reads moved all 4096 KiB.
+fio_verify() {
+	local dir=$1 engine=$2 out errs rc
+	shift 2
+	rm -f "$dir"/fio-"$engine".*
+	out=$(fio --name=fio-"$engine" --directory="$dir" --ioengine="$engine" "$@" --rw=randwrite \
+		--bs=4k --size=4M --verify=crc32c --do_verify=1 --output-format=normal 2>&1)
+	rc=$?
+	[ "$rc" = 0 ] || { echo "$out"; echo "fio exited $rc"; return 1; }
+	rm -f "$dir"/fio-"$engine".*
+	errs=$(grep -o 'err= *[0-9]*' <<<"$out")
+	if ! grep -q "ioengine=$engine" <<<"$out" || [ -z "$errs" ] || grep -qv 'err= *0$' <<<"$errs" ||
+		! grep -q 'write: .*(4096KiB/' <<<"$out" || ! grep -q 'read: .*(4096KiB/' <<<"$out"; then
+		echo "$out"
+		return 1
+	fi
+}
+for dir in /dbfs /fat; do
+	check "fio-psync-verify$dir" fio_verify "$dir" psync
+	check "fio-libaio-verify$dir" fio_verify "$dir" libaio --iodepth=8
+done
 check exit-status bash -c '/usr/bin/false; [ $? = 1 ] && /usr/bin/sh -c "exit 7"; [ $? = 7 ]'
 # exec maps a program from the page cache: 20 running `sleep`s share its text and libc's, so
 # they take under 4 MiB (each its own stack, data and page tables: about 140 KiB); a loader

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # build-tree.sh: the guest's Debian userland, as a tar of a Debian 13 (trixie) riscv64 tree.
 #
-#   tools/debian/build-tree.sh            build (or find cached) $BUILD/debian/tree.tar
+#   tools/debian/build-tree.sh            build (or find cached) $DEBIAN_OUT/tree.tar
 #
 # The packages: tools/debian/packages.txt, changed for one build by DEBS (comma-separated:
 # `+gcc` or `gcc` adds a package, `-fio` leaves one out). mmdebstrap downloads them from
@@ -19,8 +19,9 @@
 # that a first `make run` downloads and writes less. `apt-get install` in the guest keeps
 # those rules.
 #
-# Environment: BUILD (default build), DEBS, SUITE (default trixie). Needs root (chroot,
-# mknod, binfmt_misc).
+# Environment: BUILD (default build), DEBS, SUITE (default trixie), DEBIAN_OUT (the cache
+# folder, default $BUILD/debian; mk/debian.mk gives each DEBS list a folder of its own, e.g.
+# $BUILD/debian-gcc-libc6-dev for `make test-gcc`, so the trees do not replace each other). Needs root (chroot, mknod, binfmt_misc).
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -29,7 +30,7 @@ cd "$repo"
 BUILD=$(mkdir -p "${BUILD:-build}" && cd "${BUILD:-build}" && pwd)
 SUITE=${SUITE:-trixie}
 DEBS=${DEBS:-}
-OUT="$BUILD/debian"
+OUT=${DEBIAN_OUT:-$BUILD/debian}
 
 log() { printf '== debian: %s\n' "$*" >&2; }
 die() {
@@ -84,7 +85,9 @@ fi
 # qemu-user for the maintainer scripts.
 # shellcheck source=tools/thirdparty/binfmt-riscv64.sh
 . "$repo/tools/thirdparty/binfmt-riscv64.sh"
-binfmt_riscv64_for_run dbfs-os-debian-riscv64
+# An entry of this run's own: builds running at once (other checkouts) must not remove each
+# other's entry halfway (their maintainer scripts then fail with "Exec format error").
+binfmt_riscv64_for_run "dbfs-os-debian-riscv64-$$"
 cleanup=$binfmt_cleanup
 # shellcheck disable=SC2064
 trap "$cleanup" EXIT

@@ -20,6 +20,7 @@ use alloc::vec::Vec;
 
 use abi::Errno;
 
+use super::aio_ring::{AioContexts, AioRing};
 use super::area::{anon_area, Access, Area, FileArea, Mapped, Perm, SharedAnon, AREA_BYTES};
 use super::file_pages::{FileKey, SharedFile};
 use super::frame::{self, Frame};
@@ -47,6 +48,8 @@ pub struct AddrSpace {
     pub(super) brk: usize,
     /// The program file this space runs (writing to it is ETXTBSY while this is held).
     pub(super) running: Option<super::file_pages::Running>,
+    /// Its native AIO contexts (`io_setup`): released with the space, never forked.
+    pub aio: AioContexts,
 }
 
 impl AddrSpace {
@@ -58,6 +61,7 @@ impl AddrSpace {
             brk_start: 0,
             brk: 0,
             running: None,
+            aio: Default::default(),
         })
     }
 
@@ -73,6 +77,7 @@ impl AddrSpace {
     /// Unmap and free all user memory (exit), allocating nothing; the space stays usable
     /// (empty).
     pub fn clear(&mut self) {
+        self.aio.clear();
         self.pt.clear_user();
         self.frames.clear();
         self.areas.clear();
@@ -481,6 +486,21 @@ impl AddrSpace {
         }
     }
 
+    /// `io_setup(nr_events)`: a native AIO context whose ring is mapped here (read-write,
+    /// where `mmap` would put it); its id is the ring's address.
+    pub fn aio_setup(&mut self, nr_events: u32) -> Result<Arc<AioRing>, Errno> {
+        let mut ring = AioRing::new(nr_events)?;
+        let len = ring.len;
+        let base = self.attach_shared(None, len, Perm::R | Perm::W, false, ring.pages())?;
+        if let Err(e) = ring.place(base) {
+            let _ = self.munmap(base, len);
+            return Err(e);
+        }
+        let ring = Arc::new(ring);
+        self.aio.insert(ring.clone());
+        Ok(ring)
+    }
+
     /// Undo the `attach_shared` that mapped `obj`-sharing areas starting at `addr` (`shmdt`):
     /// every area of that attachment goes. `EINVAL` if no attachment starts at `addr`.
     pub fn detach_shared(&mut self, addr: usize) -> Result<(), Errno> {
@@ -771,6 +791,16 @@ impl AddrSpace {
         crate::mm::heap::admit(self.areas.len() * AREA_BYTES)?;
         let mut child = AddrSpace::new()?;
         child.areas = self.areas.clone();
+        // AIO rings stay with this space (Linux's VM_DONTCOPY): the child maps none of them.
+        let rings: Vec<(usize, usize)> = self
+            .areas
+            .values()
+            .filter(|a| a.shared.as_ref().is_some_and(|(o, _)| self.aio.holds(o)))
+            .map(|a| (a.start, a.end))
+            .collect();
+        for &(start, _) in &rings {
+            child.areas.remove(&start);
+        }
         child.brk_start = self.brk_start;
         child.brk = self.brk;
         child.running = self.running.clone();
@@ -799,6 +829,9 @@ impl AddrSpace {
             let Some(m) = m.share() else {
                 continue;
             };
+            if rings.iter().any(|&(start, end)| (start..end).contains(&va)) {
+                continue;
+            }
             let flags = child
                 .area_of(va)
                 .map_or(Perm::R.pte(), |a| a.pte_of(va, Some(&m)));
@@ -808,6 +841,28 @@ impl AddrSpace {
             child.frames.insert(va, m);
         }
         Ok(child)
+    }
+}
+
+impl AddrSpace {
+    /// mincore: one byte per page of [start, end) (page-aligned), 1 when the page is in
+    /// memory: mapped here, or a page its file's table holds (Linux looks at the page cache
+    /// for file mappings). ENOMEM if a page lies outside every area.
+    pub fn mincore(&self, start: usize, end: usize) -> Result<Vec<u8>, Errno> {
+        let mut out = Vec::with_capacity((end - start) / PAGE_SIZE);
+        let mut va = start;
+        while va < end {
+            let a = self.area_of(va).ok_or(Errno::ENOMEM)?;
+            while va < a.end.min(end) {
+                let in_file = a
+                    .file
+                    .as_ref()
+                    .is_some_and(|fa| fa.table.holds(fa.index(va)));
+                out.push(u8::from(self.frames.contains_key(&va) || in_file));
+                va += PAGE_SIZE;
+            }
+        }
+        Ok(out)
     }
 }
 

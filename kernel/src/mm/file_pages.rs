@@ -302,6 +302,11 @@ impl SharedFile {
             .collect()
     }
 
+    /// Whether the table holds page `index` (mincore).
+    pub(super) fn holds(&self, index: u64) -> bool {
+        self.pages.lock().contains_key(&index)
+    }
+
     /// The file's size if page `index` lies (at least partly) inside it; `EIO` (SIGBUS) if
     /// it lies wholly past the end.
     fn size_covering(&self, index: u64) -> Result<u64, Errno> {

@@ -225,9 +225,13 @@ pub fn sys_getdents64(fd: i32, buf: usize, count: usize) -> SysResult {
 }
 
 pub fn sys_fsync(fd: i32, data_only: bool) -> SysResult {
-    let f = file(fd)?;
+    fsync_file(&*file(fd)?, data_only)
+}
+
+/// fsync (or fdatasync) of an open file: its mapped pages, then the file system's.
+pub(super) fn fsync_file(f: &OpenFile, data_only: bool) -> SysResult {
     crate::drivers::window::barrier_coming(|| {
-        crate::mm::file_pages::write_back_open(&*f)?;
+        crate::mm::file_pages::write_back_open(f)?;
         f.loc.node.fsync(data_only).map_err(Errno::from)
     })?;
     Ok(0)

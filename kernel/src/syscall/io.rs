@@ -43,7 +43,7 @@ fn io_chunk(f: &OpenFile) -> usize {
 /// [`IO_CHUNK`] bytes. Stops at a short read (end of file). Inline: the general path is out
 /// of line, and the call itself cost a dozen registers saved and restored.
 #[inline]
-fn read_into_user(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult {
+pub(super) fn read_into_user(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult {
     if !f.readable {
         return Err(Errno::EBADF);
     }
@@ -185,7 +185,7 @@ fn read_chunk(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult {
 
 /// Write user memory to `f` at `offset`, one file-system call per chunk of at most
 /// [`IO_CHUNK`] bytes. Stops at a short write.
-fn write_from_user(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult {
+pub(super) fn write_from_user(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult {
     if !f.writable {
         return Err(Errno::EBADF);
     }
@@ -366,7 +366,7 @@ pub fn sys_pwrite(fd: i32, va: usize, len: usize, offset: i64) -> SysResult {
 /// The iovec array, checked as Linux's `import_iovec` does before any I/O: at most `IOV_MAX`
 /// entries, no negative length (EINVAL), every buffer inside user space (EFAULT); lengths past
 /// `MAX_RW` in total are cut.
-fn iovecs(iov: usize, count: usize) -> Result<Vec<(usize, usize)>, Errno> {
+pub(super) fn iovecs(iov: usize, count: usize) -> Result<Vec<(usize, usize)>, Errno> {
     if count > 1024 {
         return Err(Errno::EINVAL);
     }

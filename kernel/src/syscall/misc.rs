@@ -154,6 +154,33 @@ pub fn sys_madvise(addr: usize, len: usize, advice: u32) -> SysResult {
     Ok(0)
 }
 
+/// mincore(addr, len, vec): EINVAL for an unaligned address, ENOMEM for a range outside user
+/// space or not wholly mapped, EFAULT for a bad vector; pages are reported in chunks, so a
+/// huge range costs no huge kernel buffer.
+pub fn sys_mincore(addr: usize, len: usize, vec: usize) -> SysResult {
+    use crate::mm::PAGE_SIZE;
+    const CHUNK: usize = 1 << 16;
+    if !addr.is_multiple_of(PAGE_SIZE) {
+        return Err(Errno::EINVAL);
+    }
+    if !crate::mm::uaccess::range_ok(addr, len) {
+        return Err(Errno::ENOMEM);
+    }
+    let pages = len.div_ceil(PAGE_SIZE);
+    if !crate::mm::uaccess::range_ok(vec, pages) {
+        return Err(Errno::EFAULT);
+    }
+    let mut done = 0;
+    while done < pages {
+        let n = (pages - done).min(CHUNK);
+        let start = addr + done * PAGE_SIZE;
+        let bytes = with_space(|s| s.mincore(start, start + n * PAGE_SIZE))?;
+        copy_out(vec + done, &bytes)?;
+        done += n;
+    }
+    Ok(0)
+}
+
 pub fn sys_munmap(addr: usize, len: usize) -> SysResult {
     with_space(|s| s.munmap(addr, len)).map(|_| 0)
 }

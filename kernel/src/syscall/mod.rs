@@ -4,11 +4,13 @@
 //! value (`-errno` on error); an unknown number is `-ENOSYS`. Handlers are `sys_<name>`,
 //! grouped by subsystem. Every user pointer goes through `mm::uaccess`.
 
+mod aio;
 mod args;
 mod attr;
 mod fd;
 mod fs;
 mod futex;
+mod hwprobe;
 mod io;
 pub(crate) mod misc;
 mod namespace;
@@ -31,6 +33,14 @@ use args::SysResult;
 pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
     crate::counters::add_syscall();
     let r: SysResult = match num {
+        SYS_IO_SETUP => changing_space(|| aio::sys_io_setup(a[0] as u32, a[1])),
+        SYS_IO_DESTROY => changing_space(|| aio::sys_io_destroy(a[0])),
+        SYS_IO_SUBMIT => aio::sys_io_submit(a[0], a[1] as isize, a[2]),
+        SYS_IO_CANCEL => aio::sys_io_cancel(a[0], a[1], a[2]),
+        SYS_IO_GETEVENTS => aio::sys_io_getevents(a[0], a[1] as isize, a[2] as isize, a[3], a[4]),
+        SYS_IO_PGETEVENTS => {
+            aio::sys_io_pgetevents(a[0], a[1] as isize, a[2] as isize, a[3], a[4], a[5])
+        }
         SYS_SETXATTR => xattr::sys_setxattr(a[0], a[1], a[2], a[3], a[4] as u32, true),
         SYS_LSETXATTR => xattr::sys_setxattr(a[0], a[1], a[2], a[3], a[4] as u32, false),
         SYS_FSETXATTR => xattr::sys_fsetxattr(a[0] as i32, a[1], a[2], a[3], a[4] as u32),
@@ -52,6 +62,9 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
         SYS_BIND => socket::sys_bind(a[0] as i32, a[1], a[2]),
         SYS_LISTEN => socket::sys_listen(a[0] as i32),
         SYS_CONNECT => socket::sys_connect(a[0] as i32, a[1], a[2]),
+        SYS_GETSOCKNAME => socket::sys_getsockname(a[0] as i32, a[1], a[2]),
+        SYS_GETPEERNAME => socket::sys_getpeername(a[0] as i32, a[1], a[2]),
+        SYS_RISCV_HWPROBE => hwprobe::sys_riscv_hwprobe(a[0], a[1], a[2], a[3], a[4]),
         SYS_ACCEPT | SYS_ACCEPT4 | SYS_SENDTO | SYS_RECVFROM | SYS_SENDMSG | SYS_RECVMSG => {
             socket::sys_unsupported(a[0] as i32)
         }
@@ -160,6 +173,7 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
             process::finish_vfork(a[0], cloned)
         }
         SYS_CLONE => process::sys_clone(a[0], a[1], a[2], a[3], a[4], tf),
+        SYS_CLONE3 => process::sys_clone3(a[0], a[1], tf),
         SYS_EXECVE => process::sys_execve(a[0], a[1], a[2]),
         SYS_WAIT4 => process::sys_wait4(a[0] as isize, a[1], a[2] as u32, a[3]),
         SYS_KILL => signal::sys_kill(a[0] as isize, a[1] as i32),
@@ -167,6 +181,7 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
         SYS_MMAP => changing_space(|| {
             misc::sys_mmap(a[0], a[1], a[2] as u32, a[3] as u32, a[4] as i32, a[5])
         }),
+        SYS_MINCORE => misc::sys_mincore(a[0], a[1], a[2]),
         SYS_MSYNC => misc::sys_msync(a[0], a[1], a[2] as u32),
         SYS_MUNMAP => changing_space(|| misc::sys_munmap(a[0], a[1])),
         SYS_MPROTECT => changing_space(|| misc::sys_mprotect(a[0], a[1], a[2] as u32)),

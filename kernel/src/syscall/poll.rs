@@ -76,7 +76,7 @@ fn deadline(tmo: usize) -> Result<Option<u64>, Errno> {
 
 /// Install a temporary signal mask for the wait; the old one comes back on return (or after
 /// the handler of the signal that ended the wait).
-fn with_mask<R>(mask: Option<u64>, f: impl FnOnce() -> R) -> R {
+pub(super) fn with_mask<R>(mask: Option<u64>, f: impl FnOnce() -> R) -> R {
     let Some(m) = mask else { return f() };
     let old = crate::task::with_thread(|t| {
         let old = t.sig.blocked;
@@ -92,7 +92,7 @@ fn with_mask<R>(mask: Option<u64>, f: impl FnOnce() -> R) -> R {
     r
 }
 
-fn read_sigmask(ptr: usize, size: usize) -> Result<Option<u64>, Errno> {
+pub(super) fn read_sigmask(ptr: usize, size: usize) -> Result<Option<u64>, Errno> {
     if ptr == 0 {
         return Ok(None);
     }

@@ -150,6 +150,83 @@ pub fn sys_clone(
     Ok(id)
 }
 
+/// clone3(args, size): `struct clone_args` (64 bytes in its first version; 80 with `set_tid`,
+/// 88 with `cgroup`; longer structures are accepted if what we do not know is zero, else
+/// E2BIG), checked as Linux checks it, then done as `clone` with the stack's top as the new
+/// stack pointer. `CLONE_CLEAR_SIGHAND` gives the child its default signal actions (ignored
+/// signals stay ignored). Choosing the child's tid (`set_tid`) and `CLONE_INTO_CGROUP`
+/// (no cgroups here) are EINVAL; `CLONE_PIDFD` is EINVAL as in `clone` (no pidfds).
+pub fn sys_clone3(uargs: usize, size: usize, tf: &TrapFrame) -> SysResult {
+    use abi::fcntl::{CLONE_DETACHED, CLONE_SIGHAND, CLONE_THREAD, CLONE_VFORK};
+    const VER0: usize = 64;
+    const KNOWN: usize = 88;
+    const CLONE_PARENT: u64 = 0x8000;
+    const CLONE_CLEAR_SIGHAND: u64 = 1 << 32;
+    const CLONE_INTO_CGROUP: u64 = 1 << 33;
+    if size < VER0 {
+        return Err(Errno::EINVAL);
+    }
+    if size > crate::mm::PAGE_SIZE {
+        return Err(Errno::E2BIG);
+    }
+    let mut raw = alloc::vec![0u8; size.max(KNOWN)];
+    super::args::copy_in(uargs, &mut raw[..size])?;
+    if raw[KNOWN..].iter().any(|&b| b != 0) {
+        return Err(Errno::E2BIG);
+    }
+    let w = |i: usize| u64::from_le_bytes(raw[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8]));
+    let (flags, _pidfd, child_tid, parent_tid, exit_signal) = (w(0), w(1), w(2), w(3), w(4));
+    let (stack, stack_size, tls, set_tid, set_tid_size) = (w(5), w(6), w(7), w(8), w(9));
+    if set_tid_size > 32 || (set_tid == 0) != (set_tid_size == 0) {
+        return Err(Errno::EINVAL);
+    }
+    if exit_signal & !0xff != 0 || flags & (CLONE_DETACHED | 0xff) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if flags & (CLONE_THREAD | CLONE_PARENT) != 0 && exit_signal != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if (stack == 0) != (stack_size == 0) {
+        return Err(Errno::EINVAL);
+    }
+    if flags & CLONE_CLEAR_SIGHAND != 0 && flags & CLONE_SIGHAND != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if set_tid_size != 0 || flags & (CLONE_INTO_CGROUP | CLONE_PARENT) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let legacy = (flags & !CLONE_CLEAR_SIGHAND & 0xffff_ffff) | exit_signal;
+    let Some(top) = stack.checked_add(stack_size) else {
+        return Err(Errno::EINVAL);
+    };
+    let (legacy, top) = (legacy as usize, top as usize);
+    let clone = || {
+        sys_clone(
+            legacy,
+            top,
+            parent_tid as usize,
+            tls as usize,
+            child_tid as usize,
+            tf,
+        )
+    };
+    // A fork shares every private page copy-on-write: not while a sibling reads into one.
+    let cloned = if flags & CLONE_THREAD == 0 {
+        task::changing_space(clone)
+    } else {
+        clone()
+    };
+    if let (Ok(id), true) = (&cloned, flags & CLONE_CLEAR_SIGHAND != 0) {
+        if let Some(child) = task::find(*id) {
+            child.inner.lock().sig.reset_for_exec();
+        }
+    }
+    if flags & CLONE_VFORK != 0 {
+        return finish_vfork(legacy, cloned);
+    }
+    cloned
+}
+
 /// After a successful clone with `CLONE_VFORK` in `flags`: sleep until the child `id` has
 /// execed or exited (the dispatcher calls it outside `changing_space`, so the caller's other
 /// threads are not held up meanwhile).

@@ -3,7 +3,7 @@
 
 use abi::Errno;
 
-use super::args::{copy_in, SysResult};
+use super::args::{copy_in, copy_out, SysResult};
 use crate::fs::file::OpenFile;
 use crate::fs::path::{self, Loc};
 use crate::fs::perm;
@@ -119,4 +119,38 @@ pub fn sys_connect(fd: i32, addr: usize, len: usize) -> SysResult {
 pub fn sys_unsupported(fd: i32) -> SysResult {
     socket_of(fd)?;
     Err(Errno::EOPNOTSUPP)
+}
+
+/// getsockname(fd, addr, addrlen): the `sockaddr_un` the socket is bound to (the family alone
+/// when unbound), cut to `*addrlen` bytes; `*addrlen` receives its full length.
+pub fn sys_getsockname(fd: i32, addr: usize, addrlen: usize) -> SysResult {
+    let f = socket_of(fd)?;
+    let mut len = [0u8; 4];
+    copy_in(addrlen, &mut len)?;
+    let room = i32::from_le_bytes(len);
+    if room < 0 {
+        return Err(Errno::EINVAL);
+    }
+    let sock = f
+        .loc
+        .node
+        .as_any()
+        .downcast_ref::<Socket>()
+        .ok_or(Errno::ENOTSOCK)?;
+    let mut sa = alloc::vec::Vec::from((AF_UNIX as u16).to_le_bytes());
+    if let Some(path) = sock.bound.lock().as_ref() {
+        sa.extend_from_slice(path.as_bytes());
+        sa.push(0);
+    }
+    let n = sa.len().min(room as usize);
+    copy_out(addr, &sa[..n])?;
+    copy_out(addrlen, &(sa.len() as u32).to_le_bytes())?;
+    Ok(0)
+}
+
+/// getpeername(fd, addr, addrlen): no socket here is ever connected (ENOTCONN); a descriptor
+/// that is not a socket is ENOTSOCK.
+pub fn sys_getpeername(fd: i32, _addr: usize, _addrlen: usize) -> SysResult {
+    socket_of(fd)?;
+    Err(Errno::ENOTCONN)
 }

@@ -53,6 +53,12 @@ pub fn write(fd: Fd, buf: &[u8]) -> SysResult<usize> {
     check(unsafe { syscall3(SYS_WRITE, fd as usize, buf.as_ptr() as usize, buf.len()) })
 }
 
+/// `write(fd, addr, len)` from a raw address (the kernel checks it: EFAULT).
+pub fn write_raw(fd: Fd, addr: usize, len: usize) -> SysResult<usize> {
+    // SAFETY: write only reads user memory, and the kernel checks the range.
+    check(unsafe { syscall3(SYS_WRITE, fd as usize, addr, len) })
+}
+
 /// `pread64(fd, buf, offset)`: does not move the file offset.
 pub fn pread(fd: Fd, buf: &mut [u8], offset: u64) -> SysResult<usize> {
     // SAFETY: `buf` is valid for writes of `buf.len()` bytes.

@@ -209,3 +209,9 @@ impl Mapping {
         sum
     }
 }
+
+/// `mincore(addr, len, vec)`: `vec` gets one byte per page (raw address: the kernel checks it).
+pub fn mincore(addr: usize, len: usize, vec: usize) -> SysResult<()> {
+    // SAFETY: mincore only writes `vec`, which the kernel checks (EFAULT).
+    check(unsafe { syscall3(SYS_MINCORE, addr, len, vec) }).map(|_| ())
+}

@@ -8,8 +8,10 @@
 //! One module per subsystem, all re-exported here: `marshal` (the descriptor and result types,
 //! the errno check and the path copy every wrapper uses), `files` (calls on open files and
 //! their paths), `names` (the name space), `process` (time and processes), `memory` (mappings),
-//! `file` ([`File`]), `dir` (directory listing) and `xattr` (extended attributes).
+//! `file` ([`File`]), `dir` (directory listing), `xattr` (extended attributes), `aio`
+//! (native AIO) and `socket` (Unix-domain socket names).
 
+mod aio;
 mod dir;
 mod file;
 mod files;
@@ -17,8 +19,10 @@ mod marshal;
 mod memory;
 mod names;
 mod process;
+mod socket;
 mod xattr;
 
+pub use aio::*;
 pub use dir::*;
 pub use file::*;
 pub use files::*;
@@ -26,4 +30,5 @@ pub use marshal::{Fd, SysResult};
 pub use memory::*;
 pub use names::*;
 pub use process::*;
+pub use socket::*;
 pub use xattr::*;

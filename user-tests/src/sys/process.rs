@@ -190,3 +190,42 @@ pub fn umask(mask: u32) -> u32 {
     // SAFETY: no pointer arguments.
     unsafe { syscall1(SYS_UMASK, mask as usize) as u32 }
 }
+
+/// `clone3(args, size)` with the raw bytes of a `struct clone_args` (only forms that continue
+/// on the caller's stack are safe: no `stack`, no `CLONE_VM`). Returns 0 in the child.
+pub fn clone3_raw(args: &[u8]) -> SysResult<i32> {
+    // SAFETY: the kernel reads `args` (checking it) and, for the forms callers use, the child
+    // continues on a copy of this address space like fork's.
+    check(unsafe { syscall2(SYS_CLONE3, args.as_ptr() as usize, args.len()) }).map(|p| p as i32)
+}
+
+/// `rt_sigaction(sig, act, old)` with raw 24-byte `struct sigaction`s (handler, flags,
+/// restorer... as the kernel lays them out; None: not given).
+pub fn rt_sigaction_raw(
+    sig: i32,
+    act: Option<&[u64; 3]>,
+    old: Option<&mut [u64; 3]>,
+) -> SysResult<()> {
+    let a = act.map_or(0, |a| a.as_ptr() as usize);
+    let o = old.map_or(0, |o| o.as_mut_ptr() as usize);
+    // SAFETY: both pointers are NULL or 24-byte structures; a handler given here is SIG_DFL or
+    // SIG_IGN only (callers), never code.
+    check(unsafe { syscall4(SYS_RT_SIGACTION, sig as usize, a, o, 8) }).map(|_| ())
+}
+
+/// `riscv_hwprobe(pairs, count, cpusetsize, cpus, flags)` over `(key, value)` pairs.
+pub fn riscv_hwprobe(pairs: &mut [[u64; 2]], cpus: Option<&mut [u8]>, flags: u32) -> SysResult<()> {
+    let (size, ptr) = cpus.map_or((0, 0), |c| (c.len(), c.as_mut_ptr() as usize));
+    // SAFETY: `pairs` is readable and writable (16 bytes each), as is the CPU set.
+    check(unsafe {
+        syscall5(
+            SYS_RISCV_HWPROBE,
+            pairs.as_mut_ptr() as usize,
+            pairs.len(),
+            size,
+            ptr,
+            flags as usize,
+        )
+    })
+    .map(|_| ())
+}

@@ -18,6 +18,7 @@
 #![no_std]
 #![no_main]
 
+mod aio_tests;
 mod bad_input;
 mod chmod_tests;
 mod exec_tests;
@@ -26,6 +27,7 @@ mod mmap_tests;
 mod proc_fd_tests;
 mod proc_tests;
 mod statx_tests;
+mod toolchain_tests;
 mod xattr_tests;
 
 use user_tests::abi::stat::MSDOS_SUPER_MAGIC;
@@ -287,6 +289,17 @@ pub const TESTS: &[Test] = &[
         "mmap_read_around_random_order",
         mmap_tests::mmap_read_around_random_order,
     ),
+    // native AIO (io_setup, io_submit, io_getevents, io_cancel, io_destroy)
+    t("aio_read_write_events", aio_tests::aio_read_write_events),
+    t("aio_errors", aio_tests::aio_errors),
+    t("aio_limits", aio_tests::aio_limits),
+    t("aio_getevents_timeout", aio_tests::aio_getevents_timeout),
+    t("aio_not_inherited", aio_tests::aio_not_inherited),
+    // what glibc, gcc and bash call besides: clone3, mincore, socket names, riscv_hwprobe
+    t("clone3_semantics", toolchain_tests::clone3_semantics),
+    t("mincore_semantics", toolchain_tests::mincore_semantics),
+    t("socket_names", toolchain_tests::socket_names),
+    t("riscv_hwprobe_keys", toolchain_tests::riscv_hwprobe_keys),
     // bad input must fail cleanly
     t("efault_null_buffer", bad_input::efault_null_buffer),
     t(
