@@ -109,6 +109,16 @@ for dir in /dbfs /fat; do
 	check "fio-psync-verify$dir" fio_verify "$dir" psync
 	check "fio-libaio-verify$dir" fio_verify "$dir" libaio --iodepth=8
 done
+# GNU make: a rule runs once, then the target is up to date; a changed input runs it again.
+make_rebuilds() {
+	local d=/dbfs/make-test
+	rm -rf "$d" && mkdir -p "$d" && cd "$d" &&
+		printf 'sorted.txt: in.txt\n\tsort -n in.txt > sorted.txt\n' >Makefile &&
+		seq 10 -1 1 >in.txt && make -s && [ "$(head -1 sorted.txt)" = 1 ] &&
+		make | grep -q "is up to date" && sleep 1 && echo 0 >>in.txt && make -s &&
+		[ "$(head -1 sorted.txt)" = 0 ] && cd / && rm -rf "$d"
+}
+check make-rebuilds make_rebuilds
 check exit-status bash -c '/usr/bin/false; [ $? = 1 ] && /usr/bin/sh -c "exit 7"; [ $? = 7 ]'
 # exec maps a program from the page cache: 20 running `sleep`s share its text and libc's, so
 # they take under 4 MiB (each its own stack, data and page tables: about 140 KiB); a loader
