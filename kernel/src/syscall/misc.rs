@@ -192,6 +192,70 @@ pub fn sys_gettimeofday(tv: usize) -> SysResult {
     Ok(0)
 }
 
+const ITIMER_REAL: usize = 0;
+
+/// Only `ITIMER_REAL` is built (`task::itimer`); the CPU-time timers (`ITIMER_VIRTUAL` 1,
+/// `ITIMER_PROF` 2) answer EINVAL, as an unknown timer does.
+fn check_itimer(which: usize) -> Result<(), Errno> {
+    if which == ITIMER_REAL {
+        Ok(())
+    } else {
+        Err(Errno::EINVAL)
+    }
+}
+
+/// `struct itimerval` (it_interval, it_value; each a `struct timeval`) from (value, interval)
+/// in ns: microseconds, the rest cut off.
+fn put_itimerval(ptr: usize, (value, interval): (u64, u64)) -> Result<(), Errno> {
+    let mut b = [0u8; 32];
+    for (i, ns) in [interval, value].into_iter().enumerate() {
+        b[i * 16..i * 16 + 8].copy_from_slice(&((ns / 1_000_000_000) as i64).to_le_bytes());
+        let usec = (ns % 1_000_000_000 / 1000) as i64;
+        b[i * 16 + 8..i * 16 + 16].copy_from_slice(&usec.to_le_bytes());
+    }
+    copy_out(ptr, &b)
+}
+
+/// getitimer(which, curr): the time left and the interval.
+pub fn sys_getitimer(which: usize, curr: usize) -> SysResult {
+    check_itimer(which)?;
+    let pid = crate::task::current_pid();
+    put_itimerval(
+        curr,
+        crate::task::itimer::get_real(pid, time::monotonic_ns()),
+    )?;
+    Ok(0)
+}
+
+/// setitimer(which, new, old): arm (a non-zero `it_value`) or disarm the timer; a null `new`
+/// disarms, as on Linux. EINVAL for a negative time or microseconds outside 0..1e6.
+pub fn sys_setitimer(which: usize, new: usize, old: usize) -> SysResult {
+    let (value, interval) = if new != 0 {
+        let mut b = [0u8; 32];
+        copy_in(new, &mut b)?;
+        let ns = |at: usize| -> Result<u64, Errno> {
+            let sec = i64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+            let usec = i64::from_le_bytes(b[at + 8..at + 16].try_into().unwrap());
+            if sec < 0 || !(0..1_000_000).contains(&usec) {
+                return Err(Errno::EINVAL);
+            }
+            Ok((sec as u64)
+                .saturating_mul(1_000_000_000)
+                .saturating_add(usec as u64 * 1000))
+        };
+        (ns(16)?, ns(0)?)
+    } else {
+        (0, 0)
+    };
+    check_itimer(which)?;
+    let p = crate::task::current_process();
+    let was = crate::task::itimer::set_real(&p, time::monotonic_ns(), value, interval);
+    if old != 0 {
+        put_itimerval(old, was)?;
+    }
+    Ok(0)
+}
+
 pub fn sys_nanosleep(req: usize, rem: usize) -> SysResult {
     sys_clock_nanosleep(CLOCK_MONOTONIC, 0, req, rem)
 }

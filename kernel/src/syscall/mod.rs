@@ -177,6 +177,8 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
         SYS_CLOCK_GETTIME => misc::sys_clock_gettime(a[0] as u32, a[1]),
         SYS_GETTIMEOFDAY => misc::sys_gettimeofday(a[0]),
         SYS_NANOSLEEP => misc::sys_nanosleep(a[0], a[1]),
+        SYS_GETITIMER => misc::sys_getitimer(a[0], a[1]),
+        SYS_SETITIMER => misc::sys_setitimer(a[0], a[1], a[2]),
         SYS_UNAME => misc::sys_uname(a[0]),
         SYS_REBOOT => misc::sys_reboot(a[0], a[1], a[2]),
         SYS_DBFS_COUNTERS => misc::sys_counters(a[0]),

@@ -27,7 +27,7 @@
 //! numbers, actions, masks), `cred`, `files` (the descriptor-table trait), `switch`,
 //! `process` (the data), `sched` (run queue, current thread, block and wake), `away`
 //! (giving the CPU away inside the kernel), `lookup`, `wait` (wait queues, timers, the
-//! pollers' queue), `signal` (generation), `futex`, `ps`, `run` (the scheduler loop),
+//! pollers' queue), `signal` (generation), `itimer` (setitimer's SIGALRM), `futex`, `ps`, `run` (the scheduler loop),
 //! `exit`, `sigframe` (delivery), `user_return`, `fork`, `exec`. This file only declares
 //! them and re-exports what the other layers use.
 
@@ -38,6 +38,7 @@ mod exit;
 pub mod files;
 mod fork;
 pub mod futex;
+pub mod itimer;
 mod lookup;
 mod process;
 pub mod ps;

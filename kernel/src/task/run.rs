@@ -88,7 +88,10 @@ pub(super) fn idle() {
     if let Some(s) = services {
         (s.take_input)();
     }
-    let next = wait::wake_expired(now);
+    let next = match (wait::wake_expired(now), super::itimer::fire_expired(now)) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
     if let Some(s) = services {
         (s.periodic)();
     }
