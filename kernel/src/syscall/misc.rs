@@ -192,12 +192,10 @@ pub fn sys_gettimeofday(tv: usize) -> SysResult {
     Ok(0)
 }
 
-const ITIMER_REAL: usize = 0;
-
-/// Only `ITIMER_REAL` is built (`task::itimer`); the CPU-time timers (`ITIMER_VIRTUAL` 1,
-/// `ITIMER_PROF` 2) answer EINVAL, as an unknown timer does.
+/// `which` must name one of the three timers (`task::itimer`): EINVAL otherwise.
 fn check_itimer(which: usize) -> Result<(), Errno> {
-    if which == ITIMER_REAL {
+    use crate::task::itimer::{ITIMER_PROF, ITIMER_REAL, ITIMER_VIRTUAL};
+    if [ITIMER_REAL, ITIMER_VIRTUAL, ITIMER_PROF].contains(&which) {
         Ok(())
     } else {
         Err(Errno::EINVAL)
@@ -219,10 +217,10 @@ fn put_itimerval(ptr: usize, (value, interval): (u64, u64)) -> Result<(), Errno>
 /// getitimer(which, curr): the time left and the interval.
 pub fn sys_getitimer(which: usize, curr: usize) -> SysResult {
     check_itimer(which)?;
-    let pid = crate::task::current_pid();
+    let p = crate::task::current_process();
     put_itimerval(
         curr,
-        crate::task::itimer::get_real(pid, time::monotonic_ns()),
+        crate::task::itimer::get(&p, which, time::monotonic_ns()),
     )?;
     Ok(0)
 }
@@ -249,7 +247,7 @@ pub fn sys_setitimer(which: usize, new: usize, old: usize) -> SysResult {
     };
     check_itimer(which)?;
     let p = crate::task::current_process();
-    let was = crate::task::itimer::set_real(&p, time::monotonic_ns(), value, interval);
+    let was = crate::task::itimer::set(&p, which, time::monotonic_ns(), value, interval);
     if old != 0 {
         put_itimerval(old, was)?;
     }

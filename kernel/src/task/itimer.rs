@@ -1,15 +1,16 @@
 //! Interval timers: setitimer/getitimer (and glibc's alarm, which is setitimer on riscv64).
 //!
-//! One `ITIMER_REAL` per process, counting wall time (the monotonic clock) and sending the
-//! process SIGALRM when it runs out, then again every interval if it has one. Kept in one list
-//! checked by [`fire_expired`], which the timer tick and the idle loop call beside the
-//! sleepers' deadlines (`wait::wake_expired`), so a timer fires within a tick of its time.
-//! As on Linux, a fork's child starts without timers and execve keeps them; the timers of a
-//! process go at its exit.
+//! Each process has three, as on Linux: `ITIMER_REAL` counts wall time (the monotonic clock)
+//! and sends SIGALRM; `ITIMER_VIRTUAL` and `ITIMER_PROF` count the process's CPU time and
+//! send SIGVTALRM and SIGPROF. The kernel does not tell user time from system time, so
+//! `ITIMER_VIRTUAL` counts all of it, as `ITIMER_PROF` does (Linux's counts user time only).
+//! A timer fires when its time runs out, then again every interval if it has one.
 //!
-//! `ITIMER_VIRTUAL` (user CPU time, SIGVTALRM) and `ITIMER_PROF` (user and system CPU time,
-//! SIGPROF) are not built (the kernel does not tell user time from system time): setitimer
-//! and getitimer answer EINVAL for them, Linux's answer for a timer it does not know.
+//! All armed timers are in one list checked by [`fire_expired`], which the timer tick and the
+//! idle loop call beside the sleepers' deadlines (`wait::wake_expired`), so a timer fires
+//! within a tick of its time (CPU time is added up when a thread leaves the CPU, so the CPU
+//! timers see it a time slice late at most). As on Linux, a fork's child starts without
+//! timers and execve keeps them; the timers of a process go at its exit.
 
 use alloc::sync::{Arc, Weak};
 use alloc::vec::Vec;
@@ -19,42 +20,66 @@ use spin::Mutex;
 use super::process::Process;
 use super::signal;
 
-/// SIGALRM's number.
-const SIGALRM: usize = 14;
+/// `which` of setitimer: wall time, CPU time (user, here all), CPU time.
+pub const ITIMER_REAL: usize = 0;
+pub const ITIMER_VIRTUAL: usize = 1;
+pub const ITIMER_PROF: usize = 2;
 
-struct Real {
+struct Timer {
     pid: usize,
-    /// When it fires next (monotonic ns).
+    which: usize,
+    /// When it fires next: monotonic ns (`ITIMER_REAL`) or the process's CPU ns.
     deadline: u64,
     /// 0: fires once.
     interval: u64,
     process: Weak<Process>,
 }
 
-static REAL: Mutex<Vec<Real>> = Mutex::new(Vec::new());
+static TIMERS: Mutex<Vec<Timer>> = Mutex::new(Vec::new());
 
-/// The `ITIMER_REAL` of process `pid` as (time left, interval) in ns; (0, 0) if not armed.
-/// An armed timer reports at least one microsecond left (it fires at the next tick), as
-/// Linux does.
-pub fn get_real(pid: usize, now: u64) -> (u64, u64) {
-    REAL.lock()
+/// The clock timer `which` of `p` counts, now (`now`: the monotonic clock).
+fn clock(which: usize, p: &Process, now: u64) -> u64 {
+    if which == ITIMER_REAL {
+        now
+    } else {
+        p.cpu_ns()
+    }
+}
+
+fn signal_of(which: usize) -> usize {
+    match which {
+        ITIMER_REAL => 14,    // SIGALRM
+        ITIMER_VIRTUAL => 26, // SIGVTALRM
+        _ => 27,              // SIGPROF
+    }
+}
+
+/// Timer `which` (0..=2) of `p` as (time left, interval) in ns; (0, 0) if not armed. An
+/// armed timer reports at least one microsecond left (it fires at the next tick), as Linux
+/// does.
+pub fn get(p: &Process, which: usize, now: u64) -> (u64, u64) {
+    let at = clock(which, p, now);
+    TIMERS
+        .lock()
         .iter()
-        .find(|r| r.pid == pid)
-        .map_or((0, 0), |r| {
-            (r.deadline.saturating_sub(now).max(1000), r.interval)
+        .find(|t| t.pid == p.pid && t.which == which)
+        .map_or((0, 0), |t| {
+            (t.deadline.saturating_sub(at).max(1000), t.interval)
         })
 }
 
-/// Arm (`value` > 0) or disarm (`value` 0) the `ITIMER_REAL` of `p`; returns the old one as
-/// [`get_real`] does.
-pub fn set_real(p: &Arc<Process>, now: u64, value: u64, interval: u64) -> (u64, u64) {
-    let old = get_real(p.pid, now);
-    let mut list = REAL.lock();
-    list.retain(|r| r.pid != p.pid);
+/// Arm (`value` > 0) or disarm (`value` 0) timer `which` (0..=2) of `p`; returns the old one
+/// as [`get`] does.
+pub fn set(p: &Arc<Process>, which: usize, now: u64, value: u64, interval: u64) -> (u64, u64) {
+    let old = get(p, which, now);
+    let at = clock(which, p, now);
+    let mut list = TIMERS.lock();
+    list.retain(|t| !(t.pid == p.pid && t.which == which));
     if value > 0 {
-        list.push(Real {
+        list.push(Timer {
             pid: p.pid,
-            deadline: now.saturating_add(value),
+            which,
+            deadline: at.saturating_add(value),
             interval,
             process: Arc::downgrade(p),
         });
@@ -64,32 +89,48 @@ pub fn set_real(p: &Arc<Process>, now: u64, value: u64, interval: u64) -> (u64, 
 
 /// Forget the timers of process `pid` (it exited).
 pub(super) fn cancel(pid: usize) {
-    REAL.lock().retain(|r| r.pid != pid);
+    TIMERS.lock().retain(|t| t.pid != pid);
 }
 
-/// Send SIGALRM for every timer whose time has come; re-arm periodic ones (a timer that fell
-/// several intervals behind fires once: signals of one number do not queue). Returns the
-/// earliest deadline still pending.
+/// Send the signal of every timer whose time has come; re-arm periodic ones (a timer that
+/// fell several intervals behind fires once: signals of one number do not queue). Returns
+/// the earliest wall-clock deadline still pending (the CPU timers need no wake-up of their
+/// own: their process is running, so the tick comes).
 pub fn fire_expired(now: u64) -> Option<u64> {
-    let due: Vec<Weak<Process>> = {
-        let mut list = REAL.lock();
+    let due: Vec<(Weak<Process>, usize)> = {
+        let mut list = TIMERS.lock();
         let mut due = Vec::new();
-        list.retain_mut(|r| {
-            if r.deadline > now {
+        list.retain_mut(|t| {
+            let at = if t.which == ITIMER_REAL {
+                now
+            } else {
+                match t.process.upgrade() {
+                    Some(p) => p.cpu_ns(),
+                    None => return false,
+                }
+            };
+            if t.deadline > at {
                 return true;
             }
-            due.push(r.process.clone());
-            if r.interval == 0 {
+            due.push((t.process.clone(), signal_of(t.which)));
+            if t.interval == 0 {
                 return false;
             }
-            let behind = (now - r.deadline) / r.interval + 1;
-            r.deadline = r.deadline.saturating_add(behind.saturating_mul(r.interval));
+            let behind = (at - t.deadline) / t.interval + 1;
+            t.deadline = t.deadline.saturating_add(behind.saturating_mul(t.interval));
             true
         });
         due
     };
-    for p in due.iter().filter_map(Weak::upgrade) {
-        signal::send(&p, SIGALRM);
+    for (p, sig) in &due {
+        if let Some(p) = p.upgrade() {
+            signal::send(&p, *sig);
+        }
     }
-    REAL.lock().iter().map(|r| r.deadline).min()
+    TIMERS
+        .lock()
+        .iter()
+        .filter(|t| t.which == ITIMER_REAL)
+        .map(|t| t.deadline)
+        .min()
 }

@@ -1,4 +1,4 @@
-//! Interval timers: setitimer/getitimer with ITIMER_REAL (glibc's alarm is setitimer).
+//! Interval timers: setitimer/getitimer (glibc's alarm is setitimer with ITIMER_REAL).
 
 use user_tests::prelude::*;
 use user_tests::raw::{syscall2, syscall3, syscall4};
@@ -173,6 +173,43 @@ fn periodic_and_errors() -> TestResult {
     ensure!(
         status.exited() && status.exit_code() == 0,
         "periodic timer: child status {:#x} (2: no SIGALRM pending, 3: not re-armed)",
+        status.0
+    );
+
+    // The CPU-time timers: a child that spins with ITIMER_VIRTUAL / ITIMER_PROF armed for
+    // 100 ms of CPU dies of SIGVTALRM / SIGPROF (default action: terminate); one that sleeps
+    // uses no CPU, and its timer has not moved.
+    for (which, sig) in [(1usize, 26), (2, 27)] {
+        let pid = sys::fork().what("fork")?;
+        if pid == 0 {
+            if setitimer(which, Some(&[0, 0, 0, 100_000]), None).is_err() {
+                sys::exit(2);
+            }
+            let start = now_ns();
+            while now_ns() - start < 5_000_000_000 {
+                core::hint::spin_loop();
+            }
+            sys::exit(0);
+        }
+        let (_, status) = sys::waitpid(pid).what("wait4")?;
+        ensure!(
+            status.signal() == Some(sig),
+            "timer {which}: the spinning child was not killed by signal {sig} (status {:#x})",
+            status.0
+        );
+    }
+    let pid = sys::fork().what("fork")?;
+    if pid == 0 {
+        let ok = setitimer(2, Some(&[0, 0, 1, 0]), None).is_ok() && {
+            sleep_ms(300);
+            getitimer(2).map(|v| usec(&v, 2) > 900_000).unwrap_or(false)
+        };
+        sys::exit(if ok { 0 } else { 1 });
+    }
+    let (_, status) = sys::waitpid(pid).what("wait4")?;
+    ensure!(
+        status.exited() && status.exit_code() == 0,
+        "ITIMER_PROF ran on while its process slept (status {:#x})",
         status.0
     );
 
