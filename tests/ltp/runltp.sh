@@ -11,11 +11,13 @@
 #
 # Each case runs with `bash -c "command args"` in a fresh directory under TMPDIR=/dbfs/ltp-tmp,
 # its output kept in /dbfs/ltp-log/NAME.log. One line per case:
-#   PASS|FAIL|BROK|CONF|WARN|TIMEOUT|CRASH|MISSING NAME Ns passed=N failed=N broken=N conf=N warn=N
+#   VERDICT NAME Ns passed=N failed=N broken=N conf=N warn=N exit=N
+# (VERDICT one of PASS FAIL BROK CONF WARN TIMEOUT CRASH MISSING; exit= the case's status)
 # (the counts are the case's TPASS... results: its `Summary:` block, or for a test written to
 # LTP's old API, its TPASS/TFAIL/TBROK/TCONF/TWARN lines). A case is
 #   FAIL/BROK  when it reports a TFAIL/TBROK, or exits with LTP's TFAIL/TBROK bit (1, 2);
-#   TIMEOUT    when the runner killed it; CRASH when it died of a signal; MISSING when its
+#   TIMEOUT    when the runner killed it at its time; CRASH when it died of a signal (124 or
+#              137 before its time too: the status timeout(1) gives); MISSING when its
 #              program is not installed (not built); each of these counts one `broken`;
 #   CONF       when it only skipped (TCONF); WARN when it passed with a TWARN.
 # A case that is not PASS prints, indented, its first TFAIL/TBROK/TCONF/TWARN lines (or its
@@ -75,7 +77,7 @@ while read -r name cmd; do
 	log="$LOGDIR/$name.log"
 	prog=${cmd%% *}
 	if ! command -v "$prog" >/dev/null 2>&1; then
-		verdict=MISSING p=0 f=0 b=1 c=0 w=0 secs=0
+		verdict=MISSING p=0 f=0 b=1 c=0 w=0 secs=0 rc=
 		echo "program $prog is not installed" >"$log"
 	else
 		dir=$(mktemp -d "$TMPDIR/case.XXXXXX")
@@ -93,9 +95,9 @@ while read -r name cmd; do
 			p=$(count TPASS "$log") f=$(count TFAIL "$log") b=$(count TBROK "$log")
 			c=$(count TCONF "$log") w=$(count TWARN "$log")
 		fi
-		if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+		if { [ "$rc" = 124 ] || [ "$rc" = 137 ]; } && [ "$secs" -ge "$TIMEOUT" ]; then
 			verdict=TIMEOUT b=$((b + 1))
-		elif [ "$rc" -gt 128 ]; then
+		elif [ "$rc" -gt 128 ] || [ "$rc" = 124 ]; then
 			verdict=CRASH b=$((b + 1))
 			echo "killed by signal $((rc - 128))" >>"$log"
 		elif [ "$f" -gt 0 ] || [ $((rc & 1)) != 0 ]; then
@@ -117,7 +119,7 @@ while read -r name cmd; do
 	tot_pass=$((tot_pass + p)) tot_fail=$((tot_fail + f)) tot_brok=$((tot_brok + b))
 	tot_conf=$((tot_conf + c)) tot_warn=$((tot_warn + w))
 	verdicts[$verdict]=$((${verdicts[$verdict]:-0} + 1))
-	echo "$verdict $name ${secs}s passed=$p failed=$f broken=$b conf=$c warn=$w"
+	echo "$verdict $name ${secs}s passed=$p failed=$f broken=$b conf=$c warn=$w exit=${rc:-none}"
 	if [ "$verdict" != PASS ]; then
 		why=$(grep -E 'TFAIL|TBROK|TCONF|TWARN' "$log" | head -n 6)
 		[ -n "$why" ] || why=$(grep -vE '^(Summary:|passed|failed|broken|skipped|warnings) ' "$log" | tail -n 6)
