@@ -110,7 +110,9 @@ pub fn sys_openat(dirfd: i32, path_ptr: usize, flags: u32, mode: u32) -> SysResu
             _ => {}
         }
     }
-    if flags & O_TRUNC != 0 && writable && ftype == FileType::Regular {
+    // A file this call created is empty already: no truncation, and so (as in Linux, which
+    // skips it for a created file) its set-group-id bit stays.
+    if flags & O_TRUNC != 0 && writable && ftype == FileType::Regular && !created {
         let m = loc.node.getattr()?;
         if m.size != 0 {
             loc.node.truncate(0)?;
