@@ -374,7 +374,25 @@ pub fn sys_fcntl(fd: i32, cmd: u32, arg: usize) -> SysResult {
     const F_GETFL: u32 = 3;
     const F_SETFL: u32 = 4;
     const F_DUPFD_CLOEXEC: u32 = 1030;
+    const F_SETPIPE_SZ: u32 = 1031;
+    const F_GETPIPE_SZ: u32 = 1032;
     const FD_CLOEXEC: usize = 1;
+    if matches!(cmd, F_SETPIPE_SZ | F_GETPIPE_SZ) {
+        // A pipe's or FIFO's size; EBADF for anything else, as Linux answers.
+        let f = file(fd)?;
+        let end = f
+            .loc
+            .node
+            .as_any()
+            .downcast_ref::<crate::ipc::pipe::PipeEnd>()
+            .ok_or(Errno::EBADF)?;
+        return if cmd == F_GETPIPE_SZ {
+            Ok(end.pipe.capacity())
+        } else {
+            let root = crate::task::current_cred().is_root();
+            end.pipe.set_capacity(arg & 0xffff_ffff, root)
+        };
+    }
     with_current(|p| {
         let f = p.files.fds().get(fd)?;
         match cmd {
