@@ -9,8 +9,8 @@
 
 //! Files: `mount_table` (mounts, `Loc`), `path` (resolution), `perm` (Linux's permission
 //! rules), `ops` (mount, create, read a program), `file` (open files, descriptor tables),
-//! `lock` (record locks), `writeback` (periodic work, sync), `devfs`, `procfs`, and
-//! `window_pager` (dbfs's pages through the block layer's disk window).
+//! `lock` (record locks), `writeback` (periodic work, sync), `devfs`, `procfs` (and `procsys`,
+//! its `/proc/sys`), and `window_pager` (dbfs's pages through the block layer's disk window).
 
 pub mod devfs;
 pub mod file;
@@ -20,6 +20,7 @@ mod ops;
 pub mod path;
 pub mod perm;
 pub mod procfs;
+mod procsys;
 pub mod window_pager;
 mod writeback;
 
