@@ -364,6 +364,27 @@ fn fcntl_lock(fd: i32, cmd: u32, arg: usize) -> SysResult {
     Ok(0)
 }
 
+/// flock(fd, op): `LOCK_SH`, `LOCK_EX` or `LOCK_UN`, with `LOCK_NB` not to wait
+/// (`fs::flock`). EINVAL for any other op, EBADF for an `O_PATH` descriptor.
+pub fn sys_flock(fd: i32, op: u32) -> SysResult {
+    const LOCK_SH: u32 = 1;
+    const LOCK_EX: u32 = 2;
+    const LOCK_NB: u32 = 4;
+    const LOCK_UN: u32 = 8;
+    let f = file(fd)?;
+    let want = match op & !LOCK_NB {
+        LOCK_SH => Some(false),
+        LOCK_EX => Some(true),
+        LOCK_UN => None,
+        _ => return Err(Errno::EINVAL),
+    };
+    if *f.status_flags.lock() & O_PATH != 0 {
+        return Err(Errno::EBADF);
+    }
+    f.flock(want, op & LOCK_NB != 0)?;
+    Ok(0)
+}
+
 pub fn sys_fcntl(fd: i32, cmd: u32, arg: usize) -> SysResult {
     if matches!(cmd, F_GETLK | F_SETLK | F_SETLKW) {
         return fcntl_lock(fd, cmd, arg);
