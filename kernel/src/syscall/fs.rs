@@ -217,6 +217,14 @@ pub fn sys_getdents64(fd: i32, buf: usize, count: usize) -> SysResult {
 
 pub fn sys_fsync(fd: i32, data_only: bool) -> SysResult {
     let f = file(fd)?;
+    // Pipes, FIFOs, sockets and character devices (the terminal, /dev/null) cannot be
+    // synchronized: Linux's have no fsync operation, EINVAL. Block devices can.
+    if matches!(
+        f.ftype,
+        FileType::Fifo | FileType::Socket | FileType::CharDevice
+    ) {
+        return Err(Errno::EINVAL);
+    }
     crate::drivers::window::barrier_coming(|| {
         crate::mm::file_pages::write_back_open(&*f)?;
         f.loc.node.fsync(data_only).map_err(Errno::from)
