@@ -181,13 +181,18 @@ pub fn sys_clock_gettime(clock: u32, tp: usize) -> SysResult {
     Ok(0)
 }
 
-pub fn sys_gettimeofday(tv: usize) -> SysResult {
+/// gettimeofday(tv, tz): the wall clock in `tv`; `tz`, if given, gets Linux's default
+/// `struct timezone` (minutes west 0, no DST; nothing here sets it).
+pub fn sys_gettimeofday(tv: usize, tz: usize) -> SysResult {
     if tv != 0 {
         let ns = time::realtime_ns();
         let mut b = [0u8; 16];
         b[..8].copy_from_slice(&((ns / 1_000_000_000) as i64).to_le_bytes());
         b[8..].copy_from_slice(&((ns % 1_000_000_000 / 1000) as i64).to_le_bytes());
         copy_out(tv, &b)?;
+    }
+    if tz != 0 {
+        copy_out(tz, &[0u8; 8])?;
     }
     Ok(0)
 }

@@ -176,7 +176,7 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
         SYS_SHMDT => changing_space(|| shm::sys_shmdt(a[0])),
         SYS_SHMCTL => shm::sys_shmctl(a[0], a[1], a[2]),
         SYS_CLOCK_GETTIME => misc::sys_clock_gettime(a[0] as u32, a[1]),
-        SYS_GETTIMEOFDAY => misc::sys_gettimeofday(a[0]),
+        SYS_GETTIMEOFDAY => misc::sys_gettimeofday(a[0], a[1]),
         SYS_NANOSLEEP => misc::sys_nanosleep(a[0], a[1]),
         SYS_GETITIMER => misc::sys_getitimer(a[0], a[1]),
         SYS_SETITIMER => misc::sys_setitimer(a[0], a[1], a[2]),
