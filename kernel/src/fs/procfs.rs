@@ -3,7 +3,8 @@
 //!
 //! Layout (a subset of Linux's, same formats):
 //! - `/proc/<pid>/`: `stat` (the 52 fields of proc(5), zeros where we keep nothing),
-//!   `status`, `statm`, `cmdline` (the arguments, each ended by NUL), `comm`, `cwd` (a link);
+//!   `status`, `statm`, `cmdline` (the arguments, each ended by NUL), `comm`, `cwd` (a link),
+//!   `mounts` (the one mount table, as `/proc/mounts`);
 //! - `/proc/self` (a link to the caller's directory), `mounts`, `meminfo`, `uptime`, `stat`,
 //!   `loadavg`, `filesystems`, `version`, `cpuinfo`;
 //! - `/proc/sys`: a few tunables, read-only (`procsys`);
@@ -79,13 +80,14 @@ const ROOT_FILES: [(&str, Gen, u64); 10] = [
 ];
 
 /// Files of a process directory: name, what, and the low byte of the inode number.
-const PID_FILES: [(&str, PidGen, u64); 6] = [
+const PID_FILES: [(&str, PidGen, u64); 7] = [
     ("stat", PidGen::Stat, 2),
     ("status", PidGen::Status, 3),
     ("statm", PidGen::Statm, 4),
     ("cmdline", PidGen::Cmdline, 5),
     ("comm", PidGen::Comm, 6),
     ("cwd", PidGen::Cwd, 7),
+    ("mounts", PidGen::Mounts, 8),
 ];
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -110,6 +112,8 @@ enum PidGen {
     Cmdline,
     Comm,
     Cwd,
+    /// The mount table (one namespace: every process sees `/proc/mounts`).
+    Mounts,
 }
 
 struct ProcRoot;
@@ -326,6 +330,7 @@ impl Node for PidFile {
             .into_bytes(),
             PidGen::Cmdline => p.cmdline,
             PidGen::Comm => format!("{}\n", p.comm).into_bytes(),
+            PidGen::Mounts => mounts().into_bytes(),
             PidGen::Cwd => return Err(VfsError::InvalidInput),
         };
         read_text(&text, offset, buf)
