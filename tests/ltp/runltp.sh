@@ -21,7 +21,7 @@
 #              program is not installed (not built); each of these counts one `broken`;
 #   CONF       when it only skipped (TCONF); WARN when it passed with a TWARN.
 # A case that is not PASS prints, indented, its first TFAIL/TBROK/TCONF/TWARN lines (or its
-# output's last lines when it has none).
+# output's last lines when it has none), each cut at 200 characters.
 # The last line: `LTP passed=N failed=N broken=N conf=N warn=N cases=N` (sums over the cases),
 # after one `LTP cases: pass=N fail=N ... ` line of verdicts. The exit status is 0 when no
 # case failed, broke, timed out, crashed or was missing; 1 otherwise.
@@ -123,7 +123,7 @@ while read -r name cmd; do
 	if [ "$verdict" != PASS ]; then
 		why=$(grep -E 'TFAIL|TBROK|TCONF|TWARN' "$log" | head -n 6)
 		[ -n "$why" ] || why=$(grep -vE '^(Summary:|passed|failed|broken|skipped|warnings) ' "$log" | tail -n 6)
-		printf '%s\n' "$why" | sed 's/^/    /'
+		printf '%s\n' "$why" | cut -c1-200 | sed 's/^/    /'
 	fi
 done <"$LIST"
 

@@ -4,7 +4,8 @@
 #   tools/ltp/lists.sh LOG RUNTEST [ENABLED NOT_ENABLED]
 #
 # LOG: the console of a `make ltp` run over RUNTEST (e.g. LTP's runtest/syscalls), with the
-# runner's per-case lines (tests/ltp/runltp.sh). Writes ENABLED (default
+# runner's per-case lines (tests/ltp/runltp.sh); the consoles of several runs may be joined
+# into one LOG, and a case's last result counts (a later run of some cases on a fixed kernel). Writes ENABLED (default
 # tests/ltp/enabled.txt): RUNTEST's lines of the cases that passed (verdict PASS), in
 # RUNTEST's order; and NOT_ENABLED (default tests/ltp/not-enabled.txt): every other entry of
 # RUNTEST, `NAME  CLASS: REASON`, the class from what the case printed (the first
@@ -36,6 +37,7 @@ verdicts=$(tr -d '\r' <"$log" | awk '
 		why = substr($0, 5)
 		# LTP prefixes "file.c:NN: " to its results; keep the message.
 		sub(/^[^ ]+\.c:[0-9]+: /, "", why)
+		if (length(why) > 160) why = substr(why, 1, 160) "..." 
 		next
 	}
 	/^LTP / { if (name != "") print name "\t" verdict "\t" why; name = "" }
@@ -73,7 +75,8 @@ src=$(basename "$runtest")
 while IFS= read -r line; do
 	case $line in '' | '#'*) continue ;; esac
 	name=${line%%[[:space:]]*}
-	row=$(awk -F'\t' -v n="$name" '$1 == n { print; exit }' <<<"$verdicts")
+	# The last result of the case counts (a log of later runs may follow the broad one).
+	row=$(awk -F'\t' -v n="$name" '$1 == n { r = $0 } END { if (r != "") print r }' <<<"$verdicts")
 	if [ -z "$row" ]; then
 		printf '%-28s %s\n' "$name" "not-run: no result in the log" >>"$not_enabled.tmp"
 		continue
