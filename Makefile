@@ -96,6 +96,7 @@ include mk/bench.mk     # in-guest and host benchmarks (bench/README.md)
 include mk/fuse.mk      # dbfs-fuse on the host
 include mk/fuzz.mk      # cargo-fuzz
 include mk/debian.mk    # the Debian root: image, run-debian, test-debian
+include mk/ltp.mk       # LTP: build, the LTP root, make ltp, test-ltp
 
 ##@ Help
 .PHONY: help

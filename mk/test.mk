@@ -34,7 +34,7 @@ TESTS_NEED_LTP :=
 # The targets `make TARGET` stops at once for when the source is missing.
 PJDFSTEST_TARGETS := pjdfstest test-pjdfstest pjdfstest-guest test-pjdfstest-guest pjdfstest-riscv \
 	thirdparty-check $(TESTS_NEED_PJDFSTEST)
-LTP_TARGETS := $(TESTS_NEED_LTP)
+LTP_TARGETS := ltp-build ltp-root ltp test-ltp $(TESTS_NEED_LTP)
 TEST_SKIPPED := $(if $(have_pjdfstest),,$(TESTS_NEED_PJDFSTEST)) $(if $(have_ltp),,$(TESTS_NEED_LTP))
 TEST_SKIPPED := $(strip $(TEST_SKIPPED))
 TEST_SKIP_BANNER = \

@@ -314,6 +314,8 @@ pub const SYS_FUTEX: usize = 98;
 pub const SYS_SET_ROBUST_LIST: usize = 99;
 /// `get_robust_list`: read a thread's registered robust futex list.
 pub const SYS_GET_ROBUST_LIST: usize = 100;
+/// `flock`: take or drop a whole-file lock (shared or exclusive) of an open file description.
+pub const SYS_FLOCK: usize = 32;
 /// `getitimer`: read an interval timer (`ITIMER_REAL`, ...).
 pub const SYS_GETITIMER: usize = 102;
 /// `setitimer`: arm or disarm an interval timer that signals the process.

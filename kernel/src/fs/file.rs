@@ -29,6 +29,8 @@ pub struct OpenFile {
     lock_key: Mutex<Option<FileKey>>,
     /// `release` already ran (through [`OpenFile::close_last`]): `Drop` skips it.
     released: bool,
+    /// A `flock` was taken through this description: its last close drops it.
+    flocked: core::sync::atomic::AtomicBool,
 }
 
 impl OpenFile {
@@ -57,6 +59,7 @@ impl OpenFile {
             offset: Mutex::new(0),
             lock_key: Mutex::new(None),
             released: false,
+            flocked: core::sync::atomic::AtomicBool::new(false),
         }))
     }
 
@@ -64,8 +67,11 @@ impl OpenFile {
     /// and return its error, as Linux's close(2) reports the final flush's (a file system
     /// that buffers writes may only learn at that commit that the disk is full: ENOSPC).
     pub fn close_last(this: Arc<OpenFile>) -> Result<(), Errno> {
+        // The flock owner is the address in the `Arc`, not that of the value moved out.
+        let owner = Arc::as_ptr(&this) as usize;
         match Arc::try_unwrap(this) {
             Ok(mut f) => {
+                f.drop_flock(owner);
                 f.released = true;
                 f.loc.node.release()?;
                 Ok(())
@@ -103,6 +109,31 @@ impl OpenFile {
         Ok(key)
     }
 
+    /// flock(2) through this description: `LOCK_SH` (`Some(false)`), `LOCK_EX` (`Some(true)`)
+    /// or `LOCK_UN` (`None`); `super::flock` has the rules.
+    pub fn flock(&self, want: Option<bool>, nonblock: bool) -> Result<(), Errno> {
+        let key = self.lock_key()?;
+        let owner = self as *const OpenFile as usize;
+        match want {
+            Some(exclusive) => {
+                super::flock::lock(key, owner, exclusive, nonblock)?;
+                self.flocked
+                    .store(true, core::sync::atomic::Ordering::Relaxed);
+            }
+            None => super::flock::release(key, owner),
+        }
+        Ok(())
+    }
+
+    /// The description (owner address `owner`) is going: its flock goes with it.
+    fn drop_flock(&self, owner: usize) {
+        if self.flocked.load(core::sync::atomic::Ordering::Relaxed) {
+            if let Some(key) = *self.lock_key.lock() {
+                super::flock::release(key, owner);
+            }
+        }
+    }
+
     /// A descriptor of this file was closed by `pid`: POSIX drops all of `pid`'s record
     /// locks on the file, whichever descriptor took them.
     pub fn release_locks(&self, pid: usize) {
@@ -130,6 +161,7 @@ impl Drop for OpenFile {
         if self.released {
             return;
         }
+        self.drop_flock(self as *const OpenFile as usize);
         if let Err(e) = self.loc.node.release() {
             log::warn!("release of {} failed: {}", self.loc.path, e);
         }

@@ -8,7 +8,8 @@
 //!
 //! A process's locks on one file never overlap each other. A new lock replaces whatever the
 //! process held in its range, splitting a larger lock if it has to. Locks of one type that
-//! touch or overlap are merged, as Linux merges them, so `F_GETLK` reports the merged range.
+//! touch or overlap are merged, as Linux merges them, so `F_GETLK` reports the merged range;
+//! a file's locks are kept sorted by their start, and `F_GETLK` reports the first that conflicts.
 //! The locks are advisory: read and write never look at them.
 //!
 //! `F_SETLKW` sleeps on one wait queue that every unlock wakes; waiters then re-check. A
@@ -163,6 +164,9 @@ impl Table {
             });
             out.push(lock);
         }
+        // Kept in file order, so F_GETLK reports the conflicting lock that starts first (as
+        // Linux, whose list keeps each owner's locks sorted by start).
+        out.sort_unstable_by_key(|l| (l.start, l.pid));
         let count = self.count - old_len + out.len();
         if count > MAX_LOCKS && out.len() > old_len {
             self.files.insert(key, old);
@@ -176,7 +180,8 @@ impl Table {
     }
 }
 
-/// `F_GETLK`: the first lock of another process that would keep `pid` from taking this one.
+/// `F_GETLK`: the lock of another process, starting first, that would keep `pid` from taking
+/// this one.
 pub fn test(key: FileKey, pid: usize, write: bool, start: u64, end: u64) -> Option<RecordLock> {
     TABLE.lock().conflict(key, pid, write, start, end)
 }

@@ -9,11 +9,12 @@
 
 //! Files: `mount_table` (mounts, `Loc`), `path` (resolution), `perm` (Linux's permission
 //! rules), `ops` (mount, create, read a program), `file` (open files, descriptor tables),
-//! `lock` (record locks), `writeback` (periodic work, sync), `devfs`, `procfs`, and
-//! `window_pager` (dbfs's pages through the block layer's disk window).
+//! `lock` (record locks), `flock` (whole-file locks), `writeback` (periodic work, sync), `devfs`, `procfs` (and `procsys`,
+//! its `/proc/sys`), and `window_pager` (dbfs's pages through the block layer's disk window).
 
 pub mod devfs;
 pub mod file;
+mod flock;
 pub mod lock;
 mod mount_table;
 mod ops;
@@ -21,6 +22,7 @@ pub mod path;
 pub mod perm;
 pub mod proc_fd;
 pub mod procfs;
+mod procsys;
 pub mod window_pager;
 mod writeback;
 

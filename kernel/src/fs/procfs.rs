@@ -9,6 +9,7 @@
 //!   `mountinfo` (what coreutils' `df` and util-linux read);
 //! - `/proc/self` (a link to the caller's directory), `mounts`, `meminfo`, `uptime`, `stat`,
 //!   `loadavg`, `filesystems`, `version`, `cpuinfo`;
+//! - `/proc/sys`: a few tunables, read-only (`procsys`);
 //! - `/proc/counters` (ours, like Linux's `vmstat`): the kernel's I/O counters since boot
 //!   (`name value` lines, the figures the benchmarks print beside each result), so
 //!   `cat /proc/counters` before and after a command shows what it cost.
@@ -167,6 +168,9 @@ impl Node for ProcRoot {
         if let Some(&(_, what, ino)) = ROOT_FILES.iter().find(|(n, _, _)| *n == name) {
             return Ok(Arc::new(RootFile { what, ino }));
         }
+        if name == "sys" {
+            return Ok(super::procsys::root());
+        }
         let pid: usize = name.parse().map_err(|_| VfsError::NotFound)?;
         if name.starts_with('0') || crate::task::ps::info(pid).is_none() {
             return Err(VfsError::NotFound);
@@ -185,6 +189,11 @@ impl Node for ProcRoot {
                 (String::from(n), ino, t)
             })
             .collect();
+        entries.push((
+            String::from("sys"),
+            super::procsys::INO_BASE,
+            FileType::Directory,
+        ));
         for pid in crate::task::ps::pids() {
             entries.push((format!("{pid}"), pid_ino(pid, 1), FileType::Directory));
         }

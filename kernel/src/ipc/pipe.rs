@@ -24,13 +24,18 @@ use crate::sync::Mutex;
 use crate::task::signal;
 use crate::task::wait::WaitQueue;
 
-/// Bytes a pipe holds (Linux's default pipe size).
+/// Bytes a new pipe holds (Linux's default pipe size); `F_SETPIPE_SZ` changes it per pipe.
 pub const PIPE_CAPACITY: usize = 64 * 1024;
+/// The largest size `F_SETPIPE_SZ` gives a process without privilege (Linux's default
+/// `/proc/sys/fs/pipe-max-size`).
+pub const PIPE_MAX_SIZE: usize = 1024 * 1024;
 /// Writes up to this size are atomic.
 pub const PIPE_BUF: usize = 4096;
 
 struct State {
     buf: VecDeque<u8>,
+    /// Bytes it may hold (`F_GETPIPE_SZ`).
+    capacity: usize,
     readers: usize,
     writers: usize,
     /// Ends ever opened: a FIFO opener waits for this to move, not for the count (an end
@@ -55,6 +60,7 @@ impl Pipe {
         Arc::new(Pipe {
             state: Mutex::new(State {
                 buf: VecDeque::new(),
+                capacity: PIPE_CAPACITY,
                 readers: 0,
                 writers: 0,
                 reader_opens: 0,
@@ -123,7 +129,7 @@ impl Pipe {
                         Err(Errno::EPIPE)
                     };
                 }
-                let room = PIPE_CAPACITY - st.buf.len();
+                let room = st.capacity.saturating_sub(st.buf.len());
                 let left = data.len() - done;
                 // Small writes go in whole or not at all.
                 let n = if left <= PIPE_BUF && room < left {
@@ -169,6 +175,37 @@ impl Pipe {
         }
     }
 
+    /// `F_GETPIPE_SZ`: the bytes it may hold.
+    pub fn capacity(&self) -> usize {
+        self.state.lock().capacity
+    }
+
+    /// `F_SETPIPE_SZ`: hold `size` bytes, rounded up as Linux rounds (a page at least, else
+    /// a power of two); returns the size set. EINVAL when no size fits, EPERM above
+    /// [`PIPE_MAX_SIZE`] without privilege (`privileged`), EBUSY if more than that is in it.
+    pub fn set_capacity(&self, size: usize, privileged: bool) -> Result<usize, Errno> {
+        const PAGE: usize = 4096;
+        let size = if size <= PAGE {
+            PAGE
+        } else {
+            size.checked_next_power_of_two().ok_or(Errno::EINVAL)?
+        };
+        if size > u32::MAX as usize / 2 + 1 {
+            return Err(Errno::EINVAL);
+        }
+        if size > PIPE_MAX_SIZE && !privileged {
+            return Err(Errno::EPERM);
+        }
+        let mut st = self.state.lock();
+        if st.buf.len() > size {
+            return Err(Errno::EBUSY);
+        }
+        st.capacity = size;
+        drop(st);
+        self.wake_all();
+        Ok(size)
+    }
+
     /// Bytes waiting to be read (FIONREAD).
     pub fn available(&self) -> usize {
         self.state.lock().buf.len()
@@ -178,7 +215,7 @@ impl Pipe {
     pub fn poll(&self, reading: bool, writing: bool) -> (bool, bool, bool) {
         let st = self.state.lock();
         let r = reading && (!st.buf.is_empty() || st.writers == 0);
-        let w = writing && (st.readers == 0 || st.buf.len() < PIPE_CAPACITY);
+        let w = writing && (st.readers == 0 || st.buf.len() < st.capacity);
         let hup = reading && st.writers == 0;
         let err = writing && st.readers == 0;
         (r, w, hup || err)

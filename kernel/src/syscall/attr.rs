@@ -219,6 +219,9 @@ pub fn sys_fchmod(fd: i32, mode: u32) -> SysResult {
 
 pub fn sys_fchmodat(dirfd: i32, path_ptr: usize, mode: u32) -> SysResult {
     let path = read_path(path_ptr)?;
+    if path.is_empty() {
+        return Err(Errno::ENOENT); // before the descriptor is looked at, as Linux's getname
+    }
     chmod(&path::resolve(&base(dirfd, &path)?, &path, true)?, mode)
 }
 

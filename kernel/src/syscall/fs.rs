@@ -121,7 +121,9 @@ pub fn sys_openat(dirfd: i32, path_ptr: usize, flags: u32, mode: u32) -> SysResu
             return Err(Errno::ETXTBSY);
         }
     }
-    if flags & O_TRUNC != 0 && writable && ftype == FileType::Regular {
+    // A file this call created is empty already: no truncation, and so (as in Linux, which
+    // skips it for a created file) its set-group-id bit stays.
+    if flags & O_TRUNC != 0 && writable && ftype == FileType::Regular && !created {
         let m = loc.node.getattr()?;
         if m.size != 0 {
             loc.node.truncate(0)?;
@@ -230,6 +232,14 @@ pub fn sys_fsync(fd: i32, data_only: bool) -> SysResult {
 
 /// fsync (or fdatasync) of an open file: its mapped pages, then the file system's.
 pub(super) fn fsync_file(f: &OpenFile, data_only: bool) -> SysResult {
+    // Pipes, FIFOs, sockets and character devices (the terminal, /dev/null) cannot be
+    // synchronized: Linux's have no fsync operation, EINVAL. Block devices can.
+    if matches!(
+        f.ftype,
+        FileType::Fifo | FileType::Socket | FileType::CharDevice
+    ) {
+        return Err(Errno::EINVAL);
+    }
     crate::drivers::window::barrier_coming(|| {
         crate::mm::file_pages::write_back_open(f)?;
         f.loc.node.fsync(data_only).map_err(Errno::from)
@@ -377,6 +387,27 @@ fn fcntl_lock(fd: i32, cmd: u32, arg: usize) -> SysResult {
     Ok(0)
 }
 
+/// flock(fd, op): `LOCK_SH`, `LOCK_EX` or `LOCK_UN`, with `LOCK_NB` not to wait
+/// (`fs::flock`). EINVAL for any other op, EBADF for an `O_PATH` descriptor.
+pub fn sys_flock(fd: i32, op: u32) -> SysResult {
+    const LOCK_SH: u32 = 1;
+    const LOCK_EX: u32 = 2;
+    const LOCK_NB: u32 = 4;
+    const LOCK_UN: u32 = 8;
+    let f = file(fd)?;
+    let want = match op & !LOCK_NB {
+        LOCK_SH => Some(false),
+        LOCK_EX => Some(true),
+        LOCK_UN => None,
+        _ => return Err(Errno::EINVAL),
+    };
+    if *f.status_flags.lock() & O_PATH != 0 {
+        return Err(Errno::EBADF);
+    }
+    f.flock(want, op & LOCK_NB != 0)?;
+    Ok(0)
+}
+
 pub fn sys_fcntl(fd: i32, cmd: u32, arg: usize) -> SysResult {
     if matches!(cmd, F_GETLK | F_SETLK | F_SETLKW) {
         return fcntl_lock(fd, cmd, arg);
@@ -387,7 +418,25 @@ pub fn sys_fcntl(fd: i32, cmd: u32, arg: usize) -> SysResult {
     const F_GETFL: u32 = 3;
     const F_SETFL: u32 = 4;
     const F_DUPFD_CLOEXEC: u32 = 1030;
+    const F_SETPIPE_SZ: u32 = 1031;
+    const F_GETPIPE_SZ: u32 = 1032;
     const FD_CLOEXEC: usize = 1;
+    if matches!(cmd, F_SETPIPE_SZ | F_GETPIPE_SZ) {
+        // A pipe's or FIFO's size; EBADF for anything else, as Linux answers.
+        let f = file(fd)?;
+        let end = f
+            .loc
+            .node
+            .as_any()
+            .downcast_ref::<crate::ipc::pipe::PipeEnd>()
+            .ok_or(Errno::EBADF)?;
+        return if cmd == F_GETPIPE_SZ {
+            Ok(end.pipe.capacity())
+        } else {
+            let root = crate::task::current_cred().is_root();
+            end.pipe.set_capacity(arg & 0xffff_ffff, root)
+        };
+    }
     with_current(|p| {
         let f = p.files.fds().get(fd)?;
         match cmd {

@@ -360,7 +360,14 @@ pub fn sys_pwrite(fd: i32, va: usize, len: usize, offset: i64) -> SysResult {
         return Err(Errno::ESPIPE);
     }
     drop_suid_of(&f)?;
-    write_from_user(&f, offset as u64, va, len)
+    // On Linux a file opened O_APPEND takes pwrite's data at its end too, whatever the
+    // offset (a documented deviation from POSIX); the file offset does not move.
+    let at = if f.append() {
+        f.loc.node.getattr()?.size
+    } else {
+        offset as u64
+    };
+    write_from_user(&f, at, va, len)
 }
 
 /// The iovec array, checked as Linux's `import_iovec` does before any I/O: at most `IOV_MAX`

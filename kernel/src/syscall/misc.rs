@@ -197,7 +197,12 @@ fn timespec(ns: u64) -> Timespec {
     }
 }
 
+/// clock_gettime: the wall and monotonic clocks, and the caller's CPU time (user and system
+/// time together: the kernel does not tell them apart). The CPU clocks of other processes
+/// and threads (negative ids) are not built: EINVAL.
 pub fn sys_clock_gettime(clock: u32, tp: usize) -> SysResult {
+    const CLOCK_PROCESS_CPUTIME_ID: u32 = 2;
+    const CLOCK_THREAD_CPUTIME_ID: u32 = 3;
     const CLOCK_MONOTONIC_RAW: u32 = 4;
     const CLOCK_REALTIME_COARSE: u32 = 5;
     const CLOCK_MONOTONIC_COARSE: u32 = 6;
@@ -207,19 +212,88 @@ pub fn sys_clock_gettime(clock: u32, tp: usize) -> SysResult {
         CLOCK_MONOTONIC | CLOCK_MONOTONIC_RAW | CLOCK_MONOTONIC_COARSE | CLOCK_BOOTTIME => {
             time::monotonic_ns()
         }
+        CLOCK_PROCESS_CPUTIME_ID => crate::task::cpu_times().0,
+        CLOCK_THREAD_CPUTIME_ID => crate::task::cpu_times().1,
         _ => return Err(Errno::EINVAL),
     };
     copy_out(tp, &timespec(ns).as_bytes())?;
     Ok(0)
 }
 
-pub fn sys_gettimeofday(tv: usize) -> SysResult {
+/// gettimeofday(tv, tz): the wall clock in `tv`; `tz`, if given, gets Linux's default
+/// `struct timezone` (minutes west 0, no DST; nothing here sets it).
+pub fn sys_gettimeofday(tv: usize, tz: usize) -> SysResult {
     if tv != 0 {
         let ns = time::realtime_ns();
         let mut b = [0u8; 16];
         b[..8].copy_from_slice(&((ns / 1_000_000_000) as i64).to_le_bytes());
         b[8..].copy_from_slice(&((ns % 1_000_000_000 / 1000) as i64).to_le_bytes());
         copy_out(tv, &b)?;
+    }
+    if tz != 0 {
+        copy_out(tz, &[0u8; 8])?;
+    }
+    Ok(0)
+}
+
+/// `which` must name one of the three timers (`task::itimer`): EINVAL otherwise.
+fn check_itimer(which: usize) -> Result<(), Errno> {
+    use crate::task::itimer::{ITIMER_PROF, ITIMER_REAL, ITIMER_VIRTUAL};
+    if [ITIMER_REAL, ITIMER_VIRTUAL, ITIMER_PROF].contains(&which) {
+        Ok(())
+    } else {
+        Err(Errno::EINVAL)
+    }
+}
+
+/// `struct itimerval` (it_interval, it_value; each a `struct timeval`) from (value, interval)
+/// in ns: microseconds, the rest cut off.
+fn put_itimerval(ptr: usize, (value, interval): (u64, u64)) -> Result<(), Errno> {
+    let mut b = [0u8; 32];
+    for (i, ns) in [interval, value].into_iter().enumerate() {
+        b[i * 16..i * 16 + 8].copy_from_slice(&((ns / 1_000_000_000) as i64).to_le_bytes());
+        let usec = (ns % 1_000_000_000 / 1000) as i64;
+        b[i * 16 + 8..i * 16 + 16].copy_from_slice(&usec.to_le_bytes());
+    }
+    copy_out(ptr, &b)
+}
+
+/// getitimer(which, curr): the time left and the interval.
+pub fn sys_getitimer(which: usize, curr: usize) -> SysResult {
+    check_itimer(which)?;
+    let p = crate::task::current_process();
+    put_itimerval(
+        curr,
+        crate::task::itimer::get(&p, which, time::monotonic_ns()),
+    )?;
+    Ok(0)
+}
+
+/// setitimer(which, new, old): arm (a non-zero `it_value`) or disarm the timer; a null `new`
+/// disarms, as on Linux. EINVAL for a negative time or microseconds outside 0..1e6.
+pub fn sys_setitimer(which: usize, new: usize, old: usize) -> SysResult {
+    let (value, interval) = if new != 0 {
+        let mut b = [0u8; 32];
+        copy_in(new, &mut b)?;
+        let ns = |at: usize| -> Result<u64, Errno> {
+            let sec = i64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+            let usec = i64::from_le_bytes(b[at + 8..at + 16].try_into().unwrap());
+            if sec < 0 || !(0..1_000_000).contains(&usec) {
+                return Err(Errno::EINVAL);
+            }
+            Ok((sec as u64)
+                .saturating_mul(1_000_000_000)
+                .saturating_add(usec as u64 * 1000))
+        };
+        (ns(16)?, ns(0)?)
+    } else {
+        (0, 0)
+    };
+    check_itimer(which)?;
+    let p = crate::task::current_process();
+    let was = crate::task::itimer::set(&p, which, time::monotonic_ns(), value, interval);
+    if old != 0 {
+        put_itimerval(old, was)?;
     }
     Ok(0)
 }

@@ -217,10 +217,12 @@ pub fn sys_getcwd(buf: usize, size: usize) -> SysResult {
     Ok(bytes.len())
 }
 
+/// chdir and fchdir alike: a directory (ENOTDIR) the caller may search (EACCES).
 fn set_cwd(loc: Loc) -> SysResult {
     if !loc.is_dir()? {
         return Err(Errno::ENOTDIR);
     }
+    perm::check(&perm::cred(), &loc, perm::MAY_EXEC)?;
     with_current(|p| p.cwd = loc.path);
     Ok(0)
 }
@@ -228,9 +230,6 @@ fn set_cwd(loc: Loc) -> SysResult {
 pub fn sys_chdir(path_ptr: usize) -> SysResult {
     let path = read_path(path_ptr)?;
     let loc = path::resolve(&base(AT_FDCWD, &path)?, &path, true)?;
-    if loc.is_dir()? {
-        perm::check(&perm::cred(), &loc, perm::MAY_EXEC)?;
-    }
     set_cwd(loc)
 }
 

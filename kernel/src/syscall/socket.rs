@@ -18,6 +18,10 @@ const SOCK_CLOEXEC: usize = 0o2000000;
 
 fn socket_of(fd: i32) -> Result<alloc::sync::Arc<OpenFile>, Errno> {
     let f = with_current(|p| p.files.fds().get(fd))?;
+    // An O_PATH descriptor is no descriptor for socket calls (Linux's fdget: EBADF).
+    if *f.status_flags.lock() & abi::fcntl::O_PATH != 0 {
+        return Err(Errno::EBADF);
+    }
     if f.loc.node.as_any().downcast_ref::<Socket>().is_none() {
         return Err(Errno::ENOTSOCK);
     }

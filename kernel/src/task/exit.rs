@@ -107,6 +107,7 @@ pub(super) fn process_exit(p: Arc<Process>, status: ExitStatus) {
     if let Some(parent) = vfork_parent {
         wake(&parent);
     }
+    super::itimer::cancel(p.pid);
     files.close(p.pid); // closes every descriptor (may write back data)
     if p.pid == 1 {
         let code = match status {

@@ -76,6 +76,7 @@ pub(super) fn make_thread(
         keep_cpu: AtomicBool::new(false),
         own_pages: AtomicBool::new(false),
         ctx: Mutex::new(TaskContext::new(first_entry as *const () as usize, top)),
+        cpu_ns: AtomicU64::new(0),
         _kstack: kstack,
     })
 }

@@ -27,7 +27,7 @@
 //! numbers, actions, masks), `cred`, `files` (the descriptor-table trait), `switch`,
 //! `process` (the data), `sched` (run queue, current thread, block and wake), `away`
 //! (giving the CPU away inside the kernel), `lookup`, `wait` (wait queues, timers, the
-//! pollers' queue), `signal` (generation), `futex`, `ps`, `run` (the scheduler loop),
+//! pollers' queue), `signal` (generation), `itimer` (setitimer's SIGALRM), `futex`, `ps`, `run` (the scheduler loop),
 //! `exit`, `sigframe` (delivery), `user_return`, `fork`, `exec`. This file only declares
 //! them and re-exports what the other layers use.
 
@@ -38,6 +38,7 @@ mod exit;
 pub mod files;
 mod fork;
 pub mod futex;
+pub mod itimer;
 mod lookup;
 mod process;
 pub mod ps;
@@ -62,9 +63,9 @@ pub use lookup::{
     write_protect_file_pages_everywhere,
 };
 pub use process::{ExitStatus, ProcInner, Process};
-pub use run::{run, set_services, Services, TIME_SLICE_MS};
+pub use run::{cpu_times, run, set_services, Services, TIME_SLICE_MS};
 pub use sched::{
     block_current, context_switches, current_cred, current_pid, current_process, current_tid,
-    with_current, with_thread, yield_now,
+    with_current, with_thread, yield_now, PID_MAX,
 };
 pub use user_return::return_to_user_restarting;

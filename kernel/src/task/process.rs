@@ -156,6 +156,8 @@ pub struct Thread {
     /// [`reading_own_pages`]).
     pub(super) own_pages: AtomicBool,
     pub(super) ctx: Mutex<TaskContext>,
+    /// CPU time of this thread so far, added by the scheduler when it leaves the CPU.
+    pub(super) cpu_ns: AtomicU64,
     /// Owned here so it lives exactly as long as the thread (the scheduler drops the last
     /// reference after switching away from a dead thread).
     pub(super) _kstack: Box<[u8]>,

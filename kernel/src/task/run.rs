@@ -39,6 +39,20 @@ pub(super) fn power_off(code: u32) -> ! {
     }
 }
 
+/// When the running thread got the CPU (monotonic ns), for [`cpu_times`].
+static RUNNING_SINCE: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
+
+/// CPU time of the current process and of the current thread so far (ns), the time slice
+/// running now included: CLOCK_PROCESS_CPUTIME_ID and CLOCK_THREAD_CPUTIME_ID.
+pub fn cpu_times() -> (u64, u64) {
+    let t = super::sched::current_thread();
+    let now = crate::arch::time::monotonic_ns().saturating_sub(RUNNING_SINCE.load(Relaxed));
+    (
+        t.process.cpu_ns.load(Relaxed) + now,
+        t.cpu_ns.load(Relaxed) + now,
+    )
+}
+
 /// The scheduler loop: run ready threads round-robin until none is left.
 pub fn run() -> ! {
     crate::arch::time::set_timer_in_ms(TIME_SLICE_MS);
@@ -66,10 +80,12 @@ pub fn run() -> ! {
         let to: *const TaskContext = ctx_ptr(&t.ctx);
         let from: *mut TaskContext = ctx_ptr(&IDLE_CTX);
         let started = crate::arch::time::monotonic_ns();
+        RUNNING_SINCE.store(started, Relaxed);
         // SAFETY: see `switch_to_scheduler`.
         unsafe { super::switch::switch(from, to) };
         let ran = crate::arch::time::monotonic_ns().saturating_sub(started);
         t.process.cpu_ns.fetch_add(ran, Relaxed);
+        t.cpu_ns.fetch_add(ran, Relaxed);
         let mut s = SCHED.lock();
         CURRENT.store(core::ptr::null_mut(), Relaxed);
         s.current = None;
@@ -88,7 +104,10 @@ pub(super) fn idle() {
     if let Some(s) = services {
         (s.take_input)();
     }
-    let next = wait::wake_expired(now);
+    let next = match (wait::wake_expired(now), super::itimer::fire_expired(now)) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
     if let Some(s) = services {
         (s.periodic)();
     }

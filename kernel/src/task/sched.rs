@@ -26,13 +26,35 @@ pub(super) struct Scheduler {
     /// Processes that are zombies (they count against [`MAX_PROCS`] until reaped).
     pub(super) zombies: usize,
     pub(super) next_pid: usize,
+    /// Whether `next_pid` has wrapped: from then on a new id may still be in use.
+    pub(super) pids_wrapped: bool,
 }
 
+/// Linux's default `pid_max` (`/proc/sys/kernel/pid_max`): ids stay below it. After the
+/// last one they start again at [`PID_WRAP_TO`], skipping the ids of processes (zombies too)
+/// and threads still there, as Linux's do (an id left only as a process group's or a
+/// session's is not skipped: finding those would lock every process under `SCHED`).
+pub const PID_MAX: usize = 32768;
+/// Where ids start again after a wrap (Linux's `RESERVED_PIDS`).
+const PID_WRAP_TO: usize = 300;
+
 impl Scheduler {
+    /// A new process or thread id. [`super::process::MAX_PROCS`] is far below
+    /// `PID_MAX - PID_WRAP_TO`, so a free one is always found.
     pub(super) fn alloc_id(&mut self) -> usize {
-        let id = self.next_pid;
-        self.next_pid += 1;
-        id
+        loop {
+            let id = self.next_pid;
+            self.next_pid = if id + 1 >= PID_MAX {
+                self.pids_wrapped = true;
+                PID_WRAP_TO
+            } else {
+                id + 1
+            };
+            if !self.pids_wrapped || !(self.all.contains_key(&id) || self.threads.contains_key(&id))
+            {
+                return id;
+            }
+        }
     }
     /// Threads and zombies: what [`MAX_PROCS`] limits.
     pub(super) fn tasks(&self) -> usize {
@@ -47,6 +69,7 @@ pub(super) static SCHED: Mutex<Scheduler> = Mutex::new(Scheduler {
     threads: BTreeMap::new(),
     zombies: 0,
     next_pid: 1,
+    pids_wrapped: false,
 });
 
 pub(super) static IDLE_CTX: Mutex<TaskContext> = Mutex::new(TaskContext::zero());

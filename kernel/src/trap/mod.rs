@@ -42,7 +42,9 @@ extern "C" fn user_trap_handler(tf: &mut TrapFrame) -> ! {
         if scause & !INTERRUPT == SUPERVISOR_TIMER {
             crate::arch::time::set_timer_in_ms(crate::task::TIME_SLICE_MS);
             crate::tty::poll_input();
-            crate::task::wait::wake_expired(crate::arch::time::monotonic_ns());
+            let now = crate::arch::time::monotonic_ns();
+            crate::task::wait::wake_expired(now);
+            crate::task::itimer::fire_expired(now);
             crate::fs::tick();
             crate::task::yield_now();
         } else {

@@ -23,6 +23,7 @@ mod bad_input;
 mod chmod_tests;
 mod exec_tests;
 mod fs_tests;
+mod itimer_tests;
 mod mmap_tests;
 mod proc_fd_tests;
 mod proc_tests;
@@ -203,6 +204,7 @@ pub const TESTS: &[Test] = &[
     // processes and memory
     t("getpid_positive", proc_tests::getpid_positive),
     t("fork_exit_wait", proc_tests::fork_exit_wait),
+    t("itimer_real", itimer_tests::itimer_real),
     t("preemption", proc_tests::preemption),
     t(
         "fp_state_survives_switches",

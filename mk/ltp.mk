@@ -1,0 +1,82 @@
+# The Linux Test Project in the guest (issue #43). LTP's source (LTP_SRC, ../shared/ltp: never
+# in the repository) is copied to build/ltp/src and built for riscv64 with Debian's cross
+# compiler, the programs dynamically linked against glibc (the Debian root's, newer than the
+# cross toolchain's), by tools/ltp/build.sh: only the directories whose programs the lists
+# run (LTP_BUILD_LISTS), cached (an unchanged rebuild takes a second). The result is installed
+# at /opt/ltp in a copy of the Debian root (build/ltp-root.img), with tests/ltp/runltp.sh, the
+# runner: each case of a list with its own timeout, TMPDIR on /dbfs, one line per case and
+# the closing line `LTP passed=N failed=N broken=N conf=N warn=N cases=N`.
+#
+# The lists (tests/ltp/README.md): enabled.txt, the cases that pass, which `make ltp` runs;
+# quick.txt, a few minutes of them (`make test-ltp`); not-enabled.txt, every other entry of
+# runtest/syscalls with its reason.
+
+LTP_APT := gcc-riscv64-linux-gnu autoconf automake m4 make pkg-config
+LTP_ENABLED := tests/ltp/enabled.txt
+LTP_QUICK := tests/ltp/quick.txt
+# The lists whose programs are built (the broad measurement builds runtest/syscalls too).
+LTP_BUILD_LISTS ?= $(LTP_ENABLED)
+# `make ltp`: the list it runs (a runtest-style file on the host) and each case's timeout (s).
+LTP_LIST ?= $(LTP_ENABLED)
+LTP_CASE_TIMEOUT ?= 120
+# The whole boot's hard limit (s): `make ltp` and `make test-ltp`.
+LTP_TIMEOUT ?= 3000
+LTP_QUICK_TIMEOUT ?= 600
+LTP_ROOT := $(BUILD)/ltp-root.img
+LTP_INSTALL_STAMP := $(BUILD)/ltp/install.stamp
+
+##@ LTP (the Linux Test Project, LTP_SRC)
+## ltp-deps: install what building LTP needs (Debian's riscv64 cross compiler, autotools)
+ltp-deps:
+	@$(call apt_install,$(LTP_APT))
+
+## ltp-build: build LTP's programs for the lists (LTP_BUILD_LISTS; build/ltp/install; cached)
+ltp-build: ltp-deps | $(BUILD)
+	$(REQUIRE_LTP)
+	BUILD=$(BUILD) LTP_SRC=$(LTP_SRC) tools/ltp/build.sh $(LTP_BUILD_LISTS)
+
+# The Debian root with /opt/ltp: made again when the root image or the install changed.
+$(LTP_ROOT): $(DEBIAN_ROOT) $(LTP_INSTALL_STAMP)
+	cp --sparse=always $(DEBIAN_ROOT) $@.tmp
+	$(DBFS_FUSE) import $@.tmp $(BUILD)/ltp/install/opt/ltp --dir /opt/ltp
+	mv $@.tmp $@
+
+## ltp-root: build/ltp-root.img, the Debian root with LTP at /opt/ltp
+ltp-root: ltp-build debian-root
+	@$(MAKE) --no-print-directory $(LTP_ROOT)
+
+# Each boot has its own directory (LTP_RUN names it, so two runs may go side by side): a copy
+# of the LTP root with the list as /opt/ltp/list.txt, the runner and run.conf, and fresh
+# disks (/dbfs, where the cases' TMPDIR and logs are, 512 MiB; /fat; the raw disk).
+LTP_RUN ?= run
+LTP_RUN_DIR = $(BUILD)/ltp/$(LTP_RUN)
+# $(call ltp_boot,LIST,TIMEOUT,LOG): boot that, bash running the runner; stop at TIMEOUT
+# seconds; the console in LOG; fail unless the closing line says no case failed or broke.
+define ltp_boot
+	rm -rf $(LTP_RUN_DIR) && mkdir -p $(LTP_RUN_DIR)/stage
+	cp --sparse=always $(LTP_ROOT) $(LTP_RUN_DIR)/root.img
+	cp tests/ltp/runltp.sh $(LTP_RUN_DIR)/stage/runltp.sh
+	cp $(1) $(LTP_RUN_DIR)/stage/list.txt
+	echo "TIMEOUT=$(LTP_CASE_TIMEOUT)" > $(LTP_RUN_DIR)/stage/run.conf
+	$(DBFS_FUSE) import $(LTP_RUN_DIR)/root.img $(LTP_RUN_DIR)/stage --dir /opt/ltp
+	$(MKIMAGE) fat32 $(LTP_RUN_DIR)/fat.img --size 300M --label LTPFAT
+	$(MKIMAGE) blank $(LTP_RUN_DIR)/raw.img --size 64M
+	$(MKIMAGE) blank $(LTP_RUN_DIR)/dbfs.img --size 512M
+	timeout --foreground -k 10 $(2) $(call debian_qemu,$(LTP_RUN_DIR)/root.img,$(call qemu_with,$(LTP_RUN_DIR))) \
+		-append "$(DEBIAN_PARAMS) -- /opt/ltp/runltp.sh" | tee $(3)
+	@grep -Eq '^LTP passed=[0-9]+ failed=0 broken=0 conf=[0-9]+ warn=[0-9]+ cases=[0-9]+' $(3) || \
+		{ echo "$@: no clean 'LTP passed=N failed=0 broken=0 ...' line in $(3)"; exit 1; }
+endef
+
+## ltp: boot the LTP root, run every case of LTP_LIST (default tests/ltp/enabled.txt; log build/ltp-LTP_RUN.log)
+ltp: kernel mkimage
+	@$(MAKE) --no-print-directory ltp-root LTP_BUILD_LISTS="$(LTP_BUILD_LISTS) $(LTP_LIST)"
+	$(call ltp_boot,$(LTP_LIST),$(LTP_TIMEOUT),$(BUILD)/ltp-$(LTP_RUN).log)
+
+test-ltp: LTP_RUN = quick
+## test-ltp: the quick subset of the enabled LTP cases (tests/ltp/quick.txt, a few minutes; build/ltp-quick.log)
+test-ltp: kernel mkimage
+	@$(MAKE) --no-print-directory ltp-root
+	$(call ltp_boot,$(LTP_QUICK),$(LTP_QUICK_TIMEOUT),$(BUILD)/ltp-quick.log)
+
+.PHONY: ltp-deps ltp-build ltp-root ltp test-ltp
