@@ -371,7 +371,7 @@ impl DiskWindow {
             st.frames.insert(index + k, f);
         }
         // The new entries were invalid before: one flush covers the whole cluster.
-        crate::arch::csr::sfence_vma_all();
+        crate::arch::hart::flush_tlb_all();
         crate::counters::add_page_fault();
         crate::counters::add_window_read(n);
         st.streams[stream].next = index + n;
@@ -450,7 +450,7 @@ impl DiskWindow {
         }
         if mapped_new {
             // The new entries were invalid before: one flush covers them all.
-            crate::arch::csr::sfence_vma_all();
+            crate::arch::hart::flush_tlb_all();
         }
         drop(st);
         self.dev.write_runs(&through)

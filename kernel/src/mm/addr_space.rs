@@ -409,7 +409,12 @@ impl AddrSpace {
     /// kill), `EIO` for a file page past the end of its file or unreadable (SIGBUS), anything
     /// else when the program touched memory it does not own (SIGSEGV).
     pub fn handle_fault(&mut self, va: usize, access: Access) -> Result<(), Errno> {
-        self.resolve_page(va, access).map(|_| ())
+        self.resolve_page(va, access)?;
+        if self.area_of(va).is_some_and(|a| a.perm.contains(Perm::X)) {
+            // A code page was filled: every hart's instruction fetches must see it.
+            crate::arch::hart::fence_i_all();
+        }
+        Ok(())
     }
 
     /// `brk`: move the program break; returns the (possibly unchanged) break.
@@ -678,6 +683,10 @@ impl AddrSpace {
             })
             .collect();
         self.pt.set_flags_many(pages);
+        if perm.contains(Perm::X) {
+            // Code written through a writable mapping may now run, on any hart.
+            crate::arch::hart::fence_i_all();
+        }
         Ok(())
     }
 
