@@ -34,6 +34,9 @@ pub struct Hart {
     started: AtomicBool,
     /// Waiting in the scheduler's `wfi` for something to run ([`kick_idle`] wakes it).
     idle: AtomicBool,
+    /// The user page table (`satp`) this hart last switched to ([`switch_satp`]): the only
+    /// one whose entries its TLB may hold (every switch flushes the TLB).
+    user_satp: AtomicUsize,
 }
 
 impl Hart {
@@ -44,6 +47,7 @@ impl Hart {
             hartid: AtomicUsize::new(0),
             started: AtomicBool::new(false),
             idle: AtomicBool::new(false),
+            user_satp: AtomicUsize::new(0),
         }
     }
 }
@@ -81,6 +85,13 @@ pub fn count() -> usize {
 /// Whether hart `i` runs kernel code (started through HSM, or the boot hart).
 pub fn is_started(i: usize) -> bool {
     HARTS.get(i).is_some_and(|h| h.started.load(Acquire))
+}
+
+/// The running harts as a CPU mask (bit i: slot i).
+pub fn online_mask() -> usize {
+    (0..count())
+        .filter(|&i| is_started(i))
+        .fold(0, |m, i| m | 1 << i)
 }
 
 /// The SBI hart id of slot `i`.
@@ -214,8 +225,15 @@ pub fn kick_idle() {
     }
 }
 
-/// The other started harts as an SBI hart mask (hart ids below 64), or None if there is none.
-fn others_mask() -> Option<sbi_rt::HartMask> {
+/// Switch this hart to page table `satp` (flushing its TLB), noted for [`flush_user_page`].
+pub fn switch_satp(satp: usize) {
+    this().user_satp.store(satp, Relaxed);
+    super::csr::set_satp(satp);
+}
+
+/// The other started harts that may cache entries of page table `satp` (any: `None`), as an
+/// SBI hart mask (hart ids below 64), or None if there is none.
+fn others_mask(satp: Option<usize>) -> Option<sbi_rt::HartMask> {
     let n = count();
     if n == 1 {
         return None;
@@ -223,7 +241,8 @@ fn others_mask() -> Option<sbi_rt::HartMask> {
     let me = index();
     let mut mask = 0usize;
     for (i, h) in HARTS.iter().enumerate().take(n) {
-        if i != me && h.started.load(Acquire) {
+        if i != me && h.started.load(Acquire) && satp.is_none_or(|s| h.user_satp.load(Relaxed) == s)
+        {
             mask |= 1 << hartid(i);
         }
     }
@@ -231,10 +250,10 @@ fn others_mask() -> Option<sbi_rt::HartMask> {
 }
 
 /// Flush the TLB entry of `va` on this hart and on every other started hart (SBI RFENCE,
-/// which returns once the remote harts have flushed).
+/// which returns once the remote harts have flushed): a kernel mapping.
 pub fn flush_tlb_page(va: usize) {
     super::csr::sfence_vma(va);
-    if let Some(mask) = others_mask() {
+    if let Some(mask) = others_mask(None) {
         let _ = sbi_rt::remote_sfence_vma(mask, va & !0xfff, 0x1000);
     }
 }
@@ -242,19 +261,40 @@ pub fn flush_tlb_page(va: usize) {
 /// Flush the whole TLB on this hart and on every other started hart.
 pub fn flush_tlb_all() {
     super::csr::sfence_vma_all();
-    if let Some(mask) = others_mask() {
+    if let Some(mask) = others_mask(None) {
         // start 0 and size usize::MAX: the whole address space (SBI's convention).
         let _ = sbi_rt::remote_sfence_vma(mask, 0, usize::MAX);
     }
 }
 
-/// Code pages changed (exec, mprotect to executable): `fence.i` on every started hart.
-pub fn fence_i_all() {
-    // SAFETY: `fence.i` only synchronises this hart's instruction fetches with memory.
-    unsafe { core::arch::asm!("fence.i") };
-    if let Some(mask) = others_mask() {
+/// Flush `va` (None: everything) of user page table `satp`, here and on every other hart that
+/// runs it (a thread of the same process: under the big kernel lock no hart switches page
+/// tables meanwhile, and a hart that switches later flushes its whole TLB then).
+pub fn flush_user(satp: usize, va: Option<usize>) {
+    match va {
+        Some(va) => super::csr::sfence_vma(va),
+        None => super::csr::sfence_vma_all(),
+    }
+    if let Some(mask) = others_mask(Some(satp)) {
+        let (start, size) = va.map_or((0, usize::MAX), |va| (va & !0xfff, 0x1000));
+        let _ = sbi_rt::remote_sfence_vma(mask, start, size);
+    }
+}
+
+/// Code pages of user page table `satp` changed (a page fault in an executable area, an
+/// mprotect to executable): `fence.i` here and on every other hart that runs it. Harts that
+/// switch to it later run `fence.i` then ([`fence_i_local`] in the scheduler).
+pub fn fence_i_user(satp: usize) {
+    fence_i_local();
+    if let Some(mask) = others_mask(Some(satp)) {
         let _ = sbi_rt::remote_fence_i(mask);
     }
+}
+
+/// `fence.i` on this hart only.
+pub fn fence_i_local() {
+    // SAFETY: `fence.i` only synchronises this hart's instruction fetches with memory.
+    unsafe { core::arch::asm!("fence.i") };
 }
 
 core::arch::global_asm!(

@@ -411,8 +411,9 @@ impl AddrSpace {
     pub fn handle_fault(&mut self, va: usize, access: Access) -> Result<(), Errno> {
         self.resolve_page(va, access)?;
         if self.area_of(va).is_some_and(|a| a.perm.contains(Perm::X)) {
-            // A code page was filled: every hart's instruction fetches must see it.
-            crate::arch::hart::fence_i_all();
+            // A code page was filled: the instruction fetches of every hart that runs this
+            // space must see it.
+            crate::arch::hart::fence_i_user(self.pt.satp());
         }
         Ok(())
     }
@@ -685,7 +686,7 @@ impl AddrSpace {
         self.pt.set_flags_many(pages);
         if perm.contains(Perm::X) {
             // Code written through a writable mapping may now run, on any hart.
-            crate::arch::hart::fence_i_all();
+            crate::arch::hart::fence_i_user(self.pt.satp());
         }
         Ok(())
     }

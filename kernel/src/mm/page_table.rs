@@ -167,7 +167,7 @@ impl PageTable {
         let words = Self::words(&mut self.root);
         words[..256].fill(0);
         self.tables.clear();
-        crate::arch::hart::flush_tlb_all();
+        crate::arch::hart::flush_user(self.satp(), None);
     }
 
     pub fn satp(&self) -> usize {
@@ -175,7 +175,7 @@ impl PageTable {
     }
 
     pub fn activate(&self) {
-        crate::arch::csr::set_satp(self.satp());
+        crate::arch::hart::switch_satp(self.satp());
     }
 
     /// The leaf entry slot for the user address `va`, creating intermediate tables if
@@ -216,7 +216,7 @@ impl PageTable {
                 if was_valid {
                     // A remap (a copy-on-write break, a page made writable): another hart
                     // running a thread of this space may cache the old entry.
-                    crate::arch::hart::flush_tlb_page(va);
+                    crate::arch::hart::flush_user(self.satp(), Some(va));
                 }
                 true
             }
@@ -271,8 +271,8 @@ impl PageTable {
     fn flush(&self, n: usize, va: usize) {
         match n {
             0 => {}
-            1 => crate::arch::hart::flush_tlb_page(va),
-            _ => crate::arch::hart::flush_tlb_all(),
+            1 => crate::arch::hart::flush_user(self.satp(), Some(va)),
+            _ => crate::arch::hart::flush_user(self.satp(), None),
         }
     }
 

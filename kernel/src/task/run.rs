@@ -6,7 +6,7 @@ use alloc::sync::Arc;
 use core::sync::atomic::Ordering::Relaxed;
 
 use super::process::State;
-use super::sched::{ctx_ptr, CURRENT, IDLE_CTX, SCHED, SWITCHES};
+use super::sched::{ctx_ptr, BUSY_NS, CURRENT, IDLE_CTX, SCHED, SWITCHES};
 use super::switch::TaskContext;
 use super::wait;
 use crate::arch::hart;
@@ -81,7 +81,10 @@ pub fn run() -> ! {
             t.tid
         );
         SWITCHES.fetch_add(1, Relaxed);
-        crate::arch::csr::set_satp(t.process.satp.load(Relaxed));
+        hart::switch_satp(t.process.satp.load(Relaxed));
+        // Code pages may have changed while this hart ran other spaces (`fence_i_user` only
+        // reaches the harts running the space).
+        hart::fence_i_local();
         let to: *const TaskContext = ctx_ptr(&t.ctx);
         let from: *mut TaskContext = ctx_ptr(&IDLE_CTX[me]);
         let started = crate::arch::time::monotonic_ns();
@@ -89,6 +92,7 @@ pub fn run() -> ! {
         unsafe { super::switch::switch(from, to) };
         let ran = crate::arch::time::monotonic_ns().saturating_sub(started);
         t.process.cpu_ns.fetch_add(ran, Relaxed);
+        BUSY_NS[me].fetch_add(ran, Relaxed);
         // Its registers are saved: it may now run elsewhere (once this hart lets go of the
         // big kernel lock).
         t.on_cpu.store(false, Relaxed);

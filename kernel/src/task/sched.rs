@@ -80,6 +80,14 @@ pub(super) fn current_ptr() -> *mut Thread {
     CURRENT[hart::index()].load(Relaxed)
 }
 
+/// Per hart, the time it ran threads since boot (`cpuN` in /proc/stat).
+pub(super) static BUSY_NS: [AtomicU64; MAX_HARTS] = [const { AtomicU64::new(0) }; MAX_HARTS];
+
+/// The time hart slot `i` has run threads since boot, in ns.
+pub fn hart_busy_ns(i: usize) -> u64 {
+    BUSY_NS.get(i).map_or(0, |b| b.load(Relaxed))
+}
+
 /// Threads switched to since boot (`ctxt` in /proc/stat).
 pub(super) static SWITCHES: AtomicU64 = AtomicU64::new(0);
 
