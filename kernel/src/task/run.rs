@@ -96,6 +96,11 @@ pub fn run() -> ! {
         // Its registers are saved: it may now run elsewhere (once this hart lets go of the
         // big kernel lock).
         t.on_cpu.store(false, Relaxed);
+        if hart::count() > 1 {
+            // Another hart may free this thread's page table (its process's last thread
+            // exits there) while this one idles: run the scheduler on the kernel's table.
+            crate::mm::page_table::activate_kernel();
+        }
         let mut s = SCHED.lock();
         CURRENT[me].store(core::ptr::null_mut(), Relaxed);
         s.current[me] = None;
