@@ -274,7 +274,7 @@ test-smp:
 
 ## test-smp-stress: /bin/smpstress and /bin/threadtest in one boot (SMP=4 under test-smp)
 test-smp-stress: images
-	timeout --foreground -k 10 900 $(QEMU_BASE) -append "$(SHELL_PARAMS) -- -c '/bin/smpstress 20000; \
+	timeout --foreground -k 10 900 $(QEMU_BASE) -append "$(SHELL_PARAMS) -- -c '/bin/smpstress 5000; \
 		/bin/threadtest'" | tee $(BUILD)/test-smp.log
 	@grep -Eq '^smpstress: [0-9]+ passed, 0 failed' $(BUILD)/test-smp.log || \
 		{ echo "smpstress: a check failed"; exit 1; }
