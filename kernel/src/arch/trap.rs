@@ -16,7 +16,7 @@
 //! kernel binary has no FP instruction
 //! outside this file; turning FS off in the kernel would catch one, but that extra `sstatus`
 //! write cost more than it saved under QEMU). `user_return` reloads the FP registers only if another
-//! frame's were loaded since (`FP_OWNER`): a syscall from a program that does not use FP moves
+//! frame's were loaded since (the hart's `fp_owner`, see `hart`): a syscall from a program that does not use FP moves
 //! 64 fewer words.
 
 use core::arch::global_asm;
@@ -168,7 +168,7 @@ user_return:
     ld t0, 520(a0)
     csrw sepc, t0
     # The FP registers still hold this frame's values unless another frame's were loaded
-    # since (FP_OWNER): reload them only then.
+    # since: reload them only then.
     # (this hart's `Hart::fp_owner`, at 0(tp))
     ld t2, 0(tp)
     beq t2, a0, 3f

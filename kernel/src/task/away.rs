@@ -10,7 +10,7 @@ use super::sched::{current_ptr, current_ref, yield_counted, SCHED};
 
 /// Wait a moment for a lock another task holds, or a device request: give the CPU to a
 /// ready thread if there is one (the caller stays runnable and tries again when its turn
-/// comes), else spin once. On this one hart a kernel lock is only ever found held when its
+/// comes), else spin once. Under the big kernel lock (one hart in the kernel at a time) a kernel lock is only ever found held when its
 /// holder gave the CPU away (waiting for a device flush): spinning would never let it finish.
 pub fn relax() {
     let others = {
