@@ -264,6 +264,23 @@ test-exhaust: images
 		{ echo "exhaustion test: a case failed"; exit 1; }
 	$(CARGO_TARGET_DIR)/release/dbfs-fuse fsck $(BUILD)/dbfs.img
 
+# Several harts (issue 44's first milestone, one big kernel lock): the in-guest suite with
+# SMP=4, then /bin/smpstress (futex and pipe ping-pong, a fork/exit storm, munmap under a
+# writer on another hart) and /bin/threadtest in one SMP=4 boot.
+## test-smp: test-guest and the SMP stress tests (smpstress, threadtest) with SMP=4
+test-smp:
+	$(MAKE) test-guest SMP=4
+	$(MAKE) test-smp-stress SMP=4
+
+## test-smp-stress: /bin/smpstress and /bin/threadtest in one boot (SMP=4 under test-smp)
+test-smp-stress: images
+	timeout --foreground -k 10 900 $(QEMU_BASE) -append "$(SHELL_PARAMS) -- -c '/bin/smpstress 5000; \
+		/bin/threadtest'" | tee $(BUILD)/test-smp.log
+	@grep -Eq '^smpstress: [0-9]+ passed, 0 failed' $(BUILD)/test-smp.log || \
+		{ echo "smpstress: a check failed"; exit 1; }
+	@grep -Eq '^threadtest: [0-9]+ passed, 0 failed' $(BUILD)/test-smp.log || \
+		{ echo "threadtest: a check failed"; exit 1; }
+
 # What sqlite and fio need beyond plain file I/O (user-tests/src/bin/apptest.rs): POSIX
 # record locks between processes on /dbfs and /fat, shared anonymous memory across fork,
 # System V shared memory, futexes between processes, nice values; then the real sqlite3 shell
@@ -307,6 +324,6 @@ test-apps: images
 		{ echo "bench/workloads at its quick size failed in the guest"; exit 1; }
 
 
-.PHONY: test test-help check-layers check-docs test-run-cmd test-host test-guest test-persist test-fill test-cross \
+.PHONY: test test-help check-layers check-docs test-run-cmd test-host test-guest test-smp test-smp-stress test-persist test-fill test-cross \
 	pjdfstest-guest-image pjdfstest test-pjdfstest test-crash crash-test pjdfstest-guest \
 	test-pjdfstest-guest test-shell test-exhaust test-apps

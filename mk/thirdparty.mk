@@ -20,7 +20,7 @@ deps-thirdparty:
 	@$(call apt_install,$(THIRDPARTY_APT_PACKAGES))
 
 # The tree `make root-image` copies into root.img: /bin/busybox, /bin/sh (the same binary),
-# sqlite3, speedtest1, fio, threadtest, timetest, and when PJDFSTEST_SRC has the source
+# sqlite3, speedtest1, fio, threadtest, timetest, smpstress, and when PJDFSTEST_SRC has the source
 # /bin/pjdfstest, /bin/pjdfstest-run, /usr/pjdfstest/ (without it: a note, and no pjdfstest).
 ## thirdparty: busybox, sqlite, fio, our C tests (+ pjdfstest if its source is there) as build/thirdparty/rootfs
 thirdparty: deps-thirdparty

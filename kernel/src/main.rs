@@ -79,6 +79,9 @@ struct BootInfo {
     bootargs_len: usize,
     /// The device tree's command line, if it did not fit in `bootargs`.
     bootargs_too_long: Option<usize>,
+    /// The hart ids of the device tree's CPUs (at most `MAX_HARTS` of them).
+    harts: [usize; arch::hart::MAX_HARTS],
+    hart_count: usize,
 }
 
 fn read_device_tree(dtb: usize) -> BootInfo {
@@ -93,6 +96,8 @@ fn read_device_tree(dtb: usize) -> BootInfo {
         bootargs: [0; COMMAND_LINE_MAX],
         bootargs_len: 0,
         bootargs_too_long: None,
+        harts: [0; arch::hart::MAX_HARTS],
+        hart_count: 0,
     };
     // SAFETY: OpenSBI passes the physical address of a valid flattened device tree in a1; the
     // boot page table's direct map covers it.
@@ -115,6 +120,13 @@ fn read_device_tree(dtb: usize) -> BootInfo {
     }
     if let Some(cpu) = fdt.cpus().next() {
         info.timebase_hz = cpu.timebase_frequency() as u64;
+    }
+    for cpu in fdt.cpus() {
+        let id = cpu.ids().first();
+        if info.hart_count < info.harts.len() {
+            info.harts[info.hart_count] = id;
+            info.hart_count += 1;
+        }
     }
     let first_reg = |n: &fdt::node::FdtNode| n.reg().and_then(|mut r| r.next());
     for node in fdt.all_nodes() {
@@ -170,8 +182,10 @@ fn clear_bss() {
 }
 
 #[no_mangle]
-extern "C" fn rust_main(_hartid: usize, dtb: usize) -> ! {
+extern "C" fn rust_main(hartid: usize, dtb: usize) -> ! {
     clear_bss();
+    // `tp` = this hart's data, and the big kernel lock taken: boot is kernel code like any.
+    arch::hart::init_boot(hartid);
     csr::set_sstatus(
         (csr::sstatus() & !(csr::SSTATUS_SIE | csr::SSTATUS_FS_MASK)) | csr::SSTATUS_FS_INITIAL,
     );
@@ -240,7 +254,7 @@ extern "C" fn rust_main(_hartid: usize, dtb: usize) -> ! {
         info.timebase_hz,
         info.virtio_count
     );
-    csr::set_sie(csr::sie() | csr::SIE_STIE);
+    csr::set_sie(csr::sie() | csr::SIE_STIE | csr::SIE_SSIE);
 
     let disks = drivers::virtio_blk::probe(info.virtio[..info.virtio_count].to_vec());
     if disks.is_empty() {
@@ -301,6 +315,36 @@ extern "C" fn rust_main(_hartid: usize, dtb: usize) -> ! {
         println!("[kernel] cannot start {}: {}", params.init, e);
         shutdown(2);
     }
+    let harts = &info.harts[..info.hart_count];
+    let running = arch::hart::start_secondaries(harts, || {
+        // A stack as large as the boot hart's, never freed (the hart runs until power-off).
+        let stack = alloc::vec![0u8; BOOT_STACK_SIZE].leak();
+        stack.as_ptr() as usize + stack.len()
+    });
+    if running > 1 {
+        println!("[kernel] {} harts", running);
+    }
+    task::run()
+}
+
+/// The stack of a secondary hart's scheduler (the boot hart's is `arch`'s boot stack).
+const BOOT_STACK_SIZE: usize = 128 * 1024;
+
+/// A secondary hart's first Rust code (from `arch::hart`'s `_start_secondary`, on its own
+/// stack with `tp` = its data and the boot page table): the kernel page table, the trap
+/// vector, the FP and interrupt enables and the clock's user access as on the boot hart, then
+/// the scheduler, under the big kernel lock.
+#[no_mangle]
+extern "C" fn secondary_main() -> ! {
+    mm::page_table::activate_kernel();
+    csr::set_sstatus(
+        (csr::sstatus() & !(csr::SSTATUS_SIE | csr::SSTATUS_FS_MASK)) | csr::SSTATUS_FS_INITIAL,
+    );
+    arch::trap::init();
+    csr::set_scounteren(csr::scounteren() | csr::SCOUNTEREN_TM);
+    csr::set_sie(csr::sie() | csr::SIE_STIE | csr::SIE_SSIE);
+    arch::hart::secondary_started();
+    arch::hart::lock();
     task::run()
 }
 

@@ -12,7 +12,7 @@
 #   tools/thirdparty/fetch-build.sh check       run them under qemu-user on the host (see below)
 #   tools/thirdparty/fetch-build.sh fio|sqlite  fio 3.33, sqlite3 3.40.1 (shell + speedtest1)
 #   tools/thirdparty/fetch-build.sh sqlite-host  speedtest1 built for this machine (make sqlite-host-bench)
-#   tools/thirdparty/fetch-build.sh ctests      our C tests (tools/thirdparty/tests/*.c: threadtest, timetest)
+#   tools/thirdparty/fetch-build.sh ctests      our C tests (tools/thirdparty/tests/*.c: threadtest, timetest, smpstress)
 #
 # Sources come from Debian's archive through apt, without touching the machine's apt set-up: the
 # build has its own deb-src list, package lists and cache under $BUILD/apt, and `apt-get source`
@@ -396,9 +396,10 @@ cmd_fio() {
 }
 
 # Our own C test programs (tools/thirdparty/tests/NAME.c), built as the other programs are
-# (static, glibc, -pthread) into $TP/NAME/NAME: threadtest (POSIX threads) and timetest (the
-# clock through the vDSO). Each is rebuilt when its source, this recipe or the compiler changes.
-CTESTS=(threadtest timetest)
+# (static, glibc, -pthread) into $TP/NAME/NAME: threadtest (POSIX threads), smpstress (races
+# between harts) and timetest (the clock through the vDSO). Each is rebuilt when its source,
+# this recipe or the compiler changes.
+CTESTS=(threadtest timetest smpstress)
 cmd_ctests() {
 	need_tools "${CROSS}gcc"
 	local name src out key

@@ -10,6 +10,8 @@ pub const SSTATUS_FS_INITIAL: usize = 1 << 13;
 pub const SSTATUS_FS_MASK: usize = 3 << 13;
 
 pub const SIE_STIE: usize = 1 << 5;
+/// `sie.SSIE`: supervisor software interrupts (another hart's IPI, see `hart::kick_idle`).
+pub const SIE_SSIE: usize = 1 << 1;
 
 macro_rules! csr_read {
     ($read:ident, $name:literal) => {
@@ -102,4 +104,11 @@ pub fn sfence_vma(va: usize) {
 pub fn wait_for_interrupt() {
     // SAFETY: `wfi` only pauses the hart; it has no effect on memory.
     unsafe { asm!("wfi") };
+}
+
+/// Clear a pending supervisor software interrupt (`sip.SSIP`: an IPI was seen).
+#[inline]
+pub fn clear_ssip() {
+    // SAFETY: clearing a pending-interrupt bit has no effect on memory.
+    unsafe { asm!("csrc sip, {}", in(reg) SIE_SSIE) };
 }

@@ -13,6 +13,7 @@
 
 pub mod console;
 pub mod csr;
+pub mod hart;
 pub mod layout;
 pub mod mem;
 pub mod power;

@@ -16,7 +16,7 @@
 //! kernel binary has no FP instruction
 //! outside this file; turning FS off in the kernel would catch one, but that extra `sstatus`
 //! write cost more than it saved under QEMU). `user_return` reloads the FP registers only if another
-//! frame's were loaded since (`FP_OWNER`): a syscall from a program that does not use FP moves
+//! frame's were loaded since (the hart's `fp_owner`, see `hart`): a syscall from a program that does not use FP moves
 //! 64 fewer words.
 
 use core::arch::global_asm;
@@ -36,38 +36,31 @@ pub struct TrapFrame {
     pub sstatus: usize,
     /// Top of this process's kernel stack.
     pub kernel_sp: usize,
+    /// The kernel's `tp` (its hart's data, `hart::Hart`) when the thread last left the kernel:
+    /// trap entry loads it, never trusting the user's `tp`.
+    pub kernel_tp: usize,
 }
 
 const _: () = assert!(core::mem::offset_of!(TrapFrame, fcsr) == 512);
 const _: () = assert!(core::mem::offset_of!(TrapFrame, sepc) == 520);
 const _: () = assert!(core::mem::offset_of!(TrapFrame, sstatus) == 528);
 const _: () = assert!(core::mem::offset_of!(TrapFrame, kernel_sp) == 536);
+const _: () = assert!(core::mem::offset_of!(TrapFrame, kernel_tp) == 544);
 
-/// The frame whose FP registers the hart's FP registers hold (0: none known). Only trap entry
-/// and `user_return` touch FP registers, so nothing else can change them behind it.
-#[no_mangle]
-static FP_OWNER: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);
+// The frame whose FP registers the hart's FP registers hold is the hart's
+// `hart::Hart::fp_owner` (0: none known). Only trap entry and `user_return` touch FP registers,
+// so nothing else can change them behind it.
 
 impl Drop for TrapFrame {
     /// A new frame allocated where this one was must not be taken for it.
     fn drop(&mut self) {
-        let _ = FP_OWNER.compare_exchange(
-            self as *mut TrapFrame as usize,
-            0,
-            core::sync::atomic::Ordering::Relaxed,
-            core::sync::atomic::Ordering::Relaxed,
-        );
+        super::hart::fp_forget_everywhere(self as *mut TrapFrame as usize);
     }
 }
 
 /// The kernel changed `tf`'s FP registers (rt_sigreturn): make `user_return` load them.
 pub fn fp_state_changed(tf: &TrapFrame) {
-    let _ = FP_OWNER.compare_exchange(
-        tf as *const TrapFrame as usize,
-        0,
-        core::sync::atomic::Ordering::Relaxed,
-        core::sync::atomic::Ordering::Relaxed,
-    );
+    super::hart::fp_forget_everywhere(tf as *const TrapFrame as usize);
 }
 
 impl TrapFrame {
@@ -87,6 +80,7 @@ impl TrapFrame {
             sepc: entry,
             sstatus,
             kernel_sp,
+            kernel_tp: 0,
         }
     }
 }
@@ -154,6 +148,8 @@ user_trap_entry:
     xor t0, t0, t1
 2:
     sd t0, 528(sp)
+    # The kernel's tp (this hart's data), as user_return left it: the user's is saved above.
+    ld tp, 544(sp)
     mv a0, sp
     ld sp, 536(sp)
     call user_trap_handler
@@ -168,14 +164,15 @@ user_trap_entry:
 user_return:
     # a0 = &TrapFrame of the process about to run
     csrw sscratch, a0
+    sd tp, 544(a0)
     ld t0, 520(a0)
     csrw sepc, t0
     # The FP registers still hold this frame's values unless another frame's were loaded
-    # since (FP_OWNER): reload them only then.
-    la t1, FP_OWNER
-    ld t2, 0(t1)
+    # since: reload them only then.
+    # (this hart's `Hart::fp_owner`, at 0(tp))
+    ld t2, 0(tp)
     beq t2, a0, 3f
-    sd a0, 0(t1)
+    sd a0, 0(tp)
     li t0, 1 << 13
     csrs sstatus, t0
     ld t0, 512(a0)
@@ -281,6 +278,8 @@ pub fn init() {
 /// `tf` must point at the running process's trap frame, which stays allocated while the
 /// process exists, and the process's page table must be active.
 pub unsafe fn enter_user(tf: *mut TrapFrame) -> ! {
+    // User code runs without the big kernel lock.
+    super::hart::unlock();
     // SAFETY: guaranteed by the caller; `user_return` restores the frame and executes `sret`.
     unsafe { user_return(tf) }
 }

@@ -310,7 +310,10 @@ impl DiskWindow {
     fn fault_in(&self, index: usize) -> VfsResult<()> {
         let mut st = self.state.lock();
         if st.frames.contains_key(&index) {
-            return Ok(()); // another access mapped it meanwhile
+            // Another access mapped it meanwhile, maybe on another hart, whose new entries
+            // this hart was not told of (only evictions are shot down everywhere).
+            crate::arch::csr::sfence_vma_all();
+            return Ok(());
         }
         let pages_total = self.len / PAGE_SIZE;
         let (stream, continues) = st.stream_for(index);
@@ -370,7 +373,8 @@ impl DiskWindow {
             }
             st.frames.insert(index + k, f);
         }
-        // The new entries were invalid before: one flush covers the whole cluster.
+        // The new entries were invalid before: one local flush covers the whole cluster (a
+        // hart that faults on them finds them mapped and flushes its own TLB, above).
         crate::arch::csr::sfence_vma_all();
         crate::counters::add_page_fault();
         crate::counters::add_window_read(n);
@@ -449,7 +453,8 @@ impl DiskWindow {
             }
         }
         if mapped_new {
-            // The new entries were invalid before: one flush covers them all.
+            // The new entries were invalid before: one local flush covers them all (as in
+            // `fault_in`).
             crate::arch::csr::sfence_vma_all();
         }
         drop(st);

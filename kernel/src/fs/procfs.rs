@@ -295,7 +295,17 @@ impl Node for RootFile {
                 env!("CARGO_PKG_VERSION")
             ),
             Gen::Cpuinfo => {
-                String::from("processor\t: 0\nhart\t\t: 0\nisa\t\t: rv64imafdc\nmmu\t\t: sv39\n\n")
+                let mut text = String::new();
+                for i in
+                    (0..crate::arch::hart::count()).filter(|&i| crate::arch::hart::is_started(i))
+                {
+                    text += &format!(
+                        "processor\t: {}\nhart\t\t: {}\nisa\t\t: rv64imafdc\nmmu\t\t: sv39\n\n",
+                        i,
+                        crate::arch::hart::hartid(i)
+                    );
+                }
+                text
             }
             Gen::Counters => counters(),
             Gen::SelfLink => return Err(VfsError::InvalidInput),
@@ -461,18 +471,31 @@ fn meminfo() -> String {
 
 fn stat() -> String {
     let now = crate::arch::time::monotonic_ns();
-    let busy: u64 = crate::task::ps::pids()
-        .into_iter()
-        .filter_map(crate::task::ps::info)
-        .map(|p| p.cpu_ns)
-        .sum();
-    let (user, idle) = (ticks(busy), ticks(now.saturating_sub(busy)));
+    let harts: Vec<usize> = (0..crate::arch::hart::count())
+        .filter(|&i| crate::arch::hart::is_started(i))
+        .collect();
+    // Per hart: the time it ran threads, and the rest of the time since boot as idle.
+    let per: Vec<(u64, u64)> = harts
+        .iter()
+        .map(|&i| {
+            let busy = crate::task::hart_busy_ns(i);
+            (ticks(busy), ticks(now.saturating_sub(busy)))
+        })
+        .collect();
+    let (user, idle) = per
+        .iter()
+        .fold((0, 0), |(u, d), &(bu, bd)| (u + bu, d + bd));
     let boot = crate::arch::time::realtime_ns().saturating_sub(now) / 1_000_000_000;
     let procs = crate::task::ps::pids().len();
     let ctxt = crate::task::context_switches();
-    format!(
-        "cpu  {user} 0 0 {idle} 0 0 0 0 0 0\ncpu0 {user} 0 0 {idle} 0 0 0 0 0 0\nctxt {ctxt}\nbtime {boot}\nprocesses {procs}\nprocs_running 1\nprocs_blocked 0\n",
-    )
+    let mut text = format!("cpu  {user} 0 0 {idle} 0 0 0 0 0 0\n");
+    for (i, (u, d)) in harts.iter().zip(&per) {
+        text += &format!("cpu{i} {u} 0 0 {d} 0 0 0 0 0 0\n");
+    }
+    text += &format!(
+        "ctxt {ctxt}\nbtime {boot}\nprocesses {procs}\nprocs_running 1\nprocs_blocked 0\n"
+    );
+    text
 }
 
 fn counters() -> String {

@@ -414,7 +414,13 @@ impl AddrSpace {
     /// kill), `EIO` for a file page past the end of its file or unreadable (SIGBUS), anything
     /// else when the program touched memory it does not own (SIGSEGV).
     pub fn handle_fault(&mut self, va: usize, access: Access) -> Result<(), Errno> {
-        self.resolve_page(va, access).map(|_| ())
+        self.resolve_page(va, access)?;
+        if self.area_of(va).is_some_and(|a| a.perm.contains(Perm::X)) {
+            // A code page was filled: the instruction fetches of every hart that runs this
+            // space must see it.
+            crate::arch::hart::fence_i_user(self.pt.satp());
+        }
+        Ok(())
     }
 
     /// `brk`: move the program break; returns the (possibly unchanged) break.
@@ -698,6 +704,10 @@ impl AddrSpace {
             })
             .collect();
         self.pt.set_flags_many(pages);
+        if perm.contains(Perm::X) {
+            // Code written through a writable mapping may now run, on any hart.
+            crate::arch::hart::fence_i_user(self.pt.satp());
+        }
         Ok(())
     }
 

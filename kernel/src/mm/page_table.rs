@@ -66,7 +66,7 @@ pub fn add_kernel_subtree(index: usize, table_pa: usize) {
         let words = unsafe { core::slice::from_raw_parts_mut(t.root.va() as *mut usize, 512) };
         words[index] = pte;
     }
-    crate::arch::csr::sfence_vma_all();
+    crate::arch::hart::flush_tlb_all();
 }
 
 /// Map the kernel page `va` (in a subtree added by [`add_kernel_subtree`]) to frame `pa`,
@@ -111,7 +111,7 @@ pub fn unmap_kernel_page(va: usize) {
     }
     let l0 = PageTable::words_at((e1 >> 10) << 12);
     l0[(va >> 12) & 0x1ff] = 0;
-    crate::arch::csr::sfence_vma(va);
+    crate::arch::hart::flush_tlb_page(va);
 }
 
 /// Switch to the kernel-only table.
@@ -167,7 +167,7 @@ impl PageTable {
         let words = Self::words(&mut self.root);
         words[..256].fill(0);
         self.tables.clear();
-        crate::arch::csr::sfence_vma_all();
+        crate::arch::hart::flush_user(self.satp(), None);
     }
 
     pub fn satp(&self) -> usize {
@@ -175,7 +175,7 @@ impl PageTable {
     }
 
     pub fn activate(&self) {
-        crate::arch::csr::set_satp(self.satp());
+        crate::arch::hart::switch_satp(self.satp());
     }
 
     /// The leaf entry slot for the user address `va`, creating intermediate tables if
@@ -211,7 +211,13 @@ impl PageTable {
         self.last.0 = NO_PAGE;
         match self.slot(va, true) {
             Some(s) => {
+                let was_valid = *s & PteFlags::V.bits() != 0;
                 *s = leaf(pa, flags | PteFlags::A | PteFlags::D);
+                if was_valid {
+                    // A remap (a copy-on-write break, a page made writable): another hart
+                    // running a thread of this space may cache the old entry.
+                    crate::arch::hart::flush_user(self.satp(), Some(va));
+                }
                 true
             }
             None => false,
@@ -265,8 +271,8 @@ impl PageTable {
     fn flush(&self, n: usize, va: usize) {
         match n {
             0 => {}
-            1 => crate::arch::csr::sfence_vma(va),
-            _ => crate::arch::csr::sfence_vma_all(),
+            1 => crate::arch::hart::flush_user(self.satp(), Some(va)),
+            _ => crate::arch::hart::flush_user(self.satp(), None),
         }
     }
 

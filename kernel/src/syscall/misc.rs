@@ -470,16 +470,36 @@ pub fn sys_counters(buf: usize) -> SysResult {
     Ok(words.len())
 }
 
-/// sched_getaffinity: one hart (CPU 0) whatever the pid (which must exist).
+/// The CPU mask's size in bytes (Linux's `cpumask_size()` for at most 64 CPUs).
+const CPUMASK_BYTES: usize = 8;
+
+/// sched_getaffinity: every hart that runs (CPU i = the kernel's hart slot i), whatever the
+/// pid (which must exist): this milestone does not pin threads (sched_setaffinity). As Linux,
+/// `size` must hold every CPU and be a multiple of 8; the return value is the mask's size.
 pub fn sys_sched_getaffinity(pid: usize, size: usize, mask: usize) -> SysResult {
     if pid != 0 && !crate::task::exists(pid) {
         return Err(Errno::ESRCH);
     }
-    if size < 8 || !size.is_multiple_of(8) {
+    if size * 8 < crate::arch::hart::count() || !size.is_multiple_of(8) {
         return Err(Errno::EINVAL);
     }
-    let mut b = alloc::vec![0u8; size.min(128)];
-    b[0] = 1;
-    copy_out(mask, &b)?;
-    Ok(b.len())
+    let n = size.min(CPUMASK_BYTES);
+    let bits = crate::arch::hart::online_mask() as u64;
+    copy_out(mask, &bits.to_le_bytes()[..n])?;
+    Ok(n)
+}
+
+/// sched_setaffinity: accepted when the mask names at least one running hart (EINVAL
+/// otherwise, as Linux); the mask is not kept: this milestone runs every thread on any hart.
+pub fn sys_sched_setaffinity(pid: usize, size: usize, mask: usize) -> SysResult {
+    let mut b = [0u8; CPUMASK_BYTES];
+    let n = size.min(CPUMASK_BYTES);
+    copy_in(mask, &mut b[..n])?;
+    if pid != 0 && !crate::task::exists(pid) {
+        return Err(Errno::ESRCH);
+    }
+    if u64::from_le_bytes(b) & crate::arch::hart::online_mask() as u64 == 0 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(0)
 }

@@ -164,6 +164,7 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
         SYS_CLOCK_GETRES => misc::sys_clock_getres(a[0] as u32, a[1]),
         SYS_MADVISE => changing_space(|| misc::sys_madvise(a[0], a[1], a[2] as u32)),
         SYS_SCHED_GETAFFINITY => misc::sys_sched_getaffinity(a[0], a[1], a[2]),
+        SYS_SCHED_SETAFFINITY => misc::sys_sched_setaffinity(a[0], a[1], a[2]),
         SYS_SCHED_YIELD => {
             crate::task::yield_now();
             Ok(0)

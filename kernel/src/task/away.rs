@@ -6,16 +6,16 @@
 use core::sync::atomic::AtomicUsize;
 use core::sync::atomic::Ordering::Relaxed;
 
-use super::sched::{current_ref, yield_counted, CURRENT, SCHED};
+use super::sched::{current_ptr, current_ref, yield_counted, SCHED};
 
 /// Wait a moment for a lock another task holds, or a device request: give the CPU to a
 /// ready thread if there is one (the caller stays runnable and tries again when its turn
-/// comes), else spin once. On this one hart a kernel lock is only ever found held when its
+/// comes), else spin once. Under the big kernel lock (one hart in the kernel at a time) a kernel lock is only ever found held when its
 /// holder gave the CPU away (waiting for a device flush): spinning would never let it finish.
 pub fn relax() {
     let others = {
         let s = SCHED.lock();
-        s.current.is_some() && !s.ready.is_empty()
+        s.cur().is_some() && !s.ready.is_empty()
     };
     if others {
         away(|| yield_counted(true));
@@ -40,7 +40,7 @@ pub fn away<R>(f: impl FnOnce() -> R) -> R {
 /// Whether the current thread may give the CPU away while it waits for a device: not while
 /// it runs [`keep_cpu`]'s work (it then polls the device instead).
 pub fn may_give_cpu_away() -> bool {
-    let t = CURRENT.load(Relaxed);
+    let t = current_ptr();
     // SAFETY: as in `current_ref`: the running thread, alive while it runs.
     !t.is_null() && !unsafe { &*t }.keep_cpu.load(Relaxed)
 }
@@ -90,7 +90,7 @@ pub fn changing_space<R>(f: impl FnOnce() -> R) -> R {
 /// Whether the current thread's device read may give the CPU away: inside
 /// [`reading_own_pages`], and not in [`keep_cpu`].
 pub fn may_wait_away_reading() -> bool {
-    let t = CURRENT.load(Relaxed);
+    let t = current_ptr();
     // SAFETY: as in `current_ref`: the running thread, alive while it runs.
     !t.is_null() && {
         let t = unsafe { &*t };

@@ -240,6 +240,9 @@ pub fn exec(
         p.comm = comm;
         p.cmdline = cmdline;
         space.activate();
+        // The new program's code (only this hart runs the new space): no stale instructions
+        // from reused frames.
+        crate::arch::hart::fence_i_local();
         current_ref().process.satp.store(space.satp(), Relaxed);
         p.space = space;
         p.sig.reset_for_exec();

@@ -47,7 +47,7 @@ pub(super) fn make_process(
     let t = make_thread(pid, &p, tf, kstack, mask);
     p.inner.lock().threads.push(t.clone());
     s.threads.insert(pid, t.clone());
-    s.ready.push_back(t);
+    s.push_ready(t);
     p
 }
 
@@ -74,6 +74,7 @@ pub(super) fn make_thread(
         sig_pending: AtomicU64::new(0),
         must_exit: AtomicBool::new(false),
         keep_cpu: AtomicBool::new(false),
+        on_cpu: AtomicBool::new(false),
         own_pages: AtomicBool::new(false),
         ctx: Mutex::new(TaskContext::new(first_entry as *const () as usize, top)),
         cpu_ns: AtomicU64::new(0),
@@ -179,6 +180,6 @@ pub fn spawn_thread(tf: &TrapFrame, clear_child_tid: usize) -> Result<usize, Err
     let mut s = SCHED.lock();
     me.inner.lock().threads.push(t.clone());
     s.threads.insert(tid, t.clone());
-    s.ready.push_back(t);
+    s.push_ready(t);
     Ok(tid)
 }

@@ -152,6 +152,9 @@ pub struct Thread {
     pub(super) must_exit: AtomicBool,
     /// Set while the thread must not give the CPU away (see [`keep_cpu`]).
     pub(super) keep_cpu: AtomicBool,
+    /// Set by a hart's scheduler while the thread runs there, cleared once it has switched
+    /// away (its registers saved): the check that it never runs on two harts at once.
+    pub(super) on_cpu: AtomicBool,
     /// Set while the thread reads into user pages that nothing else can unmap (see
     /// [`reading_own_pages`]).
     pub(super) own_pages: AtomicBool,

@@ -3,12 +3,13 @@
 //! periodic work, power-off) it gets as [`Services`] registered at boot.
 
 use alloc::sync::Arc;
-use core::sync::atomic::Ordering::Relaxed;
+use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use super::process::State;
-use super::sched::{ctx_ptr, CURRENT, IDLE_CTX, SCHED, SWITCHES};
+use super::sched::{ctx_ptr, BUSY_NS, CURRENT, IDLE_CTX, SCHED, SWITCHES};
 use super::switch::TaskContext;
 use super::wait;
+use crate::arch::hart::{self, MAX_HARTS};
 
 pub const TIME_SLICE_MS: u64 = 10;
 
@@ -39,30 +40,34 @@ pub(super) fn power_off(code: u32) -> ! {
     }
 }
 
-/// When the running thread got the CPU (monotonic ns), for [`cpu_times`].
-static RUNNING_SINCE: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
+/// When each hart's running thread got the CPU (monotonic ns), for [`cpu_times`].
+static RUNNING_SINCE: [AtomicU64; MAX_HARTS] = [const { AtomicU64::new(0) }; MAX_HARTS];
 
 /// CPU time of the current process and of the current thread so far (ns), the time slice
 /// running now included: CLOCK_PROCESS_CPUTIME_ID and CLOCK_THREAD_CPUTIME_ID.
 pub fn cpu_times() -> (u64, u64) {
     let t = super::sched::current_thread();
-    let now = crate::arch::time::monotonic_ns().saturating_sub(RUNNING_SINCE.load(Relaxed));
+    let since = RUNNING_SINCE[hart::index()].load(Relaxed);
+    let now = crate::arch::time::monotonic_ns().saturating_sub(since);
     (
         t.process.cpu_ns.load(Relaxed) + now,
         t.cpu_ns.load(Relaxed) + now,
     )
 }
 
-/// The scheduler loop: run ready threads round-robin until none is left.
+/// The scheduler loop of every hart, entered with the big kernel lock held (which it keeps
+/// except while it idles): run ready threads round-robin from the shared queue until none is
+/// left.
 pub fn run() -> ! {
     crate::arch::time::set_timer_in_ms(TIME_SLICE_MS);
+    let me = hart::index();
     loop {
         let next = {
             let mut s = SCHED.lock();
             let n = s.ready.pop_front();
             if let Some(t) = &n {
-                s.current = Some(t.clone());
-                CURRENT.store(Arc::as_ptr(t).cast_mut(), Relaxed);
+                s.current[me] = Some(t.clone());
+                CURRENT[me].store(Arc::as_ptr(t).cast_mut(), Relaxed);
             }
             n
         };
@@ -74,21 +79,48 @@ pub fn run() -> ! {
             idle();
             continue;
         };
-        t.inner.lock().state = State::Running;
+        let tf = {
+            let mut inner = t.inner.lock();
+            inner.state = State::Running;
+            &*inner.tf as *const crate::arch::trap::TrapFrame as usize
+        };
+        // The thread may have run on another hart since this one last loaded its FP
+        // registers: those harts must reload them if it comes back.
+        hart::fp_forget_elsewhere(tf);
+        // The handshake: a thread is queued only after it switched away (under the big
+        // kernel lock, which its hart held until its registers were saved), so it never runs
+        // on two harts at once.
+        assert!(
+            !t.on_cpu.swap(true, Relaxed),
+            "thread {} already runs on another hart",
+            t.tid
+        );
         SWITCHES.fetch_add(1, Relaxed);
-        crate::arch::csr::set_satp(t.process.satp.load(Relaxed));
+        hart::switch_satp(t.process.satp.load(Relaxed));
+        // Code pages may have changed while this hart ran other spaces (`fence_i_user` only
+        // reaches the harts running the space).
+        hart::fence_i_local();
         let to: *const TaskContext = ctx_ptr(&t.ctx);
-        let from: *mut TaskContext = ctx_ptr(&IDLE_CTX);
+        let from: *mut TaskContext = ctx_ptr(&IDLE_CTX[me]);
         let started = crate::arch::time::monotonic_ns();
-        RUNNING_SINCE.store(started, Relaxed);
+        RUNNING_SINCE[me].store(started, Relaxed);
         // SAFETY: see `switch_to_scheduler`.
         unsafe { super::switch::switch(from, to) };
         let ran = crate::arch::time::monotonic_ns().saturating_sub(started);
         t.process.cpu_ns.fetch_add(ran, Relaxed);
         t.cpu_ns.fetch_add(ran, Relaxed);
+        BUSY_NS[me].fetch_add(ran, Relaxed);
+        // Its registers are saved: it may now run elsewhere (once this hart lets go of the
+        // big kernel lock).
+        t.on_cpu.store(false, Relaxed);
+        if hart::count() > 1 {
+            // Another hart may free this thread's page table (its process's last thread
+            // exits there) while this one idles: run the scheduler on the kernel's table.
+            crate::mm::page_table::activate_kernel();
+        }
         let mut s = SCHED.lock();
-        CURRENT.store(core::ptr::null_mut(), Relaxed);
-        s.current = None;
+        CURRENT[me].store(core::ptr::null_mut(), Relaxed);
+        s.current[me] = None;
         drop(s);
         // A dead thread's kernel stack goes here, now that nothing runs on it.
         drop(t);
@@ -117,5 +149,7 @@ pub(super) fn idle() {
     const POLL_NS: u64 = 5_000_000;
     let wait_ns = next.map_or(POLL_NS, |d| d.saturating_sub(now).min(POLL_NS));
     crate::arch::time::set_timer_in_ns(wait_ns.max(100_000));
-    crate::arch::csr::wait_for_interrupt();
+    // Without the big kernel lock: other harts run kernel code meanwhile, and one that makes
+    // a thread runnable wakes this hart with an IPI.
+    hart::idle_wait();
 }

@@ -1,7 +1,9 @@
 //! The scheduler's state and the current thread (task layer): the run queue and the tables
 //! of processes and threads (`SCHED`), switching to and from the scheduler, yielding,
-//! blocking and waking. Kernel code runs with interrupts off on one hart, so nothing else
-//! runs between a check and the matching block: no lost wake-ups.
+//! blocking and waking. Kernel code runs with interrupts off and under the big kernel lock
+//! (`arch::hart`), so nothing else runs kernel code between a check and the matching block
+//! (the sleeper marks itself Waiting and switches away under the lock): no lost wake-ups.
+//! One run queue is shared by every hart; the current thread and the idle context are per hart.
 
 use alloc::collections::BTreeMap;
 use alloc::collections::VecDeque;
@@ -15,10 +17,12 @@ use spin::Mutex;
 use super::cred;
 use super::process::{ProcInner, Process, State, Thread, ThreadInner};
 use super::switch::TaskContext;
+use crate::arch::hart::{self, MAX_HARTS};
 
 pub(super) struct Scheduler {
     pub(super) ready: VecDeque<Arc<Thread>>,
-    pub(super) current: Option<Arc<Thread>>,
+    /// The thread each hart runs (by `arch::hart::index`).
+    pub(super) current: [Option<Arc<Thread>>; MAX_HARTS],
     /// Every process not yet reaped.
     pub(super) all: BTreeMap<usize, Arc<Process>>,
     /// Every live thread, by tid.
@@ -60,11 +64,20 @@ impl Scheduler {
     pub(super) fn tasks(&self) -> usize {
         self.threads.len() + self.zombies
     }
+    /// The thread this hart runs.
+    pub(super) fn cur(&self) -> &Option<Arc<Thread>> {
+        &self.current[hart::index()]
+    }
+    /// Queue a runnable thread, waking an idle hart to run it.
+    pub(super) fn push_ready(&mut self, t: Arc<Thread>) {
+        self.ready.push_back(t);
+        hart::kick_idle();
+    }
 }
 
 pub(super) static SCHED: Mutex<Scheduler> = Mutex::new(Scheduler {
     ready: VecDeque::new(),
-    current: None,
+    current: [const { None }; MAX_HARTS],
     all: BTreeMap::new(),
     threads: BTreeMap::new(),
     zombies: 0,
@@ -72,14 +85,31 @@ pub(super) static SCHED: Mutex<Scheduler> = Mutex::new(Scheduler {
     pids_wrapped: false,
 });
 
-pub(super) static IDLE_CTX: Mutex<TaskContext> = Mutex::new(TaskContext::zero());
+/// Each hart's scheduler context (its boot stack, running [`super::run`]).
+pub(super) static IDLE_CTX: [Mutex<TaskContext>; MAX_HARTS] =
+    [const { Mutex::new(TaskContext::zero()) }; MAX_HARTS];
 
-/// The thread in `SCHED.current`, for [`with_current`] on the system-call path without the
+/// Per hart, the thread in `SCHED.current`, for [`with_current`] on the system-call path without the
 /// scheduler lock or a reference-count round trip (each an atomic operation, which QEMU
 /// charges for). Set and cleared by [`run`] together with `SCHED.current`, whose `Arc` keeps
 /// the thread (and so its process) alive for exactly that time; null while the scheduler
 /// itself runs.
-pub(super) static CURRENT: AtomicPtr<Thread> = AtomicPtr::new(core::ptr::null_mut());
+pub(super) static CURRENT: [AtomicPtr<Thread>; MAX_HARTS] =
+    [const { AtomicPtr::new(core::ptr::null_mut()) }; MAX_HARTS];
+
+/// This hart's [`CURRENT`] pointer (null while its scheduler runs).
+#[inline]
+pub(super) fn current_ptr() -> *mut Thread {
+    CURRENT[hart::index()].load(Relaxed)
+}
+
+/// Per hart, the time it ran threads since boot (`cpuN` in /proc/stat).
+pub(super) static BUSY_NS: [AtomicU64; MAX_HARTS] = [const { AtomicU64::new(0) }; MAX_HARTS];
+
+/// The time hart slot `i` has run threads since boot, in ns.
+pub fn hart_busy_ns(i: usize) -> u64 {
+    BUSY_NS.get(i).map_or(0, |b| b.load(Relaxed))
+}
 
 /// Threads switched to since boot (`ctxt` in /proc/stat).
 pub(super) static SWITCHES: AtomicU64 = AtomicU64::new(0);
@@ -91,7 +121,7 @@ pub fn context_switches() -> u64 {
 
 /// The current thread.
 pub fn current_thread() -> Arc<Thread> {
-    SCHED.lock().current.clone().expect("no current thread")
+    SCHED.lock().cur().clone().expect("no current thread")
 }
 
 pub(super) fn current() -> Arc<Process> {
@@ -100,17 +130,17 @@ pub(super) fn current() -> Arc<Process> {
 
 /// The current process's pid (the thread group id; 0 while no thread runs).
 pub fn current_pid() -> usize {
-    SCHED.lock().current.as_ref().map_or(0, |t| t.process.pid)
+    SCHED.lock().cur().as_ref().map_or(0, |t| t.process.pid)
 }
 
 /// The current thread's id (gettid).
 pub fn current_tid() -> usize {
-    SCHED.lock().current.as_ref().map_or(0, |t| t.tid)
+    SCHED.lock().cur().as_ref().map_or(0, |t| t.tid)
 }
 
 /// The current thread, without touching its reference count.
 pub(super) fn current_ref() -> &'static Thread {
-    let t = CURRENT.load(Relaxed);
+    let t = current_ptr();
     assert!(!t.is_null(), "no current thread");
     // SAFETY: `CURRENT` points at the thread `SCHED.current` holds an `Arc` of; only `run`
     // drops that `Arc`, and it runs on this hart only after the thread has switched away. A
@@ -141,9 +171,10 @@ pub(super) fn ctx_ptr(ctx: &Mutex<TaskContext>) -> *mut TaskContext {
 
 /// Switch from the current thread to the scheduler.
 pub(super) fn switch_to_scheduler() {
+    debug_assert!(hart::holds_lock(), "switch without the big kernel lock");
     let t = current_thread();
     let from: *mut TaskContext = ctx_ptr(&t.ctx);
-    let to: *const TaskContext = ctx_ptr(&IDLE_CTX);
+    let to: *const TaskContext = ctx_ptr(&IDLE_CTX[hart::index()]);
     drop(t);
     // SAFETY: both contexts live in statics or in a thread kept alive by `SCHED.current`
     // until the scheduler runs again; no lock is held across the switch and nothing else
@@ -161,10 +192,12 @@ pub fn yield_now() {
 pub(super) fn yield_counted(voluntary: bool) {
     {
         let mut s = SCHED.lock();
-        let Some(t) = s.current.clone() else { return };
+        let Some(t) = s.cur().clone() else { return };
         t.process.count_switch(voluntary);
         t.inner.lock().state = State::Ready;
-        s.ready.push_back(t);
+        // Another hart can take it only once this one releases the big kernel lock, after
+        // the switch below has saved its registers.
+        s.push_ready(t);
     }
     switch_to_scheduler();
 }
@@ -183,7 +216,7 @@ pub fn wake(t: &Arc<Thread>) {
     if inner.state == State::Waiting {
         inner.state = State::Ready;
         drop(inner);
-        s.ready.push_back(t.clone());
+        s.push_ready(t.clone());
     }
 }
 
@@ -197,7 +230,7 @@ pub fn wake_process(p: &Arc<Process>) {
 
 /// The current process's credentials (root's while no process runs: boot, mounting).
 pub fn current_cred() -> cred::Cred {
-    if CURRENT.load(Relaxed).is_null() {
+    if current_ptr().is_null() {
         return cred::Cred::default();
     }
     with_current(|p| p.cred.clone())

@@ -8,6 +8,7 @@ use crate::arch::trap::TrapFrame;
 
 const INTERRUPT: usize = 1 << 63;
 const SUPERVISOR_TIMER: usize = 5;
+const SUPERVISOR_SOFTWARE: usize = 1;
 const ILLEGAL_INSTRUCTION: usize = 2;
 const BREAKPOINT: usize = 3;
 const ENV_CALL_FROM_U: usize = 8;
@@ -32,6 +33,8 @@ fn fault(sig: usize, what: core::fmt::Arguments) {
 
 #[no_mangle]
 extern "C" fn user_trap_handler(tf: &mut TrapFrame) -> ! {
+    // Kernel code runs under the big kernel lock; `enter_user` releases it.
+    crate::arch::hart::lock();
     let scause = csr::scause();
     // `stval` is read only by the arms that use it, first thing (nothing can trap before):
     // under QEMU each CSR access costs a return to its main loop, and a system call has no use
@@ -47,6 +50,9 @@ extern "C" fn user_trap_handler(tf: &mut TrapFrame) -> ! {
             crate::task::itimer::fire_expired(now);
             crate::fs::tick();
             crate::task::yield_now();
+        } else if scause & !INTERRUPT == SUPERVISOR_SOFTWARE {
+            // An IPI meant for this hart's idle loop that arrived late: nothing to do.
+            csr::clear_ssip();
         } else {
             log::warn!("unexpected interrupt {:#x}", scause);
         }

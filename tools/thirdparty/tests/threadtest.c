@@ -493,7 +493,15 @@ static void test_read_while_sibling_unmaps(void) {
 	       "bad reads %ld\n", away, written_after, bad);
 	check(ok && !written_after && !bad,
 	      "a sibling's munmap waits for a large read into the buffer");
-	check(ok && away > 0, "a large read in a threaded process gives the CPU away for the disk");
+	/* With several harts the main thread has a hart of its own: it runs on while the reader
+	 * waits, whether or not the reader gave its hart away, so this says nothing there. */
+	if (sysconf(_SC_NPROCESSORS_ONLN) > 1)
+		printf("skip a large read in a threaded process gives the CPU away for the disk "
+		       "(%ld harts: the main thread does not wait for the reader's hart)\n",
+		       sysconf(_SC_NPROCESSORS_ONLN));
+	else
+		check(ok && away > 0,
+		      "a large read in a threaded process gives the CPU away for the disk");
 }
 
 int main(void) {

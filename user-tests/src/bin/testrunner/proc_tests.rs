@@ -269,9 +269,29 @@ pub fn proc_stat_counts_switches(_cx: &Ctx) -> TestResult {
     Ok(())
 }
 
-/// Run `work` while a forked child spins (another process is always ready to run); `work`
-/// returns the voluntary and involuntary context switches it counted around its calls
-/// (getrusage's `ru_nvcsw`/`ru_nivcsw`).
+/// The CPUs this process may run on (sched_getaffinity's mask), at least 1.
+fn online_cpus() -> u32 {
+    let mut mask = [0u64; 16];
+    // SAFETY: `mask` is a writable buffer of the size passed.
+    let r = unsafe {
+        user_tests::raw::syscall3(
+            abi::syscall::SYS_SCHED_GETAFFINITY,
+            0,
+            core::mem::size_of_val(&mask),
+            mask.as_mut_ptr() as usize,
+        )
+    };
+    let n: u32 = mask.iter().map(|w| w.count_ones()).sum();
+    if r < 0 {
+        1
+    } else {
+        n.max(1)
+    }
+}
+
+/// Run `work` while forked children spin, one per CPU (so that, with several harts too,
+/// another process is always ready to run); `work` returns the voluntary and involuntary
+/// context switches it counted around its calls (getrusage's `ru_nvcsw`/`ru_nivcsw`).
 fn with_spinning_child(
     work: impl FnOnce() -> Result<(u64, u64), String>,
 ) -> Result<(u64, u64), String> {
@@ -285,25 +305,32 @@ fn with_spinning_child(
         0,
     )
     .what("mmap")?;
-    let pid = sys::fork().what("fork")?;
-    if pid == 0 {
-        stop.set(1, 1); // running
-        while stop.get(0) == 0 {
-            core::hint::spin_loop();
+    let children = online_cpus() as usize;
+    let mut pids = Vec::new();
+    for k in 0..children {
+        let pid = sys::fork().what("fork")?;
+        if pid == 0 {
+            stop.set(1 + k, 1); // running
+            while stop.get(0) == 0 {
+                core::hint::spin_loop();
+            }
+            sys::exit(0);
         }
-        sys::exit(0);
+        pids.push(pid);
     }
-    while stop.get(1) == 0 {
+    while (0..children).any(|k| stop.get(1 + k) == 0) {
         sys::sched_yield();
     }
     let counted = work();
     stop.set(0, 1);
-    let (_, st) = sys::waitpid(pid).what("wait4")?;
-    ensure!(
-        st.exited() && st.exit_code() == 0,
-        "the spinning child did not exit cleanly (status {:#x})",
-        st.0
-    );
+    for pid in pids {
+        let (_, st) = sys::waitpid(pid).what("wait4")?;
+        ensure!(
+            st.exited() && st.exit_code() == 0,
+            "a spinning child did not exit cleanly (status {:#x})",
+            st.0
+        );
+    }
     counted
 }
 

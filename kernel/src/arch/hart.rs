@@ -1,0 +1,323 @@
+//! Harts: the per-hart data, starting the secondary harts through SBI HSM, the big kernel lock,
+//! and the remote TLB and instruction-cache fences.
+//!
+//! Per-hart data ([`Hart`]) is reached through `tp` while the kernel runs. The user's `tp` is
+//! glibc's thread pointer, so it is never trusted: trap entry saves it in the trap frame and
+//! loads the kernel's from the frame's `kernel_tp` word, which `user_return` wrote on the way
+//! out (the frame's thread re-enters the kernel on the hart it left it from, since a thread in
+//! user mode never migrates). Traps taken in the kernel keep the kernel's `tp`.
+//!
+//! The big kernel lock ([`lock`], [`unlock`]) is this milestone's whole kernel concurrency
+//! story, as in Linux 2.0: a hart holds it whenever it runs kernel code (from a user trap's
+//! entry until `user_return`, and in the scheduler), and releases it only while user code
+//! runs and while it idles in `wfi`. The lock belongs to the hart, not to a thread: a context
+//! switch happens with it held, so a thread that gave the CPU away is resumed (on any hart)
+//! only after its registers are saved and the switching hart has released the lock. Every
+//! "nothing else runs" argument of the kernel (one-hart code) stays true inside it.
+
+use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use core::sync::atomic::{AtomicBool, AtomicUsize};
+
+/// The most harts the kernel drives (QEMU `virt` with `-smp 8`).
+pub const MAX_HARTS: usize = 8;
+
+/// A hart's own data. `fp_owner` must stay the first word: `user_return` reads it at `0(tp)`.
+#[repr(C)]
+pub struct Hart {
+    /// The trap frame whose FP registers this hart's FP registers hold (0: none known).
+    pub fp_owner: AtomicUsize,
+    /// The top of the stack the hart starts on (read by `_start_secondary` at `8(tp)`).
+    stack_top: AtomicUsize,
+    /// The SBI hart id.
+    hartid: AtomicUsize,
+    /// Started and running kernel code (the boot hart from the first instruction on).
+    started: AtomicBool,
+    /// Waiting in the scheduler's `wfi` for something to run ([`kick_idle`] wakes it).
+    idle: AtomicBool,
+    /// The user page table (`satp`) this hart last switched to ([`switch_satp`]): the only
+    /// one whose entries its TLB may hold (every switch flushes the TLB).
+    user_satp: AtomicUsize,
+}
+
+impl Hart {
+    const fn new() -> Self {
+        Hart {
+            fp_owner: AtomicUsize::new(0),
+            stack_top: AtomicUsize::new(0),
+            hartid: AtomicUsize::new(0),
+            started: AtomicBool::new(false),
+            idle: AtomicBool::new(false),
+            user_satp: AtomicUsize::new(0),
+        }
+    }
+}
+
+const _: () = assert!(core::mem::offset_of!(Hart, fp_owner) == 0);
+const _: () = assert!(core::mem::offset_of!(Hart, stack_top) == 8);
+
+#[allow(clippy::declare_interior_mutable_const)]
+const HART_INIT: Hart = Hart::new();
+static HARTS: [Hart; MAX_HARTS] = [HART_INIT; MAX_HARTS];
+
+/// How many harts the device tree lists (at most [`MAX_HARTS`]); 1 until boot sets it.
+static COUNT: AtomicUsize = AtomicUsize::new(1);
+
+/// This hart's index in [`HARTS`] (0 = the boot hart).
+#[inline]
+pub fn index() -> usize {
+    let tp: usize;
+    // SAFETY: reading `tp`, which holds `&HARTS[i]` whenever kernel code runs.
+    unsafe { core::arch::asm!("mv {}, tp", out(reg) tp) };
+    (tp - HARTS.as_ptr() as usize) / core::mem::size_of::<Hart>()
+}
+
+/// This hart's data.
+#[inline]
+pub fn this() -> &'static Hart {
+    &HARTS[index()]
+}
+
+/// Every hart slot; a slot is used when [`is_started`].
+pub fn count() -> usize {
+    COUNT.load(Relaxed)
+}
+
+/// Whether hart `i` runs kernel code (started through HSM, or the boot hart).
+pub fn is_started(i: usize) -> bool {
+    HARTS.get(i).is_some_and(|h| h.started.load(Acquire))
+}
+
+/// The running harts as a CPU mask (bit i: slot i).
+pub fn online_mask() -> usize {
+    (0..count())
+        .filter(|&i| is_started(i))
+        .fold(0, |m, i| m | 1 << i)
+}
+
+/// The SBI hart id of slot `i`.
+pub fn hartid(i: usize) -> usize {
+    HARTS[i].hartid.load(Relaxed)
+}
+
+/// The boot hart, first thing in `rust_main`: slot 0, `tp` set, and the big kernel lock
+/// taken (boot runs under it like every other kernel code).
+pub fn init_boot(hartid: usize) {
+    let h = &HARTS[0];
+    // SAFETY: `tp` is free in the kernel (no thread-local storage); from now on it holds
+    // this hart's data.
+    unsafe { core::arch::asm!("mv tp, {}", in(reg) h as *const Hart) };
+    h.hartid.store(hartid, Relaxed);
+    h.started.store(true, Release);
+    lock();
+}
+
+/// Hand every FP-owner mark of `tf` on the other harts back (a thread about to run on this
+/// hart may have run elsewhere since: the registers there are stale).
+pub fn fp_forget_elsewhere(tf: usize) {
+    let me = index();
+    for (i, h) in HARTS.iter().enumerate() {
+        if i != me {
+            let _ = h.fp_owner.compare_exchange(tf, 0, Relaxed, Relaxed);
+        }
+    }
+}
+
+/// Forget `tf` as the FP owner on every hart (the frame is freed, or the kernel changed it).
+pub fn fp_forget_everywhere(tf: usize) {
+    for h in HARTS.iter() {
+        let _ = h.fp_owner.compare_exchange(tf, 0, Relaxed, Relaxed);
+    }
+}
+
+extern "C" {
+    fn _start_secondary();
+}
+
+/// Start the secondary harts the device tree lists (`hartids`, the boot hart among them),
+/// each on its own stack (`stacks`: one top per hart, allocated by the caller), entering
+/// `secondary` with the big kernel lock held. Returns how many harts run.
+pub fn start_secondaries(hartids: &[usize], mut stack_for: impl FnMut() -> usize) -> usize {
+    let boot = hartid(0);
+    let mut next = 1;
+    for &id in hartids {
+        if id == boot || next >= MAX_HARTS {
+            continue;
+        }
+        let h = &HARTS[next];
+        h.hartid.store(id, Relaxed);
+        h.stack_top.store(stack_for(), Relaxed);
+        let entry = _start_secondary as *const () as usize - super::layout::PHYS_OFFSET;
+        let r = sbi_rt::hart_start(id, entry, h as *const Hart as usize);
+        if r.is_err() {
+            crate::println!("[kernel] hart {}: SBI hart_start failed ({:?})", id, r);
+            continue;
+        }
+        next += 1;
+    }
+    COUNT.store(next, Release);
+    next
+}
+
+/// A secondary hart's first Rust code: mark it started. The caller then takes the lock.
+pub fn secondary_started() {
+    this().started.store(true, Release);
+}
+
+// The big kernel lock: a ticket lock (fair between harts), with the holder's index for the
+// checks in `unlock`.
+static NEXT_TICKET: AtomicUsize = AtomicUsize::new(0);
+static SERVING: AtomicUsize = AtomicUsize::new(0);
+const NOBODY: usize = usize::MAX;
+static HOLDER: AtomicUsize = AtomicUsize::new(NOBODY);
+
+/// Take the big kernel lock (spinning, interrupts off as always in the kernel).
+#[inline]
+pub fn lock() {
+    let ticket = NEXT_TICKET.fetch_add(1, Relaxed);
+    while SERVING.load(Acquire) != ticket {
+        core::hint::spin_loop();
+    }
+    HOLDER.store(index(), Relaxed);
+}
+
+/// Release the big kernel lock, which this hart holds.
+#[inline]
+pub fn unlock() {
+    debug_assert_eq!(
+        HOLDER.load(Relaxed),
+        index(),
+        "BKL released by a hart not holding it"
+    );
+    HOLDER.store(NOBODY, Relaxed);
+    SERVING.fetch_add(1, Release);
+}
+
+/// Whether this hart holds the big kernel lock.
+pub fn holds_lock() -> bool {
+    HOLDER.load(Relaxed) == index()
+}
+
+/// Sleep in `wfi` without the big kernel lock until an interrupt (the timer, or [`kick_idle`]'s
+/// IPI) is pending, then take the lock again. The caller has set the timer.
+pub fn idle_wait() {
+    let h = this();
+    h.idle.store(true, Relaxed);
+    unlock();
+    super::csr::wait_for_interrupt();
+    super::csr::clear_ssip();
+    lock();
+    h.idle.store(false, Relaxed);
+}
+
+/// Something became runnable: wake one idle hart (other than this one) with an IPI.
+pub fn kick_idle() {
+    let n = count();
+    if n == 1 {
+        return;
+    }
+    let me = index();
+    for (i, h) in HARTS.iter().enumerate().take(n) {
+        if i != me && h.started.load(Relaxed) && h.idle.load(Relaxed) {
+            let mask = sbi_rt::HartMask::from_mask_base(1, hartid(i));
+            let _ = sbi_rt::send_ipi(mask);
+            return;
+        }
+    }
+}
+
+/// Switch this hart to page table `satp` (flushing its TLB), noted for [`flush_user_page`].
+pub fn switch_satp(satp: usize) {
+    this().user_satp.store(satp, Relaxed);
+    super::csr::set_satp(satp);
+}
+
+/// The other started harts that may cache entries of page table `satp` (any: `None`), as an
+/// SBI hart mask (hart ids below 64), or None if there is none.
+fn others_mask(satp: Option<usize>) -> Option<sbi_rt::HartMask> {
+    let n = count();
+    if n == 1 {
+        return None;
+    }
+    let me = index();
+    let mut mask = 0usize;
+    for (i, h) in HARTS.iter().enumerate().take(n) {
+        if i != me && h.started.load(Acquire) && satp.is_none_or(|s| h.user_satp.load(Relaxed) == s)
+        {
+            mask |= 1 << hartid(i);
+        }
+    }
+    (mask != 0).then(|| sbi_rt::HartMask::from_mask_base(mask, 0))
+}
+
+/// Flush the TLB entry of `va` on this hart and on every other started hart (SBI RFENCE,
+/// which returns once the remote harts have flushed): a kernel mapping.
+pub fn flush_tlb_page(va: usize) {
+    super::csr::sfence_vma(va);
+    if let Some(mask) = others_mask(None) {
+        let _ = sbi_rt::remote_sfence_vma(mask, va & !0xfff, 0x1000);
+    }
+}
+
+/// Flush the whole TLB on this hart and on every other started hart.
+pub fn flush_tlb_all() {
+    super::csr::sfence_vma_all();
+    if let Some(mask) = others_mask(None) {
+        // start 0 and size usize::MAX: the whole address space (SBI's convention).
+        let _ = sbi_rt::remote_sfence_vma(mask, 0, usize::MAX);
+    }
+}
+
+/// Flush `va` (None: everything) of user page table `satp`, here and on every other hart that
+/// runs it (a thread of the same process: under the big kernel lock no hart switches page
+/// tables meanwhile, and a hart that switches later flushes its whole TLB then).
+pub fn flush_user(satp: usize, va: Option<usize>) {
+    match va {
+        Some(va) => super::csr::sfence_vma(va),
+        None => super::csr::sfence_vma_all(),
+    }
+    if let Some(mask) = others_mask(Some(satp)) {
+        let (start, size) = va.map_or((0, usize::MAX), |va| (va & !0xfff, 0x1000));
+        let _ = sbi_rt::remote_sfence_vma(mask, start, size);
+    }
+}
+
+/// Code pages of user page table `satp` changed (a page fault in an executable area, an
+/// mprotect to executable): `fence.i` here and on every other hart that runs it. Harts that
+/// switch to it later run `fence.i` then ([`fence_i_local`] in the scheduler).
+pub fn fence_i_user(satp: usize) {
+    fence_i_local();
+    if let Some(mask) = others_mask(Some(satp)) {
+        let _ = sbi_rt::remote_fence_i(mask);
+    }
+}
+
+/// `fence.i` on this hart only.
+pub fn fence_i_local() {
+    // SAFETY: `fence.i` only synchronises this hart's instruction fetches with memory.
+    unsafe { core::arch::asm!("fence.i") };
+}
+
+core::arch::global_asm!(
+    r#"
+    .section .text
+    .globl _start_secondary
+    .align 2
+_start_secondary:
+    # a0 = hart id, a1 = the opaque word: the (direct-map) address of this hart's `Hart`.
+    # Paging is off: the boot page table maps the kernel where it runs and in the direct map.
+    lla t0, {boot_pt}
+    srli t0, t0, 12
+    li t1, 8 << 60
+    or t0, t0, t1
+    csrw satp, t0
+    sfence.vma
+    mv tp, a1
+    ld sp, 8(tp)
+    li t1, {phys_offset}
+    lla t0, secondary_main
+    add t0, t0, t1
+    jr t0
+"#,
+    boot_pt = sym super::BOOT_PAGE_TABLE,
+    phys_offset = const super::layout::PHYS_OFFSET,
+);
