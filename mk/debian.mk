@@ -119,7 +119,7 @@ debian_script = cp --sparse=always $(or $(5),$(DEBIAN_ROOT)) $(BUILD)/debian-$(1
 # tests/debian/guest.sh prints `debian: N passed, N failed`.
 ## test-debian: Debian's bash, coreutils, python3, sqlite3, tar/gzip, fio (psync, libaio) on the Debian root (minutes)
 test-debian: debian-root kernel images
-	$(call debian_script,test-debian,tests/debian/guest.sh,$(QEMU_BASE),/root/guest.sh)
+	$(call debian_script,test-debian,tests/debian/guest.sh tests/debian/check.sh,$(QEMU_BASE),/root/guest.sh)
 	@grep -Eq '^debian: [0-9]+ passed, 0 failed' $(BUILD)/test-debian.log || \
 		{ echo "test-debian: no clean 'debian: N passed, 0 failed' line"; exit 1; }
 
@@ -132,7 +132,7 @@ GCC_DEBS := +gcc,+libc6-dev
 ## test-gcc: gcc -O2 in the guest on the DEBS=+gcc,+libc6-dev root: compile, link (make, ar) and run C programs
 test-gcc: kernel images
 	@$(MAKE) --no-print-directory debian-root DEBS=$(GCC_DEBS)
-	$(call debian_script,test-gcc,tests/debian/gcc.sh,$(QEMU_BASE),/root/gcc.sh,$(call debian_dir,$(GCC_DEBS))/root.img)
+	$(call debian_script,test-gcc,tests/debian/gcc.sh tests/debian/check.sh,$(QEMU_BASE),/root/gcc.sh,$(call debian_dir,$(GCC_DEBS))/root.img)
 	@grep -Eq '^gcc: [0-9]+ passed, 0 failed' $(BUILD)/test-gcc.log || \
 		{ echo "test-gcc: no clean 'gcc: N passed, 0 failed' line"; exit 1; }
 

@@ -3,19 +3,9 @@
 # compiles C programs on the dbfs root (cc1, as, collect2 and ld all run in the guest), they
 # run and check what they compute. Prints `ok NAME` or `FAIL NAME`, the time each compile
 # took, and last `gcc: N passed, N failed`.
-passed=0 failed=0
+# shellcheck source=tests/debian/check.sh
+. "$(dirname "$0")/check.sh"
 exec 3>&1 # the compile times, past check's capture
-check() {
-	local name=$1
-	shift
-	if out=$("$@" 2>&1); then
-		echo "ok $name"
-		passed=$((passed + 1))
-	else
-		echo "FAIL $name: $out"
-		failed=$((failed + 1))
-	fi
-}
 # Run a compile, printing how long it took (wall clock of the guest).
 timed() {
 	local what=$1 t0 t1
@@ -120,4 +110,4 @@ compile_make() { timed make make -s; }
 check make-ar-link compile_make
 check fib-run bash -c '[ "$(./fib)" = 75025 ]'
 
-echo "gcc: $passed passed, $failed failed"
+summary gcc

@@ -2,18 +2,8 @@
 # The Debian root's own programs on dbfs-os (`make test-debian`): each check runs Debian's
 # dynamically linked riscv64 binaries (bash, coreutils, python3, sqlite3, tar, gzip, fio) and
 # prints `ok NAME` or `FAIL NAME`; the last line is `debian: N passed, N failed`.
-passed=0 failed=0
-check() {
-	local name=$1
-	shift
-	if out=$("$@" 2>&1); then
-		echo "ok $name"
-		passed=$((passed + 1))
-	else
-		echo "FAIL $name: $out"
-		failed=$((failed + 1))
-	fi
-}
+# shellcheck source=tests/debian/check.sh
+. "$(dirname "$0")/check.sh"
 
 bash_arrays() {
 	local -a a=(one two three)
@@ -138,4 +128,4 @@ sleep_share() {
 check sleep20-share-text sleep_share
 # A dynamically linked program and its loader run from FAT32 too (mapped from its pages).
 check exec-from-fat bash -c 'cp /usr/bin/true /fat/true-copy && /fat/true-copy && rm /fat/true-copy'
-echo "debian: $passed passed, $failed failed"
+summary debian

@@ -223,16 +223,15 @@ fn run(cb: &Iocb, req: Request) -> SysResult {
     }
 }
 
-/// Read the pieces from `at` on (a stream ignores the offset): stops at a short read; an
-/// error after some bytes moved ends the request with those bytes.
-fn read_at(f: &OpenFile, at: u64, pieces: &[(usize, usize)]) -> SysResult {
+/// Move `pieces` one after another through `op(offset into the request, address, length)`:
+/// stops at a short transfer; an error after some bytes moved ends the request with those bytes.
+fn each_piece(
+    pieces: &[(usize, usize)],
+    mut op: impl FnMut(u64, usize, usize) -> SysResult,
+) -> SysResult {
     let mut done = 0;
     for &(va, len) in pieces {
-        let r = match stream_of(f) {
-            Some(s) => super::stream::read(f, s, va, len),
-            None => read_into_user(f, at + done as u64, va, len),
-        };
-        match r {
+        match op(done as u64, va, len) {
             Ok(n) => {
                 done += n;
                 if n < len {
@@ -244,6 +243,14 @@ fn read_at(f: &OpenFile, at: u64, pieces: &[(usize, usize)]) -> SysResult {
         }
     }
     Ok(done)
+}
+
+/// Read the pieces from `at` on (a stream ignores the offset).
+fn read_at(f: &OpenFile, at: u64, pieces: &[(usize, usize)]) -> SysResult {
+    each_piece(pieces, |off, va, len| match stream_of(f) {
+        Some(s) => super::stream::read(f, s, va, len),
+        None => read_into_user(f, at + off, va, len),
+    })
 }
 
 /// Write the pieces at the request's offset (the end of the file for an O_APPEND file or
@@ -259,23 +266,10 @@ fn write_at(f: &OpenFile, cb: &Iocb, pieces: &[(usize, usize)]) -> SysResult {
             at = f.loc.node.getattr()?.size;
         }
     }
-    let mut done = 0;
-    for &(va, len) in pieces {
-        let r = match stream_of(f) {
-            Some(s) => super::stream::write(f, s, va, len),
-            None => write_from_user(f, at + done as u64, va, len),
-        };
-        match r {
-            Ok(n) => {
-                done += n;
-                if n < len {
-                    break;
-                }
-            }
-            Err(_) if done > 0 => break,
-            Err(e) => return Err(e),
-        }
-    }
+    let done = each_piece(pieces, |off, va, len| match stream_of(f) {
+        Some(s) => super::stream::write(f, s, va, len),
+        None => write_from_user(f, at + off, va, len),
+    })?;
     if !stream && done > 0 && flags & (RWF_DSYNC | RWF_SYNC) != 0 {
         super::fs::fsync_file(f, flags & RWF_SYNC == 0)?;
     }
