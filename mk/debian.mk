@@ -84,15 +84,13 @@ debian-root: debian-tree build thirdparty
 # once (the kernel formats it).
 ## person-disks: your disks in DISK_DIR: user-disks plus root.img (the system) and home.img (/root)
 person-disks: debian-root user-disks
-	@if [ ! -f $(DISK_DIR)/root.img ]; then \
-		cp --sparse=always $(DEBIAN_ROOT) $(DISK_DIR)/root.img.new && mv $(DISK_DIR)/root.img.new $(DISK_DIR)/root.img && \
-		echo $(DEBIAN_ROOT) >$(DISK_DIR)/root.src && \
-		echo "make: new system disk $(DISK_DIR)/root.img (/), a copy of $(DEBIAN_ROOT)"; \
+	@if [ ! -f $(DISK_DIR)/root.img ]; then what="new system disk $(DISK_DIR)/root.img (/), a copy of $(DEBIAN_ROOT)"; \
 	elif [ $(DEBIAN_ROOT) -nt $(DISK_DIR)/root.img ] || [ "$$(cat $(DISK_DIR)/root.src 2>/dev/null)" != $(DEBIAN_ROOT) ]; then \
+		what="system disk $(DISK_DIR)/root.img replaced by a copy of $(DEBIAN_ROOT), which changed (your /root, /dbfs and /fat are kept)"; \
+	else what=""; fi; \
+	if [ -n "$$what" ]; then \
 		cp --sparse=always $(DEBIAN_ROOT) $(DISK_DIR)/root.img.new && mv $(DISK_DIR)/root.img.new $(DISK_DIR)/root.img && \
-		echo $(DEBIAN_ROOT) >$(DISK_DIR)/root.src && \
-		echo "make: system disk $(DISK_DIR)/root.img replaced by a copy of $(DEBIAN_ROOT), which changed" \
-			"(your /root, /dbfs and /fat are kept)"; fi
+		echo $(DEBIAN_ROOT) >$(DISK_DIR)/root.src && echo "make: $$what"; fi
 	@test -f $(DISK_DIR)/home.img || { $(MKIMAGE) blank $(DISK_DIR)/home.img.new --size 256M && \
 		mv $(DISK_DIR)/home.img.new $(DISK_DIR)/home.img && echo "make: new blank dbfs disk $(DISK_DIR)/home.img (/root)"; }
 

@@ -28,6 +28,15 @@ fn socket_of(fd: i32) -> Result<alloc::sync::Arc<OpenFile>, Errno> {
     Ok(f)
 }
 
+/// The socket of a descriptor [`socket_of`] answered.
+fn socket(f: &OpenFile) -> &Socket {
+    f.loc
+        .node
+        .as_any()
+        .downcast_ref::<Socket>()
+        .expect("socket_of checked that the node is a socket")
+}
+
 pub fn sys_socket(domain: usize, ty: usize, _protocol: usize) -> SysResult {
     if domain != AF_UNIX {
         return Err(Errno::EAFNOSUPPORT);
@@ -72,12 +81,7 @@ fn sun_path(addr: usize, len: usize) -> Result<alloc::string::String, Errno> {
 pub fn sys_bind(fd: i32, addr: usize, len: usize) -> SysResult {
     let f = socket_of(fd)?;
     let path = sun_path(addr, len)?;
-    let sock = f
-        .loc
-        .node
-        .as_any()
-        .downcast_ref::<Socket>()
-        .ok_or(Errno::ENOTSOCK)?;
+    let sock = socket(&f);
     if sock.bound.lock().is_some() {
         return Err(Errno::EINVAL);
     }
@@ -135,12 +139,7 @@ pub fn sys_getsockname(fd: i32, addr: usize, addrlen: usize) -> SysResult {
     if room < 0 {
         return Err(Errno::EINVAL);
     }
-    let sock = f
-        .loc
-        .node
-        .as_any()
-        .downcast_ref::<Socket>()
-        .ok_or(Errno::ENOTSOCK)?;
+    let sock = socket(&f);
     let mut sa = alloc::vec::Vec::from((AF_UNIX as u16).to_le_bytes());
     if let Some(path) = sock.bound.lock().as_ref() {
         sa.extend_from_slice(path.as_bytes());
