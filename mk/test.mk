@@ -28,9 +28,9 @@ GUEST_PJD_TIMEOUT ?= 3000
 # a third-party suite's source are also in TESTS_NEED_<SUITE>: without the source they are
 # skipped, named in a banner at the start and at the end (REQUIRE_SUITES=1: an error instead).
 TEST_TARGETS := test-help check-layers check-docs test-host test-guest test-persist test-run-cmd test-crash test-cross \
-	test-fill test-pjdfstest test-pjdfstest-guest test-shell test-exhaust test-apps test-debian
+	test-fill test-pjdfstest test-pjdfstest-guest test-shell test-exhaust test-apps test-debian test-ltp
 TESTS_NEED_PJDFSTEST := test-pjdfstest test-pjdfstest-guest
-TESTS_NEED_LTP :=
+TESTS_NEED_LTP := test-ltp
 # The targets `make TARGET` stops at once for when the source is missing.
 PJDFSTEST_TARGETS := pjdfstest test-pjdfstest pjdfstest-guest test-pjdfstest-guest pjdfstest-riscv \
 	thirdparty-check $(TESTS_NEED_PJDFSTEST)
