@@ -275,6 +275,10 @@ impl KernelCounters {
 
 /// `fchdir`: change the current directory to an open directory.
 pub const SYS_FCHDIR: usize = 50;
+/// `umount2`: unmount the file system mounted at a path.
+pub const SYS_UMOUNT2: usize = 39;
+/// `mount`: attach a file system (here: one on a block device) to a directory.
+pub const SYS_MOUNT: usize = 40;
 /// `fchmod`: change the permission bits of an open file.
 pub const SYS_FCHMOD: usize = 52;
 /// `utimensat`: set a path's (or descriptor's) access and modification times, in nanoseconds.

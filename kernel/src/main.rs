@@ -268,11 +268,11 @@ extern "C" fn rust_main(hartid: usize, dtb: usize) -> ! {
         .iter()
         .map(|d| (d.name.clone(), d.clone() as Arc<dyn BlockDevice>))
         .collect();
-    if let Err(e) = fs::mount("/dev", fs::devfs::DevFs::new(devs)) {
+    if let Err(e) = fs::mount("/dev", fs::devfs::DevFs::new(devs), None) {
         println!("[kernel] mounting /dev failed: {}", e);
         shutdown(2);
     }
-    if let Err(e) = fs::mount("/proc", fs::procfs::ProcFs::new()) {
+    if let Err(e) = fs::mount("/proc", fs::procfs::ProcFs::new(), None) {
         println!("[kernel] mounting /proc failed: {}", e);
     }
     if params.blk_selftest {
@@ -292,7 +292,7 @@ extern "C" fn rust_main(hartid: usize, dtb: usize) -> ! {
             None => println!("[kernel] no vdc: scatter-gather self-test skipped"),
         }
     }
-    mounts::mount_rest(&disks, &params);
+    mounts::mount_rest();
 
     let mut argv = alloc::vec![params.init.clone()];
     argv.extend(params.init_args);

@@ -329,6 +329,11 @@ pub fn register(cache: Arc<BlockCache>) {
     CACHES.lock().push(cache);
 }
 
+/// Forget `cache` (its file system was unmounted).
+pub fn unregister(cache: &Arc<BlockCache>) {
+    CACHES.lock().retain(|c| !Arc::ptr_eq(c, cache));
+}
+
 /// Under memory pressure ([`crate::mm::heap::admit`]): every registered cache forgets its
 /// clean blocks. A cache busy at this moment (its lock held further up this very call chain)
 /// is skipped rather than waited for.

@@ -54,10 +54,23 @@ const LINKS: [(&str, &str, u64); 4] = [
     ("stderr", "/proc/self/fd/2", 33),
 ];
 
+/// The device number of the `i`th disk (vda = 0): Linux's virtio-blk major is dynamic, 254
+/// is what it usually gets; each disk has 16 minors (for partitions).
+pub fn disk_rdev(i: usize) -> u64 {
+    (254 << 8) | (i as u64 * 16)
+}
+
 pub struct DiskNode {
     dev: Arc<dyn BlockDevice>,
     ino: u64,
     rdev: u64,
+}
+
+impl DiskNode {
+    /// The disk's size in bytes (BLKGETSIZE64).
+    pub fn size_bytes(&self) -> u64 {
+        self.dev.size_bytes()
+    }
 }
 
 impl DevFs {
@@ -110,8 +123,7 @@ impl DevFs {
             entries.push((String::from(name), Arc::new(DevLink { target, ino })));
         }
         for (i, (name, dev)) in disks.into_iter().enumerate() {
-            // Linux's virtio-blk major is dynamic; 254 is what it usually gets.
-            let rdev = (254 << 8) | (i as u64 * 16);
+            let rdev = disk_rdev(i);
             entries.push((
                 name,
                 Arc::new(DiskNode {

@@ -16,6 +16,7 @@ pub mod devfs;
 pub mod file;
 mod flock;
 pub mod lock;
+pub mod mount_dev;
 mod mount_table;
 mod ops;
 pub mod path;
@@ -26,6 +27,6 @@ mod procsys;
 pub mod window_pager;
 mod writeback;
 
-pub use mount_table::{mount_at, mounts};
+pub use mount_table::{mount_at, mounts, Source};
 pub use ops::{create, mount, open_exec};
 pub use writeback::{register_periodic, sync_all, sync_and_power_off, tick};

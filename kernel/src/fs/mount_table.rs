@@ -1,13 +1,16 @@
 //! The mount table and a resolved location (fs layer).
 //!
 //! File systems are `vfs::FileSystem` values mounted at canonical absolute paths; each
-//! [`Mount`] gets an id, the `st_dev` of its files. A [`Loc`] is where a path led: a node,
-//! its canonical absolute path and the mount it lives in (path resolution, in `path`, makes
-//! them; `ops::mount` adds mounts).
+//! [`Mount`] gets an id, the `st_dev` of its files, never reused after an unmount. A [`Loc`]
+//! is where a path led: a node, its canonical absolute path and the mount it lives in (path
+//! resolution, in `path`, makes them; `ops::mount` and mount(2) add mounts, umount2(2)
+//! removes them: `mount_dev`).
 
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
+
+use core::sync::atomic::{AtomicUsize, Ordering};
 
 use abi::Errno;
 use spin::RwLock;
@@ -18,22 +21,46 @@ pub struct Mount {
     pub path: String,
     pub fs: Arc<dyn FileSystem>,
     pub root: NodeRef,
-    /// Index in the mount table + 1: the `st_dev` of its files.
+    /// 1, 2, ... in mount order, never reused: the `st_dev` of its files.
     pub id: usize,
+    /// The block device it was mounted from, if any.
+    pub source: Option<Source>,
+}
+
+/// A mount's block device: its name (`/dev/vdc`) and device number.
+#[derive(Clone)]
+pub struct Source {
+    pub name: String,
+    pub rdev: u64,
 }
 
 static MOUNTS: RwLock<Vec<Arc<Mount>>> = RwLock::new(Vec::new());
+static NEXT_ID: AtomicUsize = AtomicUsize::new(1);
 
 /// Add a mount of `fs` (whose root is `root`) at `path`, which the caller has checked.
-pub(super) fn add(path: &str, fs: Arc<dyn FileSystem>, root: NodeRef) {
+pub(super) fn add(path: &str, fs: Arc<dyn FileSystem>, root: NodeRef, source: Option<Source>) {
     let mut m = MOUNTS.write();
-    let id = m.len() + 1;
     m.push(Arc::new(Mount {
         path: String::from(path),
         fs,
         root,
-        id,
+        id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+        source,
     }));
+}
+
+/// Take the mount at `path` out of the table if `busy` (given the mount and the table, under
+/// the table's lock) says it is not in use: EINVAL if nothing is mounted there.
+pub(super) fn remove(
+    path: &str,
+    busy: impl FnOnce(&Arc<Mount>, &[Arc<Mount>]) -> bool,
+) -> Result<Arc<Mount>, Errno> {
+    let mut m = MOUNTS.write();
+    let i = m.iter().position(|x| x.path == path).ok_or(Errno::EINVAL)?;
+    if busy(&m[i], &m) {
+        return Err(Errno::EBUSY);
+    }
+    Ok(m.remove(i))
 }
 
 pub fn mount_at(path: &str) -> Option<Arc<Mount>> {

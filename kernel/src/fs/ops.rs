@@ -9,9 +9,14 @@ use vfs::FileSystem;
 use super::path::{self, Loc};
 use super::perm;
 
-/// Mount `fs` at `path` (canonical, absolute). The mount point directory is created in the
-/// parent file system if it does not exist, so listings show it.
-pub fn mount(path: &str, fs: Arc<dyn FileSystem>) -> Result<(), Errno> {
+/// Mount `fs` (from the block device `source`, if any) at `path` (canonical, absolute), at
+/// boot. The mount point directory is created in the parent file system if it does not exist,
+/// so listings show it.
+pub fn mount(
+    path: &str,
+    fs: Arc<dyn FileSystem>,
+    source: Option<super::mount_table::Source>,
+) -> Result<(), Errno> {
     let root = fs.root()?;
     if path != "/" {
         let (parent, name) = path::resolve_parent(&Loc::root()?, path)?;
@@ -25,7 +30,7 @@ pub fn mount(path: &str, fs: Arc<dyn FileSystem>) -> Result<(), Errno> {
             Err(e) => return Err(e.into()),
         }
     }
-    super::mount_table::add(path, fs, root);
+    super::mount_table::add(path, fs, root, source);
     Ok(())
 }
 

@@ -289,7 +289,7 @@ impl Node for RootFile {
                 let last = pids.iter().max().copied().unwrap_or(0);
                 format!("0.00 0.00 0.00 1/{} {}\n", pids.len(), last)
             }
-            Gen::Filesystems => String::from("\tfat32\n\tdbfs\nnodev\tdevfs\nnodev\tproc\n"),
+            Gen::Filesystems => String::from("\tvfat\n\tdbfs\nnodev\tdevfs\nnodev\tproc\n"),
             Gen::Version => format!(
                 "dbfs-os version {} (riscv64, Rust kernel)\n",
                 env!("CARGO_PKG_VERSION")
@@ -419,7 +419,8 @@ fn mounts() -> String {
     let mut s = String::new();
     for m in super::mounts() {
         let name = m.fs.fs_name();
-        let _ = writeln!(s, "{name} {} {name} rw 0 0", m.path);
+        let source = m.source.as_ref().map_or(name, |src| src.name.as_str());
+        let _ = writeln!(s, "{source} {} {name} rw 0 0", m.path);
     }
     s
 }
@@ -437,9 +438,10 @@ fn mountinfo() -> String {
             .max_by_key(|p| p.path.len())
             .map_or(m.id, |p| p.id);
         let name = m.fs.fs_name();
+        let source = m.source.as_ref().map_or(name, |src| src.name.as_str());
         let _ = writeln!(
             s,
-            "{} {parent} 0:{} / {} rw,relatime - {name} {name} rw",
+            "{} {parent} 0:{} / {} rw,relatime - {name} {source} rw",
             m.id, m.id, m.path
         );
     }

@@ -13,6 +13,7 @@ mod futex;
 mod hwprobe;
 mod io;
 pub(crate) mod misc;
+mod mount;
 mod namespace;
 mod poll;
 mod process;
@@ -88,6 +89,8 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
         SYS_FCHOWN => attr::sys_fchown(a[0] as i32, a[1], a[2]),
         SYS_FCHOWNAT => attr::sys_fchownat(a[0] as i32, a[1], a[2], a[3], a[4] as u32),
         SYS_MKNODAT => namespace::sys_mknodat(a[0] as i32, a[1], a[2] as u32, a[3]),
+        SYS_MOUNT => mount::sys_mount(a[0], a[1], a[2], a[3], a[4]),
+        SYS_UMOUNT2 => mount::sys_umount2(a[0], a[1] as u32),
         SYS_CHDIR => namespace::sys_chdir(a[0]),
         SYS_FCHDIR => namespace::sys_fchdir(a[0] as i32),
         SYS_FCHMOD => attr::sys_fchmod(a[0] as i32, a[1] as u32),

@@ -1,5 +1,5 @@
 //! Wrappers for calls that change the name space: mkdir, unlink, rmdir, rename, link,
-//! symlink, readlink and chmod.
+//! symlink, readlink, chmod, mount and umount2.
 
 use alloc::string::String;
 
@@ -149,4 +149,33 @@ pub fn fchmodat(dirfd: Fd, path: &str, mode: u32) -> SysResult<()> {
 /// `chmod(path, mode)`.
 pub fn chmod(path: &str, mode: u32) -> SysResult<()> {
     fchmodat(AT_FDCWD, path, mode)
+}
+
+/// `mount(source, target, fstype, flags, NULL)`; `None` passes a NULL pointer.
+pub fn mount(
+    source: Option<&str>,
+    target: &str,
+    fstype: Option<&str>,
+    flags: usize,
+) -> SysResult<()> {
+    let with_opt = |s: Option<&str>, f: &mut dyn FnMut(usize) -> SysResult<()>| match s {
+        Some(s) => with_cstr(s, |p| f(p as usize)),
+        None => f(0),
+    };
+    with_opt(source, &mut |src| {
+        with_cstr(target, |t| {
+            with_opt(fstype, &mut |ty| {
+                // SAFETY: each pointer is NULL or a NUL-terminated string; no data.
+                check(unsafe { syscall5(SYS_MOUNT, src, t as usize, ty, flags, 0) }).map(|_| ())
+            })
+        })
+    })
+}
+
+/// `umount2(target, flags)`.
+pub fn umount2(target: &str, flags: u32) -> SysResult<()> {
+    with_cstr(target, |p| {
+        // SAFETY: `p` is NUL-terminated.
+        check(unsafe { syscall2(SYS_UMOUNT2, p as usize, flags as usize) }).map(|_| ())
+    })
 }

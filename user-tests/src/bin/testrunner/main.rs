@@ -25,6 +25,7 @@ mod exec_tests;
 mod fs_tests;
 mod itimer_tests;
 mod mmap_tests;
+mod mount_tests;
 mod proc_fd_tests;
 mod proc_tests;
 mod statx_tests;
@@ -205,6 +206,10 @@ pub const TESTS: &[Test] = &[
     t("getpid_positive", proc_tests::getpid_positive),
     t("fork_exit_wait", proc_tests::fork_exit_wait),
     t("itimer_real", itimer_tests::itimer_real),
+    t(
+        "mount_umount_errors_and_move",
+        mount_tests::mount_umount_errors_and_move,
+    ),
     t("preemption", proc_tests::preemption),
     t(
         "fp_state_survives_switches",
