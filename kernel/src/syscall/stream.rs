@@ -194,6 +194,27 @@ pub fn open_fifo(mut loc: Loc, flags: u32) -> Result<Arc<OpenFile>, Errno> {
     )
 }
 
+/// The block-device ioctls programs such as mkfs and LTP's device library ask a disk:
+/// its size (in bytes, in 512-byte sectors), its sector sizes, whether it is read-only, and
+/// BLKFLSBUF (its buffers written back: /dev/vdX has no cache of its own).
+fn block_ioctl(d: &crate::fs::devfs::DiskNode, cmd: u32, arg: usize) -> SysResult {
+    const BLKROGET: u32 = 0x125e;
+    const BLKGETSIZE: u32 = 0x1260;
+    const BLKFLSBUF: u32 = 0x1261;
+    const BLKSSZGET: u32 = 0x1268;
+    const BLKPBSZGET: u32 = 0x127b;
+    const BLKGETSIZE64: u32 = 0x8008_1272;
+    match cmd {
+        BLKGETSIZE64 => copy_out(arg, &d.size_bytes().to_le_bytes())?,
+        BLKGETSIZE => copy_out(arg, &(d.size_bytes() / 512).to_le_bytes())?,
+        BLKSSZGET | BLKPBSZGET => copy_out(arg, &512i32.to_le_bytes())?,
+        BLKROGET => copy_out(arg, &0i32.to_le_bytes())?,
+        BLKFLSBUF => {}
+        _ => return Err(Errno::ENOTTY),
+    }
+    Ok(0)
+}
+
 pub fn sys_ioctl(fd: i32, cmd: usize, arg: usize) -> SysResult {
     const FIONBIO: u32 = 0x5421;
     const FIOCLEX: u32 = 0x5451;
@@ -217,6 +238,14 @@ pub fn sys_ioctl(fd: i32, cmd: usize, arg: usize) -> SysResult {
             return Ok(0);
         }
         _ => {}
+    }
+    if let Some(d) = f
+        .loc
+        .node
+        .as_any()
+        .downcast_ref::<crate::fs::devfs::DiskNode>()
+    {
+        return block_ioctl(d, cmd, arg);
     }
     match stream_of(&f) {
         Some(Stream::Tty) => crate::tty::ioctl(cmd, arg, &copy_in, &copy_out),
