@@ -65,6 +65,8 @@ $(DEBIAN_ROOT): $(DEBIAN_BASE) $(DEBIAN_OVERLAY) $(addprefix $(TGT_DIR)/,$(USER_
 	cp -r --no-preserve=mode tools/debian/overlay/. $(DEBIAN_STAGE)/
 	find $(DEBIAN_STAGE) -type d -exec chmod 755 {} + && find $(DEBIAN_STAGE) -type f -exec chmod 644 {} +
 	cp $(addprefix $(TGT_DIR)/,$(USER_BINS)) $(DEBIAN_STAGE)/opt/dbfs-os/bin/
+	# mkfs.TYPE for each type of /proc/filesystems: mkfs.vfat is Debian's (dosfstools).
+	cp $(TGT_DIR)/mkfs_dbfs $(DEBIAN_STAGE)/opt/dbfs-os/bin/mkfs.dbfs
 	for f in $(BUILD)/thirdparty/rootfs/bin/*; do \
 		case " $(DEBIAN_TP_SKIP) " in *" $${f##*/} "*) ;; *) cp "$$f" $(DEBIAN_STAGE)/opt/dbfs-os/bin/ ;; esac; \
 	done
