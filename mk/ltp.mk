@@ -19,6 +19,9 @@ LTP_BUILD_LISTS ?= $(LTP_ENABLED)
 # `make ltp`: the list it runs (a runtest-style file on the host) and each case's timeout (s).
 LTP_LIST ?= $(LTP_ENABLED)
 LTP_CASE_TIMEOUT ?= 120
+# The file system LTP's device tests format their disk with (LTP_DEV_FS_TYPE and, for
+# .all_filesystems cases, LTP_SINGLE_FS_TYPE): empty, vfat and the types LTP knows.
+LTP_FS ?=
 # The whole boot's hard limit (s): `make ltp` and `make test-ltp`.
 LTP_TIMEOUT ?= 3000
 LTP_QUICK_TIMEOUT ?= 600
@@ -47,7 +50,8 @@ ltp-root: ltp-build debian-root
 
 # Each boot has its own directory (LTP_RUN names it, so two runs may go side by side): a copy
 # of the LTP root with the list as /opt/ltp/list.txt, the runner and run.conf, and fresh
-# disks (/dbfs, where the cases' TMPDIR and logs are, 512 MiB; /fat; the raw disk).
+# disks (/dbfs, where the cases' TMPDIR and logs are, 512 MiB; /fat; the raw disk vdc, LTP's
+# LTP_DEV: its device tests ask for at least 300 MiB).
 LTP_RUN ?= run
 LTP_RUN_DIR = $(BUILD)/ltp/$(LTP_RUN)
 # $(call ltp_boot,LIST,TIMEOUT,LOG): boot that, bash running the runner; stop at TIMEOUT
@@ -58,9 +62,10 @@ define ltp_boot
 	cp tests/ltp/runltp.sh $(LTP_RUN_DIR)/stage/runltp.sh
 	cp $(1) $(LTP_RUN_DIR)/stage/list.txt
 	echo "TIMEOUT=$(LTP_CASE_TIMEOUT)" > $(LTP_RUN_DIR)/stage/run.conf
+	$(if $(LTP_FS),echo "LTP_DEV_FS_TYPE=$(LTP_FS) LTP_SINGLE_FS_TYPE=$(LTP_FS)" >> $(LTP_RUN_DIR)/stage/run.conf)
 	$(DBFS_FUSE) import $(LTP_RUN_DIR)/root.img $(LTP_RUN_DIR)/stage --dir /opt/ltp
 	$(MKIMAGE) fat32 $(LTP_RUN_DIR)/fat.img --size 300M --label LTPFAT
-	$(MKIMAGE) blank $(LTP_RUN_DIR)/raw.img --size 64M
+	$(MKIMAGE) blank $(LTP_RUN_DIR)/raw.img --size 320M
 	$(MKIMAGE) blank $(LTP_RUN_DIR)/dbfs.img --size 512M
 	timeout --foreground -k 10 $(2) $(call debian_qemu,$(LTP_RUN_DIR)/root.img,$(call qemu_with,$(LTP_RUN_DIR))) \
 		-append "$(DEBIAN_PARAMS) -- /opt/ltp/runltp.sh" | tee $(3)

@@ -31,7 +31,15 @@ TIMEOUT=120
 [ -f "$LTPROOT/run.conf" ] && . "$LTPROOT/run.conf"
 LIST=${1:-$LIST}
 TIMEOUT=${2:-$TIMEOUT}
-export LTPROOT TMPDIR=/dbfs/ltp-tmp PATH="$LTPROOT/testcases/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+export LTPROOT TMPDIR=/dbfs/ltp-tmp PATH="$LTPROOT/testcases/bin:/usr/sbin:/usr/bin:/sbin:/bin:/opt/dbfs-os/bin"
+# LTP's device tests (.needs_device, .format_device, .mount_device, .all_filesystems): the
+# spare disk vdc (blank, 320 MiB) is LTP_DEV, which each case formats with mkfs.TYPE and
+# mounts with mount(2): as LTP_DEV_FS_TYPE (default vfat), or for .all_filesystems each type
+# of /proc/filesystems LTP knows (vfat), or only LTP_SINGLE_FS_TYPE (e.g. dbfs) when run.conf
+# sets it.
+[ -b /dev/vdc ] && export LTP_DEV=/dev/vdc
+export LTP_DEV_FS_TYPE=${LTP_DEV_FS_TYPE:-vfat}
+[ -n "${LTP_SINGLE_FS_TYPE:-}" ] && export LTP_SINGLE_FS_TYPE
 # LTP's own per-test timeouts (SIGALRM) are sized for hardware; QEMU's TCG is slower.
 export LTP_TIMEOUT_MUL=${LTP_TIMEOUT_MUL:-4}
 LOGDIR=/dbfs/ltp-log
