@@ -34,6 +34,24 @@ impl<'db, P: Pager + 'db> Bytes<'db, P> {
             repr: Repr::Owned(v),
         }
     }
+
+    /// Bytes `[start, end)` of the page these bytes borrow from (a range checked against that
+    /// page when its slot was decoded). Empty for owned bytes: ranges are only taken of
+    /// borrowed ones.
+    pub(crate) fn page_range(&self, start: usize, end: usize) -> &[u8] {
+        match &self.repr {
+            Repr::Page(p, _, _) => p.get(start..end).unwrap_or_default(),
+            Repr::Owned(_) => &[],
+        }
+    }
+
+    /// A handle of its own on [`Bytes::page_range`].
+    pub(crate) fn same_page(&self, start: usize, end: usize) -> Self {
+        match &self.repr {
+            Repr::Page(p, _, _) => Bytes::page(p.clone(), start..end),
+            Repr::Owned(_) => Bytes::owned(Vec::new()),
+        }
+    }
 }
 
 impl<'db, P: Pager + 'db> Deref for Bytes<'db, P> {

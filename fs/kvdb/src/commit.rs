@@ -193,7 +193,7 @@ impl<P: Pager> Tx<'_, P> {
             if guard.poisoned {
                 return Err(Error::Poisoned);
             }
-            db.write_noted(guard, &list, false)?;
+            db.write_noted(guard, &list, false, false)?;
             if durable {
                 // Every page of this and earlier deferred commits, then the meta: a barrier
                 // (one flush after them all when the meta can carry a commit record).

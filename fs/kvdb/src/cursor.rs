@@ -20,12 +20,22 @@ use crate::tree::{branch_index, MAX_DEPTH};
 /// One entry under a cursor: a key with a value, or a key naming a nested bucket.
 pub struct Entry<'db, P: Pager + 'db> {
     key: Bytes<'db, P>,
-    value: Option<Bytes<'db, P>>,
+    value: Option<Value<'db, P>>,
     /// Where a committed overflow value lies in the store: (byte offset, length).
     loc: Option<(u64, u64)>,
     /// The value is the overflow value at `loc`, not read (see
     /// [`crate::Cursor::locate_overflow_values`]).
     located: bool,
+}
+
+/// An entry's value bytes.
+enum Value<'db, P: Pager + 'db> {
+    /// Inline in the leaf page the key borrows from: a range of that page. The entry holds
+    /// the page once (in its key): a scan takes and drops one handle per entry, not two (with
+    /// reference-counted pages each is an atomic update).
+    KeyPage(usize, usize),
+    /// Bytes of their own (an overflow value, or a dirty node's).
+    Bytes(Bytes<'db, P>),
 }
 
 impl<'db, P: Pager + 'db> Entry<'db, P> {
@@ -38,12 +48,15 @@ impl<'db, P: Pager + 'db> Entry<'db, P> {
     /// Also `None` for an overflow value a cursor was told only to locate
     /// ([`crate::Cursor::locate_overflow_values`]): see [`Entry::value_len`].
     pub fn value(&self) -> Option<&[u8]> {
-        self.value.as_deref()
+        match self.value.as_ref()? {
+            Value::KeyPage(s, e) => Some(self.key.page_range(*s, *e)),
+            Value::Bytes(b) => Some(b),
+        }
     }
     /// The value's length in bytes, whether or not its bytes were read; `None` for a nested
     /// bucket.
     pub fn value_len(&self) -> Option<u64> {
-        match (&self.value, self.located) {
+        match (self.value(), self.located) {
             (Some(v), _) => Some(v.len() as u64),
             (None, true) => self.loc.map(|(_, len)| len),
             (None, false) => None,
@@ -62,7 +75,11 @@ impl<'db, P: Pager + 'db> Entry<'db, P> {
     }
     /// Key and value as owned-or-borrowed byte handles.
     pub fn into_parts(self) -> (Bytes<'db, P>, Option<Bytes<'db, P>>) {
-        (self.key, self.value)
+        let value = self.value.map(|v| match v {
+            Value::KeyPage(s, e) => self.key.same_page(s, e),
+            Value::Bytes(b) => b,
+        });
+        (self.key, value)
     }
 }
 
@@ -371,7 +388,7 @@ impl<'db, P: Pager + 'db> Walk<'db, P> {
                 let mut loc = None;
                 let mut located = false;
                 let value = match slot.flags {
-                    page::FLAG_INLINE => Some(Bytes::page(page.clone(), slot.value)),
+                    page::FLAG_INLINE => Some(Value::KeyPage(slot.value.start, slot.value.end)),
                     flags => {
                         let v = LeafValue::decode(flags, &page[slot.value])?;
                         match v {
@@ -387,10 +404,10 @@ impl<'db, P: Pager + 'db> Walk<'db, P> {
                                     located = true;
                                     None
                                 } else {
-                                    value_of(src, v)?
+                                    value_of(src, v)?.map(Value::Bytes)
                                 }
                             }
-                            v => value_of(src, v)?,
+                            v => value_of(src, v)?.map(Value::Bytes),
                         }
                     }
                 };
@@ -411,7 +428,8 @@ impl<'db, P: Pager + 'db> Walk<'db, P> {
                 let value = match value {
                     LeafValue::Inline(v) => Some(Bytes::owned(v.into_vec())),
                     v => value_of(src, v)?,
-                };
+                }
+                .map(Value::Bytes);
                 Ok(Some(Entry {
                     key: Bytes::owned(key.into_vec()),
                     value,

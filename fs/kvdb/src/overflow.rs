@@ -43,7 +43,7 @@ impl<'db, P: Pager> Tx<'db, P> {
             writes.push((base + full as u64, &tail));
         }
         let ws = st.write.as_mut().ok_or(Error::TxReadOnly)?;
-        if let Err(e) = self.db.write_noted(&mut ws.guard, &writes, false) {
+        if let Err(e) = self.db.write_noted(&mut ws.guard, &writes, false, true) {
             ws.freed.push((id, n));
             return Err(e);
         }
@@ -167,13 +167,13 @@ impl<'db, P: Pager> Tx<'db, P> {
                 let d = if direct.is_empty() {
                     Ok(())
                 } else {
-                    self.db.write_noted(&mut ws.guard, &direct, true)
+                    self.db.write_noted(&mut ws.guard, &direct, true, true)
                 };
                 d.and_then(|_| {
                     if tails.is_empty() {
                         Ok(())
                     } else {
-                        self.db.write_noted(&mut ws.guard, &tails, false)
+                        self.db.write_noted(&mut ws.guard, &tails, false, true)
                     }
                 })
             }

@@ -86,13 +86,18 @@ pub(crate) struct Epoch {
 }
 
 impl Epoch {
-    /// Note `writes`, which reached the pager; at most `max_ranges` are kept.
-    pub fn note(&mut self, writes: &[(u64, &[u8])], max_ranges: usize) {
-        // A batch past the byte bound or the churn bound spoils the record before anything is
-        // summed (pages are not hashed in vain).
+    /// Note `writes`, which reached the pager; at most `max_ranges` are kept. `then`: bytes
+    /// the writer is sure to write after these before any barrier (a value written inside a
+    /// transaction is followed by at least its commit's leaf page).
+    pub fn note(&mut self, writes: &[(u64, &[u8])], max_ranges: usize, then: u64) {
+        // A batch past the byte bound or the churn bound (counting what is sure to follow)
+        // spoils the record before anything is summed: pages are not hashed in vain (a 1 MiB
+        // value write used to be summed whole, then spoiled by its own commit's pages).
         let total: u64 = writes.iter().map(|w| w.1.len() as u64).sum();
         self.summed = self.summed.saturating_add(total);
-        if self.bytes.saturating_add(total) > RECORD_MAX_BYTES || self.summed > RECORD_CHURN_BYTES {
+        if self.bytes.saturating_add(total).saturating_add(then) > RECORD_MAX_BYTES
+            || self.summed.saturating_add(then) > RECORD_CHURN_BYTES
+        {
             self.spoil();
         }
         for &(off, data) in writes {
@@ -236,7 +241,7 @@ impl<P: Pager> Db<P> {
                 .ok_or(Error::NoSpace)?;
             let mut buf = alloc::vec![0u8; (n * ps) as usize];
             writer.freelist.encode_with(&mut buf, fl, extra);
-            if let Err(e) = self.write_noted(writer, &[(fl * ps, &buf)], false) {
+            if let Err(e) = self.write_noted(writer, &[(fl * ps, &buf)], false, false) {
                 if !grown {
                     writer.freelist.untake(fl, n);
                 }
@@ -302,11 +307,14 @@ impl<P: Pager> Db<P> {
 
     /// `pager.write` of `writes` (`pager.write_direct` if `direct`), noted for the next
     /// barrier's commit record; a failed write spoils the record (part of it may have landed).
+    /// `value`: the writes are values of an open write transaction, so its commit writes at
+    /// least one page more in the same epoch ([`Epoch::note`]'s `then`).
     pub(crate) fn write_noted(
         &self,
         writer: &mut WriterState,
         writes: &[(u64, &[u8])],
         direct: bool,
+        value: bool,
     ) -> Result<()> {
         let r = if direct {
             self.pager.write_direct(writes)
@@ -316,9 +324,11 @@ impl<P: Pager> Db<P> {
         match r {
             // Pages freed again before the barrier are dropped from the record then, so keep
             // room for more ranges than a meta page holds.
-            Ok(()) => writer
-                .epoch
-                .note(writes, 4 * page::record_capacity(self.page_size)),
+            Ok(()) => writer.epoch.note(
+                writes,
+                4 * page::record_capacity(self.page_size),
+                if value { self.page_size as u64 } else { 0 },
+            ),
             Err(_) => writer.epoch.spoil(),
         }
         r
@@ -406,5 +416,36 @@ impl<P: Pager> Db<P> {
             page_size: self.page_size,
             page_count,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_value_batch_that_leaves_no_room_for_its_commit_is_not_summed() {
+        let data = vec![7u8; RECORD_MAX_BYTES as usize];
+        let writes = [(8192u64, data.as_slice())];
+        // Alone (a barrier's or a commit's own pages), exactly the bound still makes a record.
+        let mut e = Epoch::default();
+        e.note(&writes, 1000, 0);
+        assert!(!e.spoiled);
+        assert_eq!(e.ranges.len(), 1);
+        // A value of that size: its commit's leaf page follows, so no record can come of it,
+        // and nothing is kept (or hashed).
+        let mut e = Epoch::default();
+        e.note(&writes, 1000, 4096);
+        assert!(e.spoiled);
+        assert!(e.ranges.is_empty());
+        // A smaller value still leaves room: recorded.
+        let mut e = Epoch::default();
+        e.note(
+            &[(8192, &data[..RECORD_MAX_BYTES as usize / 2])],
+            1000,
+            4096,
+        );
+        assert!(!e.spoiled);
+        assert_eq!(e.ranges.len(), 1);
     }
 }

@@ -26,6 +26,9 @@ pub enum ChartKind {
     CreateDel,
     /// Grouped bars: a whole run's seconds per benchmark (lower is better).
     Seconds,
+    /// Grouped bars on a log scale: each file system's MB/s over its row's ceiling (rawq, or
+    /// raw where the row has no rawq), so 4 KiB rows show as plainly as 1 MiB ones.
+    Ratio,
 }
 
 impl ChartKind {
@@ -34,6 +37,7 @@ impl ChartKind {
             ChartKind::Throughput => "throughput",
             ChartKind::CreateDel => "createdel",
             ChartKind::Seconds => "seconds",
+            ChartKind::Ratio => "ratio",
         }
     }
 
@@ -42,6 +46,7 @@ impl ChartKind {
             ChartKind::Throughput => (1000, 560),
             ChartKind::CreateDel => (1000, 480),
             ChartKind::Seconds => (1000, 480),
+            ChartKind::Ratio => (1000, 560),
         }
     }
 
@@ -51,6 +56,7 @@ impl ChartKind {
             ChartKind::Throughput => !summary.throughput.is_empty(),
             ChartKind::CreateDel => !summary.createdel.is_empty(),
             ChartKind::Seconds => !summary.seconds.is_empty(),
+            ChartKind::Ratio => !ceiling_ratios(summary).is_empty(),
         }
     }
 }
@@ -131,6 +137,7 @@ fn draw<DB: DrawingBackend>(
             "seconds",
         ),
         ChartKind::CreateDel => draw_createdel(root, summary, title),
+        ChartKind::Ratio => draw_ratios(root, summary, title),
     }
 }
 
@@ -319,6 +326,119 @@ fn draw_bars<DB: DrawingBackend>(
     Ok(())
 }
 
+/// The file system a row's ratios are taken against: `rawq` (every request of a pass in
+/// flight), else `raw` (the random rows, which rawq does not run).
+const CEILINGS: [&str; 2] = ["rawq", "raw"];
+
+/// One throughput row as ratios to its ceiling: (benchmark, ceiling, fs -> fs MB/s / ceiling
+/// MB/s). Rows with neither ceiling (or a ceiling of 0) are left out; the ceiling itself is not
+/// among the ratios (it is 1 by definition), but raw is where the ceiling is rawq.
+pub fn ceiling_ratios(summary: &Summary) -> Vec<(String, &'static str, BTreeMap<String, f64>)> {
+    summary
+        .throughput
+        .iter()
+        .filter_map(|row| {
+            let (ceiling, top) = CEILINGS.iter().find_map(|c| {
+                let v = row.values.get(*c)?.value;
+                (v > 0.0).then_some((*c, v))
+            })?;
+            let ratios: BTreeMap<String, f64> = row
+                .values
+                .iter()
+                .filter(|(fs, m)| fs.as_str() != ceiling && fs.as_str() != "rawq" && m.value > 0.0)
+                .map(|(fs, m)| (fs.clone(), m.value / top))
+                .collect();
+            (!ratios.is_empty()).then(|| (row.bench.clone(), ceiling, ratios))
+        })
+        .collect()
+}
+
+/// Tick label of the ratio axis: "0.05x", "1x", "12x".
+fn ratio_label(value: &f64) -> String {
+    if *value >= 10.0 {
+        format!("{value:.0}x")
+    } else if *value >= 1.0 {
+        format!("{value:.1}x")
+    } else {
+        format!("{value:.2}x")
+    }
+}
+
+/// Grouped bars of [`ceiling_ratios`] on a log axis, each bar drawn from 1x (the ceiling) to
+/// its ratio: up for a file system faster than the ceiling, down for one slower. Each
+/// benchmark is labelled with its ceiling ("seqwrite/rawq", "randwrite/raw").
+fn draw_ratios<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    summary: &Summary,
+    title: &str,
+) -> Result<(), String> {
+    let rows = ceiling_ratios(summary);
+    let series = series_of(summary, |fs| {
+        rows.iter().any(|(_, _, r)| r.contains_key(fs))
+    });
+    let body = draw_header(
+        root,
+        &format!("{title}: MB/s over the ceiling (rawq, else raw; log scale, 1x = ceiling)"),
+        &series,
+    )?;
+    let values = rows.iter().flat_map(|(_, _, r)| r.values().copied());
+    let (lo, hi) = values.fold((1.0f64, 1.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    let bench_count = rows.len();
+    let mut chart = ChartBuilder::on(&body)
+        .margin_left(10)
+        .margin_right(20)
+        .margin_bottom(10)
+        .x_label_area_size(40)
+        .y_label_area_size(80)
+        .build_cartesian_2d(
+            BenchAxis { count: bench_count },
+            (lo / 1.5..hi * 1.5).log_scale(),
+        )
+        .map_err(drawing_error)?;
+    let bench_label = |x: &f64| {
+        let index = x.floor();
+        if index >= 0.0 && (index as usize) < bench_count {
+            let (bench, ceiling, _) = &rows[index as usize];
+            format!("{bench}/{ceiling}")
+        } else {
+            String::new()
+        }
+    };
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(bench_count)
+        .x_label_formatter(&bench_label)
+        .y_desc("MB/s / ceiling MB/s")
+        .y_labels(12)
+        .y_label_formatter(&ratio_label)
+        .light_line_style(LIGHT_GRID)
+        .label_style((FONT, 13))
+        .axis_desc_style((FONT, 16))
+        .draw()
+        .map_err(drawing_error)?;
+    let bar_width = 0.8 / series.len().max(1) as f64;
+    for (slot, (fs, color)) in series.iter().enumerate() {
+        let bars = rows.iter().enumerate().filter_map(|(index, (_, _, r))| {
+            let value = *r.get(*fs)?;
+            let left = index as f64 + 0.1 + slot as f64 * bar_width;
+            Some(Rectangle::new(
+                [(left, 1.0), (left + bar_width * 0.9, value)],
+                color.filled(),
+            ))
+        });
+        chart.draw_series(bars).map_err(drawing_error)?;
+    }
+    // The ceiling.
+    chart
+        .draw_series(LineSeries::new(
+            [(0.0, 1.0), (bench_count as f64, 1.0)],
+            BLACK.stroke_width(1),
+        ))
+        .map_err(drawing_error)?;
+    Ok(())
+}
+
 fn draw_createdel<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     summary: &Summary,
@@ -468,6 +588,45 @@ RESULT bench=createdel fs=dbfs n=200 creates_per_sec=97.5 deletes_per_sec=146.9
         assert!(svg.contains("speedtest1"));
         assert!(svg.contains("lower is better"));
         assert!(svg.contains("dbfs") && svg.contains("fat"));
+    }
+
+    #[test]
+    fn ratio_chart_takes_rawq_else_raw_as_the_ceiling() {
+        let log = "\
+RESULT bench=seqwrite fs=dbfs MBps=800
+RESULT bench=seqwrite fs=fat32 MBps=400
+RESULT bench=seqwrite fs=raw MBps=500
+RESULT bench=seqwrite fs=rawq MBps=1000
+RESULT bench=randwrite4k fs=dbfs MBps=200
+RESULT bench=randwrite4k fs=raw MBps=100
+RESULT bench=other fs=dbfs MBps=5
+";
+        let summary = summarize(&parse_log(log).0);
+        let rows = ceiling_ratios(&summary);
+        assert_eq!(rows.len(), 2, "a row without a ceiling is left out");
+        let (bench, ceiling, r) = &rows[0];
+        assert_eq!((bench.as_str(), *ceiling), ("seqwrite", "rawq"));
+        assert_eq!(r.get("dbfs"), Some(&0.8));
+        assert_eq!(r.get("fat32"), Some(&0.4));
+        assert_eq!(r.get("raw"), Some(&0.5));
+        assert!(!r.contains_key("rawq"));
+        let (bench, ceiling, r) = &rows[1];
+        assert_eq!((bench.as_str(), *ceiling), ("randwrite4k", "raw"));
+        assert_eq!(r.get("dbfs"), Some(&2.0));
+        assert!(!r.contains_key("raw"));
+        assert!(ChartKind::Ratio.has_data(&summary));
+        let svg = render_svg(ChartKind::Ratio, &summary, "ratios", None).unwrap();
+        for text in [
+            "seqwrite/rawq",
+            "randwrite4k/raw",
+            "log scale",
+            "dbfs",
+            "fat32",
+        ] {
+            assert!(svg.contains(text), "SVG lacks {text:?}");
+        }
+        let png = render_png(ChartKind::Ratio, &summary, "ratios", None).unwrap();
+        assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"));
     }
 
     #[test]

@@ -8,7 +8,9 @@
 //! `DIR/results.csv` (every field of every line), `DIR/summary.md` (throughput in MB/s per
 //! file system with `dbfs/fat32` and `each/raw` ratios; createdel rates per N; operation rates
 //! and p99 latency of the `ops_per_sec` lines of bench/workloads), and the charts
-//! `DIR/throughput.{svg,png}` and `DIR/createdel.{svg,png}` for the workloads present.
+//! `DIR/throughput.{svg,png}`, `DIR/ratio.{svg,png}` (each file system's MB/s over rawq, or raw
+//! where a row has no rawq, on a log scale) and `DIR/createdel.{svg,png}` for the workloads
+//! present.
 //! Malformed RESULT lines are skipped with a warning; a log without any RESULT line is an
 //! error (exit 1). The SVG is the primary chart. Without a TrueType font on the host the PNG
 //! is drawn without text, and a PNG that cannot be drawn is reported and skipped: fonts never
@@ -107,6 +109,7 @@ fn run(args: &Args) -> Result<(), String> {
         ChartKind::Throughput,
         ChartKind::CreateDel,
         ChartKind::Seconds,
+        ChartKind::Ratio,
     ] {
         if !kind.has_data(&summary) {
             continue;
