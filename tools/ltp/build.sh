@@ -17,7 +17,10 @@
 # the configure command or the compiler change; the build and install only when the directory
 # list or the source changes; an unchanged rebuild takes about a second.
 #
-# Environment: BUILD (default build), LTP_SRC (default ../shared/ltp), JOBS (default nproc).
+# Environment: BUILD (default build), LTP_SRC (default ../shared/ltp), JOBS (default nproc),
+# LTP_DEST (where to install, default $BUILD/ltp/install; its stamp is LTP_DEST.stamp), so
+# that another set of lists (mk/stress.mk's) installs beside the default one without
+# replacing it; the build tree is shared.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -28,7 +31,8 @@ JOBS=${JOBS:-$(nproc)}
 CROSS=riscv64-linux-gnu-
 OUT="$BUILD/ltp"
 SRC="$OUT/src"
-DEST="$OUT/install"
+DEST=${LTP_DEST:-$OUT/install}
+STAMP="$DEST.stamp"
 
 log() { printf '== ltp: %s\n' "$*" >&2; }
 die() {
@@ -54,7 +58,7 @@ src_key=$({
 
 if [ "$(cat "$OUT/src.stamp" 2>/dev/null)" != "$src_key" ]; then
 	log "copying $LTP_SRC to $SRC and configuring (about 2 minutes)"
-	rm -rf "$SRC" "$OUT/src.stamp" "$OUT/install.stamp"
+	rm -rf "$SRC" "$OUT/src.stamp" "$STAMP"
 	cp -a "$LTP_SRC" "$SRC"
 	chmod -R u+w "$SRC"
 	(
@@ -87,14 +91,14 @@ install_key=$({
 	echo "$src_key"
 	echo "$dirs"
 } | sha256sum | cut -d' ' -f1)
-if [ "$(cat "$OUT/install.stamp" 2>/dev/null)" = "$install_key" ] && [ -d "$DEST/opt/ltp" ]; then
+if [ "$(cat "$STAMP" 2>/dev/null)" = "$install_key" ] && [ -d "$DEST/opt/ltp" ]; then
 	log "up to date ($(echo "$dirs" | wc -l) directories, $(find "$DEST/opt/ltp/testcases/bin" -type f | wc -l) files in $DEST/opt/ltp)"
 	exit 0
 fi
 
 start=$SECONDS
 log "building lib, libs and $(echo "$dirs" | wc -l) test directories with $JOBS jobs (log $OUT/build.log)"
-rm -f "$OUT/install.stamp"
+rm -f "$STAMP"
 : >"$OUT/build.log"
 make -C "$SRC/lib" -j"$JOBS" >>"$OUT/build.log" 2>&1 || die "lib failed, see $OUT/build.log"
 make -C "$SRC/libs" -j"$JOBS" >>"$OUT/build.log" 2>&1 || die "libs failed, see $OUT/build.log"
@@ -118,7 +122,7 @@ cp "$SRC/VERSION" "$DEST/opt/ltp/Version"
 # Stripped: a program keeps its code, not its debug information (a fifth of the size).
 find "$DEST/opt/ltp/testcases/bin" -type f -perm -u+x -exec sh -c \
 	'for f; do head -c4 "$f" | grep -q ELF && '"${CROSS}"'strip "$f" || true; done' _ {} +
-echo "$install_key" >"$OUT/install.stamp"
+echo "$install_key" >"$STAMP"
 log "$(find "$DEST/opt/ltp/testcases/bin" -type f | wc -l) files, $(du -sh "$DEST/opt/ltp" | cut -f1), $((SECONDS - start)) s"
 if [ -n "$failed" ]; then
 	log "directories that did not build (their programs are missing): $(echo $failed)"
