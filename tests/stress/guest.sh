@@ -68,7 +68,7 @@ fsstress_run() {
 	local fs=$1 n=$2 start=$SECONDS out r=pass files bad
 	rm -rf "/$fs/fsstress"
 	out="$LOG/fsstress-$fs.log"
-	fsstress -d "/$fs/fsstress" -p 4 -n "$n" -l 1 >"$out" 2>&1 || r=fail
+	fsstress -d "/$fs/fsstress" -p 4 -n "$n" -l 1 -c >"$out" 2>&1 || r=fail
 	files=$(find "/$fs/fsstress" -type f | wc -l)
 	bad=$(find "/$fs/fsstress" -type f -exec sh -c \
 		'for f; do [ "$(wc -c <"$f")" = "$(stat -c %s "$f")" ] || echo "$f"; done' _ {} + 2>&1 | head -5)
@@ -142,6 +142,10 @@ short)
 	for fs in $systems; do
 		fsx "$fs" 10000 -l 500000 -r 4096 -t 4096 -w 4096
 		fsstress_run "$fs" 200
+		# A few stressors with --verify, one of each class, 5 s each.
+		for cs in filesystem:dir filesystem:rename io:hdd memory:mmap os:fork pipe:pipe scheduler:yield; do
+			stressor "$fs" "${cs%%:*}" "${cs#*:}" 5 1
+		done
 	done
 	;;
 *)
