@@ -27,6 +27,7 @@ mod itimer_tests;
 mod mmap_tests;
 mod proc_fd_tests;
 mod proc_tests;
+mod sigaltstack_tests;
 mod statx_tests;
 mod toolchain_tests;
 mod xattr_tests;
@@ -205,6 +206,10 @@ pub const TESTS: &[Test] = &[
     t("getpid_positive", proc_tests::getpid_positive),
     t("fork_exit_wait", proc_tests::fork_exit_wait),
     t("itimer_real", itimer_tests::itimer_real),
+    t(
+        "sigaltstack_onstack",
+        sigaltstack_tests::sigaltstack_onstack,
+    ),
     t("preemption", proc_tests::preemption),
     t(
         "fp_state_survives_switches",
