@@ -81,7 +81,7 @@ fsstress: stress-root
 stress: stress-root
 	$(call stress_boot,stress,stress $(STRESS_TIME) $(STRESS_SEQ) $(STRESS_CLASSES),$(STRESS_TIMEOUT))
 
-## test-stress: the short set: fsx-linux -N 10000, fsstress -n 200 x4, a few stressors on each file system
+## test-stress: the short set: fsx-linux -N 1000, fsstress -n 200 x4, one stressor per class on /dbfs and /fat
 test-stress: stress-root
 	$(call stress_boot,short,short,$(TEST_STRESS_TIMEOUT))
 
