@@ -97,6 +97,7 @@ include mk/fuse.mk      # dbfs-fuse on the host
 include mk/fuzz.mk      # cargo-fuzz
 include mk/debian.mk    # the Debian root: image, run-debian, test-debian
 include mk/ltp.mk       # LTP: build, the LTP root, make ltp, test-ltp
+include mk/stress.mk    # fsx, fsstress, stress-ng in the guest (docs/RELIABILITY.md)
 
 ##@ Help
 .PHONY: help

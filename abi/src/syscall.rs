@@ -111,6 +111,7 @@ pub const SYS_FSTAT: usize = 80;
 pub const SYS_STATX: usize = 291;
 /// `sync`: write every file system's buffered data and metadata to its disk.
 pub const SYS_SYNC: usize = 81;
+pub const SYS_SYNCFS: usize = 267;
 /// `fsync`: make one file's data and metadata durable.
 pub const SYS_FSYNC: usize = 82;
 /// `fdatasync`: make one file's data (and the metadata needed to read it back) durable.

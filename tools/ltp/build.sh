@@ -18,7 +18,11 @@
 # changes or a list needs a directory that is not installed; an unchanged rebuild takes about
 # a second.
 #
-# Environment: BUILD (default build), LTP_SRC (default ../shared/ltp), JOBS (default nproc).
+# Environment: BUILD (default build), LTP_SRC (default ../shared/ltp), JOBS (default nproc),
+# LTP_DEST (where to install, default $BUILD/ltp/install; its stamp and directory list are
+# LTP_DEST.stamp and LTP_DEST.dirs), so
+# that another set of lists (mk/stress.mk's) installs beside the default one without
+# replacing it; the build tree is shared.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -29,7 +33,8 @@ JOBS=${JOBS:-$(nproc)}
 CROSS=riscv64-linux-gnu-
 OUT="$BUILD/ltp"
 SRC="$OUT/src"
-DEST="$OUT/install"
+DEST=${LTP_DEST:-$OUT/install}
+STAMP="$DEST.stamp"
 
 log() { printf '== ltp: %s\n' "$*" >&2; }
 die() {
@@ -55,7 +60,7 @@ src_key=$({
 
 if [ "$(cat "$OUT/src.stamp" 2>/dev/null)" != "$src_key" ]; then
 	log "copying $LTP_SRC to $SRC and configuring (about 2 minutes)"
-	rm -rf "$SRC" "$OUT/src.stamp" "$OUT/install.stamp"
+	rm -rf "$SRC" "$OUT/src.stamp" "$STAMP"
 	cp -a "$LTP_SRC" "$SRC"
 	chmod -R u+w "$SRC"
 	(
@@ -84,20 +89,20 @@ dirs=$(for d in $dirs; do
 	echo "$d"
 done | sort -u)
 
-# Up to date when the source is unchanged and every directory needed is installed already
-# (test-ltp after `make ltp` builds nothing); otherwise the needed and the installed ones are
-# built together, so a smaller list never takes programs away from a larger one.
-if [ "$(cat "$OUT/install.stamp" 2>/dev/null)" = "$src_key" ] && [ -d "$DEST/opt/ltp" ]; then
-	if [ -z "$(comm -23 <(echo "$dirs") <(sort -u "$OUT/install.dirs" 2>/dev/null))" ]; then
-		log "up to date ($(echo "$dirs" | wc -l) directories needed, $(wc -l <"$OUT/install.dirs") installed, $(find "$DEST/opt/ltp/testcases/bin" -type f | wc -l) files in $DEST/opt/ltp)"
+# Up to date when the source is unchanged and every directory needed is installed already in
+# DEST (test-ltp after `make ltp` builds nothing); otherwise the needed and the installed ones
+# are built together, so a smaller list never takes programs away from a larger one.
+if [ "$(cat "$STAMP" 2>/dev/null)" = "$src_key" ] && [ -d "$DEST/opt/ltp" ]; then
+	if [ -z "$(comm -23 <(echo "$dirs") <(sort -u "$DEST.dirs" 2>/dev/null))" ]; then
+		log "up to date ($(echo "$dirs" | wc -l) directories needed, $(wc -l <"$DEST.dirs") installed, $(find "$DEST/opt/ltp/testcases/bin" -type f | wc -l) files in $DEST/opt/ltp)"
 		exit 0
 	fi
-	dirs=$(sort -u <(echo "$dirs") "$OUT/install.dirs")
+	dirs=$(sort -u <(echo "$dirs") "$DEST.dirs")
 fi
 
 start=$SECONDS
 log "building lib, libs and $(echo "$dirs" | wc -l) test directories with $JOBS jobs (log $OUT/build.log)"
-rm -f "$OUT/install.stamp" "$OUT/install.dirs"
+rm -f "$STAMP" "$DEST.dirs"
 : >"$OUT/build.log"
 make -C "$SRC/lib" -j"$JOBS" >>"$OUT/build.log" 2>&1 || die "lib failed, see $OUT/build.log"
 make -C "$SRC/libs" -j"$JOBS" >>"$OUT/build.log" 2>&1 || die "libs failed, see $OUT/build.log"
@@ -121,8 +126,8 @@ cp "$SRC/VERSION" "$DEST/opt/ltp/Version"
 # Stripped: a program keeps its code, not its debug information (a fifth of the size).
 find "$DEST/opt/ltp/testcases/bin" -type f -perm -u+x -exec sh -c \
 	'for f; do head -c4 "$f" | grep -q ELF && '"${CROSS}"'strip "$f" || true; done' _ {} +
-echo "$dirs" >"$OUT/install.dirs"
-echo "$src_key" >"$OUT/install.stamp"
+echo "$dirs" >"$DEST.dirs"
+echo "$src_key" >"$STAMP"
 log "$(find "$DEST/opt/ltp/testcases/bin" -type f | wc -l) files, $(du -sh "$DEST/opt/ltp" | cut -f1), $((SECONDS - start)) s"
 if [ -n "$failed" ]; then
 	log "directories that did not build (their programs are missing): $(echo $failed)"

@@ -153,4 +153,10 @@ impl FileSystem for Fat32Fs {
         st.vol.flush_all().map_err(vfs_error)?;
         self.mount.io.flush()
     }
+
+    fn unmount(&self) -> VfsResult<()> {
+        let mut st = self.mount.state.lock();
+        st.vol.unmount().map_err(vfs_error)?;
+        self.mount.io.flush()
+    }
 }

@@ -469,6 +469,11 @@ impl Node for FatNode {
         }
         let mut case_only = false;
         if let Some(dst) = &dst {
+            // Linux checks RENAME_NOREPLACE before anything else: a name that exists, the
+            // source's own included (FAT's names are case-insensitive), gives EEXIST.
+            if flags.noreplace {
+                return Err(VfsError::AlreadyExists);
+            }
             if src_parent == dst_parent && dst.name == src.name {
                 // The same entry: FAT names are case-insensitive.
                 if src.name == new_name {
@@ -476,9 +481,6 @@ impl Node for FatNode {
                 }
                 case_only = true;
             } else {
-                if flags.noreplace {
-                    return Err(VfsError::AlreadyExists);
-                }
                 match (src.is_dir, dst.is_dir) {
                     (true, false) => return Err(VfsError::NotADirectory),
                     (false, true) => return Err(VfsError::IsADirectory),

@@ -34,8 +34,8 @@ const MAX_OPEN_FILES: usize = 64;
 pub struct Volume {
     /// Open files by inode number. Dropped before `fs` (see `Drop`).
     files: BTreeMap<u64, FatFile<'static>>,
-    /// Owned; freed only in `Drop`.
-    fs: NonNull<FatFs>,
+    /// Owned; freed only in `Drop` or by `unmount` (then `None`: no further use).
+    fs: Option<NonNull<FatFs>>,
 }
 
 // SAFETY: every access to a Volume (and so to the fatfs FileSystem and its Files, which share
@@ -49,15 +49,36 @@ impl Volume {
         let fs = NonNull::from(Box::leak(Box::new(fs)));
         Volume {
             files: BTreeMap::new(),
-            fs,
+            fs: Some(fs),
         }
     }
 
     /// The file system, for directory operations.
     pub fn fs(&self) -> &FatFs {
-        // SAFETY: `fs` came from Box::leak, is freed only in Drop, and is only ever shared
-        // (never borrowed mutably), so a shared reference for the life of `&self` is valid.
-        unsafe { self.fs.as_ref() }
+        // SAFETY: `fs` came from Box::leak, is freed only in Drop or `unmount` (which leave
+        // `None`), and is only ever shared (never borrowed mutably), so a shared reference for
+        // the life of `&self` is valid.
+        unsafe { self.live().as_ref() }
+    }
+
+    /// The file system; using a volume after `unmount` is a kernel bug (only power-off
+    /// unmounts, as the last thing before the machine stops).
+    fn live(&self) -> NonNull<FatFs> {
+        self.fs.expect("FAT volume used after unmount")
+    }
+
+    /// A clean unmount, as Linux's umount of a vfat leaves the disk: every open file's
+    /// directory entry written back, the FSInfo sector's free-cluster count written and the
+    /// boot sector's dirty flag cleared (fatfs sets it at the first write; `fsck.fat` reports a
+    /// volume left with it). The volume is not used afterwards (power-off).
+    pub fn unmount(&mut self) -> Result<(), fatfs::Error<crate::device::DeviceError>> {
+        self.files.clear();
+        match self.fs.take() {
+            // SAFETY: `fs` came from Box::leak and no File referring to it remains (cleared
+            // above; none escapes the module), so it may be taken back and consumed.
+            Some(fs) => unsafe { Box::from_raw(fs.as_ptr()) }.unmount(),
+            None => Ok(()),
+        }
     }
 
     /// Run `f` on the open file of `ino`, opening it with `open` first if needed.
@@ -67,12 +88,13 @@ impl Volume {
         open: impl for<'v> FnOnce(&'v FatFs) -> Result<FatFile<'v>, E>,
         f: impl for<'v> FnOnce(&mut FatFile<'v>) -> R,
     ) -> Result<R, E> {
+        let live = self.live();
         let file = match self.files.entry(ino) {
             Entry::Occupied(e) => e.into_mut(),
             Entry::Vacant(v) => {
                 // SAFETY: as in `fs()`; the reference is extended to 'static only for the file
                 // stored here, which is dropped before the file system (module docs).
-                let fs: &'static FatFs = unsafe { self.fs.as_ref() };
+                let fs: &'static FatFs = unsafe { live.as_ref() };
                 v.insert(open(fs)?)
             }
         };
@@ -120,7 +142,9 @@ impl Drop for Volume {
     fn drop(&mut self) {
         // Files first: each writes back its directory entry through the file system.
         self.files.clear();
-        // SAFETY: `fs` came from Box::leak and no File referring to it remains.
-        drop(unsafe { Box::from_raw(self.fs.as_ptr()) });
+        if let Some(fs) = self.fs.take() {
+            // SAFETY: `fs` came from Box::leak and no File referring to it remains.
+            drop(unsafe { Box::from_raw(fs.as_ptr()) });
+        }
     }
 }

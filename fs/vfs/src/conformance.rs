@@ -441,6 +441,8 @@ fn rename(_fs: &dyn FileSystem, root: &NodeRef, caps: &Capabilities) -> CheckRes
         root.rename("g", &*b, "h", noreplace),
         VfsError::AlreadyExists
     );
+    // Onto itself too (Linux checks RENAME_NOREPLACE first; stress-ng's rename stressor).
+    expect_err!(b.rename("h", &*b, "h", noreplace), VfsError::AlreadyExists);
     ok!(root.rename("g", &*b, "h", plain));
     expect_eq!(read_all(&ok!(b.lookup("h")))?, b"payload".to_vec());
     expect_eq!(listing(&b)?, vec!["h".to_string()]);

@@ -280,6 +280,12 @@ pub trait FileSystem: Send + Sync {
     fn sync(&self) -> VfsResult<()> {
         Ok(())
     }
+    /// Power-off's last call: write everything back and leave the on-disk state of a clean
+    /// unmount (FAT: the dirty flag cleared, FSInfo written). The file system is not used
+    /// afterwards.
+    fn unmount(&self) -> VfsResult<()> {
+        self.sync()
+    }
 }
 
 /// An inode. Every method has a default that refuses the operation with the errno Linux would

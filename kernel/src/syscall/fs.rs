@@ -286,6 +286,13 @@ pub fn sys_sync() -> SysResult {
     Ok(0)
 }
 
+/// syncfs: write back the file system `fd` is on (EBADF for a bad descriptor). Every mount is
+/// written back, a superset of what Linux promises (stress-ng's io stressor calls it).
+pub fn sys_syncfs(fd: i32) -> SysResult {
+    file(fd)?;
+    sys_sync()
+}
+
 pub fn sys_dup(fd: i32) -> SysResult {
     with_current(|p| {
         let f = p.files.fds().get(fd)?;

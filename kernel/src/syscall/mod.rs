@@ -111,6 +111,7 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
         SYS_STATX => attr::sys_statx(a[0] as i32, a[1], a[2] as u32, a[3] as u32, a[4]),
         SYS_FSTAT => attr::sys_fstat(a[0] as i32, a[1]),
         SYS_SYNC => fs::sys_sync(),
+        SYS_SYNCFS => fs::sys_syncfs(a[0] as i32),
         SYS_FADVISE64 => fs::sys_fadvise64(a[0] as i32, a[1] as i64, a[2] as i64, a[3] as u32),
         SYS_FALLOCATE => fs::sys_fallocate(a[0] as i32, a[1] as u32, a[2] as i64, a[3] as i64),
         SYS_FSYNC => fs::sys_fsync(a[0] as i32, false),
@@ -154,7 +155,7 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
         SYS_RT_SIGPENDING => signal::sys_rt_sigpending(a[0], a[1]),
         SYS_RT_SIGRETURN => signal::sys_rt_sigreturn(tf),
         SYS_RT_SIGSUSPEND => signal::sys_rt_sigsuspend(a[0], a[1]),
-        SYS_SIGALTSTACK => signal::sys_sigaltstack(a[0], a[1]),
+        SYS_SIGALTSTACK => signal::sys_sigaltstack(a[0], a[1], tf),
         SYS_TKILL => signal::sys_tkill(a[0] as isize, a[1] as i32),
         SYS_TGKILL => signal::sys_tgkill(a[0] as isize, a[1] as isize, a[2] as i32),
         // Restartable sequences are declined, as a kernel without them would.

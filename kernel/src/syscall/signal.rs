@@ -5,7 +5,7 @@ use abi::Errno;
 
 use super::args::{copy_in, copy_out, SysResult};
 use crate::arch::trap::TrapFrame;
-use crate::task::signal::{self, bit, SigAction, NSIG, SIGKILL, SIGSTOP};
+use crate::task::signal::{self, bit, AltStack, SigAction, NSIG, SIGKILL, SIGSTOP};
 use crate::task::{self, with_current, with_thread};
 
 /// The kernel's `sigset_t` is 8 bytes; any other size is EINVAL (Linux).
@@ -133,16 +133,28 @@ pub fn sys_rt_sigsuspend(mask: usize, size: usize) -> SysResult {
     Err(Errno::EINTR)
 }
 
-/// sigaltstack: alternate signal stacks are not supported; report none (SS_DISABLE) and
-/// refuse to set one.
-pub fn sys_sigaltstack(ss: usize, old: usize) -> SysResult {
-    if old != 0 {
+/// sigaltstack: report (`old`) and set (`ss`) the calling thread's alternate signal stack,
+/// where handlers installed with SA_ONSTACK run. EPERM while running on it, EINVAL for
+/// unknown flags, ENOMEM below MINSIGSTKSZ, EFAULT for a bad pointer.
+pub fn sys_sigaltstack(ss: usize, old: usize, tf: &TrapFrame) -> SysResult {
+    let sp = tf.regs[2];
+    let cur = with_thread(|t| t.sig.alt);
+    let new = if ss != 0 {
         let mut b = [0u8; 24];
-        b[8..12].copy_from_slice(&2i32.to_le_bytes());
-        copy_out(old, &b)?;
+        copy_in(ss, &mut b)?;
+        Some(b)
+    } else {
+        None
+    };
+    if old != 0 {
+        copy_out(old, &cur.to_user(sp))?;
     }
-    if ss != 0 {
-        return Err(Errno::ENOMEM);
+    if let Some(b) = new {
+        if cur.on(sp) {
+            return Err(Errno::EPERM);
+        }
+        let alt = AltStack::from_user(&b)?;
+        with_thread(|t| t.sig.alt = alt);
     }
     Ok(0)
 }

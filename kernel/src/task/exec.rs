@@ -246,6 +246,7 @@ pub fn exec(
         current_ref().process.satp.store(space.satp(), Relaxed);
         p.space = space;
         p.sig.reset_for_exec();
+        with_thread(|t| t.sig.alt = Default::default());
         // The new image is in place: a parent waiting in vfork goes on (Linux releases it
         // in exec_mmap, once the old memory is no longer the child's).
         let vfork_parent = release_vfork_parent(p);

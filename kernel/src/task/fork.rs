@@ -94,6 +94,7 @@ pub fn fork(tf: &TrapFrame, vfork: bool) -> Result<usize, Errno> {
     let mask = with_thread(|t| signal::SigMask {
         blocked: t.sig.blocked,
         saved_mask: None,
+        alt: t.sig.alt,
     });
     // The stack first: it is the large heap allocation, and fails before the address space
     // is shared copy-on-write.
@@ -170,6 +171,7 @@ pub fn spawn_thread(tf: &TrapFrame, clear_child_tid: usize) -> Result<usize, Err
     let mask = with_thread(|t| signal::SigMask {
         blocked: t.sig.blocked,
         saved_mask: None,
+        alt: Default::default(),
     });
     let kstack = new_kstack()?;
     let mut ctf = Box::new(tf.clone());

@@ -10,8 +10,8 @@ use super::exit::{exit_current, exit_thread};
 use super::process::ExitStatus;
 use super::sched::{current_pid, current_thread, with_current, with_thread};
 use super::sigstate::{
-    bit, default_action, Default_, SigAction, SA_NODEFER, SA_RESETHAND, SA_RESTART, SIGKILL,
-    SIGSEGV, SIG_DFL, SIG_IGN,
+    bit, default_action, AltStack, Default_, SigAction, SA_NODEFER, SA_ONSTACK, SA_RESETHAND,
+    SA_RESTART, SIGKILL, SIGSEGV, SIG_DFL, SIG_IGN,
 };
 use crate::arch::trap::TrapFrame;
 use crate::mm::addr_space::AddrSpace;
@@ -96,11 +96,22 @@ pub fn deliver(tf: &mut TrapFrame, restart: Option<usize>) {
             new_mask |= bit(sig);
         }
         ti.sig.set_blocked(new_mask);
+        let alt = ti.sig.alt;
+        // SA_ONSTACK: the handler runs on the alternate stack unless the thread is on it
+        // already; SS_AUTODISARM disables it until rt_sigreturn restores it from uc_stack.
+        let stack_top = if action.flags & SA_ONSTACK != 0 && alt.size != 0 && !alt.on(tf.regs[2]) {
+            if alt.autodisarm {
+                ti.sig.alt = AltStack::default();
+            }
+            Some(alt.sp.wrapping_add(alt.size))
+        } else {
+            None
+        };
         drop(ti);
         if action.flags & SA_RESETHAND != 0 {
             inner.sig.actions[sig - 1] = SigAction::default();
         }
-        let ok = push_frame(&mut inner.space, tf, sig, old_mask, &action);
+        let ok = push_frame(&mut inner.space, tf, sig, old_mask, &action, alt, stack_top);
         drop(inner);
         if !ok {
             // No room for the frame: the program dies of SIGSEGV, as on Linux.
@@ -132,8 +143,10 @@ pub(super) fn push_frame(
     sig: usize,
     old_mask: u64,
     action: &SigAction,
+    alt: AltStack,
+    stack_top: Option<usize>,
 ) -> bool {
-    let sp = match tf.regs[2].checked_sub(FRAME_SIZE) {
+    let sp = match stack_top.unwrap_or(tf.regs[2]).checked_sub(FRAME_SIZE) {
         Some(s) => s & !15,
         None => return false,
     };
@@ -141,8 +154,8 @@ pub(super) fn push_frame(
     // siginfo: si_signo, si_errno, si_code (SI_USER = 0).
     frame[0..4].copy_from_slice(&(sig as i32).to_le_bytes());
     let uc = SIGINFO_SIZE;
-    // uc_stack: ss_flags = SS_DISABLE (no alternate stack).
-    frame[uc + 24..uc + 28].copy_from_slice(&2i32.to_le_bytes());
+    // uc_stack: the alternate stack as it was when the signal came (rt_sigreturn restores it).
+    frame[uc + 16..uc + 40].copy_from_slice(&alt.to_user(tf.regs[2]));
     frame[uc + UC_SIGMASK..uc + UC_SIGMASK + 8].copy_from_slice(&old_mask.to_le_bytes());
     let mc = uc + UC_MCONTEXT;
     frame[mc..mc + 8].copy_from_slice(&tf.sepc.to_le_bytes());
@@ -196,5 +209,16 @@ pub fn sigreturn(tf: &mut TrapFrame) -> Result<usize, Errno> {
     }
     tf.fcsr = u32::from_le_bytes(uc[fp + 256..fp + 260].try_into().unwrap_or([0; 4])) as usize;
     crate::arch::trap::fp_state_changed(tf);
+    // uc_stack: the alternate stack comes back as saved (or as the handler changed it), as
+    // Linux's restore_altstack does; a stack_t sigaltstack would refuse is ignored, and
+    // neither is it set while the restored sp is on the current one.
+    let ss: [u8; 24] = uc[16..40].try_into().unwrap_or([0; 24]);
+    if let Ok(alt) = AltStack::from_user(&ss) {
+        with_thread(|t| {
+            if !t.sig.alt.on(tf.regs[2]) {
+                t.sig.alt = alt;
+            }
+        });
+    }
     Ok(tf.regs[10])
 }

@@ -31,8 +31,8 @@ use super::sched::{current_thread, wake};
 use super::sigstate::{default_action, Default_};
 
 pub use super::sigstate::{
-    bit, SigAction, SigMask, SigState, ERESTARTSYS, NSIG, SIGBUS, SIGCHLD, SIGILL, SIGINT, SIGKILL,
-    SIGPIPE, SIGQUIT, SIGSEGV, SIGSTOP, SIGTRAP, SIGTSTP, SIG_DFL, SIG_IGN,
+    bit, AltStack, SigAction, SigMask, SigState, ERESTARTSYS, NSIG, SIGBUS, SIGCHLD, SIGILL,
+    SIGINT, SIGKILL, SIGPIPE, SIGQUIT, SIGSEGV, SIGSTOP, SIGTRAP, SIGTSTP, SIG_DFL, SIG_IGN,
 };
 
 /// Generate signal `sig` (1..=64) for process `p` (process-directed: any thread that does not

@@ -42,6 +42,8 @@ pub const SIG_DFL: usize = 0;
 
 pub const SIG_IGN: usize = 1;
 
+pub const SA_ONSTACK: u64 = 0x0800_0000;
+
 pub const SA_RESTART: u64 = 0x1000_0000;
 
 pub const SA_NODEFER: u64 = 0x4000_0000;
@@ -103,6 +105,77 @@ pub struct SigMask {
     pub blocked: u64,
     /// The mask to restore after the handler that ends an `rt_sigsuspend`.
     pub saved_mask: Option<u64>,
+    /// The alternate signal stack (sigaltstack): kept by fork, none in a new thread or after
+    /// execve.
+    pub alt: AltStack,
+}
+
+/// `stack_t`'s flags.
+pub const SS_ONSTACK: i32 = 1;
+pub const SS_DISABLE: i32 = 2;
+pub const SS_AUTODISARM: i32 = 1 << 31;
+/// The smallest alternate stack sigaltstack accepts (riscv64's MINSIGSTKSZ).
+pub const MINSIGSTKSZ: usize = 2048;
+
+/// An alternate signal stack: `size` 0 when there is none.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
+pub struct AltStack {
+    pub sp: usize,
+    pub size: usize,
+    /// SS_AUTODISARM: disabled while a handler runs on it (restored by rt_sigreturn).
+    pub autodisarm: bool,
+}
+
+impl AltStack {
+    /// Whether the user stack pointer `sp` is on this stack (Linux's `on_sig_stack`).
+    pub fn on(&self, sp: usize) -> bool {
+        self.size != 0 && sp.wrapping_sub(self.sp) < self.size
+    }
+
+    /// `stack_t.ss_flags` as Linux reports it for a thread whose stack pointer is `sp`.
+    pub fn flags(&self, sp: usize) -> i32 {
+        let mode = if self.size == 0 {
+            SS_DISABLE
+        } else if self.on(sp) {
+            SS_ONSTACK
+        } else {
+            0
+        };
+        mode | if self.autodisarm { SS_AUTODISARM } else { 0 }
+    }
+
+    /// The 24-byte `stack_t` (ss_sp, ss_flags, ss_size) for a thread whose `sp` is that.
+    pub fn to_user(self, sp: usize) -> [u8; 24] {
+        let mut b = [0u8; 24];
+        b[0..8].copy_from_slice(&self.sp.to_le_bytes());
+        b[8..12].copy_from_slice(&self.flags(sp).to_le_bytes());
+        b[16..24].copy_from_slice(&self.size.to_le_bytes());
+        b
+    }
+
+    /// The stack a `stack_t` asks for (Linux's `do_sigaltstack` checks, but not the one that
+    /// the caller is not running on the current stack): EINVAL for unknown flags, ENOMEM for
+    /// a stack smaller than MINSIGSTKSZ.
+    pub fn from_user(b: &[u8; 24]) -> Result<AltStack, abi::Errno> {
+        let sp = usize::from_le_bytes(b[0..8].try_into().unwrap_or([0; 8]));
+        let flags = i32::from_le_bytes(b[8..12].try_into().unwrap_or([0; 4]));
+        let size = usize::from_le_bytes(b[16..24].try_into().unwrap_or([0; 8]));
+        let mode = flags & !SS_AUTODISARM;
+        if mode != 0 && mode != SS_ONSTACK && mode != SS_DISABLE {
+            return Err(abi::Errno::EINVAL);
+        }
+        if mode == SS_DISABLE {
+            return Ok(AltStack::default());
+        }
+        if size < MINSIGSTKSZ {
+            return Err(abi::Errno::ENOMEM);
+        }
+        Ok(AltStack {
+            sp,
+            size,
+            autodisarm: flags & SS_AUTODISARM != 0,
+        })
+    }
 }
 
 impl SigMask {

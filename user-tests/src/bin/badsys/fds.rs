@@ -44,6 +44,7 @@ pub fn cases(r: &mut Runner, m: &mut Mem, fx: &Fixture) {
             sys(n("lseek"), SYS_LSEEK, &[bad, 0, SEEK_SET as usize], e),
             sys(n("fsync"), SYS_FSYNC, &[bad], e),
             sys(n("fdatasync"), SYS_FDATASYNC, &[bad], e),
+            sys(n("syncfs"), SYS_SYNCFS, &[bad], e),
             sys(n("getdents64"), SYS_GETDENTS64, &[bad, b, 4096], e),
             sys(n("ftruncate"), SYS_FTRUNCATE, &[bad, 0], e),
             sys(n("fchdir"), SYS_FCHDIR, &[bad], e),

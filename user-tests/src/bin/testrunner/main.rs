@@ -28,6 +28,7 @@ mod mmap_tests;
 mod mount_tests;
 mod proc_fd_tests;
 mod proc_tests;
+mod sigaltstack_tests;
 mod statx_tests;
 mod toolchain_tests;
 mod xattr_tests;
@@ -209,6 +210,10 @@ pub const TESTS: &[Test] = &[
     t(
         "mount_umount_errors_and_move",
         mount_tests::mount_umount_errors_and_move,
+    ),
+    t(
+        "sigaltstack_onstack",
+        sigaltstack_tests::sigaltstack_onstack,
     ),
     t("preemption", proc_tests::preemption),
     t(

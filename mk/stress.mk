@@ -1,0 +1,88 @@
+# The stress tools Linux is attacked with (issue 45; docs/RELIABILITY.md): LTP's fsx-linux and
+# fsstress, and stress-ng, in the guest on /dbfs and on /fat. The stress root is the Debian
+# root of DEBS=$(STRESS_DEBS) (a folder of its own, so the default root is unchanged) with
+# LTP's two programs at /opt/ltp (tools/ltp/build.sh builds only their two directories into
+# build/ltp/stress, beside the LTP suite's own install). Each boot: a copy of that root with
+# tests/stress/guest.sh in /root, fresh disks (/dbfs 1 GiB, /fat 512 MiB, the raw disk) in
+# build/stress/NAME, the console in build/stress-NAME.log. Afterwards the host requires the
+# guest's `stress: N passed, 0 failed` line, no kernel PANIC in the log, `dbfs-fuse fsck` of
+# the dbfs disk and `fsck.fat -n` of the FAT disk clean.
+
+STRESS_DEBS := +stress-ng
+STRESS_DEBIAN_ROOT = $(call debian_dir,$(STRESS_DEBS))/root.img
+STRESS_LTP_LIST := tests/stress/ltp-programs.txt
+STRESS_LTP := $(BUILD)/ltp/stress
+STRESS_ROOT := $(BUILD)/stress-root.img
+STRESS_APT := dosfstools
+# FS: one file system only (dbfs or fat); both by default.
+STRESS_FS ?=
+# fsx-linux: the operations of `make fsx` (mapped reads and writes are among its five kinds)
+# and its arguments (runtest/ltp-aiodio.part3's fsx01: a file up to 500000 bytes, reads,
+# writes and truncates page-aligned); `make fsstress`: operations per process (4 processes).
+FSX_OPS ?= 1000000
+FSX_ARGS ?= -l 500000 -r 4096 -t 4096 -w 4096
+FSSTRESS_OPS ?= 10000
+# `make stress`: the classes, seconds per stressor, instances (--seq N).
+STRESS_CLASSES ?= filesystem io memory os pipe scheduler
+STRESS_TIME ?= 5
+STRESS_SEQ ?= 1
+# STRESS_ONLY: only these stressors of the classes (a space-separated list).
+STRESS_ONLY ?=
+# The whole boot's hard limit (s) of each target.
+FSX_TIMEOUT ?= 21600
+FSSTRESS_TIMEOUT ?= 7200
+STRESS_TIMEOUT ?= 14400
+TEST_STRESS_TIMEOUT ?= 900
+
+##@ Stress tools (fsx, fsstress, stress-ng)
+## stress-root: build/stress-root.img: the Debian root with stress-ng (DEBS=+stress-ng) and LTP's fsx-linux, fsstress
+stress-root: kernel mkimage
+	@$(call apt_install,$(STRESS_APT))
+	@$(MAKE) --no-print-directory debian-root DEBS=$(STRESS_DEBS)
+	@$(MAKE) --no-print-directory ltp-deps
+	$(REQUIRE_LTP)
+	BUILD=$(BUILD) LTP_SRC=$(LTP_SRC) LTP_DEST=$(abspath $(STRESS_LTP)) tools/ltp/build.sh $(STRESS_LTP_LIST)
+	@$(MAKE) --no-print-directory $(STRESS_ROOT)
+
+$(STRESS_ROOT): $(STRESS_DEBIAN_ROOT) $(STRESS_LTP).stamp
+	cp --sparse=always $(STRESS_DEBIAN_ROOT) $@.tmp
+	$(DBFS_FUSE) import $@.tmp $(STRESS_LTP)/opt/ltp --dir /opt/ltp
+	mv $@.tmp $@
+
+# $(call stress_boot,NAME,ARGS,TIMEOUT): boot the stress root running `guest.sh ARGS`, then
+# check the log and fsck both disks.
+define stress_boot
+	rm -rf $(BUILD)/stress/$(1) && mkdir -p $(BUILD)/stress/$(1)/stage
+	cp --sparse=always $(STRESS_ROOT) $(BUILD)/stress/$(1)/root.img
+	cp tests/stress/guest.sh $(BUILD)/stress/$(1)/stage/
+	printf 'FS="%s"\nSTRESS_ONLY="%s"\n' '$(STRESS_FS)' '$(STRESS_ONLY)' >$(BUILD)/stress/$(1)/stage/stress.conf
+	$(DBFS_FUSE) import $(BUILD)/stress/$(1)/root.img $(BUILD)/stress/$(1)/stage --dir /root >/dev/null
+	$(MKIMAGE) fat32 $(BUILD)/stress/$(1)/fat.img --size 512M --label STRESSFAT
+	$(MKIMAGE) blank $(BUILD)/stress/$(1)/raw.img --size 64M
+	$(MKIMAGE) blank $(BUILD)/stress/$(1)/dbfs.img --size 1G
+	timeout --foreground -k 10 $(3) $(call debian_qemu,$(BUILD)/stress/$(1)/root.img,$(call qemu_with,$(BUILD)/stress/$(1))) \
+		-append "$(DEBIAN_PARAMS) -- /root/guest.sh $(2)" | tee $(BUILD)/stress-$(1).log
+	@! grep -a '\[kernel\] PANIC' $(BUILD)/stress-$(1).log || { echo "$@: the kernel panicked"; exit 1; }
+	@grep -Eaq '^stress: [0-9]+ passed, 0 failed, [0-9]+ skipped' $(BUILD)/stress-$(1).log || \
+		{ echo "$@: no clean 'stress: N passed, 0 failed' line in $(BUILD)/stress-$(1).log (a failure or a hang)"; exit 1; }
+	$(DBFS_FUSE) fsck $(BUILD)/stress/$(1)/dbfs.img
+	fsck.fat -n $(BUILD)/stress/$(1)/fat.img
+endef
+
+## fsx: fsx-linux FSX_OPS operations (default 10^6, mapped reads and writes among them) on /dbfs and /fat (hours)
+fsx: stress-root
+	$(call stress_boot,fsx,fsx $(FSX_OPS) $(FSX_ARGS),$(FSX_TIMEOUT))
+
+## fsstress: fsstress, 4 processes of FSSTRESS_OPS operations, on /dbfs and /fat; both disks fsck'd after
+fsstress: stress-root
+	$(call stress_boot,fsstress,fsstress $(FSSTRESS_OPS),$(FSSTRESS_TIMEOUT))
+
+## stress: every stressor of stress-ng's STRESS_CLASSES, --verify, STRESS_TIME s each, on /dbfs then /fat (hours)
+stress: stress-root
+	$(call stress_boot,stress,stress $(STRESS_TIME) $(STRESS_SEQ) $(STRESS_CLASSES),$(STRESS_TIMEOUT))
+
+## test-stress: the short set: fsx-linux -N 1000, fsstress -n 200 x4, one stressor per class on /dbfs and /fat
+test-stress: stress-root
+	$(call stress_boot,short,short,$(TEST_STRESS_TIMEOUT))
+
+.PHONY: stress-root fsx fsstress stress test-stress
