@@ -156,7 +156,7 @@ test-cross: images
 # mappings made durable by msync/fsync), then fsck the image and
 # check every committed file on the host and in the next boot (tests/crash.sh).
 CRASH_ENV = BUILD=$(BUILD) KERNEL=$(KERNEL) DBFS_FUSE=$(CARGO_TARGET_DIR)/release/dbfs-fuse \
-	MEM=$(MEM) LOG=$(LOG) CRASH_SEED=$(CRASH_SEED)
+	MEM=$(MEM) SMP=$(SMP) LOG=$(LOG) CRASH_SEED=$(CRASH_SEED)
 
 ## test-crash: 30 SIGKILLs of QEMU mid-write, then fsck and every committed file checked
 test-crash: images
@@ -274,7 +274,7 @@ test-smp:
 
 ## test-smp-stress: /bin/smpstress and /bin/threadtest in one boot (SMP=4 under test-smp)
 test-smp-stress: images
-	timeout --foreground -k 10 900 $(QEMU_BASE) -append "$(SHELL_PARAMS) -- -c '/bin/smpstress 5000; \
+	timeout --foreground -k 10 900 $(QEMU_BASE) -append "$(SHELL_PARAMS) -- -c '/bin/smpstress 5000 /dbfs; \
 		/bin/threadtest'" | tee $(BUILD)/test-smp.log
 	@grep -Eq '^smpstress: [0-9]+ passed, 0 failed' $(BUILD)/test-smp.log || \
 		{ echo "smpstress: a check failed"; exit 1; }
