@@ -284,8 +284,10 @@ static void munmap_under_writer(int tries) {
 
 /* --- a signal to a thread spinning in user code on another hart must arrive at once (an IPI),
  * not at that hart's next timer tick (10 ms). Measured in the spinner's own loop turns after
- * pthread_kill returned (wall time would count the host's scheduling of QEMU's threads too):
- * the median must stay below what the spinner does in 1 ms (its fastest rate seen). */
+ * pthread_kill returned, not in wall time: on a loaded host QEMU's thread for the spinner's
+ * hart is often off the host CPU, and then its hart neither spins nor takes anything until it
+ * is back (the overdue tick comes first). A round where the spinner went on for more than
+ * half a millisecond of its own running (its fastest rate seen) is late; none may be. */
 static atomic_int spin_quit;
 static atomic_long spins, spins_at_signal;
 
@@ -312,7 +314,7 @@ static int cmp_long(const void *a, const void *b) {
 	return x < y ? -1 : x > y;
 }
 
-#define SIG_ROUNDS 40
+#define SIG_ROUNDS 100
 static void signal_to_spinner(long harts) {
 	if (harts < 2) {
 		printf("skip signal to a spinning thread: one hart\n");
@@ -325,7 +327,7 @@ static void signal_to_spinner(long harts) {
 	pthread_create(&t, NULL, spinner, NULL);
 	while (!atomic_load(&spins))
 		;
-	long turns[SIG_ROUNDS];
+	long turns[SIG_ROUNDS], wall[SIG_ROUNDS];
 	double per_ms = 0;
 	int lost = 0;
 	for (int i = 0; i < SIG_ROUNDS; i++) {
@@ -337,26 +339,32 @@ static void signal_to_spinner(long harts) {
 		if (rate > per_ms)
 			per_ms = rate;
 		atomic_store(&spins_at_signal, 0);
+		t0 = now_ns();
 		pthread_kill(t, SIGUSR1);
 		long sent = atomic_load(&spins);
-		t0 = now_ns();
 		while (!atomic_load(&spins_at_signal) && now_ns() - t0 < 2000000000L)
 			;
 		long at = atomic_load(&spins_at_signal);
+		wall[i] = now_ns() - t0;
 		if (!at)
 			lost++;
 		turns[i] = !at ? 1L << 40 : at > sent ? at - sent : 0;
 	}
+	int late = 0;
+	for (int i = 0; i < SIG_ROUNDS; i++)
+		late += turns[i] > per_ms / 2;
 	atomic_store(&spin_quit, 1);
 	pthread_join(t, NULL);
 	qsort(turns, SIG_ROUNDS, sizeof turns[0], cmp_long);
-	long median = turns[SIG_ROUNDS / 2];
-	char what[200];
+	qsort(wall, SIG_ROUNDS, sizeof wall[0], cmp_long);
+	char what[240];
 	snprintf(what, sizeof what,
-		 "signal to a thread spinning on another hart: %d rounds, median %.3f ms of its "
-		 "spinning after the kill (%.0f turns a ms), %d lost",
-		 SIG_ROUNDS, median / per_ms, per_ms, lost);
-	check(lost == 0 && median < per_ms, what);
+		 "signal to a thread spinning on another hart: %d rounds, %d late, at most %.3f ms of "
+		 "its spinning after the kill (%.0f turns a ms), seen after %.2f ms (median, wall), "
+		 "%d lost",
+		 SIG_ROUNDS, late, turns[SIG_ROUNDS - 1] / per_ms, per_ms, wall[SIG_ROUNDS / 2] / 1e6,
+		 lost);
+	check(lost == 0 && late == 0, what);
 }
 
 /* --- 4 writer and 4 reader processes on one directory (of a dbfs mount: argv[2]). Writers
