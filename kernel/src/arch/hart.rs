@@ -218,11 +218,17 @@ pub fn kick_idle() {
     let me = index();
     for (i, h) in HARTS.iter().enumerate().take(n) {
         if i != me && h.started.load(Relaxed) && h.idle.load(Relaxed) {
-            let mask = sbi_rt::HartMask::from_mask_base(1, hartid(i));
-            let _ = sbi_rt::send_ipi(mask);
+            send_ipi(i);
             return;
         }
     }
+}
+
+/// Interrupt hart slot `i` (a supervisor software interrupt through SBI): its trap handler
+/// takes it on the next instruction it runs with interrupts on (user code, or `wfi` idling).
+pub fn send_ipi(i: usize) {
+    let mask = sbi_rt::HartMask::from_mask_base(1, hartid(i));
+    let _ = sbi_rt::send_ipi(mask);
 }
 
 /// Switch this hart to page table `satp` (flushing its TLB), noted for [`flush_user_page`].

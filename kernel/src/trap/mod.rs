@@ -51,7 +51,9 @@ extern "C" fn user_trap_handler(tf: &mut TrapFrame) -> ! {
             crate::fs::tick();
             crate::task::yield_now();
         } else if scause & !INTERRUPT == SUPERVISOR_SOFTWARE {
-            // An IPI meant for this hart's idle loop that arrived late: nothing to do.
+            // An IPI: a signal or an exit request for the thread running here (`wake_or_kick`),
+            // which the return to user mode below delivers; or one meant for this hart's idle
+            // loop that arrived late.
             csr::clear_ssip();
         } else {
             log::warn!("unexpected interrupt {:#x}", scause);
