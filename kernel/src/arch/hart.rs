@@ -180,6 +180,21 @@ pub fn lock() {
     HOLDER.store(index(), Relaxed);
 }
 
+/// Take the big kernel lock if no hart holds it or waits for it; false (and nothing taken)
+/// otherwise.
+#[inline]
+pub fn try_lock() -> bool {
+    let serving = SERVING.load(Acquire);
+    if NEXT_TICKET
+        .compare_exchange(serving, serving + 1, Acquire, Relaxed)
+        .is_err()
+    {
+        return false;
+    }
+    HOLDER.store(index(), Relaxed);
+    true
+}
+
 /// Release the big kernel lock, which this hart holds.
 #[inline]
 pub fn unlock() {
