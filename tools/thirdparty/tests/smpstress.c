@@ -4,7 +4,8 @@
  * only goes wrong when threads run on several harts at once.
  *  - futex ping-pong: two threads hand a turn back and forth with FUTEX_WAIT/FUTEX_WAKE; a
  *    lost wake-up hangs (the alarm fails the run), a turn taken twice breaks the count.
- *  - pipe ping-pong between two processes.
+ *  - pipe ping-pong between two processes (a tenth of the rounds, at least 1000: a pipe round
+ *    trip costs about ten futex ones).
  *  - fork/exit storm: 4 processes each fork children that change a copy-on-write page and
  *    exit with a value computed from it; the parents' page must stay as it was.
  *  - munmap under writers: 3 sibling threads store into a mapping without pause while the
@@ -102,7 +103,7 @@ static void futex_ping_pong(void) {
 }
 
 /* --- pipe ping-pong between a parent and a child */
-static void pipe_ping_pong(void) {
+static void pipe_ping_pong(long rounds) {
 	int a[2], b[2];
 	if (pipe(a) || pipe(b)) {
 		check(0, "pipe ping-pong: pipe");
@@ -515,7 +516,7 @@ int main(int argc, char **argv) {
 	long harts = sysconf(_SC_NPROCESSORS_ONLN);
 	printf("smpstress: %ld harts online, %ld rounds\n", harts, rounds);
 	futex_ping_pong();
-	pipe_ping_pong();
+	pipe_ping_pong(rounds / 10 >= 1000 ? rounds / 10 : rounds < 1000 ? rounds : 1000);
 	fork_storm();
 	munmap_under_writer(20);
 	signal_to_spinner(harts);
