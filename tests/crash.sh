@@ -3,7 +3,7 @@
 #
 # One fresh dbfs image; CRASH_POINTS times: boot QEMU with init=/bin/crashwriter (see
 # user-tests/src/bin/crashwriter.rs) and the kernel's dbfs_fsck=1, wait for the writer's first
-# COMMITTED (or CHECK) line, wait a random 0..CRASH_MAX_DELAY_MS more and SIGKILL QEMU. Then:
+# COMMITTED line (or its CHECK summary), wait a random 0..CRASH_MAX_DELAY_MS more and SIGKILL QEMU. Then:
 #   - `dbfs-fuse fsck IMAGE` must pass (and the kernel's own fsck at the next mount);
 #   - every slot file must hold exactly what the last COMMITTED line of this boot (or the
 #     writer's STATE lines at boot) says, except the slots of the one operation in flight
@@ -190,9 +190,10 @@ start=$(date +%s)
 for boot in $(seq 1 "$points"); do
     log=$dir/boot-$boot.log
     boot_qemu
-    # Wait for the writer to get going: its check is done and it commits.
+    # Wait for the writer to get going: its check is done (the summary line; the check's
+    # "CHECK in-flight ..." lines come before it) or it commits.
     for i in $(seq $((boot_timeout * 20))); do
-        grep -Eq '^(COMMITTED|CHECK) ' "$log" && break
+        grep -Eq '^(COMMITTED |CHECK [0-9]+ passed, )' "$log" && break
         kill -0 "$qpid" 2>/dev/null || break
         sleep 0.05
     done
