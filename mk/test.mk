@@ -28,7 +28,8 @@ GUEST_PJD_TIMEOUT ?= 3000
 # a third-party suite's source are also in TESTS_NEED_<SUITE>: without the source they are
 # skipped, named in a banner at the start and at the end (REQUIRE_SUITES=1: an error instead).
 TEST_TARGETS := test-help check-layers check-docs test-host test-guest test-persist test-run-cmd test-crash test-cross \
-	test-fill test-pjdfstest test-pjdfstest-guest test-shell test-exhaust test-apps test-debian test-ltp
+	test-fill test-pjdfstest test-pjdfstest-guest test-shell test-exhaust test-apps test-debian test-smp-stress \
+	test-ltp
 TESTS_NEED_PJDFSTEST := test-pjdfstest test-pjdfstest-guest
 TESTS_NEED_LTP := test-ltp
 # The targets `make TARGET` stops at once for when the source is missing.
@@ -156,7 +157,7 @@ test-cross: images
 # mappings made durable by msync/fsync), then fsck the image and
 # check every committed file on the host and in the next boot (tests/crash.sh).
 CRASH_ENV = BUILD=$(BUILD) KERNEL=$(KERNEL) DBFS_FUSE=$(CARGO_TARGET_DIR)/release/dbfs-fuse \
-	MEM=$(MEM) LOG=$(LOG) CRASH_SEED=$(CRASH_SEED)
+	MEM=$(MEM) SMP=$(SMP) LOG=$(LOG) CRASH_SEED=$(CRASH_SEED)
 
 ## test-crash: 30 SIGKILLs of QEMU mid-write, then fsck and every committed file checked
 test-crash: images
@@ -264,17 +265,23 @@ test-exhaust: images
 		{ echo "exhaustion test: a case failed"; exit 1; }
 	$(CARGO_TARGET_DIR)/release/dbfs-fuse fsck $(BUILD)/dbfs.img
 
-# Several harts (issue 44's first milestone, one big kernel lock): the in-guest suite with
-# SMP=4, then /bin/smpstress (futex and pipe ping-pong, a fork/exit storm, munmap under a
-# writer on another hart) and /bin/threadtest in one SMP=4 boot.
-## test-smp: test-guest and the SMP stress tests (smpstress, threadtest) with SMP=4
+# Several harts (issue 44): the in-guest suite with SMP=4, then /bin/smpstress (futex and pipe
+# ping-pong, a fork/exit storm, munmap under writers on other harts, a signal to a thread
+# spinning on another hart, 4 writers and 4 readers on one /dbfs directory) and /bin/threadtest
+# in one SMP=4 boot, then the crash test with SMP=4.
+## test-smp: test-guest, the SMP stress tests (smpstress, threadtest) and test-crash with SMP=4
 test-smp:
 	$(MAKE) test-guest SMP=4
-	$(MAKE) test-smp-stress SMP=4
+	$(MAKE) test-smp-stress SMP=4 SMP_ROUNDS=1000000
+	$(MAKE) test-crash SMP=4
 
-## test-smp-stress: /bin/smpstress and /bin/threadtest in one boot (SMP=4 under test-smp)
+# SMP=4 unless SMP is given on the command line: make test runs it so. SMP_ROUNDS: the futex
+# ping-pong round trips (a tenth of them through a pipe); test-smp runs 10^6.
+SMP_ROUNDS ?= 100000
+## test-smp-stress: /bin/smpstress and /bin/threadtest in one SMP=4 boot (the part of test-smp in make test)
+test-smp-stress: SMP = 4
 test-smp-stress: images
-	timeout --foreground -k 10 900 $(QEMU_BASE) -append "$(SHELL_PARAMS) -- -c '/bin/smpstress 5000; \
+	timeout --foreground -k 10 900 $(QEMU_BASE) -append "$(SHELL_PARAMS) -- -c '/bin/smpstress $(SMP_ROUNDS) /dbfs; \
 		/bin/threadtest'" | tee $(BUILD)/test-smp.log
 	@grep -Eq '^smpstress: [0-9]+ passed, 0 failed' $(BUILD)/test-smp.log || \
 		{ echo "smpstress: a check failed"; exit 1; }

@@ -3,7 +3,7 @@
 #
 # One fresh dbfs image; CRASH_POINTS times: boot QEMU with init=/bin/crashwriter (see
 # user-tests/src/bin/crashwriter.rs) and the kernel's dbfs_fsck=1, wait for the writer's first
-# COMMITTED (or CHECK) line, wait a random 0..CRASH_MAX_DELAY_MS more and SIGKILL QEMU. Then:
+# COMMITTED line (or its CHECK summary), wait a random 0..CRASH_MAX_DELAY_MS more and SIGKILL QEMU. Then:
 #   - `dbfs-fuse fsck IMAGE` must pass (and the kernel's own fsck at the next mount);
 #   - every slot file must hold exactly what the last COMMITTED line of this boot (or the
 #     writer's STATE lines at boot) says, except the slots of the one operation in flight
@@ -19,7 +19,7 @@
 #
 # Environment: CRASH_POINTS (20), CRASH_SEED (random; printed, replays the writer's operations
 # and the kill delays, though not the host's timing), CRASH_MAX_DELAY_MS (3000), BUILD (build),
-# KERNEL, DBFS_FUSE, MEM (1G), LOG (warn), CRASH_BOOT_TIMEOUT (120 s per boot).
+# KERNEL, DBFS_FUSE, MEM (1G), SMP (harts, 1), LOG (warn), CRASH_BOOT_TIMEOUT (120 s per boot).
 set -euo pipefail
 
 points=${CRASH_POINTS:-20}
@@ -29,6 +29,7 @@ build=${BUILD:-build}
 kernel=${KERNEL:?KERNEL: path of the kernel ELF}
 fuse=${DBFS_FUSE:?DBFS_FUSE: path of the dbfs-fuse binary}
 mem=${MEM:-1G}
+smp=${SMP:-1}
 log_level=${LOG:-warn}
 boot_timeout=${CRASH_BOOT_TIMEOUT:-120}
 
@@ -40,7 +41,7 @@ truncate -s 0 "$img"
 truncate -s 256M "$img" # blank: the kernel formats it at the first boot
 
 RANDOM=$seed
-echo "crash test: seed=$seed points=$points max_delay=${max_delay}ms (replay: CRASH_SEED=$seed)"
+echo "crash test: seed=$seed points=$points smp=$smp max_delay=${max_delay}ms (replay: CRASH_SEED=$seed)"
 
 tpid="" qpid=""
 cleanup() {
@@ -66,7 +67,7 @@ boot_qemu() { # ARGS-FOR-THE-WRITER
             -device "virtio-blk-device,drive=${d##*:},queue-size=1024")
     done
     timeout -s KILL "$boot_timeout" qemu-system-riscv64 -machine virt -nographic -bios default \
-        -m "$mem" -smp 1 -kernel "$kernel" "${drives[@]}" \
+        -m "$mem" -smp "$smp" -kernel "$kernel" "${drives[@]}" \
         -drive "file=$img,if=none,format=raw,id=vdd" -device virtio-blk-device,drive=vdd,queue-size=1024 \
         -append "init=/bin/crashwriter log=$log_level dbfs_fsck=1 -- seed=$seed boot=$boot $*" \
         </dev/null >"$log" 2>&1 &
@@ -189,9 +190,10 @@ start=$(date +%s)
 for boot in $(seq 1 "$points"); do
     log=$dir/boot-$boot.log
     boot_qemu
-    # Wait for the writer to get going: its check is done and it commits.
+    # Wait for the writer to get going: its check is done (the summary line; the check's
+    # "CHECK in-flight ..." lines come before it) or it commits.
     for i in $(seq $((boot_timeout * 20))); do
-        grep -Eq '^(COMMITTED|CHECK) ' "$log" && break
+        grep -Eq '^(COMMITTED |CHECK [0-9]+ passed, )' "$log" && break
         kill -0 "$qpid" 2>/dev/null || break
         sleep 0.05
     done

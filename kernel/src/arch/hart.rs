@@ -15,7 +15,7 @@
 //! only after its registers are saved and the switching hart has released the lock. Every
 //! "nothing else runs" argument of the kernel (one-hart code) stays true inside it.
 
-use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use core::sync::atomic::Ordering::{Acquire, Relaxed, Release, SeqCst};
 use core::sync::atomic::{AtomicBool, AtomicUsize};
 
 /// The most harts the kernel drives (QEMU `virt` with `-smp 8`).
@@ -37,6 +37,8 @@ pub struct Hart {
     /// The user page table (`satp`) this hart last switched to ([`switch_satp`]): the only
     /// one whose entries its TLB may hold (every switch flushes the TLB).
     user_satp: AtomicUsize,
+    /// The big-kernel-lock ticket this hart sleeps in `wfi` for ([`lock`]); [`NOBODY`]: none.
+    lock_sleep: AtomicUsize,
 }
 
 impl Hart {
@@ -48,6 +50,7 @@ impl Hart {
             started: AtomicBool::new(false),
             idle: AtomicBool::new(false),
             user_satp: AtomicUsize::new(0),
+            lock_sleep: AtomicUsize::new(NOBODY),
         }
     }
 }
@@ -170,17 +173,60 @@ static SERVING: AtomicUsize = AtomicUsize::new(0);
 const NOBODY: usize = usize::MAX;
 static HOLDER: AtomicUsize = AtomicUsize::new(NOBODY);
 
-/// Take the big kernel lock (spinning, interrupts off as always in the kernel).
+/// Spins of a hart waiting for the big kernel lock before it sleeps in `wfi`.
+const LOCK_SPINS: usize = 1000;
+
+/// Take the big kernel lock (interrupts off, as always in the kernel). A hart that does not get
+/// it after [`LOCK_SPINS`] spins sleeps in `wfi` until [`unlock`] sends it an IPI for its turn
+/// (or its timer fires): with more harts than host cores, QEMU then gives the host CPU to the
+/// hart that holds the lock instead of to one spinning for it. No wake-up is lost: the
+/// sleeper publishes its ticket and then looks at `SERVING`, the releaser moves `SERVING` and
+/// then looks for the ticket (both sequentially consistent).
 #[inline]
 pub fn lock() {
     let ticket = NEXT_TICKET.fetch_add(1, Relaxed);
+    let mut spins = 0;
     while SERVING.load(Acquire) != ticket {
-        core::hint::spin_loop();
+        spins += 1;
+        if spins < LOCK_SPINS {
+            core::hint::spin_loop();
+            continue;
+        }
+        spins = 0;
+        // Only with software interrupts enabled (every hart once it runs the scheduler).
+        if super::csr::sie() & super::csr::SIE_SSIE == 0 {
+            continue;
+        }
+        let h = this();
+        h.lock_sleep.store(ticket, SeqCst);
+        if SERVING.load(SeqCst) != ticket {
+            super::csr::wait_for_interrupt();
+            // The IPI was for this turn (a signal's kick for the thread running here finds
+            // its signal pending on the way back to user mode anyway).
+            super::csr::clear_ssip();
+        }
+        h.lock_sleep.store(NOBODY, Relaxed);
     }
     HOLDER.store(index(), Relaxed);
 }
 
-/// Release the big kernel lock, which this hart holds.
+/// Take the big kernel lock if no hart holds it or waits for it; false (and nothing taken)
+/// otherwise.
+#[inline]
+pub fn try_lock() -> bool {
+    let serving = SERVING.load(Acquire);
+    if NEXT_TICKET
+        .compare_exchange(serving, serving + 1, Acquire, Relaxed)
+        .is_err()
+    {
+        return false;
+    }
+    HOLDER.store(index(), Relaxed);
+    true
+}
+
+/// Release the big kernel lock, which this hart holds, and wake the hart sleeping for the
+/// next turn, if one does.
 #[inline]
 pub fn unlock() {
     debug_assert_eq!(
@@ -189,7 +235,13 @@ pub fn unlock() {
         "BKL released by a hart not holding it"
     );
     HOLDER.store(NOBODY, Relaxed);
-    SERVING.fetch_add(1, Release);
+    let next = SERVING.fetch_add(1, SeqCst) + 1;
+    for (i, h) in HARTS.iter().enumerate().take(count()) {
+        if h.lock_sleep.load(SeqCst) == next {
+            send_ipi(i);
+            break;
+        }
+    }
 }
 
 /// Whether this hart holds the big kernel lock.
@@ -218,11 +270,17 @@ pub fn kick_idle() {
     let me = index();
     for (i, h) in HARTS.iter().enumerate().take(n) {
         if i != me && h.started.load(Relaxed) && h.idle.load(Relaxed) {
-            let mask = sbi_rt::HartMask::from_mask_base(1, hartid(i));
-            let _ = sbi_rt::send_ipi(mask);
+            send_ipi(i);
             return;
         }
     }
+}
+
+/// Interrupt hart slot `i` (a supervisor software interrupt through SBI): its trap handler
+/// takes it on the next instruction it runs with interrupts on (user code, or `wfi` idling).
+pub fn send_ipi(i: usize) {
+    let mask = sbi_rt::HartMask::from_mask_base(1, hartid(i));
+    let _ = sbi_rt::send_ipi(mask);
 }
 
 /// Switch this hart to page table `satp` (flushing its TLB), noted for [`flush_user_page`].

@@ -22,7 +22,7 @@ pub(super) fn stop_other_threads(p: &Arc<Process>, except: &Thread) {
     for t in &threads {
         if !core::ptr::eq(Arc::as_ptr(t), except) {
             t.must_exit.store(true, Relaxed);
-            wake(t);
+            super::sched::wake_or_kick(t);
         }
     }
 }

@@ -55,6 +55,12 @@ pub fn cpu_times() -> (u64, u64) {
     )
 }
 
+/// The current thread of this hart waited `ns` for the big kernel lock (another hart ran
+/// kernel code, maybe a disk wait): not its CPU time, so its slice starts that much later.
+pub fn not_running_for(ns: u64) {
+    RUNNING_SINCE[hart::index()].fetch_add(ns, Relaxed);
+}
+
 /// The scheduler loop of every hart, entered with the big kernel lock held (which it keeps
 /// except while it idles): run ready threads round-robin from the shared queue until none is
 /// left.
@@ -106,7 +112,8 @@ pub fn run() -> ! {
         RUNNING_SINCE[me].store(started, Relaxed);
         // SAFETY: see `switch_to_scheduler`.
         unsafe { super::switch::switch(from, to) };
-        let ran = crate::arch::time::monotonic_ns().saturating_sub(started);
+        // From the switch-in, less what the thread waited for the big kernel lock.
+        let ran = crate::arch::time::monotonic_ns().saturating_sub(RUNNING_SINCE[me].load(Relaxed));
         t.process.cpu_ns.fetch_add(ran, Relaxed);
         t.cpu_ns.fetch_add(ran, Relaxed);
         BUSY_NS[me].fetch_add(ran, Relaxed);

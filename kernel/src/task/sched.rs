@@ -220,6 +220,28 @@ pub fn wake(t: &Arc<Thread>) {
     }
 }
 
+/// Make `t` look at its signals and exit requests soon: wake it if it sleeps ([`wake`]), and if
+/// it runs on another hart (user code there enters the kernel only at its next trap, up to a
+/// timer tick away) interrupt that hart with an IPI, whose trap returns to user mode through
+/// the signal check.
+pub fn wake_or_kick(t: &Arc<Thread>) {
+    let mut s = SCHED.lock();
+    let mut inner = t.inner.lock();
+    if inner.state == State::Waiting {
+        inner.state = State::Ready;
+        drop(inner);
+        s.push_ready(t.clone());
+        return;
+    }
+    drop(inner);
+    let me = hart::index();
+    for (i, c) in s.current.iter().enumerate() {
+        if i != me && c.as_ref().is_some_and(|c| Arc::ptr_eq(c, t)) {
+            hart::send_ipi(i);
+        }
+    }
+}
+
 /// Wake every thread of `p` (each re-checks what it waits for: wait4, a signal).
 pub fn wake_process(p: &Arc<Process>) {
     let threads = p.inner.lock().threads.clone();

@@ -27,7 +27,7 @@ use alloc::sync::Arc;
 use core::sync::atomic::Ordering::Relaxed;
 
 use super::process::{Process, Thread};
-use super::sched::{current_thread, wake};
+use super::sched::{current_thread, wake_or_kick};
 use super::sigstate::{default_action, Default_};
 
 pub use super::sigstate::{
@@ -58,7 +58,7 @@ pub fn send(p: &Arc<Process>, sig: usize) {
     p.sig_pending.fetch_or(bit(sig), Relaxed);
     for t in &threads {
         if sig == SIGKILL || t.inner.lock().sig.blocked & bit(sig) == 0 {
-            wake(t);
+            wake_or_kick(t);
         }
     }
 }
@@ -78,7 +78,7 @@ pub fn send_thread(t: &Arc<Thread>, sig: usize) {
         }
     }
     t.sig_pending.fetch_or(bit(sig), Relaxed);
-    wake(t);
+    wake_or_kick(t);
 }
 
 /// Generate a signal the current thread caused itself (a fault): if it is blocked or

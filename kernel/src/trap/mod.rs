@@ -33,8 +33,14 @@ fn fault(sig: usize, what: core::fmt::Arguments) {
 
 #[no_mangle]
 extern "C" fn user_trap_handler(tf: &mut TrapFrame) -> ! {
-    // Kernel code runs under the big kernel lock; `enter_user` releases it.
-    crate::arch::hart::lock();
+    // Kernel code runs under the big kernel lock; `enter_user` releases it. The time spent
+    // waiting for it (another hart in the kernel) is not the thread's CPU time: were it,
+    // a thread on one hart would be charged for a disk wait another hart does under the lock.
+    if !crate::arch::hart::try_lock() {
+        let t0 = crate::arch::time::monotonic_ns();
+        crate::arch::hart::lock();
+        crate::task::not_running_for(crate::arch::time::monotonic_ns().saturating_sub(t0));
+    }
     let scause = csr::scause();
     // `stval` is read only by the arms that use it, first thing (nothing can trap before):
     // under QEMU each CSR access costs a return to its main loop, and a system call has no use
@@ -51,7 +57,9 @@ extern "C" fn user_trap_handler(tf: &mut TrapFrame) -> ! {
             crate::fs::tick();
             crate::task::yield_now();
         } else if scause & !INTERRUPT == SUPERVISOR_SOFTWARE {
-            // An IPI meant for this hart's idle loop that arrived late: nothing to do.
+            // An IPI: a signal or an exit request for the thread running here (`wake_or_kick`),
+            // which the return to user mode below delivers; or one meant for this hart's idle
+            // loop that arrived late.
             csr::clear_ssip();
         } else {
             log::warn!("unexpected interrupt {:#x}", scause);

@@ -1,19 +1,26 @@
 /* smpstress: checks that fail on a kernel whose harts race (dbfs-os issue 44). Built static
  * for riscv64 by tools/thirdparty/fetch-build.sh, run by `make test-smp` (SMP=4) as
- * /bin/smpstress [rounds]. Each check also passes on one hart (and on Linux): what it looks for
+ * /bin/smpstress [rounds [dir]]. Each check also passes on one hart (and on Linux): what it looks for
  * only goes wrong when threads run on several harts at once.
  *  - futex ping-pong: two threads hand a turn back and forth with FUTEX_WAIT/FUTEX_WAKE; a
  *    lost wake-up hangs (the alarm fails the run), a turn taken twice breaks the count.
- *  - pipe ping-pong between two processes.
+ *  - pipe ping-pong between two processes (a tenth of the rounds, at least 1000: a pipe round
+ *    trip costs about ten futex ones).
  *  - fork/exit storm: 4 processes each fork children that change a copy-on-write page and
  *    exit with a value computed from it; the parents' page must stay as it was.
- *  - munmap under a writer: a thread stores into a mapping without pause while its sibling
- *    unmaps it; after munmap returns the writer must fault (SIGSEGV) without another store
- *    landing (a stale TLB entry on its hart would let it go on writing into a freed frame),
- *    and memory mapped afterwards must read as zeros.
+ *  - munmap under writers: 3 sibling threads store into a mapping without pause while the
+ *    main thread unmaps it; after munmap returns each writer must fault (SIGSEGV) without
+ *    another store landing (a stale TLB entry on its hart would let it go on writing into a
+ *    freed frame), and memory mapped afterwards must read as zeros.
+ *  - a signal to a thread spinning in user code on another hart arrives at once (an IPI), not
+ *    at that hart's next timer tick: measured in the spinner's own loop turns.
+ *  - with a directory argument (a dbfs mount's): 4 writer and 4 reader processes on one
+ *    directory, every file a reader opens and every file at the end checked byte for byte.
  * Prints one line per check and "smpstress: N passed, M failed". */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -23,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -95,7 +103,7 @@ static void futex_ping_pong(void) {
 }
 
 /* --- pipe ping-pong between a parent and a child */
-static void pipe_ping_pong(void) {
+static void pipe_ping_pong(long rounds) {
 	int a[2], b[2];
 	if (pipe(a) || pipe(b)) {
 		check(0, "pipe ping-pong: pipe");
@@ -180,62 +188,80 @@ static void fork_storm(void) {
 	check(bad == 0, what);
 }
 
-/* --- munmap under a writer */
+/* --- munmap under writers: WRITERS sibling threads store into a mapping without pause (each
+ * on a hart of its own when there are enough) while the main thread unmaps it. */
 #define MAP_PAGES 16
+#define WRITERS 3
 static _Atomic(unsigned long *) target;
-static atomic_long stores;
-static atomic_int faulted, writer_go, writer_quit;
-static sigjmp_buf writer_jmp;
+static atomic_long stores, writer_stores[WRITERS + 1];
+static atomic_int faulted, writer_go, writer_quit, writers_waiting;
+static __thread sigjmp_buf writer_jmp;
+static __thread int writer_faulted;
 
 static void on_segv(int sig) {
 	(void)sig;
-	atomic_store(&faulted, 1);
+	if (!writer_faulted) {
+		writer_faulted = 1;
+		atomic_fetch_add(&faulted, 1);
+	}
 	siglongjmp(writer_jmp, 1);
 }
 
 static void *writer(void *arg) {
-	(void)arg;
-	struct sigaction sa = {0};
-	sa.sa_handler = on_segv;
-	sigaction(SIGSEGV, &sa, NULL);
+	unsigned long mine = (unsigned long)arg;
 	sigsetjmp(writer_jmp, 1);
 	for (;;) {
+		atomic_fetch_add(&writers_waiting, 1);
 		while (!atomic_load(&writer_go))
 			if (atomic_load(&writer_quit))
 				return NULL;
+		atomic_fetch_sub(&writers_waiting, 1);
+		writer_faulted = 0;
 		unsigned long *p = atomic_load(&target);
-		for (unsigned long i = 0;; i = (i + 512) % (MAP_PAGES * 512)) {
+		/* Each writer its own word of every page. */
+		for (unsigned long i = mine;; i = (i + 512) % (MAP_PAGES * 512)) {
 			p[i] = 0x5a5a5a5a5a5a5a5aul;
 			atomic_fetch_add(&stores, 1);
+			atomic_fetch_add_explicit(&writer_stores[mine], 1, memory_order_relaxed);
 		}
 	}
 }
 
 static void munmap_under_writer(int tries) {
-	pthread_t t;
-	pthread_create(&t, NULL, writer, NULL);
+	pthread_t t[WRITERS];
+	struct sigaction sa = {0};
+	sa.sa_handler = on_segv;
+	sa.sa_flags = SA_NODEFER;
+	sigaction(SIGSEGV, &sa, NULL);
+	for (long w = 0; w < WRITERS; w++)
+		pthread_create(&t[w], NULL, writer, (void *)(w + 1));
 	int late_stores = 0, no_fault = 0, dirty = 0;
 	size_t len = MAP_PAGES * 4096;
 	for (int k = 0; k < tries; k++) {
+		while (atomic_load(&writers_waiting) != WRITERS)
+			;
 		unsigned long *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		atomic_store(&target, m);
 		atomic_store(&faulted, 0);
 		atomic_store(&stores, 0);
+		for (int w = 1; w <= WRITERS; w++)
+			atomic_store(&writer_stores[w], 0);
 		atomic_store(&writer_go, 1);
-		/* Let the writer run on its hart with the pages in its TLB. */
-		while (atomic_load(&stores) < 20000)
-			;
-		atomic_store(&writer_go, 0); /* seen after its fault: it waits for the next round */
+		/* Let every writer run on its hart with the pages in its TLB. */
+		for (int w = 1; w <= WRITERS; w++)
+			while (atomic_load(&writer_stores[w]) < 5000)
+				;
+		atomic_store(&writer_go, 0); /* seen after their faults: they wait for the next round */
 		munmap(m, len);
 		long at_unmap = atomic_load(&stores);
 		double t0 = now_s();
-		while (!atomic_load(&faulted) && now_s() - t0 < 2.0)
+		while (atomic_load(&faulted) < WRITERS && now_s() - t0 < 5.0)
 			;
 		long after = atomic_load(&stores);
-		if (!atomic_load(&faulted))
+		if (atomic_load(&faulted) < WRITERS)
 			no_fault++;
-		/* One store may have been under way when munmap returned. */
-		if (after - at_unmap > 1)
+		/* One store per writer may have been under way when munmap returned. */
+		if (after - at_unmap > WRITERS)
 			late_stores++;
 		/* Fresh memory (likely the frames just freed) must hold zeros. */
 		unsigned char *n = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -247,24 +273,257 @@ static void munmap_under_writer(int tries) {
 		munmap(n, len);
 	}
 	atomic_store(&writer_quit, 1);
-	pthread_join(t, NULL);
-	char what[160];
+	for (int w = 0; w < WRITERS; w++)
+		pthread_join(t[w], NULL);
+	char what[200];
 	snprintf(what, sizeof what,
-		 "munmap under a writer: %d rounds, %d without a fault, %d with stores after munmap, "
-		 "%d bad bytes in fresh memory",
-		 tries, no_fault, late_stores, dirty);
+		 "munmap under %d writers: %d rounds, %d without every writer's fault, %d with stores "
+		 "after munmap, %d bad bytes in fresh memory",
+		 WRITERS, tries, no_fault, late_stores, dirty);
 	check(no_fault == 0 && late_stores == 0 && dirty == 0, what);
+}
+
+/* --- a signal to a thread spinning in user code on another hart must arrive at once (an IPI),
+ * not at that hart's next timer tick (10 ms). Measured in the spinner's own loop turns after
+ * pthread_kill returned, not in wall time: on a loaded host QEMU's thread for the spinner's
+ * hart is often off the host CPU, and then its hart neither spins nor takes anything until it
+ * is back (the overdue tick comes first). A round where the spinner went on for more than
+ * half a millisecond of its own running (its fastest rate seen) is late; none may be. */
+static atomic_int spin_quit;
+static atomic_long spins, spins_at_signal;
+
+static long now_ns(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000L + ts.tv_nsec;
+}
+
+static void on_usr1(int sig) {
+	(void)sig;
+	atomic_store(&spins_at_signal, atomic_load_explicit(&spins, memory_order_relaxed));
+}
+
+static void *spinner(void *arg) {
+	(void)arg;
+	for (long n = 1; !atomic_load_explicit(&spin_quit, memory_order_relaxed); n++)
+		atomic_store_explicit(&spins, n, memory_order_relaxed);
+	return NULL;
+}
+
+static int cmp_long(const void *a, const void *b) {
+	long x = *(const long *)a, y = *(const long *)b;
+	return x < y ? -1 : x > y;
+}
+
+#define SIG_ROUNDS 100
+static void signal_to_spinner(long harts) {
+	if (harts < 2) {
+		printf("skip signal to a spinning thread: one hart\n");
+		return;
+	}
+	struct sigaction sa = {0};
+	sa.sa_handler = on_usr1;
+	sigaction(SIGUSR1, &sa, NULL);
+	pthread_t t;
+	pthread_create(&t, NULL, spinner, NULL);
+	while (!atomic_load(&spins))
+		;
+	long turns[SIG_ROUNDS], wall[SIG_ROUNDS];
+	double per_ms = 0;
+	int lost = 0;
+	for (int i = 0; i < SIG_ROUNDS; i++) {
+		/* 3 ms of the spinner running: its rate, and it is back in user code. */
+		long t0 = now_ns(), s0 = atomic_load(&spins);
+		while (now_ns() - t0 < 3000000)
+			;
+		double rate = (atomic_load(&spins) - s0) / ((now_ns() - t0) / 1e6);
+		if (rate > per_ms)
+			per_ms = rate;
+		atomic_store(&spins_at_signal, 0);
+		t0 = now_ns();
+		pthread_kill(t, SIGUSR1);
+		long sent = atomic_load(&spins);
+		while (!atomic_load(&spins_at_signal) && now_ns() - t0 < 2000000000L)
+			;
+		long at = atomic_load(&spins_at_signal);
+		wall[i] = now_ns() - t0;
+		if (!at)
+			lost++;
+		turns[i] = !at ? 1L << 40 : at > sent ? at - sent : 0;
+	}
+	int late = 0;
+	for (int i = 0; i < SIG_ROUNDS; i++)
+		late += turns[i] > per_ms / 2;
+	atomic_store(&spin_quit, 1);
+	pthread_join(t, NULL);
+	qsort(turns, SIG_ROUNDS, sizeof turns[0], cmp_long);
+	qsort(wall, SIG_ROUNDS, sizeof wall[0], cmp_long);
+	char what[240];
+	snprintf(what, sizeof what,
+		 "signal to a thread spinning on another hart: %d rounds, %d late, at most %.3f ms of "
+		 "its spinning after the kill (%.0f turns a ms), seen after %.2f ms (median, wall), "
+		 "%d lost",
+		 SIG_ROUNDS, late, turns[SIG_ROUNDS - 1] / per_ms, per_ms, wall[SIG_ROUNDS / 2] / 1e6,
+		 lost);
+	check(lost == 0 && late == 0, what);
+}
+
+/* --- 4 writer and 4 reader processes on one directory (of a dbfs mount: argv[2]). Writers
+ * create files under a temporary name, fill them with a pattern of the file's own, fsync some
+ * and rename them to their final name; readers list the directory without pause and check
+ * every final file they open, whole. At the end every file is checked once more. */
+#define DIR_PROCS 4
+#define DIR_FILES 40
+static unsigned char dir_byte(int w, int f, size_t i) {
+	return (unsigned char)(w * 31 + f * 7 + i * 13 + (i >> 9));
+}
+static size_t dir_len(int w, int f) {
+	return 1000 + (size_t)((w * 5077 + f * 3001) % 20000);
+}
+static int dir_check_file(const char *path, int w, int f) {
+	static __thread unsigned char buf[24000];
+	int fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -1; /* renamed away meanwhile: not there is fine */
+	size_t want = dir_len(w, f), got = 0;
+	ssize_t r;
+	while ((r = read(fd, buf + got, sizeof buf - got)) > 0)
+		got += r;
+	close(fd);
+	if (r < 0 || got != want)
+		return -1;
+	for (size_t i = 0; i < want; i++)
+		if (buf[i] != dir_byte(w, f, i))
+			return -1;
+	return 1;
+}
+
+static void dir_writers_readers(const char *base) {
+	char dir[200];
+	snprintf(dir, sizeof dir, "%s/smpdir.%d", base, (int)getpid());
+	if (mkdir(dir, 0755)) {
+		check(0, "writers and readers on one directory: mkdir");
+		return;
+	}
+	atomic_int *done = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	double t0 = now_s();
+	pid_t pids[2 * DIR_PROCS];
+	for (int p = 0; p < 2 * DIR_PROCS; p++) {
+		pids[p] = fork();
+		if (pids[p] != 0)
+			continue;
+		if (p < DIR_PROCS) {
+			static unsigned char buf[24000];
+			char tmp[260], fin[260];
+			for (int f = 0; f < DIR_FILES; f++) {
+				size_t len = dir_len(p, f);
+				for (size_t i = 0; i < len; i++)
+					buf[i] = dir_byte(p, f, i);
+				snprintf(tmp, sizeof tmp, "%s/.tmp-%d-%d", dir, p, f);
+				snprintf(fin, sizeof fin, "%s/w%d-f%d", dir, p, f);
+				int fd = open(tmp, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+				if (fd < 0)
+					_exit(20);
+				/* In two pieces: a reader must never see the first alone. */
+				if (write(fd, buf, len / 2) != (ssize_t)(len / 2) ||
+				    write(fd, buf + len / 2, len - len / 2) != (ssize_t)(len - len / 2))
+					_exit(21);
+				if (f % 8 == 0 && fsync(fd))
+					_exit(22);
+				close(fd);
+				if (rename(tmp, fin))
+					_exit(23);
+			}
+			_exit(0);
+		}
+		/* A reader. */
+		long seen = 0;
+		int bad = 0;
+		while (!atomic_load(done) && !bad) {
+			DIR *d = opendir(dir);
+			if (!d)
+				_exit(30);
+			struct dirent *e;
+			while ((e = readdir(d))) {
+				int w, f;
+				if (sscanf(e->d_name, "w%d-f%d", &w, &f) != 2)
+					continue;
+				char path[300];
+				snprintf(path, sizeof path, "%s/w%d-f%d", dir, w, f);
+				int r = dir_check_file(path, w, f);
+				if (r < 0) {
+					printf("reader %d: %s wrong\n", p - DIR_PROCS, path);
+					bad = 1;
+					break;
+				}
+				seen += r;
+			}
+			closedir(d);
+		}
+		_exit(bad ? 31 : seen > 0 ? 0 : 32);
+	}
+	int bad = 0;
+	for (int p = 0; p < DIR_PROCS; p++) {
+		int st;
+		if (pids[p] < 0 || waitpid(pids[p], &st, 0) != pids[p] || !WIFEXITED(st) ||
+		    WEXITSTATUS(st) != 0) {
+			printf("writer %d: status %#x\n", p, st);
+			bad++;
+		}
+	}
+	atomic_store(done, 1);
+	for (int p = DIR_PROCS; p < 2 * DIR_PROCS; p++) {
+		int st;
+		if (pids[p] < 0 || waitpid(pids[p], &st, 0) != pids[p] || !WIFEXITED(st) ||
+		    WEXITSTATUS(st) != 0) {
+			printf("reader %d: status %#x\n", p - DIR_PROCS, st);
+			bad++;
+		}
+	}
+	/* Every file there, whole; nothing else left. */
+	int files = 0, wrong = 0;
+	for (int w = 0; w < DIR_PROCS; w++)
+		for (int f = 0; f < DIR_FILES; f++) {
+			char path[300];
+			snprintf(path, sizeof path, "%s/w%d-f%d", dir, w, f);
+			if (dir_check_file(path, w, f) == 1)
+				files++;
+			else
+				wrong++;
+			unlink(path);
+		}
+	int extra = 0;
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	while (d && (e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			extra++;
+	if (d)
+		closedir(d);
+	rmdir(dir);
+	char what[200];
+	snprintf(what, sizeof what,
+		 "%d writers and %d readers on %s: %d files in %.2f s, %d wrong or missing, %d extra, "
+		 "%d processes failed",
+		 DIR_PROCS, DIR_PROCS, base, files, now_s() - t0, wrong, extra, bad);
+	check(bad == 0 && wrong == 0 && extra == 0, what);
 }
 
 int main(int argc, char **argv) {
 	rounds = argc > 1 ? atol(argv[1]) : 20000;
+	const char *dir = argc > 2 ? argv[2] : NULL;
 	alarm(600); /* a lost wake-up hangs: die of SIGALRM rather than for ever */
 	long harts = sysconf(_SC_NPROCESSORS_ONLN);
 	printf("smpstress: %ld harts online, %ld rounds\n", harts, rounds);
 	futex_ping_pong();
-	pipe_ping_pong();
+	pipe_ping_pong(rounds / 10 >= 1000 ? rounds / 10 : rounds < 1000 ? rounds : 1000);
 	fork_storm();
 	munmap_under_writer(20);
+	signal_to_spinner(harts);
+	if (dir)
+		dir_writers_readers(dir);
+	else
+		printf("skip writers and readers on one directory: no directory given\n");
 	printf("smpstress: %d passed, %d failed\n", passed, failed);
 	return failed != 0;
 }

@@ -85,6 +85,20 @@ fn yield_a_while() {
     }
 }
 
+/// Yield until `cond` holds or `secs` seconds passed (a child on another hart may need more
+/// than [`yield_a_while`] to get somewhere); whether it holds.
+fn yield_until(secs: i64, mut cond: impl FnMut() -> bool) -> bool {
+    let now = || sys::clock_gettime(1).map_or(0, |t| t.tv_sec);
+    let end = now() + secs;
+    while !cond() {
+        if now() > end {
+            return false;
+        }
+        sys::sched_yield();
+    }
+    true
+}
+
 fn locks(r: &mut Report, dir: &str) -> SysResult<()> {
     let path = user_tests::path_join(dir, "apptest-locks");
     let _ = sys::unlink(&path);
@@ -207,9 +221,11 @@ fn locks(r: &mut Report, dir: &str) -> SysResult<()> {
             ),
         ]
     });
-    yield_a_while();
     r.check(
-        matches!(getlk(fd, 1, 1), Ok(Some(l)) if l.l_pid == c),
+        yield_until(
+            10,
+            || matches!(getlk(fd, 1, 1), Ok(Some(l)) if l.l_pid == c),
+        ),
         "the child holds byte 1",
     );
     r.check(

@@ -228,7 +228,9 @@ fn context_switches() -> Result<u64, String> {
 }
 
 /// /proc/stat counts context switches (`ctxt`, as Linux's): a parent and a child that hand the
-/// CPU to each other 50 times through a pair of pipes add at least 100 switches.
+/// CPU to each other 50 times through a pair of pipes add at least 100 switches on one hart.
+/// On several each runs on a hart of its own, and a read finds its byte already there when the
+/// other side was quick enough (no switch): then at least 50, one wait a round trip.
 pub fn proc_stat_counts_switches(_cx: &Ctx) -> TestResult {
     // down: parent to child; up: child to parent.
     let (down_r, down_w) = sys::pipe2(0).what("pipe")?;
@@ -262,9 +264,10 @@ pub fn proc_stat_counts_switches(_cx: &Ctx) -> TestResult {
         "the ping-pong stopped after {rounds} rounds"
     );
     let grew = after?.saturating_sub(before);
+    let least = if online_cpus() == 1 { 100 } else { 50 };
     ensure!(
-        grew >= 100,
-        "ctxt grew by {grew} over 50 round trips between two processes"
+        grew >= least,
+        "ctxt grew by {grew} over 50 round trips between two processes (want {least})"
     );
     Ok(())
 }
