@@ -27,8 +27,8 @@ SQLITE_SIZE ?= 10
 # delete_2m createdel_ordered, comma-separated; WL_SYSTEMS: the host systems.
 WORKLOADS ?= all
 WL_SYSTEMS ?= dbfs ext4 tmpfs
-# The in-guest benchmarks boot one hart unless SMP is given on the command line (run and test
-# use 2): the recorded tables (docs/BENCHMARKS.md) are one hart's figures.
+# The in-guest benchmarks boot one hart unless SMP is given on the command line, whatever the
+# default of run and test: the recorded tables (docs/BENCHMARKS.md) are one hart's figures.
 BENCH_TARGETS := bench bench-debian syscost-icount sqlite-bench fio bench-workloads fio-bench
 $(BENCH_TARGETS): SMP = 1
 
