@@ -97,6 +97,7 @@ include mk/fuse.mk      # dbfs-fuse on the host
 include mk/fuzz.mk      # cargo-fuzz
 include mk/debian.mk    # the Debian root: image, run-debian, test-debian
 include mk/ltp.mk       # LTP: build, the LTP root, make ltp, test-ltp
+include mk/trinity.mk   # trinity: fuzz-kernel, test-trinity
 
 ##@ Help
 .PHONY: help
