@@ -29,6 +29,7 @@ mod proc_fd_tests;
 mod proc_tests;
 mod statx_tests;
 mod toolchain_tests;
+mod trinity_tests;
 mod xattr_tests;
 
 use user_tests::abi::stat::MSDOS_SUPER_MAGIC;
@@ -204,6 +205,11 @@ pub const TESTS: &[Test] = &[
     // processes and memory
     t("getpid_positive", proc_tests::getpid_positive),
     t("fork_exit_wait", proc_tests::fork_exit_wait),
+    // what trinity found (tests/trinity)
+    t(
+        "reboot_unprivileged_eperm",
+        trinity_tests::reboot_unprivileged_eperm,
+    ),
     t("itimer_real", itimer_tests::itimer_real),
     t("preemption", proc_tests::preemption),
     t(
