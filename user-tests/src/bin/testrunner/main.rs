@@ -210,6 +210,11 @@ pub const TESTS: &[Test] = &[
         "reboot_unprivileged_eperm",
         trinity_tests::reboot_unprivileged_eperm,
     ),
+    needs(
+        "unmap_after_unlink_writes_back_quietly",
+        trinity_tests::unmap_after_unlink_writes_back_quietly,
+        Needs::OpenUnlinked,
+    ),
     t("itimer_real", itimer_tests::itimer_real),
     t("preemption", proc_tests::preemption),
     t(
