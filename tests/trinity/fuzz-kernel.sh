@@ -11,7 +11,8 @@
 #
 # Environment (mk/trinity.mk sets them): QEMU (the command line, ROOT_IMG as vda and DBFS_IMG
 # as vdd), ROOT (the trinity root.img), ROOT_IMG, DBFS_IMG, DBFS_FUSE, MKIMAGE, PARAMS (the
-# kernel parameters), CHILDREN (trinity's, default 4), TIMEOUT (seconds per boot), LOGDIR.
+# kernel parameters), CHILDREN (trinity's, default 4), TIMEOUT (seconds per boot), LOGDIR,
+# FSCK_TIMEOUT (seconds per fsck, default 300).
 set -u
 ops=$1
 shift
@@ -47,7 +48,12 @@ for seed in "$@"; do
 	fi
 	total=$((total + ${ran:-0}))
 	for img in "$DBFS_IMG" "$ROOT_IMG"; do
-		if ! "$DBFS_FUSE" fsck "$img" >"$log.fsck" 2>&1; then
+		# Bounded: the fsck reads every byte of every file, holes too, so a huge sparse file
+		# trinity made can keep it busy for hours; that counts as a failure, named.
+		timeout -k 10 "${FSCK_TIMEOUT:-300}" "$DBFS_FUSE" fsck "$img" >"$log.fsck" 2>&1
+		frc=$?
+		[ "$frc" != 124 ] || echo "fsck did not finish in ${FSCK_TIMEOUT:-300} s" >>"$log.fsck"
+		if [ "$frc" != 0 ]; then
 			fsck_bad=$((fsck_bad + 1))
 			echo "fuzz-kernel: seed $seed: fsck of $img failed:"
 			tail -5 "$log.fsck"
