@@ -98,6 +98,7 @@ include mk/fuzz.mk      # cargo-fuzz
 include mk/debian.mk    # the Debian root: image, run-debian, test-debian
 include mk/ltp.mk       # LTP: build, the LTP root, make ltp, test-ltp
 include mk/stress.mk    # fsx, fsstress, stress-ng in the guest (docs/RELIABILITY.md)
+include mk/trinity.mk   # trinity: fuzz-kernel, test-trinity
 
 ##@ Help
 .PHONY: help

@@ -117,6 +117,8 @@ test-guest: images
 		{ echo "virtio-blk scatter-gather and disk window self-test did not pass"; exit 1; }
 	@grep -q 'memcpy/memset/memcmp self-test: ok' $(BUILD)/test-guest.log || \
 		{ echo "kernel memcpy/memset/memcmp self-test did not pass"; exit 1; }
+	@! grep -a 'write-back of mapped file' $(BUILD)/test-guest.log || \
+		{ echo "the kernel failed to write a mapped file's pages back"; exit 1; }
 
 ## test-persist: data written in one boot is there in the next (dbfs and FAT)
 test-persist: images

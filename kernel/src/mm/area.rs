@@ -85,12 +85,14 @@ pub(super) struct Area {
 /// stores reach the file (`MAP_SHARED`) or a private copy (`MAP_PRIVATE`).
 #[derive(Clone)]
 pub struct FileArea {
+    /// The file's one table of pages: a shared mapping maps them; a private one maps them
+    /// read-only until its first store to a page, which copies it. Declared before `_open`,
+    /// so dropped first: the last area's table writes its dirty pages back while the file is
+    /// still open (an unlinked file is freed when it is released).
+    pub(super) table: Arc<SharedFile>,
     /// Held only so that the file stays open while it is mapped (as Linux's `vm_file`).
     pub(super) _open: FileRef,
     pub(super) key: FileKey,
-    /// The file's one table of pages: a shared mapping maps them; a private one maps them
-    /// read-only until its first store to a page, which copies it.
-    pub(super) table: Arc<SharedFile>,
     pub(super) private: bool,
     /// The file offset of address `va0` (the area's first address when it was made; splits
     /// keep it, so every part computes its offsets the same way).

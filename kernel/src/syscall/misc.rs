@@ -443,7 +443,12 @@ pub fn sys_uname(buf: usize) -> SysResult {
     Ok(0)
 }
 
+/// reboot(2): power off only. Linux checks CAP_SYS_BOOT before anything else, so another
+/// user than root gets EPERM whatever the magic numbers (before, any user could power off).
 pub fn sys_reboot(magic1: usize, magic2: usize, cmd: usize) -> SysResult {
+    if !crate::task::current_cred().is_root() {
+        return Err(Errno::EPERM);
+    }
     if magic1 as u32 as usize != LINUX_REBOOT_MAGIC1
         || magic2 as u32 as usize != LINUX_REBOOT_MAGIC2
     {

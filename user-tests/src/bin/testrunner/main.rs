@@ -31,6 +31,7 @@ mod proc_tests;
 mod sigaltstack_tests;
 mod statx_tests;
 mod toolchain_tests;
+mod trinity_tests;
 mod xattr_tests;
 
 use user_tests::abi::stat::MSDOS_SUPER_MAGIC;
@@ -206,6 +207,16 @@ pub const TESTS: &[Test] = &[
     // processes and memory
     t("getpid_positive", proc_tests::getpid_positive),
     t("fork_exit_wait", proc_tests::fork_exit_wait),
+    // what trinity found (tests/trinity)
+    t(
+        "reboot_unprivileged_eperm",
+        trinity_tests::reboot_unprivileged_eperm,
+    ),
+    needs(
+        "unmap_after_unlink_writes_back_quietly",
+        trinity_tests::unmap_after_unlink_writes_back_quietly,
+        Needs::OpenUnlinked,
+    ),
     t("itimer_real", itimer_tests::itimer_real),
     t(
         "mount_umount_errors_and_move",
