@@ -8,7 +8,9 @@
 //! 2. The file system, through the same vfs calls the kernel makes: walk the tree from the
 //!    root; every directory entry must resolve to a node of the type the entry says; `..` of
 //!    every directory names its parent; each non-directory's link count equals the names found
-//!    for it, each directory's is 2 + its subdirectories; every regular file reads to its size;
+//!    for it, each directory's is 2 + its subdirectories; every stored chunk of a regular file
+//!    reads (the data bucket's keys from pass 1 say which: holes are not read, so a sparse file
+//!    of terabytes costs what its stored data costs), and so does its last byte;
 //!    symlink targets are as long as their size; xattrs list and read. Finally every inode
 //!    record must be reachable or be an orphan (unlinked while open).
 //!
@@ -52,6 +54,8 @@ pub fn check(path: &Path, verbose: bool) -> Result<Report, String> {
         .map_err(|e| format!("{}: cannot open the kvdb store: {e}", path.display()))?;
     let mut inode_records = 0u64;
     let mut orphans = BTreeSet::new();
+    // ino -> the indices of its stored data chunks (dbfs's key schema: ino and index, big-endian).
+    let mut stored: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
     {
         let tx = db
             .begin_read()
@@ -80,6 +84,22 @@ pub fn check(path: &Path, verbose: bool) -> Result<Report, String> {
                                 report
                                     .problems
                                     .push("orphans: a key that is not an inode number".into());
+                            }
+                        }
+                        if name == bucket::DATA {
+                            let k = entry.key();
+                            if let (Ok(ino), Some(Ok(idx))) = (
+                                <[u8; 8]>::try_from(&k[..k.len().min(8)]),
+                                k.get(8..).map(<[u8; 8]>::try_from),
+                            ) {
+                                stored
+                                    .entry(u64::from_be_bytes(ino))
+                                    .or_default()
+                                    .push(u64::from_be_bytes(idx));
+                            } else {
+                                report.problems.push(
+                                    "data: a key that is not an inode and a chunk index".into(),
+                                );
                             }
                         }
                         if entry.value().is_none() {
@@ -208,26 +228,42 @@ pub fn check(path: &Path, verbose: bool) -> Result<Report, String> {
             match ftype {
                 FileType::Regular => {
                     report.files += 1;
-                    let mut off = 0u64;
-                    while off < m.size {
-                        match node.read_at(off, &mut buf) {
-                            Ok(0) => {
-                                report.problems.push(format!(
-                                    "{child_path}: size {} but data ends at {off}",
-                                    m.size
-                                ));
-                                break;
-                            }
-                            Ok(n) => off += n as u64,
-                            Err(e) => {
-                                report
-                                    .problems
-                                    .push(format!("{child_path}: read at {off}: {e}"));
-                                break;
+                    let cs = u64::from(fs.chunk_size());
+                    let chunks = stored.get(&m.ino).map(Vec::as_slice).unwrap_or(&[]);
+                    let mut ranges: Vec<(u64, u64)> = chunks
+                        .iter()
+                        .map(|&i| (i.saturating_mul(cs), i.saturating_add(1).saturating_mul(cs)))
+                        .map(|(start, end)| (start, end.min(m.size)))
+                        .filter(|(start, end)| start < end)
+                        .collect();
+                    if m.size > 0 {
+                        ranges.push((m.size - 1, m.size));
+                    }
+                    'ranges: for (start, end) in ranges {
+                        let mut off = start;
+                        while off < end {
+                            let want = (end - off).min(buf.len() as u64) as usize;
+                            match node.read_at(off, &mut buf[..want]) {
+                                Ok(0) => {
+                                    report.problems.push(format!(
+                                        "{child_path}: size {} but data ends at {off}",
+                                        m.size
+                                    ));
+                                    break 'ranges;
+                                }
+                                Ok(n) => {
+                                    off += n as u64;
+                                    report.bytes += n as u64;
+                                }
+                                Err(e) => {
+                                    report
+                                        .problems
+                                        .push(format!("{child_path}: read at {off}: {e}"));
+                                    break 'ranges;
+                                }
                             }
                         }
                     }
-                    report.bytes += off;
                 }
                 FileType::Symlink => {
                     report.others += 1;

@@ -22,7 +22,7 @@ pub(crate) fn fsck_command(image: &Path, verbose: bool) -> ExitCode {
                 println!("problem: {p}");
             }
             println!(
-                "{}: {} directories, {} files ({} bytes), {} other nodes, {} store records: {}",
+                "{}: {} directories, {} files ({} bytes of data read), {} other nodes, {} store records: {}",
                 image.display(),
                 r.dirs,
                 r.files,
