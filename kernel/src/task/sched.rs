@@ -211,13 +211,19 @@ pub fn block_current() {
 
 /// Make a sleeping thread runnable (no effect on one that is not sleeping).
 pub fn wake(t: &Arc<Thread>) {
-    let mut s = SCHED.lock();
+    wake_in(&mut SCHED.lock(), t);
+}
+
+/// [`wake`] with the scheduler held; true if `t` was asleep and is now runnable.
+fn wake_in(s: &mut Scheduler, t: &Arc<Thread>) -> bool {
     let mut inner = t.inner.lock();
-    if inner.state == State::Waiting {
-        inner.state = State::Ready;
-        drop(inner);
-        s.push_ready(t.clone());
+    if inner.state != State::Waiting {
+        return false;
     }
+    inner.state = State::Ready;
+    drop(inner);
+    s.push_ready(t.clone());
+    true
 }
 
 /// Make `t` look at its signals and exit requests soon: wake it if it sleeps ([`wake`]), and if
@@ -226,14 +232,9 @@ pub fn wake(t: &Arc<Thread>) {
 /// the signal check.
 pub fn wake_or_kick(t: &Arc<Thread>) {
     let mut s = SCHED.lock();
-    let mut inner = t.inner.lock();
-    if inner.state == State::Waiting {
-        inner.state = State::Ready;
-        drop(inner);
-        s.push_ready(t.clone());
+    if wake_in(&mut s, t) {
         return;
     }
-    drop(inner);
     let me = hart::index();
     for (i, c) in s.current.iter().enumerate() {
         if i != me && c.as_ref().is_some_and(|c| Arc::ptr_eq(c, t)) {
