@@ -56,7 +56,7 @@ tmux send-keys -t "$session" Up Enter
 sleep 2
 [ "$(screen | grep -c '^fixedY$')" -ge 2 ] || { echo "shell test: Up did not recall the line" >&2; screen >&2; exit 1; }
 # ps (procfs): a background sleep shows up with its arguments, and goes away when killed.
-type_line 'sleep 77 & echo "psbefore=$(ps ax | grep -c "[s]leep 77")"; kill $!; wait; echo "psafter=$(ps ax | grep -c "[s]leep 77") mounts=$(grep -c "^dbfs /dbfs" /proc/mounts)"'
+type_line 'sleep 77 & echo "psbefore=$(ps ax | grep -c "[s]leep 77")"; kill $!; wait; echo "psafter=$(ps ax | grep -c "[s]leep 77") mounts=$(grep -c " /dbfs dbfs " /proc/mounts)"'
 wait_for "psbefore=1" 30
 wait_for "psafter=0 mounts=1" 30
 type_line 'python3 -c "import sys; print(\"py\", 6 * 7, sys.version_info[0])"'
