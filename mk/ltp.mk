@@ -11,7 +11,7 @@
 # quick.txt, a few minutes of them (`make test-ltp`); not-enabled.txt, every other entry of
 # runtest/syscalls with its reason.
 
-LTP_APT := gcc-riscv64-linux-gnu autoconf automake m4 make pkg-config
+LTP_APT := gcc-riscv64-linux-gnu libc6-dev-riscv64-cross autoconf automake m4 make pkg-config
 LTP_ENABLED := tests/ltp/enabled.txt
 LTP_QUICK := tests/ltp/quick.txt
 # The lists whose programs are built (the broad measurement builds runtest/syscalls too).
