@@ -31,6 +31,8 @@ pub struct OpenFile {
     released: bool,
     /// A `flock` was taken through this description: its last close drops it.
     flocked: core::sync::atomic::AtomicBool,
+    /// Counted among its mount's writers (a regular file opened for writing).
+    mount_writer: bool,
 }
 
 impl OpenFile {
@@ -46,8 +48,20 @@ impl OpenFile {
             OPEN_FILES.fetch_sub(1, Relaxed);
             return Err(Errno::ENFILE);
         }
+        // Linux: only a regular file's writers hold write access to the mount; a device
+        // or a FIFO on a read-only mount may still be written.
+        let mount_writer = writable && ftype == vfs::FileType::Regular;
+        if mount_writer {
+            if let Err(e) = loc.mount.add_writer() {
+                OPEN_FILES.fetch_sub(1, Relaxed);
+                return Err(e);
+            }
+        }
         if let Err(e) = loc.node.open() {
             OPEN_FILES.fetch_sub(1, Relaxed);
+            if mount_writer {
+                loc.mount.drop_writer();
+            }
             return Err(e.into());
         }
         Ok(Arc::new(OpenFile {
@@ -60,6 +74,7 @@ impl OpenFile {
             lock_key: Mutex::new(None),
             released: false,
             flocked: core::sync::atomic::AtomicBool::new(false),
+            mount_writer,
         }))
     }
 
@@ -158,6 +173,9 @@ static OPEN_FILES: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicU
 impl Drop for OpenFile {
     fn drop(&mut self) {
         OPEN_FILES.fetch_sub(1, core::sync::atomic::Ordering::Relaxed);
+        if self.mount_writer {
+            self.loc.mount.drop_writer();
+        }
         if self.released {
             return;
         }

@@ -39,12 +39,13 @@ pub fn is_block_type(fstype: &str) -> bool {
 }
 
 /// Mount the file system of type `fstype` on the block device node `source` (named
-/// `source_name`) at the directory `target`.
+/// `source_name`) at the directory `target`, read-only with `readonly`.
 pub fn mount_block(
     source: &Loc,
     source_name: &str,
     fstype: &str,
     target: &Loc,
+    readonly: bool,
 ) -> Result<(), Errno> {
     let meta = source.node.getattr()?;
     if meta.ftype != FileType::BlockDevice {
@@ -71,7 +72,7 @@ pub fn mount_block(
         name: String::from(source_name),
         rdev: meta.rdev,
     };
-    mount_table::add(&target.path, fs, root, Some(src));
+    mount_table::add(&target.path, fs, root, Some(src), readonly);
     Ok(())
 }
 
@@ -110,6 +111,23 @@ pub fn unmount(target: &str, in_use: impl Fn(&str) -> bool) -> Result<(), Errno>
         }
     }
     Ok(())
+}
+
+/// Change the mount whose root is `target` (a canonical path) to read-only or read-write
+/// (MS_REMOUNT): EINVAL if `target` is no mount's root, EBUSY when making it read-only while
+/// a file is open through it for writing. Its data is written back before it turns
+/// read-only.
+pub fn remount(target: &str, readonly: bool) -> Result<(), Errno> {
+    let m = mount_table::mount_at(target).ok_or(Errno::EINVAL)?;
+    if readonly && !m.is_readonly() {
+        m.set_readonly(true)?;
+        if let Err(e) = m.fs.sync() {
+            let _ = m.set_readonly(false);
+            return Err(e.into());
+        }
+        return Ok(());
+    }
+    m.set_readonly(readonly)
 }
 
 /// Whether `path` lies strictly below the directory `dir` (both canonical).

@@ -10,7 +10,7 @@ use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
-use core::sync::atomic::{AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use abi::Errno;
 use spin::RwLock;
@@ -25,6 +25,60 @@ pub struct Mount {
     pub id: usize,
     /// The block device it was mounted from, if any.
     pub source: Option<Source>,
+    /// Mounted read-only (MS_RDONLY): every change through it is EROFS.
+    readonly: AtomicBool,
+    /// Open files through this mount that may write (descriptions opened for writing): a
+    /// remount read-only is EBUSY while there are any.
+    writers: AtomicUsize,
+}
+
+impl Mount {
+    pub fn is_readonly(&self) -> bool {
+        self.readonly.load(Ordering::SeqCst)
+    }
+
+    /// EROFS if the mount is read-only.
+    pub fn want_write(&self) -> Result<(), Errno> {
+        if self.is_readonly() {
+            Err(Errno::EROFS)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Count an open file that may write through this mount (EROFS on a read-only mount);
+    /// [`Mount::drop_writer`] when it closes. The count is raised before the flag is read
+    /// and [`Mount::set_readonly`] sets the flag before it reads the count, so a writer and a
+    /// remount that race cannot both succeed.
+    pub fn add_writer(&self) -> Result<(), Errno> {
+        self.writers.fetch_add(1, Ordering::SeqCst);
+        if self.is_readonly() {
+            self.drop_writer();
+            return Err(Errno::EROFS);
+        }
+        Ok(())
+    }
+
+    pub fn drop_writer(&self) {
+        self.writers.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// Make the mount read-only (EBUSY while a file is open through it for writing) or
+    /// read-write again.
+    pub fn set_readonly(&self, ro: bool) -> Result<(), Errno> {
+        if !ro {
+            self.readonly.store(false, Ordering::SeqCst);
+            return Ok(());
+        }
+        if self.readonly.swap(true, Ordering::SeqCst) {
+            return Ok(());
+        }
+        if self.writers.load(Ordering::SeqCst) != 0 {
+            self.readonly.store(false, Ordering::SeqCst);
+            return Err(Errno::EBUSY);
+        }
+        Ok(())
+    }
 }
 
 /// A mount's block device: its name (`/dev/vdc`) and device number.
@@ -37,8 +91,15 @@ pub struct Source {
 static MOUNTS: RwLock<Vec<Arc<Mount>>> = RwLock::new(Vec::new());
 static NEXT_ID: AtomicUsize = AtomicUsize::new(1);
 
-/// Add a mount of `fs` (whose root is `root`) at `path`, which the caller has checked.
-pub(super) fn add(path: &str, fs: Arc<dyn FileSystem>, root: NodeRef, source: Option<Source>) {
+/// Add a mount of `fs` (whose root is `root`) at `path`, which the caller has checked;
+/// `readonly` for MS_RDONLY.
+pub(super) fn add(
+    path: &str,
+    fs: Arc<dyn FileSystem>,
+    root: NodeRef,
+    source: Option<Source>,
+    readonly: bool,
+) {
     let mut m = MOUNTS.write();
     m.push(Arc::new(Mount {
         path: String::from(path),
@@ -46,6 +107,8 @@ pub(super) fn add(path: &str, fs: Arc<dyn FileSystem>, root: NodeRef, source: Op
         root,
         id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
         source,
+        readonly: AtomicBool::new(readonly),
+        writers: AtomicUsize::new(0),
     }));
 }
 

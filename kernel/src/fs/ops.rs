@@ -30,7 +30,7 @@ pub fn mount(
             Err(e) => return Err(e.into()),
         }
     }
-    super::mount_table::add(path, fs, root, source);
+    super::mount_table::add(path, fs, root, source, false);
     Ok(())
 }
 

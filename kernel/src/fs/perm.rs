@@ -29,8 +29,19 @@ pub fn check_meta(c: &Cred, m: &Metadata, want: u32) -> Result<(), Errno> {
     }
 }
 
-/// [`check_meta`] for a location (root needs no attributes unless it executes).
+/// [`check_meta`] for a location (root needs no attributes unless it executes). Writing a
+/// regular file, a directory or a symlink on a read-only mount is EROFS, before the mode is
+/// looked at (Linux's `sb_permission`); a device node or a FIFO there stays writable.
 pub fn check(c: &Cred, loc: &Loc, want: u32) -> Result<(), Errno> {
+    if want & MAY_WRITE != 0 && loc.mount.is_readonly() {
+        let t = loc.node.ftype()?;
+        if matches!(
+            t,
+            FileType::Regular | FileType::Directory | FileType::Symlink
+        ) {
+            return Err(Errno::EROFS);
+        }
+    }
     if c.is_root() && want & MAY_EXEC == 0 {
         return Ok(());
     }
@@ -54,6 +65,7 @@ pub fn may_modify_dir(c: &Cred, dir: &Loc) -> Result<(), Errno> {
 /// May the caller remove `victim` (attributes) from `dir`: w+x on the directory and, if the
 /// directory is sticky, ownership of the directory or the victim (EPERM otherwise).
 pub fn may_delete(c: &Cred, dir: &Loc, victim: &Metadata) -> Result<(), Errno> {
+    dir.mount.want_write()?;
     if c.is_root() {
         return Ok(());
     }

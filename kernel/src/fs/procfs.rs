@@ -420,7 +420,8 @@ fn mounts() -> String {
     for m in super::mounts() {
         let name = m.fs.fs_name();
         let source = m.source.as_ref().map_or(name, |src| src.name.as_str());
-        let _ = writeln!(s, "{source} {} {name} rw 0 0", m.path);
+        let rw = if m.is_readonly() { "ro" } else { "rw" };
+        let _ = writeln!(s, "{source} {} {name} {rw} 0 0", m.path);
     }
     s
 }
@@ -439,9 +440,10 @@ fn mountinfo() -> String {
             .map_or(m.id, |p| p.id);
         let name = m.fs.fs_name();
         let source = m.source.as_ref().map_or(name, |src| src.name.as_str());
+        let rw = if m.is_readonly() { "ro" } else { "rw" };
         let _ = writeln!(
             s,
-            "{} {parent} 0:{} / {} rw,relatime - {name} {source} rw",
+            "{} {parent} 0:{} / {} {rw},relatime - {name} {source} {rw}",
             m.id, m.id, m.path
         );
     }

@@ -119,6 +119,8 @@ fn statfs_of(loc: &Loc) -> Result<Statfs, Errno> {
         f_fsid: [loc.mount.id as i32, 0],
         f_namelen: s.name_max as i64,
         f_frsize: s.block_size as i64,
+        // ST_RDONLY.
+        f_flags: loc.mount.is_readonly() as i64,
         ..Default::default()
     })
 }
@@ -150,6 +152,15 @@ pub fn sys_faccessat(dirfd: i32, path_ptr: usize, mode: u32, flags: u32) -> SysR
         c.fsuid = c.uid;
         c.fsgid = c.gid;
     }
+    if mode & perm::MAY_WRITE != 0
+        && loc.mount.is_readonly()
+        && matches!(
+            m.ftype,
+            FileType::Regular | FileType::Directory | FileType::Symlink
+        )
+    {
+        return Err(Errno::EROFS);
+    }
     if mode != 0 {
         perm::check_meta(&c, &m, mode)?;
     }
@@ -157,6 +168,7 @@ pub fn sys_faccessat(dirfd: i32, path_ptr: usize, mode: u32, flags: u32) -> SysR
 }
 
 fn chmod(loc: &Loc, mode: u32) -> SysResult {
+    loc.mount.want_write()?;
     let c = perm::cred();
     let mode = if c.is_root() {
         mode & 0o7777
@@ -178,6 +190,7 @@ fn chmod(loc: &Loc, mode: u32) -> SysResult {
 /// owner may keep its uid and set a group it belongs to; -1 leaves an id alone. Changing
 /// either id of a non-directory takes set-user-id off (and set-group-id with group-execute).
 fn chown(loc: &Loc, uid: u32, gid: u32) -> SysResult {
+    loc.mount.want_write()?;
     let c = perm::cred();
     let m = loc.node.getattr()?;
     let owner = c.fsuid == m.uid;
@@ -278,6 +291,7 @@ pub fn sys_utimensat(dirfd: i32, path_ptr: usize, times_ptr: usize, flags: u32) 
         };
         (conv(&raw[..16])?, conv(&raw[16..])?)
     };
+    loc.mount.want_write()?;
     let c = perm::cred();
     if !c.is_root() {
         let m = loc.node.getattr()?;

@@ -2,9 +2,10 @@
 //! naming one) attached to a directory at run time, and taken away again.
 //!
 //! What is built: new mounts of the types /proc/filesystems lists for block devices (vfat,
-//! dbfs), read-write, one mount per disk and per directory. What is not, with Linux's errno
-//! for an unsupported request: remounts, bind and move mounts, propagation changes and
-//! read-only or other per-mount flags (EINVAL); lazy unmounts of a busy file system
+//! dbfs), read-write or read-only (MS_RDONLY), one mount per disk and per directory, and
+//! remounts that switch a mount between read-write and read-only (EBUSY while a file is open
+//! through it for writing). What is not, with Linux's errno for an unsupported request: bind
+//! and move mounts, propagation changes (EINVAL); lazy unmounts of a busy file system
 //! (MNT_DETACH: EBUSY as without it); MNT_FORCE only as a plain unmount.
 
 use abi::Errno;
@@ -16,7 +17,11 @@ use abi::fcntl::AT_FDCWD;
 
 use super::fd::base;
 
+const MS_RDONLY: usize = 1;
 const MS_REMOUNT: usize = 32;
+/// The per-mount flags built: MS_RDONLY. The others (MS_NOSUID, MS_NOEXEC, MS_NOATIME...)
+/// are EINVAL rather than accepted and not enforced.
+const MS_TUNE: usize = MS_RDONLY;
 const MS_SILENT: usize = 32768;
 /// The magic number old programs put in the top 16 bits of the flags (ignored by Linux).
 const MS_MGC_MSK: usize = 0xffff_0000;
@@ -60,11 +65,17 @@ pub fn sys_mount(
         flags &= !MS_MGC_MSK;
     }
     if flags & MS_REMOUNT != 0 {
-        // Linux: EINVAL unless the target is a mount's root; remounting is not built.
-        return Err(Errno::EINVAL);
+        // Linux: EINVAL unless the target is a mount's root. Only MS_RDONLY changes.
+        if target.mount.path != target.path || flags & !(MS_REMOUNT | MS_SILENT | MS_TUNE) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let path = target.path.clone();
+        drop(target);
+        mount_dev::remount(&path, flags & MS_RDONLY != 0)?;
+        return Ok(0);
     }
-    if flags & !MS_SILENT != 0 {
-        // MS_RDONLY and the other per-mount flags, bind, move and propagation changes.
+    if flags & !(MS_SILENT | MS_TUNE) != 0 {
+        // Bind, move and propagation changes.
         return Err(Errno::EINVAL);
     }
     let fstype = fstype.ok_or(Errno::EINVAL)?;
@@ -76,7 +87,7 @@ pub fn sys_mount(
         return Err(Errno::ENOENT);
     }
     let src = path::resolve(&base(AT_FDCWD, &source_name)?, &source_name, true)?;
-    mount_dev::mount_block(&src, &src.path, &fstype, &target)?;
+    mount_dev::mount_block(&src, &src.path, &fstype, &target, flags & MS_RDONLY != 0)?;
     Ok(0)
 }
 

@@ -43,6 +43,7 @@ pub fn sys_unlinkat(dirfd: i32, path_ptr: usize, flags: u32) -> SysResult {
         Err(Ok(path::Special::Dot)) => return Err(Errno::EINVAL),
         Err(Ok(path::Special::DotDot)) => return Err(Errno::ENOTEMPTY),
     };
+    parent.mount.want_write()?;
     let full = parent.child_path(&name);
     if crate::fs::mount_at(&full).is_some() {
         return Err(Errno::EBUSY);
@@ -88,6 +89,7 @@ pub fn sys_renameat2(
     if !Arc::ptr_eq(&op.mount, &np.mount) {
         return Err(Errno::EXDEV);
     }
+    op.mount.want_write()?;
     let (old_full, new_full) = (op.child_path(&on), np.child_path(&nn));
     if crate::fs::mount_at(&old_full).is_some() || crate::fs::mount_at(&new_full).is_some() {
         return Err(Errno::EBUSY);
@@ -140,6 +142,7 @@ pub fn sys_linkat(
     if np.node.lookup(&nn).is_ok() {
         return Err(Errno::EEXIST);
     }
+    np.mount.want_write()?;
     if !Arc::ptr_eq(&src.mount, &np.mount) {
         return Err(Errno::EXDEV);
     }

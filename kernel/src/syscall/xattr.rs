@@ -13,7 +13,6 @@
 //! - The `l` variants do not follow a final symlink; the `f` variants refuse `O_PATH`
 //!   descriptors (`EBADF`).
 
-use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use abi::fcntl::{AT_FDCWD, O_PATH};
@@ -25,19 +24,23 @@ use super::args::{copy_in, copy_out, read_path, with_space, SysResult};
 use crate::fs::path::{self, Loc};
 use crate::task::with_current;
 
-/// The node a path call names (relative paths from the cwd).
-fn node_at(path_ptr: usize, follow: bool) -> Result<NodeRef, Errno> {
+/// The location a path call names (relative paths from the cwd).
+fn loc_at(path_ptr: usize, follow: bool) -> Result<Loc, Errno> {
     let path = read_path(path_ptr)?;
     let base = if path.starts_with('/') {
         Loc::root()?
     } else {
         Loc::from_path(&with_current(|p| p.cwd.clone()))?
     };
-    Ok(path::resolve(&base, &path, follow)?.node)
+    path::resolve(&base, &path, follow)
 }
 
-/// The node behind a descriptor (not an `O_PATH` one).
-fn node_of(fd: i32) -> Result<NodeRef, Errno> {
+fn node_at(path_ptr: usize, follow: bool) -> Result<NodeRef, Errno> {
+    Ok(loc_at(path_ptr, follow)?.node)
+}
+
+/// The location behind a descriptor (not an `O_PATH` one).
+fn loc_of(fd: i32) -> Result<Loc, Errno> {
     if fd == AT_FDCWD {
         return Err(Errno::EBADF);
     }
@@ -45,7 +48,17 @@ fn node_of(fd: i32) -> Result<NodeRef, Errno> {
     if *f.status_flags.lock() & O_PATH != 0 {
         return Err(Errno::EBADF);
     }
-    Ok(Arc::clone(&f.loc.node))
+    Ok(f.loc.clone())
+}
+
+fn node_of(fd: i32) -> Result<NodeRef, Errno> {
+    Ok(loc_of(fd)?.node)
+}
+
+/// The node of `loc` for a change: EROFS on a read-only mount.
+fn writable(loc: Loc) -> Result<NodeRef, Errno> {
+    loc.mount.want_write()?;
+    Ok(loc.node)
 }
 
 /// An attribute name from user memory: 1..=255 bytes, else `ERANGE`.
@@ -161,11 +174,11 @@ pub fn sys_setxattr(
     flags: u32,
     follow: bool,
 ) -> SysResult {
-    set(node_at(path, follow)?, name, va, size, flags)
+    set(writable(loc_at(path, follow)?)?, name, va, size, flags)
 }
 
 pub fn sys_fsetxattr(fd: i32, name: usize, va: usize, size: usize, flags: u32) -> SysResult {
-    set(node_of(fd)?, name, va, size, flags)
+    set(writable(loc_of(fd)?)?, name, va, size, flags)
 }
 
 pub fn sys_listxattr(path: usize, va: usize, size: usize, follow: bool) -> SysResult {
@@ -177,9 +190,9 @@ pub fn sys_flistxattr(fd: i32, va: usize, size: usize) -> SysResult {
 }
 
 pub fn sys_removexattr(path: usize, name: usize, follow: bool) -> SysResult {
-    remove(node_at(path, follow)?, name)
+    remove(writable(loc_at(path, follow)?)?, name)
 }
 
 pub fn sys_fremovexattr(fd: i32, name: usize) -> SysResult {
-    remove(node_of(fd)?, name)
+    remove(writable(loc_of(fd)?)?, name)
 }
