@@ -333,6 +333,9 @@ impl crate::mm::file_pages::MappedFile for OpenFile {
     fn writable(&self) -> bool {
         self.writable
     }
+    fn path(&self) -> alloc::string::String {
+        self.loc.path.clone()
+    }
 }
 
 impl FileTable for FdTable {

@@ -83,7 +83,7 @@ const ROOT_FILES: [(&str, Gen, u64); 10] = [
 ];
 
 /// Files of a process directory: name, what, and the low byte of the inode number.
-const PID_FILES: [(&str, PidGen, u64); 8] = [
+const PID_FILES: [(&str, PidGen, u64); 9] = [
     ("stat", PidGen::Stat, 2),
     ("status", PidGen::Status, 3),
     ("statm", PidGen::Statm, 4),
@@ -92,6 +92,7 @@ const PID_FILES: [(&str, PidGen, u64); 8] = [
     ("cwd", PidGen::Cwd, 7),
     ("mounts", PidGen::Mounts, 9),
     ("mountinfo", PidGen::Mountinfo, 10),
+    ("maps", PidGen::Maps, 11),
 ];
 
 /// The low byte of `/proc/<pid>/fd`'s inode number.
@@ -121,6 +122,7 @@ enum PidGen {
     Cwd,
     Mounts,
     Mountinfo,
+    Maps,
 }
 
 struct ProcRoot;
@@ -360,6 +362,7 @@ impl Node for PidFile {
             PidGen::Comm => format!("{}\n", p.comm).into_bytes(),
             PidGen::Mounts => mounts().into_bytes(),
             PidGen::Mountinfo => mountinfo().into_bytes(),
+            PidGen::Maps => maps(self.pid)?.into_bytes(),
             PidGen::Cwd => return Err(VfsError::InvalidInput),
         };
         read_text(&text, offset, buf)
@@ -424,6 +427,37 @@ fn mounts() -> String {
         let _ = writeln!(s, "{source} {} {name} {rw} 0 0", m.path);
     }
     s
+}
+
+/// `/proc/<pid>/maps` (proc(5)): address range, permissions (`rwx`, then `s` for a shared
+/// mapping, `p` for a private one), file offset, device (major:minor: 0 and the mount id, the
+/// `st_dev` of its files), inode number and the file's path or `[heap]`, `[stack]`, `[vdso]`,
+/// the path padded to column 74 as Linux does.
+fn maps(pid: usize) -> VfsResult<String> {
+    let areas = crate::task::ps::maps(pid).ok_or(VfsError::NotFound)?;
+    let mut s = String::new();
+    for a in areas {
+        let flag = |on: bool, c: char| if on { c } else { '-' };
+        let line = format!(
+            "{:08x}-{:08x} {}{}{}{} {:08x} {:02x}:{:02x} {} ",
+            a.start,
+            a.end,
+            flag(a.read, 'r'),
+            flag(a.write, 'w'),
+            flag(a.exec, 'x'),
+            if a.shared { 's' } else { 'p' },
+            a.offset,
+            0,
+            a.dev,
+            a.ino,
+        );
+        if a.name.is_empty() {
+            let _ = writeln!(s, "{}", line.trim_end());
+        } else {
+            let _ = writeln!(s, "{line:<73}{}", a.name);
+        }
+    }
+    Ok(s)
 }
 
 /// proc(5)'s mountinfo: mount id, parent's id, st_dev as major:minor (0:id, the `st_dev` of the

@@ -59,6 +59,8 @@ pub trait MappedFile: Send + Sync {
     fn is_regular(&self) -> bool;
     /// Whether it was opened for writing (a shared mapping may then be made writable).
     fn writable(&self) -> bool;
+    /// The path it was opened by (what `/proc/<pid>/maps` shows).
+    fn path(&self) -> alloc::string::String;
 }
 
 /// How the pages of a file reach every process's mappings of it: the task layer, which owns

@@ -28,6 +28,7 @@ pub mod elf_loader;
 pub mod file_pages;
 pub mod frame;
 pub mod heap;
+pub mod maps;
 pub mod page_table;
 pub mod uaccess;
 

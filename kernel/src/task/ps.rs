@@ -48,6 +48,13 @@ pub fn with_files<R>(
     Some(f(&mut *i.files))
 }
 
+/// The areas of process `pid`'s address space (`/proc/<pid>/maps`), if it exists.
+pub fn maps(pid: usize) -> Option<Vec<crate::mm::maps::MapEntry>> {
+    let p = super::lookup::find(pid)?;
+    let i = p.inner.lock();
+    Some(i.space.maps())
+}
+
 /// The figures of process `pid`, if it exists.
 pub fn info(pid: usize) -> Option<PsInfo> {
     let p = super::lookup::find(pid)?;
