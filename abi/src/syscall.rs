@@ -309,6 +309,14 @@ pub const SYS_TIMERFD_CREATE: usize = 85;
 pub const SYS_TIMERFD_SETTIME: usize = 86;
 /// `timerfd_gettime`: a timer descriptor's time left and interval.
 pub const SYS_TIMERFD_GETTIME: usize = 87;
+/// `epoll_create1`: a new epoll instance.
+pub const SYS_EPOLL_CREATE1: usize = 20;
+/// `epoll_ctl`: add, change or remove a descriptor of an epoll instance's interest list.
+pub const SYS_EPOLL_CTL: usize = 21;
+/// `epoll_pwait`: wait for events of an epoll instance (millisecond timeout, signal mask).
+pub const SYS_EPOLL_PWAIT: usize = 22;
+/// `epoll_pwait2`: `epoll_pwait` with a `struct timespec` timeout.
+pub const SYS_EPOLL_PWAIT2: usize = 441;
 /// `ppoll`: wait until one of some descriptors is ready (`struct pollfd` list), with a signal mask.
 pub const SYS_PPOLL: usize = 73;
 /// `waitid`: wait for a child to change state; a `siginfo_t` describes it.

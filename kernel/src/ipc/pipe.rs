@@ -42,6 +42,11 @@ struct State {
     /// opened and closed again while it slept still lets it go, as on Linux).
     reader_opens: u64,
     writer_opens: u64,
+    /// Events so far that may make the pipe readable (a write, the last writer's close) and
+    /// writable (a read, the last reader's close): edge-triggered epoll reports an end again
+    /// only after one of these.
+    in_events: u64,
+    out_events: u64,
 }
 
 pub struct Pipe {
@@ -65,6 +70,8 @@ impl Pipe {
                 writers: 0,
                 reader_opens: 0,
                 writer_opens: 0,
+                in_events: 0,
+                out_events: 0,
             }),
             readable: WaitQueue::new(),
             writable: WaitQueue::new(),
@@ -92,6 +99,7 @@ impl Pipe {
                     for (i, b) in st.buf.drain(..n).enumerate() {
                         buf[i] = b;
                     }
+                    st.out_events += 1;
                     drop(st);
                     self.wake_all();
                     return Ok(n);
@@ -148,6 +156,7 @@ impl Pipe {
                         };
                     }
                     st.buf.extend(&data[done..done + n]);
+                    st.in_events += 1;
                     done += n;
                     drop(st);
                     self.wake_all();
@@ -215,10 +224,20 @@ impl Pipe {
     pub fn poll(&self, reading: bool, writing: bool) -> (bool, bool, bool) {
         let st = self.state.lock();
         let r = reading && (!st.buf.is_empty() || st.writers == 0);
-        let w = writing && (st.readers == 0 || st.buf.len() < st.capacity);
+        // Writable, as Linux's pipe of page-sized slots, while a page's worth is free (all of
+        // a pipe smaller than a page: empty).
+        let w =
+            writing && (st.readers == 0 || st.buf.len() + PIPE_BUF.min(st.capacity) <= st.capacity);
         let hup = reading && st.writers == 0;
         let err = writing && st.readers == 0;
         (r, w, hup || err)
+    }
+
+    /// The counts of events that may have made the pipe readable and writable (see
+    /// `State::in_events`).
+    pub fn events(&self) -> (u64, u64) {
+        let st = self.state.lock();
+        (st.in_events, st.out_events)
     }
 
     fn open_end(self: &Arc<Self>, read: bool, write: bool) {
@@ -238,9 +257,11 @@ impl Pipe {
             let mut st = self.state.lock();
             if read {
                 st.readers -= 1;
+                st.out_events += 1;
             }
             if write {
                 st.writers -= 1;
+                st.in_events += 1;
             }
         }
         self.wake_all();

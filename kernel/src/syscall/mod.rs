@@ -7,6 +7,7 @@
 mod aio;
 mod args;
 mod attr;
+mod epoll;
 mod fd;
 mod fs;
 mod futex;
@@ -75,6 +76,14 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
         SYS_TIMERFD_GETTIME => timerfd::sys_timerfd_gettime(a[0] as i32, a[1]),
         SYS_PIPE2 => stream::sys_pipe2(a[0], a[1] as u32),
         SYS_PPOLL => poll::sys_ppoll(a[0], a[1], a[2], a[3], a[4]),
+        SYS_EPOLL_CREATE1 => epoll::sys_epoll_create1(a[0] as u32),
+        SYS_EPOLL_CTL => epoll::sys_epoll_ctl(a[0] as i32, a[1] as u32, a[2] as i32, a[3]),
+        SYS_EPOLL_PWAIT => {
+            epoll::sys_epoll_pwait(a[0] as i32, a[1], a[2] as i32, a[3] as i32, a[4], a[5])
+        }
+        SYS_EPOLL_PWAIT2 => {
+            epoll::sys_epoll_pwait2(a[0] as i32, a[1], a[2] as i32, a[3], a[4], a[5])
+        }
         SYS_PSELECT6 => poll::sys_pselect6(a[0], a[1], a[2], a[3], a[4], a[5]),
         SYS_MKDIRAT => namespace::sys_mkdirat(a[0] as i32, a[1], a[2] as u32),
         SYS_UNLINKAT => namespace::sys_unlinkat(a[0] as i32, a[1], a[2] as u32),

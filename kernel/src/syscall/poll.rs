@@ -28,14 +28,25 @@ const POLLWRNORM: u16 = 0x100;
 
 /// The events of `fd` among `events` (plus POLLERR/POLLHUP/POLLNVAL, always reported).
 fn poll_one(fd: i32, events: u16) -> u16 {
-    let f = match with_current(|p| p.files.fds().get(fd)) {
-        Ok(f) => f,
-        Err(_) => return POLLNVAL,
-    };
+    match with_current(|p| p.files.fds().get(fd)) {
+        Ok(f) => poll_file(&f, events),
+        Err(_) => POLLNVAL,
+    }
+}
+
+/// The events of the open file `f` among `events` (plus POLLERR/POLLHUP, always reported).
+pub(super) fn poll_file(f: &crate::fs::file::OpenFile, events: u16) -> u16 {
+    if let Some(ep) = super::epoll::epoll_of(f) {
+        return if ep.any_ready() {
+            events & (POLLIN | POLLRDNORM)
+        } else {
+            0
+        };
+    }
     let want_in = events & (POLLIN | POLLRDNORM) != 0;
     let want_out = events & (POLLOUT | POLLWRNORM) != 0;
     let mut rev = 0;
-    match stream_of(&f) {
+    match stream_of(f) {
         Some(Stream::Pipe(end)) => {
             let (r, w, hup) = end.pipe.poll(end.read, end.write);
             if r && want_in {
@@ -66,7 +77,7 @@ fn poll_one(fd: i32, events: u16) -> u16 {
 
 /// A relative timeout from user memory, as a deadline on the monotonic clock (None: wait
 /// forever).
-fn deadline(tmo: usize) -> Result<Option<u64>, Errno> {
+pub(super) fn deadline(tmo: usize) -> Result<Option<u64>, Errno> {
     if tmo == 0 {
         return Ok(None);
     }
@@ -106,7 +117,7 @@ pub(super) fn read_sigmask(ptr: usize, size: usize) -> Result<Option<u64>, Errno
 
 /// Sleep until `ready` returns Some, the deadline passes (Some(0)... returned as `timeout`),
 /// or a signal arrives (EINTR).
-fn wait_loop(
+pub(super) fn wait_loop(
     deadline: Option<u64>,
     mut ready: impl FnMut() -> Option<usize>,
 ) -> Result<usize, Errno> {
