@@ -222,6 +222,7 @@ pub const TESTS: &[Test] = &[
         "mount_umount_errors_and_move",
         mount_tests::mount_umount_errors_and_move,
     ),
+    t("remount_read_only", mount_tests::remount_read_only),
     t(
         "sigaltstack_onstack",
         sigaltstack_tests::sigaltstack_onstack,

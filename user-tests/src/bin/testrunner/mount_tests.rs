@@ -169,3 +169,76 @@ fn skip(why: &str) -> TestResult {
     println!("  (mount test not run: {why})");
     Ok(())
 }
+
+const MS_RDONLY: usize = 1;
+const MS_REMOUNT: usize = 32;
+
+/// A mount switched to read-only and back (MS_REMOUNT | MS_RDONLY): EBUSY while a file is open
+/// for writing, then EROFS from each way of changing it, reads still answered, "ro" in
+/// /proc/mounts; read-write again, a change works.
+pub fn remount_read_only(cx: &Ctx) -> TestResult {
+    let (other, dev, fstype) = if cx.fat {
+        ("/dbfs", "/dev/vdd", "dbfs")
+    } else {
+        ("/fat", "/dev/vdb", "vfat")
+    };
+    match mounted(other)? {
+        Some((d, _)) if d == dev => {}
+        m => return skip(&format!("{other} is not {dev} ({m:?})")),
+    }
+    let dir = format!("{other}/ro-test.{}", sys::getpid());
+    sys::mkdir(&dir, 0o755).what("mkdir")?;
+    let file = format!("{dir}/file");
+    put_file(&file, b"kept")?;
+    let ro = MS_REMOUNT | MS_RDONLY;
+    let writer = File::open(&file, O_WRONLY, 0).what("open for writing")?;
+    expect_errno(
+        sys::mount(Some(dev), other, Some(fstype), ro),
+        Errno::EBUSY,
+        "remount ro with a file open for writing",
+    )?;
+    writer.close().what("close the writer")?;
+    let reader = File::open_read(&file).what("open for reading")?;
+    sys::mount(Some(dev), other, Some(fstype), ro).what("remount ro")?;
+    let checks = (|| -> TestResult {
+        match get_file("/proc/mounts")?
+            .split(|&b| b == b'\n')
+            .map(|l| String::from_utf8_lossy(l).into_owned())
+            .find(|l| l.split(' ').nth(1) == Some(other))
+        {
+            Some(l) if l.split(' ').nth(3) == Some("ro") => {}
+            l => return Err(format!("/proc/mounts line of {other}: {l:?}")),
+        }
+        ensure!(get_file(&file)? == b"kept", "the file read on the ro mount");
+        let new = format!("{dir}/new");
+        expect_errno(
+            File::open(&file, O_WRONLY, 0),
+            Errno::EROFS,
+            "open O_WRONLY",
+        )?;
+        expect_errno(
+            File::open(&file, O_RDONLY | O_TRUNC, 0),
+            Errno::EROFS,
+            "O_TRUNC",
+        )?;
+        expect_errno(
+            File::open(&new, O_CREAT | O_RDWR, 0o644),
+            Errno::EROFS,
+            "creat",
+        )?;
+        expect_errno(sys::mkdir(&new, 0o755), Errno::EROFS, "mkdir")?;
+        expect_errno(sys::unlink(&file), Errno::EROFS, "unlink")?;
+        expect_errno(sys::rename(&file, &new), Errno::EROFS, "rename")?;
+        expect_errno(sys::chmod(&file, 0o600), Errno::EROFS, "chmod")?;
+        expect_errno(sys::symlink("file", &new), Errno::EROFS, "symlink")?;
+        // Linux: a second remount read-only changes nothing.
+        sys::mount(Some(dev), other, Some(fstype), ro).what("remount ro again")
+    })();
+    reader.close().what("close the reader")?;
+    sys::mount(Some(dev), other, Some(fstype), MS_REMOUNT).what("remount rw")?;
+    checks?;
+    put_file(&file, b"changed")?;
+    ensure!(get_file(&file)? == b"changed", "a write after remount rw");
+    sys::unlink(&file).what("unlink")?;
+    sys::rmdir(&dir).what("rmdir")
+}
