@@ -36,8 +36,8 @@ fn poll_one(fd: i32, events: u16) -> u16 {
 
 /// The events of the open file `f` among `events` (plus POLLERR/POLLHUP, always reported).
 pub(super) fn poll_file(f: &crate::fs::file::OpenFile, events: u16) -> u16 {
-    if let Some(ep) = super::epoll::epoll_of(f) {
-        return if ep.any_ready() {
+    if let Some(ep) = crate::ipc::epoll::epoll_of(f) {
+        return if ep.any_ready(poll_file) {
             events & (POLLIN | POLLRDNORM)
         } else {
             0
