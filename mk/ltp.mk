@@ -86,4 +86,10 @@ test-ltp: kernel mkimage
 	@$(MAKE) --no-print-directory ltp-root LTP_BUILD_LISTS=$(LTP_QUICK)
 	$(call ltp_boot,$(LTP_QUICK),$(LTP_QUICK_TIMEOUT),$(BUILD)/ltp-quick.log)
 
-.PHONY: ltp-deps ltp-build ltp-root ltp test-ltp
+# The device cases that pass with LTP_DEV formatted as dbfs (LTP_FS=dbfs), in their own run
+# directory (build/ltp/dbfs; console in build/ltp-dbfs.log).
+## ltp-dbfs: run tests/ltp/enabled-dbfs.txt with LTP's device formatted as dbfs (build/ltp-dbfs.log)
+ltp-dbfs:
+	@$(MAKE) --no-print-directory ltp LTP_LIST=tests/ltp/enabled-dbfs.txt LTP_FS=dbfs LTP_RUN=dbfs
+
+.PHONY: ltp-deps ltp-build ltp-root ltp test-ltp ltp-dbfs
