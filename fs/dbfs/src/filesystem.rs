@@ -22,6 +22,12 @@ impl<P: Pager + Send + Sync + 'static> FileSystem for DbFs<P> {
         self.node(ROOT_INO, FileType::Directory)
     }
 
+    /// A read-only mount's reads leave atime alone (`noatime`): a buffered atime update would
+    /// be written back to a device that must not change.
+    fn set_readonly(&self, readonly: bool) {
+        self.set_noatime(readonly);
+    }
+
     /// Blocks are kvdb pages. The total is the pager's capacity ([`UNBOUNDED_REPORTED_BYTES`]
     /// for a pager that can grow without limit); free = pages on kvdb's freelist (also those
     /// waiting for a reader or a barrier) + pages the store can still grow by

@@ -280,6 +280,10 @@ pub trait FileSystem: Send + Sync {
     fn sync(&self) -> VfsResult<()> {
         Ok(())
     }
+    /// The mount turned read-only (or read-write again): nothing may reach the device while
+    /// it is read-only, not even the access times reads would update (Linux: no atime update
+    /// on a read-only mount). The VFS refuses every change itself (EROFS).
+    fn set_readonly(&self, _readonly: bool) {}
     /// Power-off's last call: write everything back and leave the on-disk state of a clean
     /// unmount (FAT: the dirty flag cleared, FSInfo written). The file system is not used
     /// afterwards.

@@ -68,6 +68,7 @@ impl Mount {
     pub fn set_readonly(&self, ro: bool) -> Result<(), Errno> {
         if !ro {
             self.readonly.store(false, Ordering::SeqCst);
+            self.fs.set_readonly(false);
             return Ok(());
         }
         if self.readonly.swap(true, Ordering::SeqCst) {
@@ -77,6 +78,7 @@ impl Mount {
             self.readonly.store(false, Ordering::SeqCst);
             return Err(Errno::EBUSY);
         }
+        self.fs.set_readonly(true);
         Ok(())
     }
 }
@@ -100,6 +102,9 @@ pub(super) fn add(
     source: Option<Source>,
     readonly: bool,
 ) {
+    if readonly {
+        fs.set_readonly(true);
+    }
     let mut m = MOUNTS.write();
     m.push(Arc::new(Mount {
         path: String::from(path),
