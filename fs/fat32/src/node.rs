@@ -156,7 +156,12 @@ impl Node for FatNode {
     fn getattr(&self) -> VfsResult<Metadata> {
         let mut st = self.mount.state.lock();
         let found = self.stat_locked(&mut st)?;
-        Ok(self.metadata(&found))
+        let mut m = self.metadata(&found);
+        if st.orphans.contains(&self.ino) {
+            // Unlinked while open: no name links to it any more.
+            m.nlink = 0;
+        }
+        Ok(m)
     }
 
     fn setattr(&self, attr: &SetAttr) -> VfsResult<Metadata> {

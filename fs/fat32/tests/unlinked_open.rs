@@ -43,7 +43,8 @@ fn unlinked_open_file_lives_until_its_last_release() {
     let mut buf = vec![0u8; 150_000];
     assert_eq!(f.read_at(0, &mut buf).unwrap(), 150_000);
     assert!(buf[..100_000].iter().all(|&b| b == 3) && buf[100_000..].iter().all(|&b| b == 4));
-    assert_eq!(f.getattr().unwrap().size, 150_000);
+    let m = f.getattr().unwrap();
+    assert_eq!((m.size, m.nlink), (150_000, 0), "size, and no link left");
     assert_eq!(names(&fs), [".", "..", "d"], "the orphan is hidden");
     assert!(
         fs.statfs().unwrap().blocks_free < free0,
