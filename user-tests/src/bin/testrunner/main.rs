@@ -30,6 +30,7 @@ mod proc_fd_tests;
 mod proc_tests;
 mod sigaltstack_tests;
 mod statx_tests;
+mod stress_tests;
 mod toolchain_tests;
 mod trinity_tests;
 mod xattr_tests;
@@ -208,6 +209,11 @@ pub const TESTS: &[Test] = &[
     t(
         "unmap_after_unlink_writes_back_quietly",
         trinity_tests::unmap_after_unlink_writes_back_quietly,
+    ),
+    // what stress-ng found (tests/stress)
+    t(
+        "fsize_limit_efbig_sigxfsz",
+        stress_tests::fsize_limit_efbig_sigxfsz,
     ),
     t("itimer_real", itimer_tests::itimer_real),
     t(

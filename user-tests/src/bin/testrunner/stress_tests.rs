@@ -1,0 +1,139 @@
+//! What stress-ng (`make stress`, tests/stress) found: the smallest reproducer of each
+//! finding. Those that change process state (a resource limit, a signal mask) run in a forked
+//! child, whose exit status says what it saw (0: as Linux does; any other number names the
+//! first check that failed).
+
+use user_tests::abi::syscall::*;
+use user_tests::prelude::*;
+use user_tests::raw;
+
+use crate::{ensure, Check, Ctx, TestResult};
+
+const SIGXFSZ: i32 = 25;
+const RLIMIT_FSIZE: usize = 1;
+const INF: u64 = u64::MAX;
+
+/// Run `body` in a forked child; its exit status must be 0 (otherwise the number of the
+/// failed check is named) or, with `signal`, the child must have died of that signal.
+fn in_child(what: &str, signal: Option<i32>, body: impl FnOnce() -> i32) -> TestResult {
+    let pid = sys::fork().what("fork")?;
+    if pid == 0 {
+        sys::exit(body());
+    }
+    let (_, st) = sys::waitpid(pid).what("wait4")?;
+    match signal {
+        None => ensure!(
+            st.exited() && st.exit_code() == 0,
+            "{what}: the child's status {:#x} (exit code: the failed check's number)",
+            st.0
+        ),
+        Some(s) => ensure!(
+            st.signal() == Some(s),
+            "{what}: the child's status {:#x}, expected death by signal {s}",
+            st.0
+        ),
+    }
+    Ok(())
+}
+
+/// prlimit64(0, RLIMIT_FSIZE, new, old).
+fn fsize_limit(new: Option<(u64, u64)>) -> Result<(u64, u64), isize> {
+    let n = new.map(|(s, h)| [s, h]);
+    let mut old = [0u64; 2];
+    let np = n.as_ref().map_or(0, |n| n.as_ptr() as usize);
+    // SAFETY: `n` (if given) and `old` are 16-byte `struct rlimit64`s.
+    let r = unsafe {
+        raw::syscall4(
+            SYS_PRLIMIT64,
+            0,
+            RLIMIT_FSIZE,
+            np,
+            old.as_mut_ptr() as usize,
+        )
+    };
+    if r < 0 {
+        return Err(r);
+    }
+    Ok((old[0], old[1]))
+}
+
+/// Is `sig` pending for the caller (rt_sigpending)?
+fn pending(sig: i32) -> bool {
+    let mut set = 0u64;
+    // SAFETY: `set` is an 8-byte sigset.
+    unsafe { raw::syscall2(SYS_RT_SIGPENDING, &mut set as *mut u64 as usize, 8) };
+    set & (1 << (sig - 1)) != 0
+}
+
+fn block(sig: i32) {
+    let set: u64 = 1 << (sig - 1);
+    // SAFETY: `set` is an 8-byte sigset; no old set is asked for.
+    unsafe { raw::syscall4(SYS_RT_SIGPROCMASK, 0, &set as *const u64 as usize, 0, 8) };
+}
+
+/// RLIMIT_FSIZE (stress-ng fsize: the limit was not enforced). With a soft limit of 8192: a
+/// write crossing it is cut short at it, a write at or past it and a truncate that grows the
+/// file past it fail with EFBIG and raise SIGXFSZ; shrinking, and growing to the limit, work.
+/// The limit is inherited by fork, and SIGXFSZ's default action ends the process.
+pub fn fsize_limit_efbig_sigxfsz(cx: &Ctx) -> TestResult {
+    let path = cx.path("fsize");
+    in_child("RLIMIT_FSIZE with SIGXFSZ blocked", None, || {
+        block(SIGXFSZ);
+        if fsize_limit(Some((8192, INF))) != Ok((INF, INF)) {
+            return 1;
+        }
+        if fsize_limit(None) != Ok((8192, INF)) {
+            return 2;
+        }
+        let Ok(f) = File::open(&path, O_RDWR | O_CREAT | O_TRUNC, 0o644) else {
+            return 3;
+        };
+        if f.pwrite(&[1u8; 4096], 6144) != Ok(2048) {
+            return 4;
+        }
+        if pending(SIGXFSZ) {
+            return 5;
+        }
+        if f.pwrite(&[1u8; 16], 8192) != Err(Errno::EFBIG) || !pending(SIGXFSZ) {
+            return 6;
+        }
+        if sys::ftruncate(f.fd(), 8193) != Err(Errno::EFBIG) {
+            return 7;
+        }
+        if sys::ftruncate(f.fd(), 100).is_err() || sys::ftruncate(f.fd(), 8192).is_err() {
+            return 8;
+        }
+        // An empty write past the limit is no write at all.
+        if f.pwrite(&[], 9000) != Ok(0) {
+            return 9;
+        }
+        // Inherited by a child of this one.
+        let Ok(pid) = sys::fork() else { return 10 };
+        if pid == 0 {
+            sys::exit(if fsize_limit(None) == Ok((8192, INF)) {
+                0
+            } else {
+                1
+            });
+        }
+        match sys::waitpid(pid) {
+            Ok((_, st)) if st.exited() && st.exit_code() == 0 => {}
+            _ => return 11,
+        }
+        // An unprivileged caller cannot raise a hard limit.
+        if fsize_limit(Some((4096, 4096))).is_err() || fsize_limit(Some((4096, 8192))).is_ok() {
+            return 12;
+        }
+        0
+    })?;
+    in_child("a write past RLIMIT_FSIZE", Some(SIGXFSZ), || {
+        if fsize_limit(Some((1024, INF))).is_err() {
+            return 1;
+        }
+        let Ok(f) = File::open(&path, O_RDWR | O_CREAT | O_TRUNC, 0o644) else {
+            return 2;
+        };
+        let _ = f.pwrite(b"x", 4096);
+        3
+    })
+}
