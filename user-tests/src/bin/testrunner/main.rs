@@ -215,6 +215,7 @@ pub const TESTS: &[Test] = &[
         "fsize_limit_efbig_sigxfsz",
         stress_tests::fsize_limit_efbig_sigxfsz,
     ),
+    t("readahead_semantics", stress_tests::readahead_semantics),
     t("itimer_real", itimer_tests::itimer_real),
     t(
         "mount_umount_errors_and_move",

@@ -137,3 +137,38 @@ pub fn fsize_limit_efbig_sigxfsz(cx: &Ctx) -> TestResult {
         3
     })
 }
+
+/// readahead(2) (stress-ng readahead: ENOSYS, which it reported as an ftruncate failure): 0 on
+/// a file open for reading; EBADF for one open only for writing or a bad descriptor; EINVAL
+/// for a pipe.
+pub fn readahead_semantics(cx: &Ctx) -> TestResult {
+    let readahead = |fd: i32| -> isize {
+        // SAFETY: no pointer arguments.
+        unsafe { raw::syscall3(SYS_READAHEAD, fd as usize, 0, 4096) }
+    };
+    let path = cx.path("ra");
+    let w = File::open(&path, O_WRONLY | O_CREAT | O_TRUNC, 0o644).what("create")?;
+    w.pwrite_all(&[5u8; 8192], 0).what("pwrite")?;
+    let r = File::open(&path, O_RDONLY, 0).what("open")?;
+    ensure!(
+        readahead(r.fd()) == 0,
+        "readahead of a readable file: {}",
+        readahead(r.fd())
+    );
+    let e = readahead(w.fd());
+    ensure!(
+        e == -(Errno::EBADF.0 as isize),
+        "readahead of an O_WRONLY file: {e}"
+    );
+    let e = readahead(999);
+    ensure!(
+        e == -(Errno::EBADF.0 as isize),
+        "readahead of a bad descriptor: {e}"
+    );
+    let (pr, pw) = sys::pipe2(0).what("pipe2")?;
+    let e = readahead(pr);
+    ensure!(e == -(Errno::EINVAL.0 as isize), "readahead of a pipe: {e}");
+    let _ = sys::close(pr);
+    let _ = sys::close(pw);
+    Ok(())
+}
