@@ -216,6 +216,10 @@ pub const TESTS: &[Test] = &[
         stress_tests::fsize_limit_efbig_sigxfsz,
     ),
     t("readahead_semantics", stress_tests::readahead_semantics),
+    t(
+        "blocked_fault_signal_kills",
+        stress_tests::blocked_fault_signal_kills,
+    ),
     t("itimer_real", itimer_tests::itimer_real),
     t(
         "mount_umount_errors_and_move",

@@ -172,3 +172,30 @@ pub fn readahead_semantics(cx: &Ctx) -> TestResult {
     let _ = sys::close(pw);
     Ok(())
 }
+
+const SIGSEGV: i32 = 11;
+
+extern "C" fn segv_handler(_sig: i32) {
+    sys::exit(2);
+}
+
+/// A fault whose signal is blocked kills the process by that signal even with a handler
+/// installed: Linux resets the action to the default (stress-ng vm-segv blocks SIGSEGV and
+/// unmaps its own code; the kernel unblocked the signal but kept the handler, so a handler
+/// that faults again looped for ever, and this one ran).
+pub fn blocked_fault_signal_kills(_cx: &Ctx) -> TestResult {
+    in_child(
+        "a load from address 16 with SIGSEGV blocked and handled",
+        Some(SIGSEGV),
+        || {
+            let act: [u64; 3] = [segv_handler as extern "C" fn(i32) as usize as u64, 0, 0];
+            if sys::rt_sigaction_raw(SIGSEGV, Some(&act), None).is_err() {
+                return 1;
+            }
+            block(SIGSEGV);
+            // SAFETY: none: the load faults on purpose (nothing is mapped in the first page).
+            let v = unsafe { core::ptr::read_volatile(16 as *const u8) };
+            3 + i32::from(v)
+        },
+    )
+}
