@@ -120,9 +120,13 @@ pub fn fsize_limit_efbig_sigxfsz(cx: &Ctx) -> TestResult {
             Ok((_, st)) if st.exited() && st.exit_code() == 0 => {}
             _ => return 11,
         }
-        // An unprivileged caller cannot raise a hard limit.
-        if fsize_limit(Some((4096, 4096))).is_err() || fsize_limit(Some((4096, 8192))).is_ok() {
+        // A caller without privilege (uid 65534) may lower its hard limit, not raise it.
+        // SAFETY: no pointer arguments.
+        if unsafe { raw::syscall3(SYS_SETRESUID, 65534, 65534, 65534) } != 0 {
             return 12;
+        }
+        if fsize_limit(Some((4096, 4096))).is_err() || fsize_limit(Some((4096, 8192))).is_ok() {
+            return 13;
         }
         0
     })?;
