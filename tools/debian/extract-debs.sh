@@ -40,6 +40,7 @@ if [ -z "$(find "$apt_dir/lists" -maxdepth 1 -name '*Packages*' -mtime -1 2>/dev
 fi
 
 rm -rf "$out" && mkdir -p "$out"
+out=$(cd "$out" && pwd)
 for spec in "$@"; do
 	pkg=${spec%%:*}
 	ver=$(apt-cache "${apt_opts[@]}" show --no-all-versions "$pkg" | sed -n 's/^Version: //p' | head -1)
