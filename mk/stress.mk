@@ -1,15 +1,19 @@
 # The stress tools Linux is attacked with (issue 45; docs/RELIABILITY.md): LTP's fsx-linux and
-# fsstress, and stress-ng, in the guest on /dbfs and on /fat. The stress root is the Debian
-# root of DEBS=$(STRESS_DEBS) (a folder of its own, so the default root is unchanged) with
-# LTP's two programs at /opt/ltp (tools/ltp/build.sh builds only their two directories into
-# build/ltp/stress, beside the LTP suite's own install). Each boot: a copy of that root with
+# fsstress, and stress-ng, in the guest on /dbfs and on /fat. The stress root is the default
+# Debian root (tools/debian/packages.txt has the libraries stress-ng is linked with) plus
+# stress-ng itself and libEGL.so.1 and libgbm.so.1, taken from their .debs on the host
+# (tools/debian/extract-debs.sh: their packages depend on Mesa and LLVM, which stress-ng does
+# not need), and LTP's two programs at /opt/ltp (tools/ltp/build.sh builds only their two
+# directories into build/ltp/stress, beside the LTP suite's own install). Each boot: a copy of that root with
 # tests/stress/guest.sh in /root, fresh disks (/dbfs 1 GiB, /fat 512 MiB, the raw disk) in
 # build/stress/NAME, the console in build/stress-NAME.log. Afterwards the host requires the
 # guest's `stress: N passed, 0 failed` line, no kernel PANIC in the log, `dbfs-fuse fsck` of
 # the dbfs disk and `fsck.fat -n` of the FAT disk clean.
 
-STRESS_DEBS := +stress-ng
-STRESS_DEBIAN_ROOT = $(call debian_dir,$(STRESS_DEBS))/root.img
+# What extract-debs.sh takes from which package (PKG:PATH,...).
+STRESS_NG_FILES := stress-ng:usr/bin/stress-ng libegl1:usr/lib/riscv64-linux-gnu/libEGL.so.1* \
+	libgbm1:usr/lib/riscv64-linux-gnu/libgbm.so.1*
+STRESS_NG := $(BUILD)/stress-ng
 STRESS_LTP_LIST := tests/stress/ltp-programs.txt
 STRESS_LTP := $(BUILD)/ltp/stress
 STRESS_ROOT := $(BUILD)/stress-root.img
@@ -35,17 +39,22 @@ STRESS_TIMEOUT ?= 14400
 TEST_STRESS_TIMEOUT ?= 900
 
 ##@ Stress tools (fsx, fsstress, stress-ng)
-## stress-root: build/stress-root.img: the Debian root with stress-ng (DEBS=+stress-ng) and LTP's fsx-linux, fsstress
+## stress-root: build/stress-root.img: the Debian root with stress-ng (from its .deb) and LTP's fsx-linux, fsstress
 stress-root: kernel mkimage
 	@$(call apt_install,$(STRESS_APT))
-	@$(MAKE) --no-print-directory debian-root DEBS=$(STRESS_DEBS)
+	@$(MAKE) --no-print-directory debian-root
 	@$(MAKE) --no-print-directory ltp-deps
 	$(REQUIRE_LTP)
 	BUILD=$(BUILD) LTP_SRC=$(LTP_SRC) LTP_DEST=$(abspath $(STRESS_LTP)) tools/ltp/build.sh $(STRESS_LTP_LIST)
 	@$(MAKE) --no-print-directory $(STRESS_ROOT)
 
-$(STRESS_ROOT): $(STRESS_DEBIAN_ROOT) $(STRESS_LTP).stamp
-	cp --sparse=always $(STRESS_DEBIAN_ROOT) $@.tmp
+$(STRESS_NG).stamp: tools/debian/extract-debs.sh mk/stress.mk
+	BUILD=$(BUILD) tools/debian/extract-debs.sh $(STRESS_NG) $(STRESS_NG_FILES)
+	touch $@
+
+$(STRESS_ROOT): $(DEBIAN_ROOT) $(STRESS_LTP).stamp $(STRESS_NG).stamp
+	cp --sparse=always $(DEBIAN_ROOT) $@.tmp
+	$(DBFS_FUSE) import $@.tmp $(STRESS_NG) --dir / >/dev/null
 	$(DBFS_FUSE) import $@.tmp $(STRESS_LTP)/opt/ltp --dir /opt/ltp
 	mv $@.tmp $@
 

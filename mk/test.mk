@@ -29,13 +29,13 @@ GUEST_PJD_TIMEOUT ?= 3000
 # skipped, named in a banner at the start and at the end (REQUIRE_SUITES=1: an error instead).
 TEST_TARGETS := test-help check-layers check-docs test-host test-guest test-persist test-run-cmd test-crash test-cross \
 	test-fill test-pjdfstest test-pjdfstest-guest test-shell test-exhaust test-apps test-debian test-smp-stress \
-	test-ltp
+	test-ltp test-trinity test-stress
 TESTS_NEED_PJDFSTEST := test-pjdfstest test-pjdfstest-guest
-TESTS_NEED_LTP := test-ltp
+TESTS_NEED_LTP := test-ltp test-stress
 # The targets `make TARGET` stops at once for when the source is missing.
 PJDFSTEST_TARGETS := pjdfstest test-pjdfstest pjdfstest-guest test-pjdfstest-guest pjdfstest-riscv \
 	thirdparty-check $(TESTS_NEED_PJDFSTEST)
-LTP_TARGETS := ltp-build ltp-root ltp test-ltp $(TESTS_NEED_LTP)
+LTP_TARGETS := ltp-build ltp-root ltp test-ltp stress-root fsx fsstress stress $(TESTS_NEED_LTP)
 TEST_SKIPPED := $(if $(have_pjdfstest),,$(TESTS_NEED_PJDFSTEST)) $(if $(have_ltp),,$(TESTS_NEED_LTP))
 TEST_SKIPPED := $(strip $(TEST_SKIPPED))
 TEST_SKIP_BANNER = \

@@ -1,11 +1,10 @@
-# trinity (issue #45): Debian's system call fuzzer (trinity 1.9) in the guest, on a root of its
-# own (DEBS=$(TRINITY_DEBS), build/debian-trinity), so the default root is unchanged.
+# trinity (issue #45): Debian's system call fuzzer (trinity 1.9) in the guest, from the default
+# Debian root (tools/debian/packages.txt has trinity), booted from a copy of it.
 # tests/trinity/fuzz-kernel.sh boots once per seed, on a fresh dbfs disk, and runs
 # tests/trinity/guest.sh there (trinity as uid 65534 in a scratch directory on /dbfs; the
 # calls left out by design are named there); the hard timeout of each boot is the watchdog (a
 # hang), and the dbfs disk and the root must pass `dbfs-fuse fsck` after each.
-TRINITY_DEBS := +trinity
-TRINITY_ROOT = $(call debian_dir,$(TRINITY_DEBS))/root.img
+TRINITY_ROOT = $(DEBIAN_ROOT)
 # TRINITY_OPS system calls in all (children included), split over the seeds; TRINITY_SEEDS
 # seeds drawn at random and printed, or TRINITY_SEED=S to replay one.
 TRINITY_OPS ?= 1000000
@@ -21,9 +20,9 @@ trinity_run = QEMU='$(call debian_qemu,$(BUILD)/debian-trinity.img,$(call QEMU_D
 	CHILDREN=$(TRINITY_CHILDREN) TIMEOUT=$(3) tests/trinity/fuzz-kernel.sh $(1) $(2)
 
 ##@ trinity
-## trinity-root: the Debian root with trinity (DEBS=+trinity, build/debian-trinity)
+## trinity-root: the Debian root trinity runs from (the default one, debian-root)
 trinity-root:
-	@$(MAKE) --no-print-directory debian-root DEBS=$(TRINITY_DEBS)
+	@$(MAKE) --no-print-directory debian-root
 
 ## fuzz-kernel: trinity as uid 65534 on /dbfs: TRINITY_OPS calls (10^6) over TRINITY_SEEDS random seeds (or TRINITY_SEED=S), fsck after each
 fuzz-kernel: trinity-root kernel images

@@ -111,6 +111,7 @@ pub const SYS_FSTAT: usize = 80;
 pub const SYS_STATX: usize = 291;
 /// `sync`: write every file system's buffered data and metadata to its disk.
 pub const SYS_SYNC: usize = 81;
+/// `syncfs`: write back the file system a descriptor is on.
 pub const SYS_SYNCFS: usize = 267;
 /// `fsync`: make one file's data and metadata durable.
 pub const SYS_FSYNC: usize = 82;
@@ -415,6 +416,8 @@ pub const SYS_SHMDT: usize = 197;
 pub const SYS_SYSINFO: usize = 179;
 /// `fadvise64`: declare how a file range will be accessed (advice may be ignored).
 pub const SYS_FADVISE64: usize = 223;
+/// `readahead`: ask for a file range to be read into the cache ahead of use.
+pub const SYS_READAHEAD: usize = 213;
 /// `madvise`: hint how a memory range will be used (advice may be ignored).
 pub const SYS_MADVISE: usize = 233;
 /// `prlimit64`: read and set a resource limit of any process.

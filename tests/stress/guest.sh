@@ -143,10 +143,11 @@ short)
 	for fs in $systems; do
 		fsx "$fs" 1000 -l 500000 -r 4096 -t 4096 -w 4096
 		fsstress_run "$fs" 200
-		# A few stressors with --verify, one of each class, 5 s each.
-		# hdd on /fat only once writes to an unlinked open file work there (docs/RELIABILITY.md).
+		# A few stressors with --verify, one of each class, 5 s each, and those whose
+		# findings were fixed (docs/RELIABILITY.md; fsize is not among them: its fallocate
+		# emulation races its own timeout here, and testrunner guards RLIMIT_FSIZE).
 		for cs in filesystem:dir filesystem:rename memory:mmap os:fork pipe:pipe scheduler:yield \
-			$([ "$fs" = fat ] || echo io:hdd); do
+			io:hdd io:readahead memory:vm-segv; do
 			stressor "$fs" "${cs%%:*}" "${cs#*:}" 5 1
 		done
 	done

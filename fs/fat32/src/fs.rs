@@ -99,10 +99,13 @@ impl Fat32Fs {
         for entry in fs.root_dir().iter() {
             entry.map_err(vfs_error)?;
         }
+        crate::orphan::remove_leftovers(&fs)?;
         let state = State {
             vol: Volume::new(fs),
             names: Names::new(),
             runs: BTreeMap::new(),
+            opens: BTreeMap::new(),
+            orphans: alloc::collections::BTreeSet::new(),
         };
         Ok(Arc::new(Fat32Fs {
             mount: Arc::new(Mount {

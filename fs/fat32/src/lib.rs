@@ -15,9 +15,12 @@
 //!   seen; it stays the same while the file system is mounted (root is 1). Numbers are not
 //!   persistent across mounts: FAT has no inodes.
 //! - Rename of an open file or directory moves the path (and the paths below it) to the new
-//!   name, so the node keeps working and keeps its inode number. Unlink or rmdir forgets the
-//!   path: the data is freed at once (FAT has no link count), and the old node answers
-//!   `NotFound` afterwards (Linux keeps an unlinked open file readable; FAT here cannot).
+//!   name, so the node keeps working and keeps its inode number. Unlink of a file that is
+//!   not open, and rmdir, forget the path and free the data at once (FAT has no link count);
+//!   unlink of an open file (`Node::open` without its `release`) moves the entry to a hidden
+//!   orphan name in the root, so the file stays readable and writable, as on Linux, until its
+//!   last release deletes it (`orphan`: hidden from readdir and lookup, and deleted by the
+//!   next mount after a power cut).
 //! - Readdir lists `.` and `..` (cookies 0 and 1), then the directory's entries in on-disk
 //!   order; entry `i` has cookie `i + 2`, so a listing resumes by index. Removing entries between
 //!   two calls shifts the indexes (an entry may be skipped, as POSIX allows for entries removed
@@ -90,6 +93,7 @@ mod layout;
 mod mount;
 mod names;
 mod node;
+mod orphan;
 mod resize;
 mod time;
 mod types;

@@ -2,7 +2,7 @@
 //! guards it (`Mount::state`: the fatfs file system, the open-file table, the path/inode table
 //! and the cached file layouts; see the crate docs for the lock rules).
 
-use alloc::collections::BTreeMap;
+use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
@@ -27,4 +27,8 @@ pub(crate) struct State {
     pub(crate) names: Names,
     /// Where the data of recently used files lives on disk, by inode number.
     pub(crate) runs: BTreeMap<u64, Vec<Run>>,
+    /// Open file descriptions of each inode (`Node::open` / `release`; crate::orphan).
+    pub(crate) opens: BTreeMap<u64, usize>,
+    /// Inodes unlinked while open: their entries wait in the root as orphans.
+    pub(crate) orphans: BTreeSet<u64>,
 }

@@ -18,6 +18,7 @@ use crate::error::vfs_error;
 use crate::layout::{runs_of, transfer};
 use crate::mount::{Mount, State};
 use crate::names::{check_fat_name, join, split};
+use crate::orphan;
 use crate::resize::{resize, write_zeros};
 use crate::time;
 use crate::types::{FAT_PERM, MAX_FILE_SIZE, ROOT_INO};
@@ -155,7 +156,12 @@ impl Node for FatNode {
     fn getattr(&self) -> VfsResult<Metadata> {
         let mut st = self.mount.state.lock();
         let found = self.stat_locked(&mut st)?;
-        Ok(self.metadata(&found))
+        let mut m = self.metadata(&found);
+        if st.orphans.contains(&self.ino) {
+            // Unlinked while open: no name links to it any more.
+            m.nlink = 0;
+        }
+        Ok(m)
     }
 
     fn setattr(&self, attr: &SetAttr) -> VfsResult<Metadata> {
@@ -222,10 +228,16 @@ impl Node for FatNode {
         Ok(self.metadata(&found))
     }
 
+    fn open(&self) -> VfsResult<()> {
+        orphan::opened(&mut self.mount.state.lock(), self.ino);
+        Ok(())
+    }
+
     fn release(&self) -> VfsResult<()> {
         let mut st = self.mount.state.lock();
         st.runs.remove(&self.ino);
-        st.vol.close(self.ino).map_err(vfs_error)
+        st.vol.close(self.ino).map_err(vfs_error)?;
+        orphan::released(&mut st, self.ino)
     }
 
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> VfsResult<usize> {
@@ -340,6 +352,9 @@ impl Node for FatNode {
             let dir = open_dir(st.vol.fs(), &path)?;
             find(&dir, name)?.ok_or(VfsError::NotFound)?
         };
+        if orphan::is_orphan_name(&path, &found.name) {
+            return Err(VfsError::NotFound);
+        }
         let ino = st.names.ino(&join(&path, &found.name));
         Ok(self.node(ino, found.is_dir))
     }
@@ -406,6 +421,10 @@ impl Node for FatNode {
         if let Some(ino) = st.names.get(&child) {
             st.runs.remove(&ino);
             st.vol.close(ino).map_err(vfs_error)?;
+            if orphan::is_open(&st, ino) {
+                // Still open: its data stays until the last close (crate::orphan).
+                return orphan::keep(&mut st, &path, &found.name, ino);
+            }
         }
         open_dir(st.vol.fs(), &path)?
             .remove(&found.name)
@@ -565,7 +584,7 @@ impl Node for FatNode {
                 for entry in dir.iter() {
                     let e = entry.map_err(vfs_error)?;
                     let name = e.file_name();
-                    if is_dot(&name) {
+                    if is_dot(&name) || orphan::is_orphan_name(&path, &name) {
                         continue;
                     }
                     if index >= skip {

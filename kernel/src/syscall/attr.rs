@@ -10,7 +10,7 @@ use crate::fs::path::{self, Loc};
 use crate::fs::perm;
 
 use super::fd::{base, file, stat_of};
-use super::io::{drop_suid_after_write, drop_suid_of};
+use super::io::{drop_suid_after_write, drop_suid_of, fsize_grow_ok};
 
 pub fn sys_fstat(fd: i32, buf: usize) -> SysResult {
     let f = file(fd)?;
@@ -75,6 +75,7 @@ pub fn sys_ftruncate(fd: i32, len: i64) -> SysResult {
     if !f.writable || f.ftype != FileType::Regular {
         return Err(Errno::EINVAL);
     }
+    fsize_grow_ok(f.loc.node.getattr()?.size, len as u64)?;
     f.loc.node.truncate(len as u64)?;
     crate::mm::file_pages::truncated_open(&*f, len as u64);
     drop_suid_of(&f)?;
@@ -93,6 +94,7 @@ pub fn sys_truncate(path_ptr: usize, len: i64) -> SysResult {
         _ => return Err(Errno::EINVAL),
     }
     perm::check(&perm::cred(), &loc, perm::MAY_WRITE)?;
+    fsize_grow_ok(loc.node.getattr()?.size, len as u64)?;
     loc.node.truncate(len as u64)?;
     let m = loc.node.getattr()?;
     crate::mm::file_pages::truncated(

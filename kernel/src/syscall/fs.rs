@@ -261,6 +261,20 @@ pub fn sys_fadvise64(fd: i32, _offset: i64, len: i64, advice: u32) -> SysResult 
     Ok(0)
 }
 
+/// readahead(fd, offset, count): Linux's checks (EBADF for a descriptor not open for reading,
+/// EINVAL for anything but a regular file), then the hint is taken as fadvise's WILLNEED is:
+/// accepted, with no read ahead of time (the block cache fills on the first read).
+pub fn sys_readahead(fd: i32) -> SysResult {
+    let f = file(fd)?;
+    if !f.readable {
+        return Err(Errno::EBADF);
+    }
+    if f.ftype != FileType::Regular {
+        return Err(Errno::EINVAL);
+    }
+    Ok(0)
+}
+
 /// fallocate: preallocation is not supported by these file systems: EOPNOTSUPP, which glibc's
 /// posix_fallocate answers by writing the range itself. Bad descriptors and arguments get
 /// Linux's errno first.

@@ -185,12 +185,46 @@ fn read_chunk(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult {
 
 /// Write user memory to `f` at `offset`, one file-system call per chunk of at most
 /// [`IO_CHUNK`] bytes. Stops at a short write.
+/// RLIMIT_FSIZE for a write of `len` bytes at `offset` of a regular file (Linux's
+/// `generic_write_check_limits`): at or past the limit, SIGXFSZ and EFBIG; a write that
+/// would cross it is cut short at it.
+pub(super) fn fsize_cut(f: &OpenFile, offset: u64, len: usize) -> Result<usize, Errno> {
+    if f.ftype != FileType::Regular || len == 0 {
+        return Ok(len);
+    }
+    let limit = crate::task::with_current(|p| p.fsize_limit.0);
+    if limit == u64::MAX {
+        return Ok(len);
+    }
+    if offset >= limit {
+        crate::task::signal::send(&crate::task::current_process(), SIGXFSZ);
+        return Err(Errno::EFBIG);
+    }
+    Ok(len.min((limit - offset).min(usize::MAX as u64) as usize))
+}
+
+/// RLIMIT_FSIZE for growing a regular file to `size` (Linux's `inode_newsize_ok`): past the
+/// limit, SIGXFSZ and EFBIG. Shrinking is always allowed.
+pub(super) fn fsize_grow_ok(old_size: u64, size: u64) -> Result<(), Errno> {
+    if size <= old_size {
+        return Ok(());
+    }
+    let limit = crate::task::with_current(|p| p.fsize_limit.0);
+    if size > limit {
+        crate::task::signal::send(&crate::task::current_process(), SIGXFSZ);
+        return Err(Errno::EFBIG);
+    }
+    Ok(())
+}
+
+const SIGXFSZ: usize = 25;
+
 pub(super) fn write_from_user(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult {
     if !f.writable {
         return Err(Errno::EBADF);
     }
     check_rw(offset, va, len)?;
-    let len = len.min(MAX_RW);
+    let len = fsize_cut(f, offset, len.min(MAX_RW))?;
     if len == 0 {
         return Ok(f.loc.node.write_at(offset, &[])?);
     }

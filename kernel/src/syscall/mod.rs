@@ -122,6 +122,7 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
         SYS_SYNC => fs::sys_sync(),
         SYS_SYNCFS => fs::sys_syncfs(a[0] as i32),
         SYS_FADVISE64 => fs::sys_fadvise64(a[0] as i32, a[1] as i64, a[2] as i64, a[3] as u32),
+        SYS_READAHEAD => fs::sys_readahead(a[0] as i32),
         SYS_FALLOCATE => fs::sys_fallocate(a[0] as i32, a[1] as u32, a[2] as i64, a[3] as i64),
         SYS_FSYNC => fs::sys_fsync(a[0] as i32, false),
         SYS_FDATASYNC => fs::sys_fsync(a[0] as i32, true),

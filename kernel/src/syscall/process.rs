@@ -486,8 +486,9 @@ pub fn sys_setgroups(size: usize, list: usize) -> SysResult {
     Ok(0)
 }
 
-/// Resource limits: (soft, hard) per resource, the same for every process (setting them is
-/// accepted for NOFILE, STACK and CORE downwards only, as an unprivileged Linux would allow).
+/// Resource limits: (soft, hard) per resource, the same for every process except FSIZE, which
+/// each process has (`ProcInner::fsize_limit`). Setting the others is accepted with Linux's
+/// checks but changes nothing.
 fn limit_of(resource: usize) -> Option<(u64, u64)> {
     const INF: u64 = u64::MAX;
     Some(match resource {
@@ -514,11 +515,30 @@ fn limit_of(resource: usize) -> Option<(u64, u64)> {
     })
 }
 
+const RLIMIT_FSIZE: usize = 1;
+
 pub fn sys_prlimit64(pid: usize, resource: usize, new: usize, old: usize) -> SysResult {
-    if pid != 0 && !task::exists(pid) {
-        return Err(Errno::ESRCH);
+    let target = if pid == 0 {
+        task::current_process()
+    } else {
+        task::find(pid).ok_or(Errno::ESRCH)?
+    };
+    let (mut soft, mut hard) = limit_of(resource).ok_or(Errno::EINVAL)?;
+    // Another process's limits: only for a caller of the same user (or root), as Linux's
+    // check without CAP_SYS_RESOURCE.
+    if pid != 0 && pid != task::current_pid() {
+        let me = task::current_cred();
+        let c = target.inner.lock().cred.clone();
+        let same = [c.uid, c.euid, c.suid].iter().all(|&u| u == me.uid)
+            && [c.gid, c.egid, c.sgid].iter().all(|&g| g == me.gid);
+        if me.euid != 0 && !same {
+            return Err(Errno::EPERM);
+        }
     }
-    let (soft, hard) = limit_of(resource).ok_or(Errno::EINVAL)?;
+    if resource == RLIMIT_FSIZE {
+        (soft, hard) = target.inner.lock().fsize_limit;
+    }
+    let mut wanted = None;
     if new != 0 {
         let mut b = [0u8; 16];
         super::args::copy_in(new, &mut b)?;
@@ -530,7 +550,11 @@ pub fn sys_prlimit64(pid: usize, resource: usize, new: usize, old: usize) -> Sys
         if nh > hard && task::with_current(|p| p.cred.euid) != 0 {
             return Err(Errno::EPERM);
         }
-        // Accepted; the kernel's limits are fixed for now.
+        wanted = Some((ns, nh));
+    }
+    // The old values are those before the change (Linux copies them out after it).
+    if let (Some(limit), RLIMIT_FSIZE) = (wanted, resource) {
+        target.inner.lock().fsize_limit = limit;
     }
     if old != 0 {
         let mut b = [0u8; 16];

@@ -186,6 +186,7 @@ pub fn spawn_init(
         comm,
         cmdline,
         vfork_parent: None,
+        fsize_limit: (u64::MAX, u64::MAX),
     };
     make_process(
         &mut SCHED.lock(),

@@ -125,6 +125,7 @@ pub fn fork(tf: &TrapFrame, vfork: bool) -> Result<usize, Errno> {
             comm: p.comm.clone(),
             cmdline: p.cmdline.clone(),
             vfork_parent,
+            fsize_limit: p.fsize_limit,
         };
         (inner, ctf)
     };

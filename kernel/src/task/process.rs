@@ -85,6 +85,10 @@ pub struct ProcInner {
     /// The parent's thread asleep in vfork (`clone(CLONE_VFORK)`) until this child execs
     /// or exits ([`release_vfork_parent`]); `None` for any other child, or once released.
     pub vfork_parent: Option<Arc<Thread>>,
+    /// RLIMIT_FSIZE (soft, hard): the largest file size a write or truncate may make; past
+    /// the soft limit the call fails with EFBIG and the process gets SIGXFSZ. Inherited by
+    /// fork, kept by execve.
+    pub fsize_limit: (u64, u64),
 }
 
 /// A thread group.

@@ -82,14 +82,17 @@ pub fn send_thread(t: &Arc<Thread>, sig: usize) {
 }
 
 /// Generate a signal the current thread caused itself (a fault): if it is blocked or
-/// ignored, it is unblocked and reset to the default action first (Linux's `force_sig`), so
-/// a program that cannot handle it dies of it (the whole process, by the default action).
+/// ignored, it is unblocked and its action reset to the default first, even when a handler
+/// is installed (Linux's `force_sig_info_to_task`), so a program that cannot take it dies of
+/// it (the whole process, by the default action). With the handler kept, a process that
+/// blocks SIGSEGV and unmaps its own code (stress-ng's vm-segv) did not die of SIGSEGV.
 pub fn force_current(sig: usize) {
     let t = current_thread();
+    let blocked = t.inner.lock().sig.blocked & bit(sig) != 0;
     {
         let mut inner = t.process.inner.lock();
         let a = &mut inner.sig.actions[sig - 1];
-        if a.handler == SIG_IGN {
+        if a.handler == SIG_IGN || blocked {
             a.handler = SIG_DFL;
         }
     }

@@ -30,6 +30,7 @@ mod proc_fd_tests;
 mod proc_tests;
 mod sigaltstack_tests;
 mod statx_tests;
+mod stress_tests;
 mod toolchain_tests;
 mod trinity_tests;
 mod xattr_tests;
@@ -63,9 +64,6 @@ pub enum Needs {
     HardLinks,
     /// Permission bits (FAT has only a read-only flag).
     Chmod,
-    /// A file stays readable through an open descriptor after its last name is removed
-    /// (our FAT adapter keeps no orphan inodes).
-    OpenUnlinked,
     /// Read-ahead that follows several sequential readers at once, seen through dbfs-os's
     /// counters (FAT32's block cache follows one stream; on Linux there are no counters, so
     /// the test is skipped there too).
@@ -180,11 +178,7 @@ pub const TESTS: &[Test] = &[
     ),
     needs("hard_link", fs_tests::hard_link, Needs::HardLinks),
     needs("chmod_mode_bits", fs_tests::chmod_mode_bits, Needs::Chmod),
-    needs(
-        "open_unlinked_file",
-        fs_tests::open_unlinked_file,
-        Needs::OpenUnlinked,
-    ),
+    t("open_unlinked_file", fs_tests::open_unlinked_file),
     needs(
         "interleaved_readers_read_ahead",
         fs_tests::interleaved_readers_read_ahead,
@@ -212,10 +206,19 @@ pub const TESTS: &[Test] = &[
         "reboot_unprivileged_eperm",
         trinity_tests::reboot_unprivileged_eperm,
     ),
-    needs(
+    t(
         "unmap_after_unlink_writes_back_quietly",
         trinity_tests::unmap_after_unlink_writes_back_quietly,
-        Needs::OpenUnlinked,
+    ),
+    // what stress-ng found (tests/stress)
+    t(
+        "fsize_limit_efbig_sigxfsz",
+        stress_tests::fsize_limit_efbig_sigxfsz,
+    ),
+    t("readahead_semantics", stress_tests::readahead_semantics),
+    t(
+        "blocked_fault_signal_kills",
+        stress_tests::blocked_fault_signal_kills,
     ),
     t("itimer_real", itimer_tests::itimer_real),
     t(
