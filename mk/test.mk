@@ -290,6 +290,15 @@ test-smp-stress: images
 	@grep -Eq '^threadtest: [0-9]+ passed, 0 failed' $(BUILD)/test-smp.log || \
 		{ echo "threadtest: a check failed"; exit 1; }
 
+# BOOT_LOOP_BOOTS short boots with SMP harts (2 unless given), each checking its dbfs disk at
+# mount and powering off: one OpenSBI banner, one kernel first line, every hart in /proc/bkl
+# (tests/boot-loop.sh; a hart entering the boot path twice, or a start-up hang, fails it).
+BOOT_LOOP_BOOTS ?= 30
+## test-boot-loop: BOOT_LOOP_BOOTS (30) short SMP=2 boots: each starts every hart once and powers off
+test-boot-loop: SMP = 2
+test-boot-loop: images
+	KERNEL=$(KERNEL) BUILD=$(BUILD) MEM=$(MEM) SMP=$(SMP) BOOTS=$(BOOT_LOOP_BOOTS) tests/boot-loop.sh
+
 # What sqlite and fio need beyond plain file I/O (user-tests/src/bin/apptest.rs): POSIX
 # record locks between processes on /dbfs and /fat, shared anonymous memory across fork,
 # System V shared memory, futexes between processes, nice values; then the real sqlite3 shell

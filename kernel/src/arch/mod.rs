@@ -15,6 +15,7 @@ pub mod console;
 pub mod csr;
 pub mod hart;
 pub mod layout;
+pub mod lockcheck;
 pub mod mem;
 pub mod power;
 pub mod random;
@@ -77,3 +78,63 @@ static BOOT_PAGE_TABLE: RootTable = {
     }
     RootTable(t)
 };
+
+extern "C" {
+    fn boot_stack_lower();
+    fn boot_stack_top();
+}
+
+/// What [`paint_boot_stack`] fills the boot stack's unused part with.
+const STACK_PAINT: u64 = 0x5354_4b5f_5041_494e;
+/// The lowest bytes of the boot stack that must stay painted: [`check_boot_stack`] panics
+/// when they were written (the stack ran into them, and a few bytes more would have run into
+/// `.data`, which the linker places right below it with no guard page).
+const STACK_RED_ZONE: usize = 1024;
+
+/// Fill the boot stack below the caller's frame with [`STACK_PAINT`] (first thing at boot),
+/// so [`boot_stack_used`] can tell how deep it went and [`check_boot_stack`] whether it
+/// overflowed.
+#[inline(never)]
+pub fn paint_boot_stack() {
+    let sp: usize;
+    // SAFETY: reading `sp`.
+    unsafe { core::arch::asm!("mv {}, sp", out(reg) sp) };
+    let lower = boot_stack_lower as *const () as usize;
+    let mut p = lower;
+    // Leave 512 bytes below `sp` alone: this function's own calls run there.
+    while p + 8 <= sp - 512 {
+        // SAFETY: [lower, sp - 512) is the boot stack's unused part (the stack grows down
+        // from `boot_stack_top`, and this hart runs nothing below `sp` but this loop).
+        unsafe { core::ptr::write_volatile(p as *mut u64, STACK_PAINT) };
+        p += 8;
+    }
+}
+
+/// The most of the boot stack used since [`paint_boot_stack`], in bytes.
+pub fn boot_stack_used() -> usize {
+    let lower = boot_stack_lower as *const () as usize;
+    let top = boot_stack_top as *const () as usize;
+    let mut p = lower;
+    // SAFETY: reading the boot stack's painted words, which only this hart's stack writes.
+    while p < top && unsafe { core::ptr::read_volatile(p as *const u64) } == STACK_PAINT {
+        p += 8;
+    }
+    top - p
+}
+
+/// Panic if the boot stack reached its lowest [`STACK_RED_ZONE`] bytes (an overflow into
+/// `.data` would corrupt statics silently). Called at boot after mounting and by the boot
+/// hart's scheduler loop at every switch.
+pub fn check_boot_stack() {
+    let lower = boot_stack_lower as *const () as usize;
+    let touched = (lower..lower + STACK_RED_ZONE)
+        .step_by(8)
+        // SAFETY: reading the boot stack's lowest words, which only this hart's stack writes.
+        .any(|p| unsafe { core::ptr::read_volatile(p as *const u64) } != STACK_PAINT);
+    assert!(
+        !touched,
+        "the boot stack ran into its last {} bytes ({} bytes used)",
+        STACK_RED_ZONE,
+        boot_stack_used()
+    );
+}
