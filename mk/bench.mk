@@ -153,7 +153,7 @@ bench-kv: deps
 	$(CARGO) bench -p kvdb-bench --bench kv -- --warm-up-time 1 --measurement-time 3
 
 .PHONY: bench-debian bench syscost-icount sqlite-bench fio fio-host bench-workloads bench-workloads-host \
-	sqlite-host-bench fio-bench bench-kv
+	sqlite-host-bench fio-bench bench-kv bench-smp-hash
 
 # The two-hash CPU-scaling figure (docs/BENCHMARKS.md "Several harts"): PAIRS boots with
 # SMP_A harts alternating with PAIRS boots with SMP_B, each timing one sha256sum of a cached

@@ -26,7 +26,7 @@ mkdir -p "$dir"
 
 guest="dd if=/dev/zero of=/dbfs/h bs=1M count=$mib 2>/dev/null; sha256sum /dbfs/h >/dev/null; \
 echo ALONE; cat /proc/bkl; time sha256sum /dbfs/h; echo PAIR; cat /proc/bkl; \
-time sh -c \"sha256sum /dbfs/h & sha256sum /dbfs/h & wait\"; echo END; cat /proc/bkl"
+time sh -c \"sha256sum /dbfs/h & sha256sum /dbfs/h & wait\"; echo END; cat /proc/bkl; sleep 1"
 
 # busybox time's "real\t0m 1.50s" (or "real 0m1.50s") as seconds.
 secs() { sed -n 's/^real[[:space:]]*\([0-9]*\)m[[:space:]]*\([0-9.]*\)s.*/\1 \2/p' | sed -n "${1}p" |
@@ -49,7 +49,7 @@ for p in $(seq 1 "$pairs"); do
 		log=$dir/boot-$p-smp$smp.log
 		load=$(cut -d' ' -f1 /proc/loadavg)
 		timeout --foreground -k 10 "$boot_timeout" qemu-system-riscv64 -machine virt -nographic \
-			-bios default -m "$mem" -smp "$smp" -snapshot -kernel "$kernel" \
+			-bios default -m "$mem" -smp "$smp" -snapshot -name debug-threads=on -kernel "$kernel" \
 			-drive file="$build"/root.img,if=none,format=raw,id=vda -device virtio-blk-device,drive=vda,queue-size=1024 \
 			-drive file="$build"/fat.img,if=none,format=raw,id=vdb -device virtio-blk-device,drive=vdb,queue-size=1024 \
 			-drive file="$build"/raw.img,if=none,format=raw,id=vdc -device virtio-blk-device,drive=vdc,queue-size=1024 \

@@ -365,6 +365,13 @@ extern "C" fn secondary_main() -> ! {
     csr::set_sie(csr::sie() | csr::SIE_STIE | csr::SIE_SSIE);
     arch::hart::secondary_started();
     arch::hart::lock();
+    let late = arch::hart::take_late_starts();
+    if late > 0 {
+        println!(
+            "[kernel] {} secondary hart(s) arrived at the boot entry, not at _start_secondary (the firmware's start race): sent on",
+            late
+        );
+    }
     task::run()
 }
 

@@ -139,6 +139,7 @@ pub fn note_tick() {
 
 const _: () = assert!(core::mem::offset_of!(Hart, fp_owner) == 0);
 const _: () = assert!(core::mem::offset_of!(Hart, stack_top) == 8);
+const _: () = assert!(core::mem::offset_of!(Hart, hartid) == 16);
 
 #[allow(clippy::declare_interior_mutable_const)]
 const HART_INIT: Hart = Hart::new();
@@ -246,6 +247,15 @@ pub fn start_secondaries(hartids: &[usize], mut stack_for: impl FnMut() -> usize
 /// A secondary hart's first Rust code: mark it started. The caller then takes the lock.
 pub fn secondary_started() {
     this().started.store(true, Release);
+}
+
+/// Secondary harts that arrived at `_start` instead of `_start_secondary` (`_start_late`).
+static LATE_STARTS: AtomicUsize = AtomicUsize::new(0);
+
+/// How many secondary harts came in through `_start` (the firmware's boot address) and were
+/// sent on to `_start_secondary`, since the last call (for a boot line).
+pub fn take_late_starts() -> usize {
+    LATE_STARTS.swap(0, Relaxed)
 }
 
 // The big kernel lock: a ticket lock (fair between harts), with the holder's index for the
@@ -476,6 +486,48 @@ pub fn fence_i_local() {
     // SAFETY: `fence.i` only synchronises this hart's instruction fetches with memory.
     unsafe { core::arch::asm!("fence.i") };
 }
+
+// `_start_late`: a hart that finds `_start` already claimed by the boot hart. OpenSBI v1.1's
+// `sbi_hsm_hart_start` marks the target START_PENDING before it stores the start address in the
+// target's scratch space, and the target, polling in its HSM wait loop, may see the state first
+// and jump to the address still there: the cold boot's `_start`, with the device tree in a1.
+// Such a hart is one the kernel started: find its slot by hart id (slots with a stack, i.e.
+// handed to `hart_start`), and continue as `_start_secondary` would with that slot in a1.
+// Paging is off here. A hart with no slot parks in `wfi` for good.
+core::arch::global_asm!(
+    r#"
+    .section .text
+    .globl _start_late
+_start_late:
+    lla t1, {late}
+    li t2, 1
+    amoadd.d t2, t2, (t1)
+    lla t0, {harts}
+    li t2, {max}
+1:
+    ld t3, 8(t0)
+    beqz t3, 2f
+    ld t3, 16(t0)
+    beq t3, a0, 3f
+2:
+    addi t0, t0, {size}
+    addi t2, t2, -1
+    bnez t2, 1b
+4:
+    wfi
+    j 4b
+3:
+    li t1, {phys_offset}
+    add a1, t0, t1
+    lla t0, _start_secondary
+    jr t0
+"#,
+    late = sym LATE_STARTS,
+    harts = sym HARTS,
+    max = const MAX_HARTS,
+    size = const core::mem::size_of::<Hart>(),
+    phys_offset = const super::layout::PHYS_OFFSET,
+);
 
 core::arch::global_asm!(
     r#"

@@ -30,6 +30,16 @@ core::arch::global_asm!(
 _start:
     # a0 = hart id, a1 = device tree's physical address (OpenSBI's convention).
     # Paging is off: `lla` gives physical addresses here.
+    # Only the first hart here boots. OpenSBI v1.1 can send a secondary hart that the kernel
+    # starts through HSM here too, with the previous boot's arguments (see `hart.rs`,
+    # `_start_late`): it would clear .bss under the running kernel and boot it a second time.
+    lla t0, boot_claimed
+    li t1, 1
+    amoswap.w.aqrl t1, t1, (t0)
+    beqz t1, 1f
+    lla t0, _start_late
+    jr t0
+1:
     lla t0, {boot_pt}
     srli t0, t0, 12
     li t1, 8 << 60
@@ -42,6 +52,12 @@ _start:
     lla t0, rust_main
     add t0, t0, t1
     jr t0
+
+    .section .data
+    .align 2
+    # 0 until the first hart enters `_start` (in .data, not .bss: clearing .bss must not reset it).
+boot_claimed:
+    .word 0
 
     .section .bss.stack
     .align 12

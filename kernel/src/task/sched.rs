@@ -194,10 +194,13 @@ pub(super) fn switch_to_scheduler() {
 /// Set by `plant_lock_bug("switch")`: the next yield switches away holding a spin lock.
 static PLANT_SWITCH: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
 
+/// The lock the planted bugs misuse: ranked as the interval timers, above `SCHED`.
+static PLANT_LOCK: SpinLock<(), { rank::ITIMERS }> = SpinLock::new(());
+
 /// Plant a spin-lock misuse the lock checker must catch (`lockcheck_plant=KIND` at boot, for
 /// `make test-lockcheck`): `double` takes the scheduler lock twice, `order` takes it while
-/// holding the (higher-ranked) timer list, `switch` makes the next yield switch away while it
-/// holds the timer list. A kernel without the checker deadlocks on the first and runs on past
+/// holding a higher-ranked lock ([`PLANT_LOCK`]), `switch` makes the next yield switch away
+/// while it holds that lock. A kernel without the checker deadlocks on the first and runs on past
 /// the others. False for an unknown kind.
 pub fn plant_lock_bug(kind: &str) -> bool {
     match kind {
@@ -205,7 +208,10 @@ pub fn plant_lock_bug(kind: &str) -> bool {
             let _a = SCHED.lock();
             let _b = SCHED.lock();
         }
-        "order" => super::wait::plant_with_timers(|| drop(SCHED.lock())),
+        "order" => {
+            let _high = PLANT_LOCK.lock();
+            let _sched = SCHED.lock();
+        }
         "switch" => PLANT_SWITCH.store(true, Relaxed),
         _ => return false,
     }
@@ -230,7 +236,8 @@ pub(super) fn yield_counted(voluntary: bool) {
         s.push_yielded(t);
     }
     if PLANT_SWITCH.load(Relaxed) && PLANT_SWITCH.swap(false, Relaxed) {
-        return super::wait::plant_with_timers(switch_to_scheduler);
+        let _held = PLANT_LOCK.lock();
+        return switch_to_scheduler();
     }
     switch_to_scheduler();
 }

@@ -77,13 +77,6 @@ pub fn poll_wake() {
 static TIMERS: SpinLock<Vec<(u64, Arc<Thread>)>, { rank::SLEEP_TIMERS }> =
     SpinLock::new(Vec::new());
 
-/// The lock checker's planted bugs (`super::plant_lock_bug`): take the timer list, then the
-/// scheduler (an order violation), or run `f` (a switch) with the timer list held.
-pub(super) fn plant_with_timers(f: impl FnOnce()) {
-    let _timers = TIMERS.lock();
-    f();
-}
-
 fn add_timer(deadline: u64, p: Arc<Thread>) {
     TIMERS.lock().push((deadline, p));
 }
