@@ -303,11 +303,12 @@ kernel-lockcheck: deps
 		--target $(TARGET) --features lockcheck
 ## test-lockcheck: the lock checker catches three planted misuses, then test-smp-stress runs clean with it
 test-lockcheck: images kernel-lockcheck
-	@for k in double order switch; do \
+	@for k in double:'it already holds' order:'of rank 10 while holding' switch:'switches away from a thread while holding'; do \
+		want=$${k#*:}; k=$${k%%:*}; \
 		timeout --foreground -k 10 300 $(subst $(KERNEL),$(LOCKCHECK_KERNEL),$(QEMU_BASE)) -snapshot \
 			-append "$(SHELL_PARAMS) lockcheck_plant=$$k -- -c 'i=0; while [ \$$i -lt 20000 ]; do i=\$$((i+1)); done'" \
 			</dev/null > $(BUILD)/lockcheck-$$k.log 2>&1 || true; \
-		if grep -aq 'PANIC: .*lockcheck: ' $(BUILD)/lockcheck-$$k.log; then \
+		if grep -aq '\[kernel\] PANIC' $(BUILD)/lockcheck-$$k.log && grep -a '^lockcheck: hart' $(BUILD)/lockcheck-$$k.log | grep -q "$$want"; then \
 			echo "lockcheck: planted $$k bug caught: $$(grep -a -o 'lockcheck: hart.*' $(BUILD)/lockcheck-$$k.log | head -1)"; \
 		else echo "lockcheck: the planted $$k bug was NOT caught ($(BUILD)/lockcheck-$$k.log)"; exit 1; fi; \
 	done

@@ -20,6 +20,9 @@ use core::ops::{Deref, DerefMut};
 
 /// The ranks of the checked locks, lowest (taken first) to highest.
 pub mod rank {
+    /// Below everything: only the lock the checker's planted switch bug holds
+    /// (`task::plant_lock_bug`), so the switch path's own locks do not trip the order check.
+    pub const PLANTED: u8 = 1;
     /// `task::sched::SCHED`: the run queue and the tables of processes and threads.
     pub const SCHED: u8 = 10;
     /// A thread's own state (`Thread::inner`), taken under `SCHED` by a wake-up.

@@ -194,13 +194,15 @@ pub(super) fn switch_to_scheduler() {
 /// Set by `plant_lock_bug("switch")`: the next yield switches away holding a spin lock.
 static PLANT_SWITCH: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
 
-/// The lock the planted bugs misuse: ranked as the interval timers, above `SCHED`.
+/// The lock the planted order bug holds: ranked as the interval timers, above `SCHED`.
 static PLANT_LOCK: SpinLock<(), { rank::ITIMERS }> = SpinLock::new(());
+/// The lock the planted switch bug holds across a switch (ranked below everything).
+static PLANT_LOW: SpinLock<(), { rank::PLANTED }> = SpinLock::new(());
 
 /// Plant a spin-lock misuse the lock checker must catch (`lockcheck_plant=KIND` at boot, for
 /// `make test-lockcheck`): `double` takes the scheduler lock twice, `order` takes it while
 /// holding a higher-ranked lock ([`PLANT_LOCK`]), `switch` makes the next yield switch away
-/// while it holds that lock. A kernel without the checker deadlocks on the first and runs on past
+/// while it holds [`PLANT_LOW`]. A kernel without the checker deadlocks on the first and runs on past
 /// the others. False for an unknown kind.
 pub fn plant_lock_bug(kind: &str) -> bool {
     match kind {
@@ -236,7 +238,7 @@ pub(super) fn yield_counted(voluntary: bool) {
         s.push_yielded(t);
     }
     if PLANT_SWITCH.load(Relaxed) && PLANT_SWITCH.swap(false, Relaxed) {
-        let _held = PLANT_LOCK.lock();
+        let _held = PLANT_LOW.lock();
         return switch_to_scheduler();
     }
     switch_to_scheduler();
