@@ -153,4 +153,11 @@ bench-kv: deps
 	$(CARGO) bench -p kvdb-bench --bench kv -- --warm-up-time 1 --measurement-time 3
 
 .PHONY: bench-debian bench syscost-icount sqlite-bench fio fio-host bench-workloads bench-workloads-host \
-	sqlite-host-bench fio-bench bench-kv
+	sqlite-host-bench fio-bench bench-kv bench-smp-hash
+
+# The two-hash CPU-scaling figure (docs/BENCHMARKS.md "Several harts"): PAIRS boots with
+# SMP_A harts alternating with PAIRS boots with SMP_B, each timing one sha256sum of a cached
+# MIB MiB /dbfs file alone and two side by side, with /proc/bkl's counters (bench/smp/two-hash.sh).
+## bench-smp-hash: two hashes of a cached /dbfs file side by side against one, SMP=1 and SMP=2 boots alternating
+bench-smp-hash: images
+	KERNEL=$(KERNEL) BUILD=$(BUILD) MEM=$(MEM) bench/smp/two-hash.sh

@@ -290,6 +290,41 @@ test-smp-stress: images
 	@grep -Eq '^threadtest: [0-9]+ passed, 0 failed' $(BUILD)/test-smp.log || \
 		{ echo "threadtest: a check failed"; exit 1; }
 
+# The lock checker (kernel feature `lockcheck`, arch/lockcheck.rs): a kernel built with it
+# (in its own target directory, built as `make kernel` builds: fat LTO, one codegen unit), first booted three times with a planted
+# misuse (lockcheck_plant=double, order, switch: each boot must panic with the checker's
+# message), then running the SMP=4 stress boot, which must pass with no checker panic.
+LOCKCHECK_DIR := $(CARGO_TARGET_DIR)/lockcheck
+LOCKCHECK_KERNEL := $(LOCKCHECK_DIR)/$(TARGET)/$(PROFILE)/kernel
+## kernel-lockcheck: the kernel with the lock checker (feature lockcheck), in target/lockcheck
+kernel-lockcheck: deps
+	CARGO_TARGET_DIR=$(LOCKCHECK_DIR) CARGO_PROFILE_RELEASE_LTO=fat CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1 \
+		$(CARGO) build $(CARGO_PROFILE_FLAG) -p kernel \
+		--target $(TARGET) --features lockcheck
+## test-lockcheck: the lock checker catches three planted misuses, then test-smp-stress runs clean with it
+test-lockcheck: images kernel-lockcheck
+	@for k in double:'it already holds' order:'of rank 10 while holding' switch:'switches away from a thread while holding'; do \
+		want=$${k#*:}; k=$${k%%:*}; \
+		timeout --foreground -k 10 300 $(subst $(KERNEL),$(LOCKCHECK_KERNEL),$(QEMU_BASE)) -snapshot \
+			-append "$(SHELL_PARAMS) lockcheck_plant=$$k -- -c 'i=0; while [ \$$i -lt 20000 ]; do i=\$$((i+1)); done'" \
+			</dev/null > $(BUILD)/lockcheck-$$k.log 2>&1 || true; \
+		if grep -aq '\[kernel\] PANIC' $(BUILD)/lockcheck-$$k.log && grep -a '^lockcheck: hart' $(BUILD)/lockcheck-$$k.log | grep -q "$$want"; then \
+			echo "lockcheck: planted $$k bug caught: $$(grep -a -o 'lockcheck: hart.*' $(BUILD)/lockcheck-$$k.log | head -1)"; \
+		else echo "lockcheck: the planted $$k bug was NOT caught ($(BUILD)/lockcheck-$$k.log)"; exit 1; fi; \
+	done
+	$(MAKE) test-smp-stress KERNEL=$(LOCKCHECK_KERNEL)
+	@! grep -aq 'lockcheck: ' $(BUILD)/test-smp.log || { echo "lockcheck: the checker fired in the stress boot"; exit 1; }
+	@echo "test-lockcheck passed: 3 planted bugs caught, test-smp-stress clean under the checker"
+
+# BOOT_LOOP_BOOTS short boots with SMP harts (2 unless given), each checking its dbfs disk at
+# mount and powering off: one OpenSBI banner, one kernel first line, every hart in /proc/bkl
+# (tests/boot-loop.sh; a hart entering the boot path twice, or a start-up hang, fails it).
+BOOT_LOOP_BOOTS ?= 30
+## test-boot-loop: BOOT_LOOP_BOOTS (30) short SMP=2 boots: each starts every hart once and powers off
+test-boot-loop: SMP = 2
+test-boot-loop: images
+	KERNEL=$(KERNEL) BUILD=$(BUILD) MEM=$(MEM) SMP=$(SMP) BOOTS=$(BOOT_LOOP_BOOTS) tests/boot-loop.sh
+
 # What sqlite and fio need beyond plain file I/O (user-tests/src/bin/apptest.rs): POSIX
 # record locks between processes on /dbfs and /fat, shared anonymous memory across fork,
 # System V shared memory, futexes between processes, nice values; then the real sqlite3 shell
@@ -335,4 +370,4 @@ test-apps: images
 
 .PHONY: test test-help check-layers check-docs test-run-cmd test-host test-guest test-smp test-smp-stress test-persist test-fill test-cross \
 	pjdfstest-guest-image pjdfstest test-pjdfstest test-crash crash-test pjdfstest-guest \
-	test-pjdfstest-guest test-shell test-exhaust test-apps
+	test-pjdfstest-guest test-shell test-exhaust test-apps test-lockcheck kernel-lockcheck test-boot-loop

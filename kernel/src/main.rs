@@ -184,6 +184,7 @@ fn clear_bss() {
 #[no_mangle]
 extern "C" fn rust_main(hartid: usize, dtb: usize) -> ! {
     clear_bss();
+    arch::paint_boot_stack();
     // `tp` = this hart's data, and the big kernel lock taken: boot is kernel code like any.
     arch::hart::init_boot(hartid);
     csr::set_sstatus(
@@ -293,6 +294,11 @@ extern "C" fn rust_main(hartid: usize, dtb: usize) -> ! {
         }
     }
     mounts::mount_rest();
+    log::info!(
+        "boot stack: {} bytes used after mounting",
+        arch::boot_stack_used()
+    );
+    arch::check_boot_stack();
 
     let mut argv = alloc::vec![params.init.clone()];
     argv.extend(params.init_args);
@@ -314,6 +320,20 @@ extern "C" fn rust_main(hartid: usize, dtb: usize) -> ! {
     if let Err(e) = started {
         println!("[kernel] cannot start {}: {}", params.init, e);
         shutdown(2);
+    }
+    if let Some(kind) = &params.lockcheck_plant {
+        println!(
+            "[kernel] lockcheck: planting a {} bug (checker {})",
+            kind,
+            if arch::lockcheck::ENABLED {
+                "on"
+            } else {
+                "off"
+            }
+        );
+        if !task::plant_lock_bug(kind) {
+            println!("[kernel] lockcheck_plant={}: double, order or switch", kind);
+        }
     }
     let harts = &info.harts[..info.hart_count];
     let running = arch::hart::start_secondaries(harts, || {
@@ -345,6 +365,13 @@ extern "C" fn secondary_main() -> ! {
     csr::set_sie(csr::sie() | csr::SIE_STIE | csr::SIE_SSIE);
     arch::hart::secondary_started();
     arch::hart::lock();
+    let late = arch::hart::take_late_starts();
+    if late > 0 {
+        println!(
+            "[kernel] {} secondary hart(s) arrived at the boot entry, not at _start_secondary (the firmware's start race): sent on",
+            late
+        );
+    }
     task::run()
 }
 

@@ -21,6 +21,9 @@ pub struct Params {
     pub mem_selftest: bool,
     /// Print what one 4 KiB `memcpy` costs at boot (`arch::mem::copy_cost`).
     pub copy_cost: bool,
+    /// A deliberate spin-lock misuse for the lock checker's test (`lockcheck_plant=double`,
+    /// `order` or `switch`; `task::plant_lock_bug`): a `lockcheck` kernel must panic on it.
+    pub lockcheck_plant: Option<String>,
     pub dbfs_dirsync: bool,
     pub dbfs_direct_write: bool,
     /// Chunk size (bytes) a blank dbfs disk is formatted with; `None`: dbfs's default.
@@ -105,6 +108,7 @@ pub fn parse_params(cmdline: &str) -> Params {
         blk_selftest: false,
         mem_selftest: false,
         copy_cost: false,
+        lockcheck_plant: None,
         dbfs_dirsync: false,
         dbfs_direct_write: true,
         dbfs_chunk: None,
@@ -130,6 +134,7 @@ pub fn parse_params(cmdline: &str) -> Params {
             Some(("blk_selftest", v)) => p.blk_selftest = v == "1",
             Some(("mem_selftest", v)) => p.mem_selftest = v == "1",
             Some(("copy_cost", v)) => p.copy_cost = v == "1",
+            Some(("lockcheck_plant", v)) => p.lockcheck_plant = Some(v.into()),
             Some(("dbfs_dirsync", v)) => p.dbfs_dirsync = v == "1",
             Some(("dbfs_direct_write", v)) => p.dbfs_direct_write = v != "0",
             Some(("dbfs_flush_behind_kib", v)) => match v.parse::<usize>() {

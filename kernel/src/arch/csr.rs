@@ -46,6 +46,7 @@ macro_rules! csr_rw {
 csr_rw!(sstatus, set_sstatus, "sstatus");
 csr_rw!(sie, set_sie, "sie");
 csr_read!(scause, "scause");
+csr_read!(sip, "sip");
 csr_read!(stval, "stval");
 csr_read!(sepc, "sepc");
 csr_rw!(scounteren, set_scounteren, "scounteren");

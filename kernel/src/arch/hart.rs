@@ -16,7 +16,7 @@
 //! "nothing else runs" argument of the kernel (one-hart code) stays true inside it.
 
 use core::sync::atomic::Ordering::{Acquire, Relaxed, Release, SeqCst};
-use core::sync::atomic::{AtomicBool, AtomicUsize};
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 
 /// The most harts the kernel drives (QEMU `virt` with `-smp 8`).
 pub const MAX_HARTS: usize = 8;
@@ -39,6 +39,65 @@ pub struct Hart {
     user_satp: AtomicUsize,
     /// The big-kernel-lock ticket this hart sleeps in `wfi` for ([`lock`]); [`NOBODY`]: none.
     lock_sleep: AtomicUsize,
+    /// When this hart took the big kernel lock (the `time` CSR), for [`Stats::held_t`].
+    held_since: AtomicU64,
+    /// What this hart did with the big kernel lock, IPIs and idling (`/proc/bkl`).
+    stats: Stats,
+}
+
+/// Per-hart counters of the big kernel lock, IPIs and idling, read by `/proc/bkl`. Each is
+/// written by its own hart only (relaxed atomics: a reader sees a recent value).
+#[derive(Default)]
+pub struct Stats {
+    /// Times this hart took the big kernel lock.
+    pub acquires: AtomicU64,
+    /// Of those, the times another hart held it or waited for it first.
+    pub contended: AtomicU64,
+    /// Time spent waiting for it (contended acquisitions only), in timebase ticks ([`ticks_to_ns`]).
+    pub wait_t: AtomicU64,
+    /// The longest of those waits, in timebase ticks.
+    pub wait_max_t: AtomicU64,
+    /// Time this hart held it, in timebase ticks.
+    pub held_t: AtomicU64,
+    /// Times a waiter slept in `wfi` for its turn ([`LOCK_SPINS`] spins did not get it).
+    pub lock_sleeps: AtomicU64,
+    /// IPIs this hart sent (lock hand-offs, idle kicks, signal kicks).
+    pub ipi_sent: AtomicU64,
+    /// Of those, the ones that handed the lock to a sleeping waiter.
+    pub ipi_handoff: AtomicU64,
+    /// Supervisor software interrupts this hart took or found pending.
+    pub ipi_recv: AtomicU64,
+    /// Times this hart idled in `wfi` with nothing to run ([`idle_wait`]).
+    pub idle_sleeps: AtomicU64,
+    /// Time idling there (lock released), in timebase ticks.
+    pub idle_t: AtomicU64,
+    /// Timer interrupts taken from user mode.
+    pub ticks: AtomicU64,
+}
+
+impl Stats {
+    const fn new() -> Self {
+        Stats {
+            acquires: AtomicU64::new(0),
+            contended: AtomicU64::new(0),
+            wait_t: AtomicU64::new(0),
+            wait_max_t: AtomicU64::new(0),
+            held_t: AtomicU64::new(0),
+            lock_sleeps: AtomicU64::new(0),
+            ipi_sent: AtomicU64::new(0),
+            ipi_handoff: AtomicU64::new(0),
+            ipi_recv: AtomicU64::new(0),
+            idle_sleeps: AtomicU64::new(0),
+            idle_t: AtomicU64::new(0),
+            ticks: AtomicU64::new(0),
+        }
+    }
+}
+
+/// Add `n` to a per-hart counter.
+#[inline]
+fn bump(c: &AtomicU64, n: u64) {
+    c.store(c.load(Relaxed).wrapping_add(n), Relaxed);
 }
 
 impl Hart {
@@ -51,12 +110,36 @@ impl Hart {
             idle: AtomicBool::new(false),
             user_satp: AtomicUsize::new(0),
             lock_sleep: AtomicUsize::new(NOBODY),
+            held_since: AtomicU64::new(0),
+            stats: Stats::new(),
         }
     }
 }
 
+/// Hart slot `i`'s counters (`/proc/bkl`).
+pub fn stats(i: usize) -> &'static Stats {
+    &HARTS[i].stats
+}
+
+/// Timebase ticks (the `time` CSR, what [`Stats`] counts time in) as nanoseconds.
+pub fn ticks_to_ns(t: u64) -> u64 {
+    let hz = super::time::timebase_hz().max(1);
+    (t / hz) * 1_000_000_000 + (t % hz) * 1_000_000_000 / hz
+}
+
+/// Count a supervisor software interrupt taken by this hart (the trap handler's).
+pub fn note_ipi_received() {
+    bump(&this().stats.ipi_recv, 1);
+}
+
+/// Count a timer interrupt taken by this hart.
+pub fn note_tick() {
+    bump(&this().stats.ticks, 1);
+}
+
 const _: () = assert!(core::mem::offset_of!(Hart, fp_owner) == 0);
 const _: () = assert!(core::mem::offset_of!(Hart, stack_top) == 8);
+const _: () = assert!(core::mem::offset_of!(Hart, hartid) == 16);
 
 #[allow(clippy::declare_interior_mutable_const)]
 const HART_INIT: Hart = Hart::new();
@@ -166,6 +249,15 @@ pub fn secondary_started() {
     this().started.store(true, Release);
 }
 
+/// Secondary harts that arrived at `_start` instead of `_start_secondary` (`_start_late`).
+static LATE_STARTS: AtomicUsize = AtomicUsize::new(0);
+
+/// How many secondary harts came in through `_start` (the firmware's boot address) and were
+/// sent on to `_start_secondary`, since the last call (for a boot line).
+pub fn take_late_starts() -> usize {
+    LATE_STARTS.swap(0, Relaxed)
+}
+
 // The big kernel lock: a ticket lock (fair between harts), with the holder's index for the
 // checks in `unlock`.
 static NEXT_TICKET: AtomicUsize = AtomicUsize::new(0);
@@ -185,6 +277,17 @@ const LOCK_SPINS: usize = 1000;
 #[inline]
 pub fn lock() {
     let ticket = NEXT_TICKET.fetch_add(1, Relaxed);
+    if SERVING.load(Acquire) != ticket {
+        wait_turn(ticket);
+    }
+    took_lock();
+}
+
+/// Wait for big-kernel-lock ticket `ticket`'s turn (see [`lock`]), counted as contended.
+#[inline(never)]
+fn wait_turn(ticket: usize) {
+    let h = this();
+    let t0 = super::csr::time();
     let mut spins = 0;
     while SERVING.load(Acquire) != ticket {
         spins += 1;
@@ -197,17 +300,33 @@ pub fn lock() {
         if super::csr::sie() & super::csr::SIE_SSIE == 0 {
             continue;
         }
-        let h = this();
         h.lock_sleep.store(ticket, SeqCst);
         if SERVING.load(SeqCst) != ticket {
+            bump(&h.stats.lock_sleeps, 1);
             super::csr::wait_for_interrupt();
             // The IPI was for this turn (a signal's kick for the thread running here finds
             // its signal pending on the way back to user mode anyway).
             super::csr::clear_ssip();
+            bump(&h.stats.ipi_recv, 1);
         }
         h.lock_sleep.store(NOBODY, Relaxed);
     }
-    HOLDER.store(index(), Relaxed);
+    let waited = super::csr::time().wrapping_sub(t0);
+    bump(&h.stats.contended, 1);
+    bump(&h.stats.wait_t, waited);
+    if waited > h.stats.wait_max_t.load(Relaxed) {
+        h.stats.wait_max_t.store(waited, Relaxed);
+    }
+}
+
+/// The big kernel lock is this hart's now: note it.
+#[inline]
+fn took_lock() {
+    let i = index();
+    HOLDER.store(i, Relaxed);
+    let h = &HARTS[i];
+    bump(&h.stats.acquires, 1);
+    h.held_since.store(super::csr::time(), Relaxed);
 }
 
 /// Take the big kernel lock if no hart holds it or waits for it; false (and nothing taken)
@@ -221,7 +340,7 @@ pub fn try_lock() -> bool {
     {
         return false;
     }
-    HOLDER.store(index(), Relaxed);
+    took_lock();
     true
 }
 
@@ -234,10 +353,16 @@ pub fn unlock() {
         index(),
         "BKL released by a hart not holding it"
     );
+    let me = this();
+    bump(
+        &me.stats.held_t,
+        super::csr::time().wrapping_sub(me.held_since.load(Relaxed)),
+    );
     HOLDER.store(NOBODY, Relaxed);
     let next = SERVING.fetch_add(1, SeqCst) + 1;
     for (i, h) in HARTS.iter().enumerate().take(count()) {
         if h.lock_sleep.load(SeqCst) == next {
+            bump(&me.stats.ipi_handoff, 1);
             send_ipi(i);
             break;
         }
@@ -255,7 +380,13 @@ pub fn idle_wait() {
     let h = this();
     h.idle.store(true, Relaxed);
     unlock();
+    let t0 = super::csr::time();
     super::csr::wait_for_interrupt();
+    bump(&h.stats.idle_t, super::csr::time().wrapping_sub(t0));
+    bump(&h.stats.idle_sleeps, 1);
+    if super::csr::sip() & super::csr::SIE_SSIE != 0 {
+        bump(&h.stats.ipi_recv, 1);
+    }
     super::csr::clear_ssip();
     lock();
     h.idle.store(false, Relaxed);
@@ -279,6 +410,7 @@ pub fn kick_idle() {
 /// Interrupt hart slot `i` (a supervisor software interrupt through SBI): its trap handler
 /// takes it on the next instruction it runs with interrupts on (user code, or `wfi` idling).
 pub fn send_ipi(i: usize) {
+    bump(&this().stats.ipi_sent, 1);
     let mask = sbi_rt::HartMask::from_mask_base(1, hartid(i));
     let _ = sbi_rt::send_ipi(mask);
 }
@@ -354,6 +486,48 @@ pub fn fence_i_local() {
     // SAFETY: `fence.i` only synchronises this hart's instruction fetches with memory.
     unsafe { core::arch::asm!("fence.i") };
 }
+
+// `_start_late`: a hart that finds `_start` already claimed by the boot hart. OpenSBI v1.1's
+// `sbi_hsm_hart_start` marks the target START_PENDING before it stores the start address in the
+// target's scratch space, and the target, polling in its HSM wait loop, may see the state first
+// and jump to the address still there: the cold boot's `_start`, with the device tree in a1.
+// Such a hart is one the kernel started: find its slot by hart id (slots with a stack, i.e.
+// handed to `hart_start`), and continue as `_start_secondary` would with that slot in a1.
+// Paging is off here. A hart with no slot parks in `wfi` for good.
+core::arch::global_asm!(
+    r#"
+    .section .text
+    .globl _start_late
+_start_late:
+    lla t1, {late}
+    li t2, 1
+    amoadd.d t2, t2, (t1)
+    lla t0, {harts}
+    li t2, {max}
+1:
+    ld t3, 8(t0)
+    beqz t3, 2f
+    ld t3, 16(t0)
+    beq t3, a0, 3f
+2:
+    addi t0, t0, {size}
+    addi t2, t2, -1
+    bnez t2, 1b
+4:
+    wfi
+    j 4b
+3:
+    li t1, {phys_offset}
+    add a1, t0, t1
+    lla t0, _start_secondary
+    jr t0
+"#,
+    late = sym LATE_STARTS,
+    harts = sym HARTS,
+    max = const MAX_HARTS,
+    size = const core::mem::size_of::<Hart>(),
+    phys_offset = const super::layout::PHYS_OFFSET,
+);
 
 core::arch::global_asm!(
     r#"

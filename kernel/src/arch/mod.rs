@@ -15,6 +15,7 @@ pub mod console;
 pub mod csr;
 pub mod hart;
 pub mod layout;
+pub mod lockcheck;
 pub mod mem;
 pub mod power;
 pub mod random;
@@ -29,6 +30,16 @@ core::arch::global_asm!(
 _start:
     # a0 = hart id, a1 = device tree's physical address (OpenSBI's convention).
     # Paging is off: `lla` gives physical addresses here.
+    # Only the first hart here boots. OpenSBI v1.1 can send a secondary hart that the kernel
+    # starts through HSM here too, with the previous boot's arguments (see `hart.rs`,
+    # `_start_late`): it would clear .bss under the running kernel and boot it a second time.
+    lla t0, boot_claimed
+    li t1, 1
+    amoswap.w.aqrl t1, t1, (t0)
+    beqz t1, 1f
+    lla t0, _start_late
+    jr t0
+1:
     lla t0, {boot_pt}
     srli t0, t0, 12
     li t1, 8 << 60
@@ -41,6 +52,12 @@ _start:
     lla t0, rust_main
     add t0, t0, t1
     jr t0
+
+    .section .data
+    .align 2
+    # 0 until the first hart enters `_start` (in .data, not .bss: clearing .bss must not reset it).
+boot_claimed:
+    .word 0
 
     .section .bss.stack
     .align 12
@@ -77,3 +94,63 @@ static BOOT_PAGE_TABLE: RootTable = {
     }
     RootTable(t)
 };
+
+extern "C" {
+    fn boot_stack_lower();
+    fn boot_stack_top();
+}
+
+/// What [`paint_boot_stack`] fills the boot stack's unused part with.
+const STACK_PAINT: u64 = 0x5354_4b5f_5041_494e;
+/// The lowest bytes of the boot stack that must stay painted: [`check_boot_stack`] panics
+/// when they were written (the stack ran into them, and a few bytes more would have run into
+/// `.data`, which the linker places right below it with no guard page).
+const STACK_RED_ZONE: usize = 1024;
+
+/// Fill the boot stack below the caller's frame with [`STACK_PAINT`] (first thing at boot),
+/// so [`boot_stack_used`] can tell how deep it went and [`check_boot_stack`] whether it
+/// overflowed.
+#[inline(never)]
+pub fn paint_boot_stack() {
+    let sp: usize;
+    // SAFETY: reading `sp`.
+    unsafe { core::arch::asm!("mv {}, sp", out(reg) sp) };
+    let lower = boot_stack_lower as *const () as usize;
+    let mut p = lower;
+    // Leave 512 bytes below `sp` alone: this function's own calls run there.
+    while p + 8 <= sp - 512 {
+        // SAFETY: [lower, sp - 512) is the boot stack's unused part (the stack grows down
+        // from `boot_stack_top`, and this hart runs nothing below `sp` but this loop).
+        unsafe { core::ptr::write_volatile(p as *mut u64, STACK_PAINT) };
+        p += 8;
+    }
+}
+
+/// The most of the boot stack used since [`paint_boot_stack`], in bytes.
+pub fn boot_stack_used() -> usize {
+    let lower = boot_stack_lower as *const () as usize;
+    let top = boot_stack_top as *const () as usize;
+    let mut p = lower;
+    // SAFETY: reading the boot stack's painted words, which only this hart's stack writes.
+    while p < top && unsafe { core::ptr::read_volatile(p as *const u64) } == STACK_PAINT {
+        p += 8;
+    }
+    top - p
+}
+
+/// Panic if the boot stack reached its lowest [`STACK_RED_ZONE`] bytes (an overflow into
+/// `.data` would corrupt statics silently). Called at boot after mounting and by the boot
+/// hart's scheduler loop at every switch.
+pub fn check_boot_stack() {
+    let lower = boot_stack_lower as *const () as usize;
+    let touched = (lower..lower + STACK_RED_ZONE)
+        .step_by(8)
+        // SAFETY: reading the boot stack's lowest words, which only this hart's stack writes.
+        .any(|p| unsafe { core::ptr::read_volatile(p as *const u64) } != STACK_PAINT);
+    assert!(
+        !touched,
+        "the boot stack ran into its last {} bytes ({} bytes used)",
+        STACK_RED_ZONE,
+        boot_stack_used()
+    );
+}

@@ -69,7 +69,7 @@ impl FileSystem for ProcFs {
 }
 
 /// Files of the root directory, with their inode numbers (pids use `pid << 8 | k`).
-const ROOT_FILES: [(&str, Gen, u64); 10] = [
+const ROOT_FILES: [(&str, Gen, u64); 11] = [
     ("mounts", Gen::Mounts, 3),
     ("meminfo", Gen::Meminfo, 4),
     ("uptime", Gen::Uptime, 5),
@@ -80,6 +80,7 @@ const ROOT_FILES: [(&str, Gen, u64); 10] = [
     ("cpuinfo", Gen::Cpuinfo, 10),
     ("self", Gen::SelfLink, 11),
     ("counters", Gen::Counters, 12),
+    ("bkl", Gen::Bkl, 13),
 ];
 
 /// Files of a process directory: name, what, and the low byte of the inode number.
@@ -110,6 +111,7 @@ enum Gen {
     Cpuinfo,
     SelfLink,
     Counters,
+    Bkl,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -286,6 +288,7 @@ impl Node for RootFile {
                 format!("{up} {up}\n")
             }
             Gen::Stat => stat(),
+            Gen::Bkl => bkl(),
             Gen::Loadavg => {
                 let pids = crate::task::ps::pids();
                 let last = pids.iter().max().copied().unwrap_or(0);
@@ -534,6 +537,35 @@ fn stat() -> String {
         "ctxt {ctxt}\nbtime {boot}\nprocesses {procs}\nprocs_running 1\nprocs_blocked 0\n"
     );
     text
+}
+
+/// `/proc/bkl`: per started hart, its big-kernel-lock, IPI and idle counters
+/// (`arch::hart::Stats`), times in microseconds.
+fn bkl() -> String {
+    use core::sync::atomic::Ordering::Relaxed;
+    let us =
+        |t: &core::sync::atomic::AtomicU64| crate::arch::hart::ticks_to_ns(t.load(Relaxed)) / 1000;
+    let mut s = String::new();
+    for i in (0..crate::arch::hart::count()).filter(|&i| crate::arch::hart::is_started(i)) {
+        let h = crate::arch::hart::stats(i);
+        let _ = writeln!(
+            s,
+            "hart{i} acquires {} contended {} wait_us {} wait_max_us {} held_us {} lock_sleeps {} ipi_sent {} ipi_handoff {} ipi_recv {} idle_sleeps {} idle_us {} ticks {}",
+            h.acquires.load(Relaxed),
+            h.contended.load(Relaxed),
+            us(&h.wait_t),
+            us(&h.wait_max_t),
+            us(&h.held_t),
+            h.lock_sleeps.load(Relaxed),
+            h.ipi_sent.load(Relaxed),
+            h.ipi_handoff.load(Relaxed),
+            h.ipi_recv.load(Relaxed),
+            h.idle_sleeps.load(Relaxed),
+            us(&h.idle_t),
+            h.ticks.load(Relaxed),
+        );
+    }
+    s
 }
 
 fn counters() -> String {

@@ -8,8 +8,8 @@ use core::sync::atomic::AtomicBool;
 use core::sync::atomic::AtomicU64;
 use core::sync::atomic::AtomicUsize;
 
+use crate::arch::lockcheck::SpinLock;
 use abi::Errno;
-use spin::Mutex;
 
 use super::lookup::find;
 use super::process::{
@@ -64,7 +64,7 @@ pub(super) fn make_thread(
     Arc::new(Thread {
         tid,
         process: p.clone(),
-        inner: Mutex::new(ThreadInner {
+        inner: SpinLock::new(ThreadInner {
             state: State::Ready,
             tf,
             sig: mask,
@@ -76,7 +76,7 @@ pub(super) fn make_thread(
         keep_cpu: AtomicBool::new(false),
         on_cpu: AtomicBool::new(false),
         own_pages: AtomicBool::new(false),
-        ctx: Mutex::new(TaskContext::new(first_entry as *const () as usize, top)),
+        ctx: SpinLock::new(TaskContext::new(first_entry as *const () as usize, top)),
         cpu_ns: AtomicU64::new(0),
         _kstack: kstack,
     })

@@ -22,8 +22,8 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
+use crate::arch::lockcheck::{rank, SpinLock};
 use abi::Errno;
-use spin::Mutex;
 
 use super::process::Thread;
 use crate::mm::area::Access;
@@ -37,7 +37,7 @@ struct Waiter {
     woken: Arc<AtomicBool>,
 }
 
-static WAITERS: Mutex<Vec<Waiter>> = Mutex::new(Vec::new());
+static WAITERS: SpinLock<Vec<Waiter>, { rank::FUTEX }> = SpinLock::new(Vec::new());
 
 /// Sleep on the futex `key` until a [`wake`] whose bitset meets `bitset`, the monotonic
 /// `deadline` (`ETIMEDOUT`) or a signal (`ERESTARTSYS`). The caller has checked the word.

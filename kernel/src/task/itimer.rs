@@ -15,7 +15,7 @@
 use alloc::sync::{Arc, Weak};
 use alloc::vec::Vec;
 
-use spin::Mutex;
+use crate::arch::lockcheck::{rank, SpinLock};
 
 use super::process::Process;
 use super::signal;
@@ -35,7 +35,7 @@ struct Timer {
     process: Weak<Process>,
 }
 
-static TIMERS: Mutex<Vec<Timer>> = Mutex::new(Vec::new());
+static TIMERS: SpinLock<Vec<Timer>, { rank::ITIMERS }> = SpinLock::new(Vec::new());
 
 /// The clock timer `which` of `p` counts, now (`now`: the monotonic clock).
 fn clock(which: usize, p: &Process, now: u64) -> u64 {

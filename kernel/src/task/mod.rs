@@ -66,6 +66,6 @@ pub use process::{ExitStatus, ProcInner, Process};
 pub use run::{cpu_times, not_running_for, run, set_services, Services, TIME_SLICE_MS};
 pub use sched::{
     block_current, context_switches, current_cred, current_pid, current_process, current_tid,
-    hart_busy_ns, with_current, with_thread, yield_now, PID_MAX,
+    hart_busy_ns, plant_lock_bug, with_current, with_thread, yield_now, PID_MAX,
 };
 pub use user_return::return_to_user_restarting;

@@ -11,8 +11,8 @@ use core::sync::atomic::AtomicU64;
 use core::sync::atomic::AtomicUsize;
 use core::sync::atomic::Ordering::Relaxed;
 
+use crate::arch::lockcheck::{rank, SpinLock};
 use abi::Errno;
-use spin::Mutex;
 
 use super::cred;
 use super::files;
@@ -148,7 +148,7 @@ pub struct ThreadInner {
 pub struct Thread {
     pub tid: usize,
     pub process: Arc<Process>,
-    pub inner: Mutex<ThreadInner>,
+    pub inner: SpinLock<ThreadInner, { rank::THREAD }>,
     /// Thread-directed pending signals (tgkill, faults).
     pub sig_pending: AtomicU64,
     /// Set when the thread must end without a signal of its own (another thread called
@@ -162,7 +162,7 @@ pub struct Thread {
     /// Set while the thread reads into user pages that nothing else can unmap (see
     /// [`reading_own_pages`]).
     pub(super) own_pages: AtomicBool,
-    pub(super) ctx: Mutex<TaskContext>,
+    pub(super) ctx: SpinLock<TaskContext, { rank::CONTEXT }>,
     /// CPU time of this thread so far, added by the scheduler when it leaves the CPU.
     pub(super) cpu_ns: AtomicU64,
     /// Owned here so it lives exactly as long as the thread (the scheduler drops the last

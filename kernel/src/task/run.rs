@@ -102,6 +102,9 @@ pub fn run() -> ! {
             t.tid
         );
         SWITCHES.fetch_add(1, Relaxed);
+        if me == 0 {
+            crate::arch::check_boot_stack();
+        }
         hart::switch_satp(t.process.satp.load(Relaxed));
         // Code pages may have changed while this hart ran other spaces (`fence_i_user` only
         // reaches the harts running the space).
@@ -110,6 +113,7 @@ pub fn run() -> ! {
         let from: *mut TaskContext = ctx_ptr(&IDLE_CTX[me]);
         let started = crate::arch::time::monotonic_ns();
         RUNNING_SINCE[me].store(started, Relaxed);
+        crate::arch::lockcheck::assert_none_held("switches to a thread");
         // SAFETY: see `switch_to_scheduler`.
         unsafe { super::switch::switch(from, to) };
         // From the switch-in, less what the thread waited for the big kernel lock.
@@ -136,8 +140,12 @@ pub fn run() -> ! {
 
 /// Nothing is runnable: take console input, wake sleepers whose time has come, run the file
 /// systems' periodic work, and wait for the next timer tick (`wfi`; the timer is set to the
-/// earliest deadline, at most a few milliseconds away so typing is picked up).
+/// earliest deadline, at most a few milliseconds away so typing is picked up). That is the
+/// boot hart's idle moment; the other harts' is [`idle_secondary`].
 pub(super) fn idle() {
+    if hart::index() != 0 {
+        return idle_secondary();
+    }
     let now = crate::arch::time::monotonic_ns();
     let services = SERVICES.get();
     if let Some(s) = services {
@@ -159,4 +167,20 @@ pub(super) fn idle() {
     // Without the big kernel lock: other harts run kernel code meanwhile, and one that makes
     // a thread runnable wakes this hart with an IPI.
     hart::idle_wait();
+}
+
+/// A secondary hart's idle moment: sleep until a hart that makes a thread runnable kicks it
+/// (`hart::kick_idle`). Console input, timeouts, interval timers and the file systems'
+/// periodic work are the boot hart's (its idle loop, or its timer tick while it runs a
+/// thread; any hart's tick also wakes expired sleepers), so an idle secondary hart does not
+/// wake every 5 ms to take the big kernel lock only to poll them. Its timer stays a
+/// backstop, a second away.
+fn idle_secondary() {
+    if !SCHED.lock().ready.is_empty() {
+        return;
+    }
+    crate::arch::time::set_timer_in_ms(1000);
+    hart::idle_wait();
+    // The next thread's time slice.
+    crate::arch::time::set_timer_in_ms(TIME_SLICE_MS);
 }

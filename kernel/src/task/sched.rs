@@ -12,7 +12,7 @@ use core::sync::atomic::AtomicPtr;
 use core::sync::atomic::AtomicU64;
 use core::sync::atomic::Ordering::Relaxed;
 
-use spin::Mutex;
+use crate::arch::lockcheck::{rank, SpinLock};
 
 use super::cred;
 use super::process::{ProcInner, Process, State, Thread, ThreadInner};
@@ -73,9 +73,16 @@ impl Scheduler {
         self.ready.push_back(t);
         hart::kick_idle();
     }
+    /// Queue the thread this hart is about to switch away from (a yield): no idle hart is
+    /// woken, since this hart runs the scheduler next and takes the queue's first thread
+    /// itself. (Kicking one cost each timer tick's yield an IPI, and the idle hart a wake-up
+    /// and a big-kernel-lock round trip only to find the queue empty again.)
+    pub(super) fn push_yielded(&mut self, t: Arc<Thread>) {
+        self.ready.push_back(t);
+    }
 }
 
-pub(super) static SCHED: Mutex<Scheduler> = Mutex::new(Scheduler {
+pub(super) static SCHED: SpinLock<Scheduler, { rank::SCHED }> = SpinLock::new(Scheduler {
     ready: VecDeque::new(),
     current: [const { None }; MAX_HARTS],
     all: BTreeMap::new(),
@@ -86,8 +93,8 @@ pub(super) static SCHED: Mutex<Scheduler> = Mutex::new(Scheduler {
 });
 
 /// Each hart's scheduler context (its boot stack, running [`super::run`]).
-pub(super) static IDLE_CTX: [Mutex<TaskContext>; MAX_HARTS] =
-    [const { Mutex::new(TaskContext::zero()) }; MAX_HARTS];
+pub(super) static IDLE_CTX: [SpinLock<TaskContext, { rank::CONTEXT }>; MAX_HARTS] =
+    [const { SpinLock::new(TaskContext::zero()) }; MAX_HARTS];
 
 /// Per hart, the thread in `SCHED.current`, for [`with_current`] on the system-call path without the
 /// scheduler lock or a reference-count round trip (each an atomic operation, which QEMU
@@ -164,7 +171,7 @@ pub fn with_thread<R>(f: impl FnOnce(&mut ThreadInner) -> R) -> R {
 
 /// The address of a context, for `switch` (the lock only guards against re-entrancy bugs:
 /// contexts are touched by this hart alone).
-pub(super) fn ctx_ptr(ctx: &Mutex<TaskContext>) -> *mut TaskContext {
+pub(super) fn ctx_ptr(ctx: &SpinLock<TaskContext, { rank::CONTEXT }>) -> *mut TaskContext {
     let mut g = ctx.lock();
     &mut *g as *mut TaskContext
 }
@@ -176,10 +183,41 @@ pub(super) fn switch_to_scheduler() {
     let from: *mut TaskContext = ctx_ptr(&t.ctx);
     let to: *const TaskContext = ctx_ptr(&IDLE_CTX[hart::index()]);
     drop(t);
+    // Nothing that spins may stay locked while this thread sleeps or waits for its turn.
+    crate::arch::lockcheck::assert_none_held("switches away from a thread");
     // SAFETY: both contexts live in statics or in a thread kept alive by `SCHED.current`
     // until the scheduler runs again; no lock is held across the switch and nothing else
     // runs on this hart meanwhile.
     unsafe { super::switch::switch(from, to) };
+}
+
+/// Set by `plant_lock_bug("switch")`: the next yield switches away holding a spin lock.
+static PLANT_SWITCH: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
+/// The lock the planted order bug holds: ranked as the interval timers, above `SCHED`.
+static PLANT_LOCK: SpinLock<(), { rank::ITIMERS }> = SpinLock::new(());
+/// The lock the planted switch bug holds across a switch (ranked below everything).
+static PLANT_LOW: SpinLock<(), { rank::PLANTED }> = SpinLock::new(());
+
+/// Plant a spin-lock misuse the lock checker must catch (`lockcheck_plant=KIND` at boot, for
+/// `make test-lockcheck`): `double` takes the scheduler lock twice, `order` takes it while
+/// holding a higher-ranked lock ([`PLANT_LOCK`]), `switch` makes the next yield switch away
+/// while it holds [`PLANT_LOW`]. A kernel without the checker deadlocks on the first and runs on past
+/// the others. False for an unknown kind.
+pub fn plant_lock_bug(kind: &str) -> bool {
+    match kind {
+        "double" => {
+            let _a = SCHED.lock();
+            let _b = SCHED.lock();
+        }
+        "order" => {
+            let _high = PLANT_LOCK.lock();
+            let _sched = SCHED.lock();
+        }
+        "switch" => PLANT_SWITCH.store(true, Relaxed),
+        _ => return false,
+    }
+    true
 }
 
 /// Give up the CPU; the thread stays runnable (an involuntary switch in getrusage's terms:
@@ -197,7 +235,11 @@ pub(super) fn yield_counted(voluntary: bool) {
         t.inner.lock().state = State::Ready;
         // Another hart can take it only once this one releases the big kernel lock, after
         // the switch below has saved its registers.
-        s.push_ready(t);
+        s.push_yielded(t);
+    }
+    if PLANT_SWITCH.load(Relaxed) && PLANT_SWITCH.swap(false, Relaxed) {
+        let _held = PLANT_LOW.lock();
+        return switch_to_scheduler();
     }
     switch_to_scheduler();
 }

@@ -10,14 +10,14 @@
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
-use spin::Mutex;
+use crate::arch::lockcheck::{rank, SpinLock};
 
 use super::process::Thread;
 use super::sched::{block_current, current_thread, wake};
 
 /// Threads waiting for one kind of event.
 pub struct WaitQueue {
-    waiters: Mutex<Vec<Arc<Thread>>>,
+    waiters: SpinLock<Vec<Arc<Thread>>, { rank::WAIT_QUEUE }>,
 }
 
 impl Default for WaitQueue {
@@ -29,7 +29,7 @@ impl Default for WaitQueue {
 impl WaitQueue {
     pub const fn new() -> Self {
         WaitQueue {
-            waiters: Mutex::new(Vec::new()),
+            waiters: SpinLock::new(Vec::new()),
         }
     }
 
@@ -74,7 +74,8 @@ pub fn poll_wake() {
 }
 
 /// Threads sleeping until a deadline: (deadline in monotonic ns, thread).
-static TIMERS: Mutex<Vec<(u64, Arc<Thread>)>> = Mutex::new(Vec::new());
+static TIMERS: SpinLock<Vec<(u64, Arc<Thread>)>, { rank::SLEEP_TIMERS }> =
+    SpinLock::new(Vec::new());
 
 fn add_timer(deadline: u64, p: Arc<Thread>) {
     TIMERS.lock().push((deadline, p));

@@ -49,6 +49,7 @@ extern "C" fn user_trap_handler(tf: &mut TrapFrame) -> ! {
     let mut restart = None;
     if scause & INTERRUPT != 0 {
         if scause & !INTERRUPT == SUPERVISOR_TIMER {
+            crate::arch::hart::note_tick();
             crate::arch::time::set_timer_in_ms(crate::task::TIME_SLICE_MS);
             crate::tty::poll_input();
             let now = crate::arch::time::monotonic_ns();
@@ -61,6 +62,7 @@ extern "C" fn user_trap_handler(tf: &mut TrapFrame) -> ! {
             // which the return to user mode below delivers; or one meant for this hart's idle
             // loop that arrived late.
             csr::clear_ssip();
+            crate::arch::hart::note_ipi_received();
         } else {
             log::warn!("unexpected interrupt {:#x}", scause);
         }
