@@ -8,7 +8,8 @@
 //!   `mounts` (as `/proc/mounts`: Debian's `/etc/mtab` links to `/proc/self/mounts`),
 //!   `mountinfo` (what coreutils' `df` and util-linux read);
 //! - `/proc/self` (a link to the caller's directory), `mounts`, `meminfo`, `uptime`, `stat`,
-//!   `loadavg`, `filesystems`, `version`, `cpuinfo`;
+//!   `loadavg`, `filesystems`, `version`, `cpuinfo`, `config.gz` (the kernel's configuration:
+//!   `proc_config`);
 //! - `/proc/sys`: a few tunables, read-only (`procsys`);
 //! - `/proc/counters` (ours, like Linux's `vmstat`): the kernel's I/O counters since boot
 //!   (`name value` lines, the figures the benchmarks print beside each result), so
@@ -69,7 +70,7 @@ impl FileSystem for ProcFs {
 }
 
 /// Files of the root directory, with their inode numbers (pids use `pid << 8 | k`).
-const ROOT_FILES: [(&str, Gen, u64); 10] = [
+const ROOT_FILES: [(&str, Gen, u64); 11] = [
     ("mounts", Gen::Mounts, 3),
     ("meminfo", Gen::Meminfo, 4),
     ("uptime", Gen::Uptime, 5),
@@ -80,6 +81,7 @@ const ROOT_FILES: [(&str, Gen, u64); 10] = [
     ("cpuinfo", Gen::Cpuinfo, 10),
     ("self", Gen::SelfLink, 11),
     ("counters", Gen::Counters, 12),
+    ("config.gz", Gen::ConfigGz, 13),
 ];
 
 /// Files of a process directory: name, what, and the low byte of the inode number.
@@ -109,6 +111,7 @@ enum Gen {
     Cpuinfo,
     SelfLink,
     Counters,
+    ConfigGz,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -308,6 +311,7 @@ impl Node for RootFile {
                 text
             }
             Gen::Counters => counters(),
+            Gen::ConfigGz => return read_text(&super::proc_config::config_gz(), offset, buf),
             Gen::SelfLink => return Err(VfsError::InvalidInput),
         };
         read_text(text.as_bytes(), offset, buf)
