@@ -393,6 +393,10 @@ pub const SYS_GETRLIMIT: usize = 163;
 pub const SYS_SETRLIMIT: usize = 164;
 /// `getrusage`: resource usage (CPU time, faults, ...) of the process or its children.
 pub const SYS_GETRUSAGE: usize = 165;
+/// `capget`: a thread's capability sets.
+pub const SYS_CAPGET: usize = 90;
+/// `capset`: set the caller's capability sets.
+pub const SYS_CAPSET: usize = 91;
 /// `prctl`: process settings by option (name, death signal, ...).
 pub const SYS_PRCTL: usize = 167;
 /// `shmget`: the id of a System V shared memory segment (created with IPC_CREAT/IPC_PRIVATE).

@@ -7,6 +7,7 @@
 mod aio;
 mod args;
 mod attr;
+mod caps;
 mod fd;
 mod fs;
 mod futex;
@@ -54,6 +55,9 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
         SYS_REMOVEXATTR => xattr::sys_removexattr(a[0], a[1], true),
         SYS_LREMOVEXATTR => xattr::sys_removexattr(a[0], a[1], false),
         SYS_FREMOVEXATTR => xattr::sys_fremovexattr(a[0] as i32, a[1]),
+        SYS_CAPGET => caps::sys_capget(a[0], a[1]),
+        SYS_CAPSET => caps::sys_capset(a[0], a[1]),
+        SYS_PRCTL => caps::sys_prctl(a[0], a[1]),
         SYS_GETCWD => namespace::sys_getcwd(a[0], a[1]),
         SYS_DUP => fs::sys_dup(a[0] as i32),
         SYS_DUP3 => fs::sys_dup3(a[0] as i32, a[1] as i32, a[2] as u32),

@@ -447,6 +447,7 @@ pub fn sys_setfsid(new: usize, group: bool) -> SysResult {
                 c.fsgid = new;
             } else {
                 c.fsuid = new;
+                c.caps.fix_setfsuid(old, new);
             }
         }
         Ok(old as usize)

@@ -239,6 +239,8 @@ pub fn exec(
     let closed = with_current(|p| {
         p.comm = comm;
         p.cmdline = cmdline;
+        let (uid, euid) = (p.cred.uid, p.cred.euid);
+        p.cred.caps.on_exec(uid, euid);
         space.activate();
         // The new program's code (only this hart runs the new space): no stale instructions
         // from reused frames.

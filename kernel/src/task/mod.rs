@@ -24,7 +24,8 @@
 //! a thread's `inner` (a leaf). No lock is held across a context switch.
 //!
 //! Files, lowest first (each imports only files above it in this list): `sigstate` (signal
-//! numbers, actions, masks), `cred`, `files` (the descriptor-table trait), `switch`,
+//! numbers, actions, masks), `caps` (capability sets), `cred`, `files` (the descriptor-table
+//! trait), `switch`,
 //! `process` (the data), `sched` (run queue, current thread, block and wake), `away`
 //! (giving the CPU away inside the kernel), `lookup`, `wait` (wait queues, timers, the
 //! pollers' queue), `signal` (generation), `itimer` (setitimer's SIGALRM), `futex`, `ps`, `run` (the scheduler loop),
@@ -32,6 +33,7 @@
 //! them and re-exports what the other layers use.
 
 mod away;
+pub mod caps;
 pub mod cred;
 mod exec;
 mod exit;
