@@ -393,6 +393,8 @@ pub const SYS_GETRLIMIT: usize = 163;
 pub const SYS_SETRLIMIT: usize = 164;
 /// `getrusage`: resource usage (CPU time, faults, ...) of the process or its children.
 pub const SYS_GETRUSAGE: usize = 165;
+/// `eventfd2`: a descriptor on a 64-bit event counter.
+pub const SYS_EVENTFD2: usize = 19;
 /// `capget`: a thread's capability sets.
 pub const SYS_CAPGET: usize = 90;
 /// `capset`: set the caller's capability sets.

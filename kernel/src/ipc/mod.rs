@@ -1,6 +1,8 @@
 //! Communication between processes: pipes and FIFOs (`pipe`), Unix-domain socket names
-//! (`socket`), System V shared memory segments (`shm`), timer descriptors (`timerfd`).
+//! (`socket`), System V shared memory segments (`shm`), timer descriptors (`timerfd`),
+//! event counters (`eventfd`).
 
+pub mod eventfd;
 pub mod pipe;
 pub mod shm;
 pub mod socket;

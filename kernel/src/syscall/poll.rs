@@ -1,6 +1,7 @@
 //! Waiting for descriptors: ppoll and pselect6.
 //!
-//! Readiness: a pipe end asks its pipe, the terminal asks the line discipline, every other
+//! Readiness: a pipe end asks its pipe, the terminal asks the line discipline, an eventfd its
+//! counter, every other
 //! file is always ready (as on Linux for regular files). A caller with nothing ready sleeps on
 //! one queue, `task::wait::POLLERS`, that pipes and the terminal wake on every change
 //! (`task::wait::poll_wake`: the queue is the task layer's, so the file layer wakes it without
@@ -46,6 +47,15 @@ fn poll_one(fd: i32, events: u16) -> u16 {
             }
             if hup {
                 rev |= if end.read { POLLHUP } else { POLLERR };
+            }
+        }
+        Some(Stream::Event(e)) => {
+            let (r, w) = e.poll();
+            if r && want_in {
+                rev |= events & (POLLIN | POLLRDNORM);
+            }
+            if w && want_out {
+                rev |= events & (POLLOUT | POLLWRNORM);
             }
         }
         Some(Stream::Timer(t)) => {
