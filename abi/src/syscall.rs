@@ -393,6 +393,8 @@ pub const SYS_GETRLIMIT: usize = 163;
 pub const SYS_SETRLIMIT: usize = 164;
 /// `getrusage`: resource usage (CPU time, faults, ...) of the process or its children.
 pub const SYS_GETRUSAGE: usize = 165;
+/// `signalfd4`: a descriptor that reads the caller's pending signals of a set.
+pub const SYS_SIGNALFD4: usize = 74;
 /// `eventfd2`: a descriptor on a 64-bit event counter.
 pub const SYS_EVENTFD2: usize = 19;
 /// `capget`: a thread's capability sets.

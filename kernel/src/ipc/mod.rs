@@ -1,9 +1,10 @@
 //! Communication between processes: pipes and FIFOs (`pipe`), Unix-domain socket names
 //! (`socket`), System V shared memory segments (`shm`), timer descriptors (`timerfd`),
-//! event counters (`eventfd`).
+//! event counters (`eventfd`), signal descriptors (`signalfd`).
 
 pub mod eventfd;
 pub mod pipe;
 pub mod shm;
+pub mod signalfd;
 pub mod socket;
 pub mod timerfd;

@@ -75,6 +75,7 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
         SYS_ACCEPT | SYS_ACCEPT4 | SYS_SENDTO | SYS_RECVFROM | SYS_SENDMSG | SYS_RECVMSG => {
             socket::sys_unsupported(a[0] as i32)
         }
+        SYS_SIGNALFD4 => eventfd::sys_signalfd4(a[0] as i32, a[1], a[2], a[3] as u32),
         SYS_EVENTFD2 => eventfd::sys_eventfd2(a[0] as u32, a[1] as u32),
         SYS_TIMERFD_CREATE => timerfd::sys_timerfd_create(a[0], a[1] as u32),
         SYS_TIMERFD_SETTIME => timerfd::sys_timerfd_settime(a[0] as i32, a[1] as u32, a[2], a[3]),

@@ -1,7 +1,7 @@
 //! Waiting for descriptors: ppoll and pselect6.
 //!
 //! Readiness: a pipe end asks its pipe, the terminal asks the line discipline, an eventfd its
-//! counter, every other
+//! counter, a signalfd the caller's pending signals, every other
 //! file is always ready (as on Linux for regular files). A caller with nothing ready sleeps on
 //! one queue, `task::wait::POLLERS`, that pipes and the terminal wake on every change
 //! (`task::wait::poll_wake`: the queue is the task layer's, so the file layer wakes it without
@@ -56,6 +56,11 @@ fn poll_one(fd: i32, events: u16) -> u16 {
             }
             if w && want_out {
                 rev |= events & (POLLOUT | POLLWRNORM);
+            }
+        }
+        Some(Stream::Signal(s)) => {
+            if want_in && s.readable() {
+                rev |= events & (POLLIN | POLLRDNORM);
             }
         }
         Some(Stream::Timer(t)) => {

@@ -1,5 +1,5 @@
-//! Streams: pipes (pipe2, FIFOs), the terminal, timer descriptors (read only) and event
-//! descriptors (8-byte reads and writes), whose reads and writes sleep, honour
+//! Streams: pipes (pipe2, FIFOs), the terminal, timer and signal descriptors (read only) and
+//! event descriptors (8-byte reads and writes), whose reads and writes sleep, honour
 //! O_NONBLOCK and can be interrupted by signals; and ioctl.
 //!
 //! `read`/`write` in `fs.rs` hand a descriptor to [`read`]/[`write`] here when [`stream_of`]
@@ -28,6 +28,7 @@ pub enum Stream<'a> {
     Tty,
     Timer(&'a crate::ipc::timerfd::TimerFd),
     Event(&'a crate::ipc::eventfd::EventFd),
+    Signal(&'a crate::ipc::signalfd::SignalFd),
 }
 
 pub fn stream_of(f: &OpenFile) -> Option<Stream<'_>> {
@@ -40,6 +41,12 @@ pub fn stream_of(f: &OpenFile) -> Option<Stream<'_>> {
     }
     if let Some(e) = node.as_any().downcast_ref::<crate::ipc::eventfd::EventFd>() {
         return Some(Stream::Event(e));
+    }
+    if let Some(s) = node
+        .as_any()
+        .downcast_ref::<crate::ipc::signalfd::SignalFd>()
+    {
+        return Some(Stream::Signal(s));
     }
     crate::fs::devfs::is_console(node).then_some(Stream::Tty)
 }
@@ -86,6 +93,7 @@ pub fn read(f: &OpenFile, s: Stream, va: usize, len: usize) -> SysResult {
             buf[..8].copy_from_slice(&n.to_le_bytes());
             8
         }
+        Stream::Signal(s) => s.read(&mut buf, nonblock(f))?,
     };
     copy_out(va, &buf[..n])?;
     Ok(n)
@@ -124,7 +132,7 @@ pub fn write(f: &OpenFile, s: Stream, va: usize, len: usize) -> SysResult {
                 crate::tty::write(&buf);
                 n
             }
-            Stream::Timer(_) | Stream::Event(_) => return Err(Errno::EINVAL),
+            Stream::Timer(_) | Stream::Event(_) | Stream::Signal(_) => return Err(Errno::EINVAL),
         };
         done += put;
         if put < n {
