@@ -393,6 +393,16 @@ pub const SYS_GETRLIMIT: usize = 163;
 pub const SYS_SETRLIMIT: usize = 164;
 /// `getrusage`: resource usage (CPU time, faults, ...) of the process or its children.
 pub const SYS_GETRUSAGE: usize = 165;
+/// `timer_create`: a POSIX per-process timer.
+pub const SYS_TIMER_CREATE: usize = 107;
+/// `timer_gettime`: a POSIX timer's time left and interval.
+pub const SYS_TIMER_GETTIME: usize = 108;
+/// `timer_getoverrun`: expirations a POSIX timer's last signal stands for, beyond one.
+pub const SYS_TIMER_GETOVERRUN: usize = 109;
+/// `timer_settime`: arm or disarm a POSIX timer.
+pub const SYS_TIMER_SETTIME: usize = 110;
+/// `timer_delete`: delete a POSIX timer.
+pub const SYS_TIMER_DELETE: usize = 111;
 /// `signalfd4`: a descriptor that reads the caller's pending signals of a set.
 pub const SYS_SIGNALFD4: usize = 74;
 /// `eventfd2`: a descriptor on a 64-bit event counter.

@@ -19,6 +19,7 @@ mod mount;
 mod namespace;
 mod poll;
 mod process;
+mod ptimer;
 mod shm;
 mod signal;
 mod socket;
@@ -75,6 +76,11 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
         SYS_ACCEPT | SYS_ACCEPT4 | SYS_SENDTO | SYS_RECVFROM | SYS_SENDMSG | SYS_RECVMSG => {
             socket::sys_unsupported(a[0] as i32)
         }
+        SYS_TIMER_CREATE => ptimer::sys_timer_create(a[0], a[1], a[2]),
+        SYS_TIMER_SETTIME => ptimer::sys_timer_settime(a[0], a[1] as u32, a[2], a[3]),
+        SYS_TIMER_GETTIME => ptimer::sys_timer_gettime(a[0], a[1]),
+        SYS_TIMER_GETOVERRUN => ptimer::sys_timer_getoverrun(a[0]),
+        SYS_TIMER_DELETE => ptimer::sys_timer_delete(a[0]),
         SYS_SIGNALFD4 => eventfd::sys_signalfd4(a[0] as i32, a[1], a[2], a[3] as u32),
         SYS_EVENTFD2 => eventfd::sys_eventfd2(a[0] as u32, a[1] as u32),
         SYS_TIMERFD_CREATE => timerfd::sys_timerfd_create(a[0], a[1] as u32),

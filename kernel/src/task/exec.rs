@@ -236,6 +236,7 @@ pub fn exec(
         t.robust_list = 0;
         t.clear_child_tid = 0;
     });
+    super::ptimer::delete_all(current_pid());
     let closed = with_current(|p| {
         p.comm = comm;
         p.cmdline = cmdline;

@@ -108,6 +108,7 @@ pub(super) fn process_exit(p: Arc<Process>, status: ExitStatus) {
         wake(&parent);
     }
     super::itimer::cancel(p.pid);
+    super::ptimer::delete_all(p.pid);
     files.close(p.pid); // closes every descriptor (may write back data)
     if p.pid == 1 {
         let code = match status {

@@ -28,7 +28,7 @@
 //! trait), `switch`,
 //! `process` (the data), `sched` (run queue, current thread, block and wake), `away`
 //! (giving the CPU away inside the kernel), `lookup`, `wait` (wait queues, timers, the
-//! pollers' queue), `signal` (generation), `itimer` (setitimer's SIGALRM), `futex`, `ps`, `run` (the scheduler loop),
+//! pollers' queue), `signal` (generation), `ptimer` (POSIX timers), `itimer` (setitimer's SIGALRM), `futex`, `ps`, `run` (the scheduler loop),
 //! `exit`, `sigframe` (delivery), `user_return`, `fork`, `exec`. This file only declares
 //! them and re-exports what the other layers use.
 
@@ -44,6 +44,7 @@ pub mod itimer;
 mod lookup;
 mod process;
 pub mod ps;
+pub mod ptimer;
 mod run;
 mod sched;
 pub mod sigframe;
