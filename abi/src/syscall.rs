@@ -393,6 +393,10 @@ pub const SYS_GETRLIMIT: usize = 163;
 pub const SYS_SETRLIMIT: usize = 164;
 /// `getrusage`: resource usage (CPU time, faults, ...) of the process or its children.
 pub const SYS_GETRUSAGE: usize = 165;
+/// `ioprio_set`: a process's I/O scheduling class and level.
+pub const SYS_IOPRIO_SET: usize = 30;
+/// `ioprio_get`: a process's I/O scheduling class and level.
+pub const SYS_IOPRIO_GET: usize = 31;
 /// `timer_create`: a POSIX per-process timer.
 pub const SYS_TIMER_CREATE: usize = 107;
 /// `timer_gettime`: a POSIX timer's time left and interval.

@@ -158,6 +158,8 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
         SYS_GETPGID => process::sys_getpgid(a[0] as isize),
         SYS_GETSID => process::sys_getsid(a[0] as isize),
         SYS_GETPRIORITY => process::sys_getpriority(a[0], a[1]),
+        SYS_IOPRIO_SET => process::sys_ioprio_set(a[0], a[1], a[2]),
+        SYS_IOPRIO_GET => process::sys_ioprio_get(a[0], a[1]),
         SYS_SETPRIORITY => process::sys_setpriority(a[0], a[1], a[2]),
         SYS_SETSID => process::sys_setsid(),
         SYS_PRLIMIT64 => process::sys_prlimit64(a[0], a[1], a[2], a[3]),

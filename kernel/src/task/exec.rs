@@ -183,6 +183,7 @@ pub fn spawn_init(
         children_cpu_ns: 0,
         children_switches: [0; 2],
         nice: 0,
+        ioprio: 0,
         comm,
         cmdline,
         vfork_parent: None,
