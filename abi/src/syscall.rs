@@ -397,6 +397,10 @@ pub const SYS_GETRUSAGE: usize = 165;
 pub const SYS_IOPRIO_SET: usize = 30;
 /// `ioprio_get`: a process's I/O scheduling class and level.
 pub const SYS_IOPRIO_GET: usize = 31;
+/// `pidfd_send_signal`: signal the process a pidfd names.
+pub const SYS_PIDFD_SEND_SIGNAL: usize = 424;
+/// `pidfd_open`: a descriptor naming a process.
+pub const SYS_PIDFD_OPEN: usize = 434;
 /// `timer_create`: a POSIX per-process timer.
 pub const SYS_TIMER_CREATE: usize = 107;
 /// `timer_gettime`: a POSIX timer's time left and interval.

@@ -1,8 +1,10 @@
 //! Communication between processes: pipes and FIFOs (`pipe`), Unix-domain socket names
 //! (`socket`), System V shared memory segments (`shm`), timer descriptors (`timerfd`),
-//! event counters (`eventfd`), signal descriptors (`signalfd`).
+//! event counters (`eventfd`), signal descriptors (`signalfd`), process descriptors
+//! (`pidfd`).
 
 pub mod eventfd;
+pub mod pidfd;
 pub mod pipe;
 pub mod shm;
 pub mod signalfd;

@@ -17,6 +17,7 @@ mod io;
 pub(crate) mod misc;
 mod mount;
 mod namespace;
+mod pidfd;
 mod poll;
 mod process;
 mod ptimer;
@@ -75,6 +76,10 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
         SYS_RISCV_HWPROBE => hwprobe::sys_riscv_hwprobe(a[0], a[1], a[2], a[3], a[4]),
         SYS_ACCEPT | SYS_ACCEPT4 | SYS_SENDTO | SYS_RECVFROM | SYS_SENDMSG | SYS_RECVMSG => {
             socket::sys_unsupported(a[0] as i32)
+        }
+        SYS_PIDFD_OPEN => pidfd::sys_pidfd_open(a[0] as isize, a[1] as u32),
+        SYS_PIDFD_SEND_SIGNAL => {
+            pidfd::sys_pidfd_send_signal(a[0] as i32, a[1] as i32, a[2], a[3] as u32)
         }
         SYS_TIMER_CREATE => ptimer::sys_timer_create(a[0], a[1], a[2]),
         SYS_TIMER_SETTIME => ptimer::sys_timer_settime(a[0], a[1] as u32, a[2], a[3]),
