@@ -19,6 +19,7 @@
 #![no_main]
 
 mod aio_tests;
+mod anonfd_tests;
 mod bad_input;
 mod chmod_tests;
 mod exec_tests;
@@ -218,6 +219,10 @@ pub const TESTS: &[Test] = &[
         Needs::OpenUnlinked,
     ),
     t("itimer_real", itimer_tests::itimer_real),
+    t(
+        "timer_signalfd_eventfd",
+        anonfd_tests::timer_signalfd_eventfd,
+    ),
     t(
         "mount_umount_errors_and_move",
         mount_tests::mount_umount_errors_and_move,
