@@ -139,6 +139,12 @@ struct PidFile {
     what: PidGen,
 }
 
+/// The pid a `/proc/<pid>` directory node stands for (pidfd_send_signal accepts a
+/// descriptor of one, as Linux does).
+pub fn pid_of_dir(node: &dyn Node) -> Option<usize> {
+    node.as_any().downcast_ref::<PidDir>().map(|d| d.pid)
+}
+
 fn pid_ino(pid: usize, k: u64) -> u64 {
     ((pid as u64) << 8) | k
 }

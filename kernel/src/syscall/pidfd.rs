@@ -1,4 +1,5 @@
-//! pidfd_open and pidfd_send_signal: descriptors on processes (`ipc::pidfd`).
+//! pidfd_open and pidfd_send_signal: descriptors on processes (`ipc::pidfd`); signals may
+//! also go through a descriptor of a `/proc/<pid>` directory, as on Linux.
 //!
 //! pidfd_send_signal takes Linux's `siginfo_t` and checks it as Linux does (its signal
 //! number must match; a process may send a code other than a kernel's or tkill's only to
@@ -44,14 +45,14 @@ pub fn sys_pidfd_send_signal(fd: i32, sig: i32, info: usize, flags: u32) -> SysR
         return Err(Errno::EINVAL);
     }
     let f = with_current(|p| p.files.fds().get(fd))?;
-    let target = f
-        .loc
-        .node
-        .as_any()
-        .downcast_ref::<PidFd>()
-        .ok_or(Errno::EBADF)?
-        .process
-        .clone();
+    // A pidfd, or (as Linux accepts) a descriptor of a /proc/<pid> directory.
+    let target = match f.loc.node.as_any().downcast_ref::<PidFd>() {
+        Some(p) => p.process.clone(),
+        None => {
+            let pid = crate::fs::procfs::pid_of_dir(&*f.loc.node).ok_or(Errno::EBADF)?;
+            task::find(pid).ok_or(Errno::ESRCH)?
+        }
+    };
     let sig = usize::try_from(sig).map_err(|_| Errno::EINVAL)?;
     if sig > signal::NSIG {
         return Err(Errno::EINVAL);

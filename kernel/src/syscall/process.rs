@@ -659,8 +659,9 @@ pub fn sys_ioprio_set(which: usize, who: usize, ioprio: usize) -> SysResult {
         IOPRIO_CLASS_NONE if level == 0 => {}
         _ => return Err(Errno::EINVAL),
     }
-    // Linux's duration-limit hints (1..=7) are accepted and have no effect here either.
-    if hint > 7 {
+    // Bits 3..12 (Linux 6.5's duration-limit hints) are a level of 8 or more here: EINVAL,
+    // as Linux answered before hints.
+    if hint != 0 {
         return Err(Errno::EINVAL);
     }
     for p in ioprio_targets(which, who)? {
