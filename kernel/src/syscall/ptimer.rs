@@ -109,7 +109,7 @@ pub fn sys_timer_settime(id: usize, flags: u32, new: usize, old: usize) -> SysRe
     let pid = crate::task::current_pid();
     if new == 0 {
         // Linux checks the id before the pointer.
-        ptimer::gettime(pid, id, time::monotonic_ns())?;
+        ptimer::gettime(pid, id, time::monotonic_ns(), crate::task::cpu_times())?;
         return Err(Errno::EINVAL);
     }
     let mut b = [0u8; 32];
@@ -126,7 +126,8 @@ pub fn sys_timer_settime(id: usize, flags: u32, new: usize, old: usize) -> SysRe
     } else {
         value
     };
-    let (left, ival) = ptimer::settime(pid, id, now, value, absolute, interval)?;
+    let cpu = crate::task::cpu_times();
+    let (left, ival) = ptimer::settime(pid, id, now, cpu, value, absolute, interval)?;
     if old != 0 {
         copy_out(old, &itimerspec(ival, left))?;
     }
@@ -138,6 +139,7 @@ pub fn sys_timer_gettime(id: usize, cur: usize) -> SysResult {
         crate::task::current_pid(),
         timer_id(id),
         time::monotonic_ns(),
+        crate::task::cpu_times(),
     )?;
     copy_out(cur, &itimerspec(ival, left))?;
     Ok(0)

@@ -6,9 +6,9 @@
 //! monotonic deadline when set, as timerfd does), the CPU clocks by the process's or the
 //! creating thread's CPU time. When it runs out it notifies as its `sigevent` asks: a signal
 //! to the process (SIGEV_SIGNAL, SIGEV_THREAD), to one of its threads (SIGEV_THREAD_ID), or
-//! nothing (SIGEV_NONE); then again every interval. Expirations while the previous signal is
-//! still pending, and those a late check skipped, are the overrun timer_getoverrun reports
-//! (that of the last signal sent). The sigevent's value is not handed to the handler: this
+//! nothing (SIGEV_NONE); then again every interval. Expirations while its signal is still
+//! pending, and those a late check skipped, are that signal's overrun, which
+//! timer_getoverrun reports once it has been delivered (before, the previous one's). The sigevent's value is not handed to the handler: this
 //! kernel's signal frames carry no `si_value`.
 //!
 //! All armed timers are in one list checked with the interval timers (`itimer`) at every
@@ -58,8 +58,8 @@ struct Timer {
     /// When it runs out next, on its clock; None: disarmed.
     deadline: Option<u64>,
     interval: u64,
-    /// Expirations not signalled since the last signal, and what that count was when the
-    /// last signal went out (timer_getoverrun).
+    /// Expirations the newest signal stands for beyond one (counted while it is pending),
+    /// and the count of the signal before it (timer_getoverrun).
     overrun: u64,
     overrun_last: u64,
     process: Weak<Process>,
@@ -116,17 +116,36 @@ fn with_timer<R>(pid: usize, id: i32, f: impl FnOnce(&mut Timer) -> R) -> Result
     Ok(f(t))
 }
 
+/// The timer's clock as its own process (the caller) reads it: the CPU clocks with the
+/// slice now running, which the scheduler has not added up yet: `cpu` is the caller's
+/// (process, thread) CPU time as `task::cpu_times` gives it.
+fn caller_clock(t: &Timer, now: u64, cpu: (u64, u64)) -> Option<u64> {
+    let (proc_cpu, thread_cpu) = cpu;
+    match &t.clock {
+        Clock::Wall(_) => Some(now),
+        Clock::ProcessCpu => Some(proc_cpu),
+        Clock::ThreadCpu(w) => {
+            let th = w.upgrade()?;
+            if Arc::ptr_eq(&th, &super::sched::current_thread()) {
+                Some(thread_cpu)
+            } else {
+                Some(th.cpu_ns.load(Relaxed))
+            }
+        }
+    }
+}
+
 /// (time left, interval) in ns; (0, 0) when disarmed. `now` is the monotonic clock.
-fn left(t: &Timer, now: u64) -> (u64, u64) {
-    match (t.deadline, clock_now(&t.clock, &t.process, now)) {
+fn left(t: &Timer, now: u64, cpu: (u64, u64)) -> (u64, u64) {
+    match (t.deadline, caller_clock(t, now, cpu)) {
         // An armed timer whose time has come reports at least 1 ns (it fires at the tick).
         (Some(d), Some(at)) => (d.saturating_sub(at).max(1), t.interval),
         _ => (0, t.interval),
     }
 }
 
-pub fn gettime(pid: usize, id: i32, now: u64) -> Result<(u64, u64), Errno> {
-    with_timer(pid, id, |t| left(t, now))
+pub fn gettime(pid: usize, id: i32, now: u64, cpu: (u64, u64)) -> Result<(u64, u64), Errno> {
+    with_timer(pid, id, |t| left(t, now, cpu))
 }
 
 /// Arm: the first expiry `value` ns from now on the timer's clock (`absolute`: at `value`
@@ -136,12 +155,13 @@ pub fn settime(
     pid: usize,
     id: i32,
     now: u64,
+    cpu: (u64, u64),
     value: u64,
     absolute: bool,
     interval: u64,
 ) -> Result<(u64, u64), Errno> {
     with_timer(pid, id, |t| {
-        let old = left(t, now);
+        let old = left(t, now, cpu);
         t.overrun = 0;
         t.overrun_last = 0;
         t.interval = if value == 0 { 0 } else { interval };
@@ -150,7 +170,7 @@ pub fn settime(
         } else if absolute {
             Some(value)
         } else {
-            clock_now(&t.clock, &t.process, now).map(|at| at.saturating_add(value))
+            caller_clock(t, now, cpu).map(|at| at.saturating_add(value))
         };
         old
     })
@@ -161,8 +181,15 @@ pub fn is_realtime(pid: usize, id: i32) -> Result<bool, Errno> {
     with_timer(pid, id, |t| matches!(t.clock, Clock::Wall(true)))
 }
 
+/// The overrun of the last signal delivered: while the newest is still pending, the one
+/// before it's; once it has been delivered, what it gathered.
 pub fn getoverrun(pid: usize, id: i32) -> Result<usize, Errno> {
-    with_timer(pid, id, |t| t.overrun_last.min(OVERRUN_MAX) as usize)
+    let (n, p) = with_timer(pid, id, |t| (t.notify.clone(), t.process.clone()))?;
+    let pending = p.upgrade().is_some_and(|p| still_pending(&n, &p));
+    with_timer(pid, id, |t| {
+        let v = if pending { t.overrun_last } else { t.overrun };
+        v.min(OVERRUN_MAX) as usize
+    })
 }
 
 pub fn delete(pid: usize, id: i32) -> Result<(), Errno> {
@@ -217,8 +244,9 @@ pub fn fire_expired(now: u64) -> Option<u64> {
             if still_pending(&t.notify, &p) {
                 t.overrun = t.overrun.saturating_add(runs);
             } else {
-                t.overrun_last = t.overrun.saturating_add(runs - 1);
-                t.overrun = 0;
+                // The previous signal has been delivered: its count is final.
+                t.overrun_last = t.overrun;
+                t.overrun = runs - 1;
                 due.push((p, t.notify.clone()));
             }
             true
