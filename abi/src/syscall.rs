@@ -402,6 +402,32 @@ pub const SYS_GETRLIMIT: usize = 163;
 pub const SYS_SETRLIMIT: usize = 164;
 /// `getrusage`: resource usage (CPU time, faults, ...) of the process or its children.
 pub const SYS_GETRUSAGE: usize = 165;
+/// `ioprio_set`: a process's I/O scheduling class and level.
+pub const SYS_IOPRIO_SET: usize = 30;
+/// `ioprio_get`: a process's I/O scheduling class and level.
+pub const SYS_IOPRIO_GET: usize = 31;
+/// `pidfd_send_signal`: signal the process a pidfd names.
+pub const SYS_PIDFD_SEND_SIGNAL: usize = 424;
+/// `pidfd_open`: a descriptor naming a process.
+pub const SYS_PIDFD_OPEN: usize = 434;
+/// `timer_create`: a POSIX per-process timer.
+pub const SYS_TIMER_CREATE: usize = 107;
+/// `timer_gettime`: a POSIX timer's time left and interval.
+pub const SYS_TIMER_GETTIME: usize = 108;
+/// `timer_getoverrun`: expirations a POSIX timer's last signal stands for, beyond one.
+pub const SYS_TIMER_GETOVERRUN: usize = 109;
+/// `timer_settime`: arm or disarm a POSIX timer.
+pub const SYS_TIMER_SETTIME: usize = 110;
+/// `timer_delete`: delete a POSIX timer.
+pub const SYS_TIMER_DELETE: usize = 111;
+/// `signalfd4`: a descriptor that reads the caller's pending signals of a set.
+pub const SYS_SIGNALFD4: usize = 74;
+/// `eventfd2`: a descriptor on a 64-bit event counter.
+pub const SYS_EVENTFD2: usize = 19;
+/// `capget`: a thread's capability sets.
+pub const SYS_CAPGET: usize = 90;
+/// `capset`: set the caller's capability sets.
+pub const SYS_CAPSET: usize = 91;
 /// `prctl`: process settings by option (name, death signal, ...).
 pub const SYS_PRCTL: usize = 167;
 /// `shmget`: the id of a System V shared memory segment (created with IPC_CREAT/IPC_PRIVATE).

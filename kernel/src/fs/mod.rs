@@ -10,7 +10,7 @@
 //! Files: `mount_table` (mounts, `Loc`), `path` (resolution), `perm` (Linux's permission
 //! rules), `ops` (mount, create, read a program), `file` (open files, descriptor tables),
 //! `lock` (record locks), `flock` (whole-file locks), `writeback` (periodic work, sync), `devfs`, `procfs` (and `procsys`,
-//! its `/proc/sys`), and `window_pager` (dbfs's pages through the block layer's disk window).
+//! its `/proc/sys`; `proc_config`, its `/proc/config.gz`), and `window_pager` (dbfs's pages through the block layer's disk window).
 
 pub mod devfs;
 pub mod file;
@@ -21,6 +21,7 @@ mod mount_table;
 mod ops;
 pub mod path;
 pub mod perm;
+mod proc_config;
 pub mod proc_fd;
 pub mod procfs;
 mod procsys;

@@ -8,7 +8,8 @@
 //!   `mounts` (as `/proc/mounts`: Debian's `/etc/mtab` links to `/proc/self/mounts`),
 //!   `mountinfo` (what coreutils' `df` and util-linux read);
 //! - `/proc/self` (a link to the caller's directory), `mounts`, `meminfo`, `uptime`, `stat`,
-//!   `loadavg`, `filesystems`, `version`, `cpuinfo`;
+//!   `loadavg`, `filesystems`, `version`, `cpuinfo`, `config.gz` (the kernel's configuration:
+//!   `proc_config`);
 //! - `/proc/sys`: a few tunables, read-only (`procsys`);
 //! - `/proc/counters` (ours, like Linux's `vmstat`): the kernel's I/O counters since boot
 //!   (`name value` lines, the figures the benchmarks print beside each result), so
@@ -69,7 +70,7 @@ impl FileSystem for ProcFs {
 }
 
 /// Files of the root directory, with their inode numbers (pids use `pid << 8 | k`).
-const ROOT_FILES: [(&str, Gen, u64); 11] = [
+const ROOT_FILES: [(&str, Gen, u64); 12] = [
     ("mounts", Gen::Mounts, 3),
     ("meminfo", Gen::Meminfo, 4),
     ("uptime", Gen::Uptime, 5),
@@ -81,6 +82,7 @@ const ROOT_FILES: [(&str, Gen, u64); 11] = [
     ("self", Gen::SelfLink, 11),
     ("counters", Gen::Counters, 12),
     ("bkl", Gen::Bkl, 13),
+    ("config.gz", Gen::ConfigGz, 14),
 ];
 
 /// Files of a process directory: name, what, and the low byte of the inode number.
@@ -112,6 +114,7 @@ enum Gen {
     SelfLink,
     Counters,
     Bkl,
+    ConfigGz,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -138,6 +141,12 @@ struct RootFile {
 struct PidFile {
     pid: usize,
     what: PidGen,
+}
+
+/// The pid a `/proc/<pid>` directory node stands for (pidfd_send_signal accepts a
+/// descriptor of one, as Linux does).
+pub fn pid_of_dir(node: &dyn Node) -> Option<usize> {
+    node.as_any().downcast_ref::<PidDir>().map(|d| d.pid)
 }
 
 fn pid_ino(pid: usize, k: u64) -> u64 {
@@ -313,6 +322,7 @@ impl Node for RootFile {
                 text
             }
             Gen::Counters => counters(),
+            Gen::ConfigGz => return read_text(&super::proc_config::config_gz(), offset, buf),
             Gen::SelfLink => return Err(VfsError::InvalidInput),
         };
         read_text(text.as_bytes(), offset, buf)

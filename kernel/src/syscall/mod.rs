@@ -7,7 +7,9 @@
 mod aio;
 mod args;
 mod attr;
+mod caps;
 mod epoll;
+mod eventfd;
 mod fd;
 mod fs;
 mod futex;
@@ -16,8 +18,10 @@ mod io;
 pub(crate) mod misc;
 mod mount;
 mod namespace;
+mod pidfd;
 mod poll;
 mod process;
+mod ptimer;
 mod shm;
 mod signal;
 mod socket;
@@ -55,6 +59,9 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
         SYS_REMOVEXATTR => xattr::sys_removexattr(a[0], a[1], true),
         SYS_LREMOVEXATTR => xattr::sys_removexattr(a[0], a[1], false),
         SYS_FREMOVEXATTR => xattr::sys_fremovexattr(a[0] as i32, a[1]),
+        SYS_CAPGET => caps::sys_capget(a[0], a[1]),
+        SYS_CAPSET => caps::sys_capset(a[0], a[1]),
+        SYS_PRCTL => caps::sys_prctl(a[0], a[1]),
         SYS_GETCWD => namespace::sys_getcwd(a[0], a[1]),
         SYS_DUP => fs::sys_dup(a[0] as i32),
         SYS_DUP3 => fs::sys_dup3(a[0] as i32, a[1] as i32, a[2] as u32),
@@ -71,6 +78,17 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
         SYS_ACCEPT | SYS_ACCEPT4 | SYS_SENDTO | SYS_RECVFROM | SYS_SENDMSG | SYS_RECVMSG => {
             socket::sys_unsupported(a[0] as i32)
         }
+        SYS_PIDFD_OPEN => pidfd::sys_pidfd_open(a[0] as isize, a[1] as u32),
+        SYS_PIDFD_SEND_SIGNAL => {
+            pidfd::sys_pidfd_send_signal(a[0] as i32, a[1] as i32, a[2], a[3] as u32)
+        }
+        SYS_TIMER_CREATE => ptimer::sys_timer_create(a[0], a[1], a[2]),
+        SYS_TIMER_SETTIME => ptimer::sys_timer_settime(a[0], a[1] as u32, a[2], a[3]),
+        SYS_TIMER_GETTIME => ptimer::sys_timer_gettime(a[0], a[1]),
+        SYS_TIMER_GETOVERRUN => ptimer::sys_timer_getoverrun(a[0]),
+        SYS_TIMER_DELETE => ptimer::sys_timer_delete(a[0]),
+        SYS_SIGNALFD4 => eventfd::sys_signalfd4(a[0] as i32, a[1], a[2], a[3] as u32),
+        SYS_EVENTFD2 => eventfd::sys_eventfd2(a[0] as u32, a[1] as u32),
         SYS_TIMERFD_CREATE => timerfd::sys_timerfd_create(a[0], a[1] as u32),
         SYS_TIMERFD_SETTIME => timerfd::sys_timerfd_settime(a[0] as i32, a[1] as u32, a[2], a[3]),
         SYS_TIMERFD_GETTIME => timerfd::sys_timerfd_gettime(a[0] as i32, a[1]),
@@ -155,6 +173,8 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
         SYS_GETPGID => process::sys_getpgid(a[0] as isize),
         SYS_GETSID => process::sys_getsid(a[0] as isize),
         SYS_GETPRIORITY => process::sys_getpriority(a[0], a[1]),
+        SYS_IOPRIO_SET => process::sys_ioprio_set(a[0], a[1], a[2]),
+        SYS_IOPRIO_GET => process::sys_ioprio_get(a[0], a[1]),
         SYS_SETPRIORITY => process::sys_setpriority(a[0], a[1], a[2]),
         SYS_SETSID => process::sys_setsid(),
         SYS_PRLIMIT64 => process::sys_prlimit64(a[0], a[1], a[2], a[3]),

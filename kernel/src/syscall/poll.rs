@@ -1,6 +1,7 @@
 //! Waiting for descriptors: ppoll and pselect6.
 //!
-//! Readiness: a pipe end asks its pipe, the terminal asks the line discipline, every other
+//! Readiness: a pipe end asks its pipe, the terminal asks the line discipline, an eventfd its
+//! counter, a signalfd the caller's pending signals, a pidfd its process's exit, every other
 //! file is always ready (as on Linux for regular files). A caller with nothing ready sleeps on
 //! one queue, `task::wait::POLLERS`, that pipes and the terminal wake on every change
 //! (`task::wait::poll_wake`: the queue is the task layer's, so the file layer wakes it without
@@ -46,6 +47,19 @@ pub(super) fn poll_file(f: &crate::fs::file::OpenFile, events: u16) -> u16 {
     let want_in = events & (POLLIN | POLLRDNORM) != 0;
     let want_out = events & (POLLOUT | POLLWRNORM) != 0;
     let mut rev = 0;
+    if let Some(pf) = f
+        .loc
+        .node
+        .as_any()
+        .downcast_ref::<crate::ipc::pidfd::PidFd>()
+    {
+        // A process descriptor: readable once the process has exited.
+        return if pf.exited() {
+            events & (POLLIN | POLLRDNORM)
+        } else {
+            0
+        };
+    }
     match stream_of(f) {
         Some(Stream::Pipe(end)) => {
             let (r, w, hup) = end.pipe.poll(end.read, end.write);
@@ -57,6 +71,20 @@ pub(super) fn poll_file(f: &crate::fs::file::OpenFile, events: u16) -> u16 {
             }
             if hup {
                 rev |= if end.read { POLLHUP } else { POLLERR };
+            }
+        }
+        Some(Stream::Event(e)) => {
+            let (r, w) = e.poll();
+            if r && want_in {
+                rev |= events & (POLLIN | POLLRDNORM);
+            }
+            if w && want_out {
+                rev |= events & (POLLOUT | POLLWRNORM);
+            }
+        }
+        Some(Stream::Signal(s)) => {
+            if want_in && s.readable() {
+                rev |= events & (POLLIN | POLLRDNORM);
             }
         }
         Some(Stream::Timer(t)) => {

@@ -447,6 +447,7 @@ pub fn sys_setfsid(new: usize, group: bool) -> SysResult {
                 c.fsgid = new;
             } else {
                 c.fsuid = new;
+                c.caps.fix_setfsuid(old, new);
             }
         }
         Ok(old as usize)
@@ -634,6 +635,65 @@ pub fn sys_setpriority(which: usize, who: usize, prio: usize) -> SysResult {
             return Err(Errno::EACCES);
         }
         t.nice = nice;
+    }
+    Ok(0)
+}
+
+const IOPRIO_CLASS_NONE: usize = 0;
+const IOPRIO_CLASS_RT: usize = 1;
+const IOPRIO_CLASS_BE: usize = 2;
+const IOPRIO_CLASS_IDLE: usize = 3;
+const CAP_SYS_ADMIN: u32 = 21;
+const CAP_SYS_NICE: u32 = 23;
+
+/// ioprio_get/ioprio_set's `which` (IOPRIO_WHO_PROCESS 1, _PGRP 2, _USER 3) are
+/// getpriority's PRIO_* plus one.
+fn ioprio_targets(
+    which: usize,
+    who: usize,
+) -> Result<alloc::vec::Vec<alloc::sync::Arc<task::Process>>, Errno> {
+    prio_targets(which.checked_sub(1).ok_or(Errno::EINVAL)?, who)
+}
+
+/// ioprio_get: the priority of the target (of several, the highest: the lowest value).
+pub fn sys_ioprio_get(which: usize, who: usize) -> SysResult {
+    let best = ioprio_targets(which, who)?
+        .iter()
+        .map(|p| p.inner.lock().ioprio)
+        .min()
+        .unwrap_or(0);
+    Ok(best as usize)
+}
+
+/// ioprio_set: class (bits 13..15) and level (0..=7); the real-time class needs
+/// CAP_SYS_NICE or CAP_SYS_ADMIN, another user's process the same rule as setpriority.
+pub fn sys_ioprio_set(which: usize, who: usize, ioprio: usize) -> SysResult {
+    if ioprio > u16::MAX as usize {
+        return Err(Errno::EINVAL);
+    }
+    let (class, hint, level) = (ioprio >> 13, (ioprio >> 3) & 0x3ff, ioprio & 7);
+    let cred = task::current_cred();
+    match class {
+        IOPRIO_CLASS_RT => {
+            if !cred.caps.has(CAP_SYS_NICE) && !cred.caps.has(CAP_SYS_ADMIN) {
+                return Err(Errno::EPERM);
+            }
+        }
+        IOPRIO_CLASS_BE | IOPRIO_CLASS_IDLE => {}
+        IOPRIO_CLASS_NONE if level == 0 => {}
+        _ => return Err(Errno::EINVAL),
+    }
+    // Bits 3..12 (Linux 6.5's duration-limit hints) are a level of 8 or more here: EINVAL,
+    // as Linux answered before hints.
+    if hint != 0 {
+        return Err(Errno::EINVAL);
+    }
+    for p in ioprio_targets(which, who)? {
+        let mut t = p.inner.lock();
+        if cred.euid != 0 && cred.euid != t.cred.uid && cred.euid != t.cred.euid {
+            return Err(Errno::EPERM);
+        }
+        t.ioprio = ioprio as u16;
     }
     Ok(0)
 }

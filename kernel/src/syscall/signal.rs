@@ -160,7 +160,7 @@ pub fn sys_sigaltstack(ss: usize, old: usize, tf: &TrapFrame) -> SysResult {
 }
 
 /// May the current process signal `target` (Linux's `kill_ok_by_cred`)?
-fn may_signal(target: &crate::task::Process) -> bool {
+pub(super) fn may_signal(target: &crate::task::Process) -> bool {
     let me = with_current(|p| p.cred.clone());
     if me.euid == 0 {
         return true;

@@ -1,4 +1,5 @@
-//! Streams: pipes (pipe2, FIFOs), the terminal and timer descriptors (read only), whose reads and writes sleep, honour
+//! Streams: pipes (pipe2, FIFOs), the terminal, timer and signal descriptors (read only) and
+//! event descriptors (8-byte reads and writes), whose reads and writes sleep, honour
 //! O_NONBLOCK and can be interrupted by signals; and ioctl.
 //!
 //! `read`/`write` in `fs.rs` hand a descriptor to [`read`]/[`write`] here when [`stream_of`]
@@ -26,6 +27,8 @@ pub enum Stream<'a> {
     Pipe(&'a PipeEnd),
     Tty,
     Timer(&'a crate::ipc::timerfd::TimerFd),
+    Event(&'a crate::ipc::eventfd::EventFd),
+    Signal(&'a crate::ipc::signalfd::SignalFd),
 }
 
 pub fn stream_of(f: &OpenFile) -> Option<Stream<'_>> {
@@ -35,6 +38,15 @@ pub fn stream_of(f: &OpenFile) -> Option<Stream<'_>> {
     }
     if let Some(t) = node.as_any().downcast_ref::<crate::ipc::timerfd::TimerFd>() {
         return Some(Stream::Timer(t));
+    }
+    if let Some(e) = node.as_any().downcast_ref::<crate::ipc::eventfd::EventFd>() {
+        return Some(Stream::Event(e));
+    }
+    if let Some(s) = node
+        .as_any()
+        .downcast_ref::<crate::ipc::signalfd::SignalFd>()
+    {
+        return Some(Stream::Signal(s));
     }
     crate::fs::devfs::is_console(node).then_some(Stream::Tty)
 }
@@ -73,6 +85,15 @@ pub fn read(f: &OpenFile, s: Stream, va: usize, len: usize) -> SysResult {
             buf[..8].copy_from_slice(&n.to_le_bytes());
             8
         }
+        Stream::Event(e) => {
+            if buf.len() < 8 {
+                return Err(Errno::EINVAL);
+            }
+            let n = e.read(nonblock(f))?;
+            buf[..8].copy_from_slice(&n.to_le_bytes());
+            8
+        }
+        Stream::Signal(s) => s.read(&mut buf, nonblock(f))?,
     };
     copy_out(va, &buf[..n])?;
     Ok(n)
@@ -85,6 +106,16 @@ pub fn write(f: &OpenFile, s: Stream, va: usize, len: usize) -> SysResult {
     }
     if !uaccess::range_ok(va, len) {
         return Err(Errno::EFAULT);
+    }
+    if let Stream::Event(e) = s {
+        // One u64 added to the counter (EINVAL for a smaller buffer).
+        if len < 8 {
+            return Err(Errno::EINVAL);
+        }
+        let mut v = [0u8; 8];
+        copy_in(va, &mut v)?;
+        e.write(u64::from_le_bytes(v), nonblock(f))?;
+        return Ok(8);
     }
     let mut done = 0;
     while done < len {
@@ -101,7 +132,7 @@ pub fn write(f: &OpenFile, s: Stream, va: usize, len: usize) -> SysResult {
                 crate::tty::write(&buf);
                 n
             }
-            Stream::Timer(_) => return Err(Errno::EINVAL),
+            Stream::Timer(_) | Stream::Event(_) | Stream::Signal(_) => return Err(Errno::EINVAL),
         };
         done += put;
         if put < n {

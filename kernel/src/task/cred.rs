@@ -2,14 +2,17 @@
 //! supplementary groups, with Linux's rules for changing them (`setuid` family) and the
 //! permission check every file access makes ([`Cred::may`]).
 //!
-//! A process starts as root (uid 0); fork copies the credentials, execve keeps them (no
-//! set-user-id execution yet).
+//! A process starts as root (uid 0, every capability); fork copies the credentials, execve
+//! keeps the ids (no set-user-id execution yet) and recomputes the capability sets
+//! (`caps`, which the set*uid calls also adjust as Linux does).
 
 use alloc::vec::Vec;
 
 use abi::Errno;
 
-#[derive(Clone, Debug, Default)]
+use super::caps::Caps;
+
+#[derive(Clone, Debug)]
 pub struct Cred {
     pub uid: u32,
     pub euid: u32,
@@ -20,6 +23,25 @@ pub struct Cred {
     pub sgid: u32,
     pub fsgid: u32,
     pub groups: Vec<u32>,
+    pub caps: Caps,
+}
+
+impl Default for Cred {
+    /// Root: all ids 0, the full capability sets.
+    fn default() -> Cred {
+        Cred {
+            uid: 0,
+            euid: 0,
+            suid: 0,
+            fsuid: 0,
+            gid: 0,
+            egid: 0,
+            sgid: 0,
+            fsgid: 0,
+            groups: Vec::new(),
+            caps: Caps::root(),
+        }
+    }
 }
 
 /// What an access wants (the `rwx` bits of a mode).
@@ -86,8 +108,22 @@ impl Cred {
     /// setresuid with Linux's rule: an unprivileged process may set each id only to one of
     /// its current real, effective or saved ids. `u32::MAX` (-1) leaves an id alone.
     pub fn setresuid(&mut self, r: u32, e: u32, s: u32) -> Result<(), Errno> {
-        let (privileged, ids) = self.users();
-        ids.set_res(privileged, r, e, s)
+        self.changing_uids(|c| {
+            let (privileged, ids) = c.users();
+            ids.set_res(privileged, r, e, s)
+        })
+    }
+
+    /// Run a set*uid change, then adjust the capability sets to the new ids.
+    fn changing_uids(
+        &mut self,
+        change: impl FnOnce(&mut Cred) -> Result<(), Errno>,
+    ) -> Result<(), Errno> {
+        let old = [self.uid, self.euid, self.suid];
+        change(self)?;
+        let new = [self.uid, self.euid, self.suid];
+        self.caps.fix_setuid(old, new);
+        Ok(())
     }
 
     pub fn setresgid(&mut self, r: u32, e: u32, s: u32) -> Result<(), Errno> {
@@ -97,8 +133,10 @@ impl Cred {
 
     /// setuid: root sets all three ids; others only the effective one, to the real or saved.
     pub fn setuid(&mut self, id: u32) -> Result<(), Errno> {
-        let (privileged, ids) = self.users();
-        ids.set_one(privileged, id)
+        self.changing_uids(|c| {
+            let (privileged, ids) = c.users();
+            ids.set_one(privileged, id)
+        })
     }
 
     pub fn setgid(&mut self, id: u32) -> Result<(), Errno> {
@@ -109,8 +147,10 @@ impl Cred {
     /// setreuid: as Linux, the saved id follows the new effective id when the real id is set
     /// or the effective id differs from the old real id.
     pub fn setreuid(&mut self, r: u32, e: u32) -> Result<(), Errno> {
-        let (privileged, ids) = self.users();
-        ids.set_re(privileged, r, e)
+        self.changing_uids(|c| {
+            let (privileged, ids) = c.users();
+            ids.set_re(privileged, r, e)
+        })
     }
 
     pub fn setregid(&mut self, r: u32, e: u32) -> Result<(), Errno> {

@@ -183,6 +183,7 @@ pub fn spawn_init(
         children_cpu_ns: 0,
         children_switches: [0; 2],
         nice: 0,
+        ioprio: 0,
         comm,
         cmdline,
         vfork_parent: None,
@@ -237,9 +238,12 @@ pub fn exec(
         t.robust_list = 0;
         t.clear_child_tid = 0;
     });
+    super::ptimer::delete_all(current_pid());
     let closed = with_current(|p| {
         p.comm = comm;
         p.cmdline = cmdline;
+        let (uid, euid) = (p.cred.uid, p.cred.euid);
+        p.cred.caps.on_exec(uid, euid);
         space.activate();
         // The new program's code (only this hart runs the new space): no stale instructions
         // from reused frames.

@@ -93,6 +93,8 @@ pub(super) fn process_exit(p: Arc<Process>, status: ExitStatus) {
     let (ppid, children, files, vfork_parent) = {
         let mut inner = p.inner.lock();
         inner.zombie = Some(status);
+        // A pidfd of it polls readable now.
+        super::wait::poll_wake();
         // A parent waiting in vfork goes on, and finds the child's status waiting for it.
         let vfork_parent = release_vfork_parent(&mut inner);
         // Free memory now (allocating nothing).
@@ -108,6 +110,7 @@ pub(super) fn process_exit(p: Arc<Process>, status: ExitStatus) {
         wake(&parent);
     }
     super::itimer::cancel(p.pid);
+    super::ptimer::delete_all(p.pid);
     files.close(p.pid); // closes every descriptor (may write back data)
     if p.pid == 1 {
         let code = match status {

@@ -122,6 +122,7 @@ pub fn fork(tf: &TrapFrame, vfork: bool) -> Result<usize, Errno> {
             children_cpu_ns: 0,
             children_switches: [0; 2],
             nice: p.nice,
+            ioprio: p.ioprio,
             comm: p.comm.clone(),
             cmdline: p.cmdline.clone(),
             vfork_parent,

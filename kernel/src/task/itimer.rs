@@ -94,7 +94,8 @@ pub(super) fn cancel(pid: usize) {
 
 /// Send the signal of every timer whose time has come; re-arm periodic ones (a timer that
 /// fell several intervals behind fires once: signals of one number do not queue). Returns
-/// the earliest wall-clock deadline still pending (the CPU timers need no wake-up of their
+/// the earliest wall-clock deadline still pending, of these and of the POSIX timers
+/// (`ptimer`, fired here too) (the CPU timers need no wake-up of their
 /// own: their process is running, so the tick comes).
 pub fn fire_expired(now: u64) -> Option<u64> {
     let due: Vec<(Weak<Process>, usize)> = {
@@ -127,10 +128,15 @@ pub fn fire_expired(now: u64) -> Option<u64> {
             signal::send(&p, *sig);
         }
     }
-    TIMERS
+    let next = TIMERS
         .lock()
         .iter()
         .filter(|t| t.which == ITIMER_REAL)
         .map(|t| t.deadline)
-        .min()
+        .min();
+    // The POSIX timers are checked at the same moments.
+    match (next, super::ptimer::fire_expired(now)) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
 }

@@ -24,14 +24,16 @@
 //! a thread's `inner` (a leaf). No lock is held across a context switch.
 //!
 //! Files, lowest first (each imports only files above it in this list): `sigstate` (signal
-//! numbers, actions, masks), `cred`, `files` (the descriptor-table trait), `switch`,
+//! numbers, actions, masks), `caps` (capability sets), `cred`, `files` (the descriptor-table
+//! trait), `switch`,
 //! `process` (the data), `sched` (run queue, current thread, block and wake), `away`
 //! (giving the CPU away inside the kernel), `lookup`, `wait` (wait queues, timers, the
-//! pollers' queue), `signal` (generation), `itimer` (setitimer's SIGALRM), `futex`, `ps`, `run` (the scheduler loop),
+//! pollers' queue), `signal` (generation), `ptimer` (POSIX timers), `itimer` (setitimer's SIGALRM), `futex`, `ps`, `run` (the scheduler loop),
 //! `exit`, `sigframe` (delivery), `user_return`, `fork`, `exec`. This file only declares
 //! them and re-exports what the other layers use.
 
 mod away;
+pub mod caps;
 pub mod cred;
 mod exec;
 mod exit;
@@ -42,6 +44,7 @@ pub mod itimer;
 mod lookup;
 mod process;
 pub mod ps;
+pub mod ptimer;
 mod run;
 mod sched;
 pub mod sigframe;

@@ -78,6 +78,9 @@ pub struct ProcInner {
     /// Nice value (-20..=19; getpriority/setpriority). Inherited by fork; the round-robin
     /// scheduler does not weigh it yet.
     pub nice: i32,
+    /// I/O priority (ioprio_set: class << 13 | level; 0, class NONE, until set). Inherited
+    /// by fork; the block layer serves requests in order, whatever their priority.
+    pub ioprio: u16,
     /// The program's name (`comm`: the executable's file name, at most 15 bytes) and its
     /// arguments as /proc/<pid>/cmdline gives them (each followed by a NUL byte).
     pub comm: String,

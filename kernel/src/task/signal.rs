@@ -61,6 +61,8 @@ pub fn send(p: &Arc<Process>, sig: usize) {
             wake_or_kick(t);
         }
     }
+    // A signalfd reader or poller waits for signals it blocks.
+    super::wait::poll_wake();
 }
 
 /// Generate signal `sig` (1..=64) for one thread (tgkill).
@@ -79,6 +81,7 @@ pub fn send_thread(t: &Arc<Thread>, sig: usize) {
     }
     t.sig_pending.fetch_or(bit(sig), Relaxed);
     wake_or_kick(t);
+    super::wait::poll_wake();
 }
 
 /// Generate a signal the current thread caused itself (a fault): if it is blocked or
@@ -139,4 +142,23 @@ pub fn fatal_pending() -> bool {
 pub fn pending_set() -> u64 {
     let t = current_thread();
     t.sig_pending.load(Relaxed) | t.process.sig_pending.load(Relaxed)
+}
+
+/// Take the lowest signal of `mask` pending for the current thread, its own before its
+/// process's (what a signalfd read consumes instead of a delivery).
+pub fn take_pending(mask: u64) -> Option<usize> {
+    let t = current_thread();
+    for word in [&t.sig_pending, &t.process.sig_pending] {
+        loop {
+            let pend = word.load(Relaxed) & mask;
+            if pend == 0 {
+                break;
+            }
+            let b = pend & pend.wrapping_neg();
+            if word.fetch_and(!b, Relaxed) & b != 0 {
+                return Some(b.trailing_zeros() as usize + 1);
+            }
+        }
+    }
+    None
 }

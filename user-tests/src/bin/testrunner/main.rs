@@ -19,6 +19,7 @@
 #![no_main]
 
 mod aio_tests;
+mod anonfd_tests;
 mod bad_input;
 mod chmod_tests;
 mod exec_tests;
@@ -221,6 +222,10 @@ pub const TESTS: &[Test] = &[
         stress_tests::blocked_fault_signal_kills,
     ),
     t("itimer_real", itimer_tests::itimer_real),
+    t(
+        "timer_signalfd_eventfd",
+        anonfd_tests::timer_signalfd_eventfd,
+    ),
     t(
         "mount_umount_errors_and_move",
         mount_tests::mount_umount_errors_and_move,
