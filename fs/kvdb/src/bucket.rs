@@ -10,7 +10,7 @@
 use alloc::vec::Vec;
 
 use crate::bytes::Bytes;
-use crate::cursor::{Entry, Walk};
+use crate::cursor::{Entry, EntryRef, Walk};
 use crate::error::{Error, Result};
 use crate::node::{Child, Entries, LeafValue, Node, ValueBytes};
 use crate::page::{self, PageId};
@@ -554,6 +554,14 @@ impl<'tx, 'db, P: Pager> Cursor<'tx, 'db, P> {
     /// Move to the previous entry (the last one if the cursor is not positioned yet).
     pub fn prev(&mut self) -> Result<Option<Entry<'db, P>>> {
         self.walk.prev(&self.bucket)
+    }
+
+    /// [`Cursor::next`], with the entry lent by the cursor where it can be: in a read
+    /// transaction an inline value's key and value are borrowed from the leaf page the cursor
+    /// holds, with no page handle taken per entry (see [`EntryRef`]); otherwise it is the
+    /// owned [`Entry`]. For full scans.
+    pub fn next_borrowed(&mut self) -> Result<Option<EntryRef<'_, 'db, P>>> {
+        self.walk.next_borrowed(&self.bucket)
     }
 }
 

@@ -127,6 +127,43 @@ pub(crate) struct Walk<'db, P: Pager + 'db> {
     current: Option<Vec<u8>>,
     /// Overflow values of clean pages are located, not read (`Cursor::locate_overflow_values`).
     pub(crate) lazy_overflow: bool,
+    /// The tree cannot change under the walk (a read transaction), as of its last positioning:
+    /// [`Walk::next_borrowed`] may then step without re-seeking and lend entries of its leaf.
+    fixed: bool,
+}
+
+/// An entry lent by [`crate::Cursor::next_borrowed`]: key and inline value borrowed from the
+/// cursor's leaf page (no handle on the page is taken: with reference-counted pages, such as
+/// [`crate::FilePager`]'s, each handle is an atomic increment and decrement, a third of a full
+/// scan's time), or an owned [`Entry`] for anything else (a value in overflow pages, a nested
+/// bucket, an entry of a write transaction's changed nodes).
+pub enum EntryRef<'c, 'db, P: Pager + 'db> {
+    /// An inline value in a committed leaf page, borrowed from the cursor.
+    Page {
+        /// The key.
+        key: &'c [u8],
+        /// The value.
+        value: &'c [u8],
+    },
+    /// Any other entry, as [`crate::Cursor::next`] returns it.
+    Entry(Entry<'db, P>),
+}
+
+impl<'c, 'db, P: Pager + 'db> EntryRef<'c, 'db, P> {
+    /// The key.
+    pub fn key(&self) -> &[u8] {
+        match self {
+            EntryRef::Page { key, .. } => key,
+            EntryRef::Entry(e) => e.key(),
+        }
+    }
+    /// The value, or `None` for a nested bucket (as [`Entry::value`]).
+    pub fn value(&self) -> Option<&[u8]> {
+        match self {
+            EntryRef::Page { value, .. } => Some(value),
+            EntryRef::Entry(e) => e.value(),
+        }
+    }
 }
 
 impl<'db, P: Pager + 'db> Walk<'db, P> {
@@ -136,6 +173,7 @@ impl<'db, P: Pager + 'db> Walk<'db, P> {
             version: 0,
             current: None,
             lazy_overflow: false,
+            fixed: false,
         }
     }
 
@@ -181,6 +219,34 @@ impl<'db, P: Pager + 'db> Walk<'db, P> {
         self.settle(src, true)
     }
 
+    /// [`Walk::next`], lending the entry where it can ([`EntryRef`]). A walk that is not
+    /// positioned, or whose tree may change (a write transaction), takes the owned path.
+    pub fn next_borrowed<S: Src<'db, P>>(
+        &mut self,
+        src: &S,
+    ) -> Result<Option<EntryRef<'_, 'db, P>>> {
+        if self.stack.is_empty() || !self.fixed {
+            return Ok(self.next(src)?.map(EntryRef::Entry));
+        }
+        if !self.step(src, true)? {
+            self.finish();
+            return Ok(None);
+        }
+        if !self.settle_position(src, true)? {
+            return Ok(None);
+        }
+        if let Some(Frame::Page { page, index, .. }) = self.stack.last() {
+            let slot = page::leaf_slot(page, *index)?;
+            if slot.flags == page::FLAG_INLINE {
+                return Ok(Some(EntryRef::Page {
+                    key: &page[slot.key],
+                    value: &page[slot.value],
+                }));
+            }
+        }
+        Ok(self.read_current(src)?.map(EntryRef::Entry))
+    }
+
     /// Move to the previous entry (the last one if the cursor is not positioned yet).
     pub fn prev<S: Src<'db, P>>(&mut self, src: &S) -> Result<Option<Entry<'db, P>>> {
         if self.stack.is_empty() {
@@ -216,6 +282,7 @@ impl<'db, P: Pager + 'db> Walk<'db, P> {
         self.current = None;
         let (root, version) = src.root()?;
         self.version = version;
+        self.fixed = !src.may_change();
         if root == Child::Page(0) {
             return Ok(());
         }
@@ -359,24 +426,31 @@ impl<'db, P: Pager + 'db> Walk<'db, P> {
     /// After positioning, make sure the cursor is on a real entry (skip past empty leaves or
     /// an index one past the end of a leaf), then read it.
     fn settle<S: Src<'db, P>>(&mut self, src: &S, forward: bool) -> Result<Option<Entry<'db, P>>> {
-        loop {
-            let Some(top) = self.stack.last_mut() else {
-                return Ok(None);
-            };
-            let (_, count, index) = top.parts();
-            if *index < count {
-                break;
-            }
-            if !self.step(src, forward)? {
-                self.finish();
-                return Ok(None);
-            }
+        if !self.settle_position(src, forward)? {
+            return Ok(None);
         }
         let entry = self.read_current(src)?;
         if src.may_change() {
             self.current = entry.as_ref().map(|e| e.key().to_vec());
         }
         Ok(entry)
+    }
+
+    /// The positioning part of [`Walk::settle`]: false (and the walk finished) past either end.
+    fn settle_position<S: Src<'db, P>>(&mut self, src: &S, forward: bool) -> Result<bool> {
+        loop {
+            let Some(top) = self.stack.last_mut() else {
+                return Ok(false);
+            };
+            let (_, count, index) = top.parts();
+            if *index < count {
+                return Ok(true);
+            }
+            if !self.step(src, forward)? {
+                self.finish();
+                return Ok(false);
+            }
+        }
     }
 
     fn read_current<S: Src<'db, P>>(&self, src: &S) -> Result<Option<Entry<'db, P>>> {

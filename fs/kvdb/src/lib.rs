@@ -93,7 +93,7 @@ mod tx;
 
 pub use bucket::{Bucket, Cursor};
 pub use bytes::Bytes;
-pub use cursor::Entry;
+pub use cursor::{Entry, EntryRef};
 pub use db::{Options, Stats};
 pub use error::{Error, Result};
 #[cfg(feature = "std")]

@@ -744,3 +744,60 @@ fn delete_range_over_whole_subtrees_frees_every_page() {
         "pages in use once all is deleted"
     );
 }
+
+/// Every entry of a scan with `next` and with `next_borrowed`, as (key, value or None).
+fn scan_both(b: &kvdb::Bucket<'_, '_, MemPager>) -> (Vec<Pair>, Vec<Pair>) {
+    let mut owned = Vec::new();
+    let mut c = b.cursor();
+    let mut e = c.next().unwrap();
+    while let Some(entry) = e {
+        owned.push((entry.key().to_vec(), entry.value().map(<[u8]>::to_vec)));
+        e = c.next().unwrap();
+    }
+    let mut lent = Vec::new();
+    let mut c = b.cursor();
+    while let Some(entry) = c.next_borrowed().unwrap() {
+        lent.push((entry.key().to_vec(), entry.value().map(<[u8]>::to_vec)));
+    }
+    (owned, lent)
+}
+
+type Pair = (Vec<u8>, Option<Vec<u8>>);
+
+#[test]
+fn next_borrowed_scans_what_next_scans() {
+    // Inline values over many leaves, overflow values and a nested bucket among them, read in
+    // a read transaction (lent from the leaf) and in a write transaction that changed some.
+    let db = mem_db();
+    let tx = db.begin_write().unwrap();
+    let b = tx.create_bucket(b"b").unwrap();
+    let mut model: Vec<Pair> = Vec::new();
+    for i in 0u32..3000 {
+        let k = i.to_be_bytes().to_vec();
+        let v = if i % 500 == 7 {
+            vec![(i % 251) as u8; 9000]
+        } else {
+            vec![(i % 251) as u8; (i % 90) as usize]
+        };
+        if i == 1234 {
+            b.create_bucket(&k).unwrap();
+            model.push((k, None));
+            continue;
+        }
+        b.put(&k, &v).unwrap();
+        model.push((k, Some(v)));
+    }
+    tx.commit().unwrap();
+    let tx = db.begin_read().unwrap();
+    let (owned, lent) = scan_both(&tx.get_bucket(b"b").unwrap());
+    assert_eq!(owned, model);
+    assert_eq!(lent, model);
+    drop(tx);
+    let tx = db.begin_write().unwrap();
+    let b = tx.get_bucket(b"b").unwrap();
+    b.put(&5u32.to_be_bytes(), b"changed").unwrap();
+    model[5].1 = Some(b"changed".to_vec());
+    let (owned, lent) = scan_both(&b);
+    assert_eq!(owned, model);
+    assert_eq!(lent, model);
+}

@@ -242,11 +242,11 @@ fn scan(db: &Opened) -> usize {
         Opened::Kvdb(db) => {
             let tx = db.begin_read().unwrap();
             let b = tx.get_bucket(b"t").unwrap();
+            // Entries lent by the cursor (key and value borrowed from its leaf page), as
+            // jammdb's and redb's iterators lend theirs.
             let mut c = b.cursor();
-            let mut e = c.first().unwrap();
-            while let Some(entry) = e {
+            while let Some(entry) = c.next_borrowed().unwrap() {
                 total += entry.key().len() + entry.value().map_or(0, <[u8]>::len);
-                e = c.next().unwrap();
             }
         }
         Opened::Jammdb(db) => {
