@@ -6,6 +6,7 @@ use abi::stat::Timespec;
 use abi::Errno;
 
 use super::args::{copy_in, copy_out, SysResult};
+use super::timerfd::read_ns;
 use crate::arch::time;
 use crate::task::ptimer::{self, Clock, Notify};
 
@@ -91,17 +92,6 @@ fn itimerspec(interval: u64, value: u64) -> [u8; 32] {
     b
 }
 
-fn ns_of(b: &[u8]) -> Result<u64, Errno> {
-    let b: &[u8; 16] = b.try_into().map_err(|_| Errno::EINVAL)?;
-    let t = Timespec::from_bytes(b);
-    if t.tv_sec < 0 || !(0..1_000_000_000).contains(&t.tv_nsec) {
-        return Err(Errno::EINVAL);
-    }
-    Ok((t.tv_sec as u64)
-        .saturating_mul(1_000_000_000)
-        .saturating_add(t.tv_nsec as u64))
-}
-
 /// timer_settime: arm (relative, or TIMER_ABSTIME on the timer's clock) or disarm (value 0);
 /// the old setting into `old` if given.
 pub fn sys_timer_settime(id: usize, flags: u32, new: usize, old: usize) -> SysResult {
@@ -114,7 +104,7 @@ pub fn sys_timer_settime(id: usize, flags: u32, new: usize, old: usize) -> SysRe
     }
     let mut b = [0u8; 32];
     copy_in(new, &mut b)?;
-    let (interval, value) = (ns_of(&b[..16])?, ns_of(&b[16..])?);
+    let (interval, value) = (read_ns(&b[..16])?, read_ns(&b[16..])?);
     let now = time::monotonic_ns();
     let absolute = flags & TIMER_ABSTIME != 0 && value != 0;
     let value = if absolute && ptimer::is_realtime(pid, id)? {

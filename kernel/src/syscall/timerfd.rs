@@ -54,7 +54,9 @@ pub fn sys_timerfd_create(clock: usize, flags: u32) -> SysResult {
     with_current(|p| p.files.fds().install(f, flags & TFD_CLOEXEC != 0)).map(|fd| fd as usize)
 }
 
-fn read_ns(b: &[u8]) -> Result<u64, Errno> {
+/// A `struct timespec` (16 bytes) as nanoseconds; EINVAL if negative or not normalised
+/// (timerfd_settime and timer_settime check it alike).
+pub(super) fn read_ns(b: &[u8]) -> Result<u64, Errno> {
     let b: &[u8; 16] = b.try_into().map_err(|_| Errno::EINVAL)?;
     let t = Timespec::from_bytes(b);
     if t.tv_sec < 0 || !(0..1_000_000_000).contains(&t.tv_nsec) {

@@ -21,17 +21,26 @@ fn mounted(point: &str) -> Result<Option<(String, String)>, String> {
     }))
 }
 
-pub fn mount_umount_errors_and_move(cx: &Ctx) -> TestResult {
-    // The other file system: the one the test directory is not on.
+/// The other file system (the one the test directory is not on): its mount point, disk and
+/// type; the inner error is why a test skips (that disk is not what is mounted there).
+type Other = (&'static str, &'static str, &'static str);
+fn other_mount(cx: &Ctx) -> Result<Result<Other, String>, String> {
     let (other, dev, fstype) = if cx.fat {
         ("/dbfs", "/dev/vdd", "dbfs")
     } else {
         ("/fat", "/dev/vdb", "vfat")
     };
     match mounted(other)? {
-        Some((d, _)) if d == dev => {}
-        m => return skip(&format!("{other} is not {dev} ({m:?})")),
+        Some((d, _)) if d == dev => Ok(Ok((other, dev, fstype))),
+        m => Ok(Err(format!("{other} is not {dev} ({m:?})"))),
     }
+}
+
+pub fn mount_umount_errors_and_move(cx: &Ctx) -> TestResult {
+    let (other, dev, fstype) = match other_mount(cx)? {
+        Ok(o) => o,
+        Err(why) => return skip(&why),
+    };
     let mnt = cx.path("mnt");
     sys::mkdir(&mnt, 0o755).what("mkdir mnt")?;
     let file = cx.path("file");
@@ -177,15 +186,10 @@ const MS_REMOUNT: usize = 32;
 /// for writing, then EROFS from each way of changing it, reads still answered, "ro" in
 /// /proc/mounts; read-write again, a change works.
 pub fn remount_read_only(cx: &Ctx) -> TestResult {
-    let (other, dev, fstype) = if cx.fat {
-        ("/dbfs", "/dev/vdd", "dbfs")
-    } else {
-        ("/fat", "/dev/vdb", "vfat")
+    let (other, dev, fstype) = match other_mount(cx)? {
+        Ok(o) => o,
+        Err(why) => return skip(&why),
     };
-    match mounted(other)? {
-        Some((d, _)) if d == dev => {}
-        m => return skip(&format!("{other} is not {dev} ({m:?})")),
-    }
     let dir = format!("{other}/ro-test.{}", sys::getpid());
     sys::mkdir(&dir, 0o755).what("mkdir")?;
     let file = format!("{dir}/file");
