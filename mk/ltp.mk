@@ -55,7 +55,8 @@ ltp-root: ltp-build debian-root
 LTP_RUN ?= run
 LTP_RUN_DIR = $(BUILD)/ltp/$(LTP_RUN)
 # $(call ltp_boot,LIST,TIMEOUT,LOG): boot that, bash running the runner; stop at TIMEOUT
-# seconds; the console in LOG; fail unless the closing line says no case failed or broke.
+# seconds; the console in LOG; fail unless the closing line says no case failed or broke and
+# `dbfs-fuse fsck` finds the dbfs disks clean (TMPDIR's and the root).
 define ltp_boot
 	rm -rf $(LTP_RUN_DIR) && mkdir -p $(LTP_RUN_DIR)/stage
 	cp --sparse=always $(LTP_ROOT) $(LTP_RUN_DIR)/root.img
@@ -71,6 +72,9 @@ define ltp_boot
 		-append "$(DEBIAN_PARAMS) -- /opt/ltp/runltp.sh" | tee $(3)
 	@grep -Eq '^LTP passed=[0-9]+ failed=0 broken=0 conf=[0-9]+ warn=[0-9]+ cases=[0-9]+' $(3) || \
 		{ echo "$@: no clean 'LTP passed=N failed=0 broken=0 ...' line in $(3)"; exit 1; }
+	for img in $(LTP_RUN_DIR)/dbfs.img $(LTP_RUN_DIR)/root.img; do \
+		timeout -k 10 300 $(DBFS_FUSE) fsck $$img | tail -1 || { echo "$@: dbfs-fuse fsck of $$img failed"; exit 1; }; \
+	done
 endef
 
 ## ltp: boot the LTP root, run every case of LTP_LIST (default tests/ltp/enabled.txt; log build/ltp-LTP_RUN.log)
