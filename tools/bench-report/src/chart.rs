@@ -263,6 +263,29 @@ impl Ranged for BenchAxis {
 }
 
 /// Grouped bars of `rows` (a value per benchmark and file system: MB/s, or seconds).
+/// The benchmark (row index) under the x coordinate `x`, if any of `count` rows.
+fn bench_at(x: f64, count: usize) -> Option<usize> {
+    let index = x.floor();
+    (index >= 0.0 && (index as usize) < count).then_some(index as usize)
+}
+
+/// The bar of file system number `slot` (of `slots`) in row `index`, from `span.0` to `span.1`
+/// on the y axis: the bars fill 80% of each unit, split evenly between the file systems.
+fn bar(
+    index: usize,
+    slot: usize,
+    slots: usize,
+    span: (f64, f64),
+    color: RGBColor,
+) -> Rectangle<(f64, f64)> {
+    let width = 0.8 / slots.max(1) as f64;
+    let left = index as f64 + 0.1 + slot as f64 * width;
+    Rectangle::new(
+        [(left, span.0), (left + width * 0.9, span.1)],
+        color.filled(),
+    )
+}
+
 fn draw_bars<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     summary: &Summary,
@@ -290,12 +313,9 @@ fn draw_bars<DB: DrawingBackend>(
         .build_cartesian_2d(BenchAxis { count: bench_count }, 0.0..axis_top(largest))
         .map_err(drawing_error)?;
     let bench_label = |x: &f64| {
-        let index = x.floor();
-        if index >= 0.0 && (index as usize) < bench_count {
-            rows[index as usize].bench.clone()
-        } else {
-            String::new()
-        }
+        bench_at(*x, bench_count)
+            .map(|index| rows[index].bench.clone())
+            .unwrap_or_default()
     };
     chart
         .configure_mesh()
@@ -310,16 +330,10 @@ fn draw_bars<DB: DrawingBackend>(
         .draw()
         .map_err(drawing_error)?;
 
-    // Bars fill 80% of each unit, split evenly between the file systems.
-    let bar_width = 0.8 / series.len().max(1) as f64;
     for (slot, (fs, color)) in series.iter().enumerate() {
         let bars = rows.iter().enumerate().filter_map(|(index, row)| {
             let value = row.values.get(*fs)?.value;
-            let left = index as f64 + 0.1 + slot as f64 * bar_width;
-            Some(Rectangle::new(
-                [(left, 0.0), (left + bar_width * 0.9, value)],
-                color.filled(),
-            ))
+            Some(bar(index, slot, series.len(), (0.0, value), *color))
         });
         chart.draw_series(bars).map_err(drawing_error)?;
     }
@@ -396,13 +410,9 @@ fn draw_ratios<DB: DrawingBackend>(
         )
         .map_err(drawing_error)?;
     let bench_label = |x: &f64| {
-        let index = x.floor();
-        if index >= 0.0 && (index as usize) < bench_count {
-            let (bench, ceiling, _) = &rows[index as usize];
-            format!("{bench}/{ceiling}")
-        } else {
-            String::new()
-        }
+        bench_at(*x, bench_count)
+            .map(|index| format!("{}/{}", rows[index].0, rows[index].1))
+            .unwrap_or_default()
     };
     chart
         .configure_mesh()
@@ -417,15 +427,10 @@ fn draw_ratios<DB: DrawingBackend>(
         .axis_desc_style((FONT, 16))
         .draw()
         .map_err(drawing_error)?;
-    let bar_width = 0.8 / series.len().max(1) as f64;
     for (slot, (fs, color)) in series.iter().enumerate() {
         let bars = rows.iter().enumerate().filter_map(|(index, (_, _, r))| {
             let value = *r.get(*fs)?;
-            let left = index as f64 + 0.1 + slot as f64 * bar_width;
-            Some(Rectangle::new(
-                [(left, 1.0), (left + bar_width * 0.9, value)],
-                color.filled(),
-            ))
+            Some(bar(index, slot, series.len(), (1.0, value), *color))
         });
         chart.draw_series(bars).map_err(drawing_error)?;
     }
