@@ -99,6 +99,17 @@ fn yield_until(secs: i64, mut cond: impl FnMut() -> bool) -> bool {
     true
 }
 
+/// The state letter of process `pid` in /proc/PID/stat (`S` while it sleeps), if readable.
+fn proc_state(pid: i32) -> Option<u8> {
+    let fd = sys::open(&format!("/proc/{pid}/stat"), O_RDONLY, 0).ok()?;
+    let mut buf = [0u8; 256];
+    let n = sys::read(fd, &mut buf).unwrap_or(0);
+    let _ = sys::close(fd);
+    // "PID (COMM) S ...": the state follows the last ')'.
+    let close = buf[..n].iter().rposition(|&b| b == b')')?;
+    buf.get(close + 2).copied()
+}
+
 fn locks(r: &mut Report, dir: &str) -> SysResult<()> {
     let path = user_tests::path_join(dir, "apptest-locks");
     let _ = sys::unlink(&path);
@@ -424,7 +435,10 @@ fn futex(r: &mut Report) -> SysResult<()> {
             })
         }
         pid => {
-            yield_a_while();
+            // On another hart the child may take longer than a few yields to reach its wait:
+            // wait until it sleeps (the futex wait is the only place it can).
+            let asleep = yield_until(10, || proc_state(pid) == Some(b'S'));
+            r.check(asleep, "the child sleeps in FUTEX_WAIT");
             // SAFETY: the mapping is live; volatile so the child sees it now.
             let past = unsafe { core::ptr::read_volatile(word2 as *const u32) };
             r.check(past == 0, "FUTEX_WAIT sleeps while the word is unchanged");
