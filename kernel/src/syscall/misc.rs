@@ -44,10 +44,14 @@ pub fn sys_mmap(
     }
     let perm = perm_of(prot)?;
     let fixed = flags & MAP_FIXED != 0;
-    if flags & MAP_ANONYMOUS == 0 {
-        return map_file(addr, len, perm, fixed, share == MAP_SHARED, fd, offset);
-    }
-    with_space(|s| s.mmap_anon(addr, len, perm, fixed, share == MAP_SHARED))
+    let lock = super::memlock::lock_for_new(flags & MAP_LOCKED != 0, len)?;
+    let at = if flags & MAP_ANONYMOUS == 0 {
+        map_file(addr, len, perm, fixed, share == MAP_SHARED, fd, offset)?
+    } else {
+        with_space(|s| s.mmap_anon(addr, len, perm, fixed, share == MAP_SHARED))?
+    };
+    super::memlock::lock_new(at, len, lock);
+    Ok(at)
 }
 
 /// `mmap` of a descriptor, with Linux's answers: EINVAL for an offset that is not
@@ -420,26 +424,6 @@ pub fn sys_getrusage(who: isize, buf: usize) -> SysResult {
     b[128..136].copy_from_slice(&switches[0].to_le_bytes());
     b[136..144].copy_from_slice(&switches[1].to_le_bytes());
     copy_out(buf, &b)?;
-    Ok(0)
-}
-
-/// uname: the system name is "Linux", because the kernel implements Linux's system-call
-/// interface and programs (pjdfstest's `conf`, configure scripts) choose their code paths by
-/// it; the release and version say what it really is.
-pub fn sys_uname(buf: usize) -> SysResult {
-    let fields = [
-        "Linux",
-        "dbfs-os",
-        concat!(env!("CARGO_PKG_VERSION"), "-dbfs-os"),
-        "#1 dbfs-os",
-        "riscv64",
-        "",
-    ];
-    let mut out = [0u8; 65 * 6];
-    for (i, f) in fields.iter().enumerate() {
-        out[i * 65..i * 65 + f.len()].copy_from_slice(f.as_bytes());
-    }
-    copy_out(buf, &out)?;
     Ok(0)
 }
 
