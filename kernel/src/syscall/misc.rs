@@ -427,8 +427,16 @@ pub fn sys_getrusage(who: isize, buf: usize) -> SysResult {
     Ok(0)
 }
 
-/// reboot(2): power off only. Linux checks CAP_SYS_BOOT before anything else, so another
-/// user than root gets EPERM whatever the magic numbers (before, any user could power off).
+/// reboot(2)'s LINUX_REBOOT_CMD_CAD_ON and _CAD_OFF: what Ctrl-Alt-Del does (reboot at
+/// once, or send SIGINT to init). The setting is kept, as Linux keeps it; the console has no
+/// Ctrl-Alt-Del key event to act on.
+const LINUX_REBOOT_CMD_CAD_ON: u32 = 0x89ab_cdef;
+const LINUX_REBOOT_CMD_CAD_OFF: u32 = 0;
+static CAD_REBOOTS: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(true);
+
+/// reboot(2): power off, and the Ctrl-Alt-Del setting. Linux checks CAP_SYS_BOOT before
+/// anything else, so another user than root gets EPERM whatever the magic numbers (before,
+/// any user could power off).
 pub fn sys_reboot(magic1: usize, magic2: usize, cmd: usize) -> SysResult {
     if !crate::task::current_cred().is_root() {
         return Err(Errno::EPERM);
@@ -438,8 +446,14 @@ pub fn sys_reboot(magic1: usize, magic2: usize, cmd: usize) -> SysResult {
     {
         return Err(Errno::EINVAL);
     }
-    if cmd as u32 as usize != LINUX_REBOOT_CMD_POWER_OFF {
-        return Err(Errno::EINVAL);
+    match cmd as u32 {
+        LINUX_REBOOT_CMD_CAD_ON | LINUX_REBOOT_CMD_CAD_OFF => {
+            let on = cmd as u32 == LINUX_REBOOT_CMD_CAD_ON;
+            CAD_REBOOTS.store(on, core::sync::atomic::Ordering::Relaxed);
+            return Ok(0);
+        }
+        c if c as usize == LINUX_REBOOT_CMD_POWER_OFF => {}
+        _ => return Err(Errno::EINVAL),
     }
     crate::fs::sync_all();
     crate::fs::sync_and_power_off(0)

@@ -283,6 +283,10 @@ pub fn sys_wait4(pid: isize, wstatus: usize, options: u32, rusage: usize) -> Sys
     if options & !(WNOHANG | WUNTRACED | WCONTINUED | WALL | WCLONE) != 0 {
         return Err(Errno::EINVAL);
     }
+    // Linux: -INT_MIN names no process group.
+    if pid as i32 == i32::MIN {
+        return Err(Errno::ESRCH);
+    }
     if wstatus != 0 {
         // Check the status pointer before reaping, so a bad pointer loses no child.
         with_space(|s| uaccess::segments(s, wstatus, 4, crate::mm::area::Access::Write))?;

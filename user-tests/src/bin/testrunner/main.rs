@@ -330,6 +330,10 @@ pub const TESTS: &[Test] = &[
     t("sched_policy_calls", sched_tests::sched_policy_calls),
     t("host_names", sched_tests::host_names),
     t("personality_getcpu", sched_tests::personality_getcpu),
+    t(
+        "reboot_cad_wait_int_min",
+        sched_tests::reboot_cad_wait_int_min,
+    ),
     // native AIO (io_setup, io_submit, io_getevents, io_cancel, io_destroy)
     t("aio_read_write_events", aio_tests::aio_read_write_events),
     t("aio_errors", aio_tests::aio_errors),

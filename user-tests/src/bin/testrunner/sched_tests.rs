@@ -304,3 +304,30 @@ pub fn personality_getcpu(_cx: &Ctx) -> TestResult {
     let bad = ret(unsafe { syscall3(SYS_GETCPU, 8, 0, 0) });
     expect_errno(bad, Errno::EFAULT, "getcpu into address 8")
 }
+
+/// reboot's LINUX_REBOOT_CMD_CAD_OFF / _CAD_ON are accepted from root (EPERM otherwise, EINVAL
+/// for an unknown command); wait4(INT_MIN) is ESRCH, as Linux answers.
+pub fn reboot_cad_wait_int_min(_cx: &Ctx) -> TestResult {
+    let reboot = |cmd: usize| -> SysResult<usize> {
+        // SAFETY: no pointer arguments; the commands used here do not power off.
+        ret(unsafe { syscall4(SYS_REBOOT, LINUX_REBOOT_MAGIC1, LINUX_REBOOT_MAGIC2, cmd, 0) })
+    };
+    reboot(0).what("reboot(CAD_OFF)")?;
+    reboot(0x89ab_cdef).what("reboot(CAD_ON)")?;
+    expect_errno(
+        reboot(0x1234_5678),
+        Errno::EINVAL,
+        "reboot(unknown command)",
+    )?;
+    in_child("an unprivileged reboot(CAD_ON)", None, || {
+        if !setresuid_nobody() {
+            return 1;
+        }
+        if reboot(0x89ab_cdef) != Err(Errno::EPERM) {
+            return 2;
+        }
+        0
+    })?;
+    let r = sys::wait4(i32::MIN, 0);
+    expect_errno(r.map(|(p, _)| p), Errno::ESRCH, "wait4(INT_MIN)")
+}
