@@ -102,6 +102,8 @@ pub const MAP_PRIVATE: u32 = 0x02;
 pub const MAP_FIXED: u32 = 0x10;
 /// `mmap`: zeroed memory, not backed by a file (the descriptor is ignored).
 pub const MAP_ANONYMOUS: u32 = 0x20;
+/// `mmap` flag: lock the mapping's pages in memory (as mlock).
+pub const MAP_LOCKED: u32 = 0x2000;
 /// `msync`: start writing back, do not wait.
 pub const MS_ASYNC: u32 = 1;
 /// `msync`: drop cached copies (nothing to do: one copy of each file page exists).

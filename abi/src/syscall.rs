@@ -446,6 +446,42 @@ pub const SYS_FADVISE64: usize = 223;
 pub const SYS_READAHEAD: usize = 213;
 /// `madvise`: hint how a memory range will be used (advice may be ignored).
 pub const SYS_MADVISE: usize = 233;
+/// `sched_setparam`: set a process's real-time priority under its policy.
+pub const SYS_SCHED_SETPARAM: usize = 118;
+/// `sched_setscheduler`: set a process's scheduling policy and priority.
+pub const SYS_SCHED_SETSCHEDULER: usize = 119;
+/// `sched_getscheduler`: a process's scheduling policy.
+pub const SYS_SCHED_GETSCHEDULER: usize = 120;
+/// `sched_getparam`: a process's real-time priority.
+pub const SYS_SCHED_GETPARAM: usize = 121;
+/// `sched_get_priority_max`: the highest priority of a policy.
+pub const SYS_SCHED_GET_PRIORITY_MAX: usize = 125;
+/// `sched_get_priority_min`: the lowest priority of a policy.
+pub const SYS_SCHED_GET_PRIORITY_MIN: usize = 126;
+/// `sched_rr_get_interval`: the time slice a process gets.
+pub const SYS_SCHED_RR_GET_INTERVAL: usize = 127;
+/// `sched_setattr`: set policy, flags, nice value and priority (`struct sched_attr`).
+pub const SYS_SCHED_SETATTR: usize = 274;
+/// `sched_getattr`: read them back.
+pub const SYS_SCHED_GETATTR: usize = 275;
+/// `sethostname`: set the node name uname reports.
+pub const SYS_SETHOSTNAME: usize = 161;
+/// `setdomainname`: set the NIS domain name uname reports.
+pub const SYS_SETDOMAINNAME: usize = 162;
+/// `personality`: set the process's execution domain.
+pub const SYS_PERSONALITY: usize = 92;
+/// `getcpu`: the CPU (hart) and NUMA node the caller runs on.
+pub const SYS_GETCPU: usize = 168;
+/// `mlock`: lock a range of pages in memory (faulted in now).
+pub const SYS_MLOCK: usize = 228;
+/// `munlock`: unlock a range of pages.
+pub const SYS_MUNLOCK: usize = 229;
+/// `mlockall`: lock every mapping (MCL_CURRENT) and those made later (MCL_FUTURE).
+pub const SYS_MLOCKALL: usize = 230;
+/// `munlockall`: unlock every mapping.
+pub const SYS_MUNLOCKALL: usize = 231;
+/// `mlock2`: mlock with flags (MLOCK_ONFAULT).
+pub const SYS_MLOCK2: usize = 284;
 /// `prlimit64`: read and set a resource limit of any process.
 pub const SYS_PRLIMIT64: usize = 261;
 /// `getrandom`: fill a buffer with random bytes.

@@ -2,6 +2,8 @@
 //! `kernel/pid_max` and `kernel/tainted`), each showing the value the kernel really works
 //! with, in Linux's format (a number and a newline). Read-only: nothing here can be tuned.
 //!
+//! - `kernel/hostname`, `kernel/domainname`: the names uname reports (`task::uts`; set with
+//!   sethostname and setdomainname);
 //! - `kernel/pid_max`: where process and thread ids wrap (`task::PID_MAX`);
 //! - `kernel/tainted`: 0 (nothing taints this kernel: no modules, no forced loads);
 //! - `fs/nr_open`: the most descriptors a process may have (`fs::file::MAX_FDS`);
@@ -24,7 +26,15 @@ enum Entry {
     File(fn() -> String),
 }
 
-const KERNEL: [(&str, Entry); 2] = [
+const KERNEL: [(&str, Entry); 4] = [
+    (
+        "domainname",
+        Entry::File(|| format!("{}\n", crate::task::uts::domainname())),
+    ),
+    (
+        "hostname",
+        Entry::File(|| format!("{}\n", crate::task::uts::nodename())),
+    ),
     (
         "pid_max",
         Entry::File(|| format!("{}\n", crate::task::PID_MAX)),

@@ -21,7 +21,7 @@ use alloc::vec::Vec;
 use abi::Errno;
 
 use super::aio_ring::{AioContexts, AioRing};
-use super::area::{anon_area, Access, Area, FileArea, Mapped, Perm, SharedAnon, AREA_BYTES};
+use super::area::{anon_area, Access, Area, FileArea, Lock, Mapped, Perm, SharedAnon, AREA_BYTES};
 use super::file_pages::{FileKey, SharedFile};
 use super::frame::{self, Frame};
 use super::page_table::{PageTable, PteFlags};
@@ -50,6 +50,8 @@ pub struct AddrSpace {
     pub(super) running: Option<super::file_pages::Running>,
     /// Its native AIO contexts (`io_setup`): released with the space, never forked.
     pub aio: AioContexts,
+    /// mlockall(MCL_FUTURE): how the areas mapped from now on are locked (never forked).
+    pub lock_future: Lock,
 }
 
 impl AddrSpace {
@@ -62,6 +64,7 @@ impl AddrSpace {
             brk: 0,
             running: None,
             aio: Default::default(),
+            lock_future: Lock::None,
         })
     }
 
@@ -84,6 +87,7 @@ impl AddrSpace {
         self.brk_start = 0;
         self.brk = 0;
         self.running = None;
+        self.lock_future = Lock::None;
     }
 
     pub(super) fn area_of(&self, va: usize) -> Option<Area> {
@@ -657,6 +661,34 @@ impl AddrSpace {
         if end == addr {
             return Ok(());
         }
+        self.change_areas(addr, end, |a| a.perm = perm)?;
+        let pages: Vec<(usize, PteFlags)> = self
+            .frames
+            .range(addr..end)
+            .map(|(&va, m)| {
+                let flags = self
+                    .area_of(va)
+                    .map_or(perm.pte(), |a| a.pte_of(va, Some(m)));
+                (va, flags)
+            })
+            .collect();
+        self.pt.set_flags_many(pages);
+        if perm.contains(Perm::X) {
+            // Code written through a writable mapping may now run, on any hart.
+            crate::arch::hart::fence_i_user(self.pt.satp());
+        }
+        Ok(())
+    }
+
+    /// Apply `change` to the parts of the areas inside [addr, end) (page-aligned), splitting
+    /// an area that crosses `addr` or `end` in two. ENOMEM, and nothing changed, when there is
+    /// no room for the parts.
+    pub(super) fn change_areas(
+        &mut self,
+        addr: usize,
+        end: usize,
+        change: impl Fn(&mut Area),
+    ) -> Result<(), Errno> {
         let splits = usize::from(self.area_of(addr).is_some_and(|a| a.start < addr))
             + usize::from(self.area_of(end - 1).is_some_and(|a| a.end > end));
         if splits > 0 {
@@ -680,33 +712,26 @@ impl AddrSpace {
                 );
             }
             let (ms, me) = (a.start.max(addr), a.end.min(end));
-            self.areas.insert(
-                ms,
-                Area {
-                    start: ms,
-                    end: me,
-                    perm,
-                    ..a.clone()
-                },
-            );
+            let mut part = Area {
+                start: ms,
+                end: me,
+                ..a.clone()
+            };
+            change(&mut part);
+            self.areas.insert(ms, part);
             if a.end > end {
                 self.areas.insert(end, Area { start: end, ..a });
             }
         }
-        let pages: Vec<(usize, PteFlags)> = self
-            .frames
-            .range(addr..end)
-            .map(|(&va, m)| {
-                let flags = self
-                    .area_of(va)
-                    .map_or(perm.pte(), |a| a.pte_of(va, Some(m)));
-                (va, flags)
-            })
-            .collect();
-        self.pt.set_flags_many(pages);
-        if perm.contains(Perm::X) {
-            // Code written through a writable mapping may now run, on any hart.
-            crate::arch::hart::fence_i_user(self.pt.satp());
+        Ok(())
+    }
+
+    /// ENOMEM unless every page of [addr, end) lies in an area (Linux's answer for a hole in
+    /// the range of mprotect, madvise, mlock, munlock).
+    pub(super) fn covered(&self, addr: usize, end: usize) -> Result<(), Errno> {
+        let mut s = addr;
+        while s < end {
+            s = self.area_of(s).ok_or(Errno::ENOMEM)?.end;
         }
         Ok(())
     }
@@ -749,10 +774,7 @@ impl AddrSpace {
     /// as zero (anonymous) or as the file's data; a shared one keeps its data in its mapping.
     /// `ENOMEM` if part of the range is not mapped.
     pub fn discard(&mut self, addr: usize, end: usize) -> Result<(), Errno> {
-        let mut s = addr;
-        while s < end {
-            s = self.area_of(s).ok_or(Errno::ENOMEM)?.end;
-        }
+        self.covered(addr, end)?;
         self.forget_pages(addr, end, |_| true);
         Ok(())
     }
@@ -801,6 +823,11 @@ impl AddrSpace {
         crate::mm::heap::admit(self.areas.len() * AREA_BYTES)?;
         let mut child = AddrSpace::new()?;
         child.areas = self.areas.clone();
+        // Memory locks are not inherited (Linux clears VM_LOCKED in the child), nor is
+        // mlockall's MCL_FUTURE.
+        for a in child.areas.values_mut() {
+            a.lock = Lock::None;
+        }
         // AIO rings stay with this space (Linux's VM_DONTCOPY): the child maps none of them.
         let rings: Vec<(usize, usize)> = self
             .areas

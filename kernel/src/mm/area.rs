@@ -79,6 +79,20 @@ pub(super) struct Area {
     pub(super) shared: Option<(Arc<SharedAnon>, usize)>,
     /// For a file mapping: which file, and where.
     pub(super) file: Option<FileArea>,
+    /// mlock: the area's pages are locked in memory (Linux's VM_LOCKED, VM_LOCKONFAULT).
+    pub(super) lock: Lock,
+}
+
+/// Whether an area is locked (mlock, mlock2, mlockall): its pages stay mapped while it is
+/// (this kernel never swaps or reclaims a mapped anonymous page; a locked file page stays
+/// mapped too), and they were faulted in when it was locked, or are as they are touched
+/// (`OnFault`, MLOCK_ONFAULT).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Lock {
+    #[default]
+    None,
+    Populated,
+    OnFault,
 }
 
 /// What a file mapping maps: a file (kept open by the area), from which offset, and whether
@@ -138,6 +152,7 @@ impl Area {
             perm,
             shared: None,
             file: None,
+            lock: Lock::None,
         }
     }
 

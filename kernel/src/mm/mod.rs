@@ -29,6 +29,7 @@ pub mod file_pages;
 pub mod frame;
 pub mod heap;
 pub mod maps;
+pub mod mlock;
 pub mod page_table;
 pub mod uaccess;
 

@@ -192,7 +192,7 @@ pub(super) fn fsize_cut(f: &OpenFile, offset: u64, len: usize) -> Result<usize, 
     if f.ftype != FileType::Regular || len == 0 {
         return Ok(len);
     }
-    let limit = crate::task::with_current(|p| p.fsize_limit.0);
+    let limit = crate::task::with_current(|p| p.limits.fsize.0);
     if limit == u64::MAX {
         return Ok(len);
     }
@@ -209,7 +209,7 @@ pub(super) fn fsize_grow_ok(old_size: u64, size: u64) -> Result<(), Errno> {
     if size <= old_size {
         return Ok(());
     }
-    let limit = crate::task::with_current(|p| p.fsize_limit.0);
+    let limit = crate::task::with_current(|p| p.limits.fsize.0);
     if size > limit {
         crate::task::signal::send(&crate::task::current_process(), SIGXFSZ);
         return Err(Errno::EFBIG);

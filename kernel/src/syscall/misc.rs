@@ -44,10 +44,14 @@ pub fn sys_mmap(
     }
     let perm = perm_of(prot)?;
     let fixed = flags & MAP_FIXED != 0;
-    if flags & MAP_ANONYMOUS == 0 {
-        return map_file(addr, len, perm, fixed, share == MAP_SHARED, fd, offset);
-    }
-    with_space(|s| s.mmap_anon(addr, len, perm, fixed, share == MAP_SHARED))
+    let lock = super::memlock::lock_for_new(flags & MAP_LOCKED != 0, len)?;
+    let at = if flags & MAP_ANONYMOUS == 0 {
+        map_file(addr, len, perm, fixed, share == MAP_SHARED, fd, offset)?
+    } else {
+        with_space(|s| s.mmap_anon(addr, len, perm, fixed, share == MAP_SHARED))?
+    };
+    super::memlock::lock_new(at, len, lock);
+    Ok(at)
 }
 
 /// `mmap` of a descriptor, with Linux's answers: EINVAL for an offset that is not
@@ -423,28 +427,16 @@ pub fn sys_getrusage(who: isize, buf: usize) -> SysResult {
     Ok(0)
 }
 
-/// uname: the system name is "Linux", because the kernel implements Linux's system-call
-/// interface and programs (pjdfstest's `conf`, configure scripts) choose their code paths by
-/// it; the release and version say what it really is.
-pub fn sys_uname(buf: usize) -> SysResult {
-    let fields = [
-        "Linux",
-        "dbfs-os",
-        concat!(env!("CARGO_PKG_VERSION"), "-dbfs-os"),
-        "#1 dbfs-os",
-        "riscv64",
-        "",
-    ];
-    let mut out = [0u8; 65 * 6];
-    for (i, f) in fields.iter().enumerate() {
-        out[i * 65..i * 65 + f.len()].copy_from_slice(f.as_bytes());
-    }
-    copy_out(buf, &out)?;
-    Ok(0)
-}
+/// reboot(2)'s LINUX_REBOOT_CMD_CAD_ON and _CAD_OFF: what Ctrl-Alt-Del does (reboot at
+/// once, or send SIGINT to init). The setting is kept, as Linux keeps it; the console has no
+/// Ctrl-Alt-Del key event to act on.
+const LINUX_REBOOT_CMD_CAD_ON: u32 = 0x89ab_cdef;
+const LINUX_REBOOT_CMD_CAD_OFF: u32 = 0;
+static CAD_REBOOTS: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(true);
 
-/// reboot(2): power off only. Linux checks CAP_SYS_BOOT before anything else, so another
-/// user than root gets EPERM whatever the magic numbers (before, any user could power off).
+/// reboot(2): power off, and the Ctrl-Alt-Del setting. Linux checks CAP_SYS_BOOT before
+/// anything else, so another user than root gets EPERM whatever the magic numbers (before,
+/// any user could power off).
 pub fn sys_reboot(magic1: usize, magic2: usize, cmd: usize) -> SysResult {
     if !crate::task::current_cred().is_root() {
         return Err(Errno::EPERM);
@@ -454,8 +446,14 @@ pub fn sys_reboot(magic1: usize, magic2: usize, cmd: usize) -> SysResult {
     {
         return Err(Errno::EINVAL);
     }
-    if cmd as u32 as usize != LINUX_REBOOT_CMD_POWER_OFF {
-        return Err(Errno::EINVAL);
+    match cmd as u32 {
+        LINUX_REBOOT_CMD_CAD_ON | LINUX_REBOOT_CMD_CAD_OFF => {
+            let on = cmd as u32 == LINUX_REBOOT_CMD_CAD_ON;
+            CAD_REBOOTS.store(on, core::sync::atomic::Ordering::Relaxed);
+            return Ok(0);
+        }
+        c if c as usize == LINUX_REBOOT_CMD_POWER_OFF => {}
+        _ => return Err(Errno::EINVAL),
     }
     crate::fs::sync_all();
     crate::fs::sync_and_power_off(0)

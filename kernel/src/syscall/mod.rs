@@ -15,6 +15,7 @@ mod fs;
 mod futex;
 mod hwprobe;
 mod io;
+mod memlock;
 pub(crate) mod misc;
 mod mount;
 mod namespace;
@@ -22,10 +23,12 @@ mod pidfd;
 mod poll;
 mod process;
 mod ptimer;
+mod sched;
 mod shm;
 mod signal;
 mod socket;
 mod stream;
+mod system;
 mod timerfd;
 mod xattr;
 
@@ -218,6 +221,11 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
             misc::sys_mmap(a[0], a[1], a[2] as u32, a[3] as u32, a[4] as i32, a[5])
         }),
         SYS_MINCORE => misc::sys_mincore(a[0], a[1], a[2]),
+        SYS_MLOCK => changing_space(|| memlock::sys_mlock(a[0], a[1])),
+        SYS_MLOCK2 => changing_space(|| memlock::sys_mlock2(a[0], a[1], a[2])),
+        SYS_MUNLOCK => changing_space(|| memlock::sys_munlock(a[0], a[1])),
+        SYS_MLOCKALL => changing_space(|| memlock::sys_mlockall(a[0])),
+        SYS_MUNLOCKALL => changing_space(memlock::sys_munlockall),
         SYS_MSYNC => misc::sys_msync(a[0], a[1], a[2] as u32),
         SYS_MUNMAP => changing_space(|| misc::sys_munmap(a[0], a[1])),
         SYS_MPROTECT => changing_space(|| misc::sys_mprotect(a[0], a[1], a[2] as u32)),
@@ -231,7 +239,20 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
         SYS_NANOSLEEP => misc::sys_nanosleep(a[0], a[1]),
         SYS_GETITIMER => misc::sys_getitimer(a[0], a[1]),
         SYS_SETITIMER => misc::sys_setitimer(a[0], a[1], a[2]),
-        SYS_UNAME => misc::sys_uname(a[0]),
+        SYS_UNAME => system::sys_uname(a[0]),
+        SYS_SETHOSTNAME => system::sys_setname(false, a[0], a[1]),
+        SYS_SETDOMAINNAME => system::sys_setname(true, a[0], a[1]),
+        SYS_PERSONALITY => system::sys_personality(a[0]),
+        SYS_GETCPU => system::sys_getcpu(a[0], a[1]),
+        SYS_SCHED_SETSCHEDULER => sched::sys_sched_setscheduler(a[0], a[1], a[2]),
+        SYS_SCHED_GETSCHEDULER => sched::sys_sched_getscheduler(a[0]),
+        SYS_SCHED_SETPARAM => sched::sys_sched_setparam(a[0], a[1]),
+        SYS_SCHED_GETPARAM => sched::sys_sched_getparam(a[0], a[1]),
+        SYS_SCHED_GET_PRIORITY_MAX => sched::sys_sched_get_priority_max(a[0]),
+        SYS_SCHED_GET_PRIORITY_MIN => sched::sys_sched_get_priority_min(a[0]),
+        SYS_SCHED_RR_GET_INTERVAL => sched::sys_sched_rr_get_interval(a[0], a[1]),
+        SYS_SCHED_SETATTR => sched::sys_sched_setattr(a[0], a[1], a[2]),
+        SYS_SCHED_GETATTR => sched::sys_sched_getattr(a[0], a[1], a[2], a[3]),
         SYS_REBOOT => misc::sys_reboot(a[0], a[1], a[2]),
         SYS_DBFS_COUNTERS => misc::sys_counters(a[0]),
         SYS_DBFS_DROP_CACHES => misc::sys_drop_caches(),

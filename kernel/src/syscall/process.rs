@@ -283,6 +283,10 @@ pub fn sys_wait4(pid: isize, wstatus: usize, options: u32, rusage: usize) -> Sys
     if options & !(WNOHANG | WUNTRACED | WCONTINUED | WALL | WCLONE) != 0 {
         return Err(Errno::EINVAL);
     }
+    // Linux: -INT_MIN names no process group.
+    if pid as i32 == i32::MIN {
+        return Err(Errno::ESRCH);
+    }
     if wstatus != 0 {
         // Check the status pointer before reaping, so a bad pointer loses no child.
         with_space(|s| uaccess::segments(s, wstatus, 4, crate::mm::area::Access::Write))?;
@@ -487,9 +491,9 @@ pub fn sys_setgroups(size: usize, list: usize) -> SysResult {
     Ok(0)
 }
 
-/// Resource limits: (soft, hard) per resource, the same for every process except FSIZE, which
-/// each process has (`ProcInner::fsize_limit`). Setting the others is accepted with Linux's
-/// checks but changes nothing.
+/// Resource limits: (soft, hard) per resource, the same for every process except those each
+/// process keeps and the kernel enforces (`task::policy::Limits`: FSIZE, MEMLOCK, NICE,
+/// RTPRIO). Setting the others is accepted with Linux's checks but changes nothing.
 fn limit_of(resource: usize) -> Option<(u64, u64)> {
     const INF: u64 = u64::MAX;
     Some(match resource {
@@ -516,8 +520,6 @@ fn limit_of(resource: usize) -> Option<(u64, u64)> {
     })
 }
 
-const RLIMIT_FSIZE: usize = 1;
-
 pub fn sys_prlimit64(pid: usize, resource: usize, new: usize, old: usize) -> SysResult {
     let target = if pid == 0 {
         task::current_process()
@@ -536,8 +538,8 @@ pub fn sys_prlimit64(pid: usize, resource: usize, new: usize, old: usize) -> Sys
             return Err(Errno::EPERM);
         }
     }
-    if resource == RLIMIT_FSIZE {
-        (soft, hard) = target.inner.lock().fsize_limit;
+    if let Some(&mut kept) = target.inner.lock().limits.get_mut(resource) {
+        (soft, hard) = kept;
     }
     let mut wanted = None;
     if new != 0 {
@@ -554,8 +556,10 @@ pub fn sys_prlimit64(pid: usize, resource: usize, new: usize, old: usize) -> Sys
         wanted = Some((ns, nh));
     }
     // The old values are those before the change (Linux copies them out after it).
-    if let (Some(limit), RLIMIT_FSIZE) = (wanted, resource) {
-        target.inner.lock().fsize_limit = limit;
+    if let Some(limit) = wanted {
+        if let Some(kept) = target.inner.lock().limits.get_mut(resource) {
+            *kept = limit;
+        }
     }
     if old != 0 {
         let mut b = [0u8; 16];
@@ -621,17 +625,18 @@ pub fn sys_getpriority(which: usize, who: usize) -> SysResult {
     Ok((20 - nice) as usize)
 }
 
-/// setpriority: set the nice value (clamped to -20..=19) of every target. Lowering it needs
-/// root (CAP_SYS_NICE); another user's process needs root too.
+/// setpriority: set the nice value (clamped to -20..=19) of every target. Another user's
+/// process needs CAP_SYS_NICE (EPERM); lowering the value needs it too, or a target's
+/// RLIMIT_NICE that allows it (EACCES).
 pub fn sys_setpriority(which: usize, who: usize, prio: usize) -> SysResult {
     let nice = (prio as i32).clamp(-20, 19);
     let cred = task::current_cred();
     for p in prio_targets(which, who)? {
         let mut t = p.inner.lock();
-        if cred.euid != 0 && cred.euid != t.cred.uid && cred.euid != t.cred.euid {
+        if !may_renice(&cred, &t.cred) {
             return Err(Errno::EPERM);
         }
-        if nice < t.nice && cred.euid != 0 {
+        if nice < t.nice && !can_nice(&cred, &t, nice) {
             return Err(Errno::EACCES);
         }
         t.nice = nice;
@@ -639,12 +644,24 @@ pub fn sys_setpriority(which: usize, who: usize, prio: usize) -> SysResult {
     Ok(0)
 }
 
+/// May a caller with `cred` change the priority or policy of a process with `target`'s
+/// credentials (Linux's `set_one_prio_perm`, `check_same_owner`)?
+pub(super) fn may_renice(cred: &task::cred::Cred, target: &task::cred::Cred) -> bool {
+    cred.caps.has(CAP_SYS_NICE) || cred.euid == target.uid || cred.euid == target.euid
+}
+
+/// May the caller set `t`'s nice value to `nice` (Linux's `can_nice`): with CAP_SYS_NICE,
+/// or when `20 - nice` is within `t`'s RLIMIT_NICE.
+pub(super) fn can_nice(cred: &task::cred::Cred, t: &task::ProcInner, nice: i32) -> bool {
+    cred.caps.has(CAP_SYS_NICE) || (20 - nice) as u64 <= t.limits.nice.0
+}
+
 const IOPRIO_CLASS_NONE: usize = 0;
 const IOPRIO_CLASS_RT: usize = 1;
 const IOPRIO_CLASS_BE: usize = 2;
 const IOPRIO_CLASS_IDLE: usize = 3;
 const CAP_SYS_ADMIN: u32 = 21;
-const CAP_SYS_NICE: u32 = 23;
+pub(super) const CAP_SYS_NICE: u32 = 23;
 
 /// ioprio_get/ioprio_set's `which` (IOPRIO_WHO_PROCESS 1, _PGRP 2, _USER 3) are
 /// getpriority's PRIO_* plus one.

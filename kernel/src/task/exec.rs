@@ -187,7 +187,9 @@ pub fn spawn_init(
         comm,
         cmdline,
         vfork_parent: None,
-        fsize_limit: (u64::MAX, u64::MAX),
+        limits: Default::default(),
+        sched: Default::default(),
+        personality: 0,
     };
     make_process(
         &mut SCHED.lock(),

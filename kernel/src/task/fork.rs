@@ -121,12 +121,18 @@ pub fn fork(tf: &TrapFrame, vfork: bool) -> Result<usize, Errno> {
             cred: p.cred.clone(),
             children_cpu_ns: 0,
             children_switches: [0; 2],
-            nice: p.nice,
+            nice: if p.sched.reset_on_fork {
+                p.nice.max(0)
+            } else {
+                p.nice
+            },
             ioprio: p.ioprio,
             comm: p.comm.clone(),
             cmdline: p.cmdline.clone(),
             vfork_parent,
-            fsize_limit: p.fsize_limit,
+            limits: p.limits,
+            sched: p.sched.for_child(),
+            personality: p.personality,
         };
         (inner, ctf)
     };

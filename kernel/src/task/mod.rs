@@ -42,6 +42,7 @@ mod fork;
 pub mod futex;
 pub mod itimer;
 mod lookup;
+pub mod policy;
 mod process;
 pub mod ps;
 pub mod ptimer;
@@ -52,6 +53,7 @@ pub mod signal;
 mod sigstate;
 mod switch;
 mod user_return;
+pub mod uts;
 pub mod wait;
 
 pub use away::{

@@ -88,10 +88,14 @@ pub struct ProcInner {
     /// The parent's thread asleep in vfork (`clone(CLONE_VFORK)`) until this child execs
     /// or exits ([`release_vfork_parent`]); `None` for any other child, or once released.
     pub vfork_parent: Option<Arc<Thread>>,
-    /// RLIMIT_FSIZE (soft, hard): the largest file size a write or truncate may make; past
-    /// the soft limit the call fails with EFBIG and the process gets SIGXFSZ. Inherited by
-    /// fork, kept by execve.
-    pub fsize_limit: (u64, u64),
+    /// The resource limits enforced per process (RLIMIT_FSIZE, _MEMLOCK, _NICE, _RTPRIO).
+    pub limits: super::policy::Limits,
+    /// The scheduling policy (sched_setscheduler) and real-time priority.
+    pub sched: super::policy::SchedPolicy,
+    /// The execution domain and its flags (personality(2)): inherited by fork, kept by
+    /// execve. Of the flags, the kernel honours UNAME26 (uname's release); pselect6 never
+    /// writes the time left back, as STICKY_TIMEOUTS asks.
+    pub personality: u32,
 }
 
 /// A thread group.

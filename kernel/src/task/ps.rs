@@ -27,9 +27,10 @@ pub struct PsInfo {
     pub cpu_ns: u64,
     pub children_cpu_ns: u64,
     pub nice: i32,
-    /// Bytes of user address space in areas, and resident pages.
+    /// Bytes of user address space in areas, resident pages, and bytes locked (mlock).
     pub vsize: u64,
     pub rss_pages: u64,
+    pub locked: u64,
 }
 
 /// Every process's pid, in order (zombies included until reaped, as on Linux).
@@ -86,5 +87,6 @@ pub fn info(pid: usize) -> Option<PsInfo> {
         nice: i.nice,
         vsize: i.space.mapped_bytes() as u64,
         rss_pages: i.space.resident_pages() as u64,
+        locked: i.space.locked_bytes() as u64,
     })
 }

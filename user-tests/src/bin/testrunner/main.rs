@@ -25,10 +25,12 @@ mod chmod_tests;
 mod exec_tests;
 mod fs_tests;
 mod itimer_tests;
+mod mlock_tests;
 mod mmap_tests;
 mod mount_tests;
 mod proc_fd_tests;
 mod proc_tests;
+mod sched_tests;
 mod sigaltstack_tests;
 mod statx_tests;
 mod stress_tests;
@@ -320,6 +322,17 @@ pub const TESTS: &[Test] = &[
     t(
         "mmap_read_around_random_order",
         mmap_tests::mmap_read_around_random_order,
+    ),
+    // memory locks (mlock, mlock2, munlock, mlockall, munlockall, MAP_LOCKED)
+    t("mlock_ranges", mlock_tests::mlock_ranges),
+    t("mlockall_semantics", mlock_tests::mlockall_semantics),
+    // scheduling policies, host names, personality, getcpu
+    t("sched_policy_calls", sched_tests::sched_policy_calls),
+    t("host_names", sched_tests::host_names),
+    t("personality_getcpu", sched_tests::personality_getcpu),
+    t(
+        "reboot_cad_wait_int_min",
+        sched_tests::reboot_cad_wait_int_min,
     ),
     // native AIO (io_setup, io_submit, io_getevents, io_cancel, io_destroy)
     t("aio_read_write_events", aio_tests::aio_read_write_events),

@@ -1,0 +1,88 @@
+//! What a process keeps of its own besides credentials (task layer): the resource limits the
+//! kernel enforces per process ([`Limits`]) and its scheduling policy ([`SchedPolicy`]).
+//! Both are inherited by fork and kept by execve, as on Linux.
+
+/// `RLIM_INFINITY`.
+pub const RLIM_INFINITY: u64 = u64::MAX;
+
+/// The resource limits each process has, (soft, hard), and that the kernel enforces:
+/// RLIMIT_FSIZE (writes and truncates past the soft limit: EFBIG and SIGXFSZ), RLIMIT_MEMLOCK
+/// (mlock, mlockall and MAP_LOCKED past it: ENOMEM, or EPERM when it is 0), RLIMIT_NICE (how
+/// far a process without CAP_SYS_NICE may lower its nice value: `20 - nice` up to the limit)
+/// and RLIMIT_RTPRIO (the highest real-time priority it may set without CAP_SYS_NICE).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    pub fsize: (u64, u64),
+    pub memlock: (u64, u64),
+    pub nice: (u64, u64),
+    pub rtprio: (u64, u64),
+}
+
+impl Default for Limits {
+    /// Linux's defaults for the first process: no file size limit, 8 MiB of locked memory
+    /// (Linux 5.16's MLOCK_LIMIT), no raising of the nice value or real-time priority.
+    fn default() -> Self {
+        Limits {
+            fsize: (RLIM_INFINITY, RLIM_INFINITY),
+            memlock: (8 << 20, 8 << 20),
+            nice: (0, 0),
+            rtprio: (0, 0),
+        }
+    }
+}
+
+impl Limits {
+    /// The limit of `resource` (RLIMIT_*) when it is one kept here.
+    pub fn get_mut(&mut self, resource: usize) -> Option<&mut (u64, u64)> {
+        match resource {
+            1 => Some(&mut self.fsize),
+            8 => Some(&mut self.memlock),
+            13 => Some(&mut self.nice),
+            14 => Some(&mut self.rtprio),
+            _ => None,
+        }
+    }
+}
+
+pub const SCHED_OTHER: u32 = 0;
+pub const SCHED_FIFO: u32 = 1;
+pub const SCHED_RR: u32 = 2;
+pub const SCHED_BATCH: u32 = 3;
+pub const SCHED_IDLE: u32 = 5;
+/// The highest real-time priority (SCHED_FIFO and SCHED_RR take 1..=99).
+pub const MAX_RT_PRIO: u32 = 99;
+
+/// A process's scheduling policy as sched_setscheduler(2) sets it: the policy, its static
+/// real-time priority (0 for the normal policies), and SCHED_RESET_ON_FORK. The scheduler
+/// is round-robin for every policy: it records them with Linux's checks and reports them
+/// back, but does not yet run real-time processes first.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SchedPolicy {
+    pub policy: u32,
+    pub priority: u32,
+    pub reset_on_fork: bool,
+}
+
+impl SchedPolicy {
+    pub fn is_rt(policy: u32) -> bool {
+        policy == SCHED_FIFO || policy == SCHED_RR
+    }
+
+    /// The policy a child starts with (fork): the parent's, or with SCHED_RESET_ON_FORK a
+    /// normal one (a real-time policy becomes SCHED_OTHER) without the flag.
+    pub fn for_child(self) -> SchedPolicy {
+        if !self.reset_on_fork {
+            return self;
+        }
+        let policy = if Self::is_rt(self.policy) {
+            SCHED_OTHER
+        } else {
+            self.policy
+        };
+        SchedPolicy {
+            policy,
+            priority: 0,
+            reset_on_fork: false,
+        }
+    }
+}

@@ -1,0 +1,37 @@
+//! The host's names (task layer: Linux keeps them in the UTS namespace every task shares
+//! here): the node name (sethostname, uname's `nodename`, /proc/sys/kernel/hostname) and the
+//! NIS domain name (setdomainname, uname's `domainname`, /proc/sys/kernel/domainname).
+
+use alloc::string::String;
+
+use crate::sync::Mutex;
+
+/// Longest name (Linux's `__NEW_UTS_LEN`): uname's fields are 65 bytes with the NUL.
+pub const UTS_LEN: usize = 64;
+
+/// The names once set (`None`: the default).
+static NODENAME: Mutex<Option<String>> = Mutex::new(None);
+static DOMAINNAME: Mutex<Option<String>> = Mutex::new(None);
+
+/// The node name ("dbfs-os" until sethostname sets one).
+pub fn nodename() -> String {
+    NODENAME
+        .lock()
+        .clone()
+        .unwrap_or_else(|| String::from("dbfs-os"))
+}
+
+/// The NIS domain name ("(none)", as Linux's default, until setdomainname sets one).
+pub fn domainname() -> String {
+    DOMAINNAME
+        .lock()
+        .clone()
+        .unwrap_or_else(|| String::from("(none)"))
+}
+
+/// Set the node name (`domain`: false) or the domain name (true); at most [`UTS_LEN`] bytes,
+/// checked by the caller.
+pub fn set(domain: bool, name: &[u8]) {
+    let s = String::from_utf8_lossy(name).into_owned();
+    *if domain { &DOMAINNAME } else { &NODENAME }.lock() = Some(s);
+}
