@@ -20,7 +20,12 @@ use super::fd::{base, file, umask};
 use super::io::drop_suid_after_write;
 /// Linux's cap on one read or write (`MAX_RW_COUNT`).
 pub fn sys_openat(dirfd: i32, path_ptr: usize, flags: u32, mode: u32) -> SysResult {
-    let path = read_path(path_ptr)?;
+    open_at(dirfd, &read_path(path_ptr)?, flags, mode)
+}
+
+/// openat of `path` (read from the caller already): openat2 shares it.
+pub(super) fn open_at(dirfd: i32, path: &str, flags: u32, mode: u32) -> SysResult {
+    let path = alloc::string::String::from(path);
     if flags & O_CREAT != 0 && flags & O_DIRECTORY != 0 {
         return Err(Errno::EINVAL);
     }
@@ -154,6 +159,67 @@ pub fn sys_close(fd: i32) -> SysResult {
     // May run `release` (outside the process lock); its error is close's, the descriptor is
     // gone either way (as in Linux).
     OpenFile::close_last(f)?;
+    Ok(0)
+}
+
+/// close_range(2): close every open descriptor from `first` to `last`, or with
+/// CLOSE_RANGE_CLOEXEC mark them close-on-exec. CLOSE_RANGE_UNSHARE asks for a table of the
+/// caller's own first, which every process has here. EINVAL for other flags or
+/// `first > last`.
+pub fn sys_close_range(first: u32, last: u32, flags: u32) -> SysResult {
+    use abi::fcntl::{CLOSE_RANGE_CLOEXEC, CLOSE_RANGE_UNSHARE};
+    if flags & !(CLOSE_RANGE_UNSHARE | CLOSE_RANGE_CLOEXEC) != 0 || first > last {
+        return Err(Errno::EINVAL);
+    }
+    let closed = with_current(|p| {
+        let t = p.files.fds();
+        let mut closed = alloc::vec::Vec::new();
+        for fd in t.numbers() {
+            if (fd as u32) < first || fd as u32 > last {
+                continue;
+            }
+            if flags & CLOSE_RANGE_CLOEXEC != 0 {
+                let _ = t.set_cloexec(fd, true);
+            } else if let Ok(f) = t.close(fd) {
+                closed.push(f);
+            }
+        }
+        closed
+    });
+    let pid = crate::task::current_pid();
+    for f in closed {
+        f.release_locks(pid);
+        // As close(2): the descriptor is gone whatever the last close says.
+        let _ = OpenFile::close_last(f);
+    }
+    Ok(0)
+}
+
+/// sync_file_range(2): the checks of Linux (flags, then offsets: EINVAL; the descriptor:
+/// EBADF; a pipe, socket or character device: ESPIPE), then with SYNC_FILE_RANGE_WRITE or
+/// SYNC_FILE_RANGE_WAIT_AFTER the whole file's data is written back (a superset of the
+/// range; the file systems here write a file back as one).
+pub fn sys_sync_file_range(fd: i32, offset: i64, nbytes: i64, flags: u32) -> SysResult {
+    const WAIT_BEFORE: u32 = 1;
+    const WRITE: u32 = 2;
+    const WAIT_AFTER: u32 = 4;
+    if flags & !(WAIT_BEFORE | WRITE | WAIT_AFTER) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let end = offset.wrapping_add(nbytes);
+    if offset < 0 || end < 0 || end < offset {
+        return Err(Errno::EINVAL);
+    }
+    let f = file(fd)?;
+    if !matches!(
+        f.ftype,
+        FileType::Regular | FileType::BlockDevice | FileType::Directory | FileType::Symlink
+    ) {
+        return Err(Errno::ESPIPE);
+    }
+    if flags & (WRITE | WAIT_AFTER) != 0 && f.ftype != FileType::Directory {
+        fsync_file(&f, true)?;
+    }
     Ok(0)
 }
 
