@@ -532,6 +532,10 @@ pub fn sys_preadv(fd: i32, iov: usize, count: usize, pos: i64, v2: Option<u32>) 
         return Err(Errno::EBADF);
     }
     let vecs = iovecs(iov, count)?;
+    // Nothing to move: 0 before the flags are looked at, as Linux's vfs_readv.
+    if vecs.iter().all(|&(_, len)| len == 0) {
+        return Ok(0);
+    }
     rw_flags(&f, flags, false)?;
     if stream_of(&f).is_some() {
         let nonblock = flags & RWF_NOWAIT != 0;
@@ -579,6 +583,9 @@ pub fn sys_pwritev(fd: i32, iov: usize, count: usize, pos: i64, v2: Option<u32>)
         return Err(Errno::EBADF);
     }
     let vecs = iovecs(iov, count)?;
+    if vecs.iter().all(|&(_, len)| len == 0) {
+        return Ok(0);
+    }
     rw_flags(&f, flags, true)?;
     if stream_of(&f).is_some() {
         let nonblock = flags & RWF_NOWAIT != 0;
