@@ -341,24 +341,67 @@ pub fn sys_readahead(fd: i32) -> SysResult {
     Ok(0)
 }
 
-/// fallocate: preallocation is not supported by these file systems: EOPNOTSUPP, which glibc's
-/// posix_fallocate answers by writing the range itself. Bad descriptors and arguments get
-/// Linux's errno first.
-pub fn sys_fallocate(fd: i32, _mode: u32, offset: i64, len: i64) -> SysResult {
+/// fallocate(2) with Linux's checks in its order (vfs_fallocate): the range (EINVAL), the
+/// mode (EOPNOTSUPP for unknown bits, PUNCH_HOLE without KEEP_SIZE or with ZERO_RANGE;
+/// EINVAL for COLLAPSE/INSERT with anything else), the access mode (EBADF), the type
+/// (ESPIPE, EISDIR, ENODEV), the end past the largest offset (EFBIG). Then the two modes the
+/// file systems here can give: 0 makes the file at least `offset + len` long (RLIMIT_FSIZE
+/// as truncate), FALLOC_FL_KEEP_SIZE leaves it; both first check that the file system has
+/// the bytes free (ENOSPC). Neither dbfs (copy on write: a later overwrite needs new blocks
+/// anyway) nor FAT32 here reserves blocks ahead, so that check is the promise they keep.
+/// Punching holes, zeroing, collapsing and inserting ranges are EOPNOTSUPP, which LTP and
+/// programs take as "not supported by this file system".
+pub fn sys_fallocate(fd: i32, mode: u32, offset: i64, len: i64) -> SysResult {
+    const KEEP_SIZE: u32 = 0x01;
+    const PUNCH_HOLE: u32 = 0x02;
+    const COLLAPSE_RANGE: u32 = 0x08;
+    const ZERO_RANGE: u32 = 0x10;
+    const INSERT_RANGE: u32 = 0x20;
+    const UNSHARE_RANGE: u32 = 0x40;
+    const KNOWN: u32 =
+        KEEP_SIZE | PUNCH_HOLE | COLLAPSE_RANGE | ZERO_RANGE | INSERT_RANGE | UNSHARE_RANGE;
     let f = file(fd)?;
     if offset < 0 || len <= 0 {
         return Err(Errno::EINVAL);
+    }
+    if mode & !KNOWN != 0
+        || mode & (PUNCH_HOLE | ZERO_RANGE) == (PUNCH_HOLE | ZERO_RANGE)
+        || (mode & PUNCH_HOLE != 0 && mode & KEEP_SIZE == 0)
+    {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    for alone in [COLLAPSE_RANGE, INSERT_RANGE] {
+        if mode & alone != 0 && mode != alone {
+            return Err(Errno::EINVAL);
+        }
     }
     if !f.writable {
         return Err(Errno::EBADF);
     }
     match f.ftype {
-        FileType::Fifo | FileType::Socket => Err(Errno::ESPIPE),
-        FileType::Directory => Err(Errno::EISDIR),
-        // Every mode (plain allocation, FALLOC_FL_KEEP_SIZE, punching holes, ...).
-        FileType::Regular => Err(Errno::EOPNOTSUPP),
-        _ => Err(Errno::ENODEV),
+        FileType::Fifo | FileType::Socket => return Err(Errno::ESPIPE),
+        FileType::Directory => return Err(Errno::EISDIR),
+        FileType::Regular => {}
+        _ => return Err(Errno::ENODEV),
     }
+    let end = offset.checked_add(len).ok_or(Errno::EFBIG)? as u64;
+    if mode & !KEEP_SIZE != 0 {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    let size = f.loc.node.getattr()?.size;
+    if mode == 0 {
+        super::io::fsize_grow_ok(size, end)?;
+    }
+    let st = f.loc.mount.fs.statfs()?;
+    let free = st.blocks_free.saturating_mul(st.block_size);
+    if end.saturating_sub(size) > free {
+        return Err(Errno::ENOSPC);
+    }
+    if mode == 0 && end > size {
+        f.loc.node.truncate(end)?;
+        crate::mm::file_pages::truncated_open(&*f, end);
+    }
+    Ok(0)
 }
 
 pub fn sys_sync() -> SysResult {

@@ -468,3 +468,62 @@ pub fn openat2_no_symlinks(cx: &Ctx) -> TestResult {
         "openat2 RESOLVE_NO_SYMLINKS through a link",
     )
 }
+
+fn fallocate(fd: Fd, mode: u32, offset: i64, len: i64) -> SysResult<usize> {
+    // SAFETY: no pointers.
+    ret(unsafe {
+        syscall4(
+            SYS_FALLOCATE,
+            fd as usize,
+            mode as usize,
+            offset as usize,
+            len as usize,
+        )
+    })
+}
+
+/// fallocate: mode 0 makes the file longer (never shorter), KEEP_SIZE leaves its size, the
+/// range-changing modes are EOPNOTSUPP here, and bad input gets Linux's errno.
+pub fn fallocate_modes(cx: &Ctx) -> TestResult {
+    let path = cx.path("fa");
+    put_file(&path, b"0123456789")?;
+    let fd = sys::open(&path, O_RDWR, 0).what("open")?;
+    let r = (|| -> TestResult {
+        fallocate(fd, 0, 4, 4).what("fallocate inside")?;
+        ensure!(
+            sys::fstat(fd).what("fstat")?.st_size == 10,
+            "fallocate inside the file changed its size"
+        );
+        fallocate(fd, 0, 8, 4092).what("fallocate past the end")?;
+        ensure!(
+            sys::fstat(fd).what("fstat")?.st_size == 4100,
+            "fallocate did not grow the file to 4100"
+        );
+        same_bytes(&read_back(fd, 0, 12)?, b"0123456789\0\0", "the grown file")?;
+        fallocate(fd, 1, 0, 1 << 16).what("fallocate KEEP_SIZE")?;
+        ensure!(
+            sys::fstat(fd).what("fstat")?.st_size == 4100,
+            "KEEP_SIZE changed the size"
+        );
+        expect_errno(
+            fallocate(fd, 2, 0, 1),
+            Errno::EOPNOTSUPP,
+            "PUNCH_HOLE alone",
+        )?;
+        expect_errno(fallocate(fd, 0x100, 0, 1), Errno::EOPNOTSUPP, "mode 0x100")?;
+        expect_errno(
+            fallocate(fd, 0x9, 0, 1),
+            Errno::EINVAL,
+            "COLLAPSE|KEEP_SIZE",
+        )?;
+        expect_errno(fallocate(fd, 0, 0, 0), Errno::EINVAL, "len 0")?;
+        expect_errno(fallocate(fd, 0, -1, 1), Errno::EINVAL, "offset -1")?;
+        expect_errno(fallocate(fd, 0, i64::MAX, 1), Errno::EFBIG, "end past 2^63")
+    })();
+    let _ = sys::close(fd);
+    r?;
+    let ro = sys::open(&path, O_RDONLY, 0).what("open read-only")?;
+    let bad = fallocate(ro, 0, 0, 1);
+    let _ = sys::close(ro);
+    expect_errno(bad, Errno::EBADF, "fallocate of a read-only descriptor")
+}
