@@ -201,6 +201,7 @@ pub const TESTS: &[Test] = &[
         copy_tests::sendfile_copy_file_range,
     ),
     t("close_range_openat2", copy_tests::close_range_openat2),
+    t("fallocate_modes", copy_tests::fallocate_modes),
     needs(
         "openat2_no_symlinks",
         copy_tests::openat2_no_symlinks,
