@@ -131,6 +131,9 @@ fn file_to_pipe(f: &OpenFile, at: u64, pipe: &Pipe, len: usize, nonblock: bool) 
 fn pipe_to_file(pipe: &Pipe, f: &OpenFile, at: u64, len: usize, nonblock: bool) -> SysResult {
     let mut buf = buffer(len.min(CHUNK))?;
     let got = pipe.read(&mut buf, nonblock)?;
+    if got == 0 {
+        return Ok(0);
+    }
     let put = match write_sink(f, at, &buf[..got]) {
         Ok(put) => put,
         Err(e) => {
