@@ -342,8 +342,8 @@ pub fn sys_readahead(fd: i32) -> SysResult {
 }
 
 /// fallocate(2) with Linux's checks in its order (vfs_fallocate): the range (EINVAL), the
-/// mode (EOPNOTSUPP for unknown bits, PUNCH_HOLE without KEEP_SIZE or with ZERO_RANGE;
-/// EINVAL for COLLAPSE/INSERT with anything else), the access mode (EBADF), the type
+/// mode (EOPNOTSUPP for unknown bits, two modes at once, PUNCH_HOLE without KEEP_SIZE,
+/// COLLAPSE/INSERT with it), the access mode (EBADF), the type
 /// (ESPIPE, EISDIR, ENODEV), the end past the largest offset (EFBIG). Then the two modes the
 /// file systems here can give: 0 makes the file at least `offset + len` long (RLIMIT_FSIZE
 /// as truncate), FALLOC_FL_KEEP_SIZE leaves it; both first check that the file system has
@@ -364,16 +364,15 @@ pub fn sys_fallocate(fd: i32, mode: u32, offset: i64, len: i64) -> SysResult {
     if offset < 0 || len <= 0 {
         return Err(Errno::EINVAL);
     }
-    if mode & !KNOWN != 0
-        || mode & (PUNCH_HOLE | ZERO_RANGE) == (PUNCH_HOLE | ZERO_RANGE)
-        || (mode & PUNCH_HOLE != 0 && mode & KEEP_SIZE == 0)
-    {
+    // The modes are exclusive; KEEP_SIZE goes with some of them (Linux 6.11's check).
+    let ok = match mode & !KEEP_SIZE {
+        0 | UNSHARE_RANGE | ZERO_RANGE => true,
+        PUNCH_HOLE => mode & KEEP_SIZE != 0,
+        COLLAPSE_RANGE | INSERT_RANGE => mode & KEEP_SIZE == 0,
+        _ => false,
+    };
+    if mode & !KNOWN != 0 || !ok {
         return Err(Errno::EOPNOTSUPP);
-    }
-    for alone in [COLLAPSE_RANGE, INSERT_RANGE] {
-        if mode & alone != 0 && mode != alone {
-            return Err(Errno::EINVAL);
-        }
     }
     if !f.writable {
         return Err(Errno::EBADF);
