@@ -68,6 +68,55 @@ pub const O_KNOWN: u32 = O_ACCMODE
     | O_CLOEXEC
     | O_PATH;
 
+/// `preadv2`/`pwritev2` flags (`RWF_*`).
+/// High priority request (polled I/O where a device has it; accepted, served as usual).
+pub const RWF_HIPRI: u32 = 0x1;
+/// This write is durable when the call returns, as with `O_DSYNC`.
+pub const RWF_DSYNC: u32 = 0x2;
+/// This write and the metadata it changed are durable when the call returns (`O_SYNC`).
+pub const RWF_SYNC: u32 = 0x4;
+/// Fail with EAGAIN instead of waiting (for data not cached, a full pipe...).
+pub const RWF_NOWAIT: u32 = 0x8;
+/// Append this write to the end of the file, as `O_APPEND` does.
+pub const RWF_APPEND: u32 = 0x10;
+/// Write at the given offset even on an `O_APPEND` descriptor.
+pub const RWF_NOAPPEND: u32 = 0x20;
+/// The `RWF_*` flags the kernel knows; others are EOPNOTSUPP.
+pub const RWF_SUPPORTED: u32 =
+    RWF_HIPRI | RWF_DSYNC | RWF_SYNC | RWF_NOWAIT | RWF_APPEND | RWF_NOAPPEND;
+
+/// splice/tee/vmsplice flags (`SPLICE_F_*`).
+/// Move pages instead of copying (a hint).
+pub const SPLICE_F_MOVE: u32 = 0x1;
+/// Do not wait on the pipe (the other descriptor may still wait).
+pub const SPLICE_F_NONBLOCK: u32 = 0x2;
+/// More data will follow (a hint for sockets).
+pub const SPLICE_F_MORE: u32 = 0x4;
+/// vmsplice: the user pages are a gift (a hint).
+pub const SPLICE_F_GIFT: u32 = 0x8;
+/// Every `SPLICE_F_*` flag; others are EINVAL.
+pub const SPLICE_F_ALL: u32 = SPLICE_F_MOVE | SPLICE_F_NONBLOCK | SPLICE_F_MORE | SPLICE_F_GIFT;
+
+/// `close_range` flags.
+/// Unshare the descriptor table first (it is never shared across processes here).
+pub const CLOSE_RANGE_UNSHARE: u32 = 1 << 1;
+/// Mark the descriptors close-on-exec instead of closing them.
+pub const CLOSE_RANGE_CLOEXEC: u32 = 1 << 2;
+
+/// `openat2`'s `struct open_how` `resolve` flags (`RESOLVE_*`).
+/// No mount point crossing on the way (bind mounts included).
+pub const RESOLVE_NO_XDEV: u64 = 0x01;
+/// No magic links (`/proc/PID/fd/N`) on the way.
+pub const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
+/// No symbolic link on the way (magic links included).
+pub const RESOLVE_NO_SYMLINKS: u64 = 0x04;
+/// The walk must stay under the starting directory (EXDEV otherwise).
+pub const RESOLVE_BENEATH: u64 = 0x08;
+/// The starting directory is the root for this walk (`..` and `/` stay in it).
+pub const RESOLVE_IN_ROOT: u64 = 0x10;
+/// Only a walk the dcache could serve (EAGAIN otherwise).
+pub const RESOLVE_CACHED: u64 = 0x20;
+
 /// `lseek`: the offset is from the start of the file.
 pub const SEEK_SET: u32 = 0;
 /// `lseek`: the offset is from the current offset.

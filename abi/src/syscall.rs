@@ -101,6 +101,31 @@ pub const SYS_WRITEV: usize = 66;
 pub const SYS_PREAD64: usize = 67;
 /// `pwrite64`: write at an explicit offset, leaving the descriptor's offset alone.
 pub const SYS_PWRITE64: usize = 68;
+/// `preadv`: read into several buffers from an explicit offset (the offset's low and high
+/// halves are two arguments; on 64-bit the low one holds all of it).
+pub const SYS_PREADV: usize = 69;
+/// `pwritev`: write several buffers at an explicit offset.
+pub const SYS_PWRITEV: usize = 70;
+/// `preadv2`: `preadv` with `RWF_*` flags; offset -1 reads at the descriptor's offset.
+pub const SYS_PREADV2: usize = 286;
+/// `pwritev2`: `pwritev` with `RWF_*` flags; offset -1 writes at the descriptor's offset.
+pub const SYS_PWRITEV2: usize = 287;
+/// `sendfile`: copy from a file into another descriptor inside the kernel.
+pub const SYS_SENDFILE: usize = 71;
+/// `vmsplice`: user memory into a pipe (write end) or a pipe into user memory (read end).
+pub const SYS_VMSPLICE: usize = 75;
+/// `splice`: move data between a pipe and another descriptor (or two pipes).
+pub const SYS_SPLICE: usize = 76;
+/// `tee`: copy what one pipe holds into another without consuming it.
+pub const SYS_TEE: usize = 77;
+/// `sync_file_range`: write back a byte range of a file.
+pub const SYS_SYNC_FILE_RANGE: usize = 84;
+/// `copy_file_range`: copy a byte range between two regular files inside the kernel.
+pub const SYS_COPY_FILE_RANGE: usize = 285;
+/// `close_range`: close (or mark close-on-exec) every descriptor of a range.
+pub const SYS_CLOSE_RANGE: usize = 436;
+/// `openat2`: `openat` with a `struct open_how` (flags, mode, `RESOLVE_*`).
+pub const SYS_OPENAT2: usize = 437;
 /// `readlinkat`: copy a symbolic link's target into a buffer (no NUL added).
 pub const SYS_READLINKAT: usize = 78;
 /// `newfstatat`: `struct stat` of a path, or of a descriptor with `AT_EMPTY_PATH`.

@@ -88,6 +88,16 @@ impl Pipe {
     /// Read what is there (at most `buf.len()`), sleeping while the pipe is empty and a writer
     /// exists.
     pub fn read(&self, buf: &mut [u8], nonblock: bool) -> Result<usize, Errno> {
+        self.take(buf, nonblock, true)
+    }
+
+    /// Copy what is there (at most `buf.len()`) without consuming it (tee), sleeping as
+    /// [`Pipe::read`] does.
+    pub fn peek(&self, buf: &mut [u8], nonblock: bool) -> Result<usize, Errno> {
+        self.take(buf, nonblock, false)
+    }
+
+    fn take(&self, buf: &mut [u8], nonblock: bool, consume: bool) -> Result<usize, Errno> {
         if buf.is_empty() {
             return Ok(0);
         }
@@ -96,6 +106,12 @@ impl Pipe {
                 let mut st = self.state.lock();
                 if !st.buf.is_empty() {
                     let n = buf.len().min(st.buf.len());
+                    if !consume {
+                        for (i, b) in st.buf.range(..n).enumerate() {
+                            buf[i] = *b;
+                        }
+                        return Ok(n);
+                    }
                     for (i, b) in st.buf.drain(..n).enumerate() {
                         buf[i] = b;
                     }
@@ -115,6 +131,47 @@ impl Pipe {
                 return Err(signal::ERESTARTSYS);
             }
             self.readable.sleep();
+        }
+    }
+
+    /// Put bytes read from the pipe back at its front, in order (a splice whose other side
+    /// took fewer than it was given). The ring may go past its capacity by what was read.
+    pub fn unread(&self, data: &[u8]) {
+        if data.is_empty() {
+            return;
+        }
+        let mut st = self.state.lock();
+        for &b in data.iter().rev() {
+            st.buf.push_front(b);
+        }
+        st.in_events += 1;
+        drop(st);
+        self.wake_all();
+    }
+
+    /// Wait for room (splice into the pipe): the free bytes, sleeping while the pipe is full
+    /// and a reader exists; with no reader left, SIGPIPE and EPIPE as a write.
+    pub fn wait_room(&self, nonblock: bool) -> Result<usize, Errno> {
+        loop {
+            {
+                let st = self.state.lock();
+                if st.readers == 0 {
+                    drop(st);
+                    signal::send(&crate::task::current_process(), signal::SIGPIPE);
+                    return Err(Errno::EPIPE);
+                }
+                let room = st.capacity.saturating_sub(st.buf.len());
+                if room > 0 {
+                    return Ok(room);
+                }
+            }
+            if nonblock {
+                return Err(Errno::EAGAIN);
+            }
+            if signal::pending() {
+                return Err(signal::ERESTARTSYS);
+            }
+            self.writable.sleep();
         }
     }
 

@@ -20,7 +20,12 @@ use super::fd::{base, file, umask};
 use super::io::drop_suid_after_write;
 /// Linux's cap on one read or write (`MAX_RW_COUNT`).
 pub fn sys_openat(dirfd: i32, path_ptr: usize, flags: u32, mode: u32) -> SysResult {
-    let path = read_path(path_ptr)?;
+    open_at(dirfd, &read_path(path_ptr)?, flags, mode)
+}
+
+/// openat of `path` (read from the caller already): openat2 shares it.
+pub(super) fn open_at(dirfd: i32, path: &str, flags: u32, mode: u32) -> SysResult {
+    let path = alloc::string::String::from(path);
     if flags & O_CREAT != 0 && flags & O_DIRECTORY != 0 {
         return Err(Errno::EINVAL);
     }
@@ -157,6 +162,67 @@ pub fn sys_close(fd: i32) -> SysResult {
     Ok(0)
 }
 
+/// close_range(2): close every open descriptor from `first` to `last`, or with
+/// CLOSE_RANGE_CLOEXEC mark them close-on-exec. CLOSE_RANGE_UNSHARE asks for a table of the
+/// caller's own first, which every process has here. EINVAL for other flags or
+/// `first > last`.
+pub fn sys_close_range(first: u32, last: u32, flags: u32) -> SysResult {
+    use abi::fcntl::{CLOSE_RANGE_CLOEXEC, CLOSE_RANGE_UNSHARE};
+    if flags & !(CLOSE_RANGE_UNSHARE | CLOSE_RANGE_CLOEXEC) != 0 || first > last {
+        return Err(Errno::EINVAL);
+    }
+    let closed = with_current(|p| {
+        let t = p.files.fds();
+        let mut closed = alloc::vec::Vec::new();
+        for fd in t.numbers() {
+            if (fd as u32) < first || fd as u32 > last {
+                continue;
+            }
+            if flags & CLOSE_RANGE_CLOEXEC != 0 {
+                let _ = t.set_cloexec(fd, true);
+            } else if let Ok(f) = t.close(fd) {
+                closed.push(f);
+            }
+        }
+        closed
+    });
+    let pid = crate::task::current_pid();
+    for f in closed {
+        f.release_locks(pid);
+        // As close(2): the descriptor is gone whatever the last close says.
+        let _ = OpenFile::close_last(f);
+    }
+    Ok(0)
+}
+
+/// sync_file_range(2): the checks of Linux (flags, then offsets: EINVAL; the descriptor:
+/// EBADF; a pipe, socket or character device: ESPIPE), then with SYNC_FILE_RANGE_WRITE or
+/// SYNC_FILE_RANGE_WAIT_AFTER the whole file's data is written back (a superset of the
+/// range; the file systems here write a file back as one).
+pub fn sys_sync_file_range(fd: i32, offset: i64, nbytes: i64, flags: u32) -> SysResult {
+    const WAIT_BEFORE: u32 = 1;
+    const WRITE: u32 = 2;
+    const WAIT_AFTER: u32 = 4;
+    if flags & !(WAIT_BEFORE | WRITE | WAIT_AFTER) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let end = offset.wrapping_add(nbytes);
+    if offset < 0 || end < 0 || end < offset {
+        return Err(Errno::EINVAL);
+    }
+    let f = file(fd)?;
+    if !matches!(
+        f.ftype,
+        FileType::Regular | FileType::BlockDevice | FileType::Directory | FileType::Symlink
+    ) {
+        return Err(Errno::ESPIPE);
+    }
+    if flags & (WRITE | WAIT_AFTER) != 0 && f.ftype != FileType::Directory {
+        fsync_file(&f, true)?;
+    }
+    Ok(0)
+}
+
 pub fn sys_lseek(fd: i32, offset: i64, whence: u32) -> SysResult {
     let f = file(fd)?;
     if !f.seekable() {
@@ -275,24 +341,66 @@ pub fn sys_readahead(fd: i32) -> SysResult {
     Ok(0)
 }
 
-/// fallocate: preallocation is not supported by these file systems: EOPNOTSUPP, which glibc's
-/// posix_fallocate answers by writing the range itself. Bad descriptors and arguments get
-/// Linux's errno first.
-pub fn sys_fallocate(fd: i32, _mode: u32, offset: i64, len: i64) -> SysResult {
+/// fallocate(2) with Linux's checks in its order (vfs_fallocate): the range (EINVAL), the
+/// mode (EOPNOTSUPP for unknown bits, two modes at once, PUNCH_HOLE without KEEP_SIZE,
+/// COLLAPSE/INSERT with it), the access mode (EBADF), the type
+/// (ESPIPE, EISDIR, ENODEV), the end past the largest offset (EFBIG). Then the two modes the
+/// file systems here can give: 0 makes the file at least `offset + len` long (RLIMIT_FSIZE
+/// as truncate), FALLOC_FL_KEEP_SIZE leaves it; both first check that the file system has
+/// the bytes free (ENOSPC). Neither dbfs (copy on write: a later overwrite needs new blocks
+/// anyway) nor FAT32 here reserves blocks ahead, so that check is the promise they keep.
+/// Punching holes, zeroing, collapsing and inserting ranges are EOPNOTSUPP, which LTP and
+/// programs take as "not supported by this file system".
+pub fn sys_fallocate(fd: i32, mode: u32, offset: i64, len: i64) -> SysResult {
+    const KEEP_SIZE: u32 = 0x01;
+    const PUNCH_HOLE: u32 = 0x02;
+    const COLLAPSE_RANGE: u32 = 0x08;
+    const ZERO_RANGE: u32 = 0x10;
+    const INSERT_RANGE: u32 = 0x20;
+    const UNSHARE_RANGE: u32 = 0x40;
+    const KNOWN: u32 =
+        KEEP_SIZE | PUNCH_HOLE | COLLAPSE_RANGE | ZERO_RANGE | INSERT_RANGE | UNSHARE_RANGE;
     let f = file(fd)?;
     if offset < 0 || len <= 0 {
         return Err(Errno::EINVAL);
+    }
+    // The modes are exclusive; KEEP_SIZE goes with some of them (Linux 6.11's check).
+    let ok = match mode & !KEEP_SIZE {
+        0 | UNSHARE_RANGE | ZERO_RANGE => true,
+        PUNCH_HOLE => mode & KEEP_SIZE != 0,
+        COLLAPSE_RANGE | INSERT_RANGE => mode & KEEP_SIZE == 0,
+        _ => false,
+    };
+    if mode & !KNOWN != 0 || !ok {
+        return Err(Errno::EOPNOTSUPP);
     }
     if !f.writable {
         return Err(Errno::EBADF);
     }
     match f.ftype {
-        FileType::Fifo | FileType::Socket => Err(Errno::ESPIPE),
-        FileType::Directory => Err(Errno::EISDIR),
-        // Every mode (plain allocation, FALLOC_FL_KEEP_SIZE, punching holes, ...).
-        FileType::Regular => Err(Errno::EOPNOTSUPP),
-        _ => Err(Errno::ENODEV),
+        FileType::Fifo | FileType::Socket => return Err(Errno::ESPIPE),
+        FileType::Directory => return Err(Errno::EISDIR),
+        FileType::Regular => {}
+        _ => return Err(Errno::ENODEV),
     }
+    let end = offset.checked_add(len).ok_or(Errno::EFBIG)? as u64;
+    if mode & !KEEP_SIZE != 0 {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    let size = f.loc.node.getattr()?.size;
+    if mode == 0 {
+        super::io::fsize_grow_ok(size, end)?;
+    }
+    let st = f.loc.mount.fs.statfs()?;
+    let free = st.blocks_free.saturating_mul(st.block_size);
+    if end.saturating_sub(size) > free {
+        return Err(Errno::ENOSPC);
+    }
+    if mode == 0 && end > size {
+        f.loc.node.truncate(end)?;
+        crate::mm::file_pages::truncated_open(&*f, end);
+    }
+    Ok(0)
 }
 
 pub fn sys_sync() -> SysResult {

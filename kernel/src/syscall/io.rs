@@ -5,6 +5,7 @@
 use alloc::vec;
 use alloc::vec::Vec;
 
+use abi::fcntl::{RWF_APPEND, RWF_DSYNC, RWF_NOAPPEND, RWF_NOWAIT, RWF_SUPPORTED, RWF_SYNC};
 use abi::Errno;
 use vfs::{FileType, Metadata, SetAttr};
 
@@ -133,7 +134,7 @@ fn check_rw(offset: u64, va: usize, len: usize) -> Result<(), Errno> {
 
 /// The end offset check of [`check_rw`] (EINVAL).
 #[inline(always)]
-fn check_end(offset: u64, len: usize) -> Result<(), Errno> {
+pub(super) fn check_end(offset: u64, len: usize) -> Result<(), Errno> {
     if offset
         .checked_add(len as u64)
         .is_none_or(|end| end > i64::MAX as u64)
@@ -141,6 +142,36 @@ fn check_end(offset: u64, len: usize) -> Result<(), Errno> {
         return Err(Errno::EINVAL);
     }
     Ok(())
+}
+
+/// Read from `f` at `offset` into the kernel buffer `buf` (sendfile, splice,
+/// copy_file_range): one file-system call, the stores of shared mappings not written back
+/// yet laid over what it returned.
+pub(super) fn read_file_at(f: &OpenFile, offset: u64, buf: &mut [u8]) -> SysResult {
+    check_end(offset, buf.len())?;
+    let got = f.loc.node.read_at(offset, buf)?;
+    if !crate::mm::file_pages::none_shared() {
+        crate::mm::file_pages::overlay_read(f, offset, got, |at, bytes| {
+            let i = (at - offset) as usize;
+            buf[i..i + bytes.len()].copy_from_slice(bytes);
+            Ok(())
+        })?;
+    }
+    Ok(got)
+}
+
+/// Write the kernel buffer `buf` into `f` at `offset` (sendfile, splice, copy_file_range),
+/// with write(2)'s RLIMIT_FSIZE cut, and the bytes shown to the file's shared mappings.
+pub(super) fn write_file_at(f: &OpenFile, offset: u64, buf: &[u8]) -> SysResult {
+    check_end(offset, buf.len())?;
+    let len = fsize_cut(f, offset, buf.len())?;
+    let put = f.loc.node.write_at(offset, &buf[..len])?;
+    crate::mm::file_pages::update_after_write(f, offset, put, |at, dst| {
+        let i = (at - offset) as usize;
+        dst.copy_from_slice(&buf[i..i + dst.len()]);
+        Ok(())
+    })?;
+    Ok(put)
 }
 
 /// User ranges up to this long are first tried as one physical run without building a list
@@ -431,11 +462,20 @@ pub(super) fn iovecs(iov: usize, count: usize) -> Result<Vec<(usize, usize)>, Er
     Ok(out)
 }
 
-pub fn sys_readv(fd: i32, iov: usize, count: usize) -> SysResult {
-    file(fd)?;
+/// Run `one(base, len)` on each iovec buffer in turn and add up what it moved; stop at the
+/// first short count. An error after some bytes moved ends the call with those bytes, as on
+/// Linux; an error before any is the call's.
+pub(super) fn each_iovec(
+    vecs: &[(usize, usize)],
+    mut one: impl FnMut(u64, usize, usize) -> SysResult,
+) -> SysResult {
     let mut total = 0;
-    for (base, len) in iovecs(iov, count)? {
-        let n = sys_read(fd, base, len)?;
+    for &(base, len) in vecs {
+        let n = match one(total as u64, base, len) {
+            Ok(n) => n,
+            Err(_) if total > 0 => break,
+            Err(e) => return Err(e),
+        };
         total += n;
         if n < len {
             break;
@@ -444,15 +484,138 @@ pub fn sys_readv(fd: i32, iov: usize, count: usize) -> SysResult {
     Ok(total)
 }
 
+pub fn sys_readv(fd: i32, iov: usize, count: usize) -> SysResult {
+    file(fd)?;
+    each_iovec(&iovecs(iov, count)?, |_, base, len| sys_read(fd, base, len))
+}
+
 pub fn sys_writev(fd: i32, iov: usize, count: usize) -> SysResult {
     file(fd)?;
-    let mut total = 0;
-    for (base, len) in iovecs(iov, count)? {
-        let n = sys_write(fd, base, len)?;
-        total += n;
-        if n < len {
-            break;
-        }
+    each_iovec(&iovecs(iov, count)?, |_, base, len| {
+        sys_write(fd, base, len)
+    })
+}
+
+/// The `RWF_*` flags of a preadv2/pwritev2 on `f` (Linux's `kiocb_set_rw_flags`): unknown
+/// flags are EOPNOTSUPP, and so is RWF_NOWAIT on a file whose reads and writes may wait for
+/// the disk (only pipes take it here, as a non-blocking call); RWF_APPEND and RWF_NOAPPEND
+/// together are EINVAL.
+fn rw_flags(f: &OpenFile, flags: u32, write: bool) -> Result<(), Errno> {
+    if flags & !RWF_SUPPORTED != 0 {
+        return Err(Errno::EOPNOTSUPP);
     }
-    Ok(total)
+    if flags & RWF_NOWAIT != 0 && stream_of(f).is_none() {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    if write && flags & RWF_APPEND != 0 && flags & RWF_NOAPPEND != 0 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(())
+}
+
+/// preadv, and preadv2 with `flags` (`v2`: None for preadv): the iovec buffers filled in
+/// turn from `pos` (the descriptor's offset stays), or for preadv2's `pos` -1 from the
+/// descriptor's offset, as readv. Linux's order of checks: the offset (EINVAL), the
+/// descriptor (EBADF), a pipe or socket (ESPIPE), the access mode (EBADF), the iovecs
+/// (EINVAL, EFAULT), the flags.
+pub fn sys_preadv(fd: i32, iov: usize, count: usize, pos: i64, v2: Option<u32>) -> SysResult {
+    let flags = v2.unwrap_or(0);
+    let at_offset = v2.is_some() && pos == -1;
+    if !at_offset && pos < 0 {
+        return Err(Errno::EINVAL);
+    }
+    let f = file(fd)?;
+    if !at_offset && !f.seekable() {
+        return Err(Errno::ESPIPE);
+    }
+    if !f.readable {
+        return Err(Errno::EBADF);
+    }
+    let vecs = iovecs(iov, count)?;
+    // Nothing to move: 0 before the flags are looked at, as Linux's vfs_readv.
+    if vecs.iter().all(|&(_, len)| len == 0) {
+        return Ok(0);
+    }
+    rw_flags(&f, flags, false)?;
+    if stream_of(&f).is_some() {
+        let nonblock = flags & RWF_NOWAIT != 0;
+        return each_iovec(&vecs, |_, base, len| match stream_of(&f) {
+            Some(s) => super::stream::read_with(&f, s, base, len, nonblock),
+            None => Err(Errno::EBADF),
+        });
+    }
+    if f.is_dir() {
+        return Err(Errno::EISDIR);
+    }
+    if !f.seekable() {
+        return each_iovec(&vecs, |_, base, len| read_into_user(&f, 0, base, len));
+    }
+    if at_offset {
+        let mut off = f.offset.lock();
+        let start = *off;
+        let n = each_iovec(&vecs, |done, base, len| {
+            read_into_user(&f, start + done, base, len)
+        })?;
+        *off = start + n as u64;
+        return Ok(n);
+    }
+    each_iovec(&vecs, |done, base, len| {
+        read_into_user(&f, pos as u64 + done, base, len)
+    })
+}
+
+/// pwritev, and pwritev2 with `flags` (`v2`: None for pwritev): the iovec buffers written
+/// in turn at `pos` (at the end for an O_APPEND descriptor or RWF_APPEND, unless
+/// RWF_NOAPPEND), or for pwritev2's `pos` -1 at the descriptor's offset, which moves, as
+/// writev. RWF_DSYNC and RWF_SYNC make the data (and metadata) durable before the call
+/// returns.
+pub fn sys_pwritev(fd: i32, iov: usize, count: usize, pos: i64, v2: Option<u32>) -> SysResult {
+    let flags = v2.unwrap_or(0);
+    let at_offset = v2.is_some() && pos == -1;
+    if !at_offset && pos < 0 {
+        return Err(Errno::EINVAL);
+    }
+    let f = file(fd)?;
+    if !at_offset && !f.seekable() {
+        return Err(Errno::ESPIPE);
+    }
+    if !f.writable {
+        return Err(Errno::EBADF);
+    }
+    let vecs = iovecs(iov, count)?;
+    if vecs.iter().all(|&(_, len)| len == 0) {
+        return Ok(0);
+    }
+    rw_flags(&f, flags, true)?;
+    if stream_of(&f).is_some() {
+        let nonblock = flags & RWF_NOWAIT != 0;
+        return each_iovec(&vecs, |_, base, len| match stream_of(&f) {
+            Some(s) => super::stream::write_with(&f, s, base, len, nonblock),
+            None => Err(Errno::EBADF),
+        });
+    }
+    drop_suid_of(&f)?;
+    if !f.seekable() {
+        return each_iovec(&vecs, |_, base, len| write_from_user(&f, 0, base, len));
+    }
+    let append = flags & RWF_NOAPPEND == 0 && (f.append() || flags & RWF_APPEND != 0);
+    let end = || f.loc.node.getattr().map(|m| m.size).map_err(Errno::from);
+    let written = if at_offset {
+        let mut off = f.offset.lock();
+        let start = if append { end()? } else { *off };
+        let n = each_iovec(&vecs, |done, base, len| {
+            write_from_user(&f, start + done, base, len)
+        })?;
+        *off = start + n as u64;
+        n
+    } else {
+        let start = if append { end()? } else { pos as u64 };
+        each_iovec(&vecs, |done, base, len| {
+            write_from_user(&f, start + done, base, len)
+        })?
+    };
+    if written > 0 && flags & (RWF_DSYNC | RWF_SYNC) != 0 {
+        super::fs::fsync_file(&f, flags & RWF_SYNC == 0)?;
+    }
+    Ok(written)
 }

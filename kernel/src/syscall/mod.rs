@@ -19,6 +19,7 @@ mod memlock;
 pub(crate) mod misc;
 mod mount;
 mod namespace;
+mod openat2;
 mod pidfd;
 mod poll;
 mod process;
@@ -27,6 +28,7 @@ mod sched;
 mod shm;
 mod signal;
 mod socket;
+mod splice;
 mod stream;
 mod system;
 mod timerfd;
@@ -128,6 +130,11 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
         SYS_FCHMODAT2 => attr::sys_fchmodat2(a[0] as i32, a[1], a[2] as u32, a[3] as u32),
         SYS_OPENAT => fs::sys_openat(a[0] as i32, a[1], a[2] as u32, a[3] as u32),
         SYS_CLOSE => fs::sys_close(a[0] as i32),
+        SYS_CLOSE_RANGE => fs::sys_close_range(a[0] as u32, a[1] as u32, a[2] as u32),
+        SYS_OPENAT2 => openat2::sys_openat2(a[0] as i32, a[1], a[2], a[3]),
+        SYS_SYNC_FILE_RANGE => {
+            fs::sys_sync_file_range(a[0] as i32, a[1] as i64, a[2] as i64, a[3] as u32)
+        }
         SYS_GETDENTS64 => fs::sys_getdents64(a[0] as i32, a[1], a[2]),
         SYS_LSEEK => fs::sys_lseek(a[0] as i32, a[1] as i64, a[2] as u32),
         SYS_READ => io::sys_read(a[0] as i32, a[1], a[2]),
@@ -136,6 +143,25 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
         SYS_WRITEV => io::as_writer(|| io::sys_writev(a[0] as i32, a[1], a[2])),
         SYS_PREAD64 => io::sys_pread(a[0] as i32, a[1], a[2], a[3] as i64),
         SYS_PWRITE64 => io::as_writer(|| io::sys_pwrite(a[0] as i32, a[1], a[2], a[3] as i64)),
+        SYS_PREADV => io::sys_preadv(a[0] as i32, a[1], a[2], a[3] as i64, None),
+        SYS_PWRITEV => {
+            io::as_writer(|| io::sys_pwritev(a[0] as i32, a[1], a[2], a[3] as i64, None))
+        }
+        SYS_PREADV2 => io::sys_preadv(a[0] as i32, a[1], a[2], a[3] as i64, Some(a[5] as u32)),
+        SYS_PWRITEV2 => io::as_writer(|| {
+            io::sys_pwritev(a[0] as i32, a[1], a[2], a[3] as i64, Some(a[5] as u32))
+        }),
+        SYS_SENDFILE => {
+            io::as_writer(|| splice::sys_sendfile(a[0] as i32, a[1] as i32, a[2], a[3]))
+        }
+        SYS_SPLICE => io::as_writer(|| {
+            splice::sys_splice(a[0] as i32, a[1], a[2] as i32, a[3], a[4], a[5] as u32)
+        }),
+        SYS_TEE => splice::sys_tee(a[0] as i32, a[1] as i32, a[2], a[3] as u32),
+        SYS_VMSPLICE => splice::sys_vmsplice(a[0] as i32, a[1], a[2], a[3] as u32),
+        SYS_COPY_FILE_RANGE => io::as_writer(|| {
+            splice::sys_copy_file_range(a[0] as i32, a[1], a[2] as i32, a[3], a[4], a[5] as u32)
+        }),
         SYS_READLINKAT => namespace::sys_readlinkat(a[0] as i32, a[1], a[2], a[3] as isize),
         SYS_NEWFSTATAT => attr::sys_newfstatat(a[0] as i32, a[1], a[2], a[3] as u32),
         SYS_STATX => attr::sys_statx(a[0] as i32, a[1], a[2] as u32, a[3] as u32, a[4]),

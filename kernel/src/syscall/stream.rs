@@ -63,6 +63,12 @@ fn nonblock(f: &OpenFile) -> bool {
 
 /// read(2) on a stream.
 pub fn read(f: &OpenFile, s: Stream, va: usize, len: usize) -> SysResult {
+    read_with(f, s, va, len, false)
+}
+
+/// [`read`], not waiting if `nowait` (preadv2's RWF_NOWAIT) even on a blocking descriptor.
+pub fn read_with(f: &OpenFile, s: Stream, va: usize, len: usize, nowait: bool) -> SysResult {
+    let nonblock = |f: &OpenFile| nowait || nonblock(f);
     if !f.readable {
         return Err(Errno::EBADF);
     }
@@ -101,6 +107,12 @@ pub fn read(f: &OpenFile, s: Stream, va: usize, len: usize) -> SysResult {
 
 /// write(2) on a stream.
 pub fn write(f: &OpenFile, s: Stream, va: usize, len: usize) -> SysResult {
+    write_with(f, s, va, len, false)
+}
+
+/// [`write`], not waiting if `nowait` (pwritev2's RWF_NOWAIT) even on a blocking descriptor.
+pub fn write_with(f: &OpenFile, s: Stream, va: usize, len: usize, nowait: bool) -> SysResult {
+    let nonblock = |f: &OpenFile| nowait || nonblock(f);
     if !f.writable {
         return Err(Errno::EBADF);
     }

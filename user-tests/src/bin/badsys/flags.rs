@@ -11,6 +11,8 @@ pub fn cases(r: &mut Runner, m: &mut Mem, fx: &Fixture) {
     let at = AT_FDCWD as usize;
     let (f, d, fd) = (fx.file.p(), fx.sub.p(), fx.fd as usize);
     let b = m.map.addr();
+    let iov_one = [b, 1usize];
+    let iov = iov_one.as_ptr() as usize;
     let new_name = CStr::new(&fx.path("new3"));
     let new = new_name.p();
     let (max, i64_max) = (usize::MAX, i64::MAX as usize);
@@ -43,6 +45,20 @@ pub fn cases(r: &mut Runner, m: &mut Mem, fx: &Fixture) {
         sys("lseek SEEK_END overflowing", SYS_LSEEK, &[fd, i64_max, SEEK_END as usize], inval),
         sys("pread at offset -1", SYS_PREAD64, &[fd, b, 1, max], inval),
         sys("pwrite at offset -1", SYS_PWRITE64, &[fd, b, 1, max], inval),
+        sys("preadv at offset -1", SYS_PREADV, &[fd, iov, 1, max, 0], inval),
+        sys("pwritev at offset -2", SYS_PWRITEV, &[fd, iov, 1, -2isize as usize, 0], inval),
+        sys("preadv2 flag 0x8000", SYS_PREADV2, &[fd, iov, 1, 0, 0, 0x8000], Errno::EOPNOTSUPP),
+        sys("pwritev2 APPEND|NOAPPEND", SYS_PWRITEV2, &[fd, iov, 1, 0, 0, 0x30], inval),
+        sys("splice flag 0x10", SYS_SPLICE, &[fd, 0, fd, 0, 1, 0x10], inval),
+        sys("splice file to file", SYS_SPLICE, &[fd, 0, fd, 0, 1, 0], inval),
+        sys("tee of a file", SYS_TEE, &[fd, fd, 1, 0], inval),
+        sys("copy_file_range flag 1", SYS_COPY_FILE_RANGE, &[fd, 0, fd, 0, 1, 1], inval),
+        sys("sync_file_range flag 8", SYS_SYNC_FILE_RANGE, &[fd, 0, 0, 8], inval),
+        sys("sync_file_range at -1", SYS_SYNC_FILE_RANGE, &[fd, max, 0, 0], inval),
+        sys("close_range first > last", SYS_CLOSE_RANGE, &[4, 3, 0], inval),
+        sys("close_range flag 1", SYS_CLOSE_RANGE, &[900, 901, 1], inval),
+        sys("openat2 size 8", SYS_OPENAT2, &[at, f, b, 8], inval),
+        sys("openat2 size 8192", SYS_OPENAT2, &[at, f, b, 8192], Errno::E2BIG),
         sys("pwrite whose end overflows loff_t", SYS_PWRITE64, &[fd, b, 1, i64_max], inval),
         sys("ftruncate to -1", SYS_FTRUNCATE, &[fd, max], inval),
         sys("truncate to -1", SYS_TRUNCATE, &[f, max], inval),

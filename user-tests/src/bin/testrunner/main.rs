@@ -22,6 +22,7 @@ mod aio_tests;
 mod anonfd_tests;
 mod bad_input;
 mod chmod_tests;
+mod copy_tests;
 mod exec_tests;
 mod fs_tests;
 mod itimer_tests;
@@ -195,6 +196,19 @@ pub const TESTS: &[Test] = &[
     // extended attributes (FAT: EOPNOTSUPP, checked too)
     t("xattr_semantics", xattr_tests::xattr_semantics),
     t("statx_semantics", statx_tests::statx_semantics),
+    t("vectored_at_offsets", copy_tests::vectored_at_offsets),
+    t("splice_tee_vmsplice", copy_tests::splice_tee_vmsplice),
+    t(
+        "sendfile_copy_file_range",
+        copy_tests::sendfile_copy_file_range,
+    ),
+    t("close_range_openat2", copy_tests::close_range_openat2),
+    t("fallocate_modes", copy_tests::fallocate_modes),
+    needs(
+        "openat2_no_symlinks",
+        copy_tests::openat2_no_symlinks,
+        Needs::Symlinks,
+    ),
     t("proc_fd_links", proc_fd_tests::proc_fd_links),
     needs(
         "fchmodat2_semantics",
