@@ -22,6 +22,8 @@ LTP_CASE_TIMEOUT ?= 120
 # The file system LTP's device tests format their disk with (LTP_DEV_FS_TYPE and, for
 # .all_filesystems cases, LTP_SINGLE_FS_TYPE): empty, vfat and the types LTP knows.
 LTP_FS ?=
+# Where the cases' TMPDIR is (the runner's default: /dbfs/ltp-tmp).
+LTP_TMPDIR ?=
 # The whole boot's hard limit (s): `make ltp` and `make test-ltp`.
 LTP_TIMEOUT ?= 3000
 LTP_QUICK_TIMEOUT ?= 600
@@ -64,6 +66,7 @@ define ltp_boot
 	cp $(1) $(LTP_RUN_DIR)/stage/list.txt
 	echo "TIMEOUT=$(LTP_CASE_TIMEOUT)" > $(LTP_RUN_DIR)/stage/run.conf
 	$(if $(LTP_FS),echo "LTP_DEV_FS_TYPE=$(LTP_FS) LTP_SINGLE_FS_TYPE=$(LTP_FS)" >> $(LTP_RUN_DIR)/stage/run.conf)
+	$(if $(LTP_TMPDIR),echo "LTP_TMPDIR=$(LTP_TMPDIR)" >> $(LTP_RUN_DIR)/stage/run.conf)
 	$(DBFS_FUSE) import $(LTP_RUN_DIR)/root.img $(LTP_RUN_DIR)/stage --dir /opt/ltp
 	$(MKIMAGE) fat32 $(LTP_RUN_DIR)/fat.img --size 300M --label LTPFAT
 	$(MKIMAGE) blank $(LTP_RUN_DIR)/raw.img --size 320M
@@ -96,4 +99,19 @@ test-ltp: kernel mkimage
 ltp-dbfs:
 	@$(MAKE) --no-print-directory ltp LTP_LIST=tests/ltp/enabled-dbfs.txt LTP_FS=dbfs LTP_RUN=dbfs
 
-.PHONY: ltp-deps ltp-build ltp-root ltp test-ltp ltp-dbfs
+# LTP's runtest/fs (growfiles, rwtest, iogen, fs_inod, ftest, stream, fs_di, openfile, ...)
+# with TMPDIR on each file system: tests/ltp/fs-dbfs.txt on /dbfs, then tests/ltp/fs-fat.txt on
+# /fat (each list names the entries it leaves out, and why), in their own run directories
+# (build/ltp/fs-dbfs, build/ltp/fs-fat; consoles in build/ltp-fs-dbfs.log, build/ltp-fs-fat.log).
+# Besides ltp_boot's checks, the FAT disk must pass `fsck.fat -n` after its run.
+LTP_FS_CASE_TIMEOUT ?= 300
+## ltp-fs: LTP's runtest/fs entries on /dbfs (tests/ltp/fs-dbfs.txt), then on /fat (fs-fat.txt); fsck of both after
+ltp-fs:
+	@$(call apt_install,dosfstools)
+	@$(MAKE) --no-print-directory ltp LTP_LIST=tests/ltp/fs-dbfs.txt LTP_RUN=fs-dbfs \
+		LTP_CASE_TIMEOUT=$(LTP_FS_CASE_TIMEOUT)
+	@$(MAKE) --no-print-directory ltp LTP_LIST=tests/ltp/fs-fat.txt LTP_RUN=fs-fat LTP_TMPDIR=/fat/ltp-tmp \
+		LTP_CASE_TIMEOUT=$(LTP_FS_CASE_TIMEOUT)
+	fsck.fat -n $(BUILD)/ltp/fs-fat/fat.img
+
+.PHONY: ltp-deps ltp-build ltp-root ltp test-ltp ltp-dbfs ltp-fs

@@ -40,7 +40,7 @@ TEST_STRESS_TIMEOUT ?= 900
 
 ##@ Stress tools (fsx, fsstress, stress-ng)
 ## stress-root: build/stress-root.img: the Debian root with stress-ng (from its .deb) and LTP's fsx-linux, fsstress
-stress-root: kernel mkimage
+stress-root: kernel mkimage $(FSXPROF)
 	@$(call apt_install,$(STRESS_APT))
 	@$(MAKE) --no-print-directory debian-root
 	@$(MAKE) --no-print-directory ltp-deps
@@ -58,12 +58,18 @@ $(STRESS_ROOT): $(DEBIAN_ROOT) $(STRESS_LTP).stamp $(STRESS_NG).stamp
 	$(DBFS_FUSE) import $@.tmp $(STRESS_LTP)/opt/ltp --dir /opt/ltp
 	mv $@.tmp $@
 
+# fsxprof (tests/stress/fsxprof.c): fsx-linux's operation mix with each step timed, built
+# static with Debian's cross compiler.
+FSXPROF := $(BUILD)/fsxprof
+$(FSXPROF): tests/stress/fsxprof.c | $(BUILD)
+	riscv64-linux-gnu-gcc -O2 -Wall -static -o $@ $<
+
 # $(call stress_boot,NAME,ARGS,TIMEOUT): boot the stress root running `guest.sh ARGS`, then
 # check the log and fsck both disks.
 define stress_boot
 	rm -rf $(BUILD)/stress/$(1) && mkdir -p $(BUILD)/stress/$(1)/stage
 	cp --sparse=always $(STRESS_ROOT) $(BUILD)/stress/$(1)/root.img
-	cp tests/stress/guest.sh $(BUILD)/stress/$(1)/stage/
+	cp tests/stress/guest.sh $(FSXPROF) $(BUILD)/stress/$(1)/stage/
 	printf 'FS="%s"\nSTRESS_ONLY="%s"\n' '$(STRESS_FS)' '$(STRESS_ONLY)' >$(BUILD)/stress/$(1)/stage/stress.conf
 	$(DBFS_FUSE) import $(BUILD)/stress/$(1)/root.img $(BUILD)/stress/$(1)/stage --dir /root >/dev/null
 	$(MKIMAGE) fat32 $(BUILD)/stress/$(1)/fat.img --size 512M --label STRESSFAT
@@ -82,6 +88,14 @@ endef
 fsx: stress-root
 	$(call stress_boot,fsx,fsx $(FSX_OPS) $(FSX_ARGS),$(FSX_TIMEOUT))
 
+# fsx-profile: FSXPROF_OPS operations of fsx-linux's mix (FSX_ARGS' sizes) with every
+# system call and user-space step timed, and the kernel's counters per operation kind.
+FSXPROF_OPS ?= 1000
+FSXPROF_TIMEOUT ?= 1200
+## fsx-profile: where fsx's time goes: tests/stress/fsxprof.c, FSXPROF_OPS operations on /dbfs and /fat
+fsx-profile: stress-root
+	$(call stress_boot,profile,profile $(FSXPROF_OPS),$(FSXPROF_TIMEOUT))
+
 ## fsstress: fsstress, 4 processes of FSSTRESS_OPS operations, on /dbfs and /fat; both disks fsck'd after
 fsstress: stress-root
 	$(call stress_boot,fsstress,fsstress $(FSSTRESS_OPS),$(FSSTRESS_TIMEOUT))
@@ -94,4 +108,4 @@ stress: stress-root
 test-stress: stress-root
 	$(call stress_boot,short,short,$(TEST_STRESS_TIMEOUT))
 
-.PHONY: stress-root fsx fsstress stress test-stress
+.PHONY: stress-root fsx fsx-profile fsstress stress test-stress

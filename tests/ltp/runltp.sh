@@ -9,7 +9,8 @@
 # `timeout` (SIGTERM, SIGKILL 5 s later), default 120. /opt/ltp/run.conf, when present, may set
 # LIST and TIMEOUT (the host writes it: the kernel command line carries no arguments).
 #
-# Each case runs with `bash -c "command args"` in a fresh directory under TMPDIR=/dbfs/ltp-tmp,
+# Each case runs with `bash -c "command args"` in a fresh directory under TMPDIR (LTP_TMPDIR
+# from run.conf, default /dbfs/ltp-tmp: `make ltp-fs` sets /fat/ltp-tmp for its FAT32 run),
 # its output kept in /dbfs/ltp-log/NAME.log. One line per case:
 #   VERDICT NAME Ns passed=N failed=N broken=N conf=N warn=N exit=N
 # (VERDICT one of PASS FAIL BROK CONF WARN TIMEOUT CRASH MISSING; exit= the case's status)
@@ -31,7 +32,7 @@ TIMEOUT=120
 [ -f "$LTPROOT/run.conf" ] && . "$LTPROOT/run.conf"
 LIST=${1:-$LIST}
 TIMEOUT=${2:-$TIMEOUT}
-export LTPROOT TMPDIR=/dbfs/ltp-tmp PATH="$LTPROOT/testcases/bin:/usr/sbin:/usr/bin:/sbin:/bin:/opt/dbfs-os/bin"
+export LTPROOT TMPDIR=${LTP_TMPDIR:-/dbfs/ltp-tmp} PATH="$LTPROOT/testcases/bin:/usr/sbin:/usr/bin:/sbin:/bin:/opt/dbfs-os/bin"
 # LTP's device tests (.needs_device, .format_device, .mount_device, .all_filesystems): the
 # spare disk vdc (blank, 320 MiB) is LTP_DEV, which each case formats with mkfs.TYPE and
 # mounts with mount(2): as LTP_DEV_FS_TYPE (default vfat), or for .all_filesystems each type

@@ -8,6 +8,9 @@
 #   guest.sh fsstress N               fsstress -p 4 -n N on each file system
 #   guest.sh stress T SEQ CLASS...    every stressor of each stress-ng CLASS, one at a time:
 #                                     stress-ng --STRESSOR SEQ --verify --timeout T
+#   guest.sh profile N                fsx-linux -N N (fsx01's arguments), then fsxprof (the same
+#                                     operation mix, each step timed; the kernel's counters per
+#                                     operation kind) on each file system
 #   guest.sh short                    the short set for `make test`: fsx-linux -N 1000, fsstress
 #                                     -n 200, one stressor of each class (5 s) on each file system
 #
@@ -131,6 +134,14 @@ fsx)
 	;;
 fsstress)
 	for fs in $systems; do fsstress_run "$fs" "$1"; done
+	;;
+profile)
+	for fs in $systems; do
+		fsx "$fs" "$1" -l 500000 -r 4096 -t 4096 -w 4096
+		rm -rf "/$fs/fsxprof" && mkdir -p "/$fs/fsxprof"
+		if /root/fsxprof "/$fs/fsxprof" "$1" 500000; then result pass; else result fail; fi
+		rm -rf "/$fs/fsxprof"
+	done
 	;;
 stress)
 	t=$1 seq=$2
