@@ -487,8 +487,8 @@ pub fn sys_setgroups(size: usize, list: usize) -> SysResult {
     Ok(0)
 }
 
-/// Resource limits: (soft, hard) per resource, the same for every process except FSIZE, which
-/// each process has (`ProcInner::fsize_limit`). Setting the others is accepted with Linux's
+/// Resource limits: (soft, hard) per resource, the same for every process except FSIZE and
+/// SIGPENDING, which each process has (`ProcInner::fsize_limit`, `sigpending_limit`). Setting the others is accepted with Linux's
 /// checks but changes nothing.
 fn limit_of(resource: usize) -> Option<(u64, u64)> {
     const INF: u64 = u64::MAX;
@@ -507,7 +507,7 @@ fn limit_of(resource: usize) -> Option<(u64, u64)> {
         8 => (8 << 20, 8 << 20),                              // MEMLOCK
         9 => (INF, INF),                                      // AS
         10 => (INF, INF),                                     // LOCKS
-        11 => (0, 0),                                         // SIGPENDING
+        11 => (INF, INF),                                     // SIGPENDING
         12 => (819200, 819200),                               // MSGQUEUE
         13 => (0, 0),                                         // NICE
         14 => (0, 0),                                         // RTPRIO
@@ -517,6 +517,16 @@ fn limit_of(resource: usize) -> Option<(u64, u64)> {
 }
 
 const RLIMIT_FSIZE: usize = 1;
+const RLIMIT_SIGPENDING: usize = 11;
+
+/// The limit of `resource` a process keeps for itself, if it keeps one.
+fn own_limit(p: &mut task::ProcInner, resource: usize) -> Option<&mut (u64, u64)> {
+    match resource {
+        RLIMIT_FSIZE => Some(&mut p.fsize_limit),
+        RLIMIT_SIGPENDING => Some(&mut p.sigpending_limit),
+        _ => None,
+    }
+}
 
 pub fn sys_prlimit64(pid: usize, resource: usize, new: usize, old: usize) -> SysResult {
     let target = if pid == 0 {
@@ -536,8 +546,8 @@ pub fn sys_prlimit64(pid: usize, resource: usize, new: usize, old: usize) -> Sys
             return Err(Errno::EPERM);
         }
     }
-    if resource == RLIMIT_FSIZE {
-        (soft, hard) = target.inner.lock().fsize_limit;
+    if let Some(own) = own_limit(&mut target.inner.lock(), resource) {
+        (soft, hard) = *own;
     }
     let mut wanted = None;
     if new != 0 {
@@ -554,8 +564,10 @@ pub fn sys_prlimit64(pid: usize, resource: usize, new: usize, old: usize) -> Sys
         wanted = Some((ns, nh));
     }
     // The old values are those before the change (Linux copies them out after it).
-    if let (Some(limit), RLIMIT_FSIZE) = (wanted, resource) {
-        target.inner.lock().fsize_limit = limit;
+    if let Some(limit) = wanted {
+        if let Some(own) = own_limit(&mut target.inner.lock(), resource) {
+            *own = limit;
+        }
     }
     if old != 0 {
         let mut b = [0u8; 16];

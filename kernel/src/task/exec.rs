@@ -188,6 +188,10 @@ pub fn spawn_init(
         cmdline,
         vfork_parent: None,
         fsize_limit: (u64::MAX, u64::MAX),
+        sigpending_limit: (
+            super::process::SIGPENDING_DEFAULT,
+            super::process::SIGPENDING_DEFAULT,
+        ),
     };
     make_process(
         &mut SCHED.lock(),

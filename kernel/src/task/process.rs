@@ -16,6 +16,7 @@ use abi::Errno;
 
 use super::cred;
 use super::files;
+use super::siginfo::SigQueue;
 use super::sigstate;
 use super::switch::TaskContext;
 use crate::arch::trap::TrapFrame;
@@ -92,7 +93,13 @@ pub struct ProcInner {
     /// the soft limit the call fails with EFBIG and the process gets SIGXFSZ. Inherited by
     /// fork, kept by execve.
     pub fsize_limit: (u64, u64),
+    /// RLIMIT_SIGPENDING (soft, hard): the most siginfos that may be queued for this
+    /// process's real user (`siginfo`). Inherited by fork, kept by execve.
+    pub sigpending_limit: (u64, u64),
 }
+
+/// The default RLIMIT_SIGPENDING (Linux's for a 1 GiB machine: half its thread limit).
+pub const SIGPENDING_DEFAULT: u64 = 4096;
 
 /// A thread group.
 pub struct Process {
@@ -101,6 +108,8 @@ pub struct Process {
     /// Process-directed pending signals (bit `n - 1` for signal `n`), readable without the
     /// lock; any thread that does not block one takes it.
     pub sig_pending: AtomicU64,
+    /// The siginfos of the process-directed pending signals (see `siginfo`).
+    pub sig_queue: SpinLock<SigQueue, { rank::SIGQUEUE }>,
     /// The `satp` value of the address space (`inner.space`), kept beside it so that the
     /// scheduler switches to it without the lock: a thread may give the CPU away holding
     /// the lock (a device flush below a page fault or an munmap's write-back).
@@ -154,6 +163,8 @@ pub struct Thread {
     pub inner: SpinLock<ThreadInner, { rank::THREAD }>,
     /// Thread-directed pending signals (tgkill, faults).
     pub sig_pending: AtomicU64,
+    /// The siginfos of the thread-directed pending signals.
+    pub sig_queue: SpinLock<SigQueue, { rank::SIGQUEUE }>,
     /// Set when the thread must end without a signal of its own (another thread called
     /// exit_group, died of a signal, or called execve).
     pub(super) must_exit: AtomicBool,
