@@ -364,6 +364,10 @@ pub const SYS_RT_SIGQUEUEINFO: usize = 138;
 pub const SYS_RT_SIGRETURN: usize = 139;
 /// `rt_tgsigqueueinfo`: send a signal with a siginfo to one thread of a thread group.
 pub const SYS_RT_TGSIGQUEUEINFO: usize = 240;
+/// `process_vm_readv`: copy from another process's memory into the caller's.
+pub const SYS_PROCESS_VM_READV: usize = 270;
+/// `process_vm_writev`: copy from the caller's memory into another process's.
+pub const SYS_PROCESS_VM_WRITEV: usize = 271;
 /// `setregid`: set the real and effective group ids.
 pub const SYS_SETREGID: usize = 143;
 /// `setgid`: set the group id.

@@ -15,7 +15,7 @@ const INF: u64 = u64::MAX;
 
 /// Run `body` in a forked child; its exit status must be 0 (otherwise the number of the
 /// failed check is named) or, with `signal`, the child must have died of that signal.
-fn in_child(what: &str, signal: Option<i32>, body: impl FnOnce() -> i32) -> TestResult {
+pub(crate) fn in_child(what: &str, signal: Option<i32>, body: impl FnOnce() -> i32) -> TestResult {
     let pid = sys::fork().what("fork")?;
     if pid == 0 {
         sys::exit(body());
