@@ -4,9 +4,12 @@
 //! (`Process::sig_pending`) and each thread one of thread-directed signals
 //! (`Thread::sig_pending`), atomic words so the return-to-user path can test them without a
 //! lock; the 64 actions are the process's ([`SigState`]), the blocked set is each thread's
-//! ([`SigMask`]). A signal is *generated* by [`send`] (kill, the terminal's ^C, a child's exit,
-//! a write to a pipe without readers) or [`send_thread`] (tgkill, a fault): dropped at once if
-//! the target ignores it, else marked pending, and sleeping threads that do not block it are
+//! ([`SigMask`]). A signal is *generated* by [`send`] (the terminal's ^C, an interval
+//! timer), [`send_from_current`] (kill, a write to a pipe without readers), [`send_info`]
+//! (rt_sigqueueinfo, a POSIX timer, a child's exit) or [`send_thread_info`] (tgkill,
+//! rt_tgsigqueueinfo; a fault is [`force_current`]): dropped at once if the target ignores
+//! it, else marked pending with its siginfo queued beside the bit (`siginfo` says which are
+//! kept and the RLIMIT_SIGPENDING rule), and sleeping threads that do not block it are
 //! woken so their system calls can return `EINTR`. It is *delivered* just before a thread
 //! that does not block it returns to user mode
 //! (`sigframe::deliver`): the default action (terminate, or ignore), or a call of the handler
