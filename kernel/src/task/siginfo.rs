@@ -128,7 +128,7 @@ impl SigInfo {
     }
 
     /// The user's `siginfo_t` (riscv64: the union at offset 16).
-    pub fn to_user(&self) -> [u8; SIGINFO_BYTES] {
+    pub fn to_user(self) -> [u8; SIGINFO_BYTES] {
         let mut b = [0u8; SIGINFO_BYTES];
         put32(&mut b, 0, self.signo as u32);
         put32(&mut b, 4, self.errno as u32);
@@ -195,7 +195,7 @@ impl SigInfo {
     }
 
     /// The `struct signalfd_siginfo` a signalfd read gives (Linux's `signalfd_copyinfo`).
-    pub fn to_signalfd(&self) -> [u8; SIGINFO_BYTES] {
+    pub fn to_signalfd(self) -> [u8; SIGINFO_BYTES] {
         let mut b = [0u8; SIGINFO_BYTES];
         put32(&mut b, 0, self.signo as u32); // ssi_signo
         put32(&mut b, 4, self.errno as u32); // ssi_errno
