@@ -381,8 +381,18 @@ pub const SYS_RT_SIGACTION: usize = 134;
 pub const SYS_RT_SIGPROCMASK: usize = 135;
 /// `rt_sigpending`: the set of signals raised while blocked.
 pub const SYS_RT_SIGPENDING: usize = 136;
+/// `rt_sigtimedwait`: wait for one of a set of signals and take it with its siginfo.
+pub const SYS_RT_SIGTIMEDWAIT: usize = 137;
+/// `rt_sigqueueinfo`: send a signal with a siginfo (and its value) to a process.
+pub const SYS_RT_SIGQUEUEINFO: usize = 138;
 /// `rt_sigreturn`: return from a signal handler, restoring the interrupted context.
 pub const SYS_RT_SIGRETURN: usize = 139;
+/// `rt_tgsigqueueinfo`: send a signal with a siginfo to one thread of a thread group.
+pub const SYS_RT_TGSIGQUEUEINFO: usize = 240;
+/// `process_vm_readv`: copy from another process's memory into the caller's.
+pub const SYS_PROCESS_VM_READV: usize = 270;
+/// `process_vm_writev`: copy from the caller's memory into another process's.
+pub const SYS_PROCESS_VM_WRITEV: usize = 271;
 /// `setregid`: set the real and effective group ids.
 pub const SYS_SETREGID: usize = 143;
 /// `setgid`: set the group id.

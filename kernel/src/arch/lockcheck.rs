@@ -27,6 +27,11 @@ pub mod rank {
     pub const SCHED: u8 = 10;
     /// A thread's own state (`Thread::inner`), taken under `SCHED` by a wake-up.
     pub const THREAD: u8 = 20;
+    /// A process's or a thread's queued siginfos (`Process::sig_queue`, `Thread::sig_queue`),
+    /// taken under the thread's `inner` by a delivery.
+    pub const SIGQUEUE: u8 = 25;
+    /// The count of queued siginfos per user (`task::siginfo`), taken under a queue.
+    pub const SIGQUEUE_USERS: u8 = 26;
     /// A wait queue's list of sleepers (`task::wait::WaitQueue`).
     pub const WAIT_QUEUE: u8 = 30;
     /// The futex waiters (`task::futex`).

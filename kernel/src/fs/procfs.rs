@@ -417,13 +417,15 @@ fn pid_status(p: &PsInfo) -> String {
         _ => "S (sleeping)",
     };
     format!(
-        "Name:\t{}\nState:\t{}\nTgid:\t{}\nPid:\t{}\nPPid:\t{}\nUid:\t{u}\t{u}\t{u}\t{u}\nGid:\t{g}\t{g}\t{g}\t{g}\nThreads:\t{}\nVmSize:\t{} kB\nVmLck:\t{} kB\nVmRSS:\t{} kB\n",
+        "Name:\t{}\nState:\t{}\nTgid:\t{}\nPid:\t{}\nPPid:\t{}\nUid:\t{u}\t{u}\t{u}\t{u}\nGid:\t{g}\t{g}\t{g}\t{g}\nThreads:\t{}\nSigQ:\t{}/{}\nVmSize:\t{} kB\nVmLck:\t{} kB\nVmRSS:\t{} kB\n",
         p.comm,
         state,
         p.pid,
         p.pid,
         p.ppid,
         p.threads,
+        p.sig_queued,
+        p.sig_limit,
         p.vsize / 1024,
         p.locked / 1024,
         p.rss_pages * crate::mm::PAGE_SIZE as u64 / 1024,

@@ -187,7 +187,7 @@ impl Pipe {
                 let mut st = self.state.lock();
                 if st.readers == 0 {
                     drop(st);
-                    signal::send(&crate::task::current_process(), signal::SIGPIPE);
+                    signal::send_from_current(&crate::task::current_process(), signal::SIGPIPE);
                     return if done > 0 {
                         Ok(done)
                     } else {

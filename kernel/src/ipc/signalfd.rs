@@ -2,9 +2,9 @@
 //! the reader's pending signals, one 128-byte `signalfd_siginfo` each, instead of their
 //! delivery (the program blocks them first, as on Linux).
 //!
-//! Readable while the reading (or polling) thread has a signal of the set pending. The
-//! record carries the signal number, code SI_USER and the rest zero: this kernel keeps no
-//! sender pid or uid with a pending signal (nor does its signal frame's siginfo).
+//! Readable while the reading (or polling) thread has a signal of the set pending. Each
+//! record is the signal's siginfo as Linux's `signalfd_copyinfo` lays it out (sender pid and
+//! uid, value, a timer's id and overrun, a child's status and times: `task::siginfo`).
 
 use alloc::sync::Arc;
 use core::any::Any;
@@ -51,12 +51,10 @@ impl SignalFd {
             let mask = *self.mask.lock();
             let mut n = 0;
             while n + SIGINFO_SIZE <= buf.len() {
-                let Some(sig) = signal::take_pending(mask) else {
+                let Some(info) = signal::take_pending(mask) else {
                     break;
                 };
-                let rec = &mut buf[n..n + SIGINFO_SIZE];
-                rec.fill(0);
-                rec[0..4].copy_from_slice(&(sig as u32).to_le_bytes()); // ssi_signo
+                buf[n..n + SIGINFO_SIZE].copy_from_slice(&info.to_signalfd());
                 n += SIGINFO_SIZE;
             }
             if n > 0 {

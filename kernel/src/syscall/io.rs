@@ -228,7 +228,7 @@ pub(super) fn fsize_cut(f: &OpenFile, offset: u64, len: usize) -> Result<usize, 
         return Ok(len);
     }
     if offset >= limit {
-        crate::task::signal::send(&crate::task::current_process(), SIGXFSZ);
+        crate::task::signal::send_from_current(&crate::task::current_process(), SIGXFSZ);
         return Err(Errno::EFBIG);
     }
     Ok(len.min((limit - offset).min(usize::MAX as u64) as usize))
@@ -242,7 +242,7 @@ pub(super) fn fsize_grow_ok(old_size: u64, size: u64) -> Result<(), Errno> {
     }
     let limit = crate::task::with_current(|p| p.limits.fsize.0);
     if size > limit {
-        crate::task::signal::send(&crate::task::current_process(), SIGXFSZ);
+        crate::task::signal::send_from_current(&crate::task::current_process(), SIGXFSZ);
         return Err(Errno::EFBIG);
     }
     Ok(())

@@ -14,11 +14,10 @@ use super::args::{copy_in, SysResult};
 use crate::fs::file::OpenFile;
 use crate::fs::path::Loc;
 use crate::ipc::pidfd::PidFd;
+use crate::task::siginfo::SI_USER;
 use crate::task::{self, signal, with_current};
 
 const PIDFD_NONBLOCK: u32 = abi::fcntl::O_NONBLOCK;
-/// tkill's si_code (SI_TKILL).
-const SI_TKILL: i32 = -6;
 
 pub fn sys_pidfd_open(pid: isize, flags: u32) -> SysResult {
     if flags & !PIDFD_NONBLOCK != 0 || pid <= 0 {
@@ -58,20 +57,17 @@ pub fn sys_pidfd_send_signal(fd: i32, sig: i32, info: usize, flags: u32) -> SysR
         return Err(Errno::EINVAL);
     }
     let me = task::current_process();
-    if info != 0 {
-        // siginfo_t: si_signo, si_errno, si_code first.
-        let mut head = [0u8; 12];
+    let info = if info != 0 {
+        // Linux: the siginfo's signal must be the one sent.
+        let mut head = [0u8; 4];
         copy_in(info, &mut head)?;
-        let word =
-            |at: usize| i32::from_le_bytes([head[at], head[at + 1], head[at + 2], head[at + 3]]);
-        if word(0) as isize != sig as isize {
+        if i32::from_le_bytes(head) as isize != sig as isize {
             return Err(Errno::EINVAL);
         }
-        let code = word(8);
-        if (code >= 0 || code == SI_TKILL) && !Arc::ptr_eq(&me, &target) {
-            return Err(Errno::EPERM);
-        }
-    }
+        super::signal::user_siginfo(info, sig, Arc::ptr_eq(&me, &target))?
+    } else {
+        signal::from_current(sig, SI_USER)
+    };
     if target.inner.lock().zombie.is_some() {
         return Err(Errno::ESRCH);
     }
@@ -79,7 +75,7 @@ pub fn sys_pidfd_send_signal(fd: i32, sig: i32, info: usize, flags: u32) -> SysR
         return Err(Errno::EPERM);
     }
     if sig != 0 {
-        signal::send(&target, sig);
+        signal::send_info(&target, info)?;
     }
     Ok(0)
 }

@@ -493,7 +493,7 @@ pub fn sys_setgroups(size: usize, list: usize) -> SysResult {
 
 /// Resource limits: (soft, hard) per resource, the same for every process except those each
 /// process keeps and the kernel enforces (`task::policy::Limits`: FSIZE, MEMLOCK, NICE,
-/// RTPRIO). Setting the others is accepted with Linux's checks but changes nothing.
+/// RTPRIO, SIGPENDING). Setting the others is accepted with Linux's checks but changes nothing.
 fn limit_of(resource: usize) -> Option<(u64, u64)> {
     const INF: u64 = u64::MAX;
     Some(match resource {
@@ -511,7 +511,7 @@ fn limit_of(resource: usize) -> Option<(u64, u64)> {
         8 => (8 << 20, 8 << 20),                              // MEMLOCK
         9 => (INF, INF),                                      // AS
         10 => (INF, INF),                                     // LOCKS
-        11 => (0, 0),                                         // SIGPENDING
+        11 => (INF, INF),                                     // SIGPENDING
         12 => (819200, 819200),                               // MSGQUEUE
         13 => (0, 0),                                         // NICE
         14 => (0, 0),                                         // RTPRIO

@@ -52,6 +52,7 @@ pub fn sys_timer_create(clock: usize, sevp: usize, id_ptr: usize) -> SysResult {
         _ => return Err(Errno::EINVAL),
     };
     let p = crate::task::current_process();
+    let mut value = None;
     let notify = if sevp == 0 {
         Notify::Process(SIGALRM)
     } else {
@@ -60,6 +61,7 @@ pub fn sys_timer_create(clock: usize, sevp: usize, id_ptr: usize) -> SysResult {
         copy_in(sevp, &mut b)?;
         let word = |at: usize| i32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
         let (signo, how, tid) = (word(8), word(12), word(16));
+        value = Some(u64::from_le_bytes(b[..8].try_into().unwrap_or([0; 8])));
         let valid_sig = (1..=SIGRTMAX).contains(&signo);
         match how {
             SIGEV_NONE => Notify::None,
@@ -73,7 +75,7 @@ pub fn sys_timer_create(clock: usize, sevp: usize, id_ptr: usize) -> SysResult {
             _ => return Err(Errno::EINVAL),
         }
     };
-    let id = ptimer::create(&p, clock, notify)?;
+    let id = ptimer::create(&p, clock, notify, value)?;
     if let Err(e) = copy_out(id_ptr, &id.to_le_bytes()) {
         let _ = ptimer::delete(p.pid, id);
         return Err(e);
@@ -107,17 +109,17 @@ pub fn sys_timer_settime(id: usize, flags: u32, new: usize, old: usize) -> SysRe
     let (interval, value) = (read_ns(&b[..16])?, read_ns(&b[16..])?);
     let now = time::monotonic_ns();
     let absolute = flags & TIMER_ABSTIME != 0 && value != 0;
-    let value = if absolute && ptimer::is_realtime(pid, id)? {
-        // A wall-clock time as a monotonic deadline (one already past fires at once).
-        value
-            .saturating_sub(time::realtime_ns())
-            .saturating_add(now)
-            .max(1)
+    let (value, late) = if absolute && ptimer::is_realtime(pid, id)? {
+        // A wall-clock time as a monotonic deadline (one already past fires at once, and
+        // how long ago it was counts in its first overrun).
+        let real = time::realtime_ns();
+        let late = real.saturating_sub(value);
+        (value.saturating_sub(real).saturating_add(now).max(1), late)
     } else {
-        value
+        (value, 0)
     };
     let cpu = crate::task::cpu_times();
-    let (left, ival) = ptimer::settime(pid, id, now, cpu, value, absolute, interval)?;
+    let (left, ival) = ptimer::settime(pid, id, now, cpu, value, absolute, interval, late)?;
     if old != 0 {
         copy_out(old, &itimerspec(ival, left))?;
     }

@@ -1,10 +1,11 @@
 //! Signal calls: rt_sigaction, rt_sigprocmask, rt_sigreturn, rt_sigsuspend, rt_sigpending,
-//! sigaltstack, kill, tkill, tgkill. The signal machinery itself is `task::signal`.
+//! rt_sigtimedwait, sigaltstack, kill, tkill, tgkill, rt_sigqueueinfo, rt_tgsigqueueinfo. The signal machinery itself is `task::signal`.
 
 use abi::Errno;
 
 use super::args::{copy_in, copy_out, SysResult};
 use crate::arch::trap::TrapFrame;
+use crate::task::siginfo::{SigInfo, SIGINFO_BYTES, SI_TKILL};
 use crate::task::signal::{self, bit, AltStack, SigAction, NSIG, SIGKILL, SIGSTOP};
 use crate::task::{self, with_current, with_thread};
 
@@ -43,15 +44,8 @@ pub fn sys_rt_sigaction(sig: usize, act: usize, oldact: usize, size: usize) -> S
     });
     if let Some(a) = new {
         // Setting a signal to be ignored discards it if pending (POSIX).
-        let ignored = a.handler == signal::SIG_IGN;
-        if ignored {
-            let p = task::current_process();
-            p.sig_pending
-                .fetch_and(!bit(sig), core::sync::atomic::Ordering::Relaxed);
-            for t in p.inner.lock().threads.iter() {
-                t.sig_pending
-                    .fetch_and(!bit(sig), core::sync::atomic::Ordering::Relaxed);
-            }
+        if a.handler == signal::SIG_IGN {
+            signal::discard(&task::current_process(), sig);
         }
     }
     if oldact != 0 {
@@ -199,7 +193,7 @@ pub fn sys_kill(pid: isize, sig: i32) -> SysResult {
         if may_signal(t) {
             sent += 1;
             if sig != 0 {
-                signal::send(t, sig);
+                signal::send_from_current(t, sig);
             }
         }
     }
@@ -235,7 +229,123 @@ fn thread_kill(tgid: Option<usize>, tid: isize, sig: i32) -> SysResult {
         return Err(Errno::EPERM);
     }
     if sig != 0 {
-        signal::send_thread(&t, sig);
+        signal::send_thread_info(&t, signal::from_current(sig, SI_TKILL))?;
     }
     Ok(0)
+}
+
+/// A `siginfo_t` a process sends with rt_sigqueueinfo, rt_tgsigqueueinfo or
+/// pidfd_send_signal: EFAULT for a bad pointer; EPERM when it claims to come from kill(2) or
+/// the kernel (`si_code` >= 0) or from tkill (SI_TKILL) and goes to another process
+/// (`to_self` false), as Linux refuses a forged sender.
+pub(super) fn user_siginfo(ptr: usize, sig: usize, to_self: bool) -> Result<SigInfo, Errno> {
+    let mut b = [0u8; SIGINFO_BYTES];
+    copy_in(ptr, &mut b)?;
+    let mut info = SigInfo::from_user(&b);
+    if (info.code >= 0 || info.code == SI_TKILL) && !to_self {
+        return Err(Errno::EPERM);
+    }
+    info.signo = sig as i32;
+    Ok(info)
+}
+
+/// rt_sigqueueinfo: signal process `tgid` with the caller's siginfo (sigqueue(3) sends
+/// SI_QUEUE and a value). EAGAIN when a real-time signal's siginfo is over the receiver's
+/// RLIMIT_SIGPENDING.
+pub fn sys_rt_sigqueueinfo(tgid: isize, sig: i32, uinfo: usize) -> SysResult {
+    let info = user_siginfo(
+        uinfo,
+        sig as u32 as usize,
+        tgid == task::current_pid() as isize,
+    )?;
+    let p = usize::try_from(tgid)
+        .ok()
+        .filter(|&pid| pid > 0)
+        .and_then(task::find)
+        .ok_or(Errno::ESRCH)?;
+    let sig = usize::try_from(sig).map_err(|_| Errno::EINVAL)?;
+    if sig > NSIG {
+        return Err(Errno::EINVAL);
+    }
+    if !may_signal(&p) {
+        return Err(Errno::EPERM);
+    }
+    if sig != 0 {
+        signal::send_info(&p, info)?;
+    }
+    Ok(0)
+}
+
+/// rt_tgsigqueueinfo: signal thread `tid` of process `tgid` with the caller's siginfo.
+pub fn sys_rt_tgsigqueueinfo(tgid: isize, tid: isize, sig: i32, uinfo: usize) -> SysResult {
+    if tgid <= 0 || tid <= 0 {
+        return Err(Errno::EINVAL);
+    }
+    let info = user_siginfo(
+        uinfo,
+        sig as u32 as usize,
+        tgid == task::current_pid() as isize,
+    )?;
+    let sig = usize::try_from(sig).map_err(|_| Errno::EINVAL)?;
+    if sig > NSIG {
+        return Err(Errno::EINVAL);
+    }
+    let t = task::find_thread(tid as usize)
+        .filter(|t| t.process.pid == tgid as usize)
+        .ok_or(Errno::ESRCH)?;
+    if !may_signal(&t.process) {
+        return Err(Errno::EPERM);
+    }
+    if sig != 0 {
+        signal::send_thread_info(&t, info)?;
+    }
+    Ok(0)
+}
+
+/// rt_sigtimedwait (sigwaitinfo, sigtimedwait, sigwait): take a pending signal of `set`
+/// with its siginfo (into `uinfo` if given), waiting for one while none is pending: at most
+/// the `timeout` if given (EAGAIN after it), and EINTR when a signal outside the set is
+/// delivered first. The waited-for signals are unblocked meanwhile (so their generation
+/// wakes the thread) but count as blocked for the ignore test, as Linux's `real_blocked`.
+pub fn sys_rt_sigtimedwait(set: usize, uinfo: usize, timeout: usize, size: usize) -> SysResult {
+    if size != SIGSET_SIZE {
+        return Err(Errno::EINVAL);
+    }
+    let mut b = [0u8; 8];
+    copy_in(set, &mut b)?;
+    let mask = u64::from_le_bytes(b) & !(bit(SIGKILL) | bit(SIGSTOP));
+    let deadline = match timeout {
+        0 => None,
+        ptr => Some(
+            crate::arch::time::monotonic_ns().saturating_add(super::misc::read_timespec_ns(ptr)?),
+        ),
+    };
+    let old = with_thread(|t| {
+        let old = t.sig.blocked;
+        t.sig.real_blocked = old;
+        t.sig.blocked = old & !mask;
+        old
+    });
+    let got = loop {
+        if let Some(info) = signal::take_pending(mask) {
+            break Ok(info);
+        }
+        if signal::pending() {
+            break Err(Errno::EINTR);
+        }
+        match deadline {
+            Some(d) if crate::arch::time::monotonic_ns() >= d => break Err(Errno::EAGAIN),
+            Some(d) => crate::task::wait::sleep_until(d),
+            None => crate::task::block_current(),
+        }
+    };
+    with_thread(|t| {
+        t.sig.blocked = old;
+        t.sig.real_blocked = 0;
+    });
+    let info = got?;
+    if uinfo != 0 {
+        copy_out(uinfo, &info.to_user())?;
+    }
+    Ok(info.signo as usize)
 }

@@ -13,6 +13,7 @@ use super::sched::{
     block_current, current, current_ref, current_thread, switch_to_scheduler, wake, wake_process,
     SCHED,
 };
+use super::siginfo::{SigInfo, CLD_EXITED, CLD_KILLED};
 use super::signal;
 use super::wait;
 
@@ -75,6 +76,9 @@ pub fn exit_thread(status: ExitStatus) -> ! {
         t.inner.lock().state = State::Dead;
     }
     wait::drop_timers(t.tid);
+    // Its queued siginfos give their charge back now (the last reference to the thread may
+    // go only after the switch away from it).
+    t.sig_queue.lock().clear();
     drop(t);
     if last {
         let status = p.inner.lock().group_exit.unwrap_or(status);
@@ -133,9 +137,18 @@ pub(super) fn process_exit(p: Arc<Process>, status: ExitStatus) {
             wake_process(&init);
         }
     }
+    p.sig_queue.lock().clear();
     if let Some(parent) = parent {
         wake_process(&parent);
-        signal::send(&parent, signal::SIGCHLD);
+        let (code, value) = match status {
+            ExitStatus::Exited(c) => (CLD_EXITED, c),
+            ExitStatus::Signaled(s) => (CLD_KILLED, s),
+        };
+        // si_utime/si_stime in clock ticks (USER_HZ 100); all of its time counts as user time.
+        let ticks = p.cpu_ns() / 10_000_000;
+        let uid = p.inner.lock().cred.uid;
+        let info = SigInfo::child(code, p.pid, uid, value, ticks, 0);
+        let _ = signal::send_info(&parent, info);
     }
 }
 

@@ -18,6 +18,7 @@ use super::process::{
 use super::sched::{
     block_current, current, current_ref, current_thread, with_thread, Scheduler, SCHED,
 };
+use super::siginfo::SigQueue;
 use super::signal;
 use super::switch::TaskContext;
 use super::user_return::first_entry;
@@ -42,6 +43,7 @@ pub(super) fn make_process(
         space_changing: AtomicUsize::new(0),
         inner: crate::sync::Mutex::new(inner),
         sig_pending: AtomicU64::new(0),
+        sig_queue: SpinLock::new(SigQueue::new()),
     });
     s.all.insert(pid, p.clone());
     let t = make_thread(pid, &p, tf, kstack, mask);
@@ -72,6 +74,7 @@ pub(super) fn make_thread(
             robust_list: 0,
         }),
         sig_pending: AtomicU64::new(0),
+        sig_queue: SpinLock::new(SigQueue::new()),
         must_exit: AtomicBool::new(false),
         keep_cpu: AtomicBool::new(false),
         on_cpu: AtomicBool::new(false),
@@ -94,6 +97,7 @@ pub fn fork(tf: &TrapFrame, vfork: bool) -> Result<usize, Errno> {
     let mask = with_thread(|t| signal::SigMask {
         blocked: t.sig.blocked,
         saved_mask: None,
+        real_blocked: 0,
         alt: t.sig.alt,
     });
     // The stack first: it is the large heap allocation, and fails before the address space
@@ -179,6 +183,7 @@ pub fn spawn_thread(tf: &TrapFrame, clear_child_tid: usize) -> Result<usize, Err
     let mask = with_thread(|t| signal::SigMask {
         blocked: t.sig.blocked,
         saved_mask: None,
+        real_blocked: 0,
         alt: Default::default(),
     });
     let kstack = new_kstack()?;

@@ -24,7 +24,7 @@
 //! a thread's `inner` (a leaf). No lock is held across a context switch.
 //!
 //! Files, lowest first (each imports only files above it in this list): `sigstate` (signal
-//! numbers, actions, masks), `caps` (capability sets), `cred`, `files` (the descriptor-table
+//! numbers, actions, masks), `siginfo` (what a pending signal carries, and its queue), `caps` (capability sets), `cred`, `files` (the descriptor-table
 //! trait), `switch`,
 //! `process` (the data), `sched` (run queue, current thread, block and wake), `away`
 //! (giving the CPU away inside the kernel), `lookup`, `wait` (wait queues, timers, the
@@ -49,6 +49,7 @@ pub mod ptimer;
 mod run;
 mod sched;
 pub mod sigframe;
+pub mod siginfo;
 pub mod signal;
 mod sigstate;
 mod switch;

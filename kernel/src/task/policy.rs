@@ -9,13 +9,17 @@ pub const RLIM_INFINITY: u64 = u64::MAX;
 /// RLIMIT_FSIZE (writes and truncates past the soft limit: EFBIG and SIGXFSZ), RLIMIT_MEMLOCK
 /// (mlock, mlockall and MAP_LOCKED past it: ENOMEM, or EPERM when it is 0), RLIMIT_NICE (how
 /// far a process without CAP_SYS_NICE may lower its nice value: `20 - nice` up to the limit)
-/// and RLIMIT_RTPRIO (the highest real-time priority it may set without CAP_SYS_NICE).
+/// RLIMIT_RTPRIO (the highest real-time priority it may set without CAP_SYS_NICE) and
+/// RLIMIT_SIGPENDING (queued siginfos past it: EAGAIN).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
     pub fsize: (u64, u64),
     pub memlock: (u64, u64),
     pub nice: (u64, u64),
     pub rtprio: (u64, u64),
+    /// RLIMIT_SIGPENDING: the most siginfos that may be queued for the process's real user
+    /// (`siginfo`).
+    pub sigpending: (u64, u64),
 }
 
 impl Default for Limits {
@@ -27,6 +31,10 @@ impl Default for Limits {
             memlock: (8 << 20, 8 << 20),
             nice: (0, 0),
             rtprio: (0, 0),
+            sigpending: (
+                super::process::SIGPENDING_DEFAULT,
+                super::process::SIGPENDING_DEFAULT,
+            ),
         }
     }
 }
@@ -38,6 +46,7 @@ impl Limits {
             1 => Some(&mut self.fsize),
             8 => Some(&mut self.memlock),
             13 => Some(&mut self.nice),
+            11 => Some(&mut self.sigpending),
             14 => Some(&mut self.rtprio),
             _ => None,
         }

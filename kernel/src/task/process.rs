@@ -16,6 +16,7 @@ use abi::Errno;
 
 use super::cred;
 use super::files;
+use super::siginfo::SigQueue;
 use super::sigstate;
 use super::switch::TaskContext;
 use crate::arch::trap::TrapFrame;
@@ -98,6 +99,9 @@ pub struct ProcInner {
     pub personality: u32,
 }
 
+/// The default RLIMIT_SIGPENDING (Linux's for a 1 GiB machine: half its thread limit).
+pub const SIGPENDING_DEFAULT: u64 = 4096;
+
 /// A thread group.
 pub struct Process {
     pub pid: usize,
@@ -105,6 +109,8 @@ pub struct Process {
     /// Process-directed pending signals (bit `n - 1` for signal `n`), readable without the
     /// lock; any thread that does not block one takes it.
     pub sig_pending: AtomicU64,
+    /// The siginfos of the process-directed pending signals (see `siginfo`).
+    pub sig_queue: SpinLock<SigQueue, { rank::SIGQUEUE }>,
     /// The `satp` value of the address space (`inner.space`), kept beside it so that the
     /// scheduler switches to it without the lock: a thread may give the CPU away holding
     /// the lock (a device flush below a page fault or an munmap's write-back).
@@ -158,6 +164,8 @@ pub struct Thread {
     pub inner: SpinLock<ThreadInner, { rank::THREAD }>,
     /// Thread-directed pending signals (tgkill, faults).
     pub sig_pending: AtomicU64,
+    /// The siginfos of the thread-directed pending signals.
+    pub sig_queue: SpinLock<SigQueue, { rank::SIGQUEUE }>,
     /// Set when the thread must end without a signal of its own (another thread called
     /// exit_group, died of a signal, or called execve).
     pub(super) must_exit: AtomicBool,

@@ -31,6 +31,9 @@ pub struct PsInfo {
     pub vsize: u64,
     pub rss_pages: u64,
     pub locked: u64,
+    /// Siginfos queued for the process's real user, and its RLIMIT_SIGPENDING (SigQ).
+    pub sig_queued: usize,
+    pub sig_limit: u64,
 }
 
 /// Every process's pid, in order (zombies included until reaped, as on Linux).
@@ -88,5 +91,7 @@ pub fn info(pid: usize) -> Option<PsInfo> {
         vsize: i.space.mapped_bytes() as u64,
         rss_pages: i.space.resident_pages() as u64,
         locked: i.space.locked_bytes() as u64,
+        sig_queued: super::siginfo::queued_by(i.cred.uid),
+        sig_limit: i.limits.sigpending.0,
     })
 }

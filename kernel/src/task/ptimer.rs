@@ -6,10 +6,11 @@
 //! monotonic deadline when set, as timerfd does), the CPU clocks by the process's or the
 //! creating thread's CPU time. When it runs out it notifies as its `sigevent` asks: a signal
 //! to the process (SIGEV_SIGNAL, SIGEV_THREAD), to one of its threads (SIGEV_THREAD_ID), or
-//! nothing (SIGEV_NONE); then again every interval. Expirations while its signal is still
-//! pending, and those a late check skipped, are that signal's overrun, which
-//! timer_getoverrun reports once it has been delivered (before, the previous one's). The sigevent's value is not handed to the handler: this
-//! kernel's signal frames carry no `si_value`.
+//! nothing (SIGEV_NONE); then again every interval. The signal's siginfo is SI_TIMER with
+//! the timer's id, the sigevent's value and the overrun. Expirations while its signal is
+//! still queued, and those a late check skipped (or that an absolute time in the past
+//! stands for), are that signal's overrun: counted in the queued siginfo, and reported by
+//! timer_getoverrun once it has been delivered (before, the previous one's).
 //!
 //! All armed timers are in one list checked with the interval timers (`itimer`) at every
 //! timer tick and in the idle loop. Ids are per process, the lowest free from 0; a fork's
@@ -23,6 +24,7 @@ use abi::Errno;
 use spin::Mutex;
 
 use super::process::{Process, Thread};
+use super::siginfo::{SigInfo, SI_TIMER};
 use super::signal;
 
 /// The most timers one process may have (Linux bounds them by RLIMIT_SIGPENDING): EAGAIN.
@@ -62,6 +64,11 @@ struct Timer {
     /// and the count of the signal before it (timer_getoverrun).
     overrun: u64,
     overrun_last: u64,
+    /// How long before its deadline the first expiry really was (an absolute CLOCK_REALTIME
+    /// time further back than the monotonic clock reaches), counted at that expiry.
+    late: u64,
+    /// The sigevent's `sigev_value`, the siginfo's `si_value`.
+    value: u64,
     process: Weak<Process>,
 }
 
@@ -76,8 +83,14 @@ fn clock_now(clock: &Clock, p: &Weak<Process>, now: u64) -> Option<u64> {
     }
 }
 
-/// A new disarmed timer of `p`; its id.
-pub fn create(p: &Arc<Process>, clock: Clock, notify: Notify) -> Result<i32, Errno> {
+/// A new disarmed timer of `p`; its id. `value` is the siginfo's `si_value` (None: the id,
+/// as Linux gives a timer created without a sigevent).
+pub fn create(
+    p: &Arc<Process>,
+    clock: Clock,
+    notify: Notify,
+    value: Option<u64>,
+) -> Result<i32, Errno> {
     let mut list = TIMERS.lock();
     let mut ids: Vec<i32> = list
         .iter()
@@ -102,6 +115,8 @@ pub fn create(p: &Arc<Process>, clock: Clock, notify: Notify) -> Result<i32, Err
         interval: 0,
         overrun: 0,
         overrun_last: 0,
+        late: 0,
+        value: value.unwrap_or(id as u32 as u64),
         process: Arc::downgrade(p),
     });
     Ok(id)
@@ -150,7 +165,9 @@ pub fn gettime(pid: usize, id: i32, now: u64, cpu: (u64, u64)) -> Result<(u64, u
 
 /// Arm: the first expiry `value` ns from now on the timer's clock (`absolute`: at `value`
 /// on it; for a wall timer the caller gives the monotonic time), then every `interval`;
-/// disarm: `value` 0. Returns the old setting as [`gettime`] does.
+/// disarm: `value` 0; `late`: how far before `value` the absolute time asked for really
+/// is (see [`Timer::late`]). Returns the old setting as [`gettime`] does.
+#[allow(clippy::too_many_arguments)]
 pub fn settime(
     pid: usize,
     id: i32,
@@ -159,11 +176,13 @@ pub fn settime(
     value: u64,
     absolute: bool,
     interval: u64,
+    late: u64,
 ) -> Result<(u64, u64), Errno> {
     with_timer(pid, id, |t| {
         let old = left(t, now, cpu);
         t.overrun = 0;
         t.overrun_last = 0;
+        t.late = late;
         t.interval = if value == 0 { 0 } else { interval };
         t.deadline = if value == 0 {
             None
@@ -185,7 +204,7 @@ pub fn is_realtime(pid: usize, id: i32) -> Result<bool, Errno> {
 /// before it's; once it has been delivered, what it gathered.
 pub fn getoverrun(pid: usize, id: i32) -> Result<usize, Errno> {
     let (n, p) = with_timer(pid, id, |t| (t.notify.clone(), t.process.clone()))?;
-    let pending = p.upgrade().is_some_and(|p| still_pending(&n, &p));
+    let pending = p.upgrade().is_some_and(|p| queued(&n, &p, id, None));
     with_timer(pid, id, |t| {
         let v = if pending { t.overrun_last } else { t.overrun };
         v.min(OVERRUN_MAX) as usize
@@ -207,21 +226,29 @@ pub fn delete_all(pid: usize) {
     TIMERS.lock().retain(|t| t.pid != pid);
 }
 
-/// Whether signal `sig` is still pending where `n` sends it.
-fn still_pending(n: &Notify, p: &Process) -> bool {
-    match n {
-        Notify::None => false,
-        Notify::Process(sig) => p.sig_pending.load(Relaxed) & signal::bit(*sig) != 0,
-        Notify::Thread(t, sig) => t
-            .upgrade()
-            .is_some_and(|t| t.sig_pending.load(Relaxed) & signal::bit(*sig) != 0),
-    }
+/// Whether timer `id`'s signal is still queued where `n` sends it; if so, and `overrun` is
+/// given, its siginfo's `si_overrun` becomes that (capped at DELAYTIMER_MAX).
+fn queued(n: &Notify, p: &Process, id: i32, overrun: Option<u64>) -> bool {
+    let (thread, sig) = match n {
+        Notify::None => return false,
+        Notify::Process(sig) => (None, *sig),
+        Notify::Thread(t, sig) => match t.upgrade() {
+            Some(t) => (Some(t), *sig),
+            None => return false,
+        },
+    };
+    let mine = |i: &SigInfo| i.signo == sig as i32 && i.code == SI_TIMER && i.pid == id as u32;
+    signal::update_queued(p, thread.as_deref(), mine, |i| {
+        if let Some(n) = overrun {
+            *i = SigInfo::timer(sig, id, n.min(OVERRUN_MAX) as i32, i.value);
+        }
+    })
 }
 
 /// Notify for every timer whose time has come and re-arm periodic ones; the earliest
 /// wall-clock deadline still pending.
 pub fn fire_expired(now: u64) -> Option<u64> {
-    let mut due: Vec<(Arc<Process>, Notify)> = Vec::new();
+    let mut due: Vec<(Arc<Process>, Notify, SigInfo)> = Vec::new();
     {
         let mut list = TIMERS.lock();
         list.retain_mut(|t| {
@@ -236,31 +263,42 @@ pub fn fire_expired(now: u64) -> Option<u64> {
             if d > at {
                 return true;
             }
-            let runs = match (at - d).checked_div(t.interval) {
-                Some(q) => q + 1,
+            let behind = (at - d).saturating_add(core::mem::take(&mut t.late));
+            let runs = match behind.checked_div(t.interval) {
+                Some(q) => q.saturating_add(1),
                 None => 1,
             };
-            t.deadline = (t.interval > 0).then(|| d.saturating_add(runs * t.interval));
-            if still_pending(&t.notify, &p) {
-                t.overrun = t.overrun.saturating_add(runs);
+            t.deadline =
+                (t.interval > 0).then(|| at.saturating_add(t.interval - behind % t.interval));
+            let more = t.overrun.saturating_add(runs);
+            if queued(&t.notify, &p, t.id, Some(more)) {
+                t.overrun = more;
             } else {
                 // The previous signal has been delivered: its count is final.
                 t.overrun_last = t.overrun;
                 t.overrun = runs - 1;
-                due.push((p, t.notify.clone()));
+                let sig = match t.notify {
+                    Notify::Process(sig) | Notify::Thread(_, sig) => sig,
+                    Notify::None => 0,
+                };
+                let overrun = t.overrun.min(OVERRUN_MAX) as i32;
+                let info = SigInfo::timer(sig, t.id, overrun, t.value);
+                due.push((p, t.notify.clone(), info));
             }
             true
         });
     }
-    for (p, n) in due {
-        match n {
-            Notify::None => {}
-            Notify::Process(sig) => signal::send(&p, sig),
-            Notify::Thread(t, sig) => match t.upgrade() {
-                Some(t) => signal::send_thread(&t, sig),
-                None => signal::send(&p, sig),
+    for (p, n, info) in due {
+        // Past RLIMIT_SIGPENDING this expiry is lost, as on Linux when its siginfo cannot be
+        // allocated.
+        let _ = match n {
+            Notify::None => Ok(()),
+            Notify::Process(_) => signal::send_info(&p, info),
+            Notify::Thread(t, _) => match t.upgrade() {
+                Some(t) => signal::send_thread_info(&t, info),
+                None => signal::send_info(&p, info),
             },
-        }
+        };
     }
     TIMERS
         .lock()

@@ -9,6 +9,7 @@ use abi::Errno;
 use super::exit::{exit_current, exit_thread};
 use super::process::ExitStatus;
 use super::sched::{current_pid, current_thread, with_current, with_thread};
+use super::siginfo::SigInfo;
 use super::sigstate::{
     bit, default_action, AltStack, Default_, SigAction, SA_NODEFER, SA_ONSTACK, SA_RESETHAND,
     SA_RESTART, SIGKILL, SIGSEGV, SIG_DFL, SIG_IGN,
@@ -47,8 +48,7 @@ pub fn deliver(tf: &mut TrapFrame, restart: Option<usize>) {
             drop(p);
             exit_thread(ExitStatus::Signaled(SIGKILL as i32));
         }
-        let own = t.sig_pending.load(Relaxed);
-        let pend = own | p.sig_pending.load(Relaxed);
+        let pend = t.sig_pending.load(Relaxed) | p.sig_pending.load(Relaxed);
         let mut inner = p.inner.lock();
         let mut ti = t.inner.lock();
         let ready = pend & !ti.sig.blocked;
@@ -64,11 +64,7 @@ pub fn deliver(tf: &mut TrapFrame, restart: Option<usize>) {
             return;
         }
         let sig = ready.trailing_zeros() as usize + 1;
-        if own & bit(sig) != 0 {
-            t.sig_pending.fetch_and(!bit(sig), Relaxed);
-        } else {
-            p.sig_pending.fetch_and(!bit(sig), Relaxed);
-        }
+        let info = super::signal::dequeue_for(&t, sig);
         let action = inner.sig.actions[sig - 1];
         if action.handler == SIG_IGN && sig != SIGKILL {
             continue;
@@ -111,7 +107,15 @@ pub fn deliver(tf: &mut TrapFrame, restart: Option<usize>) {
         if action.flags & SA_RESETHAND != 0 {
             inner.sig.actions[sig - 1] = SigAction::default();
         }
-        let ok = push_frame(&mut inner.space, tf, sig, old_mask, &action, alt, stack_top);
+        let ok = push_frame(
+            &mut inner.space,
+            tf,
+            &info,
+            old_mask,
+            &action,
+            alt,
+            stack_top,
+        );
         drop(inner);
         if !ok {
             // No room for the frame: the program dies of SIGSEGV, as on Linux.
@@ -140,7 +144,7 @@ pub(super) fn restart_syscall(tf: &mut TrapFrame, a0: usize) {
 pub(super) fn push_frame(
     space: &mut AddrSpace,
     tf: &mut TrapFrame,
-    sig: usize,
+    info: &SigInfo,
     old_mask: u64,
     action: &SigAction,
     alt: AltStack,
@@ -151,8 +155,7 @@ pub(super) fn push_frame(
         None => return false,
     };
     let mut frame = alloc::vec![0u8; FRAME_SIZE];
-    // siginfo: si_signo, si_errno, si_code (SI_USER = 0).
-    frame[0..4].copy_from_slice(&(sig as i32).to_le_bytes());
+    frame[..SIGINFO_SIZE].copy_from_slice(&info.to_user());
     let uc = SIGINFO_SIZE;
     // uc_stack: the alternate stack as it was when the signal came (rt_sigreturn restores it).
     frame[uc + 16..uc + 40].copy_from_slice(&alt.to_user(tf.regs[2]));
@@ -172,7 +175,7 @@ pub(super) fn push_frame(
     }
     tf.regs[1] = crate::arch::vdso::SIGRETURN_TRAMPOLINE;
     tf.regs[2] = sp;
-    tf.regs[10] = sig;
+    tf.regs[10] = info.signo as usize;
     tf.regs[11] = sp;
     tf.regs[12] = sp + uc;
     tf.sepc = action.handler;

@@ -4,9 +4,12 @@
 //! (`Process::sig_pending`) and each thread one of thread-directed signals
 //! (`Thread::sig_pending`), atomic words so the return-to-user path can test them without a
 //! lock; the 64 actions are the process's ([`SigState`]), the blocked set is each thread's
-//! ([`SigMask`]). A signal is *generated* by [`send`] (kill, the terminal's ^C, a child's exit,
-//! a write to a pipe without readers) or [`send_thread`] (tgkill, a fault): dropped at once if
-//! the target ignores it, else marked pending, and sleeping threads that do not block it are
+//! ([`SigMask`]). A signal is *generated* by [`send`] (the terminal's ^C, an interval
+//! timer), [`send_from_current`] (kill, a write to a pipe without readers), [`send_info`]
+//! (rt_sigqueueinfo, a POSIX timer, a child's exit) or [`send_thread_info`] (tgkill,
+//! rt_tgsigqueueinfo; a fault is [`force_current`]): dropped at once if the target ignores
+//! it, else marked pending with its siginfo queued beside the bit (`siginfo` says which are
+//! kept and the RLIMIT_SIGPENDING rule), and sleeping threads that do not block it are
 //! woken so their system calls can return `EINTR`. It is *delivered* just before a thread
 //! that does not block it returns to user mode
 //! (`sigframe::deliver`): the default action (terminate, or ignore), or a call of the handler
@@ -24,38 +27,106 @@
 //! pending tests are here; delivery and `rt_sigreturn` are `sigframe`.
 
 use alloc::sync::Arc;
+use core::sync::atomic::AtomicU64;
 use core::sync::atomic::Ordering::Relaxed;
+
+use abi::Errno;
 
 use super::process::{Process, Thread};
 use super::sched::{current_thread, wake_or_kick};
+use super::siginfo::{SigInfo, SigQueue, SIGRTMIN, SI_KERNEL, SI_USER};
 use super::sigstate::{default_action, Default_};
+use crate::arch::lockcheck::{rank, SpinLock};
 
 pub use super::sigstate::{
-    bit, AltStack, SigAction, SigMask, SigState, ERESTARTSYS, NSIG, SIGBUS, SIGCHLD, SIGILL,
-    SIGINT, SIGKILL, SIGPIPE, SIGQUIT, SIGSEGV, SIGSTOP, SIGTRAP, SIGTSTP, SIG_DFL, SIG_IGN,
+    bit, AltStack, SigAction, SigMask, SigState, ERESTARTSYS, NSIG, SIGBUS, SIGILL, SIGINT,
+    SIGKILL, SIGPIPE, SIGQUIT, SIGSEGV, SIGSTOP, SIGTRAP, SIGTSTP, SIG_DFL, SIG_IGN,
 };
 
-/// Generate signal `sig` (1..=64) for process `p` (process-directed: any thread that does not
-/// block it may take it).
+/// Generate signal `sig` (1..=64) for process `p` from the kernel (SI_KERNEL; a pipe's
+/// SIGPIPE, the terminal's ^C, an interval timer).
 pub fn send(p: &Arc<Process>, sig: usize) {
-    if sig == 0 || sig > NSIG {
-        return;
+    if (1..=NSIG).contains(&sig) {
+        let _ = send_info(p, SigInfo::kill(sig, SI_KERNEL, 0, 0));
     }
-    let threads = {
-        let inner = p.inner.lock();
-        if inner.zombie.is_some() {
-            return;
-        }
-        let blocked_somewhere = inner
-            .threads
-            .iter()
-            .any(|t| t.inner.lock().sig.blocked & bit(sig) != 0);
-        if sig != SIGKILL && inner.sig.ignores(sig) && !blocked_somewhere {
-            return;
-        }
-        inner.threads.clone()
+}
+
+/// Generate signal `sig` for process `p` as sent by the current process (kill(2): SI_USER
+/// with the sender's pid and real uid).
+pub fn send_from_current(p: &Arc<Process>, sig: usize) {
+    if (1..=NSIG).contains(&sig) {
+        let _ = send_info(p, from_current(sig, SI_USER));
+    }
+}
+
+/// The siginfo of signal `sig` with `code` sent by the current process.
+pub fn from_current(sig: usize, code: i32) -> SigInfo {
+    let me = current_thread();
+    let uid = me.process.inner.lock().cred.uid;
+    SigInfo::kill(sig, code, me.process.pid, uid)
+}
+
+/// The target's real uid and RLIMIT_SIGPENDING, or None when the signal is dropped at once:
+/// the process is a zombie, or it ignores the signal and `blocked` (does the receiving
+/// thread, or any thread, block it) is false.
+fn admit(
+    p: &Process,
+    sig: usize,
+    blocked: impl FnOnce(&[Arc<Thread>]) -> bool,
+) -> Option<(u32, u64)> {
+    let inner = p.inner.lock();
+    if inner.zombie.is_some() {
+        return None;
+    }
+    if sig != SIGKILL && inner.sig.ignores(sig) && !blocked(&inner.threads) {
+        return None;
+    }
+    Some((inner.cred.uid, inner.limits.sigpending.0))
+}
+
+/// Whether a thread with mask `m` blocks `sig` for the ignore test (also while it waits for
+/// it in rt_sigtimedwait).
+fn blocks(m: &SigMask, sig: usize) -> bool {
+    (m.blocked | m.real_blocked) & bit(sig) != 0
+}
+
+/// Make `info`'s signal pending in `word` with its siginfo in `queue` (see `siginfo`: a
+/// standard signal already pending is dropped; past the limit a real-time signal with its
+/// own siginfo is EAGAIN, any other stays pending without it).
+fn enqueue(
+    word: &AtomicU64,
+    queue: &SpinLock<SigQueue, { rank::SIGQUEUE }>,
+    info: SigInfo,
+    (uid, limit): (u32, u64),
+) -> Result<(), Errno> {
+    let sig = info.signo as usize;
+    let mut q = queue.lock();
+    if sig < SIGRTMIN && word.load(Relaxed) & bit(sig) != 0 {
+        return Ok(());
+    }
+    let force = sig < SIGRTMIN && info.code >= 0;
+    if q.push(info, uid, limit, force).is_err() && sig >= SIGRTMIN && info.code != SI_USER {
+        return Err(Errno::EAGAIN);
+    }
+    word.fetch_or(bit(sig), Relaxed);
+    Ok(())
+}
+
+/// Generate `info`'s signal (1..=64) for process `p` (process-directed: any thread that
+/// does not block it may take it). EAGAIN when a real-time signal's siginfo is over the
+/// limit.
+pub fn send_info(p: &Arc<Process>, info: SigInfo) -> Result<(), Errno> {
+    let sig = info.signo as usize;
+    if !(1..=NSIG).contains(&sig) {
+        return Err(Errno::EINVAL);
+    }
+    let any_blocks =
+        |threads: &[Arc<Thread>]| threads.iter().any(|t| blocks(&t.inner.lock().sig, sig));
+    let Some(charge) = admit(p, sig, any_blocks) else {
+        return Ok(());
     };
-    p.sig_pending.fetch_or(bit(sig), Relaxed);
+    enqueue(&p.sig_pending, &p.sig_queue, info, charge)?;
+    let threads = p.inner.lock().threads.clone();
     for t in &threads {
         if sig == SIGKILL || t.inner.lock().sig.blocked & bit(sig) == 0 {
             wake_or_kick(t);
@@ -63,25 +134,79 @@ pub fn send(p: &Arc<Process>, sig: usize) {
     }
     // A signalfd reader or poller waits for signals it blocks.
     super::wait::poll_wake();
+    Ok(())
 }
 
-/// Generate signal `sig` (1..=64) for one thread (tgkill).
-pub fn send_thread(t: &Arc<Thread>, sig: usize) {
-    if sig == 0 || sig > NSIG {
-        return;
+/// Generate `info`'s signal for one thread (tgkill, rt_tgsigqueueinfo, a timer).
+pub fn send_thread_info(t: &Arc<Thread>, info: SigInfo) -> Result<(), Errno> {
+    let sig = info.signo as usize;
+    if !(1..=NSIG).contains(&sig) {
+        return Err(Errno::EINVAL);
     }
-    {
-        let inner = t.process.inner.lock();
-        if inner.zombie.is_some() {
-            return;
-        }
-        if sig != SIGKILL && inner.sig.ignores(sig) && t.inner.lock().sig.blocked & bit(sig) == 0 {
-            return;
-        }
-    }
-    t.sig_pending.fetch_or(bit(sig), Relaxed);
+    let blocked = |_: &[Arc<Thread>]| blocks(&t.inner.lock().sig, sig);
+    let Some(charge) = admit(&t.process, sig, blocked) else {
+        return Ok(());
+    };
+    enqueue(&t.sig_pending, &t.sig_queue, info, charge)?;
     wake_or_kick(t);
     super::wait::poll_wake();
+    Ok(())
+}
+
+/// Take pending signal `sig` from `word` and `queue`: its oldest siginfo (SI_USER from pid 0
+/// when it was lost to the limit).
+fn dequeue(
+    word: &AtomicU64,
+    queue: &SpinLock<SigQueue, { rank::SIGQUEUE }>,
+    sig: usize,
+) -> SigInfo {
+    let mut q = queue.lock();
+    let (info, more) = q.take(sig);
+    if !more {
+        word.fetch_and(!bit(sig), Relaxed);
+    }
+    info.unwrap_or(SigInfo::kill(sig, SI_USER, 0, 0))
+}
+
+/// Take pending signal `sig` of thread `t`, its own before its process's.
+pub(super) fn dequeue_for(t: &Thread, sig: usize) -> SigInfo {
+    if t.sig_pending.load(Relaxed) & bit(sig) != 0 {
+        dequeue(&t.sig_pending, &t.sig_queue, sig)
+    } else {
+        dequeue(&t.process.sig_pending, &t.process.sig_queue, sig)
+    }
+}
+
+/// Drop every pending instance of `sig` of process `p` and its threads (it is now ignored).
+pub fn discard(p: &Process, sig: usize) {
+    let flush = |word: &AtomicU64, queue: &SpinLock<SigQueue, { rank::SIGQUEUE }>| {
+        let mut q = queue.lock();
+        q.discard(sig);
+        word.fetch_and(!bit(sig), Relaxed);
+    };
+    flush(&p.sig_pending, &p.sig_queue);
+    for t in p.inner.lock().threads.iter() {
+        flush(&t.sig_pending, &t.sig_queue);
+    }
+}
+
+/// Change the queued siginfo of `sig` that `pick` selects, in `p`'s queue or (`t`) one
+/// thread's; whether there was one (a POSIX timer counts its overrun in its pending signal).
+pub fn update_queued(
+    p: &Process,
+    t: Option<&Thread>,
+    pick: impl Fn(&SigInfo) -> bool,
+    change: impl FnOnce(&mut SigInfo),
+) -> bool {
+    let queue = t.map_or(&p.sig_queue, |t| &t.sig_queue);
+    let mut q = queue.lock();
+    match q.find_mut(pick) {
+        Some(i) => {
+            change(i);
+            true
+        }
+        None => false,
+    }
 }
 
 /// Generate a signal the current thread caused itself (a fault): if it is blocked or
@@ -100,7 +225,12 @@ pub fn force_current(sig: usize) {
         }
     }
     t.inner.lock().sig.blocked &= !bit(sig);
-    t.sig_pending.fetch_or(bit(sig), Relaxed);
+    let _ = enqueue(
+        &t.sig_pending,
+        &t.sig_queue,
+        SigInfo::kill(sig, SI_KERNEL, 0, 0),
+        (0, 0),
+    );
 }
 
 /// Whether the current thread has a signal that is pending and not blocked, or must exit (a
@@ -145,19 +275,14 @@ pub fn pending_set() -> u64 {
 }
 
 /// Take the lowest signal of `mask` pending for the current thread, its own before its
-/// process's (what a signalfd read consumes instead of a delivery).
-pub fn take_pending(mask: u64) -> Option<usize> {
+/// process's, with its siginfo (what a signalfd read or sigtimedwait consumes instead of a
+/// delivery).
+pub fn take_pending(mask: u64) -> Option<SigInfo> {
     let t = current_thread();
     for word in [&t.sig_pending, &t.process.sig_pending] {
-        loop {
-            let pend = word.load(Relaxed) & mask;
-            if pend == 0 {
-                break;
-            }
-            let b = pend & pend.wrapping_neg();
-            if word.fetch_and(!b, Relaxed) & b != 0 {
-                return Some(b.trailing_zeros() as usize + 1);
-            }
+        let pend = word.load(Relaxed) & mask;
+        if pend != 0 {
+            return Some(dequeue_for(&t, pend.trailing_zeros() as usize + 1));
         }
     }
     None

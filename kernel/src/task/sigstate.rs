@@ -105,6 +105,9 @@ pub struct SigMask {
     pub blocked: u64,
     /// The mask to restore after the handler that ends an `rt_sigsuspend`.
     pub saved_mask: Option<u64>,
+    /// While in rt_sigtimedwait: the mask before it unblocked the signals it waits for
+    /// (they still count as blocked for the ignore test at generation); 0 otherwise.
+    pub real_blocked: u64,
     /// The alternate signal stack (sigaltstack): kept by fork, none in a new thread or after
     /// execve.
     pub alt: AltStack,

@@ -14,11 +14,11 @@ const CLOCK_MONOTONIC: usize = 1;
 const POLLIN: u16 = 1;
 const POLLOUT: u16 = 4;
 
-fn ret(r: isize) -> SysResult<usize> {
+pub(crate) fn ret(r: isize) -> SysResult<usize> {
     Errno::from_ret(r).map(|v| v as usize)
 }
 
-fn sigprocmask(how: usize, set: u64) -> SysResult<usize> {
+pub(crate) fn sigprocmask(how: usize, set: u64) -> SysResult<usize> {
     // SAFETY: `set` is a readable 8-byte sigset_t; no old-set pointer.
     ret(unsafe {
         syscall4(

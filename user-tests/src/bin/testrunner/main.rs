@@ -33,6 +33,7 @@ mod proc_fd_tests;
 mod proc_tests;
 mod sched_tests;
 mod sigaltstack_tests;
+mod sigqueue_tests;
 mod statx_tests;
 mod stress_tests;
 mod toolchain_tests;
@@ -241,6 +242,26 @@ pub const TESTS: &[Test] = &[
     t(
         "timer_signalfd_eventfd",
         anonfd_tests::timer_signalfd_eventfd,
+    ),
+    t(
+        "rt_signals_queue_in_order",
+        sigqueue_tests::rt_signals_queue_in_order,
+    ),
+    t(
+        "rt_signal_queue_limit",
+        sigqueue_tests::rt_signal_queue_limit,
+    ),
+    t(
+        "sigqueue_to_child_and_sigchld",
+        sigqueue_tests::sigqueue_to_child_and_sigchld,
+    ),
+    t(
+        "siginfo_reaches_handler_timer_signalfd",
+        sigqueue_tests::siginfo_reaches_handler_timer_signalfd,
+    ),
+    t(
+        "process_vm_read_write",
+        sigqueue_tests::process_vm_read_write,
     ),
     t(
         "mount_umount_errors_and_move",
