@@ -741,7 +741,7 @@ fn push_cmsg(out: &mut Vec<u8>, room: usize, ty: u32, data: &[u8]) -> bool {
     out.extend_from_slice(&(SOL_SOCKET as u32).to_le_bytes());
     out.extend_from_slice(&ty.to_le_bytes());
     out.extend_from_slice(data);
-    while out.len() % 8 != 0 && out.len() < room {
+    while !out.len().is_multiple_of(8) && out.len() < room {
         out.push(0);
     }
     true

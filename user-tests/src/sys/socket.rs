@@ -206,7 +206,7 @@ pub fn sendmsg(fd: Fd, buf: &[u8], cmsgs: &[Cmsg], flags: u32) -> SysResult<usiz
         control.extend_from_slice(&1u32.to_le_bytes());
         control.extend_from_slice(&ty.to_le_bytes());
         control.extend_from_slice(data);
-        while control.len() % 8 != 0 {
+        while !control.len().is_multiple_of(8) {
             control.push(0);
         }
     }
