@@ -57,6 +57,7 @@ errnos! {
     EROFS = 30, "Read-only file system";
     EMLINK = 31, "Too many links";
     EPIPE = 32, "Broken pipe";
+    EDOM = 33, "Numerical argument out of domain";
     ERANGE = 34, "Numerical result out of range";
     EDEADLK = 35, "Resource deadlock avoided";
     ENAMETOOLONG = 36, "File name too long";
@@ -68,9 +69,18 @@ errnos! {
     EOVERFLOW = 75, "Value too large for defined data type";
     ELIBBAD = 80, "Accessing a corrupted shared library";
     ENOTSOCK = 88, "Socket operation on non-socket";
+    EDESTADDRREQ = 89, "Destination address required";
+    EMSGSIZE = 90, "Message too long";
+    EPROTOTYPE = 91, "Protocol wrong type for socket";
+    ENOPROTOOPT = 92, "Protocol not available";
+    EPROTONOSUPPORT = 93, "Protocol not supported";
+    ESOCKTNOSUPPORT = 94, "Socket type not supported";
     EOPNOTSUPP = 95, "Operation not supported";
     EAFNOSUPPORT = 97, "Address family not supported by protocol";
     EADDRINUSE = 98, "Address already in use";
+    ECONNRESET = 104, "Connection reset by peer";
+    ENOBUFS = 105, "No buffer space available";
+    EISCONN = 106, "Transport endpoint is already connected";
     ENOTCONN = 107, "Transport endpoint is not connected";
     ETIMEDOUT = 110, "Connection timed out";
     ECONNREFUSED = 111, "Connection refused";

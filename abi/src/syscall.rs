@@ -17,6 +17,14 @@ pub const SYS_IO_PGETEVENTS: usize = 292;
 pub const SYS_GETSOCKNAME: usize = 204;
 /// `getpeername`: the address of a connected socket's peer.
 pub const SYS_GETPEERNAME: usize = 205;
+/// `socketpair`: two connected sockets.
+pub const SYS_SOCKETPAIR: usize = 199;
+/// `setsockopt`: set a socket option.
+pub const SYS_SETSOCKOPT: usize = 208;
+/// `getsockopt`: read a socket option.
+pub const SYS_GETSOCKOPT: usize = 209;
+/// `shutdown`: shut down a socket's reading and/or writing side.
+pub const SYS_SHUTDOWN: usize = 210;
 /// `mincore`: which pages of a mapped range are in memory.
 pub const SYS_MINCORE: usize = 232;
 /// `riscv_hwprobe`: what the RISC-V harts implement (ISA extensions, clock, address space).

@@ -80,8 +80,11 @@ pub fn epoll_of(f: &OpenFile) -> Option<&Epoll> {
 
 /// The counts of events of each side of `f` (see `Pipe::events`), for files that keep them.
 fn event_counts(f: &OpenFile) -> Option<[u64; 2]> {
-    let end = f.loc.node.as_any().downcast_ref::<super::pipe::PipeEnd>()?;
-    let (i, o) = end.pipe.events();
+    let node = f.loc.node.as_any();
+    let (i, o) = match node.downcast_ref::<super::pipe::PipeEnd>() {
+        Some(end) => end.pipe.events(),
+        None => node.downcast_ref::<super::socket::Socket>()?.events(),
+    };
     Some([i, o])
 }
 

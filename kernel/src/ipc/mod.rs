@@ -1,4 +1,4 @@
-//! Communication between processes: pipes and FIFOs (`pipe`), Unix-domain socket names
+//! Communication between processes: pipes and FIFOs (`pipe`), Unix-domain sockets
 //! (`socket`), System V shared memory segments (`shm`), timer descriptors (`timerfd`), epoll
 //! instances (`epoll`), event counters (`eventfd`), signal descriptors (`signalfd`), process
 //! descriptors (`pidfd`).

@@ -76,14 +76,21 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
         SYS_IOCTL => stream::sys_ioctl(a[0] as i32, a[1], a[2]),
         SYS_SOCKET => socket::sys_socket(a[0], a[1], a[2]),
         SYS_BIND => socket::sys_bind(a[0] as i32, a[1], a[2]),
-        SYS_LISTEN => socket::sys_listen(a[0] as i32),
+        SYS_SOCKETPAIR => socket::sys_socketpair(a[0], a[1], a[2], a[3]),
+        SYS_LISTEN => socket::sys_listen(a[0] as i32, a[1]),
         SYS_CONNECT => socket::sys_connect(a[0] as i32, a[1], a[2]),
         SYS_GETSOCKNAME => socket::sys_getsockname(a[0] as i32, a[1], a[2]),
         SYS_GETPEERNAME => socket::sys_getpeername(a[0] as i32, a[1], a[2]),
         SYS_RISCV_HWPROBE => hwprobe::sys_riscv_hwprobe(a[0], a[1], a[2], a[3], a[4]),
-        SYS_ACCEPT | SYS_ACCEPT4 | SYS_SENDTO | SYS_RECVFROM | SYS_SENDMSG | SYS_RECVMSG => {
-            socket::sys_unsupported(a[0] as i32)
-        }
+        SYS_ACCEPT => socket::sys_accept4(a[0] as i32, a[1], a[2], 0),
+        SYS_ACCEPT4 => socket::sys_accept4(a[0] as i32, a[1], a[2], a[3]),
+        SYS_SENDTO => socket::sys_sendto(a[0] as i32, a[1], a[2], a[3], a[4], a[5]),
+        SYS_RECVFROM => socket::sys_recvfrom(a[0] as i32, a[1], a[2], a[3], a[4], a[5]),
+        SYS_SENDMSG => socket::sys_sendmsg(a[0] as i32, a[1], a[2]),
+        SYS_RECVMSG => socket::sys_recvmsg(a[0] as i32, a[1], a[2]),
+        SYS_SHUTDOWN => socket::sys_shutdown(a[0] as i32, a[1]),
+        SYS_SETSOCKOPT => socket::sys_setsockopt(a[0] as i32, a[1], a[2], a[3], a[4]),
+        SYS_GETSOCKOPT => socket::sys_getsockopt(a[0] as i32, a[1], a[2], a[3], a[4]),
         SYS_PIDFD_OPEN => pidfd::sys_pidfd_open(a[0] as isize, a[1] as u32),
         SYS_PIDFD_SEND_SIGNAL => {
             pidfd::sys_pidfd_send_signal(a[0] as i32, a[1] as i32, a[2], a[3] as u32)

@@ -1,7 +1,7 @@
 //! Waiting for descriptors: ppoll and pselect6.
 //!
-//! Readiness: a pipe end asks its pipe, the terminal asks the line discipline, an eventfd its
-//! counter, a signalfd the caller's pending signals, a pidfd its process's exit, every other
+//! Readiness: a pipe end asks its pipe, a socket its queues and its peer's, the terminal asks
+//! the line discipline, an eventfd its counter, a signalfd the caller's pending signals, a pidfd its process's exit, every other
 //! file is always ready (as on Linux for regular files). A caller with nothing ready sleeps on
 //! one queue, `task::wait::POLLERS`, that pipes and the terminal wake on every change
 //! (`task::wait::poll_wake`: the queue is the task layer's, so the file layer wakes it without
@@ -90,6 +90,21 @@ pub(super) fn poll_file(f: &crate::fs::file::OpenFile, events: u16) -> u16 {
         Some(Stream::Timer(t)) => {
             if want_in && t.readable() {
                 rev |= events & (POLLIN | POLLRDNORM);
+            }
+        }
+        Some(Stream::Socket(s)) => {
+            let (r, w, hup, err) = s.poll();
+            if r && want_in {
+                rev |= events & (POLLIN | POLLRDNORM);
+            }
+            if w && want_out {
+                rev |= events & (POLLOUT | POLLWRNORM);
+            }
+            if hup {
+                rev |= POLLHUP;
+            }
+            if err {
+                rev |= POLLERR;
             }
         }
         Some(Stream::Tty) => {

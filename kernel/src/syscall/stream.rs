@@ -1,5 +1,5 @@
-//! Streams: pipes (pipe2, FIFOs), the terminal, timer and signal descriptors (read only) and
-//! event descriptors (8-byte reads and writes), whose reads and writes sleep, honour
+//! Streams: pipes (pipe2, FIFOs), the terminal, timer and signal descriptors (read only),
+//! event descriptors (8-byte reads and writes) and sockets (handed to `socket`), whose reads and writes sleep, honour
 //! O_NONBLOCK and can be interrupted by signals; and ioctl.
 //!
 //! `read`/`write` in `fs.rs` hand a descriptor to [`read`]/[`write`] here when [`stream_of`]
@@ -29,6 +29,7 @@ pub enum Stream<'a> {
     Timer(&'a crate::ipc::timerfd::TimerFd),
     Event(&'a crate::ipc::eventfd::EventFd),
     Signal(&'a crate::ipc::signalfd::SignalFd),
+    Socket(&'a crate::ipc::socket::Socket),
 }
 
 pub fn stream_of(f: &OpenFile) -> Option<Stream<'_>> {
@@ -47,6 +48,9 @@ pub fn stream_of(f: &OpenFile) -> Option<Stream<'_>> {
         .downcast_ref::<crate::ipc::signalfd::SignalFd>()
     {
         return Some(Stream::Signal(s));
+    }
+    if let Some(s) = node.as_any().downcast_ref::<crate::ipc::socket::Socket>() {
+        return Some(Stream::Socket(s));
     }
     crate::fs::devfs::is_console(node).then_some(Stream::Tty)
 }
@@ -71,6 +75,9 @@ pub fn read_with(f: &OpenFile, s: Stream, va: usize, len: usize, nowait: bool) -
     let nonblock = |f: &OpenFile| nowait || nonblock(f);
     if !f.readable {
         return Err(Errno::EBADF);
+    }
+    if let Stream::Socket(_) = s {
+        return super::socket::read(f, va, len);
     }
     if !uaccess::range_ok(va, len) {
         return Err(Errno::EFAULT);
@@ -100,6 +107,7 @@ pub fn read_with(f: &OpenFile, s: Stream, va: usize, len: usize, nowait: bool) -
             8
         }
         Stream::Signal(s) => s.read(&mut buf, nonblock(f))?,
+        Stream::Socket(_) => return Err(Errno::EINVAL),
     };
     copy_out(va, &buf[..n])?;
     Ok(n)
@@ -115,6 +123,9 @@ pub fn write_with(f: &OpenFile, s: Stream, va: usize, len: usize, nowait: bool) 
     let nonblock = |f: &OpenFile| nowait || nonblock(f);
     if !f.writable {
         return Err(Errno::EBADF);
+    }
+    if let Stream::Socket(_) = s {
+        return super::socket::write(f, va, len);
     }
     if !uaccess::range_ok(va, len) {
         return Err(Errno::EFAULT);
@@ -144,7 +155,9 @@ pub fn write_with(f: &OpenFile, s: Stream, va: usize, len: usize, nowait: bool) 
                 crate::tty::write(&buf);
                 n
             }
-            Stream::Timer(_) | Stream::Event(_) | Stream::Signal(_) => return Err(Errno::EINVAL),
+            Stream::Timer(_) | Stream::Event(_) | Stream::Signal(_) | Stream::Socket(_) => {
+                return Err(Errno::EINVAL)
+            }
         };
         done += put;
         if put < n {
@@ -296,6 +309,11 @@ pub fn sys_ioctl(fd: i32, cmd: usize, arg: usize) -> SysResult {
             // FIONREAD: bytes waiting in the pipe.
             let n = p.pipe.available() as i32;
             copy_out(arg, &n.to_le_bytes())?;
+            Ok(0)
+        }
+        Some(Stream::Socket(s)) if cmd == 0x541b => {
+            // FIONREAD (SIOCINQ): a stream's unread bytes, the next datagram's size.
+            copy_out(arg, &(s.available() as i32).to_le_bytes())?;
             Ok(0)
         }
         _ => Err(Errno::ENOTTY),

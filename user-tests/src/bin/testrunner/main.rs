@@ -34,6 +34,7 @@ mod proc_tests;
 mod sched_tests;
 mod sigaltstack_tests;
 mod sigqueue_tests;
+mod socket_tests;
 mod statx_tests;
 mod stress_tests;
 mod toolchain_tests;
@@ -379,6 +380,15 @@ pub const TESTS: &[Test] = &[
     t("clone3_semantics", toolchain_tests::clone3_semantics),
     t("mincore_semantics", toolchain_tests::mincore_semantics),
     t("socket_names", toolchain_tests::socket_names),
+    // Unix-domain sockets with data (connections, pairs, descriptor passing, wake-ups)
+    t("unix_stream_connect", socket_tests::unix_stream_connect),
+    t("unix_socketpair_data", socket_tests::unix_socketpair_data),
+    t("unix_pass_descriptors", socket_tests::unix_pass_descriptors),
+    t(
+        "unix_blocked_reader_woken",
+        socket_tests::unix_blocked_reader_woken,
+    ),
+    t("unix_socket_errors", socket_tests::unix_socket_errors),
     t("riscv_hwprobe_keys", toolchain_tests::riscv_hwprobe_keys),
     // bad input must fail cleanly
     t("efault_null_buffer", bad_input::efault_null_buffer),
