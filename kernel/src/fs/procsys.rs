@@ -2,7 +2,7 @@
 //! `kernel/pid_max` and `kernel/tainted`), each showing the value the kernel really works
 //! with, in Linux's format (a number and a newline). Read-only but for `kernel/msgmni`, which
 //! root may set (LTP's msgget03 lowers it).
-//! The same nodes serve `/proc/sysvipc` (`msg`, `sem`: the System V IPC objects).
+//! The same nodes serve `/proc/sysvipc` (`msg`, `sem`, `shm`: the System V IPC objects).
 //!
 //! - `kernel/msgmax`, `msgmnb`, `msgmni`, `sem`, `shmmax`, `shmmni`, `shmall`: the System V
 //!   IPC limits (`ipc::msg`, `ipc::sem`, `ipc::shm`);
@@ -94,9 +94,10 @@ const ROOT: [(&str, Entry); 2] = [("fs", Entry::Dir(&FS)), ("kernel", Entry::Dir
 pub(super) const INO_BASE: u64 = 1 << 40;
 
 /// `/proc/sysvipc`: the System V IPC objects, one line each, as Linux lists them.
-const SYSVIPC: [(&str, Entry); 2] = [
+const SYSVIPC: [(&str, Entry); 3] = [
     ("msg", Entry::File(crate::ipc::msg::proc_lines)),
     ("sem", Entry::File(crate::ipc::sem::proc_lines)),
+    ("shm", Entry::File(crate::ipc::shm::proc_lines)),
 ];
 static SYSVIPC_ROOT: Entry = Entry::Dir(&SYSVIPC);
 

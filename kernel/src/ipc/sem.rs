@@ -206,13 +206,8 @@ pub fn semop(
                 Err(_) if sleeping_on.is_some() => return Err(Errno::EIDRM),
                 r => r?,
             };
-            if let Some((num, zero)) = sleeping_on.take() {
-                let c = &mut set.counters[num];
-                if zero {
-                    c.zcnt -= 1;
-                } else {
-                    c.ncnt -= 1;
-                }
+            if let Some(on) = sleeping_on.take() {
+                uncount(set, on);
             }
             let nsems = set.counters.len();
             if ops.iter().any(|o| o.num as usize >= nsems) {
@@ -281,14 +276,16 @@ pub fn semop(
 /// A sleeper gives up: take it out of the `semncnt`/`semzcnt` it counted in.
 fn leave_wait(id: i32, on: Option<(usize, bool)>) {
     let Some((num, zero)) = on else { return };
-    let mut t = TABLE.lock();
-    if let Ok(set) = t.sets.get_mut(id) {
-        let c = &mut set.counters[num];
-        if zero {
-            c.zcnt -= 1;
-        } else {
-            c.ncnt -= 1;
-        }
+    if let Ok(set) = TABLE.lock().sets.get_mut(id) {
+        uncount(set, (num, zero));
+    }
+}
+
+/// Take a sleeper that waited on counter `num` (for zero, or to grow) out of its count.
+fn uncount(set: &mut SemSet, (num, zero): (usize, bool)) {
+    if let Some(c) = set.counters.get_mut(num) {
+        let n = if zero { &mut c.zcnt } else { &mut c.ncnt };
+        *n = n.saturating_sub(1);
     }
 }
 

@@ -105,3 +105,33 @@ pub fn stat<R>(id: i32, cred: &Cred, f: impl FnOnce(&Segment) -> R) -> Result<R,
 pub fn max_index() -> usize {
     TABLE.lock().max_index()
 }
+
+/// `/proc/sysvipc/shm`'s lines: one per segment (no attach or detach times are kept: 0).
+pub fn proc_lines() -> alloc::string::String {
+    use core::fmt::Write;
+    let mut s = alloc::string::String::from(
+        "       key      shmid perms                  size  cpid  lpid nattch   uid   gid  cuid  cgid      atime      dtime      ctime\n",
+    );
+    for (id, seg) in TABLE.lock().iter() {
+        let p = &seg.perm;
+        let _ = writeln!(
+            s,
+            "{:10} {:10} {:5o} {:21} {:5} {:5} {:6} {:5} {:5} {:5} {:5} {:10} {:10} {:10}",
+            p.key,
+            id,
+            p.mode,
+            seg.size,
+            seg.cpid,
+            0,
+            Arc::strong_count(&seg.pages) - 1,
+            p.uid,
+            p.gid,
+            p.cuid,
+            p.cgid,
+            0,
+            0,
+            seg.ctime
+        );
+    }
+    s
+}
