@@ -13,11 +13,15 @@
 
 LTP_APT := gcc-riscv64-linux-gnu libc6-dev-riscv64-cross autoconf automake m4 make pkg-config
 LTP_ENABLED := tests/ltp/enabled.txt
+# The passing entries of LTP's runtest/syscalls-ipc; `make ltp` runs them with enabled.txt
+# (LTP_ALL: both lists, each case once: the ipc list's names are runtest/syscalls' too).
+LTP_ENABLED_IPC := tests/ltp/enabled-ipc.txt
+LTP_ALL := $(BUILD)/ltp/enabled-all.txt
 LTP_QUICK := tests/ltp/quick.txt
 # The lists whose programs are built (the broad measurement builds runtest/syscalls too).
-LTP_BUILD_LISTS ?= $(LTP_ENABLED)
+LTP_BUILD_LISTS ?= $(LTP_ENABLED) $(LTP_ENABLED_IPC)
 # `make ltp`: the list it runs (a runtest-style file on the host) and each case's timeout (s).
-LTP_LIST ?= $(LTP_ENABLED)
+LTP_LIST ?= $(LTP_ALL)
 LTP_CASE_TIMEOUT ?= 120
 # The file system LTP's device tests format their disk with (LTP_DEV_FS_TYPE and, for
 # .all_filesystems cases, LTP_SINGLE_FS_TYPE): empty, vfat and the types LTP knows.
@@ -80,8 +84,12 @@ define ltp_boot
 	done
 endef
 
-## ltp: boot the LTP root, run every case of LTP_LIST (default tests/ltp/enabled.txt; log build/ltp-LTP_RUN.log)
-ltp: kernel mkimage
+$(LTP_ALL): $(LTP_ENABLED) $(LTP_ENABLED_IPC) | $(BUILD)
+	mkdir -p $(dir $@)
+	awk '!/^#/ && NF && !seen[$$1]++' $(LTP_ENABLED) $(LTP_ENABLED_IPC) > $@
+
+## ltp: boot the LTP root, run every case of LTP_LIST (default enabled.txt and enabled-ipc.txt; log build/ltp-LTP_RUN.log)
+ltp: kernel mkimage $(LTP_ALL)
 	@$(MAKE) --no-print-directory ltp-root LTP_BUILD_LISTS="$(LTP_BUILD_LISTS) $(LTP_LIST)"
 	$(call ltp_boot,$(LTP_LIST),$(LTP_TIMEOUT),$(BUILD)/ltp-$(LTP_RUN).log)
 

@@ -65,6 +65,8 @@ errnos! {
     ENOSYS = 38, "Function not implemented";
     ENOTEMPTY = 39, "Directory not empty";
     ELOOP = 40, "Too many levels of symbolic links";
+    ENOMSG = 42, "No message of desired type";
+    EIDRM = 43, "Identifier removed";
     ENODATA = 61, "No data available";
     EOVERFLOW = 75, "Value too large for defined data type";
     ELIBBAD = 80, "Accessing a corrupted shared library";

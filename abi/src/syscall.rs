@@ -473,6 +473,22 @@ pub const SYS_CAPGET: usize = 90;
 pub const SYS_CAPSET: usize = 91;
 /// `prctl`: process settings by option (name, death signal, ...).
 pub const SYS_PRCTL: usize = 167;
+/// `msgget`: the id of a System V message queue (created with IPC_CREAT/IPC_PRIVATE).
+pub const SYS_MSGGET: usize = 186;
+/// `msgctl`: describe, change or remove a message queue.
+pub const SYS_MSGCTL: usize = 187;
+/// `msgrcv`: take a message off a queue.
+pub const SYS_MSGRCV: usize = 188;
+/// `msgsnd`: put a message on a queue.
+pub const SYS_MSGSND: usize = 189;
+/// `semget`: the id of a System V semaphore set.
+pub const SYS_SEMGET: usize = 190;
+/// `semctl`: read, set, describe or remove a semaphore set.
+pub const SYS_SEMCTL: usize = 191;
+/// `semtimedop`: `semop` with a timeout.
+pub const SYS_SEMTIMEDOP: usize = 192;
+/// `semop`: apply a list of semaphore operations atomically.
+pub const SYS_SEMOP: usize = 193;
 /// `shmget`: the id of a System V shared memory segment (created with IPC_CREAT/IPC_PRIVATE).
 pub const SYS_SHMGET: usize = 194;
 /// `shmctl`: remove (IPC_RMID) or describe (IPC_STAT) a shared memory segment.

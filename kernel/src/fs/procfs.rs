@@ -10,7 +10,7 @@
 //! - `/proc/self` (a link to the caller's directory), `mounts`, `meminfo`, `uptime`, `stat`,
 //!   `loadavg`, `filesystems`, `version`, `cpuinfo`, `config.gz` (the kernel's configuration:
 //!   `proc_config`);
-//! - `/proc/sys`: a few tunables, read-only (`procsys`);
+//! - `/proc/sys`: a few tunables, read-only, and `/proc/sysvipc` (`procsys`);
 //! - `/proc/counters` (ours, like Linux's `vmstat`): the kernel's I/O counters since boot
 //!   (`name value` lines, the figures the benchmarks print beside each result), so
 //!   `cat /proc/counters` before and after a command shows what it cost.
@@ -184,6 +184,9 @@ impl Node for ProcRoot {
         if name == "sys" {
             return Ok(super::procsys::root());
         }
+        if name == "sysvipc" {
+            return Ok(super::procsys::sysvipc_root());
+        }
         let pid: usize = name.parse().map_err(|_| VfsError::NotFound)?;
         if name.starts_with('0') || crate::task::ps::info(pid).is_none() {
             return Err(VfsError::NotFound);
@@ -205,6 +208,11 @@ impl Node for ProcRoot {
         entries.push((
             String::from("sys"),
             super::procsys::INO_BASE,
+            FileType::Directory,
+        ));
+        entries.push((
+            String::from("sysvipc"),
+            super::procsys::SYSVIPC_INO,
             FileType::Directory,
         ));
         for pid in crate::task::ps::pids() {

@@ -1,6 +1,12 @@
 //! `/proc/sys`: the few kernel tunables programs read (LTP's library and tests read
 //! `kernel/pid_max` and `kernel/tainted`), each showing the value the kernel really works
-//! with, in Linux's format (a number and a newline). Read-only: nothing here can be tuned.
+//! with, in Linux's format (a number and a newline). Read-only but for `kernel/msgmni`, which
+//! root may set (LTP's msgget03 lowers it).
+//! The same nodes serve `/proc/sysvipc` (`msg`, `sem`, `shm`: the System V IPC objects).
+//!
+//! - `kernel/msgmax`, `msgmnb`, `msgmni`, `sem`, `shmmax`, `shmmni`, `shmall`: the System V
+//!   IPC limits (`ipc::msg`, `ipc::sem`, `ipc::shm`);
+//! - `kernel/core_pattern`: `core` (no core dumps are written);
 //!
 //! - `kernel/hostname`, `kernel/domainname`: the names uname reports (`task::uts`; set with
 //!   sethostname and setdomainname);
@@ -20,13 +26,17 @@ use vfs::{DirEntry, FileType, Metadata, Node, NodeRef, VfsError, VfsResult};
 
 use super::devfs::{list, meta};
 
-/// What a name under `/proc/sys` is: a directory of more, or a file made by a function.
+/// What a name under `/proc/sys` is: a directory of more, a file made by a function, or a
+/// tunable: a file root may also write (the text written goes to its second function).
 enum Entry {
     Dir(&'static [(&'static str, Entry)]),
     File(fn() -> String),
+    Tunable(fn() -> String, fn(&str) -> VfsResult<()>),
 }
 
-const KERNEL: [(&str, Entry); 4] = [
+const KERNEL: [(&str, Entry); 12] = [
+    // No core dumps are written: a dump-worthy signal kills as CLD_KILLED.
+    ("core_pattern", Entry::File(|| String::from("core\n"))),
     (
         "domainname",
         Entry::File(|| format!("{}\n", crate::task::uts::domainname())),
@@ -36,8 +46,45 @@ const KERNEL: [(&str, Entry); 4] = [
         Entry::File(|| format!("{}\n", crate::task::uts::nodename())),
     ),
     (
+        "msgmax",
+        Entry::File(|| format!("{}\n", crate::ipc::msg::MSGMAX)),
+    ),
+    (
+        "msgmnb",
+        Entry::File(|| format!("{}\n", crate::ipc::msg::MSGMNB)),
+    ),
+    (
+        "msgmni",
+        Entry::Tunable(
+            || format!("{}\n", crate::ipc::msg::msgmni()),
+            |text| {
+                let n = text.trim().parse().map_err(|_| VfsError::InvalidInput)?;
+                crate::ipc::msg::set_msgmni(n).map_err(|_| VfsError::InvalidInput)
+            },
+        ),
+    ),
+    (
         "pid_max",
         Entry::File(|| format!("{}\n", crate::task::PID_MAX)),
+    ),
+    (
+        "sem",
+        Entry::File(|| {
+            use crate::ipc::sem::{SEMMNI, SEMMNS, SEMMSL, SEMOPM};
+            format!("{SEMMSL}\t{SEMMNS}\t{SEMOPM}\t{SEMMNI}\n")
+        }),
+    ),
+    (
+        "shmall",
+        Entry::File(|| format!("{}\n", crate::ipc::shm::SHMALL)),
+    ),
+    (
+        "shmmax",
+        Entry::File(|| format!("{}\n", crate::ipc::shm::SHMMAX)),
+    ),
+    (
+        "shmmni",
+        Entry::File(|| format!("{}\n", crate::ipc::shm::SHMMNI)),
     ),
     ("tainted", Entry::File(|| String::from("0\n"))),
 ];
@@ -55,6 +102,25 @@ const ROOT: [(&str, Entry); 2] = [("fs", Entry::Dir(&FS)), ("kernel", Entry::Dir
 
 /// Inode numbers: a range of their own, above procfs's (`pid << 8 | k`, pids < 2^15).
 pub(super) const INO_BASE: u64 = 1 << 40;
+
+/// `/proc/sysvipc`: the System V IPC objects, one line each, as Linux lists them.
+const SYSVIPC: [(&str, Entry); 3] = [
+    ("msg", Entry::File(crate::ipc::msg::proc_lines)),
+    ("sem", Entry::File(crate::ipc::sem::proc_lines)),
+    ("shm", Entry::File(crate::ipc::shm::proc_lines)),
+];
+static SYSVIPC_ROOT: Entry = Entry::Dir(&SYSVIPC);
+
+/// `/proc/sysvipc` itself (served by the same nodes as `/proc/sys`, an inode number of
+/// its own: a slot `/proc/sys`'s root never gives a child).
+pub(super) fn sysvipc_root() -> NodeRef {
+    Arc::new(SysNode {
+        entry: &SYSVIPC_ROOT,
+        ino: SYSVIPC_INO,
+    })
+}
+
+pub(super) const SYSVIPC_INO: u64 = INO_BASE | 0xf;
 
 /// `/proc/sys` itself.
 pub(super) fn root() -> NodeRef {
@@ -85,6 +151,7 @@ impl Node for SysNode {
         Ok(match self.entry {
             Entry::Dir(_) => meta(self.ino, FileType::Directory, 0o555, 0, 0),
             Entry::File(_) => meta(self.ino, FileType::Regular, 0o444, 0, 0),
+            Entry::Tunable(..) => meta(self.ino, FileType::Regular, 0o644, 0, 0),
         })
     }
     fn lookup(&self, name: &str) -> VfsResult<NodeRef> {
@@ -111,7 +178,7 @@ impl Node for SysNode {
             .map(|(i, (n, e))| {
                 let t = match e {
                     Entry::Dir(_) => FileType::Directory,
-                    Entry::File(_) => FileType::Regular,
+                    Entry::File(_) | Entry::Tunable(..) => FileType::Regular,
                 };
                 (String::from(*n), child_ino(self.ino, i), t)
             })
@@ -119,15 +186,39 @@ impl Node for SysNode {
         list(cookie, self.ino, &list_, sink)
     }
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> VfsResult<usize> {
-        let Entry::File(make) = self.entry else {
-            return Err(VfsError::IsADirectory);
+        let text = match self.entry {
+            Entry::File(make) | Entry::Tunable(make, _) => make(),
+            Entry::Dir(_) => return Err(VfsError::IsADirectory),
         };
-        let text = make();
         let start = usize::try_from(offset)
             .unwrap_or(usize::MAX)
             .min(text.len());
         let n = buf.len().min(text.len() - start);
         buf[..n].copy_from_slice(&text.as_bytes()[start..start + n]);
         Ok(n)
+    }
+    /// A tunable takes the whole value in one write at offset 0 (as Linux's sysctl files
+    /// do for numbers); the mode bits (0644) keep others out.
+    fn write_at(&self, offset: u64, buf: &[u8]) -> VfsResult<usize> {
+        let Entry::Tunable(_, apply) = self.entry else {
+            return Err(match self.entry {
+                Entry::Dir(_) => VfsError::IsADirectory,
+                _ => VfsError::PermissionDenied,
+            });
+        };
+        if offset != 0 {
+            return Err(VfsError::InvalidInput);
+        }
+        let text = core::str::from_utf8(buf).map_err(|_| VfsError::InvalidInput)?;
+        apply(text)?;
+        Ok(buf.len())
+    }
+    /// Opening with O_TRUNC (`echo N > file`) keeps the value: it is not a byte store.
+    fn truncate(&self, _size: u64) -> VfsResult<()> {
+        match self.entry {
+            Entry::Tunable(..) => Ok(()),
+            Entry::Dir(_) => Err(VfsError::IsADirectory),
+            Entry::File(_) => Err(VfsError::PermissionDenied),
+        }
     }
 }

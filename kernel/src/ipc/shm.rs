@@ -8,146 +8,130 @@
 //! processes keep its pages. Linux instead keeps a removed segment reachable by id until the
 //! last detach; POSIX leaves that undefined, and programs (fio) remove right after attaching.
 //!
-//! Lock order: the table lock is a leaf (taken with no other kernel lock held, and nothing
+//! Keys, ids and permissions are `sysv`'s. Lock order: the table lock is a leaf (taken with no other kernel lock held, and nothing
 //! taken under it but the heap).
 
-use alloc::collections::BTreeMap;
 use alloc::sync::Arc;
 
 use abi::Errno;
 
+use super::sysv::{IpcObject, Perm, Registry, IPC64_PERM_SIZE};
 use crate::mm::area::SharedAnon;
 use crate::sync::Mutex;
 use crate::task::cred::Cred;
 
-/// `shmget` key asking for a new segment nobody else can look up.
-pub const IPC_PRIVATE: i32 = 0;
-/// `shmget` flag: create the segment if the key has none.
-pub const IPC_CREAT: u32 = 0o1000;
-/// `shmget` flag with `IPC_CREAT`: fail with EEXIST if the key has one.
-pub const IPC_EXCL: u32 = 0o2000;
 /// Largest segment (bytes): what the mmap range can hold comfortably.
 pub const SHMMAX: usize = 64 << 30;
 /// Most segments at once (Linux's default SHMMNI).
 pub const SHMMNI: usize = 4096;
+/// Most pages of all segments together (Linux's default SHMALL: no limit of its own).
+pub const SHMALL: u64 = u64::MAX - (1 << 24);
 
 /// One segment: its pages and what `IPC_STAT` reports.
 pub struct Segment {
-    pub key: i32,
+    pub perm: Perm,
     pub size: usize,
     pub pages: Arc<SharedAnon>,
-    pub mode: u32,
-    pub uid: u32,
-    pub gid: u32,
-    pub cuid: u32,
-    pub cgid: u32,
     pub cpid: usize,
     pub ctime: u64,
 }
 
-struct Table {
-    segments: BTreeMap<i32, Segment>,
-    next_id: i32,
+impl IpcObject for Segment {
+    fn perm(&self) -> &Perm {
+        &self.perm
+    }
+    fn perm_mut(&mut self) -> &mut Perm {
+        &mut self.perm
+    }
 }
 
-static TABLE: Mutex<Table> = Mutex::new(Table {
-    segments: BTreeMap::new(),
-    next_id: 1,
-});
-
-/// May `cred` use a segment of `mode`/`uid`/`gid`/`cuid`/`cgid` for `want` (MAY_* bits)?
-/// Linux's `ipcperms`: the owner or the creator gets the owner bits.
-fn allowed(cred: &Cred, seg: &Segment, want: u32) -> bool {
-    let uid = if cred.fsuid == seg.cuid {
-        seg.cuid
-    } else {
-        seg.uid
-    };
-    let gid = if cred.in_group(seg.cgid) {
-        seg.cgid
-    } else {
-        seg.gid
-    };
-    cred.may(seg.mode & 0o777, uid, gid, want, false)
-}
+static TABLE: Mutex<Registry<Segment>> = Mutex::new(Registry::new(SHMMNI));
 
 /// `shmget`: the id of the segment of `key`, created (zero-filled, `size` bytes) when the key
 /// is `IPC_PRIVATE` or `IPC_CREAT` asks for it.
 pub fn get(key: i32, size: usize, flags: u32, cred: &Cred, pid: usize) -> Result<i32, Errno> {
-    let mut t = TABLE.lock();
-    if key != IPC_PRIVATE {
-        if let Some((&id, seg)) = t.segments.iter().find(|(_, s)| s.key == key) {
-            if flags & IPC_CREAT != 0 && flags & IPC_EXCL != 0 {
-                return Err(Errno::EEXIST);
-            }
+    TABLE.lock().get_or_create(
+        key,
+        flags,
+        cred,
+        |seg| {
             if size > seg.size {
                 return Err(Errno::EINVAL);
             }
-            if !allowed(cred, seg, (flags >> 6) & 7) {
-                return Err(Errno::EACCES);
-            }
-            return Ok(id);
-        }
-        if flags & IPC_CREAT == 0 {
-            return Err(Errno::ENOENT);
-        }
-    }
-    if size == 0 || size > SHMMAX {
-        return Err(Errno::EINVAL);
-    }
-    if t.segments.len() >= SHMMNI {
-        return Err(Errno::ENOSPC);
-    }
-    let mut id = t.next_id;
-    while t.segments.contains_key(&id) {
-        id = id.checked_add(1).unwrap_or(1);
-    }
-    t.next_id = id.checked_add(1).unwrap_or(1);
-    t.segments.insert(
-        id,
-        Segment {
-            key,
-            size,
-            pages: Arc::new(SharedAnon::default()),
-            mode: flags & 0o777,
-            uid: cred.euid,
-            gid: cred.egid,
-            cuid: cred.euid,
-            cgid: cred.egid,
-            cpid: pid,
-            ctime: crate::arch::time::realtime_ns() / 1_000_000_000,
+            Ok(())
         },
-    );
-    Ok(id)
+        |perm| {
+            if size == 0 || size > SHMMAX {
+                return Err(Errno::EINVAL);
+            }
+            Ok(Segment {
+                perm,
+                size,
+                pages: Arc::new(SharedAnon::default()),
+                cpid: pid,
+                ctime: super::sysv::now_secs(),
+            })
+        },
+    )
 }
 
 /// `shmat`'s look-up: the segment's pages and size, if `cred` may attach it for `want`.
 pub fn attach(id: i32, cred: &Cred, want: u32) -> Result<(Arc<SharedAnon>, usize), Errno> {
     let t = TABLE.lock();
-    let seg = t.segments.get(&id).ok_or(Errno::EINVAL)?;
-    if !allowed(cred, seg, want) {
-        return Err(Errno::EACCES);
-    }
+    let seg = t.checked(id, cred, want)?;
     Ok((seg.pages.clone(), seg.size))
 }
 
-/// `shmctl(IPC_RMID)`: only the owner, the creator or root.
+/// `shmctl(IPC_RMID)`: only the owner, the creator or CAP_SYS_ADMIN.
 pub fn remove(id: i32, cred: &Cred) -> Result<(), Errno> {
+    TABLE.lock().remove(id, cred).map(|_| ())
+}
+
+/// `shmctl(IPC_SET)`: owner and mode from a `struct ipc64_perm`; the change time is now.
+pub fn set(id: i32, cred: &Cred, perm: &[u8; IPC64_PERM_SIZE]) -> Result<(), Errno> {
     let mut t = TABLE.lock();
-    let seg = t.segments.get(&id).ok_or(Errno::EINVAL)?;
-    if !cred.is_root() && cred.fsuid != seg.uid && cred.fsuid != seg.cuid {
-        return Err(Errno::EPERM);
-    }
-    t.segments.remove(&id);
+    t.set_perm(id, cred, perm)?;
+    t.get_mut(id)?.ctime = super::sysv::now_secs();
     Ok(())
 }
 
 /// `shmctl(IPC_STAT)`: run `f` on the segment (read permission needed).
 pub fn stat<R>(id: i32, cred: &Cred, f: impl FnOnce(&Segment) -> R) -> Result<R, Errno> {
     let t = TABLE.lock();
-    let seg = t.segments.get(&id).ok_or(Errno::EINVAL)?;
-    if !allowed(cred, seg, crate::task::cred::MAY_READ) {
-        return Err(Errno::EACCES);
+    Ok(f(t.checked(id, cred, crate::task::cred::MAY_READ)?))
+}
+
+/// The highest slot in use (`shmctl(IPC_INFO)`'s result).
+pub fn max_index() -> usize {
+    TABLE.lock().max_index()
+}
+
+/// `/proc/sysvipc/shm`'s lines: one per segment (no attach or detach times are kept: 0).
+pub fn proc_lines() -> alloc::string::String {
+    use core::fmt::Write;
+    let mut s = alloc::string::String::from(
+        "       key      shmid perms                  size  cpid  lpid nattch   uid   gid  cuid  cgid      atime      dtime      ctime\n",
+    );
+    for (id, seg) in TABLE.lock().iter() {
+        let p = &seg.perm;
+        let _ = writeln!(
+            s,
+            "{:10} {:10} {:5o} {:21} {:5} {:5} {:6} {:5} {:5} {:5} {:5} {:10} {:10} {:10}",
+            p.key,
+            id,
+            p.mode,
+            seg.size,
+            seg.cpid,
+            0,
+            Arc::strong_count(&seg.pages) - 1,
+            p.uid,
+            p.gid,
+            p.cuid,
+            p.cgid,
+            0,
+            0,
+            seg.ctime
+        );
     }
-    Ok(f(seg))
+    s
 }

@@ -18,6 +18,7 @@ mod io;
 mod memlock;
 pub(crate) mod misc;
 mod mount;
+mod msg;
 mod namespace;
 mod openat2;
 mod pidfd;
@@ -26,6 +27,7 @@ mod process;
 mod process_vm;
 mod ptimer;
 mod sched;
+mod sem;
 mod shm;
 mod signal;
 mod socket;
@@ -259,6 +261,7 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
         SYS_CLONE => process::sys_clone(a[0], a[1], a[2], a[3], a[4], tf),
         SYS_CLONE3 => process::sys_clone3(a[0], a[1], tf),
         SYS_EXECVE => process::sys_execve(a[0], a[1], a[2]),
+        SYS_WAITID => process::sys_waitid(a[0], a[1], a[2], a[3] as u32, a[4]),
         SYS_WAIT4 => process::sys_wait4(a[0] as isize, a[1], a[2] as u32, a[3]),
         SYS_KILL => signal::sys_kill(a[0] as isize, a[1] as i32),
         SYS_BRK => changing_space(|| misc::sys_brk(a[0])),
@@ -279,6 +282,14 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
         SYS_SHMAT => changing_space(|| shm::sys_shmat(a[0], a[1], a[2])),
         SYS_SHMDT => changing_space(|| shm::sys_shmdt(a[0])),
         SYS_SHMCTL => shm::sys_shmctl(a[0], a[1], a[2]),
+        SYS_MSGGET => msg::sys_msgget(a[0], a[1]),
+        SYS_MSGSND => msg::sys_msgsnd(a[0], a[1], a[2], a[3]),
+        SYS_MSGRCV => msg::sys_msgrcv(a[0], a[1], a[2], a[3], a[4]),
+        SYS_MSGCTL => msg::sys_msgctl(a[0], a[1], a[2]),
+        SYS_SEMGET => sem::sys_semget(a[0], a[1], a[2]),
+        SYS_SEMOP => sem::sys_semop(a[0], a[1], a[2]),
+        SYS_SEMTIMEDOP => sem::sys_semtimedop(a[0], a[1], a[2], a[3]),
+        SYS_SEMCTL => sem::sys_semctl(a[0], a[1], a[2], a[3]),
         SYS_CLOCK_GETTIME => misc::sys_clock_gettime(a[0] as u32, a[1]),
         SYS_GETTIMEOFDAY => misc::sys_gettimeofday(a[0], a[1]),
         SYS_NANOSLEEP => misc::sys_nanosleep(a[0], a[1]),

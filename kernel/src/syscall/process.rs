@@ -294,22 +294,127 @@ pub fn sys_wait4(pid: isize, wstatus: usize, options: u32, rusage: usize) -> Sys
     if rusage != 0 {
         with_space(|s| uaccess::segments(s, rusage, 144, crate::mm::area::Access::Write))?;
     }
-    match task::wait_child(pid, options & WNOHANG != 0)? {
+    let which = match pid {
+        -1 => task::WaitFor::Any,
+        0 => task::WaitFor::Pgid(task::with_current(|p| p.pgid)),
+        p if p < 0 => task::WaitFor::Pgid(p.unsigned_abs()),
+        p => task::WaitFor::Pid(p as usize),
+    };
+    match task::wait_child(which, true, options & WNOHANG != 0, true)? {
         None => Ok(0),
-        Some((cpid, status, cpu_ns)) => {
+        Some(w) => {
             if wstatus != 0 {
-                super::args::copy_out(wstatus, &status.wait_status().to_le_bytes())?;
+                super::args::copy_out(wstatus, &w.status.wait_status().to_le_bytes())?;
             }
             if rusage != 0 {
-                // struct rusage: ru_utime (a timeval) first; all CPU time counts as user time.
-                let mut b = [0u8; 144];
-                b[0..8].copy_from_slice(&(cpu_ns / 1_000_000_000).to_le_bytes());
-                b[8..16].copy_from_slice(&(cpu_ns % 1_000_000_000 / 1000).to_le_bytes());
-                super::args::copy_out(rusage, &b)?;
+                super::args::copy_out(rusage, &rusage_of(w.cpu_ns))?;
             }
-            Ok(cpid)
+            Ok(w.pid)
         }
     }
+}
+
+/// `struct rusage` (144 bytes) for `cpu_ns` of CPU time: ru_utime (a timeval) first; all CPU
+/// time counts as user time.
+fn rusage_of(cpu_ns: u64) -> [u8; 144] {
+    let mut b = [0u8; 144];
+    b[0..8].copy_from_slice(&(cpu_ns / 1_000_000_000).to_le_bytes());
+    b[8..16].copy_from_slice(&(cpu_ns % 1_000_000_000 / 1000).to_le_bytes());
+    b
+}
+
+/// waitid: wait for a child that `idtype`/`id` selects (P_ALL, P_PID, P_PGID, P_PIDFD) to
+/// exit, and describe it in the `siginfo_t` at `infop` as Linux does (`si_signo` SIGCHLD,
+/// `si_code` CLD_EXITED or CLD_KILLED, `si_pid`, `si_uid`, `si_status`). WNOWAIT leaves the
+/// child to be waited for again; WNOHANG with nothing ready returns 0 with a zeroed
+/// `siginfo_t` (`si_pid` 0). Stops and continues never happen here (no job control), so
+/// WSTOPPED and WCONTINUED are accepted and never report.
+pub fn sys_waitid(
+    idtype: usize,
+    id: usize,
+    infop: usize,
+    options: u32,
+    rusage: usize,
+) -> SysResult {
+    const WNOHANG: u32 = 1;
+    const WSTOPPED: u32 = 2;
+    const WEXITED: u32 = 4;
+    const WCONTINUED: u32 = 8;
+    const WNOWAIT: u32 = 0x0100_0000;
+    const WNOTHREAD: u32 = 0x2000_0000;
+    const WALL: u32 = 0x4000_0000;
+    const WCLONE: u32 = 0x8000_0000;
+    const P_ALL: usize = 0;
+    const P_PID: usize = 1;
+    const P_PGID: usize = 2;
+    const P_PIDFD: usize = 3;
+    const CLD_EXITED: i32 = 1;
+    const CLD_KILLED: i32 = 2;
+    let known = WNOHANG | WSTOPPED | WEXITED | WCONTINUED | WNOWAIT | WNOTHREAD | WALL | WCLONE;
+    if options & !known != 0 || options & (WEXITED | WSTOPPED | WCONTINUED) == 0 {
+        return Err(Errno::EINVAL);
+    }
+    let id = id as u32 as i32;
+    let mut nohang = options & WNOHANG != 0;
+    let mut pidfd_nonblock = false;
+    let which = match idtype {
+        P_ALL => task::WaitFor::Any,
+        P_PID if id > 0 => task::WaitFor::Pid(id as usize),
+        P_PGID if id == 0 => task::WaitFor::Pgid(task::with_current(|p| p.pgid)),
+        P_PGID if id > 0 => task::WaitFor::Pgid(id as usize),
+        P_PIDFD => {
+            let f = task::with_current(|p| p.files.fds().get(id))?;
+            let pidfd = f
+                .loc
+                .node
+                .as_any()
+                .downcast_ref::<crate::ipc::pidfd::PidFd>()
+                .ok_or(Errno::EBADF)?;
+            let pid = pidfd.process.pid;
+            let mine = task::with_current(|p| p.children.iter().any(|c| c.pid == pid));
+            if !mine {
+                return Err(Errno::ECHILD);
+            }
+            // A non-blocking pidfd (PIDFD_NONBLOCK) makes the wait non-blocking: EAGAIN
+            // while the process runs.
+            pidfd_nonblock = *f.status_flags.lock() & abi::fcntl::O_NONBLOCK != 0;
+            nohang |= pidfd_nonblock;
+            task::WaitFor::Pid(pid)
+        }
+        _ => return Err(Errno::EINVAL),
+    };
+    if infop != 0 {
+        with_space(|s| uaccess::segments(s, infop, 128, crate::mm::area::Access::Write))?;
+    }
+    let waited = task::wait_child(
+        which,
+        options & WEXITED != 0,
+        nohang,
+        options & WNOWAIT == 0,
+    )?;
+    if waited.is_none() && pidfd_nonblock {
+        return Err(Errno::EAGAIN);
+    }
+    let mut info = [0u8; 128];
+    if let Some(w) = waited {
+        let (code, status) = match w.status {
+            task::ExitStatus::Exited(c) => (CLD_EXITED, c & 0xff),
+            task::ExitStatus::Signaled(s) => (CLD_KILLED, s),
+        };
+        let mut put = |at: usize, v: i32| info[at..at + 4].copy_from_slice(&v.to_le_bytes());
+        put(0, crate::task::signal::SIGCHLD as i32);
+        put(8, code);
+        put(16, w.pid as i32);
+        put(20, w.uid as i32);
+        put(24, status);
+        if rusage != 0 {
+            super::args::copy_out(rusage, &rusage_of(w.cpu_ns))?;
+        }
+    }
+    if infop != 0 {
+        super::args::copy_out(infop, &info)?;
+    }
+    Ok(0)
 }
 
 /// setpgid: move process `pid` (0: the caller) into group `pgid` (0: its own pid). Linux's

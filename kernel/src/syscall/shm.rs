@@ -5,6 +5,7 @@ use abi::Errno;
 
 use super::args::{copy_out, with_space, SysResult};
 use crate::ipc::shm;
+use crate::ipc::sysv::{IPC64_PERM_SIZE, IPC_64, IPC_INFO, IPC_RMID, IPC_SET, IPC_STAT};
 use crate::mm::area::Perm;
 use crate::mm::PAGE_SIZE;
 use crate::task::cred::{MAY_READ, MAY_WRITE};
@@ -13,11 +14,6 @@ const SHM_RDONLY: u32 = 0o10000;
 const SHM_RND: u32 = 0o20000;
 const SHM_REMAP: u32 = 0o40000;
 const SHM_EXEC: u32 = 0o100000;
-const IPC_RMID: u32 = 0;
-const IPC_SET: u32 = 1;
-const IPC_STAT: u32 = 2;
-/// glibc may add this to the command (the "new" `shmid64_ds` layout, the only one here).
-const IPC_64: u32 = 0x100;
 /// `struct shmid64_ds` (asm-generic, 64-bit): `ipc64_perm` (48 bytes), then size, times, pids,
 /// attach count.
 const SHMID_DS_SIZE: usize = 112;
@@ -68,13 +64,8 @@ pub fn sys_shmctl(id: usize, cmd: usize, buf: usize) -> SysResult {
         IPC_STAT => {
             let ds = shm::stat(id, &cred, |seg| {
                 let mut b = [0u8; SHMID_DS_SIZE];
+                b[..IPC64_PERM_SIZE].copy_from_slice(&seg.perm.to_ipc64());
                 let mut put = |at: usize, v: &[u8]| b[at..at + v.len()].copy_from_slice(v);
-                put(0, &seg.key.to_le_bytes());
-                put(4, &seg.uid.to_le_bytes());
-                put(8, &seg.gid.to_le_bytes());
-                put(12, &seg.cuid.to_le_bytes());
-                put(16, &seg.cgid.to_le_bytes());
-                put(20, &seg.mode.to_le_bytes());
                 put(48, &(seg.size as u64).to_le_bytes());
                 put(72, &seg.ctime.to_le_bytes());
                 put(80, &(seg.cpid as u32).to_le_bytes());
@@ -86,9 +77,27 @@ pub fn sys_shmctl(id: usize, cmd: usize, buf: usize) -> SysResult {
             copy_out(buf, &ds)?;
             Ok(0)
         }
-        // Changing owner and mode is not supported yet: refused as Linux refuses a command
-        // it does not know.
-        IPC_SET => Err(Errno::EINVAL),
+        IPC_SET => {
+            let mut perm = [0u8; IPC64_PERM_SIZE];
+            super::args::copy_in(buf, &mut perm)?;
+            shm::set(id, &cred, &perm).map(|_| 0)
+        }
+        IPC_INFO => {
+            // struct shminfo64: shmmax, shmmin, shmmni, shmseg, shmall (pages), 4 unused.
+            let mut b = [0u8; 72];
+            let limits = [
+                shm::SHMMAX as u64,
+                1,
+                shm::SHMMNI as u64,
+                shm::SHMMNI as u64,
+                shm::SHMALL,
+            ];
+            for (i, v) in limits.into_iter().enumerate() {
+                b[i * 8..i * 8 + 8].copy_from_slice(&v.to_le_bytes());
+            }
+            copy_out(buf, &b)?;
+            Ok(shm::max_index())
+        }
         _ => Err(Errno::EINVAL),
     }
 }

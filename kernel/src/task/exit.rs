@@ -115,6 +115,7 @@ pub(super) fn process_exit(p: Arc<Process>, status: ExitStatus) {
     }
     super::itimer::cancel(p.pid);
     super::ptimer::delete_all(p.pid);
+    crate::ipc::sem::exit(p.pid);
     files.close(p.pid); // closes every descriptor (may write back data)
     if p.pid == 1 {
         let code = match status {
@@ -152,10 +153,37 @@ pub(super) fn process_exit(p: Arc<Process>, status: ExitStatus) {
     }
 }
 
-/// wait4: reap a zombie child (`pid` = -1 for any). `Ok(None)` with WNOHANG and nothing yet.
-/// The third value is the CPU time (ns) the child and its reaped children used (wait4's
-/// rusage). Children are processes: a thread is never waited for.
-pub fn wait_child(pid: isize, nohang: bool) -> Result<Option<(usize, ExitStatus, u64)>, Errno> {
+/// Which children a wait4/waitid call is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitFor {
+    Any,
+    Pid(usize),
+    /// The members of one process group.
+    Pgid(usize),
+}
+
+/// A child that [`wait_child`] found exited.
+#[derive(Clone, Copy, Debug)]
+pub struct Waited {
+    pub pid: usize,
+    pub status: ExitStatus,
+    /// CPU time (ns) the child and its reaped children used (wait4's rusage).
+    pub cpu_ns: u64,
+    /// The child's real uid (waitid's `si_uid`).
+    pub uid: u32,
+}
+
+/// wait4/waitid: find an exited child that `which` selects and, if `reap` (no WNOWAIT), reap
+/// it. `Ok(None)` with `nohang` and nothing yet; ECHILD when no child matches at all. With
+/// `exited` false (waitid without WEXITED) exits are not reported, and as nothing here stops
+/// or continues a process, such a wait sleeps until a signal. Children are processes: a
+/// thread is never waited for.
+pub fn wait_child(
+    which: WaitFor,
+    exited: bool,
+    nohang: bool,
+    reap: bool,
+) -> Result<Option<Waited>, Errno> {
     loop {
         let me = current();
         let found = {
@@ -163,10 +191,16 @@ pub fn wait_child(pid: isize, nohang: bool) -> Result<Option<(usize, ExitStatus,
             let mut any = false;
             let mut zombie = None;
             for (i, c) in inner.children.iter().enumerate() {
-                if pid == -1 || pid == c.pid as isize || pid == 0 {
+                let ci = c.inner.lock();
+                let selected = match which {
+                    WaitFor::Any => true,
+                    WaitFor::Pid(pid) => pid == c.pid,
+                    WaitFor::Pgid(pgid) => pgid == ci.pgid,
+                };
+                if selected {
                     any = true;
-                    if let Some(st) = c.inner.lock().zombie {
-                        zombie = Some((i, st));
+                    if let (Some(st), true) = (ci.zombie, exited) {
+                        zombie = Some((i, st, ci.cred.uid));
                         break;
                     }
                 }
@@ -174,9 +208,16 @@ pub fn wait_child(pid: isize, nohang: bool) -> Result<Option<(usize, ExitStatus,
             if !any {
                 return Err(Errno::ECHILD);
             }
-            zombie.map(|(i, st)| (inner.children.remove(i), st))
+            zombie.map(|(i, st, uid)| {
+                let child = if reap {
+                    inner.children.remove(i)
+                } else {
+                    inner.children[i].clone()
+                };
+                (child, st, uid)
+            })
         };
-        if let Some((child, st)) = found {
+        if let Some((child, st, uid)) = found {
             let (spent, switches) = {
                 let c = child.inner.lock();
                 let own = child.switch_counts();
@@ -185,17 +226,24 @@ pub fn wait_child(pid: isize, nohang: bool) -> Result<Option<(usize, ExitStatus,
                     [0, 1].map(|k| own[k] + c.children_switches[k]),
                 )
             };
-            {
-                let mut m = me.inner.lock();
-                m.children_cpu_ns += spent;
-                for (total, add) in m.children_switches.iter_mut().zip(switches) {
-                    *total += add;
+            if reap {
+                {
+                    let mut m = me.inner.lock();
+                    m.children_cpu_ns += spent;
+                    for (total, add) in m.children_switches.iter_mut().zip(switches) {
+                        *total += add;
+                    }
                 }
+                let mut s = SCHED.lock();
+                s.all.remove(&child.pid);
+                s.zombies -= 1;
             }
-            let mut s = SCHED.lock();
-            s.all.remove(&child.pid);
-            s.zombies -= 1;
-            return Ok(Some((child.pid, st, spent)));
+            return Ok(Some(Waited {
+                pid: child.pid,
+                status: st,
+                cpu_ns: spent,
+                uid,
+            }));
         }
         if nohang {
             return Ok(None);

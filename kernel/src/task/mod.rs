@@ -62,7 +62,7 @@ pub use away::{
     relax,
 };
 pub use exec::{exec, spawn_init};
-pub use exit::{exit_current, exit_thread, wait_child};
+pub use exit::{exit_current, exit_thread, wait_child, WaitFor};
 pub use fork::{fork, spawn_thread, wait_vfork_done};
 pub use lookup::{
     all_processes, exists, find, find_thread, processes_in_group, unmap_file_pages_everywhere,

@@ -37,6 +37,7 @@ mod sigqueue_tests;
 mod socket_tests;
 mod statx_tests;
 mod stress_tests;
+mod sysv_ipc_tests;
 mod toolchain_tests;
 mod trinity_tests;
 mod xattr_tests;
@@ -240,6 +241,9 @@ pub const TESTS: &[Test] = &[
         stress_tests::blocked_fault_signal_kills,
     ),
     t("itimer_real", itimer_tests::itimer_real),
+    t("sysv_msg_queue", sysv_ipc_tests::sysv_msg_queue),
+    t("sysv_semaphores", sysv_ipc_tests::sysv_semaphores),
+    t("waitid_semantics", sysv_ipc_tests::waitid_semantics),
     t(
         "timer_signalfd_eventfd",
         anonfd_tests::timer_signalfd_eventfd,
