@@ -348,8 +348,7 @@ pub fn sys_waitid(
     const P_PID: usize = 1;
     const P_PGID: usize = 2;
     const P_PIDFD: usize = 3;
-    const CLD_EXITED: i32 = 1;
-    const CLD_KILLED: i32 = 2;
+    use task::siginfo::{SigInfo, CLD_EXITED, CLD_KILLED, SIGINFO_BYTES};
     let known = WNOHANG | WSTOPPED | WEXITED | WCONTINUED | WNOWAIT | WNOTHREAD | WALL | WCLONE;
     if options & !known != 0 || options & (WEXITED | WSTOPPED | WCONTINUED) == 0 {
         return Err(Errno::EINVAL);
@@ -395,18 +394,14 @@ pub fn sys_waitid(
     if waited.is_none() && pidfd_nonblock {
         return Err(Errno::EAGAIN);
     }
-    let mut info = [0u8; 128];
+    let mut info = [0u8; SIGINFO_BYTES];
     if let Some(w) = waited {
         let (code, status) = match w.status {
             task::ExitStatus::Exited(c) => (CLD_EXITED, c & 0xff),
             task::ExitStatus::Signaled(s) => (CLD_KILLED, s),
         };
-        let mut put = |at: usize, v: i32| info[at..at + 4].copy_from_slice(&v.to_le_bytes());
-        put(0, crate::task::signal::SIGCHLD as i32);
-        put(8, code);
-        put(16, w.pid as i32);
-        put(20, w.uid as i32);
-        put(24, status);
+        // Linux's waitid fills signo, code, pid, uid and status; the times stay 0.
+        info = SigInfo::child(code, w.pid, w.uid, status, 0, 0).to_user();
         if rusage != 0 {
             super::args::copy_out(rusage, &rusage_of(w.cpu_ns))?;
         }

@@ -39,8 +39,8 @@ use super::sigstate::{default_action, Default_};
 use crate::arch::lockcheck::{rank, SpinLock};
 
 pub use super::sigstate::{
-    bit, AltStack, SigAction, SigMask, SigState, ERESTARTSYS, NSIG, SIGBUS, SIGCHLD, SIGILL,
-    SIGINT, SIGKILL, SIGPIPE, SIGQUIT, SIGSEGV, SIGSTOP, SIGTRAP, SIGTSTP, SIG_DFL, SIG_IGN,
+    bit, AltStack, SigAction, SigMask, SigState, ERESTARTSYS, NSIG, SIGBUS, SIGILL, SIGINT,
+    SIGKILL, SIGPIPE, SIGQUIT, SIGSEGV, SIGSTOP, SIGTRAP, SIGTSTP, SIG_DFL, SIG_IGN,
 };
 
 /// Generate signal `sig` (1..=64) for process `p` from the kernel (SI_KERNEL; a pipe's
