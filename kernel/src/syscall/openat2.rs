@@ -51,7 +51,7 @@ pub fn sys_openat2(dirfd: i32, path_ptr: usize, how_ptr: usize, size: usize) -> 
     }
     let word = |i: usize| u64::from_le_bytes(raw[i * 8..i * 8 + 8].try_into().unwrap_or_default());
     let (flags, mode, resolve) = (word(0), word(1), word(2));
-    if flags & !(O_KNOWN | O_TMPFILE) as u64 != 0 {
+    if flags & !((O_KNOWN | O_TMPFILE) as u64) != 0 {
         return Err(Errno::EINVAL);
     }
     let flags = flags as u32;
