@@ -17,7 +17,6 @@ pub mod hart;
 pub mod layout;
 pub mod lockcheck;
 pub mod mem;
-pub mod plic;
 pub mod power;
 pub mod random;
 pub mod time;

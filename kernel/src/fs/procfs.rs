@@ -70,7 +70,7 @@ impl FileSystem for ProcFs {
 }
 
 /// Files of the root directory, with their inode numbers (pids use `pid << 8 | k`).
-const ROOT_FILES: [(&str, Gen, u64); 13] = [
+const ROOT_FILES: [(&str, Gen, u64); 12] = [
     ("mounts", Gen::Mounts, 3),
     ("meminfo", Gen::Meminfo, 4),
     ("uptime", Gen::Uptime, 5),
@@ -83,7 +83,6 @@ const ROOT_FILES: [(&str, Gen, u64); 13] = [
     ("counters", Gen::Counters, 12),
     ("bkl", Gen::Bkl, 13),
     ("config.gz", Gen::ConfigGz, 14),
-    ("interrupts", Gen::Interrupts, 15),
 ];
 
 /// Files of a process directory: name, what, and the low byte of the inode number.
@@ -116,7 +115,6 @@ enum Gen {
     Counters,
     Bkl,
     ConfigGz,
-    Interrupts,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -308,7 +306,6 @@ impl Node for RootFile {
             }
             Gen::Stat => stat(),
             Gen::Bkl => bkl(),
-            Gen::Interrupts => interrupts(),
             Gen::Loadavg => {
                 let pids = crate::task::ps::pids();
                 let last = pids.iter().max().copied().unwrap_or(0);
@@ -588,28 +585,6 @@ fn bkl() -> String {
             us(&h.idle_t),
             h.ticks.load(Relaxed),
         );
-    }
-    s
-}
-
-/// `/proc/interrupts` as Linux lays it out: a `CPUn` column per started hart, then a row per
-/// routed source (every source goes to the boot hart, `arch::plic`) with its chip, number,
-/// trigger and device.
-fn interrupts() -> String {
-    let harts: Vec<usize> = (0..crate::arch::hart::count())
-        .filter(|&i| crate::arch::hart::is_started(i))
-        .collect();
-    let mut s = String::from("          ");
-    for i in &harts {
-        let _ = write!(s, " {:>10}", format!("CPU{i}"));
-    }
-    s.push('\n');
-    for (irq, count, name) in crate::drivers::virtio_blk::interrupt_counts() {
-        let _ = write!(s, "{:>9}:", irq);
-        for &i in &harts {
-            let _ = write!(s, " {:>10}", if i == 0 { count } else { 0 });
-        }
-        let _ = writeln!(s, "  PLIC {:>3} Level     virtio-blk {}", irq, name);
     }
     s
 }

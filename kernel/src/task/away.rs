@@ -20,8 +20,6 @@ pub fn relax() {
     if others {
         away(|| yield_counted(true));
     } else {
-        // The holder may be asleep until its device request completes: wake it if it has.
-        super::run::service_devices();
         core::hint::spin_loop();
     }
 }

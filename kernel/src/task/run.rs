@@ -23,10 +23,6 @@ pub struct Services {
     /// Write back every file system and power off with this status (init has exited, or
     /// no process is left).
     pub power_off: fn(u32) -> !,
-    /// Every scheduler pass, and a thread spinning for a lock ([`super::relax`]): take a
-    /// device interrupt that came while the hart ran kernel code, and wake the threads whose
-    /// device requests completed.
-    pub devices: fn(),
 }
 
 pub(super) static SERVICES: spin::Once<Services> = spin::Once::new();
@@ -41,13 +37,6 @@ pub(super) fn power_off(code: u32) -> ! {
     match SERVICES.get() {
         Some(s) => (s.power_off)(code),
         None => crate::arch::power::shutdown(code),
-    }
-}
-
-/// The registered [`Services::devices`], if any.
-pub(super) fn service_devices() {
-    if let Some(s) = SERVICES.get() {
-        (s.devices)();
     }
 }
 
@@ -79,7 +68,6 @@ pub fn run() -> ! {
     crate::arch::time::set_timer_in_ms(TIME_SLICE_MS);
     let me = hart::index();
     loop {
-        service_devices();
         let next = {
             let mut s = SCHED.lock();
             let n = s.ready.pop_front();
