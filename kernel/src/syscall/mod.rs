@@ -24,7 +24,6 @@ mod openat2;
 mod pidfd;
 mod poll;
 mod process;
-mod process_vm;
 mod ptimer;
 mod sched;
 mod sem;
@@ -226,12 +225,6 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
         SYS_RT_SIGSUSPEND => signal::sys_rt_sigsuspend(a[0], a[1]),
         SYS_RT_SIGTIMEDWAIT => signal::sys_rt_sigtimedwait(a[0], a[1], a[2], a[3]),
         SYS_RT_SIGQUEUEINFO => signal::sys_rt_sigqueueinfo(a[0] as isize, a[1] as i32, a[2]),
-        SYS_PROCESS_VM_READV => {
-            process_vm::sys_process_vm_readv(a[0] as isize, a[1], a[2], a[3], a[4], a[5])
-        }
-        SYS_PROCESS_VM_WRITEV => {
-            process_vm::sys_process_vm_writev(a[0] as isize, a[1], a[2], a[3], a[4], a[5])
-        }
         SYS_RT_TGSIGQUEUEINFO => {
             signal::sys_rt_tgsigqueueinfo(a[0] as isize, a[1] as isize, a[2] as i32, a[3])
         }

@@ -265,10 +265,6 @@ pub const TESTS: &[Test] = &[
         sigqueue_tests::siginfo_reaches_handler_timer_signalfd,
     ),
     t(
-        "process_vm_read_write",
-        sigqueue_tests::process_vm_read_write,
-    ),
-    t(
         "mount_umount_errors_and_move",
         mount_tests::mount_umount_errors_and_move,
     ),
