@@ -306,6 +306,7 @@ extern "C" fn rust_main(hartid: usize, dtb: usize) -> ! {
         take_input: tty::poll_input,
         periodic: fs::tick,
         power_off: fs::sync_and_power_off,
+        process_exit: ipc::sem::exit,
     });
     let started = fs::path::Loc::from_path("/dev/console")
         .and_then(fs::file::FdTable::with_console)

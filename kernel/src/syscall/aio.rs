@@ -24,9 +24,10 @@ use abi::aio::*;
 use abi::Errno;
 use vfs::FileType;
 
+use super::args::iovecs;
 use super::args::{copy_in, copy_out, with_space, SysResult};
 use super::fd::file;
-use super::io::{drop_suid_of, iovecs, read_into_user, write_from_user};
+use super::io::{drop_suid_of, read_into_user, write_from_user};
 use super::stream::stream_of;
 use crate::fs::file::OpenFile;
 use crate::mm::aio_ring::AioRing;
@@ -219,7 +220,7 @@ fn run(cb: &Iocb, req: Request) -> SysResult {
         Request::ReadV(f, iov) => read_at(&f, at, &iov),
         Request::Write(f) => super::io::as_writer(|| write_at(&f, cb, &[(va, len)])),
         Request::WriteV(f, iov) => super::io::as_writer(|| write_at(&f, cb, &iov)),
-        Request::Sync(f, data_only) => super::fs::fsync_file(&f, data_only),
+        Request::Sync(f, data_only) => super::io::fsync_file(&f, data_only),
     }
 }
 
@@ -271,7 +272,7 @@ fn write_at(f: &OpenFile, cb: &Iocb, pieces: &[(usize, usize)]) -> SysResult {
         None => write_from_user(f, at + off, va, len),
     })?;
     if !stream && done > 0 && flags & (RWF_DSYNC | RWF_SYNC) != 0 {
-        super::fs::fsync_file(f, flags & RWF_SYNC == 0)?;
+        super::io::fsync_file(f, flags & RWF_SYNC == 0)?;
     }
     Ok(done)
 }

@@ -23,3 +23,30 @@ pub(super) fn copy_in(va: usize, buf: &mut [u8]) -> Result<(), Errno> {
 pub(super) fn read_path(va: usize) -> Result<alloc::string::String, Errno> {
     with_space(|s| crate::mm::uaccess::read_cstr(s, va, abi::fcntl::PATH_MAX))
 }
+
+/// The iovec array, checked as Linux's `import_iovec` does before any I/O: at most `IOV_MAX`
+/// entries, no negative length (EINVAL), every buffer inside user space (EFAULT); lengths past
+/// `MAX_RW` in total are cut.
+pub(super) fn iovecs(iov: usize, count: usize) -> Result<alloc::vec::Vec<(usize, usize)>, Errno> {
+    if count > 1024 {
+        return Err(Errno::EINVAL);
+    }
+    let mut raw = alloc::vec![0u8; count * 16];
+    copy_in(iov, &mut raw)?;
+    let mut out = alloc::vec::Vec::with_capacity(count);
+    let mut total = 0usize;
+    for c in raw.chunks_exact(16) {
+        let base = usize::from_le_bytes(c[..8].try_into().unwrap_or_default());
+        let len = usize::from_le_bytes(c[8..].try_into().unwrap_or_default());
+        if len > isize::MAX as usize {
+            return Err(Errno::EINVAL);
+        }
+        if !crate::mm::uaccess::range_ok(base, len) {
+            return Err(Errno::EFAULT);
+        }
+        let len = len.min(super::fd::MAX_RW - total);
+        total += len;
+        out.push((base, len));
+    }
+    Ok(out)
+}

@@ -218,7 +218,7 @@ pub fn sys_sync_file_range(fd: i32, offset: i64, nbytes: i64, flags: u32) -> Sys
         return Err(Errno::ESPIPE);
     }
     if flags & (WRITE | WAIT_AFTER) != 0 && f.ftype != FileType::Directory {
-        fsync_file(&f, true)?;
+        super::io::fsync_file(&f, true)?;
     }
     Ok(0)
 }
@@ -293,24 +293,7 @@ pub fn sys_getdents64(fd: i32, buf: usize, count: usize) -> SysResult {
 }
 
 pub fn sys_fsync(fd: i32, data_only: bool) -> SysResult {
-    fsync_file(&*file(fd)?, data_only)
-}
-
-/// fsync (or fdatasync) of an open file: its mapped pages, then the file system's.
-pub(super) fn fsync_file(f: &OpenFile, data_only: bool) -> SysResult {
-    // Pipes, FIFOs, sockets and character devices (the terminal, /dev/null) cannot be
-    // synchronized: Linux's have no fsync operation, EINVAL. Block devices can.
-    if matches!(
-        f.ftype,
-        FileType::Fifo | FileType::Socket | FileType::CharDevice
-    ) {
-        return Err(Errno::EINVAL);
-    }
-    crate::drivers::window::barrier_coming(|| {
-        crate::mm::file_pages::write_back_open(f)?;
-        f.loc.node.fsync(data_only).map_err(Errno::from)
-    })?;
-    Ok(0)
+    super::io::fsync_file(&*file(fd)?, data_only)
 }
 
 /// fadvise64: the advice is checked and accepted; the caches here do not act on it (Linux

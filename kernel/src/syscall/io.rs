@@ -2,14 +2,13 @@
 //! `stream`). User pages are handed to the file system directly where they can be (one
 //! physical run, or scattered/gathered pieces), else through one reusable bounce buffer.
 
-use alloc::vec;
 use alloc::vec::Vec;
 
 use abi::fcntl::{RWF_APPEND, RWF_DSYNC, RWF_NOAPPEND, RWF_NOWAIT, RWF_SUPPORTED, RWF_SYNC};
 use abi::Errno;
 use vfs::{FileType, Metadata, SetAttr};
 
-use super::args::{copy_in, with_space, SysResult};
+use super::args::{copy_in, iovecs, with_space, SysResult};
 use crate::fs::file::OpenFile;
 use crate::fs::path::Loc;
 use crate::fs::perm;
@@ -435,33 +434,6 @@ pub fn sys_pwrite(fd: i32, va: usize, len: usize, offset: i64) -> SysResult {
     write_from_user(&f, at, va, len)
 }
 
-/// The iovec array, checked as Linux's `import_iovec` does before any I/O: at most `IOV_MAX`
-/// entries, no negative length (EINVAL), every buffer inside user space (EFAULT); lengths past
-/// `MAX_RW` in total are cut.
-pub(super) fn iovecs(iov: usize, count: usize) -> Result<Vec<(usize, usize)>, Errno> {
-    if count > 1024 {
-        return Err(Errno::EINVAL);
-    }
-    let mut raw = vec![0u8; count * 16];
-    copy_in(iov, &mut raw)?;
-    let mut out = Vec::with_capacity(count);
-    let mut total = 0usize;
-    for c in raw.chunks_exact(16) {
-        let base = usize::from_le_bytes(c[..8].try_into().unwrap_or_default());
-        let len = usize::from_le_bytes(c[8..].try_into().unwrap_or_default());
-        if len > isize::MAX as usize {
-            return Err(Errno::EINVAL);
-        }
-        if !uaccess::range_ok(base, len) {
-            return Err(Errno::EFAULT);
-        }
-        let len = len.min(MAX_RW - total);
-        total += len;
-        out.push((base, len));
-    }
-    Ok(out)
-}
-
 /// Run `one(base, len)` on each iovec buffer in turn and add up what it moved; stop at the
 /// first short count. An error after some bytes moved ends the call with those bytes, as on
 /// Linux; an error before any is the call's.
@@ -615,7 +587,24 @@ pub fn sys_pwritev(fd: i32, iov: usize, count: usize, pos: i64, v2: Option<u32>)
         })?
     };
     if written > 0 && flags & (RWF_DSYNC | RWF_SYNC) != 0 {
-        super::fs::fsync_file(&f, flags & RWF_SYNC == 0)?;
+        fsync_file(&f, flags & RWF_SYNC == 0)?;
     }
     Ok(written)
+}
+
+/// fsync (or fdatasync) of an open file: its mapped pages, then the file system's.
+pub(super) fn fsync_file(f: &OpenFile, data_only: bool) -> SysResult {
+    // Pipes, FIFOs, sockets and character devices (the terminal, /dev/null) cannot be
+    // synchronized: Linux's have no fsync operation, EINVAL. Block devices can.
+    if matches!(
+        f.ftype,
+        FileType::Fifo | FileType::Socket | FileType::CharDevice
+    ) {
+        return Err(Errno::EINVAL);
+    }
+    crate::drivers::window::barrier_coming(|| {
+        crate::mm::file_pages::write_back_open(f)?;
+        f.loc.node.fsync(data_only).map_err(Errno::from)
+    })?;
+    Ok(0)
 }

@@ -600,7 +600,7 @@ fn read_msghdr(msg: usize) -> Result<MsgHdr, Errno> {
     Ok(MsgHdr {
         name: u(0),
         namelen: u32::from_le_bytes(b[8..12].try_into().unwrap_or_default()),
-        iov: super::io::iovecs(u(16), u(24))?,
+        iov: super::args::iovecs(u(16), u(24))?,
         control: u(32),
         controllen: u(40),
     })

@@ -14,9 +14,10 @@ use abi::fcntl::{O_NONBLOCK, SPLICE_F_ALL, SPLICE_F_NONBLOCK};
 use abi::Errno;
 use vfs::FileType;
 
+use super::args::iovecs;
 use super::args::{copy_in, copy_out, SysResult};
 use super::fd::{file, MAX_RW};
-use super::io::{check_end, each_iovec, iovecs, read_file_at, write_file_at};
+use super::io::{check_end, each_iovec, read_file_at, write_file_at};
 use super::stream::{stream_of, Stream};
 use crate::fs::file::OpenFile;
 use crate::ipc::pipe::{Pipe, PipeEnd};

@@ -115,7 +115,7 @@ pub(super) fn process_exit(p: Arc<Process>, status: ExitStatus) {
     }
     super::itimer::cancel(p.pid);
     super::ptimer::delete_all(p.pid);
-    crate::ipc::sem::exit(p.pid);
+    super::run::process_exit(p.pid);
     files.close(p.pid); // closes every descriptor (may write back data)
     if p.pid == 1 {
         let code = match status {

@@ -2,6 +2,9 @@
 //! kernel enforces per process ([`Limits`]) and its scheduling policy ([`SchedPolicy`]).
 //! Both are inherited by fork and kept by execve, as on Linux.
 
+/// The default RLIMIT_SIGPENDING (Linux's for a 1 GiB machine: half its thread limit).
+pub const SIGPENDING_DEFAULT: u64 = 4096;
+
 /// `RLIM_INFINITY`.
 pub const RLIM_INFINITY: u64 = u64::MAX;
 
@@ -31,10 +34,7 @@ impl Default for Limits {
             memlock: (8 << 20, 8 << 20),
             nice: (0, 0),
             rtprio: (0, 0),
-            sigpending: (
-                super::process::SIGPENDING_DEFAULT,
-                super::process::SIGPENDING_DEFAULT,
-            ),
+            sigpending: (SIGPENDING_DEFAULT, SIGPENDING_DEFAULT),
         }
     }
 }

@@ -99,9 +99,6 @@ pub struct ProcInner {
     pub personality: u32,
 }
 
-/// The default RLIMIT_SIGPENDING (Linux's for a 1 GiB machine: half its thread limit).
-pub const SIGPENDING_DEFAULT: u64 = 4096;
-
 /// A thread group.
 pub struct Process {
     pub pid: usize,

@@ -23,6 +23,9 @@ pub struct Services {
     /// Write back every file system and power off with this status (init has exited, or
     /// no process is left).
     pub power_off: fn(u32) -> !,
+    /// What other subsystems undo when a process exits, given its pid (System V
+    /// semaphores' SEM_UNDO adjustments).
+    pub process_exit: fn(usize),
 }
 
 pub(super) static SERVICES: spin::Once<Services> = spin::Once::new();
@@ -37,6 +40,13 @@ pub(super) fn power_off(code: u32) -> ! {
     match SERVICES.get() {
         Some(s) => (s.power_off)(code),
         None => crate::arch::power::shutdown(code),
+    }
+}
+
+/// Run the registered [`Services::process_exit`] for process `pid`.
+pub(super) fn process_exit(pid: usize) {
+    if let Some(s) = SERVICES.get() {
+        (s.process_exit)(pid);
     }
 }
 
