@@ -239,6 +239,12 @@ fn locks(r: &mut Report, dir: &str) -> SysResult<()> {
         ),
         "the child holds byte 1",
     );
+    // The cycle exists only once the child sleeps in its F_SETLKW on byte 0; before that,
+    // ours would simply wait and the child's request would be the one to close the cycle.
+    r.check(
+        yield_until(10, || proc_state(c) == Some(b'S')),
+        "the child sleeps in F_SETLKW on byte 0",
+    );
     r.check(
         setlkw(fd, F_WRLCK, 1, 1) == Err(Errno::EDEADLK),
         "a waiting cycle is EDEADLK",
