@@ -485,12 +485,20 @@ fn rw_flags(f: &OpenFile, flags: u32, write: bool) -> Result<(), Errno> {
     Ok(())
 }
 
-/// preadv, and preadv2 with `flags` (`v2`: None for preadv): the iovec buffers filled in
-/// turn from `pos` (the descriptor's offset stays), or for preadv2's `pos` -1 from the
-/// descriptor's offset, as readv. Linux's order of checks: the offset (EINVAL), the
-/// descriptor (EBADF), a pipe or socket (ESPIPE), the access mode (EBADF), the iovecs
-/// (EINVAL, EFAULT), the flags.
-pub fn sys_preadv(fd: i32, iov: usize, count: usize, pos: i64, v2: Option<u32>) -> SysResult {
+/// What preadv(2) and pwritev(2) check first, in Linux's order: the offset (EINVAL; pos -1
+/// of a v2 call means the descriptor's offset), the descriptor (EBADF), a pipe or socket at an
+/// offset (ESPIPE), the access mode (EBADF), the iovecs (EINVAL, EFAULT), and, unless there is
+/// nothing to move (None: the call returns 0, as Linux's vfs_readv), the RWF_ flags. Gives the
+/// file, the iovecs, the flags and whether the descriptor's offset is used.
+#[allow(clippy::type_complexity)]
+fn vectored_checks(
+    fd: i32,
+    iov: usize,
+    count: usize,
+    pos: i64,
+    v2: Option<u32>,
+    write: bool,
+) -> Result<Option<(alloc::sync::Arc<OpenFile>, Vec<(usize, usize)>, u32, bool)>, Errno> {
     let flags = v2.unwrap_or(0);
     let at_offset = v2.is_some() && pos == -1;
     if !at_offset && pos < 0 {
@@ -500,15 +508,26 @@ pub fn sys_preadv(fd: i32, iov: usize, count: usize, pos: i64, v2: Option<u32>) 
     if !at_offset && !f.seekable() {
         return Err(Errno::ESPIPE);
     }
-    if !f.readable {
+    if !(if write { f.writable } else { f.readable }) {
         return Err(Errno::EBADF);
     }
     let vecs = iovecs(iov, count)?;
-    // Nothing to move: 0 before the flags are looked at, as Linux's vfs_readv.
     if vecs.iter().all(|&(_, len)| len == 0) {
-        return Ok(0);
+        return Ok(None);
     }
-    rw_flags(&f, flags, false)?;
+    rw_flags(&f, flags, write)?;
+    Ok(Some((f, vecs, flags, at_offset)))
+}
+
+/// preadv, and preadv2 with `flags` (`v2`: None for preadv): the iovec buffers filled in
+/// turn from `pos` (the descriptor's offset stays), or for preadv2's `pos` -1 from the
+/// descriptor's offset, as readv. Linux's order of checks: the offset (EINVAL), the
+/// descriptor (EBADF), a pipe or socket (ESPIPE), the access mode (EBADF), the iovecs
+/// (EINVAL, EFAULT), the flags.
+pub fn sys_preadv(fd: i32, iov: usize, count: usize, pos: i64, v2: Option<u32>) -> SysResult {
+    let Some((f, vecs, flags, at_offset)) = vectored_checks(fd, iov, count, pos, v2, false)? else {
+        return Ok(0);
+    };
     if stream_of(&f).is_some() {
         let nonblock = flags & RWF_NOWAIT != 0;
         return each_iovec(&vecs, |_, base, len| match stream_of(&f) {
@@ -542,23 +561,9 @@ pub fn sys_preadv(fd: i32, iov: usize, count: usize, pos: i64, v2: Option<u32>) 
 /// writev. RWF_DSYNC and RWF_SYNC make the data (and metadata) durable before the call
 /// returns.
 pub fn sys_pwritev(fd: i32, iov: usize, count: usize, pos: i64, v2: Option<u32>) -> SysResult {
-    let flags = v2.unwrap_or(0);
-    let at_offset = v2.is_some() && pos == -1;
-    if !at_offset && pos < 0 {
-        return Err(Errno::EINVAL);
-    }
-    let f = file(fd)?;
-    if !at_offset && !f.seekable() {
-        return Err(Errno::ESPIPE);
-    }
-    if !f.writable {
-        return Err(Errno::EBADF);
-    }
-    let vecs = iovecs(iov, count)?;
-    if vecs.iter().all(|&(_, len)| len == 0) {
+    let Some((f, vecs, flags, at_offset)) = vectored_checks(fd, iov, count, pos, v2, true)? else {
         return Ok(0);
-    }
-    rw_flags(&f, flags, true)?;
+    };
     if stream_of(&f).is_some() {
         let nonblock = flags & RWF_NOWAIT != 0;
         return each_iovec(&vecs, |_, base, len| match stream_of(&f) {
