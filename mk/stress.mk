@@ -40,10 +40,11 @@ TEST_STRESS_TIMEOUT ?= 900
 
 ##@ Stress tools (fsx, fsstress, stress-ng)
 ## stress-root: build/stress-root.img: the Debian root with stress-ng (from its .deb) and LTP's fsx-linux, fsstress
-stress-root: kernel mkimage $(FSXPROF)
+stress-root: kernel mkimage
 	@$(call apt_install,$(STRESS_APT))
 	@$(MAKE) --no-print-directory debian-root
 	@$(MAKE) --no-print-directory ltp-deps
+	@$(MAKE) --no-print-directory $(FSXPROF)
 	$(REQUIRE_LTP)
 	BUILD=$(BUILD) LTP_SRC=$(LTP_SRC) LTP_DEST=$(abspath $(STRESS_LTP)) tools/ltp/build.sh $(STRESS_LTP_LIST)
 	@$(MAKE) --no-print-directory $(STRESS_ROOT)
