@@ -224,6 +224,7 @@ extern "C" fn rust_main(hartid: usize, dtb: usize) -> ! {
         mm::file_pages::shrink();
     }]);
     let params = params::parse_params(cmdline);
+    fs::procfs::set_cmdline(cmdline);
     arch::console::init_logger(params.log);
     if params.mem_selftest {
         match arch::mem::selftest() {
@@ -307,6 +308,7 @@ extern "C" fn rust_main(hartid: usize, dtb: usize) -> ! {
         periodic: fs::tick,
         power_off: fs::sync_and_power_off,
         process_exit: ipc::sem::exit,
+        core_dump: syscall::coredump::dump,
     });
     let started = fs::path::Loc::from_path("/dev/console")
         .and_then(fs::file::FdTable::with_console)

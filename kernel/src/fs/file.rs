@@ -33,6 +33,8 @@ pub struct OpenFile {
     flocked: core::sync::atomic::AtomicBool,
     /// Counted among its mount's writers (a regular file opened for writing).
     mount_writer: bool,
+    /// The open that made this description created the file (fcntl F_CREATED_QUERY).
+    pub created: core::sync::atomic::AtomicBool,
 }
 
 impl OpenFile {
@@ -75,6 +77,7 @@ impl OpenFile {
             released: false,
             flocked: core::sync::atomic::AtomicBool::new(false),
             mount_writer,
+            created: core::sync::atomic::AtomicBool::new(false),
         }))
     }
 
@@ -196,9 +199,13 @@ struct Slot {
 #[derive(Clone, Default)]
 pub struct FdTable {
     slots: Vec<Option<Slot>>,
+    /// RLIMIT_NOFILE's soft limit, when set below [`MAX_FDS`]: no descriptor at or above it
+    /// is handed out.
+    soft_limit: Option<usize>,
 }
 
-/// Most descriptors a process may hold (RLIMIT_NOFILE).
+/// Most descriptors a process may hold (`/proc/sys/fs/nr_open`, RLIMIT_NOFILE's default and
+/// highest hard limit).
 pub const MAX_FDS: usize = 1024;
 
 impl FdTable {
@@ -210,6 +217,16 @@ impl FdTable {
             t.install_at(fd, f, false);
         }
         Ok(t)
+    }
+
+    /// The first descriptor number not handed out (RLIMIT_NOFILE's soft limit).
+    pub fn limit(&self) -> usize {
+        self.soft_limit.unwrap_or(MAX_FDS).min(MAX_FDS)
+    }
+
+    /// Set RLIMIT_NOFILE's soft limit (descriptors already open above it stay open).
+    pub fn set_limit(&mut self, n: u64) {
+        self.soft_limit = usize::try_from(n).ok().filter(|&n| n < MAX_FDS);
     }
 
     /// The open descriptors' numbers, lowest first.
@@ -240,7 +257,7 @@ impl FdTable {
         while fd < self.slots.len() && self.slots[fd].is_some() {
             fd += 1;
         }
-        if fd >= MAX_FDS {
+        if fd >= self.limit() {
             return Err(Errno::EMFILE);
         }
         self.make_room(fd)?;
@@ -335,6 +352,9 @@ impl crate::mm::file_pages::MappedFile for OpenFile {
     }
     fn path(&self) -> alloc::string::String {
         self.loc.path.clone()
+    }
+    fn as_any(&self) -> &dyn core::any::Any {
+        self
     }
 }
 

@@ -49,9 +49,34 @@ fn open_file(pid: usize, fd: i32) -> VfsResult<Arc<OpenFile>> {
         .map_err(|_| VfsError::NotFound)
 }
 
+/// `/proc/<pid>/exe`: the program the process runs, inode `ino` (given by procfs).
+pub struct ExeLink {
+    pub pid: usize,
+    pub ino: u64,
+}
+
+/// Where the program process `pid` runs is, under the same rule as its descriptors.
+fn exe_loc(pid: usize) -> VfsResult<Loc> {
+    let owner = crate::task::ps::info(pid).ok_or(VfsError::NotFound)?.uid;
+    let euid = crate::task::with_current(|p| p.cred.euid);
+    if euid != 0 && euid != owner {
+        return Err(VfsError::PermissionDenied);
+    }
+    let exe = crate::task::ps::exe(pid).ok_or(VfsError::NotFound)?;
+    let f = exe
+        .as_any()
+        .downcast_ref::<OpenFile>()
+        .ok_or(VfsError::NotFound)?;
+    Ok(f.loc.clone())
+}
+
 /// Where a walk that meets `node` goes instead of reading it as a link: the location of the
-/// open file a `/proc/<pid>/fd/<fd>` link stands for; `None` for every other node.
+/// open file a `/proc/<pid>/fd/<fd>` link stands for, or of the program `/proc/<pid>/exe`
+/// names; `None` for every other node.
 pub fn magic_target(node: &NodeRef) -> Option<Result<Loc, Errno>> {
+    if let Some(exe) = node.as_any().downcast_ref::<ExeLink>() {
+        return Some(exe_loc(exe.pid).map_err(Errno::from));
+    }
     let link = node.as_any().downcast_ref::<FdLink>()?;
     Some(
         open_file(link.pid, link.fd)
@@ -117,5 +142,22 @@ impl Node for FdLink {
             return Ok(format!("{path}[{ino}]"));
         }
         Ok(path.clone())
+    }
+}
+
+impl Node for ExeLink {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn getattr(&self) -> VfsResult<Metadata> {
+        let p = crate::task::ps::info(self.pid).ok_or(VfsError::NotFound)?;
+        let len = crate::task::ps::exe(self.pid).map_or(0, |f| f.path().len());
+        let mut m = meta(self.ino, FileType::Symlink, 0o777, len as u64, 0);
+        m.uid = p.uid;
+        m.gid = p.gid;
+        Ok(m)
+    }
+    fn readlink(&self) -> VfsResult<String> {
+        Ok(exe_loc(self.pid)?.path)
     }
 }

@@ -5,11 +5,13 @@
 //! - `/proc/<pid>/`: `stat` (the 52 fields of proc(5), zeros where we keep nothing),
 //!   `status`, `statm`, `cmdline` (the arguments, each ended by NUL), `comm`, `cwd` (a link),
 //!   `fd/` (a link per open descriptor, followed to the open file itself: `proc_fd.rs`),
+//!   `exe` (a link to the program it runs, followed the same way), `task/<tid>/` (the same
+//!   files for each thread, `stat` and `status` with the thread's own id and state),
 //!   `mounts` (as `/proc/mounts`: Debian's `/etc/mtab` links to `/proc/self/mounts`),
 //!   `mountinfo` (what coreutils' `df` and util-linux read);
 //! - `/proc/self` (a link to the caller's directory), `mounts`, `meminfo`, `uptime`, `stat`,
 //!   `loadavg`, `filesystems`, `version`, `cpuinfo`, `config.gz` (the kernel's configuration:
-//!   `proc_config`);
+//!   `proc_config`), `cmdline` (the kernel's command line);
 //! - `/proc/sys`: a few tunables, read-only, and `/proc/sysvipc` (`procsys`);
 //! - `/proc/counters` (ours, like Linux's `vmstat`): the kernel's I/O counters since boot
 //!   (`name value` lines, the figures the benchmarks print beside each result), so
@@ -30,7 +32,7 @@ use core::fmt::Write;
 use vfs::{DirEntry, FileSystem, FileType, Metadata, Node, NodeRef, VfsError, VfsResult};
 
 use super::devfs::{list, meta};
-use super::proc_fd::FdDir;
+use super::proc_fd::{ExeLink, FdDir};
 use crate::task::ps::PsInfo;
 
 /// Clock ticks per second in `stat` (Linux's USER_HZ, as `times` counts).
@@ -70,7 +72,7 @@ impl FileSystem for ProcFs {
 }
 
 /// Files of the root directory, with their inode numbers (pids use `pid << 8 | k`).
-const ROOT_FILES: [(&str, Gen, u64); 12] = [
+const ROOT_FILES: [(&str, Gen, u64); 13] = [
     ("mounts", Gen::Mounts, 3),
     ("meminfo", Gen::Meminfo, 4),
     ("uptime", Gen::Uptime, 5),
@@ -83,7 +85,16 @@ const ROOT_FILES: [(&str, Gen, u64); 12] = [
     ("counters", Gen::Counters, 12),
     ("bkl", Gen::Bkl, 13),
     ("config.gz", Gen::ConfigGz, 14),
+    ("cmdline", Gen::Cmdline, 15),
 ];
+
+/// The kernel's command line (`/proc/cmdline`), as the boot code was given it.
+static CMDLINE: spin::Once<String> = spin::Once::new();
+
+/// Record the kernel's command line for `/proc/cmdline` (boot, once).
+pub fn set_cmdline(cmdline: &str) {
+    CMDLINE.call_once(|| String::from(cmdline));
+}
 
 /// Files of a process directory: name, what, and the low byte of the inode number.
 const PID_FILES: [(&str, PidGen, u64); 9] = [
@@ -100,6 +111,10 @@ const PID_FILES: [(&str, PidGen, u64); 9] = [
 
 /// The low byte of `/proc/<pid>/fd`'s inode number.
 const FD_DIR_INO: u64 = 8;
+/// The low byte of `/proc/<pid>/exe`'s inode number.
+const EXE_INO: u64 = 12;
+/// The low byte of `/proc/<pid>/task`'s inode number.
+const TASK_DIR_INO: u64 = 13;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Gen {
@@ -115,6 +130,7 @@ enum Gen {
     Counters,
     Bkl,
     ConfigGz,
+    Cmdline,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -131,7 +147,14 @@ enum PidGen {
 }
 
 struct ProcRoot;
+/// `/proc/<pid>`, or `/proc/<pid>/task/<tid>` (`tid`): the same files, those of a thread
+/// telling its own id and state.
 struct PidDir {
+    pid: usize,
+    tid: Option<usize>,
+}
+/// `/proc/<pid>/task`: a directory per thread.
+struct TaskDir {
     pid: usize,
 }
 struct RootFile {
@@ -140,6 +163,7 @@ struct RootFile {
 }
 struct PidFile {
     pid: usize,
+    tid: Option<usize>,
     what: PidGen,
 }
 
@@ -155,6 +179,26 @@ fn pid_ino(pid: usize, k: u64) -> u64 {
 
 fn info(pid: usize) -> VfsResult<PsInfo> {
     crate::task::ps::info(pid).ok_or(VfsError::NotFound)
+}
+
+/// The high bit that sets a thread's nodes (`/proc/<pid>/task/<tid>/...`) apart from its
+/// process's.
+const TASK_INO: u64 = 1 << 38;
+
+/// A process's or a thread's inode number for the node of low byte `k`.
+fn node_ino(pid: usize, tid: Option<usize>, k: u64) -> u64 {
+    match tid {
+        None => pid_ino(pid, k),
+        Some(t) => TASK_INO | pid_ino(t, k),
+    }
+}
+
+/// What a process's or (with `tid`) one of its threads' files say.
+fn info_of(pid: usize, tid: Option<usize>) -> VfsResult<PsInfo> {
+    match tid {
+        None => info(pid),
+        Some(t) => crate::task::ps::thread_info(pid, t).ok_or(VfsError::NotFound),
+    }
 }
 
 /// The part of `text` at `offset` that fits `buf`.
@@ -191,7 +235,7 @@ impl Node for ProcRoot {
         if name.starts_with('0') || crate::task::ps::info(pid).is_none() {
             return Err(VfsError::NotFound);
         }
-        Ok(Arc::new(PidDir { pid }))
+        Ok(Arc::new(PidDir { pid, tid: None }))
     }
     fn readdir(&self, cookie: u64, sink: &mut dyn FnMut(DirEntry<'_>) -> bool) -> VfsResult<()> {
         let mut entries: Vec<(String, u64, FileType)> = ROOT_FILES
@@ -227,18 +271,33 @@ impl Node for PidDir {
         self
     }
     fn getattr(&self) -> VfsResult<Metadata> {
-        let p = info(self.pid)?;
-        let mut m = meta(pid_ino(self.pid, 1), FileType::Directory, 0o555, 0, 0);
+        let p = info_of(self.pid, self.tid)?;
+        let mut m = meta(
+            node_ino(self.pid, self.tid, 1),
+            FileType::Directory,
+            0o555,
+            0,
+            0,
+        );
         m.uid = p.uid;
         m.gid = p.gid;
         Ok(m)
     }
     fn lookup(&self, name: &str) -> VfsResult<NodeRef> {
-        info(self.pid)?;
+        info_of(self.pid, self.tid)?;
+        if name == "task" && self.tid.is_none() {
+            return Ok(Arc::new(TaskDir { pid: self.pid }));
+        }
         if name == "fd" {
             return Ok(Arc::new(FdDir {
                 pid: self.pid,
                 dir_ino: pid_ino(self.pid, FD_DIR_INO),
+            }));
+        }
+        if name == "exe" {
+            return Ok(Arc::new(ExeLink {
+                pid: self.pid,
+                ino: pid_ino(self.pid, EXE_INO),
             }));
         }
         let &(_, what, _) = PID_FILES
@@ -247,11 +306,12 @@ impl Node for PidDir {
             .ok_or(VfsError::NotFound)?;
         Ok(Arc::new(PidFile {
             pid: self.pid,
+            tid: self.tid,
             what,
         }))
     }
     fn readdir(&self, cookie: u64, sink: &mut dyn FnMut(DirEntry<'_>) -> bool) -> VfsResult<()> {
-        info(self.pid)?;
+        info_of(self.pid, self.tid)?;
         let mut entries: Vec<(String, u64, FileType)> = PID_FILES
             .iter()
             .map(|&(n, what, k)| {
@@ -260,7 +320,7 @@ impl Node for PidDir {
                 } else {
                     FileType::Regular
                 };
-                (String::from(n), pid_ino(self.pid, k), t)
+                (String::from(n), node_ino(self.pid, self.tid, k), t)
             })
             .collect();
         entries.push((
@@ -268,7 +328,63 @@ impl Node for PidDir {
             pid_ino(self.pid, FD_DIR_INO),
             FileType::Directory,
         ));
-        list(cookie, pid_ino(self.pid, 1), &entries, sink)
+        entries.push((
+            String::from("exe"),
+            pid_ino(self.pid, EXE_INO),
+            FileType::Symlink,
+        ));
+        if self.tid.is_none() {
+            entries.push((
+                String::from("task"),
+                pid_ino(self.pid, TASK_DIR_INO),
+                FileType::Directory,
+            ));
+        }
+        list(cookie, node_ino(self.pid, self.tid, 1), &entries, sink)
+    }
+}
+
+impl Node for TaskDir {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn getattr(&self) -> VfsResult<Metadata> {
+        let p = info(self.pid)?;
+        let mut m = meta(
+            pid_ino(self.pid, TASK_DIR_INO),
+            FileType::Directory,
+            0o555,
+            0,
+            0,
+        );
+        m.uid = p.uid;
+        m.gid = p.gid;
+        Ok(m)
+    }
+    fn lookup(&self, name: &str) -> VfsResult<NodeRef> {
+        let tid: usize = name.parse().map_err(|_| VfsError::NotFound)?;
+        let tids = crate::task::ps::thread_ids(self.pid).ok_or(VfsError::NotFound)?;
+        if name.starts_with('0') || !tids.contains(&tid) {
+            return Err(VfsError::NotFound);
+        }
+        Ok(Arc::new(PidDir {
+            pid: self.pid,
+            tid: Some(tid),
+        }))
+    }
+    fn readdir(&self, cookie: u64, sink: &mut dyn FnMut(DirEntry<'_>) -> bool) -> VfsResult<()> {
+        let tids = crate::task::ps::thread_ids(self.pid).ok_or(VfsError::NotFound)?;
+        let entries: Vec<(String, u64, FileType)> = tids
+            .into_iter()
+            .map(|t| {
+                (
+                    format!("{t}"),
+                    node_ino(self.pid, Some(t), 1),
+                    FileType::Directory,
+                )
+            })
+            .collect();
+        list(cookie, pid_ino(self.pid, TASK_DIR_INO), &entries, sink)
     }
 }
 
@@ -332,6 +448,7 @@ impl Node for RootFile {
             Gen::Counters => counters(),
             Gen::ConfigGz => return read_text(&super::proc_config::config_gz(), offset, buf),
             Gen::SelfLink => return Err(VfsError::InvalidInput),
+            Gen::Cmdline => format!("{}\n", CMDLINE.get().map_or("", |s| s.as_str())),
         };
         read_text(text.as_bytes(), offset, buf)
     }
@@ -342,21 +459,27 @@ impl Node for PidFile {
         self
     }
     fn getattr(&self) -> VfsResult<Metadata> {
-        let p = info(self.pid)?;
+        let p = info_of(self.pid, self.tid)?;
         let k = PID_FILES
             .iter()
             .find(|(_, w, _)| *w == self.what)
             .map_or(0, |f| f.2);
         let mut m = if self.what == PidGen::Cwd {
             meta(
-                pid_ino(self.pid, k),
+                node_ino(self.pid, self.tid, k),
                 FileType::Symlink,
                 0o777,
                 p.cwd.len() as u64,
                 0,
             )
         } else {
-            meta(pid_ino(self.pid, k), FileType::Regular, 0o444, 0, 0)
+            meta(
+                node_ino(self.pid, self.tid, k),
+                FileType::Regular,
+                0o444,
+                0,
+                0,
+            )
         };
         m.uid = p.uid;
         m.gid = p.gid;
@@ -364,12 +487,12 @@ impl Node for PidFile {
     }
     fn readlink(&self) -> VfsResult<String> {
         match self.what {
-            PidGen::Cwd => Ok(info(self.pid)?.cwd),
+            PidGen::Cwd => Ok(info_of(self.pid, self.tid)?.cwd),
             _ => Err(VfsError::InvalidInput),
         }
     }
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> VfsResult<usize> {
-        let p = info(self.pid)?;
+        let p = info_of(self.pid, self.tid)?;
         let text: Vec<u8> = match self.what {
             PidGen::Stat => pid_stat(&p).into_bytes(),
             PidGen::Status => pid_status(&p).into_bytes(),

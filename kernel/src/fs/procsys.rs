@@ -6,7 +6,8 @@
 //!
 //! - `kernel/msgmax`, `msgmnb`, `msgmni`, `sem`, `shmmax`, `shmmni`, `shmall`: the System V
 //!   IPC limits (`ipc::msg`, `ipc::sem`, `ipc::shm`);
-//! - `kernel/core_pattern`: `core` (no core dumps are written);
+//! - `kernel/core_pattern`: `core` (core files are written there, in the process's directory);
+//! - `kernel/osrelease`, `kernel/ostype`: uname's release and system name;
 //!
 //! - `kernel/hostname`, `kernel/domainname`: the names uname reports (`task::uts`; set with
 //!   sethostname and setdomainname);
@@ -34,8 +35,8 @@ enum Entry {
     Tunable(fn() -> String, fn(&str) -> VfsResult<()>),
 }
 
-const KERNEL: [(&str, Entry); 12] = [
-    // No core dumps are written: a dump-worthy signal kills as CLD_KILLED.
+const KERNEL: [(&str, Entry); 14] = [
+    // Core files are written as `core` in the dying process's directory (syscall/coredump.rs).
     ("core_pattern", Entry::File(|| String::from("core\n"))),
     (
         "domainname",
@@ -63,6 +64,11 @@ const KERNEL: [(&str, Entry); 12] = [
             },
         ),
     ),
+    (
+        "osrelease",
+        Entry::File(|| format!("{}\n", crate::task::uts::RELEASE)),
+    ),
+    ("ostype", Entry::File(|| String::from("Linux\n"))),
     (
         "pid_max",
         Entry::File(|| format!("{}\n", crate::task::PID_MAX)),

@@ -6,7 +6,8 @@
 //! Model, as Linux's `af_unix`:
 //! - Every socket has a receive queue of [`Msg`]s. A sender appends to its peer's queue (a
 //!   datagram sender to the queue of the socket it names), so a queue is bounded by the
-//!   receiver's `rcvbuf` bytes; a sender that does not fit sleeps on the receiver's queue.
+//!   receiver's `rcvbuf` bytes, each message counted with an overhead of its own as Linux
+//!   counts an skb's truesize; a sender that does not fit sleeps on the receiver's queue.
 //! - A stream read drains bytes across messages (it stops before a message that carries
 //!   descriptors once it has some bytes, so descriptors arrive with their first byte); a
 //!   datagram or seqpacket read takes one message, the rest of a long one is dropped.
@@ -42,6 +43,15 @@ use crate::task::wait::WaitQueue;
 pub const AF_UNIX: usize = 1;
 /// Linux's default and largest socket buffer (net.core.rmem_default / wmem_max).
 pub const DEFAULT_BUF: usize = 212_992;
+/// What a queued message costs the receive buffer besides its bytes (Linux charges each
+/// skb's truesize, some 700 bytes for a small one), so a flood of tiny datagrams fills the
+/// queue after hundreds of messages, not hundreds of thousands.
+const MSG_OVERHEAD: usize = 512;
+
+/// The receive buffer's bytes in use: the queued bytes and each message's overhead.
+fn charged(st: &State) -> usize {
+    st.rx_bytes + st.rx.len() * MSG_OVERHEAD
+}
 /// The smallest buffer SO_RCVBUF/SO_SNDBUF give (Linux's SOCK_MIN_RCVBUF).
 pub const MIN_BUF: usize = 2304;
 /// Most descriptors one SCM_RIGHTS message carries (Linux's SCM_MAX_FD).
@@ -505,7 +515,7 @@ impl Socket {
     /// Put a message into this socket's queue if it fits (`false`: full).
     fn enqueue(&self, st: &mut State, msg: Msg) -> Result<(), Msg> {
         let len = msg.data.len();
-        if !st.rx.is_empty() && st.rx_bytes + len > st.rcvbuf {
+        if !st.rx.is_empty() && charged(st) + len > st.rcvbuf {
             return Err(msg);
         }
         st.rx_bytes += len;
@@ -588,7 +598,7 @@ impl Socket {
                 if self.kind == Kind::Dgram && ts.shut_rd {
                     return Err(Errno::EPIPE);
                 }
-                let room = ts.rcvbuf.saturating_sub(ts.rx_bytes);
+                let room = ts.rcvbuf.saturating_sub(charged(&ts) + MSG_OVERHEAD);
                 let piece = if self.kind == Kind::Stream {
                     // A stream piece: what fits, at least a little when the queue is empty.
                     let left = data.len() - done;
@@ -603,7 +613,7 @@ impl Socket {
                 let fits = if self.kind == Kind::Stream {
                     piece > 0
                 } else {
-                    ts.rx.is_empty() || ts.rx_bytes + piece <= ts.rcvbuf
+                    ts.rx.is_empty() || charged(&ts) + piece <= ts.rcvbuf
                 };
                 if fits {
                     let msg = Msg {
@@ -795,7 +805,7 @@ impl Socket {
                 // unix_writable.
                 Some(p) => {
                     let ps = p.state.lock();
-                    ps.rx_bytes * 4 <= ps.rcvbuf * 3
+                    charged(&ps) * 4 <= ps.rcvbuf * 3
                 }
                 None => !self.kind.connection(),
             }

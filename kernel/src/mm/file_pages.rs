@@ -61,6 +61,8 @@ pub trait MappedFile: Send + Sync {
     fn writable(&self) -> bool;
     /// The path it was opened by (what `/proc/<pid>/maps` shows).
     fn path(&self) -> alloc::string::String;
+    /// The file as `Any`, so the file layer finds its own type again (`/proc/<pid>/exe`).
+    fn as_any(&self) -> &dyn core::any::Any;
 }
 
 /// How the pages of a file reach every process's mappings of it: the task layer, which owns

@@ -80,6 +80,18 @@ pub(super) fn open_at(dirfd: i32, path: &str, flags: u32, mode: u32) -> SysResul
     if flags & O_DIRECTORY != 0 && ftype != FileType::Directory {
         return Err(Errno::ENOTDIR);
     }
+    // O_CREAT naming a directory (or a link to one) is EISDIR, whatever the access mode.
+    if flags & O_CREAT != 0 && ftype == FileType::Directory {
+        return Err(Errno::EISDIR);
+    }
+    // O_NOATIME only for the file's owner or a holder of CAP_FOWNER (Linux: EPERM).
+    if flags & O_NOATIME != 0 && flags & O_PATH == 0 {
+        const CAP_FOWNER: u32 = 3;
+        let c = crate::task::current_cred();
+        if c.fsuid != loc.node.getattr()?.uid && !c.caps.has(CAP_FOWNER) {
+            return Err(Errno::EPERM);
+        }
+    }
     let (readable, writable) = if flags & O_PATH != 0 {
         (false, false)
     } else {
@@ -150,6 +162,8 @@ pub(super) fn open_at(dirfd: i32, path: &str, flags: u32, mode: u32) -> SysResul
             | O_PATH
             | O_ACCMODE);
     let f = OpenFile::new(loc, readable, writable, status)?;
+    f.created
+        .store(created, core::sync::atomic::Ordering::Relaxed);
     with_current(|p| p.files.fds().install(f, flags & O_CLOEXEC != 0)).map(|fd| fd as usize)
 }
 
@@ -410,7 +424,7 @@ pub fn sys_dup3(old: i32, new: i32, flags: u32) -> SysResult {
         return Err(Errno::EINVAL);
     }
     let new_idx = usize::try_from(new).map_err(|_| Errno::EBADF)?;
-    if new_idx >= crate::fs::file::MAX_FDS {
+    if new_idx >= with_current(|p| p.files.fds().limit()) {
         return Err(Errno::EBADF);
     }
     let replaced = with_current(|p| {
@@ -532,6 +546,7 @@ pub fn sys_fcntl(fd: i32, cmd: u32, arg: usize) -> SysResult {
     const F_DUPFD_CLOEXEC: u32 = 1030;
     const F_SETPIPE_SZ: u32 = 1031;
     const F_GETPIPE_SZ: u32 = 1032;
+    const F_CREATED_QUERY: u32 = 1028;
     const FD_CLOEXEC: usize = 1;
     if matches!(cmd, F_SETPIPE_SZ | F_GETPIPE_SZ) {
         // A pipe's or FIFO's size; EBADF for anything else, as Linux answers.
@@ -545,15 +560,17 @@ pub fn sys_fcntl(fd: i32, cmd: u32, arg: usize) -> SysResult {
         return if cmd == F_GETPIPE_SZ {
             Ok(end.pipe.capacity())
         } else {
-            let root = crate::task::current_cred().is_root();
-            end.pipe.set_capacity(arg & 0xffff_ffff, root)
+            // Past pipe-max-size needs CAP_SYS_RESOURCE, as Linux's pipe_set_size.
+            const CAP_SYS_RESOURCE: u32 = 24;
+            let privileged = crate::task::current_cred().caps.has(CAP_SYS_RESOURCE);
+            end.pipe.set_capacity(arg & 0xffff_ffff, privileged)
         };
     }
     with_current(|p| {
         let f = p.files.fds().get(fd)?;
         match cmd {
             F_DUPFD | F_DUPFD_CLOEXEC => {
-                if arg >= crate::fs::file::MAX_FDS {
+                if arg >= p.files.fds().limit() {
                     return Err(Errno::EINVAL);
                 }
                 p.files
@@ -561,6 +578,10 @@ pub fn sys_fcntl(fd: i32, cmd: u32, arg: usize) -> SysResult {
                     .install_from(arg, f, cmd == F_DUPFD_CLOEXEC)
                     .map(|fd| fd as usize)
             }
+            // Whether the open that made this description created the file (Linux 6.12).
+            F_CREATED_QUERY => Ok(usize::from(
+                f.created.load(core::sync::atomic::Ordering::Relaxed),
+            )),
             F_GETFD => Ok(if p.files.fds().cloexec(fd)? {
                 FD_CLOEXEC
             } else {

@@ -8,6 +8,7 @@ mod aio;
 mod args;
 mod attr;
 mod caps;
+pub mod coredump;
 mod epoll;
 mod eventfd;
 mod fd;

@@ -184,7 +184,7 @@ pub(super) fn wait_loop(
 }
 
 pub fn sys_ppoll(fds: usize, nfds: usize, tmo: usize, sigmask: usize, size: usize) -> SysResult {
-    if nfds > crate::fs::file::MAX_FDS {
+    if nfds > crate::task::with_current(|p| p.files.fds().limit()) {
         return Err(Errno::EINVAL);
     }
     let mut raw = vec![0u8; nfds * 8];
@@ -228,7 +228,7 @@ pub fn sys_pselect6(
     tmo: usize,
     sig: usize,
 ) -> SysResult {
-    if nfds > crate::fs::file::MAX_FDS {
+    if nfds > crate::task::with_current(|p| p.files.fds().limit()) {
         return Err(Errno::EINVAL);
     }
     let bytes = nfds.div_ceil(64) * 8;

@@ -268,7 +268,12 @@ pub fn sys_execve(path_ptr: usize, argv_ptr: usize, envp_ptr: usize) -> SysResul
     if path.is_empty() {
         return Err(Errno::ENOENT);
     }
-    let argv = read_str_array(argv_ptr)?;
+    let mut argv = read_str_array(argv_ptr)?;
+    // An empty argv gets one empty argument, as Linux (5.18 on) gives it, so the program's
+    // argv[0] is never NULL.
+    if argv.is_empty() {
+        argv.push(alloc::string::String::new());
+    }
     let envp = read_str_array(envp_ptr)?;
     task::exec(&path, argv, envp, crate::fs::open_exec)?;
     Ok(0)
@@ -348,7 +353,7 @@ pub fn sys_waitid(
     const P_PID: usize = 1;
     const P_PGID: usize = 2;
     const P_PIDFD: usize = 3;
-    use task::siginfo::{SigInfo, CLD_EXITED, CLD_KILLED, SIGINFO_BYTES};
+    use task::siginfo::{SigInfo, CLD_DUMPED, CLD_EXITED, CLD_KILLED, SIGINFO_BYTES};
     let known = WNOHANG | WSTOPPED | WEXITED | WCONTINUED | WNOWAIT | WNOTHREAD | WALL | WCLONE;
     if options & !known != 0 || options & (WEXITED | WSTOPPED | WCONTINUED) == 0 {
         return Err(Errno::EINVAL);
@@ -399,6 +404,7 @@ pub fn sys_waitid(
         let (code, status) = match w.status {
             task::ExitStatus::Exited(c) => (CLD_EXITED, c & 0xff),
             task::ExitStatus::Signaled(s) => (CLD_KILLED, s),
+            task::ExitStatus::Dumped(s) => (CLD_DUMPED, s),
         };
         // Linux's waitid fills signo, code, pid, uid and status; the times stay 0.
         info = SigInfo::child(code, w.pid, w.uid, status, 0, 0).to_user();
@@ -594,7 +600,9 @@ pub fn sys_setgroups(size: usize, list: usize) -> SysResult {
 /// Resource limits: (soft, hard) per resource, the same for every process except those each
 /// process keeps and the kernel enforces (`task::policy::Limits`: FSIZE, MEMLOCK, NICE,
 /// RTPRIO, SIGPENDING). Setting the others is accepted with Linux's checks but changes nothing.
-fn limit_of(resource: usize) -> Option<(u64, u64)> {
+const RLIMIT_NOFILE: usize = 7;
+
+pub(super) fn limit_of(resource: usize) -> Option<(u64, u64)> {
     const INF: u64 = u64::MAX;
     Some(match resource {
         0 => (INF, INF),                                      // CPU
@@ -638,8 +646,13 @@ pub fn sys_prlimit64(pid: usize, resource: usize, new: usize, old: usize) -> Sys
             return Err(Errno::EPERM);
         }
     }
-    if let Some(&mut kept) = target.inner.lock().limits.get_mut(resource) {
-        (soft, hard) = kept;
+    {
+        let mut t = target.inner.lock();
+        if let Some(&mut kept) = t.limits.get_mut(resource) {
+            (soft, hard) = kept;
+        } else if let Some(kept) = t.limits.other[resource] {
+            (soft, hard) = kept;
+        }
     }
     let mut wanted = None;
     if new != 0 {
@@ -653,12 +666,22 @@ pub fn sys_prlimit64(pid: usize, resource: usize, new: usize, old: usize) -> Sys
         if nh > hard && task::with_current(|p| p.cred.euid) != 0 {
             return Err(Errno::EPERM);
         }
+        // No descriptor limit above nr_open, for root too (Linux's sysctl_nr_open check).
+        if resource == RLIMIT_NOFILE && nh > crate::fs::file::MAX_FDS as u64 {
+            return Err(Errno::EPERM);
+        }
         wanted = Some((ns, nh));
     }
     // The old values are those before the change (Linux copies them out after it).
     if let Some(limit) = wanted {
-        if let Some(kept) = target.inner.lock().limits.get_mut(resource) {
+        let mut t = target.inner.lock();
+        if let Some(kept) = t.limits.get_mut(resource) {
             *kept = limit;
+        } else {
+            t.limits.other[resource] = Some(limit);
+        }
+        if resource == RLIMIT_NOFILE {
+            t.files.fds().set_limit(limit.0);
         }
     }
     if old != 0 {

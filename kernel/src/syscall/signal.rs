@@ -253,16 +253,17 @@ pub(super) fn user_siginfo(ptr: usize, sig: usize, to_self: bool) -> Result<SigI
 /// SI_QUEUE and a value). EAGAIN when a real-time signal's siginfo is over the receiver's
 /// RLIMIT_SIGPENDING.
 pub fn sys_rt_sigqueueinfo(tgid: isize, sig: i32, uinfo: usize) -> SysResult {
-    let info = user_siginfo(
-        uinfo,
-        sig as u32 as usize,
-        tgid == task::current_pid() as isize,
-    )?;
-    let p = usize::try_from(tgid)
+    // Linux finds the process through any of its threads' ids (rt_sigqueueinfo01 names a
+    // thread's tid); the signal is still the process's.
+    let target = usize::try_from(tgid)
         .ok()
         .filter(|&pid| pid > 0)
-        .and_then(task::find)
-        .ok_or(Errno::ESRCH)?;
+        .and_then(|id| task::find(id).or_else(|| task::find_thread(id).map(|t| t.process.clone())));
+    let to_self = target
+        .as_ref()
+        .is_some_and(|p| p.pid == task::current_pid());
+    let info = user_siginfo(uinfo, sig as u32 as usize, to_self)?;
+    let p = target.ok_or(Errno::ESRCH)?;
     let sig = usize::try_from(sig).map_err(|_| Errno::EINVAL)?;
     if sig > NSIG {
         return Err(Errno::EINVAL);

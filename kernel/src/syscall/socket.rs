@@ -795,6 +795,33 @@ pub fn write(f: &OpenFile, va: usize, len: usize) -> SysResult {
     }
 }
 
+/// Receive into a kernel buffer from socket `f` as read(2) receives into a user one (splice
+/// out of a socket): waits as the descriptor says. A connection socket that is not connected
+/// is EINVAL, as Linux's unix_stream_splice_read answers (read(2) says ENOTCONN).
+pub fn read_buf(f: &OpenFile, buf: &mut [u8]) -> SysResult {
+    let sock = socket_node(f).ok_or(Errno::ENOTSOCK)?;
+    match sock.recv(buf, false, false, wait_of(f, 0, sock.timeouts().0)) {
+        Ok(got) => Ok(got.len),
+        Err(Errno::ENOTCONN) => Err(Errno::EINVAL),
+        Err(e) => Err(e),
+    }
+}
+
+/// Send a kernel buffer on socket `f` as write(2) sends a user one (sendfile and splice into
+/// a socket): waits as the descriptor says (EAGAIN when non-blocking and full); EPIPE, with
+/// SIGPIPE, for a peer gone.
+pub fn write_buf(f: &OpenFile, buf: &[u8]) -> SysResult {
+    let sock = socket_node(f).ok_or(Errno::ENOTSOCK)?;
+    let wait = wait_of(f, 0, sock.timeouts().1);
+    match sock.send(buf, None, Vec::new(), Ucred::current(), wait) {
+        Err(Errno::EPIPE) => {
+            signal::send(&crate::task::current_process(), signal::SIGPIPE);
+            Err(Errno::EPIPE)
+        }
+        r => r,
+    }
+}
+
 /// Read an int option (EINVAL for fewer than 4 bytes).
 fn opt_int(val: usize, len: usize) -> Result<i32, Errno> {
     if len < 4 {

@@ -81,35 +81,45 @@ fn advance(f: &OpenFile, ptr: usize, at: u64, n: usize) -> Result<(), Errno> {
 }
 
 /// Whether the kernel can read `f` into a buffer (Linux: it has `splice_read`): a regular
-/// file, a block device, or a character device that is no stream (/dev/zero); not a
-/// directory, pipe, socket or event descriptor (EINVAL).
+/// file, a block device, a character device that is no stream (/dev/zero) or a socket (read
+/// as recv does); not a directory, pipe or event descriptor (EINVAL).
 fn check_source(f: &OpenFile) -> Result<(), Errno> {
-    if stream_of(f).is_some() || matches!(f.ftype, FileType::Directory | FileType::Socket) {
-        return Err(Errno::EINVAL);
+    match stream_of(f) {
+        Some(Stream::Socket(_)) => Ok(()),
+        Some(_) => Err(Errno::EINVAL),
+        None if matches!(f.ftype, FileType::Directory | FileType::Socket) => Err(Errno::EINVAL),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// Whether the kernel can write a buffer into `f` (Linux: it has `splice_write`): a file, a
-/// device or the terminal; not a pipe here (the caller's pipe path), an event descriptor or
-/// a socket without a data path (EINVAL).
+/// device, the terminal or a socket; not a pipe here (the caller's pipe path) or an event
+/// descriptor (EINVAL).
 fn check_sink(f: &OpenFile) -> Result<(), Errno> {
     match stream_of(f) {
-        Some(Stream::Tty) | None if f.ftype != FileType::Socket => Ok(()),
+        Some(Stream::Tty) | Some(Stream::Socket(_)) => Ok(()),
+        None if f.ftype != FileType::Socket => Ok(()),
         _ => Err(Errno::EINVAL),
     }
 }
 
 /// Read from `f` (checked by [`check_source`]) at `at` into `buf`.
 fn read_source(f: &OpenFile, at: u64, buf: &mut [u8]) -> SysResult {
+    if let Some(Stream::Socket(_)) = stream_of(f) {
+        return super::socket::read_buf(f, buf);
+    }
     read_file_at(f, if f.seekable() { at } else { 0 }, buf)
 }
 
 /// Write `buf` into `f` (checked by [`check_sink`]) at `at`.
 fn write_sink(f: &OpenFile, at: u64, buf: &[u8]) -> SysResult {
-    if let Some(Stream::Tty) = stream_of(f) {
-        crate::tty::write(buf);
-        return Ok(buf.len());
+    match stream_of(f) {
+        Some(Stream::Tty) => {
+            crate::tty::write(buf);
+            return Ok(buf.len());
+        }
+        Some(Stream::Socket(_)) => return super::socket::write_buf(f, buf),
+        _ => {}
     }
     super::io::drop_suid_of(f)?;
     write_file_at(f, if f.seekable() { at } else { 0 }, buf)

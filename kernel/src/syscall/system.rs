@@ -13,7 +13,8 @@ const UNAME26: u32 = 0x0002_0000;
 /// personality(0xffffffff) only asks for the current value.
 const PER_QUERY: u32 = 0xffff_ffff;
 
-const RELEASE: &str = concat!(env!("CARGO_PKG_VERSION"), "-dbfs-os");
+use crate::task::uts::RELEASE;
+const VERSION: &str = concat!("#1 dbfs-os ", env!("CARGO_PKG_VERSION"));
 
 /// uname: the system name is "Linux", because the kernel implements Linux's system-call
 /// interface and programs (pjdfstest's `conf`, configure scripts) choose their code paths by
@@ -35,7 +36,7 @@ pub fn sys_uname(buf: usize) -> SysResult {
         "Linux",
         node.as_str(),
         release.as_str(),
-        "#1 dbfs-os",
+        VERSION,
         "riscv64",
         domain.as_str(),
     ];

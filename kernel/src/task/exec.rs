@@ -86,6 +86,10 @@ const HEAD_BYTES: usize = 256;
 /// A new address space running the program at `path` (an ELF executable, static or with a
 /// `PT_INTERP` loader, or a `#!` script run by its interpreter): (space, entry, stack pointer).
 /// Only the programs' headers are read; their segments are mapped from the files' pages.
+/// What [`load_program`] made: the address space, the entry point, the stack pointer, and
+/// the file whose code runs (a script's interpreter for a script).
+pub(super) type Loaded = (AddrSpace, usize, usize, Arc<dyn MappedFile>);
+
 pub(super) fn load_program(
     open_exec: OpenExec,
     cwd: &str,
@@ -93,7 +97,7 @@ pub(super) fn load_program(
     mut argv: Vec<String>,
     envp: &[String],
     creds: &cred::Cred,
-) -> Result<(AddrSpace, usize, usize), Errno> {
+) -> Result<Loaded, Errno> {
     let mut path = String::from(path);
     let mut file = open_exec(cwd, &path)?;
     let mut head = [0u8; HEAD_BYTES];
@@ -144,7 +148,7 @@ pub(super) fn load_program(
         egid: creds.egid,
     };
     let sp = space.setup_stack(&argv, envp, &path, &elf, ids)?;
-    Ok((space, elf.start, sp))
+    Ok((space, elf.start, sp, file))
 }
 
 /// How exec opens a program (or a script's interpreter, or a program's loader): `(cwd,
@@ -162,7 +166,7 @@ pub fn spawn_init(
 ) -> Result<(), Errno> {
     let env: Vec<String> = INIT_ENV.iter().map(|s| String::from(*s)).collect();
     let (comm, cmdline) = names_of(path, &argv);
-    let (space, entry, sp) =
+    let (space, entry, sp, exe) =
         load_program(open_exec, "/", path, argv, &env, &cred::Cred::default())?;
     let kstack = new_kstack()?;
     let tf = Box::new(TrapFrame::new_user(entry, sp, kstack_top(&kstack)));
@@ -190,6 +194,7 @@ pub fn spawn_init(
         limits: Default::default(),
         sched: Default::default(),
         personality: 0,
+        exe: Some(exe),
     };
     make_process(
         &mut SCHED.lock(),
@@ -229,7 +234,7 @@ pub fn exec(
 ) -> Result<(), Errno> {
     let (cwd, creds) = with_current(|p| (p.cwd.clone(), p.cred.clone()));
     let (comm, cmdline) = names_of(path, &argv);
-    let (space, entry, sp) = load_program(open_exec, &cwd, path, argv, &envp, &creds)?;
+    let (space, entry, sp, exe) = load_program(open_exec, &cwd, path, argv, &envp, &creds)?;
     // The point of no return: Linux also kills the other threads only once the new image
     // has loaded.
     de_thread()?;
@@ -244,6 +249,7 @@ pub fn exec(
     let closed = with_current(|p| {
         p.comm = comm;
         p.cmdline = cmdline;
+        let old_exe = p.exe.replace(exe);
         let (uid, euid) = (p.cred.uid, p.cred.euid);
         p.cred.caps.on_exec(uid, euid);
         space.activate();
@@ -257,9 +263,10 @@ pub fn exec(
         // The new image is in place: a parent waiting in vfork goes on (Linux releases it
         // in exec_mmap, once the old memory is no longer the child's).
         let vfork_parent = release_vfork_parent(p);
-        (p.files.take_close_on_exec(), vfork_parent)
+        (p.files.take_close_on_exec(), vfork_parent, old_exe)
     });
-    let (closed, vfork_parent) = closed;
+    let (closed, vfork_parent, old_exe) = closed;
+    drop(old_exe);
     if let Some(parent) = vfork_parent {
         wake(&parent);
     }

@@ -13,7 +13,7 @@ use super::sched::{
     block_current, current, current_ref, current_thread, switch_to_scheduler, wake, wake_process,
     SCHED,
 };
-use super::siginfo::{SigInfo, CLD_EXITED, CLD_KILLED};
+use super::siginfo::{SigInfo, CLD_DUMPED, CLD_EXITED, CLD_KILLED};
 use super::signal;
 use super::wait;
 
@@ -40,6 +40,30 @@ pub fn exit_current(status: ExitStatus) -> ! {
         }
     }
     stop_other_threads(&p, me);
+    drop(p);
+    exit_thread(status)
+}
+
+/// End the current process for signal `sig`, whose default action it is: as
+/// [`exit_current`], and for a signal whose default action dumps core, with a core file
+/// (written once the other threads have been told to exit) and the status saying so.
+pub fn exit_fatal_signal(sig: usize, tf: &crate::arch::trap::TrapFrame) -> ! {
+    let me = current_ref();
+    let p = me.process.clone();
+    let status = ExitStatus::Signaled(sig as i32);
+    {
+        let mut inner = p.inner.lock();
+        if inner.group_exit.is_none() {
+            inner.group_exit = Some(status);
+        }
+    }
+    stop_other_threads(&p, me);
+    if super::sigstate::dumps_core(sig) && super::run::core_dump(sig, tf) {
+        let mut inner = p.inner.lock();
+        if inner.group_exit == Some(status) {
+            inner.group_exit = Some(ExitStatus::Dumped(sig as i32));
+        }
+    }
     drop(p);
     exit_thread(status)
 }
@@ -120,7 +144,7 @@ pub(super) fn process_exit(p: Arc<Process>, status: ExitStatus) {
     if p.pid == 1 {
         let code = match status {
             ExitStatus::Exited(c) => c as u32 & 0xff,
-            ExitStatus::Signaled(s) => 128 + s as u32,
+            ExitStatus::Signaled(s) | ExitStatus::Dumped(s) => 128 + s as u32,
         };
         crate::println!("[kernel] init exited with status {}", code);
         power_off(code);
@@ -144,6 +168,7 @@ pub(super) fn process_exit(p: Arc<Process>, status: ExitStatus) {
         let (code, value) = match status {
             ExitStatus::Exited(c) => (CLD_EXITED, c),
             ExitStatus::Signaled(s) => (CLD_KILLED, s),
+            ExitStatus::Dumped(s) => (CLD_DUMPED, s),
         };
         // si_utime/si_stime in clock ticks (USER_HZ 100); all of its time counts as user time.
         let ticks = p.cpu_ns() / 10_000_000;

@@ -137,6 +137,7 @@ pub fn fork(tf: &TrapFrame, vfork: bool) -> Result<usize, Errno> {
             limits: p.limits,
             sched: p.sched.for_child(),
             personality: p.personality,
+            exe: p.exe.clone(),
         };
         (inner, ctf)
     };

@@ -13,7 +13,11 @@ pub const RLIM_INFINITY: u64 = u64::MAX;
 /// (mlock, mlockall and MAP_LOCKED past it: ENOMEM, or EPERM when it is 0), RLIMIT_NICE (how
 /// far a process without CAP_SYS_NICE may lower its nice value: `20 - nice` up to the limit)
 /// RLIMIT_RTPRIO (the highest real-time priority it may set without CAP_SYS_NICE) and
-/// RLIMIT_SIGPENDING (queued siginfos past it: EAGAIN).
+/// RLIMIT_SIGPENDING (queued siginfos past it: EAGAIN). RLIMIT_NOFILE is enforced by the
+/// descriptor table (the file layer's, which keeps a copy of the soft limit). The other
+/// limits are kept as set, so getrlimit reads back what setrlimit gave (`other`), but the
+/// kernel does not act on them: no CPU-time signals, no core dumps (RLIMIT_CORE), no
+/// address-space, data or stack caps beyond the kernel's own, no process-count limit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
     pub fsize: (u64, u64),
@@ -23,6 +27,9 @@ pub struct Limits {
     /// RLIMIT_SIGPENDING: the most siginfos that may be queued for the process's real user
     /// (`siginfo`).
     pub sigpending: (u64, u64),
+    /// The limits set by setrlimit that are not enforced here, by resource number; `None`:
+    /// never set (the system call layer's default holds).
+    pub other: [Option<(u64, u64)>; 16],
 }
 
 impl Default for Limits {
@@ -35,6 +42,7 @@ impl Default for Limits {
             nice: (0, 0),
             rtprio: (0, 0),
             sigpending: (SIGPENDING_DEFAULT, SIGPENDING_DEFAULT),
+            other: [None; 16],
         }
     }
 }

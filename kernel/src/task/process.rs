@@ -28,6 +28,8 @@ pub(super) const KERNEL_STACK_SIZE: usize = 128 * 1024;
 pub enum ExitStatus {
     Exited(i32),
     Signaled(i32),
+    /// Killed by a signal whose default action dumps core, with a core file written.
+    Dumped(i32),
 }
 
 impl ExitStatus {
@@ -36,6 +38,7 @@ impl ExitStatus {
         match self {
             ExitStatus::Exited(c) => (c & 0xff) << 8,
             ExitStatus::Signaled(s) => s & 0x7f,
+            ExitStatus::Dumped(s) => (s & 0x7f) | 0x80,
         }
     }
 }
@@ -97,6 +100,9 @@ pub struct ProcInner {
     /// execve. Of the flags, the kernel honours UNAME26 (uname's release); pselect6 never
     /// writes the time left back, as STICKY_TIMEOUTS asks.
     pub personality: u32,
+    /// The program the process runs (for a script, its interpreter), held open as Linux's
+    /// `mm->exe_file`: `/proc/<pid>/exe`. Kept by fork, replaced by execve.
+    pub exe: Option<Arc<dyn crate::mm::file_pages::MappedFile>>,
 }
 
 /// A thread group.

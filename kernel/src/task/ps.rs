@@ -36,6 +36,35 @@ pub struct PsInfo {
     pub sig_limit: u64,
 }
 
+/// The tids of process `pid`'s live threads, lowest first (`/proc/<pid>/task`).
+pub fn thread_ids(pid: usize) -> Option<Vec<usize>> {
+    let p = super::lookup::find(pid)?;
+    let i = p.inner.lock();
+    let mut tids: Vec<usize> = i.threads.iter().map(|t| t.tid).collect();
+    tids.sort_unstable();
+    Some(tids)
+}
+
+/// What [`info`] says of process `pid`, seen from its thread `tid`: the tid in place of
+/// the pid and that thread's own state letter (`/proc/<pid>/task/<tid>/stat`).
+pub fn thread_info(pid: usize, tid: usize) -> Option<PsInfo> {
+    let mut info = info(pid)?;
+    let t = super::lookup::find_thread(tid).filter(|t| t.process.pid == pid)?;
+    info.state = match t.inner.lock().state {
+        State::Running | State::Ready => 'R',
+        State::Waiting => 'S',
+        State::Dead => 'Z',
+    };
+    info.pid = tid;
+    info.threads = 1;
+    Some(info)
+}
+
+/// The program process `pid` runs (`/proc/<pid>/exe`), if it exists and has one.
+pub fn exe(pid: usize) -> Option<alloc::sync::Arc<dyn crate::mm::file_pages::MappedFile>> {
+    super::lookup::find(pid)?.inner.lock().exe.clone()
+}
+
 /// Every process's pid, in order (zombies included until reaped, as on Linux).
 pub fn pids() -> Vec<usize> {
     SCHED.lock().all.keys().copied().collect()

@@ -26,6 +26,9 @@ pub struct Services {
     /// What other subsystems undo when a process exits, given its pid (System V
     /// semaphores' SEM_UNDO adjustments).
     pub process_exit: fn(usize),
+    /// Write the current process's core file for signal `sig` with the faulting thread's
+    /// registers `tf`; whether one was written (the wait status's core bit).
+    pub core_dump: fn(usize, &crate::arch::trap::TrapFrame) -> bool,
 }
 
 pub(super) static SERVICES: spin::Once<Services> = spin::Once::new();
@@ -41,6 +44,11 @@ pub(super) fn power_off(code: u32) -> ! {
         Some(s) => (s.power_off)(code),
         None => crate::arch::power::shutdown(code),
     }
+}
+
+/// Run the registered [`Services::core_dump`] (false when none is registered).
+pub(super) fn core_dump(sig: usize, tf: &crate::arch::trap::TrapFrame) -> bool {
+    SERVICES.get().is_some_and(|s| (s.core_dump)(sig, tf))
 }
 
 /// Run the registered [`Services::process_exit`] for process `pid`.

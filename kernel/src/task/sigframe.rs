@@ -6,7 +6,7 @@ use core::sync::atomic::Ordering::Relaxed;
 
 use abi::Errno;
 
-use super::exit::{exit_current, exit_thread};
+use super::exit::{exit_current, exit_fatal_signal, exit_thread};
 use super::process::ExitStatus;
 use super::sched::{current_pid, current_thread, with_current, with_thread};
 use super::siginfo::SigInfo;
@@ -78,7 +78,7 @@ pub fn deliver(tf: &mut TrapFrame, restart: Option<usize>) {
             drop(t);
             drop(p);
             // The default action ends the whole process (a fault in one thread too).
-            exit_current(ExitStatus::Signaled(sig as i32));
+            exit_fatal_signal(sig, tf);
         }
         // A handler runs.
         match restart {
@@ -104,8 +104,10 @@ pub fn deliver(tf: &mut TrapFrame, restart: Option<usize>) {
             None
         };
         drop(ti);
+        // SA_RESETHAND: the handler goes back to SIG_DFL; the flags and mask stay, as Linux
+        // keeps them (sigaction01 reads SA_SIGINFO back after the first delivery).
         if action.flags & SA_RESETHAND != 0 {
-            inner.sig.actions[sig - 1] = SigAction::default();
+            inner.sig.actions[sig - 1].handler = SigAction::default().handler;
         }
         let ok = push_frame(
             &mut inner.space,

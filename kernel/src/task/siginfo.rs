@@ -27,6 +27,7 @@ pub const SI_SIGIO: i32 = -5;
 pub const SI_TKILL: i32 = -6;
 pub const CLD_EXITED: i32 = 1;
 pub const CLD_KILLED: i32 = 2;
+pub const CLD_DUMPED: i32 = 3;
 
 /// The size of `siginfo_t` and of `struct signalfd_siginfo`.
 pub const SIGINFO_BYTES: usize = 128;

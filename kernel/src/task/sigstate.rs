@@ -76,6 +76,12 @@ pub(super) enum Default_ {
     Ignore,
 }
 
+/// Whether `sig`'s default action also dumps core (signal(7)'s "Core").
+pub(super) fn dumps_core(sig: usize) -> bool {
+    // SIGQUIT, SIGILL, SIGTRAP, SIGABRT, SIGBUS, SIGFPE, SIGSEGV, SIGXCPU, SIGXFSZ, SIGSYS.
+    matches!(sig, 3 | 4 | 5 | 6 | 7 | 8 | 11 | 24 | 25 | 31)
+}
+
 pub(super) fn default_action(sig: usize) -> Default_ {
     match sig {
         SIGCHLD | SIGCONT | SIGURG | SIGWINCH => Default_::Ignore,

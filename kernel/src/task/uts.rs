@@ -6,6 +6,14 @@ use alloc::string::String;
 
 use crate::sync::Mutex;
 
+/// The release uname and /proc/sys/kernel/osrelease report: the Linux interface level the
+/// system calls follow (Linux 6.12's, Debian trixie's kernel), then this kernel's name.
+/// Programs compare the release with a Linux version to decide what to use (LTP skips a
+/// test "for kernels older than 4.11", glibc and configure scripts choose code paths); a
+/// feature such a program then asks for and we do not have gets ENOSYS or EINVAL, as from a
+/// Linux built without it. The kernel's own version is in uname's version field.
+pub const RELEASE: &str = "6.12.0-dbfs-os";
+
 /// Longest name (Linux's `__NEW_UTS_LEN`): uname's fields are 65 bytes with the NUL.
 pub const UTS_LEN: usize = 64;
 

@@ -527,3 +527,67 @@ pub fn fallocate_modes(cx: &Ctx) -> TestResult {
     let _ = sys::close(ro);
     expect_errno(bad, Errno::EBADF, "fallocate of a read-only descriptor")
 }
+
+/// sendfile and splice with a socket: a file sent into a stream socket arrives whole; a pipe
+/// spliced into a socket and the socket spliced into another pipe carry the bytes; sendfile
+/// into a full non-blocking socket is EAGAIN; splice out of an unconnected stream socket is
+/// EINVAL (Linux's answer).
+pub fn splice_sockets(cx: &Ctx) -> TestResult {
+    const SOCK_STREAM: u32 = 1;
+    const SOCK_DGRAM: u32 = 2;
+    const SOCK_NONBLOCK: u32 = 0o4000;
+    let src = cx.path("sock-src");
+    put_file(&src, b"0123456789")?;
+    let fin = sys::open(&src, O_RDONLY, 0).what("open src")?;
+    let (a, b) = sys::socketpair(SOCK_STREAM).what("socketpair")?;
+    let (r1, w1) = sys::pipe2(0).what("pipe2")?;
+    let (r2, w2) = sys::pipe2(0).what("pipe2")?;
+    let (da, db) = sys::socketpair(SOCK_DGRAM | SOCK_NONBLOCK).what("dgram pair")?;
+    // SAFETY: no pointer arguments.
+    let lone = ret(unsafe { syscall3(SYS_SOCKET, 1, SOCK_STREAM as usize, 0) }).what("socket");
+    let res = (|| -> TestResult {
+        ensure!(
+            sendfile(a, fin, None, 100).what("sendfile into a socket")? == 10,
+            "sendfile into a socket sent a part"
+        );
+        let mut buf = [0u8; 32];
+        let n = sys::read(b, &mut buf).what("read the socket")?;
+        same_bytes(&buf[..n], b"0123456789", "what sendfile sent")?;
+        sys::write(w1, b"through a socket").what("write the pipe")?;
+        ensure!(
+            splice(r1, None, a, 100, 0).what("splice a pipe into a socket")? == 16,
+            "splice into a socket moved a part"
+        );
+        ensure!(
+            splice(b, None, w2, 100, 0).what("splice a socket into a pipe")? == 16,
+            "splice out of a socket moved a part"
+        );
+        let n = sys::read(r2, &mut buf).what("read the second pipe")?;
+        same_bytes(
+            &buf[..n],
+            b"through a socket",
+            "what went through the socket",
+        )?;
+        // A datagram socket whose peer's queue is full: EAGAIN, as write(2) says.
+        while sys::write(da, b"x").is_ok() {}
+        let mut off = 0i64;
+        expect_errno(
+            sendfile(da, fin, Some(&mut off), 1),
+            Errno::EAGAIN,
+            "sendfile into a full non-blocking socket",
+        )?;
+        expect_errno(
+            splice(*lone.as_ref().map_err(|e| e.clone())? as Fd, None, w2, 1, 0),
+            Errno::EINVAL,
+            "splice out of an unconnected stream socket",
+        )?;
+        Ok(())
+    })();
+    for fd in [fin, a, b, r1, w1, r2, w2, da, db] {
+        let _ = sys::close(fd);
+    }
+    if let Ok(l) = lone {
+        let _ = sys::close(l as Fd);
+    }
+    res
+}

@@ -206,6 +206,7 @@ pub const TESTS: &[Test] = &[
         copy_tests::sendfile_copy_file_range,
     ),
     t("close_range_openat2", copy_tests::close_range_openat2),
+    t("splice_sockets", copy_tests::splice_sockets),
     t("fallocate_modes", copy_tests::fallocate_modes),
     needs(
         "openat2_no_symlinks",
@@ -213,6 +214,8 @@ pub const TESTS: &[Test] = &[
         Needs::Symlinks,
     ),
     t("proc_fd_links", proc_fd_tests::proc_fd_links),
+    t("proc_exe_task", proc_fd_tests::proc_exe_task),
+    t("nofile_limit", proc_fd_tests::nofile_limit),
     needs(
         "fchmodat2_semantics",
         chmod_tests::fchmodat2_semantics,
@@ -260,6 +263,7 @@ pub const TESTS: &[Test] = &[
         "sigqueue_to_child_and_sigchld",
         sigqueue_tests::sigqueue_to_child_and_sigchld,
     ),
+    t("core_dump_written", sigqueue_tests::core_dump_written),
     t(
         "siginfo_reaches_handler_timer_signalfd",
         sigqueue_tests::siginfo_reaches_handler_timer_signalfd,

@@ -358,3 +358,70 @@ fn signalfd_siginfo() -> TestResult {
     sys::close(sfd).what("close signalfd")?;
     r
 }
+
+/// Core files: a child killed by SIGSEGV with RLIMIT_CORE unlimited leaves an ELF core file
+/// (`core` in its working directory: ET_CORE, EM_RISCV) and a wait status with the core
+/// bit; with RLIMIT_CORE below a page, no file and no core bit; SIGTERM (no core action)
+/// never dumps.
+pub fn core_dump_written(cx: &Ctx) -> TestResult {
+    const RLIMIT_CORE: usize = 4;
+    const SIGSEGV: usize = 11;
+    const SIGTERM: usize = 15;
+    let core = cx.path("core");
+    let run = |limit: u64, sig: usize| -> SysResult<user_tests::sys::WaitStatus> {
+        let dir = cx.dir.clone();
+        let pid = sys::fork()?;
+        if pid == 0 {
+            let mut p = Vec::from(dir.as_bytes());
+            p.push(0);
+            let lim = [limit, u64::MAX];
+            // SAFETY: `p` is a NUL-terminated path, `lim` a readable struct rlimit64.
+            unsafe {
+                if syscall1(SYS_CHDIR, p.as_ptr() as usize) != 0
+                    || syscall4(SYS_PRLIMIT64, 0, RLIMIT_CORE, lim.as_ptr() as usize, 0) != 0
+                {
+                    sys::exit(100);
+                }
+                syscall3(SYS_KILL, sys::getpid() as usize, sig, 0);
+            }
+            sys::exit(101);
+        }
+        Ok(sys::waitpid(pid)?.1)
+    };
+    let st = run(u64::MAX, SIGSEGV).what("fork")?;
+    ensure!(
+        st.signal() == Some(SIGSEGV as i32) && st.0 & 0x80 != 0,
+        "SIGSEGV with RLIMIT_CORE unlimited: status {:#x} (no core bit)",
+        st.0
+    );
+    let head = crate::get_file(&core)?;
+    ensure!(
+        head.len() > 64 && head.starts_with(b"\x7fELF") && head[16] == 4 && head[18] == 243,
+        "the core file is not an ELF core for RISC-V ({} bytes)",
+        head.len()
+    );
+    sys::unlink(&core).what("unlink core")?;
+    let st = run(1000, SIGSEGV).what("fork")?;
+    ensure!(
+        st.signal() == Some(SIGSEGV as i32) && st.0 & 0x80 == 0,
+        "RLIMIT_CORE below a page: status {:#x}",
+        st.0
+    );
+    expect_errno(
+        sys::open(&core, O_RDONLY, 0),
+        Errno::ENOENT,
+        "a core below the limit",
+    )?;
+    let st = run(u64::MAX, SIGTERM).what("fork")?;
+    ensure!(
+        st.signal() == Some(SIGTERM as i32) && st.0 & 0x80 == 0,
+        "SIGTERM: status {:#x}",
+        st.0
+    );
+    expect_errno(
+        sys::open(&core, O_RDONLY, 0),
+        Errno::ENOENT,
+        "a core for SIGTERM",
+    )?;
+    Ok(())
+}
