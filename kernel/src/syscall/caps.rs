@@ -95,6 +95,8 @@ pub fn sys_capset(header: usize, data: usize) -> SysResult {
     })
 }
 
+const PR_GET_DUMPABLE: usize = 3;
+const PR_SET_DUMPABLE: usize = 4;
 const PR_GET_KEEPCAPS: usize = 7;
 const PR_SET_KEEPCAPS: usize = 8;
 const PR_SET_NAME: usize = 15;
@@ -107,6 +109,15 @@ const COMM_LEN: usize = 16;
 
 pub fn sys_prctl(option: usize, arg2: usize) -> SysResult {
     match option {
+        PR_GET_DUMPABLE => Ok(usize::from(with_current(|p| p.dumpable))),
+        // 0 or 1 (Linux's SUID_DUMP_ROOT, 2, is for the sysctl only: EINVAL here too).
+        PR_SET_DUMPABLE => {
+            if arg2 > 1 {
+                return Err(Errno::EINVAL);
+            }
+            with_current(|p| p.dumpable = arg2 == 1);
+            Ok(0)
+        }
         PR_GET_KEEPCAPS => Ok(with_current(|p| p.cred.caps.keep) as usize),
         PR_SET_KEEPCAPS => {
             if arg2 > 1 {

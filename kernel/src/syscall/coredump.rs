@@ -4,7 +4,8 @@
 //! core_pattern` reads `core`), which gdb reads beside the program (`gdb prog core`).
 //!
 //! As Linux's `do_coredump` and `elf_core_dump` with the default `coredump_filter`:
-//! - Nothing is written unless RLIMIT_CORE's soft limit is at least a page (ELF's
+//! - Nothing is written for a process that made itself undumpable (prctl PR_SET_DUMPABLE 0)
+//!   or unless RLIMIT_CORE's soft limit is at least a page (ELF's
 //!   `min_coredump`); the bytes written stop at the limit, and a core cut short by it does
 //!   not count as dumped (the wait status's core bit stays clear, as Linux's).
 //! - An existing `core` is reused only if it is a regular file of the process's owner with
@@ -70,13 +71,13 @@ fn dump_of(m: &MapEntry) -> Dump {
 /// signal ended. Whether a whole core was written.
 pub fn dump(sig: usize, tf: &TrapFrame) -> bool {
     let pid = crate::task::current_pid();
-    let (limit, cwd) = crate::task::with_current(|p| {
+    let (limit, cwd, dumpable) = crate::task::with_current(|p| {
         let soft = p.limits.other[RLIMIT_CORE]
             .or_else(|| super::process::limit_of(RLIMIT_CORE))
             .map_or(0, |l| l.0);
-        (soft, p.cwd.clone())
+        (soft, p.cwd.clone(), p.dumpable)
     });
-    if limit < PAGE_SIZE as u64 {
+    if !dumpable || limit < PAGE_SIZE as u64 {
         return false;
     }
     let Some(maps) = crate::task::ps::maps(pid) else {

@@ -195,6 +195,7 @@ pub fn spawn_init(
         sched: Default::default(),
         personality: 0,
         exe: Some(exe),
+        dumpable: true,
     };
     make_process(
         &mut SCHED.lock(),
@@ -250,6 +251,7 @@ pub fn exec(
         p.comm = comm;
         p.cmdline = cmdline;
         let old_exe = p.exe.replace(exe);
+        p.dumpable = true;
         let (uid, euid) = (p.cred.uid, p.cred.euid);
         p.cred.caps.on_exec(uid, euid);
         space.activate();

@@ -138,6 +138,7 @@ pub fn fork(tf: &TrapFrame, vfork: bool) -> Result<usize, Errno> {
             sched: p.sched.for_child(),
             personality: p.personality,
             exe: p.exe.clone(),
+            dumpable: p.dumpable,
         };
         (inner, ctf)
     };

@@ -103,6 +103,9 @@ pub struct ProcInner {
     /// The program the process runs (for a script, its interpreter), held open as Linux's
     /// `mm->exe_file`: `/proc/<pid>/exe`. Kept by fork, replaced by execve.
     pub exe: Option<Arc<dyn crate::mm::file_pages::MappedFile>>,
+    /// Whether a core-action signal may write a core file (prctl PR_SET_DUMPABLE): kept by
+    /// fork, set again by execve.
+    pub dumpable: bool,
 }
 
 /// A thread group.
