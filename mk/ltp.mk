@@ -28,6 +28,10 @@ LTP_CASE_TIMEOUT ?= 120
 LTP_FS ?=
 # Where the cases' TMPDIR is (the runner's default: /dbfs/ltp-tmp).
 LTP_TMPDIR ?=
+# The size of the boot's /dbfs disk (TMPDIR's; a sparse image). runtest/fs's growfiles cases
+# grow a file for two minutes: `make ltp-fs` gives them LTP_FS_DBFS_SIZE.
+LTP_DBFS_SIZE ?= 512M
+LTP_FS_DBFS_SIZE ?= 4G
 # The whole boot's hard limit (s): `make ltp` and `make test-ltp`.
 LTP_TIMEOUT ?= 3000
 LTP_QUICK_TIMEOUT ?= 600
@@ -74,7 +78,7 @@ define ltp_boot
 	$(DBFS_FUSE) import $(LTP_RUN_DIR)/root.img $(LTP_RUN_DIR)/stage --dir /opt/ltp
 	$(MKIMAGE) fat32 $(LTP_RUN_DIR)/fat.img --size 300M --label LTPFAT
 	$(MKIMAGE) blank $(LTP_RUN_DIR)/raw.img --size 320M
-	$(MKIMAGE) blank $(LTP_RUN_DIR)/dbfs.img --size 512M
+	$(MKIMAGE) blank $(LTP_RUN_DIR)/dbfs.img --size $(LTP_DBFS_SIZE)
 	timeout --foreground -k 10 $(2) $(call debian_qemu,$(LTP_RUN_DIR)/root.img,$(call qemu_with,$(LTP_RUN_DIR))) \
 		-append "$(DEBIAN_PARAMS) -- /opt/ltp/runltp.sh" | tee $(3)
 	@grep -Eq '^LTP passed=[0-9]+ failed=0 broken=0 conf=[0-9]+ warn=[0-9]+ cases=[0-9]+' $(3) || \
@@ -117,7 +121,7 @@ LTP_FS_CASE_TIMEOUT ?= 300
 ltp-fs:
 	@$(call apt_install,dosfstools)
 	@$(MAKE) --no-print-directory ltp LTP_LIST=tests/ltp/fs-dbfs.txt LTP_RUN=fs-dbfs \
-		LTP_CASE_TIMEOUT=$(LTP_FS_CASE_TIMEOUT)
+		LTP_CASE_TIMEOUT=$(LTP_FS_CASE_TIMEOUT) LTP_DBFS_SIZE=$(LTP_FS_DBFS_SIZE)
 	@$(MAKE) --no-print-directory ltp LTP_LIST=tests/ltp/fs-fat.txt LTP_RUN=fs-fat LTP_TMPDIR=/fat/ltp-tmp \
 		LTP_CASE_TIMEOUT=$(LTP_FS_CASE_TIMEOUT)
 	fsck.fat -n $(BUILD)/ltp/fs-fat/fat.img

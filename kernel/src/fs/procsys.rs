@@ -7,7 +7,8 @@
 //! - `kernel/msgmax`, `msgmnb`, `msgmni`, `sem`, `shmmax`, `shmmni`, `shmall`: the System V
 //!   IPC limits (`ipc::msg`, `ipc::sem`, `ipc::shm`);
 //! - `kernel/core_pattern`: `core` (core files are written there, in the process's directory);
-//! - `kernel/osrelease`, `kernel/ostype`: uname's release and system name;
+//! - `kernel/osrelease`, `kernel/ostype`, `kernel/version`: uname's release, system name and
+//!   version;
 //!
 //! - `kernel/hostname`, `kernel/domainname`: the names uname reports (`task::uts`; set with
 //!   sethostname and setdomainname);
@@ -35,7 +36,7 @@ enum Entry {
     Tunable(fn() -> String, fn(&str) -> VfsResult<()>),
 }
 
-const KERNEL: [(&str, Entry); 14] = [
+const KERNEL: [(&str, Entry); 15] = [
     // Core files are written as `core` in the dying process's directory (syscall/coredump.rs).
     ("core_pattern", Entry::File(|| String::from("core\n"))),
     (
@@ -93,6 +94,10 @@ const KERNEL: [(&str, Entry); 14] = [
         Entry::File(|| format!("{}\n", crate::ipc::shm::SHMMNI)),
     ),
     ("tainted", Entry::File(|| String::from("0\n"))),
+    (
+        "version",
+        Entry::File(|| format!("{}\n", crate::task::uts::VERSION)),
+    ),
 ];
 const FS: [(&str, Entry); 2] = [
     (

@@ -282,6 +282,33 @@ impl AddrSpace {
         })
     }
 
+    /// The futex key of the user word at `va` (Linux's `get_futex_key`), its page resolved
+    /// for `access` first (EFAULT if it cannot be). A page of a shared mapping (MAP_SHARED
+    /// anonymous memory, System V shared memory, a shared file mapping) is named by its
+    /// kernel address, which every process that maps it sees alike. A page of a private
+    /// mapping is named by its address in this space, `space_id` telling spaces apart:
+    /// its frame changes when a store copies a page still shared with a fork's other side,
+    /// and a waiter keyed by the old frame would never be woken (LTP's futex_wake02: threads
+    /// of a forked child waiting on a static word).
+    pub fn futex_key(
+        &mut self,
+        va: usize,
+        access: Access,
+        space_id: usize,
+    ) -> Result<usize, Errno> {
+        /// Bit 62 marks a private key; kernel addresses have bit 63 set, user ones fit 38 bits.
+        const PRIVATE_KEY: usize = 1 << 62;
+        let kva = self.resolve(va, access)?;
+        let shared = self.areas.range(..=va).next_back().is_some_and(|(_, a)| {
+            va < a.end && (a.shared.is_some() || a.file.as_ref().is_some_and(|f| !f.private))
+        });
+        Ok(if shared {
+            kva
+        } else {
+            PRIVATE_KEY | (space_id & 0x3f_ffff) << 39 | va
+        })
+    }
+
     /// The kernel address of user byte `va` if its page is mapped for `access` already.
     /// A mapped page's entry carries its area's permissions (`populate`, `mprotect` and
     /// `fork` keep them equal), so such a page needs no area lookup: the common case of

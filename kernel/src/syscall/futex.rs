@@ -6,7 +6,7 @@
 use abi::stat::Timespec;
 use abi::Errno;
 
-use super::args::{copy_in, with_space, SysResult};
+use super::args::{copy_in, SysResult};
 use crate::arch::time;
 use crate::mm::area::Access;
 use crate::task::futex;
@@ -42,9 +42,9 @@ pub fn sys_futex(
     if op & FUTEX_CLOCK_REALTIME != 0 && cmd != FUTEX_WAIT && cmd != FUTEX_WAIT_BITSET {
         return Err(Errno::ENOSYS);
     }
-    // The futex's name: the kernel address of its word (the same for every process that
-    // maps the page shared).
-    let key = with_space(|s| s.resolve(uaddr, Access::Read))?;
+    // The futex's name (`task::futex::key`): the kernel address of its word in a shared
+    // mapping (the same for every process that maps the page), else its address here.
+    let key = futex::key(uaddr, Access::Read)?;
     if cmd == FUTEX_REQUEUE || cmd == FUTEX_CMP_REQUEUE {
         return requeue(cmd, key, uaddr, val, timeout, uaddr2, val3);
     }
@@ -97,7 +97,7 @@ fn requeue(
     if nr_wake < 0 || nr_requeue < 0 || !uaddr2.is_multiple_of(4) {
         return Err(Errno::EINVAL);
     }
-    let key2 = with_space(|s| s.resolve(uaddr2, Access::Read))?;
+    let key2 = futex::key(uaddr2, Access::Read)?;
     if cmd == FUTEX_CMP_REQUEUE {
         let mut word = [0u8; 4];
         copy_in(uaddr, &mut word)?;

@@ -13,8 +13,7 @@ const UNAME26: u32 = 0x0002_0000;
 /// personality(0xffffffff) only asks for the current value.
 const PER_QUERY: u32 = 0xffff_ffff;
 
-use crate::task::uts::RELEASE;
-const VERSION: &str = concat!("#1 dbfs-os ", env!("CARGO_PKG_VERSION"));
+use crate::task::uts::{RELEASE, VERSION};
 
 /// uname: the system name is "Linux", because the kernel implements Linux's system-call
 /// interface and programs (pjdfstest's `conf`, configure scripts) choose their code paths by

@@ -128,13 +128,20 @@ pub fn requeue(
     woken.len() + moved
 }
 
-/// The futex key of the user word at `uaddr` in the current process (resolving the page for
-/// `access`), or None if it is not mapped so.
+/// The futex key of the user word at `uaddr` in the current process, its page resolved for
+/// `access` (`AddrSpace::futex_key`: shared pages by their frame, private ones by their
+/// address in this process).
+pub fn key(uaddr: usize, access: Access) -> Result<usize, Errno> {
+    let pid = super::sched::current_pid();
+    super::sched::with_current(|p| p.space.futex_key(uaddr, access, pid))
+}
+
+/// [`key`], or None for a misaligned or unmapped word.
 fn key_of(uaddr: usize, access: Access) -> Option<usize> {
     if !uaddr.is_multiple_of(4) {
         return None;
     }
-    super::sched::with_current(|p| p.space.resolve(uaddr, access)).ok()
+    key(uaddr, access).ok()
 }
 
 /// A thread exits with `CLONE_CHILD_CLEARTID` (or set_tid_address) at `uaddr`: write 0 there

@@ -14,6 +14,9 @@ use crate::sync::Mutex;
 /// Linux built without it. The kernel's own version is in uname's version field.
 pub const RELEASE: &str = "6.12.0-dbfs-os";
 
+/// uname's version field and /proc/sys/kernel/version: this kernel and its crate version.
+pub const VERSION: &str = concat!("#1 dbfs-os ", env!("CARGO_PKG_VERSION"));
+
 /// Longest name (Linux's `__NEW_UTS_LEN`): uname's fields are 65 bytes with the NUL.
 pub const UTS_LEN: usize = 64;
 

@@ -3,8 +3,10 @@
  * tools/thirdparty/fetch-build.sh and run by `make test-apps` as /bin/threadtest.
  * Prints one line per check and "threadtest: N passed, M failed". */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -504,6 +506,67 @@ static void test_read_while_sibling_unmaps(void) {
 		      "a large read in a threaded process gives the CPU away for the disk");
 }
 
+/* --- a private futex on a page a fork still shares copy-on-write: a thread of the child
+ * waits on a static word, then a store to the same page gives the child its own copy of
+ * the page, and FUTEX_WAKE_PRIVATE must still find the waiter (LTP's futex_wake02: the
+ * kernel once named private futexes by their frame, which the copy changes). */
+static struct {
+	int word;
+	int other; /* same page: a store here copies the page */
+} cow_page __attribute__((aligned(4096)));
+
+static void *cow_waiter(void *arg) {
+	(void)arg;
+	syscall(SYS_futex, &cow_page.word, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+	return NULL;
+}
+
+static void test_futex_after_fork_copy(void) {
+	cow_page.word = 0;
+	pid_t pid = fork();
+	if (pid == 0) {
+		pthread_t t;
+		if (pthread_create(&t, NULL, cow_waiter, NULL) != 0)
+			_exit(2);
+		/* Let the waiter get to sleep (/proc/self/task/TID/stat says S; the futex is the
+		 * only place it sleeps), so the store below copies the page under a sleeper. */
+		int asleep = 0;
+		for (int i = 0; i < 2000 && !asleep; i++) {
+			usleep(1000);
+			DIR *d = opendir("/proc/self/task");
+			struct dirent *e;
+			while (d && (e = readdir(d)) != NULL) {
+				char path[300], st[256];
+				if (atoi(e->d_name) == 0 || atoi(e->d_name) == getpid())
+					continue;
+				snprintf(path, sizeof path, "/proc/self/task/%s/stat", e->d_name);
+				FILE *f = fopen(path, "r");
+				if (f && fgets(st, sizeof st, f) && strstr(st, ") S "))
+					asleep = 1;
+				if (f)
+					fclose(f);
+			}
+			if (d)
+				closedir(d);
+		}
+		cow_page.other = 1; /* the child's own copy of the page from here on */
+		long woken = 0;
+		for (int i = 0; i < 200 && woken == 0; i++) {
+			woken = syscall(SYS_futex, &cow_page.word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+			if (woken == 0)
+				usleep(1000);
+		}
+		if (!asleep || woken != 1)
+			_exit(1); /* exit_group ends the waiter too */
+		pthread_join(t, NULL);
+		_exit(0);
+	}
+	int status = 0;
+	waitpid(pid, &status, 0);
+	check(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	      "FUTEX_WAKE_PRIVATE finds a waiter after a store copied its page (forked child)");
+}
+
 int main(void) {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	main_pid = getpid();
@@ -517,6 +580,7 @@ int main(void) {
 	test_thread_bomb();
 	test_unmap_under_read();
 	test_read_while_sibling_unmaps();
+	test_futex_after_fork_copy();
 	printf("threadtest: %d passed, %d failed\n", passed, failed);
 	return failed != 0;
 }
