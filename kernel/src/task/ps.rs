@@ -92,11 +92,18 @@ pub fn maps(pid: usize) -> Option<Vec<crate::mm::maps::MapEntry>> {
 pub fn info(pid: usize) -> Option<PsInfo> {
     let p = super::lookup::find(pid)?;
     let i = p.inner.lock();
-    // A process runs while one of its threads can; a zombie has none left.
-    let runnable = i
-        .threads
-        .iter()
-        .any(|t| matches!(t.inner.lock().state, State::Running | State::Ready));
+    // As Linux's /proc/<pid>/stat: the state of the thread group's leader (the thread whose
+    // id is the pid; LTP waits for a process to sleep by it while a helper thread runs);
+    // without one (the leader exited first, or exec gave the process another thread's
+    // id), runnable while any thread can be. A zombie has no threads left.
+    let leader = i.threads.iter().find(|t| t.tid == pid);
+    let runnable = match leader {
+        Some(t) => matches!(t.inner.lock().state, State::Running | State::Ready),
+        None => i
+            .threads
+            .iter()
+            .any(|t| matches!(t.inner.lock().state, State::Running | State::Ready)),
+    };
     let state = match (i.zombie, runnable) {
         (Some(_), _) => 'Z',
         (None, true) => 'R',
