@@ -193,6 +193,15 @@ fn node_ino(pid: usize, tid: Option<usize>, k: u64) -> u64 {
     }
 }
 
+/// A directory of process `p`'s (`/proc/<pid>`, its `task` and the threads' directories):
+/// inode `ino`, readable and searchable by all, owned by the process's user.
+fn process_dir(p: &PsInfo, ino: u64) -> Metadata {
+    let mut m = meta(ino, FileType::Directory, 0o555, 0, 0);
+    m.uid = p.uid;
+    m.gid = p.gid;
+    m
+}
+
 /// What a process's or (with `tid`) one of its threads' files say.
 fn info_of(pid: usize, tid: Option<usize>) -> VfsResult<PsInfo> {
     match tid {
@@ -272,16 +281,7 @@ impl Node for PidDir {
     }
     fn getattr(&self) -> VfsResult<Metadata> {
         let p = info_of(self.pid, self.tid)?;
-        let mut m = meta(
-            node_ino(self.pid, self.tid, 1),
-            FileType::Directory,
-            0o555,
-            0,
-            0,
-        );
-        m.uid = p.uid;
-        m.gid = p.gid;
-        Ok(m)
+        Ok(process_dir(&p, node_ino(self.pid, self.tid, 1)))
     }
     fn lookup(&self, name: &str) -> VfsResult<NodeRef> {
         info_of(self.pid, self.tid)?;
@@ -350,16 +350,7 @@ impl Node for TaskDir {
     }
     fn getattr(&self) -> VfsResult<Metadata> {
         let p = info(self.pid)?;
-        let mut m = meta(
-            pid_ino(self.pid, TASK_DIR_INO),
-            FileType::Directory,
-            0o555,
-            0,
-            0,
-        );
-        m.uid = p.uid;
-        m.gid = p.gid;
-        Ok(m)
+        Ok(process_dir(&p, pid_ino(self.pid, TASK_DIR_INO)))
     }
     fn lookup(&self, name: &str) -> VfsResult<NodeRef> {
         let tid: usize = name.parse().map_err(|_| VfsError::NotFound)?;
