@@ -36,14 +36,20 @@ fn link_ino(pid: usize, fd: i32) -> u64 {
     (1 << 40) | ((pid as u64) << 12) | fd as u64
 }
 
-/// The file descriptor `fd` of process `pid` holds, if both exist; EACCES to a caller that is
-/// neither that process's owner nor root.
-fn open_file(pid: usize, fd: i32) -> VfsResult<Arc<OpenFile>> {
+/// Whether the caller may follow process `pid`'s magic links: it is that process's owner or
+/// root (EACCES otherwise; NotFound for a process that is gone).
+fn may_follow(pid: usize) -> VfsResult<()> {
     let owner = crate::task::ps::info(pid).ok_or(VfsError::NotFound)?.uid;
     let euid = crate::task::with_current(|p| p.cred.euid);
     if euid != 0 && euid != owner {
         return Err(VfsError::PermissionDenied);
     }
+    Ok(())
+}
+
+/// The file descriptor `fd` of process `pid` holds, if both exist and [`may_follow`].
+fn open_file(pid: usize, fd: i32) -> VfsResult<Arc<OpenFile>> {
+    may_follow(pid)?;
     crate::task::ps::with_files(pid, |t| t.fds().get(fd))
         .ok_or(VfsError::NotFound)?
         .map_err(|_| VfsError::NotFound)
@@ -57,11 +63,7 @@ pub struct ExeLink {
 
 /// Where the program process `pid` runs is, under the same rule as its descriptors.
 fn exe_loc(pid: usize) -> VfsResult<Loc> {
-    let owner = crate::task::ps::info(pid).ok_or(VfsError::NotFound)?.uid;
-    let euid = crate::task::with_current(|p| p.cred.euid);
-    if euid != 0 && euid != owner {
-        return Err(VfsError::PermissionDenied);
-    }
+    may_follow(pid)?;
     let exe = crate::task::ps::exe(pid).ok_or(VfsError::NotFound)?;
     let f = exe
         .as_any()

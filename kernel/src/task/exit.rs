@@ -31,6 +31,13 @@ pub(super) fn stop_other_threads(p: &Arc<Process>, except: &Thread) {
 /// End the current process (exit_group, a fatal signal): every thread exits, and the process
 /// ends with `status` (or with that of an exit_group already under way).
 pub fn exit_current(status: ExitStatus) -> ! {
+    start_group_exit(status);
+    exit_thread(status)
+}
+
+/// The current process's exit with `status` begins (unless one is under way): every other
+/// thread is told to exit.
+fn start_group_exit(status: ExitStatus) {
     let me = current_ref();
     let p = me.process.clone();
     {
@@ -40,31 +47,21 @@ pub fn exit_current(status: ExitStatus) -> ! {
         }
     }
     stop_other_threads(&p, me);
-    drop(p);
-    exit_thread(status)
 }
 
 /// End the current process for signal `sig`, whose default action it is: as
 /// [`exit_current`], and for a signal whose default action dumps core, with a core file
 /// (written once the other threads have been told to exit) and the status saying so.
 pub fn exit_fatal_signal(sig: usize, tf: &crate::arch::trap::TrapFrame) -> ! {
-    let me = current_ref();
-    let p = me.process.clone();
     let status = ExitStatus::Signaled(sig as i32);
-    {
-        let mut inner = p.inner.lock();
-        if inner.group_exit.is_none() {
-            inner.group_exit = Some(status);
-        }
-    }
-    stop_other_threads(&p, me);
+    start_group_exit(status);
     if super::sigstate::dumps_core(sig) && super::run::core_dump(sig, tf) {
+        let p = current_ref().process.clone();
         let mut inner = p.inner.lock();
         if inner.group_exit == Some(status) {
             inner.group_exit = Some(ExitStatus::Dumped(sig as i32));
         }
     }
-    drop(p);
     exit_thread(status)
 }
 
