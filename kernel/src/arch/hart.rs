@@ -392,15 +392,16 @@ pub fn idle_wait() {
     h.idle.store(false, Relaxed);
 }
 
-/// Something became runnable: wake one idle hart (other than this one) with an IPI.
-pub fn kick_idle() {
+/// Something became runnable on the harts of `harts` (bit i: slot i): wake one of them that
+/// idles (other than this one) with an IPI.
+pub fn kick_idle(harts: u64) {
     let n = count();
     if n == 1 {
         return;
     }
     let me = index();
     for (i, h) in HARTS.iter().enumerate().take(n) {
-        if i != me && h.started.load(Relaxed) && h.idle.load(Relaxed) {
+        if i != me && harts & (1 << i) != 0 && h.started.load(Relaxed) && h.idle.load(Relaxed) {
             send_ipi(i);
             return;
         }

@@ -476,33 +476,52 @@ pub fn sys_counters(buf: usize) -> SysResult {
 /// The CPU mask's size in bytes (Linux's `cpumask_size()` for at most 64 CPUs).
 const CPUMASK_BYTES: usize = 8;
 
-/// sched_getaffinity: every hart that runs (CPU i = the kernel's hart slot i), whatever the
-/// pid (which must exist): this milestone does not pin threads (sched_setaffinity). As Linux,
-/// `size` must hold every CPU and be a multiple of 8; the return value is the mask's size.
-pub fn sys_sched_getaffinity(pid: usize, size: usize, mask: usize) -> SysResult {
-    if pid != 0 && !crate::task::exists(pid) {
+/// The thread `pid` names for the affinity calls (0: the caller; as on Linux, any thread id,
+/// not only a process's).
+fn affinity_target(pid: usize) -> Result<alloc::sync::Arc<crate::task::Thread>, Errno> {
+    if pid == 0 {
+        return Ok(crate::task::current_thread());
+    }
+    if (pid as isize) < 0 {
         return Err(Errno::ESRCH);
     }
+    crate::task::find_thread(pid).ok_or(Errno::ESRCH)
+}
+
+/// sched_getaffinity: the harts thread `pid` may run on (CPU i = the kernel's hart slot i)
+/// among those running. As Linux, `size` must hold every CPU and be a multiple of 8; the
+/// return value is the mask's size.
+pub fn sys_sched_getaffinity(pid: usize, size: usize, mask: usize) -> SysResult {
+    let t = affinity_target(pid)?;
     if size * 8 < crate::arch::hart::count() || !size.is_multiple_of(8) {
         return Err(Errno::EINVAL);
     }
     let n = size.min(CPUMASK_BYTES);
-    let bits = crate::arch::hart::online_mask() as u64;
+    let bits = t.affinity() & crate::arch::hart::online_mask() as u64;
     copy_out(mask, &bits.to_le_bytes()[..n])?;
     Ok(n)
 }
 
-/// sched_setaffinity: accepted when the mask names at least one running hart (EINVAL
-/// otherwise, as Linux); the mask is not kept: this milestone runs every thread on any hart.
+/// sched_setaffinity: thread `pid` runs only on the harts of the mask (those running among
+/// them; EINVAL if none is), with Linux's checks in Linux's order: the mask is read (EFAULT),
+/// the thread found (ESRCH), and a caller without CAP_SYS_NICE may only change a thread
+/// whose process's real or effective uid is its effective uid (EPERM). The caller, when it
+/// is the thread and no longer allowed where it runs, moves before the call returns; another
+/// thread moves at its next switch (a time slice at most).
 pub fn sys_sched_setaffinity(pid: usize, size: usize, mask: usize) -> SysResult {
     let mut b = [0u8; CPUMASK_BYTES];
     let n = size.min(CPUMASK_BYTES);
     copy_in(mask, &mut b[..n])?;
-    if pid != 0 && !crate::task::exists(pid) {
-        return Err(Errno::ESRCH);
+    let t = affinity_target(pid)?;
+    let cred = crate::task::current_cred();
+    let target = t.process.inner.lock().cred.clone();
+    if !super::process::may_renice(&cred, &target) {
+        return Err(Errno::EPERM);
     }
-    if u64::from_le_bytes(b) & crate::arch::hart::online_mask() as u64 == 0 {
+    let harts = u64::from_le_bytes(b) & crate::arch::hart::online_mask() as u64;
+    if harts == 0 {
         return Err(Errno::EINVAL);
     }
+    crate::task::set_affinity(&t, harts);
     Ok(0)
 }

@@ -203,6 +203,7 @@ pub fn spawn_init(
         tf,
         kstack,
         signal::SigMask::default(),
+        u64::MAX,
     );
     Ok(())
 }

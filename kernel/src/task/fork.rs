@@ -25,13 +25,14 @@ use super::user_return::first_entry;
 use crate::arch::trap::TrapFrame;
 
 /// A new process (pid from `SCHED`) with one thread running `tf` (whose `kernel_sp` is set
-/// here), ready to run.
+/// here) on the harts of `affinity`, ready to run.
 pub(super) fn make_process(
     s: &mut Scheduler,
     inner: ProcInner,
     tf: Box<TrapFrame>,
     kstack: Box<[u8]>,
     mask: signal::SigMask,
+    affinity: u64,
 ) -> Arc<Process> {
     let pid = s.alloc_id();
     let p = Arc::new(Process {
@@ -46,7 +47,7 @@ pub(super) fn make_process(
         sig_queue: SpinLock::new(SigQueue::new()),
     });
     s.all.insert(pid, p.clone());
-    let t = make_thread(pid, &p, tf, kstack, mask);
+    let t = make_thread(pid, &p, tf, kstack, mask, affinity);
     p.inner.lock().threads.push(t.clone());
     s.threads.insert(pid, t.clone());
     s.push_ready(t);
@@ -60,6 +61,7 @@ pub(super) fn make_thread(
     mut tf: Box<TrapFrame>,
     kstack: Box<[u8]>,
     mask: signal::SigMask,
+    affinity: u64,
 ) -> Arc<Thread> {
     let top = kstack_top(&kstack);
     tf.kernel_sp = top;
@@ -78,6 +80,7 @@ pub(super) fn make_thread(
         must_exit: AtomicBool::new(false),
         keep_cpu: AtomicBool::new(false),
         on_cpu: AtomicBool::new(false),
+        affinity: AtomicU64::new(affinity),
         own_pages: AtomicBool::new(false),
         ctx: SpinLock::new(TaskContext::new(first_entry as *const () as usize, top)),
         cpu_ns: AtomicU64::new(0),
@@ -142,7 +145,8 @@ pub fn fork(tf: &TrapFrame, vfork: bool) -> Result<usize, Errno> {
         };
         (inner, ctf)
     };
-    let child = make_process(&mut SCHED.lock(), child_inner, ctf, kstack, mask);
+    let affinity = current_ref().affinity();
+    let child = make_process(&mut SCHED.lock(), child_inner, ctf, kstack, mask, affinity);
     parent.inner.lock().children.push(child.clone());
     Ok(child.pid)
 }
@@ -192,7 +196,7 @@ pub fn spawn_thread(tf: &TrapFrame, clear_child_tid: usize) -> Result<usize, Err
     let mut ctf = Box::new(tf.clone());
     ctf.regs[10] = 0;
     let tid = SCHED.lock().alloc_id();
-    let t = make_thread(tid, &me, ctf, kstack, mask);
+    let t = make_thread(tid, &me, ctf, kstack, mask, current_ref().affinity());
     t.inner.lock().clear_child_tid = clear_child_tid;
     let mut s = SCHED.lock();
     me.inner.lock().threads.push(t.clone());

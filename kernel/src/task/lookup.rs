@@ -53,8 +53,3 @@ pub fn find(pid: usize) -> Option<Arc<Process>> {
 pub fn find_thread(tid: usize) -> Option<Arc<Thread>> {
     SCHED.lock().threads.get(&tid).cloned()
 }
-
-/// Does a process with this pid exist?
-pub fn exists(pid: usize) -> bool {
-    SCHED.lock().all.contains_key(&pid)
-}

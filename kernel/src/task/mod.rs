@@ -65,13 +65,14 @@ pub use exec::{exec, spawn_init};
 pub use exit::{exit_current, exit_thread, wait_child, WaitFor};
 pub use fork::{fork, spawn_thread, wait_vfork_done};
 pub use lookup::{
-    all_processes, exists, find, find_thread, processes_in_group, unmap_file_pages_everywhere,
+    all_processes, find, find_thread, processes_in_group, unmap_file_pages_everywhere,
     write_protect_file_pages_everywhere,
 };
-pub use process::{ExitStatus, ProcInner, Process};
+pub use process::{ExitStatus, ProcInner, Process, Thread};
 pub use run::{cpu_times, not_running_for, run, set_services, Services, TIME_SLICE_MS};
 pub use sched::{
-    block_current, context_switches, current_cred, current_pid, current_process, current_tid,
-    hart_busy_ns, plant_lock_bug, with_current, with_thread, yield_now, PID_MAX,
+    block_current, context_switches, current_cred, current_pid, current_process, current_thread,
+    current_tid, hart_busy_ns, plant_lock_bug, set_affinity, with_current, with_thread, yield_now,
+    PID_MAX,
 };
 pub use user_return::return_to_user_restarting;

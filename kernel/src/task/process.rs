@@ -180,6 +180,10 @@ pub struct Thread {
     /// Set by a hart's scheduler while the thread runs there, cleared once it has switched
     /// away (its registers saved): the check that it never runs on two harts at once.
     pub(super) on_cpu: AtomicBool,
+    /// The harts (bit i: hart slot i) the thread may run on: sched_setaffinity's mask,
+    /// inherited from the thread that created it. Only those harts' schedulers take it from
+    /// the run queue.
+    pub(super) affinity: AtomicU64,
     /// Set while the thread reads into user pages that nothing else can unmap (see
     /// [`reading_own_pages`]).
     pub(super) own_pages: AtomicBool,
@@ -192,6 +196,16 @@ pub struct Thread {
 }
 
 impl Thread {
+    /// The harts the thread may run on (bit i: hart slot i), as sched_setaffinity set them.
+    pub fn affinity(&self) -> u64 {
+        self.affinity.load(Relaxed)
+    }
+
+    /// Whether the thread may run on hart slot `hart`.
+    pub(super) fn allows(&self, hart: usize) -> bool {
+        self.affinity.load(Relaxed) & (1 << hart) != 0
+    }
+
     /// Whether the thread has been told to exit (see [`ProcInner::group_exit`]).
     pub fn must_exit(&self) -> bool {
         self.must_exit.load(Relaxed)

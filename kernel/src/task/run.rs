@@ -80,15 +80,15 @@ pub fn not_running_for(ns: u64) {
 }
 
 /// The scheduler loop of every hart, entered with the big kernel lock held (which it keeps
-/// except while it idles): run ready threads round-robin from the shared queue until none is
-/// left.
+/// except while it idles): run ready threads round-robin from the shared queue (those whose
+/// affinity names this hart) until none is left.
 pub fn run() -> ! {
     crate::arch::time::set_timer_in_ms(TIME_SLICE_MS);
     let me = hart::index();
     loop {
         let next = {
             let mut s = SCHED.lock();
-            let n = s.ready.pop_front();
+            let n = s.take_ready_for(me);
             if let Some(t) = &n {
                 s.current[me] = Some(t.clone());
                 CURRENT[me].store(Arc::as_ptr(t).cast_mut(), Relaxed);
@@ -176,7 +176,7 @@ pub(super) fn idle() {
     if let Some(s) = services {
         (s.periodic)();
     }
-    if !SCHED.lock().ready.is_empty() {
+    if SCHED.lock().has_ready_for(0) {
         return;
     }
     const POLL_NS: u64 = 5_000_000;
@@ -194,7 +194,7 @@ pub(super) fn idle() {
 /// wake every 5 ms to take the big kernel lock only to poll them. Its timer stays a
 /// backstop, a second away.
 fn idle_secondary() {
-    if !SCHED.lock().ready.is_empty() {
+    if SCHED.lock().has_ready_for(hart::index()) {
         return;
     }
     crate::arch::time::set_timer_in_ms(1000);

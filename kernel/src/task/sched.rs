@@ -4,6 +4,7 @@
 //! (`arch::hart`), so nothing else runs kernel code between a check and the matching block
 //! (the sleeper marks itself Waiting and switches away under the lock): no lost wake-ups.
 //! One run queue is shared by every hart; the current thread and the idle context are per hart.
+//! A hart takes the first queued thread whose affinity (sched_setaffinity) names it.
 
 use alloc::collections::BTreeMap;
 use alloc::collections::VecDeque;
@@ -68,17 +69,33 @@ impl Scheduler {
     pub(super) fn cur(&self) -> &Option<Arc<Thread>> {
         &self.current[hart::index()]
     }
-    /// Queue a runnable thread, waking an idle hart to run it.
+    /// Queue a runnable thread, waking an idle hart it may run on.
     pub(super) fn push_ready(&mut self, t: Arc<Thread>) {
+        let harts = t.affinity();
         self.ready.push_back(t);
-        hart::kick_idle();
+        hart::kick_idle(harts);
     }
     /// Queue the thread this hart is about to switch away from (a yield): no idle hart is
-    /// woken, since this hart runs the scheduler next and takes the queue's first thread
-    /// itself. (Kicking one cost each timer tick's yield an IPI, and the idle hart a wake-up
-    /// and a big-kernel-lock round trip only to find the queue empty again.)
+    /// woken if it may run here, since this hart runs the scheduler next and takes the
+    /// queue's first thread itself. (Kicking one cost each timer tick's yield an IPI, and the
+    /// idle hart a wake-up and a big-kernel-lock round trip only to find the queue empty
+    /// again.) A thread whose affinity no longer names this hart wakes one it names.
     pub(super) fn push_yielded(&mut self, t: Arc<Thread>) {
+        let harts = t.affinity();
+        let here = t.allows(hart::index());
         self.ready.push_back(t);
+        if !here {
+            hart::kick_idle(harts);
+        }
+    }
+    /// Take the first queued thread that may run on hart slot `me`.
+    pub(super) fn take_ready_for(&mut self, me: usize) -> Option<Arc<Thread>> {
+        let i = self.ready.iter().position(|t| t.allows(me))?;
+        self.ready.remove(i)
+    }
+    /// Whether a queued thread may run on hart slot `me`.
+    pub(super) fn has_ready_for(&self, me: usize) -> bool {
+        self.ready.iter().any(|t| t.allows(me))
     }
 }
 
@@ -218,6 +235,20 @@ pub fn plant_lock_bug(kind: &str) -> bool {
         _ => return false,
     }
     true
+}
+
+/// Let `t` run only on the harts of `harts` (bit i: hart slot i; at least one of them runs).
+/// If `t` is the caller and this hart is not among them, it moves now (a yield: the
+/// scheduler of a hart it may run on takes it); another thread moves at its next switch.
+pub fn set_affinity(t: &Arc<Thread>, harts: u64) {
+    t.affinity.store(harts, Relaxed);
+    let me = hart::index();
+    let caller = SCHED.lock().current[me]
+        .as_ref()
+        .is_some_and(|c| Arc::ptr_eq(c, t));
+    if caller && !t.allows(me) {
+        yield_now();
+    }
 }
 
 /// Give up the CPU; the thread stays runnable (an involuntary switch in getrusage's terms:

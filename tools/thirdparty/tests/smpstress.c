@@ -16,9 +16,13 @@
  *    at that hart's next timer tick: measured in the spinner's own loop turns.
  *  - with a directory argument (a dbfs mount's): 4 writer and 4 reader processes on one
  *    directory, every file a reader opens and every file at the end checked byte for byte.
+ *  - pinned threads: one thread per hart, each pinned to its own with sched_setaffinity, all
+ *    running at once; each must find itself on its hart (sched_getcpu) at every turn of its
+ *    loop, yields and time slices included, and a forked child keeps its creator's mask.
  * Prints one line per check and "smpstress: N passed, M failed". */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <sched.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
@@ -368,6 +372,67 @@ static void signal_to_spinner(long harts) {
 	check(lost == 0 && late == 0, what);
 }
 
+/* --- pinned threads: thread i pinned to hart i (sched_setaffinity), all spinning and
+ * yielding at once; each counts the turns on which sched_getcpu named another hart. */
+#define PIN_TURNS 2000
+static atomic_int pin_go;
+static void *pinned(void *arg) {
+	long hart = (long)arg, wrong = 0;
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(hart, &set);
+	if (sched_setaffinity(0, sizeof set, &set) != 0)
+		return (void *)-1L;
+	/* Moved before sched_setaffinity returned. */
+	wrong += sched_getcpu() != hart;
+	while (!atomic_load(&pin_go))
+		sched_yield();
+	for (int i = 0; i < PIN_TURNS; i++) {
+		wrong += sched_getcpu() != hart;
+		if (i % 16 == 0)
+			sched_yield();
+	}
+	cpu_set_t got;
+	if (sched_getaffinity(0, sizeof got, &got) != 0 || !CPU_EQUAL(&got, &set))
+		wrong += 1000000;
+	/* A child keeps the mask (fork copies the calling thread's). */
+	pid_t pid = fork();
+	if (pid == 0) {
+		cpu_set_t c;
+		_exit(sched_getaffinity(0, sizeof c, &c) != 0 || !CPU_EQUAL(&c, &set) ||
+		      sched_getcpu() != hart);
+	}
+	int st = 0;
+	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		wrong += 1000000;
+	return (void *)wrong;
+}
+
+static void pinned_threads(long harts) {
+	if (harts > 16)
+		harts = 16;
+	pthread_t t[16];
+	atomic_store(&pin_go, 0);
+	for (long i = 0; i < harts; i++)
+		pthread_create(&t[i], NULL, pinned, (void *)i);
+	atomic_store(&pin_go, 1);
+	long wrong = 0, failed_calls = 0;
+	for (long i = 0; i < harts; i++) {
+		void *r;
+		pthread_join(t[i], &r);
+		if ((long)r < 0)
+			failed_calls++;
+		else
+			wrong += (long)r;
+	}
+	char what[200];
+	snprintf(what, sizeof what,
+		 "%ld threads each pinned to its own hart: %ld turns off their hart, %ld failed "
+		 "sched_setaffinity calls",
+		 harts, wrong, failed_calls);
+	check(wrong == 0 && failed_calls == 0, what);
+}
+
 /* --- 4 writer and 4 reader processes on one directory (of a dbfs mount: argv[2]). Writers
  * create files under a temporary name, fill them with a pattern of the file's own, fsync some
  * and rename them to their final name; readers list the directory without pause and check
@@ -520,6 +585,7 @@ int main(int argc, char **argv) {
 	fork_storm();
 	munmap_under_writer(20);
 	signal_to_spinner(harts);
+	pinned_threads(harts);
 	if (dir)
 		dir_writers_readers(dir);
 	else

@@ -370,6 +370,7 @@ pub const TESTS: &[Test] = &[
     t("sched_policy_calls", sched_tests::sched_policy_calls),
     t("host_names", sched_tests::host_names),
     t("personality_getcpu", sched_tests::personality_getcpu),
+    t("sched_affinity", sched_tests::sched_affinity),
     t(
         "reboot_cad_wait_int_min",
         sched_tests::reboot_cad_wait_int_min,

@@ -331,3 +331,86 @@ pub fn reboot_cad_wait_int_min(_cx: &Ctx) -> TestResult {
     let r = sys::wait4(i32::MIN, 0);
     expect_errno(r.map(|(p, _)| p), Errno::ESRCH, "wait4(INT_MIN)")
 }
+
+fn getaffinity(pid: usize, size: usize) -> SysResult<u64> {
+    let mut m = 0u64;
+    // SAFETY: `m` is an 8-byte cpu mask, and `size` is at most 8 here.
+    ret(unsafe { syscall3(SYS_SCHED_GETAFFINITY, pid, size, &mut m as *mut u64 as usize) })
+        .map(|_| m)
+}
+
+fn setaffinity(pid: usize, m: u64) -> SysResult<usize> {
+    // SAFETY: `m` is an 8-byte cpu mask.
+    ret(unsafe { syscall3(SYS_SCHED_SETAFFINITY, pid, 8, &m as *const u64 as usize) })
+}
+
+fn getcpu() -> SysResult<u32> {
+    let mut cpu = u32::MAX;
+    // SAFETY: `cpu` is a u32; the node pointer is null.
+    ret(unsafe { syscall3(SYS_GETCPU, &mut cpu as *mut u32 as usize, 0, 0) }).map(|_| cpu)
+}
+
+/// sched_setaffinity and sched_getaffinity: a thread pinned to a hart runs there (at once and
+/// after yields), the mask reads back and a forked child keeps it, with Linux's errnos: an
+/// empty or offline-only mask EINVAL, a bad pointer EFAULT, a size not a multiple of 8
+/// EINVAL (getaffinity), no such thread ESRCH, another user's process EPERM.
+pub fn sched_affinity(_cx: &Ctx) -> TestResult {
+    in_child("sched_setaffinity", None, || {
+        let all = match getaffinity(0, 8) {
+            Ok(m) if m != 0 => m,
+            _ => return 1,
+        };
+        for hart in (0..64).filter(|h| all & (1 << h) != 0) {
+            if setaffinity(0, 1 << hart) != Ok(0) || getaffinity(0, 8) != Ok(1 << hart) {
+                return 2;
+            }
+            for _ in 0..20 {
+                if getcpu() != Ok(hart) {
+                    return 3;
+                }
+                sys::sched_yield();
+            }
+        }
+        // The last hart's mask is inherited.
+        let last = 63 - all.leading_zeros();
+        let Ok(pid) = sys::fork() else { return 4 };
+        if pid == 0 {
+            let same = getaffinity(0, 8) == Ok(1 << last) && getcpu() == Ok(last);
+            sys::exit(if same { 0 } else { 1 });
+        }
+        match sys::waitpid(pid) {
+            Ok((_, st)) if st.exited() && st.exit_code() == 0 => {}
+            _ => return 5,
+        }
+        if setaffinity(0, all) != Ok(0) || getaffinity(0, 8) != Ok(all) {
+            return 6;
+        }
+        if setaffinity(0, 0) != Err(Errno::EINVAL) || setaffinity(0, 1 << 63) != Err(Errno::EINVAL)
+        {
+            return 7;
+        }
+        // SAFETY: address 8 is never mapped: the kernel must refuse it.
+        if ret(unsafe { syscall3(SYS_SCHED_SETAFFINITY, 0, 8, 8) }) != Err(Errno::EFAULT) {
+            return 8;
+        }
+        if getaffinity(0, 4) != Err(Errno::EINVAL) {
+            return 9;
+        }
+        if setaffinity(0x3fff_ffff, all) != Err(Errno::ESRCH)
+            || getaffinity(0x3fff_ffff, 8) != Err(Errno::ESRCH)
+        {
+            return 10;
+        }
+        // Without CAP_SYS_NICE: init (root's) is out of reach, the caller itself is not.
+        if !setresuid_nobody() {
+            return 11;
+        }
+        if setaffinity(1, all) != Err(Errno::EPERM) || getaffinity(1, 8) != Ok(all) {
+            return 12;
+        }
+        if setaffinity(0, all) != Ok(0) {
+            return 13;
+        }
+        0
+    })
+}
