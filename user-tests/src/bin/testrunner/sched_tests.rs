@@ -335,8 +335,15 @@ pub fn reboot_cad_wait_int_min(_cx: &Ctx) -> TestResult {
 fn getaffinity(pid: usize, size: usize) -> SysResult<u64> {
     let mut m = 0u64;
     // SAFETY: `m` is an 8-byte cpu mask, and `size` is at most 8 here.
-    ret(unsafe { syscall3(SYS_SCHED_GETAFFINITY, pid, size, &mut m as *mut u64 as usize) })
-        .map(|_| m)
+    ret(unsafe {
+        syscall3(
+            SYS_SCHED_GETAFFINITY,
+            pid,
+            size,
+            &mut m as *mut u64 as usize,
+        )
+    })
+    .map(|_| m)
 }
 
 fn setaffinity(pid: usize, m: u64) -> SysResult<usize> {
