@@ -159,7 +159,9 @@ test-cross: images
 # mappings made durable by msync/fsync), then fsck the image and
 # check every committed file on the host and in the next boot (tests/crash.sh).
 CRASH_ENV = BUILD=$(BUILD) KERNEL=$(KERNEL) DBFS_FUSE=$(CARGO_TARGET_DIR)/release/dbfs-fuse \
-	MEM=$(MEM) SMP=$(SMP) LOG=$(LOG) CRASH_SEED=$(CRASH_SEED)
+	MEM=$(MEM) SMP=$(SMP) LOG=$(LOG) CRASH_SEED=$(CRASH_SEED) CRASH_WRITERS=$(CRASH_WRITERS)
+# Writer processes at once (tests/crash.sh: each in its own directory, pinned to its own hart).
+CRASH_WRITERS ?= 1
 
 ## test-crash: 30 SIGKILLs of QEMU mid-write, then fsck and every committed file checked
 test-crash: images
@@ -271,11 +273,11 @@ test-exhaust: images
 # ping-pong, a fork/exit storm, munmap under writers on other harts, a signal to a thread
 # spinning on another hart, 4 writers and 4 readers on one /dbfs directory) and /bin/threadtest
 # in one SMP=4 boot, then the crash test with SMP=4.
-## test-smp: test-guest, the SMP stress tests (smpstress, threadtest) and test-crash with SMP=4
+## test-smp: test-guest, the SMP stress tests (smpstress, threadtest) and test-crash with SMP=4 (4 writer processes)
 test-smp:
 	$(MAKE) test-guest SMP=4
 	$(MAKE) test-smp-stress SMP=4 SMP_ROUNDS=1000000
-	$(MAKE) test-crash SMP=4
+	$(MAKE) test-crash SMP=4 CRASH_WRITERS=4
 
 # SMP=4 unless SMP is given on the command line: make test runs it so. SMP_ROUNDS: the futex
 # ping-pong round trips (a tenth of them through a pipe); test-smp runs 10^6.

@@ -2,8 +2,9 @@
 # Crash-survival test of dbfs in the guest (`make test-crash`, `make crash-test`).
 #
 # One fresh dbfs image; CRASH_POINTS times: boot QEMU with init=/bin/crashwriter (see
-# user-tests/src/bin/crashwriter.rs) and the kernel's dbfs_fsck=1, wait for the writer's first
-# COMMITTED line (or its CHECK summary), wait a random 0..CRASH_MAX_DELAY_MS more and SIGKILL QEMU. Then:
+# user-tests/src/bin/crashwriter.rs) and the kernel's dbfs_fsck=1, wait for the writer's CHECK
+# summary (printed before it commits), wait a random 0..CRASH_MAX_DELAY_MS more and SIGKILL
+# QEMU. Then:
 #   - `dbfs-fuse fsck IMAGE` must pass (and the kernel's own fsck at the next mount);
 #   - every slot file must hold exactly what the last COMMITTED line of this boot (or the
 #     writer's STATE lines at boot) says, except the slots of the one operation in flight
@@ -17,9 +18,15 @@
 # kind, and, for the mmap operations, how the one in flight was found (applied, not applied,
 # halfway).
 #
+# With CRASH_WRITERS=N (N > 1) the guest runs N writer processes at once (`writers=N`), writer
+# K in /crash/wK pinned to hart K, its console lines beginning with `wK `: every check above is
+# made for each writer, against its lines and its directory (so up to N operations are in
+# flight at a kill).
+#
 # Environment: CRASH_POINTS (20), CRASH_SEED (random; printed, replays the writer's operations
 # and the kill delays, though not the host's timing), CRASH_MAX_DELAY_MS (3000), BUILD (build),
-# KERNEL, DBFS_FUSE, MEM (1G), SMP (harts, 1), LOG (warn), CRASH_BOOT_TIMEOUT (120 s per boot).
+# KERNEL, DBFS_FUSE, MEM (1G), SMP (harts, 1), LOG (warn), CRASH_BOOT_TIMEOUT (120 s per boot),
+# CRASH_WRITERS (1).
 set -euo pipefail
 
 points=${CRASH_POINTS:-20}
@@ -32,6 +39,17 @@ mem=${MEM:-1G}
 smp=${SMP:-1}
 log_level=${LOG:-warn}
 boot_timeout=${CRASH_BOOT_TIMEOUT:-120}
+writers=${CRASH_WRITERS:-1}
+# The writers' line prefixes ("": one writer, no prefix) and their directories.
+if [ "$writers" -gt 1 ]; then
+    prefixes=$(seq -f 'w%g' 0 $((writers - 1)))
+else
+    prefixes=-
+fi
+wp="" sub=/crash # the writer being checked: its prefix and directory
+select_writer() { # PREFIX ("-": the only writer)
+    if [ "$1" = - ]; then wp="" sub=/crash; else wp=$1 sub=/crash/$1; fi
+}
 
 dir=$build/crash
 img=$dir/dbfs.img
@@ -41,7 +59,7 @@ truncate -s 0 "$img"
 truncate -s 256M "$img" # blank: the kernel formats it at the first boot
 
 RANDOM=$seed
-echo "crash test: seed=$seed points=$points smp=$smp max_delay=${max_delay}ms (replay: CRASH_SEED=$seed)"
+echo "crash test: seed=$seed points=$points smp=$smp writers=$writers max_delay=${max_delay}ms (replay: CRASH_SEED=$seed)"
 
 tpid="" qpid=""
 cleanup() {
@@ -69,7 +87,7 @@ boot_qemu() { # ARGS-FOR-THE-WRITER
     timeout -s KILL "$boot_timeout" qemu-system-riscv64 -machine virt -nographic -bios default \
         -m "$mem" -smp "$smp" -kernel "$kernel" "${drives[@]}" \
         -drive "file=$img,if=none,format=raw,id=vdd" -device virtio-blk-device,drive=vdd,queue-size=1024 \
-        -append "init=/bin/crashwriter log=$log_level dbfs_fsck=1 -- seed=$seed boot=$boot $*" \
+        -append "init=/bin/crashwriter log=$log_level dbfs_fsck=1 -- seed=$seed boot=$boot writers=$writers $*" \
         </dev/null >"$log" 2>&1 &
     tpid=$!
     qpid=""
@@ -83,9 +101,11 @@ boot_qemu() { # ARGS-FOR-THE-WRITER
     fail "QEMU did not start"
 }
 
-# The log without carriage returns and without a last, unfinished line.
+# The log without carriage returns and without a last, unfinished line; with several writers,
+# only the lines of the one selected (select_writer), without their prefix.
 complete_lines() {
-    tr -d '\r' <"$log" | if [ -n "$(tail -c1 "$log")" ]; then sed '$d'; else cat; fi
+    tr -d '\r' <"$log" | if [ -n "$(tail -c1 "$log")" ]; then sed '$d'; else cat; fi |
+        if [ -n "$wp" ]; then sed -n "s/^$wp //p"; else cat; fi
 }
 
 # STATE lines the guest printed, as "name=size:crc" sorted.
@@ -98,16 +118,16 @@ declare -A actual
 observe() {
     actual=()
     local listing name sum
-    listing=$("$fuse" ls "$img" /crash) || fail "dbfs-fuse ls failed"
+    listing=$("$fuse" ls "$img" "$sub") || fail "dbfs-fuse ls $sub failed"
     for name in $(awk '{print $NF}' <<<"$listing"); do
         case $name in
         f[0-9][0-9])
-            sum=$("$fuse" cat "$img" "/crash/$name" | cksum) || fail "dbfs-fuse cat /crash/$name failed"
+            sum=$("$fuse" cat "$img" "$sub/$name" | cksum) || fail "dbfs-fuse cat $sub/$name failed"
             set -- $sum
             actual[$name]="$2:$1"
             ;;
         journal | journal.new | tmp.*) ;;
-        *) fail "unexpected file /crash/$name" ;;
+        *) fail "unexpected file $sub/$name" ;;
         esac
     done
 }
@@ -175,6 +195,17 @@ verify_boot() {
     host_state=$(for s in "${!actual[@]}"; do echo "$s=${actual[$s]}"; done | sort | tr '\n' ' ')
 }
 
+# Each writer's check at boot passed and found what the host saw after the kill before.
+check_writers() { # WHAT WHEN
+    local p
+    for p in $prefixes; do
+        select_writer "$p"
+        complete_lines | grep -Eq '^CHECK [0-9]+ passed, 0 failed' || fail "the ${wp:-} writer's $1 failed"
+        [ "$(guest_state)" = "${host_states[$p]:-}" ] ||
+            fail "the ${wp:-} writer found [$(guest_state)], the host saw [${host_states[$p]:-}] $2"
+    done
+}
+
 # "kind=N kind=N ..." of an associative array, sorted by kind.
 by_kind() { # ARRAY-NAME
     local -n arr=$1
@@ -182,7 +213,7 @@ by_kind() { # ARRAY-NAME
     for k in $(printf '%s\n' "${!arr[@]}" | sort); do echo -n "$k=${arr[$k]} "; done
 }
 
-declare -A committed_by_kind=() in_flight_by_kind=()
+declare -A committed_by_kind=() in_flight_by_kind=() host_states=()
 mmap_outcomes="" # one word per kill inside an mmap operation: its outcome
 host_state=""
 mid_op=0 commits=0
@@ -190,10 +221,10 @@ start=$(date +%s)
 for boot in $(seq 1 "$points"); do
     log=$dir/boot-$boot.log
     boot_qemu
-    # Wait for the writer to get going: its check is done (the summary line; the check's
-    # "CHECK in-flight ..." lines come before it) or it commits.
+    # Wait for the writers to get going: each one's check is done (the summary line; the
+    # check's "CHECK in-flight ..." lines come before it), which it prints before it commits.
     for i in $(seq $((boot_timeout * 20))); do
-        grep -Eq '^(COMMITTED |CHECK [0-9]+ passed, )' "$log" && break
+        [ "$(grep -Ec '^(w[0-9]+ )?CHECK [0-9]+ passed, ' "$log")" -ge "$writers" ] && break
         kill -0 "$qpid" 2>/dev/null || break
         sleep 0.05
     done
@@ -205,20 +236,25 @@ for boot in $(seq 1 "$points"); do
     tpid="" qpid=""
 
     grep -q 'dbfs fsck: clean' "$log" || fail "the kernel's fsck at mount did not report clean"
-    grep -Eq '^CHECK [0-9]+ passed, 0 failed' "$log" || fail "the writer's check failed"
-    ! grep -q '^crashwriter: ERROR' "$log" || fail "the writer stopped: $(grep '^crashwriter: ERROR' "$log")"
-    [ "$(guest_state)" = "$host_state" ] ||
-        fail "the guest found [$(guest_state)], the host saw [$host_state] after the last kill"
+    ! grep -Eq '^(w[0-9]+ )?crashwriter: ERROR' "$log" ||
+        fail "a writer stopped: $(grep -E '^(w[0-9]+ )?crashwriter: ERROR' "$log")"
+    check_writers "check" "after the last kill"
     "$fuse" fsck "$img" >"$dir/fsck.out" 2>&1 || { cat "$dir/fsck.out"; fail "dbfs-fuse fsck found problems"; }
-    verify_boot
-    n=$(grep -c '^COMMITTED ' "$log" || true)
+    n=0 flights=""
+    for p in $prefixes; do
+        select_writer "$p"
+        verify_boot
+        host_states[$p]=$host_state
+        n=$((n + $(complete_lines | grep -c '^COMMITTED ' || true)))
+        mid_op=$((mid_op + in_flight))
+        if [ $in_flight = 1 ]; then
+            in_flight_by_kind[$in_flight_kind]=$((${in_flight_by_kind[$in_flight_kind]:-0} + 1))
+            case $in_flight_kind in mmap-*) mmap_outcomes+="${in_flight_outcome// /-} " ;; esac
+            flights+="${wp:+$wp: }$in_flight_kind, $in_flight_outcome; "
+        fi
+    done
     commits=$((commits + n))
-    mid_op=$((mid_op + in_flight))
-    if [ $in_flight = 1 ]; then
-        in_flight_by_kind[$in_flight_kind]=$((${in_flight_by_kind[$in_flight_kind]:-0} + 1))
-        case $in_flight_kind in mmap-*) mmap_outcomes+="${in_flight_outcome// /-} " ;; esac
-    fi
-    echo "crash point $boot: killed ${delay}ms after the first commit, $n commits this boot, operation in flight: $([ $in_flight = 1 ] && echo "yes ($in_flight_kind, $in_flight_outcome)" || echo no); fsck clean, contents ok"
+    echo "crash point $boot: killed ${delay}ms after the checks, $n commits this boot, in flight: $([ -n "$flights" ] && echo "${flights%; }" || echo none); fsck clean, contents ok"
 done
 
 boot=$((points + 1))
@@ -228,8 +264,7 @@ status=0
 wait "$tpid" || status=$?
 tpid="" qpid=""
 grep -q 'dbfs fsck: clean' "$log" || fail "the kernel's fsck at mount did not report clean"
-grep -Eq '^CHECK [0-9]+ passed, 0 failed' "$log" || fail "the final check failed"
-[ "$(guest_state)" = "$host_state" ] || fail "the guest found [$(guest_state)], the host saw [$host_state]"
+check_writers "final check" "at the end"
 [ $status = 0 ] || fail "the final check boot exited with status $status"
 count_words() { # WORD LIST...
     local w=$1 n=0 x
@@ -242,4 +277,4 @@ set -- $mmap_outcomes
 echo "commits by kind: $(by_kind committed_by_kind)"
 echo "kills with an operation in flight, by kind: $(by_kind in_flight_by_kind)"
 echo "mmap operations: $mmap_commits committed, $# kills inside one ($(count_words applied "$@") applied, $(count_words not-applied "$@") not applied, $(count_words halfway "$@") halfway)"
-echo "crash test passed: $points kill points ($mid_op with an operation in flight), $commits commits checked, $(($(date +%s) - start)) s, seed=$seed"
+echo "crash test passed: $points kill points ($mid_op operations in flight at a kill), $commits commits checked, $writers writer(s), $(($(date +%s) - start)) s, seed=$seed"

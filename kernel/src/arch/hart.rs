@@ -344,6 +344,18 @@ pub fn try_lock() -> bool {
     true
 }
 
+/// If other harts wait for the big kernel lock, which this hart holds, let them have it first
+/// (it is a ticket lock: this hart queues behind them). A hart's scheduler keeps the lock from
+/// one thread to the next; without this, a thread that waits by yielding (for a lock a
+/// thread on another hart holds) would switch back and forth with its scheduler and never
+/// let that hart in, and with the threads pinned to different harts nothing else would run.
+pub fn let_waiters_in() {
+    if NEXT_TICKET.load(Relaxed) != SERVING.load(Relaxed).wrapping_add(1) {
+        unlock();
+        lock();
+    }
+}
+
 /// Release the big kernel lock, which this hart holds, and wake the hart sleeping for the
 /// next turn, if one does.
 #[inline]

@@ -9,16 +9,23 @@ use core::sync::atomic::Ordering::Relaxed;
 use super::sched::{current_ptr, current_ref, yield_counted, SCHED};
 
 /// Wait a moment for a lock another task holds, or a device request: give the CPU to a
-/// ready thread if there is one (the caller stays runnable and tries again when its turn
-/// comes), else spin once. Under the big kernel lock (one hart in the kernel at a time) a kernel lock is only ever found held when its
-/// holder gave the CPU away (waiting for a device flush): spinning would never let it finish.
+/// ready thread that may run on this hart if there is one (the caller stays runnable and
+/// tries again when its turn comes); else, with several harts, let the others have the big
+/// kernel lock a moment (the holder may be a thread another hart runs, pinned there, or
+/// waiting at a trap's entry); else spin once. Under the big kernel lock (one hart in the
+/// kernel at a time) a kernel lock is only ever found held when its holder gave the CPU or
+/// the big kernel lock away (waiting for a device flush, or here): spinning would never let it
+/// finish.
 pub fn relax() {
+    let me = crate::arch::hart::index();
     let others = {
         let s = SCHED.lock();
-        s.cur().is_some() && !s.ready.is_empty()
+        s.cur().is_some() && s.has_ready_for(me)
     };
     if others {
         away(|| yield_counted(true));
+    } else if crate::arch::hart::count() > 1 {
+        away(crate::arch::hart::let_waiters_in);
     } else {
         core::hint::spin_loop();
     }

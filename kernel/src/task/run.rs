@@ -86,6 +86,11 @@ pub fn run() -> ! {
     crate::arch::time::set_timer_in_ms(TIME_SLICE_MS);
     let me = hart::index();
     loop {
+        // Between two threads, harts waiting for the big kernel lock go first: a thread that
+        // waits in the kernel by yielding (`changing_space`, `keep_cpu`) for something a thread
+        // on another hart must finish would otherwise come straight back here, the big kernel
+        // lock never leaving this hart, and that thread would never get into the kernel.
+        hart::let_waiters_in();
         let next = {
             let mut s = SCHED.lock();
             let n = s.take_ready_for(me);

@@ -1,5 +1,10 @@
-//! `crashwriter [dir=/dbfs/crash] [seed=N] [boot=N] [ops=N] [check]`: the guest side of the
-//! crash test (`make test-crash`, `tests/crash.sh`).
+//! `crashwriter [dir=/dbfs/crash] [seed=N] [boot=N] [ops=N] [writers=N] [check]`: the guest
+//! side of the crash test (`make test-crash`, `tests/crash.sh`).
+//!
+//! With `writers=N` (N > 1), N processes do all of what follows at once, writer K in
+//! `DIR/wK` with a seed of its own, pinned to hart K (modulo the harts there are), each of its
+//! console lines beginning with `wK `; the host checks each writer's lines against its
+//! directory.
 //!
 //! Every boot first checks what the previous boots committed, then writes until the host kills
 //! QEMU (or `ops` operations are done; `check` stops after the check).
@@ -86,6 +91,21 @@ use alloc::collections::BTreeMap;
 use user_tests::args::{parse_u64, split_kv};
 use user_tests::prelude::*;
 use user_tests::rng::XorShift64;
+
+/// Which writer this process is when `writers=N` runs several (`NO_WRITER`: the only one);
+/// its console lines then begin with `wK ` (see [`say`]).
+static WRITER: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(NO_WRITER);
+const NO_WRITER: u32 = u32::MAX;
+
+/// A console line of this writer: `println!`, after `wK ` when several writers run.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        match WRITER.load(core::sync::atomic::Ordering::Relaxed) {
+            NO_WRITER => println!($($arg)*),
+            k => println!("w{} {}", k, format_args!($($arg)*)),
+        }
+    }};
+}
 
 const SLOTS: usize = 16;
 const MIN_SIZE: usize = 4096;
@@ -334,7 +354,7 @@ fn check(ck: &Cksum, dir: &str) -> Result<(u32, u32, BTreeMap<String, State>, u6
             passed += 1;
         } else {
             failed += 1;
-            println!(
+            say!(
                 "CHECK FAILED {name}: found {} committed {}",
                 fmt_state(*actual),
                 fmt_state(want)
@@ -352,7 +372,7 @@ fn check(ck: &Cksum, dir: &str) -> Result<(u32, u32, BTreeMap<String, State>, u6
         let mid = effects.iter().all(|e| e.mid == Some(holds(e)));
         if old || new || mid {
             passed += 1;
-            println!(
+            say!(
                 "CHECK in-flight operation:{} {}",
                 fmt_effects(effects, true),
                 if new {
@@ -365,12 +385,12 @@ fn check(ck: &Cksum, dir: &str) -> Result<(u32, u32, BTreeMap<String, State>, u6
             );
         } else {
             failed += 1;
-            println!(
+            say!(
                 "CHECK FAILED in-flight operation torn:{}",
                 fmt_effects(effects, true)
             );
             for e in effects {
-                println!("  {}: found {}", e.name, fmt_state(holds(e)));
+                say!("  {}: found {}", e.name, fmt_state(holds(e)));
             }
         }
     }
@@ -383,7 +403,7 @@ fn check(ck: &Cksum, dir: &str) -> Result<(u32, u32, BTreeMap<String, State>, u6
             || e.name.starts_with("tmp.");
         if !known && !found.contains_key(&e.name) {
             failed += 1;
-            println!("CHECK FAILED unexpected file {dir}/{}", e.name);
+            say!("CHECK FAILED unexpected file {dir}/{}", e.name);
         }
     }
     Ok((passed, failed, found, r.last_seq))
@@ -456,10 +476,10 @@ impl Writer<'_> {
             .map(|s| format!("C {s}\n"))
             .unwrap_or_default();
         self.journal.append(&format!("{done}I {}{e}\n", self.seq))?;
-        println!("OP {} {what}", self.seq);
-        println!("INTENT {}{e}", self.seq);
+        say!("OP {} {what}", self.seq);
+        say!("INTENT {}{e}", self.seq);
         op(self)?;
-        println!("COMMITTED {}{}", self.seq, fmt_effects(&effects, false));
+        say!("COMMITTED {}{}", self.seq, fmt_effects(&effects, false));
         self.done = Some(self.seq);
         for e in effects {
             self.state.insert(e.name, e.new);
@@ -766,25 +786,30 @@ fn mmap_op(path: &str, plan: &MmapPlan) -> Result<Option<(sys::Mapping, File)>, 
     Ok(Some((m, f)))
 }
 
-fn run(dir: &str, seed: u64, boot: u64, ops: u64, check_only: bool) -> Result<i32, String> {
-    let ck = Cksum::new();
+/// Create `dir` (and make its name durable) unless it exists.
+fn make_dir(dir: &str) -> Result<(), String> {
     match sys::mkdir(dir, 0o755) {
         Ok(()) => fsync_dir(
             dir.rsplit_once('/')
                 .map(|(p, _)| p)
                 .filter(|p| !p.is_empty())
                 .unwrap_or("/"),
-        )?,
-        Err(Errno::EEXIST) => {}
-        Err(e) => return Err(format!("mkdir {dir}: {}", e.name())),
+        ),
+        Err(Errno::EEXIST) => Ok(()),
+        Err(e) => Err(format!("mkdir {dir}: {}", e.name())),
     }
+}
+
+fn run(dir: &str, seed: u64, boot: u64, ops: u64, check_only: bool) -> Result<i32, String> {
+    let ck = Cksum::new();
+    make_dir(dir)?;
     let (passed, failed, found, last_seq) = check(&ck, dir)?;
     for (name, st) in &found {
         if let Some((size, crc)) = st {
-            println!("STATE {name} {size} {crc}");
+            say!("STATE {name} {size} {crc}");
         }
     }
-    println!("CHECK {passed} passed, {failed} failed");
+    say!("CHECK {passed} passed, {failed} failed");
     if failed > 0 {
         return Ok(failed.min(125) as i32);
     }
@@ -807,13 +832,95 @@ fn run(dir: &str, seed: u64, boot: u64, ops: u64, check_only: bool) -> Result<i3
     for _ in 0..ops {
         w.step()?;
     }
-    println!("crashwriter: {ops} operations done");
+    say!("crashwriter: {ops} operations done");
     Ok(0)
+}
+
+/// `writers` processes, each [`run`] in its own directory `DIR/wK` with its own seed, pinned
+/// to hart K (modulo the harts it may use); the exit status is the first failing writer's.
+fn run_writers(
+    dir: &str,
+    writers: u32,
+    seed: u64,
+    boot: u64,
+    ops: u64,
+    check_only: bool,
+) -> Result<i32, String> {
+    make_dir(dir)?;
+    let harts = online_harts();
+    let mut pids = Vec::new();
+    for k in 0..writers {
+        let pid = io("fork", sys::fork())?;
+        if pid == 0 {
+            WRITER.store(k, core::sync::atomic::Ordering::Relaxed);
+            if let Some(&h) = harts.get(k as usize % harts.len().max(1)) {
+                pin_to(h);
+            }
+            let sub = format!("{dir}/w{k}");
+            let code = match run(
+                &sub,
+                seed ^ ((u64::from(k) + 1) << 40),
+                boot,
+                ops,
+                check_only,
+            ) {
+                Ok(code) => code,
+                Err(e) => {
+                    say!("crashwriter: ERROR {e}");
+                    126
+                }
+            };
+            sys::exit(code);
+        }
+        pids.push(pid);
+    }
+    let mut status = 0;
+    for pid in pids {
+        let (_, st) = io("wait4", sys::waitpid(pid))?;
+        let code = if st.exited() { st.exit_code() } else { 126 };
+        if status == 0 {
+            status = code;
+        }
+    }
+    Ok(status)
+}
+
+/// The harts this process may run on (sched_getaffinity), in order.
+fn online_harts() -> Vec<usize> {
+    let mut mask = 0u64;
+    // SAFETY: `mask` is an 8-byte cpu mask, the size passed.
+    let r = unsafe {
+        user_tests::raw::syscall3(
+            user_tests::abi::syscall::SYS_SCHED_GETAFFINITY,
+            0,
+            8,
+            &mut mask as *mut u64 as usize,
+        )
+    };
+    if r < 0 {
+        return Vec::new();
+    }
+    (0..64).filter(|h| mask & (1 << h) != 0).collect()
+}
+
+/// Run this process on hart `h` only (sched_setaffinity; a failure leaves it unpinned).
+fn pin_to(h: usize) {
+    let mask = 1u64 << h;
+    // SAFETY: `mask` is an 8-byte cpu mask, the size passed.
+    unsafe {
+        user_tests::raw::syscall3(
+            user_tests::abi::syscall::SYS_SCHED_SETAFFINITY,
+            0,
+            8,
+            &mask as *const u64 as usize,
+        );
+    }
 }
 
 fn main(argv: &[&str]) -> i32 {
     let (mut dir, mut seed, mut boot, mut ops, mut check_only) =
         ("/dbfs/crash", 1u64, 0u64, u64::MAX, false);
+    let mut writers = 1u32;
     for a in argv.iter().skip(1) {
         let parsed = match split_kv(a) {
             ("dir", Some(v)) => {
@@ -823,6 +930,11 @@ fn main(argv: &[&str]) -> i32 {
             ("seed", Some(v)) => parse_u64(v).map(|v| seed = v),
             ("boot", Some(v)) => parse_u64(v).map(|v| boot = v),
             ("ops", Some(v)) => parse_u64(v).map(|v| ops = v),
+            ("writers", Some(v)) => parse_u64(v)
+                .ok()
+                .filter(|&n| (1..=64).contains(&n))
+                .map(|n| writers = n as u32)
+                .ok_or(Errno::EINVAL),
             ("check", None) => {
                 check_only = true;
                 Ok(())
@@ -830,16 +942,23 @@ fn main(argv: &[&str]) -> i32 {
             _ => Err(Errno::EINVAL),
         };
         if parsed.is_err() {
-            println!("crashwriter: bad argument {a:?}");
-            println!("usage: crashwriter [dir=/dbfs/crash] [seed=N] [boot=N] [ops=N] [check]");
+            say!("crashwriter: bad argument {a:?}");
+            say!(
+                "usage: crashwriter [dir=/dbfs/crash] [seed=N] [boot=N] [ops=N] [writers=N] [check]"
+            );
             return 2;
         }
     }
-    println!("CRASHWRITER dir={dir} seed={seed} boot={boot}");
-    match run(dir, seed, boot, ops, check_only) {
+    say!("CRASHWRITER dir={dir} seed={seed} boot={boot} writers={writers}");
+    let r = if writers > 1 {
+        run_writers(dir, writers, seed, boot, ops, check_only)
+    } else {
+        run(dir, seed, boot, ops, check_only)
+    };
+    match r {
         Ok(code) => code,
         Err(e) => {
-            println!("crashwriter: ERROR {e}");
+            say!("crashwriter: ERROR {e}");
             126
         }
     }
