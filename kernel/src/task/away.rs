@@ -24,7 +24,11 @@ pub fn relax() {
     };
     if others {
         away(|| yield_counted(true));
-    } else if crate::arch::hart::count() > 1 {
+        return;
+    }
+    // The holder may be asleep until its device request completes: wake it if it has.
+    super::run::service_devices();
+    if crate::arch::hart::count() > 1 {
         away(crate::arch::hart::let_waiters_in);
     } else {
         core::hint::spin_loop();

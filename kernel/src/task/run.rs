@@ -29,6 +29,10 @@ pub struct Services {
     /// Write the current process's core file for signal `sig` with the faulting thread's
     /// registers `tf`; whether one was written (the wait status's core bit).
     pub core_dump: fn(usize, &crate::arch::trap::TrapFrame) -> bool,
+    /// Every scheduler pass, and a thread spinning for a lock ([`super::relax`]): take a
+    /// device interrupt that came while the hart ran kernel code, and wake the threads whose
+    /// device requests completed.
+    pub devices: fn(),
 }
 
 pub(super) static SERVICES: spin::Once<Services> = spin::Once::new();
@@ -55,6 +59,13 @@ pub(super) fn core_dump(sig: usize, tf: &crate::arch::trap::TrapFrame) -> bool {
 pub(super) fn process_exit(pid: usize) {
     if let Some(s) = SERVICES.get() {
         (s.process_exit)(pid);
+    }
+}
+
+/// The registered [`Services::devices`], if any.
+pub(super) fn service_devices() {
+    if let Some(s) = SERVICES.get() {
+        (s.devices)();
     }
 }
 
@@ -91,6 +102,7 @@ pub fn run() -> ! {
         // on another hart must finish would otherwise come straight back here, the big kernel
         // lock never leaving this hart, and that thread would never get into the kernel.
         hart::let_waiters_in();
+        service_devices();
         let next = {
             let mut s = SCHED.lock();
             let n = s.take_ready_for(me);
