@@ -182,11 +182,22 @@ pub(super) fn idle() {
         return idle_secondary();
     }
     let now = crate::arch::time::monotonic_ns();
-    let services = SERVICES.get();
+    // A thread asleep in a device wait ([`super::away`]: a dbfs barrier's flush, a large read)
+    // may hold relaxing locks meanwhile: kvdb's writer lock, its process's state. Console
+    // input and the interval timers send signals (a process's state) and the periodic work
+    // commits (kvdb's writer lock); run here, on the scheduler's own stack, such work that
+    // found one held could not give the CPU away and would spin for ever, the sleeper's
+    // wake-up runnable but never run (one hart: LTP's fsync02, whose long fsync left nothing
+    // else to run while dbfs's write-back came due). They wait for a pass with nobody away;
+    // a timer tick in user mode does them too.
+    let quiet = super::sched::AWAY.load(Relaxed) == 0;
+    let services = SERVICES.get().filter(|_| quiet);
     if let Some(s) = services {
         (s.take_input)();
     }
-    let next = match (wait::wake_expired(now), super::itimer::fire_expired(now)) {
+    // (Skipped, the interval timers are looked at again within `POLL_NS`.)
+    let timers = quiet.then(|| super::itimer::fire_expired(now)).flatten();
+    let next = match (wait::wake_expired(now), timers) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     };

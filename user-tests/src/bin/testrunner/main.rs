@@ -302,6 +302,11 @@ pub const TESTS: &[Test] = &[
         proc_tests::fsync_wait_takes_interrupts,
         Needs::SharedFlush,
     ),
+    needs(
+        "writeback_due_during_fsync_wait",
+        proc_tests::writeback_due_during_fsync_wait,
+        Needs::SharedFlush,
+    ),
     t("fork_copy_on_write", proc_tests::fork_copy_on_write),
     t("fork_does_not_copy", proc_tests::fork_does_not_copy),
     t(

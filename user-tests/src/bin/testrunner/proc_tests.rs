@@ -414,6 +414,41 @@ pub fn fsync_wait_takes_interrupts(cx: &Ctx) -> TestResult {
     Ok(())
 }
 
+/// dbfs's periodic write-back comes due while the only runnable process sleeps in fsync,
+/// waiting for the disk's flush with kvdb's writer lock held: a 4 KiB write stays buffered
+/// (dbfs commits buffered data 5 s after it was written) while fsyncs of another file go on
+/// for 7 s. With one hart the scheduler's idle pass used to run that write-back itself; it
+/// waited for the writer lock on the scheduler's own stack, which cannot give the hart to
+/// anyone, so the fsync, woken by its interrupt, never ran again (LTP's fsync02 hung so).
+/// Every fsync must return and the buffered bytes must read back.
+pub fn writeback_due_during_fsync_wait(cx: &Ctx) -> TestResult {
+    let buffered = cx.path("buffered");
+    let small = [0x3cu8; 4096];
+    let a = File::open(&buffered, O_RDWR | O_CREAT | O_TRUNC, 0o644).what("create")?;
+    a.pwrite_all(&small, 0).what("pwrite")?;
+    drop(a);
+    let synced = cx.path("synced");
+    let f = File::open(&synced, O_RDWR | O_CREAT | O_TRUNC, 0o644).what("create")?;
+    let data = vec![0x96u8; 64 << 10];
+    let start = now_ns();
+    let mut rounds = 0u64;
+    while now_ns() - start < 7_000_000_000 {
+        f.pwrite_all(&data, (rounds % 16) << 16).what("pwrite")?;
+        sys::fsync(f.fd()).what("fsync")?;
+        rounds += 1;
+    }
+    drop(f);
+    let back = crate::get_file(&buffered)?;
+    ensure!(
+        back == small,
+        "the buffered file reads back {} bytes, not its 4096 (after {rounds} fsyncs)",
+        back.len()
+    );
+    let _ = sys::unlink(&synced);
+    let _ = sys::unlink(&buffered);
+    Ok(())
+}
+
 /// While a single-threaded process waits for the disk to fill a large read (dbfs reads a
 /// stored file straight into the caller's pages), another runnable process gets the CPU, and
 /// the bytes still land where they belong: 1 MiB preads into a buffer that does not start on
