@@ -53,6 +53,7 @@ use core::alloc::Layout;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 
+use crate::arch::hart::MAX_HARTS;
 use crate::task::wait::WaitQueue;
 use spin::Mutex;
 use vfs::{BlockDevice, VfsError, VfsResult, SECTOR_SIZE};
@@ -135,6 +136,13 @@ struct Device {
     finished: Vec<(u64, VfsResult<()>)>,
     /// The next waiter id.
     next_waiter: u64,
+    /// A result went into `finished` since the disk's waiters were last woken. Any caller
+    /// holding the lock reaps what the device finished, a sleeping waiter's request too;
+    /// the sleepers are then woken by the next [`poll`] (or by a waiter that reaped it), not
+    /// left for an interrupt that a hart spinning in the kernel keeps the routed hart from
+    /// taking. ([`VirtioDisk::run`]'s callers may hold spin locks that rank above the wait
+    /// queue's, so they leave the wake-up to `poll`.)
+    results_for_waiters: bool,
 }
 
 /// A request in flight outside any [`VirtioDisk::run`]: a flush, or one request of a read
@@ -213,6 +221,7 @@ impl Device {
                 }
                 self.finished
                     .push((id, if ok { Ok(()) } else { Err(VfsError::Io) }));
+                self.results_for_waiters = true;
             }
             None if !ok => log::warn!(
                 "{}: background flush failed ({:?}, status {})",
@@ -326,8 +335,8 @@ pub struct VirtioDisk {
     irq: u32,
     /// Threads sleeping until a detached request of theirs completes ([`Self::wait_detached`]).
     waiters: WaitQueue,
-    /// Completion interrupts taken.
-    interrupts: AtomicU64,
+    /// Completion interrupts taken, per hart slot (all on the routed one).
+    interrupts: [AtomicU64; MAX_HARTS],
 }
 
 /// Every disk, for the interrupt handler ([`interrupt`]) and the waiters' poll ([`poll`]).
@@ -360,35 +369,42 @@ pub fn interrupt(irq: u32) -> bool {
         let status = ((disk.mmio + MMIO_INTERRUPT_STATUS) as *const u32).read_volatile();
         ((disk.mmio + MMIO_INTERRUPT_ACK) as *mut u32).write_volatile(status);
     }
-    disk.interrupts.fetch_add(1, Relaxed);
+    disk.interrupts[crate::arch::hart::index()].fetch_add(1, Relaxed);
     disk.waiters.wake_all();
     true
 }
 
 /// The waiters' fallback, called by the scheduler loop and by a thread that spins for a lock
-/// (`task::relax`): wake the sleepers of every disk whose used ring has entries. A hart that
-/// never leaves the kernel (threads yielding to each other while the one they wait for
-/// sleeps) takes no interrupt, so this is what wakes them then.
+/// (`task::relax`): wake the sleepers of every disk whose used ring has entries, or whose
+/// results someone else reaped ([`Device::results_for_waiters`]). A hart that never leaves
+/// the kernel (threads yielding to each other while the one they wait for sleeps) takes no
+/// interrupt, and keeps the routed hart from taking one, so this is what wakes them then.
 pub fn poll() {
     if SLEEPERS.load(Relaxed) == 0 {
         return;
     }
     for disk in DISKS.get().into_iter().flatten() {
-        let ready = disk.dev.try_lock().is_some_and(|dev| dev.queue.can_pop());
+        let ready = disk.dev.try_lock().is_some_and(|mut dev| {
+            dev.queue.can_pop() || core::mem::take(&mut dev.results_for_waiters)
+        });
         if ready {
             disk.waiters.wake_all();
         }
     }
 }
 
-/// The disks with a routed interrupt: (source, completion interrupts taken, name).
-pub fn interrupt_counts() -> Vec<(u32, u64, String)> {
+/// The disks with a routed interrupt: (source, completion interrupts taken per hart slot,
+/// name).
+pub fn interrupt_counts() -> Vec<(u32, [u64; MAX_HARTS], String)> {
     DISKS
         .get()
         .into_iter()
         .flatten()
         .filter(|d| d.irq != 0)
-        .map(|d| (d.irq, d.interrupts.load(Relaxed), d.name.clone()))
+        .map(|d| {
+            let counts = core::array::from_fn(|i| d.interrupts[i].load(Relaxed));
+            (d.irq, counts, d.name.clone())
+        })
         .collect()
 }
 
@@ -485,6 +501,7 @@ impl VirtioDisk {
                 detached: Vec::new(),
                 finished: Vec::new(),
                 next_waiter: 0,
+                results_for_waiters: false,
             }),
             limits: Limits {
                 sectors,
@@ -496,7 +513,7 @@ impl VirtioDisk {
             mmio,
             irq,
             waiters: WaitQueue::new(),
-            interrupts: AtomicU64::new(0),
+            interrupts: [const { AtomicU64::new(0) }; MAX_HARTS],
         })
     }
 
@@ -607,6 +624,7 @@ impl VirtioDisk {
         for d in core::mem::take(&mut dev.detached) {
             if let Some(id) = d.waiter {
                 dev.finished.push((id, Err(VfsError::Io)));
+                dev.results_for_waiters = true;
             }
         }
         log::error!(
@@ -631,31 +649,39 @@ impl VirtioDisk {
             SLEEPERS.fetch_add(1, Relaxed);
         }
         let r = crate::task::away(|| loop {
+            // Queued before the look: a wake-up after it (the interrupt, or a caller that
+            // reaps this waiter's completion) takes the thread off the queue, and
+            // `sleep_prepared` then does not block.
             if sleep {
                 self.waiters.prepare_to_wait();
             }
-            {
-                let mut guard = self.dev.lock();
-                let dev = &mut *guard;
-                if !dev.reap_completed(&self.name) {
-                    self.reset(dev);
+            let mut guard = self.dev.lock();
+            let dev = &mut *guard;
+            if !dev.reap_completed(&self.name) {
+                self.reset(dev);
+            }
+            dev.finished.retain(|&(w, r)| {
+                if w == id {
+                    left -= 1;
+                    result = result.and(r);
                 }
-                dev.finished.retain(|&(w, r)| {
-                    if w == id {
-                        left -= 1;
-                        result = result.and(r);
-                    }
-                    w != id
-                });
-                // A reset gives every detached request's waiter its failure, so `left`
-                // reaches 0 then too.
-                if left == 0 {
-                    drop(guard);
-                    if sleep {
-                        self.waiters.finish_wait();
-                    }
-                    return result;
+                w != id
+            });
+            // Other waiters' results reaped here: wake them (this thread too, which then
+            // looks once more instead of sleeping). The caller holds no spin lock, so the
+            // wake-up's locks are taken in order.
+            let wake = core::mem::take(&mut dev.results_for_waiters) && !dev.finished.is_empty();
+            drop(guard);
+            if wake {
+                self.waiters.wake_all();
+            }
+            // A reset gives every detached request's waiter its failure, so `left` reaches
+            // 0 then too.
+            if left == 0 {
+                if sleep {
+                    self.waiters.finish_wait();
                 }
+                return result;
             }
             if sleep {
                 let deadline = crate::arch::time::monotonic_ns() + BACKSTOP_NS;

@@ -707,8 +707,8 @@ fn bkl() -> String {
 }
 
 /// `/proc/interrupts` as Linux lays it out: a `CPUn` column per started hart, then a row per
-/// routed source (every source goes to the boot hart, `arch::plic`) with its chip, number,
-/// trigger and device.
+/// routed source with the interrupts each hart took (every source goes to the boot hart
+/// alone, `arch::plic`, so the other columns stay 0), its chip, number, trigger and device.
 fn interrupts() -> String {
     let harts: Vec<usize> = (0..crate::arch::hart::count())
         .filter(|&i| crate::arch::hart::is_started(i))
@@ -721,7 +721,7 @@ fn interrupts() -> String {
     for (irq, count, name) in crate::drivers::virtio_blk::interrupt_counts() {
         let _ = write!(s, "{:>9}:", irq);
         for &i in &harts {
-            let _ = write!(s, " {:>10}", if i == 0 { count } else { 0 });
+            let _ = write!(s, " {:>10}", count[i]);
         }
         let _ = writeln!(s, "  PLIC {:>3} Level     virtio-blk {}", irq, name);
     }
