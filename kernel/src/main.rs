@@ -271,7 +271,7 @@ extern "C" fn rust_main(hartid: usize, dtb: usize) -> ! {
     csr::set_sie(csr::sie() | csr::SIE_STIE | csr::SIE_SSIE);
     // The disks' completion interrupts go to this hart alone (arch::plic).
     if let Some(plic) = info.plic {
-        arch::plic::init(plic);
+        arch::plic::init(plic, &info.harts[..info.hart_count]);
         csr::set_sie(csr::sie() | csr::SIE_SEIE);
     }
 

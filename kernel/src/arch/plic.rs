@@ -10,6 +10,7 @@
 //! mode, or seen pending (`sip.SEIP`) by the scheduler loop and the idle loop's `wfi`, which
 //! claim it through [`claim`] and [`complete`].
 
+use alloc::vec::Vec;
 use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 /// The PLIC's registers in the direct map; 0 until [`init`] (no PLIC: nothing is routed and
@@ -17,6 +18,8 @@ use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 static BASE: AtomicUsize = AtomicUsize::new(0);
 /// The hart slot the sources are routed to (`usize::MAX`: none yet).
 static TARGET: AtomicUsize = AtomicUsize::new(usize::MAX);
+/// The device tree's hart ids (slot order), each with a supervisor context of its own.
+static HARTIDS: spin::Once<Vec<usize>> = spin::Once::new();
 
 /// Sources per PLIC (the specification's limit; QEMU `virt` uses 1..=95).
 pub const MAX_SOURCES: u32 = 1024;
@@ -44,13 +47,20 @@ fn read(offset: usize) -> u32 {
     unsafe { reg(offset).read_volatile() }
 }
 
-/// The supervisor context of hart slot `i` on QEMU `virt`.
-fn s_context(i: usize) -> usize {
-    2 * super::hart::hartid(i) + 1
+/// The supervisor context of the hart with SBI id `hartid` on QEMU `virt`.
+fn s_context_of(hartid: usize) -> usize {
+    2 * hartid + 1
 }
 
-/// Use the PLIC whose registers are at `base` (a direct-map address from the device tree).
-pub fn init(base: usize) {
+/// The supervisor context of hart slot `i`.
+fn s_context(i: usize) -> usize {
+    s_context_of(super::hart::hartid(i))
+}
+
+/// Use the PLIC whose registers are at `base` (a direct-map address from the device tree),
+/// on a machine with the harts `hartids` (the device tree's, every one, started or not).
+pub fn init(base: usize, hartids: &[usize]) {
+    HARTIDS.call_once(|| hartids.to_vec());
     BASE.store(base, Relaxed);
 }
 
@@ -61,8 +71,9 @@ pub fn present() -> bool {
 
 /// Route source `irq` (1..[`MAX_SOURCES`]) to hart slot `hart` only: priority 1, enabled in
 /// that hart's supervisor context, whose threshold becomes 0 (every source with a priority
-/// passes). Every source is routed to the same hart (the first call's); false without a PLIC,
-/// for a bad source, or for another hart.
+/// passes), and disabled in every other hart's (whatever the firmware left there), so a
+/// completion interrupts one hart. Every source is routed to the same hart (the first
+/// call's); false without a PLIC, for a bad source, or for another hart.
 pub fn route(irq: u32, hart: usize) -> bool {
     if !present() || irq == 0 || irq >= MAX_SOURCES {
         return false;
@@ -74,9 +85,15 @@ pub fn route(irq: u32, hart: usize) -> bool {
         return false;
     }
     let ctx = s_context(hart);
+    let word = |ctx: usize| ENABLE + ENABLE_STRIDE * ctx + 4 * (irq as usize / 32);
+    for &id in HARTIDS.get().into_iter().flatten() {
+        let other = s_context_of(id);
+        if other != ctx {
+            write(word(other), read(word(other)) & !(1 << (irq % 32)));
+        }
+    }
     write(PRIORITY + 4 * irq as usize, 1);
-    let word = ENABLE + ENABLE_STRIDE * ctx + 4 * (irq as usize / 32);
-    write(word, read(word) | 1 << (irq % 32));
+    write(word(ctx), read(word(ctx)) | 1 << (irq % 32));
     write(CONTEXT + CONTEXT_STRIDE * ctx + THRESHOLD, 0);
     true
 }
