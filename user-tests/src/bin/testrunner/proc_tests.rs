@@ -415,9 +415,9 @@ pub fn fsync_wait_takes_interrupts(cx: &Ctx) -> TestResult {
 }
 
 /// dbfs's periodic write-back comes due while the only runnable process sleeps in fsync,
-/// waiting for the disk's flush with kvdb's writer lock held: a 4 KiB write stays buffered
-/// (dbfs commits buffered data 5 s after it was written) while fsyncs of another file go on
-/// for 7 s. With one hart the scheduler's idle pass used to run that write-back itself; it
+/// waiting for the disk's flush with kvdb's writer lock held: a 4 KiB write to a file kept
+/// open stays buffered (an fsync commits its own file and closed ones; the timer commits
+/// buffered data 5 s after it was written) while fsyncs of another file go on for 7 s. With one hart the scheduler's idle pass used to run that write-back itself; it
 /// waited for the writer lock on the scheduler's own stack, which cannot give the hart to
 /// anyone, so the fsync, woken by its interrupt, never ran again (LTP's fsync02 hung so).
 /// Every fsync must return and the buffered bytes must read back.
@@ -426,7 +426,6 @@ pub fn writeback_due_during_fsync_wait(cx: &Ctx) -> TestResult {
     let small = [0x3cu8; 4096];
     let a = File::open(&buffered, O_RDWR | O_CREAT | O_TRUNC, 0o644).what("create")?;
     a.pwrite_all(&small, 0).what("pwrite")?;
-    drop(a);
     let synced = cx.path("synced");
     let f = File::open(&synced, O_RDWR | O_CREAT | O_TRUNC, 0o644).what("create")?;
     let data = vec![0x96u8; 64 << 10];
@@ -438,6 +437,7 @@ pub fn writeback_due_during_fsync_wait(cx: &Ctx) -> TestResult {
         rounds += 1;
     }
     drop(f);
+    drop(a);
     let back = crate::get_file(&buffered)?;
     ensure!(
         back == small,
