@@ -73,8 +73,11 @@ struct BootInfo {
     uart: Option<usize>,
     test_device: Option<usize>,
     rtc: Option<usize>,
-    virtio: [(usize, usize); 16],
+    /// The virtio MMIO slots: base, size, interrupt source (0: none given).
+    virtio: [(usize, usize, u32); 16],
     virtio_count: usize,
+    /// The PLIC's registers (a direct-map address).
+    plic: Option<usize>,
     bootargs: [u8; COMMAND_LINE_MAX],
     bootargs_len: usize,
     /// The device tree's command line, if it did not fit in `bootargs`.
@@ -91,8 +94,9 @@ fn read_device_tree(dtb: usize) -> BootInfo {
         uart: None,
         test_device: None,
         rtc: None,
-        virtio: [(0, 0); 16],
+        virtio: [(0, 0, 0); 16],
         virtio_count: 0,
+        plic: None,
         bootargs: [0; COMMAND_LINE_MAX],
         bootargs_len: 0,
         bootargs_too_long: None,
@@ -146,8 +150,16 @@ fn read_device_tree(dtb: usize) -> BootInfo {
                     info.test_device = Some(mm::phys_to_virt(base))
                 }
                 "google,goldfish-rtc" => info.rtc = Some(mm::phys_to_virt(base)),
+                "riscv,plic0" | "sifive,plic-1.0.0" if info.plic.is_none() => {
+                    info.plic = Some(mm::phys_to_virt(base))
+                }
                 "virtio,mmio" if info.virtio_count < info.virtio.len() => {
-                    info.virtio[info.virtio_count] = (base, reg.size.unwrap_or(0x1000));
+                    let irq = node
+                        .interrupts()
+                        .and_then(|mut i| i.next())
+                        .and_then(|i| u32::try_from(i).ok())
+                        .unwrap_or(0);
+                    info.virtio[info.virtio_count] = (base, reg.size.unwrap_or(0x1000), irq);
                     info.virtio_count += 1;
                 }
                 _ => {}
@@ -257,6 +269,11 @@ extern "C" fn rust_main(hartid: usize, dtb: usize) -> ! {
         info.virtio_count
     );
     csr::set_sie(csr::sie() | csr::SIE_STIE | csr::SIE_SSIE);
+    // The disks' completion interrupts go to this hart alone (arch::plic).
+    if let Some(plic) = info.plic {
+        arch::plic::init(plic, &info.harts[..info.hart_count]);
+        csr::set_sie(csr::sie() | csr::SIE_SEIE);
+    }
 
     let disks = drivers::virtio_blk::probe(info.virtio[..info.virtio_count].to_vec());
     if disks.is_empty() {
@@ -309,6 +326,7 @@ extern "C" fn rust_main(hartid: usize, dtb: usize) -> ! {
         power_off: fs::sync_and_power_off,
         process_exit: ipc::sem::exit,
         core_dump: syscall::coredump::dump,
+        devices: drivers::service,
     });
     let started = fs::path::Loc::from_path("/dev/console")
         .and_then(fs::file::FdTable::with_console)

@@ -12,6 +12,8 @@ pub const SSTATUS_FS_MASK: usize = 3 << 13;
 pub const SIE_STIE: usize = 1 << 5;
 /// `sie.SSIE`: supervisor software interrupts (another hart's IPI, see `hart::kick_idle`).
 pub const SIE_SSIE: usize = 1 << 1;
+/// `sie.SEIE` / `sip.SEIP`: supervisor external interrupts (the PLIC, see `plic`).
+pub const SIE_SEIE: usize = 1 << 9;
 
 macro_rules! csr_read {
     ($read:ident, $name:literal) => {

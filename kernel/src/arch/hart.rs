@@ -289,6 +289,13 @@ fn wait_turn(ticket: usize) {
     let h = this();
     let t0 = super::csr::time();
     let mut spins = 0;
+    // A device interrupt pending on this hart (the PLIC's target) would end every `wfi` at
+    // once: it waits for the lock's holder to finish, as the hart does (it is taken once the
+    // hart has the lock: in user mode or the scheduler loop).
+    let seie = super::csr::sie() & super::csr::SIE_SEIE;
+    if seie != 0 {
+        super::csr::set_sie(super::csr::sie() & !seie);
+    }
     while SERVING.load(Acquire) != ticket {
         spins += 1;
         if spins < LOCK_SPINS {
@@ -310,6 +317,9 @@ fn wait_turn(ticket: usize) {
             bump(&h.stats.ipi_recv, 1);
         }
         h.lock_sleep.store(NOBODY, Relaxed);
+    }
+    if seie != 0 {
+        super::csr::set_sie(super::csr::sie() | seie);
     }
     let waited = super::csr::time().wrapping_sub(t0);
     bump(&h.stats.contended, 1);

@@ -17,6 +17,7 @@ pub mod hart;
 pub mod layout;
 pub mod lockcheck;
 pub mod mem;
+pub mod plic;
 pub mod power;
 pub mod random;
 pub mod time;

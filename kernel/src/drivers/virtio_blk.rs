@@ -1,5 +1,6 @@
 //! virtio-blk disks: our own request layer over the `virtio-drivers` crate's split virtqueue
-//! ([`VirtQueue`]) and MMIO transport, polled completion.
+//! ([`VirtQueue`]) and MMIO transport; completions polled, or interrupt-driven for waiters
+//! that sleep.
 //!
 //! Each disk is a [`VirtioDisk`] implementing `vfs::BlockDevice`. The crate's own `VirtIOBlk`
 //! is not used: its queue has 16 descriptors and its requests carry ONE data buffer, so bytes
@@ -25,6 +26,17 @@
 //! may give the CPU away while it waits are *detached*: submitted, then waited for with the
 //! lock released; whichever call holds the lock when one completes takes it back.
 //!
+//! Completion interrupts: each disk's source is routed through the PLIC to the boot hart
+//! alone (`arch::plic`), and the device is asked for interrupts only while a detached
+//! request has a waiter (`VIRTQ_AVAIL_F_NO_INTERRUPT` otherwise: a polled [`VirtioDisk::run`]
+//! costs no trap). A detached waiter that may give the CPU away sleeps on the disk's
+//! [`WaitQueue`]; the handler ([`interrupt`]) acknowledges the device and wakes them, taking
+//! no disk lock (the waiters reap under it themselves), and the scheduler loop's [`poll`]
+//! wakes them when the hart that takes the interrupt stays in the kernel. A waiter sleeps at
+//! most [`BACKSTOP_NS`] before it looks again, and a thread that may not give the CPU away
+//! (`task::keep_cpu`, boot) polls. The disk-window fault path and [`VirtioDisk::run`]'s
+//! callers (which may hold spin locks) still poll under the lock.
+//!
 //! Buffers handed to the device are kernel memory in the direct map (heap, stacks, frames),
 //! so their physical address is their kernel address less `mm::PHYS_OFFSET`. A request's header and status live in a `Box` that stays alive, and
 //! its data stays borrowed, until the request has completed (or the device has been reset).
@@ -39,7 +51,10 @@ use alloc::vec;
 use alloc::vec::Vec;
 use core::alloc::Layout;
 use core::ptr::NonNull;
+use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 
+use crate::arch::hart::MAX_HARTS;
+use crate::task::wait::WaitQueue;
 use spin::Mutex;
 use vfs::{BlockDevice, VfsError, VfsResult, SECTOR_SIZE};
 use virtio_blk_req::{
@@ -121,6 +136,13 @@ struct Device {
     finished: Vec<(u64, VfsResult<()>)>,
     /// The next waiter id.
     next_waiter: u64,
+    /// A result went into `finished` since the disk's waiters were last woken. Any caller
+    /// holding the lock reaps what the device finished, a sleeping waiter's request too;
+    /// the sleepers are then woken by the next [`poll`] (or by a waiter that reaped it), not
+    /// left for an interrupt that a hart spinning in the kernel keeps the routed hart from
+    /// taking. ([`VirtioDisk::run`]'s callers may hold spin locks that rank above the wait
+    /// queue's, so they leave the wake-up to `poll`.)
+    results_for_waiters: bool,
 }
 
 /// A request in flight outside any [`VirtioDisk::run`]: a flush, or one request of a read
@@ -139,6 +161,15 @@ struct Detached {
 }
 
 impl Device {
+    /// Ask the device for completion interrupts exactly while a detached request has a
+    /// waiter (virtio 1.1, 2.6.7: `VIRTQ_AVAIL_F_NO_INTERRUPT` otherwise). A polled
+    /// [`VirtioDisk::run`] or a background flush needs none: each interrupt would only cost
+    /// the routed hart a trap and the big kernel lock.
+    fn update_notify(&mut self) {
+        let wanted = self.detached.iter().any(|d| d.waiter.is_some());
+        self.queue.set_dev_notify(wanted);
+    }
+
     /// A new waiter id for detached requests; `Io` once the device is broken.
     fn new_waiter(&mut self) -> VfsResult<u64> {
         if self.broken {
@@ -190,6 +221,7 @@ impl Device {
                 }
                 self.finished
                     .push((id, if ok { Ok(()) } else { Err(VfsError::Io) }));
+                self.results_for_waiters = true;
             }
             None if !ok => log::warn!(
                 "{}: background flush failed ({:?}, status {})",
@@ -211,12 +243,16 @@ impl Device {
                 return false;
             }
         }
+        self.update_notify();
         true
     }
 
     /// Put a flush in the queue as a detached request; its token, or `None` if the queue has
     /// no room.
     fn submit_detached_flush(&mut self, waiter: Option<u64>) -> Option<u16> {
+        if waiter.is_some() {
+            self.queue.set_dev_notify(true);
+        }
         let mut req = Request::flush();
         let mut head = Box::new(req.head());
         let (device_reads, mut device_writes) = buffers(&mut head, &mut req.data);
@@ -249,6 +285,7 @@ impl Device {
         mut req: Request<'a>,
         waiter: u64,
     ) -> Result<(), Request<'a>> {
+        self.queue.set_dev_notify(true);
         let mut head = Box::new(req.head());
         let (device_reads, mut device_writes) = buffers(&mut head, &mut req.data);
         // SAFETY: the header/status box moves into `self.detached`; the pieces stay valid
@@ -291,6 +328,84 @@ pub struct VirtioDisk {
     limits: Limits,
     has_flush: bool,
     pub name: String,
+    /// The MMIO registers (direct map): the interrupt handler acknowledges through them
+    /// without the lock.
+    mmio: usize,
+    /// The PLIC source of its completion interrupts; 0 if not routed (waits poll).
+    irq: u32,
+    /// Threads sleeping until a detached request of theirs completes ([`Self::wait_detached`]).
+    waiters: WaitQueue,
+    /// Completion interrupts taken, per hart slot (all on the routed one).
+    interrupts: [AtomicU64; MAX_HARTS],
+}
+
+/// Every disk, for the interrupt handler ([`interrupt`]) and the waiters' poll ([`poll`]).
+static DISKS: spin::Once<Vec<Arc<VirtioDisk>>> = spin::Once::new();
+/// Threads in [`VirtioDisk::wait_detached`] asleep (or about to be), on any disk.
+static SLEEPERS: AtomicUsize = AtomicUsize::new(0);
+/// How long a waiter sleeps at most before it looks at the used ring itself: the backstop
+/// for a completion interrupt that never came (a misrouted source, a device that ignores
+/// `NO_INTERRUPT`'s clearing).
+const BACKSTOP_NS: u64 = 20_000_000;
+
+/// virtio-mmio registers (virtio 1.1, 4.2.2): what caused the interrupt, and its
+/// acknowledgement.
+const MMIO_INTERRUPT_STATUS: usize = 0x60;
+const MMIO_INTERRUPT_ACK: usize = 0x64;
+
+/// The completion interrupt of source `irq`, claimed by the routed hart (under the big kernel
+/// lock): acknowledge it at the device and wake the disk's sleeping waiters, which take the
+/// disk's lock and reap their requests themselves. The handler takes no disk lock, so it
+/// never waits for one (a lock holder on this hart could not go on until it returned);
+/// false if no disk has that source.
+pub fn interrupt(irq: u32) -> bool {
+    let Some(disk) = DISKS.get().and_then(|d| d.iter().find(|d| d.irq == irq)) else {
+        return false;
+    };
+    // SAFETY: the disk's MMIO region (direct map, used by nothing else); reading the status
+    // and writing it back to the acknowledgement register only lowers the interrupt line:
+    // the queue's state is the lock holder's.
+    unsafe {
+        let status = ((disk.mmio + MMIO_INTERRUPT_STATUS) as *const u32).read_volatile();
+        ((disk.mmio + MMIO_INTERRUPT_ACK) as *mut u32).write_volatile(status);
+    }
+    disk.interrupts[crate::arch::hart::index()].fetch_add(1, Relaxed);
+    disk.waiters.wake_all();
+    true
+}
+
+/// The waiters' fallback, called by the scheduler loop and by a thread that spins for a lock
+/// (`task::relax`): wake the sleepers of every disk whose used ring has entries, or whose
+/// results someone else reaped ([`Device::results_for_waiters`]). A hart that never leaves
+/// the kernel (threads yielding to each other while the one they wait for sleeps) takes no
+/// interrupt, and keeps the routed hart from taking one, so this is what wakes them then.
+pub fn poll() {
+    if SLEEPERS.load(Relaxed) == 0 {
+        return;
+    }
+    for disk in DISKS.get().into_iter().flatten() {
+        let ready = disk.dev.try_lock().is_some_and(|mut dev| {
+            dev.queue.can_pop() || core::mem::take(&mut dev.results_for_waiters)
+        });
+        if ready {
+            disk.waiters.wake_all();
+        }
+    }
+}
+
+/// The disks with a routed interrupt: (source, completion interrupts taken per hart slot,
+/// name).
+pub fn interrupt_counts() -> Vec<(u32, [u64; MAX_HARTS], String)> {
+    DISKS
+        .get()
+        .into_iter()
+        .flatten()
+        .filter(|d| d.irq != 0)
+        .map(|d| {
+            let counts = core::array::from_fn(|i| d.interrupts[i].load(Relaxed));
+            (d.irq, counts, d.name.clone())
+        })
+        .collect()
 }
 
 impl VirtioDisk {
@@ -307,7 +422,12 @@ impl VirtioDisk {
 
     /// Initialise the device behind `transport` (virtio 1.1, 3.1.1): negotiate features, read
     /// the capacity and `seg_max`, set up the queue.
-    fn new(mut transport: MmioTransport<'static>, name: String) -> Result<VirtioDisk, String> {
+    fn new(
+        mut transport: MmioTransport<'static>,
+        mmio: usize,
+        irq: u32,
+        name: String,
+    ) -> Result<VirtioDisk, String> {
         transport.set_status(DeviceStatus::empty()); // reset
         transport.set_status(DeviceStatus::ACKNOWLEDGE | DeviceStatus::DRIVER);
         let features =
@@ -358,10 +478,12 @@ impl VirtioDisk {
         };
         let max_segments = virtio_blk_req::max_segments(features, seg_max, QUEUE_SIZE);
         let indirect = features.contains(Features::RING_INDIRECT_DESC);
-        let queue = match VirtQueue::new(&mut transport, QUEUE, indirect, false) {
+        let mut queue = match VirtQueue::new(&mut transport, QUEUE, indirect, false) {
             Ok(q) => q,
             Err(e) => return fail(&mut transport, alloc::format!("queue setup: {:?}", e)),
         };
+        // No completion interrupts until a request has a sleeping waiter (`update_notify`).
+        queue.set_dev_notify(false);
         transport.finish_init();
         log::info!(
             "{}: {} MiB, features {:#x}, {} pieces per request{}",
@@ -379,6 +501,7 @@ impl VirtioDisk {
                 detached: Vec::new(),
                 finished: Vec::new(),
                 next_waiter: 0,
+                results_for_waiters: false,
             }),
             limits: Limits {
                 sectors,
@@ -387,6 +510,10 @@ impl VirtioDisk {
             },
             has_flush: features.contains(Features::FLUSH),
             name,
+            mmio,
+            irq,
+            waiters: WaitQueue::new(),
+            interrupts: [const { AtomicU64::new(0) }; MAX_HARTS],
         })
     }
 
@@ -497,6 +624,7 @@ impl VirtioDisk {
         for d in core::mem::take(&mut dev.detached) {
             if let Some(id) = d.waiter {
                 dev.finished.push((id, Err(VfsError::Io)));
+                dev.results_for_waiters = true;
             }
         }
         log::error!(
@@ -506,40 +634,68 @@ impl VirtioDisk {
     }
 
     /// Wait, with the lock released, until `count` detached requests of waiter `id` have
-    /// completed: their first failure, if any. The wait is [`crate::task::away`] and gives
-    /// the CPU to ready tasks between polls ([`crate::task::relax`]; a thread in
-    /// [`crate::task::keep_cpu`] polls only). Whoever holds the lock when a request completes
-    /// takes it back and records its result in [`Device::finished`].
+    /// completed: their first failure, if any. The wait is [`crate::task::away`] (the caller
+    /// holds locks, kvdb's writer lock, meanwhile). A thread that may give the CPU away
+    /// sleeps on the disk's wait queue (prepare to wait, look, sleep: [`WaitQueue`]) until the
+    /// completion interrupt ([`interrupt`]) or the scheduler's poll ([`poll`]) wakes it, at
+    /// most [`BACKSTOP_NS`] at a time; one that may not ([`crate::task::keep_cpu`], or boot
+    /// before any thread) polls. Whoever holds the lock when a request completes takes it
+    /// back and records its result in [`Device::finished`].
     fn wait_detached(&self, id: u64, count: usize) -> VfsResult<()> {
+        let sleep = crate::task::may_give_cpu_away() && self.irq != 0;
         let mut left = count;
         let mut result = Ok(());
-        // Away for the whole wait: the caller holds locks (kvdb's writer lock) meanwhile.
-        crate::task::away(|| loop {
-            {
-                let mut guard = self.dev.lock();
-                let dev = &mut *guard;
-                if !dev.reap_completed(&self.name) {
-                    self.reset(dev);
-                }
-                dev.finished.retain(|&(w, r)| {
-                    if w == id {
-                        left -= 1;
-                        result = result.and(r);
-                    }
-                    w != id
-                });
-                // A reset gives every detached request's waiter its failure, so `left`
-                // reaches 0 then too.
-                if left == 0 {
-                    return result;
-                }
+        if sleep {
+            SLEEPERS.fetch_add(1, Relaxed);
+        }
+        let r = crate::task::away(|| loop {
+            // Queued before the look: a wake-up after it (the interrupt, or a caller that
+            // reaps this waiter's completion) takes the thread off the queue, and
+            // `sleep_prepared` then does not block.
+            if sleep {
+                self.waiters.prepare_to_wait();
             }
-            if crate::task::may_give_cpu_away() {
-                crate::task::relax();
+            let mut guard = self.dev.lock();
+            let dev = &mut *guard;
+            if !dev.reap_completed(&self.name) {
+                self.reset(dev);
+            }
+            dev.finished.retain(|&(w, r)| {
+                if w == id {
+                    left -= 1;
+                    result = result.and(r);
+                }
+                w != id
+            });
+            // Other waiters' results reaped here: wake them (this thread too, which then
+            // looks once more instead of sleeping). The caller holds no spin lock, so the
+            // wake-up's locks are taken in order.
+            let wake = core::mem::take(&mut dev.results_for_waiters) && !dev.finished.is_empty();
+            drop(guard);
+            if wake {
+                self.waiters.wake_all();
+            }
+            // A reset gives every detached request's waiter its failure, so `left` reaches
+            // 0 then too.
+            if left == 0 {
+                if sleep {
+                    self.waiters.finish_wait();
+                }
+                return result;
+            }
+            if sleep {
+                let deadline = crate::arch::time::monotonic_ns() + BACKSTOP_NS;
+                self.waiters.sleep_prepared(Some(deadline));
+                // The backstop must not wake the thread later, in some other sleep.
+                crate::task::wait::drop_timers(crate::task::current_tid());
             } else {
                 core::hint::spin_loop();
             }
-        })
+        });
+        if sleep {
+            SLEEPERS.fetch_sub(1, Relaxed);
+        }
+        r
     }
 }
 
@@ -679,13 +835,14 @@ impl BlockDevice for VirtioDisk {
 
 /// Probe the virtio MMIO slots `(base, size)` and return the block devices found, named
 /// vda, vdb, ... in the order QEMU's command line created them.
-pub fn probe(mut slots: Vec<(usize, usize)>) -> Vec<Arc<VirtioDisk>> {
+pub fn probe(mut slots: Vec<(usize, usize, u32)>) -> Vec<Arc<VirtioDisk>> {
     // QEMU `virt` fills the MMIO slots from the highest address down, so the first `-device`
     // on the command line sits at the highest address: walk them downwards.
     slots.sort_unstable_by_key(|s| core::cmp::Reverse(s.0));
     let mut disks = Vec::new();
-    for (base, size) in slots {
-        let Some(header) = NonNull::new(crate::mm::phys_to_virt(base) as *mut VirtIOHeader) else {
+    for (base, size, irq) in slots {
+        let mmio = crate::mm::phys_to_virt(base);
+        let Some(header) = NonNull::new(mmio as *mut VirtIOHeader) else {
             continue;
         };
         // SAFETY: `base`/`size` describe a virtio MMIO region from the device tree, in the direct
@@ -698,13 +855,26 @@ pub fn probe(mut slots: Vec<(usize, usize)>) -> Vec<Arc<VirtioDisk>> {
             continue;
         }
         let name = alloc::format!("vd{}", (b'a' + disks.len() as u8) as char);
-        match VirtioDisk::new(transport, name) {
+        // Completions interrupt the boot hart alone (`arch::plic`); without a source the
+        // disk's waits poll.
+        let irq = if crate::arch::plic::route(irq, 0) {
+            irq
+        } else {
+            0
+        };
+        match VirtioDisk::new(transport, mmio, irq, name) {
             Ok(disk) => {
-                log::info!("{}: virtio-blk at {:#x}", disk.name, base);
+                log::info!(
+                    "{}: virtio-blk at {:#x}, interrupt {}",
+                    disk.name,
+                    base,
+                    irq
+                );
                 disks.push(Arc::new(disk));
             }
             Err(e) => log::warn!("virtio-blk at {:#x}: {}", base, e),
         }
     }
+    DISKS.call_once(|| disks.clone());
     disks
 }

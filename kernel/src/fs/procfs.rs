@@ -72,7 +72,7 @@ impl FileSystem for ProcFs {
 }
 
 /// Files of the root directory, with their inode numbers (pids use `pid << 8 | k`).
-const ROOT_FILES: [(&str, Gen, u64); 13] = [
+const ROOT_FILES: [(&str, Gen, u64); 14] = [
     ("mounts", Gen::Mounts, 3),
     ("meminfo", Gen::Meminfo, 4),
     ("uptime", Gen::Uptime, 5),
@@ -86,6 +86,7 @@ const ROOT_FILES: [(&str, Gen, u64); 13] = [
     ("bkl", Gen::Bkl, 13),
     ("config.gz", Gen::ConfigGz, 14),
     ("cmdline", Gen::Cmdline, 15),
+    ("interrupts", Gen::Interrupts, 16),
 ];
 
 /// The kernel's command line (`/proc/cmdline`), as the boot code was given it.
@@ -131,6 +132,7 @@ enum Gen {
     Bkl,
     ConfigGz,
     Cmdline,
+    Interrupts,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -413,6 +415,7 @@ impl Node for RootFile {
             }
             Gen::Stat => stat(),
             Gen::Bkl => bkl(),
+            Gen::Interrupts => interrupts(),
             Gen::Loadavg => {
                 let pids = crate::task::ps::pids();
                 let last = pids.iter().max().copied().unwrap_or(0);
@@ -699,6 +702,28 @@ fn bkl() -> String {
             us(&h.idle_t),
             h.ticks.load(Relaxed),
         );
+    }
+    s
+}
+
+/// `/proc/interrupts` as Linux lays it out: a `CPUn` column per started hart, then a row per
+/// routed source with the interrupts each hart took (every source goes to the boot hart
+/// alone, `arch::plic`, so the other columns stay 0), its chip, number, trigger and device.
+fn interrupts() -> String {
+    let harts: Vec<usize> = (0..crate::arch::hart::count())
+        .filter(|&i| crate::arch::hart::is_started(i))
+        .collect();
+    let mut s = String::from("          ");
+    for i in &harts {
+        let _ = write!(s, " {:>10}", format!("CPU{i}"));
+    }
+    s.push('\n');
+    for (irq, count, name) in crate::drivers::virtio_blk::interrupt_counts() {
+        let _ = write!(s, "{:>9}:", irq);
+        for &i in &harts {
+            let _ = write!(s, " {:>10}", count[i]);
+        }
+        let _ = writeln!(s, "  PLIC {:>3} Level     virtio-blk {}", irq, name);
     }
     s
 }

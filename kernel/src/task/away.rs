@@ -3,10 +3,9 @@
 //! keep user pages in hand valid meanwhile ([`reading_own_pages`], [`changing_space`],
 //! [`keep_cpu`]). The block layer waits through these, never through scheduler internals.
 
-use core::sync::atomic::AtomicUsize;
 use core::sync::atomic::Ordering::Relaxed;
 
-use super::sched::{current_ptr, current_ref, yield_counted, SCHED};
+use super::sched::{current_ptr, current_ref, yield_counted, AWAY, SCHED};
 
 /// Wait a moment for a lock another task holds, or a device request: give the CPU to a
 /// ready thread that may run on this hart if there is one (the caller stays runnable and
@@ -20,20 +19,29 @@ pub fn relax() {
     let me = crate::arch::hart::index();
     let others = {
         let s = SCHED.lock();
+        // The scheduler's own stack (no current thread) cannot give the CPU away: with one
+        // hart the lock's holder, a thread away in a device wait, would never run again.
+        // `run::idle` leaves the work that takes such locks until nobody is away; reaching
+        // here is a kernel bug, better named than hung. (With several harts another hart
+        // may run the holder once this one lets it have the big kernel lock, below.)
+        assert!(
+            s.cur().is_some() || AWAY.load(Relaxed) == 0 || crate::arch::hart::count() > 1,
+            "the scheduler waits for a lock held by a thread away in a device wait"
+        );
         s.cur().is_some() && s.has_ready_for(me)
     };
     if others {
         away(|| yield_counted(true));
-    } else if crate::arch::hart::count() > 1 {
+        return;
+    }
+    // The holder may be asleep until its device request completes: wake it if it has.
+    super::run::service_devices();
+    if crate::arch::hart::count() > 1 {
         away(crate::arch::hart::let_waiters_in);
     } else {
         core::hint::spin_loop();
     }
 }
-
-/// Threads that gave the CPU away inside the kernel and may hold locks meanwhile: in
-/// [`relax`], or waiting for a device flush ([`away`]).
-pub(super) static AWAY: AtomicUsize = AtomicUsize::new(0);
 
 /// Run `f`, a wait during which the thread may give the CPU away ([`relax`]) while it holds
 /// locks, counted in [`AWAY`] (a device flush's whole wait, not only its yields).

@@ -29,6 +29,10 @@ pub struct Services {
     /// Write the current process's core file for signal `sig` with the faulting thread's
     /// registers `tf`; whether one was written (the wait status's core bit).
     pub core_dump: fn(usize, &crate::arch::trap::TrapFrame) -> bool,
+    /// Every scheduler pass, and a thread spinning for a lock ([`super::relax`]): take a
+    /// device interrupt that came while the hart ran kernel code, and wake the threads whose
+    /// device requests completed.
+    pub devices: fn(),
 }
 
 pub(super) static SERVICES: spin::Once<Services> = spin::Once::new();
@@ -55,6 +59,13 @@ pub(super) fn core_dump(sig: usize, tf: &crate::arch::trap::TrapFrame) -> bool {
 pub(super) fn process_exit(pid: usize) {
     if let Some(s) = SERVICES.get() {
         (s.process_exit)(pid);
+    }
+}
+
+/// The registered [`Services::devices`], if any.
+pub(super) fn service_devices() {
+    if let Some(s) = SERVICES.get() {
+        (s.devices)();
     }
 }
 
@@ -91,6 +102,7 @@ pub fn run() -> ! {
         // on another hart must finish would otherwise come straight back here, the big kernel
         // lock never leaving this hart, and that thread would never get into the kernel.
         hart::let_waiters_in();
+        service_devices();
         let next = {
             let mut s = SCHED.lock();
             let n = s.take_ready_for(me);
@@ -170,11 +182,22 @@ pub(super) fn idle() {
         return idle_secondary();
     }
     let now = crate::arch::time::monotonic_ns();
-    let services = SERVICES.get();
+    // A thread asleep in a device wait ([`super::away`]: a dbfs barrier's flush, a large read)
+    // may hold relaxing locks meanwhile: kvdb's writer lock, its process's state. Console
+    // input and the interval timers send signals (a process's state) and the periodic work
+    // commits (kvdb's writer lock); run here, on the scheduler's own stack, such work that
+    // found one held could not give the CPU away and would spin for ever, the sleeper's
+    // wake-up runnable but never run (one hart: LTP's fsync02, whose long fsync left nothing
+    // else to run while dbfs's write-back came due). They wait for a pass with nobody away;
+    // a timer tick in user mode does them too.
+    let quiet = super::sched::AWAY.load(Relaxed) == 0;
+    let services = SERVICES.get().filter(|_| quiet);
     if let Some(s) = services {
         (s.take_input)();
     }
-    let next = match (wait::wake_expired(now), super::itimer::fire_expired(now)) {
+    // (Skipped, the interval timers are looked at again within `POLL_NS`.)
+    let timers = quiet.then(|| super::itimer::fire_expired(now)).flatten();
+    let next = match (wait::wake_expired(now), timers) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     };

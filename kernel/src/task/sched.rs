@@ -138,6 +138,11 @@ pub fn hart_busy_ns(i: usize) -> u64 {
 /// Threads switched to since boot (`ctxt` in /proc/stat).
 pub(super) static SWITCHES: AtomicU64 = AtomicU64::new(0);
 
+/// Threads that gave the CPU away inside the kernel and may hold locks meanwhile: in
+/// [`super::relax`], or waiting for a device ([`super::away`]). Here, below both, because the
+/// scheduler's idle pass (`run.rs`) reads it too.
+pub(super) static AWAY: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);
+
 /// How many times the scheduler has switched to a thread since boot.
 pub fn context_switches() -> u64 {
     SWITCHES.load(Relaxed)

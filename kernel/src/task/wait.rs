@@ -41,18 +41,41 @@ impl WaitQueue {
 
     /// As [`Self::sleep`], but wake at the latest at `deadline` (monotonic ns), if given.
     pub fn sleep_until(&self, deadline: Option<u64>) {
+        self.prepare_to_wait();
+        self.sleep_prepared(deadline);
+    }
+
+    /// The first half of a sleep whose condition a waker may make true from another hart or
+    /// an interrupt: queue the current thread here, THEN check the condition, then either
+    /// [`Self::sleep_prepared`] or [`Self::finish_wait`]. A wake-up between the check and the
+    /// block finds the thread queued. (Under the big kernel lock the waker cannot run between
+    /// them at all; the order keeps the wait correct without that.)
+    pub fn prepare_to_wait(&self) {
         let me = current_thread();
-        {
-            let mut w = self.waiters.lock();
-            if !w.iter().any(|p| Arc::ptr_eq(p, &me)) {
-                w.push(me.clone());
-            }
+        let mut w = self.waiters.lock();
+        if !w.iter().any(|p| Arc::ptr_eq(p, &me)) {
+            w.push(me);
         }
-        if let Some(d) = deadline {
-            add_timer(d, me.clone());
+    }
+
+    /// Block the current thread, queued by [`Self::prepare_to_wait`], until this queue is
+    /// woken (or a signal, or `deadline` in monotonic ns if given).
+    pub fn sleep_prepared(&self, deadline: Option<u64>) {
+        let me = current_thread();
+        if !self.waiters.lock().iter().any(|p| Arc::ptr_eq(p, &me)) {
+            return; // woken since `prepare_to_wait`
         }
         drop(me);
+        if let Some(d) = deadline {
+            add_timer(d, current_thread());
+        }
         block_current();
+    }
+
+    /// The condition held after [`Self::prepare_to_wait`]: leave the queue without sleeping.
+    pub fn finish_wait(&self) {
+        let me = current_thread();
+        self.waiters.lock().retain(|p| !Arc::ptr_eq(p, &me));
     }
 
     /// Make every waiter runnable.

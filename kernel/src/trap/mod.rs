@@ -9,6 +9,7 @@ use crate::arch::trap::TrapFrame;
 const INTERRUPT: usize = 1 << 63;
 const SUPERVISOR_TIMER: usize = 5;
 const SUPERVISOR_SOFTWARE: usize = 1;
+const SUPERVISOR_EXTERNAL: usize = 9;
 const ILLEGAL_INSTRUCTION: usize = 2;
 const BREAKPOINT: usize = 3;
 const ENV_CALL_FROM_U: usize = 8;
@@ -63,6 +64,9 @@ extern "C" fn user_trap_handler(tf: &mut TrapFrame) -> ! {
             // loop that arrived late.
             csr::clear_ssip();
             crate::arch::hart::note_ipi_received();
+        } else if scause & !INTERRUPT == SUPERVISOR_EXTERNAL {
+            // A device (a disk's completion) on the hart the PLIC routes to.
+            crate::drivers::external_interrupt();
         } else {
             log::warn!("unexpected interrupt {:#x}", scause);
         }

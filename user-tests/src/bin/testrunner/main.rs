@@ -297,6 +297,16 @@ pub const TESTS: &[Test] = &[
         proc_tests::large_read_wait_lets_others_run,
         Needs::SharedFlush,
     ),
+    needs(
+        "fsync_wait_takes_interrupts",
+        proc_tests::fsync_wait_takes_interrupts,
+        Needs::SharedFlush,
+    ),
+    needs(
+        "writeback_due_during_fsync_wait",
+        proc_tests::writeback_due_during_fsync_wait,
+        Needs::SharedFlush,
+    ),
     t("fork_copy_on_write", proc_tests::fork_copy_on_write),
     t("fork_does_not_copy", proc_tests::fork_does_not_copy),
     t(

@@ -368,6 +368,87 @@ pub fn fsync_wait_lets_others_run(cx: &Ctx) -> TestResult {
     Ok(())
 }
 
+/// The disks' completion interrupts taken so far: the sum of /proc/interrupts' virtio-blk
+/// rows (Linux's layout: a `CPUn` header, then per source its count on each hart).
+fn disk_interrupts() -> Result<u64, String> {
+    let text = String::from_utf8(crate::get_file("/proc/interrupts")?)
+        .map_err(|_| String::from("/proc/interrupts is not UTF-8"))?;
+    let mut lines = text.lines();
+    ensure!(
+        lines
+            .next()
+            .is_some_and(|h| h.trim_start().starts_with("CPU0")),
+        "/proc/interrupts has no CPU0 header: {text:?}"
+    );
+    let mut total = 0;
+    for line in lines.filter(|l| l.contains("virtio-blk")) {
+        let counts = line
+            .split_whitespace()
+            .skip(1)
+            .map_while(|w| w.parse::<u64>().ok());
+        total += counts.sum::<u64>();
+    }
+    Ok(total)
+}
+
+/// An fsync with no other process to run sleeps until the disk's completion interrupt (the
+/// PLIC routes it to the boot hart): the kernel counts the interrupts it took in
+/// /proc/interrupts, and four fsyncs of fresh data must add to them. A kernel that polls, or
+/// whose waiter only wakes on its timer backstop, takes none.
+pub fn fsync_wait_takes_interrupts(cx: &Ctx) -> TestResult {
+    let path = cx.path("fsyncirq");
+    let before = disk_interrupts()?;
+    let f = File::open(&path, O_RDWR | O_CREAT | O_TRUNC, 0o644).what("create")?;
+    let data = vec![0xa5u8; 64 << 10];
+    for round in 0..4u64 {
+        f.pwrite_all(&data, round << 16).what("pwrite")?;
+        sys::fsync(f.fd()).what("fsync")?;
+    }
+    drop(f);
+    let _ = sys::unlink(&path);
+    let after = disk_interrupts()?;
+    ensure!(
+        after > before,
+        "four fsyncs took no disk interrupt ({before} before, {after} after)"
+    );
+    Ok(())
+}
+
+/// dbfs's periodic write-back comes due while the only runnable process sleeps in fsync,
+/// waiting for the disk's flush with kvdb's writer lock held: a 4 KiB write to a file kept
+/// open stays buffered (an fsync commits its own file and closed ones; the timer commits
+/// buffered data 5 s after it was written) while fsyncs of another file go on for 7 s. With one hart the scheduler's idle pass used to run that write-back itself; it
+/// waited for the writer lock on the scheduler's own stack, which cannot give the hart to
+/// anyone, so the fsync, woken by its interrupt, never ran again (LTP's fsync02 hung so).
+/// Every fsync must return and the buffered bytes must read back.
+pub fn writeback_due_during_fsync_wait(cx: &Ctx) -> TestResult {
+    let buffered = cx.path("buffered");
+    let small = [0x3cu8; 4096];
+    let a = File::open(&buffered, O_RDWR | O_CREAT | O_TRUNC, 0o644).what("create")?;
+    a.pwrite_all(&small, 0).what("pwrite")?;
+    let synced = cx.path("synced");
+    let f = File::open(&synced, O_RDWR | O_CREAT | O_TRUNC, 0o644).what("create")?;
+    let data = vec![0x96u8; 64 << 10];
+    let start = now_ns();
+    let mut rounds = 0u64;
+    while now_ns() - start < 7_000_000_000 {
+        f.pwrite_all(&data, (rounds % 16) << 16).what("pwrite")?;
+        sys::fsync(f.fd()).what("fsync")?;
+        rounds += 1;
+    }
+    drop(f);
+    drop(a);
+    let back = crate::get_file(&buffered)?;
+    ensure!(
+        back == small,
+        "the buffered file reads back {} bytes, not its 4096 (after {rounds} fsyncs)",
+        back.len()
+    );
+    let _ = sys::unlink(&synced);
+    let _ = sys::unlink(&buffered);
+    Ok(())
+}
+
 /// While a single-threaded process waits for the disk to fill a large read (dbfs reads a
 /// stored file straight into the caller's pages), another runnable process gets the CPU, and
 /// the bytes still land where they belong: 1 MiB preads into a buffer that does not start on
