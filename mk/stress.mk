@@ -18,8 +18,11 @@ STRESS_LTP_LIST := tests/stress/ltp-programs.txt
 STRESS_LTP := $(BUILD)/ltp/stress
 STRESS_ROOT := $(BUILD)/stress-root.img
 STRESS_APT := dosfstools
-# FS: one file system only (dbfs or fat); both by default.
+# FS: one file system only (dbfs or fat); both by default. A long target's boot directory and
+# log name it (build/stress/fsx-dbfs, build/stress-fsx-dbfs.log), so `make fsx STRESS_FS=dbfs`
+# and `make fsx STRESS_FS=fat` can run side by side, one host core each.
 STRESS_FS ?=
+STRESS_SUFFIX := $(if $(STRESS_FS),-$(STRESS_FS))
 # fsx-linux: the operations of `make fsx` (mapped reads and writes are among its five kinds)
 # and its arguments (runtest/ltp-aiodio.part3's fsx01: a file up to 500000 bytes, reads,
 # writes and truncates page-aligned); `make fsstress`: operations per process (4 processes).
@@ -87,7 +90,7 @@ endef
 
 ## fsx: fsx-linux FSX_OPS operations (default 10^6, mapped reads and writes among them) on /dbfs and /fat (hours)
 fsx: stress-root
-	$(call stress_boot,fsx,fsx $(FSX_OPS) $(FSX_ARGS),$(FSX_TIMEOUT))
+	$(call stress_boot,fsx$(STRESS_SUFFIX),fsx $(FSX_OPS) $(FSX_ARGS),$(FSX_TIMEOUT))
 
 # fsx-profile: FSXPROF_OPS operations of fsx-linux's mix (FSX_ARGS' sizes) with every
 # system call and user-space step timed, and the kernel's counters per operation kind.
@@ -99,11 +102,11 @@ fsx-profile: stress-root
 
 ## fsstress: fsstress, 4 processes of FSSTRESS_OPS operations, on /dbfs and /fat; both disks fsck'd after
 fsstress: stress-root
-	$(call stress_boot,fsstress,fsstress $(FSSTRESS_OPS),$(FSSTRESS_TIMEOUT))
+	$(call stress_boot,fsstress$(STRESS_SUFFIX),fsstress $(FSSTRESS_OPS),$(FSSTRESS_TIMEOUT))
 
 ## stress: every stressor of stress-ng's STRESS_CLASSES, --verify, STRESS_TIME s each, on /dbfs then /fat (hours)
 stress: stress-root
-	$(call stress_boot,stress,stress $(STRESS_TIME) $(STRESS_SEQ) $(STRESS_CLASSES),$(STRESS_TIMEOUT))
+	$(call stress_boot,stress$(STRESS_SUFFIX),stress $(STRESS_TIME) $(STRESS_SEQ) $(STRESS_CLASSES),$(STRESS_TIMEOUT))
 
 ## test-stress: the short set: fsx-linux -N 1000, fsstress -n 200 x4, one stressor per class on /dbfs and /fat
 test-stress: stress-root

@@ -158,7 +158,7 @@ short)
 		# findings were fixed (docs/RELIABILITY.md; fsize is not among them: its fallocate
 		# emulation races its own timeout here, and testrunner guards RLIMIT_FSIZE).
 		for cs in filesystem:dir filesystem:rename memory:mmap os:fork pipe:pipe scheduler:yield \
-			io:hdd io:readahead memory:vm-segv; do
+			io:hdd io:readahead memory:vm-segv filesystem:fpunch os:sigbus; do
 			stressor "$fs" "${cs%%:*}" "${cs#*:}" 5 1
 		done
 	done

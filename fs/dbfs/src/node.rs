@@ -312,6 +312,24 @@ impl<P: Pager + Send + Sync + 'static> Node for DbNode<P> {
         .map(|_| ())
     }
 
+    fn punch_hole(&self, offset: u64, len: u64) -> VfsResult<()> {
+        self.check_file()?;
+        let end = offset.checked_add(len).ok_or(VfsError::FileTooLarge)?;
+        let ino = self.ino;
+        // One transaction: the file's buffered writes are folded into it (`Txn::inode`), and
+        // `Txn::finish` zeroes their bytes inside the hole before it stores them.
+        self.fs.write_op(|t| {
+            let mut i = t.inode(ino)?;
+            if offset < i.size {
+                t.punch(ino, &mut i, offset, end)?;
+                i.mtime = t.now;
+                i.ctime = t.now;
+                t.set_inode(ino, i);
+            }
+            Ok(())
+        })
+    }
+
     fn fsync(&self, _data_only: bool) -> VfsResult<()> {
         self.fs.flush(crate::state::Flush::Inode(self.ino))
     }

@@ -29,6 +29,9 @@ pub(crate) struct Txn<'a, 'db, P: Pager> {
     cache: BTreeMap<u64, (Inode, bool)>,
     /// Inodes whose write-back entry this transaction consumed (folded or freed).
     pub folded: Vec<u64>,
+    /// Ranges `(ino, start, end)` this transaction punched: `finish` zeroes them in the folded
+    /// buffered chunks too, which it writes after the operation's own changes.
+    punched: Vec<(u64, u64, u64)>,
     sb: Option<(Superblock, bool)>,
 }
 
@@ -41,6 +44,7 @@ impl<'a, 'db, P: Pager> Txn<'a, 'db, P> {
             now,
             cache: BTreeMap::new(),
             folded: Vec::new(),
+            punched: Vec::new(),
             sb: None,
         }
     }
@@ -312,6 +316,61 @@ impl<'a, 'db, P: Pager> Txn<'a, 'db, P> {
         Ok(())
     }
 
+    /// Make `[offset, end)` (cut to the size) read as zeros, the size kept (fallocate's
+    /// FALLOC_FL_PUNCH_HOLE): the chunks inside it go (a hole, their space freed), the bytes
+    /// of the chunks at either end that fall inside it are zeroed in place. Buffered chunks of
+    /// the file folded into this transaction are zeroed the same way by `finish`.
+    pub fn punch(&mut self, ino: u64, inode: &mut Inode, offset: u64, end: u64) -> VfsResult<()> {
+        let cs = self.chunk_size;
+        let end = end.min(inode.size);
+        if offset >= end {
+            return Ok(());
+        }
+        self.tx.use_reserve(); // a punch frees space: allowed on a full store
+        self.punched.push((ino, offset, end));
+        let data = self.bucket(bucket::DATA)?;
+        let (first_whole, end_whole) = (offset.div_ceil(cs), end / cs);
+        if first_whole < end_whole {
+            let lens = data
+                .delete_range(
+                    &pair_key(ino, first_whole),
+                    Some(&pair_key(ino, end_whole)[..]),
+                )
+                .map_err(kv)?;
+            let freed = lens.iter().fold(0u64, |sum, &len| {
+                sum.saturating_add(footprint(usize::try_from(len).unwrap_or(usize::MAX)))
+            });
+            inode.alloc_bytes = inode.alloc_bytes.saturating_sub(freed);
+        }
+        let mut ends = Vec::with_capacity(2);
+        if !offset.is_multiple_of(cs) {
+            ends.push(offset / cs);
+        }
+        if !end.is_multiple_of(cs) && !ends.contains(&(end / cs)) {
+            ends.push(end / cs);
+        }
+        for idx in ends {
+            let key = pair_key(ino, idx);
+            let start = idx * cs;
+            let zeroed = match data.get(&key).map_err(kv)? {
+                Some(v) => {
+                    let a = (offset.max(start) - start) as usize;
+                    let b = ((end.min(start + cs) - start) as usize).min(v.len());
+                    (a < b && v[a..b].iter().any(|&x| x != 0)).then(|| {
+                        let mut nv = v.to_vec();
+                        nv[a..b].fill(0);
+                        nv
+                    })
+                }
+                None => None,
+            };
+            if let Some(nv) = zeroed {
+                data.put(&key, &nv).map_err(kv)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Give every chunk of `[offset, end)` storage (zeros where there was a hole).
     pub fn allocate(
         &mut self,
@@ -354,7 +413,22 @@ impl<'a, 'db, P: Pager> Txn<'a, 'db, P> {
             // All of the file's chunks in one `put_direct`: their pages go to the store straight
             // from the cache's buffers (the kernel window sends them to the disk without copying
             // them into its frames), and the replaced values' lengths come back with it.
-            let kept = |idx: u64| idx.saturating_mul(cs) < inode.size && !replaced.contains(&idx);
+            let punched: Vec<(u64, u64)> = self
+                .punched
+                .iter()
+                .filter(|p| p.0 == ino)
+                .map(|p| (p.1, p.2))
+                .collect();
+            // A chunk wholly inside a punched range stays a hole.
+            let in_hole = |idx: u64| {
+                let (a, b) = (idx * cs, (idx + 1).saturating_mul(cs));
+                punched
+                    .iter()
+                    .any(|&(s, e)| s <= a && b.min(inode.size) <= e)
+            };
+            let kept = |idx: u64| {
+                idx.saturating_mul(cs) < inode.size && !replaced.contains(&idx) && !in_hole(idx)
+            };
             // Partly loaded chunks get their missing pieces from the store as this
             // transaction sees it (a truncate in it has cut the stored chunk already), into
             // copies: the cache keeps its entry until the commit is published.
@@ -371,6 +445,22 @@ impl<'a, 'db, P: Pager> Txn<'a, 'db, P> {
                     crate::state::fill_pieces(cs, &mut full, loaded, &old);
                 }
                 filled.insert(idx, full);
+            }
+            // Buffered bytes inside a punched range were written before the punch: zeros.
+            for (&idx, buf) in &p.chunks {
+                let (a, b) = (idx * cs, (idx + 1).saturating_mul(cs));
+                if !kept(idx) || !punched.iter().any(|&(s, e)| s < b && a < e) {
+                    continue;
+                }
+                let mut v = filled.remove(&idx).unwrap_or_else(|| buf.clone());
+                for &(s, e) in &punched {
+                    let from = (s.max(a) - a) as usize;
+                    let to = ((e.min(b) - a) as usize).min(v.len());
+                    if from < to {
+                        v[from..to].fill(0);
+                    }
+                }
+                filled.insert(idx, v);
             }
             let mut keys: Vec<[u8; 16]> = Vec::with_capacity(p.chunks.len());
             let mut values: Vec<&[u8]> = Vec::with_capacity(p.chunks.len());

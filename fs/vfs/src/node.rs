@@ -354,6 +354,13 @@ pub trait Node: Send + Sync {
         })
         .map(|_| ())
     }
+    /// Make `[offset, offset + len)` read as zeros, the size kept (fallocate's
+    /// FALLOC_FL_PUNCH_HOLE), freeing the space the range held; the caller cuts the range to
+    /// the size. `Unsupported` (EOPNOTSUPP, what Linux's vfat answers) from a file system
+    /// without holes.
+    fn punch_hole(&self, _offset: u64, _len: u64) -> VfsResult<()> {
+        Err(VfsError::Unsupported)
+    }
     /// Make this node's data (and metadata unless `data_only`) durable.
     fn fsync(&self, _data_only: bool) -> VfsResult<()> {
         Ok(())

@@ -441,6 +441,11 @@ impl AddrSpace {
         Ok(pa)
     }
 
+    /// Whether an area covers `va` (a fault there is an access it refused: SEGV_ACCERR).
+    pub fn is_mapped(&self, va: usize) -> bool {
+        self.area_of(va).is_some()
+    }
+
     /// Serve a user page fault. `Err`: `ENOMEM` when no frame is left (an out-of-memory
     /// kill), `EIO` for a file page past the end of its file or unreadable (SIGBUS), anything
     /// else when the program touched memory it does not own (SIGSEGV).

@@ -381,11 +381,23 @@ pub fn sys_fallocate(fd: i32, mode: u32, offset: i64, len: i64) -> SysResult {
         _ => return Err(Errno::ENODEV),
     }
     let end = offset.checked_add(len).ok_or(Errno::EFBIG)? as u64;
-    if mode & !KEEP_SIZE != 0 {
-        return Err(Errno::EOPNOTSUPP);
-    }
+    let offset = offset as u64;
     let size = f.loc.node.getattr()?.size;
-    if mode == 0 {
+    match mode & !KEEP_SIZE {
+        0 | ZERO_RANGE => {}
+        // A hole inside the size: the file system frees it (FAT has no holes: EOPNOTSUPP,
+        // as Linux's vfat answers); past the end there is nothing to punch.
+        PUNCH_HOLE => {
+            if offset < size {
+                let end = end.min(size);
+                f.loc.node.punch_hole(offset, end - offset)?;
+                zero_shared_pages(&f, offset, end)?;
+            }
+            return Ok(0);
+        }
+        _ => return Err(Errno::EOPNOTSUPP),
+    }
+    if mode & KEEP_SIZE == 0 {
         super::io::fsize_grow_ok(size, end)?;
     }
     let st = f.loc.mount.fs.statfs()?;
@@ -393,11 +405,46 @@ pub fn sys_fallocate(fd: i32, mode: u32, offset: i64, len: i64) -> SysResult {
     if end.saturating_sub(size) > free {
         return Err(Errno::ENOSPC);
     }
-    if mode == 0 && end > size {
+    if mode & ZERO_RANGE != 0 && offset < size {
+        // The part inside the size reads zeros: a hole where the file system has them, zeros
+        // written where it has not (FAT's clusters stay allocated, as ZERO_RANGE promises).
+        let zero_to = end.min(size);
+        match f.loc.node.punch_hole(offset, zero_to - offset) {
+            Err(vfs::VfsError::Unsupported) => write_zeros(&f, offset, zero_to)?,
+            r => r?,
+        }
+        zero_shared_pages(&f, offset, zero_to)?;
+    }
+    if mode & KEEP_SIZE == 0 && end > size {
         f.loc.node.truncate(end)?;
         crate::mm::file_pages::truncated_open(&*f, end);
     }
     Ok(0)
+}
+
+/// `[from, to)` of `f` was zeroed under its shared mappings: their resident pages read zeros
+/// there too.
+fn zero_shared_pages(f: &OpenFile, from: u64, to: u64) -> Result<(), Errno> {
+    let len = usize::try_from(to - from).map_err(|_| Errno::EFBIG)?;
+    crate::mm::file_pages::update_after_write(f, from, len, |_, dst| {
+        dst.fill(0);
+        Ok(())
+    })
+}
+
+/// Write zeros over `[from, to)` of `f` (a file system without holes), 64 KiB at a time.
+fn write_zeros(f: &OpenFile, from: u64, to: u64) -> Result<(), Errno> {
+    let zeros = crate::mm::heap::try_zeroed(64 << 10)?;
+    let mut at = from;
+    while at < to {
+        let n = ((to - at) as usize).min(zeros.len());
+        let put = f.loc.node.write_at(at, &zeros[..n])?;
+        if put == 0 {
+            return Err(Errno::EIO);
+        }
+        at += put as u64;
+    }
+    Ok(())
 }
 
 pub fn sys_sync() -> SysResult {

@@ -82,6 +82,17 @@ impl SigInfo {
         }
     }
 
+    /// A fault's signal (`code` one of the fault codes, between SI_USER and SI_KERNEL) at
+    /// `addr` (`si_addr`).
+    pub fn fault(sig: usize, code: i32, addr: usize) -> SigInfo {
+        SigInfo {
+            signo: sig as i32,
+            code,
+            utime: addr as u64,
+            ..SigInfo::default()
+        }
+    }
+
     /// A POSIX timer's signal: timer `id`, its `overrun` so far, the sigevent's value.
     pub fn timer(sig: usize, id: i32, overrun: i32, value: u64) -> SigInfo {
         SigInfo {

@@ -215,6 +215,18 @@ pub fn update_queued(
 /// it (the whole process, by the default action). With the handler kept, a process that
 /// blocks SIGSEGV and unmaps its own code (stress-ng's vm-segv) did not die of SIGSEGV.
 pub fn force_current(sig: usize) {
+    force(SigInfo::kill(sig, SI_KERNEL, 0, 0));
+}
+
+/// A fault's signal, forced as [`force_current`] does, with Linux's `si_code` (SEGV_MAPERR,
+/// BUS_ADRERR, ILL_ILLOPC...) and `si_addr` (the address the program touched, or the
+/// instruction's for traps that have none), which a handler reads.
+pub fn force_fault(sig: usize, code: i32, addr: usize) {
+    force(SigInfo::fault(sig, code, addr));
+}
+
+fn force(info: SigInfo) {
+    let sig = info.signo as usize;
     let t = current_thread();
     let blocked = t.inner.lock().sig.blocked & bit(sig) != 0;
     {
@@ -225,12 +237,7 @@ pub fn force_current(sig: usize) {
         }
     }
     t.inner.lock().sig.blocked &= !bit(sig);
-    let _ = enqueue(
-        &t.sig_pending,
-        &t.sig_queue,
-        SigInfo::kill(sig, SI_KERNEL, 0, 0),
-        (0, 0),
-    );
+    let _ = enqueue(&t.sig_pending, &t.sig_queue, info, (0, 0));
 }
 
 /// Whether the current thread has a signal that is pending and not blocked, or must exit (a

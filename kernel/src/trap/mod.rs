@@ -25,11 +25,22 @@ const STORE_MISALIGNED: usize = 6;
 
 use crate::task::signal::{self, SIGBUS, SIGILL, SIGSEGV, SIGTRAP};
 
+// The fault signals' `si_code`s (Linux's asm-generic/siginfo.h).
+const SEGV_MAPERR: i32 = 1;
+const SEGV_ACCERR: i32 = 2;
+const BUS_ADRALN: i32 = 1;
+const BUS_ADRERR: i32 = 2;
+const ILL_ILLOPC: i32 = 1;
+const ILL_ILLTRP: i32 = 4;
+const TRAP_BRKPT: i32 = 1;
+
 /// A fault of the current program: print it (a student wants to see where) and raise the
-/// signal; a program that does not handle it dies of it, and its parent sees that in wait4.
-fn fault(sig: usize, what: core::fmt::Arguments) {
+/// signal with its `si_code` and `si_addr` as Linux's riscv traps give them (the faulting
+/// address for page faults, the instruction's for the others); a program that does not
+/// handle it dies of it, and its parent sees that in wait4.
+fn fault(sig: usize, code: i32, addr: usize, what: core::fmt::Arguments) {
     crate::println!("[kernel] pid {}: {}", crate::task::current_pid(), what);
-    signal::force_current(sig);
+    signal::force_fault(sig, code, addr);
 }
 
 #[no_mangle]
@@ -109,14 +120,20 @@ extern "C" fn user_trap_handler(tf: &mut TrapFrame) -> ! {
                     // A file page past the end of its file (or unreadable): SIGBUS, as Linux.
                     fault(
                         SIGBUS,
+                        BUS_ADRERR,
+                        stval,
                         format_args!(
                             "bus error at {:#x} (pc {:#x}, {:?})",
                             stval, tf.sepc, access
                         ),
                     );
                 } else if r.is_err() {
+                    // An area there refused this access (SEGV_ACCERR), or none is there.
+                    let mapped = crate::task::with_current(|p| p.space.is_mapped(stval));
                     fault(
                         SIGSEGV,
+                        if mapped { SEGV_ACCERR } else { SEGV_MAPERR },
+                        stval,
                         format_args!(
                             "segmentation fault at {:#x} (pc {:#x}, {:?})",
                             stval, tf.sepc, access
@@ -126,22 +143,41 @@ extern "C" fn user_trap_handler(tf: &mut TrapFrame) -> ! {
             }
             INSTRUCTION_ACCESS_FAULT | LOAD_ACCESS_FAULT | STORE_ACCESS_FAULT => {
                 let stval = csr::stval();
-                fault(SIGSEGV, format_args!("access fault at {:#x}", stval));
+                fault(
+                    SIGSEGV,
+                    SEGV_ACCERR,
+                    tf.sepc,
+                    format_args!("access fault at {:#x}", stval),
+                );
             }
             INSTRUCTION_MISALIGNED | LOAD_MISALIGNED | STORE_MISALIGNED => {
                 let stval = csr::stval();
-                fault(SIGBUS, format_args!("misaligned access at {:#x}", stval));
+                fault(
+                    SIGBUS,
+                    BUS_ADRALN,
+                    tf.sepc,
+                    format_args!("misaligned access at {:#x}", stval),
+                );
             }
             ILLEGAL_INSTRUCTION => {
                 fault(
                     SIGILL,
+                    ILL_ILLOPC,
+                    tf.sepc,
                     format_args!("illegal instruction at {:#x}", tf.sepc),
                 );
             }
-            BREAKPOINT => fault(SIGTRAP, format_args!("breakpoint at {:#x}", tf.sepc)),
+            BREAKPOINT => fault(
+                SIGTRAP,
+                TRAP_BRKPT,
+                tf.sepc,
+                format_args!("breakpoint at {:#x}", tf.sepc),
+            ),
             _ => {
                 fault(
                     SIGILL,
+                    ILL_ILLTRP,
+                    tf.sepc,
                     format_args!("unhandled trap {:#x} at {:#x}", scause, tf.sepc),
                 );
             }

@@ -377,6 +377,33 @@ fn posix_semantics_through_std_fs() {
             Some(libc::ENXIO)
         );
     }
+    // PUNCH_HOLE | KEEP_SIZE and ZERO_RANGE: zeros, the size kept (or grown past the end).
+    {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::fs::FileExt;
+        let data = pattern(5, 300_000);
+        fs::write(m.path("punch"), &data).unwrap();
+        let f = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(m.path("punch"))
+            .unwrap();
+        let fd = f.as_raw_fd();
+        let punch = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
+        // SAFETY: a valid open descriptor.
+        assert_eq!(unsafe { libc::fallocate(fd, punch, 1000, 200_000) }, 0);
+        // SAFETY: as above.
+        let zero = unsafe { libc::fallocate(fd, libc::FALLOC_FL_ZERO_RANGE, 299_000, 5000) };
+        assert_eq!(zero, 0, "{}", std::io::Error::last_os_error());
+        let mut want = data.clone();
+        want[1000..201_000].fill(0);
+        want[299_000..].fill(0);
+        want.resize(304_000, 0);
+        assert_eq!(f.metadata().unwrap().len(), 304_000);
+        let mut got = vec![0u8; 304_000];
+        f.read_exact_at(&mut got, 0).unwrap();
+        assert!(got == want, "punched and zeroed ranges read back wrong");
+    }
     let src = pattern(3, 2_000_000);
     fs::write(m.path("cfr-src"), &src).unwrap();
     {

@@ -182,7 +182,10 @@ impl DbFuse {
         reply: impl AnsEmpty,
     ) {
         let r = (|| {
-            if mode != 0 {
+            const KEEP_SIZE: i32 = libc::FALLOC_FL_KEEP_SIZE;
+            const PUNCH: i32 = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
+            const ZERO: i32 = libc::FALLOC_FL_ZERO_RANGE;
+            if ![0, KEEP_SIZE, PUNCH, ZERO, ZERO | KEEP_SIZE].contains(&mode) {
                 return Err(Errno::EOPNOTSUPP);
             }
             let node = self.handle(fh, ino)?;
@@ -195,6 +198,30 @@ impl DbFuse {
                 .as_any()
                 .downcast_ref::<dbfs::DbNode<ImagePager>>()
                 .ok_or(Errno::EOPNOTSUPP)?;
+            let end = offset.checked_add(length).ok_or(Errno::EFBIG)?;
+            if mode & (PUNCH | ZERO) != 0 {
+                // The range inside the size reads zeros: a hole (the guest kernel's
+                // fallocate does the same).
+                let size = node.getattr().map_err(err)?.size;
+                if offset < size {
+                    vfs::Node::punch_hole(&*node, offset, end.min(size) - offset).map_err(err)?;
+                }
+                if mode & KEEP_SIZE != 0 || end <= size {
+                    return Ok(());
+                }
+                // ZERO_RANGE past the end: zeros there, allocated, and the size grows.
+                return db
+                    .fallocate(offset.max(size), end - offset.max(size))
+                    .map_err(err);
+            }
+            if mode & KEEP_SIZE != 0 {
+                // Space beyond the size is not reserved ahead of time: nothing to do.
+                let size = node.getattr().map_err(err)?.size;
+                if offset >= size {
+                    return Ok(());
+                }
+                return db.fallocate(offset, end.min(size) - offset).map_err(err);
+            }
             db.fallocate(offset, length).map_err(err)
         })();
         match r {

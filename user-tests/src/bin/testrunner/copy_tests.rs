@@ -482,8 +482,10 @@ fn fallocate(fd: Fd, mode: u32, offset: i64, len: i64) -> SysResult<usize> {
     })
 }
 
-/// fallocate: mode 0 makes the file longer (never shorter), KEEP_SIZE leaves its size, the
-/// range-changing modes are EOPNOTSUPP here, and bad input gets Linux's errno.
+/// fallocate: mode 0 makes the file longer (never shorter), KEEP_SIZE leaves its size,
+/// PUNCH_HOLE without KEEP_SIZE and the range-moving modes (COLLAPSE, INSERT) are
+/// EOPNOTSUPP, and bad input gets Linux's errno (PUNCH_HOLE and ZERO_RANGE themselves:
+/// mmap_tests::fallocate_punch_and_zero_range).
 pub fn fallocate_modes(cx: &Ctx) -> TestResult {
     let path = cx.path("fa");
     put_file(&path, b"0123456789")?;

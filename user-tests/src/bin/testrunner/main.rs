@@ -243,6 +243,7 @@ pub const TESTS: &[Test] = &[
         "blocked_fault_signal_kills",
         stress_tests::blocked_fault_signal_kills,
     ),
+    t("fault_siginfo_codes", stress_tests::fault_siginfo_codes),
     t("itimer_real", itimer_tests::itimer_real),
     t("sysv_msg_queue", sysv_ipc_tests::sysv_msg_queue),
     t("sysv_semaphores", sysv_ipc_tests::sysv_semaphores),
@@ -352,6 +353,10 @@ pub const TESTS: &[Test] = &[
         mmap_tests::mmap_shared_write_reaches_file,
     ),
     t("mmap_shared_sees_write", mmap_tests::mmap_shared_sees_write),
+    t(
+        "fallocate_punch_and_zero_range",
+        mmap_tests::fallocate_punch_and_zero_range,
+    ),
     t("mmap_sigbus_past_eof", mmap_tests::mmap_sigbus_past_eof),
     t(
         "mmap_truncate_then_sigbus",

@@ -610,3 +610,106 @@ pub fn mmap_read_around_random_order(cx: &Ctx) -> TestResult {
     );
     Ok(())
 }
+
+fn fallocate(f: &File, mode: u32, offset: u64, len: u64) -> SysResult<()> {
+    // SAFETY: no pointers.
+    let r = unsafe {
+        user_tests::raw::syscall4(
+            user_tests::abi::syscall::SYS_FALLOCATE,
+            f.fd() as usize,
+            mode as usize,
+            offset as usize,
+            len as usize,
+        )
+    };
+    Errno::from_ret(r).map(|_| ())
+}
+
+/// fallocate's FALLOC_FL_PUNCH_HOLE | KEEP_SIZE and FALLOC_FL_ZERO_RANGE (stress-ng's fpunch
+/// stressor reads the range back after ZERO_RANGE, whatever fallocate answered): the range
+/// reads zeros through read(2) and through a shared mapping made before, the size stays
+/// (ZERO_RANGE past the end grows it unless KEEP_SIZE); on dbfs a punched hole frees its whole
+/// chunks (st_blocks drops); FAT has no holes (PUNCH_HOLE is EOPNOTSUPP, as Linux's vfat
+/// answers), and its ZERO_RANGE writes zeros.
+pub fn fallocate_punch_and_zero_range(cx: &Ctx) -> TestResult {
+    const PUNCH: u32 = 0x02 | 0x01; // PUNCH_HOLE | KEEP_SIZE
+    const ZERO: u32 = 0x10;
+    const KEEP: u32 = 0x01;
+    let n = 64 * PAGE + 123;
+    let data = pattern(n, 5);
+    let f = file_with(cx, "p", &data)?;
+    sys::fsync(f.fd()).what("fsync")?;
+    let blocks_before = f.stat().what("fstat")?.st_blocks;
+    let m = sys::mmap(0, 65 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, f.fd(), 0).what("mmap")?;
+    let _ = m.read(0, n); // every page resident
+    let mut want = data.clone();
+    let check = |want: &[u8], what: &str| -> TestResult {
+        let got = read_file(&f, want.len() + PAGE)?;
+        if got != want {
+            let at = got.iter().zip(want).position(|(a, b)| a != b);
+            return Err(format!(
+                "{what}: read(2) differs (length {} want {}, first difference at {at:?})",
+                got.len(),
+                want.len()
+            ));
+        }
+        ensure!(
+            m.read(0, want.len()) == want,
+            "{what}: the shared mapping differs from the file"
+        );
+        Ok(())
+    };
+    // PUNCH_HOLE: from inside page 1 to inside page 40.
+    let (a, b) = (PAGE + 77, 40 * PAGE + 9);
+    match fallocate(&f, PUNCH, a as u64, (b - a) as u64) {
+        Err(Errno::EOPNOTSUPP) if cx.fat => {}
+        Err(e) => return Err(format!("fallocate PUNCH_HOLE|KEEP_SIZE: {e:?}")),
+        Ok(()) if cx.fat => return Err("PUNCH_HOLE on FAT succeeded (Linux: EOPNOTSUPP)".into()),
+        Ok(()) => {
+            want[a..b].fill(0);
+            check(&want, "after PUNCH_HOLE")?;
+            ensure!(
+                f.stat().what("fstat")?.st_size == n as i64,
+                "PUNCH_HOLE changed the size"
+            );
+            sys::fsync(f.fd()).what("fsync")?;
+            let blocks = f.stat().what("fstat")?.st_blocks;
+            ensure!(
+                blocks < blocks_before,
+                "PUNCH_HOLE of 39 pages freed nothing: st_blocks {blocks_before} -> {blocks}"
+            );
+        }
+    }
+    // A store through the mapping, then ZERO_RANGE over part of it and past it.
+    m.write(50 * PAGE, &[0xEE; 300]);
+    want[50 * PAGE..50 * PAGE + 300].fill(0xEE);
+    fallocate(&f, ZERO, (50 * PAGE + 100) as u64, 3000).what("fallocate ZERO_RANGE")?;
+    want[50 * PAGE + 100..50 * PAGE + 3100].fill(0);
+    check(&want, "after ZERO_RANGE")?;
+    // ZERO_RANGE across the end: KEEP_SIZE keeps the size, without it the file grows.
+    fallocate(&f, ZERO | KEEP, (n - 23) as u64, 5000).what("ZERO_RANGE|KEEP_SIZE")?;
+    want[n - 23..].fill(0);
+    check(&want, "after ZERO_RANGE|KEEP_SIZE at the end")?;
+    fallocate(&f, ZERO, (n - 3) as u64, 1000).what("ZERO_RANGE past the end")?;
+    want.resize(n - 3 + 1000, 0);
+    ensure!(
+        f.stat().what("fstat")?.st_size == want.len() as i64,
+        "ZERO_RANGE past the end did not grow the file to {}",
+        want.len()
+    );
+    check(&want, "after ZERO_RANGE past the end")?;
+    drop(m);
+    sys::fsync(f.fd()).what("fsync")?;
+    drop(f);
+    let f = File::open_read(&cx.path("p")).what("reopen")?;
+    let got = read_file(&f, want.len() + PAGE)?;
+    ensure!(
+        got == want,
+        "the zeroed ranges did not survive munmap and reopen"
+    );
+    expect_errno(
+        fallocate(&f, ZERO, 0, 1),
+        Errno::EBADF,
+        "ZERO_RANGE on a read-only descriptor",
+    )
+}

@@ -203,3 +203,127 @@ pub fn blocked_fault_signal_kills(_cx: &Ctx) -> TestResult {
         },
     )
 }
+
+/// What the fault handler must find: signo, si_code, si_addr.
+static FAULT_WANT: [core::sync::atomic::AtomicU64; 3] = [
+    core::sync::atomic::AtomicU64::new(0),
+    core::sync::atomic::AtomicU64::new(0),
+    core::sync::atomic::AtomicU64::new(0),
+];
+
+/// An SA_SIGINFO handler that compares the fault's siginfo with FAULT_WANT and exits: 0 when
+/// all match, 10 for another signal, 100 + si_code for another code (SI_KERNEL: 228), 30 for
+/// another address.
+extern "C" fn fault_info_handler(_sig: i32, info: *const u8, _uc: *const u8) {
+    use core::sync::atomic::Ordering::SeqCst;
+    // SAFETY: the kernel passes a readable 128-byte siginfo_t to an SA_SIGINFO handler.
+    let b = unsafe { &*(info as *const [u8; 128]) };
+    let signo = i32::from_ne_bytes(b[0..4].try_into().unwrap());
+    let code = i32::from_ne_bytes(b[8..12].try_into().unwrap());
+    let addr = u64::from_ne_bytes(b[16..24].try_into().unwrap());
+    let r = if signo as u64 != FAULT_WANT[0].load(SeqCst) {
+        10
+    } else if code as u64 != FAULT_WANT[1].load(SeqCst) {
+        100 + code.clamp(0, 150)
+    } else if addr != FAULT_WANT[2].load(SeqCst) {
+        30
+    } else {
+        0
+    };
+    sys::exit(r);
+}
+
+/// In a child: handle `sig` with `fault_info_handler`, expect `code` at `addr` (set by
+/// `fault` itself when it is 0), and run `fault`, which must not return.
+fn expect_fault(what: &str, sig: i32, code: u64, addr: u64, fault: impl FnOnce()) -> TestResult {
+    use core::sync::atomic::Ordering::SeqCst;
+    in_child(what, None, || {
+        const SA_SIGINFO: u64 = 4;
+        let act: [u64; 3] = [
+            fault_info_handler as extern "C" fn(i32, *const u8, *const u8) as usize as u64,
+            SA_SIGINFO,
+            0,
+        ];
+        if sys::rt_sigaction_raw(sig, Some(&act), None).is_err() {
+            return 1;
+        }
+        FAULT_WANT[0].store(sig as u64, SeqCst);
+        FAULT_WANT[1].store(code, SeqCst);
+        FAULT_WANT[2].store(addr, SeqCst);
+        fault();
+        2
+    })
+}
+
+/// A fault's signal carries Linux's si_code and si_addr (stress-ng's sigbus and sigill
+/// stressors check them; the kernel sent SI_KERNEL and no address): SEGV_MAPERR at an
+/// unmapped address, SEGV_ACCERR for a store to a read-only page, BUS_ADRERR past a mapped
+/// file's end, ILL_ILLOPC and TRAP_BRKPT at the instruction's address.
+pub fn fault_siginfo_codes(cx: &Ctx) -> TestResult {
+    const SIGILL: i32 = 4;
+    const SIGTRAP: i32 = 5;
+    const SIGBUS: i32 = 7;
+    expect_fault(
+        "a load from address 16: SEGV_MAPERR",
+        SIGSEGV,
+        1,
+        16,
+        || {
+            // SAFETY: none: the load faults on purpose (nothing is mapped in the first page).
+            let _ = unsafe { core::ptr::read_volatile(16 as *const u8) };
+        },
+    )?;
+    let ro = sys::mmap(0, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0).what("mmap")?;
+    let at = ro.addr() + 8;
+    expect_fault(
+        "a store to a read-only page: SEGV_ACCERR",
+        SIGSEGV,
+        2,
+        at as u64,
+        || {
+            // SAFETY: none: the store faults on purpose (the page is read-only).
+            unsafe { core::ptr::write_volatile(at as *mut u8, 1) };
+        },
+    )?;
+    drop(ro);
+    let f = File::open(&cx.path("bus"), O_RDWR | O_CREAT | O_TRUNC, 0o644).what("create")?;
+    f.pwrite_all(&[7u8; 100], 0).what("pwrite")?;
+    let m = sys::mmap(0, 3 * 4096, PROT_READ, MAP_SHARED, f.fd(), 0).what("mmap")?;
+    let past = m.addr() + 2 * 4096 + 5;
+    expect_fault(
+        "a load past the file's end: BUS_ADRERR",
+        SIGBUS,
+        2,
+        past as u64,
+        || {
+            // SAFETY: none: the load faults on purpose (past the end of the file).
+            let _ = unsafe { core::ptr::read_volatile(past as *const u8) };
+        },
+    )?;
+    drop(m);
+    expect_fault("an all-zero instruction: ILL_ILLOPC", SIGILL, 1, 0, || {
+        // SAFETY: the instruction's address goes to FAULT_WANT[2], then it traps (never
+        // returns: the handler exits).
+        unsafe {
+            core::arch::asm!(
+                "la {t}, 2f",
+                "sd {t}, 0({want})",
+                "2: .4byte 0",
+                t = out(reg) _,
+                want = in(reg) FAULT_WANT[2].as_ptr(),
+            )
+        };
+    })?;
+    expect_fault("ebreak: TRAP_BRKPT", SIGTRAP, 1, 0, || {
+        // SAFETY: as above.
+        unsafe {
+            core::arch::asm!(
+                "la {t}, 2f",
+                "sd {t}, 0({want})",
+                "2: ebreak",
+                t = out(reg) _,
+                want = in(reg) FAULT_WANT[2].as_ptr(),
+            )
+        };
+    })
+}
