@@ -31,6 +31,7 @@ pub mod heap;
 pub mod maps;
 pub mod mlock;
 pub mod page_table;
+mod remap;
 pub mod uaccess;
 
 pub use crate::arch::layout::{

@@ -189,6 +189,16 @@ pub fn sys_munmap(addr: usize, len: usize) -> SysResult {
     with_space(|s| s.munmap(addr, len)).map(|_| 0)
 }
 
+pub fn sys_mremap(
+    old: usize,
+    old_len: usize,
+    new_len: usize,
+    flags: u32,
+    new_addr: usize,
+) -> SysResult {
+    with_space(|s| s.mremap(old, old_len, new_len, flags, new_addr))
+}
+
 pub fn sys_mprotect(addr: usize, len: usize, prot: u32) -> SysResult {
     let perm = perm_of(prot)?;
     with_space(|s| s.mprotect(addr, len, perm)).map(|_| 0)

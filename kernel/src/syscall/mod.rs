@@ -270,6 +270,7 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
         SYS_MUNLOCKALL => changing_space(memlock::sys_munlockall),
         SYS_MSYNC => misc::sys_msync(a[0], a[1], a[2] as u32),
         SYS_MUNMAP => changing_space(|| misc::sys_munmap(a[0], a[1])),
+        SYS_MREMAP => changing_space(|| misc::sys_mremap(a[0], a[1], a[2], a[3] as u32, a[4])),
         SYS_MPROTECT => changing_space(|| misc::sys_mprotect(a[0], a[1], a[2] as u32)),
         SYS_FUTEX => futex::sys_futex(a[0], a[1], a[2], a[3], a[4], a[5]),
         SYS_SHMGET => shm::sys_shmget(a[0], a[1], a[2]),

@@ -353,6 +353,7 @@ pub const TESTS: &[Test] = &[
         mmap_tests::mmap_shared_write_reaches_file,
     ),
     t("mmap_shared_sees_write", mmap_tests::mmap_shared_sees_write),
+    t("mremap_semantics", mmap_tests::mremap_semantics),
     t(
         "fallocate_punch_and_zero_range",
         mmap_tests::fallocate_punch_and_zero_range,

@@ -713,3 +713,178 @@ pub fn fallocate_punch_and_zero_range(cx: &Ctx) -> TestResult {
         "ZERO_RANGE on a read-only descriptor",
     )
 }
+
+fn mremap(old: usize, old_len: usize, new_len: usize, flags: u32, new: usize) -> SysResult<usize> {
+    // SAFETY: mremap changes only this process's mappings; the test reads and writes moved
+    // ranges through raw addresses it checks.
+    let r = unsafe {
+        user_tests::raw::syscall5(
+            user_tests::abi::syscall::SYS_MREMAP,
+            old,
+            old_len,
+            new_len,
+            flags as usize,
+            new,
+        )
+    };
+    Errno::from_ret(r).map(|v| v as usize)
+}
+
+/// `n` bytes at `addr` (mapped, readable).
+fn peek(addr: usize, n: usize) -> Vec<u8> {
+    // SAFETY: the callers pass ranges they mapped readable.
+    unsafe { core::slice::from_raw_parts(addr as *const u8, n) }.to_vec()
+}
+
+fn poke(addr: usize, data: &[u8]) {
+    // SAFETY: the callers pass ranges they mapped writable.
+    unsafe { core::ptr::copy_nonoverlapping(data.as_ptr(), addr as *mut u8, data.len()) };
+}
+
+/// mremap with Linux's semantics (stress-ng's mremap and pagemove stressors, and glibc's
+/// realloc of large blocks, use it): growing in place when the pages after are free, moving
+/// with MREMAP_MAYMOVE (the bytes go along; new pages read zeros), ENOMEM when it may not
+/// move, shrinking, MREMAP_FIXED to a chosen address (the old range is gone: EFAULT),
+/// MREMAP_DONTUNMAP (the old range stays, empty), a shared file mapping that still reaches
+/// the file after the move, a shared anonymous one that keeps its pages, and the errors.
+pub fn mremap_semantics(cx: &Ctx) -> TestResult {
+    const MAYMOVE: u32 = 1;
+    const FIXED: u32 = 2;
+    const DONTUNMAP: u32 = 4;
+    const RW: u32 = PROT_READ | PROT_WRITE;
+    let anon = MAP_PRIVATE | MAP_ANONYMOUS;
+    let data = pattern(2 * PAGE, 3);
+    // Grow in place: four pages mapped, the last three unmapped, the first grown back.
+    let m = sys::mmap(0, 4 * PAGE, RW, anon, -1, 0).what("mmap")?;
+    let a = m.addr();
+    m.forget();
+    sys::munmap(a + PAGE, 3 * PAGE).what("munmap")?;
+    poke(a, &data[..PAGE]);
+    let r = mremap(a, PAGE, 3 * PAGE, 0, 0).what("mremap grow in place")?;
+    ensure!(r == a, "grown in place to {r:#x}, not at {a:#x}");
+    ensure!(
+        peek(a, PAGE) == data[..PAGE],
+        "growing in place lost the bytes"
+    );
+    ensure!(
+        peek(a + PAGE, 2 * PAGE).iter().all(|&b| b == 0),
+        "the grown pages are not zero"
+    );
+    // Blocked: a page of another area right after, no MAYMOVE.
+    let blocker = sys::mmap(a + 3 * PAGE, PAGE, RW, anon | MAP_FIXED, -1, 0).what("mmap after")?;
+    expect_errno(
+        mremap(a, 3 * PAGE, 5 * PAGE, 0, 0),
+        Errno::ENOMEM,
+        "growing into another mapping without MREMAP_MAYMOVE",
+    )?;
+    // Moved: the bytes go along, the old range is gone.
+    poke(a + 2 * PAGE, &data[PAGE..]);
+    let b = mremap(a, 3 * PAGE, 6 * PAGE, MAYMOVE, 0).what("mremap MAYMOVE")?;
+    ensure!(b != a, "MAYMOVE past a blocker did not move");
+    ensure!(
+        peek(b, PAGE) == data[..PAGE],
+        "the first page did not move along"
+    );
+    ensure!(
+        peek(b + 2 * PAGE, PAGE) == data[PAGE..],
+        "the third page did not move along"
+    );
+    ensure!(
+        peek(b + 3 * PAGE, 3 * PAGE).iter().all(|&x| x == 0),
+        "new pages are not zero"
+    );
+    expect_errno(
+        mremap(a, PAGE, PAGE, 0, 0),
+        Errno::EFAULT,
+        "the old range after a move",
+    )?;
+    // Shrink: same address, the tail gone.
+    ensure!(
+        mremap(b, 6 * PAGE, 2 * PAGE, 0, 0).what("mremap shrink")? == b,
+        "shrinking moved the mapping"
+    );
+    expect_errno(
+        mremap(b + 3 * PAGE, PAGE, PAGE, 0, 0),
+        Errno::EFAULT,
+        "a shrunk tail",
+    )?;
+    // FIXED: onto the blocker's page (replaced).
+    let c = mremap(b, 2 * PAGE, PAGE, MAYMOVE | FIXED, blocker.addr()).what("MREMAP_FIXED")?;
+    blocker.forget();
+    ensure!(c == a + 3 * PAGE, "MREMAP_FIXED put it at {c:#x}");
+    ensure!(peek(c, PAGE) == data[..PAGE], "MREMAP_FIXED lost the bytes");
+    // DONTUNMAP: the old page stays, empty; the new one has the bytes.
+    let d = mremap(c, PAGE, PAGE, MAYMOVE | DONTUNMAP, 0).what("MREMAP_DONTUNMAP")?;
+    ensure!(
+        peek(d, PAGE) == data[..PAGE],
+        "DONTUNMAP: the bytes did not move"
+    );
+    ensure!(
+        peek(c, PAGE).iter().all(|&x| x == 0),
+        "DONTUNMAP: the old page is not empty"
+    );
+    sys::munmap(c, PAGE).what("munmap")?;
+    sys::munmap(d, PAGE).what("munmap")?;
+    // Errors.
+    expect_errno(
+        mremap(a + 1, PAGE, PAGE, 0, 0),
+        Errno::EINVAL,
+        "an unaligned address",
+    )?;
+    expect_errno(
+        mremap(d, PAGE, PAGE, 8, 0),
+        Errno::EINVAL,
+        "an unknown flag",
+    )?;
+    expect_errno(
+        mremap(d, PAGE, PAGE, FIXED, a),
+        Errno::EINVAL,
+        "FIXED without MAYMOVE",
+    )?;
+    expect_errno(
+        mremap(d, PAGE, 0, MAYMOVE, 0),
+        Errno::EINVAL,
+        "a new length of 0",
+    )?;
+    // A shared file mapping moves and still reaches the file.
+    let f = file_with(cx, "mr", &data)?;
+    let fm = sys::mmap(0, 2 * PAGE, RW, MAP_SHARED, f.fd(), 0).what("mmap file")?;
+    let (fa, flen) = (fm.addr(), fm.len());
+    fm.forget();
+    let g = mremap(fa, flen, 4 * PAGE, MAYMOVE, 0).what("mremap a file mapping")?;
+    ensure!(
+        peek(g, 2 * PAGE) == data,
+        "the moved file mapping reads other bytes"
+    );
+    poke(g + PAGE + 7, b"moved");
+    sys::msync(g, 2 * PAGE, MS_SYNC).what("msync")?;
+    let mut want = data.clone();
+    want[PAGE + 7..PAGE + 12].copy_from_slice(b"moved");
+    ensure!(
+        read_file(&f, 2 * PAGE)? == want,
+        "a store through the moved mapping missed the file"
+    );
+    sys::munmap(g, 4 * PAGE).what("munmap")?;
+    // A shared anonymous mapping keeps its pages: a forked child sees the parent's later store.
+    let s = sys::mmap(0, PAGE, RW, MAP_SHARED | MAP_ANONYMOUS, -1, 0).what("mmap shared")?;
+    let (sa, slen) = (s.addr(), s.len());
+    s.forget();
+    poke(sa, b"before");
+    let t = mremap(sa, slen, 2 * PAGE, MAYMOVE, 0).what("mremap shared anon")?;
+    ensure!(
+        peek(t, 6) == b"before",
+        "the shared pages did not move along"
+    );
+    let pid = sys::fork().what("fork")?;
+    if pid == 0 {
+        poke(t, b"child!");
+        sys::exit(0);
+    }
+    sys::waitpid(pid).what("wait4")?;
+    ensure!(
+        peek(t, 6) == b"child!",
+        "the moved shared mapping is not shared with a child"
+    );
+    sys::munmap(t, 2 * PAGE).what("munmap")?;
+    Ok(())
+}
