@@ -310,6 +310,8 @@ impl KernelCounters {
 
 /// `fchdir`: change the current directory to an open directory.
 pub const SYS_FCHDIR: usize = 50;
+/// `chroot`: change the root directory of absolute paths.
+pub const SYS_CHROOT: usize = 51;
 /// `umount2`: unmount the file system mounted at a path.
 pub const SYS_UMOUNT2: usize = 39;
 /// `mount`: attach a file system (here: one on a block device) to a directory.

@@ -2,6 +2,7 @@
 
 use alloc::collections::VecDeque;
 use alloc::string::String;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use abi::fcntl::{NAME_MAX, PATH_MAX};
@@ -15,9 +16,29 @@ use super::mount_table::{join, mount_at};
 pub const MAX_SYMLINKS: usize = 40;
 
 impl Loc {
-    /// The location of a canonical absolute path (cwd, descriptor paths).
+    /// The location of a canonical absolute path (cwd, descriptor paths), from the root of
+    /// the whole tree whatever the caller's root (chroot) is.
     pub fn from_path(path: &str) -> Result<Loc, Errno> {
-        resolve(&Loc::root()?, path, true)
+        let mut w = Walk {
+            stack: alloc::vec![Loc::root()?],
+            symlinks: 0,
+            root: None,
+        };
+        w.walk(components(path), true)?;
+        Ok(w.top().clone())
+    }
+}
+
+/// The calling process's root directory (`chroot`; `/` unless changed), where its absolute
+/// paths and absolute symbolic links start and where `..` stops.
+pub fn process_root() -> Result<Loc, Errno> {
+    root_loc(&crate::task::current_root())
+}
+
+fn root_loc(root: &Option<Arc<str>>) -> Result<Loc, Errno> {
+    match root {
+        None => Loc::root(),
+        Some(r) => Loc::from_path(r),
     }
 }
 
@@ -25,6 +46,8 @@ struct Walk {
     /// Directories from the root to the current position.
     stack: Vec<Loc>,
     symlinks: usize,
+    /// The process's root when it is not `/` (a canonical path of the whole tree).
+    root: Option<Arc<str>>,
 }
 
 impl Walk {
@@ -32,17 +55,26 @@ impl Walk {
         if path.len() >= PATH_MAX {
             return Err(Errno::ENAMETOOLONG);
         }
+        let root = crate::task::current_root();
         if path.starts_with('/') {
             return Ok(Walk {
-                stack: alloc::vec![Loc::root()?],
+                stack: alloc::vec![root_loc(&root)?],
                 symlinks: 0,
+                root,
             });
         }
         // Start at the base; its ancestors are looked up only if `..` climbs above it.
         Ok(Walk {
             stack: alloc::vec![base.clone()],
             symlinks: 0,
+            root,
         })
+    }
+
+    /// The top is the process's root: `..` stays there (Linux's chroot; a directory outside
+    /// it, a cwd left there by chroot without chdir, is not).
+    fn at_root(&self) -> bool {
+        self.root.as_deref().is_some_and(|r| self.top().path == r)
     }
 
     /// Replace a lone non-root bottom entry with the chain of directories from the root to it
@@ -53,6 +85,7 @@ impl Walk {
             let mut w = Walk {
                 stack: alloc::vec![Loc::root()?],
                 symlinks: 0,
+                root: None,
             };
             w.walk(components(&bottom), true)?;
             self.stack = w.stack;
@@ -104,8 +137,11 @@ impl Walk {
                     if !self.top().is_dir()? {
                         return Err(Errno::ENOTDIR);
                     }
+                    if self.at_root() {
+                        continue;
+                    }
                     self.expand_bottom()?;
-                    if self.stack.len() > 1 {
+                    if self.stack.len() > 1 && !self.at_root() {
                         self.stack.pop();
                     }
                 }
@@ -127,7 +163,7 @@ impl Walk {
                             return Err(Errno::ENOENT);
                         }
                         if target.starts_with('/') {
-                            self.stack = alloc::vec![Loc::root()?];
+                            self.stack = alloc::vec![root_loc(&self.root)?];
                         }
                         for t in target.split('/').rev() {
                             comps.push_front(String::from(t));

@@ -134,6 +134,7 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
         SYS_MOUNT => mount::sys_mount(a[0], a[1], a[2], a[3], a[4]),
         SYS_UMOUNT2 => mount::sys_umount2(a[0], a[1] as u32),
         SYS_CHDIR => namespace::sys_chdir(a[0]),
+        SYS_CHROOT => namespace::sys_chroot(a[0]),
         SYS_FCHDIR => namespace::sys_fchdir(a[0] as i32),
         SYS_FCHMOD => attr::sys_fchmod(a[0] as i32, a[1] as u32),
         SYS_FCHMODAT => attr::sys_fchmodat(a[0] as i32, a[1], a[2] as u32),

@@ -2,6 +2,7 @@
 //! directory (getcwd, chdir, fchdir). Every call that adds or removes a name checks the
 //! directory's permissions (`fs::perm`).
 
+use alloc::string::String;
 use alloc::sync::Arc;
 
 use abi::fcntl::*;
@@ -210,7 +211,10 @@ pub fn sys_mknodat(dirfd: i32, path_ptr: usize, mode: u32, dev: usize) -> SysRes
 }
 
 pub fn sys_getcwd(buf: usize, size: usize) -> SysResult {
-    let cwd = with_current(|p| p.cwd.clone());
+    let cwd = cwd_seen_from_root(
+        &with_current(|p| p.cwd.clone()),
+        crate::task::current_root().as_deref(),
+    );
     if cwd.len() + 1 > size {
         return Err(Errno::ERANGE);
     }
@@ -218,6 +222,40 @@ pub fn sys_getcwd(buf: usize, size: usize) -> SysResult {
     bytes.push(0);
     copy_out(buf, &bytes)?;
     Ok(bytes.len())
+}
+
+/// The working directory as a process with root `root` (chroot) names it: its path below
+/// the root, or, when it lies outside (chroot without chdir), its whole path after
+/// "(unreachable)", as Linux's getcwd gives it.
+fn cwd_seen_from_root(cwd: &str, root: Option<&str>) -> String {
+    match root {
+        None => String::from(cwd),
+        Some(r) if cwd == r => String::from("/"),
+        Some(r) => match cwd.strip_prefix(r) {
+            Some(rest) if rest.starts_with('/') => String::from(rest),
+            _ => alloc::format!("(unreachable){cwd}"),
+        },
+    }
+}
+
+/// chroot: the directory `path` names becomes the root of the caller's absolute paths and
+/// the place `..` stops; its cwd stays where it is. Linux's checks in Linux's order: the
+/// path resolves (ENOENT, ENOTDIR, EACCES, ELOOP, ENAMETOOLONG, EFAULT), names a directory
+/// (ENOTDIR) the caller may search (EACCES), and the caller has CAP_SYS_CHROOT (EPERM).
+pub fn sys_chroot(path_ptr: usize) -> SysResult {
+    let path = read_path(path_ptr)?;
+    let loc = path::resolve(&base(AT_FDCWD, &path)?, &path, true)?;
+    if !loc.is_dir()? {
+        return Err(Errno::ENOTDIR);
+    }
+    let cred = perm::cred();
+    perm::check(&cred, &loc, perm::MAY_EXEC)?;
+    if cred.euid != 0 {
+        return Err(Errno::EPERM);
+    }
+    let root = (loc.path != "/").then(|| Arc::<str>::from(loc.path.as_str()));
+    *crate::task::current_process().root.lock() = root;
+    Ok(0)
 }
 
 /// chdir and fchdir alike: a directory (ENOTDIR) the caller may search (EACCES).

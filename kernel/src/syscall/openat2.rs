@@ -90,7 +90,7 @@ fn walk(dirfd: i32, path: &str, resolve: u64) -> Result<String, Errno> {
     let mut start = if in_root || !absolute {
         base(dirfd, ".")?
     } else {
-        crate::fs::path::Loc::root()?
+        crate::fs::path::process_root()?
     };
     let start_mount = start.mount.id;
     // Components left to walk, last first; the ones walked so far.
@@ -150,7 +150,7 @@ fn walk(dirfd: i32, path: &str, resolve: u64) -> Result<String, Errno> {
             }
             if !in_root {
                 // An ordinary absolute link: the rest is walked from the root.
-                start = crate::fs::path::Loc::root()?;
+                start = crate::fs::path::process_root()?;
                 absolute = true;
             }
             done.clear();

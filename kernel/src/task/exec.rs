@@ -204,6 +204,7 @@ pub fn spawn_init(
         kstack,
         signal::SigMask::default(),
         u64::MAX,
+        None,
     );
     Ok(())
 }

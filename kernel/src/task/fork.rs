@@ -33,6 +33,7 @@ pub(super) fn make_process(
     kstack: Box<[u8]>,
     mask: signal::SigMask,
     affinity: u64,
+    root: Option<Arc<str>>,
 ) -> Arc<Process> {
     let pid = s.alloc_id();
     let p = Arc::new(Process {
@@ -45,6 +46,7 @@ pub(super) fn make_process(
         inner: crate::sync::Mutex::new(inner),
         sig_pending: AtomicU64::new(0),
         sig_queue: SpinLock::new(SigQueue::new()),
+        root: spin::Mutex::new(root),
     });
     s.all.insert(pid, p.clone());
     let t = make_thread(pid, &p, tf, kstack, mask, affinity);
@@ -146,7 +148,17 @@ pub fn fork(tf: &TrapFrame, vfork: bool) -> Result<usize, Errno> {
         (inner, ctf)
     };
     let affinity = current_ref().affinity();
-    let child = make_process(&mut SCHED.lock(), child_inner, ctf, kstack, mask, affinity);
+    let parent_root = current_ref().process.root.lock().clone();
+    let root = parent_root;
+    let child = make_process(
+        &mut SCHED.lock(),
+        child_inner,
+        ctf,
+        kstack,
+        mask,
+        affinity,
+        root,
+    );
     parent.inner.lock().children.push(child.clone());
     Ok(child.pid)
 }

@@ -71,8 +71,8 @@ pub use lookup::{
 pub use process::{ExitStatus, ProcInner, Process, Thread};
 pub use run::{cpu_times, not_running_for, run, set_services, Services, TIME_SLICE_MS};
 pub use sched::{
-    block_current, context_switches, current_cred, current_pid, current_process, current_thread,
-    current_tid, hart_busy_ns, plant_lock_bug, set_affinity, with_current, with_thread, yield_now,
-    PID_MAX,
+    block_current, context_switches, current_cred, current_pid, current_process, current_root,
+    current_thread, current_tid, hart_busy_ns, plant_lock_bug, set_affinity, with_current,
+    with_thread, yield_now, PID_MAX,
 };
 pub use user_return::return_to_user_restarting;

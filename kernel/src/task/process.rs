@@ -132,6 +132,9 @@ pub struct Process {
     pub(super) readers_away: AtomicUsize,
     /// Threads inside [`changing_space`]: while there are any, no read goes away.
     pub(super) space_changing: AtomicUsize,
+    /// Its root directory (`chroot`), a canonical path of the whole tree; `None`: `/`.
+    /// Path resolution reads it without the process's lock (a caller may hold that).
+    pub root: spin::Mutex<Option<alloc::sync::Arc<str>>>,
 }
 
 impl Process {

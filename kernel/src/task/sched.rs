@@ -329,6 +329,15 @@ pub fn wake_process(p: &Arc<Process>) {
     }
 }
 
+/// The current process's root directory (`chroot`): `None` for `/`, and while no process
+/// runs (boot, mounting).
+pub fn current_root() -> Option<Arc<str>> {
+    if current_ptr().is_null() {
+        return None;
+    }
+    current_ref().process.root.lock().clone()
+}
+
 /// The current process's credentials (root's while no process runs: boot, mounting).
 pub fn current_cred() -> cred::Cred {
     if current_ptr().is_null() {

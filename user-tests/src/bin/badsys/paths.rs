@@ -76,6 +76,7 @@ pub fn cases(r: &mut Runner, m: &mut Mem, fx: &Fixture) {
             sys(n("truncate"), SYS_TRUNCATE, &[p, 0], e),
             sys(n("faccessat"), SYS_FACCESSAT, &[at, p, 0], e),
             sys(n("chdir"), SYS_CHDIR, &[p], e),
+            sys(n("chroot"), SYS_CHROOT, &[p], e),
             sys(n("fchmodat"), SYS_FCHMODAT, &[at, p, 0o644], e),
             sys(n("readlinkat"), SYS_READLINKAT, &[at, p, t, 64], e),
             sys(n("utimensat"), SYS_UTIMENSAT, &[at, p, 0, 0], e),

@@ -73,6 +73,7 @@ pub fn cases(r: &mut Runner, m: &mut Mem, fx: &Fixture) {
             sys(n("truncate path"), SYS_TRUNCATE, &[p, 0], e),
             sys(n("faccessat path"), SYS_FACCESSAT, &[at, p, 0], e),
             sys(n("chdir path"), SYS_CHDIR, &[p], e),
+            sys(n("chroot path"), SYS_CHROOT, &[p], e),
             sys(n("fchmodat path"), SYS_FCHMODAT, &[at, p, 0o644], e),
             sys(n("readlinkat path"), SYS_READLINKAT, &[at, p, ts, 16], e),
             sys(n("utimensat path"), SYS_UTIMENSAT, &[at, p, 0, 0], e),

@@ -244,6 +244,7 @@ pub const TESTS: &[Test] = &[
         stress_tests::blocked_fault_signal_kills,
     ),
     t("fault_siginfo_codes", stress_tests::fault_siginfo_codes),
+    t("chroot_semantics", stress_tests::chroot_semantics),
     t("itimer_real", itimer_tests::itimer_real),
     t("sysv_msg_queue", sysv_ipc_tests::sysv_msg_queue),
     t("sysv_semaphores", sysv_ipc_tests::sysv_semaphores),

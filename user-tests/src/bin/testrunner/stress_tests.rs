@@ -327,3 +327,94 @@ pub fn fault_siginfo_codes(cx: &Ctx) -> TestResult {
         };
     })
 }
+
+fn path_call(nr: usize, path: &str) -> isize {
+    let mut p = Vec::from(path.as_bytes());
+    p.push(0);
+    // SAFETY: `p` is a NUL-terminated path.
+    unsafe { raw::syscall1(nr, p.as_ptr() as usize) }
+}
+
+fn getcwd() -> String {
+    let mut b = [0u8; 512];
+    // SAFETY: `b` is 512 writable bytes.
+    let n = unsafe { raw::syscall2(SYS_GETCWD, b.as_mut_ptr() as usize, b.len()) };
+    if n <= 0 {
+        return format!("getcwd failed: {n}");
+    }
+    String::from_utf8_lossy(&b[..n as usize - 1]).into_owned()
+}
+
+/// chroot (stress-ng's chroot stressor found it ENOSYS): absolute paths start at the new
+/// root, `..` stops there, an absolute symbolic link resolves inside it, getcwd names the
+/// cwd below it (or "(unreachable)" and its whole path when it was left outside), files
+/// outside are out of reach; chroot of a file is ENOTDIR, of nothing ENOENT, and EPERM
+/// without CAP_SYS_CHROOT. Each case runs in a child: a root cannot be given back.
+pub fn chroot_semantics(cx: &Ctx) -> TestResult {
+    let jail = cx.path("jail");
+    sys::mkdir(&jail, 0o755).what("mkdir jail")?;
+    sys::mkdir(&format!("{jail}/sub"), 0o755).what("mkdir jail/sub")?;
+    crate::put_file(&format!("{jail}/inside"), b"in")?;
+    crate::put_file(&cx.path("outside"), b"out")?;
+    let symlinks = !cx.fat;
+    if symlinks {
+        sys::symlink("/inside", &format!("{jail}/abs")).what("symlink")?;
+    }
+    let inside = |path: &str| crate::get_file(path).ok().as_deref() == Some(&b"in"[..]);
+    let (jail2, outside) = (jail.clone(), cx.path("outside"));
+    in_child("chroot, then inside it", None, move || {
+        if path_call(SYS_CHDIR, &format!("{jail2}/sub")) != 0 {
+            return 1;
+        }
+        if path_call(SYS_CHROOT, &jail2) != 0 {
+            return 2;
+        }
+        if getcwd() != "/sub" {
+            return 3;
+        }
+        if !inside("/inside") || !inside("../inside") || !inside("/../../inside") {
+            return 4;
+        }
+        if symlinks && !inside("/abs") {
+            return 5;
+        }
+        if crate::get_file(&outside).is_ok() || path_call(SYS_CHDIR, "/..") != 0 {
+            return 6;
+        }
+        if getcwd() != "/" {
+            return 7;
+        }
+        0
+    })?;
+    let jail3 = jail.clone();
+    let dir = cx.dir.clone();
+    in_child("chroot with the cwd left outside", None, move || {
+        if path_call(SYS_CHDIR, &dir) != 0 || path_call(SYS_CHROOT, &jail3) != 0 {
+            return 1;
+        }
+        if getcwd() != format!("(unreachable){dir}") {
+            return 2;
+        }
+        // Relative paths still start at the cwd.
+        if crate::get_file("outside").ok().as_deref() != Some(&b"out"[..]) {
+            return 3;
+        }
+        0
+    })?;
+    let e = path_call(SYS_CHROOT, &cx.path("outside"));
+    ensure!(e == -(Errno::ENOTDIR.0 as isize), "chroot of a file: {e}");
+    let e = path_call(SYS_CHROOT, &cx.path("missing"));
+    ensure!(e == -(Errno::ENOENT.0 as isize), "chroot of nothing: {e}");
+    let jail4 = jail.clone();
+    in_child("chroot as uid 65534", None, move || {
+        // SAFETY: no pointer arguments.
+        if unsafe { raw::syscall3(SYS_SETRESUID, 65534, 65534, 65534) } != 0 {
+            return 1;
+        }
+        let e = path_call(SYS_CHROOT, &jail4);
+        if e != -(Errno::EPERM.0 as isize) {
+            return 2;
+        }
+        0
+    })
+}
