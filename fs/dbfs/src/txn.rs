@@ -274,13 +274,17 @@ impl<'a, 'db, P: Pager> Txn<'a, 'db, P> {
     }
 
     fn delete_range(&self, name: &[u8], ino: u64, from: &[u8]) -> VfsResult<u64> {
-        // One pass over the tree, values not read (a 2 MiB file is 32 chunk keys). The keys
-        // of `ino` end before those of `ino + 1`; the largest inode number's run to the end.
+        // The keys of `ino` end before those of `ino + 1`; the largest inode number's run to
+        // the end.
         let end = ino.checked_add(1).map(u64::to_be_bytes);
-        let lens = self
-            .bucket(name)?
-            .delete_range(from, end.as_ref().map(|e| &e[..]))
-            .map_err(kv)?;
+        self.delete_keys(name, from, end.as_ref().map(|e| &e[..]))
+    }
+
+    /// Delete the keys in `[from, to)` (to the end: `None`) of bucket `name`; returns the
+    /// footprint they freed. One pass over the tree, values not read (a 2 MiB file is 32
+    /// chunk keys).
+    fn delete_keys(&self, name: &[u8], from: &[u8], to: Option<&[u8]>) -> VfsResult<u64> {
+        let lens = self.bucket(name)?.delete_range(from, to).map_err(kv)?;
         Ok(lens.iter().fold(0u64, |sum, &len| {
             sum.saturating_add(footprint(usize::try_from(len).unwrap_or(usize::MAX)))
         }))
@@ -328,20 +332,14 @@ impl<'a, 'db, P: Pager> Txn<'a, 'db, P> {
         }
         self.tx.use_reserve(); // a punch frees space: allowed on a full store
         self.punched.push((ino, offset, end));
-        let data = self.bucket(bucket::DATA)?;
         let (first_whole, end_whole) = (offset.div_ceil(cs), end / cs);
         if first_whole < end_whole {
-            let lens = data
-                .delete_range(
-                    &pair_key(ino, first_whole),
-                    Some(&pair_key(ino, end_whole)[..]),
-                )
-                .map_err(kv)?;
-            let freed = lens.iter().fold(0u64, |sum, &len| {
-                sum.saturating_add(footprint(usize::try_from(len).unwrap_or(usize::MAX)))
-            });
+            let to = pair_key(ino, end_whole);
+            let freed =
+                self.delete_keys(bucket::DATA, &pair_key(ino, first_whole), Some(&to[..]))?;
             inode.alloc_bytes = inode.alloc_bytes.saturating_sub(freed);
         }
+        let data = self.bucket(bucket::DATA)?;
         let mut ends = Vec::with_capacity(2);
         if !offset.is_multiple_of(cs) {
             ends.push(offset / cs);

@@ -19,13 +19,7 @@ impl Loc {
     /// The location of a canonical absolute path (cwd, descriptor paths), from the root of
     /// the whole tree whatever the caller's root (chroot) is.
     pub fn from_path(path: &str) -> Result<Loc, Errno> {
-        let mut w = Walk {
-            stack: alloc::vec![Loc::root()?],
-            symlinks: 0,
-            root: None,
-        };
-        w.walk(components(path), true)?;
-        Ok(w.top().clone())
+        Ok(Walk::whole_tree(path)?.top().clone())
     }
 }
 
@@ -71,6 +65,17 @@ impl Walk {
         })
     }
 
+    /// The walk of a canonical absolute path from the root of the whole tree (no chroot).
+    fn whole_tree(path: &str) -> Result<Walk, Errno> {
+        let mut w = Walk {
+            stack: alloc::vec![Loc::root()?],
+            symlinks: 0,
+            root: None,
+        };
+        w.walk(components(path), true)?;
+        Ok(w)
+    }
+
     /// The top is the process's root: `..` stays there (Linux's chroot; a directory outside
     /// it, a cwd left there by chroot without chdir, is not).
     fn at_root(&self) -> bool {
@@ -82,13 +87,7 @@ impl Walk {
     fn expand_bottom(&mut self) -> Result<(), Errno> {
         if self.stack.len() == 1 && self.stack[0].path != "/" {
             let bottom = self.stack[0].path.clone();
-            let mut w = Walk {
-                stack: alloc::vec![Loc::root()?],
-                symlinks: 0,
-                root: None,
-            };
-            w.walk(components(&bottom), true)?;
-            self.stack = w.stack;
+            self.stack = Walk::whole_tree(&bottom)?.stack;
         }
         Ok(())
     }
@@ -141,7 +140,7 @@ impl Walk {
                         continue;
                     }
                     self.expand_bottom()?;
-                    if self.stack.len() > 1 && !self.at_root() {
+                    if self.stack.len() > 1 {
                         self.stack.pop();
                     }
                 }

@@ -302,31 +302,28 @@ pub fn fault_siginfo_codes(cx: &Ctx) -> TestResult {
     )?;
     drop(m);
     expect_fault("an all-zero instruction: ILL_ILLOPC", SIGILL, 1, 0, || {
-        // SAFETY: the instruction's address goes to FAULT_WANT[2], then it traps (never
-        // returns: the handler exits).
-        unsafe {
-            core::arch::asm!(
-                "la {t}, 2f",
-                "sd {t}, 0({want})",
-                "2: .4byte 0",
-                t = out(reg) _,
-                want = in(reg) FAULT_WANT[2].as_ptr(),
-            )
-        };
+        trap_at!(".4byte 0")
     })?;
-    expect_fault("ebreak: TRAP_BRKPT", SIGTRAP, 1, 0, || {
-        // SAFETY: as above.
+    expect_fault("ebreak: TRAP_BRKPT", SIGTRAP, 1, 0, || trap_at!("ebreak"))
+}
+
+/// Store the address of the instruction `$insn` in FAULT_WANT[2], then run it (it traps; the
+/// handler exits, so this never returns).
+macro_rules! trap_at {
+    ($insn:literal) => {
+        // SAFETY: the instruction's address goes to FAULT_WANT[2], then it traps.
         unsafe {
             core::arch::asm!(
                 "la {t}, 2f",
                 "sd {t}, 0({want})",
-                "2: ebreak",
+                concat!("2: ", $insn),
                 t = out(reg) _,
                 want = in(reg) FAULT_WANT[2].as_ptr(),
             )
-        };
-    })
+        }
+    };
 }
+use trap_at;
 
 fn path_call(nr: usize, path: &str) -> isize {
     let mut p = Vec::from(path.as_bytes());
