@@ -571,3 +571,9 @@ pub const SYS_SENDMSG: usize = 211;
 pub const SYS_RECVMSG: usize = 212;
 /// `accept4`: accept with SOCK_CLOEXEC / SOCK_NONBLOCK flags.
 pub const SYS_ACCEPT4: usize = 242;
+/// `memfd_create`: a regular file in memory that no directory names, with seals.
+pub const SYS_MEMFD_CREATE: usize = 279;
+/// `adjtimex`: read (and, with CAP_SYS_TIME, set) the clock's NTP parameters.
+pub const SYS_ADJTIMEX: usize = 171;
+/// `clock_adjtime`: adjtimex of one clock.
+pub const SYS_CLOCK_ADJTIME: usize = 266;

@@ -331,6 +331,13 @@ pub trait Node: Send + Sync {
     fn write_at(&self, _offset: u64, _buf: &[u8]) -> VfsResult<usize> {
         Err(self.not_a_file())
     }
+    /// Write back at `offset` what a shared mapping stored into the file's pages (never past
+    /// the size), not a write(2): the same as [`Node::write_at`] except for a file that
+    /// refuses write(2) for a reason its existing mappings do not share (a memfd sealed with
+    /// F_SEAL_FUTURE_WRITE keeps taking the stores of mappings made before the seal).
+    fn write_back_at(&self, offset: u64, buf: &[u8]) -> VfsResult<usize> {
+        self.write_at(offset, buf)
+    }
     /// A scattered read (like `preadv` with one offset): the bytes at `offset` into the
     /// concatenation of `bufs`, same result as [`Node::read_at`] into the joined buffer. A file
     /// system that fills scattered pieces itself returns `Some`; the default `None` (also

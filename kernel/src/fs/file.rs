@@ -348,7 +348,7 @@ impl crate::mm::file_pages::MappedFile for OpenFile {
         self.ftype == vfs::FileType::Regular
     }
     fn writable(&self) -> bool {
-        self.writable
+        self.writable && !super::memfd::write_sealed(&self.loc.node)
     }
     fn path(&self) -> alloc::string::String {
         self.loc.path.clone()

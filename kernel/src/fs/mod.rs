@@ -16,6 +16,7 @@ pub mod devfs;
 pub mod file;
 mod flock;
 pub mod lock;
+pub mod memfd;
 pub mod mount_dev;
 mod mount_table;
 mod ops;

@@ -117,6 +117,21 @@ pub(super) fn add(
     }));
 }
 
+/// A mount of `fs` that is in no table and no directory (Linux's internal mounts, such as
+/// the one memfd's files live on): its files get an `st_dev` of their own and count their
+/// writers as any mount's do, and no path leads to them.
+pub(super) fn internal(path: &str, fs: Arc<dyn FileSystem>, root: NodeRef) -> Arc<Mount> {
+    Arc::new(Mount {
+        path: String::from(path),
+        fs,
+        root,
+        id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+        source: None,
+        readonly: AtomicBool::new(false),
+        writers: AtomicUsize::new(0),
+    })
+}
+
 /// Take the mount at `path` out of the table if `busy` (given the mount and the table, under
 /// the table's lock) says it is not in use: EINVAL if nothing is mounted there.
 pub(super) fn remove(

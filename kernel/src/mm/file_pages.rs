@@ -12,7 +12,7 @@
 //!   touch is SIGBUS as on Linux;
 //! - a shared mapping (`MAP_SHARED`) maps a page read-only at a read fault and makes it
 //!   writable, and marks it dirty, at the first write fault. Dirty pages reach the file through
-//!   its ordinary `write_at` (never past the file's size) at `msync`, `fsync`, `sync`, and when
+//!   its `write_back_at` (never past the file's size) at `msync`, `fsync`, `sync`, and when
 //!   the last mapping goes (munmap, exit, exec). Write-back cleans a page and maps it
 //!   read-only in every shared mapping again, so the next store faults and dirties it anew;
 //! - a private mapping (`MAP_PRIVATE`) maps the table's page read-only too, and so sees
@@ -538,7 +538,7 @@ impl SharedFile {
                         buf[at..at + p.len()].copy_from_slice(p);
                         at += p.len();
                     }
-                    self.node.write_at(off, &buf)?
+                    self.node.write_back_at(off, &buf)?
                 }
                 Err(_) => 0,
             },
@@ -549,7 +549,7 @@ impl SharedFile {
             let end = at + p.len();
             while done < end {
                 let from = done - at;
-                let put = self.node.write_at(off + done as u64, &p[from..])?;
+                let put = self.node.write_back_at(off + done as u64, &p[from..])?;
                 if put == 0 {
                     return Err(Errno::EIO);
                 }

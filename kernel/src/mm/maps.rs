@@ -64,4 +64,15 @@ impl AddrSpace {
             })
             .collect()
     }
+
+    /// Whether a shared mapping of file `key` here may store into it (made writable now or
+    /// later: the file was open for writing when it was mapped, Linux's VM_SHARED with
+    /// VM_MAYWRITE): memfd's F_SEAL_WRITE is refused while one exists.
+    pub fn maps_file_writably(&self, key: crate::mm::file_pages::FileKey) -> bool {
+        self.areas.values().any(|a| {
+            a.file
+                .as_ref()
+                .is_some_and(|f| f.key == key && !f.private && f.may_write)
+        })
+    }
 }

@@ -594,6 +594,8 @@ pub fn sys_fcntl(fd: i32, cmd: u32, arg: usize) -> SysResult {
     const F_SETPIPE_SZ: u32 = 1031;
     const F_GETPIPE_SZ: u32 = 1032;
     const F_CREATED_QUERY: u32 = 1028;
+    const F_ADD_SEALS: u32 = 1033;
+    const F_GET_SEALS: u32 = 1034;
     const FD_CLOEXEC: usize = 1;
     if matches!(cmd, F_SETPIPE_SZ | F_GETPIPE_SZ) {
         // A pipe's or FIFO's size; EBADF for anything else, as Linux answers.
@@ -611,6 +613,14 @@ pub fn sys_fcntl(fd: i32, cmd: u32, arg: usize) -> SysResult {
             const CAP_SYS_RESOURCE: u32 = 24;
             let privileged = crate::task::current_cred().caps.has(CAP_SYS_RESOURCE);
             end.pipe.set_capacity(arg & 0xffff_ffff, privileged)
+        };
+    }
+    if matches!(cmd, F_ADD_SEALS | F_GET_SEALS) {
+        let f = file(fd)?;
+        return if cmd == F_ADD_SEALS {
+            super::memfd::add_seals(&f, arg)
+        } else {
+            super::memfd::get_seals(&f)
         };
     }
     with_current(|p| {

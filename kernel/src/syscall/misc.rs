@@ -57,7 +57,8 @@ pub fn sys_mmap(
 /// `mmap` of a descriptor, with Linux's answers: EINVAL for an offset that is not
 /// page-aligned, EBADF for a bad descriptor, ENODEV for what has no pages to map (pipes,
 /// terminals, directories, devices), EACCES for a file not open for reading, or a writable
-/// shared mapping of one not open for writing (or open for appending only), EOVERFLOW when
+/// shared mapping of one not open for writing (or open for appending only), EPERM for a
+/// writable shared mapping of a memfd sealed against writes, EOVERFLOW when
 /// the mapping would end past the largest file offset.
 fn map_file(
     addr: usize,
@@ -78,6 +79,11 @@ fn map_file(
     }
     if !f.readable || (shared && perm.contains(Perm::W) && (!f.writable || f.append())) {
         return Err(Errno::EACCES);
+    }
+    // A memfd sealed against writes (F_SEAL_WRITE, F_SEAL_FUTURE_WRITE) takes no new shared
+    // writable mapping (its read-only ones stay read-only: `MappedFile::writable`).
+    if shared && perm.contains(Perm::W) && crate::fs::memfd::write_sealed(&f.loc.node) {
+        return Err(Errno::EPERM);
     }
     if len > crate::mm::USER_END {
         return Err(Errno::ENOMEM);

@@ -4,6 +4,7 @@
 //! value (`-errno` on error); an unknown number is `-ENOSYS`. Handlers are `sys_<name>`,
 //! grouped by subsystem. Every user pointer goes through `mm::uaccess`.
 
+mod adjtimex;
 mod aio;
 mod args;
 mod attr;
@@ -16,6 +17,7 @@ mod fs;
 mod futex;
 mod hwprobe;
 mod io;
+mod memfd;
 mod memlock;
 pub(crate) mod misc;
 mod mount;
@@ -104,6 +106,7 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
         SYS_TIMER_DELETE => ptimer::sys_timer_delete(a[0]),
         SYS_SIGNALFD4 => eventfd::sys_signalfd4(a[0] as i32, a[1], a[2], a[3] as u32),
         SYS_EVENTFD2 => eventfd::sys_eventfd2(a[0] as u32, a[1] as u32),
+        SYS_MEMFD_CREATE => memfd::sys_memfd_create(a[0], a[1] as u32),
         SYS_TIMERFD_CREATE => timerfd::sys_timerfd_create(a[0], a[1] as u32),
         SYS_TIMERFD_SETTIME => timerfd::sys_timerfd_settime(a[0] as i32, a[1] as u32, a[2], a[3]),
         SYS_TIMERFD_GETTIME => timerfd::sys_timerfd_gettime(a[0] as i32, a[1]),
@@ -292,6 +295,8 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
         SYS_GETITIMER => misc::sys_getitimer(a[0], a[1]),
         SYS_SETITIMER => misc::sys_setitimer(a[0], a[1], a[2]),
         SYS_UNAME => system::sys_uname(a[0]),
+        SYS_ADJTIMEX => adjtimex::sys_adjtimex(a[0]),
+        SYS_CLOCK_ADJTIME => adjtimex::sys_clock_adjtime(a[0], a[1]),
         SYS_SETHOSTNAME => system::sys_setname(false, a[0], a[1]),
         SYS_SETDOMAINNAME => system::sys_setname(true, a[0], a[1]),
         SYS_PERSONALITY => system::sys_personality(a[0]),

@@ -30,6 +30,13 @@ impl File {
     pub fn create(path: &str) -> SysResult<File> {
         File::open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
     }
+    /// Own a descriptor a system call just returned (closed on drop).
+    ///
+    /// # Safety
+    /// Nothing else may own or close `fd`.
+    pub unsafe fn from_raw(fd: Fd) -> File {
+        File { fd }
+    }
     /// The raw descriptor (still owned by `self`).
     pub fn fd(&self) -> Fd {
         self.fd

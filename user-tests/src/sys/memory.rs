@@ -84,6 +84,7 @@ impl Drop for AnonMap {
 /// one at a time with volatile accesses: another process, or read(2)/write(2) of the mapped
 /// file, may change them behind the compiler's back, and a touch past the end of the file
 /// must really happen (SIGBUS).
+#[derive(Debug)]
 pub struct Mapping {
     addr: usize,
     len: usize,

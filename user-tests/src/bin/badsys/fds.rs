@@ -66,6 +66,8 @@ pub fn cases(r: &mut Runner, m: &mut Mem, fx: &Fixture) {
             sys(n("fchdir"), SYS_FCHDIR, &[bad], e),
             sys(n("fchmod"), SYS_FCHMOD, &[bad, 0o644], e),
             sys(n("fcntl F_GETFL"), SYS_FCNTL, &[bad, 3, 0], e),
+            sys(n("fcntl F_GET_SEALS"), SYS_FCNTL, &[bad, 1034, 0], e),
+            sys(n("fcntl F_ADD_SEALS"), SYS_FCNTL, &[bad, 1033, 1], e),
             sys(n("ioctl"), SYS_IOCTL, &[bad, TCGETS, b], e),
             sys(n("dup"), SYS_DUP, &[bad], e),
             sys(n("dup3 from"), SYS_DUP3, &[bad, 50, 0], e),
@@ -104,6 +106,11 @@ pub fn cases(r: &mut Runner, m: &mut Mem, fx: &Fixture) {
         sys("dup3 with flag 0x1", SYS_DUP3, &[fd, 60, 1], inval),
         sys("fcntl F_DUPFD from 1<<20", SYS_FCNTL, &[fd, 0, 1 << 20], inval),
         sys("fcntl unknown command", SYS_FCNTL, &[fd, 0xdead, 0], inval),
+        // Seals belong to memfds only (Linux: EINVAL for other files).
+        sys("fcntl F_GET_SEALS of a file", SYS_FCNTL, &[fd, 1034, 0], inval),
+        sys("fcntl F_ADD_SEALS of a file", SYS_FCNTL, &[fd, 1033, 1], inval),
+        sys("memfd_create unknown flags", SYS_MEMFD_CREATE, &[x, 0x100], inval),
+        sys("memfd_create MFD_HUGETLB", SYS_MEMFD_CREATE, &[x, 4], inval),
         sys("ioctl TCGETS on a file", SYS_IOCTL, &[fd, TCGETS, b], Errno::ENOTTY),
         sys("ioctl TCGETS on a file, NULL arg", SYS_IOCTL, &[fd, TCGETS, 0], Errno::ENOTTY),
         // Wrong kind of descriptor.

@@ -1,7 +1,7 @@
 //! Interval timers: setitimer/getitimer (glibc's alarm is setitimer with ITIMER_REAL).
 
 use user_tests::prelude::*;
-use user_tests::raw::{syscall2, syscall3, syscall4};
+use user_tests::raw::{syscall1, syscall2, syscall3, syscall4};
 use user_tests::time::now_ns;
 
 use crate::{ensure, expect_errno, Check, Ctx, TestResult};
@@ -239,4 +239,125 @@ fn periodic_and_errors() -> TestResult {
     let r = unsafe { syscall2(abi::syscall::SYS_GETITIMER, ITIMER_REAL, 8) };
     expect_errno(Errno::from_ret(r), Errno::EFAULT, "getitimer(bad pointer)")?;
     Ok(())
+}
+
+/// adjtimex(buf) with `modes` and the rest of `fields` (8-byte words at their offsets):
+/// the result and the struct the kernel wrote back.
+fn adjtimex(modes: u32, fields: &[(usize, i64)]) -> (SysResult<usize>, [u8; 208]) {
+    let mut t = [0u8; 208];
+    t[..4].copy_from_slice(&modes.to_le_bytes());
+    for &(at, v) in fields {
+        t[at..at + 8].copy_from_slice(&v.to_le_bytes());
+    }
+    // SAFETY: `t` is a writable struct timex (208 bytes on riscv64).
+    let r = unsafe { syscall1(abi::syscall::SYS_ADJTIMEX, t.as_mut_ptr() as usize) };
+    (Errno::from_ret(r).map(|v| v as usize), t)
+}
+
+fn word(t: &[u8; 208], at: usize) -> i64 {
+    i64::from_le_bytes(t[at..at + 8].try_into().unwrap_or_default())
+}
+
+/// adjtimex (stress-ng's get stressor found it ENOSYS): anyone reads the NTP parameters, an
+/// unsynchronised clock's state (TIME_ERROR, STA_UNSYNC), the tick and the time now; setting
+/// needs CAP_SYS_TIME and Linux's checks; what would step or slew the clock (by more than 0)
+/// is EOPNOTSUPP;
+/// clock_adjtime is adjtimex for CLOCK_REALTIME only.
+pub fn adjtimex_semantics(_cx: &Ctx) -> TestResult {
+    const TIME_ERROR: usize = 5;
+    const STA_UNSYNC: i64 = 0x40;
+    const ADJ_MAXERROR: u32 = 0x0004;
+    const ADJ_TICK: u32 = 0x4000;
+    let (r, t) = adjtimex(0, &[]);
+    ensure!(r == Ok(TIME_ERROR), "adjtimex read: {r:?}");
+    let status = i32::from_le_bytes(t[40..44].try_into().unwrap_or_default()) as i64;
+    ensure!(
+        status & STA_UNSYNC != 0,
+        "status {status:#x} without STA_UNSYNC"
+    );
+    ensure!(word(&t, 88) == 10_000, "tick {}", word(&t, 88));
+    let now = now_realtime_sec();
+    ensure!(
+        (word(&t, 72) - now).abs() <= 2,
+        "time {} against {now}",
+        word(&t, 72)
+    );
+    // Root sets the tick and the maximum error and reads them back; bad ticks are EINVAL.
+    let old_tick = word(&t, 88);
+    let (r, _) = adjtimex(ADJ_TICK, &[(88, 8999)]);
+    expect_errno(r, Errno::EINVAL, "a tick below 900000/HZ")?;
+    let (r, _) = adjtimex(ADJ_TICK, &[(88, 11_001)]);
+    expect_errno(r, Errno::EINVAL, "a tick above 1100000/HZ")?;
+    let (r, _) = adjtimex(ADJ_TICK | ADJ_MAXERROR, &[(88, 10_001), (24, 12_345)]);
+    r.what("set tick and maxerror")?;
+    let (_, t) = adjtimex(0, &[]);
+    let (tick, maxerror) = (word(&t, 88), word(&t, 24));
+    adjtimex(ADJ_TICK, &[(88, old_tick)])
+        .0
+        .what("restore the tick")?;
+    ensure!(
+        tick == 10_001 && maxerror == 12_345,
+        "read back: tick {tick}, maxerror {maxerror}"
+    );
+    // adjtime(3)'s modes: reading the slew to go is fine (none), slewing and stepping not.
+    expect_errno(adjtimex(0x8000, &[]).0, Errno::EINVAL, "ADJ_ADJTIME alone")?;
+    let (r, t) = adjtimex(0xa001, &[]);
+    ensure!(
+        r.is_ok() && word(&t, 8) == 0,
+        "ADJ_OFFSET_SS_READ: {r:?}, offset {}",
+        word(&t, 8)
+    );
+    expect_errno(
+        adjtimex(0x8001, &[(8, 1000)]).0,
+        Errno::EOPNOTSUPP,
+        "ADJ_OFFSET_SINGLESHOT",
+    )?;
+    let (r, t) = adjtimex(0x8001, &[(8, 0)]);
+    ensure!(
+        r.is_ok() && word(&t, 8) == 0,
+        "a slew of 0: {r:?}, offset {}",
+        word(&t, 8)
+    );
+    expect_errno(adjtimex(0x0100, &[]).0, Errno::EOPNOTSUPP, "ADJ_SETOFFSET")?;
+    let mut t = [0u8; 208];
+    // SAFETY: `t` is a writable struct timex.
+    let r = unsafe { syscall2(abi::syscall::SYS_CLOCK_ADJTIME, 0, t.as_mut_ptr() as usize) };
+    ensure!(
+        Errno::from_ret(r) == Ok(TIME_ERROR),
+        "clock_adjtime(CLOCK_REALTIME): {r}"
+    );
+    // SAFETY: as above.
+    let r = unsafe { syscall2(abi::syscall::SYS_CLOCK_ADJTIME, 1, t.as_mut_ptr() as usize) };
+    expect_errno(
+        Errno::from_ret(r),
+        Errno::EOPNOTSUPP,
+        "clock_adjtime(CLOCK_MONOTONIC)",
+    )?;
+    // SAFETY: as above.
+    let r = unsafe { syscall2(abi::syscall::SYS_CLOCK_ADJTIME, 99, t.as_mut_ptr() as usize) };
+    expect_errno(
+        Errno::from_ret(r),
+        Errno::EINVAL,
+        "clock_adjtime of clock 99",
+    )?;
+    crate::stress_tests::in_child("adjtimex as uid 65534", None, || {
+        // SAFETY: no pointer arguments.
+        if unsafe { syscall3(abi::syscall::SYS_SETRESUID, 65534, 65534, 65534) } != 0 {
+            return 1;
+        }
+        if adjtimex(0, &[]).0 != Ok(TIME_ERROR) {
+            return 2;
+        }
+        if adjtimex(ADJ_MAXERROR, &[(24, 1)]).0 != Err(Errno::EPERM) {
+            return 3;
+        }
+        0
+    })
+}
+
+fn now_realtime_sec() -> i64 {
+    let mut ts = [0i64; 2];
+    // SAFETY: `ts` is a writable timespec.
+    unsafe { syscall2(abi::syscall::SYS_CLOCK_GETTIME, 0, ts.as_mut_ptr() as usize) };
+    ts[0]
 }

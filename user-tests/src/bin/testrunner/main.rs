@@ -26,6 +26,7 @@ mod copy_tests;
 mod exec_tests;
 mod fs_tests;
 mod itimer_tests;
+mod memfd_tests;
 mod mlock_tests;
 mod mmap_tests;
 mod mount_tests;
@@ -245,7 +246,9 @@ pub const TESTS: &[Test] = &[
     ),
     t("fault_siginfo_codes", stress_tests::fault_siginfo_codes),
     t("chroot_semantics", stress_tests::chroot_semantics),
+    t("memfd_semantics", memfd_tests::memfd_semantics),
     t("itimer_real", itimer_tests::itimer_real),
+    t("adjtimex_semantics", itimer_tests::adjtimex_semantics),
     t("sysv_msg_queue", sysv_ipc_tests::sysv_msg_queue),
     t("sysv_semaphores", sysv_ipc_tests::sysv_semaphores),
     t("waitid_semantics", sysv_ipc_tests::waitid_semantics),
