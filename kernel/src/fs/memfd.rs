@@ -12,6 +12,7 @@
 //! mapped-file tables (`mm::file_pages`), filled from here and written back here, as for any
 //! file.
 
+use alloc::collections::btree_map::Entry;
 use alloc::collections::BTreeMap;
 use alloc::sync::Arc;
 use core::any::Any;
@@ -133,19 +134,19 @@ impl MemFile {
             let index = at / PAGE;
             let in_page = (at % PAGE) as usize;
             let n = (PAGE_SIZE - in_page).min(buf.len() - done);
-            if !inner.pages.contains_key(&index) {
-                let page = if PAGES.load(Relaxed) < page_limit() {
-                    frame::alloc_reclaiming()
-                } else {
-                    None
-                };
-                let Some(page) = page else {
-                    break;
-                };
-                PAGES.fetch_add(1, Relaxed);
-                inner.pages.insert(index, page);
-            }
-            let page = inner.pages.get_mut(&index).expect("page just made");
+            let page = match inner.pages.entry(index) {
+                Entry::Occupied(e) => e.into_mut(),
+                Entry::Vacant(e) => {
+                    let fresh = (PAGES.load(Relaxed) < page_limit())
+                        .then(frame::alloc_reclaiming)
+                        .flatten();
+                    let Some(fresh) = fresh else {
+                        break;
+                    };
+                    PAGES.fetch_add(1, Relaxed);
+                    e.insert(fresh)
+                }
+            };
             page.bytes_mut()[in_page..in_page + n].copy_from_slice(&buf[done..done + n]);
             done += n;
         }
