@@ -48,6 +48,12 @@ impl<P: Pager> DbFs<P> {
         self.db.pager()
     }
 
+    /// Store pages written by direct writes whose commit has not inserted them yet
+    /// (`kvdb::Stats::placed_pages`; `None` while a write transaction runs).
+    pub fn placed_pages(&self) -> Option<u64> {
+        self.db.stats().placed_pages
+    }
+
     /// Check the committed image's consistency (one read snapshot; buffered writes are not
     /// looked at). Returns the problems found; empty means consistent.
     pub fn fsck(&self) -> VfsResult<Vec<String>> {

@@ -96,7 +96,12 @@ impl<P: Pager> DbFs<P> {
         let now = self.clock.now();
         // A cache entry without chunks (only a buffered atime) leaves the store authoritative
         // for the data: read it like an uncached file, without holding `state`.
-        if let Some(p) = st.wb.pending.get(&ino).filter(|p| p.chunks.is_empty()) {
+        if let Some(p) = st
+            .wb
+            .pending
+            .get(&ino)
+            .filter(|p| p.chunks.is_empty() && p.placed.is_empty())
+        {
             let size = p.inode.size;
             let tx = self.db.begin_read().map_err(kv)?;
             drop(st);
@@ -118,6 +123,8 @@ impl<P: Pager> DbFs<P> {
                     out.zero(0, n);
                 }
                 overlay(p, self.chunk_size, offset, out, n);
+                let ps = self.db.page_size() as u64;
+                overlay_placed(self.db.pager(), ps, p, self.chunk_size, offset, out, n)?;
             }
             if atime && relatime_due(&p.inode, now) {
                 if let Some(p) = st.wb.pending.get_mut(&ino) {
@@ -191,7 +198,7 @@ impl<P: Pager> DbFs<P> {
             memo.buffered
         } else {
             let buffered = match st.wb.pending.get(&ino) {
-                Some(p) if !p.chunks.is_empty() => return None,
+                Some(p) if !p.chunks.is_empty() || !p.placed.is_empty() => return None,
                 Some(p) => Some(p.inode.size),
                 None => None,
             };
@@ -489,6 +496,34 @@ fn overlay<O: Out + ?Sized>(p: &Pending, cs: u64, offset: u64, out: &mut O, len:
             }
         }
     }
+}
+
+/// Read placed chunks ([`Pending::placed`]: their bytes are on the disk, in no tree) over
+/// `out` (the bytes at `offset`). The caller holds `state`, so they stay placed (their pages
+/// are not freed and reused) while they are read.
+fn overlay_placed<P: Pager, O: Out + ?Sized>(
+    pager: &P,
+    ps: u64,
+    p: &Pending,
+    cs: u64,
+    offset: u64,
+    out: &mut O,
+    len: usize,
+) -> VfsResult<()> {
+    let end = offset + len as u64;
+    for (&idx, pl) in p.placed.range(offset / cs..end.div_ceil(cs)) {
+        let start = idx * cs;
+        let (from, to) = (start.max(offset), (start + cs).min(end));
+        let a = (from - offset) as usize;
+        let in_chunk = from - start;
+        let have = pl.len.saturating_sub(in_chunk).min(to - from) as usize;
+        if have > 0 {
+            out.read_from(pager, pl.page * ps + in_chunk, a, have)
+                .map_err(kv)?;
+        }
+        out.zero(a + have, (to - from) as usize - have);
+    }
+    Ok(())
 }
 
 /// Copy `[from, to)` of the chunk starting at `start` (buffered as `buf`: zeros past its

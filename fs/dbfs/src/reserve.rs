@@ -78,7 +78,8 @@ impl WriteBack {
 
     /// Bring `p`'s reservation (and the total) up to date with its chunks.
     pub(crate) fn update_reservation(reserved: &mut u64, p: &mut Pending) {
-        let now = inode_pages(p.value_pages, p.chunks.len());
+        // Placed chunks' pages are taken already; their commit rewrites leaves like the others.
+        let now = inode_pages(p.value_pages, p.chunks.len() + p.placed.len());
         *reserved = reserved.saturating_sub(p.reserved).saturating_add(now);
         p.reserved = now;
     }

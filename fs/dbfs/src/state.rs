@@ -35,6 +35,13 @@ pub(crate) struct Pending {
     /// inside the committing transaction). Only chunks that start below `stored_size` are
     /// here; a chunk whose pieces are all loaded is an ordinary one (not listed).
     pub partial: BTreeMap<u64, u64>,
+    /// Whole chunks a direct write placed ([`kvdb::Tx::place`]): index -> where their bytes
+    /// are on the disk. They are in no tree yet: the next commit of the entry inserts them
+    /// ([`kvdb::Bucket::put_placed`]), or frees them if the file lost them meanwhile
+    /// (truncated, unlinked). Never also in `chunks`: a direct write drops the cached chunks it
+    /// replaces, and a buffered write to a placed chunk commits the entry first. They hold
+    /// no memory (not in `bytes`) and their pages are taken already (not in `value_pages`).
+    pub placed: BTreeMap<u64, kvdb::Placed>,
     pub bytes: usize,
     /// Pages the dirty chunks take as stored values (see `reserve`).
     pub value_pages: u64,
@@ -212,7 +219,7 @@ pub(crate) struct State {
     /// The direct write whose transaction is running, if any: (its number, ino, first chunk,
     /// end chunk). Buffered writes to that inode wait for it, and reads of it leave atime
     /// alone, so nothing builds on the contents it is replacing; its commit drops the cached
-    /// chunks it replaced (see [`DbFs::write_whole_chunks`](crate::DbFs::write_whole_chunks)).
+    /// chunks it replaced (see [`DbFs::place_whole_chunks`](crate::DbFs::place_whole_chunks)).
     pub direct_busy: Option<DirectWrite>,
     /// Numbers the direct writes, so a failed one clears only its own `direct_busy`.
     pub direct_seq: u64,

@@ -396,18 +396,20 @@ impl<'a, 'db, P: Pager> Txn<'a, 'db, P> {
     /// and the superblock.
     pub fn finish(&mut self) -> VfsResult<()> {
         let cs = self.chunk_size;
-        for &ino in &self.folded {
-            let (Some(&(mut inode, _)), Some(p)) =
-                (self.cache.get(&ino), self.st.wb.pending.get(&ino))
-            else {
+        let mut folded = self.folded.clone();
+        folded.sort_unstable();
+        folded.dedup();
+        for &ino in &folded {
+            let Some(p) = self.st.wb.pending.get(&ino) else {
+                continue;
+            };
+            let Some(&(mut inode, _)) = self.cache.get(&ino) else {
+                // Freed by this transaction: chunks placed for it go back to the free pages.
+                let placed: Vec<kvdb::Placed> = p.placed.values().copied().collect();
+                self.tx.drop_placed(&placed).map_err(kv)?;
                 continue;
             };
             let data = self.bucket(bucket::DATA)?;
-            // Chunks a direct write stores in this transaction replace the cached ones.
-            let replaced = match self.st.direct_busy {
-                Some(d) if d.ino == ino => d.first..d.end,
-                _ => 0..0,
-            };
             // All of the file's chunks in one `put_direct`: their pages go to the store straight
             // from the cache's buffers (the kernel window sends them to the disk without copying
             // them into its frames), and the replaced values' lengths come back with it.
@@ -424,9 +426,7 @@ impl<'a, 'db, P: Pager> Txn<'a, 'db, P> {
                     .iter()
                     .any(|&(s, e)| s <= a && b.min(inode.size) <= e)
             };
-            let kept = |idx: u64| {
-                idx.saturating_mul(cs) < inode.size && !replaced.contains(&idx) && !in_hole(idx)
-            };
+            let kept = |idx: u64| idx.saturating_mul(cs) < inode.size && !in_hole(idx);
             // Partly loaded chunks get their missing pieces from the store as this
             // transaction sees it (a truncate in it has cut the stored chunk already), into
             // copies: the cache keeps its entry until the commit is published.
@@ -478,11 +478,67 @@ impl<'a, 'db, P: Pager> Txn<'a, 'db, P> {
                 .zip(values.iter().copied())
                 .collect();
             let old = data.put_direct(&pairs).map_err(kv)?;
-            for (value, old) in values.iter().zip(old) {
+            let mut lens: Vec<(usize, Option<u64>)> =
+                values.iter().map(|v| v.len()).zip(old).collect();
+            // Placed chunks: inserted where their pages lie, cut to the size; those the file
+            // lost (past its end, inside a punched range) are freed. One a punch covers in
+            // part is read back and stored with that part zeroed, like a buffered one, and so
+            // is one cut to a length the store keeps inline.
+            let mut place_keys: Vec<[u8; 16]> = Vec::new();
+            let mut place_values: Vec<kvdb::Placed> = Vec::new();
+            let mut dropped: Vec<kvdb::Placed> = Vec::new();
+            let mut rewritten: Vec<(u64, Vec<u8>)> = Vec::new();
+            for (&idx, &pl) in &p.placed {
+                let (a, b) = (idx * cs, (idx + 1).saturating_mul(cs));
+                if !kept(idx) {
+                    dropped.push(pl);
+                    continue;
+                }
+                let keep = pl.len.min(inode.size - a);
+                // Cut so short that the store keeps it inline, or punched in part.
+                let inline = keep <= kvdb::page::max_inline_len(self.tx.page_size()) as u64;
+                if inline || punched.iter().any(|&(s, e)| s < b && a < e) {
+                    let mut v = alloc::vec![0u8; keep as usize];
+                    let ps = self.tx.page_size() as u64;
+                    self.tx
+                        .pager()
+                        .read_into(pl.page * ps, &mut v)
+                        .map_err(kv)?;
+                    for &(s, e) in &punched {
+                        let from = (s.max(a) - a) as usize;
+                        let to = ((e.min(b) - a) as usize).min(v.len());
+                        if from < to {
+                            v[from..to].fill(0);
+                        }
+                    }
+                    rewritten.push((idx, v));
+                    dropped.push(pl);
+                    continue;
+                }
+                place_keys.push(pair_key(ino, idx));
+                place_values.push(pl.cut(keep));
+            }
+            self.tx.drop_placed(&dropped).map_err(kv)?;
+            let pairs: Vec<(&[u8], kvdb::Placed)> = place_keys
+                .iter()
+                .map(|k| k.as_slice())
+                .zip(place_values.iter().copied())
+                .collect();
+            let old = data.put_placed(&pairs).map_err(kv)?;
+            lens.extend(place_values.iter().map(|v| v.len as usize).zip(old));
+            let keys: Vec<[u8; 16]> = rewritten.iter().map(|(i, _)| pair_key(ino, *i)).collect();
+            let pairs: Vec<(&[u8], &[u8])> = keys
+                .iter()
+                .map(|k| k.as_slice())
+                .zip(rewritten.iter().map(|(_, v)| v.as_slice()))
+                .collect();
+            let old = data.put_direct(&pairs).map_err(kv)?;
+            lens.extend(rewritten.iter().map(|(_, v)| v.len()).zip(old));
+            for (len, old) in lens {
                 let old = old.map_or(0, |len| len as usize);
                 inode.alloc_bytes = inode
                     .alloc_bytes
-                    .saturating_add(footprint(value.len()))
+                    .saturating_add(footprint(len))
                     .saturating_sub(footprint(old));
             }
             self.cache.insert(ino, (inode, true));

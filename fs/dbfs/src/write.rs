@@ -1,7 +1,8 @@
 //! The write path of regular files: into the write-back cache (whole chunks copied before
 //! taking `state`, partial chunks merged with the stored ones under it), or, for writes with
 //! enough whole chunks, straight to the store in a transaction of their own
-//! ([`DbFs::write_whole_chunks`], when the pager's direct writes beat a copy).
+//! ([`DbFs::place_whole_chunks`], when the pager's direct writes beat a copy: written to the
+//! disk at once, inserted into the store by the next commit of the file's entry).
 //!
 //! A partial write that covers whole pieces (4 KiB, see [`crate::state::piece_size`]) of
 //! a stored chunk not in the cache is not merged: it makes a *partly loaded* chunk
@@ -26,7 +27,6 @@ use vfs::{VfsError, VfsResult};
 
 use crate::error::kv;
 use crate::format::MAX_FILE_SIZE;
-use crate::format::{self, bucket, pair_key};
 use crate::mounted::DbFs;
 use crate::read::load_chunk;
 use crate::reserve;
@@ -85,7 +85,15 @@ impl<P: Pager> DbFs<P> {
             && (last - first).saturating_mul(cs) >= direct_min as u64
             && data.splits_on(head, ((last - first) * cs) as usize, self.db.page_size())
         {
-            self.write_direct(ino, offset, data, first, last)?;
+            match self.write_direct(ino, offset, data, first, last) {
+                // Placed chunks and the stored ones they replace both take pages until their
+                // commit: committing what is buffered and placed frees the replaced ones.
+                Err(VfsError::NoSpace) => {
+                    self.flush(Flush::All)?;
+                    self.write_direct(ino, offset, data, first, last)?;
+                }
+                r => r?,
+            }
         } else {
             match self.buffer_write(ino, offset, data, true) {
                 // No room beside the reservations: committing what is buffered turns their
@@ -131,7 +139,7 @@ impl<P: Pager> DbFs<P> {
             let rest = data.pieces_in(head + body, data.len() - head - body);
             self.buffer_write(ino, last * cs, &Src::new(&rest), false)?;
         }
-        self.write_whole_chunks(ino, first, &chunks)
+        self.place_whole_chunks(ino, first, &chunks)
     }
 
     /// Buffer `data` at `offset` in the write-back cache (the caller checked the range).
@@ -175,14 +183,28 @@ impl<P: Pager> DbFs<P> {
             })
             .collect();
         let mut guard = self.state.lock();
-        while guard.direct_busy.is_some_and(|d| d.ino == ino)
-            || (guard.committing.contains(&ino) && !guard.wb.pending.contains_key(&ino))
-        {
-            // A direct write to this file, or a transaction changing its record, is
-            // committing: wait for it (it holds the writer lock until the new store is
-            // published and the cache updated), then look again.
-            drop(guard);
-            drop(self.db.begin_write().map_err(kv)?);
+        loop {
+            if guard.direct_busy.is_some_and(|d| d.ino == ino)
+                || (guard.committing.contains(&ino) && !guard.wb.pending.contains_key(&ino))
+            {
+                // A direct write to this file, or a transaction changing its record, is
+                // committing: wait for it (it holds the writer lock until the new store is
+                // published and the cache updated), then look again.
+                drop(guard);
+                drop(self.db.begin_write().map_err(kv)?);
+            } else if guard.wb.pending.get(&ino).is_some_and(|p| {
+                p.placed
+                    .range(offset / cs..end.div_ceil(cs))
+                    .next()
+                    .is_some()
+            }) {
+                // Chunks a direct write placed: their bytes are on the disk, not here. Their
+                // commit makes them stored chunks, which this write then merges with.
+                drop(guard);
+                self.fold(ino)?;
+            } else {
+                break;
+            }
             guard = self.state.lock();
         }
         let st = &mut *guard;
@@ -342,21 +364,22 @@ impl<P: Pager> DbFs<P> {
         Ok(())
     }
 
-    /// Store `chunks` (each the pieces of one whole chunk, from chunk `first` on) in one write
-    /// transaction through [`kvdb::Bucket::put_direct_gathered`]: the pager writes their pages
-    /// straight from the pieces (no copy into the write-back cache or the store's page buffers;
-    /// pieces not on page boundaries are joined by kvdb), and the commit (the same
-    /// [`DbFs::run_txn`] as metadata operations, so the same durability) publishes them with
-    /// the file's new size and times. The transaction folds the file's other buffered data,
-    /// like a metadata operation; cached chunks this write replaces are not stored but dropped
-    /// at its commit ([`crate::state::State::direct_busy`] keeps buffered writers to the
-    /// file waiting until then, so no later write is lost).
-    fn write_whole_chunks(&self, ino: u64, first: u64, chunks: &[Vec<&[u8]>]) -> VfsResult<()> {
+    /// Place `chunks` (each the pieces of one whole chunk, from chunk `first` on): a write
+    /// transaction writes their pages straight from the pieces ([`kvdb::Tx::place`]: no copy
+    /// into the write-back cache or the store's page buffers) and commits nothing else; the
+    /// write-back entry of `ino` then lists them ([`crate::state::Pending::placed`]) in place
+    /// of any cached or placed chunks they replace, with the file's new size and times, and
+    /// the next commit of the entry inserts them all at once (`Txn::finish`). So large writes
+    /// cost the device write and no tree update of their own, and a crash before that commit
+    /// loses them as it loses buffered data (their pages are free on disk until then).
+    /// [`crate::state::State::direct_busy`] keeps buffered writers to the file waiting until
+    /// the entry lists them, so no later write is lost.
+    fn place_whole_chunks(&self, ino: u64, first: u64, chunks: &[Vec<&[u8]>]) -> VfsResult<()> {
         let cs = self.chunk_size;
         let count = chunks.len() as u64;
         let end = first + count;
         let tx = self.db.begin_write().map_err(kv)?;
-        let me = {
+        let (me, replaced) = {
             let mut st = self.state.lock();
             st.direct_seq += 1;
             let d = DirectWrite {
@@ -366,43 +389,90 @@ impl<P: Pager> DbFs<P> {
                 end,
             };
             st.direct_busy = Some(d);
-            d
+            // Space promised to buffered data stays free for it; this entry's commit needs a
+            // leaf page per CHUNKS_PER_LEAF chunks more.
+            tx.keep_free(
+                st.wb.promised_pages()
+                    + count.div_ceil(reserve::CHUNKS_PER_LEAF)
+                    + reserve::INODE_PAGES,
+            );
+            let replaced: Vec<kvdb::Placed> = st
+                .wb
+                .pending
+                .get(&ino)
+                .map(|p| p.placed.range(first..end).map(|(_, &pl)| pl).collect())
+                .unwrap_or_default();
+            (d, replaced)
         };
-        let r = self.run_txn(tx, |t| {
-            let mut inode = t.inode(ino)?;
-            let keys: Vec<[u8; 16]> = (first..end).map(|idx| pair_key(ino, idx)).collect();
-            let pairs: Vec<(&[u8], &[&[u8]])> = keys
-                .iter()
-                .map(|k| k.as_slice())
-                .zip(chunks.iter().map(|c| c.as_slice()))
-                .collect();
-            let replaced = t
-                .bucket(bucket::DATA)?
-                .put_direct_gathered(&pairs)
-                .map_err(kv)?;
-            let old: u64 = replaced
-                .iter()
-                .flatten()
-                .map(|&len| format::footprint(len as usize))
-                .sum();
-            inode.alloc_bytes = inode
-                .alloc_bytes
-                .saturating_add(count * format::footprint(cs as usize))
-                .saturating_sub(old);
-            inode.size = inode.size.max(end * cs);
-            inode.mtime = t.now;
-            inode.ctime = t.now;
-            t.set_inode(ino, inode);
-            Ok(())
-        });
-        if r.is_err() {
-            // Nothing was committed: the cache is as it was.
-            let mut st = self.state.lock();
+        let placed = (|| {
+            let values: Vec<&[&[u8]]> = chunks.iter().map(|c| c.as_slice()).collect();
+            let placed = tx.place(&values).map_err(kv)?;
+            tx.drop_placed(&replaced).map_err(kv)?;
+            Ok::<_, VfsError>(placed)
+        })();
+        let placed = match placed {
+            Ok(p) => p,
+            Err(e) => {
+                drop(tx);
+                let mut st = self.state.lock();
+                if st.direct_busy == Some(me) {
+                    st.direct_busy = None;
+                }
+                return Err(e);
+            }
+        };
+        let now = self.clock.now();
+        let (ps, page_size) = (self.chunk_size, self.db.page_size() as u64);
+        let kept = placed.clone();
+        let installed = tx.commit_deferred_then(|| {
+            let mut guard = self.state.lock();
+            let st = &mut *guard;
             if st.direct_busy == Some(me) {
                 st.direct_busy = None;
             }
+            st.wb.drop_chunks(ino, first, end, page_size, ps);
+            let p = self.pending_mut(st, ino)?;
+            for (i, pl) in placed.into_iter().enumerate() {
+                p.placed.insert(first + i as u64, pl);
+            }
+            p.inode.size = p.inode.size.max(end * cs);
+            p.inode.mtime = now;
+            p.inode.ctime = now;
+            p.gen += 1;
+            let wb = &mut st.wb;
+            wb.since.get_or_insert(now);
+            if let Some(p) = wb.pending.get_mut(&ino) {
+                WriteBack::update_reservation(&mut wb.reserved, p);
+            }
+            Ok::<(), VfsError>(())
+        });
+        match installed {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => {
+                // Placed, but no entry lists them (the record could not be read): free them
+                // again, so they do not stay taken until the store is reopened.
+                let tx = self.db.begin_write().map_err(kv)?;
+                tx.drop_placed(&kept).map_err(kv)?;
+                tx.commit_deferred().map_err(kv)?;
+                Err(e)
+            }
+            Err(e) => {
+                let mut st = self.state.lock();
+                if st.direct_busy == Some(me) {
+                    st.direct_busy = None;
+                }
+                Err(kv(e))
+            }
         }
-        r
+    }
+
+    /// Commit `ino`'s write-back entry now (a deferred commit, like a metadata operation's
+    /// fold): its buffered and placed chunks become stored ones.
+    pub(crate) fn fold(&self, ino: u64) -> VfsResult<()> {
+        self.write_op(|t| match t.inode(ino) {
+            Ok(_) | Err(VfsError::NotFound) => Ok(()),
+            Err(e) => Err(e),
+        })
     }
 }
 

@@ -139,7 +139,7 @@ impl<P: Pager> DbFs<P> {
         f: impl FnOnce(&mut Txn<'_, '_, P>) -> VfsResult<R>,
     ) -> VfsResult<R> {
         let now = self.clock.now();
-        let (r, folded, direct, durable) = {
+        let (r, folded, durable) = {
             let mut st = self.state.lock();
             let mut t = Txn::new(&tx, self.chunk_size, &st, now);
             let r = f(&mut t)?;
@@ -171,7 +171,7 @@ impl<P: Pager> DbFs<P> {
             }
             let changed = t.changed_inodes();
             st.committing = changed;
-            (r, folded, st.direct_busy, durable || st.sync_metadata)
+            (r, folded, durable || st.sync_metadata)
         };
         // The folded entries go while kvdb's writer lock is still held, so the next write
         // transaction never finds an entry whose data this commit already stored (it would
@@ -188,21 +188,6 @@ impl<P: Pager> DbFs<P> {
                 }
             }
             st.committing.clear();
-            // A direct write's chunks are stored now: the cached ones it replaced go, and
-            // buffered writes to the file may go on.
-            if let Some(d) = direct {
-                st.wb.drop_chunks(
-                    d.ino,
-                    d.first,
-                    d.end,
-                    self.db.page_size() as u64,
-                    self.chunk_size,
-                );
-                if let Some(p) = st.wb.pending.get_mut(&d.ino) {
-                    p.inode.size = p.inode.size.max(d.end.saturating_mul(self.chunk_size));
-                }
-                st.direct_busy = None;
-            }
             for (ino, gen, size) in folded {
                 match st.wb.pending.get_mut(&ino) {
                     Some(p) if p.gen == gen => {
@@ -210,6 +195,9 @@ impl<P: Pager> DbFs<P> {
                         st.write_errors.remove(&ino);
                     }
                     Some(p) => {
+                        // Its placed chunks were inserted or freed by this commit (no
+                        // direct write placed more meanwhile: that needs the writer lock).
+                        p.placed.clear();
                         // Written while the commit ran: stays dirty; the store now holds the
                         // folded size.
                         if let Some(size) = size {
@@ -224,9 +212,9 @@ impl<P: Pager> DbFs<P> {
                                     .map(|(&i, b)| p.commit_len(i, b.len(), cs))
                                     .map(|len| crate::reserve::value_pages(len, ps))
                                     .sum();
-                                WriteBack::update_reservation(&mut st.wb.reserved, p);
                             }
                         }
+                        WriteBack::update_reservation(&mut st.wb.reserved, p);
                     }
                     None => {}
                 }
@@ -386,6 +374,7 @@ impl<P: Pager> DbFs<P> {
                     stored_size: inode.size,
                     chunks: BTreeMap::new(),
                     partial: BTreeMap::new(),
+                    placed: BTreeMap::new(),
                     bytes: 0,
                     value_pages: 0,
                     reserved: 0,
@@ -407,6 +396,11 @@ impl<P: Pager> DbFs<P> {
                 p.chunks
                     .range(first_new..)
                     .map(|(_, b)| format::footprint(b.len()))
+                    .chain(
+                        p.placed
+                            .range(first_new..)
+                            .map(|(_, pl)| format::footprint(pl.len as usize)),
+                    )
                     .sum::<u64>(),
             );
             return Ok(i);
@@ -431,14 +425,14 @@ impl<P: Pager> DbFs<P> {
                     .wb
                     .pending
                     .get(&ino)
-                    .is_some_and(|p| !p.chunks.is_empty())
+                    .is_some_and(|p| !p.chunks.is_empty() || !p.placed.is_empty())
                 {
                     st.write_errors.insert(ino, e);
                 }
             }
             None => {
                 for (&ino, p) in st.wb.pending.iter() {
-                    if !p.chunks.is_empty() {
+                    if !p.chunks.is_empty() || !p.placed.is_empty() {
                         st.write_errors.insert(ino, e);
                     }
                 }

@@ -107,6 +107,8 @@ fn direct_and_buffered_writes_match_the_model() {
     }
     assert_eq!(direct(&fs), 4 << 20);
     assert_eq!(fs.dirty_bytes(), 0, "direct chunks were buffered");
+    // Written, not inserted yet: the next commit of the file does that.
+    assert_eq!(fs.placed_pages(), Some(1024));
     check("fresh", &f, &model);
 
     // Buffered pieces inside chunks that a direct write then replaces, and one beside them:
@@ -118,10 +120,13 @@ fn direct_and_buffered_writes_match_the_model() {
     let before = direct(&fs);
     // Unaligned at both ends: a head and a tail chunk through the cache, 16 whole ones direct.
     write(&f, &mut model, 2 * CHUNK + 999, &pattern(17 * CHUNK, 43));
-    // The 16 whole chunks, its own head and tail chunks (2 and 19, buffered first so that the
-    // write commits as one), and the buffered chunks 20 and 40 its transaction stores (cached
-    // chunks are stored with `put_direct` too); chunk 3 it replaces is dropped, not stored.
-    assert_eq!(direct(&fs) - before, 20 * CHUNK);
+    // (The first buffered write went to a placed chunk: the file's placed chunks were
+    // inserted first, and these merge with stored ones.) The 16 whole chunks are placed; its
+    // own head and tail chunks (2 and 19) stay buffered with chunks 20 and 40 until the
+    // file's next commit, which inserts all of them at once; the buffered chunk 3 it replaces
+    // is dropped, never stored.
+    assert_eq!(direct(&fs) - before, 16 * CHUNK);
+    assert_eq!(fs.placed_pages(), Some(16 * 4));
     check("direct over buffered", &f, &model);
     // The head and tail chunks merged with what was stored and buffered.
     write(&f, &mut model, 19 * CHUNK + 5, &pattern(10, 44));
@@ -150,6 +155,7 @@ fn direct_and_buffered_writes_match_the_model() {
 
     f.fsync(false).unwrap();
     assert_eq!(fs.dirty_bytes(), 0);
+    assert_eq!(fs.placed_pages(), Some(0), "fsync left chunks placed");
     check("after fsync", &f, &model);
     assert_clean(&*fs);
 
@@ -367,6 +373,9 @@ fn gathered_writes_match_the_model() {
         model[off..off + joined.len()].copy_from_slice(&joined);
     };
     for (round, direct_min) in [(0u8, Some(DIRECT_WRITE_MIN)), (1, None)] {
+        // What earlier rounds placed is committed first (a buffered write to a placed chunk
+        // commits the file, which stores its buffered chunks with direct writes too).
+        f.fsync(false).unwrap();
         fs.set_direct_write_min(direct_min);
         let before = direct(&fs);
         // Page pieces at a chunk boundary: the whole chunks go direct (when on).
@@ -414,4 +423,55 @@ fn gathered_writes_match_the_model() {
     let fs = remount(fs);
     let f = fs.root().unwrap().lookup("g").unwrap();
     check("after remount", &f, &model);
+}
+
+#[test]
+fn placed_chunks_follow_punches_truncates_and_unlinks() {
+    let fs = mount();
+    let root = fs.root().unwrap();
+    let f = root.create("f", &reg()).unwrap();
+    let mut model = Vec::new();
+    write(&f, &mut model, 0, &pattern(1 << 20, 50));
+    assert_eq!(fs.placed_pages(), Some(256));
+    // A hole over part of chunk 3 and all of chunks 5 and 6: the commit stores chunk 3 with
+    // zeros there and frees the pages of 5 and 6.
+    f.punch_hole((3 * CHUNK + 100) as u64, (3 * CHUNK) as u64)
+        .unwrap();
+    model[3 * CHUNK + 100..6 * CHUNK + 100].fill(0);
+    assert_eq!(
+        fs.placed_pages(),
+        Some(0),
+        "the punch's commit left chunks placed"
+    );
+    check("punched", &f, &model);
+    // A truncate inside a placed chunk keeps its head, to a length stored inline too.
+    write(&f, &mut model, 0, &pattern(1 << 20, 51));
+    f.truncate((40 * CHUNK + 3000) as u64).unwrap();
+    model.truncate(40 * CHUNK + 3000);
+    check("cut", &f, &model);
+    write(&f, &mut model, 0, &pattern(1 << 20, 52));
+    f.truncate((20 * CHUNK + 5) as u64).unwrap();
+    model.truncate(20 * CHUNK + 5);
+    check("cut short", &f, &model);
+    f.fsync(false).unwrap();
+    assert_clean(&*fs);
+    // Placed chunks of a file unlinked before any commit are freed, not left taken.
+    let g = root.create("g", &reg()).unwrap();
+    assert_eq!(g.write_at(0, &pattern(1 << 20, 53)).unwrap(), 1 << 20);
+    assert_eq!(fs.placed_pages(), Some(256));
+    drop(g);
+    root.unlink("g").unwrap();
+    assert_eq!(
+        fs.placed_pages(),
+        Some(0),
+        "an unlinked file's chunks stayed placed"
+    );
+    fs.sync().unwrap();
+    assert_clean(&*fs);
+    drop(f);
+    drop(root);
+    let fs = remount(fs);
+    let f = fs.root().unwrap().lookup("f").unwrap();
+    check("after remount", &f, &model);
+    assert_clean(&*fs);
 }

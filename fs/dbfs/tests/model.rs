@@ -342,7 +342,9 @@ fn check_tree(model: &Model, root: &NodeRef, inos: &mut HashMap<usize, u64>) {
     }
 }
 
-fn run(ops: Vec<Op>, chunk_size: u32, dirty_limit: usize) {
+/// `direct_min`: writes with at least this many bytes of whole chunks place them
+/// ([`DbFs::set_direct_write_min`]; MemPager's direct write is its plain write).
+fn run(ops: Vec<Op>, chunk_size: u32, dirty_limit: usize, direct_min: Option<usize>) {
     let pager = DbFs::mkfs(
         MemPager::new(),
         MkfsOptions {
@@ -353,6 +355,7 @@ fn run(ops: Vec<Op>, chunk_size: u32, dirty_limit: usize) {
     .unwrap();
     let mut fs: Arc<DbFs<MemPager>> = DbFs::mount(pager, TestClock::new()).unwrap();
     fs.set_dirty_limit(dirty_limit);
+    fs.set_direct_write_min(direct_min);
     let mut root = fs.root().unwrap();
     let mut model = Model::new();
     let mut inos: HashMap<usize, u64> = HashMap::new();
@@ -512,11 +515,15 @@ fn run(ops: Vec<Op>, chunk_size: u32, dirty_limit: usize) {
                 };
                 assert_eq!(real, expect, "{ctx}");
             }
-            Op::Sync => fs.sync().unwrap(),
+            Op::Sync => {
+                fs.sync().unwrap();
+                assert_eq!(fs.placed_pages(), Some(0), "{ctx}: sync left chunks placed");
+            }
             Op::Remount => {
                 drop(root);
                 fs = remount(fs);
                 fs.set_dirty_limit(dirty_limit);
+                fs.set_direct_write_min(direct_min);
                 root = fs.root().unwrap();
             }
             Op::Check => check_tree(&model, &root, &mut inos),
@@ -541,7 +548,8 @@ proptest! {
         ops in proptest::collection::vec(op(), 1..60),
         chunk_size in prop_oneof![Just(4096u32), Just(16384u32)],
         dirty_limit in prop_oneof![Just(0usize), Just(100_000usize), Just(16usize << 20)],
+        direct_min in prop_oneof![Just(None), Just(Some(4096usize)), Just(Some(32768usize))],
     ) {
-        run(ops, chunk_size, dirty_limit);
+        run(ops, chunk_size, dirty_limit, direct_min);
     }
 }

@@ -427,6 +427,17 @@ impl<'tx, 'db, P: Pager> Bucket<'tx, 'db, P> {
         self.tx.put_direct(self.id, pairs)
     }
 
+    /// Insert or replace pairs whose values an earlier transaction wrote with
+    /// [`Tx::place`](crate::Tx::place) (see [`crate::Placed`]): no bytes are written, the
+    /// pages become the values' (a [`crate::Placed::cut`] value frees the pages past its
+    /// length). A value that is not placed (inserted or dropped already) is
+    /// [`crate::Error::Corrupted`] before anything changes. Stops at the first error; pairs
+    /// before it stay inserted, the others stay placed. Returns, for each pair, the length of
+    /// the value it replaced (`None`: the key was new).
+    pub fn put_placed(&self, pairs: &[(&[u8], crate::Placed)]) -> Result<Vec<Option<u64>>> {
+        self.tx.put_placed(self.id, pairs)
+    }
+
     /// Insert many pairs in one go (sorted input is fastest: appends fill pages completely).
     /// Stops at the first error; pairs before it stay inserted in the transaction.
     pub fn put_many<K, V, I>(&self, pairs: I) -> Result<()>

@@ -110,6 +110,7 @@ impl<P: Pager> Tx<'_, P> {
                 pages,
                 use_reserve,
                 keep_free,
+                ..
             } = ws;
             for &(_, b) in &order {
                 let bucket = &mut st.buckets[b];

@@ -321,14 +321,18 @@ impl<P: Pager> Db<P> {
     /// `free_pages` is `None` while a write transaction is open.
     pub fn stats(&self) -> Stats {
         let meta = self.snapshot.lock().meta;
-        let free = self
-            .writer
-            .try_lock()
-            .map(|w| w.freelist.free_count() as u64);
+        let (free, placed) = match self.writer.try_lock() {
+            Some(w) => (
+                Some(w.freelist.free_count() as u64),
+                Some(w.freelist.placed_count()),
+            ),
+            None => (None, None),
+        };
         Stats {
             txid: meta.txid,
             page_count: meta.page_count,
             free_pages: free,
+            placed_pages: placed,
         }
     }
 }
@@ -343,4 +347,7 @@ pub struct Stats {
     /// Pages on the freelist that the next write transaction may reuse (`None` while a write
     /// transaction holds the freelist).
     pub free_pages: Option<u64>,
+    /// Pages written by [`crate::Tx::place`] and not inserted or dropped yet (`None` while a
+    /// write transaction holds the freelist).
+    pub placed_pages: Option<u64>,
 }

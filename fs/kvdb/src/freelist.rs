@@ -142,6 +142,10 @@ pub struct Freelist {
     /// commit freed, so summing it each time made a long run of small commits quadratic.
     pending_pages: u64,
     held_pages: u64,
+    /// Pages written by [`crate::Tx::place`] and not in any tree yet: nobody may take them,
+    /// and the extent on disk lists them as free (a crash before their value is inserted
+    /// leaves them free, not leaked).
+    placed: Runs,
 }
 
 /// Bytes per run in a freelist extent: start and length.
@@ -211,11 +215,13 @@ impl Freelist {
                 .chain(self.held.values())
                 .map(Vec::len)
                 .sum::<usize>()
+            + self.placed.map.len()
             + extra;
         (HEADER_SIZE + runs * RUN_SIZE).div_ceil(page_size) as u64
     }
 
-    /// Serialise `free ∪ pending ∪ held` into `buf` (the whole extent, zeroed) as page `id`.
+    /// Serialise `free ∪ pending ∪ held ∪ placed` into `buf` (the whole extent, zeroed) as
+    /// page `id`.
     pub fn encode(&self, buf: &mut [u8], id: PageId) {
         self.encode_with(buf, id, &[]);
     }
@@ -231,6 +237,9 @@ impl Freelist {
             .flatten()
             .chain(extra)
         {
+            all.insert(start, n);
+        }
+        for (start, n) in self.placed.iter() {
             all.insert(start, n);
         }
         page::put_u16(buf, 0, KIND_FREELIST_RUNS);
@@ -352,9 +361,10 @@ impl Freelist {
         }
     }
 
-    /// A test of whether a page of `[start, start + n)` is free now or waits for readers to
-    /// become free (pages held for a barrier are not listed: the durable meta references
-    /// them), for many ranges: the pending runs are sorted once.
+    /// A test of whether a page of `[start, start + n)` is free now, waits for readers to
+    /// become free, or is placed (in no tree: see [`Freelist::place`]); pages held for a
+    /// barrier are not listed (the durable meta references them). For many ranges: the
+    /// pending runs are sorted once.
     pub fn lister(&self) -> impl Fn(PageId, u64) -> bool + '_ {
         let mut pending: Vec<(PageId, u64)> = self.pending.values().flatten().copied().collect();
         pending.sort_unstable();
@@ -375,6 +385,12 @@ impl Freelist {
                     .partition_point(|&(s, _)| s < end)
                     .checked_sub(1)
                     .map(|i| pending[i]),
+            ) || reaches(
+                self.placed
+                    .map
+                    .range(..end)
+                    .next_back()
+                    .map(|(&s, &l)| (s, l)),
             )
         }
     }
@@ -383,6 +399,32 @@ impl Freelist {
     /// no reader holds an old snapshot and the next barrier completed).
     pub fn total_count(&self) -> u64 {
         self.free.pages + self.pending_pages + self.held_pages
+    }
+
+    /// Note `[start, start + n)`, just taken, as placed: written, in no tree, free on disk.
+    pub fn place(&mut self, start: PageId, n: u64) {
+        self.placed.insert(start, n);
+    }
+
+    /// Take `[start, start + n)` out of the placed pages (a value inserts them, or they are
+    /// freed); `false`, changing nothing, unless every page of it is placed.
+    pub fn unplace(&mut self, start: PageId, n: u64) -> bool {
+        let end = start.saturating_add(n);
+        let inside: u64 = self
+            .placed
+            .overlapping(start, end)
+            .map(|(s, l)| (s + l).min(end) - s.max(start))
+            .sum();
+        if n == 0 || inside != n {
+            return false;
+        }
+        self.placed.remove(start, n);
+        true
+    }
+
+    /// Pages placed and not inserted yet.
+    pub fn placed_count(&self) -> u64 {
+        self.placed.pages
     }
 
     /// Number of pages free now (not counting pending ones).

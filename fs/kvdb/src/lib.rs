@@ -85,6 +85,7 @@ mod overflow;
 pub mod page;
 mod page_alloc;
 mod pager;
+mod placed;
 mod source;
 mod store;
 pub mod sync;
@@ -101,6 +102,7 @@ pub use file::FilePager;
 pub use page::PageId;
 pub use page_alloc::reserve_pages;
 pub use pager::{MemPager, Pager, PagerEvent, SlicePager};
+pub use placed::Placed;
 pub use store::{Db, DEFAULT_BARRIER_BOUND_BYTES, RECORD_CHURN_BYTES, RECORD_MAX_BYTES};
 
 pub use tx::Tx;

@@ -62,7 +62,6 @@ impl<'db, P: Pager> Tx<'db, P> {
         pairs: &[(&[u8], &[&[u8]])],
     ) -> Result<Vec<Option<u64>>> {
         self.check_writable()?;
-        let ps = self.db.page_size;
         let lens: Vec<usize> = pairs
             .iter()
             .map(|(_, pieces)| pieces.iter().map(|p| p.len()).sum())
@@ -75,9 +74,46 @@ impl<'db, P: Pager> Tx<'db, P> {
         if st.buckets[b].deleted {
             return Err(Error::BucketNotFound);
         }
-        // Pages of each pair's value (None: stored inline), all taken before anything is
-        // written: one extent for all of them if the store has one (the values then lie in
-        // order, and the pager can write them as one piece), else one per value.
+        let values: Vec<&[&[u8]]> = pairs.iter().map(|(_, pieces)| *pieces).collect();
+        let extents = self.write_values(st, &values, &lens)?;
+        let values: Vec<LeafValue> = extents
+            .iter()
+            .zip(pairs.iter().zip(&lens))
+            .map(|(extent, (&(_, pieces), &len))| match *extent {
+                Some((page, _)) => LeafValue::Overflow {
+                    page,
+                    len: len as u64,
+                },
+                None => LeafValue::Inline(ValueBytes::from_vec(pieces.concat())),
+            })
+            .collect();
+        let keys: Vec<&[u8]> = pairs.iter().map(|(k, _)| *k).collect();
+        self.insert_values(st, b, &keys, values).map_err(|(i, e)| {
+            // The pair that failed and those after it are not inserted: free their pages.
+            if let Some(ws) = st.write.as_mut() {
+                ws.freed.extend(extents[i..].iter().flatten().copied());
+            }
+            e
+        })
+    }
+
+    /// Write `values` (each the concatenation of its pieces, `lens` their lengths) to fresh
+    /// pages: every large value's pages allocated first (one extent for all if the store has
+    /// one), their whole pages written with one [`Pager::write_direct`] straight from the
+    /// pieces (joined first where a piece does not fall on the value's page boundaries), the
+    /// padded last pages with one `write`. Returns each value's extent (`None`: small enough
+    /// to be stored inline, nothing written). On failure the pages go back with the
+    /// transaction's frees (nothing references them).
+    pub(crate) fn write_values(
+        &self,
+        st: &mut TxState<'db>,
+        values: &[&[&[u8]]],
+        lens: &[usize],
+    ) -> Result<Vec<Option<(PageId, u64)>>> {
+        let ps = self.db.page_size;
+        // Pages of each value (None: stored inline), all taken before anything is written:
+        // one extent for all of them if the store has one (the values then lie in order, and
+        // the pager can write them as one piece), else one per value.
         let pages_of =
             |len: usize| (len > page::max_inline_len(ps)).then(|| len.div_ceil(ps) as u64);
         let total: u64 = lens.iter().filter_map(|&len| pages_of(len)).sum();
@@ -86,13 +122,13 @@ impl<'db, P: Pager> Tx<'db, P> {
         } else {
             None
         };
-        let mut extents: Vec<Option<(PageId, u64)>> = Vec::with_capacity(pairs.len());
+        let mut extents: Vec<Option<(PageId, u64)>> = Vec::with_capacity(values.len());
         let mut direct: Vec<(u64, &[u8])> = Vec::new();
         // Whole pages of values whose pieces do not fall on page boundaries, joined.
         let mut joined: Vec<(u64, Vec<u8>)> = Vec::new();
         let mut tails: Vec<(u64, Vec<u8>)> = Vec::new();
         let mut failed = None;
-        for (&(_, pieces), &len) in pairs.iter().zip(&lens) {
+        for (&pieces, &len) in values.iter().zip(lens) {
             let Some(n) = pages_of(len) else {
                 extents.push(None);
                 continue;
@@ -183,6 +219,21 @@ impl<'db, P: Pager> Tx<'db, P> {
             ws.freed.extend(extents.iter().flatten().copied());
             return Err(e);
         }
+        Ok(extents)
+    }
+
+    /// Insert `values` under `keys` into bucket `b`. Returns the replaced values' lengths
+    /// (replaced overflow pages are freed), or the index of the pair that failed and why:
+    /// the pairs before it stay inserted, it and those after it are not.
+    pub(crate) fn insert_values(
+        &self,
+        st: &mut TxState<'db>,
+        b: usize,
+        keys: &[&[u8]],
+        values: Vec<LeafValue>,
+    ) -> core::result::Result<Vec<Option<u64>>, (usize, Error)> {
+        let ps = self.db.page_size;
+        let ws = st.write.as_mut().ok_or((0, Error::TxReadOnly))?;
         let mut ctx = WriteCtx {
             src: self.db.pages(self.meta.page_count),
             freed: &mut ws.freed,
@@ -190,29 +241,16 @@ impl<'db, P: Pager> Tx<'db, P> {
         let bucket = &mut st.buckets[b];
         bucket.version += 1;
         bucket.dirty = true;
-        let mut replaced = Vec::with_capacity(pairs.len());
-        for (i, ((&(key, pieces), extent), &len)) in
-            pairs.iter().zip(&extents).zip(&lens).enumerate()
-        {
-            let leaf_value = match *extent {
-                Some((page, _)) => LeafValue::Overflow {
-                    page,
-                    len: len as u64,
-                },
-                None => LeafValue::Inline(ValueBytes::from_vec(pieces.concat())),
-            };
-            match ctx.put(&mut bucket.tree, key, leaf_value, PutMode::Value) {
+        let mut replaced = Vec::with_capacity(keys.len());
+        for (i, (&key, value)) in keys.iter().zip(values).enumerate() {
+            match ctx.put(&mut bucket.tree, key, value, PutMode::Value) {
                 Ok(Some(LeafValue::Overflow { page, len })) => {
                     ctx.freed.push((page, len.div_ceil(ps as u64).max(1)));
                     replaced.push(Some(len));
                 }
                 Ok(Some(LeafValue::Inline(v))) => replaced.push(Some(v.len() as u64)),
                 Ok(_) => replaced.push(None),
-                Err(e) => {
-                    // This pair and the ones after it are not inserted: free their pages.
-                    ctx.freed.extend(extents[i..].iter().flatten().copied());
-                    return Err(e);
-                }
+                Err(e) => return Err((i, e)),
             }
         }
         Ok(replaced)

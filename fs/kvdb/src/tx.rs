@@ -50,6 +50,10 @@ pub(crate) struct WriteState<'db> {
     pub use_reserve: bool,
     /// Set by [`Tx::keep_free`]: pages to leave free besides the reserve.
     pub keep_free: u64,
+    /// Runs this transaction placed ([`Tx::place`]): no longer placed if it does not commit.
+    pub placed_now: Vec<(PageId, u64)>,
+    /// Placed runs this transaction inserted or dropped: placed again if it does not commit.
+    pub adopted: Vec<(PageId, u64)>,
 }
 
 /// A transaction's mutable state (behind the `RefCell`).
@@ -88,6 +92,8 @@ impl<'db, P: Pager> Tx<'db, P> {
                 pages: PageAlloc::default(),
                 use_reserve: false,
                 keep_free: 0,
+                placed_now: Vec::new(),
+                adopted: Vec::new(),
             }),
         )
     }
@@ -122,6 +128,11 @@ impl<'db, P: Pager> Tx<'db, P> {
     /// The store's pager (for [`crate::Pager::read_into`] of a value's location).
     pub fn pager(&self) -> &'db P {
         self.db.pager()
+    }
+
+    /// The store's page size.
+    pub fn page_size(&self) -> usize {
+        self.db.page_size
     }
 
     /// Whether this is the write transaction.
@@ -171,8 +182,16 @@ impl<'db, P: Pager> Tx<'db, P> {
         let txid = self.meta.txid;
         let st = self.state.get_mut();
         if let Some(ws) = st.write.as_mut() {
+            for &(page, n) in &ws.placed_now {
+                ws.guard.freelist.unplace(page, n);
+            }
             ws.pages.give_back(&mut ws.guard.freelist);
             ws.guard.freelist.unfree_at(txid);
+            for &(page, n) in &ws.adopted {
+                ws.guard.freelist.place(page, n);
+            }
+            ws.placed_now.clear();
+            ws.adopted.clear();
         }
     }
 

@@ -1,0 +1,188 @@
+//! Placed values (`Tx::place`, `Bucket::put_placed`, `Tx::drop_placed`): written by one
+//! transaction, inserted or freed by a later one; never handed out twice, free on disk until
+//! inserted (a crash before that leaks nothing), placed again when the inserting transaction
+//! rolls back.
+
+use kvdb::{Db, Error, MemPager, Options, Placed};
+
+fn mem_db() -> Db<MemPager> {
+    Db::create(MemPager::new(), Options::default()).unwrap()
+}
+
+fn reopen(db: Db<MemPager>) -> Db<MemPager> {
+    Db::open(MemPager::from_image(db.into_pager().image())).unwrap()
+}
+
+fn value(len: usize, seed: u8) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(31) ^ seed)
+        .collect()
+}
+
+/// Place `values` in a transaction of their own (a deferred commit).
+fn place(db: &Db<MemPager>, values: &[&[u8]]) -> Vec<Placed> {
+    let tx = db.begin_write().unwrap();
+    let pieces: Vec<[&[u8]; 1]> = values.iter().map(|v| [*v]).collect();
+    let refs: Vec<&[&[u8]]> = pieces.iter().map(|p| &p[..]).collect();
+    let placed = tx.place(&refs).unwrap();
+    tx.commit_deferred().unwrap();
+    placed
+}
+
+fn placed_pages(db: &Db<MemPager>) -> u64 {
+    db.stats().placed_pages.unwrap()
+}
+
+#[test]
+fn placed_values_are_inserted_by_a_later_transaction() {
+    let db = mem_db();
+    let tx = db.begin_write().unwrap();
+    tx.create_bucket(b"data")
+        .unwrap()
+        .put(b"old", &value(20_000, 9))
+        .unwrap();
+    tx.commit().unwrap();
+    let (a, b) = (value(64 << 10, 1), value(10_000, 2));
+    let placed = place(&db, &[&a, &b]);
+    assert_eq!(placed.len(), 2);
+    assert_eq!((placed[0].pages, placed[0].len), (16, 64 << 10));
+    assert_eq!((placed[1].pages, placed[1].len), (3, 10_000));
+    assert_eq!(placed_pages(&db), 19);
+    // Nothing else may take their pages meanwhile.
+    let tx = db.begin_write().unwrap();
+    tx.get_bucket(b"data")
+        .unwrap()
+        .put(b"other", &value(30_000, 3))
+        .unwrap();
+    tx.commit_deferred().unwrap();
+    // One replaces a value, one is new.
+    let tx = db.begin_write().unwrap();
+    let old = tx
+        .get_bucket(b"data")
+        .unwrap()
+        .put_placed(&[(b"old", placed[1]), (b"new", placed[0])])
+        .unwrap();
+    assert_eq!(old, vec![Some(20_000), None]);
+    tx.commit().unwrap();
+    assert_eq!(placed_pages(&db), 0);
+    let db = reopen(db);
+    let tx = db.begin_read().unwrap();
+    let data = tx.get_bucket(b"data").unwrap();
+    assert_eq!(&*data.get(b"new").unwrap().unwrap(), &a[..]);
+    assert_eq!(&*data.get(b"old").unwrap().unwrap(), &b[..]);
+    assert_eq!(
+        &*data.get(b"other").unwrap().unwrap(),
+        &value(30_000, 3)[..]
+    );
+}
+
+#[test]
+fn a_crash_before_the_insert_leaves_the_pages_free() {
+    let db = mem_db();
+    let tx = db.begin_write().unwrap();
+    tx.create_bucket(b"data").unwrap();
+    tx.commit().unwrap();
+    let placed = place(&db, &[&value(256 << 10, 4)]);
+    assert_eq!(placed[0].pages, 64);
+    // A barrier while they wait: the freelist it writes lists them as free.
+    db.sync().unwrap();
+    assert_eq!(placed_pages(&db), 64);
+    let db = reopen(db);
+    assert_eq!(placed_pages(&db), 0);
+    // The reopened store lists them as free and hands them out again.
+    let free = db.stats().free_pages.unwrap();
+    assert!(free >= 64, "{free} pages free");
+    let again = place(&db, &[&value(256 << 10, 5)]);
+    assert!(again[0].page <= placed[0].page, "{again:?} {placed:?}");
+}
+
+#[test]
+fn dropped_values_are_freed_and_cut_values_free_their_tail() {
+    let db = mem_db();
+    let tx = db.begin_write().unwrap();
+    tx.create_bucket(b"data").unwrap();
+    tx.commit().unwrap();
+    let v = value(64 << 10, 6);
+    let placed = place(&db, &[&v, &v]);
+    let tx = db.begin_write().unwrap();
+    tx.drop_placed(&placed[1..]).unwrap();
+    tx.get_bucket(b"data")
+        .unwrap()
+        .put_placed(&[(b"k", placed[0].cut(5000))])
+        .unwrap();
+    tx.commit().unwrap();
+    assert_eq!(placed_pages(&db), 0);
+    // The dropped value's 16 pages and the cut one's 14 past its 2 are free.
+    let db = reopen(db);
+    let free = db.stats().free_pages.unwrap();
+    assert!(free >= 30, "{free} pages free");
+    let tx = db.begin_read().unwrap();
+    assert_eq!(
+        &*tx.get_bucket(b"data").unwrap().get(b"k").unwrap().unwrap(),
+        &v[..5000]
+    );
+}
+
+#[test]
+fn rollbacks_and_misuse_leave_values_placed() {
+    let db = mem_db();
+    let tx = db.begin_write().unwrap();
+    tx.create_bucket(b"data").unwrap();
+    tx.commit().unwrap();
+    // A placing transaction that does not commit places nothing.
+    {
+        let tx = db.begin_write().unwrap();
+        let v = value(64 << 10, 7);
+        tx.place(&[&[&v[..]][..]]).unwrap();
+    }
+    assert_eq!(placed_pages(&db), 0);
+    let placed = place(&db, &[&value(64 << 10, 8)]);
+    // An insert or drop that rolls back leaves it placed.
+    {
+        let tx = db.begin_write().unwrap();
+        tx.get_bucket(b"data")
+            .unwrap()
+            .put_placed(&[(b"k", placed[0])])
+            .unwrap();
+    }
+    {
+        let tx = db.begin_write().unwrap();
+        tx.drop_placed(&placed).unwrap();
+    }
+    assert_eq!(placed_pages(&db), 16);
+    // Small values cannot be placed, and pages that are not placed cannot be inserted.
+    let tx = db.begin_write().unwrap();
+    assert_eq!(
+        tx.place(&[&[&b"small"[..]][..]]),
+        Err(Error::IncompatibleValue)
+    );
+    let bogus = Placed {
+        page: placed[0].page + 100,
+        ..placed[0]
+    };
+    assert!(matches!(
+        tx.get_bucket(b"data").unwrap().put_placed(&[(b"k", bogus)]),
+        Err(Error::Corrupted(_))
+    ));
+    assert!(matches!(tx.drop_placed(&[bogus]), Err(Error::Corrupted(_))));
+    // Inserted once, a second insert of the same pages is refused.
+    let data = tx.get_bucket(b"data").unwrap();
+    data.put_placed(&[(b"k", placed[0])]).unwrap();
+    assert!(matches!(
+        data.put_placed(&[(b"k2", placed[0])]),
+        Err(Error::Corrupted(_))
+    ));
+    tx.commit().unwrap();
+    assert_eq!(placed_pages(&db), 0);
+    let tx = db.begin_read().unwrap();
+    assert_eq!(
+        &*tx.get_bucket(b"data").unwrap().get(b"k").unwrap().unwrap(),
+        &value(64 << 10, 8)[..]
+    );
+    assert!(tx
+        .get_bucket(b"data")
+        .unwrap()
+        .get(b"k2")
+        .unwrap()
+        .is_none());
+}
