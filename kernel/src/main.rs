@@ -21,7 +21,8 @@
 //! `dbfs_dirsync=1` (every dbfs commit durable when it returns, `DbFs::set_sync_metadata`;
 //! default: deferred to fsync, sync and the write-back timer), `dbfs_direct_write=0` (default 1:
 //! the whole chunks of a large dbfs write go from the user's pages straight to the disk in one
-//! scattered request, no copy, one deferred commit per write, see `dbfs::DIRECT_WRITE_MIN`; 0:
+//! scattered request, no copy, inserted into the store by the file's next commit, see
+//! `dbfs::DIRECT_WRITE_MIN`; 0:
 //! every write is copied into the write-back cache, which merges overlapping writes),
 //! `dbfs_chunk_kib=K` (the chunk size a blank
 //! dbfs disk is formatted with, 1..1024 KiB, a power of two; default 64 KiB, `KERNEL_DBFS_CHUNK_SIZE`),

@@ -35,9 +35,10 @@ use crate::state::{
 };
 
 impl<P: Pager> DbFs<P> {
-    /// Store the whole chunks of writes whose whole chunks add up to at least `bytes` directly
-    /// (one transaction per write, pages written by [`kvdb::Pager::write_direct`], no
-    /// write-back cache); `None` buffers every write. The default is
+    /// Write the whole chunks of writes whose whole chunks add up to at least `bytes` directly
+    /// (pages written by [`kvdb::Pager::write_direct`] at once, inserted by the file's next
+    /// commit, no write-back cache: see [`DbFs::place_whole_chunks`]); `None` buffers every
+    /// write. The default is
     /// [`crate::DIRECT_WRITE_MIN`] when the pager's [`kvdb::Pager::direct_writes`] says so,
     /// else `None`.
     pub fn set_direct_write_min(&self, bytes: Option<usize>) {
@@ -108,12 +109,12 @@ impl<P: Pager> DbFs<P> {
         Ok(data.len())
     }
 
-    /// A write with enough whole chunks (`first..last`): they are stored now, straight from
-    /// `data`. The partial chunks at either end are buffered first, and the transaction
-    /// storing the whole chunks folds them (it folds the file's buffered data like any
-    /// metadata operation), so the write commits as one: a crash never keeps half of it. If
-    /// that transaction fails (a full store), the write returns the error with its ends still
-    /// buffered, as a failed write may leave part of its bytes in the file.
+    /// A write with enough whole chunks (`first..last`): they are written to the disk now,
+    /// straight from `data`, and placed ([`DbFs::place_whole_chunks`]). The partial chunks at
+    /// either end are buffered first, and the commit that inserts the whole chunks stores
+    /// them too (the file's whole write-back entry commits as one), so a crash never keeps
+    /// half of the write. If placing fails (a full store), the write returns the error with
+    /// its ends still buffered, as a failed write may leave part of its bytes in the file.
     fn write_direct(
         &self,
         ino: u64,
@@ -130,8 +131,8 @@ impl<P: Pager> DbFs<P> {
         let chunks: Vec<Vec<&[u8]>> = (0..last - first)
             .map(|i| data.pieces_in(head + (i * cs) as usize, cs as usize))
             .collect();
-        // The ends are less than a chunk each, so they are buffered; not flushed here: this
-        // write's own transaction takes them.
+        // The ends are less than a chunk each, so they are buffered; not flushed here: the
+        // commit that inserts the whole chunks takes them too.
         if head > 0 {
             self.buffer_write(ino, offset, &Src::new(&data.pieces_in(0, head)), false)?;
         }
@@ -144,7 +145,7 @@ impl<P: Pager> DbFs<P> {
 
     /// Buffer `data` at `offset` in the write-back cache (the caller checked the range).
     /// `may_flush`: whether a cache this write fills to its limit is committed here (not for
-    /// the partial chunks a direct write buffers for its own transaction to take).
+    /// the partial chunks a direct write buffers: they commit with its whole chunks).
     fn buffer_write(
         &self,
         ino: u64,

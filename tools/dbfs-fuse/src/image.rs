@@ -196,9 +196,10 @@ impl Pager for ImagePager {
         r
     }
 
-    /// Yes: dbfs then stores a write of at least `dbfs::DIRECT_WRITE_MIN` bytes of whole
-    /// chunks in its own transaction, straight from the FUSE request's buffer, instead of
-    /// copying it into the write-back cache and later into a tree page. Measured on 1 MiB
+    /// Yes: dbfs then writes a write's whole chunks (at least `dbfs::DIRECT_WRITE_MIN` bytes)
+    /// to the image straight from the FUSE request's buffer (placed, inserted by the file's
+    /// next commit), instead of copying them into the write-back cache and later into a tree
+    /// page. Measured on 1 MiB
     /// `--direct=1` fio writes (docs/BENCHMARKS.md, "Unlink and 1 MiB writes through FUSE"):
     /// about half the daemon's CPU per byte on random rewrites.
     fn direct_writes(&self) -> bool {

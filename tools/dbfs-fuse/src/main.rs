@@ -75,8 +75,9 @@
 //!   keep a refused write-back write's error for close(2) by itself (see
 //!   `DbFuse::set_close_errors`).
 //! - `nodirect_writes`: buffer every write in dbfs's write-back cache. By default a write of
-//!   at least 128 KiB of whole chunks (`dbfs::DIRECT_WRITE_MIN`) is stored in its own
-//!   transaction straight from the FUSE request: 1 MiB direct writes ran 1.25-1.6x faster,
+//!   at least 128 KiB of whole chunks (`dbfs::DIRECT_WRITE_MIN`) is written to the image
+//!   straight from the FUSE request and inserted into the store by the file's next commit: 1
+//!   MiB direct writes ran 1.25-1.6x faster (with a transaction per write),
 //!   but random 1 MiB reads of files written that way ran 0.70-0.73x as fast
 //!   (docs/BENCHMARKS.md, "Unlink and 1 MiB writes through FUSE").
 //!
