@@ -84,6 +84,14 @@ fn write(f: &NodeRef, model: &mut Vec<u8>, off: usize, bytes: &[u8]) {
     model[off..off + bytes.len()].copy_from_slice(bytes);
 }
 
+/// Remount `fs` (its nodes dropped) and check file "f" against `model` and the image.
+fn check_after_remount(fs: Arc<DbFs<DirectPager>>, model: &[u8]) {
+    let fs = remount(fs);
+    let f = fs.root().unwrap().lookup("f").unwrap();
+    check("after remount", &f, model);
+    assert_clean(&*fs);
+}
+
 fn check(what: &str, f: &NodeRef, model: &[u8]) {
     assert_eq!(
         f.getattr().unwrap().size,
@@ -170,10 +178,7 @@ fn direct_and_buffered_writes_match_the_model() {
     assert_clean(&*fs);
     drop(f);
     drop(root);
-    let fs = remount(fs);
-    let f = fs.root().unwrap().lookup("f").unwrap();
-    check("after remount", &f, &model);
-    assert_clean(&*fs);
+    check_after_remount(fs, &model);
 }
 
 #[test]
@@ -470,8 +475,5 @@ fn placed_chunks_follow_punches_truncates_and_unlinks() {
     assert_clean(&*fs);
     drop(f);
     drop(root);
-    let fs = remount(fs);
-    let f = fs.root().unwrap().lookup("f").unwrap();
-    check("after remount", &f, &model);
-    assert_clean(&*fs);
+    check_after_remount(fs, &model);
 }
