@@ -411,27 +411,28 @@ impl<P: Pager> DbFs<P> {
             tx.drop_placed(&replaced).map_err(kv)?;
             Ok::<_, VfsError>(placed)
         })();
+        // Buffered writers to the file may go on (this write's own `direct_busy` only).
+        let not_busy = |st: &mut crate::state::State| {
+            if st.direct_busy == Some(me) {
+                st.direct_busy = None;
+            }
+        };
         let placed = match placed {
             Ok(p) => p,
             Err(e) => {
                 drop(tx);
-                let mut st = self.state.lock();
-                if st.direct_busy == Some(me) {
-                    st.direct_busy = None;
-                }
+                not_busy(&mut self.state.lock());
                 return Err(e);
             }
         };
         let now = self.clock.now();
-        let (ps, page_size) = (self.chunk_size, self.db.page_size() as u64);
+        let page_size = self.db.page_size() as u64;
         let kept = placed.clone();
         let installed = tx.commit_deferred_then(|| {
             let mut guard = self.state.lock();
             let st = &mut *guard;
-            if st.direct_busy == Some(me) {
-                st.direct_busy = None;
-            }
-            st.wb.drop_chunks(ino, first, end, page_size, ps);
+            not_busy(st);
+            st.wb.drop_chunks(ino, first, end, page_size, cs);
             let p = self.pending_mut(st, ino)?;
             for (i, pl) in placed.into_iter().enumerate() {
                 p.placed.insert(first + i as u64, pl);
@@ -458,10 +459,7 @@ impl<P: Pager> DbFs<P> {
                 Err(e)
             }
             Err(e) => {
-                let mut st = self.state.lock();
-                if st.direct_busy == Some(me) {
-                    st.direct_busy = None;
-                }
+                not_busy(&mut self.state.lock());
                 Err(kv(e))
             }
         }
