@@ -81,11 +81,7 @@ impl<P: Pager> DbFs<P> {
         }
         let cs = self.chunk_size;
         let (first, last) = (offset.div_ceil(cs), end / cs);
-        let head = (first * cs).saturating_sub(offset) as usize;
-        if last > first
-            && (last - first).saturating_mul(cs) >= direct_min as u64
-            && data.splits_on(head, ((last - first) * cs) as usize, self.db.page_size())
-        {
+        if last > first && (last - first).saturating_mul(cs) >= direct_min as u64 {
             match self.write_direct(ino, offset, data, first, last) {
                 // Placed chunks and the stored ones they replace both take pages until their
                 // commit: committing what is buffered and placed frees the replaced ones.
@@ -510,30 +506,6 @@ impl<'a> Src<'a> {
 
     pub(crate) fn len(&self) -> usize {
         self.len
-    }
-
-    /// Whether every piece boundary inside `at..at + n` lies a multiple of `unit` bytes after
-    /// `at`. A direct write's chunks need that for kvdb to send their pages straight from the
-    /// pieces: a value whose pieces split a page is joined (copied) first, and a copy plus a
-    /// synchronous device write plus a commit per call loses to the write-back cache (fio's
-    /// buffers, which do not start on a page, wrote 1 MiB at 0.85-0.9x FAT32 that way, and at
-    /// 1.3x through the cache).
-    fn splits_on(&self, at: usize, n: usize, unit: usize) -> bool {
-        let (pieces, at) = self.seek(at);
-        // Bytes from `at` to the end of the current piece, then to each later piece's end.
-        let mut edge = 0usize;
-        let mut skip = at;
-        for piece in pieces {
-            edge += piece.len() - skip;
-            skip = 0;
-            if edge >= n {
-                return true;
-            }
-            if !edge.is_multiple_of(unit) {
-                return false;
-            }
-        }
-        true
     }
 
     /// The pieces holding the bytes `at..at + n`, cut to that range.

@@ -100,8 +100,8 @@ impl<'db, P: Pager> Tx<'db, P> {
     /// Write `values` (each the concatenation of its pieces, `lens` their lengths) to fresh
     /// pages: every large value's pages allocated first (one extent for all if the store has
     /// one), their whole pages written with one [`Pager::write_direct`] straight from the
-    /// pieces (joined first where a piece does not fall on the value's page boundaries), the
-    /// padded last pages with one `write`. Returns each value's extent (`None`: small enough
+    /// pieces (joined first where a piece other than the first and the last is not whole
+    /// pages), the padded last pages with one `write`. Returns each value's extent (`None`: small enough
     /// to be stored inline, nothing written). On failure the pages go back with the
     /// transaction's frees (nothing references them).
     pub(crate) fn write_values(
@@ -149,17 +149,21 @@ impl<'db, P: Pager> Tx<'db, P> {
             extents.push(Some((id, n)));
             let base = id * ps as u64;
             let full = len / ps * ps;
-            // The whole pages go straight from the pieces when each piece inside them starts
-            // and ends on a page boundary of the value; otherwise they are joined first.
+            // The whole pages go straight from the pieces when every piece between the first
+            // and the one that reaches `full` is whole pages (the pages of a user buffer,
+            // whatever byte of a page it starts on: the pager gathers them into requests of
+            // whole pages, see [`Pager::write_direct`]); otherwise they are joined first.
             let mut at = 0;
             let mut aligned = true;
             for piece in pieces.iter() {
-                if at < full && (at % ps != 0 || (piece.len() % ps != 0 && at + piece.len() < full))
-                {
+                if at > 0 && at + piece.len() < full && piece.len() % ps != 0 {
                     aligned = false;
                     break;
                 }
                 at += piece.len();
+                if at >= full {
+                    break;
+                }
             }
             let mut tail = if full < len {
                 vec![0u8; ps]
@@ -167,7 +171,7 @@ impl<'db, P: Pager> Tx<'db, P> {
                 Vec::new()
             };
             let mut at = 0;
-            let mut whole = Vec::new();
+            let mut whole = Vec::with_capacity(if aligned { 0 } else { full });
             for piece in pieces.iter() {
                 let in_full = piece.len().min(full.saturating_sub(at));
                 if in_full > 0 {

@@ -86,8 +86,12 @@ pub trait Pager {
         false
     }
 
-    /// Write every `(offset, bytes)` pair (whole pages, sorted, non-overlapping) like
-    /// [`Pager::write`], for the pages of large values ([`crate::Bucket::put_direct`]). A pager
+    /// Write every `(offset, bytes)` pair (sorted, non-overlapping) like [`Pager::write`], for
+    /// the pages of large values ([`crate::Bucket::put_direct`]). The pairs need not be whole
+    /// pages, but each run of pairs adjacent on the disk is (it starts and ends on a page),
+    /// and a pair whose length is not whole pages starts or ends on a page boundary: a value
+    /// given as the pages of a user buffer that does not start on a page comes as a partial
+    /// first page, whole pages, and a partial last page. A pager
     /// that can move them more cheaply than `write` (the kernel's disk window: a device write
     /// straight from the caller's buffer, dropping any resident copy of those pages) overrides
     /// it and says so with [`Pager::direct_writes`]. Same contract as `write`: durable once the

@@ -462,64 +462,34 @@ impl DiskWindow {
     }
 
     /// Write whole pages to the disk straight from the callers' buffers (`(offset, bytes)`
-    /// pairs, page-aligned, sorted, non-overlapping): kvdb's [`kvdb::Pager::write_direct`] for
-    /// the pages of large values. No frame is filled; a resident copy of any of those pages
-    /// (clean, or dirty from an earlier write this one supersedes) is unmapped and forgotten
-    /// first, so the window never shows, nor later syncs, older bytes: the next touch reads
-    /// the disk. Pieces adjacent on the disk form one run, sent as one gathered request
-    /// whatever memory they lie in (pieces also adjacent in memory become one piece), all
-    /// runs in flight together; they have completed when this returns, so the flush of the
-    /// next [`Self::sync`] covers them. `bytes` must be memory the device can read (kernel or
-    /// user frames, through the direct map).
+    /// pairs, sorted, non-overlapping, in runs of whole pages: see [`kvdb::Pager::write_direct`];
+    /// the pairs of a user buffer that does not start on a page are not whole pages):
+    /// kvdb's direct writes, for the pages of large values. No frame is filled; a resident
+    /// copy of any of those pages (clean, or dirty from an earlier write this one supersedes)
+    /// is unmapped and forgotten first, so the window never shows, nor later syncs, older
+    /// bytes: the next touch reads the disk. Pieces adjacent on the disk form one run, sent as
+    /// one gathered request whatever memory they lie in (pieces also adjacent in memory become
+    /// one piece), all runs in flight together; they have completed when this returns, so the
+    /// flush of the next [`Self::sync`] covers them. A run is cut at a page boundary where a
+    /// piece that is not whole sectors would otherwise lie inside it (the device takes a
+    /// partial piece only first or last). Pairs that leave a page partly written, or that
+    /// cannot be so cut, are `InvalidInput`, before anything changes. `bytes` must be memory
+    /// the device can read (kernel or user frames, through the direct map).
     pub fn write_direct(&self, writes: &[(u64, &[u8])]) -> VfsResult<()> {
+        let runs = direct_runs(writes, self.len)?;
         let mut st = self.state.lock();
-        // (first sector, pieces in disk order, sectors so far)
-        let mut runs: Vec<(u64, Vec<&[u8]>, u64)> = Vec::with_capacity(writes.len());
-        for &(off, bytes) in writes {
-            let off = usize::try_from(off).map_err(|_| VfsError::InvalidInput)?;
-            if off.checked_add(bytes.len()).is_none_or(|e| e > self.len)
-                || !off.is_multiple_of(PAGE_SIZE)
-                || !bytes.len().is_multiple_of(PAGE_SIZE)
-            {
-                return Err(VfsError::InvalidInput);
-            }
-            let first = off / PAGE_SIZE;
-            let resident: Vec<usize> = st
-                .frames
-                .range(first..first + bytes.len() / PAGE_SIZE)
-                .map(|(&page, _)| page)
-                .collect();
+        for (at, _, len) in &runs {
+            let (first, end) = (at / PAGE_SIZE, (at + len) / PAGE_SIZE);
+            let resident: Vec<usize> = st.frames.range(first..end).map(|(&page, _)| page).collect();
             for page in resident {
                 page_table::unmap_kernel_page(self.base + page * PAGE_SIZE);
                 st.frames.remove(&page);
                 st.dirty.remove(&page);
             }
-            let sector = (off / SECTOR_SIZE) as u64;
-            let sectors = (bytes.len() / SECTOR_SIZE) as u64;
-            match runs.last_mut() {
-                Some((at, pieces, len)) if *at + *len == sector => {
-                    *len += sectors;
-                    match pieces.last_mut() {
-                        Some(prev)
-                            if (prev.as_ptr() as usize).checked_add(prev.len())
-                                == Some(bytes.as_ptr() as usize) =>
-                        {
-                            // SAFETY: `prev` and `bytes` are both borrowed for this call and
-                            // adjacent in memory, so the joined range is exactly their union:
-                            // readable, live, not written while borrowed.
-                            *prev = unsafe {
-                                core::slice::from_raw_parts(prev.as_ptr(), prev.len() + bytes.len())
-                            };
-                        }
-                        _ => pieces.push(bytes),
-                    }
-                }
-                _ => runs.push((sector, alloc::vec![bytes], sectors)),
-            }
         }
         let gathered: Vec<(u64, &[&[u8]])> = runs
             .iter()
-            .map(|(at, pieces, _)| (*at, pieces.as_slice()))
+            .map(|(at, pieces, _)| ((at / SECTOR_SIZE) as u64, pieces.as_slice()))
             .collect();
         // The state lock is held until the device has the bytes: no fault reads these pages
         // from the disk before they are there.
@@ -652,4 +622,64 @@ pub fn handle_kernel_fault(addr: usize) -> bool {
             false
         }
     }
+}
+
+/// The runs of [`Window::write_direct`]'s pairs: `(first byte, pieces, bytes)`, each starting
+/// and ending on a page, pieces adjacent in memory joined, and no piece that is not whole
+/// sectors inside a run (the device's rule, [`vfs::scatter_shape`]): where one would be, the
+/// run is cut at its end if that is a page boundary, or before the piece if it starts on one.
+/// `len`: the window's size. Any other shape, or a pair outside the window, is
+/// `InvalidInput`.
+fn direct_runs<'a>(
+    writes: &[(u64, &'a [u8])],
+    len: usize,
+) -> VfsResult<Vec<(usize, Vec<&'a [u8]>, usize)>> {
+    let mut runs: Vec<(usize, Vec<&'a [u8]>, usize)> = Vec::with_capacity(writes.len());
+    for &(off, bytes) in writes {
+        let off = usize::try_from(off).map_err(|_| VfsError::InvalidInput)?;
+        if off.checked_add(bytes.len()).is_none_or(|e| e > len) {
+            return Err(VfsError::InvalidInput);
+        }
+        if bytes.is_empty() {
+            continue;
+        }
+        let Some((_, pieces, n)) = runs.last_mut().filter(|r| r.0 + r.2 == off) else {
+            runs.push((off, alloc::vec![bytes], bytes.len()));
+            continue;
+        };
+        let only = pieces.len() == 1;
+        let prev = pieces.last_mut().ok_or(VfsError::InvalidInput)?;
+        if (prev.as_ptr() as usize).checked_add(prev.len()) == Some(bytes.as_ptr() as usize) {
+            // SAFETY: `prev` and `bytes` are both borrowed for the caller's call and adjacent
+            // in memory, so the joined range is exactly their union: readable, live, not
+            // written while borrowed.
+            *prev = unsafe { core::slice::from_raw_parts(prev.as_ptr(), prev.len() + bytes.len()) };
+            *n += bytes.len();
+        } else if only || prev.len().is_multiple_of(SECTOR_SIZE) {
+            pieces.push(bytes);
+            *n += bytes.len();
+        } else if off.is_multiple_of(PAGE_SIZE) {
+            runs.push((off, alloc::vec![bytes], bytes.len()));
+        } else {
+            // The partial piece before this one: cut the run before it, if it starts a page.
+            let from = off - prev.len();
+            if !from.is_multiple_of(PAGE_SIZE) {
+                return Err(VfsError::InvalidInput);
+            }
+            let moved = pieces.pop().ok_or(VfsError::InvalidInput)?;
+            *n -= moved.len();
+            let cut = (from, alloc::vec![moved, bytes], moved.len() + bytes.len());
+            if *n == 0 {
+                runs.pop();
+            }
+            runs.push(cut);
+        }
+    }
+    if runs
+        .iter()
+        .any(|(at, _, n)| !at.is_multiple_of(PAGE_SIZE) || !n.is_multiple_of(PAGE_SIZE))
+    {
+        return Err(VfsError::InvalidInput);
+    }
+    Ok(runs)
 }

@@ -112,6 +112,27 @@ pub fn pwrite_all(fd: Fd, mut buf: &[u8], mut offset: u64) -> SysResult<()> {
     Ok(())
 }
 
+/// `pwritev(fd, iov, offset)` of the buffers `bufs`, in order; returns the bytes written.
+pub fn pwritev(fd: Fd, bufs: &[&[u8]], offset: u64) -> SysResult<usize> {
+    let iov: alloc::vec::Vec<[usize; 2]> = bufs
+        .iter()
+        .map(|b| [b.as_ptr() as usize, b.len()])
+        .collect();
+    // SAFETY: `iov` is an array of `bufs.len()` iovecs (base, length), each naming a readable
+    // buffer borrowed for the call.
+    let r = unsafe {
+        syscall5(
+            SYS_PWRITEV,
+            fd as usize,
+            iov.as_ptr() as usize,
+            iov.len(),
+            offset as usize,
+            0,
+        )
+    };
+    check(r).map(|n| n as usize)
+}
+
 /// Fill `buf` from the current offset; returns the bytes read (less than `buf.len()` only at EOF).
 pub fn read_full(fd: Fd, buf: &mut [u8]) -> SysResult<usize> {
     let mut done = 0;

@@ -130,6 +130,10 @@ pub const TESTS: &[Test] = &[
         fs_tests::large_reads_unaligned_buffers,
     ),
     t(
+        "large_writes_unaligned_buffers",
+        fs_tests::large_writes_unaligned_buffers,
+    ),
+    t(
         "disk_reads_unaligned_buffers",
         fs_tests::disk_reads_unaligned_buffers,
     ),

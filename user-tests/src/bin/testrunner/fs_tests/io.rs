@@ -173,6 +173,70 @@ pub fn large_reads_unaligned_buffers(cx: &Ctx) -> TestResult {
     f.close().what("close")
 }
 
+/// Large writes from buffers that do not start on a page (fio's and dd's malloc'ed buffers:
+/// dbfs-os writes their whole chunks to the disk straight from the buffer's pages), and a
+/// pwritev whose pieces split pages (copied first): the file holds every byte where it
+/// belongs, read back at once and again after its caches are dropped.
+pub fn large_writes_unaligned_buffers(cx: &Ctx) -> TestResult {
+    let p = cx.path("unaligned-writes");
+    let mut model = Vec::new();
+    let mut put = |model: &mut Vec<u8>, off: usize, bytes: &[u8]| {
+        if model.len() < off + bytes.len() {
+            model.resize(off + bytes.len(), 0);
+        }
+        model[off..off + bytes.len()].copy_from_slice(bytes);
+    };
+    let f = File::open(&p, O_RDWR | O_CREAT | O_TRUNC, 0o644).what("create")?;
+    let mut buf = sys::AnonMap::new((2 << 20) + 8192).what("mmap a buffer")?;
+    for (k, (shift, off, n)) in [
+        (16usize, 0usize, 1usize << 20),
+        (512, 1 << 20, 1 << 20),
+        (4000, 2 << 20, (1 << 20) + 512),
+        (100, 5 * 65536 + 7, 700_000),
+        (2048, 0, 2 << 20),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let src = &mut buf.as_mut_slice()[shift..shift + n];
+        src.copy_from_slice(&pattern(n, 20 + k as u8));
+        f.pwrite_all(src, off as u64).what("pwrite")?;
+        put(&mut model, off, src);
+    }
+    // Pieces of odd sizes: a 100-byte one, 200000 bytes 777 bytes into a page, 5000 bytes,
+    // then 128 KiB on a page.
+    let data = pattern(100 + 200_000 + 5000 + 131_072, 40);
+    let (a, rest) = data.split_at(100);
+    let (b, rest) = rest.split_at(200_000);
+    let (c, d) = rest.split_at(5000);
+    let mut bb = sys::AnonMap::new(200_000 + 8192).what("mmap a buffer")?;
+    bb.as_mut_slice()[777..777 + b.len()].copy_from_slice(b);
+    let mut db = sys::AnonMap::new(d.len()).what("mmap a buffer")?;
+    db.as_mut_slice().copy_from_slice(d);
+    let off = (4 << 20) - 100;
+    let pieces: [&[u8]; 4] = [
+        a,
+        &bb.as_mut_slice()[777..777 + b.len()],
+        c,
+        db.as_mut_slice(),
+    ];
+    let n = sys::pwritev(f.fd(), &pieces, off as u64).what("pwritev")?;
+    ensure!(n == data.len(), "pwritev wrote {n} of {} bytes", data.len());
+    put(&mut model, off, &data);
+    same_bytes(&get_file(&p)?, &model, "the file at once")?;
+    f.sync().what("fsync")?;
+    f.close().what("close")?;
+    match sys::drop_caches() {
+        Ok(()) | Err(Errno::ENOSYS) | Err(Errno::EPERM) => {}
+        Err(e) => return Err(format!("drop_caches: {e:?}")),
+    }
+    same_bytes(
+        &get_file(&p)?,
+        &model,
+        "the file after its caches were dropped",
+    )
+}
+
 /// The same through a disk node (dbfs-os's raw disk `/dev/vdc`, read only): a read into a
 /// buffer that does not start on a page goes to the device as it is and must return what a
 /// read into a page-aligned buffer does. Not run elsewhere (no such disk).
