@@ -46,7 +46,7 @@ impl ChartKind {
             ChartKind::Throughput => (1000, 560),
             ChartKind::CreateDel => (1000, 480),
             ChartKind::Seconds => (1000, 480),
-            ChartKind::Ratio => (1000, 560),
+            ChartKind::Ratio => (1400, 560),
         }
     }
 
@@ -392,7 +392,7 @@ fn draw_ratios<DB: DrawingBackend>(
     });
     let body = draw_header(
         root,
-        &format!("{title}: MB/s over the ceiling (rawq, else raw; log scale, 1x = ceiling)"),
+        &format!("{title}: MB/s over the ceiling (rawq, else raw; log scale)"),
         &series,
     )?;
     let values = rows.iter().flat_map(|(_, _, r)| r.values().copied());
