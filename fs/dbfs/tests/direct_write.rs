@@ -33,22 +33,10 @@ impl Pager for DirectPager {
         self.inner.write(writes)
     }
     fn write_direct(&self, writes: &[(u64, &[u8])]) -> kvdb::Result<()> {
-        // kvdb's contract (`Pager::write_direct`): runs of pairs adjacent on the disk start
-        // and end on a page; a pair that is not whole pages starts or ends on a page boundary.
-        let mut run_end: Option<u64> = None;
-        for &(off, bytes) in writes {
-            let end = off + bytes.len() as u64;
-            if run_end != Some(off) {
-                assert_eq!(run_end.unwrap_or(0) % 4096, 0, "a run ends inside a page");
-                assert_eq!(off % 4096, 0, "a run starts inside a page");
-            }
-            assert!(
-                bytes.len() % 4096 == 0 || off % 4096 == 0 || end % 4096 == 0,
-                "a partial page in the middle of a value"
-            );
-            run_end = Some(end);
-        }
-        assert_eq!(run_end.unwrap_or(0) % 4096, 0, "a run ends inside a page");
+        assert!(
+            kvdb::direct_writes_well_formed(writes, 4096),
+            "direct writes of a shape kvdb's contract rules out"
+        );
         self.inner.write(writes)?;
         let n: usize = writes.iter().map(|w| w.1.len()).sum();
         self.direct_bytes.fetch_add(n, Ordering::SeqCst);

@@ -101,7 +101,7 @@ pub use error::{Error, Result};
 pub use file::FilePager;
 pub use page::PageId;
 pub use page_alloc::reserve_pages;
-pub use pager::{MemPager, Pager, PagerEvent, SlicePager};
+pub use pager::{direct_writes_well_formed, MemPager, Pager, PagerEvent, SlicePager};
 pub use placed::Placed;
 pub use store::{Db, DEFAULT_BARRIER_BOUND_BYTES, RECORD_CHURN_BYTES, RECORD_MAX_BYTES};
 

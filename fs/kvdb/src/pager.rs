@@ -110,6 +110,34 @@ pub trait Pager {
     fn committed(&self, _txid: u64) {}
 }
 
+/// Whether `writes` has the shape [`Pager::write_direct`] promises its pager: sorted and
+/// non-overlapping, each run of pairs adjacent on the disk starting and ending on a page of
+/// `page_size` bytes, and every pair that is not whole pages long starting or ending on a page
+/// boundary. For pagers that rely on it (and their tests).
+pub fn direct_writes_well_formed(writes: &[(u64, &[u8])], page_size: usize) -> bool {
+    let ps = page_size as u64;
+    let mut run_end: Option<u64> = None;
+    for &(off, bytes) in writes {
+        let len = bytes.len() as u64;
+        let Some(end) = off.checked_add(len) else {
+            return false;
+        };
+        if run_end.is_some_and(|e| off < e) {
+            return false; // not sorted, or overlapping
+        }
+        if run_end != Some(off)
+            && (!run_end.unwrap_or(0).is_multiple_of(ps) || !off.is_multiple_of(ps))
+        {
+            return false; // a run ends or starts inside a page
+        }
+        if !len.is_multiple_of(ps) && !off.is_multiple_of(ps) && !end.is_multiple_of(ps) {
+            return false; // a partial page inside a value
+        }
+        run_end = Some(end);
+    }
+    run_end.unwrap_or(0).is_multiple_of(ps)
+}
+
 /// One recorded pager operation, in issue order (see [`MemPager::record`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PagerEvent {

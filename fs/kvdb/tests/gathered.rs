@@ -24,7 +24,10 @@ impl Pager for Recording {
     }
     fn write_direct(&self, writes: &[(u64, &[u8])]) -> kvdb::Result<()> {
         let mut log = self.direct.lock().unwrap();
-        check_shape(writes);
+        assert!(
+            kvdb::direct_writes_well_formed(writes, 4096),
+            "direct writes of a shape the contract rules out"
+        );
         for &(off, bytes) in writes {
             log.push((off, bytes.as_ptr() as usize, bytes.len()));
         }
@@ -39,30 +42,6 @@ impl Pager for Recording {
     fn len(&self) -> u64 {
         self.inner.len()
     }
-}
-
-/// `Pager::write_direct`'s contract: each run of pairs adjacent on the disk starts and ends on
-/// a page, and a pair that is not whole pages long starts or ends on a page boundary.
-fn check_shape(writes: &[(u64, &[u8])]) {
-    let mut run_end: Option<u64> = None;
-    for &(off, bytes) in writes {
-        let end = off + bytes.len() as u64;
-        if run_end != Some(off) {
-            assert_eq!(run_end.unwrap_or(0) % 4096, 0, "a run ends inside a page");
-            assert_eq!(off % 4096, 0, "a run starts inside a page");
-        }
-        assert!(
-            bytes.len() % 4096 == 0 || off % 4096 == 0 || end % 4096 == 0,
-            "a partial page in the middle of a value: {off}+{}",
-            bytes.len()
-        );
-        run_end = Some(end);
-    }
-    assert_eq!(
-        run_end.unwrap_or(0) % 4096,
-        0,
-        "the last run ends inside a page"
-    );
 }
 
 fn bytes(n: usize, seed: u8) -> Vec<u8> {
@@ -166,4 +145,35 @@ fn gathered_values_read_back_joined_and_aligned_pages_go_direct() {
         Some(bytes(4096, 9).as_slice())
     );
     assert_eq!(bucket.get(b"a").unwrap().as_deref(), Some(a.as_slice()));
+}
+
+#[test]
+fn direct_writes_well_formed_follows_the_contract() {
+    let page = [0u8; 4096];
+    let ok = |w: &[(u64, &[u8])]| kvdb::direct_writes_well_formed(w, 4096);
+    // Whole pages; a buffer off a page (partial, whole, partial); two values back to back.
+    assert!(ok(&[(0, &page), (8192, &page[..])]));
+    assert!(ok(&[
+        (0, &page[..1000]),
+        (1000, &page),
+        (5096, &page[..3096])
+    ]));
+    assert!(ok(&[
+        (0, &page[..1000]),
+        (1000, &page[..3096]),
+        (4096, &page[..100]),
+        (4196, &page[..3996])
+    ]));
+    assert!(ok(&[]));
+    // A run that ends or starts inside a page, a partial page in the middle of a value,
+    // pairs out of order or overlapping.
+    assert!(!ok(&[(0, &page[..1000])]));
+    assert!(!ok(&[(512, &page[..3584])]));
+    assert!(!ok(&[
+        (0, &page[..100]),
+        (100, &page[..100]),
+        (200, &page[..3896])
+    ]));
+    assert!(!ok(&[(4096, &page), (0, &page)]));
+    assert!(!ok(&[(0, &page), (2048, &page[..2048]), (4096, &page)]));
 }

@@ -624,17 +624,17 @@ pub fn handle_kernel_fault(addr: usize) -> bool {
     }
 }
 
+/// A run of [`Window::write_direct`]: its first byte on the disk, its pieces, its bytes.
+type DirectRun<'a> = (usize, Vec<&'a [u8]>, usize);
+
 /// The runs of [`Window::write_direct`]'s pairs: `(first byte, pieces, bytes)`, each starting
 /// and ending on a page, pieces adjacent in memory joined, and no piece that is not whole
 /// sectors inside a run (the device's rule, [`vfs::scatter_shape`]): where one would be, the
 /// run is cut at its end if that is a page boundary, or before the piece if it starts on one.
 /// `len`: the window's size. Any other shape, or a pair outside the window, is
 /// `InvalidInput`.
-fn direct_runs<'a>(
-    writes: &[(u64, &'a [u8])],
-    len: usize,
-) -> VfsResult<Vec<(usize, Vec<&'a [u8]>, usize)>> {
-    let mut runs: Vec<(usize, Vec<&'a [u8]>, usize)> = Vec::with_capacity(writes.len());
+fn direct_runs<'a>(writes: &[(u64, &'a [u8])], len: usize) -> VfsResult<Vec<DirectRun<'a>>> {
+    let mut runs: Vec<DirectRun<'a>> = Vec::with_capacity(writes.len());
     for &(off, bytes) in writes {
         let off = usize::try_from(off).map_err(|_| VfsError::InvalidInput)?;
         if off.checked_add(bytes.len()).is_none_or(|e| e > len) {

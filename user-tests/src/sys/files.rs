@@ -130,7 +130,7 @@ pub fn pwritev(fd: Fd, bufs: &[&[u8]], offset: u64) -> SysResult<usize> {
             0,
         )
     };
-    check(r).map(|n| n as usize)
+    check(r)
 }
 
 /// Fill `buf` from the current offset; returns the bytes read (less than `buf.len()` only at EOF).

@@ -180,7 +180,7 @@ pub fn large_reads_unaligned_buffers(cx: &Ctx) -> TestResult {
 pub fn large_writes_unaligned_buffers(cx: &Ctx) -> TestResult {
     let p = cx.path("unaligned-writes");
     let mut model = Vec::new();
-    let mut put = |model: &mut Vec<u8>, off: usize, bytes: &[u8]| {
+    let put = |model: &mut Vec<u8>, off: usize, bytes: &[u8]| {
         if model.len() < off + bytes.len() {
             model.resize(off + bytes.len(), 0);
         }
