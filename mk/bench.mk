@@ -149,8 +149,10 @@ fio-bench: images
 	@echo "results: $(BUILD)/fio-bench-results.txt"
 
 ## bench-kv: kvdb vs jammdb vs redb on the host (criterion, tools/kvdb-bench)
+# Criterion's reports go to build/criterion (CRITERION_HOME), not into the source tree.
 bench-kv: deps
-	$(CARGO) bench -p kvdb-bench --bench kv -- --warm-up-time 1 --measurement-time 3
+	CRITERION_HOME=$(abspath $(BUILD))/criterion $(CARGO) bench -p kvdb-bench --bench kv -- \
+		--warm-up-time 1 --measurement-time 3
 
 .PHONY: bench-debian bench syscost-icount sqlite-bench fio fio-host bench-workloads bench-workloads-host \
 	sqlite-host-bench fio-bench bench-kv bench-smp-hash
