@@ -101,9 +101,9 @@ impl<'db, P: Pager> Tx<'db, P> {
     /// pages: every large value's pages allocated first (one extent for all if the store has
     /// one), their whole pages written with one [`Pager::write_direct`] straight from the
     /// pieces (joined first where a piece other than the first and the last is not whole
-    /// pages), the padded last pages with one `write`. Returns each value's extent (`None`: small enough
-    /// to be stored inline, nothing written). On failure the pages go back with the
-    /// transaction's frees (nothing references them).
+    /// pages), the padded last pages with one `write`. Returns each value's extent (`None`:
+    /// small enough to be stored inline, nothing written). On failure the pages go back with
+    /// the transaction's frees (nothing references them).
     pub(crate) fn write_values(
         &self,
         st: &mut TxState<'db>,

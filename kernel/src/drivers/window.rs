@@ -624,10 +624,10 @@ pub fn handle_kernel_fault(addr: usize) -> bool {
     }
 }
 
-/// A run of [`Window::write_direct`]: its first byte on the disk, its pieces, its bytes.
+/// A run of [`DiskWindow::write_direct`]: its first byte on the disk, its pieces, its bytes.
 type DirectRun<'a> = (usize, Vec<&'a [u8]>, usize);
 
-/// The runs of [`Window::write_direct`]'s pairs: `(first byte, pieces, bytes)`, each starting
+/// The runs of [`DiskWindow::write_direct`]'s pairs: `(first byte, pieces, bytes)`, each starting
 /// and ending on a page, pieces adjacent in memory joined, and no piece that is not whole
 /// sectors inside a run (the device's rule, [`vfs::scatter_shape`]): where one would be, the
 /// run is cut at its end if that is a page boundary, or before the piece if it starts on one.
