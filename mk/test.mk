@@ -307,9 +307,9 @@ kernel-lockcheck: deps
 	CARGO_TARGET_DIR=$(LOCKCHECK_DIR) CARGO_PROFILE_RELEASE_LTO=fat CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1 \
 		$(CARGO) build $(CARGO_PROFILE_FLAG) -p kernel \
 		--target $(TARGET) --features lockcheck
-## test-lockcheck: the lock checker catches three planted misuses, then test-smp-stress runs clean with it
+## test-lockcheck: the lock checker catches four planted misuses, then test-smp-stress (SMP=4) and test-guest (SMP=2) run clean with it
 test-lockcheck: images kernel-lockcheck
-	@for k in double:'it already holds' order:'of rank 10 while holding' switch:'switches away from a thread while holding'; do \
+	@for k in double:'it already holds' order:'of rank 10 while holding' switch:'switches away from a thread while holding' leaf:'of rank 55 while holding .* of rank 80'; do \
 		want=$${k#*:}; k=$${k%%:*}; \
 		timeout --foreground -k 10 300 $(subst $(KERNEL),$(LOCKCHECK_KERNEL),$(QEMU_BASE)) -snapshot \
 			-append "$(SHELL_PARAMS) lockcheck_plant=$$k -- -c 'i=0; while [ \$$i -lt 20000 ]; do i=\$$((i+1)); done'" \
@@ -320,7 +320,9 @@ test-lockcheck: images kernel-lockcheck
 	done
 	$(MAKE) test-smp-stress KERNEL=$(LOCKCHECK_KERNEL)
 	@! grep -aq 'lockcheck: ' $(BUILD)/test-smp.log || { echo "lockcheck: the checker fired in the stress boot"; exit 1; }
-	@echo "test-lockcheck passed: 3 planted bugs caught, test-smp-stress clean under the checker"
+	$(MAKE) test-guest KERNEL=$(LOCKCHECK_KERNEL) SMP=2
+	@! grep -aq 'lockcheck: ' $(BUILD)/test-guest.log || { echo "lockcheck: the checker fired in the guest tests"; exit 1; }
+	@echo "test-lockcheck passed: 4 planted bugs caught, test-smp-stress (SMP=4) and test-guest (SMP=2) clean under the checker"
 
 # BOOT_LOOP_BOOTS short boots with SMP harts (2 unless given), each checking its dbfs disk at
 # mount and powering off: one OpenSBI banner, one kernel first line, every hart in /proc/bkl

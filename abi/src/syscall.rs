@@ -263,11 +263,16 @@ pub struct KernelCounters {
     pub window_direct_bytes: u64,
     /// System calls entered (clock reads glibc answers from the vDSO are not among them).
     pub syscalls: u64,
+    /// dbfs disk window: faults that read their cluster with the window unlocked, their
+    /// thread asleep until the disk was done (other threads ran meanwhile).
+    pub window_fault_sleeps: u64,
+    /// dbfs disk window: such reads thrown away because a write reached their pages first.
+    pub window_stale_loads: u64,
 }
 
 impl KernelCounters {
     /// Number of counters, the length of the `u64` array the syscall copies out.
-    pub const WORDS: usize = 14;
+    pub const WORDS: usize = 16;
     /// The counters as the syscall copies them: in field order, one `u64` each.
     pub fn to_words(&self) -> [u64; Self::WORDS] {
         [
@@ -285,6 +290,8 @@ impl KernelCounters {
             self.transactions,
             self.window_direct_bytes,
             self.syscalls,
+            self.window_fault_sleeps,
+            self.window_stale_loads,
         ]
     }
     /// The counters from the array [`KernelCounters::to_words`] makes.
@@ -304,6 +311,8 @@ impl KernelCounters {
             transactions: w[11],
             window_direct_bytes: w[12],
             syscalls: w[13],
+            window_fault_sleeps: w[14],
+            window_stale_loads: w[15],
         }
     }
 }

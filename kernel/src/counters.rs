@@ -19,6 +19,8 @@ static WINDOW_WRITTEN: AtomicU64 = AtomicU64::new(0);
 static TRANSACTIONS: AtomicU64 = AtomicU64::new(0);
 static WINDOW_DIRECT: AtomicU64 = AtomicU64::new(0);
 static SYSCALLS: AtomicU64 = AtomicU64::new(0);
+static WINDOW_FAULT_SLEEPS: AtomicU64 = AtomicU64::new(0);
+static WINDOW_STALE_LOADS: AtomicU64 = AtomicU64::new(0);
 
 pub fn add_dev_read(bytes: usize) {
     DEV_READ_REQ.fetch_add(1, Relaxed);
@@ -51,6 +53,12 @@ pub fn add_window_written(pages: usize) {
 pub fn add_window_direct(bytes: usize) {
     WINDOW_DIRECT.fetch_add(bytes as u64, Relaxed);
 }
+pub fn add_window_fault_sleep() {
+    WINDOW_FAULT_SLEEPS.fetch_add(1, Relaxed);
+}
+pub fn add_window_stale_load() {
+    WINDOW_STALE_LOADS.fetch_add(1, Relaxed);
+}
 pub fn add_syscall() {
     SYSCALLS.fetch_add(1, Relaxed);
 }
@@ -74,5 +82,7 @@ pub fn snapshot() -> KernelCounters {
         transactions: TRANSACTIONS.load(Relaxed),
         window_direct_bytes: WINDOW_DIRECT.load(Relaxed),
         syscalls: SYSCALLS.load(Relaxed),
+        window_fault_sleeps: WINDOW_FAULT_SLEEPS.load(Relaxed),
+        window_stale_loads: WINDOW_STALE_LOADS.load(Relaxed),
     }
 }

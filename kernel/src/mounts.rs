@@ -15,7 +15,9 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use abi::Errno;
-use spin::{Mutex, Once};
+use spin::Once;
+
+use crate::arch::lockcheck::{rank, SpinLock};
 
 use crate::drivers::block_cache::BlockCache;
 use crate::drivers::virtio_blk::VirtioDisk;
@@ -85,7 +87,7 @@ struct DiskState {
 
 struct Disks {
     disks: Vec<Arc<VirtioDisk>>,
-    state: Mutex<Vec<DiskState>>,
+    state: SpinLock<Vec<DiskState>, { rank::MOUNT_DISKS }>,
     settings: Settings,
 }
 
@@ -105,7 +107,7 @@ type Failure = (Errno, String);
 pub fn mount_root(all: &[Arc<VirtioDisk>], params: &Params) -> bool {
     DISKS.call_once(|| Disks {
         disks: all.to_vec(),
-        state: Mutex::new(all.iter().map(|_| DiskState::default()).collect()),
+        state: SpinLock::new(all.iter().map(|_| DiskState::default()).collect()),
         settings: Settings::of(params),
     });
     let (i, path, table_kind) = TABLE[0];
@@ -338,7 +340,7 @@ fn open_dbfs_claimed(i: usize, format: bool, path: &str) -> Result<Arc<dyn FileS
     // once unmounted and dropped, its tick does nothing.
     let failing = core::sync::atomic::AtomicBool::new(false);
     let weak = Arc::downgrade(&dbfs);
-    fs::register_periodic(alloc::boxed::Box::new(move || {
+    fs::register_periodic(alloc::sync::Arc::new(move || {
         use core::sync::atomic::Ordering::Relaxed;
         let Some(dbfs) = weak.upgrade() else {
             return;

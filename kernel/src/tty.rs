@@ -23,8 +23,8 @@
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 
+use crate::arch::lockcheck::{rank, SpinLock};
 use abi::Errno;
-use spin::Mutex;
 
 use crate::arch::console;
 use crate::task::signal;
@@ -123,7 +123,7 @@ struct Tty {
     winsize: [u16; 4],
 }
 
-static TTY: Mutex<Tty> = Mutex::new(Tty {
+static TTY: SpinLock<Tty, { rank::TTY }> = SpinLock::new(Tty {
     termios: Termios::sane(),
     lines: VecDeque::new(),
     editing: Vec::new(),

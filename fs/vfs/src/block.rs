@@ -88,6 +88,13 @@ pub trait BlockDevice: Send + Sync {
     fn read_scatter_shared(&self, sector: u64, pieces: &mut [&mut [u8]]) -> VfsResult<()> {
         self.read_scatter(sector, pieces)
     }
+    /// [`BlockDevice::read_scatter`] into memory the caller owns for the whole call (no other
+    /// task can free or unmap it), whose wait may let other tasks run (a device that completes
+    /// requests in the background does; the default is `read_scatter`). For the kernel's dbfs
+    /// disk window, whose faults read into fresh frames of their own.
+    fn read_scatter_owned(&self, sector: u64, pieces: &mut [&mut [u8]]) -> VfsResult<()> {
+        self.read_scatter(sector, pieces)
+    }
     /// Size in bytes.
     fn size_bytes(&self) -> u64 {
         self.num_sectors() * SECTOR_SIZE as u64

@@ -4,10 +4,10 @@
 use core::fmt::{self, Write};
 use core::sync::atomic::{AtomicUsize, Ordering};
 
-use spin::Mutex;
+use super::lockcheck::{rank, SpinLock};
 
 static UART_BASE: AtomicUsize = AtomicUsize::new(0);
-static LOCK: Mutex<()> = Mutex::new(());
+static LOCK: SpinLock<(), { rank::CONSOLE }> = SpinLock::new(());
 
 /// Use the UART at `base` from now on.
 pub fn init_uart(base: usize) {

@@ -50,7 +50,7 @@ csr_rw!(sie, set_sie, "sie");
 csr_read!(scause, "scause");
 csr_read!(sip, "sip");
 csr_read!(stval, "stval");
-csr_read!(sepc, "sepc");
+csr_rw!(sepc, set_sepc, "sepc");
 csr_rw!(scounteren, set_scounteren, "scounteren");
 
 /// `scounteren.TM`: user mode may read the `time` CSR (the vDSO's clock).

@@ -192,6 +192,11 @@ pub fn init_boot(hartid: usize) {
     // SAFETY: `tp` is free in the kernel (no thread-local storage); from now on it holds
     // this hart's data.
     unsafe { core::arch::asm!("mv tp, {}", in(reg) h as *const Hart) };
+    super::lockcheck::set_hart_slots(
+        HARTS.as_ptr() as usize,
+        core::mem::size_of::<Hart>(),
+        MAX_HARTS,
+    );
     h.hartid.store(hartid, Relaxed);
     h.started.store(true, Release);
     lock();

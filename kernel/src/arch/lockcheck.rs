@@ -23,6 +23,8 @@ pub mod rank {
     /// Below everything: only the lock the checker's planted switch bug holds
     /// (`task::plant_lock_bug`), so the switch path's own locks do not trip the order check.
     pub const PLANTED: u8 = 1;
+    /// The POSIX timers (`task::ptimer`): a timer's expiry looks at its queued signal under it.
+    pub const POSIX_TIMERS: u8 = 5;
     /// `task::sched::SCHED`: the run queue and the tables of processes and threads.
     pub const SCHED: u8 = 10;
     /// A thread's own state (`Thread::inner`), taken under `SCHED` by a wake-up.
@@ -43,6 +45,41 @@ pub mod rank {
     /// A saved register context (`Thread::ctx`, a hart's idle context): taken alone, only to
     /// find its address for a switch.
     pub const CONTEXT: u8 = 40;
+
+    // The leaf locks: below the task layer's nothing is taken but the locks after them here.
+    /// The mount table (`fs::mount_table`), a read-write lock.
+    pub const MOUNT_TABLE: u8 = 50;
+    /// The boot disks' claims, windows and caches (`mounts`).
+    pub const MOUNT_DISKS: u8 = 51;
+    /// A process's root directory path (`Process::root`).
+    pub const PROCESS_ROOT: u8 = 52;
+    /// The next disk window's address (`drivers::window`), held while a window is set up.
+    pub const WINDOW_BASE: u8 = 54;
+    /// The list of disk windows (`drivers::window`).
+    pub const WINDOW_LIST: u8 = 55;
+    /// The list of block caches (`drivers::block_cache`).
+    pub const BLOCK_CACHE_LIST: u8 = 57;
+    /// One disk window's state (resident frames, dirty pages, streams): held across the
+    /// device request of a fault or a sync, so the disk comes after it.
+    pub const WINDOW: u8 = 60;
+    /// One block cache's blocks (FAT32's disks): held across its device requests.
+    pub const BLOCK_CACHE: u8 = 61;
+    /// A virtio-blk disk's transport and queue (`drivers::virtio_blk`).
+    pub const DISK: u8 = 70;
+    /// The kernel's shared root entries (`mm::page_table`), taken to map a window page.
+    pub const KERNEL_PAGE_TABLE: u8 = 75;
+    /// The frame pool (`mm::frame`): a frame is freed under any of the locks above.
+    pub const FRAME_POOL: u8 = 80;
+    /// The terminal's line discipline (`tty`): echo prints under it.
+    pub const TTY: u8 = 85;
+    /// The kernel's random generator (`arch::random`).
+    pub const RANDOM: u8 = 86;
+    /// The list of periodic write-back work (`fs::writeback`), held only to copy it.
+    pub const PERIODIC: u8 = 87;
+    /// The console (`arch::console`): a line is printed under it.
+    pub const CONSOLE: u8 = 95;
+    /// The kernel heap (`mm::heap`): anything may allocate under any lock.
+    pub const HEAP: u8 = 99;
 }
 
 /// A spin lock of rank `RANK` (see the module documentation).
@@ -75,6 +112,25 @@ impl<T: ?Sized, const RANK: u8> SpinLock<T, RANK> {
             #[cfg(feature = "lockcheck")]
             addr: self.addr(),
         }
+    }
+
+    /// Take the lock if it is free. A try never waits, so it is checked neither for order
+    /// nor for a lock this hart holds already (the try fails then); a lock it takes is
+    /// recorded, so a switch while it is held is caught.
+    #[inline]
+    pub fn try_lock(&self) -> Option<SpinGuard<'_, T, RANK>> {
+        #[cfg(feature = "lockcheck")]
+        check::try_acquire(self.addr(), RANK);
+        let guard = self.lock.try_lock();
+        #[cfg(feature = "lockcheck")]
+        if guard.is_none() {
+            check::release(self.addr());
+        }
+        Some(SpinGuard {
+            guard: guard?,
+            #[cfg(feature = "lockcheck")]
+            addr: self.addr(),
+        })
     }
 
     #[cfg(feature = "lockcheck")]
@@ -112,6 +168,122 @@ impl<T: ?Sized, const RANK: u8> Drop for SpinGuard<'_, T, RANK> {
     }
 }
 
+/// A read-write spin lock of rank `RANK`: readers and the writer are checked alike, as for
+/// [`SpinLock`] (a hart that reads twice is reported too: the lock must not rely on the
+/// kind a caller took to stay out of a deadlock).
+pub struct SpinRwLock<T: ?Sized, const RANK: u8> {
+    lock: spin::RwLock<T>,
+}
+
+impl<T, const RANK: u8> SpinRwLock<T, RANK> {
+    pub const fn new(value: T) -> Self {
+        SpinRwLock {
+            lock: spin::RwLock::new(value),
+        }
+    }
+}
+
+impl<T: ?Sized, const RANK: u8> SpinRwLock<T, RANK> {
+    #[inline]
+    pub fn read(&self) -> Held<spin::RwLockReadGuard<'_, T>> {
+        #[cfg(feature = "lockcheck")]
+        check::acquire(self.addr(), RANK);
+        Held {
+            guard: self.lock.read(),
+            #[cfg(feature = "lockcheck")]
+            addr: self.addr(),
+        }
+    }
+
+    #[inline]
+    pub fn write(&self) -> Held<spin::RwLockWriteGuard<'_, T>> {
+        #[cfg(feature = "lockcheck")]
+        check::acquire(self.addr(), RANK);
+        Held {
+            guard: self.lock.write(),
+            #[cfg(feature = "lockcheck")]
+            addr: self.addr(),
+        }
+    }
+
+    #[cfg(feature = "lockcheck")]
+    fn addr(&self) -> usize {
+        self as *const Self as *const () as usize
+    }
+}
+
+/// A guard of a [`SpinRwLock`]; dropping it releases the lock.
+pub struct Held<G> {
+    guard: G,
+    #[cfg(feature = "lockcheck")]
+    addr: usize,
+}
+
+impl<G: Deref> Deref for Held<G> {
+    type Target = G::Target;
+    #[inline]
+    fn deref(&self) -> &G::Target {
+        &self.guard
+    }
+}
+
+impl<G: DerefMut> DerefMut for Held<G> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut G::Target {
+        &mut self.guard
+    }
+}
+
+#[cfg(feature = "lockcheck")]
+impl<G> Drop for Held<G> {
+    fn drop(&mut self) {
+        check::release(self.addr);
+    }
+}
+
+/// A raw spin lock of rank `RANK` for code that takes a `lock_api` lock type (the heap's
+/// allocator, `talc::Talck`): checked like [`SpinLock`].
+pub struct RawSpin<const RANK: u8> {
+    lock: spin::Mutex<()>,
+}
+
+// SAFETY: `lock`, `try_lock` and `unlock` are `spin::Mutex<()>`'s own `lock_api` ones (which
+// give mutual exclusion), with the checker's bookkeeping before and after.
+unsafe impl<const RANK: u8> lock_api::RawMutex for RawSpin<RANK> {
+    #[allow(clippy::declare_interior_mutable_const)]
+    const INIT: Self = RawSpin {
+        lock: <spin::Mutex<()> as lock_api::RawMutex>::INIT,
+    };
+    type GuardMarker = lock_api::GuardSend;
+
+    #[inline]
+    fn lock(&self) {
+        #[cfg(feature = "lockcheck")]
+        check::acquire(self as *const Self as usize, RANK);
+        lock_api::RawMutex::lock(&self.lock);
+    }
+
+    #[inline]
+    fn try_lock(&self) -> bool {
+        #[cfg(feature = "lockcheck")]
+        check::try_acquire(self as *const Self as usize, RANK);
+        let got = lock_api::RawMutex::try_lock(&self.lock);
+        #[cfg(feature = "lockcheck")]
+        if !got {
+            check::release(self as *const Self as usize);
+        }
+        got
+    }
+
+    #[inline]
+    unsafe fn unlock(&self) {
+        #[cfg(feature = "lockcheck")]
+        check::release(self as *const Self as usize);
+        // SAFETY: the caller holds the lock (`lock_api`'s contract).
+        unsafe { lock_api::RawMutex::unlock(&self.lock) };
+    }
+}
+
 /// Panic if this hart holds a checked spin lock (`what`: the switch about to happen). A no-op
 /// without the `lockcheck` feature.
 #[inline]
@@ -122,6 +294,16 @@ pub fn assert_none_held(what: &str) {
     let _ = what;
 }
 
+/// Tell the checker where the hart slots are (`hart::init_boot`, before any other hart
+/// starts): a hart is found by its `tp`, which points at its slot. Until then, and for a `tp`
+/// outside them, nothing is checked (the console and the heap are used earlier).
+pub fn set_hart_slots(base: usize, size: usize, count: usize) {
+    #[cfg(feature = "lockcheck")]
+    check::set_slots(base, size, count);
+    #[cfg(not(feature = "lockcheck"))]
+    let _ = (base, size, count);
+}
+
 /// Whether this kernel checks its locks (the `lockcheck` feature), for the boot line.
 pub const ENABLED: bool = cfg!(feature = "lockcheck");
 
@@ -130,7 +312,24 @@ mod check {
     use core::sync::atomic::AtomicUsize;
     use core::sync::atomic::Ordering::Relaxed;
 
-    use crate::arch::hart::{self, MAX_HARTS};
+    /// The most harts the checker keeps a row for (at least `hart::MAX_HARTS`, checked at
+    /// [`set_slots`]).
+    const MAX_HARTS: usize = 8;
+
+    /// The first hart slot's address, and the size of one (0 until `set_slots`).
+    static SLOT_BASE: AtomicUsize = AtomicUsize::new(0);
+    static SLOT_SIZE: AtomicUsize = AtomicUsize::new(0);
+
+    pub fn set_slots(base: usize, size: usize, count: usize) {
+        assert!(
+            count <= MAX_HARTS,
+            "lockcheck: rows for {} harts, not {}",
+            MAX_HARTS,
+            count
+        );
+        SLOT_SIZE.store(size, Relaxed);
+        SLOT_BASE.store(base, Relaxed);
+    }
 
     /// The most checked locks one hart holds at once.
     const DEPTH: usize = 16;
@@ -152,8 +351,36 @@ mod check {
     };
     static HELD: [Held; MAX_HARTS] = [EMPTY; MAX_HARTS];
 
+    /// This hart's index, or `None` before `tp` holds its slot (the console and the heap
+    /// are used before `hart::init_boot`).
+    fn me() -> Option<usize> {
+        let tp: usize;
+        // SAFETY: reading a register.
+        unsafe { core::arch::asm!("mv {}, tp", out(reg) tp) };
+        let (base, size) = (SLOT_BASE.load(Relaxed), SLOT_SIZE.load(Relaxed));
+        (size != 0
+            && tp >= base
+            && tp < base + MAX_HARTS * size
+            && (tp - base).is_multiple_of(size))
+        .then(|| (tp - base) / size)
+    }
+
+    /// Record a lock taken by a try (no order check: a try never waits).
+    pub fn try_acquire(addr: usize, rank: u8) {
+        let Some(me) = me() else { return };
+        let h = &HELD[me];
+        let n = h.n.load(Relaxed);
+        if n >= DEPTH {
+            h.n.store(0, Relaxed);
+            panic!("lockcheck: hart {} holds {} spin locks", me, n);
+        }
+        h.addr[n].store(addr, Relaxed);
+        h.rank[n].store(rank as usize, Relaxed);
+        h.n.store(n + 1, Relaxed);
+    }
+
     pub fn acquire(addr: usize, rank: u8) {
-        let me = hart::index();
+        let Some(me) = me() else { return };
         let h = &HELD[me];
         let n = h.n.load(Relaxed);
         for i in 0..n {
@@ -174,14 +401,18 @@ mod check {
                 );
             }
         }
-        assert!(n < DEPTH, "lockcheck: hart {} holds {} spin locks", me, n);
+        if n >= DEPTH {
+            h.n.store(0, Relaxed);
+            panic!("lockcheck: hart {} holds {} spin locks", me, n);
+        }
         h.addr[n].store(addr, Relaxed);
         h.rank[n].store(rank as usize, Relaxed);
         h.n.store(n + 1, Relaxed);
     }
 
     pub fn release(addr: usize) {
-        let h = &HELD[hart::index()];
+        let Some(me) = me() else { return };
+        let h = &HELD[me];
         let n = h.n.load(Relaxed);
         // Usually the last one taken; guards may also be dropped out of order.
         if let Some(i) = (0..n).rev().find(|&i| h.addr[i].load(Relaxed) == addr) {
@@ -194,7 +425,7 @@ mod check {
     }
 
     pub fn none_held(what: &str) {
-        let me = hart::index();
+        let Some(me) = me() else { return };
         let h = &HELD[me];
         let n = h.n.load(Relaxed);
         if n != 0 {

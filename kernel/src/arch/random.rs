@@ -3,10 +3,10 @@
 //! call, so two boots (and two calls) differ. Unpredictable enough for hash seeds and
 //! temporary names, not for cryptography.
 
-use spin::Mutex;
+use super::lockcheck::{rank, SpinLock};
 use xrand::XorShift64;
 
-static GEN: Mutex<Option<XorShift64>> = Mutex::new(None);
+static GEN: SpinLock<Option<XorShift64>, { rank::RANDOM }> = SpinLock::new(None);
 
 /// Fill `buf` with random bytes.
 pub fn fill(buf: &mut [u8]) {

@@ -26,7 +26,7 @@ use alloc::sync::Arc;
 use alloc::vec;
 use alloc::vec::Vec;
 
-use spin::Mutex;
+use crate::arch::lockcheck::{rank, SpinLock};
 use vfs::{BlockDevice, VfsError, VfsResult, SECTOR_SIZE};
 
 /// Bytes per cache block.
@@ -58,7 +58,7 @@ struct Inner {
 
 pub struct BlockCache {
     dev: Arc<dyn BlockDevice>,
-    inner: Mutex<Inner>,
+    inner: SpinLock<Inner, { rank::BLOCK_CACHE }>,
     blocks: u64,
 }
 
@@ -117,7 +117,7 @@ impl BlockCache {
         BlockCache {
             dev,
             blocks,
-            inner: Mutex::new(Inner {
+            inner: SpinLock::new(Inner {
                 map: BTreeMap::new(),
                 clock: VecDeque::new(),
                 dirty_blocks: 0,
@@ -322,7 +322,8 @@ impl BlockCache {
 }
 
 /// Every cache of a mounted disk, for `drop_caches`.
-static CACHES: Mutex<Vec<Arc<BlockCache>>> = Mutex::new(Vec::new());
+static CACHES: SpinLock<Vec<Arc<BlockCache>>, { rank::BLOCK_CACHE_LIST }> =
+    SpinLock::new(Vec::new());
 
 /// Remember `cache` for [`drop_all_caches`].
 pub fn register(cache: Arc<BlockCache>) {

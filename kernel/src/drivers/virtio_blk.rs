@@ -34,8 +34,10 @@
 //! no disk lock (the waiters reap under it themselves), and the scheduler loop's [`poll`]
 //! wakes them when the hart that takes the interrupt stays in the kernel. A waiter sleeps at
 //! most [`BACKSTOP_NS`] before it looks again, and a thread that may not give the CPU away
-//! (`task::keep_cpu`, boot) polls. The disk-window fault path and [`VirtioDisk::run`]'s
-//! callers (which may hold spin locks) still poll under the lock.
+//! (`task::keep_cpu`, boot) polls. Detached reads serve large reads into a caller's pages
+//! ([`BlockDevice::read_scatter_shared`]) and disk-window faults into their own frames
+//! ([`BlockDevice::read_scatter_owned`]); [`VirtioDisk::run`]'s callers (which may hold spin
+//! locks) still poll under the lock.
 //!
 //! Buffers handed to the device are kernel memory in the direct map (heap, stacks, frames),
 //! so their physical address is their kernel address less `mm::PHYS_OFFSET`. A request's header and status live in a `Box` that stays alive, and
@@ -54,8 +56,8 @@ use core::ptr::NonNull;
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 use crate::arch::hart::MAX_HARTS;
+use crate::arch::lockcheck::{rank, SpinLock};
 use crate::task::wait::WaitQueue;
-use spin::Mutex;
 use vfs::{BlockDevice, VfsError, VfsResult, SECTOR_SIZE};
 use virtio_blk_req::{
     buffers, config, status_result, Features, Limits, Request, RequestHead, RequestType,
@@ -322,7 +324,7 @@ struct InFlight<'a> {
 
 /// One virtio-blk disk.
 pub struct VirtioDisk {
-    dev: Mutex<Device>,
+    dev: SpinLock<Device, { rank::DISK }>,
     /// Size, pieces per request (the device's `seg_max`, and at most what one descriptor chain
     /// of our queue can hold: header and status take two entries), read-only.
     limits: Limits,
@@ -494,7 +496,7 @@ impl VirtioDisk {
             if indirect { ", indirect" } else { "" }
         );
         Ok(VirtioDisk {
-            dev: Mutex::new(Device {
+            dev: SpinLock::new(Device {
                 transport,
                 queue,
                 broken: false,
@@ -617,6 +619,49 @@ impl VirtioDisk {
 
     /// Reset the device (status 0): it stops using the queue and every buffer in it, so the
     /// caller may give them back. The disk is unusable afterwards.
+    /// Read into `pieces` with detached requests and wait for them with the disk's lock
+    /// released ([`Self::wait_detached`]: the thread sleeps when it may give the CPU away).
+    /// Requests that find no room in the queue are sent the ordinary way once the others are
+    /// done. The caller keeps `pieces` valid until this returns (it borrows them for the
+    /// whole call).
+    fn read_detached(&self, sector: u64, pieces: &mut [&mut [u8]]) -> VfsResult<()> {
+        let mut requests = self.limits.read_requests(sector, pieces)?.into_iter();
+        let mut left: Vec<Request<'_>> = Vec::new();
+        let (id, sent) = {
+            let mut guard = self.dev.lock();
+            let dev = &mut *guard;
+            let id = dev.new_waiter()?;
+            let mut sent = 0;
+            for req in requests.by_ref() {
+                // SAFETY: the pieces are the caller's buffers, borrowed for this whole call,
+                // which does not return before `wait_detached` has seen every one complete.
+                match unsafe { dev.submit_detached_read(req, id) } {
+                    Ok(()) => sent += 1,
+                    Err(req) => {
+                        left.push(req);
+                        break;
+                    }
+                }
+            }
+            if sent > 0 && dev.queue.should_notify() {
+                dev.transport.notify(QUEUE);
+            }
+            (id, sent)
+        };
+        left.extend(requests);
+        let waited = if sent > 0 {
+            self.wait_detached(id, sent)
+        } else {
+            Ok(())
+        };
+        waited?;
+        if left.is_empty() {
+            Ok(())
+        } else {
+            self.run("read", left)
+        }
+    }
+
     fn reset(&self, dev: &mut Device) {
         dev.transport.set_status(DeviceStatus::empty());
         dev.broken = true;
@@ -777,41 +822,18 @@ impl BlockDevice for VirtioDisk {
         if !crate::task::may_wait_away_reading() {
             return self.read_scatter(sector, pieces);
         }
-        let mut requests = self.limits.read_requests(sector, pieces)?.into_iter();
-        let mut left: Vec<Request<'_>> = Vec::new();
-        let (id, sent) = {
-            let mut guard = self.dev.lock();
-            let dev = &mut *guard;
-            let id = dev.new_waiter()?;
-            let mut sent = 0;
-            for req in requests.by_ref() {
-                // SAFETY: the pieces are the caller's buffers, borrowed for this whole call,
-                // which does not return before `wait_detached` has seen every one complete.
-                match unsafe { dev.submit_detached_read(req, id) } {
-                    Ok(()) => sent += 1,
-                    Err(req) => {
-                        left.push(req);
-                        break;
-                    }
-                }
-            }
-            if sent > 0 && dev.queue.should_notify() {
-                dev.transport.notify(QUEUE);
-            }
-            (id, sent)
-        };
-        left.extend(requests);
-        let waited = if sent > 0 {
-            self.wait_detached(id, sent)
-        } else {
-            Ok(())
-        };
-        waited?;
-        if left.is_empty() {
-            Ok(())
-        } else {
-            self.run("read", left)
+        self.read_detached(sector, pieces)
+    }
+
+    /// A scattered read into kernel memory the caller owns for the whole call (a disk
+    /// window's fresh frames): its wait lets other tasks run whenever the thread may give the
+    /// CPU away ([`crate::task::may_give_cpu_away`]; else as `read_scatter`), as
+    /// [`BlockDevice::read_scatter_shared`]'s does.
+    fn read_scatter_owned(&self, sector: u64, pieces: &mut [&mut [u8]]) -> VfsResult<()> {
+        if !crate::task::may_give_cpu_away() {
+            return self.read_scatter(sector, pieces);
         }
+        self.read_detached(sector, pieces)
     }
 
     /// Submit a flush and return without waiting for it (at most one background flush in

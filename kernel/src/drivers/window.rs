@@ -5,7 +5,9 @@
 //! from it in ONE virtio request (64 KiB, doubling up to 1 MiB while faults continue a
 //! sequential stream; [`READ_STREAMS`] streams are followed at once; a fault that starts a
 //! stream also takes the pages before it in its 64 KiB-aligned cluster), maps them, flushes
-//! the TLB and resumes the access.
+//! the TLB and resumes the access. A fault whose thread may give the CPU away reads with the
+//! window's lock released and sleeps until the disk is done ([`DiskWindow::fault_in`]), so
+//! other threads run, and fault, meanwhile.
 //!
 //! Layout: windows live in the upper half of Sv39 from [`WINDOW_BASE`], each starting on a
 //! 1 GiB boundary. Their level-1 tables are kernel root entries shared by every page table,
@@ -25,7 +27,8 @@
 //! A clean page can be dropped at any time and is read again at its next touch: when the frame
 //! pool runs dry, a fault evicts a quarter of its window's clean pages; [`drop_all`] empties
 //! every window of its clean pages (the `cold` benchmarks). Dirty pages stay until `sync`.
-//! Lock order: a window's `state`, then the frame pool, then the disk.
+//! Lock order (`arch::lockcheck::rank`): a window's `state`, then the disk, the kernel's
+//! root entries and the frame pool, each taken under it.
 
 use alloc::collections::BTreeSet;
 use alloc::sync::Arc;
@@ -33,11 +36,12 @@ use alloc::vec::Vec;
 use core::sync::atomic::Ordering::Relaxed;
 use core::sync::atomic::{AtomicBool, AtomicUsize};
 
-use spin::Mutex;
+use crate::arch::lockcheck::{rank, SpinLock};
 use vfs::{BlockDevice, VfsError, VfsResult, SECTOR_SIZE};
 
 use crate::mm::frame::{self, Frame};
 use crate::mm::{page_table, PAGE_SIZE};
+use crate::task::wait::WaitQueue;
 
 /// First window address (root index 320 of Sv39's upper half).
 pub const WINDOW_BASE: usize = 0xffff_ffd0_0000_0000;
@@ -113,9 +117,39 @@ struct State {
     streams: [Stream; READ_STREAMS],
     /// Faults so far (the clock of [`Stream::used`]).
     ticks: u64,
+    /// Clusters being read with the lock released ([`DiskWindow::fault_in`]).
+    loads: Vec<Load>,
+    /// The next [`Load::id`].
+    next_load: u64,
+}
+
+/// A cluster a fault reads from the disk while the window's state lock is not held.
+struct Load {
+    id: u64,
+    first: usize,
+    pages: usize,
+    /// A write reached one of its pages meanwhile: what the read brings may be older than
+    /// that write, so the fault throws it away and starts over.
+    stale: bool,
 }
 
 impl State {
+    /// Whether a [`Load`] is reading page `page`.
+    fn loading(&self, page: usize) -> bool {
+        self.loads
+            .iter()
+            .any(|l| page >= l.first && page < l.first + l.pages)
+    }
+
+    /// A write reaches pages `[first, end)`: every load reading one of them is stale.
+    fn writing(&mut self, first: usize, end: usize) {
+        for l in self.loads.iter_mut() {
+            if first < l.first + l.pages && l.first < end {
+                l.stale = true;
+            }
+        }
+    }
+
     /// The stream a fault at page `index` continues, its cluster doubled; else the least
     /// recently used slot, restarted at [`FAULT_CLUSTER_PAGES`]. The flag says whether the
     /// fault continues a stream.
@@ -159,7 +193,9 @@ pub struct DiskWindow {
     base: usize,
     len: usize,
     dev: Arc<dyn BlockDevice>,
-    state: Mutex<State>,
+    state: SpinLock<State, { rank::WINDOW }>,
+    /// Faults waiting for a [`Load`] of their page, woken when any load ends.
+    loaded: WaitQueue,
     /// First step of background flushes in bytes (0: none; see [`FLUSH_BEHIND_DEFAULT`]).
     flush_behind: usize,
     /// Bytes sent by `write_direct` since it last started a background flush or `sync` ran.
@@ -171,8 +207,8 @@ pub struct DiskWindow {
     behind_due: AtomicBool,
 }
 
-static WINDOWS: Mutex<Vec<Arc<DiskWindow>>> = Mutex::new(Vec::new());
-static NEXT_BASE: Mutex<usize> = Mutex::new(WINDOW_BASE);
+static WINDOWS: SpinLock<Vec<Arc<DiskWindow>>, { rank::WINDOW_LIST }> = SpinLock::new(Vec::new());
+static NEXT_BASE: SpinLock<usize, { rank::WINDOW_BASE }> = SpinLock::new(WINDOW_BASE);
 
 impl DiskWindow {
     /// A window over the whole of `dev`, whose direct writes start background flushes after
@@ -197,14 +233,17 @@ impl DiskWindow {
             base,
             len,
             dev,
-            state: Mutex::new(State {
+            state: SpinLock::new(State {
                 frames: Default::default(),
                 level0_tables: Vec::new(),
                 _level1_tables: level1,
                 dirty: BTreeSet::new(),
                 streams: [Stream::FRESH; READ_STREAMS],
                 ticks: 0,
+                loads: Vec::new(),
+                next_load: 0,
             }),
+            loaded: WaitQueue::new(),
             flush_behind,
             direct_since_flush: AtomicUsize::new(0),
             behind_at: AtomicUsize::new(0),
@@ -307,7 +346,81 @@ impl DiskWindow {
 
     /// Map page `index` (and up to a cluster of following non-resident pages, and for a new
     /// stream the non-resident pages before it in its aligned cluster) from the disk.
+    ///
+    /// A thread that may give the CPU away ([`crate::task::may_give_cpu_away`]) reads with
+    /// the state lock released and sleeps until the device is done: the cluster is recorded as
+    /// a [`Load`], another fault on one of its pages sleeps until it is mapped, a write to one
+    /// of them makes the load stale (its bytes may be older than the write: thrown away, the
+    /// fault starts over), and pages mapped meanwhile (a write's) are kept. Any other fault
+    /// (a thread in `task::keep_cpu`, the scheduler's own stack) reads under the lock and
+    /// polls, as it must not wait for a sleeping loader.
     fn fault_in(&self, index: usize) -> VfsResult<()> {
+        if !crate::task::may_give_cpu_away() {
+            return self.fault_in_polled(index);
+        }
+        loop {
+            // Queued before the look, so a loader that finishes between the look and the
+            // sleep wakes this thread (the wait queue's locks rank below the state's: taken
+            // only while it is not held).
+            self.loaded.prepare_to_wait();
+            let mut st = self.state.lock();
+            if st.frames.contains_key(&index) {
+                drop(st);
+                self.loaded.finish_wait();
+                // Mapped meanwhile, maybe on another hart, whose new entries this hart was
+                // not told of (only evictions are shot down everywhere).
+                crate::arch::csr::sfence_vma_all();
+                return Ok(());
+            }
+            if st.loading(index) {
+                drop(st);
+                crate::task::away(|| self.loaded.sleep_prepared(None));
+                continue;
+            }
+            let (first, mut frames) = self.cluster(&mut st, index, true)?;
+            let id = st.next_load;
+            st.next_load += 1;
+            st.loads.push(Load {
+                id,
+                first,
+                pages: frames.len(),
+                stale: false,
+            });
+            drop(st);
+            self.loaded.finish_wait();
+            crate::counters::add_window_fault_sleep();
+            let r = {
+                let mut pieces: Vec<&mut [u8]> = frames.iter_mut().map(|f| f.bytes_mut()).collect();
+                self.dev
+                    .read_scatter_owned((first * PAGE_SIZE / SECTOR_SIZE) as u64, &mut pieces)
+            };
+            let mut st = self.state.lock();
+            let k = st
+                .loads
+                .iter()
+                .position(|l| l.id == id)
+                .ok_or(VfsError::Io)?;
+            let load = st.loads.swap_remove(k);
+            let done = match r {
+                Err(e) => Err(e),
+                Ok(()) if load.stale => {
+                    crate::counters::add_window_stale_load();
+                    Ok(false)
+                }
+                Ok(()) => self.install(&mut st, first, frames).map(|()| true),
+            };
+            drop(st);
+            self.loaded.wake_all();
+            if done? {
+                return Ok(());
+            }
+        }
+    }
+
+    /// [`Self::fault_in`] for a thread that may not give the CPU away: the cluster is read
+    /// with the state lock held, the device polled. Pages a sleeping [`Load`] reads too are
+    /// mapped here first; the load keeps what is mapped when it finishes.
+    fn fault_in_polled(&self, index: usize) -> VfsResult<()> {
         let mut st = self.state.lock();
         if st.frames.contains_key(&index) {
             // Another access mapped it meanwhile, maybe on another hart, whose new entries
@@ -315,38 +428,57 @@ impl DiskWindow {
             crate::arch::csr::sfence_vma_all();
             return Ok(());
         }
+        let (first, mut frames) = self.cluster(&mut st, index, false)?;
+        {
+            let mut pieces: Vec<&mut [u8]> = frames.iter_mut().map(|f| f.bytes_mut()).collect();
+            self.dev
+                .read_scatter((first * PAGE_SIZE / SECTOR_SIZE) as u64, &mut pieces)?;
+        }
+        self.install(&mut st, first, frames)
+    }
+
+    /// The pages a fault at `fault` reads, and a frame for each: from the cluster's first
+    /// page (see [`State::cluster_start`]) up to the stream's cluster size, stopping at a
+    /// resident page (and, with `skip_loading`, at a page a [`Load`] is reading). Frames first,
+    /// then one device request fills them all in place (scatter-gather: the frames need not be
+    /// contiguous); one read per physically contiguous run of frames cost a request per page
+    /// once the frame pool's free list was shuffled by a few thousand frees. Short of frames,
+    /// a quarter of the window's clean pages are evicted, then fewer pages are read.
+    fn cluster(
+        &self,
+        st: &mut State,
+        fault: usize,
+        skip_loading: bool,
+    ) -> VfsResult<(usize, Vec<Frame>)> {
         let pages_total = self.len / PAGE_SIZE;
-        let (stream, continues) = st.stream_for(index);
+        let free = |st: &State, page: usize| {
+            !st.frames.contains_key(&page) && !(skip_loading && st.loading(page))
+        };
+        let (stream, continues) = st.stream_for(fault);
         let want = st.streams[stream].cluster;
         let mut after = 1;
-        while after < want
-            && index + after < pages_total
-            && !st.frames.contains_key(&(index + after))
-        {
+        while after < want && fault + after < pages_total && free(st, fault + after) {
             after += 1;
         }
-        let fault = index;
-        let mut index = st.cluster_start(fault, continues);
-        let n = fault + after - index;
-        // Frames first, then one device request that fills them all in place (scatter-gather:
-        // the frames need not be contiguous). One read per physically contiguous run of
-        // frames, as before, cost a request per page once the frame pool's free list was
-        // shuffled by a few thousand frees: the same 64 KiB cluster took up to 16 requests,
-        // each waited for in turn.
+        let mut first = st.cluster_start(fault, continues);
+        while first < fault && !(first..fault).all(|p| free(st, p)) {
+            first += 1;
+        }
+        let n = fault + after - first;
         let mut frames: Vec<Frame> = Vec::with_capacity(n);
         for _ in 0..n {
             let f = match frame::alloc_kernel_for_overwrite() {
                 Some(f) => f,
                 None => {
-                    let keep: BTreeSet<usize> = (index..index + n).collect();
+                    let keep: BTreeSet<usize> = (first..first + n).collect();
                     let victims = st.frames.len() / 4 + 1;
-                    Self::evict(self.base, &mut st, victims, &keep);
+                    Self::evict(self.base, st, victims, &keep);
                     match frame::alloc_kernel_for_overwrite() {
                         Some(f) => f,
                         // Short of frames: read fewer pages than the cluster, from the
                         // faulting page on (so one frame is enough).
                         None if !frames.is_empty() => {
-                            index = fault;
+                            first = fault;
                             frames.truncate(after);
                             break;
                         }
@@ -356,29 +488,31 @@ impl DiskWindow {
             };
             frames.push(f);
         }
+        st.streams[stream].next = first + frames.len();
+        Ok((first, frames))
+    }
+
+    /// Map the frames read for pages `first..`, each unless its page is resident already (a
+    /// write or another fault mapped it while the read was under way: that copy is as new or
+    /// newer).
+    fn install(&self, st: &mut State, first: usize, frames: Vec<Frame>) -> VfsResult<()> {
         let n = frames.len();
-        {
-            let mut pieces: Vec<&mut [u8]> = Vec::with_capacity(n);
-            for f in frames.iter_mut() {
-                pieces.push(f.bytes_mut());
-            }
-            self.dev
-                .read_scatter((index * PAGE_SIZE / SECTOR_SIZE) as u64, &mut pieces)?;
-        }
-        let st = &mut *st;
         for (k, f) in frames.into_iter().enumerate() {
-            let va = self.base + (index + k) * PAGE_SIZE;
+            let page = first + k;
+            if st.frames.contains_key(&page) {
+                continue;
+            }
+            let va = self.base + page * PAGE_SIZE;
             if !page_table::map_kernel_page(va, f.pa(), &mut st.level0_tables) {
                 return Err(VfsError::NoMemory);
             }
-            st.frames.insert(index + k, f);
+            st.frames.insert(page, f);
         }
         // The new entries were invalid before: one local flush covers the whole cluster (a
         // hart that faults on them finds them mapped and flushes its own TLB, above).
         crate::arch::csr::sfence_vma_all();
         crate::counters::add_page_fault();
         crate::counters::add_window_read(n);
-        st.streams[stream].next = index + n;
         Ok(())
     }
 
@@ -395,6 +529,7 @@ impl DiskWindow {
             if off.checked_add(bytes.len()).is_none_or(|e| e > self.len) {
                 return Err(VfsError::InvalidInput);
             }
+            st.writing(off / PAGE_SIZE, (off + bytes.len()).div_ceil(PAGE_SIZE));
             if !off.is_multiple_of(PAGE_SIZE) || !bytes.len().is_multiple_of(PAGE_SIZE) {
                 for (k, chunk) in bytes.chunks(PAGE_SIZE).enumerate() {
                     let at = off + k * PAGE_SIZE;
@@ -480,6 +615,7 @@ impl DiskWindow {
         let mut st = self.state.lock();
         for (at, _, len) in &runs {
             let (first, end) = (at / PAGE_SIZE, (at + len) / PAGE_SIZE);
+            st.writing(first, end);
             let resident: Vec<usize> = st.frames.range(first..end).map(|(&page, _)| page).collect();
             for page in resident {
                 page_table::unmap_kernel_page(self.base + page * PAGE_SIZE);

@@ -12,8 +12,8 @@ use alloc::vec::Vec;
 
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
+use crate::arch::lockcheck::{rank, SpinRwLock};
 use abi::Errno;
-use spin::RwLock;
 use vfs::{FileSystem, FileType, NodeRef};
 
 pub struct Mount {
@@ -90,7 +90,7 @@ pub struct Source {
     pub rdev: u64,
 }
 
-static MOUNTS: RwLock<Vec<Arc<Mount>>> = RwLock::new(Vec::new());
+static MOUNTS: SpinRwLock<Vec<Arc<Mount>>, { rank::MOUNT_TABLE }> = SpinRwLock::new(Vec::new());
 static NEXT_ID: AtomicUsize = AtomicUsize::new(1);
 
 /// Add a mount of `fs` (whose root is `root`) at `path`, which the caller has checked;

@@ -29,6 +29,7 @@ use alloc::vec::Vec;
 use core::any::Any;
 use core::fmt::Write;
 
+use abi::syscall::KernelCounters;
 use vfs::{DirEntry, FileSystem, FileType, Metadata, Node, NodeRef, VfsError, VfsResult};
 
 use super::devfs::{list, meta};
@@ -730,7 +731,7 @@ fn interrupts() -> String {
 
 fn counters() -> String {
     let c = crate::counters::snapshot();
-    let rows: [(&str, u64); 14] = [
+    let rows: [(&str, u64); KernelCounters::WORDS] = [
         ("dev_read_requests", c.dev_read_requests),
         ("dev_read_bytes", c.dev_read_bytes),
         ("dev_write_requests", c.dev_write_requests),
@@ -745,6 +746,8 @@ fn counters() -> String {
         ("transactions", c.transactions),
         ("window_direct_bytes", c.window_direct_bytes),
         ("syscalls", c.syscalls),
+        ("window_fault_sleeps", c.window_fault_sleeps),
+        ("window_stale_loads", c.window_stale_loads),
     ];
     let mut s = String::new();
     for (name, v) in rows {

@@ -1,14 +1,23 @@
 //! Write-back of every mount (fs layer): the periodic work mounted file systems ask for
 //! (dbfs's write-back timer, run from the scheduler's idle loop), sync(2) and power-off.
 
+use alloc::sync::Arc;
 use alloc::vec::Vec;
+use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use core::sync::atomic::{AtomicBool, AtomicU64};
+
+use crate::arch::lockcheck::{rank, SpinLock};
 
 use super::mount_table::mounts;
 
 /// Work a mounted file system wants done periodically (dbfs's write-back timer).
-type Periodic = alloc::boxed::Box<dyn Fn() + Send + Sync>;
-static PERIODIC: spin::Mutex<Vec<Periodic>> = spin::Mutex::new(Vec::new());
-static LAST_TICK_NS: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
+type Periodic = Arc<dyn Fn() + Send + Sync>;
+/// The registered work, held only to copy the list: the work itself may give the CPU away (a
+/// device flush), which no spin lock may be held across.
+static PERIODIC: SpinLock<Vec<Periodic>, { rank::PERIODIC }> = SpinLock::new(Vec::new());
+/// A task is running the periodic work (possibly given the CPU away in a device flush).
+static RUNNING: AtomicBool = AtomicBool::new(false);
+static LAST_TICK_NS: AtomicU64 = AtomicU64::new(0);
 
 /// Run `f` about once a second from now on.
 pub fn register_periodic(f: Periodic) {
@@ -18,7 +27,6 @@ pub fn register_periodic(f: Periodic) {
 /// Called on timer interrupts (which only arrive in user mode, so no kernel lock is held):
 /// runs the periodic work if a second has passed since the last run.
 pub fn tick() {
-    use core::sync::atomic::Ordering::Relaxed;
     let now = crate::arch::time::monotonic_ns();
     if now.saturating_sub(LAST_TICK_NS.load(Relaxed)) < 1_000_000_000 {
         return;
@@ -26,12 +34,14 @@ pub fn tick() {
     LAST_TICK_NS.store(now, Relaxed);
     // Another task may be inside the periodic work, given the CPU away in a device flush:
     // it does this round's work, and this task does not wait for it.
-    let Some(list) = PERIODIC.try_lock() else {
+    if RUNNING.swap(true, Acquire) {
         return;
-    };
+    }
+    let list: Vec<Periodic> = PERIODIC.lock().clone();
     for f in list.iter() {
         f();
     }
+    RUNNING.store(false, Release);
 }
 
 /// Write back every mounted file system (sync, shutdown).

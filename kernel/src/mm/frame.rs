@@ -9,8 +9,8 @@
 //! page tables) may take them. So a program that has taken every frame it can (and is about
 //! to be killed for it) cannot leave a file system unable to read its next B+tree page.
 
+use crate::arch::lockcheck::{rank, SpinLock};
 use alloc::vec::Vec;
-use spin::Mutex;
 
 use super::PAGE_SIZE;
 
@@ -21,7 +21,7 @@ struct Pool {
     free: Vec<usize>,
 }
 
-static POOL: Mutex<Pool> = Mutex::new(Pool {
+static POOL: SpinLock<Pool, { rank::FRAME_POOL }> = SpinLock::new(Pool {
     start: 0,
     next: 0,
     end: 0,
@@ -138,6 +138,13 @@ pub fn alloc() -> Option<Frame> {
 /// registered at boot by the layers whose caches hold frames (the block layer's disk
 /// windows, then mapped files' clean pages), so the pool names none of them.
 static RECLAIMERS: spin::Once<&'static [fn()]> = spin::Once::new();
+
+/// Run `f` with the frame pool's lock held: only for the lock checker's planted leaf-order
+/// bug (`lockcheck_plant=leaf`), which must panic in a `lockcheck` kernel.
+pub fn with_pool_held(f: impl FnOnce()) {
+    let _pool = POOL.lock();
+    f();
+}
 
 /// Register the [`RECLAIMERS`] (once, at boot).
 pub fn set_reclaimers(reclaimers: &'static [fn()]) {

@@ -19,13 +19,15 @@ use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use abi::Errno;
 use talc::{ErrOnOom, Span, Talc, Talck};
 
+use crate::arch::lockcheck::{rank, RawSpin};
+
 /// The allocator: talc (free blocks binned by size, neighbours merged through boundary tags),
 /// so a free costs the same however many blocks are free. The buddy allocator used before
 /// searched a linear list of free blocks of the freed block's size for its buddy: with
 /// thousands of small blocks free (a 64 MiB file mapping's page records after munmap) each
 /// free took tens of microseconds, and unmapping that file about a second of a TCG guest.
 #[global_allocator]
-static HEAP: Talck<spin::Mutex<()>, ErrOnOom> = Talc::new(ErrOnOom).lock();
+static HEAP: Talck<RawSpin<{ rank::HEAP }>, ErrOnOom> = Talc::new(ErrOnOom).lock();
 
 /// Bytes [`admit`] never hands out: the allocations that are not checked one by one live here.
 static RESERVE: AtomicUsize = AtomicUsize::new(0);

@@ -7,7 +7,9 @@
 //! are owned (and freed) by a table. Tables are edited through the direct map.
 
 use alloc::vec::Vec;
-use spin::{Mutex, Once};
+use spin::Once;
+
+use crate::arch::lockcheck::{rank, SpinLock};
 
 use super::frame::{self, Frame};
 use super::{phys_to_virt, PAGE_SIZE, PHYS_OFFSET, RAM_BASE};
@@ -30,7 +32,8 @@ const GIB: usize = 1 << 30;
 
 /// The kernel's root entries, copied into every table: (index, entry). Entries added after
 /// boot (disk windows) must be added before any process exists.
-static KERNEL_ROOT_ENTRIES: Mutex<Vec<(usize, usize)>> = Mutex::new(Vec::new());
+static KERNEL_ROOT_ENTRIES: SpinLock<Vec<(usize, usize)>, { rank::KERNEL_PAGE_TABLE }> =
+    SpinLock::new(Vec::new());
 /// The kernel-only table, used while no process runs.
 static KERNEL_TABLE: Once<PageTable> = Once::new();
 

@@ -46,7 +46,7 @@ pub(super) fn make_process(
         inner: crate::sync::Mutex::new(inner),
         sig_pending: AtomicU64::new(0),
         sig_queue: SpinLock::new(SigQueue::new()),
-        root: spin::Mutex::new(root),
+        root: SpinLock::new(root),
     });
     s.all.insert(pid, p.clone());
     let t = make_thread(pid, &p, tf, kstack, mask, affinity);

@@ -134,7 +134,7 @@ pub struct Process {
     pub(super) space_changing: AtomicUsize,
     /// Its root directory (`chroot`), a canonical path of the whole tree; `None`: `/`.
     /// Path resolution reads it without the process's lock (a caller may hold that).
-    pub root: spin::Mutex<Option<alloc::sync::Arc<str>>>,
+    pub root: SpinLock<Option<alloc::sync::Arc<str>>, { rank::PROCESS_ROOT }>,
 }
 
 impl Process {

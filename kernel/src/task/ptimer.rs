@@ -20,8 +20,8 @@ use alloc::sync::{Arc, Weak};
 use alloc::vec::Vec;
 use core::sync::atomic::Ordering::Relaxed;
 
+use crate::arch::lockcheck::{rank, SpinLock};
 use abi::Errno;
-use spin::Mutex;
 
 use super::process::{Process, Thread};
 use super::siginfo::{SigInfo, SI_TIMER};
@@ -72,7 +72,7 @@ struct Timer {
     process: Weak<Process>,
 }
 
-static TIMERS: Mutex<Vec<Timer>> = Mutex::new(Vec::new());
+static TIMERS: SpinLock<Vec<Timer>, { rank::POSIX_TIMERS }> = SpinLock::new(Vec::new());
 
 /// `clock` now; None when its thread is gone. `now` is the monotonic clock.
 fn clock_now(clock: &Clock, p: &Weak<Process>, now: u64) -> Option<u64> {

@@ -189,10 +189,18 @@ extern "C" fn user_trap_handler(tf: &mut TrapFrame) -> ! {
 #[no_mangle]
 extern "C" fn kernel_trap_handler() {
     let scause = csr::scause();
-    if (scause == LOAD_PAGE_FAULT || scause == STORE_PAGE_FAULT)
-        && crate::drivers::window::handle_kernel_fault(csr::stval())
-    {
-        return; // `sret` retries the access, now mapped
+    if scause == LOAD_PAGE_FAULT || scause == STORE_PAGE_FAULT {
+        // A window fault may sleep while the disk reads (the thread gives the CPU away, and
+        // may go on on another hart): the traps taken meanwhile overwrite `sepc` and the
+        // previous-mode bits of `sstatus`, which this trap's `sret` needs, so they are put
+        // back (the entry saves only registers).
+        let (sepc, sstatus) = (csr::sepc(), csr::sstatus());
+        if crate::drivers::window::handle_kernel_fault(csr::stval()) {
+            const TRAP_BITS: usize = csr::SSTATUS_SPP | csr::SSTATUS_SPIE;
+            csr::set_sepc(sepc);
+            csr::set_sstatus((csr::sstatus() & !TRAP_BITS) | (sstatus & TRAP_BITS));
+            return; // `sret` retries the access, now mapped
+        }
     }
     panic!(
         "trap in kernel: scause {:#x} stval {:#x} sepc {:#x}",

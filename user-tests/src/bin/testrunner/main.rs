@@ -191,6 +191,10 @@ pub const TESTS: &[Test] = &[
     needs("hard_link", fs_tests::hard_link, Needs::HardLinks),
     needs("chmod_mode_bits", fs_tests::chmod_mode_bits, Needs::Chmod),
     t("open_unlinked_file", fs_tests::open_unlinked_file),
+    t(
+        "cold_reads_beside_commits",
+        fs_tests::cold_reads_beside_commits,
+    ),
     needs(
         "interleaved_readers_read_ahead",
         fs_tests::interleaved_readers_read_ahead,

@@ -375,3 +375,94 @@ pub fn interleaved_readers_read_ahead(cx: &Ctx) -> TestResult {
     );
     Ok(())
 }
+
+/// Cold reads in one process while another commits new files next to them and drops the
+/// caches between commits. On dbfs a fault on the disk window sleeps while the disk reads,
+/// so the writer's commits land between a fault's read and its mapping, and the cluster a
+/// fault reads may hold free pages a commit writes meanwhile (such a read is stale and must be
+/// thrown away): every byte read must still be the file's, and every file the writer made
+/// must read back whole. On dbfs some of the reader's faults must have slept (the kernel's
+/// `window_fault_sleeps` counter).
+pub fn cold_reads_beside_commits(cx: &Ctx) -> TestResult {
+    const FILES: usize = 3;
+    const LEN: usize = 512 << 10;
+    const ROUNDS: usize = 12;
+    const WRITTEN: usize = 64 << 10;
+    let paths: Vec<String> = (0..FILES).map(|j| cx.path(&format!("c{j}"))).collect();
+    let models: Vec<Vec<u8>> = (0..FILES).map(|j| pattern(LEN, j as u8)).collect();
+    for (p, model) in paths.iter().zip(&models) {
+        let f = File::open(p, O_RDWR | O_CREAT | O_TRUNC, 0o644).what("create")?;
+        f.write_all(model).what("write")?;
+        f.sync().what("fsync")?;
+    }
+    let written = |r: usize| pattern(WRITTEN, (r as u8).wrapping_mul(7).wrapping_add(100));
+    let drop_caches = || match sys::drop_caches() {
+        Ok(()) | Err(Errno::ENOSYS) | Err(Errno::EPERM) => Ok(()),
+        Err(e) => Err(format!("drop_caches: {e:?}")),
+    };
+    drop_caches()?;
+    let before = sys::counters().what("counters")?;
+    let pid = sys::fork().what("fork")?;
+    if pid == 0 {
+        let mut code = 0;
+        for r in 0..ROUNDS {
+            let made = File::open(
+                &cx.path(&format!("w{r}")),
+                O_RDWR | O_CREAT | O_TRUNC,
+                0o644,
+            )
+            .and_then(|f| {
+                f.write_all(&written(r))?;
+                f.sync()
+            });
+            if made.is_err() {
+                code = 1;
+                break;
+            }
+            let _ = sys::drop_caches();
+        }
+        sys::exit(code);
+    }
+    let mut buf = vec![0u8; 4096];
+    let mut passes = 0;
+    loop {
+        for (j, p) in paths.iter().enumerate() {
+            let f = File::open(p, O_RDONLY, 0).what("open")?;
+            for at in (0..LEN).step_by(4096) {
+                ensure!(
+                    f.pread_full(&mut buf, at as u64).what("pread")? == 4096,
+                    "short read of c{j} at {at} (pass {passes})"
+                );
+                same_bytes(
+                    &buf,
+                    &models[j][at..at + 4096],
+                    "a cold read beside commits",
+                )?;
+            }
+        }
+        passes += 1;
+        let (got, status) = sys::wait4(pid, 1).what("wait4 WNOHANG")?;
+        if got == pid {
+            ensure!(
+                status.exited() && status.exit_code() == 0,
+                "writer: status {:#x}",
+                status.0
+            );
+            break;
+        }
+    }
+    let slept = sys::counters().what("counters")?.window_fault_sleeps - before.window_fault_sleeps;
+    ensure!(
+        cx.fat || slept > 0,
+        "no window fault slept during {passes} passes of cold reads"
+    );
+    drop_caches()?;
+    for r in 0..ROUNDS {
+        same_bytes(
+            &get_file(&cx.path(&format!("w{r}")))?,
+            &written(r),
+            "a file the writer made",
+        )?;
+    }
+    Ok(())
+}
