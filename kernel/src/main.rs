@@ -24,6 +24,8 @@
 //! scattered request, no copy, inserted into the store by the file's next commit, see
 //! `dbfs::DIRECT_WRITE_MIN`; 0:
 //! every write is copied into the write-back cache, which merges overlapping writes),
+//! `dbfs_fault_sleep=0` (default 1: a fault on the dbfs disk window reads with the window
+//! unlocked and its thread asleep; 0: every fault polls with the window locked),
 //! `dbfs_chunk_kib=K` (the chunk size a blank
 //! dbfs disk is formatted with, 1..1024 KiB, a power of two; default 64 KiB, `KERNEL_DBFS_CHUNK_SIZE`),
 //! `dbfs_barrier_mib=M` (force a dbfs barrier once M MiB of store pages wait for one,
@@ -239,6 +241,7 @@ extern "C" fn rust_main(hartid: usize, dtb: usize) -> ! {
     let params = params::parse_params(cmdline);
     fs::procfs::set_cmdline(cmdline);
     arch::console::init_logger(params.log);
+    drivers::window::set_fault_sleep(params.dbfs_fault_sleep);
     if params.mem_selftest {
         match arch::mem::selftest() {
             Ok(()) => println!("[kernel] memcpy/memset/memcmp self-test: ok"),

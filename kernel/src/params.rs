@@ -22,10 +22,14 @@ pub struct Params {
     /// Print what one 4 KiB `memcpy` costs at boot (`arch::mem::copy_cost`).
     pub copy_cost: bool,
     /// A deliberate spin-lock misuse for the lock checker's test (`lockcheck_plant=double`,
-    /// `order` or `switch`; `task::plant_lock_bug`): a `lockcheck` kernel must panic on it.
+    /// `order`, `switch` or `leaf`; `task::plant_lock_bug`): a `lockcheck` kernel must panic
+    /// on it.
     pub lockcheck_plant: Option<String>,
     pub dbfs_dirsync: bool,
     pub dbfs_direct_write: bool,
+    /// dbfs window faults may sleep while the disk reads (`drivers::window::set_fault_sleep`);
+    /// `dbfs_fault_sleep=0` makes every fault poll with the window locked.
+    pub dbfs_fault_sleep: bool,
     /// Chunk size (bytes) a blank dbfs disk is formatted with; `None`: dbfs's default.
     pub dbfs_chunk: Option<u32>,
     /// `DbFs::set_barrier_bound` in MiB; `None`: kvdb's default.
@@ -111,6 +115,7 @@ pub fn parse_params(cmdline: &str) -> Params {
         lockcheck_plant: None,
         dbfs_dirsync: false,
         dbfs_direct_write: true,
+        dbfs_fault_sleep: true,
         dbfs_chunk: None,
         dbfs_barrier_mib: None,
         dbfs_flush_behind: drivers::window::FLUSH_BEHIND_DEFAULT,
@@ -137,6 +142,7 @@ pub fn parse_params(cmdline: &str) -> Params {
             Some(("lockcheck_plant", v)) => p.lockcheck_plant = Some(v.into()),
             Some(("dbfs_dirsync", v)) => p.dbfs_dirsync = v == "1",
             Some(("dbfs_direct_write", v)) => p.dbfs_direct_write = v != "0",
+            Some(("dbfs_fault_sleep", v)) => p.dbfs_fault_sleep = v != "0",
             Some(("dbfs_flush_behind_kib", v)) => match v.parse::<usize>() {
                 Ok(k) => p.dbfs_flush_behind = k.saturating_mul(1024),
                 Err(_) => println!(

@@ -207,6 +207,16 @@ pub struct DiskWindow {
     behind_due: AtomicBool,
 }
 
+/// Whether faults may sleep while the disk reads ([`DiskWindow::fault_in`]; boot parameter
+/// `dbfs_fault_sleep`).
+static FAULT_SLEEP: AtomicBool = AtomicBool::new(true);
+
+/// Let window faults sleep while the disk reads (the default), or make every one poll with
+/// the window locked (boot, before any process exists).
+pub fn set_fault_sleep(on: bool) {
+    FAULT_SLEEP.store(on, Relaxed);
+}
+
 static WINDOWS: SpinLock<Vec<Arc<DiskWindow>>, { rank::WINDOW_LIST }> = SpinLock::new(Vec::new());
 static NEXT_BASE: SpinLock<usize, { rank::WINDOW_BASE }> = SpinLock::new(WINDOW_BASE);
 
@@ -355,7 +365,7 @@ impl DiskWindow {
     /// (a thread in `task::keep_cpu`, the scheduler's own stack) reads under the lock and
     /// polls, as it must not wait for a sleeping loader.
     fn fault_in(&self, index: usize) -> VfsResult<()> {
-        if !crate::task::may_give_cpu_away() {
+        if !FAULT_SLEEP.load(Relaxed) || !crate::task::may_give_cpu_away() {
             return self.fault_in_polled(index);
         }
         loop {

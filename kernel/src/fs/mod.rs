@@ -31,4 +31,4 @@ mod writeback;
 
 pub use mount_table::{mount_at, mounts, Source};
 pub use ops::{create, mount, open_exec};
-pub use writeback::{register_periodic, sync_all, sync_and_power_off, tick};
+pub use writeback::{drop_caches, register_periodic, sync_all, sync_and_power_off, tick};

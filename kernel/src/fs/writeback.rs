@@ -54,6 +54,15 @@ pub fn sync_all() {
     }
 }
 
+/// Write back every file system, then forget every clean cached block and window page (the
+/// `cold` benchmarks, `/proc/sys/vm/drop_caches`): the next read of each goes to the disk.
+pub fn drop_caches() -> vfs::VfsResult<()> {
+    sync_all();
+    crate::drivers::block_cache::drop_all_caches()?;
+    crate::drivers::window::drop_all();
+    Ok(())
+}
+
 /// Write back every file system, unmount each as a clean unmount leaves its disk (what
 /// Linux's shutdown does before it powers off: a FAT volume's dirty flag cleared) and power off
 /// with `code` as QEMU's exit status.

@@ -476,9 +476,7 @@ pub fn sys_reboot(magic1: usize, magic2: usize, cmd: usize) -> SysResult {
 }
 
 pub fn sys_drop_caches() -> SysResult {
-    crate::fs::sync_all();
-    crate::drivers::block_cache::drop_all_caches()?;
-    crate::drivers::window::drop_all();
+    crate::fs::drop_caches()?;
     Ok(0)
 }
 

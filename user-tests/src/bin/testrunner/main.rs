@@ -195,6 +195,7 @@ pub const TESTS: &[Test] = &[
         "cold_reads_beside_commits",
         fs_tests::cold_reads_beside_commits,
     ),
+    t("proc_drop_caches", fs_tests::proc_drop_caches),
     needs(
         "interleaved_readers_read_ahead",
         fs_tests::interleaved_readers_read_ahead,

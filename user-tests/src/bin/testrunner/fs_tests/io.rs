@@ -466,3 +466,44 @@ pub fn cold_reads_beside_commits(cx: &Ctx) -> TestResult {
     }
     Ok(())
 }
+
+/// `/proc/sys/vm/drop_caches`: writing 3 makes the next reads of a file go to the disk again
+/// (a warm pass over it reads nothing from the disk; the pass after the write does), 4 is
+/// accepted, anything else is EINVAL, and the file reads as 0.
+pub fn proc_drop_caches(cx: &Ctx) -> TestResult {
+    const LEN: usize = 64 << 10;
+    let p = cx.path("d");
+    let model = pattern(LEN, 9);
+    let f = File::open(&p, O_RDWR | O_CREAT | O_TRUNC, 0o644).what("create")?;
+    f.write_all(&model).what("write")?;
+    f.sync().what("fsync")?;
+    let mut buf = vec![0u8; 4096];
+    let pass = |f: &File, buf: &mut [u8]| -> Result<u64, String> {
+        let before = sys::counters().what("counters")?.dev_read_requests;
+        for at in (0..LEN).step_by(4096) {
+            ensure!(
+                f.pread_full(buf, at as u64).what("pread")? == 4096,
+                "short read at {at}"
+            );
+            same_bytes(buf, &model[at..at + 4096], "a 4 KiB read")?;
+        }
+        Ok(sys::counters().what("counters")?.dev_read_requests - before)
+    };
+    pass(&f, &mut buf)?;
+    let warm = pass(&f, &mut buf)?;
+    let knob = File::open("/proc/sys/vm/drop_caches", O_RDWR, 0).what("open drop_caches")?;
+    ensure!(
+        knob.pwrite(b"3\n", 0).what("write 3")? == 2,
+        "write of 3 was short"
+    );
+    let cold = pass(&f, &mut buf)?;
+    ensure!(
+        warm == 0 && cold > 0,
+        "device reads: {warm} on a warm pass, {cold} after drop_caches"
+    );
+    ensure!(knob.pwrite(b"4", 0).what("write 4")? == 1, "write of 4");
+    expect_errno(knob.pwrite(b"5", 0), Errno::EINVAL, "write 5")?;
+    let n = knob.pread(&mut buf, 0).what("read")?;
+    same_bytes(&buf[..n], b"0\n", "drop_caches read")?;
+    Ok(())
+}
