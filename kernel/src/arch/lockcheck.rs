@@ -367,7 +367,13 @@ mod check {
 
     /// Record a lock taken by a try (no order check: a try never waits).
     pub fn try_acquire(addr: usize, rank: u8) {
-        let Some(me) = me() else { return };
+        if let Some(me) = me() {
+            push(me, addr, rank);
+        }
+    }
+
+    /// Add `addr` to the locks hart `me` holds.
+    fn push(me: usize, addr: usize, rank: u8) {
         let h = &HELD[me];
         let n = h.n.load(Relaxed);
         if n >= DEPTH {
@@ -401,13 +407,7 @@ mod check {
                 );
             }
         }
-        if n >= DEPTH {
-            h.n.store(0, Relaxed);
-            panic!("lockcheck: hart {} holds {} spin locks", me, n);
-        }
-        h.addr[n].store(addr, Relaxed);
-        h.rank[n].store(rank as usize, Relaxed);
-        h.n.store(n + 1, Relaxed);
+        push(me, addr, rank);
     }
 
     pub fn release(addr: usize) {
