@@ -617,8 +617,6 @@ impl VirtioDisk {
         }
     }
 
-    /// Reset the device (status 0): it stops using the queue and every buffer in it, so the
-    /// caller may give them back. The disk is unusable afterwards.
     /// Read into `pieces` with detached requests and wait for them with the disk's lock
     /// released ([`Self::wait_detached`]: the thread sleeps when it may give the CPU away).
     /// Requests that find no room in the queue are sent the ordinary way once the others are
@@ -662,6 +660,8 @@ impl VirtioDisk {
         }
     }
 
+    /// Reset the device (status 0): it stops using the queue and every buffer in it, so the
+    /// caller may give them back. The disk is unusable afterwards.
     fn reset(&self, dev: &mut Device) {
         dev.transport.set_status(DeviceStatus::empty());
         dev.broken = true;
