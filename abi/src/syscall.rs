@@ -268,11 +268,16 @@ pub struct KernelCounters {
     pub window_fault_sleeps: u64,
     /// dbfs disk window: such reads thrown away because a write reached their pages first.
     pub window_stale_loads: u64,
+    /// System calls that ran without the big kernel lock (reads of dbfs files, several harts).
+    pub unlocked_syscalls: u64,
+    /// Of those, the ones that took the big kernel lock before returning to user mode (a lock
+    /// found held for long, or a signal to deliver).
+    pub unlocked_took_lock: u64,
 }
 
 impl KernelCounters {
     /// Number of counters, the length of the `u64` array the syscall copies out.
-    pub const WORDS: usize = 16;
+    pub const WORDS: usize = 18;
     /// The counters as the syscall copies them: in field order, one `u64` each.
     pub fn to_words(&self) -> [u64; Self::WORDS] {
         [
@@ -292,6 +297,8 @@ impl KernelCounters {
             self.syscalls,
             self.window_fault_sleeps,
             self.window_stale_loads,
+            self.unlocked_syscalls,
+            self.unlocked_took_lock,
         ]
     }
     /// The counters from the array [`KernelCounters::to_words`] makes.
@@ -313,6 +320,8 @@ impl KernelCounters {
             syscalls: w[13],
             window_fault_sleeps: w[14],
             window_stale_loads: w[15],
+            unlocked_syscalls: w[16],
+            unlocked_took_lock: w[17],
         }
     }
 }

@@ -3,7 +3,8 @@
 #
 # PAIRS times: one boot with SMP_A harts, then one with SMP_B (alternating, so host load hits
 # both alike). Each boot (QEMU -snapshot: the disk images stay as they are) writes a MIB MiB
-# file on /dbfs, hashes it once to cache it, then times busybox sha256sum alone and two side by
+# file on /dbfs, syncs, hashes it twice to cache it (and to let the write-back of the new file
+# finish), then times busybox sha256sum alone and two side by
 # side, printing /proc/bkl (the per-hart big-kernel-lock, IPI and idle counters) after each.
 # Prints one line per boot (`TWOHASH smp=N alone=S pair=S ratio=R load=L vcpu_run=S
 # vcpu_wait=S`: load = the host's 1-minute load average at the boot's start; vcpu_run and
@@ -11,20 +12,22 @@
 # pair ran, from /proc/PID/task/*/schedstat) and the medians per SMP value. Logs in
 # BUILD/smp-hash/.
 #
-# Environment: KERNEL (required), BUILD (build), MEM (1G), PAIRS (3), MIB (16), SMP_A (1),
-# SMP_B (2), BOOT_TIMEOUT (300 s).
+# Environment: KERNEL (required), BUILD (build), MEM (1G), PAIRS (3), MIB (48), SMP_A (1),
+# SMP_B (2), BOOT_TIMEOUT (300 s), PARAMS (more kernel parameters, e.g. unlocked_reads=0).
 set -euo pipefail
 kernel=${KERNEL:?KERNEL: path of the kernel ELF}
 build=${BUILD:-build}
 mem=${MEM:-1G}
 pairs=${PAIRS:-3}
-mib=${MIB:-16}
+mib=${MIB:-48}
+params=${PARAMS:-}
 smps="${SMP_A:-1} ${SMP_B:-2}"
 boot_timeout=${BOOT_TIMEOUT:-300}
 dir=$build/smp-hash
 mkdir -p "$dir"
 
-guest="dd if=/dev/zero of=/dbfs/h bs=1M count=$mib 2>/dev/null; sha256sum /dbfs/h >/dev/null; \
+guest="dd if=/dev/zero of=/dbfs/h bs=1M count=$mib 2>/dev/null; sync; sha256sum /dbfs/h >/dev/null; \
+sha256sum /dbfs/h >/dev/null; \
 echo ALONE; cat /proc/bkl; time sha256sum /dbfs/h; echo PAIR; cat /proc/bkl; \
 time sh -c \"sha256sum /dbfs/h & sha256sum /dbfs/h & wait\"; echo END; cat /proc/bkl; sleep 1"
 
@@ -54,7 +57,7 @@ for p in $(seq 1 "$pairs"); do
 			-drive file="$build"/fat.img,if=none,format=raw,id=vdb -device virtio-blk-device,drive=vdb,queue-size=1024 \
 			-drive file="$build"/raw.img,if=none,format=raw,id=vdc -device virtio-blk-device,drive=vdc,queue-size=1024 \
 			-drive file="$build"/dbfs.img,if=none,format=raw,id=vdd -device virtio-blk-device,drive=vdd,queue-size=1024 \
-			-append "init=/bin/sh log=warn -- -c '$guest'" </dev/null >"$log" 2>&1 &
+			-append "init=/bin/sh log=warn $params -- -c '$guest'" </dev/null >"$log" 2>&1 &
 		tpid=$!
 		# The host's view of the pair: the time QEMU's vCPU threads ran and waited for a host
 		# CPU (schedstat: ns on a CPU, ns runnable but waiting), sampled at PAIR and END.

@@ -21,6 +21,8 @@ static WINDOW_DIRECT: AtomicU64 = AtomicU64::new(0);
 static SYSCALLS: AtomicU64 = AtomicU64::new(0);
 static WINDOW_FAULT_SLEEPS: AtomicU64 = AtomicU64::new(0);
 static WINDOW_STALE_LOADS: AtomicU64 = AtomicU64::new(0);
+static UNLOCKED_SYSCALLS: AtomicU64 = AtomicU64::new(0);
+static UNLOCKED_TOOK_LOCK: AtomicU64 = AtomicU64::new(0);
 
 pub fn add_dev_read(bytes: usize) {
     DEV_READ_REQ.fetch_add(1, Relaxed);
@@ -59,6 +61,12 @@ pub fn add_window_fault_sleep() {
 pub fn add_window_stale_load() {
     WINDOW_STALE_LOADS.fetch_add(1, Relaxed);
 }
+pub fn add_unlocked_syscall() {
+    UNLOCKED_SYSCALLS.fetch_add(1, Relaxed);
+}
+pub fn add_unlocked_took_lock() {
+    UNLOCKED_TOOK_LOCK.fetch_add(1, Relaxed);
+}
 pub fn add_syscall() {
     SYSCALLS.fetch_add(1, Relaxed);
 }
@@ -84,5 +92,7 @@ pub fn snapshot() -> KernelCounters {
         syscalls: SYSCALLS.load(Relaxed),
         window_fault_sleeps: WINDOW_FAULT_SLEEPS.load(Relaxed),
         window_stale_loads: WINDOW_STALE_LOADS.load(Relaxed),
+        unlocked_syscalls: UNLOCKED_SYSCALLS.load(Relaxed),
+        unlocked_took_lock: UNLOCKED_TOOK_LOCK.load(Relaxed),
     }
 }

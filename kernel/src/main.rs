@@ -26,6 +26,8 @@
 //! every write is copied into the write-back cache, which merges overlapping writes),
 //! `dbfs_fault_sleep=0` (default 1: a fault on the dbfs disk window reads with the window
 //! unlocked and its thread asleep; 0: every fault polls with the window locked),
+//! `unlocked_reads=0` (default 1: with several harts, read(2) and pread64(2) of dbfs files run
+//! without the big kernel lock, `syscall::unlocked`; 0: every system call takes it),
 //! `dbfs_chunk_kib=K` (the chunk size a blank
 //! dbfs disk is formatted with, 1..1024 KiB, a power of two; default 64 KiB, `KERNEL_DBFS_CHUNK_SIZE`),
 //! `dbfs_barrier_mib=M` (force a dbfs barrier once M MiB of store pages wait for one,
@@ -242,6 +244,7 @@ extern "C" fn rust_main(hartid: usize, dtb: usize) -> ! {
     fs::procfs::set_cmdline(cmdline);
     arch::console::init_logger(params.log);
     drivers::window::set_fault_sleep(params.dbfs_fault_sleep);
+    syscall::unlocked::set_enabled(params.unlocked_reads);
     if params.mem_selftest {
         match arch::mem::selftest() {
             Ok(()) => println!("[kernel] memcpy/memset/memcmp self-test: ok"),

@@ -30,6 +30,9 @@ pub struct Params {
     /// dbfs window faults may sleep while the disk reads (`drivers::window::set_fault_sleep`);
     /// `dbfs_fault_sleep=0` makes every fault poll with the window locked.
     pub dbfs_fault_sleep: bool,
+    /// read(2) and pread64(2) of dbfs files run without the big kernel lock when there are
+    /// several harts (`syscall::unlocked`); `unlocked_reads=0` sends them through the lock.
+    pub unlocked_reads: bool,
     /// Chunk size (bytes) a blank dbfs disk is formatted with; `None`: dbfs's default.
     pub dbfs_chunk: Option<u32>,
     /// `DbFs::set_barrier_bound` in MiB; `None`: kvdb's default.
@@ -116,6 +119,7 @@ pub fn parse_params(cmdline: &str) -> Params {
         dbfs_dirsync: false,
         dbfs_direct_write: true,
         dbfs_fault_sleep: true,
+        unlocked_reads: true,
         dbfs_chunk: None,
         dbfs_barrier_mib: None,
         dbfs_flush_behind: drivers::window::FLUSH_BEHIND_DEFAULT,
@@ -143,6 +147,7 @@ pub fn parse_params(cmdline: &str) -> Params {
             Some(("dbfs_dirsync", v)) => p.dbfs_dirsync = v == "1",
             Some(("dbfs_direct_write", v)) => p.dbfs_direct_write = v != "0",
             Some(("dbfs_fault_sleep", v)) => p.dbfs_fault_sleep = v != "0",
+            Some(("unlocked_reads", v)) => p.unlocked_reads = v != "0",
             Some(("dbfs_flush_behind_kib", v)) => match v.parse::<usize>() {
                 Ok(k) => p.dbfs_flush_behind = k.saturating_mul(1024),
                 Err(_) => println!(

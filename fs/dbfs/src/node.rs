@@ -280,6 +280,12 @@ impl<P: Pager + Send + Sync + 'static> Node for DbNode<P> {
         self.fs.release_node(self.ino)
     }
 
+    /// Reads take the state lock and a read transaction (a snapshot) only: the host runs them
+    /// on many FUSE threads, the kernel on several harts without its big lock.
+    fn parallel_reads(&self) -> bool {
+        true
+    }
+
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> VfsResult<usize> {
         self.check_file()?;
         self.fs.read_file(self.ino, offset, buf)

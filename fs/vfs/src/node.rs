@@ -323,6 +323,13 @@ pub trait Node: Send + Sync {
     }
 
     // ---- regular files ----
+    /// Whether [`Node::read_at`] and [`Node::read_scattered_at`] of this regular file may run
+    /// on several CPUs at once, alongside any other call of the file system, with nothing but
+    /// the file system's own locks between them (a kernel then reads it without its big lock).
+    /// Such a read must not sleep except by waiting for the file system's locks.
+    fn parallel_reads(&self) -> bool {
+        false
+    }
     /// Read at `offset`; returns the bytes read (0 at or past end of file).
     fn read_at(&self, _offset: u64, _buf: &mut [u8]) -> VfsResult<usize> {
         Err(self.not_a_file())

@@ -272,11 +272,21 @@ pub fn init() {
     csr::set_stvec(user_trap_entry as *const () as usize);
 }
 
-/// Enter user mode with the state in `tf`.
+/// Enter user mode with the state in `tf`, from a system call that ran without the big
+/// kernel lock (this hart does not hold it).
 ///
 /// # Safety
 /// `tf` must point at the running process's trap frame, which stays allocated while the
 /// process exists, and the process's page table must be active.
+pub unsafe fn resume_user(tf: *mut TrapFrame) -> ! {
+    // SAFETY: guaranteed by the caller; `user_return` restores the frame and executes `sret`.
+    unsafe { user_return(tf) }
+}
+
+/// Enter user mode with the frame `tf`, releasing the big kernel lock, which this hart holds.
+///
+/// # Safety
+/// As for [`resume_user`].
 pub unsafe fn enter_user(tf: *mut TrapFrame) -> ! {
     // User code runs without the big kernel lock.
     super::hart::unlock();

@@ -748,6 +748,8 @@ fn counters() -> String {
         ("syscalls", c.syscalls),
         ("window_fault_sleeps", c.window_fault_sleeps),
         ("window_stale_loads", c.window_stale_loads),
+        ("unlocked_syscalls", c.unlocked_syscalls),
+        ("unlocked_took_lock", c.unlocked_took_lock),
     ];
     let mut s = String::new();
     for (name, v) in rows {

@@ -355,6 +355,24 @@ impl AddrSpace {
         n
     }
 
+    /// Whether every page of [va, va + len) is mapped for `access` already (nothing is looked
+    /// up beyond the page table, nothing mapped). `len` > 0.
+    pub fn all_mapped(&self, va: usize, len: usize, access: Access) -> bool {
+        let Some(end) = va.checked_add(len) else {
+            return false;
+        };
+        let mut page = page_floor(va);
+        while page < end {
+            let want = (end - page).div_ceil(PAGE_SIZE);
+            let n = self.mapped_run(page, want, access, |_| {});
+            if n == 0 {
+                return false;
+            }
+            page += n * PAGE_SIZE;
+        }
+        true
+    }
+
     #[inline(never)]
     pub(super) fn resolve_page(&mut self, va: usize, access: Access) -> Result<usize, Errno> {
         if !(USER_BASE..USER_END).contains(&va) {

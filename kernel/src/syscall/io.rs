@@ -24,7 +24,7 @@ static BOUNCE: Mutex<Vec<u8>> = Mutex::new(Vec::new());
 
 /// Most bytes moved by one file-system call: larger requests are split, so the kernel's
 /// bounce buffer stays small whatever length a program passes.
-const IO_CHUNK: usize = 1 << 20;
+pub(super) const IO_CHUNK: usize = 1 << 20;
 /// The chunk of a call on a disk node: as much as the request layer keeps in flight at once,
 /// so one large call drives the device at full queue depth (the `rawq` benchmark).
 const DEVICE_IO_CHUNK: usize =
@@ -291,6 +291,9 @@ fn see_mapped_writes(f: &OpenFile, offset: u64, va: usize, len: usize) -> Result
 
 #[inline(never)]
 fn overlay_mapped_writes(f: &OpenFile, offset: u64, va: usize, len: usize) -> Result<(), Errno> {
+    // A read without the big kernel lock (`syscall::unlocked`) checked that nothing was
+    // mapped shared when it began; a mapping made since is overlaid under the lock.
+    crate::task::lock_kernel();
     crate::mm::file_pages::overlay_read(f, offset, len, |at, bytes| {
         super::args::copy_out(va + (at - offset) as usize, bytes)
     })

@@ -37,6 +37,7 @@ mod splice;
 mod stream;
 mod system;
 mod timerfd;
+pub mod unlocked;
 mod xattr;
 
 use abi::syscall::*;

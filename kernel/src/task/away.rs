@@ -3,9 +3,21 @@
 //! keep user pages in hand valid meanwhile ([`reading_own_pages`], [`changing_space`],
 //! [`keep_cpu`]). The block layer waits through these, never through scheduler internals.
 
-use core::sync::atomic::Ordering::Relaxed;
+use core::sync::atomic::AtomicUsize;
+use core::sync::atomic::Ordering::{Relaxed, SeqCst};
 
 use super::sched::{current_ptr, current_ref, yield_counted, AWAY, SCHED};
+
+/// System calls running on some hart without the big kernel lock ([`unlocked`]).
+static UNLOCKED: AtomicUsize = AtomicUsize::new(0);
+/// Callers of [`keep_cpu`] under way: while one is, no call starts without the lock.
+static KEEPING: AtomicUsize = AtomicUsize::new(0);
+/// How many times a call without the big kernel lock spins on a held lock before it takes
+/// the big kernel lock and waits as any other kernel code ([`relax`]).
+const UNLOCKED_SPINS: usize = 4096;
+/// Per hart: the spins of the call it runs without the big kernel lock ([`relax`]).
+static SPINS: [AtomicUsize; crate::arch::hart::MAX_HARTS] =
+    [const { AtomicUsize::new(0) }; crate::arch::hart::MAX_HARTS];
 
 /// Wait a moment for a lock another task holds, or a device request: give the CPU to a
 /// ready thread that may run on this hart if there is one (the caller stays runnable and
@@ -17,6 +29,17 @@ use super::sched::{current_ptr, current_ref, yield_counted, AWAY, SCHED};
 /// finish.
 pub fn relax() {
     let me = crate::arch::hart::index();
+    if !crate::arch::hart::holds_lock() {
+        // A call without the big kernel lock ([`unlocked`]): the holder is most likely a
+        // call running on another hart, done in a moment. One that is not (asleep in a
+        // device wait, or waiting for the big kernel lock itself) needs a hart that runs
+        // the scheduler: after a while, take the lock and wait as the kernel does.
+        if SPINS[me].fetch_add(1, Relaxed) < UNLOCKED_SPINS {
+            core::hint::spin_loop();
+            return;
+        }
+        lock_kernel();
+    }
     let others = {
         let s = SCHED.lock();
         // The scheduler's own stack (no current thread) cannot give the CPU away: with one
@@ -57,7 +80,7 @@ pub fn away<R>(f: impl FnOnce() -> R) -> R {
 pub fn may_give_cpu_away() -> bool {
     let t = current_ptr();
     // SAFETY: as in `current_ref`: the running thread, alive while it runs.
-    !t.is_null() && !unsafe { &*t }.keep_cpu.load(Relaxed)
+    !t.is_null() && !unsafe { &*t }.keep_cpu.load(Relaxed) && crate::arch::hart::holds_lock()
 }
 
 /// Run `f`, a read that hands the user's pages to a file system, so that its device waits
@@ -73,16 +96,19 @@ pub fn reading_own_pages<R>(f: impl FnOnce() -> R) -> R {
     let p = &me.process;
     let shared = p.inner.lock().threads.len() > 1;
     if shared {
-        if p.space_changing.load(Relaxed) != 0 {
+        // Counted, then looked (and the changer the other way round, both sequentially
+        // consistent): one of the two sees the other.
+        p.readers_away.fetch_add(1, SeqCst);
+        if p.space_changing.load(SeqCst) != 0 {
+            p.readers_away.fetch_sub(1, SeqCst);
             return f();
         }
-        p.readers_away.fetch_add(1, Relaxed);
     }
     me.own_pages.store(true, Relaxed);
     let r = f();
     me.own_pages.store(false, Relaxed);
     if shared {
-        p.readers_away.fetch_sub(1, Relaxed);
+        p.readers_away.fetch_sub(1, SeqCst);
     }
     r
 }
@@ -93,12 +119,12 @@ pub fn reading_own_pages<R>(f: impl FnOnce() -> R) -> R {
 /// holds no lock: the readers it waits for may need one.
 pub fn changing_space<R>(f: impl FnOnce() -> R) -> R {
     let p = &current_ref().process;
-    p.space_changing.fetch_add(1, Relaxed);
-    while p.readers_away.load(Relaxed) != 0 {
+    p.space_changing.fetch_add(1, SeqCst);
+    while p.readers_away.load(SeqCst) != 0 {
         yield_counted(true);
     }
     let r = f();
-    p.space_changing.fetch_sub(1, Relaxed);
+    p.space_changing.fetch_sub(1, SeqCst);
     r
 }
 
@@ -109,7 +135,7 @@ pub fn may_wait_away_reading() -> bool {
     // SAFETY: as in `current_ref`: the running thread, alive while it runs.
     !t.is_null() && {
         let t = unsafe { &*t };
-        t.own_pages.load(Relaxed) && !t.keep_cpu.load(Relaxed)
+        t.own_pages.load(Relaxed) && !t.keep_cpu.load(Relaxed) && crate::arch::hart::holds_lock()
     }
 }
 
@@ -121,13 +147,57 @@ pub fn may_wait_away_reading() -> bool {
 /// ([`crate::mm::uaccess::UserPages`]). The caller must hold no lock: an away thread may be
 /// waiting for it.
 pub fn keep_cpu<R>(f: impl FnOnce() -> R) -> R {
+    // No call starts without the big kernel lock from here on, and those under way finish
+    // (they need nothing this hart holds; one that took the lock to wait gets it when this
+    // thread yields): they take locks `f` may need, and may hold pages of this process.
+    KEEPING.fetch_add(1, SeqCst);
     // An away thread is ready (it gave the CPU away with `yield`), so this lets it run.
-    while AWAY.load(Relaxed) != 0 {
+    while AWAY.load(Relaxed) != 0 || UNLOCKED.load(SeqCst) != 0 {
         yield_counted(true);
     }
     let me = current_ref();
     me.keep_cpu.store(true, Relaxed);
     let r = f();
     me.keep_cpu.store(false, Relaxed);
+    KEEPING.fetch_sub(1, SeqCst);
     r
+}
+
+/// Run `f`, a system call's work, on this hart without the big kernel lock, which it does not
+/// hold: `None` (and `f` not run) while a [`keep_cpu`] caller is under way, or while a change
+/// to this process's address space is ([`changing_space`]). `f` counts as reading into the
+/// process's pages meanwhile (a sibling's munmap, mprotect or fork waits until it is done), so
+/// user pages it found mapped stay so. Its device waits poll ([`may_give_cpu_away`] is false
+/// without the lock), and a lock it finds held makes it spin a while, then take the big kernel
+/// lock and wait as other kernel code ([`relax`]): the caller returns to user mode through the
+/// locked path then ([`crate::arch::hart::holds_lock`]). `f` must not sleep otherwise.
+pub fn unlocked<R>(f: impl FnOnce() -> R) -> Option<R> {
+    let me = crate::arch::hart::index();
+    UNLOCKED.fetch_add(1, SeqCst);
+    if KEEPING.load(SeqCst) != 0 {
+        UNLOCKED.fetch_sub(1, SeqCst);
+        return None;
+    }
+    let p = &current_ref().process;
+    p.readers_away.fetch_add(1, SeqCst);
+    if p.space_changing.load(SeqCst) != 0 {
+        p.readers_away.fetch_sub(1, SeqCst);
+        UNLOCKED.fetch_sub(1, SeqCst);
+        return None;
+    }
+    SPINS[me].store(0, Relaxed);
+    let r = f();
+    p.readers_away.fetch_sub(1, SeqCst);
+    UNLOCKED.fetch_sub(1, SeqCst);
+    Some(r)
+}
+
+/// Take the big kernel lock if this hart does not hold it (a call in [`unlocked`] that must
+/// now wait, or do work that needs the lock); it then runs as any other kernel code until it
+/// returns to user mode. The caller holds no spin lock.
+pub fn lock_kernel() {
+    if !crate::arch::hart::holds_lock() {
+        crate::counters::add_unlocked_took_lock();
+        crate::arch::hart::lock();
+    }
 }

@@ -58,8 +58,8 @@ pub mod uts;
 pub mod wait;
 
 pub use away::{
-    away, changing_space, keep_cpu, may_give_cpu_away, may_wait_away_reading, reading_own_pages,
-    relax,
+    away, changing_space, keep_cpu, lock_kernel, may_give_cpu_away, may_wait_away_reading,
+    reading_own_pages, relax, unlocked,
 };
 pub use exec::{exec, spawn_init};
 pub use exit::{exit_current, exit_thread, wait_child, WaitFor};
@@ -75,4 +75,4 @@ pub use sched::{
     current_thread, current_tid, hart_busy_ns, plant_lock_bug, set_affinity, with_current,
     with_thread, yield_now, PID_MAX,
 };
-pub use user_return::return_to_user_restarting;
+pub use user_return::{return_to_user_restarting, return_unlocked};

@@ -200,7 +200,8 @@ pub(super) fn ctx_ptr(ctx: &SpinLock<TaskContext, { rank::CONTEXT }>) -> *mut Ta
 
 /// Switch from the current thread to the scheduler.
 pub(super) fn switch_to_scheduler() {
-    debug_assert!(hart::holds_lock(), "switch without the big kernel lock");
+    // A system call running without the lock (`task::unlocked`) takes it before it may wait.
+    assert!(hart::holds_lock(), "switch without the big kernel lock");
     let t = current_thread();
     let from: *mut TaskContext = ctx_ptr(&t.ctx);
     let to: *const TaskContext = ctx_ptr(&IDLE_CTX[hart::index()]);

@@ -31,3 +31,21 @@ pub fn return_to_user_restarting(restart: Option<usize>) -> ! {
     // runs; its page table was activated by the scheduler.
     unsafe { crate::arch::trap::enter_user(tf) }
 }
+
+/// Return to user mode after a system call that ran without the big kernel lock
+/// ([`super::unlocked`]) and left its result in `tf`, the current thread's trap frame:
+/// straight back if the call never took the lock and nothing is to be delivered, else as
+/// [`return_to_user`], under the lock. A signal or an exit request sent after the look kicks
+/// this hart (`sched::wake_or_kick`), and user mode takes that interrupt at once.
+pub fn return_unlocked(tf: *mut TrapFrame) -> ! {
+    let me = current_ref();
+    if crate::arch::hart::holds_lock()
+        || me.must_exit()
+        || me.sig_pending.load(Relaxed) | me.process.sig_pending.load(Relaxed) != 0
+    {
+        super::lock_kernel();
+        return_to_user_restarting(None)
+    }
+    // SAFETY: the caller's frame, of the running thread, whose page table is active.
+    unsafe { crate::arch::trap::resume_user(tf) }
+}

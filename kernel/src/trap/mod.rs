@@ -45,6 +45,24 @@ fn fault(sig: usize, code: i32, addr: usize, what: core::fmt::Arguments) {
 
 #[no_mangle]
 extern "C" fn user_trap_handler(tf: &mut TrapFrame) -> ! {
+    let scause = csr::scause();
+    // A read of a dbfs file runs without the big kernel lock, on several harts at once
+    // (`syscall::unlocked`), if it can; it has done nothing if it cannot.
+    if scause == ENV_CALL_FROM_U {
+        let args = [
+            tf.regs[10],
+            tf.regs[11],
+            tf.regs[12],
+            tf.regs[13],
+            tf.regs[14],
+            tf.regs[15],
+        ];
+        if let Some(ret) = crate::syscall::unlocked::dispatch(tf.regs[17], &args) {
+            tf.sepc += 4;
+            tf.regs[10] = ret as usize;
+            crate::task::return_unlocked(tf)
+        }
+    }
     // Kernel code runs under the big kernel lock; `enter_user` releases it. The time spent
     // waiting for it (another hart in the kernel) is not the thread's CPU time: were it,
     // a thread on one hart would be charged for a disk wait another hart does under the lock.
@@ -53,7 +71,6 @@ extern "C" fn user_trap_handler(tf: &mut TrapFrame) -> ! {
         crate::arch::hart::lock();
         crate::task::not_running_for(crate::arch::time::monotonic_ns().saturating_sub(t0));
     }
-    let scause = csr::scause();
     // `stval` is read only by the arms that use it, first thing (nothing can trap before):
     // under QEMU each CSR access costs a return to its main loop, and a system call has no use
     // for it.

@@ -16,6 +16,8 @@
  *    at that hart's next timer tick: measured in the spinner's own loop turns.
  *  - with a directory argument (a dbfs mount's): 4 writer and 4 reader processes on one
  *    directory, every file a reader opens and every file at the end checked byte for byte.
+ *  - munmap under readers (with the directory): 3 sibling threads pread a file into a mapping
+ *    while the main thread unmaps it; munmap must wait for reads under way into it.
  *  - pinned threads: one thread per hart, each pinned to its own with sched_setaffinity, all
  *    running at once; each must find itself on its hart (sched_getcpu) at every turn of its
  *    loop, yields and time slices included, and a forked child keeps its creator's mask.
@@ -285,6 +287,139 @@ static void munmap_under_writer(int tries) {
 		 "after munmap, %d bad bytes in fresh memory",
 		 WRITERS, tries, no_fault, late_stores, dirty);
 	check(no_fault == 0 && late_stores == 0 && dirty == 0, what);
+}
+
+/* --- munmap under readers: 3 sibling threads pread a dbfs file into their own part of a
+ * mapping without pause (on a kernel whose dbfs reads run without its big lock, on their own
+ * harts) while the main thread unmaps it. Every read that succeeds must return the file's
+ * bytes; munmap must wait for the reads under way into those pages (a read finishing after
+ * munmap returned may have copied into a freed frame), so after munmap returns at most one
+ * read per reader (between its return and its count) may still complete; each reader's next
+ * read must fail with EFAULT, and memory mapped afterwards must read as zeros. */
+#define READERS 3
+#define READER_PAGES 16
+static _Atomic(unsigned char *) rtarget;
+static atomic_int reader_go, reader_quit, readers_waiting, readers_faulted;
+static atomic_long reads_done, bad_reads, reader_reads[READERS];
+static int reader_fd;
+
+static __thread sigjmp_buf reader_jmp;
+
+static unsigned char pattern(size_t i) { return (unsigned char)(i * 7 % 251 + 1); }
+
+/* A reader checking bytes a read just put into the mapping finds it unmapped: as EFAULT. */
+static void on_reader_segv(int sig) {
+	(void)sig;
+	siglongjmp(reader_jmp, 1);
+}
+
+static void *reader(void *arg) {
+	long me = (long)arg;
+	for (;;) {
+		atomic_fetch_add(&readers_waiting, 1);
+		while (!atomic_load(&reader_go))
+			if (atomic_load(&reader_quit))
+				return NULL;
+		atomic_fetch_sub(&readers_waiting, 1);
+		unsigned char *buf = atomic_load(&rtarget) + me * READER_PAGES * 4096;
+		if (sigsetjmp(reader_jmp, 1)) {
+			atomic_fetch_add(&readers_faulted, 1);
+			goto done;
+		}
+		for (long k = 0;; k++) {
+			/* 4 KiB and 64 KiB reads, the small and the large path. */
+			size_t len = k % 2 ? 4096 : READER_PAGES * 4096;
+			off_t off = (k * 4096) % (READER_PAGES * 4096);
+			ssize_t r = pread(reader_fd, buf, len, off);
+			if (r < 0) {
+				if (errno != EFAULT)
+					atomic_fetch_add(&bad_reads, 1);
+				atomic_fetch_add(&readers_faulted, 1);
+				break;
+			}
+			/* Counted as it returns: the check below may outlast the munmap. */
+			atomic_fetch_add(&reads_done, 1);
+			for (ssize_t i = 0; i < r; i++)
+				if (buf[i] != pattern(off + i)) {
+					atomic_fetch_add(&bad_reads, 1);
+					break;
+				}
+			atomic_fetch_add_explicit(&reader_reads[me], 1, memory_order_relaxed);
+		}
+	done:
+		while (atomic_load(&reader_go))
+			;
+	}
+}
+
+static void munmap_under_readers(const char *dir, int tries) {
+	char path[512];
+	snprintf(path, sizeof path, "%s/smp-unmap-readers", dir);
+	size_t flen = 2 * READER_PAGES * 4096;
+	unsigned char *data = malloc(flen);
+	for (size_t i = 0; i < flen; i++)
+		data[i] = pattern(i);
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || write(fd, data, flen) != (ssize_t)flen) {
+		check(0, "munmap under readers: file written");
+		return;
+	}
+	free(data);
+	reader_fd = fd;
+	struct sigaction sa = {0};
+	sa.sa_handler = on_reader_segv;
+	sa.sa_flags = SA_NODEFER;
+	sigaction(SIGSEGV, &sa, NULL);
+	pthread_t t[READERS];
+	for (long r = 0; r < READERS; r++)
+		pthread_create(&t[r], NULL, reader, (void *)r);
+	int late_reads = 0, no_fault = 0, dirty = 0;
+	size_t len = READERS * READER_PAGES * 4096;
+	for (int k = 0; k < tries; k++) {
+		while (atomic_load(&readers_waiting) != READERS)
+			;
+		unsigned char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		memset(m, 0, len); /* every page mapped writable: the reads need no fault */
+		atomic_store(&rtarget, m);
+		atomic_store(&readers_faulted, 0);
+		for (int r = 0; r < READERS; r++)
+			atomic_store(&reader_reads[r], 0);
+		atomic_store(&reader_go, 1);
+		for (int r = 0; r < READERS; r++)
+			while (atomic_load(&reader_reads[r]) < 50)
+				;
+		munmap(m, len);
+		long at_unmap = atomic_load(&reads_done);
+		double t0 = now_s();
+		while (atomic_load(&readers_faulted) < READERS && now_s() - t0 < 5.0)
+			;
+		long after = atomic_load(&reads_done);
+		if (atomic_load(&readers_faulted) < READERS)
+			no_fault++;
+		if (after - at_unmap > READERS)
+			late_reads++;
+		atomic_store(&reader_go, 0);
+		unsigned char *n = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		for (size_t i = 0; i < len; i += 4096)
+			n[i + 8] = 1;
+		for (size_t i = 0; i < len; i++)
+			if (n[i] != (i % 4096 == 8))
+				dirty++;
+		munmap(n, len);
+	}
+	atomic_store(&reader_quit, 1);
+	for (int r = 0; r < READERS; r++)
+		pthread_join(t[r], NULL);
+	close(fd);
+	unlink(path);
+	char what[240];
+	snprintf(what, sizeof what,
+		 "munmap under %d readers of a file in %s: %d rounds, %ld reads, %ld with wrong bytes or "
+		 "errors, %d without every reader's EFAULT, %d with reads done after munmap, %d bad "
+		 "bytes in fresh memory",
+		 READERS, dir, tries, atomic_load(&reads_done), atomic_load(&bad_reads), no_fault,
+		 late_reads, dirty);
+	check(atomic_load(&bad_reads) == 0 && no_fault == 0 && late_reads == 0 && dirty == 0, what);
 }
 
 /* --- a signal to a thread spinning in user code on another hart must arrive at once (an IPI),
@@ -586,10 +721,11 @@ int main(int argc, char **argv) {
 	munmap_under_writer(20);
 	signal_to_spinner(harts);
 	pinned_threads(harts);
-	if (dir)
+	if (dir) {
 		dir_writers_readers(dir);
-	else
-		printf("skip writers and readers on one directory: no directory given\n");
+		munmap_under_readers(dir, 20);
+	} else
+		printf("skip writers and readers on one directory and munmap under readers: no directory given\n");
 	printf("smpstress: %d passed, %d failed\n", passed, failed);
 	return failed != 0;
 }
