@@ -250,6 +250,8 @@ test-pjdfstest-guest: images
 # read back with capture-pane, and `exit 3` must end QEMU with status 3.
 # On a fresh copy of the Debian root (what `make run` boots) and fresh disks.
 ## test-shell: Debian's bash typed at in tmux: prompt, pipes, ^C, line editing, ps, python3, vi, less, exit status
+# Two harts, as `make run` boots.
+test-shell: SMP = 2
 test-shell: debian-root kernel images
 	@command -v tmux >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q tmux </dev/null
 	cp --sparse=always $(DEBIAN_ROOT) $(BUILD)/debian-shell.img

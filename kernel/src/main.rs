@@ -245,6 +245,9 @@ extern "C" fn rust_main(hartid: usize, dtb: usize) -> ! {
     arch::console::init_logger(params.log);
     drivers::window::set_fault_sleep(params.dbfs_fault_sleep);
     syscall::unlocked::set_enabled(params.unlocked_reads);
+    if let Some(n) = params.bkl_spins {
+        arch::hart::set_lock_spins(n);
+    }
     if params.mem_selftest {
         match arch::mem::selftest() {
             Ok(()) => println!("[kernel] memcpy/memset/memcmp self-test: ok"),

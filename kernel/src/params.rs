@@ -33,6 +33,8 @@ pub struct Params {
     /// read(2) and pread64(2) of dbfs files run without the big kernel lock when there are
     /// several harts (`syscall::unlocked`); `unlocked_reads=0` sends them through the lock.
     pub unlocked_reads: bool,
+    /// Spins of a hart waiting for the big kernel lock before it sleeps (`bkl_spins=N`).
+    pub bkl_spins: Option<usize>,
     /// Chunk size (bytes) a blank dbfs disk is formatted with; `None`: dbfs's default.
     pub dbfs_chunk: Option<u32>,
     /// `DbFs::set_barrier_bound` in MiB; `None`: kvdb's default.
@@ -120,6 +122,7 @@ pub fn parse_params(cmdline: &str) -> Params {
         dbfs_direct_write: true,
         dbfs_fault_sleep: true,
         unlocked_reads: true,
+        bkl_spins: None,
         dbfs_chunk: None,
         dbfs_barrier_mib: None,
         dbfs_flush_behind: drivers::window::FLUSH_BEHIND_DEFAULT,
@@ -148,6 +151,7 @@ pub fn parse_params(cmdline: &str) -> Params {
             Some(("dbfs_direct_write", v)) => p.dbfs_direct_write = v != "0",
             Some(("dbfs_fault_sleep", v)) => p.dbfs_fault_sleep = v != "0",
             Some(("unlocked_reads", v)) => p.unlocked_reads = v != "0",
+            Some(("bkl_spins", v)) => p.bkl_spins = v.parse().ok(),
             Some(("dbfs_flush_behind_kib", v)) => match v.parse::<usize>() {
                 Ok(k) => p.dbfs_flush_behind = k.saturating_mul(1024),
                 Err(_) => println!(

@@ -281,9 +281,10 @@ impl<P: Pager + Send + Sync + 'static> Node for DbNode<P> {
     }
 
     /// Reads take the state lock and a read transaction (a snapshot) only: the host runs them
-    /// on many FUSE threads, the kernel on several harts without its big lock.
-    fn parallel_reads(&self) -> bool {
-        true
+    /// on many FUSE threads, the kernel on several harts without its big lock. Not reads of
+    /// [`crate::DIRECT_READ_MIN`] bytes or more: they go from the disk to the caller's buffer.
+    fn parallel_read(&self, len: usize) -> bool {
+        len < crate::DIRECT_READ_MIN
     }
 
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> VfsResult<usize> {

@@ -323,11 +323,12 @@ pub trait Node: Send + Sync {
     }
 
     // ---- regular files ----
-    /// Whether [`Node::read_at`] and [`Node::read_scattered_at`] of this regular file may run
-    /// on several CPUs at once, alongside any other call of the file system, with nothing but
-    /// the file system's own locks between them (a kernel then reads it without its big lock).
-    /// Such a read must not sleep except by waiting for the file system's locks.
-    fn parallel_reads(&self) -> bool {
+    /// Whether a [`Node::read_at`] or [`Node::read_scattered_at`] of `len` bytes of this
+    /// regular file may run on several CPUs at once, alongside any other call of the file
+    /// system, with nothing but the file system's own locks between them (a kernel then runs it
+    /// without its big lock, and its device waits poll). False for reads that mostly wait for
+    /// the device (they do better asleep) and for file systems that rely on a kernel's lock.
+    fn parallel_read(&self, _len: usize) -> bool {
         false
     }
     /// Read at `offset`; returns the bytes read (0 at or past end of file).

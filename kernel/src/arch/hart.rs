@@ -272,6 +272,13 @@ static HOLDER: AtomicUsize = AtomicUsize::new(NOBODY);
 
 /// Spins of a hart waiting for the big kernel lock before it sleeps in `wfi`.
 const LOCK_SPINS: usize = 1000;
+/// [`LOCK_SPINS`], or the boot parameter `bkl_spins` ([`set_lock_spins`]).
+static LOCK_SPIN_LIMIT: AtomicUsize = AtomicUsize::new(LOCK_SPINS);
+
+/// How many times a hart waiting for the big kernel lock spins before it sleeps in `wfi`.
+pub fn set_lock_spins(n: usize) {
+    LOCK_SPIN_LIMIT.store(n.max(1), Relaxed);
+}
 
 /// Take the big kernel lock (interrupts off, as always in the kernel). A hart that does not get
 /// it after [`LOCK_SPINS`] spins sleeps in `wfi` until [`unlock`] sends it an IPI for its turn
@@ -303,7 +310,7 @@ fn wait_turn(ticket: usize) {
     }
     while SERVING.load(Acquire) != ticket {
         spins += 1;
-        if spins < LOCK_SPINS {
+        if spins < LOCK_SPIN_LIMIT.load(Relaxed) {
             core::hint::spin_loop();
             continue;
         }

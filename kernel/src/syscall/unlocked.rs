@@ -1,0 +1,85 @@
+//! System calls that run without the big kernel lock: read(2) and pread64(2) of a regular
+//! file whose file system reads in parallel (`vfs::Node::parallel_read`: dbfs, reads below
+//! 128 KiB; larger ones go to the disk and sleep), into a buffer whose pages are all mapped
+//! writable already. With several harts, two processes reading
+//! dbfs files then run at once (dbfs takes its state lock briefly and reads a snapshot); with
+//! one hart nothing changes.
+//!
+//! The trap handler asks [`dispatch`] first, before it takes the big kernel lock; `None` means
+//! "not here" (another call, another file, a buffer not mapped yet, the boot parameter
+//! `unlocked_reads=0`, a `task::keep_cpu` or a change to the address space under way), and
+//! nothing has been done: the call then goes the usual way. A call taken runs inside
+//! `task::unlocked` (see there for what holds its user pages and what it does when it finds a
+//! lock held) and returns to user mode without the lock unless it had to take it.
+
+use core::sync::atomic::AtomicBool;
+use core::sync::atomic::Ordering::Relaxed;
+
+use abi::syscall::{SYS_PREAD64, SYS_READ};
+use vfs::FileType;
+
+use super::io::{read_into_user, IO_CHUNK};
+use crate::mm::area::Access;
+
+/// Whether reads may run without the big kernel lock (boot parameter `unlocked_reads`).
+static ENABLED: AtomicBool = AtomicBool::new(true);
+
+/// Let reads of dbfs files run without the big kernel lock on several harts (the default), or
+/// send every system call through the lock.
+pub fn set_enabled(on: bool) {
+    ENABLED.store(on, Relaxed);
+}
+
+/// System call `num` with arguments `a`, run without the big kernel lock if it is one that
+/// may be: its return value; `None` (nothing done) for the locked path.
+#[inline]
+pub fn dispatch(num: usize, a: &[usize; 6]) -> Option<isize> {
+    if num != SYS_READ && num != SYS_PREAD64 {
+        return None;
+    }
+    if !ENABLED.load(Relaxed) || crate::arch::hart::count() < 2 {
+        return None;
+    }
+    crate::task::unlocked(|| read(num, a)).flatten()
+}
+
+/// read(fd, va, len) or pread64(fd, va, len, offset), or `None` before anything is done.
+fn read(num: usize, a: &[usize; 6]) -> Option<isize> {
+    let (fd, va, len) = (a[0] as i32, a[1], a[2]);
+    if len == 0 || len > IO_CHUNK || !crate::mm::uaccess::range_ok(va, len) {
+        return None;
+    }
+    // A shared mapping of a file would need its pages overlaid on what the file system reads
+    // (`io::see_mapped_writes`), and write-protecting them goes by the page table alone.
+    if !crate::mm::file_pages::none_shared() {
+        return None;
+    }
+    let f = crate::task::with_current(|p| {
+        let f = p.files.fds().get(fd).ok()?;
+        p.space.all_mapped(va, len, Access::Write).then_some(f)
+    })?;
+    if f.ftype != FileType::Regular || !f.readable || !f.loc.node.parallel_read(len) {
+        return None;
+    }
+    // A negative offset's EINVAL is the locked path's.
+    let offset = u64::try_from(a[3] as i64).ok();
+    if num == SYS_PREAD64 && offset.is_none() {
+        return None;
+    }
+    crate::counters::add_syscall();
+    crate::counters::add_unlocked_syscall();
+    let r = if let (SYS_PREAD64, Some(offset)) = (num, offset) {
+        read_into_user(&f, offset, va, len)
+    } else {
+        let mut off = f.offset.lock();
+        let r = read_into_user(&f, *off, va, len);
+        if let Ok(n) = r {
+            *off += n as u64;
+        }
+        r
+    };
+    Some(match r {
+        Ok(n) => n as isize,
+        Err(e) => -(e.0 as isize),
+    })
+}
