@@ -200,7 +200,10 @@ check_writers() { # WHAT WHEN
     local p
     for p in $prefixes; do
         select_writer "$p"
-        complete_lines | grep -Eq '^CHECK [0-9]+ passed, 0 failed' || fail "the ${wp:-} writer's $1 failed"
+        # grep reads to the end (no -q): with pipefail, a grep that quits at its match can
+        # leave the writer of the pipe killed by SIGPIPE, and the pipeline failed.
+        complete_lines | grep -E '^CHECK [0-9]+ passed, 0 failed' >/dev/null ||
+            fail "the ${wp:-} writer's $1 failed"
         [ "$(guest_state)" = "${host_states[$p]:-}" ] ||
             fail "the ${wp:-} writer found [$(guest_state)], the host saw [${host_states[$p]:-}] $2"
     done

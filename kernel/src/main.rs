@@ -28,6 +28,8 @@
 //! unlocked and its thread asleep; 0: every fault polls with the window locked),
 //! `unlocked_reads=0` (default 1: with several harts, read(2) and pread64(2) of dbfs files run
 //! without the big kernel lock, `syscall::unlocked`; 0: every system call takes it),
+//! `bkl_spins=N` (default 1000: the spins of a hart waiting for the big kernel lock before it
+//! sleeps in `wfi` until the holder's IPI),
 //! `dbfs_chunk_kib=K` (the chunk size a blank
 //! dbfs disk is formatted with, 1..1024 KiB, a power of two; default 64 KiB, `KERNEL_DBFS_CHUNK_SIZE`),
 //! `dbfs_barrier_mib=M` (force a dbfs barrier once M MiB of store pages wait for one,
