@@ -43,20 +43,26 @@ fn fault(sig: usize, code: i32, addr: usize, what: core::fmt::Arguments) {
     signal::force_fault(sig, code, addr);
 }
 
+/// A system call's six arguments (a0-a5).
+#[inline(always)]
+fn syscall_args(tf: &TrapFrame) -> [usize; 6] {
+    [
+        tf.regs[10],
+        tf.regs[11],
+        tf.regs[12],
+        tf.regs[13],
+        tf.regs[14],
+        tf.regs[15],
+    ]
+}
+
 #[no_mangle]
 extern "C" fn user_trap_handler(tf: &mut TrapFrame) -> ! {
     let scause = csr::scause();
     // A read of a dbfs file runs without the big kernel lock, on several harts at once
     // (`syscall::unlocked`), if it can; it has done nothing if it cannot.
     if scause == ENV_CALL_FROM_U {
-        let args = [
-            tf.regs[10],
-            tf.regs[11],
-            tf.regs[12],
-            tf.regs[13],
-            tf.regs[14],
-            tf.regs[15],
-        ];
+        let args = syscall_args(tf);
         if let Some(ret) = crate::syscall::unlocked::dispatch(tf.regs[17], &args) {
             tf.sepc += 4;
             tf.regs[10] = ret as usize;
@@ -102,14 +108,7 @@ extern "C" fn user_trap_handler(tf: &mut TrapFrame) -> ! {
         match scause {
             ENV_CALL_FROM_U => {
                 tf.sepc += 4;
-                let args = [
-                    tf.regs[10],
-                    tf.regs[11],
-                    tf.regs[12],
-                    tf.regs[13],
-                    tf.regs[14],
-                    tf.regs[15],
-                ];
+                let args = syscall_args(tf);
                 let ret = crate::syscall::dispatch(tf.regs[17], args, tf);
                 if ret == -(signal::ERESTARTSYS.0 as isize) {
                     restart = Some(args[0]);
