@@ -290,6 +290,6 @@ pub unsafe fn resume_user(tf: *mut TrapFrame) -> ! {
 pub unsafe fn enter_user(tf: *mut TrapFrame) -> ! {
     // User code runs without the big kernel lock.
     super::hart::unlock();
-    // SAFETY: guaranteed by the caller; `user_return` restores the frame and executes `sret`.
-    unsafe { user_return(tf) }
+    // SAFETY: guaranteed by the caller.
+    unsafe { resume_user(tf) }
 }

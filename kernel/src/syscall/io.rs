@@ -66,7 +66,13 @@ pub(super) fn read_into_user(f: &OpenFile, offset: u64, va: usize, len: usize) -
 
 /// [`read_into_user`] when the caller resolved a small buffer already (`run`: one piece).
 #[inline(always)]
-fn read_into_run(f: &OpenFile, offset: u64, va: usize, len: usize, mut run: UserRun) -> SysResult {
+pub(super) fn read_into_run(
+    f: &OpenFile,
+    offset: u64,
+    va: usize,
+    len: usize,
+    mut run: UserRun,
+) -> SysResult {
     if !f.readable {
         return Err(Errno::EBADF);
     }
@@ -349,8 +355,22 @@ pub fn sys_read(fd: i32, va: usize, len: usize) -> SysResult {
     if !f.seekable() {
         return read_into_user(&f, 0, va, len);
     }
+    read_advancing(&f, va, len, None)
+}
+
+/// read(2) of a seekable file at its description's offset, which moves past the bytes read;
+/// `run`: the buffer, when the caller resolved it already (one page, mapped).
+pub(super) fn read_advancing(
+    f: &OpenFile,
+    va: usize,
+    len: usize,
+    run: Option<UserRun>,
+) -> SysResult {
     let mut off = f.offset.lock();
-    let n = read_into_user(&f, *off, va, len)?;
+    let n = match run {
+        Some(run) => read_into_run(f, *off, va, len, run),
+        None => read_into_user(f, *off, va, len),
+    }?;
     *off += n as u64;
     Ok(n)
 }

@@ -18,8 +18,9 @@ use core::sync::atomic::Ordering::Relaxed;
 use abi::syscall::{SYS_PREAD64, SYS_READ};
 use vfs::FileType;
 
-use super::io::{read_into_user, IO_CHUNK};
+use super::io::{read_advancing, read_into_run, read_into_user, IO_CHUNK};
 use crate::mm::area::Access;
+use crate::mm::uaccess::UserRun;
 
 /// Whether reads may run without the big kernel lock (boot parameter `unlocked_reads`).
 static ENABLED: AtomicBool = AtomicBool::new(true);
@@ -54,9 +55,17 @@ fn read(num: usize, a: &[usize; 6]) -> Option<isize> {
     if !crate::mm::file_pages::none_shared() {
         return None;
     }
-    let f = crate::task::with_current(|p| {
+    // The descriptor and the buffer under one lock of the process: a buffer inside one page
+    // as a run (what the read then fills, as sys_pread's), else every page checked mapped.
+    let (f, run) = crate::task::with_current(|p| {
         let f = p.files.fds().get(fd).ok()?;
-        p.space.all_mapped(va, len, Access::Write).then_some(f)
+        match UserRun::mapped(&mut p.space, va, len, Access::Write) {
+            Some(run) => Some((f, Some(run))),
+            None => p
+                .space
+                .all_mapped(va, len, Access::Write)
+                .then_some((f, None)),
+        }
     })?;
     if f.ftype != FileType::Regular || !f.readable || !f.loc.node.parallel_read(len) {
         return None;
@@ -68,15 +77,10 @@ fn read(num: usize, a: &[usize; 6]) -> Option<isize> {
     }
     crate::counters::add_syscall();
     crate::counters::add_unlocked_syscall();
-    let r = if let (SYS_PREAD64, Some(offset)) = (num, offset) {
-        read_into_user(&f, offset, va, len)
-    } else {
-        let mut off = f.offset.lock();
-        let r = read_into_user(&f, *off, va, len);
-        if let Ok(n) = r {
-            *off += n as u64;
-        }
-        r
+    let r = match (num, offset, run) {
+        (SYS_PREAD64, Some(offset), Some(run)) => read_into_run(&f, offset, va, len, run),
+        (SYS_PREAD64, Some(offset), None) => read_into_user(&f, offset, va, len),
+        (_, _, run) => read_advancing(&f, va, len, run),
     };
     Some(match r {
         Ok(n) => n as isize,

@@ -95,14 +95,8 @@ pub fn reading_own_pages<R>(f: impl FnOnce() -> R) -> R {
     let me = current_ref();
     let p = &me.process;
     let shared = p.inner.lock().threads.len() > 1;
-    if shared {
-        // Counted, then looked (and the changer the other way round, both sequentially
-        // consistent): one of the two sees the other.
-        p.readers_away.fetch_add(1, SeqCst);
-        if p.space_changing.load(SeqCst) != 0 {
-            p.readers_away.fetch_sub(1, SeqCst);
-            return f();
-        }
+    if shared && !start_reading(p) {
+        return f();
     }
     me.own_pages.store(true, Relaxed);
     let r = f();
@@ -111,6 +105,19 @@ pub fn reading_own_pages<R>(f: impl FnOnce() -> R) -> R {
         p.readers_away.fetch_sub(1, SeqCst);
     }
     r
+}
+
+/// Count the caller among `p`'s readers into its own pages ([`reading_own_pages`]), unless a
+/// change to the address space is under way ([`changing_space`]): false then, nothing counted.
+/// Counted, then looked (the changer the other way round, both sequentially consistent): one
+/// of the two sees the other.
+fn start_reading(p: &super::Process) -> bool {
+    p.readers_away.fetch_add(1, SeqCst);
+    if p.space_changing.load(SeqCst) != 0 {
+        p.readers_away.fetch_sub(1, SeqCst);
+        return false;
+    }
+    true
 }
 
 /// Run `f`, a system call that unmaps, remaps or shares (fork) pages of the current
@@ -179,9 +186,7 @@ pub fn unlocked<R>(f: impl FnOnce() -> R) -> Option<R> {
         return None;
     }
     let p = &current_ref().process;
-    p.readers_away.fetch_add(1, SeqCst);
-    if p.space_changing.load(SeqCst) != 0 {
-        p.readers_away.fetch_sub(1, SeqCst);
+    if !start_reading(p) {
         UNLOCKED.fetch_sub(1, SeqCst);
         return None;
     }
