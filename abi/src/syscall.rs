@@ -273,11 +273,15 @@ pub struct KernelCounters {
     /// Of those, the ones that took the big kernel lock before returning to user mode (a lock
     /// found held for long, or a signal to deliver).
     pub unlocked_took_lock: u64,
+    /// Device reads sent while another waiter's read of the same disk was in flight (reads
+    /// whose threads sleep: dbfs window faults, large reads; what asynchronous io_submit and
+    /// several threads give a disk).
+    pub dev_reads_overlapped: u64,
 }
 
 impl KernelCounters {
     /// Number of counters, the length of the `u64` array the syscall copies out.
-    pub const WORDS: usize = 18;
+    pub const WORDS: usize = 19;
     /// The counters as the syscall copies them: in field order, one `u64` each.
     pub fn to_words(&self) -> [u64; Self::WORDS] {
         [
@@ -299,6 +303,7 @@ impl KernelCounters {
             self.window_stale_loads,
             self.unlocked_syscalls,
             self.unlocked_took_lock,
+            self.dev_reads_overlapped,
         ]
     }
     /// The counters from the array [`KernelCounters::to_words`] makes.
@@ -322,6 +327,7 @@ impl KernelCounters {
             window_stale_loads: w[15],
             unlocked_syscalls: w[16],
             unlocked_took_lock: w[17],
+            dev_reads_overlapped: w[18],
         }
     }
 }

@@ -23,6 +23,7 @@ static WINDOW_FAULT_SLEEPS: AtomicU64 = AtomicU64::new(0);
 static WINDOW_STALE_LOADS: AtomicU64 = AtomicU64::new(0);
 static UNLOCKED_SYSCALLS: AtomicU64 = AtomicU64::new(0);
 static UNLOCKED_TOOK_LOCK: AtomicU64 = AtomicU64::new(0);
+static DEV_READS_OVERLAPPED: AtomicU64 = AtomicU64::new(0);
 
 pub fn add_dev_read(bytes: usize) {
     DEV_READ_REQ.fetch_add(1, Relaxed);
@@ -67,6 +68,9 @@ pub fn add_unlocked_syscall() {
 pub fn add_unlocked_took_lock() {
     UNLOCKED_TOOK_LOCK.fetch_add(1, Relaxed);
 }
+pub fn add_dev_read_overlapped() {
+    DEV_READS_OVERLAPPED.fetch_add(1, Relaxed);
+}
 pub fn add_syscall() {
     SYSCALLS.fetch_add(1, Relaxed);
 }
@@ -94,5 +98,6 @@ pub fn snapshot() -> KernelCounters {
         window_stale_loads: WINDOW_STALE_LOADS.load(Relaxed),
         unlocked_syscalls: UNLOCKED_SYSCALLS.load(Relaxed),
         unlocked_took_lock: UNLOCKED_TOOK_LOCK.load(Relaxed),
+        dev_reads_overlapped: DEV_READS_OVERLAPPED.load(Relaxed),
     }
 }

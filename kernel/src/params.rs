@@ -33,6 +33,9 @@ pub struct Params {
     /// read(2) and pread64(2) of dbfs files run without the big kernel lock when there are
     /// several harts (`syscall::unlocked`); `unlocked_reads=0` sends them through the lock.
     pub unlocked_reads: bool,
+    /// io_submit hands reads of files and disks to kernel workers and returns before they
+    /// complete (`syscall::aio`); `aio_async=0` completes every request at submission.
+    pub aio_async: bool,
     /// Spins of a hart waiting for the big kernel lock before it sleeps (`bkl_spins=N`).
     pub bkl_spins: Option<usize>,
     /// Chunk size (bytes) a blank dbfs disk is formatted with; `None`: dbfs's default.
@@ -122,6 +125,7 @@ pub fn parse_params(cmdline: &str) -> Params {
         dbfs_direct_write: true,
         dbfs_fault_sleep: true,
         unlocked_reads: true,
+        aio_async: true,
         bkl_spins: None,
         dbfs_chunk: None,
         dbfs_barrier_mib: None,
@@ -151,6 +155,7 @@ pub fn parse_params(cmdline: &str) -> Params {
             Some(("dbfs_direct_write", v)) => p.dbfs_direct_write = v != "0",
             Some(("dbfs_fault_sleep", v)) => p.dbfs_fault_sleep = v != "0",
             Some(("unlocked_reads", v)) => p.unlocked_reads = v != "0",
+            Some(("aio_async", v)) => p.aio_async = v != "0",
             Some(("bkl_spins", v)) => p.bkl_spins = v.parse().ok(),
             Some(("dbfs_flush_behind_kib", v)) => match v.parse::<usize>() {
                 Ok(k) => p.dbfs_flush_behind = k.saturating_mul(1024),

@@ -298,6 +298,13 @@ impl Device {
             return Err(req);
         };
         crate::counters::add_dev_read(req.bytes());
+        if self
+            .detached
+            .iter()
+            .any(|d| d.waiter.is_some_and(|w| w != waiter))
+        {
+            crate::counters::add_dev_read_overlapped();
+        }
         let pieces = match &mut req.data {
             virtio_blk_req::Data::In(p) => p
                 .iter_mut()

@@ -750,6 +750,7 @@ fn counters() -> String {
         ("window_stale_loads", c.window_stale_loads),
         ("unlocked_syscalls", c.unlocked_syscalls),
         ("unlocked_took_lock", c.unlocked_took_lock),
+        ("dev_reads_overlapped", c.dev_reads_overlapped),
     ];
     let mut s = String::new();
     for (name, v) in rows {

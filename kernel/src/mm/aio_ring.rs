@@ -160,6 +160,11 @@ impl AioRing {
         Ok(true)
     }
 
+    /// Requests submitted and not yet completed.
+    pub fn in_flight(&self) -> u32 {
+        self.slots.lock().in_flight
+    }
+
     /// Give back a slot taken by [`Self::reserve`] for a request that failed at submission.
     pub fn unreserve(&self) {
         let mut s = self.slots.lock();

@@ -5,7 +5,7 @@
 //! grouped by subsystem. Every user pointer goes through `mm::uaccess`.
 
 mod adjtimex;
-mod aio;
+pub mod aio;
 mod args;
 mod attr;
 mod caps;

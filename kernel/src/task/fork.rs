@@ -36,7 +36,17 @@ pub(super) fn make_process(
     root: Option<Arc<str>>,
 ) -> Arc<Process> {
     let pid = s.alloc_id();
-    let p = Arc::new(Process {
+    let p = new_process(pid, inner, root);
+    s.all.insert(pid, p.clone());
+    let t = make_thread(pid, &p, tf, kstack, mask, affinity);
+    p.inner.lock().threads.push(t.clone());
+    s.threads.insert(pid, t.clone());
+    s.push_ready(t);
+    p
+}
+
+fn new_process(pid: usize, inner: ProcInner, root: Option<Arc<str>>) -> Arc<Process> {
+    Arc::new(Process {
         pid,
         satp: AtomicUsize::new(inner.space.satp()),
         cpu_ns: AtomicU64::new(0),
@@ -47,13 +57,12 @@ pub(super) fn make_process(
         sig_pending: AtomicU64::new(0),
         sig_queue: SpinLock::new(SigQueue::new()),
         root: SpinLock::new(root),
-    });
-    s.all.insert(pid, p.clone());
-    let t = make_thread(pid, &p, tf, kstack, mask, affinity);
-    p.inner.lock().threads.push(t.clone());
-    s.threads.insert(pid, t.clone());
-    s.push_ready(t);
-    p
+    })
+}
+
+/// The kernel threads' process (`kthread`): pid 0, in no table, no thread yet.
+pub(super) fn make_kernel_process(inner: ProcInner) -> Arc<Process> {
+    new_process(0, inner, None)
 }
 
 /// A thread of `p` with id `tid`, not yet registered anywhere.

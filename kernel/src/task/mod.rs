@@ -29,7 +29,7 @@
 //! `process` (the data), `sched` (run queue, current thread, block and wake), `away`
 //! (giving the CPU away inside the kernel), `lookup`, `wait` (wait queues, timers, the
 //! pollers' queue), `signal` (generation), `ptimer` (POSIX timers), `itimer` (setitimer's SIGALRM), `futex`, `ps`, `run` (the scheduler loop),
-//! `exit`, `sigframe` (delivery), `user_return`, `fork`, `exec`. This file only declares
+//! `exit`, `sigframe` (delivery), `user_return`, `fork`, `kthread` (kernel threads), `exec`. This file only declares
 //! them and re-exports what the other layers use.
 
 mod away;
@@ -41,6 +41,7 @@ pub mod files;
 mod fork;
 pub mod futex;
 pub mod itimer;
+mod kthread;
 mod lookup;
 pub mod policy;
 mod process;
@@ -64,6 +65,7 @@ pub use away::{
 pub use exec::{exec, spawn_init};
 pub use exit::{exit_current, exit_thread, wait_child, WaitFor};
 pub use fork::{fork, spawn_thread, wait_vfork_done};
+pub use kthread::spawn_kernel_thread;
 pub use lookup::{
     all_processes, find, find_thread, processes_in_group, unmap_file_pages_everywhere,
     write_protect_file_pages_everywhere,

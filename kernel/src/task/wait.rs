@@ -78,6 +78,19 @@ impl WaitQueue {
         self.waiters.lock().retain(|p| !Arc::ptr_eq(p, &me));
     }
 
+    /// Make the longest waiting sleeper runnable: false if nobody waits.
+    pub fn wake_one(&self) -> bool {
+        let first = {
+            let mut w = self.waiters.lock();
+            if w.is_empty() {
+                return false;
+            }
+            w.remove(0)
+        };
+        wake(&first);
+        true
+    }
+
     /// Make every waiter runnable.
     pub fn wake_all(&self) {
         let waiters = core::mem::take(&mut *self.waiters.lock());

@@ -2,7 +2,8 @@
 //! right bytes and complete with the right events, the ring libaio reads is mapped with
 //! Linux's header, io_getevents honours min_nr, nr and its timeout, a full ring is EAGAIN,
 //! contexts are per process (not inherited by fork, released at exit), and bad input gets
-//! Linux's errno.
+//! Linux's errno. Reads of cold files are in flight at the disk together, io_destroy waits
+//! for them, and a process that exits or execs with reads in flight loses nothing else.
 
 use user_tests::abi::aio::*;
 use user_tests::prelude::*;
@@ -140,7 +141,9 @@ pub fn aio_read_write_events(cx: &Ctx) -> TestResult {
     more.push(iocb(IOCB_CMD_FDSYNC, f.fd(), 0, 0, 0, 5));
     ensure!(submit(ctx, &more).what("io_submit reads")? == 5, "not 5");
     let ev = sys::io_getevents(ctx, 5, 5, None).what("io_getevents reads")?;
-    let res: Vec<(u64, i64)> = ev.iter().map(|e| (e.data, e.res)).collect();
+    // Reads complete in kernel workers, the syncs at submission: in any order.
+    let mut res: Vec<(u64, i64)> = ev.iter().map(|e| (e.data, e.res)).collect();
+    res.sort();
     ensure!(
         res == [(1, 3000), (2, 5000), (3, 500), (4, 0), (5, 0)],
         "events {res:?}"
@@ -474,4 +477,136 @@ pub fn aio_not_inherited(_cx: &Ctx) -> TestResult {
     let big = sys::io_setup(65536 - 4).what("io_setup after the child's exit")?;
     sys::io_destroy(big).what("io_destroy big")?;
     sys::io_destroy(ctx).what("io_destroy")
+}
+
+/// A file of `READS` pieces `GAP` apart, written, made durable and dropped from the caches:
+/// each 4 KiB read of one piece then goes to the disk (on dbfs, a window fault of its own).
+const READS: usize = 16;
+const GAP: usize = 256 << 10;
+
+fn cold_file(cx: &Ctx, name: &str) -> Result<(File, Vec<u8>), String> {
+    let path = cx.path(name);
+    let f = File::open(&path, O_RDWR | O_CREAT | O_TRUNC, 0o644).what("create")?;
+    let model: Vec<u8> = (0..READS * GAP)
+        .map(|i| ((i / 4096) as u8).wrapping_mul(31) ^ (i as u8))
+        .collect();
+    f.write_all(&model).what("write")?;
+    f.sync().what("fsync")?;
+    match sys::drop_caches() {
+        Ok(()) | Err(Errno::ENOSYS) | Err(Errno::EPERM) => {}
+        Err(e) => return Err(format!("drop_caches: {e:?}")),
+    }
+    Ok((f, model))
+}
+
+/// `READS` reads of 4 KiB, one per piece of a cold file, into `bufs`: the iocbs.
+fn cold_reads(f: &File, bufs: &mut [Vec<u8>]) -> Vec<Iocb> {
+    bufs.iter_mut()
+        .enumerate()
+        .map(|(k, b)| {
+            let at = k * GAP + (k * 4096) % GAP;
+            iocb(
+                IOCB_CMD_PREAD,
+                f.fd(),
+                b.as_mut_ptr() as usize,
+                4096,
+                at as i64,
+                k as u64,
+            )
+        })
+        .collect()
+}
+
+fn check_cold_reads(bufs: &[Vec<u8>], model: &[u8], what: &str) -> TestResult {
+    for (k, b) in bufs.iter().enumerate() {
+        let at = k * GAP + (k * 4096) % GAP;
+        same_bytes(b, &model[at..at + 4096], what)?;
+    }
+    Ok(())
+}
+
+/// Reads of a cold file submitted together are done together: each event holds its bytes,
+/// and on dbfs the disk had reads of different requests in flight at once (the kernel's
+/// `dev_reads_overlapped` counter; a kernel that completed each read inside io_submit, as
+/// `aio_async=0` boots, sends them one after another and fails this).
+pub fn aio_reads_in_flight(cx: &Ctx) -> TestResult {
+    let (f, model) = cold_file(cx, "aio-cold")?;
+    let mut bufs = vec![vec![0u8; 4096]; READS];
+    let cbs = cold_reads(&f, &mut bufs);
+    let ctx = sys::io_setup(READS as u32).what("io_setup")?;
+    let before = sys::counters().what("counters")?;
+    ensure!(
+        submit(ctx, &cbs).what("io_submit")? == READS,
+        "not all submitted"
+    );
+    let mut events = Vec::new();
+    while events.len() < READS {
+        let ev = sys::io_getevents(ctx, 1, READS, None).what("io_getevents")?;
+        events.extend(ev);
+    }
+    let after = sys::counters().what("counters")?;
+    let mut got: Vec<(u64, i64)> = events.iter().map(|e| (e.data, e.res)).collect();
+    got.sort();
+    let want: Vec<(u64, i64)> = (0..READS as u64).map(|k| (k, 4096)).collect();
+    ensure!(got == want, "events {got:?}");
+    check_cold_reads(&bufs, &model, "an asynchronous cold read")?;
+    let overlapped = after.dev_reads_overlapped - before.dev_reads_overlapped;
+    ensure!(
+        cx.fat || overlapped > 0,
+        "{READS} cold reads submitted together never had two disk reads in flight"
+    );
+    sys::io_destroy(ctx).what("io_destroy")
+}
+
+/// io_destroy returns only once the context's reads are done: their bytes are in the
+/// buffers though nobody reaped their events. A child that exits, and one that execs, with
+/// reads in flight end normally, and the parent's memory is untouched.
+pub fn aio_destroy_and_exit_in_flight(cx: &Ctx) -> TestResult {
+    let (f, model) = cold_file(cx, "aio-destroy")?;
+    let mut bufs = vec![vec![0u8; 4096]; READS];
+    let cbs = cold_reads(&f, &mut bufs);
+    let ctx = sys::io_setup(READS as u32).what("io_setup")?;
+    ensure!(
+        submit(ctx, &cbs).what("io_submit")? == READS,
+        "not all submitted"
+    );
+    sys::io_destroy(ctx).what("io_destroy with reads in flight")?;
+    check_cold_reads(&bufs, &model, "a read io_destroy waited for")?;
+    for exec in [false, true] {
+        let _ = sys::drop_caches();
+        let pid = sys::fork().what("fork")?;
+        if pid == 0 {
+            let mut bufs = vec![vec![0u8; 4096]; READS];
+            let cbs = cold_reads(&f, &mut bufs);
+            let ok = sys::io_setup(READS as u32)
+                .and_then(|ctx| submit(ctx, &cbs))
+                .is_ok_and(|n| n == READS);
+            if exec && ok {
+                // The new program checks its data segment (which no read may reach).
+                let e = sys::execve("/bin/exectarget", &["/bin/exectarget", "data"]);
+                sys::exit(100 + e.0);
+            }
+            sys::exit(if ok { 0 } else { 1 });
+        }
+        let (_, status) = sys::waitpid(pid).what("wait4")?;
+        ensure!(
+            status.exited() && status.exit_code() == 0,
+            "child (exec: {exec}) with reads in flight: status {:#x}",
+            status.0
+        );
+    }
+    same_bytes(
+        &get_all(&f, model.len())?,
+        &model,
+        "the file after the children",
+    )
+}
+
+fn get_all(f: &File, len: usize) -> Result<Vec<u8>, String> {
+    let mut back = vec![0u8; len];
+    ensure!(
+        f.pread_full(&mut back, 0).what("pread")? == len,
+        "short file"
+    );
+    Ok(back)
 }

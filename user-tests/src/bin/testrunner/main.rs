@@ -410,6 +410,11 @@ pub const TESTS: &[Test] = &[
     t("aio_limits", aio_tests::aio_limits),
     t("aio_getevents_timeout", aio_tests::aio_getevents_timeout),
     t("aio_not_inherited", aio_tests::aio_not_inherited),
+    t("aio_reads_in_flight", aio_tests::aio_reads_in_flight),
+    t(
+        "aio_destroy_and_exit_in_flight",
+        aio_tests::aio_destroy_and_exit_in_flight,
+    ),
     // what glibc, gcc and bash call besides: clone3, mincore, socket names, riscv_hwprobe
     t("clone3_semantics", toolchain_tests::clone3_semantics),
     t("mincore_semantics", toolchain_tests::mincore_semantics),

@@ -1,0 +1,109 @@
+//! Kernel threads (task layer): threads that run only kernel code, such as the workers that
+//! carry out asynchronous I/O requests (`syscall::aio`).
+//!
+//! They belong to one kernel process (pid 0, as Linux's idle task), made on first use, that
+//! is in no table: no pid or tid lookup finds it or its threads, so no signal, wait4,
+//! /proc listing or `kill(-1)` reaches them, and the scheduler's "no process left" test
+//! ignores them. Its address space holds only the kernel's mappings; it has no descriptors.
+//! A kernel thread starts at its `entry` with the big kernel lock held, as any thread
+//! entering the kernel, sleeps and wakes through the ordinary wait queues, and never
+//! returns to user mode or exits. Its tid lies above `PID_MAX`, so the timer list (keyed by
+//! tid) never confuses it with a user thread.
+
+use alloc::boxed::Box;
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
+use abi::Errno;
+
+use super::files::{ClosingFiles, FileTable};
+use super::fork::{make_kernel_process, make_thread};
+use super::process::{kstack_top, new_kstack, ProcInner, Process};
+use super::sched::{PID_MAX, SCHED};
+use super::switch::TaskContext;
+use crate::arch::trap::TrapFrame;
+use crate::mm::addr_space::AddrSpace;
+
+/// The kernel process, made with its first thread.
+static KERNEL_PROCESS: spin::Once<Arc<Process>> = spin::Once::new();
+
+/// Kernel threads made so far (their tids are `PID_MAX + 1 + n`).
+static KERNEL_THREADS: AtomicUsize = AtomicUsize::new(0);
+
+/// A kernel process has no descriptors.
+struct NoFiles;
+
+struct NothingToClose;
+
+impl ClosingFiles for NothingToClose {
+    fn close(self: Box<Self>, _pid: usize) {}
+}
+
+impl FileTable for NoFiles {
+    fn fork(&self) -> Box<dyn FileTable> {
+        Box::new(NoFiles)
+    }
+    fn take_close_on_exec(&mut self) -> Box<dyn ClosingFiles> {
+        Box::new(NothingToClose)
+    }
+    fn take_all(&mut self) -> Box<dyn ClosingFiles> {
+        Box::new(NothingToClose)
+    }
+}
+
+fn kernel_process() -> Result<Arc<Process>, Errno> {
+    if let Some(p) = KERNEL_PROCESS.get() {
+        return Ok(p.clone());
+    }
+    let inner = ProcInner {
+        ppid: 0,
+        children: Vec::new(),
+        threads: Vec::new(),
+        zombie: None,
+        group_exit: None,
+        space: AddrSpace::new()?,
+        files: Box::new(NoFiles),
+        cwd: String::from("/"),
+        umask: 0o022,
+        sig: Default::default(),
+        pgid: 0,
+        sid: 0,
+        cred: super::cred::Cred::default(),
+        children_cpu_ns: 0,
+        children_switches: [0; 2],
+        nice: 0,
+        ioprio: 0,
+        comm: String::from("kworker"),
+        cmdline: Vec::new(),
+        vfork_parent: None,
+        limits: Default::default(),
+        sched: Default::default(),
+        personality: 0,
+        exe: None,
+        dumpable: false,
+    };
+    Ok(KERNEL_PROCESS
+        .call_once(|| make_kernel_process(inner))
+        .clone())
+}
+
+/// Start a kernel thread running `entry` (which never returns), on any hart. ENOMEM or
+/// EAGAIN when no stack or no thread can be had.
+pub fn spawn_kernel_thread(entry: extern "C" fn() -> !) -> Result<(), Errno> {
+    if SCHED.lock().tasks() >= super::process::MAX_PROCS {
+        return Err(Errno::EAGAIN);
+    }
+    let p = kernel_process()?;
+    let kstack = new_kstack()?;
+    let top = kstack_top(&kstack);
+    let tid = PID_MAX + 1 + KERNEL_THREADS.fetch_add(1, Relaxed);
+    let tf = Box::new(TrapFrame::new_user(0, 0, top));
+    let t = make_thread(tid, &p, tf, kstack, Default::default(), u64::MAX);
+    // Not the way to user mode that `make_thread` starts a thread at: `entry`.
+    *t.ctx.lock() = TaskContext::new(entry as usize, top);
+    p.inner.lock().threads.push(t.clone());
+    SCHED.lock().push_ready(t);
+    Ok(())
+}
