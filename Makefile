@@ -41,7 +41,7 @@
 #   INIT     the first program                                          (default: /bin/init)
 #   DISK_DIR your disks for `make run` and `make run CMD=`              (default: build/disk)
 #   MEM      guest RAM, at most 2G                                      (default: 1G)
-#   SMP      guest harts (1-8)            (default: 2 for make run, 1 for BENCH=, tests, benchmarks)
+#   SMP      guest harts (1-8)            (default: 2 for make run and test-guest, 1 for BENCH=, other tests, benchmarks)
 #   LOG      kernel log level: error warn info debug trace             (default: warn)
 #   BCACHE   block cache per mounted disk, MiB                          (default: 8)
 #   DISK     device model of the benchmark disks (BENCH=, make bench, fio, workloads; not

@@ -7,7 +7,8 @@ REPORT  ?= $(BUILD)/bench-report
 # a list such as 1,4 runs each in the same boot and sets each against the first), FIO_SIZE
 # (16m per job), FIO_TOTAL (unset; e.g. 64m: the bytes all jobs of a run share, so 1 and 4
 # jobs move the same data), FIO_THREAD (0; 1 = jobs as threads), FIO_RUNTIME (10 s),
-# FIO_LOOPS (1: times each line runs over its files); each repetition starts with the next
+# FIO_LOOPS (1: times each line runs over its files), FIO_QD (16) and FIO_IOSIZE (4m: JOB=qd's
+# libaio depth and bytes read at random); each repetition starts with the next
 # file system, so none always runs first. FIO_SYSTEMS: the host systems of fio-host and
 # sqlite-host-bench.
 JOB     ?= seed
@@ -18,6 +19,8 @@ FIO_TOTAL ?=
 FIO_THREAD ?= 0
 FIO_RUNTIME ?= 10
 FIO_LOOPS ?= 1
+FIO_QD ?= 16
+FIO_IOSIZE ?= 4m
 FIO_SYSTEMS ?= dbfs ext4 host
 # One `make fio` run's name: its results are build/fio-$(FIO_RUN)-results.txt.
 FIO_RUN = $(JOB)-$(FIO_BS)-$(FIO_JOBS)j$(if $(filter 1,$(FIO_THREAD)),-threads)$(if $(filter 1,$(ICOUNT)),-icount)
@@ -89,15 +92,17 @@ sqlite-bench: images
 	@echo "results: $(BUILD)/sqlite-bench-results.txt"
 
 # fio with a job file of bench/fio, in the guest; FS picks the directories.
-## fio: the fio job file bench/fio/JOB.fio in the guest on FS (dbfs, fat32, all), REPS runs
+## fio: the fio job file bench/fio/JOB.fio in the guest on FS (dbfs, fat32, all; raw for JOB=qd), REPS runs
 fio: images
 	@dirs=""; for f in $$(echo "$(if $(filter all,$(FS)),dbfs$(comma)fat32,$(FS))" | tr , ' '); do \
 		case $$f in dbfs) dirs="$$dirs dbfs=/dbfs" ;; fat32) dirs="$$dirs fat32=/fat" ;; \
-		*) echo "make fio: FS=$$f: dbfs, fat32 or all"; exit 2 ;; esac; done; \
+		raw) dirs="$$dirs raw=/dev/vdc" ;; \
+		*) echo "make fio: FS=$$f: dbfs, fat32, raw (the disk: JOB=qd) or all"; exit 2 ;; esac; done; \
 	test -f bench/fio/$(JOB).fio || { echo "make fio: no bench/fio/$(JOB).fio"; exit 2; }; \
 	timeout --foreground -k 10 $(TIMEOUT) $(QEMU_BASE) -append "$(SHELL_PARAMS) -- -c \
 		'SIZE=$(FIO_SIZE) TOTAL=$(FIO_TOTAL) JOBS=$(FIO_JOBS) BS=$(FIO_BS) THREAD=$(FIO_THREAD) \
-		RUNTIME=$(FIO_RUNTIME) LOOPS=$(FIO_LOOPS) fio-jobs /etc/fio/$(JOB).fio $(REPS)$$dirs'" | tee $(BUILD)/fio-$(FIO_RUN).log
+		RUNTIME=$(FIO_RUNTIME) LOOPS=$(FIO_LOOPS) QD=$(FIO_QD) IOSIZE=$(FIO_IOSIZE) \
+		fio-jobs /etc/fio/$(JOB).fio $(REPS)$$dirs'" | tee $(BUILD)/fio-$(FIO_RUN).log
 	@grep '^RESULT bench=fio' $(BUILD)/fio-$(FIO_RUN).log > $(BUILD)/fio-$(FIO_RUN)-results.txt
 	@echo "results: $(BUILD)/fio-$(FIO_RUN)-results.txt (charts: bench-report FILE --out-dir DIR)"
 

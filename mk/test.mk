@@ -108,6 +108,8 @@ test-host: deps
 	$(CARGO) test --release -p vfs --features conformance
 
 ## test-guest: the in-guest test runner (/bin/testrunner), virtio-blk and memcpy self-tests
+# Two harts unless SMP is given (test-smp runs it with 4).
+test-guest: SMP = 2
 test-guest: images
 	timeout --foreground -k 10 600 $(QEMU_BASE) -append "$(KERNEL_PARAMS) blk_selftest=1 mem_selftest=1 -- test" \
 		| tee $(BUILD)/test-guest.log

@@ -9,7 +9,10 @@
 # Environment (defaults): SIZE (16m) bytes per job, JOBS (1) numjobs, BS (1m) block size,
 # DIRECT (0), RUNTIME (10) seconds for time-limited lines, LOOPS (1) times each line runs over
 # its files (fio's `loops`: longer runs for small files), THREAD (0; 1 runs the jobs as
-# threads), FIO (fio). RESULT fields: MBps (10^6 bytes/s), iops, and fio's completion-latency
+# threads), FIO (fio), QD (16) and IOSIZE (4m) for qd.fio: the bytes all jobs of a run read
+# together (each job IOSIZE_JOB = IOSIZE / JOBS). A NAME=DIR whose DIR is a disk
+# (e.g. raw=/dev/vdc) is for job files that name ${FILE} (the disk itself) rather than
+# ${DIR} (a directory of files, or FILE in it). RESULT fields: MBps (10^6 bytes/s), iops, and fio's completion-latency
 # percentiles p50_us and p99_us.
 #
 # JOBS may be a comma-separated list (JOBS=1,4): each repetition then runs the job file once
@@ -29,9 +32,9 @@ shift 2
 	exit 2
 }
 : "${SIZE:=16m}" "${JOBS:=1}" "${BS:=1m}" "${DIRECT:=0}" "${RUNTIME:=10}" "${THREAD:=0}"
-: "${LOOPS:=1}" "${FIO:=fio}"
+: "${LOOPS:=1}" "${FIO:=fio}" "${QD:=16}" "${IOSIZE:=4m}"
 case $LOOPS in '' | *[!0-9]* | 0) echo "fio-jobs: LOOPS=$LOOPS: a whole number above 0" >&2; exit 2 ;; esac
-export SIZE BS DIRECT RUNTIME LOOPS
+export SIZE BS DIRECT RUNTIME LOOPS QD IOSIZE
 jobs_list=$(printf '%s' "$JOBS" | tr ',' ' ')
 for j in $jobs_list; do
 	case $j in '' | *[!0-9]* | 0) echo "fio-jobs: JOBS=$JOBS: whole numbers above 0, comma-separated" >&2; exit 2 ;; esac
@@ -46,6 +49,7 @@ to_bytes() {
 	*) echo $(($1)) ;;
 	esac
 }
+iosize_bytes=$(to_bytes "$IOSIZE") || exit 2
 if [ -n "${TOTAL:-}" ]; then
 	total_bytes=$(to_bytes "$TOTAL") || exit 2
 	[ "$total_bytes" -gt 0 ] || { echo "fio-jobs: TOTAL=$TOTAL is not a size" >&2; exit 2; }
@@ -79,11 +83,20 @@ while [ "$rep" -le "$reps" ]; do
 		if [ -n "${TOTAL:-}" ]; then
 			export SIZE=$((total_bytes / jobs / 4096 * 4096))
 		fi
+		export IOSIZE_JOB=$((iosize_bytes / jobs / 4096 * 4096))
 		for spec in $(rotate $((rep - 1)) "$@"); do
 			name=${spec%%=*}
 			dir=${spec#*=}
-			mkdir -p "$dir/fio-jobs" || { echo "cannot create $dir/fio-jobs"; status=1; continue; }
-			out=$(DIR="$dir/fio-jobs" $FIO $threadopt --minimal "$job" 2>&1)
+			if [ -b "$dir" ]; then
+				# A disk: job files that name FILE (qd.fio) read and write it whole.
+				jobdir=$dir
+				file=$dir
+			else
+				mkdir -p "$dir/fio-jobs" || { echo "cannot create $dir/fio-jobs"; status=1; continue; }
+				jobdir=$dir/fio-jobs
+				file=$jobdir/fio.file
+			fi
+			out=$(DIR="$jobdir" FILE="$file" $FIO $threadopt --minimal "$job" 2>&1)
 			# Terse v3: field 3 job name, 6-8 read KiB/KiB/s/IOPS, 18-37 read completion
 			# percentiles, 47-49 the same for writes, 59-78 their percentiles ("50.000000%=us").
 			lines=$(printf '%s\n' "$out" | awk -F';' -v fs="$name" -v rep="$rep" -v tag="$tag" \
@@ -107,7 +120,7 @@ while [ "$rep" -le "$reps" ]; do
 			printf '%s\n' "$lines"
 			all="$all$lines
 "
-			rm -rf "$dir/fio-jobs"
+			[ -b "$dir" ] || rm -rf "$dir/fio-jobs"
 		done
 	done
 	rep=$((rep + 1))

@@ -43,6 +43,7 @@ CROSS=riscv64-linux-gnu-
 
 BUSYBOX_VERSION=1.35.0
 FIO_VERSION=3.33
+LIBAIO_VERSION=0.3.113
 SQLITE_VERSION=3.40.1
 
 log() { printf '== thirdparty: %s\n' "$*" >&2; }
@@ -250,7 +251,7 @@ cmd_pjdfstest() {
 #                                $PJDFSTEST_SRC has the source)
 #   /bin/pjdfstest-run           tools/thirdparty/pjdfstest-guest.sh (the suite runner)
 #   /bin/sqlite3, /bin/speedtest1  sqlite's shell and its benchmark program
-#   /bin/fio                     fio (no zlib, no libaio: psync, sync, mmap-less engines)
+#   /bin/fio                     fio (no zlib; libaio linked in: psync, sync, libaio, ...)
 #   /usr/pjdfstest/pjdfstest     the program again, where tests/misc.sh looks for it (it walks
 #                                up from each .t file; FAT32 has no links)
 #   /usr/pjdfstest/tests/        conf, misc.sh and every */*.t
@@ -366,14 +367,31 @@ cmd_check() {
 
 ## --- fio and sqlite ------------------------------------------------------------------------
 
+# libaio (static, for fio's libaio engine: io_setup, io_submit, io_getevents) into
+# $TP/libaio/{include,lib}.
+build_libaio() {
+	local src=$1 out="$TP/libaio"
+	rm -rf "$out/obj" "$out/include" "$out/lib" && cp -r "$src" "$out/obj"
+	(
+		cd "$out/obj/src"
+		make CC="${CROSS}gcc" AR="${CROSS}ar" RANLIB="${CROSS}ranlib" libaio.a
+	) >"$out/build.log" 2>&1 || { tail -30 "$out/build.log" >&2; die "libaio build failed, see $out/build.log"; }
+	mkdir -p "$out/include" "$out/lib"
+	cp "$out/obj/src/libaio.h" "$out/include/"
+	cp "$out/obj/src/libaio.a" "$out/lib/"
+}
+
 build_fio() {
-	local src=$1 out="$TP/fio"
+	local src=$1 aio=$2 out="$TP/fio"
 	rm -rf "$out/obj" && cp -r "$src" "$out/obj"
 	(
 		cd "$out/obj"
+		# configure finds libaio through the compiler's flags; fio links it statically.
+		CFLAGS="-I$aio/include" LDFLAGS="-L$aio/lib" \
 		./configure --cc="${CROSS}gcc" --build-static --disable-native --disable-optimizations \
 			--extra-cflags=-O2 --disable-libnfs --disable-rdma --disable-gfapi --disable-pmem \
 			--disable-tcmalloc --disable-dfs --disable-xnvme --disable-libzbc --disable-http
+		grep -q '^CONFIG_LIBAIO=y' config-host.mak || { echo "fio's configure did not find libaio"; exit 1; }
 		make -j"$JOBS" fio
 	) >"$out/build.log" 2>&1 || { tail -30 "$out/build.log" >&2; die "fio build failed, see $out/build.log"; }
 	"${CROSS}strip" -o "$out/fio" "$out/obj/fio"
@@ -381,16 +399,20 @@ build_fio() {
 
 cmd_fio() {
 	need_tools "${CROSS}gcc" make
-	local src key
+	local src aiosrc key
 	src=$(fetch_source fio "$FIO_VERSION")
-	key=$({ declare -f build_fio; cat "$src/.unpacked"; toolchain_id; } | digest)
+	aiosrc=$(fetch_source libaio "$LIBAIO_VERSION")
+	key=$({ declare -f build_libaio build_fio; cat "$src/.unpacked" "$aiosrc/.unpacked"; toolchain_id; } | digest)
 	if stamp_ok "$TP/fio/stamp" "$key" && [ -x "$TP/fio/fio" ]; then
 		log "fio up to date"
 		return
 	fi
 	mkdir -p "$TP/fio" && rm -f "$TP/fio/stamp"
+	mkdir -p "$TP/libaio"
+	log "building libaio (log $TP/libaio/build.log)"
+	build_libaio "$aiosrc"
 	log "building fio (log $TP/fio/build.log)"
-	build_fio "$src"
+	build_fio "$src" "$TP/libaio"
 	echo "$key" >"$TP/fio/stamp"
 	log "fio: $(stat -c %s "$TP/fio/fio") bytes"
 }

@@ -370,7 +370,9 @@ impl Node for DiskNode {
         self.rw(offset, buf.len(), |sector, head, n, bounce| {
             let at = (sector * SECTOR_SIZE as u64 + head as u64 - base) as usize;
             if head == 0 && n % SECTOR_SIZE == 0 {
-                dev.read_sectors(sector, &mut buf[at..at + n])
+                // Sleeps until the disk is done when the caller's buffer cannot go away
+                // meanwhile (`task::may_wait_away_reading`), else polls.
+                dev.read_scatter_shared(sector, &mut [&mut buf[at..at + n]])
             } else {
                 bounce.resize(SECTOR_SIZE, 0);
                 dev.read_sectors(sector, bounce)?;

@@ -310,7 +310,10 @@ fn read_job(job: &Job) -> SysResult {
                         .map_err(|_| Errno::ENOMEM)?;
                     buf.resize(n, 0);
                 }
-                let got = read_file_at(&job.file, job.at + done as u64, &mut buf[..n])?;
+                let at = job.at + done as u64;
+                let got = crate::task::reading_kernel_buffer(|| {
+                    read_file_at(&job.file, at, &mut buf[..n])
+                })?;
                 deliver(job, va + off, &buf[..got])?;
                 Ok(got)
             })();

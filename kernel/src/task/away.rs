@@ -107,6 +107,17 @@ pub fn reading_own_pages<R>(f: impl FnOnce() -> R) -> R {
     r
 }
 
+/// Run `f`, a read into kernel memory the caller owns for the whole call (an asynchronous
+/// read's buffer in a kernel worker): as [`reading_own_pages`], its device waits may give the
+/// CPU away, and no address space is involved.
+pub fn reading_kernel_buffer<R>(f: impl FnOnce() -> R) -> R {
+    let me = current_ref();
+    me.own_pages.store(true, Relaxed);
+    let r = f();
+    me.own_pages.store(false, Relaxed);
+    r
+}
+
 /// Count the caller among `p`'s readers into its own pages ([`reading_own_pages`]), unless a
 /// change to the address space is under way ([`changing_space`]): false then, nothing counted.
 /// Counted, then looked (the changer the other way round, both sequentially consistent): one

@@ -60,9 +60,12 @@ fn new_process(pid: usize, inner: ProcInner, root: Option<Arc<str>>) -> Arc<Proc
     })
 }
 
-/// The kernel threads' process (`kthread`): pid 0, in no table, no thread yet.
+/// The kernel threads' process (`kthread`): pid 0, in no table, no thread yet. Its `satp`
+/// is 0: the scheduler switches no page table for its threads (see `run`).
 pub(super) fn make_kernel_process(inner: ProcInner) -> Arc<Process> {
-    new_process(0, inner, None)
+    let p = new_process(0, inner, None);
+    p.satp.store(0, core::sync::atomic::Ordering::Relaxed);
+    p
 }
 
 /// A thread of `p` with id `tid`, not yet registered anywhere.

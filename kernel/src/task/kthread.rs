@@ -4,7 +4,9 @@
 //! They belong to one kernel process (pid 0, as Linux's idle task), made on first use, that
 //! is in no table: no pid or tid lookup finds it or its threads, so no signal, wait4,
 //! /proc listing or `kill(-1)` reaches them, and the scheduler's "no process left" test
-//! ignores them. Its address space holds only the kernel's mappings; it has no descriptors.
+//! ignores them. It has no descriptors, and its address space is never switched to: a
+//! kernel thread runs on whatever page table its hart has (every table maps the kernel the
+//! same way), so its turns cost no TLB flush.
 //! A kernel thread starts at its `entry` with the big kernel lock held, as any thread
 //! entering the kernel, sleeps and wakes through the ordinary wait queues, and never
 //! returns to user mode or exits. Its tid lies above `PID_MAX`, so the timer list (keyed by

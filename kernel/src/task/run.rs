@@ -140,7 +140,16 @@ pub fn run() -> ! {
         if me == 0 {
             crate::arch::check_boot_stack();
         }
-        hart::switch_satp(t.process.satp.load(Relaxed));
+        // A kernel thread (satp 0) runs on the table the hart has, the last thread's or the
+        // kernel's, as Linux's kernel threads borrow the last mm: the kernel half is the same
+        // in every table, and a switch would flush the TLB twice per kernel thread's turn.
+        // The borrowed table stays alive: its process has a thread that ran here last (a
+        // process's last thread leaves the kernel's table behind), and with several harts the
+        // hart takes the kernel's table after every thread (below).
+        let satp = t.process.satp.load(Relaxed);
+        if satp != 0 {
+            hart::switch_satp(satp);
+        }
         // Code pages may have changed while this hart ran other spaces (`fence_i_user` only
         // reaches the harts running the space).
         hart::fence_i_local();
