@@ -9,7 +9,8 @@
 # Environment (defaults): SIZE (16m) bytes per job, JOBS (1) numjobs, BS (1m) block size,
 # DIRECT (0), RUNTIME (10) seconds for time-limited lines, LOOPS (1) times each line runs over
 # its files (fio's `loops`: longer runs for small files), THREAD (0; 1 runs the jobs as
-# threads), FIO (fio), QD (16) and IOSIZE (4m) for qd.fio: the bytes all jobs of a run read
+# threads), FIO (fio), QD (16) and IOSIZE (4m) for qd.fio. Jobs named setup-* (a cache
+# drop before a line) get no RESULT line. IOSIZE is for qd.fio: the bytes all jobs of a run read
 # together (each job IOSIZE_JOB = IOSIZE / JOBS). A NAME=DIR whose DIR is a disk
 # (e.g. raw=/dev/vdc) is for job files that name ${FILE} (the disk itself) rather than
 # ${DIR} (a directory of files, or FILE in it). RESULT fields: MBps (10^6 bytes/s), iops, and fio's completion-latency
@@ -101,7 +102,7 @@ while [ "$rep" -le "$reps" ]; do
 			# percentiles, 47-49 the same for writes, 59-78 their percentiles ("50.000000%=us").
 			lines=$(printf '%s\n' "$out" | awk -F';' -v fs="$name" -v rep="$rep" -v tag="$tag" \
 				-v bs="$BS" -v jobs="$JOBS" -v mode="$mode" '
-				$1 == "3" {
+				$1 == "3" && $3 !~ /^setup-/ {
 					if ($6 > 0) { bw = $7; iops = $8; from = 18 } else { bw = $48; iops = $49; from = 59 }
 					p50 = ""; p99 = ""
 					for (i = from; i < from + 20; i++) {
