@@ -72,6 +72,16 @@ impl EventFd {
         }
     }
 
+    /// Add `n` without waiting, as Linux's `eventfd_signal` for a completed AIO request
+    /// (`IOCB_FLAG_RESFD`): the count stops at [`EVENTFD_MAX`] rather than wait for room.
+    pub fn signal(&self, n: u64) {
+        {
+            let mut c = self.count.lock();
+            *c = c.saturating_add(n).min(EVENTFD_MAX);
+        }
+        self.changed();
+    }
+
     /// write(2): add `v`, sleeping while it does not fit unless `nonblock` (EAGAIN).
     pub fn write(&self, v: u64, nonblock: bool) -> Result<(), Errno> {
         if v == u64::MAX {

@@ -27,9 +27,9 @@
 //! EAGAIN, a bad descriptor EBADF, an opcode not handled here (`IOCB_CMD_POLL`, `NOOP`, any
 //! other) EINVAL. A request refused at submission is not counted and gets no event (io_submit
 //! returns the error if it was the first, else the number submitted before it); an error
-//! of the I/O itself is the event's `res`. This kernel has no eventfd, so
-//! `IOCB_FLAG_RESFD` names a descriptor that cannot be one: EBADF if it is not open, else
-//! EINVAL (Linux's answer for a descriptor that is not an eventfd).
+//! of the I/O itself is the event's `res`. With `IOCB_FLAG_RESFD`, `aio_resfd` must be an
+//! eventfd (EBADF if it is not open, EINVAL if it is another file, as Linux): each completion
+//! adds 1 to it once its event is in the ring, as Linux's `eventfd_signal`.
 
 use alloc::collections::VecDeque;
 use alloc::sync::Arc;
@@ -48,6 +48,7 @@ use super::io::{drop_suid_of, read_file_at, read_into_user, write_from_user};
 use super::stream::stream_of;
 use crate::arch::lockcheck::{rank, SpinLock};
 use crate::fs::file::OpenFile;
+use crate::ipc::eventfd::EventFd;
 use crate::mm::aio_ring::AioRing;
 use crate::mm::uaccess;
 use crate::task::signal;
@@ -159,8 +160,8 @@ fn submit_one(ring: &Arc<AioRing>, user_iocb: usize) -> Result<(), Errno> {
     if !ring.reserve()? {
         return Err(Errno::EAGAIN);
     }
-    let req = match prepare(&cb, user_iocb) {
-        Ok(req) => req,
+    let (req, resfd) = match prepare(&cb, user_iocb) {
+        Ok(r) => r,
         Err(e) => {
             ring.unreserve();
             return Err(e);
@@ -169,15 +170,24 @@ fn submit_one(ring: &Arc<AioRing>, user_iocb: usize) -> Result<(), Errno> {
     let req = match req {
         Request::Read(f) if asynchronous(&f) => {
             let pieces = alloc::vec![(cb.aio_buf as usize, cb.aio_nbytes as usize)];
-            return queue(ring, f, &cb, user_iocb, pieces);
+            return queue(ring, f, resfd, &cb, user_iocb, pieces);
         }
         Request::ReadV(f, iov) if asynchronous(&f) => {
-            return queue(ring, f, &cb, user_iocb, iov);
+            return queue(ring, f, resfd, &cb, user_iocb, iov);
         }
         req => req,
     };
     let res = run(&cb, req);
-    ring.complete(&event_of(cb.aio_data, user_iocb, res))
+    let r = ring.complete(&event_of(cb.aio_data, user_iocb, res));
+    notify(resfd.as_deref());
+    r
+}
+
+/// Add 1 to the request's eventfd (`IOCB_FLAG_RESFD`), if it named one.
+fn notify(resfd: Option<&OpenFile>) {
+    if let Some(e) = resfd.and_then(|f| f.loc.node.as_any().downcast_ref::<EventFd>()) {
+        e.signal(1);
+    }
 }
 
 /// The event of request `user_iocb` (whose `aio_data` is `data`) that ended with `res`.
@@ -221,6 +231,8 @@ struct Job {
     at: u64,
     /// The user's buffers: (address, length), one after another in the file.
     pieces: Vec<(usize, usize)>,
+    /// The eventfd a completion adds 1 to (`IOCB_FLAG_RESFD`).
+    resfd: Option<Arc<OpenFile>>,
     data: u64,
     user_iocb: usize,
 }
@@ -240,6 +252,7 @@ static WORKERS: AtomicUsize = AtomicUsize::new(0);
 fn queue(
     ring: &Arc<AioRing>,
     file: Arc<OpenFile>,
+    resfd: Option<Arc<OpenFile>>,
     cb: &Iocb,
     user_iocb: usize,
     pieces: Vec<(usize, usize)>,
@@ -250,6 +263,7 @@ fn queue(
         file,
         at: cb.aio_offset as u64,
         pieces,
+        resfd,
         data: cb.aio_data,
         user_iocb,
     };
@@ -286,6 +300,7 @@ extern "C" fn worker() -> ! {
 /// Put the event of `job` in its ring and wake the reapers.
 fn finish(job: Job, res: SysResult) -> Result<(), Errno> {
     let r = job.ring.complete(&event_of(job.data, job.user_iocb, res));
+    notify(job.resfd.as_deref());
     AIO_WAITERS.wake_all();
     r
 }
@@ -355,13 +370,23 @@ enum Request {
 
 /// The checks Linux makes before a request is queued, in its order: the descriptor, the
 /// eventfd, the key, the opcode, then the opcode's own (access mode, flags, buffers, offset).
-fn prepare(cb: &Iocb, user_iocb: usize) -> Result<Request, Errno> {
+/// Returns the request and its eventfd, if it names one.
+fn prepare(cb: &Iocb, user_iocb: usize) -> Result<(Request, Option<Arc<OpenFile>>), Errno> {
     let f = file(cb.aio_fildes as i32)?;
-    if cb.aio_flags & IOCB_FLAG_RESFD != 0 {
-        // No eventfd exists here: an open descriptor is not one.
-        file(cb.aio_resfd as i32)?;
-        return Err(Errno::EINVAL);
-    }
+    let resfd = if cb.aio_flags & IOCB_FLAG_RESFD != 0 {
+        let e = file(cb.aio_resfd as i32)?;
+        if !e.loc.node.as_any().is::<EventFd>() {
+            return Err(Errno::EINVAL);
+        }
+        Some(e)
+    } else {
+        None
+    };
+    Ok((prepare_request(cb, user_iocb, f)?, resfd))
+}
+
+/// [`prepare`]'s checks after the eventfd's.
+fn prepare_request(cb: &Iocb, user_iocb: usize, f: Arc<OpenFile>) -> Result<Request, Errno> {
     copy_out(user_iocb + IOCB_KEY_OFFSET, &KIOCB_KEY.to_le_bytes())?;
     let cmd = cb.aio_lio_opcode;
     match cmd {

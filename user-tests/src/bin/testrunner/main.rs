@@ -415,6 +415,10 @@ pub const TESTS: &[Test] = &[
         "aio_destroy_and_exit_in_flight",
         aio_tests::aio_destroy_and_exit_in_flight,
     ),
+    t(
+        "aio_eventfd_completions",
+        aio_tests::aio_eventfd_completions,
+    ),
     // what glibc, gcc and bash call besides: clone3, mincore, socket names, riscv_hwprobe
     t("clone3_semantics", toolchain_tests::clone3_semantics),
     t("mincore_semantics", toolchain_tests::mincore_semantics),
