@@ -11,7 +11,8 @@
 # quick.txt, a few minutes of them (`make test-ltp`); not-enabled.txt, every other entry of
 # runtest/syscalls with its reason.
 
-LTP_APT := gcc-riscv64-linux-gnu libc6-dev-riscv64-cross autoconf automake m4 make pkg-config
+LTP_APT := gcc-riscv64-linux-gnu libc6-dev-riscv64-cross autoconf automake m4 make pkg-config \
+	dpkg-dev debian-archive-keyring
 LTP_ENABLED := tests/ltp/enabled.txt
 # The passing entries of LTP's runtest/syscalls-ipc; `make ltp` runs them with enabled.txt
 # (LTP_ALL: both lists, each case once: the ipc list's names are runtest/syscalls' too).

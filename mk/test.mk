@@ -276,14 +276,15 @@ test-exhaust: images
 # Several harts (issue 44): the in-guest suite with SMP=4, then /bin/smpstress (futex and pipe
 # ping-pong, a fork/exit storm, munmap under writers on other harts, a signal to a thread
 # spinning on another hart, 4 writers and 4 readers on one /dbfs directory) and /bin/threadtest
-# in one SMP=4 boot, then the crash test with SMP=4.
+# in one SMP=4 boot, then the crash test and pjdfstest in the guest with SMP=4.
 # Then the short runs of the stress tools (fsx, fsstress, stress-ng; trinity) with SMP=4, when
 # LTP's source is there for fsx and fsstress.
-## test-smp: test-guest, the SMP stress tests (smpstress, threadtest), test-crash (4 writer processes), test-stress and test-trinity with SMP=4
+## test-smp: test-guest, the SMP stress tests (smpstress, threadtest), test-crash (4 writer processes), pjdfstest in the guest, test-stress and test-trinity with SMP=4
 test-smp:
 	$(MAKE) test-guest SMP=4
 	$(MAKE) test-smp-stress SMP=4 SMP_ROUNDS=1000000
 	$(MAKE) test-crash SMP=4 CRASH_WRITERS=4
+	$(if $(have_pjdfstest),$(MAKE) test-pjdfstest-guest SMP=4,@echo "test-smp: test-pjdfstest-guest skipped: no pjdfstest source at $(PJDFSTEST_SRC)")
 	$(if $(have_ltp),$(MAKE) test-stress SMP=4,@echo "test-smp: test-stress skipped: no LTP source at $(LTP_SRC)")
 	$(MAKE) test-trinity SMP=4
 

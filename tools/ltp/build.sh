@@ -48,8 +48,11 @@ command -v ${CROSS}gcc >/dev/null || die "${CROSS}gcc is missing (apt: gcc-riscv
 LTP_SRC=$(cd "$LTP_SRC" && pwd)
 mkdir -p "$OUT"
 
+# libaio (Debian's source, cross-built statically): LTP's native-AIO cases need it.
+BUILD="$BUILD" "$repo/tools/thirdparty/fetch-build.sh" libaio
+AIO="$BUILD/thirdparty/libaio"
 # PKG_CONFIG_LIBDIR: the host's .pc files (libtirpc, ...) are not the target's.
-configure="PKG_CONFIG_LIBDIR=/nonexistent ./configure --host=riscv64-linux-gnu CC=${CROSS}gcc --prefix=/opt/ltp"
+configure="PKG_CONFIG_LIBDIR=/nonexistent ./configure --host=riscv64-linux-gnu CC=${CROSS}gcc --prefix=/opt/ltp CPPFLAGS=-I$AIO/include LDFLAGS=-L$AIO/lib"
 # The build tree's fingerprint: every source file's name, size and time, the configure
 # command, the compiler.
 src_key=$({

@@ -10,7 +10,9 @@
 #                                               there), staged as the tree that
 #                                               `mkimage --add-tree` copies into root.img
 #   tools/thirdparty/fetch-build.sh check       run them under qemu-user on the host (see below)
-#   tools/thirdparty/fetch-build.sh fio|sqlite  fio 3.33, sqlite3 3.40.1 (shell + speedtest1)
+#   tools/thirdparty/fetch-build.sh fio|sqlite  fio 3.33 (with libaio), sqlite3 3.40.1 (shell + speedtest1)
+#   tools/thirdparty/fetch-build.sh libaio      libaio 0.3.113, static, in $BUILD/thirdparty/libaio
+#                                               (fio and LTP link it)
 #   tools/thirdparty/fetch-build.sh sqlite-host  speedtest1 built for this machine (make sqlite-host-bench)
 #   tools/thirdparty/fetch-build.sh ctests      our C tests (tools/thirdparty/tests/*.c: threadtest, timetest, smpstress)
 #
@@ -397,20 +399,33 @@ build_fio() {
 	"${CROSS}strip" -o "$out/fio" "$out/obj/fio"
 }
 
+# libaio for riscv64 in $TP/libaio (fio and LTP link it), rebuilt when its source changes.
+cmd_libaio() {
+	need_tools "${CROSS}gcc" make
+	local src key
+	src=$(fetch_source libaio "$LIBAIO_VERSION")
+	key=$({ declare -f build_libaio; cat "$src/.unpacked"; toolchain_id; } | digest)
+	if stamp_ok "$TP/libaio/stamp" "$key" && [ -f "$TP/libaio/lib/libaio.a" ]; then
+		log "libaio up to date"
+		return
+	fi
+	mkdir -p "$TP/libaio" && rm -f "$TP/libaio/stamp"
+	log "building libaio (log $TP/libaio/build.log)"
+	build_libaio "$src"
+	echo "$key" >"$TP/libaio/stamp"
+}
+
 cmd_fio() {
 	need_tools "${CROSS}gcc" make
-	local src aiosrc key
+	local src key
+	cmd_libaio
 	src=$(fetch_source fio "$FIO_VERSION")
-	aiosrc=$(fetch_source libaio "$LIBAIO_VERSION")
-	key=$({ declare -f build_libaio build_fio; cat "$src/.unpacked" "$aiosrc/.unpacked"; toolchain_id; } | digest)
+	key=$({ declare -f build_fio; cat "$src/.unpacked" "$TP/libaio/stamp"; toolchain_id; } | digest)
 	if stamp_ok "$TP/fio/stamp" "$key" && [ -x "$TP/fio/fio" ]; then
 		log "fio up to date"
 		return
 	fi
 	mkdir -p "$TP/fio" && rm -f "$TP/fio/stamp"
-	mkdir -p "$TP/libaio"
-	log "building libaio (log $TP/libaio/build.log)"
-	build_libaio "$aiosrc"
 	log "building fio (log $TP/fio/build.log)"
 	build_fio "$src" "$TP/libaio"
 	echo "$key" >"$TP/fio/stamp"
@@ -505,7 +520,7 @@ cmd_sqlite_host() {
 
 ## --- main ----------------------------------------------------------------------------------
 
-[ $# -ge 1 ] || die "usage: fetch-build.sh busybox|pjdfstest|rootfs|check [TESTDIR...]|fio|sqlite|sqlite-host|ctests"
+[ $# -ge 1 ] || die "usage: fetch-build.sh busybox|pjdfstest|rootfs|check [TESTDIR...]|fio|libaio|sqlite|sqlite-host|ctests"
 command=$1
 shift
 case "$command" in
@@ -514,6 +529,7 @@ pjdfstest) cmd_pjdfstest ;;
 rootfs) cmd_rootfs ;;
 check) cmd_check "$@" ;;
 fio) cmd_fio ;;
+libaio) cmd_libaio ;;
 sqlite) cmd_sqlite ;;
 sqlite-host) cmd_sqlite_host ;;
 ctests) cmd_ctests ;;

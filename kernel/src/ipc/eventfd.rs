@@ -4,7 +4,8 @@
 //! decrements), sleeping while it is 0; write adds an 8-byte value, sleeping while the sum
 //! would pass 0xffff_ffff_ffff_fffe; a value of all ones is EINVAL; buffers shorter than 8
 //! bytes are EINVAL. Readable (POLLIN) while the count is above 0, writable (POLLOUT) while
-//! 1 more would fit. Every change wakes the other side and the pollers.
+//! 1 more would fit, POLLERR at all ones (only an AIO completion, `signal`, gets there).
+//! Every change wakes the other side and the pollers.
 
 use alloc::sync::Arc;
 use core::any::Any;
@@ -42,10 +43,11 @@ impl EventFd {
         crate::task::wait::poll_wake();
     }
 
-    /// (readable, writable) now.
-    pub fn poll(&self) -> (bool, bool) {
+    /// (readable, writable, overflowed) now: an AIO completion ([`Self::signal`]) may push the
+    /// count to all ones, which poll reports as POLLERR, as Linux does.
+    pub fn poll(&self) -> (bool, bool, bool) {
         let c = *self.count.lock();
-        (c > 0, c < EVENTFD_MAX)
+        (c > 0, c < EVENTFD_MAX, c == u64::MAX)
     }
 
     /// read(2): the count (or 1 in semaphore mode), sleeping while it is 0 unless
@@ -73,11 +75,12 @@ impl EventFd {
     }
 
     /// Add `n` without waiting, as Linux's `eventfd_signal` for a completed AIO request
-    /// (`IOCB_FLAG_RESFD`): the count stops at [`EVENTFD_MAX`] rather than wait for room.
+    /// (`IOCB_FLAG_RESFD`): the count stops at all ones (the overflow state, POLLERR; a read
+    /// returns it and empties the counter) rather than wait for room.
     pub fn signal(&self, n: u64) {
         {
             let mut c = self.count.lock();
-            *c = c.saturating_add(n).min(EVENTFD_MAX);
+            *c = c.saturating_add(n);
         }
         self.changed();
     }
@@ -90,7 +93,7 @@ impl EventFd {
         loop {
             {
                 let mut c = self.count.lock();
-                if EVENTFD_MAX - *c >= v {
+                if EVENTFD_MAX.checked_sub(*c).is_some_and(|room| room >= v) {
                     *c += v;
                     drop(c);
                     if v > 0 {

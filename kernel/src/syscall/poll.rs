@@ -74,12 +74,15 @@ pub(super) fn poll_file(f: &crate::fs::file::OpenFile, events: u16) -> u16 {
             }
         }
         Some(Stream::Event(e)) => {
-            let (r, w) = e.poll();
+            let (r, w, overflow) = e.poll();
             if r && want_in {
                 rev |= events & (POLLIN | POLLRDNORM);
             }
             if w && want_out {
                 rev |= events & (POLLOUT | POLLWRNORM);
+            }
+            if overflow {
+                rev |= POLLERR;
             }
         }
         Some(Stream::Signal(s)) => {
