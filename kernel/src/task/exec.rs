@@ -170,33 +170,7 @@ pub fn spawn_init(
         load_program(open_exec, "/", path, argv, &env, &cred::Cred::default())?;
     let kstack = new_kstack()?;
     let tf = Box::new(TrapFrame::new_user(entry, sp, kstack_top(&kstack)));
-    let inner = ProcInner {
-        ppid: 0,
-        children: Vec::new(),
-        threads: Vec::new(),
-        zombie: None,
-        group_exit: None,
-        space,
-        files,
-        cwd: String::from("/"),
-        umask: 0o022,
-        sig: signal::SigState::default(),
-        pgid: 1,
-        sid: 1,
-        cred: cred::Cred::default(),
-        children_cpu_ns: 0,
-        children_switches: [0; 2],
-        nice: 0,
-        ioprio: 0,
-        comm,
-        cmdline,
-        vfork_parent: None,
-        limits: Default::default(),
-        sched: Default::default(),
-        personality: 0,
-        exe: Some(exe),
-        dumpable: true,
-    };
+    let inner = ProcInner::first(space, files, 1, comm, cmdline, Some(exe));
     make_process(
         &mut SCHED.lock(),
         inner,

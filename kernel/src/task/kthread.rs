@@ -59,33 +59,14 @@ fn kernel_process() -> Result<Arc<Process>, Errno> {
     if let Some(p) = KERNEL_PROCESS.get() {
         return Ok(p.clone());
     }
-    let inner = ProcInner {
-        ppid: 0,
-        children: Vec::new(),
-        threads: Vec::new(),
-        zombie: None,
-        group_exit: None,
-        space: AddrSpace::new()?,
-        files: Box::new(NoFiles),
-        cwd: String::from("/"),
-        umask: 0o022,
-        sig: Default::default(),
-        pgid: 0,
-        sid: 0,
-        cred: super::cred::Cred::default(),
-        children_cpu_ns: 0,
-        children_switches: [0; 2],
-        nice: 0,
-        ioprio: 0,
-        comm: String::from("kworker"),
-        cmdline: Vec::new(),
-        vfork_parent: None,
-        limits: Default::default(),
-        sched: Default::default(),
-        personality: 0,
-        exe: None,
-        dumpable: false,
-    };
+    let inner = ProcInner::first(
+        AddrSpace::new()?,
+        Box::new(NoFiles),
+        0,
+        String::from("kworker"),
+        Vec::new(),
+        None,
+    );
     Ok(KERNEL_PROCESS
         .call_once(|| make_kernel_process(inner))
         .clone())

@@ -108,6 +108,48 @@ pub struct ProcInner {
     pub dumpable: bool,
 }
 
+impl ProcInner {
+    /// The state of a process made from nothing (init, the kernel threads' process): no
+    /// parent, children or threads yet, root's credentials, `/` as working directory,
+    /// process group and session `session`, dumpable if it runs a program (`exe`).
+    pub(super) fn first(
+        space: AddrSpace,
+        files: Box<dyn files::FileTable>,
+        session: usize,
+        comm: String,
+        cmdline: Vec<u8>,
+        exe: Option<Arc<dyn crate::mm::file_pages::MappedFile>>,
+    ) -> Self {
+        ProcInner {
+            ppid: 0,
+            children: Vec::new(),
+            threads: Vec::new(),
+            zombie: None,
+            group_exit: None,
+            space,
+            files,
+            cwd: String::from("/"),
+            umask: 0o022,
+            sig: Default::default(),
+            pgid: session,
+            sid: session,
+            cred: cred::Cred::default(),
+            children_cpu_ns: 0,
+            children_switches: [0; 2],
+            nice: 0,
+            ioprio: 0,
+            comm,
+            cmdline,
+            vfork_parent: None,
+            limits: Default::default(),
+            sched: Default::default(),
+            personality: 0,
+            dumpable: exe.is_some(),
+            exe,
+        }
+    }
+}
+
 /// A thread group.
 pub struct Process {
     pub pid: usize,

@@ -3,7 +3,7 @@
 //! State: each process has a pending set of process-directed signals
 //! (`Process::sig_pending`) and each thread one of thread-directed signals
 //! (`Thread::sig_pending`), atomic words so the return-to-user path can test them without a
-//! lock; the 64 actions are the process's ([`SigState`]), the blocked set is each thread's
+//! lock; the 64 actions are the process's (`sigstate::SigState`), the blocked set is each thread's
 //! ([`SigMask`]). A signal is *generated* by [`send`] (the terminal's ^C, an interval
 //! timer), [`send_from_current`] (kill, a write to a pipe without readers), [`send_info`]
 //! (rt_sigqueueinfo, a POSIX timer, a child's exit) or [`send_thread_info`] (tgkill,
@@ -39,8 +39,8 @@ use super::sigstate::{default_action, Default_};
 use crate::arch::lockcheck::{rank, SpinLock};
 
 pub use super::sigstate::{
-    bit, AltStack, SigAction, SigMask, SigState, ERESTARTSYS, NSIG, SIGBUS, SIGILL, SIGINT,
-    SIGKILL, SIGPIPE, SIGQUIT, SIGSEGV, SIGSTOP, SIGTRAP, SIGTSTP, SIG_DFL, SIG_IGN,
+    bit, AltStack, SigAction, SigMask, ERESTARTSYS, NSIG, SIGBUS, SIGILL, SIGINT, SIGKILL, SIGPIPE,
+    SIGQUIT, SIGSEGV, SIGSTOP, SIGTRAP, SIGTSTP, SIG_DFL, SIG_IGN,
 };
 
 /// Generate signal `sig` (1..=64) for process `p` from the kernel (SI_KERNEL; a pipe's
