@@ -29,7 +29,7 @@
 //! `unlocked_reads=0` (default 1: with several harts, read(2) and pread64(2) of dbfs files run
 //! without the big kernel lock, `syscall::unlocked`; 0: every system call takes it),
 //! `aio_async=0` (default 1: io_submit hands reads of files and disks to kernel workers and
-//! returns at once, `syscall::aio`; 0: every request completes before io_submit returns),
+//! returns at once, `syscall::aio_workers`; 0: every request completes before io_submit returns),
 //! `bkl_spins=N` (default 1000: the spins of a hart waiting for the big kernel lock before it
 //! sleeps in `wfi` until the holder's IPI),
 //! `dbfs_chunk_kib=K` (the chunk size a blank
@@ -249,7 +249,7 @@ extern "C" fn rust_main(hartid: usize, dtb: usize) -> ! {
     arch::console::init_logger(params.log);
     drivers::window::set_fault_sleep(params.dbfs_fault_sleep);
     syscall::unlocked::set_enabled(params.unlocked_reads);
-    syscall::aio::set_async(params.aio_async);
+    syscall::set_aio_async(params.aio_async);
     if let Some(n) = params.bkl_spins {
         arch::hart::set_lock_spins(n);
     }

@@ -34,7 +34,7 @@ pub struct Params {
     /// several harts (`syscall::unlocked`); `unlocked_reads=0` sends them through the lock.
     pub unlocked_reads: bool,
     /// io_submit hands reads of files and disks to kernel workers and returns before they
-    /// complete (`syscall::aio`); `aio_async=0` completes every request at submission.
+    /// complete (`syscall::aio_workers`); `aio_async=0` completes every request at submission.
     pub aio_async: bool,
     /// Spins of a hart waiting for the big kernel lock before it sleeps (`bkl_spins=N`).
     pub bkl_spins: Option<usize>,

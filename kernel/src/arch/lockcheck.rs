@@ -57,7 +57,7 @@ pub mod rank {
     pub const WINDOW_BASE: u8 = 54;
     /// The list of disk windows (`drivers::window`).
     pub const WINDOW_LIST: u8 = 55;
-    /// The asynchronous I/O requests waiting for a worker (`syscall::aio`), held only to
+    /// The asynchronous I/O requests waiting for a worker (`syscall::aio_workers`), held only to
     /// queue or take one.
     pub const AIO_QUEUE: u8 = 56;
     /// The list of block caches (`drivers::block_cache`).

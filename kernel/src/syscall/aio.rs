@@ -5,16 +5,9 @@
 //! space: released at io_destroy, exit and execve, not inherited by fork).
 //!
 //! **Reads complete asynchronously.** io_submit hands a read of a regular file or a disk
-//! (`IOCB_CMD_PREAD`, `PREADV`) to a pool of kernel workers (`task::spawn_kernel_thread`, at
-//! most [`MAX_WORKERS`], made as requests find none idle) and returns; each worker reads
-//! through the same path as pread into a kernel buffer, sleeping in its device waits (dbfs's
-//! window faults sleep, so several workers keep several disk requests in flight), then
-//! copies the bytes into the submitter's address space and puts the event in the ring. A
-//! worker copies only while the context is still in that process's table: after execve, exit
-//! or io_destroy's removal the bytes are dropped, never written into a new program's memory.
-//! The buffer is looked up at completion, not pinned at submission: memory unmapped
-//! meanwhile makes the event's result EFAULT (Linux would have filled the pages it pinned).
-//! io_destroy waits until the context's requests have completed, as Linux's does. Writes,
+//! (`IOCB_CMD_PREAD`, `PREADV`) to the kernel workers of `aio_workers` and returns; they put
+//! its event in the ring when it is done ([`complete`]). io_destroy waits until the
+//! context's requests have completed, as Linux's does. Writes,
 //! fsyncs and reads of streams (pipes, sockets, the terminal) complete at submission through
 //! the pwrite/fsync/read paths; the boot parameter `aio_async=0` makes reads do so as well.
 //! io_cancel finds nothing it can cancel (EINVAL, Linux's answer for a request of a file that
@@ -31,32 +24,23 @@
 //! eventfd (EBADF if it is not open, EINVAL if it is another file, as Linux): each completion
 //! adds 1 to it once its event is in the ring, as Linux's `eventfd_signal`.
 
-use alloc::collections::VecDeque;
 use alloc::sync::Arc;
-use alloc::vec::Vec;
-use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 
 use abi::aio::*;
 use abi::Errno;
 use vfs::FileType;
 
+use super::aio_workers::{asynchronous, complete, each_piece, queue, AIO_WAITERS};
 use super::args::iovecs;
 use super::args::{copy_in, copy_out, with_space, SysResult};
 use super::fd::file;
-use super::fd::MAX_RW;
-use super::io::{drop_suid_of, read_file_at, read_into_user, write_from_user};
+use super::io::{drop_suid_of, read_into_user, write_from_user};
 use super::stream::stream_of;
-use crate::arch::lockcheck::{rank, SpinLock};
 use crate::fs::file::OpenFile;
 use crate::ipc::eventfd::EventFd;
 use crate::mm::aio_ring::AioRing;
 use crate::mm::uaccess;
 use crate::task::signal;
-use crate::task::wait::WaitQueue;
-use crate::task::Process;
-
-/// Threads in io_getevents waiting for events (every context: each looks at its own again).
-static AIO_WAITERS: WaitQueue = WaitQueue::new();
 
 /// `RWF_*` flags a request may carry: high priority (a hint), per-write O_DSYNC / O_SYNC,
 /// and append or not. `RWF_NOWAIT`, `RWF_ATOMIC`, `RWF_DONTCACHE` and unknown bits are
@@ -91,19 +75,8 @@ pub fn sys_io_setup(nr_events: u32, ctxp: usize) -> SysResult {
     Ok(0)
 }
 
-/// Take context `ctx` out of the table and unmap its ring (as Linux's `vm_munmap` of it),
-/// once its requests in flight have completed (no new ones are taken meanwhile).
+/// Take context `ctx` out of the table and unmap its ring (as Linux's `vm_munmap` of it).
 fn destroy(ctx: usize) -> Result<(), Errno> {
-    let ring = context(ctx)?;
-    ring.kill();
-    loop {
-        AIO_WAITERS.prepare_to_wait();
-        if ring.in_flight() == 0 {
-            AIO_WAITERS.finish_wait();
-            break;
-        }
-        AIO_WAITERS.sleep_prepared(None);
-    }
     with_space(|s| {
         let ring = s.aio.remove(ctx).ok_or(Errno::EINVAL)?;
         // The program may have unmapped or moved parts of it: whatever is there goes.
@@ -114,9 +87,21 @@ fn destroy(ctx: usize) -> Result<(), Errno> {
     Ok(())
 }
 
-/// io_destroy(ctx): returns once the context's requests have completed.
+/// io_destroy(ctx): the context takes no more requests, and once those in flight have
+/// completed it goes (the wait comes before `changing_space`, so siblings' reads still go
+/// away meanwhile).
 pub fn sys_io_destroy(ctx: usize) -> SysResult {
-    destroy(ctx).map(|_| 0)
+    let ring = context(ctx)?;
+    ring.kill();
+    loop {
+        AIO_WAITERS.prepare_to_wait();
+        if ring.in_flight() == 0 {
+            AIO_WAITERS.finish_wait();
+            break;
+        }
+        AIO_WAITERS.sleep_prepared(None);
+    }
+    crate::task::changing_space(|| destroy(ctx)).map(|_| 0)
 }
 
 /// io_submit(ctx, nr, iocbpp): the number of requests submitted, or the first one's error.
@@ -178,185 +163,7 @@ fn submit_one(ring: &Arc<AioRing>, user_iocb: usize) -> Result<(), Errno> {
         req => req,
     };
     let res = run(&cb, req);
-    let r = ring.complete(&event_of(cb.aio_data, user_iocb, res));
-    notify(resfd.as_deref());
-    r
-}
-
-/// Add 1 to the request's eventfd (`IOCB_FLAG_RESFD`), if it named one.
-fn notify(resfd: Option<&OpenFile>) {
-    if let Some(e) = resfd.and_then(|f| f.loc.node.as_any().downcast_ref::<EventFd>()) {
-        e.signal(1);
-    }
-}
-
-/// The event of request `user_iocb` (whose `aio_data` is `data`) that ended with `res`.
-fn event_of(data: u64, user_iocb: usize, res: SysResult) -> IoEvent {
-    IoEvent {
-        data,
-        obj: user_iocb as u64,
-        res: match res {
-            Ok(n) => n as i64,
-            Err(e) => -(e.0 as i64),
-        },
-        res2: 0,
-    }
-}
-
-/// Whether reads go to the workers (boot parameter `aio_async`).
-static ASYNC: AtomicBool = AtomicBool::new(true);
-
-/// Hand reads of files and disks to the workers (the default), or complete every request at
-/// submission.
-pub fn set_async(on: bool) {
-    ASYNC.store(on, Relaxed);
-}
-
-/// Whether a read of `f` goes to a worker: a regular file's or a disk's (a stream's read may
-/// wait for another program, and completes at submission as Linux's does).
-fn asynchronous(f: &OpenFile) -> bool {
-    ASYNC.load(Relaxed)
-        && stream_of(f).is_none()
-        && matches!(f.ftype, FileType::Regular | FileType::BlockDevice)
-}
-
-/// Most kernel workers the requests of all processes share.
-pub const MAX_WORKERS: usize = 32;
-
-/// A read waiting for a worker, or being done by one.
-struct Job {
-    process: Arc<Process>,
-    ring: Arc<AioRing>,
-    file: Arc<OpenFile>,
-    at: u64,
-    /// The user's buffers: (address, length), one after another in the file.
-    pieces: Vec<(usize, usize)>,
-    /// The eventfd a completion adds 1 to (`IOCB_FLAG_RESFD`).
-    resfd: Option<Arc<OpenFile>>,
-    data: u64,
-    user_iocb: usize,
-}
-
-/// Reads waiting for a worker, oldest first.
-static JOBS: SpinLock<VecDeque<Job>, { rank::AIO_QUEUE }> = SpinLock::new(VecDeque::new());
-
-/// Idle workers, asleep until a read is queued.
-static IDLE_WORKERS: WaitQueue = WaitQueue::new();
-
-/// Workers made so far (they never exit).
-static WORKERS: AtomicUsize = AtomicUsize::new(0);
-
-/// Queue a read for a worker (its slot in `ring` is taken): an idle one is woken, or a new
-/// one made while there are fewer than [`MAX_WORKERS`]. When none exists and none can be
-/// made, the read completes here.
-fn queue(
-    ring: &Arc<AioRing>,
-    file: Arc<OpenFile>,
-    resfd: Option<Arc<OpenFile>>,
-    cb: &Iocb,
-    user_iocb: usize,
-    pieces: Vec<(usize, usize)>,
-) -> Result<(), Errno> {
-    let job = Job {
-        process: crate::task::current_process(),
-        ring: ring.clone(),
-        file,
-        at: cb.aio_offset as u64,
-        pieces,
-        resfd,
-        data: cb.aio_data,
-        user_iocb,
-    };
-    if !IDLE_WORKERS.wake_one() {
-        let made =
-            WORKERS.load(Relaxed) < MAX_WORKERS && crate::task::spawn_kernel_thread(worker).is_ok();
-        if made {
-            WORKERS.fetch_add(1, Relaxed);
-        } else if WORKERS.load(Relaxed) == 0 {
-            let res = read_job(&job);
-            return finish(job, res);
-        }
-    }
-    JOBS.lock().push_back(job);
-    Ok(())
-}
-
-/// A worker: take the oldest queued read, do it, complete it; sleep while there is none.
-extern "C" fn worker() -> ! {
-    loop {
-        IDLE_WORKERS.prepare_to_wait();
-        let next = JOBS.lock().pop_front();
-        match next {
-            Some(job) => {
-                IDLE_WORKERS.finish_wait();
-                let res = read_job(&job);
-                let _ = finish(job, res);
-            }
-            None => IDLE_WORKERS.sleep_prepared(None),
-        }
-    }
-}
-
-/// Put the event of `job` in its ring and wake the reapers.
-fn finish(job: Job, res: SysResult) -> Result<(), Errno> {
-    let r = job.ring.complete(&event_of(job.data, job.user_iocb, res));
-    notify(job.resfd.as_deref());
-    AIO_WAITERS.wake_all();
-    r
-}
-
-/// Bytes a worker reads into its own buffer before it copies them to the user's memory.
-const JOB_CHUNK: usize = 1 << 20;
-
-/// Do the read of `job`: through a kernel buffer, chunk by chunk, each chunk copied into the
-/// submitter's memory. Stops at a short read; an error after some bytes moved ends the read
-/// with those bytes, as pread's.
-fn read_job(job: &Job) -> SysResult {
-    let total = job.pieces.iter().map(|p| p.1).sum::<usize>().min(MAX_RW);
-    let mut buf: Vec<u8> = Vec::new();
-    let mut done = 0;
-    for &(va, len) in &job.pieces {
-        let mut off = 0;
-        while off < len && done < total {
-            let n = (len - off).min(total - done).min(JOB_CHUNK);
-            let r = (|| {
-                if buf.len() < n {
-                    buf.try_reserve_exact(n - buf.len())
-                        .map_err(|_| Errno::ENOMEM)?;
-                    buf.resize(n, 0);
-                }
-                let at = job.at + done as u64;
-                let got = crate::task::reading_kernel_buffer(|| {
-                    read_file_at(&job.file, at, &mut buf[..n])
-                })?;
-                deliver(job, va + off, &buf[..got])?;
-                Ok(got)
-            })();
-            match r {
-                Ok(got) => {
-                    done += got;
-                    off += got;
-                    if got < n {
-                        return Ok(done);
-                    }
-                }
-                Err(_) if done > 0 => return Ok(done),
-                Err(e) => return Err(e),
-            }
-        }
-    }
-    Ok(done)
-}
-
-/// Copy `bytes` to `va` in the submitter's address space, if the request's context is still
-/// in it (else the process has exec'd, exited or destroyed the context: EINVAL, dropped).
-fn deliver(job: &Job, va: usize, bytes: &[u8]) -> Result<(), Errno> {
-    let mut inner = job.process.inner.lock();
-    let space = &mut inner.space;
-    match space.aio.get(job.ring.base) {
-        Some(r) if Arc::ptr_eq(&r, &job.ring) => uaccess::copy_out(space, va, bytes),
-        _ => Err(Errno::EINVAL),
-    }
+    complete(ring, cb.aio_data, user_iocb, resfd.as_deref(), res)
 }
 
 /// A request that passed its submission checks.
@@ -443,28 +250,6 @@ fn run(cb: &Iocb, req: Request) -> SysResult {
         Request::WriteV(f, iov) => super::io::as_writer(|| write_at(&f, cb, &iov)),
         Request::Sync(f, data_only) => super::io::fsync_file(&f, data_only),
     }
-}
-
-/// Move `pieces` one after another through `op(offset into the request, address, length)`:
-/// stops at a short transfer; an error after some bytes moved ends the request with those bytes.
-fn each_piece(
-    pieces: &[(usize, usize)],
-    mut op: impl FnMut(u64, usize, usize) -> SysResult,
-) -> SysResult {
-    let mut done = 0;
-    for &(va, len) in pieces {
-        match op(done as u64, va, len) {
-            Ok(n) => {
-                done += n;
-                if n < len {
-                    break;
-                }
-            }
-            Err(_) if done > 0 => break,
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(done)
 }
 
 /// Read the pieces from `at` on (a stream ignores the offset).

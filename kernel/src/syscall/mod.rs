@@ -5,7 +5,8 @@
 //! grouped by subsystem. Every user pointer goes through `mm::uaccess`.
 
 mod adjtimex;
-pub mod aio;
+mod aio;
+mod aio_workers;
 mod args;
 mod attr;
 mod caps;
@@ -47,11 +48,13 @@ use crate::arch::trap::TrapFrame;
 use crate::task::changing_space;
 use args::SysResult;
 
+pub use aio_workers::set_async as set_aio_async;
+
 pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
     crate::counters::add_syscall();
     let r: SysResult = match num {
         SYS_IO_SETUP => changing_space(|| aio::sys_io_setup(a[0] as u32, a[1])),
-        SYS_IO_DESTROY => changing_space(|| aio::sys_io_destroy(a[0])),
+        SYS_IO_DESTROY => aio::sys_io_destroy(a[0]),
         SYS_IO_SUBMIT => aio::sys_io_submit(a[0], a[1] as isize, a[2]),
         SYS_IO_CANCEL => aio::sys_io_cancel(a[0], a[1], a[2]),
         SYS_IO_GETEVENTS => aio::sys_io_getevents(a[0], a[1] as isize, a[2] as isize, a[3], a[4]),

@@ -1,5 +1,5 @@
 //! Kernel threads (task layer): threads that run only kernel code, such as the workers that
-//! carry out asynchronous I/O requests (`syscall::aio`).
+//! carry out asynchronous I/O requests (`syscall::aio_workers`).
 //!
 //! They belong to one kernel process (pid 0, as Linux's idle task), made on first use, that
 //! is in no table: no pid or tid lookup finds it or its threads, so no signal, wait4,
