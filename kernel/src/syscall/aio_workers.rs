@@ -193,42 +193,32 @@ fn finish(job: &Job, res: SysResult) -> Result<(), Errno> {
 /// Bytes a worker reads into its own buffer before it copies them to the user's memory.
 const JOB_CHUNK: usize = 1 << 20;
 
-/// Do the read of `job`, buffer after buffer (`aio::each_piece`, as a synchronous preadv).
+/// Do the read of `job` as a synchronous preadv's (`each_piece`), its buffers cut into
+/// chunks of at most [`JOB_CHUNK`]: each chunk read into a kernel buffer, then copied into
+/// the submitter's memory.
 fn read_job(job: &Job) -> SysResult {
+    let mut chunks = Vec::new();
+    for &(va, len) in &job.pieces {
+        let len = len.min(MAX_RW);
+        chunks.extend(
+            (0..len)
+                .step_by(JOB_CHUNK)
+                .map(|k| (va + k, (len - k).min(JOB_CHUNK))),
+        );
+    }
     let mut buf: Vec<u8> = Vec::new();
-    each_piece(&job.pieces, |off, va, len| {
-        read_piece(job, &mut buf, job.at + off, va, len.min(MAX_RW))
-    })
-}
-
-/// Read `len` bytes of the file at `at` into the submitter's buffer at `va`: chunk by chunk
-/// through the kernel buffer `buf`, each chunk copied out. Stops at a short read; an error
-/// after some bytes moved ends the piece with those bytes, as pread's.
-fn read_piece(job: &Job, buf: &mut Vec<u8>, at: u64, va: usize, len: usize) -> SysResult {
-    let mut done = 0;
-    while done < len {
-        let n = (len - done).min(JOB_CHUNK);
+    each_piece(&chunks, |off, va, n| {
         if buf.len() < n {
             buf.try_reserve_exact(n - buf.len())
                 .map_err(|_| Errno::ENOMEM)?;
             buf.resize(n, 0);
         }
         let got = crate::task::reading_kernel_buffer(|| {
-            read_file_at(&job.file, at + done as u64, &mut buf[..n])
-        })
-        .and_then(|got| deliver(job, va + done, &buf[..got]).map(|()| got));
-        match got {
-            Ok(got) => {
-                done += got;
-                if got < n {
-                    break;
-                }
-            }
-            Err(_) if done > 0 => break,
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(done)
+            read_file_at(&job.file, job.at + off, &mut buf[..n])
+        })?;
+        deliver(job, va, &buf[..got])?;
+        Ok(got)
+    })
 }
 
 /// Copy `bytes` to `va` in the submitter's address space, if the request's context is still
