@@ -45,8 +45,9 @@
 #   LOG      kernel log level: error warn info debug trace             (default: warn)
 #   BCACHE   block cache per mounted disk, MiB                          (default: 8)
 #   DISK     device model of the benchmark disks (BENCH=, make bench, fio, workloads; not
-#            your disks): default (host page cache), direct (O_DIRECT), nvme-seed (90K IOPS,
-#            350 MiB/s), sata (20K IOPS, 200 MiB/s); mk/common.mk      (default: default)
+#            your disks): default (host page cache), direct (O_DIRECT), memory (page
+#            cache, flushes ignored), nvme-seed (90K IOPS, 350 MiB/s), sata (20K IOPS,
+#            200 MiB/s); mk/common.mk                                  (default: default)
 #   ICOUNT   1: QEMU counts instructions (-icount shift=0), figures follow the work done
 #   TIMEOUT  seconds before a QEMU run is killed                        (default: 1500)
 #   PROFILE  cargo profile of kernel and programs: release or dev       (default: release)

@@ -28,6 +28,8 @@
 //! unlocked and its thread asleep; 0: every fault polls with the window locked),
 //! `unlocked_reads=0` (default 1: with several harts, read(2) and pread64(2) of dbfs files run
 //! without the big kernel lock, `syscall::unlocked`; 0: every system call takes it),
+//! `unlocked_writes=0` (default 1: likewise write(2) and pwrite64(2) of dbfs files that only
+//! fill its write-back cache; 0: they take the lock),
 //! `aio_async=0` (default 1: io_submit hands reads of files and disks to kernel workers and
 //! returns at once, `syscall::aio_workers`; 0: every request completes before io_submit returns),
 //! `bkl_spins=N` (default 1000: the spins of a hart waiting for the big kernel lock before it
@@ -248,7 +250,7 @@ extern "C" fn rust_main(hartid: usize, dtb: usize) -> ! {
     fs::procfs::set_cmdline(cmdline);
     arch::console::init_logger(params.log);
     drivers::window::set_fault_sleep(params.dbfs_fault_sleep);
-    syscall::unlocked::set_enabled(params.unlocked_reads);
+    syscall::unlocked::set_enabled(params.unlocked_reads, params.unlocked_writes);
     syscall::set_aio_async(params.aio_async);
     if let Some(n) = params.bkl_spins {
         arch::hart::set_lock_spins(n);

@@ -287,6 +287,11 @@ impl<P: Pager + Send + Sync + 'static> Node for DbNode<P> {
         len < crate::DIRECT_READ_MIN
     }
 
+    /// Writes the write-back cache takes as they are (see [`DbFs::parallel_write`]).
+    fn parallel_write(&self, len: usize) -> bool {
+        self.fs.parallel_write(len)
+    }
+
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> VfsResult<usize> {
         self.check_file()?;
         self.fs.read_file(self.ino, offset, buf)

@@ -45,6 +45,17 @@ impl<P: Pager> DbFs<P> {
         self.state.lock().direct_write_min = bytes.map_or(usize::MAX, |b| b.max(1));
     }
 
+    /// Whether a write of `len` bytes would only go into the write-back cache as things stand:
+    /// too short for a direct write, and not filling the cache to its limit (which commits
+    /// it). Such writes take the state lock briefly and copy outside it, so writers to
+    /// different files run side by side (the kernel runs them without its big lock). A write
+    /// that finds the cache full after all (another writer filled it meanwhile) commits as
+    /// usual.
+    pub(crate) fn parallel_write(&self, len: usize) -> bool {
+        let st = self.state.lock();
+        len < st.direct_write_min && st.wb.dirty_bytes.saturating_add(len) < st.wb.limit
+    }
+
     /// `write_at` of a regular file: into the write-back cache; commits only if the dirty limit
     /// is reached (then everything buffered goes in one transaction).
     pub(crate) fn write_file(&self, ino: u64, offset: u64, data: &[u8]) -> VfsResult<usize> {

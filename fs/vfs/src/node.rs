@@ -331,6 +331,13 @@ pub trait Node: Send + Sync {
     fn parallel_read(&self, _len: usize) -> bool {
         false
     }
+    /// Whether a [`Node::write_at`] or [`Node::write_gathered_at`] of `len` bytes of this
+    /// regular file may run on several CPUs at once in the same way as [`Node::parallel_read`]:
+    /// true only for writes the file system keeps in memory (not those that go to the device
+    /// or must commit first), and only for file systems with locks of their own.
+    fn parallel_write(&self, _len: usize) -> bool {
+        false
+    }
     /// Read at `offset`; returns the bytes read (0 at or past end of file).
     fn read_at(&self, _offset: u64, _buf: &mut [u8]) -> VfsResult<usize> {
         Err(self.not_a_file())

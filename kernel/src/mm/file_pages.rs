@@ -218,6 +218,12 @@ fn table_of_open(f: &dyn MappedFile) -> Option<Arc<SharedFile>> {
     table_of(f.key().ok()?)
 }
 
+/// Whether the open file `f` has pages in a table now (some process maps it, or exec ran it
+/// lately): a write must then refresh them ([`update_after_write`]).
+pub fn has_table(f: &dyn MappedFile) -> bool {
+    table_of_open(f).is_some()
+}
+
 /// Fill `frames` with the pages from `first` on of `node`, whose size is `size`: one
 /// scattered read straight into the frames where the file system offers it, else one read
 /// into a buffer (FAT32's large reads are direct), else page by page. The frames' old

@@ -307,6 +307,11 @@ fn overlay_mapped_writes(f: &OpenFile, offset: u64, va: usize, len: usize) -> Re
 
 /// Bytes written at `offset` from `va` also go into the file's shared mapped pages.
 fn show_to_mappings(f: &OpenFile, offset: u64, va: usize, len: usize) -> Result<(), Errno> {
+    // A write without the big kernel lock (`syscall::unlocked`) checked that the file had no
+    // pages in a table when it began; pages read in since are refreshed under the lock.
+    if !crate::arch::hart::holds_lock() && crate::mm::file_pages::has_table(f) {
+        crate::task::lock_kernel();
+    }
     crate::mm::file_pages::update_after_write(f, offset, len, |at, buf| {
         copy_in(va + (at - offset) as usize, buf)
     })

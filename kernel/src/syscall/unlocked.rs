@@ -1,47 +1,62 @@
 //! System calls that run without the big kernel lock: read(2) and pread64(2) of a regular
 //! file whose file system reads in parallel (`vfs::Node::parallel_read`: dbfs, reads below
 //! 128 KiB; larger ones go to the disk and sleep), into a buffer whose pages are all mapped
-//! writable already. With several harts, two processes reading
-//! dbfs files then run at once (dbfs takes its state lock briefly and reads a snapshot); with
-//! one hart nothing changes.
+//! writable already; write(2) and pwrite64(2) of a regular file whose file system keeps the
+//! write in memory (`vfs::Node::parallel_write`: dbfs, writes into its write-back cache that
+//! neither go to the disk directly nor fill the cache to its limit), from a buffer whose
+//! pages are all mapped readable, on a description without O_APPEND, by a process without an
+//! RLIMIT_FSIZE, of a file no process maps. With several harts, two processes reading or
+//! writing dbfs files then run at once (dbfs takes its state lock briefly, reads a snapshot,
+//! and copies a write's whole chunks outside the lock); with one hart nothing changes.
 //!
 //! The trap handler asks [`dispatch`] first, before it takes the big kernel lock; `None` means
-//! "not here" (another call, another file, a buffer not mapped yet, the boot parameter
-//! `unlocked_reads=0`, a `task::keep_cpu` or a change to the address space under way), and
-//! nothing has been done: the call then goes the usual way. A call taken runs inside
-//! `task::unlocked` (see there for what holds its user pages and what it does when it finds a
-//! lock held) and returns to user mode without the lock unless it had to take it.
+//! "not here" (another call, another file, a buffer not mapped yet, the boot parameters
+//! `unlocked_reads=0` and `unlocked_writes=0`, a `task::keep_cpu` or a change to the address
+//! space under way), and nothing has been done: the call then goes the usual way. A call taken
+//! runs inside `task::unlocked` (see there for what holds its user pages and what it does when
+//! it finds a lock held) and returns to user mode without the lock unless it had to take it.
 
 use core::sync::atomic::AtomicBool;
 use core::sync::atomic::Ordering::Relaxed;
 
-use abi::syscall::{SYS_PREAD64, SYS_READ};
+use abi::syscall::{SYS_PREAD64, SYS_PWRITE64, SYS_READ, SYS_WRITE};
 use vfs::FileType;
 
-use super::io::{read_advancing, read_into_run, read_into_user, IO_CHUNK};
+use super::io::{
+    drop_suid_of, read_advancing, read_into_run, read_into_user, write_from_user, IO_CHUNK,
+};
 use crate::mm::area::Access;
 use crate::mm::uaccess::UserRun;
 
 /// Whether reads may run without the big kernel lock (boot parameter `unlocked_reads`).
-static ENABLED: AtomicBool = AtomicBool::new(true);
+static READS: AtomicBool = AtomicBool::new(true);
+/// Whether writes may (boot parameter `unlocked_writes`).
+static WRITES: AtomicBool = AtomicBool::new(true);
 
-/// Let reads of dbfs files run without the big kernel lock on several harts (the default), or
-/// send every system call through the lock.
-pub fn set_enabled(on: bool) {
-    ENABLED.store(on, Relaxed);
+/// Let reads and writes of dbfs files run without the big kernel lock on several harts (the
+/// default), or send those system calls through the lock.
+pub fn set_enabled(reads: bool, writes: bool) {
+    READS.store(reads, Relaxed);
+    WRITES.store(writes, Relaxed);
 }
 
 /// System call `num` with arguments `a`, run without the big kernel lock if it is one that
 /// may be: its return value; `None` (nothing done) for the locked path.
 #[inline]
 pub fn dispatch(num: usize, a: &[usize; 6]) -> Option<isize> {
-    if num != SYS_READ && num != SYS_PREAD64 {
+    let write = match num {
+        SYS_READ | SYS_PREAD64 if READS.load(Relaxed) => false,
+        SYS_WRITE | SYS_PWRITE64 if WRITES.load(Relaxed) => true,
+        _ => return None,
+    };
+    if crate::arch::hart::count() < 2 {
         return None;
     }
-    if !ENABLED.load(Relaxed) || crate::arch::hart::count() < 2 {
-        return None;
+    if write {
+        crate::task::unlocked(|| self::write(num, a)).flatten()
+    } else {
+        crate::task::unlocked(|| read(num, a)).flatten()
     }
-    crate::task::unlocked(|| read(num, a)).flatten()
 }
 
 /// read(fd, va, len) or pread64(fd, va, len, offset), or `None` before anything is done.
@@ -82,6 +97,53 @@ fn read(num: usize, a: &[usize; 6]) -> Option<isize> {
         (SYS_PREAD64, Some(offset), None) => read_into_user(&f, offset, va, len),
         (_, _, run) => read_advancing(&f, va, len, run),
     };
+    Some(match r {
+        Ok(n) => n as isize,
+        Err(e) => -(e.0 as isize),
+    })
+}
+
+/// write(fd, va, len) or pwrite64(fd, va, len, offset), or `None` before anything is done.
+fn write(num: usize, a: &[usize; 6]) -> Option<isize> {
+    let (fd, va, len) = (a[0] as i32, a[1], a[2]);
+    if len == 0 || len > IO_CHUNK || !crate::mm::uaccess::range_ok(va, len) {
+        return None;
+    }
+    // The descriptor, the limit and the buffer under one lock of the process. RLIMIT_FSIZE
+    // (a signal to send) and O_APPEND (the size read and the write as one step, which the big
+    // kernel lock gives) go the locked way.
+    let f = crate::task::with_current(|p| {
+        let f = p.files.fds().get(fd).ok()?;
+        (f.ftype == FileType::Regular
+            && f.writable
+            && p.limits.fsize.0 == u64::MAX
+            && p.space.all_mapped(va, len, Access::Read))
+        .then_some(f)
+    })?;
+    if f.append() || !f.loc.node.parallel_write(len) {
+        return None;
+    }
+    // A file with pages in a table (mapped, or a program exec ran): its pages are refreshed
+    // under the lock.
+    if crate::mm::file_pages::has_table(&*f) {
+        return None;
+    }
+    // A negative offset's EINVAL is the locked path's.
+    let offset = u64::try_from(a[3] as i64).ok();
+    if num == SYS_PWRITE64 && offset.is_none() {
+        return None;
+    }
+    crate::counters::add_syscall();
+    crate::counters::add_unlocked_syscall();
+    let r = drop_suid_of(&f).and_then(|()| match (num, offset) {
+        (SYS_PWRITE64, Some(offset)) => write_from_user(&f, offset, va, len),
+        _ => {
+            let mut off = f.offset.lock();
+            let n = write_from_user(&f, *off, va, len)?;
+            *off += n as u64;
+            Ok(n)
+        }
+    });
     Some(match r {
         Ok(n) => n as isize,
         Err(e) => -(e.0 as isize),

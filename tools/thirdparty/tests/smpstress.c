@@ -18,6 +18,9 @@
  *    directory, every file a reader opens and every file at the end checked byte for byte.
  *  - munmap under readers (with the directory): 3 sibling threads pread a file into a mapping
  *    while the main thread unmaps it; munmap must wait for reads under way into it.
+ *  - munmap under file writers (with the directory): the same with pwrite from the mapping;
+ *    munmap must wait for writes under way from it, so the file never takes bytes of a frame
+ *    freed and used again (the main thread fills fresh memory at once).
  *  - pinned threads: one thread per hart, each pinned to its own with sched_setaffinity, all
  *    running at once; each must find itself on its hart (sched_getcpu) at every turn of its
  *    loop, yields and time slices included, and a forked child keeps its creator's mask.
@@ -295,13 +298,17 @@ static void munmap_under_writer(int tries) {
  * bytes; munmap must wait for the reads under way into those pages (a read finishing after
  * munmap returned may have copied into a freed frame), so after munmap returns at most one
  * read per reader (between its return and its count) may still complete; each reader's next
- * read must fail with EFAULT, and memory mapped afterwards must read as zeros. */
+ * read must fail with EFAULT, and memory mapped afterwards must read as zeros.
+ * With `rw_writes` set, the threads pwrite the file's own bytes from the mapping instead
+ * (dbfs's small writes also run without the big lock): a write finishing after munmap
+ * returned may have copied from a freed frame, which the main thread fills with 0xee at
+ * once, so the file must hold its pattern at the end. */
 #define READERS 3
 #define READER_PAGES 16
 static _Atomic(unsigned char *) rtarget;
 static atomic_int reader_go, reader_quit, readers_waiting, readers_faulted;
 static atomic_long reads_done, bad_reads, reader_reads[READERS];
-static int reader_fd;
+static int reader_fd, rw_writes;
 
 static __thread sigjmp_buf reader_jmp;
 
@@ -327,10 +334,12 @@ static void *reader(void *arg) {
 			goto done;
 		}
 		for (long k = 0;; k++) {
-			/* 4 KiB and 64 KiB reads, the small and the large path. */
-			size_t len = k % 2 ? 4096 : READER_PAGES * 4096;
-			off_t off = (k * 4096) % (READER_PAGES * 4096);
-			ssize_t r = pread(reader_fd, buf, len, off);
+			/* 4 KiB and 64 KiB reads, the small and the large path; 4 and 32 KiB writes of
+			 * the region's bytes at their own offset. */
+			size_t len = k % 2 ? 4096 : rw_writes ? 8 * 4096 : READER_PAGES * 4096;
+			off_t off = (k * 4096) % ((READER_PAGES - (rw_writes ? 8 : 0)) * 4096);
+			ssize_t r = rw_writes ? pwrite(reader_fd, buf + off, len, off)
+					      : pread(reader_fd, buf, len, off);
 			if (r < 0) {
 				if (errno != EFAULT)
 					atomic_fetch_add(&bad_reads, 1);
@@ -339,7 +348,7 @@ static void *reader(void *arg) {
 			}
 			/* Counted as it returns: the check below may outlast the munmap. */
 			atomic_fetch_add(&reads_done, 1);
-			for (ssize_t i = 0; i < r; i++)
+			for (ssize_t i = 0; i < r && !rw_writes; i++)
 				if (buf[i] != pattern(off + i)) {
 					atomic_fetch_add(&bad_reads, 1);
 					break;
@@ -352,16 +361,22 @@ static void *reader(void *arg) {
 	}
 }
 
-static void munmap_under_readers(const char *dir, int tries) {
+static void munmap_under_readers(const char *dir, int tries, int writes) {
+	const char *who = writes ? "file writers" : "readers";
+	rw_writes = writes;
+	atomic_store(&reads_done, 0);
+	atomic_store(&bad_reads, 0);
+	atomic_store(&reader_quit, 0);
+	atomic_store(&readers_waiting, 0);
 	char path[512];
-	snprintf(path, sizeof path, "%s/smp-unmap-readers", dir);
+	snprintf(path, sizeof path, "%s/smp-unmap-%s", dir, writes ? "writers" : "readers");
 	size_t flen = 2 * READER_PAGES * 4096;
 	unsigned char *data = malloc(flen);
 	for (size_t i = 0; i < flen; i++)
 		data[i] = pattern(i);
 	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
 	if (fd < 0 || write(fd, data, flen) != (ssize_t)flen) {
-		check(0, "munmap under readers: file written");
+		check(0, "munmap under readers or writers: file written");
 		return;
 	}
 	free(data);
@@ -379,7 +394,10 @@ static void munmap_under_readers(const char *dir, int tries) {
 		while (atomic_load(&readers_waiting) != READERS)
 			;
 		unsigned char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		memset(m, 0, len); /* every page mapped writable: the reads need no fault */
+		/* Every page mapped writable: the calls need no fault. A writer's region holds
+		 * the file's bytes at their offsets. */
+		for (size_t i = 0; i < len; i++)
+			m[i] = writes ? pattern(i % (READER_PAGES * 4096)) : 0;
 		atomic_store(&rtarget, m);
 		atomic_store(&readers_faulted, 0);
 		for (int r = 0; r < READERS; r++)
@@ -388,12 +406,22 @@ static void munmap_under_readers(const char *dir, int tries) {
 		for (int r = 0; r < READERS; r++)
 			while (atomic_load(&reader_reads[r]) < 50)
 				;
+		/* Frames just freed are likely the ones fresh memory gets: a write still copying
+		 * from them would put these bytes into the file. Its addresses are taken before
+		 * the munmap, so that they are not the old ones (where the threads would find
+		 * memory again). */
+		unsigned char *reuse = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		munmap(m, len);
 		long at_unmap = atomic_load(&reads_done);
+		if (writes) {
+			mprotect(reuse, len, PROT_READ | PROT_WRITE);
+			memset(reuse, 0xee, len);
+		}
 		double t0 = now_s();
 		while (atomic_load(&readers_faulted) < READERS && now_s() - t0 < 5.0)
 			;
 		long after = atomic_load(&reads_done);
+		munmap(reuse, len);
 		if (atomic_load(&readers_faulted) < READERS)
 			no_fault++;
 		if (after - at_unmap > READERS)
@@ -410,14 +438,27 @@ static void munmap_under_readers(const char *dir, int tries) {
 	atomic_store(&reader_quit, 1);
 	for (int r = 0; r < READERS; r++)
 		pthread_join(t[r], NULL);
+	/* The writers' file: its pattern, every byte. */
+	if (writes) {
+		unsigned char *back = malloc(flen);
+		if (pread(fd, back, flen, 0) != (ssize_t)flen)
+			atomic_fetch_add(&bad_reads, 1);
+		else
+			for (size_t i = 0; i < flen; i++)
+				if (back[i] != pattern(i)) {
+					atomic_fetch_add(&bad_reads, 1);
+					break;
+				}
+		free(back);
+	}
 	close(fd);
 	unlink(path);
 	char what[240];
 	snprintf(what, sizeof what,
-		 "munmap under %d readers of a file in %s: %d rounds, %ld reads, %ld with wrong bytes or "
-		 "errors, %d without every reader's EFAULT, %d with reads done after munmap, %d bad "
+		 "munmap under %d %s of a file in %s: %d rounds, %ld calls, %ld with wrong bytes or "
+		 "errors, %d without every thread's EFAULT, %d with calls done after munmap, %d bad "
 		 "bytes in fresh memory",
-		 READERS, dir, tries, atomic_load(&reads_done), atomic_load(&bad_reads), no_fault,
+		 READERS, who, dir, tries, atomic_load(&reads_done), atomic_load(&bad_reads), no_fault,
 		 late_reads, dirty);
 	check(atomic_load(&bad_reads) == 0 && no_fault == 0 && late_reads == 0 && dirty == 0, what);
 }
@@ -723,9 +764,10 @@ int main(int argc, char **argv) {
 	pinned_threads(harts);
 	if (dir) {
 		dir_writers_readers(dir);
-		munmap_under_readers(dir, 20);
+		munmap_under_readers(dir, 20, 0);
+		munmap_under_readers(dir, 20, 1);
 	} else
-		printf("skip writers and readers on one directory and munmap under readers: no directory given\n");
+		printf("skip writers and readers on one directory and munmap under readers and writers: no directory given\n");
 	printf("smpstress: %d passed, %d failed\n", passed, failed);
 	return failed != 0;
 }
