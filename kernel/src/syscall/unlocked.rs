@@ -59,6 +59,19 @@ pub fn dispatch(num: usize, a: &[usize; 6]) -> Option<isize> {
     }
 }
 
+/// The offset argument of a positioned call (`positioned`: pread64 or pwrite64), `Some(None)`
+/// for the others; `None` for a negative one (its EINVAL is the locked path's). Counts the call
+/// as taken: the caller's checks are all done.
+fn positioned_offset(positioned: bool, a: &[usize; 6]) -> Option<Option<u64>> {
+    let offset = u64::try_from(a[3] as i64).ok();
+    if positioned && offset.is_none() {
+        return None;
+    }
+    crate::counters::add_syscall();
+    crate::counters::add_unlocked_syscall();
+    Some(offset)
+}
+
 /// read(fd, va, len) or pread64(fd, va, len, offset), or `None` before anything is done.
 fn read(num: usize, a: &[usize; 6]) -> Option<isize> {
     let (fd, va, len) = (a[0] as i32, a[1], a[2]);
@@ -85,13 +98,7 @@ fn read(num: usize, a: &[usize; 6]) -> Option<isize> {
     if f.ftype != FileType::Regular || !f.readable || !f.loc.node.parallel_read(len) {
         return None;
     }
-    // A negative offset's EINVAL is the locked path's.
-    let offset = u64::try_from(a[3] as i64).ok();
-    if num == SYS_PREAD64 && offset.is_none() {
-        return None;
-    }
-    crate::counters::add_syscall();
-    crate::counters::add_unlocked_syscall();
+    let offset = positioned_offset(num == SYS_PREAD64, a)?;
     let r = match (num, offset, run) {
         (SYS_PREAD64, Some(offset), Some(run)) => read_into_run(&f, offset, va, len, run),
         (SYS_PREAD64, Some(offset), None) => read_into_user(&f, offset, va, len),
@@ -128,13 +135,7 @@ fn write(num: usize, a: &[usize; 6]) -> Option<isize> {
     if crate::mm::file_pages::has_table(&*f) {
         return None;
     }
-    // A negative offset's EINVAL is the locked path's.
-    let offset = u64::try_from(a[3] as i64).ok();
-    if num == SYS_PWRITE64 && offset.is_none() {
-        return None;
-    }
-    crate::counters::add_syscall();
-    crate::counters::add_unlocked_syscall();
+    let offset = positioned_offset(num == SYS_PWRITE64, a)?;
     let r = drop_suid_of(&f).and_then(|()| match (num, offset) {
         (SYS_PWRITE64, Some(offset)) => write_from_user(&f, offset, va, len),
         _ => {
