@@ -27,8 +27,8 @@ GUEST_PJD_TIMEOUT ?= 3000
 # `make test` runs TEST_TARGETS in order; add a test by adding its target here. Those that need
 # a third-party suite's source are also in TESTS_NEED_<SUITE>: without the source they are
 # skipped, named in a banner at the start and at the end (REQUIRE_SUITES=1: an error instead).
-TEST_TARGETS := test-help check-layers check-docs test-host test-guest test-persist test-run-cmd test-crash test-cross \
-	test-fill test-pjdfstest test-pjdfstest-guest test-shell test-exhaust test-apps test-debian test-smp-stress \
+TEST_TARGETS := test-help check-layers check-docs test-host test-guest test-guest-smp4 test-persist test-run-cmd \
+	test-crash test-crash-smp4 test-cross test-fill test-pjdfstest test-pjdfstest-guest test-shell test-exhaust test-apps test-debian test-smp-stress \
 	test-ltp test-trinity test-stress
 TESTS_NEED_PJDFSTEST := test-pjdfstest test-pjdfstest-guest
 TESTS_NEED_LTP := test-ltp test-stress
@@ -122,6 +122,12 @@ test-guest: images
 	@! grep -a 'write-back of mapped file' $(BUILD)/test-guest.log || \
 		{ echo "the kernel failed to write a mapped file's pages back"; exit 1; }
 
+# make test runs the in-guest test runner and the crash test with 4 harts too (test-smp runs
+# every SMP suite so; these two are the part of it in make test).
+## test-guest-smp4: test-guest with SMP=4
+test-guest-smp4:
+	$(MAKE) test-guest SMP=4
+
 ## test-persist: data written in one boot is there in the next (dbfs and FAT)
 test-persist: images
 	timeout --foreground -k 10 300 $(QEMU_BASE) \
@@ -165,10 +171,16 @@ CRASH_ENV = BUILD=$(BUILD) KERNEL=$(KERNEL) DBFS_FUSE=$(CARGO_TARGET_DIR)/releas
 # Writer processes at once (tests/crash.sh: each in its own directory, pinned to its own hart).
 CRASH_WRITERS ?= 1
 
+# The kills of one test-crash run (test-crash-smp4, in make test, makes 15 with 4 writers).
+TEST_CRASH_POINTS ?= 30
 ## test-crash: 30 SIGKILLs of QEMU mid-write, then fsck and every committed file checked
 test-crash: images
 	$(CARGO) build --release -p dbfs-fuse
-	$(CRASH_ENV) CRASH_POINTS=30 tests/crash.sh
+	$(CRASH_ENV) CRASH_POINTS=$(TEST_CRASH_POINTS) tests/crash.sh
+
+## test-crash-smp4: 15 QEMU kills of test-crash with SMP=4 and 4 writer processes, each pinned to its own hart
+test-crash-smp4:
+	$(MAKE) test-crash SMP=4 CRASH_WRITERS=4 TEST_CRASH_POINTS=15
 
 ## crash-test: CRASH_POINTS QEMU kills, then CRASH_POINTS SIGKILLs of dbfs-fuse mid-write
 crash-test: images
@@ -281,7 +293,7 @@ test-exhaust: images
 # LTP's source is there for fsx and fsstress.
 ## test-smp: test-guest, the SMP stress tests (smpstress, threadtest), test-crash (4 writer processes), pjdfstest in the guest, test-stress and test-trinity with SMP=4
 test-smp:
-	$(MAKE) test-guest SMP=4
+	$(MAKE) test-guest-smp4
 	$(MAKE) test-smp-stress SMP=4 SMP_ROUNDS=1000000
 	$(MAKE) test-crash SMP=4 CRASH_WRITERS=4
 	$(if $(have_pjdfstest),$(MAKE) test-pjdfstest-guest SMP=4,@echo "test-smp: test-pjdfstest-guest skipped: no pjdfstest source at $(PJDFSTEST_SRC)")
@@ -381,6 +393,6 @@ test-apps: images
 		{ echo "bench/workloads at its quick size failed in the guest"; exit 1; }
 
 
-.PHONY: test test-help check-layers check-docs test-run-cmd test-host test-guest test-smp test-smp-stress test-persist test-fill test-cross \
+.PHONY: test test-help check-layers check-docs test-run-cmd test-host test-guest test-guest-smp4 test-crash-smp4 test-smp test-smp-stress test-persist test-fill test-cross \
 	pjdfstest-guest-image pjdfstest test-pjdfstest test-crash crash-test pjdfstest-guest \
 	test-pjdfstest-guest test-shell test-exhaust test-apps test-lockcheck kernel-lockcheck test-boot-loop

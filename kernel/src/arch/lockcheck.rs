@@ -11,7 +11,8 @@
 //! - it switches to another context (gives the CPU away, sleeps) while holding one
 //!   ([`assert_none_held`], called by the scheduler's two switches).
 //!
-//! Without the feature the checks compile to nothing: `lock` is `spin::Mutex::lock`.
+//! Without the feature the checks compile to nothing: `lock` is `spin::Mutex::try_lock`, and
+//! `spin::Mutex::lock` after it when the try fails, counted (`arch::lockstat`, `/proc/lockstat`).
 //! The big kernel lock (`hart::lock`) is outside the order: it comes before everything, and
 //! kvdb's relaxing locks (`crate::sync::Mutex`), which may be held across a switch, are not
 //! spin locks in this sense.
@@ -83,6 +84,38 @@ pub mod rank {
     pub const CONSOLE: u8 = 95;
     /// The kernel heap (`mm::heap`): anything may allocate under any lock.
     pub const HEAP: u8 = 99;
+
+    /// Every rank with its name, as `/proc/lockstat` prints it.
+    pub const NAMES: [(u8, &str); 28] = [
+        (PLANTED, "PLANTED"),
+        (POSIX_TIMERS, "POSIX_TIMERS"),
+        (SCHED, "SCHED"),
+        (THREAD, "THREAD"),
+        (SIGQUEUE, "SIGQUEUE"),
+        (SIGQUEUE_USERS, "SIGQUEUE_USERS"),
+        (WAIT_QUEUE, "WAIT_QUEUE"),
+        (FUTEX, "FUTEX"),
+        (SLEEP_TIMERS, "SLEEP_TIMERS"),
+        (ITIMERS, "ITIMERS"),
+        (CONTEXT, "CONTEXT"),
+        (MOUNT_TABLE, "MOUNT_TABLE"),
+        (MOUNT_DISKS, "MOUNT_DISKS"),
+        (PROCESS_ROOT, "PROCESS_ROOT"),
+        (WINDOW_BASE, "WINDOW_BASE"),
+        (WINDOW_LIST, "WINDOW_LIST"),
+        (AIO_QUEUE, "AIO_QUEUE"),
+        (BLOCK_CACHE_LIST, "BLOCK_CACHE_LIST"),
+        (WINDOW, "WINDOW"),
+        (BLOCK_CACHE, "BLOCK_CACHE"),
+        (DISK, "DISK"),
+        (KERNEL_PAGE_TABLE, "KERNEL_PAGE_TABLE"),
+        (FRAME_POOL, "FRAME_POOL"),
+        (TTY, "TTY"),
+        (RANDOM, "RANDOM"),
+        (PERIODIC, "PERIODIC"),
+        (CONSOLE, "CONSOLE"),
+        (HEAP, "HEAP"),
+    ];
 }
 
 /// A spin lock of rank `RANK` (see the module documentation).
@@ -110,8 +143,13 @@ impl<T: ?Sized, const RANK: u8> SpinLock<T, RANK> {
     pub fn lock(&self) -> SpinGuard<'_, T, RANK> {
         #[cfg(feature = "lockcheck")]
         check::acquire(self.addr(), RANK);
+        // One try first: a lock found held is waited for, and counted, in `lockstat`.
+        let guard = match self.lock.try_lock() {
+            Some(g) => g,
+            None => super::lockstat::contended(RANK, || self.lock.lock()),
+        };
         SpinGuard {
-            guard: self.lock.lock(),
+            guard,
             #[cfg(feature = "lockcheck")]
             addr: self.addr(),
         }

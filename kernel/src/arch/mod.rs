@@ -16,6 +16,7 @@ pub mod csr;
 pub mod hart;
 pub mod layout;
 pub mod lockcheck;
+pub mod lockstat;
 pub mod mem;
 pub mod plic;
 pub mod power;

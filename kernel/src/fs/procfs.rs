@@ -73,7 +73,7 @@ impl FileSystem for ProcFs {
 }
 
 /// Files of the root directory, with their inode numbers (pids use `pid << 8 | k`).
-const ROOT_FILES: [(&str, Gen, u64); 14] = [
+const ROOT_FILES: [(&str, Gen, u64); 15] = [
     ("mounts", Gen::Mounts, 3),
     ("meminfo", Gen::Meminfo, 4),
     ("uptime", Gen::Uptime, 5),
@@ -88,6 +88,7 @@ const ROOT_FILES: [(&str, Gen, u64); 14] = [
     ("config.gz", Gen::ConfigGz, 14),
     ("cmdline", Gen::Cmdline, 15),
     ("interrupts", Gen::Interrupts, 16),
+    ("lockstat", Gen::Lockstat, 17),
 ];
 
 /// The kernel's command line (`/proc/cmdline`), as the boot code was given it.
@@ -134,6 +135,7 @@ enum Gen {
     ConfigGz,
     Cmdline,
     Interrupts,
+    Lockstat,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -417,6 +419,7 @@ impl Node for RootFile {
             Gen::Stat => stat(),
             Gen::Bkl => bkl(),
             Gen::Interrupts => interrupts(),
+            Gen::Lockstat => lockstat(),
             Gen::Loadavg => {
                 let pids = crate::task::ps::pids();
                 let last = pids.iter().max().copied().unwrap_or(0);
@@ -703,6 +706,20 @@ fn bkl() -> String {
             us(&h.idle_t),
             h.ticks.load(Relaxed),
         );
+    }
+    s
+}
+
+/// `/proc/lockstat`: each rank of kernel spin lock that was ever found held
+/// (`arch::lockstat`): the acquisitions that waited and their total wait in microseconds.
+fn lockstat() -> String {
+    let mut s = String::new();
+    for &(rank, name) in &crate::arch::lockcheck::rank::NAMES {
+        let (n, t) = crate::arch::lockstat::counts(rank);
+        if n > 0 {
+            let us = crate::arch::hart::ticks_to_ns(t) / 1000;
+            let _ = writeln!(s, "{name} contended {n} wait_us {us}");
+        }
     }
     s
 }
