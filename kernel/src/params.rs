@@ -34,8 +34,8 @@ pub struct Params {
     /// several harts (`syscall::unlocked`); `unlocked_reads=0` sends them through the lock.
     pub unlocked_reads: bool,
     /// write(2) and pwrite64(2) of dbfs files that only fill its write-back cache run without
-    /// the big kernel lock when there are several harts; `unlocked_writes=0` sends them
-    /// through the lock.
+    /// the big kernel lock when there are several harts with `unlocked_writes=1`; off by default
+    /// (the 4-writer crash test hung once with it on: `syscall::unlocked`).
     pub unlocked_writes: bool,
     /// io_submit hands reads of files and disks to kernel workers and returns before they
     /// complete (`syscall::aio_workers`); `aio_async=0` completes every request at submission.
@@ -129,7 +129,7 @@ pub fn parse_params(cmdline: &str) -> Params {
         dbfs_direct_write: true,
         dbfs_fault_sleep: true,
         unlocked_reads: true,
-        unlocked_writes: true,
+        unlocked_writes: false,
         aio_async: true,
         bkl_spins: None,
         dbfs_chunk: None,
@@ -160,7 +160,7 @@ pub fn parse_params(cmdline: &str) -> Params {
             Some(("dbfs_direct_write", v)) => p.dbfs_direct_write = v != "0",
             Some(("dbfs_fault_sleep", v)) => p.dbfs_fault_sleep = v != "0",
             Some(("unlocked_reads", v)) => p.unlocked_reads = v != "0",
-            Some(("unlocked_writes", v)) => p.unlocked_writes = v != "0",
+            Some(("unlocked_writes", v)) => p.unlocked_writes = v == "1",
             Some(("aio_async", v)) => p.aio_async = v != "0",
             Some(("bkl_spins", v)) => p.bkl_spins = v.parse().ok(),
             Some(("dbfs_flush_behind_kib", v)) => match v.parse::<usize>() {
