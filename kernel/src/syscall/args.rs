@@ -7,6 +7,15 @@ use abi::Errno;
 /// A handler's result: the return value, or the errno the dispatcher returns negated.
 pub type SysResult = Result<usize, Errno>;
 
+/// A handler's result as the value a0 returns to user mode: the count, or `-errno`.
+#[inline]
+pub fn to_return(r: SysResult) -> isize {
+    match r {
+        Ok(v) => v as isize,
+        Err(e) => -(e.0 as isize),
+    }
+}
+
 /// Run `f` on the current process's address space.
 pub(super) fn with_space<R>(f: impl FnOnce(&mut crate::mm::addr_space::AddrSpace) -> R) -> R {
     crate::task::with_current(|p| f(&mut p.space))

@@ -322,8 +322,5 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
             Err(Errno::ENOSYS)
         }
     };
-    match r {
-        Ok(v) => v as isize,
-        Err(e) => -(e.0 as isize),
-    }
+    args::to_return(r)
 }

@@ -11,9 +11,9 @@
 //! and copies a write's whole chunks outside the lock); with one hart nothing changes.
 //!
 //! The trap handler asks [`dispatch`] first, before it takes the big kernel lock; `None` means
-//! "not here" (another call, another file, a buffer not mapped yet, the boot parameters
-//! `unlocked_reads=0`, writes without `unlocked_writes=1`, a `task::keep_cpu` or a change to the address
-//! space under way), and nothing has been done: the call then goes the usual way. A call taken
+//! "not here" (another call, another file, a buffer not mapped yet, the boot parameter
+//! `unlocked_reads=0`, a write without `unlocked_writes=1`, a `task::keep_cpu` or a change to
+//! the address space under way), and nothing has been done: the call then goes the usual way. A call taken
 //! runs inside `task::unlocked` (see there for what holds its user pages and what it does when
 //! it finds a lock held) and returns to user mode without the lock unless it had to take it.
 
@@ -36,8 +36,8 @@ static READS: AtomicBool = AtomicBool::new(true);
 /// in 1 of 3 runs (seed 9885, boot 13, a pwrite with fsync in flight); not found yet.
 static WRITES: AtomicBool = AtomicBool::new(false);
 
-/// Let reads and writes of dbfs files run without the big kernel lock on several harts (the
-/// default), or send those system calls through the lock.
+/// Let reads (on by default) and writes (off by default) of dbfs files run without the big
+/// kernel lock on several harts, or send those system calls through the lock.
 pub fn set_enabled(reads: bool, writes: bool) {
     READS.store(reads, Relaxed);
     WRITES.store(writes, Relaxed);
@@ -107,10 +107,7 @@ fn read(num: usize, a: &[usize; 6]) -> Option<isize> {
         (SYS_PREAD64, Some(offset), None) => read_into_user(&f, offset, va, len),
         (_, _, run) => read_advancing(&f, va, len, run),
     };
-    Some(match r {
-        Ok(n) => n as isize,
-        Err(e) => -(e.0 as isize),
-    })
+    Some(super::args::to_return(r))
 }
 
 /// write(fd, va, len) or pwrite64(fd, va, len, offset), or `None` before anything is done.
@@ -148,8 +145,5 @@ fn write(num: usize, a: &[usize; 6]) -> Option<isize> {
             Ok(n)
         }
     });
-    Some(match r {
-        Ok(n) => n as isize,
-        Err(e) => -(e.0 as isize),
-    })
+    Some(super::args::to_return(r))
 }
