@@ -167,6 +167,7 @@ test-cross: images
 # mappings made durable by msync/fsync), then fsck the image and
 # check every committed file on the host and in the next boot (tests/crash.sh).
 CRASH_ENV = BUILD=$(BUILD) KERNEL=$(KERNEL) DBFS_FUSE=$(CARGO_TARGET_DIR)/release/dbfs-fuse \
+	HARTDUMP=$(CARGO_TARGET_DIR)/release/hartdump \
 	MEM=$(MEM) SMP=$(SMP) LOG=$(LOG) CRASH_SEED=$(CRASH_SEED) CRASH_WRITERS=$(CRASH_WRITERS)
 # Writer processes at once (tests/crash.sh: each in its own directory, pinned to its own hart).
 CRASH_WRITERS ?= 1
@@ -175,7 +176,7 @@ CRASH_WRITERS ?= 1
 TEST_CRASH_POINTS ?= 30
 ## test-crash: 30 SIGKILLs of QEMU mid-write, then fsck and every committed file checked
 test-crash: images
-	$(CARGO) build --release -p dbfs-fuse
+	$(CARGO) build --release -p dbfs-fuse -p hartdump
 	$(CRASH_ENV) CRASH_POINTS=$(TEST_CRASH_POINTS) tests/crash.sh
 
 ## test-crash-smp4: 15 QEMU kills of test-crash with SMP=4 and 4 writer processes, each pinned to its own hart
@@ -184,7 +185,7 @@ test-crash-smp4:
 
 ## crash-test: CRASH_POINTS QEMU kills, then CRASH_POINTS SIGKILLs of dbfs-fuse mid-write
 crash-test: images
-	$(CARGO) build --release -p dbfs-fuse
+	$(CARGO) build --release -p dbfs-fuse -p hartdump
 	$(CRASH_ENV) CRASH_POINTS=$(CRASH_POINTS) tests/crash.sh
 	CRASH_SEED=$(CRASH_SEED) FUSE_CRASH_ROUNDS=$(CRASH_POINTS) $(CARGO) test --release -p dbfs-fuse --test crash -- --nocapture
 
@@ -300,6 +301,25 @@ test-smp:
 	$(if $(have_ltp),$(MAKE) test-stress SMP=4,@echo "test-smp: test-stress skipped: no LTP source at $(LTP_SRC)")
 	$(MAKE) test-trinity SMP=4
 
+# Every suite of make test that boots the guest, run once with each hart count of SMP_MATRIX
+# (make test itself boots 1 for most of them, 2 for test-guest and test-shell, 4 for a few):
+# one log per suite and count in $(BUILD)/matrix, a line per run, the failures named at the end.
+# About an hour for the three counts with LTP and pjdfstest present.
+SMP_MATRIX ?= 1 2 4
+GUEST_TEST_TARGETS := test-guest test-persist test-run-cmd test-crash test-cross test-fill test-pjdfstest-guest \
+	test-shell test-exhaust test-apps test-debian test-smp-stress test-ltp test-trinity test-stress
+## test-smp-matrix: every guest suite of make test once with each hart count of SMP_MATRIX (1 2 4), a summary line per run
+test-smp-matrix:
+	@mkdir -p $(BUILD)/matrix; fails=""; \
+	for n in $(SMP_MATRIX); do for t in $(filter-out $(TEST_SKIPPED),$(GUEST_TEST_TARGETS)); do \
+		log=$(BUILD)/matrix/$$t-smp$$n.log; start=$$(date +%s); \
+		if $(MAKE) $$t SMP=$$n >$$log 2>&1; then r=passed; else r=FAILED; fails="$$fails $$t/SMP=$$n"; fi; \
+		echo "test-smp-matrix: SMP=$$n $$t $$r in $$(( $$(date +%s) - start )) s ($$log)"; \
+	done; done; \
+	$(if $(TEST_SKIPPED),echo "test-smp-matrix: skipped (no source): $(TEST_SKIPPED)";) \
+	if [ -n "$$fails" ]; then echo "test-smp-matrix: FAILED:$$fails"; exit 1; fi; \
+	echo "test-smp-matrix: every suite passed with SMP = $(SMP_MATRIX)"
+
 # SMP=4 unless SMP is given on the command line: make test runs it so. SMP_ROUNDS: the futex
 # ping-pong round trips (a tenth of them through a pipe); test-smp runs 10^6.
 SMP_ROUNDS ?= 100000
@@ -393,6 +413,6 @@ test-apps: images
 		{ echo "bench/workloads at its quick size failed in the guest"; exit 1; }
 
 
-.PHONY: test test-help check-layers check-docs test-run-cmd test-host test-guest test-guest-smp4 test-crash-smp4 test-smp test-smp-stress test-persist test-fill test-cross \
+.PHONY: test test-help check-layers check-docs test-run-cmd test-host test-guest test-guest-smp4 test-crash-smp4 test-smp test-smp-matrix test-smp-stress test-persist test-fill test-cross \
 	pjdfstest-guest-image pjdfstest test-pjdfstest test-crash crash-test pjdfstest-guest \
 	test-pjdfstest-guest test-shell test-exhaust test-apps test-lockcheck kernel-lockcheck test-boot-loop

@@ -26,7 +26,9 @@
 # Environment: CRASH_POINTS (20), CRASH_SEED (random; printed, replays the writer's operations
 # and the kill delays, though not the host's timing), CRASH_MAX_DELAY_MS (3000), BUILD (build),
 # KERNEL, DBFS_FUSE, MEM (1G), SMP (harts, 1), LOG (warn), CRASH_BOOT_TIMEOUT (120 s per boot),
-# CRASH_WRITERS (1).
+# CRASH_WRITERS (1), HARTDUMP (tools/hartdump's binary: a boot whose writers have not checked
+# 10 s before its timeout is taken as hung, and every hart's registers and stack are printed
+# through QEMU's QMP socket before the test fails).
 set -euo pipefail
 
 points=${CRASH_POINTS:-20}
@@ -39,6 +41,8 @@ mem=${MEM:-1G}
 smp=${SMP:-1}
 log_level=${LOG:-warn}
 boot_timeout=${CRASH_BOOT_TIMEOUT:-120}
+[ "$boot_timeout" -gt 20 ] || { echo "CRASH_BOOT_TIMEOUT must be more than 20 s"; exit 2; }
+hartdump=${HARTDUMP:-}
 writers=${CRASH_WRITERS:-1}
 # The writers' line prefixes ("": one writer, no prefix) and their directories.
 if [ "$writers" -gt 1 ]; then
@@ -86,6 +90,7 @@ boot_qemu() { # ARGS-FOR-THE-WRITER
     done
     timeout -s KILL "$boot_timeout" qemu-system-riscv64 -machine virt -nographic -bios default \
         -m "$mem" -smp "$smp" -kernel "$kernel" "${drives[@]}" \
+        -qmp "unix:$dir/qmp.sock,server=on,wait=off" \
         -drive "file=$img,if=none,format=raw,id=vdd" -device virtio-blk-device,drive=vdd,queue-size=1024 \
         -append "init=/bin/crashwriter log=$log_level dbfs_fsck=1 -- seed=$seed boot=$boot writers=$writers $*" \
         </dev/null >"$log" 2>&1 &
@@ -226,11 +231,24 @@ for boot in $(seq 1 "$points"); do
     boot_qemu
     # Wait for the writers to get going: each one's check is done (the summary line; the
     # check's "CHECK in-flight ..." lines come before it), which it prints before it commits.
-    for i in $(seq $((boot_timeout * 20))); do
-        [ "$(grep -Ec '^(w[0-9]+ )?CHECK [0-9]+ passed, ' "$log")" -ge "$writers" ] && break
+    # Short of QEMU's own timeout: a guest that has not checked by then is hung, and the
+    # harts are dumped (where each one is) before the test fails.
+    checked=0
+    for i in $(seq $(((boot_timeout - 10) * 20))); do
+        [ "$(grep -Ec '^(w[0-9]+ )?CHECK [0-9]+ passed, ' "$log")" -ge "$writers" ] && { checked=1; break; }
         kill -0 "$qpid" 2>/dev/null || break
         sleep 0.05
     done
+    if [ $checked = 0 ] && kill -0 "$qpid" 2>/dev/null; then
+        echo "crash test: boot $boot: the writers did not all finish their checks in $((boot_timeout - 10)) s; the harts:"
+        if [ -n "$hartdump" ]; then
+            "$hartdump" "$dir/qmp.sock" "$kernel" || true
+        else
+            echo "(HARTDUMP not set: no dump)"
+        fi
+        kill -KILL "$qpid"
+        fail "the guest hung before the writers' checks finished"
+    fi
     delay=$((RANDOM % (max_delay + 1)))
     sleep "$(printf '%d.%03d' $((delay / 1000)) $((delay % 1000)))"
     kill -0 "$qpid" 2>/dev/null || fail "QEMU exited before the kill"
