@@ -39,7 +39,7 @@ $(BENCH_TARGETS): SMP = 1
 # Every benchmark, one boot; the log is the record (see docs/BENCHMARKS.md).
 ## bench: every in-guest benchmark in one boot: build/bench-results.txt, a report in REPORT, then syscost-icount
 bench: images
-	timeout --foreground -k 10 $(TIMEOUT) $(QEMU_BASE) \
+	$(GUEST_TIMEOUT) $(TIMEOUT) $(QEMU_BASE) \
 		-append "$(KERNEL_PARAMS) -- bench=all fs=$(FS) reps=$(REPS) disk=$(DISK) $(ARGS)" \
 		| tee $(BUILD)/bench-guest.log
 	@grep '^RESULT' $(BUILD)/bench-guest.log > $(BUILD)/bench-results.txt
@@ -67,7 +67,7 @@ SYSCOST_OPTS ?=
 SYSCOST_PARAMS ?=
 ## syscost-icount: instructions of one system call under -icount on /dbfs and /fat: build/syscost-icount.txt
 syscost-icount: images
-	timeout --foreground -k 10 300 $(QEMU_BASE) $(if $(filter 1,$(ICOUNT)),,-icount shift=0) \
+	$(GUEST_TIMEOUT) 300 $(QEMU_BASE) $(if $(filter 1,$(ICOUNT)),,-icount shift=0) \
 		-append "init=/bin/syscost log=$(LOG) bcache=$(BCACHE) copy_cost=1 $(SYSCOST_PARAMS) -- calls=$(SYSCOST_CALLS) $(SYSCOST_OPTS)" \
 		| tee $(BUILD)/syscost-icount.log
 	@awk '/^COPYCOST op=copy4k/ { split($$3, a, "="); copy = a[2] } \
@@ -86,7 +86,7 @@ syscost-icount: images
 # (tools/thirdparty/sqlite-bench.sh as /bin/sqlite-bench): RESULT lines and a median table.
 ## sqlite-bench: sqlite speedtest1 on /dbfs and /fat in one boot, alternated, REPS runs each
 sqlite-bench: images
-	timeout --foreground -k 10 $(TIMEOUT) $(QEMU_BASE) \
+	$(GUEST_TIMEOUT) $(TIMEOUT) $(QEMU_BASE) \
 		-append "$(SHELL_PARAMS) -- /bin/sqlite-bench $(REPS) $(SQLITE_SIZE)" | tee $(BUILD)/sqlite-bench.log
 	@grep '^RESULT bench=speedtest1' $(BUILD)/sqlite-bench.log > $(BUILD)/sqlite-bench-results.txt
 	@echo "results: $(BUILD)/sqlite-bench-results.txt"
@@ -99,7 +99,7 @@ fio: images
 		raw) dirs="$$dirs raw=/dev/vdc" ;; \
 		*) echo "make fio: FS=$$f: dbfs, fat32, raw (the disk: JOB=qd) or all"; exit 2 ;; esac; done; \
 	test -f bench/fio/$(JOB).fio || { echo "make fio: no bench/fio/$(JOB).fio"; exit 2; }; \
-	timeout --foreground -k 10 $(TIMEOUT) $(QEMU_BASE) -append "$(SHELL_PARAMS) -- -c \
+	$(GUEST_TIMEOUT) $(TIMEOUT) $(QEMU_BASE) -append "$(SHELL_PARAMS) -- -c \
 		'SIZE=$(FIO_SIZE) TOTAL=$(FIO_TOTAL) JOBS=$(FIO_JOBS) BS=$(FIO_BS) THREAD=$(FIO_THREAD) \
 		RUNTIME=$(FIO_RUNTIME) LOOPS=$(FIO_LOOPS) QD=$(FIO_QD) IOSIZE=$(FIO_IOSIZE) \
 		fio-jobs /etc/fio/$(JOB).fio $(REPS)$$dirs'" | tee $(BUILD)/fio-$(FIO_RUN).log
@@ -120,7 +120,7 @@ bench-workloads: images
 	@dirs=""; for f in $$(echo "$(if $(filter all,$(FS)),dbfs$(comma)fat32,$(FS))" | tr , ' '); do \
 		case $$f in dbfs) dirs="$$dirs dbfs:/dbfs" ;; fat32) dirs="$$dirs fat32:/fat" ;; \
 		*) echo "make bench-workloads: FS=$$f: dbfs, fat32 or all"; exit 2 ;; esac; done; \
-	timeout --foreground -k 10 $(TIMEOUT) $(QEMU_BASE) -append "init=/bin/workloads log=$(LOG) bcache=$(BCACHE) \
+	$(GUEST_TIMEOUT) $(TIMEOUT) $(QEMU_BASE) -append "init=/bin/workloads log=$(LOG) bcache=$(BCACHE) \
 		--$$dirs reps=$(REPS) workloads=$(WORKLOADS)" | tee $(BUILD)/workloads-guest.log
 	@grep '^RESULT' $(BUILD)/workloads-guest.log > $(BUILD)/workloads-guest-results.txt || true
 	@grep -Eq '^workloads: [0-9]+ results, 0 errors' $(BUILD)/workloads-guest.log || \
@@ -148,7 +148,7 @@ sqlite-host-bench: deps deps-thirdparty
 # fsync, then 4 KiB random reads of the 16 MiB file; RESULT lines and a median table.
 ## fio-bench: fio psync on /dbfs and /fat in one boot: 1 MiB writes, 4 KiB random reads
 fio-bench: images
-	timeout --foreground -k 10 $(TIMEOUT) $(QEMU_BASE) \
+	$(GUEST_TIMEOUT) $(TIMEOUT) $(QEMU_BASE) \
 		-append "$(SHELL_PARAMS) -- /bin/fio-bench $(REPS)" | tee $(BUILD)/fio-bench.log
 	@grep '^RESULT bench=fio' $(BUILD)/fio-bench.log > $(BUILD)/fio-bench-results.txt
 	@echo "results: $(BUILD)/fio-bench-results.txt"

@@ -27,9 +27,9 @@ kernel: deps
 user: deps
 	$(CARGO) build $(CARGO_PROFILE_FLAG) -p user-tests --target $(TARGET)
 
-## mkimage: the host image builder (tools/mkimage)
+## mkimage: the host image builder (tools/mkimage), and tools/hartdump for the test boots' timeouts
 mkimage: deps
-	$(CARGO) build --release -p mkimage
+	$(CARGO) build --release -p mkimage -p hartdump
 
 ## build: kernel, user programs and mkimage
 build: kernel user mkimage

@@ -10,6 +10,11 @@ TGT_DIR  := $(CARGO_TARGET_DIR)/$(TARGET)/$(PROFILE)
 KERNEL   := $(TGT_DIR)/kernel
 MKIMAGE  := $(CARGO_TARGET_DIR)/release/mkimage
 DBFS_FUSE := $(CARGO_TARGET_DIR)/release/dbfs-fuse
+HARTDUMP := $(CARGO_TARGET_DIR)/release/hartdump
+# $(GUEST_TIMEOUT) SECONDS QEMU-COMMAND: a test boot's hard timeout (as `timeout --foreground -k
+# 10`); when it expires, every hart's registers and kernel stack are printed before QEMU is
+# stopped (tests/guest-timeout.sh, tools/hartdump, built with mkimage).
+GUEST_TIMEOUT = HARTDUMP=$(HARTDUMP) tests/guest-timeout.sh
 # Every program in user-tests/src/bin (NAME.rs or NAME/main.rs) is installed as /bin/NAME.
 USER_BINS := $(sort $(basename $(notdir $(wildcard user-tests/src/bin/*.rs))) \
 	$(patsubst user-tests/src/bin/%/main.rs,%,$(wildcard user-tests/src/bin/*/main.rs)))

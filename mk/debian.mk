@@ -113,7 +113,7 @@ debian_script = cp --sparse=always $(or $(5),$(DEBIAN_ROOT)) $(BUILD)/debian-$(1
 	rm -rf $(BUILD)/debian-$(1)-stage && mkdir -p $(BUILD)/debian-$(1)-stage && \
 	cp $(2) $(BUILD)/debian-$(1)-stage/ && \
 	$(DBFS_FUSE) import $(BUILD)/debian-$(1).img $(BUILD)/debian-$(1)-stage --dir /root >/dev/null && \
-	timeout --foreground -k 10 1800 $(call debian_qemu,$(BUILD)/debian-$(1).img,$(3)) \
+	$(GUEST_TIMEOUT) 1800 $(call debian_qemu,$(BUILD)/debian-$(1).img,$(3)) \
 		-append "$(DEBIAN_PARAMS) -- $(4)" | tee $(BUILD)/$(1).log
 
 # tests/debian/guest.sh prints `debian: N passed, N failed`.

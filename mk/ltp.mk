@@ -80,7 +80,7 @@ define ltp_boot
 	$(MKIMAGE) fat32 $(LTP_RUN_DIR)/fat.img --size 300M --label LTPFAT
 	$(MKIMAGE) blank $(LTP_RUN_DIR)/raw.img --size 320M
 	$(MKIMAGE) blank $(LTP_RUN_DIR)/dbfs.img --size $(LTP_DBFS_SIZE)
-	timeout --foreground -k 10 $(2) $(call debian_qemu,$(LTP_RUN_DIR)/root.img,$(call qemu_with,$(LTP_RUN_DIR))) \
+	$(GUEST_TIMEOUT) $(2) $(call debian_qemu,$(LTP_RUN_DIR)/root.img,$(call qemu_with,$(LTP_RUN_DIR))) \
 		-append "$(DEBIAN_PARAMS) -- /opt/ltp/runltp.sh" | tee $(3)
 	@grep -Eq '^LTP passed=[0-9]+ failed=0 broken=0 conf=[0-9]+ warn=[0-9]+ cases=[0-9]+' $(3) || \
 		{ echo "$@: no clean 'LTP passed=N failed=0 broken=0 ...' line in $(3)"; exit 1; }

@@ -79,7 +79,7 @@ define stress_boot
 	$(MKIMAGE) fat32 $(BUILD)/stress/$(1)/fat.img --size 512M --label STRESSFAT
 	$(MKIMAGE) blank $(BUILD)/stress/$(1)/raw.img --size 64M
 	$(MKIMAGE) blank $(BUILD)/stress/$(1)/dbfs.img --size 1G
-	timeout --foreground -k 10 $(3) $(call debian_qemu,$(BUILD)/stress/$(1)/root.img,$(call qemu_with,$(BUILD)/stress/$(1))) \
+	$(GUEST_TIMEOUT) $(3) $(call debian_qemu,$(BUILD)/stress/$(1)/root.img,$(call qemu_with,$(BUILD)/stress/$(1))) \
 		-append "$(DEBIAN_PARAMS) -- /root/guest.sh $(2)" | tee $(BUILD)/stress-$(1).log
 	@! grep -a '\[kernel\] PANIC' $(BUILD)/stress-$(1).log || { echo "$@: the kernel panicked"; exit 1; }
 	@grep -Eaq '^stress: [0-9]+ passed, 0 failed, [0-9]+ skipped' $(BUILD)/stress-$(1).log || \

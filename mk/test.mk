@@ -111,7 +111,7 @@ test-host: deps
 # Two harts unless SMP is given (test-smp runs it with 4).
 test-guest: SMP = 2
 test-guest: images
-	timeout --foreground -k 10 600 $(QEMU_BASE) -append "$(KERNEL_PARAMS) blk_selftest=1 mem_selftest=1 -- test" \
+	$(GUEST_TIMEOUT) 600 $(QEMU_BASE) -append "$(KERNEL_PARAMS) blk_selftest=1 mem_selftest=1 -- test" \
 		| tee $(BUILD)/test-guest.log
 	@grep -Eq '^(all: )?[0-9]+ passed, 0 failed' $(BUILD)/test-guest.log || \
 		{ echo "in-guest tests: no clean 'N passed, 0 failed' line"; exit 1; }
@@ -130,13 +130,13 @@ test-guest-smp4:
 
 ## test-persist: data written in one boot is there in the next (dbfs and FAT)
 test-persist: images
-	timeout --foreground -k 10 300 $(QEMU_BASE) \
+	$(GUEST_TIMEOUT) 300 $(QEMU_BASE) \
 		-append "init=/bin/persist log=$(LOG) -- write /dbfs/persist" | tee $(BUILD)/persist-1.log
-	timeout --foreground -k 10 300 $(QEMU_BASE) \
+	$(GUEST_TIMEOUT) 300 $(QEMU_BASE) \
 		-append "init=/bin/persist log=$(LOG) -- write /fat/persist" | tee -a $(BUILD)/persist-1.log
-	timeout --foreground -k 10 300 $(QEMU_BASE) \
+	$(GUEST_TIMEOUT) 300 $(QEMU_BASE) \
 		-append "init=/bin/persist log=$(LOG) -- check /dbfs/persist" | tee $(BUILD)/persist-2.log
-	timeout --foreground -k 10 300 $(QEMU_BASE) \
+	$(GUEST_TIMEOUT) 300 $(QEMU_BASE) \
 		-append "init=/bin/persist log=$(LOG) -- check /fat/persist" | tee -a $(BUILD)/persist-2.log
 	@test "$$(grep -Ec '^[0-9]+ passed, 0 failed' $(BUILD)/persist-2.log)" = 2 || \
 		{ echo "reboot test: data written before the reboot did not come back"; exit 1; }
@@ -148,7 +148,7 @@ test-persist: images
 test-fill: images
 	$(MKIMAGE) fat32 $(BUILD)/fill-fat.img --size 34M --label FILLFAT
 	$(MKIMAGE) blank $(BUILD)/fill-dbfs.img --size 16M
-	timeout --foreground -k 10 300 $(QEMU_FILL) \
+	$(GUEST_TIMEOUT) 300 $(QEMU_FILL) \
 		-append "init=/bin/fillfs log=$(LOG) -- /dbfs /fat" | tee $(BUILD)/test-fill.log
 	@grep -Eq '^[0-9]+ passed, 0 failed' $(BUILD)/test-fill.log || \
 		{ echo "full-disk test: a check failed"; exit 1; }
@@ -167,7 +167,7 @@ test-cross: images
 # mappings made durable by msync/fsync), then fsck the image and
 # check every committed file on the host and in the next boot (tests/crash.sh).
 CRASH_ENV = BUILD=$(BUILD) KERNEL=$(KERNEL) DBFS_FUSE=$(CARGO_TARGET_DIR)/release/dbfs-fuse \
-	HARTDUMP=$(CARGO_TARGET_DIR)/release/hartdump \
+	HARTDUMP=$(HARTDUMP) \
 	MEM=$(MEM) SMP=$(SMP) LOG=$(LOG) CRASH_SEED=$(CRASH_SEED) CRASH_WRITERS=$(CRASH_WRITERS)
 # Writer processes at once (tests/crash.sh: each in its own directory, pinned to its own hart).
 CRASH_WRITERS ?= 1
@@ -198,7 +198,7 @@ PJD_ENV = DBFS_FUSE=$(DBFS_FUSE) BUILD=$(BUILD) SUITE_SRC=$(abspath $(PJDFSTEST_
 pjdfstest-guest-image: images
 	rm -f $(BUILD)/pjdfstest-guest.img
 	truncate -s 256M $(BUILD)/pjdfstest-guest.img
-	timeout --foreground -k 10 300 $(call QEMU_DBFS,$(BUILD)/pjdfstest-guest.img) \
+	$(GUEST_TIMEOUT) 300 $(call QEMU_DBFS,$(BUILD)/pjdfstest-guest.img) \
 		-append "init=/bin/crosscheck log=$(LOG) bcache=$(BCACHE) -- gen /dbfs/tree seed=$(SEED)" \
 		</dev/null | tr -d '\r' > $(BUILD)/pjdfstest-guest.log
 	@grep -q '^crosscheck gen: seed $(SEED) written' $(BUILD)/pjdfstest-guest.log || \
@@ -234,7 +234,7 @@ PJD_FS = $(if $(filter -d,$(GUEST_PJD_DIRS)),dbfs,$(if $(filter -f,$(GUEST_PJD_D
 PJD_FS_FLAG = $(if $(filter dbfs,$(PJD_FS)),-d,$(if $(filter fat,$(PJD_FS)),-f,$(if $(filter both,$(PJD_FS)),,$(error GUEST_PJD_FS must be both, dbfs or fat))))
 PJD_GUEST_RUN = $(MKIMAGE) blank $(BUILD)/pjd-dbfs.img --size 512M && \
 	$(MKIMAGE) fat32 $(BUILD)/pjd-fat.img --size 300M --label PJDFAT && \
-	timeout --foreground -k 10 $(GUEST_PJD_TIMEOUT) \
+	$(GUEST_TIMEOUT) $(GUEST_PJD_TIMEOUT) \
 		$(subst file=$(BUILD)/fat.img$(comma),file=$(BUILD)/pjd-fat.img$(comma),$(call QEMU_DBFS,$(BUILD)/pjd-dbfs.img)) \
 		-append "$(SHELL_PARAMS) -- /bin/pjdfstest-both $(filter-out all,$(1))" | tee $(2); \
 	$(CARGO_TARGET_DIR)/release/dbfs-fuse fsck $(BUILD)/pjd-dbfs.img
@@ -280,7 +280,7 @@ test-shell: debian-root kernel images
 ## test-exhaust: memory, fork, descriptor, pipe, map, argv, path hogs: none may crash the kernel
 test-exhaust: images
 	$(CARGO) build --release -p dbfs-fuse
-	timeout --foreground -k 10 600 $(QEMU_BASE) -append "init=/bin/exhaust log=$(LOG) -- /dbfs $(EXHAUST_CASES)" \
+	$(GUEST_TIMEOUT) 600 $(QEMU_BASE) -append "init=/bin/exhaust log=$(LOG) -- /dbfs $(EXHAUST_CASES)" \
 		| tee $(BUILD)/test-exhaust.log
 	@grep -Eq '^[0-9]+ passed, 0 failed' $(BUILD)/test-exhaust.log || \
 		{ echo "exhaustion test: a case failed"; exit 1; }
@@ -326,7 +326,7 @@ SMP_ROUNDS ?= 100000
 ## test-smp-stress: /bin/smpstress and /bin/threadtest in one SMP=4 boot (the part of test-smp in make test)
 test-smp-stress: SMP = 4
 test-smp-stress: images
-	timeout --foreground -k 10 900 $(QEMU_BASE) -append "$(SHELL_PARAMS) -- -c '/bin/smpstress $(SMP_ROUNDS) /dbfs; \
+	$(GUEST_TIMEOUT) 900 $(QEMU_BASE) -append "$(SHELL_PARAMS) -- -c '/bin/smpstress $(SMP_ROUNDS) /dbfs; \
 		/bin/threadtest'" | tee $(BUILD)/test-smp.log
 	@grep -Eq '^smpstress: [0-9]+ passed, 0 failed' $(BUILD)/test-smp.log || \
 		{ echo "smpstress: a check failed"; exit 1; }
@@ -348,7 +348,7 @@ kernel-lockcheck: deps
 test-lockcheck: images kernel-lockcheck
 	@for k in double:'it already holds' order:'of rank 10 while holding' switch:'switches away from a thread while holding' leaf:'of rank 55 while holding .* of rank 80'; do \
 		want=$${k#*:}; k=$${k%%:*}; \
-		timeout --foreground -k 10 300 $(subst $(KERNEL),$(LOCKCHECK_KERNEL),$(QEMU_BASE)) -snapshot \
+		$(GUEST_TIMEOUT) 300 $(subst $(KERNEL),$(LOCKCHECK_KERNEL),$(QEMU_BASE)) -snapshot \
 			-append "$(SHELL_PARAMS) lockcheck_plant=$$k -- -c 'i=0; while [ \$$i -lt 20000 ]; do i=\$$((i+1)); done'" \
 			</dev/null > $(BUILD)/lockcheck-$$k.log 2>&1 || true; \
 		if grep -aq '\[kernel\] PANIC' $(BUILD)/lockcheck-$$k.log && grep -a '^lockcheck: hart' $(BUILD)/lockcheck-$$k.log | grep -q "$$want"; then \
@@ -377,7 +377,7 @@ test-boot-loop: images
 # busybox tar with gzip and bzip2 children between /dbfs and /fat (tests/guest/tartest.sh).
 ## test-apps: record locks, shared memory, futexes, sqlite3, fio, pthreads, vDSO clock, tar, workloads
 test-apps: images
-	timeout --foreground -k 10 300 $(QEMU_BASE) -append "$(SHELL_PARAMS) -- -c '/bin/apptest /dbfs /fat && \
+	$(GUEST_TIMEOUT) 300 $(QEMU_BASE) -append "$(SHELL_PARAMS) -- -c '/bin/apptest /dbfs /fat && \
 		for d in /dbfs /fat; do rm -f \$$d/apps.db; \
 		sqlite3 \$$d/apps.db \"create table t(a); insert into t values(1),(2); select sum(a) from t;\" \
 		| sed \"s|^|SQLITE \$$d |\"; done; \
