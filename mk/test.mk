@@ -176,7 +176,7 @@ CRASH_WRITERS ?= 1
 TEST_CRASH_POINTS ?= 30
 ## test-crash: 30 SIGKILLs of QEMU mid-write, then fsck and every committed file checked
 test-crash: images
-	$(CARGO) build --release -p dbfs-fuse -p hartdump
+	$(CARGO) build --release -p dbfs-fuse
 	$(CRASH_ENV) CRASH_POINTS=$(TEST_CRASH_POINTS) tests/crash.sh
 
 ## test-crash-smp4: 15 QEMU kills of test-crash with SMP=4 and 4 writer processes, each pinned to its own hart
@@ -185,7 +185,7 @@ test-crash-smp4:
 
 ## crash-test: CRASH_POINTS QEMU kills, then CRASH_POINTS SIGKILLs of dbfs-fuse mid-write
 crash-test: images
-	$(CARGO) build --release -p dbfs-fuse -p hartdump
+	$(CARGO) build --release -p dbfs-fuse
 	$(CRASH_ENV) CRASH_POINTS=$(CRASH_POINTS) tests/crash.sh
 	CRASH_SEED=$(CRASH_SEED) FUSE_CRASH_ROUNDS=$(CRASH_POINTS) $(CARGO) test --release -p dbfs-fuse --test crash -- --nocapture
 

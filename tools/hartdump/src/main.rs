@@ -53,19 +53,14 @@ fn run(socket: &str, kernel: &str) -> Result<(), String> {
         let regs = qmp.hmp(Some(cpu), "info registers")?;
         let reg = |name: &str| register(&regs, name);
         let (pc, ra, sp) = (reg("pc"), reg("x1/ra"), reg("x2/sp"));
-        let mode = regs
-            .lines()
-            .find_map(|l| l.trim().strip_prefix("priv"))
-            .map(|v| v.trim().to_string());
         println!(
-            "hart {cpu}: pc {} ra {} sp {} scause {} sepc {} stval {}{}",
+            "hart {cpu}: pc {} ra {} sp {} scause {} sepc {} stval {}",
             hex(pc),
             hex(ra),
             hex(sp),
             hex(reg("scause")),
             hex(reg("sepc")),
             hex(reg("stval")),
-            mode.map(|m| format!(" priv {m}")).unwrap_or_default()
         );
         let in_text = |a: u64| text.iter().any(|&(lo, hi)| (lo..hi).contains(&a));
         let mut addrs: Vec<(String, u64)> = Vec::new();
