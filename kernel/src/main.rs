@@ -33,7 +33,9 @@
 //! `aio_async=0` (default 1: io_submit hands reads of files and disks to kernel workers and
 //! returns at once, `syscall::aio_workers`; 0: every request completes before io_submit returns),
 //! `bkl_spins=N` (default 1000: the spins of a hart waiting for the big kernel lock before it
-//! sleeps in `wfi` until the holder's IPI),
+//! sleeps in `wfi` until an IPI),
+//! `bkl_steal_us=N` (default 100: how long a release's offer of the big kernel lock to the
+//! waiting hart that came first is kept for it before another waiting hart may take it),
 //! `dbfs_chunk_kib=K` (the chunk size a blank
 //! dbfs disk is formatted with, 1..1024 KiB, a power of two; default 64 KiB, `KERNEL_DBFS_CHUNK_SIZE`),
 //! `dbfs_barrier_mib=M` (force a dbfs barrier once M MiB of store pages wait for one,
@@ -255,6 +257,7 @@ extern "C" fn rust_main(hartid: usize, dtb: usize) -> ! {
     if let Some(n) = params.bkl_spins {
         arch::hart::set_lock_spins(n);
     }
+    arch::hart::set_steal_us(params.bkl_steal_us);
     if params.mem_selftest {
         match arch::mem::selftest() {
             Ok(()) => println!("[kernel] memcpy/memset/memcmp self-test: ok"),

@@ -42,6 +42,9 @@ pub struct Params {
     pub aio_async: bool,
     /// Spins of a hart waiting for the big kernel lock before it sleeps (`bkl_spins=N`).
     pub bkl_spins: Option<usize>,
+    /// How long (µs) an offer of the big kernel lock is kept for the waiting hart it was made
+    /// to before another may take it (`bkl_steal_us=N`); `None`: `arch::hart`'s default.
+    pub bkl_steal_us: Option<u64>,
     /// Chunk size (bytes) a blank dbfs disk is formatted with; `None`: dbfs's default.
     pub dbfs_chunk: Option<u32>,
     /// `DbFs::set_barrier_bound` in MiB; `None`: kvdb's default.
@@ -132,6 +135,7 @@ pub fn parse_params(cmdline: &str) -> Params {
         unlocked_writes: false,
         aio_async: true,
         bkl_spins: None,
+        bkl_steal_us: None,
         dbfs_chunk: None,
         dbfs_barrier_mib: None,
         dbfs_flush_behind: drivers::window::FLUSH_BEHIND_DEFAULT,
@@ -163,6 +167,7 @@ pub fn parse_params(cmdline: &str) -> Params {
             Some(("unlocked_writes", v)) => p.unlocked_writes = v == "1",
             Some(("aio_async", v)) => p.aio_async = v != "0",
             Some(("bkl_spins", v)) => p.bkl_spins = v.parse().ok(),
+            Some(("bkl_steal_us", v)) => p.bkl_steal_us = v.parse().ok(),
             Some(("dbfs_flush_behind_kib", v)) => match v.parse::<usize>() {
                 Ok(k) => p.dbfs_flush_behind = k.saturating_mul(1024),
                 Err(_) => println!(

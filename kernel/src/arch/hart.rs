@@ -37,10 +37,11 @@ pub struct Hart {
     /// The user page table (`satp`) this hart last switched to ([`switch_satp`]): the only
     /// one whose entries its TLB may hold (every switch flushes the TLB).
     user_satp: AtomicUsize,
-    /// The big-kernel-lock ticket this hart sleeps in `wfi` for ([`lock`]); [`NOBODY`]: none.
-    lock_sleep: AtomicUsize,
     /// When this hart took the big kernel lock (the `time` CSR), for [`Stats::held_t`].
     held_since: AtomicU64,
+    /// When this hart began its current wait for the big kernel lock, in order of arrival
+    /// ([`wait_turn`]; [`unlock`] offers the lock to the waiter with the lowest).
+    wait_seq: AtomicU64,
     /// What this hart did with the big kernel lock, IPIs and idling (`/proc/bkl`).
     stats: Stats,
 }
@@ -109,8 +110,8 @@ impl Hart {
             started: AtomicBool::new(false),
             idle: AtomicBool::new(false),
             user_satp: AtomicUsize::new(0),
-            lock_sleep: AtomicUsize::new(NOBODY),
             held_since: AtomicU64::new(0),
+            wait_seq: AtomicU64::new(0),
             stats: Stats::new(),
         }
     }
@@ -263,42 +264,79 @@ pub fn take_late_starts() -> usize {
     LATE_STARTS.swap(0, Relaxed)
 }
 
-// The big kernel lock: a ticket lock (fair between harts), with the holder's index for the
-// checks in `unlock`.
-static NEXT_TICKET: AtomicUsize = AtomicUsize::new(0);
-static SERVING: AtomicUsize = AtomicUsize::new(0);
+// The big kernel lock. `OWNER` is NOBODY (free), `i` (offered to waiting hart slot `i`, not
+// yet taken) or `i | HELD` (held by slot `i`). A release offers the lock to the waiter that
+// came first (`wait_seq`), as a ticket lock would; the waiter takes an offer by turning it
+// into `i | HELD`. An offer not taken within `STEAL_T` may be taken by any other waiting
+// hart, which is running (it executes the waiting loop) where the offered one may not be.
+//
+// With more harts than host cores (4 harts on this 2-core host), the hart a strict ticket
+// lock hands the lock to may be a QEMU thread waiting for a host core (the lock-waiter
+// preemption problem): the lock then sat unused while every other hart waited too. Linux's
+// qspinlock falls back to a test-and-set lock in a guest without paravirtual spinlocks for
+// that reason (`virt_spin_lock`); a test-and-set lock here made futex ping-pong between two
+// harts 2-3x slower than the ticket lock on a quiet host, where the order of arrival wins.
+static OWNER: AtomicUsize = AtomicUsize::new(NOBODY);
+const HELD: usize = 1 << 32;
+/// When `OWNER` last became an offer (the `time` CSR).
+static OFFERED_AT: AtomicU64 = AtomicU64::new(0);
+/// The harts in [`wait_turn`] (bit i: slot i) and, of them, those asleep in `wfi`.
+static WAITING: AtomicU64 = AtomicU64::new(0);
+static SLEEPING: AtomicU64 = AtomicU64::new(0);
+/// The order of arrival of waiters (`Hart::wait_seq`).
+static ARRIVALS: AtomicU64 = AtomicU64::new(0);
 const NOBODY: usize = usize::MAX;
-static HOLDER: AtomicUsize = AtomicUsize::new(NOBODY);
 
 /// Spins of a hart waiting for the big kernel lock before it sleeps in `wfi`.
 const LOCK_SPINS: usize = 1000;
 /// [`LOCK_SPINS`], or the boot parameter `bkl_spins` ([`set_lock_spins`]).
 static LOCK_SPIN_LIMIT: AtomicUsize = AtomicUsize::new(LOCK_SPINS);
+/// How long (µs) an offer of the big kernel lock is kept for the hart it was made to.
+const STEAL_US: u64 = 100;
+/// [`STEAL_US`] in timebase ticks, or the boot parameter `bkl_steal_us` ([`set_steal_us`]);
+/// `u64::MAX` (never) until boot sets it from the timebase.
+static STEAL_T: AtomicU64 = AtomicU64::new(u64::MAX);
 
 /// How many times a hart waiting for the big kernel lock spins before it sleeps in `wfi`.
 pub fn set_lock_spins(n: usize) {
     LOCK_SPIN_LIMIT.store(n.max(1), Relaxed);
 }
 
-/// Take the big kernel lock (interrupts off, as always in the kernel). A hart that does not get
-/// it after [`LOCK_SPINS`] spins sleeps in `wfi` until [`unlock`] sends it an IPI for its turn
-/// (or its timer fires): with more harts than host cores, QEMU then gives the host CPU to the
-/// hart that holds the lock instead of to one spinning for it. No wake-up is lost: the
-/// sleeper publishes its ticket and then looks at `SERVING`, the releaser moves `SERVING` and
-/// then looks for the ticket (both sequentially consistent).
-#[inline]
-pub fn lock() {
-    let ticket = NEXT_TICKET.fetch_add(1, Relaxed);
-    if SERVING.load(Acquire) != ticket {
-        wait_turn(ticket);
-    }
-    took_lock();
+/// How long (µs) an offer of the big kernel lock waits for the hart it was made to before
+/// another waiting hart may take it (`bkl_steal_us`; [`STEAL_US`] if `None`). A large value
+/// makes the lock a strict queue, as the ticket lock was.
+pub fn set_steal_us(us: Option<u64>) {
+    let us = us.unwrap_or(STEAL_US);
+    let hz = super::time::timebase_hz().max(1);
+    STEAL_T.store(us.saturating_mul(hz) / 1_000_000, Relaxed);
 }
 
-/// Wait for big-kernel-lock ticket `ticket`'s turn (see [`lock`]), counted as contended.
+/// Take the big kernel lock (interrupts off, as always in the kernel): at once if it is free
+/// and no hart waits for it, else in [`wait_turn`].
+#[inline]
+pub fn lock() {
+    let me = index();
+    if WAITING.load(Relaxed) != 0
+        || OWNER
+            .compare_exchange(NOBODY, me | HELD, Acquire, Relaxed)
+            .is_err()
+    {
+        wait_turn(me);
+    }
+    took_lock(me);
+}
+
+/// Wait for the big kernel lock, counted as contended: until it is offered to this hart, or
+/// found free, or an offer to another hart has waited [`STEAL_T`]. The hart spins
+/// [`LOCK_SPINS`] times, then sleeps in `wfi` until an offer's IPI (or its timer): QEMU then
+/// gives the host CPU to the hart that holds the lock instead of to one spinning for it. No
+/// wake-up is lost: a sleeper publishes itself in `SLEEPING` and then reads `OWNER`; a release
+/// writes `OWNER` and then reads `SLEEPING` (all sequentially consistent), so one of them
+/// sees the other.
 #[inline(never)]
-fn wait_turn(ticket: usize) {
-    let h = this();
+fn wait_turn(me: usize) {
+    let h = &HARTS[me];
+    let bit = 1u64 << me;
     let t0 = super::csr::time();
     let mut spins = 0;
     // A device interrupt pending on this hart (the PLIC's target) would end every `wfi` at
@@ -308,7 +346,23 @@ fn wait_turn(ticket: usize) {
     if seie != 0 {
         super::csr::set_sie(super::csr::sie() & !seie);
     }
-    while SERVING.load(Acquire) != ticket {
+    h.wait_seq.store(ARRIVALS.fetch_add(1, Relaxed), Relaxed);
+    WAITING.fetch_or(bit, SeqCst);
+    loop {
+        let owner = OWNER.load(Acquire);
+        let take = owner == me
+            || owner == NOBODY
+            || (owner & HELD == 0
+                && spins % 64 == 0
+                && super::csr::time().wrapping_sub(OFFERED_AT.load(Relaxed))
+                    >= STEAL_T.load(Relaxed));
+        if take
+            && OWNER
+                .compare_exchange(owner, me | HELD, Acquire, Relaxed)
+                .is_ok()
+        {
+            break;
+        }
         spins += 1;
         if spins < LOCK_SPIN_LIMIT.load(Relaxed) {
             core::hint::spin_loop();
@@ -319,17 +373,20 @@ fn wait_turn(ticket: usize) {
         if super::csr::sie() & super::csr::SIE_SSIE == 0 {
             continue;
         }
-        h.lock_sleep.store(ticket, SeqCst);
-        if SERVING.load(SeqCst) != ticket {
+        SLEEPING.fetch_or(bit, SeqCst);
+        let owner = OWNER.load(SeqCst);
+        if owner != me && owner != NOBODY {
             bump(&h.stats.lock_sleeps, 1);
             super::csr::wait_for_interrupt();
-            // The IPI was for this turn (a signal's kick for the thread running here finds
-            // its signal pending on the way back to user mode anyway).
+            // The IPI was for the lock (a signal's kick for the thread running here finds its
+            // signal pending on the way back to user mode anyway).
             super::csr::clear_ssip();
             bump(&h.stats.ipi_recv, 1);
         }
-        h.lock_sleep.store(NOBODY, Relaxed);
+        SLEEPING.fetch_and(!bit, SeqCst);
     }
+    // No longer waiting: before this hart's release, whose store orders it.
+    WAITING.fetch_and(!bit, Relaxed);
     if seie != 0 {
         super::csr::set_sie(super::csr::sie() | seie);
     }
@@ -341,11 +398,9 @@ fn wait_turn(ticket: usize) {
     }
 }
 
-/// The big kernel lock is this hart's now: note it.
+/// The big kernel lock is hart `i`'s now: note it.
 #[inline]
-fn took_lock() {
-    let i = index();
-    HOLDER.store(i, Relaxed);
+fn took_lock(i: usize) {
     let h = &HARTS[i];
     bump(&h.stats.acquires, 1);
     h.held_since.store(super::csr::time(), Relaxed);
@@ -355,57 +410,65 @@ fn took_lock() {
 /// otherwise.
 #[inline]
 pub fn try_lock() -> bool {
-    let serving = SERVING.load(Acquire);
-    if NEXT_TICKET
-        .compare_exchange(serving, serving + 1, Acquire, Relaxed)
-        .is_err()
+    let me = index();
+    if WAITING.load(Relaxed) != 0
+        || OWNER
+            .compare_exchange(NOBODY, me | HELD, Acquire, Relaxed)
+            .is_err()
     {
         return false;
     }
-    took_lock();
+    took_lock(me);
     true
 }
 
 /// If other harts wait for the big kernel lock, which this hart holds, let them have it first
-/// (it is a ticket lock: this hart queues behind them). A hart's scheduler keeps the lock from
-/// one thread to the next; without this, a thread that waits by yielding (for a lock a
-/// thread on another hart holds) would switch back and forth with its scheduler and never
-/// let that hart in, and with the threads pinned to different harts nothing else would run.
+/// (this hart then waits behind them). A hart's scheduler keeps the lock from one thread to
+/// the next; without this, a thread that waits by yielding (for a lock a thread on another
+/// hart holds) would switch back and forth with its scheduler and never let that hart in,
+/// and with the threads pinned to different harts nothing else would run.
 pub fn let_waiters_in() {
-    if NEXT_TICKET.load(Relaxed) != SERVING.load(Relaxed).wrapping_add(1) {
+    if WAITING.load(SeqCst) & !(1u64 << index()) != 0 {
         unlock();
         lock();
     }
 }
 
-/// Release the big kernel lock, which this hart holds, and wake the hart sleeping for the
-/// next turn, if one does.
+/// Release the big kernel lock, which this hart holds: offer it to the waiting hart that came
+/// first (waking it if it sleeps), or leave it free if none waits.
 #[inline]
 pub fn unlock() {
+    let me = index();
     debug_assert_eq!(
-        HOLDER.load(Relaxed),
-        index(),
+        OWNER.load(Relaxed),
+        me | HELD,
         "BKL released by a hart not holding it"
     );
-    let me = this();
+    let h = &HARTS[me];
     bump(
-        &me.stats.held_t,
-        super::csr::time().wrapping_sub(me.held_since.load(Relaxed)),
+        &h.stats.held_t,
+        super::csr::time().wrapping_sub(h.held_since.load(Relaxed)),
     );
-    HOLDER.store(NOBODY, Relaxed);
-    let next = SERVING.fetch_add(1, SeqCst) + 1;
-    for (i, h) in HARTS.iter().enumerate().take(count()) {
-        if h.lock_sleep.load(SeqCst) == next {
-            bump(&me.stats.ipi_handoff, 1);
-            send_ipi(i);
-            break;
-        }
+    let waiting = WAITING.load(SeqCst);
+    let first = (0..count())
+        .filter(|&i| waiting & (1u64 << i) != 0)
+        .min_by_key(|&i| HARTS[i].wait_seq.load(Relaxed));
+    let Some(next) = first else {
+        OWNER.store(NOBODY, SeqCst);
+        // A hart that published itself as waiting after the load above reads `OWNER` next.
+        return;
+    };
+    OFFERED_AT.store(super::csr::time(), Relaxed);
+    OWNER.store(next, SeqCst);
+    if SLEEPING.load(SeqCst) & (1u64 << next) != 0 {
+        bump(&h.stats.ipi_handoff, 1);
+        send_ipi(next);
     }
 }
 
 /// Whether this hart holds the big kernel lock.
 pub fn holds_lock() -> bool {
-    HOLDER.load(Relaxed) == index()
+    OWNER.load(Relaxed) == index() | HELD
 }
 
 /// Sleep in `wfi` without the big kernel lock until an interrupt (the timer, or [`kick_idle`]'s
