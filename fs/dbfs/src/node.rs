@@ -281,10 +281,11 @@ impl<P: Pager + Send + Sync + 'static> Node for DbNode<P> {
     }
 
     /// Reads take the state lock and a read transaction (a snapshot) only: the host runs them
-    /// on many FUSE threads, the kernel on several harts without its big lock. Not reads of
-    /// [`crate::DIRECT_READ_MIN`] bytes or more: they go from the disk to the caller's buffer.
-    fn parallel_read(&self, len: usize) -> bool {
-        len < crate::DIRECT_READ_MIN
+    /// on many FUSE threads, the kernel on several harts without its big lock. Reads of
+    /// [`crate::DIRECT_READ_MIN`] bytes or more go from the disk to the caller's buffer; a
+    /// kernel sleeps through that wait under its lock.
+    fn parallel_read(&self, _len: usize) -> bool {
+        true
     }
 
     /// Writes the write-back cache takes as they are (see [`DbFs::parallel_write`]).

@@ -326,8 +326,9 @@ pub trait Node: Send + Sync {
     /// Whether a [`Node::read_at`] or [`Node::read_scattered_at`] of `len` bytes of this
     /// regular file may run on several CPUs at once, alongside any other call of the file
     /// system, with nothing but the file system's own locks between them (a kernel then runs it
-    /// without its big lock, and its device waits poll). False for reads that mostly wait for
-    /// the device (they do better asleep) and for file systems that rely on a kernel's lock.
+    /// without its big lock: its device waits poll, but for a device read into the caller's
+    /// pages, which it sends, then sleeps through under the kernel's lock). False for file
+    /// systems that rely on a kernel's lock.
     fn parallel_read(&self, _len: usize) -> bool {
         false
     }

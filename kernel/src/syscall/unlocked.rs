@@ -1,7 +1,7 @@
 //! System calls that run without the big kernel lock: read(2) and pread64(2) of a regular
-//! file whose file system reads in parallel (`vfs::Node::parallel_read`: dbfs, reads below
-//! 128 KiB; larger ones go to the disk and sleep), into a buffer whose pages are all mapped
-//! writable already; with the boot parameter `unlocked_writes=1` (off by default, see
+//! file whose file system reads in parallel (`vfs::Node::parallel_read`: dbfs; a read that
+//! goes from the disk into the user's pages takes the lock once its requests are sent, and
+//! sleeps), into a buffer whose pages are all mapped writable already; with the boot parameter `unlocked_writes=1` (off by default, see
 //! [`WRITES`]), write(2) and pwrite64(2) of a regular file whose file system keeps the
 //! write in memory (`vfs::Node::parallel_write`: dbfs, writes into its write-back cache that
 //! neither go to the disk directly nor fill the cache to its limit), from a buffer whose

@@ -304,7 +304,7 @@ static void munmap_under_writer(int tries) {
  * returned may have copied from a freed frame, which the main thread fills with 0xee at
  * once, so the file must hold its pattern at the end. */
 #define READERS 3
-#define READER_PAGES 16
+#define READER_PAGES 32
 static _Atomic(unsigned char *) rtarget;
 static atomic_int reader_go, reader_quit, readers_waiting, readers_faulted;
 static atomic_long reads_done, bad_reads, reader_reads[READERS];
@@ -334,9 +334,14 @@ static void *reader(void *arg) {
 			goto done;
 		}
 		for (long k = 0;; k++) {
-			/* 4 KiB and 64 KiB reads, the small and the large path; 4 and 32 KiB writes of
-			 * the region's bytes at their own offset. */
-			size_t len = k % 2 ? 4096 : rw_writes ? 8 * 4096 : READER_PAGES * 4096;
+			/* 4 KiB, 64 KiB and 128 KiB reads: the small path, a read through the window,
+			 * and one from the disk straight into the mapping (sent without the big lock,
+			 * waited for under it); 4 and 32 KiB writes of the region's bytes at their own
+			 * offset. */
+			size_t len = rw_writes ? (k % 2 ? 4096 : 8 * 4096)
+				     : k % 3 == 0 ? 4096
+				     : k % 3 == 1 ? 16 * 4096
+						  : READER_PAGES * 4096;
 			off_t off = (k * 4096) % ((READER_PAGES - (rw_writes ? 8 : 0)) * 4096);
 			ssize_t r = rw_writes ? pwrite(reader_fd, buf + off, len, off)
 					      : pread(reader_fd, buf, len, off);
@@ -375,7 +380,8 @@ static void munmap_under_readers(const char *dir, int tries, int writes) {
 	for (size_t i = 0; i < flen; i++)
 		data[i] = pattern(i);
 	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
-	if (fd < 0 || write(fd, data, flen) != (ssize_t)flen) {
+	/* Committed, so that the large reads go from the disk into the mapping. */
+	if (fd < 0 || write(fd, data, flen) != (ssize_t)flen || fsync(fd) != 0) {
 		check(0, "munmap under readers or writers: file written");
 		return;
 	}
