@@ -153,7 +153,7 @@ fio-bench: images
 	@grep '^RESULT bench=fio' $(BUILD)/fio-bench.log > $(BUILD)/fio-bench-results.txt
 	@echo "results: $(BUILD)/fio-bench-results.txt"
 
-## bench-kv: kvdb vs jammdb vs redb on the host (criterion, tools/kvdb-bench)
+## bench-kv: kvdb (file pager, mapped pager) vs jammdb vs redb on the host (criterion, tools/kvdb-bench)
 # Criterion's reports go to build/criterion (CRITERION_HOME), not into the source tree.
 bench-kv: deps
 	CRITERION_HOME=$(abspath $(BUILD))/criterion $(CARGO) bench -p kvdb-bench --bench kv -- \

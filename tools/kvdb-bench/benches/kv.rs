@@ -5,12 +5,17 @@
 //! 64 KiB values written (256 of them, one transaction) and read back into a caller buffer.
 //! Keys are 8-byte big-endian integers, small values 100 bytes. Every commit that "syncs" calls
 //! fsync/fdatasync (jammdb always does; it has no way to skip it).
+//!
+//! kvdb runs twice: over its own `FilePager` (`kvdb`: pages read with `pread` into heap
+//! buffers it caches) and over `kvdb_mmap::MmapPager` (`kvdb-mmap`: pages as slices of a
+//! mapping of the file, as jammdb reads its pages). The engine's code is the same in both.
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode};
+use kvdb::Pager;
 use redb::{ReadableTable, TableDefinition};
 
 const N: u64 = 100_000;
@@ -40,16 +45,18 @@ fn shuffled() -> Vec<u64> {
 #[derive(Clone, Copy, Debug)]
 enum Engine {
     Kvdb,
+    KvdbMmap,
     Jammdb,
     Redb,
 }
 
-const ENGINES: [Engine; 3] = [Engine::Kvdb, Engine::Jammdb, Engine::Redb];
+const ENGINES: [Engine; 4] = [Engine::Kvdb, Engine::KvdbMmap, Engine::Jammdb, Engine::Redb];
 
 impl Engine {
     fn name(self) -> &'static str {
         match self {
             Engine::Kvdb => "kvdb",
+            Engine::KvdbMmap => "kvdb-mmap",
             Engine::Jammdb => "jammdb",
             Engine::Redb => "redb",
         }
@@ -70,6 +77,14 @@ fn kvdb_create(path: &Path, sync: bool) -> kvdb::Db<kvdb::FilePager> {
     kvdb::Db::create(pager, kvdb::Options::default()).unwrap()
 }
 
+fn kvdb_mmap_create(path: &Path, sync: bool) -> kvdb::Db<kvdb_mmap::MmapPager> {
+    let mut pager = kvdb_mmap::MmapPager::open(path).unwrap();
+    if !sync {
+        pager = pager.without_sync();
+    }
+    kvdb::Db::create(pager, kvdb::Options::default()).unwrap()
+}
+
 fn redb_create(path: &Path) -> redb::Database {
     redb::Database::create(path).unwrap()
 }
@@ -77,14 +92,8 @@ fn redb_create(path: &Path) -> redb::Database {
 /// Insert keys `keys` with small values in one transaction, committed (with sync).
 fn insert_one_tx(engine: Engine, path: &Path, keys: impl Iterator<Item = u64>) {
     match engine {
-        Engine::Kvdb => {
-            let db = kvdb_create(path, true);
-            let tx = db.begin_write().unwrap();
-            let b = tx.create_bucket(b"t").unwrap();
-            b.put_many(keys.map(|i| (i.to_be_bytes(), value(i))))
-                .unwrap();
-            tx.commit().unwrap();
-        }
+        Engine::Kvdb => kvdb_insert(&kvdb_create(path, true), keys),
+        Engine::KvdbMmap => kvdb_insert(&kvdb_mmap_create(path, true), keys),
         Engine::Jammdb => {
             let db = jammdb::DB::open(path).unwrap();
             let tx = db.tx(true).unwrap();
@@ -108,17 +117,27 @@ fn insert_one_tx(engine: Engine, path: &Path, keys: impl Iterator<Item = u64>) {
     }
 }
 
+fn kvdb_insert<P: Pager>(db: &kvdb::Db<P>, keys: impl Iterator<Item = u64>) {
+    let tx = db.begin_write().unwrap();
+    let b = tx.create_bucket(b"t").unwrap();
+    b.put_many(keys.map(|i| (i.to_be_bytes(), value(i))))
+        .unwrap();
+    tx.commit().unwrap();
+}
+
+fn kvdb_small_txs<P: Pager>(db: &kvdb::Db<P>) {
+    for i in 0..SMALL_TXS {
+        let tx = db.begin_write().unwrap();
+        let b = tx.get_or_create_bucket(b"t").unwrap();
+        b.put(&i.to_be_bytes(), &value(i)).unwrap();
+        tx.commit().unwrap();
+    }
+}
+
 fn small_txs(engine: Engine, path: &Path, sync: bool) {
     match engine {
-        Engine::Kvdb => {
-            let db = kvdb_create(path, sync);
-            for i in 0..SMALL_TXS {
-                let tx = db.begin_write().unwrap();
-                let b = tx.get_or_create_bucket(b"t").unwrap();
-                b.put(&i.to_be_bytes(), &value(i)).unwrap();
-                tx.commit().unwrap();
-            }
-        }
+        Engine::Kvdb => kvdb_small_txs(&kvdb_create(path, sync)),
+        Engine::KvdbMmap => kvdb_small_txs(&kvdb_mmap_create(path, sync)),
         Engine::Jammdb => {
             let db = jammdb::DB::open(path).unwrap();
             for i in 0..SMALL_TXS {
@@ -145,18 +164,20 @@ fn small_txs(engine: Engine, path: &Path, sync: bool) {
     }
 }
 
+fn kvdb_write_big<P: Pager>(db: &kvdb::Db<P>, values: &[Vec<u8>]) {
+    let tx = db.begin_write().unwrap();
+    let b = tx.create_bucket(b"t").unwrap();
+    for (i, v) in values.iter().enumerate() {
+        b.put(&(i as u64).to_be_bytes(), v).unwrap();
+    }
+    tx.commit().unwrap();
+}
+
 fn write_big(engine: Engine, path: &Path) {
     let values: Vec<Vec<u8>> = (0..BIG_VALUES).map(big_value).collect();
     match engine {
-        Engine::Kvdb => {
-            let db = kvdb_create(path, true);
-            let tx = db.begin_write().unwrap();
-            let b = tx.create_bucket(b"t").unwrap();
-            for (i, v) in values.iter().enumerate() {
-                b.put(&(i as u64).to_be_bytes(), v).unwrap();
-            }
-            tx.commit().unwrap();
-        }
+        Engine::Kvdb => kvdb_write_big(&kvdb_create(path, true), &values),
+        Engine::KvdbMmap => kvdb_write_big(&kvdb_mmap_create(path, true), &values),
         Engine::Jammdb => {
             let db = jammdb::DB::open(path).unwrap();
             let tx = db.tx(true).unwrap();
@@ -185,6 +206,7 @@ fn write_big(engine: Engine, path: &Path) {
 /// An opened database of one engine, for the read benchmarks.
 enum Opened {
     Kvdb(Box<kvdb::Db<kvdb::FilePager>>),
+    KvdbMmap(Box<kvdb::Db<kvdb_mmap::MmapPager>>),
     Jammdb(jammdb::DB),
     Redb(redb::Database),
 }
@@ -194,24 +216,32 @@ fn open(engine: Engine, path: &Path) -> Opened {
         Engine::Kvdb => Opened::Kvdb(Box::new(
             kvdb::Db::open(kvdb::FilePager::open(path).unwrap()).unwrap(),
         )),
+        Engine::KvdbMmap => Opened::KvdbMmap(Box::new(
+            kvdb::Db::open(kvdb_mmap::MmapPager::open(path).unwrap()).unwrap(),
+        )),
         Engine::Jammdb => Opened::Jammdb(jammdb::DB::open(path).unwrap()),
         Engine::Redb => Opened::Redb(redb::Database::open(path).unwrap()),
     }
+}
+
+fn kvdb_get_all<P: Pager>(db: &kvdb::Db<P>, keys: &[u64], buf: &mut [u8]) -> usize {
+    let mut total = 0;
+    let tx = db.begin_read().unwrap();
+    let b = tx.get_bucket(b"t").unwrap();
+    for &i in keys {
+        let v = b.get(&i.to_be_bytes()).unwrap().unwrap();
+        buf[..v.len()].copy_from_slice(&v);
+        total += v.len();
+    }
+    total
 }
 
 /// Get every key of `keys`; copies each value into `buf` (the dbfs read path: one copy).
 fn get_all(db: &Opened, keys: &[u64], buf: &mut [u8]) -> usize {
     let mut total = 0;
     match db {
-        Opened::Kvdb(db) => {
-            let tx = db.begin_read().unwrap();
-            let b = tx.get_bucket(b"t").unwrap();
-            for &i in keys {
-                let v = b.get(&i.to_be_bytes()).unwrap().unwrap();
-                buf[..v.len()].copy_from_slice(&v);
-                total += v.len();
-            }
-        }
+        Opened::Kvdb(db) => total = kvdb_get_all(db, keys, buf),
+        Opened::KvdbMmap(db) => total = kvdb_get_all(db, keys, buf),
         Opened::Jammdb(db) => {
             let tx = db.tx(false).unwrap();
             let b = tx.get_bucket("t").unwrap();
@@ -236,19 +266,24 @@ fn get_all(db: &Opened, keys: &[u64], buf: &mut [u8]) -> usize {
     total
 }
 
+fn kvdb_scan<P: Pager>(db: &kvdb::Db<P>) -> usize {
+    let mut total = 0;
+    let tx = db.begin_read().unwrap();
+    let b = tx.get_bucket(b"t").unwrap();
+    // Entries lent by the cursor (key and value borrowed from its leaf page), as jammdb's and
+    // redb's iterators lend theirs.
+    let mut c = b.cursor();
+    while let Some(entry) = c.next_borrowed().unwrap() {
+        total += entry.key().len() + entry.value().map_or(0, <[u8]>::len);
+    }
+    total
+}
+
 fn scan(db: &Opened) -> usize {
     let mut total = 0;
     match db {
-        Opened::Kvdb(db) => {
-            let tx = db.begin_read().unwrap();
-            let b = tx.get_bucket(b"t").unwrap();
-            // Entries lent by the cursor (key and value borrowed from its leaf page), as
-            // jammdb's and redb's iterators lend theirs.
-            let mut c = b.cursor();
-            while let Some(entry) = c.next_borrowed().unwrap() {
-                total += entry.key().len() + entry.value().map_or(0, <[u8]>::len);
-            }
-        }
+        Opened::Kvdb(db) => total = kvdb_scan(db),
+        Opened::KvdbMmap(db) => total = kvdb_scan(db),
         Opened::Jammdb(db) => {
             let tx = db.tx(false).unwrap();
             let b = tx.get_bucket("t").unwrap();
@@ -270,16 +305,22 @@ fn scan(db: &Opened) -> usize {
 }
 
 /// Delete every other key of the 100k-key store in one transaction (fills the freelist).
+fn kvdb_delete_half<P: Pager>(db: &kvdb::Db<P>) {
+    let tx = db.begin_write().unwrap();
+    let b = tx.get_bucket(b"t").unwrap();
+    for i in (0..N).step_by(2) {
+        b.delete(&i.to_be_bytes()).unwrap();
+    }
+    tx.commit().unwrap();
+}
+
 fn delete_half(engine: Engine, path: &Path) {
     match engine {
         Engine::Kvdb => {
-            let db = kvdb::Db::open(kvdb::FilePager::open(path).unwrap()).unwrap();
-            let tx = db.begin_write().unwrap();
-            let b = tx.get_bucket(b"t").unwrap();
-            for i in (0..N).step_by(2) {
-                b.delete(&i.to_be_bytes()).unwrap();
-            }
-            tx.commit().unwrap();
+            kvdb_delete_half(&kvdb::Db::open(kvdb::FilePager::open(path).unwrap()).unwrap())
+        }
+        Engine::KvdbMmap => {
+            kvdb_delete_half(&kvdb::Db::open(kvdb_mmap::MmapPager::open(path).unwrap()).unwrap())
         }
         Engine::Jammdb => {
             let db = jammdb::DB::open(path).unwrap();
@@ -308,6 +349,7 @@ fn delete_half(engine: Engine, path: &Path) {
 fn begin_read(db: &Opened) {
     match db {
         Opened::Kvdb(db) => drop(black_box(db.begin_read().unwrap())),
+        Opened::KvdbMmap(db) => drop(black_box(db.begin_read().unwrap())),
         Opened::Jammdb(db) => drop(black_box(db.tx(false).unwrap())),
         Opened::Redb(db) => drop(black_box(db.begin_read().unwrap())),
     }
