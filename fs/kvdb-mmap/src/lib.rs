@@ -41,13 +41,7 @@ pub struct MmapPager {
 impl MmapPager {
     /// Open (or create) the file at `path` for reading and writing.
     pub fn open(path: impl AsRef<Path>) -> std::io::Result<MmapPager> {
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)?;
-        Self::from_file(file)
+        Self::from_file(kvdb::open_store_file(path)?)
     }
 
     /// Use an already open file (readable and writable).

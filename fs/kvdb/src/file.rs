@@ -89,16 +89,21 @@ impl Pending {
     }
 }
 
+/// The file a host pager works on: `path` opened for reading and writing, created if it is
+/// missing, never truncated.
+pub fn open_store_file(path: impl AsRef<Path>) -> std::io::Result<File> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+}
+
 impl FilePager {
     /// Open (or create) `path` for reading and writing.
     pub fn open(path: impl AsRef<Path>) -> std::io::Result<FilePager> {
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)?;
-        Self::from_file(file)
+        Self::from_file(open_store_file(path)?)
     }
 
     /// Use an already open file.

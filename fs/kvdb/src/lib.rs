@@ -98,7 +98,7 @@ pub use cursor::{Entry, EntryRef};
 pub use db::{Options, Stats};
 pub use error::{Error, Result};
 #[cfg(feature = "std")]
-pub use file::FilePager;
+pub use file::{open_store_file, FilePager};
 pub use page::PageId;
 pub use page_alloc::reserve_pages;
 pub use pager::{direct_writes_well_formed, MemPager, Pager, PagerEvent, SlicePager};
