@@ -657,7 +657,7 @@ impl VirtioDisk {
         // A read without the big kernel lock (`task::may_wait_away_reading`) had its requests
         // built and sent in parallel with other harts; it sleeps under the lock like any
         // other, and so leaves a host core to the device instead of polling.
-        if sent > 0 && self.irq != 0 && !crate::arch::hart::holds_lock() {
+        if sent > 0 && self.irq != 0 {
             crate::task::lock_kernel();
         }
         let waited = if sent > 0 {

@@ -147,17 +147,16 @@ pub fn changing_space<R>(f: impl FnOnce() -> R) -> R {
 }
 
 /// Whether the current thread's device read may give the CPU away: inside
-/// [`reading_own_pages`], and not in [`keep_cpu`]. A call without the big kernel lock
-/// ([`unlocked`]) may too: it takes the lock for the wait ([`lock_kernel`]) once its
-/// requests are at the device, and returns through the locked path.
+/// [`reading_own_pages`], and not in [`keep_cpu`]. Also a call without the big kernel lock
+/// (the only kernel code a thread runs without it is [`unlocked`]'s): it takes the lock for
+/// the wait ([`lock_kernel`]) once its requests are at the device, and returns through the
+/// locked path.
 pub fn may_wait_away_reading() -> bool {
     let t = current_ptr();
     // SAFETY: as in `current_ref`: the running thread, alive while it runs.
     !t.is_null() && {
         let t = unsafe { &*t };
-        t.own_pages.load(Relaxed)
-            && !t.keep_cpu.load(Relaxed)
-            && (crate::arch::hart::holds_lock() || t.unlocked_call.load(Relaxed))
+        t.own_pages.load(Relaxed) && !t.keep_cpu.load(Relaxed)
     }
 }
 
@@ -206,10 +205,7 @@ pub fn unlocked<R>(f: impl FnOnce() -> R) -> Option<R> {
         return None;
     }
     SPINS[me].store(0, Relaxed);
-    let t = current_ref();
-    t.unlocked_call.store(true, Relaxed);
     let r = f();
-    t.unlocked_call.store(false, Relaxed);
     p.readers_away.fetch_sub(1, SeqCst);
     UNLOCKED.fetch_sub(1, SeqCst);
     Some(r)

@@ -96,7 +96,6 @@ pub(super) fn make_thread(
         on_cpu: AtomicBool::new(false),
         affinity: AtomicU64::new(affinity),
         own_pages: AtomicBool::new(false),
-        unlocked_call: AtomicBool::new(false),
         ctx: SpinLock::new(TaskContext::new(first_entry as *const () as usize, top)),
         cpu_ns: AtomicU64::new(0),
         _kstack: kstack,

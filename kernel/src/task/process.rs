@@ -232,9 +232,6 @@ pub struct Thread {
     /// Set while the thread reads into user pages that nothing else can unmap (see
     /// [`reading_own_pages`]).
     pub(super) own_pages: AtomicBool,
-    /// Set while the thread runs a system call without the big kernel lock
-    /// ([`crate::task::unlocked`]).
-    pub(super) unlocked_call: AtomicBool,
     pub(super) ctx: SpinLock<TaskContext, { rank::CONTEXT }>,
     /// CPU time of this thread so far, added by the scheduler when it leaves the CPU.
     pub(super) cpu_ns: AtomicU64,
