@@ -211,7 +211,7 @@ impl<P: Pager> DbFs<P> {
                 } else {
                     usize::MAX
                 },
-                direct_busy: None,
+                direct_busy: Vec::new(),
                 committing: Vec::new(),
                 not_durable: BTreeMap::new(),
                 direct_seq: 0,

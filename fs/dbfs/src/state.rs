@@ -216,12 +216,12 @@ pub(crate) struct State {
     /// Large writes store their whole chunks directly when those add up to this many bytes
     /// (`usize::MAX`: never).
     pub direct_write_min: usize,
-    /// The direct write whose transaction is running, if any: (its number, ino, first chunk,
-    /// end chunk). Buffered writes to that inode wait for it, and reads of it leave atime
-    /// alone, so nothing builds on the contents it is replacing; its commit drops the cached
+    /// The direct writes under way (at most one per inode): (its number, ino, first chunk,
+    /// end chunk). Other writes to that inode wait for it, and reads of it leave atime alone,
+    /// so nothing builds on the contents it is replacing; its last step drops the cached
     /// chunks it replaced (see [`DbFs::place_whole_chunks`](crate::DbFs::place_whole_chunks)).
-    pub direct_busy: Option<DirectWrite>,
-    /// Numbers the direct writes, so a failed one clears only its own `direct_busy`.
+    pub direct_busy: Vec<DirectWrite>,
+    /// Numbers the direct writes, so each clears only its own `direct_busy` entry.
     pub direct_seq: u64,
     /// Inodes whose stored record the transaction now committing changes; set while its I/O
     /// runs without `state`, cleared once the new store is published. A write-back entry is
@@ -258,8 +258,13 @@ impl State {
     pub(crate) fn in_flight(&self, ino: u64) -> bool {
         // The length first: `contains` sets up its unrolled scan even for an empty list,
         // and this runs on every read.
-        self.direct_busy.is_some_and(|d| d.ino == ino)
+        self.direct_busy_for(ino)
             || (!self.committing.is_empty() && self.committing.contains(&ino))
+    }
+
+    /// A direct write to `ino` is under way.
+    pub(crate) fn direct_busy_for(&self, ino: u64) -> bool {
+        !self.direct_busy.is_empty() && self.direct_busy.iter().any(|d| d.ino == ino)
     }
 }
 

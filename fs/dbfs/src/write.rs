@@ -118,10 +118,11 @@ impl<P: Pager> DbFs<P> {
 
     /// A write with enough whole chunks (`first..last`): they are written to the disk now,
     /// straight from `data`, and placed ([`DbFs::place_whole_chunks`]). The partial chunks at
-    /// either end are buffered first, and the commit that inserts the whole chunks stores
-    /// them too (the file's whole write-back entry commits as one), so a crash never keeps
-    /// half of the write. If placing fails (a full store), the write returns the error with
-    /// its ends still buffered, as a failed write may leave part of its bytes in the file.
+    /// either end are buffered once the whole ones are on the disk, just before the file's
+    /// write-back entry lists those, and the commit that inserts the whole chunks stores them
+    /// too (the file's whole write-back entry commits as one), so a crash never keeps half of
+    /// the write. If buffering an end fails (a full store), the write returns the error with
+    /// what it buffered, as a failed write may leave part of its bytes in the file.
     fn write_direct(
         &self,
         ino: u64,
@@ -140,19 +141,23 @@ impl<P: Pager> DbFs<P> {
             .collect();
         // The ends are less than a chunk each, so they are buffered; not flushed here: the
         // commit that inserts the whole chunks takes them too.
-        if head > 0 {
-            self.buffer_write(ino, offset, &Src::new(&data.pieces_in(0, head)), false)?;
-        }
-        if head + body < data.len() {
-            let rest = data.pieces_in(head + body, data.len() - head - body);
-            self.buffer_write(ino, last * cs, &Src::new(&rest), false)?;
-        }
-        self.place_whole_chunks(ino, first, &chunks)
+        let ends = || {
+            if head > 0 {
+                self.buffer_write(ino, offset, &Src::new(&data.pieces_in(0, head)), false)?;
+            }
+            if head + body < data.len() {
+                let rest = data.pieces_in(head + body, data.len() - head - body);
+                self.buffer_write(ino, last * cs, &Src::new(&rest), false)?;
+            }
+            Ok(())
+        };
+        self.place_whole_chunks(ino, first, &chunks, ends)
     }
 
     /// Buffer `data` at `offset` in the write-back cache (the caller checked the range).
     /// `may_flush`: whether a cache this write fills to its limit is committed here (not for
-    /// the partial chunks a direct write buffers: they commit with its whole chunks).
+    /// the partial chunks a direct write buffers: they commit with its whole chunks; that
+    /// direct write holds the file's `direct_busy` entry, which it does not wait for).
     fn buffer_write(
         &self,
         ino: u64,
@@ -192,12 +197,15 @@ impl<P: Pager> DbFs<P> {
             .collect();
         let mut guard = self.state.lock();
         loop {
-            if guard.direct_busy.is_some_and(|d| d.ino == ino)
-                || (guard.committing.contains(&ino) && !guard.wb.pending.contains_key(&ino))
-            {
-                // A direct write to this file, or a transaction changing its record, is
-                // committing: wait for it (it holds the writer lock until the new store is
-                // published and the cache updated), then look again.
+            if may_flush && guard.direct_busy_for(ino) {
+                // A direct write to this file is under way (maybe asleep while the device
+                // reads its bytes, without the writer lock): wait until its entry is gone.
+                drop(guard);
+                kvdb::sync::relax();
+            } else if guard.committing.contains(&ino) && !guard.wb.pending.contains_key(&ino) {
+                // A transaction changing the file's record is committing: wait for it (it
+                // holds the writer lock until the new store is published and the cache
+                // updated), then look again.
                 drop(guard);
                 drop(self.db.begin_write().map_err(kv)?);
             } else if guard.wb.pending.get(&ino).is_some_and(|p| {
@@ -372,73 +380,122 @@ impl<P: Pager> DbFs<P> {
         Ok(())
     }
 
-    /// Place `chunks` (each the pieces of one whole chunk, from chunk `first` on): a write
-    /// transaction writes their pages straight from the pieces ([`kvdb::Tx::place`]: no copy
-    /// into the write-back cache or the store's page buffers) and commits nothing else; the
-    /// write-back entry of `ino` then lists them ([`crate::state::Pending::placed`]) in place
-    /// of any cached or placed chunks they replace, with the file's new size and times, and
-    /// the next commit of the entry inserts them all at once (`Txn::finish`). So large writes
-    /// cost the device write and no tree update of their own, and a crash before that commit
-    /// loses them as it loses buffered data (their pages are free on disk until then).
-    /// [`crate::state::State::direct_busy`] keeps buffered writers to the file waiting until
-    /// the entry lists them, so no later write is lost.
-    fn place_whole_chunks(&self, ino: u64, first: u64, chunks: &[Vec<&[u8]>]) -> VfsResult<()> {
-        let cs = self.chunk_size;
-        let count = chunks.len() as u64;
-        let end = first + count;
-        let tx = self.db.begin_write().map_err(kv)?;
-        let (me, replaced) = {
+    /// Place `chunks` (each the pieces of one whole chunk, from chunk `first` on), in three
+    /// steps: a short write transaction takes their pages and places them
+    /// ([`kvdb::Tx::reserve_placed`]: in no tree, free on disk); their bytes go to the disk
+    /// straight from the pieces without the writer lock ([`kvdb::Db::write_placed`]: no copy
+    /// into the write-back cache or the store's page buffers, and other writers' transactions,
+    /// commits and device writes go on meanwhile), then `ends` buffers the write's partial
+    /// chunks; a second short transaction makes the write-back entry of `ino` list them
+    /// ([`crate::state::Pending::placed`]) in place of any cached or placed chunks they
+    /// replace, with the file's new size and times, and the next commit of the entry inserts
+    /// them all at once (`Txn::finish`). So large writes cost the device write and no tree
+    /// update of their own, and a crash before that commit loses them as it loses buffered
+    /// data (their pages are free on disk until then). The write's
+    /// [`crate::state::State::direct_busy`] entry, from the first step to the last, keeps other
+    /// writers to the file waiting, so no later write is lost and none is overtaken.
+    fn place_whole_chunks(
+        &self,
+        ino: u64,
+        first: u64,
+        chunks: &[Vec<&[u8]>],
+        ends: impl FnOnce() -> VfsResult<()>,
+    ) -> VfsResult<()> {
+        let end = first + chunks.len() as u64;
+        let me = loop {
             let mut st = self.state.lock();
-            st.direct_seq += 1;
-            let d = DirectWrite {
-                seq: st.direct_seq,
-                ino,
-                first,
-                end,
-            };
-            st.direct_busy = Some(d);
+            if !st.direct_busy_for(ino) {
+                st.direct_seq += 1;
+                let d = DirectWrite {
+                    seq: st.direct_seq,
+                    ino,
+                    first,
+                    end,
+                };
+                st.direct_busy.push(d);
+                break d;
+            }
+            // Another direct write to the file (asleep while the device reads it, perhaps).
+            drop(st);
+            kvdb::sync::relax();
+        };
+        let r = self.place_claimed(me, chunks, ends);
+        if r.is_err() {
+            self.state.lock().direct_busy.retain(|d| *d != me);
+        }
+        r
+    }
+
+    /// [`DbFs::place_whole_chunks`] once its `direct_busy` entry `me` is in place. On success
+    /// the entry is gone (with the last step); on failure the caller removes it.
+    fn place_claimed(
+        &self,
+        me: DirectWrite,
+        chunks: &[Vec<&[u8]>],
+        ends: impl FnOnce() -> VfsResult<()>,
+    ) -> VfsResult<()> {
+        let (ino, first, end) = (me.ino, me.first, me.end);
+        let cs = self.chunk_size;
+        let count = end - first;
+        let values: Vec<&[&[u8]]> = chunks.iter().map(|c| c.as_slice()).collect();
+        let lens: Vec<usize> = chunks
+            .iter()
+            .map(|c| c.iter().map(|p| p.len()).sum())
+            .collect();
+        // 1. Pages for the chunks.
+        let placed = {
+            let tx = self.db.begin_write().map_err(kv)?;
             // Space promised to buffered data stays free for it; this entry's commit needs a
             // leaf page per CHUNKS_PER_LEAF chunks more.
             tx.keep_free(
-                st.wb.promised_pages()
+                self.state.lock().wb.promised_pages()
                     + count.div_ceil(reserve::CHUNKS_PER_LEAF)
                     + reserve::INODE_PAGES,
             );
-            let replaced: Vec<kvdb::Placed> = st
-                .wb
-                .pending
-                .get(&ino)
-                .map(|p| p.placed.range(first..end).map(|(_, &pl)| pl).collect())
-                .unwrap_or_default();
-            (d, replaced)
+            let placed = tx.reserve_placed(&lens).map_err(kv)?;
+            tx.commit_deferred().map_err(kv)?;
+            placed
         };
-        let placed = (|| {
-            let values: Vec<&[&[u8]]> = chunks.iter().map(|c| c.as_slice()).collect();
-            let placed = tx.place(&values).map_err(kv)?;
-            tx.drop_placed(&replaced).map_err(kv)?;
-            Ok::<_, VfsError>(placed)
-        })();
-        // Buffered writers to the file may go on (this write's own `direct_busy` only).
-        let not_busy = |st: &mut crate::state::State| {
-            if st.direct_busy == Some(me) {
-                st.direct_busy = None;
-            }
-        };
-        let placed = match placed {
-            Ok(p) => p,
+        // 2. Their bytes, without the writer lock, then the partial chunks at the ends.
+        if let Err(e) = self
+            .db
+            .write_placed(&placed, &values)
+            .map_err(kv)
+            .and_then(|()| ends())
+        {
+            // Never listed: free them again (a failure here only leaves them taken until the
+            // store is opened again; they are free on disk).
+            let _ = self.drop_placed_now(&placed);
+            return Err(e);
+        }
+        // 3. The write-back entry lists them, in place of what they replace.
+        let tx = match self.db.begin_write() {
+            Ok(tx) => tx,
             Err(e) => {
-                drop(tx);
-                not_busy(&mut self.state.lock());
-                return Err(e);
+                let _ = self.drop_placed_now(&placed);
+                return Err(kv(e));
             }
         };
+        let replaced: Vec<kvdb::Placed> = self
+            .state
+            .lock()
+            .wb
+            .pending
+            .get(&ino)
+            .map(|p| p.placed.range(first..end).map(|(_, &pl)| pl).collect())
+            .unwrap_or_default();
+        if let Err(e) = tx.drop_placed(&replaced) {
+            drop(tx);
+            let _ = self.drop_placed_now(&placed);
+            return Err(kv(e));
+        }
         let now = self.clock.now();
         let page_size = self.db.page_size() as u64;
         let kept = placed.clone();
         let installed = tx.commit_deferred_then(|| {
             let mut guard = self.state.lock();
             let st = &mut *guard;
-            not_busy(st);
+            st.direct_busy.retain(|d| *d != me);
             st.wb.drop_chunks(ino, first, end, page_size, cs);
             let p = self.pending_mut(st, ino)?;
             for (i, pl) in placed.into_iter().enumerate() {
@@ -460,16 +517,21 @@ impl<P: Pager> DbFs<P> {
             Ok(Err(e)) => {
                 // Placed, but no entry lists them (the record could not be read): free them
                 // again, so they do not stay taken until the store is reopened.
-                let tx = self.db.begin_write().map_err(kv)?;
-                tx.drop_placed(&kept).map_err(kv)?;
-                tx.commit_deferred().map_err(kv)?;
+                self.drop_placed_now(&kept)?;
                 Err(e)
             }
             Err(e) => {
-                not_busy(&mut self.state.lock());
+                let _ = self.drop_placed_now(&kept);
                 Err(kv(e))
             }
         }
+    }
+
+    /// Free placed values no write-back entry lists, in a transaction of their own.
+    fn drop_placed_now(&self, placed: &[kvdb::Placed]) -> VfsResult<()> {
+        let tx = self.db.begin_write().map_err(kv)?;
+        tx.drop_placed(placed).map_err(kv)?;
+        tx.commit_deferred().map_err(kv)
     }
 
     /// Commit `ino`'s write-back entry now (a deferred commit, like a metadata operation's

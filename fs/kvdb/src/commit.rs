@@ -200,7 +200,7 @@ impl<P: Pager> Tx<'_, P> {
                 // (one flush after them all when the meta can carry a commit record).
                 let record = db.commit_record(guard);
                 if record.is_none() {
-                    db.pager.sync()?;
+                    db.sync_unnoted(guard)?;
                 }
                 // From here on a failure leaves the meta page's state unknown (poisoned).
                 db.write_meta(guard, &meta, record.as_deref())?;

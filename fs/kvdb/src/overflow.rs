@@ -98,22 +98,40 @@ impl<'db, P: Pager> Tx<'db, P> {
     }
 
     /// Write `values` (each the concatenation of its pieces, `lens` their lengths) to fresh
-    /// pages: every large value's pages allocated first (one extent for all if the store has
-    /// one), their whole pages written with one [`Pager::write_direct`] straight from the
-    /// pieces (joined first where a piece other than the first and the last is not whole
-    /// pages), the padded last pages with one `write`. Returns each value's extent (`None`:
-    /// small enough to be stored inline, nothing written). On failure the pages go back with
-    /// the transaction's frees (nothing references them).
+    /// pages ([`Tx::alloc_values`], then [`write_value_pages`] through the writer's noted
+    /// writes). Returns each value's extent (`None`: small enough to be stored inline, nothing
+    /// written). On failure the pages go back with the transaction's frees (nothing references
+    /// them).
     pub(crate) fn write_values(
         &self,
         st: &mut TxState<'db>,
         values: &[&[&[u8]]],
         lens: &[usize],
     ) -> Result<Vec<Option<(PageId, u64)>>> {
+        let extents = self.alloc_values(st, lens)?;
+        let ws = st.write.as_mut().ok_or(Error::TxReadOnly)?;
+        let db = self.db;
+        let written = write_value_pages(db.page_size, &extents, values, lens, |writes, direct| {
+            db.write_noted(&mut ws.guard, writes, direct, true)
+        });
+        if let Err(e) = written {
+            // Nothing references the pages: they go back with the transaction's frees.
+            ws.freed.extend(extents.iter().flatten().copied());
+            return Err(e);
+        }
+        Ok(extents)
+    }
+
+    /// Pages for values of `lens` bytes: every large value's taken before anything is written,
+    /// one extent for all of them if the store has one (the values then lie in order, and the
+    /// pager can write them as one piece), else one per value; `None` for a value small enough
+    /// to be stored inline. On failure those taken go back with the transaction's frees.
+    pub(crate) fn alloc_values(
+        &self,
+        st: &mut TxState<'db>,
+        lens: &[usize],
+    ) -> Result<Vec<Option<(PageId, u64)>>> {
         let ps = self.db.page_size;
-        // Pages of each value (None: stored inline), all taken before anything is written:
-        // one extent for all of them if the store has one (the values then lie in order, and
-        // the pager can write them as one piece), else one per value.
         let pages_of =
             |len: usize| (len > page::max_inline_len(ps)).then(|| len.div_ceil(ps) as u64);
         let total: u64 = lens.iter().filter_map(|&len| pages_of(len)).sum();
@@ -122,13 +140,8 @@ impl<'db, P: Pager> Tx<'db, P> {
         } else {
             None
         };
-        let mut extents: Vec<Option<(PageId, u64)>> = Vec::with_capacity(values.len());
-        let mut direct: Vec<(u64, &[u8])> = Vec::new();
-        // Whole pages of values whose pieces do not fall on page boundaries, joined.
-        let mut joined: Vec<(u64, Vec<u8>)> = Vec::new();
-        let mut tails: Vec<(u64, Vec<u8>)> = Vec::new();
-        let mut failed = None;
-        for (&pieces, &len) in values.iter().zip(lens) {
+        let mut extents: Vec<Option<(PageId, u64)>> = Vec::with_capacity(lens.len());
+        for &len in lens {
             let Some(n) = pages_of(len) else {
                 extents.push(None);
                 continue;
@@ -141,87 +154,13 @@ impl<'db, P: Pager> Tx<'db, P> {
                 None => match self.alloc(st, n) {
                     Ok(id) => id,
                     Err(e) => {
-                        failed = Some(e);
-                        break;
+                        let ws = st.write.as_mut().ok_or(Error::TxReadOnly)?;
+                        ws.freed.extend(extents.iter().flatten().copied());
+                        return Err(e);
                     }
                 },
             };
             extents.push(Some((id, n)));
-            let base = id * ps as u64;
-            let full = len / ps * ps;
-            // The whole pages go straight from the pieces when every piece between the first
-            // and the one that reaches `full` is whole pages (the pages of a user buffer,
-            // whatever byte of a page it starts on: the pager gathers them into requests of
-            // whole pages, see [`Pager::write_direct`]); otherwise they are joined first.
-            let mut at = 0;
-            let mut aligned = true;
-            for piece in pieces.iter() {
-                if at > 0 && at + piece.len() < full && piece.len() % ps != 0 {
-                    aligned = false;
-                    break;
-                }
-                at += piece.len();
-                if at >= full {
-                    break;
-                }
-            }
-            let mut tail = if full < len {
-                vec![0u8; ps]
-            } else {
-                Vec::new()
-            };
-            let mut at = 0;
-            let mut whole = Vec::with_capacity(if aligned { 0 } else { full });
-            for piece in pieces.iter() {
-                let in_full = piece.len().min(full.saturating_sub(at));
-                if in_full > 0 {
-                    if aligned {
-                        direct.push((base + at as u64, &piece[..in_full]));
-                    } else {
-                        whole.extend_from_slice(&piece[..in_full]);
-                    }
-                }
-                let rest = &piece[in_full..];
-                if !rest.is_empty() {
-                    let t = at + in_full - full;
-                    tail[t..t + rest.len()].copy_from_slice(rest);
-                }
-                at += piece.len();
-            }
-            if !whole.is_empty() {
-                joined.push((base, whole));
-            }
-            if full < len {
-                tails.push((base + full as u64, tail));
-            }
-        }
-        let ws = st.write.as_mut().ok_or(Error::TxReadOnly)?;
-        let written = match failed {
-            Some(e) => Err(e),
-            None => {
-                direct.extend(joined.iter().map(|(o, w)| (*o, w.as_slice())));
-                direct.sort_unstable_by_key(|w| w.0);
-                tails.sort_unstable_by_key(|w| w.0);
-                let tails: Vec<(u64, &[u8])> =
-                    tails.iter().map(|(o, t)| (*o, t.as_slice())).collect();
-                let d = if direct.is_empty() {
-                    Ok(())
-                } else {
-                    self.db.write_noted(&mut ws.guard, &direct, true, true)
-                };
-                d.and_then(|_| {
-                    if tails.is_empty() {
-                        Ok(())
-                    } else {
-                        self.db.write_noted(&mut ws.guard, &tails, false, true)
-                    }
-                })
-            }
-        };
-        if let Err(e) = written {
-            // Nothing references the pages: they go back with the transaction's frees.
-            ws.freed.extend(extents.iter().flatten().copied());
-            return Err(e);
         }
         Ok(extents)
     }
@@ -259,4 +198,83 @@ impl<'db, P: Pager> Tx<'db, P> {
         }
         Ok(replaced)
     }
+}
+
+/// Write each value of `values` (the concatenation of its pieces, `lens` its length) into its
+/// extent (`None`: stored inline, nothing to write): the whole pages of all of them with one
+/// `write(pairs, true)` ([`Pager::write_direct`]'s shape: straight from the pieces, joined
+/// first where a piece other than the first and the last is not whole pages), then the padded
+/// last pages with one `write(pairs, false)`.
+pub(crate) fn write_value_pages(
+    ps: usize,
+    extents: &[Option<(PageId, u64)>],
+    values: &[&[&[u8]]],
+    lens: &[usize],
+    mut write: impl FnMut(&[(u64, &[u8])], bool) -> Result<()>,
+) -> Result<()> {
+    let mut direct: Vec<(u64, &[u8])> = Vec::new();
+    // Whole pages of values whose pieces do not fall on page boundaries, joined.
+    let mut joined: Vec<(u64, Vec<u8>)> = Vec::new();
+    let mut tails: Vec<(u64, Vec<u8>)> = Vec::new();
+    for ((extent, &pieces), &len) in extents.iter().zip(values).zip(lens) {
+        let Some((id, _)) = *extent else { continue };
+        let base = id * ps as u64;
+        let full = len / ps * ps;
+        // The whole pages go straight from the pieces when every piece between the first
+        // and the one that reaches `full` is whole pages (the pages of a user buffer,
+        // whatever byte of a page it starts on: the pager gathers them into requests of
+        // whole pages, see [`Pager::write_direct`]); otherwise they are joined first.
+        let mut at = 0;
+        let mut aligned = true;
+        for piece in pieces.iter() {
+            if at > 0 && at + piece.len() < full && piece.len() % ps != 0 {
+                aligned = false;
+                break;
+            }
+            at += piece.len();
+            if at >= full {
+                break;
+            }
+        }
+        let mut tail = if full < len {
+            vec![0u8; ps]
+        } else {
+            Vec::new()
+        };
+        let mut at = 0;
+        let mut whole = Vec::with_capacity(if aligned { 0 } else { full });
+        for piece in pieces.iter() {
+            let in_full = piece.len().min(full.saturating_sub(at));
+            if in_full > 0 {
+                if aligned {
+                    direct.push((base + at as u64, &piece[..in_full]));
+                } else {
+                    whole.extend_from_slice(&piece[..in_full]);
+                }
+            }
+            let rest = &piece[in_full..];
+            if !rest.is_empty() {
+                let t = at + in_full - full;
+                tail[t..t + rest.len()].copy_from_slice(rest);
+            }
+            at += piece.len();
+        }
+        if !whole.is_empty() {
+            joined.push((base, whole));
+        }
+        if full < len {
+            tails.push((base + full as u64, tail));
+        }
+    }
+    direct.extend(joined.iter().map(|(o, w)| (*o, w.as_slice())));
+    direct.sort_unstable_by_key(|w| w.0);
+    tails.sort_unstable_by_key(|w| w.0);
+    let tails: Vec<(u64, &[u8])> = tails.iter().map(|(o, t)| (*o, t.as_slice())).collect();
+    if !direct.is_empty() {
+        write(&direct, true)?;
+    }
+    if !tails.is_empty() {
+        write(&tails, false)?;
+    }
+    Ok(())
 }

@@ -21,7 +21,9 @@ use crate::error::{Error, Result};
 use crate::node::LeafValue;
 use crate::page::{self, PageId};
 use crate::pager::Pager;
-use crate::tx::Tx;
+use crate::overflow::write_value_pages;
+use crate::store::Db;
+use crate::tx::{Tx, TxState};
 
 /// A value [`Tx::place`] wrote: `len` bytes in the `pages` contiguous pages from `page`.
 /// Inserting it ([`crate::Bucket::put_placed`]) may store fewer bytes than were written
@@ -55,13 +57,33 @@ impl<'db, P: Pager> Tx<'db, P> {
     /// ([`page::max_inline_len`]), else [`Error::IncompatibleValue`] and nothing is written.
     /// The transaction must commit for the values to stay placed.
     pub fn place(&self, values: &[&[&[u8]]]) -> Result<Vec<Placed>> {
+        let lens = value_lens(values);
+        self.check_placeable(&lens)?;
+        let mut st = self.state.borrow_mut();
+        let st = &mut *st;
+        let extents = self.write_values(st, values, &lens)?;
+        self.mark_placed(st, &extents, &lens)
+    }
+
+    /// [`Tx::place`] without the writing: pages for values of `lens` bytes, placed, whose
+    /// bytes the caller writes once this transaction has committed, without the writer lock
+    /// ([`crate::Db::write_placed`]), so other transactions run while the device works. Until
+    /// that write has returned, the pages hold whatever they held: nothing may insert them
+    /// ([`crate::Bucket::put_placed`]) before. Like `place`, the transaction must commit for
+    /// them to stay placed, and every length must be too long to be stored inline.
+    pub fn reserve_placed(&self, lens: &[usize]) -> Result<Vec<Placed>> {
+        self.check_placeable(lens)?;
+        let mut st = self.state.borrow_mut();
+        let st = &mut *st;
+        let extents = self.alloc_values(st, lens)?;
+        self.mark_placed(st, &extents, lens)
+    }
+
+    /// A writable transaction, and values of `lens` bytes that may be placed.
+    fn check_placeable(&self, lens: &[usize]) -> Result<()> {
         self.check_writable()?;
-        let lens: Vec<usize> = values
-            .iter()
-            .map(|pieces| pieces.iter().map(|p| p.len()).sum())
-            .collect();
         let inline = page::max_inline_len(self.db.page_size);
-        for &len in &lens {
+        for &len in lens {
             if len <= inline {
                 return Err(Error::IncompatibleValue);
             }
@@ -69,12 +91,19 @@ impl<'db, P: Pager> Tx<'db, P> {
                 return Err(Error::ValueTooLarge);
             }
         }
-        let mut st = self.state.borrow_mut();
-        let st = &mut *st;
-        let extents = self.write_values(st, values, &lens)?;
+        Ok(())
+    }
+
+    /// Place the values of `lens` bytes in `extents` (taken by this transaction).
+    fn mark_placed(
+        &self,
+        st: &mut TxState<'db>,
+        extents: &[Option<(PageId, u64)>],
+        lens: &[usize],
+    ) -> Result<Vec<Placed>> {
         let ws = st.write.as_mut().ok_or(Error::TxReadOnly)?;
         let mut placed = Vec::with_capacity(extents.len());
-        for (extent, &len) in extents.iter().zip(&lens) {
+        for (extent, &len) in extents.iter().zip(lens) {
             let (page, pages) = extent.ok_or(Error::Corrupted("placed value stored inline"))?;
             ws.guard.freelist.place(page, pages);
             ws.placed_now.push((page, pages));
@@ -170,5 +199,50 @@ impl<'db, P: Pager> Tx<'db, P> {
             ws.adopted.pop();
         }
         r.map_err(|(_, e)| e)
+    }
+}
+
+/// Each value's length: the sum of its pieces.
+fn value_lens(values: &[&[&[u8]]]) -> Vec<usize> {
+    values
+        .iter()
+        .map(|pieces| pieces.iter().map(|p| p.len()).sum())
+        .collect()
+}
+
+impl<P: Pager> Db<P> {
+    /// Write the bytes of values [`Tx::reserve_placed`] placed (`values[i]`, the concatenation
+    /// of its pieces, `placed[i].len` bytes), as [`Tx::place`] would have, but without the
+    /// writer lock: other transactions, commits and barriers run meanwhile. The pages are in
+    /// no tree and listed as free in every freelist written, so a crash at any point leaves
+    /// them free; the caller inserts them ([`crate::Bucket::put_placed`]) only after this
+    /// returned, and drops them ([`Tx::drop_placed`]) if it failed. The next barrier flushes
+    /// the device before its meta page (no commit record vouches for these writes), so a meta
+    /// that references them is never durable before they are. A length that does not match
+    /// its placed value is [`Error::IncompatibleValue`], before anything is written.
+    pub fn write_placed(&self, placed: &[Placed], values: &[&[&[u8]]]) -> Result<()> {
+        let ps = self.page_size;
+        let lens = value_lens(values);
+        if placed.len() != values.len()
+            || placed
+                .iter()
+                .zip(&lens)
+                .any(|(p, &len)| p.len != len as u64 || (len.div_ceil(ps) as u64) > p.pages)
+        {
+            return Err(Error::IncompatibleValue);
+        }
+        let extents: Vec<Option<(PageId, u64)>> =
+            placed.iter().map(|p| Some((p.page, p.pages))).collect();
+        let r = write_value_pages(ps, &extents, values, &lens, |writes, direct| {
+            if direct {
+                self.pager.write_direct(writes)
+            } else {
+                self.pager.write(writes)
+            }
+        });
+        // Counted whether or not it failed (part of it may have landed): see `commit_record`.
+        self.unnoted_writes
+            .fetch_add(1, core::sync::atomic::Ordering::SeqCst);
+        r
     }
 }

@@ -20,6 +20,8 @@
 use alloc::collections::BTreeMap;
 use alloc::vec;
 use alloc::vec::Vec;
+use core::sync::atomic::AtomicU64;
+use core::sync::atomic::Ordering::SeqCst;
 
 use crate::sync::Mutex;
 
@@ -58,6 +60,8 @@ pub(crate) struct WriterState {
     pub freelist_stale: bool,
     /// What was written since the last barrier, for the next one's commit record.
     pub epoch: Epoch,
+    /// [`Db::unnoted_writes`] as the last flush before a meta page found it.
+    pub synced_unnoted: u64,
 }
 
 /// Bytes a barrier may have written since the last one and still end with a single device
@@ -155,6 +159,9 @@ pub struct Db<P: Pager> {
     pub(crate) page_size: usize,
     pub(crate) snapshot: Mutex<Snapshot>,
     pub(crate) writer: Mutex<WriterState>,
+    /// Writes made without the writer lock ([`Db::write_placed`]) that have returned: a
+    /// barrier whose [`WriterState::synced_unnoted`] is behind flushes before its meta page.
+    pub(crate) unnoted_writes: AtomicU64,
 }
 
 impl<P: Pager> Db<P> {
@@ -176,7 +183,9 @@ impl<P: Pager> Db<P> {
                 barrier_bound: (DEFAULT_BARRIER_BOUND_BYTES / page_size as u64).max(16),
                 freelist_stale: false,
                 epoch: Epoch::default(),
+                synced_unnoted: 0,
             }),
+            unnoted_writes: AtomicU64::new(0),
         };
         {
             let w = db.writer.lock();
@@ -265,7 +274,7 @@ impl<P: Pager> Db<P> {
             self.commit_record(writer)
         };
         if record.is_none() {
-            if let Err(e) = self.pager.sync() {
+            if let Err(e) = self.sync_unnoted(writer) {
                 if let Some((_, fl, n, false)) = old_extent {
                     writer.freelist.untake(fl, n);
                 }
@@ -343,7 +352,8 @@ impl<P: Pager> Db<P> {
     /// every page the meta references, and only those, until then).
     pub(crate) fn commit_record(&self, writer: &WriterState) -> Option<Vec<RecordEntry>> {
         let e = &writer.epoch;
-        if e.spoiled {
+        // Writes made without the writer lock since the last flush are in no record.
+        if e.spoiled || self.unnoted_writes.load(SeqCst) != writer.synced_unnoted {
             return None;
         }
         let ps = self.page_size as u64;
@@ -359,6 +369,15 @@ impl<P: Pager> Db<P> {
             .map(|(&offset, &(len, sum))| RecordEntry { offset, len, sum })
             .collect();
         (record.len() <= page::record_capacity(self.page_size)).then_some(record)
+    }
+
+    /// `sync`, the flush before a meta page: it covers every [`Db::write_placed`] that had
+    /// returned when it began, which [`WriterState::synced_unnoted`] then says.
+    pub(crate) fn sync_unnoted(&self, writer: &mut WriterState) -> Result<()> {
+        let done = self.unnoted_writes.load(SeqCst);
+        self.pager.sync()?;
+        writer.synced_unnoted = done;
+        Ok(())
     }
 
     /// Write `meta` to the slot not holding the durable meta and `sync`; on success it is the

@@ -77,6 +77,11 @@ mod imp {
             self.0.write().unwrap_or_else(PoisonError::into_inner)
         }
     }
+
+    /// What a thread waiting for another's work (not a lock) does between two looks: yield.
+    pub fn relax() {
+        std::thread::yield_now();
+    }
 }
 
 #[cfg(not(feature = "std"))]
@@ -94,6 +99,16 @@ mod imp {
     /// ignored.
     pub fn set_relax(f: fn()) {
         RELAX.call_once(|| f);
+    }
+
+    /// What a thread waiting for another's work (not a lock: e.g. a write that sleeps while
+    /// the device reads its pages) does between two looks: what a lock's waiter does
+    /// ([`set_relax`]).
+    pub fn relax() {
+        match RELAX.get() {
+            Some(relax) => relax(),
+            None => core::hint::spin_loop(),
+        }
     }
 
     /// A mutual-exclusion lock. Over a ticket lock: a word-sized atomic to take one, where
@@ -158,4 +173,4 @@ mod imp {
 
 #[cfg(not(feature = "std"))]
 pub use imp::set_relax;
-pub use imp::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+pub use imp::{relax, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};

@@ -3,7 +3,7 @@
 //! inserted (a crash before that leaks nothing), placed again when the inserting transaction
 //! rolls back.
 
-use kvdb::{Db, Error, MemPager, Options, Placed};
+use kvdb::{Db, Error, MemPager, Options, PagerEvent, Placed};
 
 fn mem_db() -> Db<MemPager> {
     Db::create(MemPager::new(), Options::default()).unwrap()
@@ -185,4 +185,116 @@ fn rollbacks_and_misuse_leave_values_placed() {
         .get(b"k2")
         .unwrap()
         .is_none());
+}
+
+/// Reserve pages for `lens` in a transaction of their own (a deferred commit).
+fn reserve(db: &Db<MemPager>, lens: &[usize]) -> Vec<Placed> {
+    let tx = db.begin_write().unwrap();
+    let placed = tx.reserve_placed(lens).unwrap();
+    tx.commit_deferred().unwrap();
+    placed
+}
+
+#[test]
+fn reserved_values_are_written_without_the_writer_lock() {
+    let db = mem_db();
+    let tx = db.begin_write().unwrap();
+    tx.create_bucket(b"data").unwrap();
+    tx.commit().unwrap();
+    let (a, b) = (value(64 << 10, 11), value(10_000, 12));
+    let placed = reserve(&db, &[a.len(), b.len()]);
+    assert_eq!((placed[0].pages, placed[0].len), (16, 64 << 10));
+    assert_eq!((placed[1].pages, placed[1].len), (3, 10_000));
+    assert_eq!(placed_pages(&db), 19);
+    {
+        // Another write transaction is open (the writer lock is held: taking it here would
+        // never return) while the bytes go out, the first value in two pieces.
+        let tx = db.begin_write().unwrap();
+        tx.get_bucket(b"data")
+            .unwrap()
+            .put(b"other", &value(30_000, 13))
+            .unwrap();
+        db.write_placed(&placed, &[&[&a[..4096], &a[4096..]], &[&b[..]]])
+            .unwrap();
+        tx.commit_deferred().unwrap();
+    }
+    let tx = db.begin_write().unwrap();
+    tx.get_bucket(b"data")
+        .unwrap()
+        .put_placed(&[(b"a", placed[0]), (b"b", placed[1])])
+        .unwrap();
+    tx.commit().unwrap();
+    assert_eq!(placed_pages(&db), 0);
+    let db = reopen(db);
+    let tx = db.begin_read().unwrap();
+    let data = tx.get_bucket(b"data").unwrap();
+    assert_eq!(&*data.get(b"a").unwrap().unwrap(), &a[..]);
+    assert_eq!(&*data.get(b"b").unwrap().unwrap(), &b[..]);
+    assert_eq!(
+        &*data.get(b"other").unwrap().unwrap(),
+        &value(30_000, 13)[..]
+    );
+}
+
+#[test]
+fn a_write_that_does_not_match_its_reservation_writes_nothing() {
+    let db = mem_db();
+    let placed = reserve(&db, &[64 << 10]);
+    let short = value(60_000, 1);
+    db.pager().record();
+    assert_eq!(
+        db.write_placed(&placed, &[&[&short[..]]]),
+        Err(Error::IncompatibleValue)
+    );
+    assert_eq!(
+        db.write_placed(&placed, &[&[&short[..]], &[&short[..]]]),
+        Err(Error::IncompatibleValue)
+    );
+    assert!(db.pager().take_log().is_empty());
+    // Reserved pages that are never written can be dropped like placed ones.
+    let tx = db.begin_write().unwrap();
+    tx.drop_placed(&placed).unwrap();
+    tx.commit().unwrap();
+    assert_eq!(placed_pages(&db), 0);
+}
+
+#[test]
+fn the_barrier_after_an_unlocked_write_flushes_before_its_meta_page() {
+    let db = mem_db();
+    let tx = db.begin_write().unwrap();
+    tx.create_bucket(b"data").unwrap();
+    tx.commit().unwrap();
+    let ps = db.page_size() as u64;
+    let is_meta = |e: &PagerEvent| matches!(e, PagerEvent::Write(off, _) if *off < 2 * ps);
+    // A small commit alone: its meta page carries a commit record, one flush in all, after it.
+    db.pager().record();
+    let tx = db.begin_write().unwrap();
+    tx.get_bucket(b"data").unwrap().put(b"k", b"v").unwrap();
+    tx.commit().unwrap();
+    let log = db.pager().take_log();
+    let meta = log.iter().position(is_meta).unwrap();
+    assert!(!log[..meta].contains(&PagerEvent::Sync), "{log:?}");
+    // The same after a value written without the writer lock: the device is flushed before
+    // the meta page that references the value is written.
+    let v = value(64 << 10, 2);
+    let placed = reserve(&db, &[v.len()]);
+    db.write_placed(&placed, &[&[&v[..]]]).unwrap();
+    db.pager().record();
+    let tx = db.begin_write().unwrap();
+    tx.get_bucket(b"data")
+        .unwrap()
+        .put_placed(&[(b"v", placed[0])])
+        .unwrap();
+    tx.commit().unwrap();
+    let log = db.pager().take_log();
+    let meta = log.iter().position(is_meta).unwrap();
+    assert!(log[..meta].contains(&PagerEvent::Sync), "{log:?}");
+    // Once flushed, the next small commit has its single flush again.
+    db.pager().record();
+    let tx = db.begin_write().unwrap();
+    tx.get_bucket(b"data").unwrap().put(b"k", b"w").unwrap();
+    tx.commit().unwrap();
+    let log = db.pager().take_log();
+    let meta = log.iter().position(is_meta).unwrap();
+    assert!(!log[..meta].contains(&PagerEvent::Sync), "{log:?}");
 }

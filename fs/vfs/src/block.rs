@@ -88,6 +88,13 @@ pub trait BlockDevice: Send + Sync {
     fn read_scatter_shared(&self, sector: u64, pieces: &mut [&mut [u8]]) -> VfsResult<()> {
         self.read_scatter(sector, pieces)
     }
+    /// [`BlockDevice::write_gather`] whose wait may let other tasks run (a device that
+    /// completes requests in the background does, when its caller's buffers cannot be freed
+    /// meanwhile; the default is `write_gather`). For the kernel's dbfs disk window's direct
+    /// writes, sent with the window unlocked.
+    fn write_gather_shared(&self, runs: &[(u64, &[&[u8]])]) -> VfsResult<()> {
+        self.write_gather(runs)
+    }
     /// [`BlockDevice::read_scatter`] into memory the caller owns for the whole call (no other
     /// task can free or unmap it), whose wait may let other tasks run (a device that completes
     /// requests in the background does; the default is `read_scatter`). For the kernel's dbfs

@@ -148,14 +148,18 @@ struct Device {
 }
 
 /// A request in flight outside any [`VirtioDisk::run`]: a flush, or one request of a read
-/// whose caller waits with the lock released ([`BlockDevice::read_scatter_shared`]).
+/// or a write whose caller waits with the lock released ([`BlockDevice::read_scatter_shared`],
+/// [`BlockDevice::write_gather_shared`]).
 struct Detached {
     token: u16,
     head: Box<RequestHead>,
-    /// A read's data pieces as (address, length) in the waiter's buffer; empty for a flush.
-    /// The waiter does not return before it has learnt the result (or the device was reset
-    /// and stopped touching memory), so the pieces stay valid while the request is detached.
+    /// A read's or a write's data pieces as (address, length) in the waiter's buffer; empty
+    /// for a flush. The waiter does not return before it has learnt the result (or the device
+    /// was reset and stopped touching memory), so the pieces stay valid while the request is
+    /// detached.
     pieces: Vec<(usize, usize)>,
+    /// The pieces are a write's (the device reads them), not a read's.
+    write: bool,
     /// The id its waiter looks for in [`Device::finished`]; `None` for a background flush
     /// (its status is only logged: a later flush covers the same writes and reports its own
     /// failure).
@@ -190,10 +194,20 @@ impl Device {
             token: t,
             mut head,
             pieces,
+            write,
             waiter,
         } = self.detached.swap_remove(i);
         let mut data = if pieces.is_empty() {
             virtio_blk_req::Data::None
+        } else if write {
+            virtio_blk_req::Data::Out(
+                pieces
+                    .iter()
+                    // SAFETY: the write's pieces, valid until its waiter learns the result
+                    // ([`Detached::pieces`]); the device only reads them.
+                    .map(|&(a, l)| unsafe { core::slice::from_raw_parts(a as *const u8, l) })
+                    .collect(),
+            )
         } else {
             virtio_blk_req::Data::In(
                 pieces
@@ -216,7 +230,11 @@ impl Device {
                     log::error!(
                         "{}: {} failed ({:?}, status {})",
                         name,
-                        if pieces.is_empty() { "flush" } else { "read" },
+                        match (pieces.is_empty(), write) {
+                            (true, _) => "flush",
+                            (false, true) => "write",
+                            (false, false) => "read",
+                        },
                         popped.err(),
                         head.status
                     );
@@ -268,6 +286,7 @@ impl Device {
             token,
             head,
             pieces: Vec::new(),
+            write: false,
             waiter,
         });
         if self.queue.should_notify() {
@@ -276,13 +295,13 @@ impl Device {
         Some(token)
     }
 
-    /// Put read `req` in the queue as a detached request of `waiter` (without notifying the
-    /// device); gives the request back if the queue has no room.
+    /// Put read or write `req` in the queue as a detached request of `waiter` (without
+    /// notifying the device); gives the request back if the queue has no room.
     ///
     /// # Safety
     /// The request's pieces must stay valid, and untouched by anyone but the device, until
     /// `waiter` finds its result in [`Device::finished`] (or the device is reset).
-    unsafe fn submit_detached_read<'a>(
+    unsafe fn submit_detached<'a>(
         &mut self,
         mut req: Request<'a>,
         waiter: u64,
@@ -297,25 +316,34 @@ impl Device {
         let Ok(token) = added else {
             return Err(req);
         };
-        crate::counters::add_dev_read(req.bytes());
-        if self
-            .detached
-            .iter()
-            .any(|d| d.waiter.is_some_and(|w| w != waiter))
-        {
-            crate::counters::add_dev_read_overlapped();
+        let write = matches!(req.data, virtio_blk_req::Data::Out(_));
+        if write {
+            crate::counters::add_dev_write(req.bytes());
+        } else {
+            crate::counters::add_dev_read(req.bytes());
+            if self
+                .detached
+                .iter()
+                .any(|d| d.waiter.is_some_and(|w| w != waiter))
+            {
+                crate::counters::add_dev_read_overlapped();
+            }
         }
         let pieces = match &mut req.data {
             virtio_blk_req::Data::In(p) => p
                 .iter_mut()
                 .map(|p| (p.as_mut_ptr() as usize, p.len()))
                 .collect(),
-            _ => Vec::new(),
+            virtio_blk_req::Data::Out(p) => {
+                p.iter().map(|p| (p.as_ptr() as usize, p.len())).collect()
+            }
+            virtio_blk_req::Data::None => Vec::new(),
         };
         self.detached.push(Detached {
             token,
             head,
             pieces,
+            write,
             waiter: Some(waiter),
         });
         Ok(())
@@ -630,7 +658,16 @@ impl VirtioDisk {
     /// done. The caller keeps `pieces` valid until this returns (it borrows them for the
     /// whole call).
     fn read_detached(&self, sector: u64, pieces: &mut [&mut [u8]]) -> VfsResult<()> {
-        let mut requests = self.limits.read_requests(sector, pieces)?.into_iter();
+        let requests = self.limits.read_requests(sector, pieces)?;
+        self.detached("read", requests)
+    }
+
+    /// Send `requests` (a read's or a write's) as detached ones, then wait for them with the
+    /// lock released ([`Self::wait_detached`]); those that find no room in the queue are sent
+    /// the ordinary way once the others are done. The pieces must be the caller's for the
+    /// whole call, and no one else's to touch while it lasts.
+    fn detached(&self, what: &str, requests: Vec<Request<'_>>) -> VfsResult<()> {
+        let mut requests = requests.into_iter();
         let mut left: Vec<Request<'_>> = Vec::new();
         let (id, sent) = {
             let mut guard = self.dev.lock();
@@ -640,7 +677,7 @@ impl VirtioDisk {
             for req in requests.by_ref() {
                 // SAFETY: the pieces are the caller's buffers, borrowed for this whole call,
                 // which does not return before `wait_detached` has seen every one complete.
-                match unsafe { dev.submit_detached_read(req, id) } {
+                match unsafe { dev.submit_detached(req, id) } {
                     Ok(()) => sent += 1,
                     Err(req) => {
                         left.push(req);
@@ -669,7 +706,7 @@ impl VirtioDisk {
         if left.is_empty() {
             Ok(())
         } else {
-            self.run("read", left)
+            self.run(what, left)
         }
     }
 
@@ -792,6 +829,21 @@ impl BlockDevice for VirtioDisk {
     fn write_gather(&self, runs: &[(u64, &[&[u8]])]) -> VfsResult<()> {
         let requests = self.limits.write_requests(runs)?;
         self.run("write", requests)
+    }
+
+    /// [`BlockDevice::write_gather`] whose wait lets other tasks run when the caller's
+    /// buffers cannot be unmapped meanwhile ([`crate::task::may_wait_away_reading`], as for
+    /// [`BlockDevice::read_scatter_shared`]), and the caller may give the CPU away; else as
+    /// `write_gather`.
+    fn write_gather_shared(&self, runs: &[(u64, &[&[u8]])]) -> VfsResult<()> {
+        if !crate::task::may_wait_away_reading()
+            || !crate::task::may_give_cpu_away()
+            || self.irq == 0
+        {
+            return self.write_gather(runs);
+        }
+        let requests = self.limits.write_requests(runs)?;
+        self.detached("write", requests)
     }
 
     /// A FLUSH request when the device has a write cache; without `VIRTIO_BLK_F_FLUSH` a

@@ -119,8 +119,12 @@ struct State {
     ticks: u64,
     /// Clusters being read with the lock released ([`DiskWindow::fault_in`]).
     loads: Vec<Load>,
-    /// The next [`Load::id`].
+    /// The next [`Load::id`] (and id of a direct write in `writes`).
     next_load: u64,
+    /// Page ranges `[first, end)` of direct writes under way with the lock released
+    /// ([`DiskWindow::write_direct`]), by id: no fault reads them before the device has the
+    /// new bytes.
+    writes: Vec<(u64, usize, usize)>,
 }
 
 /// A cluster a fault reads from the disk while the window's state lock is not held.
@@ -139,6 +143,13 @@ impl State {
         self.loads
             .iter()
             .any(|l| page >= l.first && page < l.first + l.pages)
+    }
+
+    /// Whether a direct write under way is writing page `page`.
+    fn being_written(&self, page: usize) -> bool {
+        self.writes
+            .iter()
+            .any(|&(_, first, end)| page >= first && page < end)
     }
 
     /// A write reaches pages `[first, end)`: every load reading one of them is stale.
@@ -252,6 +263,7 @@ impl DiskWindow {
                 ticks: 0,
                 loads: Vec::new(),
                 next_load: 0,
+                writes: Vec::new(),
             }),
             loaded: WaitQueue::new(),
             flush_behind,
@@ -382,7 +394,7 @@ impl DiskWindow {
                 crate::arch::csr::sfence_vma_all();
                 return Ok(());
             }
-            if st.loading(index) {
+            if st.loading(index) || st.being_written(index) {
                 drop(st);
                 crate::task::away(|| self.loaded.sleep_prepared(None));
                 continue;
@@ -461,8 +473,12 @@ impl DiskWindow {
         skip_loading: bool,
     ) -> VfsResult<(usize, Vec<Frame>)> {
         let pages_total = self.len / PAGE_SIZE;
+        // A page a direct write is sending is left out too: read now, it could be older than
+        // the write.
         let free = |st: &State, page: usize| {
-            !st.frames.contains_key(&page) && !(skip_loading && st.loading(page))
+            !st.frames.contains_key(&page)
+                && !(skip_loading && st.loading(page))
+                && !st.being_written(page)
         };
         let (stream, continues) = st.stream_for(fault);
         let want = st.streams[stream].cluster;
@@ -615,7 +631,11 @@ impl DiskWindow {
     /// bytes: the next touch reads the disk. Pieces adjacent on the disk form one run, sent as
     /// one gathered request whatever memory they lie in (pieces also adjacent in memory become
     /// one piece), all runs in flight together; they have completed when this returns, so the
-    /// flush of the next [`Self::sync`] covers them. A run is cut at a page boundary where a
+    /// flush of the next [`Self::sync`] covers them. The requests are sent with the state lock
+    /// released ([`BlockDevice::write_gather_shared`]: a caller whose buffers cannot be unmapped
+    /// meanwhile sleeps until the device is done, instead of polling): the pages are listed in
+    /// `State::writes` meanwhile, so no fault reads them (a fault on one waits; a cluster stops
+    /// short of them) and a load already reading one is stale. A run is cut at a page boundary where a
     /// piece that is not whole sectors would otherwise lie inside it (the device takes a
     /// partial piece only first or last). Pairs that leave a page partly written, or that
     /// cannot be so cut, are `InvalidInput`, before anything changes. `bytes` must be memory
@@ -637,10 +657,16 @@ impl DiskWindow {
             .iter()
             .map(|(at, pieces, _)| ((at / SECTOR_SIZE) as u64, pieces.as_slice()))
             .collect();
-        // The state lock is held until the device has the bytes: no fault reads these pages
-        // from the disk before they are there.
-        let r = self.dev.write_gather(&gathered);
+        let id = st.next_load;
+        st.next_load += 1;
+        for (at, _, len) in &runs {
+            st.writes.push((id, at / PAGE_SIZE, (at + len) / PAGE_SIZE));
+        }
         drop(st);
+        let r = self.dev.write_gather_shared(&gathered);
+        self.state.lock().writes.retain(|w| w.0 != id);
+        // Faults that found one of these pages being written look again.
+        self.loaded.wake_all();
         // Direct writes (file data) are flushed in the background, so the flush of the next
         // barrier (fsync) finds them durable already and only has the commit's own pages
         // left; less and less often while no barrier comes (see FLUSH_BEHIND_DEFAULT).

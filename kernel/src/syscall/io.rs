@@ -333,10 +333,18 @@ pub fn as_writer(call: impl FnOnce() -> SysResult) -> SysResult {
 fn write_chunk(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult {
     let pages = with_space(|s| UserPages::new(s, va, len, Access::Read))?;
     let pieces = pages.slices();
+    // Both ways below may give the CPU away while the disk reads the user's pages (a large
+    // dbfs write sent straight from them); a small write never goes to the disk that way.
     if pieces.len() == 1 {
-        return Ok(f.loc.node.write_at(offset, pieces[0])?);
+        if len <= SMALL_IO {
+            return Ok(f.loc.node.write_at(offset, pieces[0])?);
+        }
+        return Ok(crate::task::reading_own_pages(|| {
+            f.loc.node.write_at(offset, pieces[0])
+        })?);
     }
-    if let Some(r) = f.loc.node.write_gathered_at(offset, &pieces) {
+    if let Some(r) = crate::task::reading_own_pages(|| f.loc.node.write_gathered_at(offset, &pieces))
+    {
         return Ok(r?);
     }
     let mut bounce = core::mem::take(&mut *BOUNCE.lock());
