@@ -84,15 +84,17 @@
 //! - Direct writes ([`DIRECT_WRITE_MIN`], [`DbFs::set_direct_write_min`]; on by default only
 //!   when the pager's [`kvdb::Pager::direct_writes`] says so): a write whose whole chunks add
 //!   up to the threshold has them written at once by the pager straight from the caller's
-//!   buffer to fresh pages ([`kvdb::Tx::place`]), in no tree yet; its partial end chunks go
-//!   through the cache. The file's write-back entry lists the placed chunks
+//!   buffer to fresh pages, in no tree yet: a short transaction takes and places the pages
+//!   ([`kvdb::Tx::reserve_placed`]), the bytes go out without the writer lock
+//!   ([`kvdb::Db::write_placed`], so other writers' transactions and device writes run
+//!   meanwhile), then its partial end chunks go through the cache. The file's write-back entry lists the placed chunks
 //!   (`Pending::placed`) in place of the cached or placed ones they replace, and the entry's
 //!   next commit (fsync, sync, the timer, a metadata operation on the file, unmount) inserts
 //!   them all in one transaction ([`kvdb::Bucket::put_placed`]) with the buffered ends, so a
 //!   large write costs no commit of its own and a crash keeps it whole or not at all (the
 //!   placed pages are free on disk until that commit). Reads overlay them from the disk; a
 //!   buffered write to a placed chunk commits the file first. Until a direct write's chunks
-//!   are listed, buffered writes to the file wait (`State::direct_busy`).
+//!   are listed, other writes to the file wait (`State::direct_busy`).
 //! - `atime` follows Linux `relatime` and is buffered like data ([`DbFs::set_noatime`] turns
 //!   it off, e.g. for read-only media).
 //! - A full store: kvdb keeps a reserve ([`kvdb::reserve_pages`], 1/64 of the store) that

@@ -1,5 +1,7 @@
 //! Placed values: large values written to fresh pages by one write transaction
-//! ([`Tx::place`]) and inserted under a key by a later one ([`crate::Bucket::put_placed`]).
+//! ([`Tx::place`]), or taken by one ([`Tx::reserve_placed`]) and written after it without the
+//! writer lock ([`Db::write_placed`]), and inserted under a key by a later one
+//! ([`crate::Bucket::put_placed`]).
 //!
 //! A layer above that stores large writes as they come (dbfs's direct writes) but wants their
 //! tree updates batched into one commit places each write's values at once (the bytes go to

@@ -422,6 +422,12 @@ pub fn try_lock() -> bool {
     true
 }
 
+/// Whether a hart other than this one waits for the big kernel lock.
+#[inline]
+pub fn others_wait_for_lock() -> bool {
+    WAITING.load(Relaxed) & !(1u64 << index()) != 0
+}
+
 /// If other harts wait for the big kernel lock, which this hart holds, let them have it first
 /// (this hart then waits behind them). A hart's scheduler keeps the lock from one thread to
 /// the next; without this, a thread that waits by yielding (for a lock a thread on another
