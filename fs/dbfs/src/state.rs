@@ -258,8 +258,7 @@ impl State {
     pub(crate) fn in_flight(&self, ino: u64) -> bool {
         // The length first: `contains` sets up its unrolled scan even for an empty list,
         // and this runs on every read.
-        self.direct_busy_for(ino)
-            || (!self.committing.is_empty() && self.committing.contains(&ino))
+        self.direct_busy_for(ino) || (!self.committing.is_empty() && self.committing.contains(&ino))
     }
 
     /// A direct write to `ino` is under way.

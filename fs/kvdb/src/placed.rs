@@ -21,9 +21,9 @@ use alloc::vec::Vec;
 
 use crate::error::{Error, Result};
 use crate::node::LeafValue;
+use crate::overflow::write_value_pages;
 use crate::page::{self, PageId};
 use crate::pager::Pager;
-use crate::overflow::write_value_pages;
 use crate::store::Db;
 use crate::tx::{Tx, TxState};
 

@@ -343,7 +343,8 @@ fn write_chunk(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult {
             f.loc.node.write_at(offset, pieces[0])
         })?);
     }
-    if let Some(r) = crate::task::reading_own_pages(|| f.loc.node.write_gathered_at(offset, &pieces))
+    if let Some(r) =
+        crate::task::reading_own_pages(|| f.loc.node.write_gathered_at(offset, &pieces))
     {
         return Ok(r?);
     }
