@@ -16,6 +16,11 @@
  *    at that hart's next timer tick: measured in the spinner's own loop turns.
  *  - with a directory argument (a dbfs mount's): 4 writer and 4 reader processes on one
  *    directory, every file a reader opens and every file at the end checked byte for byte.
+ *  - large writers (with the directory): 4 processes make writes of up to 1.5 MiB at odd offsets
+ *    (dbfs sends their whole chunks to the disk without its writer lock, and the partial
+ *    chunks at the ends through its cache): two to their own files, two to disjoint halves of
+ *    one shared file, overwriting earlier writes, some followed by fsync; every file is
+ *    checked byte for byte against what its writers wrote.
  *  - munmap under readers (with the directory): 3 sibling threads pread a file into a mapping
  *    while the main thread unmaps it; munmap must wait for reads under way into it.
  *  - munmap under file writers (with the directory): the same with pwrite from the mapping;
@@ -756,6 +761,94 @@ static void dir_writers_readers(const char *base) {
 	check(bad == 0 && wrong == 0 && extra == 0, what);
 }
 
+/* Large writers: LW_PROCS processes, each LW_ROUNDS writes of up to 1.5 MiB at odd offsets
+ * into an LW_SPAN region of a file (process p's own file for p >= 2; processes 0 and 1 write
+ * disjoint halves of one shared file). Each write's bytes depend on the process and the round,
+ * every fourth write is followed by fsync, and each process keeps what its region must hold;
+ * the files are checked against that at the end. */
+#define LW_PROCS 4
+#define LW_ROUNDS 24
+#define LW_SPAN (4 << 20)
+
+static unsigned char lw_byte(int p, int round, size_t i) {
+	return (unsigned char)(i * 131 + i / 4096 * 7 + (size_t)round * 29 + (size_t)p * 101 + 1);
+}
+
+static void large_writers(const char *base) {
+	char shared[200];
+	snprintf(shared, sizeof shared, "%s/lw-shared.%d", base, (int)getpid());
+	unlink(shared);
+	double t0 = now_s();
+	pid_t pids[LW_PROCS];
+	for (int p = 0; p < LW_PROCS; p++) {
+		pids[p] = fork();
+		if (pids[p] != 0)
+			continue;
+		char path[220];
+		if (p < 2)
+			snprintf(path, sizeof path, "%s", shared);
+		else
+			snprintf(path, sizeof path, "%s/lw-%d.%d", base, p, (int)getppid());
+		int fd = open(path, O_CREAT | O_RDWR, 0644);
+		/* The region this process owns: half of the shared file each, or a whole file. */
+		off_t at0 = p == 1 ? LW_SPAN : 0;
+		unsigned char *model = calloc(LW_SPAN, 1);
+		unsigned char *buf = malloc((3 << 20) / 2 + 4096);
+		if (fd < 0 || !model || !buf)
+			_exit(40);
+		unsigned seed = 12345u + (unsigned)p * 7919u;
+		for (int r = 0; r < LW_ROUNDS; r++) {
+			seed = seed * 1103515245u + 12345u;
+			size_t len = 128 * 1024 + (seed >> 8) % ((3 << 20) / 2 - 128 * 1024);
+			seed = seed * 1103515245u + 12345u;
+			size_t off = (seed >> 8) % (LW_SPAN - len);
+			if (r % 3 == 0)
+				off &= ~(size_t)0xffff; /* whole chunks from the start */
+			/* The buffer starts inside a page on odd rounds, as malloc'ed ones do. */
+			unsigned char *src = buf + (r % 2 ? 100 : 0);
+			for (size_t i = 0; i < len; i++)
+				src[i] = lw_byte(p, r, off + i);
+			if (pwrite(fd, src, len, at0 + (off_t)off) != (ssize_t)len)
+				_exit(41);
+			memcpy(model + off, src, len);
+			if (r % 4 == 3 && fsync(fd))
+				_exit(42);
+		}
+		/* Read back this process's region (for the shared file, only its half). */
+		unsigned char *got = malloc(LW_SPAN);
+		if (!got || pread(fd, got, LW_SPAN, at0) < 0)
+			_exit(43);
+		struct stat st;
+		fstat(fd, &st);
+		size_t have = st.st_size > at0 ? (size_t)(st.st_size - at0) : 0;
+		if (have > LW_SPAN)
+			have = LW_SPAN;
+		for (size_t i = 0; i < LW_SPAN; i++)
+			if ((i < have ? got[i] : 0) != model[i])
+				_exit(44);
+		close(fd);
+		if (p >= 2)
+			unlink(path);
+		_exit(0);
+	}
+	int bad = 0;
+	for (int p = 0; p < LW_PROCS; p++) {
+		int status;
+		if (waitpid(pids[p], &status, 0) != pids[p] || !WIFEXITED(status) ||
+		    WEXITSTATUS(status) != 0) {
+			printf("large writer %d: status %#x\n", p, status);
+			bad++;
+		}
+	}
+	unlink(shared);
+	char what[200];
+	snprintf(what, sizeof what,
+		 "%d large writers (2 files of their own, 1 shared by two) on %s: %d x %d writes "
+		 "of 128 KiB-1.5 MiB in %.2f s, %d processes failed or read wrong bytes",
+		 LW_PROCS, base, LW_PROCS, LW_ROUNDS, now_s() - t0, bad);
+	check(bad == 0, what);
+}
+
 int main(int argc, char **argv) {
 	rounds = argc > 1 ? atol(argv[1]) : 20000;
 	const char *dir = argc > 2 ? argv[2] : NULL;
@@ -770,6 +863,7 @@ int main(int argc, char **argv) {
 	pinned_threads(harts);
 	if (dir) {
 		dir_writers_readers(dir);
+		large_writers(dir);
 		munmap_under_readers(dir, 20, 0);
 		munmap_under_readers(dir, 20, 1);
 	} else
