@@ -160,8 +160,7 @@ struct Detached {
     pieces: Vec<(usize, usize)>,
     /// The pieces are a write's (the device reads them), not a read's.
     write: bool,
-    /// Its waiter wants the completion interrupt (it sleeps, or may; a waiter that polls
-    /// until another hart wants the big kernel lock turns it on when it goes to sleep).
+    /// Its waiter wants the completion interrupt (it sleeps; see [`Wait`]).
     irq: bool,
     /// The id its waiter looks for in [`Device::finished`]; `None` for a background flush
     /// (its status is only logged: a later flush covers the same writes and reports its own
@@ -399,14 +398,11 @@ static DISKS: spin::Once<Vec<Arc<VirtioDisk>>> = spin::Once::new();
 /// Threads in [`VirtioDisk::wait_detached`] asleep (or about to be), on any disk.
 static SLEEPERS: AtomicUsize = AtomicUsize::new(0);
 
-/// How a thread that may give the CPU away waits for its detached requests
-/// ([`VirtioDisk::wait_detached`]).
+/// How a thread that may give the CPU away waits for its detached requests: asleep until the
+/// completion interrupt, or polling while no other hart waits for the big kernel lock.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Wait {
-    /// Asleep until the completion interrupt wakes it.
     Sleep,
-    /// Polling while no other hart waits for the big kernel lock, then asleep: a wake-up
-    /// costs more than a short device request, and only another hart can use the time.
     WhenWanted,
 }
 /// How long a waiter sleeps at most before it looks at the used ring itself: the backstop
@@ -691,10 +687,9 @@ impl VirtioDisk {
         self.detached("read", requests, Wait::Sleep)
     }
 
-    /// Send `requests` (a read's or a write's) as detached ones, then wait for them with the
-    /// lock released ([`Self::wait_detached`]); those that find no room in the queue are sent
-    /// the ordinary way once the others are done. The pieces must be the caller's for the
-    /// whole call, and no one else's to touch while it lasts.
+    /// Send `requests` (a read's or a write's, whose pieces are the caller's alone for the
+    /// whole call) detached, then wait for them with the lock released; those that find no
+    /// room in the queue are sent the ordinary way once the others are done.
     fn detached(&self, what: &str, requests: Vec<Request<'_>>, how: Wait) -> VfsResult<()> {
         let mut requests = requests.into_iter();
         let mut left: Vec<Request<'_>> = Vec::new();
@@ -815,9 +810,7 @@ impl VirtioDisk {
                 // The backstop must not wake the thread later, in some other sleep.
                 crate::task::wait::drop_timers(crate::task::current_tid());
             } else if may_sleep && crate::arch::hart::others_wait_for_lock() {
-                // Wanted: ask for the completion interrupt, look once more, queued, then
-                // sleep (a request that completed before the interrupt was asked for is
-                // found by that look).
+                // Wanted: ask for the interrupt, look once more (queued), then sleep.
                 self.dev.lock().want_irq(id);
                 sleep = true;
                 SLEEPERS.fetch_add(1, Relaxed);
@@ -869,15 +862,10 @@ impl BlockDevice for VirtioDisk {
         self.run("write", requests)
     }
 
-    /// [`BlockDevice::write_gather`] whose wait lets other tasks run when the caller's
-    /// buffers cannot be unmapped meanwhile ([`crate::task::may_wait_away_reading`], as for
-    /// [`BlockDevice::read_scatter_shared`]), the caller may give the CPU away, and another
-    /// hart wants the big kernel lock: the requests go out detached, and the caller polls for
-    /// them until a hart waits for the lock, then sleeps ([`Wait::WhenWanted`]). Else as
-    /// `write_gather`. A writer alone polls: sleeping until the completion interrupt made
-    /// each 1 MiB write about 0.3 ms slower (`BENCH=randwrite`: 1620-1900 against 3850-4040
-    /// MB/s, one and two harts), while a second writer on another hart waits for the lock
-    /// through the whole device write of the first if it polls.
+    /// [`BlockDevice::write_gather`] sent detached when the caller's buffers cannot be
+    /// unmapped meanwhile (as for `read_scatter_shared`) and several harts run: the caller
+    /// polls until another hart waits for the big kernel lock, then sleeps
+    /// ([`Wait::WhenWanted`]; always sleeping made a lone 1 MiB write about 0.3 ms slower).
     fn write_gather_shared(&self, runs: &[(u64, &[&[u8]])]) -> VfsResult<()> {
         if crate::arch::hart::count() < 2
             || !crate::task::may_wait_away_reading()
