@@ -22,9 +22,10 @@
 //! whatever its piece count. All I/O (reads, writes, flushes) goes through one engine,
 //! [`VirtioDisk::run`], that keeps the queue full: it submits requests without waiting,
 //! notifies the device once per batch, and completes them in whatever order the device
-//! finishes them. One `Mutex` owns the transport and the queue. Flushes and reads whose caller
-//! may give the CPU away while it waits are *detached*: submitted, then waited for with the
-//! lock released; whichever call holds the lock when one completes takes it back.
+//! finishes them. One `Mutex` owns the transport and the queue. Flushes, reads and dbfs's
+//! direct writes whose caller may give the CPU away while it waits are *detached*: submitted,
+//! then waited for with the lock released; whichever call holds the lock when one completes
+//! takes it back.
 //!
 //! Completion interrupts: each disk's source is routed through the PLIC to the boot hart
 //! alone (`arch::plic`), and the device is asked for interrupts only while a detached

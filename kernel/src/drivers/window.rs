@@ -476,9 +476,10 @@ impl DiskWindow {
         // A page a direct write is sending is left out too: read now, it could be older than
         // the write.
         let free = |st: &State, page: usize| {
-            !st.frames.contains_key(&page)
-                && !(skip_loading && st.loading(page))
-                && !st.being_written(page)
+            let busy = st.frames.contains_key(&page)
+                || st.being_written(page)
+                || (skip_loading && st.loading(page));
+            !busy
         };
         let (stream, continues) = st.stream_for(fault);
         let want = st.streams[stream].cluster;
