@@ -9,6 +9,23 @@ fn mem_db() -> Db<MemPager> {
     Db::create(MemPager::new(), Options::default()).unwrap()
 }
 
+/// A store with an empty bucket `data`.
+fn db_with_data() -> Db<MemPager> {
+    let db = mem_db();
+    let tx = db.begin_write().unwrap();
+    tx.create_bucket(b"data").unwrap();
+    tx.commit().unwrap();
+    db
+}
+
+/// `placed` is a 64 KiB value and a 10,000-byte one, the only pages placed in `db`.
+fn assert_two_placed(db: &Db<MemPager>, placed: &[Placed]) {
+    assert_eq!(placed.len(), 2);
+    assert_eq!((placed[0].pages, placed[0].len), (16, 64 << 10));
+    assert_eq!((placed[1].pages, placed[1].len), (3, 10_000));
+    assert_eq!(placed_pages(db), 19);
+}
+
 fn reopen(db: Db<MemPager>) -> Db<MemPager> {
     Db::open(MemPager::from_image(db.into_pager().image())).unwrap()
 }
@@ -44,10 +61,7 @@ fn placed_values_are_inserted_by_a_later_transaction() {
     tx.commit().unwrap();
     let (a, b) = (value(64 << 10, 1), value(10_000, 2));
     let placed = place(&db, &[&a, &b]);
-    assert_eq!(placed.len(), 2);
-    assert_eq!((placed[0].pages, placed[0].len), (16, 64 << 10));
-    assert_eq!((placed[1].pages, placed[1].len), (3, 10_000));
-    assert_eq!(placed_pages(&db), 19);
+    assert_two_placed(&db, &placed);
     // Nothing else may take their pages meanwhile.
     let tx = db.begin_write().unwrap();
     tx.get_bucket(b"data")
@@ -65,23 +79,23 @@ fn placed_values_are_inserted_by_a_later_transaction() {
     assert_eq!(old, vec![Some(20_000), None]);
     tx.commit().unwrap();
     assert_eq!(placed_pages(&db), 0);
+    let other = value(30_000, 3);
+    assert_reopened(db, &[(b"new", &a), (b"old", &b), (b"other", &other)]);
+}
+
+/// Reopen `db` and find each key of bucket `data` holding its value.
+fn assert_reopened(db: Db<MemPager>, want: &[(&[u8], &[u8])]) {
     let db = reopen(db);
     let tx = db.begin_read().unwrap();
     let data = tx.get_bucket(b"data").unwrap();
-    assert_eq!(&*data.get(b"new").unwrap().unwrap(), &a[..]);
-    assert_eq!(&*data.get(b"old").unwrap().unwrap(), &b[..]);
-    assert_eq!(
-        &*data.get(b"other").unwrap().unwrap(),
-        &value(30_000, 3)[..]
-    );
+    for &(key, value) in want {
+        assert_eq!(&*data.get(key).unwrap().unwrap(), value, "{key:?}");
+    }
 }
 
 #[test]
 fn a_crash_before_the_insert_leaves_the_pages_free() {
-    let db = mem_db();
-    let tx = db.begin_write().unwrap();
-    tx.create_bucket(b"data").unwrap();
-    tx.commit().unwrap();
+    let db = db_with_data();
     let placed = place(&db, &[&value(256 << 10, 4)]);
     assert_eq!(placed[0].pages, 64);
     // A barrier while they wait: the freelist it writes lists them as free.
@@ -98,10 +112,7 @@ fn a_crash_before_the_insert_leaves_the_pages_free() {
 
 #[test]
 fn dropped_values_are_freed_and_cut_values_free_their_tail() {
-    let db = mem_db();
-    let tx = db.begin_write().unwrap();
-    tx.create_bucket(b"data").unwrap();
-    tx.commit().unwrap();
+    let db = db_with_data();
     let v = value(64 << 10, 6);
     let placed = place(&db, &[&v, &v]);
     let tx = db.begin_write().unwrap();
@@ -125,10 +136,7 @@ fn dropped_values_are_freed_and_cut_values_free_their_tail() {
 
 #[test]
 fn rollbacks_and_misuse_leave_values_placed() {
-    let db = mem_db();
-    let tx = db.begin_write().unwrap();
-    tx.create_bucket(b"data").unwrap();
-    tx.commit().unwrap();
+    let db = db_with_data();
     // A placing transaction that does not commit places nothing.
     {
         let tx = db.begin_write().unwrap();
@@ -197,15 +205,10 @@ fn reserve(db: &Db<MemPager>, lens: &[usize]) -> Vec<Placed> {
 
 #[test]
 fn reserved_values_are_written_without_the_writer_lock() {
-    let db = mem_db();
-    let tx = db.begin_write().unwrap();
-    tx.create_bucket(b"data").unwrap();
-    tx.commit().unwrap();
+    let db = db_with_data();
     let (a, b) = (value(64 << 10, 11), value(10_000, 12));
     let placed = reserve(&db, &[a.len(), b.len()]);
-    assert_eq!((placed[0].pages, placed[0].len), (16, 64 << 10));
-    assert_eq!((placed[1].pages, placed[1].len), (3, 10_000));
-    assert_eq!(placed_pages(&db), 19);
+    assert_two_placed(&db, &placed);
     {
         // Another write transaction is open (the writer lock is held: taking it here would
         // never return) while the bytes go out, the first value in two pieces.
@@ -225,15 +228,8 @@ fn reserved_values_are_written_without_the_writer_lock() {
         .unwrap();
     tx.commit().unwrap();
     assert_eq!(placed_pages(&db), 0);
-    let db = reopen(db);
-    let tx = db.begin_read().unwrap();
-    let data = tx.get_bucket(b"data").unwrap();
-    assert_eq!(&*data.get(b"a").unwrap().unwrap(), &a[..]);
-    assert_eq!(&*data.get(b"b").unwrap().unwrap(), &b[..]);
-    assert_eq!(
-        &*data.get(b"other").unwrap().unwrap(),
-        &value(30_000, 13)[..]
-    );
+    let other = value(30_000, 13);
+    assert_reopened(db, &[(b"a", &a), (b"b", &b), (b"other", &other)]);
 }
 
 #[test]
@@ -260,10 +256,7 @@ fn a_write_that_does_not_match_its_reservation_writes_nothing() {
 
 #[test]
 fn the_barrier_after_an_unlocked_write_flushes_before_its_meta_page() {
-    let db = mem_db();
-    let tx = db.begin_write().unwrap();
-    tx.create_bucket(b"data").unwrap();
-    tx.commit().unwrap();
+    let db = db_with_data();
     let ps = db.page_size() as u64;
     let is_meta = |e: &PagerEvent| matches!(e, PagerEvent::Write(off, _) if *off < 2 * ps);
     // A small commit alone: its meta page carries a commit record, one flush in all, after it.
