@@ -87,9 +87,9 @@
 //!   buffer to fresh pages, in no tree yet: a short transaction takes and places the pages
 //!   ([`kvdb::Tx::reserve_placed`]), the bytes go out without the writer lock
 //!   ([`kvdb::Db::write_placed`], so other writers' transactions and device writes run
-//!   meanwhile), then its partial end chunks go through the cache. The file's write-back entry lists the placed chunks
-//!   (`Pending::placed`) in place of the cached or placed ones they replace, and the entry's
-//!   next commit (fsync, sync, the timer, a metadata operation on the file, unmount) inserts
+//!   meanwhile), then its partial end chunks go through the cache. The file's write-back
+//!   entry lists the placed chunks (`Pending::placed`) in place of the cached or placed ones
+//!   they replace, and the entry's next commit (fsync, sync, the timer, a metadata operation on the file, unmount) inserts
 //!   them all in one transaction ([`kvdb::Bucket::put_placed`]) with the buffered ends, so a
 //!   large write costs no commit of its own and a crash keeps it whole or not at all (the
 //!   placed pages are free on disk until that commit). Reads overlay them from the disk; a

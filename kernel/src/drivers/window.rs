@@ -633,14 +633,14 @@ impl DiskWindow {
     /// one gathered request whatever memory they lie in (pieces also adjacent in memory become
     /// one piece), all runs in flight together; they have completed when this returns, so the
     /// flush of the next [`Self::sync`] covers them. The requests are sent with the state lock
-    /// released ([`BlockDevice::write_gather_shared`]: a caller whose buffers cannot be unmapped
-    /// meanwhile sleeps until the device is done, instead of polling): the pages are listed in
-    /// `State::writes` meanwhile, so no fault reads them (a fault on one waits; a cluster stops
-    /// short of them) and a load already reading one is stale. A run is cut at a page boundary where a
-    /// piece that is not whole sectors would otherwise lie inside it (the device takes a
-    /// partial piece only first or last). Pairs that leave a page partly written, or that
-    /// cannot be so cut, are `InvalidInput`, before anything changes. `bytes` must be memory
-    /// the device can read (kernel or user frames, through the direct map).
+    /// released ([`BlockDevice::write_gather_shared`]: a caller whose buffers cannot be
+    /// unmapped meanwhile may sleep until the device is done): the pages are listed in
+    /// `State::writes` meanwhile, so no fault reads them (a fault on one waits; a cluster
+    /// stops short of them) and a load already reading one is stale. A run is cut at a page
+    /// boundary where a piece that is not whole sectors would otherwise lie inside it (the
+    /// device takes a partial piece only first or last). Pairs that leave a page partly
+    /// written, or that cannot be so cut, are `InvalidInput`, before anything changes. `bytes`
+    /// must be memory the device can read (kernel or user frames, through the direct map).
     pub fn write_direct(&self, writes: &[(u64, &[u8])]) -> VfsResult<()> {
         let runs = direct_runs(writes, self.len)?;
         let mut st = self.state.lock();
