@@ -89,10 +89,10 @@
 //!   ([`kvdb::Db::write_placed`], so other writers' transactions and device writes run
 //!   meanwhile), then its partial end chunks go through the cache. The file's write-back
 //!   entry lists the placed chunks (`Pending::placed`) in place of the cached or placed ones
-//!   they replace, and the entry's next commit (fsync, sync, the timer, a metadata operation on the file, unmount) inserts
-//!   them all in one transaction ([`kvdb::Bucket::put_placed`]) with the buffered ends, so a
-//!   large write costs no commit of its own and a crash keeps it whole or not at all (the
-//!   placed pages are free on disk until that commit). Reads overlay them from the disk; a
+//!   they replace, and the entry's next commit (fsync, sync, the timer, a metadata operation
+//!   on the file, unmount) inserts them all in one transaction ([`kvdb::Bucket::put_placed`])
+//!   with the buffered ends, so a large write costs no commit of its own and a crash keeps it
+//!   whole or not at all (the placed pages are free on disk until that commit). Reads overlay them from the disk; a
 //!   buffered write to a placed chunk commits the file first. Until a direct write's chunks
 //!   are listed, other writes to the file wait (`State::direct_busy`).
 //! - `atime` follows Linux `relatime` and is buffered like data ([`DbFs::set_noatime`] turns
