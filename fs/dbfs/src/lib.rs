@@ -92,9 +92,9 @@
 //!   they replace, and the entry's next commit (fsync, sync, the timer, a metadata operation
 //!   on the file, unmount) inserts them all in one transaction ([`kvdb::Bucket::put_placed`])
 //!   with the buffered ends, so a large write costs no commit of its own and a crash keeps it
-//!   whole or not at all (the placed pages are free on disk until that commit). Reads overlay them from the disk; a
-//!   buffered write to a placed chunk commits the file first. Until a direct write's chunks
-//!   are listed, other writes to the file wait (`State::direct_busy`).
+//!   whole or not at all (the placed pages are free on disk until that commit). Reads overlay
+//!   them from the disk; a buffered write to a placed chunk commits the file first. Until a
+//!   direct write's chunks are listed, other writes to the file wait (`State::direct_busy`).
 //! - `atime` follows Linux `relatime` and is buffered like data ([`DbFs::set_noatime`] turns
 //!   it off, e.g. for read-only media).
 //! - A full store: kvdb keeps a reserve ([`kvdb::reserve_pages`], 1/64 of the store) that
