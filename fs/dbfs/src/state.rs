@@ -35,8 +35,8 @@ pub(crate) struct Pending {
     /// inside the committing transaction). Only chunks that start below `stored_size` are
     /// here; a chunk whose pieces are all loaded is an ordinary one (not listed).
     pub partial: BTreeMap<u64, u64>,
-    /// Whole chunks a direct write placed ([`kvdb::Tx::place`]): index -> where their bytes
-    /// are on the disk. They are in no tree yet: the next commit of the entry inserts them
+    /// Whole chunks a direct write placed ([`kvdb::Tx::reserve_placed`]): index -> where
+    /// their bytes are on the disk. They are in no tree yet: the next commit of the entry inserts them
     /// ([`kvdb::Bucket::put_placed`]), or frees them if the file lost them meanwhile
     /// (truncated, unlinked). Never also in `chunks`: a direct write drops the cached chunks it
     /// replaces, and a buffered write to a placed chunk commits the entry first. They hold
@@ -263,7 +263,7 @@ impl State {
 
     /// A direct write to `ino` is under way.
     pub(crate) fn direct_busy_for(&self, ino: u64) -> bool {
-        !self.direct_busy.is_empty() && self.direct_busy.iter().any(|d| d.ino == ino)
+        self.direct_busy.iter().any(|d| d.ino == ino)
     }
 }
 

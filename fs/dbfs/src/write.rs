@@ -438,10 +438,8 @@ impl<P: Pager> DbFs<P> {
         let cs = self.chunk_size;
         let count = end - first;
         let values: Vec<&[&[u8]]> = chunks.iter().map(|c| c.as_slice()).collect();
-        let lens: Vec<usize> = chunks
-            .iter()
-            .map(|c| c.iter().map(|p| p.len()).sum())
-            .collect();
+        // Whole chunks, each `cs` bytes.
+        let lens = alloc::vec![cs as usize; chunks.len()];
         // 1. Pages for the chunks.
         let placed = {
             let tx = self.db.begin_write().map_err(kv)?;
@@ -469,36 +467,33 @@ impl<P: Pager> DbFs<P> {
             return Err(e);
         }
         // 3. The write-back entry lists them, in place of what they replace.
-        let tx = match self.db.begin_write() {
+        let tx = self.db.begin_write().and_then(|tx| {
+            let replaced: Vec<kvdb::Placed> = self
+                .state
+                .lock()
+                .wb
+                .pending
+                .get(&ino)
+                .map(|p| p.placed.range(first..end).map(|(_, &pl)| pl).collect())
+                .unwrap_or_default();
+            tx.drop_placed(&replaced).map(|()| tx)
+        });
+        let tx = match tx {
             Ok(tx) => tx,
             Err(e) => {
                 let _ = self.drop_placed_now(&placed);
                 return Err(kv(e));
             }
         };
-        let replaced: Vec<kvdb::Placed> = self
-            .state
-            .lock()
-            .wb
-            .pending
-            .get(&ino)
-            .map(|p| p.placed.range(first..end).map(|(_, &pl)| pl).collect())
-            .unwrap_or_default();
-        if let Err(e) = tx.drop_placed(&replaced) {
-            drop(tx);
-            let _ = self.drop_placed_now(&placed);
-            return Err(kv(e));
-        }
         let now = self.clock.now();
         let page_size = self.db.page_size() as u64;
-        let kept = placed.clone();
         let installed = tx.commit_deferred_then(|| {
             let mut guard = self.state.lock();
             let st = &mut *guard;
             st.direct_busy.retain(|d| *d != me);
             st.wb.drop_chunks(ino, first, end, page_size, cs);
             let p = self.pending_mut(st, ino)?;
-            for (i, pl) in placed.into_iter().enumerate() {
+            for (i, &pl) in placed.iter().enumerate() {
                 p.placed.insert(first + i as u64, pl);
             }
             p.inode.size = p.inode.size.max(end * cs);
@@ -517,11 +512,11 @@ impl<P: Pager> DbFs<P> {
             Ok(Err(e)) => {
                 // Placed, but no entry lists them (the record could not be read): free them
                 // again, so they do not stay taken until the store is reopened.
-                self.drop_placed_now(&kept)?;
+                self.drop_placed_now(&placed)?;
                 Err(e)
             }
             Err(e) => {
-                let _ = self.drop_placed_now(&kept);
+                let _ = self.drop_placed_now(&placed);
                 Err(kv(e))
             }
         }

@@ -427,9 +427,9 @@ impl<'tx, 'db, P: Pager> Bucket<'tx, 'db, P> {
         self.tx.put_direct(self.id, pairs)
     }
 
-    /// Insert or replace pairs whose values an earlier transaction wrote with
-    /// [`Tx::place`](crate::Tx::place) (see [`crate::Placed`]): no bytes are written, the
-    /// pages become the values' (a [`crate::Placed::cut`] value frees the pages past its
+    /// Insert or replace pairs whose values an earlier transaction placed with
+    /// [`Tx::reserve_placed`](crate::Tx::reserve_placed) and [`crate::Db::write_placed`] wrote
+    /// (see [`crate::Placed`]): no bytes are written, the pages become the values' (a [`crate::Placed::cut`] value frees the pages past its
     /// length). A value that is not placed (inserted or dropped already) is
     /// [`crate::Error::Corrupted`] before anything changes. Stops at the first error; pairs
     /// before it stay inserted, the others stay placed. Returns, for each pair, the length of

@@ -347,7 +347,7 @@ pub struct Stats {
     /// Pages on the freelist that the next write transaction may reuse (`None` while a write
     /// transaction holds the freelist).
     pub free_pages: Option<u64>,
-    /// Pages written by [`crate::Tx::place`] and not inserted or dropped yet (`None` while a
-    /// write transaction holds the freelist).
+    /// Pages placed by [`crate::Tx::reserve_placed`] and not inserted or dropped yet (`None`
+    /// while a write transaction holds the freelist).
     pub placed_pages: Option<u64>,
 }

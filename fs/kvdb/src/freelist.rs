@@ -142,9 +142,9 @@ pub struct Freelist {
     /// commit freed, so summing it each time made a long run of small commits quadratic.
     pending_pages: u64,
     held_pages: u64,
-    /// Pages written by [`crate::Tx::place`] and not in any tree yet: nobody may take them,
-    /// and the extent on disk lists them as free (a crash before their value is inserted
-    /// leaves them free, not leaked).
+    /// Pages placed by [`crate::Tx::reserve_placed`] and not in any tree yet: nobody may take
+    /// them, and the extent on disk lists them as free (a crash before their value is
+    /// inserted leaves them free, not leaked).
     placed: Runs,
 }
 

@@ -1,7 +1,6 @@
-//! Placed values: large values written to fresh pages by one write transaction
-//! ([`Tx::place`]), or taken by one ([`Tx::reserve_placed`]) and written after it without the
-//! writer lock ([`Db::write_placed`]), and inserted under a key by a later one
-//! ([`crate::Bucket::put_placed`]).
+//! Placed values: large values whose fresh pages one write transaction takes
+//! ([`Tx::reserve_placed`]), written after it without the writer lock ([`Db::write_placed`]),
+//! and inserted under a key by a later one ([`crate::Bucket::put_placed`]).
 //!
 //! A layer above that stores large writes as they come (dbfs's direct writes) but wants their
 //! tree updates batched into one commit places each write's values at once (the bytes go to
@@ -25,9 +24,9 @@ use crate::overflow::write_value_pages;
 use crate::page::{self, PageId};
 use crate::pager::Pager;
 use crate::store::Db;
-use crate::tx::{Tx, TxState};
+use crate::tx::Tx;
 
-/// A value [`Tx::place`] wrote: `len` bytes in the `pages` contiguous pages from `page`.
+/// A value [`Tx::reserve_placed`] placed: `len` bytes in the `pages` contiguous pages from `page`.
 /// Inserting it ([`crate::Bucket::put_placed`]) may store fewer bytes than were written
 /// ([`Placed::cut`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,37 +51,14 @@ impl Placed {
 }
 
 impl<'db, P: Pager> Tx<'db, P> {
-    /// Write each of `values` (each the concatenation of its pieces) to fresh pages, as
-    /// [`crate::Bucket::put_direct_gathered`] writes large values, without inserting them:
-    /// they wait, placed, for a later transaction's [`crate::Bucket::put_placed`] or
-    /// [`Tx::drop_placed`]. Every value must be too long to be stored inline
-    /// ([`page::max_inline_len`]), else [`Error::IncompatibleValue`] and nothing is written.
-    /// The transaction must commit for the values to stay placed.
-    pub fn place(&self, values: &[&[&[u8]]]) -> Result<Vec<Placed>> {
-        let lens = value_lens(values);
-        self.check_placeable(&lens)?;
-        let mut st = self.state.borrow_mut();
-        let st = &mut *st;
-        let extents = self.write_values(st, values, &lens)?;
-        self.mark_placed(st, &extents, &lens)
-    }
-
-    /// [`Tx::place`] without the writing: pages for values of `lens` bytes, placed, whose
-    /// bytes the caller writes once this transaction has committed, without the writer lock
+    /// Pages for values of `lens` bytes, placed: in no tree, waiting for a later transaction's
+    /// [`crate::Bucket::put_placed`] or [`Tx::drop_placed`]. Their bytes are written once this
+    /// transaction has committed (a deferred commit is enough), without the writer lock
     /// ([`crate::Db::write_placed`]), so other transactions run while the device works. Until
     /// that write has returned, the pages hold whatever they held: nothing may insert them
-    /// ([`crate::Bucket::put_placed`]) before. Like `place`, the transaction must commit for
-    /// them to stay placed, and every length must be too long to be stored inline.
+    /// before. Every length must be too long to be stored inline ([`page::max_inline_len`]),
+    /// else [`Error::IncompatibleValue`] and nothing is taken.
     pub fn reserve_placed(&self, lens: &[usize]) -> Result<Vec<Placed>> {
-        self.check_placeable(lens)?;
-        let mut st = self.state.borrow_mut();
-        let st = &mut *st;
-        let extents = self.alloc_values(st, lens)?;
-        self.mark_placed(st, &extents, lens)
-    }
-
-    /// A writable transaction, and values of `lens` bytes that may be placed.
-    fn check_placeable(&self, lens: &[usize]) -> Result<()> {
         self.check_writable()?;
         let inline = page::max_inline_len(self.db.page_size);
         for &len in lens {
@@ -93,16 +69,9 @@ impl<'db, P: Pager> Tx<'db, P> {
                 return Err(Error::ValueTooLarge);
             }
         }
-        Ok(())
-    }
-
-    /// Place the values of `lens` bytes in `extents` (taken by this transaction).
-    fn mark_placed(
-        &self,
-        st: &mut TxState<'db>,
-        extents: &[Option<(PageId, u64)>],
-        lens: &[usize],
-    ) -> Result<Vec<Placed>> {
+        let mut st = self.state.borrow_mut();
+        let st = &mut *st;
+        let extents = self.alloc_values(st, lens)?;
         let ws = st.write.as_mut().ok_or(Error::TxReadOnly)?;
         let mut placed = Vec::with_capacity(extents.len());
         for (extent, &len) in extents.iter().zip(lens) {
@@ -214,8 +183,8 @@ fn value_lens(values: &[&[&[u8]]]) -> Vec<usize> {
 
 impl<P: Pager> Db<P> {
     /// Write the bytes of values [`Tx::reserve_placed`] placed (`values[i]`, the concatenation
-    /// of its pieces, `placed[i].len` bytes), as [`Tx::place`] would have, but without the
-    /// writer lock: other transactions, commits and barriers run meanwhile. The pages are in
+    /// of its pieces, `placed[i].len` bytes) as a transaction writes large values, but
+    /// without the writer lock: other transactions, commits and barriers run meanwhile. The pages are in
     /// no tree and listed as free in every freelist written, so a crash at any point leaves
     /// them free; the caller inserts them ([`crate::Bucket::put_placed`]) only after this
     /// returned, and drops them ([`Tx::drop_placed`]) if it failed. The next barrier flushes

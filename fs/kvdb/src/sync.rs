@@ -149,10 +149,7 @@ mod imp {
         #[inline(never)]
         fn lock_held(&self) -> MutexGuard<'_, T> {
             loop {
-                match RELAX.get() {
-                    Some(relax) => relax(),
-                    None => core::hint::spin_loop(),
-                }
+                relax();
                 if !self.0.is_locked() {
                     return self.0.lock();
                 }

@@ -50,7 +50,8 @@ pub(crate) struct WriteState<'db> {
     pub use_reserve: bool,
     /// Set by [`Tx::keep_free`]: pages to leave free besides the reserve.
     pub keep_free: u64,
-    /// Runs this transaction placed ([`Tx::place`]): no longer placed if it does not commit.
+    /// Runs this transaction placed ([`Tx::reserve_placed`]): no longer placed if it does not
+    /// commit.
     pub placed_now: Vec<(PageId, u64)>,
     /// Placed runs this transaction inserted or dropped: placed again if it does not commit.
     pub adopted: Vec<(PageId, u64)>,

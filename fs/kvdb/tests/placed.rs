@@ -1,7 +1,7 @@
-//! Placed values (`Tx::place`, `Bucket::put_placed`, `Tx::drop_placed`): written by one
-//! transaction, inserted or freed by a later one; never handed out twice, free on disk until
-//! inserted (a crash before that leaks nothing), placed again when the inserting transaction
-//! rolls back.
+//! Placed values (`Tx::reserve_placed`, `Db::write_placed`, `Bucket::put_placed`,
+//! `Tx::drop_placed`): placed by one transaction and written after it, inserted or freed by
+//! a later one; never handed out twice, free on disk until inserted (a crash before that
+//! leaks nothing), placed again when the inserting transaction rolls back.
 
 use kvdb::{Db, Error, MemPager, Options, PagerEvent, Placed};
 
@@ -36,12 +36,20 @@ fn value(len: usize, seed: u8) -> Vec<u8> {
         .collect()
 }
 
-/// Place `values` in a transaction of their own (a deferred commit).
+/// Place `values` in a transaction of their own (a deferred commit), then write them.
 fn place(db: &Db<MemPager>, values: &[&[u8]]) -> Vec<Placed> {
-    let tx = db.begin_write().unwrap();
+    let lens: Vec<usize> = values.iter().map(|v| v.len()).collect();
+    let placed = reserve(db, &lens);
     let pieces: Vec<[&[u8]; 1]> = values.iter().map(|v| [*v]).collect();
     let refs: Vec<&[&[u8]]> = pieces.iter().map(|p| &p[..]).collect();
-    let placed = tx.place(&refs).unwrap();
+    db.write_placed(&placed, &refs).unwrap();
+    placed
+}
+
+/// Reserve pages for `lens` in a transaction of their own (a deferred commit).
+fn reserve(db: &Db<MemPager>, lens: &[usize]) -> Vec<Placed> {
+    let tx = db.begin_write().unwrap();
+    let placed = tx.reserve_placed(lens).unwrap();
     tx.commit_deferred().unwrap();
     placed
 }
@@ -140,8 +148,7 @@ fn rollbacks_and_misuse_leave_values_placed() {
     // A placing transaction that does not commit places nothing.
     {
         let tx = db.begin_write().unwrap();
-        let v = value(64 << 10, 7);
-        tx.place(&[&[&v[..]][..]]).unwrap();
+        tx.reserve_placed(&[64 << 10]).unwrap();
     }
     assert_eq!(placed_pages(&db), 0);
     let placed = place(&db, &[&value(64 << 10, 8)]);
@@ -161,7 +168,7 @@ fn rollbacks_and_misuse_leave_values_placed() {
     // Small values cannot be placed, and pages that are not placed cannot be inserted.
     let tx = db.begin_write().unwrap();
     assert_eq!(
-        tx.place(&[&[&b"small"[..]][..]]),
+        tx.reserve_placed(&[b"small".len()]),
         Err(Error::IncompatibleValue)
     );
     let bogus = Placed {
@@ -193,14 +200,6 @@ fn rollbacks_and_misuse_leave_values_placed() {
         .get(b"k2")
         .unwrap()
         .is_none());
-}
-
-/// Reserve pages for `lens` in a transaction of their own (a deferred commit).
-fn reserve(db: &Db<MemPager>, lens: &[usize]) -> Vec<Placed> {
-    let tx = db.begin_write().unwrap();
-    let placed = tx.reserve_placed(lens).unwrap();
-    tx.commit_deferred().unwrap();
-    placed
 }
 
 #[test]

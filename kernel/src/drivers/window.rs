@@ -644,9 +644,12 @@ impl DiskWindow {
     pub fn write_direct(&self, writes: &[(u64, &[u8])]) -> VfsResult<()> {
         let runs = direct_runs(writes, self.len)?;
         let mut st = self.state.lock();
+        let id = st.next_load;
+        st.next_load += 1;
         for (at, _, len) in &runs {
             let (first, end) = (at / PAGE_SIZE, (at + len) / PAGE_SIZE);
             st.writing(first, end);
+            st.writes.push((id, first, end));
             let resident: Vec<usize> = st.frames.range(first..end).map(|(&page, _)| page).collect();
             for page in resident {
                 page_table::unmap_kernel_page(self.base + page * PAGE_SIZE);
@@ -658,11 +661,6 @@ impl DiskWindow {
             .iter()
             .map(|(at, pieces, _)| ((at / SECTOR_SIZE) as u64, pieces.as_slice()))
             .collect();
-        let id = st.next_load;
-        st.next_load += 1;
-        for (at, _, len) in &runs {
-            st.writes.push((id, at / PAGE_SIZE, (at + len) / PAGE_SIZE));
-        }
         drop(st);
         let r = self.dev.write_gather_shared(&gathered);
         self.state.lock().writes.retain(|w| w.0 != id);

@@ -330,22 +330,26 @@ pub fn as_writer(call: impl FnOnce() -> SysResult) -> SysResult {
     }
 }
 
+/// Run `write`, a write of `len` bytes from the user's pages, so that its device wait may
+/// give the CPU away ([`crate::task::reading_own_pages`]) when it is large enough to go to the
+/// disk straight from them (a dbfs direct write); a small one never does.
+fn from_own_pages<R>(len: usize, write: impl FnOnce() -> R) -> R {
+    if len <= SMALL_IO {
+        write()
+    } else {
+        crate::task::reading_own_pages(write)
+    }
+}
+
 fn write_chunk(f: &OpenFile, offset: u64, va: usize, len: usize) -> SysResult {
     let pages = with_space(|s| UserPages::new(s, va, len, Access::Read))?;
     let pieces = pages.slices();
-    // Both ways below may give the CPU away while the disk reads the user's pages (a large
-    // dbfs write sent straight from them); a small write never goes to the disk that way.
     if pieces.len() == 1 {
-        if len <= SMALL_IO {
-            return Ok(f.loc.node.write_at(offset, pieces[0])?);
-        }
-        return Ok(crate::task::reading_own_pages(|| {
+        return Ok(from_own_pages(len, || {
             f.loc.node.write_at(offset, pieces[0])
         })?);
     }
-    if let Some(r) =
-        crate::task::reading_own_pages(|| f.loc.node.write_gathered_at(offset, &pieces))
-    {
+    if let Some(r) = from_own_pages(len, || f.loc.node.write_gathered_at(offset, &pieces)) {
         return Ok(r?);
     }
     let mut bounce = core::mem::take(&mut *BOUNCE.lock());
