@@ -135,10 +135,19 @@ fn a_store_written_by_the_file_pager_opens_through_the_mapping_and_back() {
 #[test]
 fn large_values_over_several_commits_read_back_after_reopening() {
     // 64 KiB values (whose write-back the pager starts early), some replaced in later
-    // commits so that freed pages are written again, then read back through a fresh pager.
+    // commits so that freed pages are written again, then read back through the same
+    // pager and through a fresh one.
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db");
-    let version = |i: u64, round: u64| if i.is_multiple_of(3) { round } else { 0 };
+    let check = |db: &Db<MmapPager>| {
+        let tx = db.begin_read().unwrap();
+        let b = tx.get_bucket(b"t").unwrap();
+        for i in 0..64u64 {
+            let round = if i.is_multiple_of(3) { 3 } else { 0 };
+            let v = b.get(&i.to_be_bytes()).unwrap().unwrap();
+            assert_eq!(&v[..], &value(i * 1000 + round, 65536)[..], "key {i}");
+        }
+    };
     {
         let db = Db::create(MmapPager::open(&path).unwrap(), Options::default()).unwrap();
         for round in 0..4u64 {
@@ -152,26 +161,7 @@ fn large_values_over_several_commits_read_back_after_reopening() {
             }
             tx.commit().unwrap();
         }
-        let tx = db.begin_read().unwrap();
-        let b = tx.get_bucket(b"t").unwrap();
-        for i in 0..64u64 {
-            let v = b.get(&i.to_be_bytes()).unwrap().unwrap();
-            assert_eq!(
-                &v[..],
-                &value(i * 1000 + version(i, 3), 65536)[..],
-                "key {i}"
-            );
-        }
+        check(&db);
     }
-    let db = Db::open(MmapPager::open(&path).unwrap()).unwrap();
-    let tx = db.begin_read().unwrap();
-    let b = tx.get_bucket(b"t").unwrap();
-    for i in 0..64u64 {
-        let v = b.get(&i.to_be_bytes()).unwrap().unwrap();
-        assert_eq!(
-            &v[..],
-            &value(i * 1000 + version(i, 3), 65536)[..],
-            "key {i}"
-        );
-    }
+    check(&Db::open(MmapPager::open(&path).unwrap()).unwrap());
 }
