@@ -11,10 +11,11 @@
 //! no pages (a load would fault), so such a read is an error.
 //!
 //! [`kvdb::FilePager`] keeps its pages in heap buffers instead, which needs no `unsafe` at
-//! all; this pager trades that for one: the mapping's bytes must not change under a live
-//! reader, which holds as long as nothing but this pager writes the file (kvdb itself never
-//! writes a range a live reader can reach). The file is locked against other writers by
-//! the caller if it needs that, as `dbfs-fuse` does with `flock`.
+//! all; this pager trades that for two blocks (the mapping, and the `sync_file_range` call
+//! below, which touches no memory). The mapping's contract: its bytes must not change under
+//! a live reader, which holds as long as nothing but this pager writes the file (kvdb itself
+//! never writes a range a live reader can reach). The file is locked against other writers
+//! by the caller if it needs that, as `dbfs-fuse` does with `flock`.
 //!
 //! Large values' pages (writes of [`WRITEBACK_MIN`] bytes or more) have their write-back
 //! started as they are written, in runs of [`WRITEBACK_RUN`] (`sync_file_range`, Linux), so
