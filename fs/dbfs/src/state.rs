@@ -36,11 +36,12 @@ pub(crate) struct Pending {
     /// here; a chunk whose pieces are all loaded is an ordinary one (not listed).
     pub partial: BTreeMap<u64, u64>,
     /// Whole chunks a direct write placed ([`kvdb::Tx::reserve_placed`]): index -> where
-    /// their bytes are on the disk. They are in no tree yet: the next commit of the entry inserts them
-    /// ([`kvdb::Bucket::put_placed`]), or frees them if the file lost them meanwhile
-    /// (truncated, unlinked). Never also in `chunks`: a direct write drops the cached chunks it
-    /// replaces, and a buffered write to a placed chunk commits the entry first. They hold
-    /// no memory (not in `bytes`) and their pages are taken already (not in `value_pages`).
+    /// their bytes are on the disk. They are in no tree yet: the next commit of the entry
+    /// inserts them ([`kvdb::Bucket::put_placed`]), or frees them if the file lost them
+    /// meanwhile (truncated, unlinked). Never also in `chunks`: a direct write drops the
+    /// cached chunks it replaces, and a buffered write to a placed chunk commits the entry
+    /// first. They hold no memory (not in `bytes`) and their pages are taken already (not in
+    /// `value_pages`).
     pub placed: BTreeMap<u64, kvdb::Placed>,
     pub bytes: usize,
     /// Pages the dirty chunks take as stored values (see `reserve`).

@@ -429,11 +429,12 @@ impl<'tx, 'db, P: Pager> Bucket<'tx, 'db, P> {
 
     /// Insert or replace pairs whose values an earlier transaction placed with
     /// [`Tx::reserve_placed`](crate::Tx::reserve_placed) and [`crate::Db::write_placed`] wrote
-    /// (see [`crate::Placed`]): no bytes are written, the pages become the values' (a [`crate::Placed::cut`] value frees the pages past its
-    /// length). A value that is not placed (inserted or dropped already) is
-    /// [`crate::Error::Corrupted`] before anything changes. Stops at the first error; pairs
-    /// before it stay inserted, the others stay placed. Returns, for each pair, the length of
-    /// the value it replaced (`None`: the key was new).
+    /// (see [`crate::Placed`]): no bytes are written, the pages become the values' (a
+    /// [`crate::Placed::cut`] value frees the pages past its length). A value that is not
+    /// placed (inserted or dropped already) is [`crate::Error::Corrupted`] before anything
+    /// changes. Stops at the first error; pairs before it stay inserted, the others stay
+    /// placed. Returns, for each pair, the length of the value it replaced (`None`: the key
+    /// was new).
     pub fn put_placed(&self, pairs: &[(&[u8], crate::Placed)]) -> Result<Vec<Option<u64>>> {
         self.tx.put_placed(self.id, pairs)
     }

@@ -26,7 +26,8 @@ use crate::pager::Pager;
 use crate::store::Db;
 use crate::tx::Tx;
 
-/// A value [`Tx::reserve_placed`] placed: `len` bytes in the `pages` contiguous pages from `page`.
+/// A value [`Tx::reserve_placed`] placed: `len` bytes in the `pages` contiguous pages from
+/// `page`.
 /// Inserting it ([`crate::Bucket::put_placed`]) may store fewer bytes than were written
 /// ([`Placed::cut`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -184,13 +185,14 @@ fn value_lens(values: &[&[&[u8]]]) -> Vec<usize> {
 impl<P: Pager> Db<P> {
     /// Write the bytes of values [`Tx::reserve_placed`] placed (`values[i]`, the concatenation
     /// of its pieces, `placed[i].len` bytes) as a transaction writes large values, but
-    /// without the writer lock: other transactions, commits and barriers run meanwhile. The pages are in
-    /// no tree and listed as free in every freelist written, so a crash at any point leaves
-    /// them free; the caller inserts them ([`crate::Bucket::put_placed`]) only after this
-    /// returned, and drops them ([`Tx::drop_placed`]) if it failed. The next barrier flushes
-    /// the device before its meta page (no commit record vouches for these writes), so a meta
-    /// that references them is never durable before they are. A length that does not match
-    /// its placed value is [`Error::IncompatibleValue`], before anything is written.
+    /// without the writer lock: other transactions, commits and barriers run meanwhile. The
+    /// pages are in no tree and listed as free in every freelist written, so a crash at any
+    /// point leaves them free; the caller inserts them ([`crate::Bucket::put_placed`]) only
+    /// after this returned, and drops them ([`Tx::drop_placed`]) if it failed. The next
+    /// barrier flushes the device before its meta page (no commit record vouches for these
+    /// writes), so a meta that references them is never durable before they are. A length
+    /// that does not match its placed value is [`Error::IncompatibleValue`], before anything
+    /// is written.
     pub fn write_placed(&self, placed: &[Placed], values: &[&[&[u8]]]) -> Result<()> {
         let ps = self.page_size;
         let lens = value_lens(values);
