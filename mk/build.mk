@@ -115,6 +115,7 @@ RUN_FILTER = awk -v mark=$(RUN_MARK) -v status_file=$(RUN_STATUS) ' \
 # make run boots two harts (a shell's programs run side by side, and so do reads of dbfs files),
 # BENCH= one (the recorded tables are one hart's); SMP= on the command line picks.
 run: SMP = $(if $(filter bench,$(RUN_MODE)),1,2)
+run: QEMU_RAM = $(if $(filter bench,$(RUN_MODE)),$(BENCH_RAM))
 ## run: boot QEMU: a shell, CMD='...', BENCH=NAME or INIT=/bin/NAME (see the header)
 # CMD runs build their prerequisites in a sub-make whose output goes to stderr, so that stdout
 # carries nothing but the command's output.

@@ -67,12 +67,21 @@ endif
 DISK_OPTS := $(DISK_OPTS_$(DISK))
 # $(call qemu_with,DIR,OPTS): QEMU with DIR/fat.img as vdb, DIR/raw.img as vdc, DIR/dbfs.img
 # as vdd, each -drive with OPTS appended (a device model's options, or nothing).
-qemu_with = qemu-system-riscv64 -machine virt -nographic -bios default -m $(MEM) -smp $(SMP) \
+qemu_with = qemu-system-riscv64 -machine virt -nographic -bios default -m $(MEM) $(QEMU_RAM) -smp $(SMP) \
 	$(if $(filter 1,$(ICOUNT)),-icount shift=0) -kernel $(KERNEL) \
 	-drive file=$(BUILD)/root.img,if=none,format=raw,id=vda -device virtio-blk-device,drive=vda,queue-size=1024 \
 	-drive file=$(1)/fat.img,if=none,format=raw,id=vdb$(2) -device virtio-blk-device,drive=vdb,queue-size=1024 \
 	-drive file=$(1)/raw.img,if=none,format=raw,id=vdc$(2) -device virtio-blk-device,drive=vdc,queue-size=1024 \
 	-drive file=$(1)/dbfs.img,if=none,format=raw,id=vdd$(2) -device virtio-blk-device,drive=vdd,queue-size=1024
+# How QEMU backs the guest's RAM. By default the host maps a page of guest RAM at its first
+# touch, which costs the guest a host page fault (and, under TCG, a slow path) that real RAM
+# never costs: the first 16 MiB written 4 KiB at a time in a boot, when dbfs's write-back cache
+# fills fresh memory, ran at 89-122 MB/s against 171-184 with -mem-prealloc (`make fio
+# JOB=seed FS=dbfs,fat32 FIO_BS=4k REPS=3`, four boots each, alternated; docs/BENCHMARKS.md).
+# Benchmark targets set QEMU_RAM to $(BENCH_RAM) (PREALLOC=1); tests boot without it (each
+# boot would take ~3 s longer).
+BENCH_RAM := $(if $(filter 1,$(PREALLOC)),-mem-prealloc)
+QEMU_RAM :=
 # Benchmarks and tests: the fresh disks `make bench-disks` makes in build/, on model DISK.
 QEMU_BASE = $(call qemu_with,$(BUILD),$(DISK_OPTS))
 # `make run` and `make run CMD=`: the person's disks.
