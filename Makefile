@@ -41,10 +41,10 @@
 #   INIT     the first program                                          (default: /bin/init)
 #   DISK_DIR your disks for `make run` and `make run CMD=`              (default: build/disk)
 #   MEM      guest RAM, at most 2G                                      (default: 1G)
-#   PREALLOC 1: benchmark boots (BENCH=, bench, fio, workloads, sqlite-bench) back all guest
-#            RAM with host memory before the kernel starts (QEMU -mem-prealloc, ~3 s per
-#            boot), so no run pays the host's first touch of a guest page; 0: lazily, as
-#            tests boot                                                 (default: 1)
+#   PREALLOC 1: benchmark boots (BENCH=, and mk/bench.mk's BENCH_TARGETS: bench, fio, ...)
+#            back all guest RAM with host memory before the kernel starts (QEMU
+#            -mem-prealloc, ~3 s per boot), so no run pays the host's first touch of a guest
+#            page; 0: lazily, as tests boot                             (default: 1)
 #   SMP      guest harts (1-8)            (default: 2 for make run and test-guest, 1 for BENCH=, other tests, benchmarks)
 #   LOG      kernel log level: error warn info debug trace             (default: warn)
 #   BCACHE   block cache per mounted disk, MiB                          (default: 8)

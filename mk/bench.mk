@@ -34,13 +34,12 @@ WL_SYSTEMS ?= dbfs ext4 tmpfs
 # default of run and test: the recorded tables (docs/BENCHMARKS.md) are one hart's figures.
 BENCH_TARGETS := bench bench-debian syscost-icount sqlite-bench fio bench-workloads fio-bench
 $(BENCH_TARGETS): SMP = 1
+# And with the guest's RAM backed from the start (PREALLOC, mk/common.mk).
+$(BENCH_TARGETS): QEMU_RAM = $(BENCH_RAM)
 
 ##@ Benchmarks (bench/README.md)
 # Every benchmark, one boot; the log is the record (see docs/BENCHMARKS.md).
 ## bench: every in-guest benchmark in one boot: build/bench-results.txt, a report in REPORT, then syscost-icount
-# Benchmark boots: guest RAM backed from the start (PREALLOC, mk/common.mk).
-bench bench-debian sqlite-bench fio bench-workloads fio-bench: QEMU_RAM = $(BENCH_RAM)
-
 bench: images
 	$(GUEST_TIMEOUT) $(TIMEOUT) $(QEMU_BASE) \
 		-append "$(KERNEL_PARAMS) -- bench=all fs=$(FS) reps=$(REPS) disk=$(DISK) $(ARGS)" \
