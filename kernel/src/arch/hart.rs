@@ -543,14 +543,27 @@ fn others_mask(satp: Option<usize>) -> Option<sbi_rt::HartMask> {
     (mask != 0).then(|| sbi_rt::HartMask::from_mask_base(mask, 0))
 }
 
-/// Flush the TLB entry of `va` on this hart and on every other started hart (SBI RFENCE,
-/// which returns once the remote harts have flushed): a kernel mapping.
-pub fn flush_tlb_page(va: usize) {
-    super::csr::sfence_vma(va);
+/// Flush the TLB entries of `[start, end)` (kernel pages) on this hart and on every other
+/// started hart, with one SBI RFENCE for them all (OpenSBI flushes a range of more than a page
+/// whole on the remote harts). Locally page by page when the range spans at most
+/// [`LOCAL_FLUSH_PAGES`], the whole TLB past that.
+pub fn flush_tlb_range(start: usize, end: usize) {
+    let start = start & !0xfff;
+    let span = end.saturating_sub(start);
+    if span.div_ceil(0x1000) <= LOCAL_FLUSH_PAGES {
+        for va in (start..end).step_by(0x1000) {
+            super::csr::sfence_vma(va);
+        }
+    } else {
+        super::csr::sfence_vma_all();
+    }
     if let Some(mask) = others_mask(None) {
-        let _ = sbi_rt::remote_sfence_vma(mask, va & !0xfff, 0x1000);
+        let _ = sbi_rt::remote_sfence_vma(mask, start, span);
     }
 }
+
+/// Pages [`flush_tlb_range`] flushes one by one on this hart before it flushes everything.
+const LOCAL_FLUSH_PAGES: usize = 32;
 
 /// Flush the whole TLB on this hart and on every other started hart.
 pub fn flush_tlb_all() {

@@ -646,17 +646,23 @@ impl DiskWindow {
         let mut st = self.state.lock();
         let id = st.next_load;
         st.next_load += 1;
+        // The resident pages are unmapped together (one TLB shootdown), their frames freed
+        // after it.
+        let mut unmapped: Vec<usize> = Vec::new();
+        let mut freed: Vec<Frame> = Vec::new();
         for (at, _, len) in &runs {
             let (first, end) = (at / PAGE_SIZE, (at + len) / PAGE_SIZE);
             st.writing(first, end);
             st.writes.push((id, first, end));
             let resident: Vec<usize> = st.frames.range(first..end).map(|(&page, _)| page).collect();
             for page in resident {
-                page_table::unmap_kernel_page(self.base + page * PAGE_SIZE);
-                st.frames.remove(&page);
+                unmapped.push(self.base + page * PAGE_SIZE);
+                freed.extend(st.frames.remove(&page));
                 st.dirty.remove(&page);
             }
         }
+        page_table::unmap_kernel_pages(&unmapped);
+        drop(freed);
         let gathered: Vec<(u64, &[&[u8]])> = runs
             .iter()
             .map(|(at, pieces, _)| ((at / SECTOR_SIZE) as u64, pieces.as_slice()))
@@ -752,8 +758,9 @@ impl DiskWindow {
             .filter(|i| !keep.contains(i) && !st.dirty.contains(i))
             .take(count)
             .collect();
+        let vas: Vec<usize> = victims.iter().map(|&i| base + i * PAGE_SIZE).collect();
+        page_table::unmap_kernel_pages(&vas);
         for i in victims {
-            page_table::unmap_kernel_page(base + i * PAGE_SIZE);
             st.frames.remove(&i);
         }
     }
