@@ -37,6 +37,8 @@
 #   CMD      shell command line `make run` runs with /bin/sh -c        (default: none)
 #   FS       file system(s) to measure: fat32, raw, dbfs or all         (default: all)
 #   REPS     repetitions per figure (the median is reported)            (default: 3)
+#   WARMUP   untimed repetitions before them, every file system alike: under TCG the
+#            first runs of guest code pay for its translation on the host    (default: 1)
 #   ARGS     extra arguments for /bin/init, e.g. ARGS="size=4 n=1000:2000:1000"
 #   INIT     the first program                                          (default: /bin/init)
 #   DISK_DIR your disks for `make run` and `make run CMD=`              (default: build/disk)
@@ -78,6 +80,7 @@ CMD     ?=
 unexport CMD
 FS      ?= all
 REPS    ?= 3
+WARMUP  ?= 1
 ARGS    ?=
 INIT    ?= /bin/init
 MEM     ?= 1G

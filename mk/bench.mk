@@ -42,7 +42,7 @@ $(BENCH_TARGETS): QEMU_RAM = $(BENCH_RAM)
 ## bench: every in-guest benchmark in one boot: build/bench-results.txt, a report in REPORT, then syscost-icount
 bench: images
 	$(GUEST_TIMEOUT) $(TIMEOUT) $(QEMU_BASE) \
-		-append "$(KERNEL_PARAMS) -- bench=all fs=$(FS) reps=$(REPS) disk=$(DISK) $(ARGS)" \
+		-append "$(KERNEL_PARAMS) -- bench=all fs=$(FS) reps=$(REPS) warmup=$(WARMUP) disk=$(DISK) $(ARGS)" \
 		| tee $(BUILD)/bench-guest.log
 	@grep '^RESULT' $(BUILD)/bench-guest.log > $(BUILD)/bench-results.txt
 	$(CARGO) run --release -q -p bench-report -- $(BUILD)/bench-guest.log --out-dir $(REPORT) \

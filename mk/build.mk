@@ -122,7 +122,7 @@ run: QEMU_RAM = $(if $(filter bench,$(RUN_MODE)),$(BENCH_RAM))
 run: $(if $(filter bench init,$(RUN_MODE)),images,$(if $(filter shell,$(RUN_MODE)),kernel person-disks))
 ifeq ($(RUN_MODE),bench)
 	timeout --foreground -k 10 $(TIMEOUT) $(QEMU_BASE) \
-		-append "$(KERNEL_PARAMS) -- bench=$(BENCH) fs=$(FS) reps=$(REPS) disk=$(DISK) $(ARGS)" \
+		-append "$(KERNEL_PARAMS) -- bench=$(BENCH) fs=$(FS) reps=$(REPS) warmup=$(WARMUP) disk=$(DISK) $(ARGS)" \
 		| tee $(BUILD)/run-$(BENCH).log
 else ifeq ($(RUN_MODE),cmd)
 	@rm -f $(RUN_STATUS)

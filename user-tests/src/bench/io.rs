@@ -281,7 +281,9 @@ pub fn main_io(spec: &Spec, argv: &[&str]) -> i32 {
         p.size.div_ceil(p.bs as u64)
     };
     let mut calls = CallTimes::for_calls(calls_per_rep);
-    for _rep in 0..opts.reps {
+    // The warm-up repetitions come first and are run exactly as the timed ones, then dropped.
+    let warmup = opts.warmup.unwrap_or(if opts.quick { 0 } else { 1 });
+    for rep in 0..warmup + opts.reps {
         for (i, t) in targets.iter().enumerate() {
             if !alive[i] {
                 continue;
@@ -294,6 +296,7 @@ pub fn main_io(spec: &Spec, argv: &[&str]) -> i32 {
             let res = before_rep(spec, t, devices[i], &p)
                 .and_then(|()| timed(&mut calls, |c| run_once(spec, t, devices[i], &p, b, c)));
             match res {
+                Ok(_) if rep < warmup => {}
                 Ok(run) => runs[i].push(run),
                 Err(f) => {
                     report(t, &f);

@@ -9,6 +9,8 @@
 //!   created/truncated in the untimed setup. A target whose parent directory does not exist is
 //!   skipped with a note (an absent mount is not a failure). For `createdel` PATH is a directory.
 //! - `reps=N` (default 3): repetitions; the targets alternate within each repetition.
+//! - `warmup=N` (default 1; 0 with `quick`): repetitions run first, exactly as the timed ones,
+//!   and left out of the results (see [`Options::warmup`]). Not for `createdel`.
 //! - `size=MiB` file size override, `ops=N` operation count override (random benchmarks),
 //!   `n=START:END:STEP` or `n=N` (createdel, default 100:500:100: FAT32's linear directories make
 //!   larger N take minutes per point under QEMU's emulated CPU), `quick` (small defaults for

@@ -50,6 +50,12 @@ pub(super) const SEED: u64 = 0xDBF5_2026_0001_0001;
 pub struct Options {
     pub targets: Vec<Target>,
     pub reps: usize,
+    /// Untimed repetitions of every target before the timed ones (`warmup=N`; default 1, 0
+    /// with `quick`). Under QEMU's TCG the first runs of code the guest has not run before
+    /// pay for its translation on the host: the first three fsyncs of a boot's first
+    /// `rewrite` took 4-12 ms where the later ones took 1-2, with the same number of guest
+    /// instructions (`ICOUNT=1`). A warm-up leaves that out for every target alike.
+    pub warmup: Option<usize>,
     pub size_mib: Option<u64>,
     pub ops: Option<u64>,
     /// The file counts createdel runs, ascending (`n=START:END:STEP` or `n=A,B,C`).
@@ -96,6 +102,7 @@ pub fn parse_options(argv: &[&str]) -> Result<Options, String> {
     let mut o = Options {
         targets: Vec::new(),
         reps: 3,
+        warmup: None,
         size_mib: None,
         ops: None,
         n_list: None,
@@ -107,6 +114,9 @@ pub fn parse_options(argv: &[&str]) -> Result<Options, String> {
         match split_kv(arg) {
             ("reps", Some(v)) => {
                 o.reps = parse_u64(v).map_err(|_| format!("bad reps={v}"))?.max(1) as usize
+            }
+            ("warmup", Some(v)) => {
+                o.warmup = Some(parse_u64(v).map_err(|_| format!("bad warmup={v}"))? as usize)
             }
             ("size", Some(v)) => {
                 o.size_mib = Some(parse_u64(v).map_err(|_| format!("bad size={v} (MiB)"))?)

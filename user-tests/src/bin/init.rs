@@ -2,14 +2,14 @@
 //! says, then exits with 0 (all succeeded) or 1; QEMU exits with that status.
 //!
 //! ```text
-//! init bench=<name|all> [fs=<fat32|raw|dbfs|all>[,...]] [reps=N] [quick] [size=MiB] [ops=N] [n=S:E:STEP|A,B,C] [max_secs=S] [disk=NAME]
+//! init bench=<name|all> [fs=<fat32|raw|dbfs|all>[,...]] [reps=N] [warmup=N] [quick] [size=MiB] [ops=N] [n=S:E:STEP|A,B,C] [max_secs=S] [disk=NAME]
 //! init test
 //! ```
 //! - `bench=a,b,...` runs several in that order in one boot (e.g. `bench=seqread,seqread4k`,
 //!   whose ratio is only meaningful within one boot).
 //! - `bench=all` runs every benchmark in protocol order; `fs` defaults to `all`: every file
 //!   system whose mount point (`/fat`, `/dbfs`) or device (`/dev/vdc`) exists; a missing one is
-//!   skipped with a note. `reps`, `quick`, `size`, `ops`, `n`, `max_secs` and `disk` (the
+//!   skipped with a note. `reps`, `warmup`, `quick`, `size`, `ops`, `n`, `max_secs` and `disk` (the
 //!   device model QEMU backs the disks with, named in RESULT lines) are passed to the benchmarks.
 //! - `test` runs `/bin/testrunner DIR` then `/bin/badsys DIR` for DIR = `/fat` (and `/dbfs` when
 //!   it exists) and prints `N passed, N failed` summed over them; exit 0 only if nothing failed.
@@ -63,7 +63,9 @@ fn parse(argv: &[&str]) -> Result<Config, String> {
                     c.fs.push(f.into());
                 }
             }
-            Some(("reps" | "size" | "ops" | "n" | "max_secs" | "disk", _)) => c.pass.push(a.into()),
+            Some(("reps" | "warmup" | "size" | "ops" | "n" | "max_secs" | "disk", _)) => {
+                c.pass.push(a.into())
+            }
             Some(("prefix", v)) => c.prefix = v.trim_end_matches('/').into(),
             Some(("runner", v)) => c.runner = Some(v.into()),
             None if a == "quick" => c.pass.push(a.into()),
