@@ -9,8 +9,9 @@
 //!   whose ratio is only meaningful within one boot).
 //! - `bench=all` runs every benchmark in protocol order; `fs` defaults to `all`: every file
 //!   system whose mount point (`/fat`, `/dbfs`) or device (`/dev/vdc`) exists; a missing one is
-//!   skipped with a note. `reps`, `warmup`, `quick`, `size`, `ops`, `n`, `max_secs` and `disk` (the
-//!   device model QEMU backs the disks with, named in RESULT lines) are passed to the benchmarks.
+//!   skipped with a note. `reps`, `warmup`, `quick`, `size`, `ops`, `n`, `max_secs` and `disk`
+//!   (the device model QEMU backs the disks with, named in RESULT lines) are passed to the
+//!   benchmarks.
 //! - `test` runs `/bin/testrunner DIR` then `/bin/badsys DIR` for DIR = `/fat` (and `/dbfs` when
 //!   it exists) and prints `N passed, N failed` summed over them; exit 0 only if nothing failed.
 //! - With no arguments: `test`.
