@@ -108,19 +108,22 @@ pub fn unmap_kernel_pages(vas: &[usize]) {
     let (Some(&first), Some(&last)) = (vas.first(), vas.last()) else {
         return;
     };
-    let roots = KERNEL_ROOT_ENTRIES.lock().clone();
-    for &va in vas {
-        let Some(&(_, root_pte)) = roots.iter().find(|(i, _)| *i == (va >> 30) & 0x1ff) else {
-            continue;
-        };
-        let l1 = PageTable::words_at((root_pte >> 10) << 12);
-        let e1 = l1[(va >> 21) & 0x1ff];
-        if e1 & PteFlags::V.bits() == 0 {
-            continue;
+    {
+        let roots = KERNEL_ROOT_ENTRIES.lock();
+        for &va in vas {
+            let Some(&(_, root_pte)) = roots.iter().find(|(i, _)| *i == (va >> 30) & 0x1ff) else {
+                continue;
+            };
+            let l1 = PageTable::words_at((root_pte >> 10) << 12);
+            let e1 = l1[(va >> 21) & 0x1ff];
+            if e1 & PteFlags::V.bits() == 0 {
+                continue;
+            }
+            let l0 = PageTable::words_at((e1 >> 10) << 12);
+            l0[(va >> 12) & 0x1ff] = 0;
         }
-        let l0 = PageTable::words_at((e1 >> 10) << 12);
-        l0[(va >> 12) & 0x1ff] = 0;
     }
+    // The remote fence waits for the other harts: not under the root entries' lock.
     crate::arch::hart::flush_tlb_range(first, last + PAGE_SIZE);
 }
 
