@@ -1,7 +1,8 @@
 //! The read path of regular files. Four ways to serve a read, cheapest first:
 //! - a small read of a remembered chunk location copies under `state` and kvdb's snapshot
 //!   lock, with no read transaction ([`DbFs::read_remembered`]);
-//! - a file with buffered chunks reads the store, then overlays the cache, under `state`;
+//! - a file with buffered or placed chunks reads the store, then overlays the cache and the
+//!   placed chunks (a run of them adjacent on the disk in one read), under `state`;
 //! - otherwise one read snapshot and one cursor walk, copied without `state`
 //!   ([`read_chunks`]);
 //! - reads of at least [`DIRECT_READ_MIN`] bytes move whole stored chunks with
@@ -116,11 +117,24 @@ impl<P: Pager> DbFs<P> {
             let n = clamp_len(p.inode.size, offset, buf.len());
             let out = buf;
             if n > 0 {
+                // The store's bytes (zeros past them) where no placed chunk goes: the overlay
+                // of those below writes every byte of their range.
+                let cs = self.chunk_size;
                 if offset < p.stored_size {
                     let tx = self.db.begin_read().map_err(kv)?;
-                    read_chunks(&tx, ino, self.chunk_size, offset, out, n)?;
+                    unplaced(p, cs, offset, n, |at, len| {
+                        let mut part = Shifted {
+                            out: &mut *out,
+                            base: at,
+                            len,
+                        };
+                        read_chunks(&tx, ino, cs, offset + at as u64, &mut part, len)
+                    })?;
                 } else {
-                    out.zero(0, n);
+                    unplaced(p, cs, offset, n, |at, len| {
+                        out.zero(at, len);
+                        Ok(())
+                    })?;
                 }
                 overlay(p, self.chunk_size, offset, out, n);
                 let ps = self.db.page_size() as u64;
@@ -498,9 +512,39 @@ fn overlay<O: Out + ?Sized>(p: &Pending, cs: u64, offset: u64, out: &mut O, len:
     }
 }
 
+/// Call `f(at, n)` for each range of the `len` bytes at `offset` that no placed chunk of
+/// `p` covers (`at` counts from `offset`), in order.
+fn unplaced(
+    p: &Pending,
+    cs: u64,
+    offset: u64,
+    len: usize,
+    mut f: impl FnMut(usize, usize) -> VfsResult<()>,
+) -> VfsResult<()> {
+    let end = offset + len as u64;
+    let mut at = offset;
+    for &idx in p
+        .placed
+        .range(offset / cs..end.div_ceil(cs))
+        .map(|(i, _)| i)
+    {
+        let start = (idx * cs).max(offset);
+        if start > at {
+            f((at - offset) as usize, (start - at) as usize)?;
+        }
+        at = ((idx + 1) * cs).min(end);
+    }
+    if end > at {
+        f((at - offset) as usize, (end - at) as usize)?;
+    }
+    Ok(())
+}
+
 /// Read placed chunks ([`Pending::placed`]: their bytes are on the disk, in no tree) over
 /// `out` (the bytes at `offset`). The caller holds `state`, so they stay placed (their pages
-/// are not freed and reused) while they are read.
+/// are not freed and reused) while they are read. Chunks that follow each other in the file
+/// and on the disk (a large write places them so) are read together: one [`Out::read_from`]
+/// per run, not one device request per chunk.
 fn overlay_placed<P: Pager, O: Out + ?Sized>(
     pager: &P,
     ps: u64,
@@ -511,17 +555,38 @@ fn overlay_placed<P: Pager, O: Out + ?Sized>(
     len: usize,
 ) -> VfsResult<()> {
     let end = offset + len as u64;
+    // The run being gathered: its store address, its first byte in `out`, its length.
+    let mut run: Option<(u64, usize, usize)> = None;
     for (&idx, pl) in p.placed.range(offset / cs..end.div_ceil(cs)) {
         let start = idx * cs;
         let (from, to) = (start.max(offset), (start + cs).min(end));
         let a = (from - offset) as usize;
         let in_chunk = from - start;
         let have = pl.len.saturating_sub(in_chunk).min(to - from) as usize;
-        if have > 0 {
-            out.read_from(pager, pl.page * ps + in_chunk, a, have)
-                .map_err(kv)?;
+        let src = pl.page * ps + in_chunk;
+        match &mut run {
+            Some((s, at, n)) if have > 0 && *at + *n == a && *s + *n as u64 == src => *n += have,
+            _ => {
+                if let Some((s, at, n)) = run.take() {
+                    out.read_from(pager, s, at, n).map_err(kv)?;
+                }
+                if have > 0 {
+                    run = Some((src, a, have));
+                }
+            }
         }
-        out.zero(a + have, (to - from) as usize - have);
+        let tail = (to - from) as usize - have;
+        if tail > 0 {
+            // Zeros past the chunk's bytes end the run (the next chunk's bytes are not next
+            // to these in `out`).
+            if let Some((s, at, n)) = run.take() {
+                out.read_from(pager, s, at, n).map_err(kv)?;
+            }
+            out.zero(a + have, tail);
+        }
+    }
+    if let Some((s, at, n)) = run {
+        out.read_from(pager, s, at, n).map_err(kv)?;
     }
     Ok(())
 }
@@ -577,6 +642,34 @@ impl Out for [u8] {
         n: usize,
     ) -> kvdb::Result<()> {
         pager.read_into(src, &mut self[at..at + n])
+    }
+}
+
+/// `len` bytes of another [`Out`] from its byte `base` on, as an [`Out`] of their own.
+struct Shifted<'o, O: Out + ?Sized> {
+    out: &'o mut O,
+    base: usize,
+    len: usize,
+}
+
+impl<O: Out + ?Sized> Out for Shifted<'_, O> {
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn put(&mut self, at: usize, src: &[u8]) {
+        self.out.put(self.base + at, src);
+    }
+    fn zero(&mut self, at: usize, n: usize) {
+        self.out.zero(self.base + at, n);
+    }
+    fn read_from<P: Pager>(
+        &mut self,
+        pager: &P,
+        src: u64,
+        at: usize,
+        n: usize,
+    ) -> kvdb::Result<()> {
+        self.out.read_from(pager, src, self.base + at, n)
     }
 }
 

@@ -16,18 +16,30 @@ use vfs::{FileSystem, NodeRef};
 
 const CHUNK: usize = 16 << 10;
 
-/// A RAM pager that claims direct writes and counts the bytes they move.
+/// A RAM pager that claims direct writes and counts the bytes they move, and counts the
+/// reads of file data (into a caller's buffer, or of more than a page).
 #[derive(Default)]
 struct DirectPager {
     inner: MemPager,
     direct_bytes: AtomicUsize,
+    reads_into: AtomicUsize,
+    /// Bytes of those reads.
+    read_into_bytes: AtomicUsize,
 }
 
 impl Pager for DirectPager {
     type Page<'a> = <MemPager as Pager>::Page<'a>;
 
     fn read(&self, offset: u64, len: usize) -> kvdb::Result<Self::Page<'_>> {
+        if len > 4096 {
+            self.read_into_bytes.fetch_add(len, Ordering::SeqCst);
+        }
         self.inner.read(offset, len)
+    }
+    fn read_into(&self, offset: u64, dst: &mut [u8]) -> kvdb::Result<()> {
+        self.reads_into.fetch_add(1, Ordering::SeqCst);
+        self.read_into_bytes.fetch_add(dst.len(), Ordering::SeqCst);
+        self.inner.read_into(offset, dst)
     }
     fn write(&self, writes: &[(u64, &[u8])]) -> kvdb::Result<()> {
         self.inner.write(writes)
@@ -444,6 +456,94 @@ fn gathered_writes_match_the_model() {
     let fs = remount(fs);
     let f = fs.root().unwrap().lookup("g").unwrap();
     check("after remount", &f, &model);
+}
+
+#[test]
+fn reads_of_placed_chunks_match_the_model() {
+    let fs = mount();
+    let root = fs.root().unwrap();
+    let f = root.create("f", &reg()).unwrap();
+    let mut model = Vec::new();
+    // Two runs of placed chunks with a hole between them, then a small buffered write past
+    // them (below the direct threshold, so nothing is committed).
+    write(&f, &mut model, 0, &pattern(1 << 20, 90));
+    write(&f, &mut model, (1 << 20) + 3 * CHUNK, &pattern(1 << 20, 91));
+    write(
+        &f,
+        &mut model,
+        (2 << 20) + 5 * CHUNK + 9,
+        &pattern(3000, 92),
+    );
+    assert_eq!(fs.placed_pages(), Some(512));
+    let reads = |fs: &DbFs<DirectPager>| fs.pager().reads_into.load(Ordering::SeqCst);
+    // A 1 MiB read of one run: the chunks lie next to each other on the disk, and are read
+    // with a few store reads, not one per chunk (64).
+    let before = reads(&fs);
+    let mut buf = vec![0u8; 1 << 20];
+    assert_eq!(f.read_at(0, &mut buf).unwrap(), 1 << 20);
+    assert!(buf == model[..1 << 20], "the first run differs");
+    let n = reads(&fs) - before;
+    assert!(n <= 4, "a 1 MiB read of placed chunks took {n} store reads");
+    // Reads at odd offsets and lengths across the runs, the hole and the file's end.
+    let len = model.len();
+    for &(off, n) in &[
+        (0, 1),
+        (CHUNK - 1, 2),
+        (5 * CHUNK + 17, 3 * CHUNK),
+        ((1 << 20) - 100, 3 * CHUNK + 200),
+        ((1 << 20) + 2 * CHUNK + 5, 2 * CHUNK),
+        (1000, 1 << 20),
+        (len - 5000, 10_000),
+        (0, len + 1),
+    ] {
+        let mut buf = vec![0xeeu8; n];
+        let got = f.read_at(off as u64, &mut buf).unwrap();
+        let want = &model[off.min(len)..(off + n).min(len)];
+        assert_eq!(got, want.len(), "read of {n} at {off}: length");
+        assert!(&buf[..got] == want, "read of {n} at {off}: bytes differ");
+    }
+    // A truncate inside the second run's last chunk: its tail reads as zeros after a regrow.
+    f.truncate(((2 << 20) + CHUNK + 100) as u64).unwrap();
+    model.truncate((2 << 20) + CHUNK + 100);
+    f.truncate((2 << 20) as u64 + 4 * CHUNK as u64).unwrap();
+    model.resize((2 << 20) + 4 * CHUNK, 0);
+    check("cut and regrown", &f, &model);
+    let mut buf = vec![0u8; 1 << 20];
+    let got = f.read_at((1 << 20) + 3 * CHUNK as u64, &mut buf).unwrap();
+    assert!(buf[..got] == model[(1 << 20) + 3 * CHUNK..][..got]);
+    f.fsync(false).unwrap();
+    check("after fsync", &f, &model);
+    // Stored chunks rewritten by a direct write (placed over them) and one buffered write
+    // beside it: a read of the range reads the new bytes only, not the stored ones under them
+    // too.
+    write(&f, &mut model, 1 << 20, &pattern(1 << 20, 93));
+    write(&f, &mut model, (2 << 20) + 100, &pattern(500, 94));
+    assert_eq!(fs.placed_pages(), Some(256));
+    let bytes = |fs: &DbFs<DirectPager>| fs.pager().read_into_bytes.load(Ordering::SeqCst);
+    let before = bytes(&fs);
+    let mut buf = vec![0u8; 1 << 20];
+    assert_eq!(f.read_at(1 << 20, &mut buf).unwrap(), 1 << 20);
+    assert!(buf == model[1 << 20..2 << 20], "the rewritten run differs");
+    let moved = bytes(&fs) - before;
+    assert!(
+        moved <= 1 << 20,
+        "a 1 MiB read of rewritten chunks read {moved} bytes of the store"
+    );
+    for &(off, n) in &[
+        (1000, 1 << 20),
+        ((1 << 20) - 7, 2 * CHUNK),
+        ((2 << 20) - 50, 9000),
+    ] {
+        let mut buf = vec![0xeeu8; n];
+        let got = f.read_at(off as u64, &mut buf).unwrap();
+        assert!(
+            buf[..got] == model[off..off + got],
+            "read of {n} at {off} over stored"
+        );
+    }
+    f.fsync(false).unwrap();
+    check("after the second fsync", &f, &model);
+    assert_clean(&*fs);
 }
 
 #[test]

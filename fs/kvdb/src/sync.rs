@@ -111,12 +111,11 @@ mod imp {
         }
     }
 
-    /// A mutual-exclusion lock. Over a ticket lock: a word-sized atomic to take one, where
-    /// `spin::Mutex` is a `bool` set by `compare_exchange` and RISC-V has no byte-sized
-    /// atomics, so every lock of it shifts and masks around an `amoor.w` (about five
-    /// instructions more, twice on each small dbfs read). A waiter does not queue for a
-    /// ticket: it tries again after each [`set_relax`] call, so a waiter that gave up the CPU
-    /// holds no place the holder's successors wait behind.
+    /// A mutual-exclusion lock. Over a ticket lock: word-sized atomics, where `spin::Mutex`
+    /// is a `bool` set by `compare_exchange` and RISC-V has no byte-sized atomics, so every
+    /// lock of it shifts and masks around the atomic. A waiter does not queue for a ticket:
+    /// it tries again after each [`set_relax`] call, so a waiter that gave up the CPU holds
+    /// no place the holder's successors wait behind.
     #[derive(Debug, Default)]
     pub struct Mutex<T: ?Sized>(spin::mutex::TicketMutex<T>);
 
@@ -133,15 +132,19 @@ mod imp {
 
     impl<T: ?Sized> Mutex<T> {
         /// Wait until the mutex is free (relaxing as [`set_relax`] says), then hold it.
+        ///
+        /// Taken with `try_lock` (one compare-and-swap), never by taking a ticket after
+        /// seeing the lock free: another hart may take it between the look and the ticket,
+        /// and a ticket's holder waits by spinning, without relaxing. In the kernel that
+        /// waiter may hold the big kernel lock, which the mutex's holder may need before it
+        /// can let go (a read that holds dbfs's `state` while it waits for the disk takes it
+        /// to sleep): both harts would then spin forever.
         #[inline]
         pub fn lock(&self) -> MutexGuard<'_, T> {
-            // Free now: take a ticket (on the kernel's one hart nothing can take the lock in
-            // between; elsewhere the ticket would only be waited for). Cheaper than
-            // `try_lock`, a compare-and-swap loop.
-            if !self.0.is_locked() {
-                return self.0.lock();
+            match self.0.try_lock() {
+                Some(guard) => guard,
+                None => self.lock_held(),
             }
-            self.lock_held()
         }
 
         /// [`Mutex::lock`] of a mutex found held, out of line (the common path stays a leaf).
@@ -150,8 +153,8 @@ mod imp {
         fn lock_held(&self) -> MutexGuard<'_, T> {
             loop {
                 relax();
-                if !self.0.is_locked() {
-                    return self.0.lock();
+                if let Some(guard) = self.0.try_lock() {
+                    return guard;
                 }
             }
         }

@@ -26,6 +26,12 @@
  *  - munmap under file writers (with the directory): the same with pwrite from the mapping;
  *    munmap must wait for writes under way from it, so the file never takes bytes of a frame
  *    freed and used again (the main thread fills fresh memory at once).
+ *  - reads before the write-back (with the directory): a process lays out a 64 MiB file, writes
+ *    it in 1 MiB pieces without fsync, and reads it back in 1 MiB reads for 4 s, three times,
+ *    so the write-back's timer (every second, under the big kernel lock) meets reads of chunks
+ *    not committed yet (dbfs reads them under its state lock, and their disk wait takes the big
+ *    kernel lock): every read pass is checked. A deadlock between the two hangs the boot (the
+ *    test's timeout fails it); `make test-writeback-reads` is the surer trap for that one.
  *  - pinned threads: one thread per hart, each pinned to its own with sched_setaffinity, all
  *    running at once; each must find itself on its hart (sched_getcpu) at every turn of its
  *    loop, yields and time slices included, and a forked child keeps its creator's mask.
@@ -849,6 +855,94 @@ static void large_writers(const char *base) {
 	check(bad == 0, what);
 }
 
+#define PR_PROCS 1
+#define PR_SIZE (64 << 20)
+#define PR_SECS 4.0
+#define PR_ROUNDS 3
+
+/* Page `pg` of process p's file in `round`: a byte of its own in every position but the
+ * first 8, which hold the page's number and the round (a chunk read from the wrong place shows
+ * up in either). Cheap to make and check, so the processes spend their time in read(2). */
+static void pr_fill(unsigned char *page, int p, int round, size_t pg) {
+	memset(page, (int)((pg * 7 + (size_t)round * 31 + (size_t)p * 97 + 3) & 0xff), 4096);
+	unsigned stamp[2] = {(unsigned)pg, (unsigned)(round * PR_PROCS + p)};
+	memcpy(page, stamp, sizeof stamp);
+}
+
+static int pr_ok(const unsigned char *page, int p, int round, size_t pg) {
+	unsigned char want[4096];
+	pr_fill(want, p, round, pg);
+	return memcmp(page, want, 4096) == 0;
+}
+
+static void reads_before_writeback(const char *base) {
+	double t0 = now_s();
+	pid_t pids[PR_PROCS];
+	for (int p = 0; p < PR_PROCS; p++) {
+		pids[p] = fork();
+		if (pids[p] != 0)
+			continue;
+		/* Page-aligned buffers: dbfs's disk reads then go straight into them, a wait
+		 * that sleeps under the big kernel lock (an unaligned one goes through a bounce
+		 * buffer and polls). */
+		unsigned char *buf = NULL, *got = NULL;
+		if (posix_memalign((void **)&buf, 4096, 1 << 20) || posix_memalign((void **)&got, 4096, 1 << 20))
+			_exit(50);
+		long reads = 0;
+		char path[220];
+		snprintf(path, sizeof path, "%s/pr-%d.%d", base, p, (int)getppid());
+		int fd = open(path, O_CREAT | O_TRUNC | O_RDWR, 0644);
+		if (fd < 0)
+			_exit(51);
+		/* The first round writes a new file, the next ones rewrite it (chunks placed over
+		 * stored ones): either way its new chunks stay uncommitted until the write-back's
+		 * timer commits them, in the middle of the reads. */
+		/* Laid out first, as fio does: the reads then also go through stored chunks. */
+		if (posix_fallocate(fd, 0, PR_SIZE))
+			_exit(56);
+		for (int round = 0; round < PR_ROUNDS; round++) {
+			for (size_t at = 0; at < PR_SIZE; at += 1 << 20) {
+				for (size_t i = 0; i < 1 << 20; i += 4096)
+					pr_fill(buf + i, p, round, (at + i) / 4096);
+				if (pwrite(fd, buf, 1 << 20, (off_t)at) != 1 << 20)
+					_exit(52);
+			}
+			/* Every pass's bytes are checked, but only one read in 8 of a pass after the
+			 * first: reads back to back, so that the write-back finds dbfs's lock taken and
+			 * taken again as a reader would in a loop. */
+			double r0 = now_s();
+			for (int pass = 0; now_s() - r0 < PR_SECS; pass++)
+				for (size_t at = 0; at < PR_SIZE; at += 1 << 20) {
+					if (pread(fd, got, 1 << 20, (off_t)at) != 1 << 20)
+						_exit(53);
+					if (pass == 0 || (at >> 20) % 8 == (size_t)pass % 8)
+						for (size_t i = 0; i < 1 << 20; i += 4096)
+							if (!pr_ok(got + i, p, round, (at + i) / 4096))
+								_exit(54);
+					reads++;
+				}
+		}
+		close(fd);
+		unlink(path);
+		_exit(reads > 0 ? 0 : 55);
+	}
+	int bad = 0;
+	for (int p = 0; p < PR_PROCS; p++) {
+		int status;
+		if (waitpid(pids[p], &status, 0) != pids[p] || !WIFEXITED(status) ||
+		    WEXITSTATUS(status) != 0) {
+			printf("reader before the write-back %d: status %#x\n", p, status);
+			bad++;
+		}
+	}
+	char what[200];
+	snprintf(what, sizeof what,
+		 "%d process(es) each writing a %d MiB file %d times without fsync and reading it back "
+		 "in 1 MiB pieces for %.0f s after each on %s (%.1f s): %d failed or read wrong bytes",
+		 PR_PROCS, PR_SIZE >> 20, PR_ROUNDS, PR_SECS, base, now_s() - t0, bad);
+	check(bad == 0, what);
+}
+
 int main(int argc, char **argv) {
 	rounds = argc > 1 ? atol(argv[1]) : 20000;
 	const char *dir = argc > 2 ? argv[2] : NULL;
@@ -864,6 +958,7 @@ int main(int argc, char **argv) {
 	if (dir) {
 		dir_writers_readers(dir);
 		large_writers(dir);
+		reads_before_writeback(dir);
 		munmap_under_readers(dir, 20, 0);
 		munmap_under_readers(dir, 20, 1);
 	} else
