@@ -340,7 +340,7 @@ test-smp-stress: images
 # across its disk wait), then checked with fio's verify. A kernel in which the two can wait for
 # each other in a circle hangs here (the boot's timeout fails the test): the kernel before the
 # fix in kvdb::sync::Mutex hung in round 2; the same reads with fio's output to /dev/null and
-# one 6-second run did not hang it in three boots.
+# one 6-second run did not hang it in two boots.
 ## test-writeback-reads: 1 MiB reads of uncommitted writes while the write-back commits them, SMP=2
 test-writeback-reads: SMP = 2
 test-writeback-reads: images

@@ -135,10 +135,10 @@ mod imp {
         ///
         /// Taken with `try_lock` (one compare-and-swap), never by taking a ticket after
         /// seeing the lock free: another hart may take it between the look and the ticket,
-        /// and a ticket's holder waits by spinning, without relaxing. In the kernel that
-        /// waiter may hold the big kernel lock, which the mutex's holder may need before it
-        /// can let go (a read that holds dbfs's `state` while it waits for the disk takes it
-        /// to sleep): both harts would then spin forever.
+        /// and whoever holds a ticket waits for its turn by spinning, without relaxing. In the
+        /// kernel that waiter may hold the big kernel lock, which the mutex's holder may need
+        /// before it can let go (a read that holds dbfs's `state` while it waits for the disk
+        /// takes it to sleep): both harts would then spin for ever.
         #[inline]
         pub fn lock(&self) -> MutexGuard<'_, T> {
             match self.0.try_lock() {

@@ -882,9 +882,7 @@ static void reads_before_writeback(const char *base) {
 		pids[p] = fork();
 		if (pids[p] != 0)
 			continue;
-		/* Page-aligned buffers: dbfs's disk reads then go straight into them, a wait
-		 * that sleeps under the big kernel lock (an unaligned one goes through a bounce
-		 * buffer and polls). */
+		/* Page-aligned buffers, as fio's. */
 		unsigned char *buf = NULL, *got = NULL;
 		if (posix_memalign((void **)&buf, 4096, 1 << 20) || posix_memalign((void **)&got, 4096, 1 << 20))
 			_exit(50);
@@ -894,10 +892,9 @@ static void reads_before_writeback(const char *base) {
 		int fd = open(path, O_CREAT | O_TRUNC | O_RDWR, 0644);
 		if (fd < 0)
 			_exit(51);
-		/* The first round writes a new file, the next ones rewrite it (chunks placed over
-		 * stored ones): either way its new chunks stay uncommitted until the write-back's
-		 * timer commits them, in the middle of the reads. */
-		/* Laid out first, as fio does: the reads then also go through stored chunks. */
+		/* Laid out first, as fio does (the reads then also go through stored chunks). Each
+		 * round rewrites it: its new chunks stay uncommitted until the write-back's timer
+		 * commits them, in the middle of the reads. */
 		if (posix_fallocate(fd, 0, PR_SIZE))
 			_exit(56);
 		for (int round = 0; round < PR_ROUNDS; round++) {
