@@ -120,25 +120,28 @@ impl<P: Pager> DbFs<P> {
                 // The store's bytes (zeros past them) where no placed chunk goes: the overlay
                 // of those below writes every byte of their range.
                 let cs = self.chunk_size;
-                if offset < p.stored_size {
-                    let tx = self.db.begin_read().map_err(kv)?;
-                    unplaced(p, cs, offset, n, |at, len| {
+                let tx = if offset < p.stored_size {
+                    Some(self.db.begin_read().map_err(kv)?)
+                } else {
+                    None
+                };
+                unplaced(p, cs, offset, n, |at, len| match &tx {
+                    Some(tx) => {
                         let mut part = Shifted {
                             out: &mut *out,
                             base: at,
                             len,
                         };
-                        read_chunks(&tx, ino, cs, offset + at as u64, &mut part, len)
-                    })?;
-                } else {
-                    unplaced(p, cs, offset, n, |at, len| {
+                        read_chunks(tx, ino, cs, offset + at as u64, &mut part, len)
+                    }
+                    None => {
                         out.zero(at, len);
                         Ok(())
-                    })?;
-                }
-                overlay(p, self.chunk_size, offset, out, n);
+                    }
+                })?;
+                overlay(p, cs, offset, out, n);
                 let ps = self.db.page_size() as u64;
-                overlay_placed(self.db.pager(), ps, p, self.chunk_size, offset, out, n)?;
+                overlay_placed(self.db.pager(), ps, p, cs, offset, out, n)?;
             }
             if atime && relatime_due(&p.inode, now) {
                 if let Some(p) = st.wb.pending.get_mut(&ino) {
@@ -564,26 +567,19 @@ fn overlay_placed<P: Pager, O: Out + ?Sized>(
         let in_chunk = from - start;
         let have = pl.len.saturating_sub(in_chunk).min(to - from) as usize;
         let src = pl.page * ps + in_chunk;
-        match &mut run {
-            Some((s, at, n)) if have > 0 && *at + *n == a && *s + *n as u64 == src => *n += have,
-            _ => {
-                if let Some((s, at, n)) = run.take() {
-                    out.read_from(pager, s, at, n).map_err(kv)?;
-                }
-                if have > 0 {
-                    run = Some((src, a, have));
+        if have > 0 {
+            match &mut run {
+                Some((s, at, n)) if *at + *n == a && *s + *n as u64 == src => *n += have,
+                _ => {
+                    if let Some((s, at, n)) = run.replace((src, a, have)) {
+                        out.read_from(pager, s, at, n).map_err(kv)?;
+                    }
                 }
             }
         }
-        let tail = (to - from) as usize - have;
-        if tail > 0 {
-            // Zeros past the chunk's bytes end the run (the next chunk's bytes are not next
-            // to these in `out`).
-            if let Some((s, at, n)) = run.take() {
-                out.read_from(pager, s, at, n).map_err(kv)?;
-            }
-            out.zero(a + have, tail);
-        }
+        // Zeros past the chunk's bytes (a run never extends over them: the next chunk's
+        // bytes are not next to these in `out`).
+        out.zero(a + have, (to - from) as usize - have);
     }
     if let Some((s, at, n)) = run {
         out.read_from(pager, s, at, n).map_err(kv)?;
