@@ -37,6 +37,10 @@ pub struct Hart {
     /// The user page table (`satp`) this hart last switched to ([`switch_satp`]): the only
     /// one whose entries its TLB may hold (every switch flushes the TLB).
     user_satp: AtomicUsize,
+    /// Whether that table is only borrowed: the thread that ran on it switched away, and the
+    /// scheduler or a kernel thread runs on it ([`borrow_table`]). It is left for the kernel's
+    /// table before this hart lets go of the big kernel lock ([`leave_borrowed_table`]).
+    borrowed: AtomicBool,
     /// When this hart took the big kernel lock (the `time` CSR), for [`Stats::held_t`].
     held_since: AtomicU64,
     /// When this hart began its current wait for the big kernel lock, in order of arrival
@@ -108,6 +112,7 @@ impl Hart {
             stack_top: AtomicUsize::new(0),
             hartid: AtomicUsize::new(0),
             started: AtomicBool::new(false),
+            borrowed: AtomicBool::new(false),
             idle: AtomicBool::new(false),
             user_satp: AtomicUsize::new(0),
             held_since: AtomicU64::new(0),
@@ -435,6 +440,7 @@ pub fn others_wait_for_lock() -> bool {
 /// and with the threads pinned to different harts nothing else would run.
 pub fn let_waiters_in() {
     if WAITING.load(SeqCst) & !(1u64 << index()) != 0 {
+        leave_borrowed_table();
         unlock();
         lock();
     }
@@ -482,6 +488,7 @@ pub fn holds_lock() -> bool {
 pub fn idle_wait() {
     let h = this();
     h.idle.store(true, Relaxed);
+    leave_borrowed_table();
     unlock();
     let t0 = super::csr::time();
     super::csr::wait_for_interrupt();
@@ -521,8 +528,51 @@ pub fn send_ipi(i: usize) {
 
 /// Switch this hart to page table `satp` (flushing its TLB), noted for [`flush_user_page`].
 pub fn switch_satp(satp: usize) {
-    this().user_satp.store(satp, Relaxed);
+    let h = this();
+    h.borrowed.store(false, Relaxed);
+    h.user_satp.store(satp, Relaxed);
     super::csr::set_satp(satp);
+}
+
+/// Run on page table `satp` (a thread's, which owns it): [`switch_satp`], unless this hart has
+/// it already (then its TLB entries stay, and are right: every change to the table's entries
+/// flushes them on the harts whose last table it is, `flush_user`).
+pub fn use_satp(satp: usize) {
+    let h = this();
+    if h.user_satp.load(Relaxed) == satp {
+        h.borrowed.store(false, Relaxed);
+    } else {
+        switch_satp(satp);
+    }
+}
+
+/// The kernel's own page table (`satp`), which [`leave_borrowed_table`] switches to.
+static KERNEL_SATP: AtomicUsize = AtomicUsize::new(0);
+
+/// Note the kernel's own page table (set once, at boot).
+pub fn set_kernel_satp(satp: usize) {
+    KERNEL_SATP.store(satp, Relaxed);
+}
+
+/// The thread that owned this hart's page table has switched away: the scheduler, and kernel
+/// threads after it, run on that table while this hart holds the big kernel lock (no other
+/// hart can then free it: a process's last exit and exec run under the lock). With one hart
+/// nothing else runs, and the table is kept across idling too.
+pub fn borrow_table() {
+    if count() > 1 {
+        this().borrowed.store(true, Relaxed);
+    }
+}
+
+/// Before the big kernel lock is let go: leave a borrowed table for the kernel's, as another
+/// hart may free it meanwhile.
+fn leave_borrowed_table() {
+    if this().borrowed.load(Relaxed) {
+        let k = KERNEL_SATP.load(Relaxed);
+        if k != 0 {
+            switch_satp(k);
+        }
+    }
 }
 
 /// The other started harts that may cache entries of page table `satp` (any: `None`), as an

@@ -55,6 +55,7 @@ pub fn init_kernel(ram_end: usize) {
     }
     let t =
         KERNEL_TABLE.call_once(|| PageTable::new().expect("no memory for the kernel page table"));
+    crate::arch::hart::set_kernel_satp(t.satp());
     t.activate();
 }
 

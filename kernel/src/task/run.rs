@@ -144,11 +144,13 @@ pub fn run() -> ! {
         // kernel's, as Linux's kernel threads borrow the last mm: the kernel half is the same
         // in every table, and a switch would flush the TLB twice per kernel thread's turn.
         // The borrowed table stays alive: its process has a thread that ran here last (a
-        // process's last thread leaves the kernel's table behind), and with several harts the
-        // hart takes the kernel's table after every thread (below).
+        // process's last thread leaves the kernel's table behind), and with several harts
+        // this hart takes the kernel's table before it lets go of the big kernel lock
+        // (`hart::borrow_table`). A thread whose table the hart has already (a thread of the
+        // same process, or the one a kernel thread borrowed) keeps its TLB entries.
         let satp = t.process.satp.load(Relaxed);
         if satp != 0 {
-            hart::switch_satp(satp);
+            hart::use_satp(satp);
         }
         // Code pages may have changed while this hart ran other spaces (`fence_i_user` only
         // reaches the harts running the space).
@@ -168,11 +170,10 @@ pub fn run() -> ! {
         // Its registers are saved: it may now run elsewhere (once this hart lets go of the
         // big kernel lock).
         t.on_cpu.store(false, Relaxed);
-        if hart::count() > 1 {
-            // Another hart may free this thread's page table (its process's last thread
-            // exits there) while this one idles: run the scheduler on the kernel's table.
-            crate::mm::page_table::activate_kernel();
-        }
+        // The scheduler now borrows the thread's table, as kernel threads do: another hart
+        // may free it (its process's last thread exits there) once this one lets go of the
+        // big kernel lock, and the hart takes the kernel's table before that.
+        hart::borrow_table();
         let mut s = SCHED.lock();
         CURRENT[me].store(core::ptr::null_mut(), Relaxed);
         s.current[me] = None;
