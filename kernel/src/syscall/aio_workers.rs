@@ -25,6 +25,7 @@ use super::args::SysResult;
 use super::fd::MAX_RW;
 use super::io::read_file_at;
 use super::stream::stream_of;
+use crate::arch::hart::{self, MAX_HARTS};
 use crate::arch::lockcheck::{rank, SpinLock};
 use crate::fs::file::OpenFile;
 use crate::ipc::eventfd::EventFd;
@@ -100,8 +101,8 @@ pub(super) fn asynchronous(f: &OpenFile) -> bool {
         && matches!(f.ftype, FileType::Regular | FileType::BlockDevice)
 }
 
-/// Most kernel workers the requests of all processes share.
-pub const MAX_WORKERS: usize = 32;
+/// Most kernel workers each hart has: as many as fio's usual `iodepth` (16) keeps in flight.
+pub const MAX_WORKERS: usize = 16;
 
 /// A read waiting for a worker, or being done by one.
 struct Job {
@@ -117,18 +118,29 @@ struct Job {
     user_iocb: usize,
 }
 
-/// Reads waiting for a worker, oldest first.
-static JOBS: SpinLock<VecDeque<Job>, { rank::AIO_QUEUE }> = SpinLock::new(VecDeque::new());
+/// One hart's workers: they run only there, and take the reads submitted there. A read then
+/// never crosses harts (a hand-over under the big kernel lock, an IPI and a wake-up each way),
+/// and submitters on different harts have workers of their own.
+struct Pool {
+    /// Reads waiting for a worker, oldest first.
+    jobs: SpinLock<VecDeque<Job>, { rank::AIO_QUEUE }>,
+    /// Idle workers, asleep until a read is queued.
+    idle: WaitQueue,
+    /// Workers made so far (they never exit).
+    workers: AtomicUsize,
+}
 
-/// Idle workers, asleep until a read is queued.
-static IDLE_WORKERS: WaitQueue = WaitQueue::new();
+static POOLS: [Pool; MAX_HARTS] = [const {
+    Pool {
+        jobs: SpinLock::new(VecDeque::new()),
+        idle: WaitQueue::new(),
+        workers: AtomicUsize::new(0),
+    }
+}; MAX_HARTS];
 
-/// Workers made so far (they never exit).
-static WORKERS: AtomicUsize = AtomicUsize::new(0);
-
-/// Queue a read for a worker (its slot in `ring` is taken): an idle one is woken, or a new
-/// one made while there are fewer than [`MAX_WORKERS`]. When none exists and none can be
-/// made, the read completes here.
+/// Queue a read for a worker of this hart (its slot in `ring` is taken): an idle one is
+/// woken, or a new one made while the hart has fewer than [`MAX_WORKERS`]. When none exists
+/// and none can be made, the read completes here.
 pub(super) fn queue(
     ring: &Arc<AioRing>,
     file: Arc<OpenFile>,
@@ -147,47 +159,60 @@ pub(super) fn queue(
         data: cb.aio_data,
         user_iocb,
     };
-    if !IDLE_WORKERS.wake_one() {
-        let made =
-            WORKERS.load(Relaxed) < MAX_WORKERS && crate::task::spawn_kernel_thread(worker).is_ok();
+    let here = hart::index();
+    let pool = &POOLS[here];
+    if !pool.idle.wake_one() {
+        let made = pool.workers.load(Relaxed) < MAX_WORKERS
+            && crate::task::spawn_kernel_thread(worker, 1 << here).is_ok();
         if made {
-            WORKERS.fetch_add(1, Relaxed);
-        } else if WORKERS.load(Relaxed) == 0 {
+            pool.workers.fetch_add(1, Relaxed);
+        } else if pool.workers.load(Relaxed) == 0 {
             let res = read_job(&job);
             return finish(&job, res);
         }
     }
-    JOBS.lock().push_back(job);
+    pool.jobs.lock().push_back(job);
     Ok(())
 }
 
-/// A worker: take the oldest queued read, do it, complete it; sleep while there is none.
+/// A worker (pinned to one hart): take the oldest read queued on its hart, do it, complete
+/// it; sleep while there is none.
 extern "C" fn worker() -> ! {
+    let pool = &POOLS[hart::index()];
     loop {
-        IDLE_WORKERS.prepare_to_wait();
-        let next = JOBS.lock().pop_front();
+        pool.idle.prepare_to_wait();
+        let next = pool.jobs.lock().pop_front();
         match next {
             Some(job) => {
-                IDLE_WORKERS.finish_wait();
+                pool.idle.finish_wait();
                 let res = read_job(&job);
-                let _ = finish(&job, res);
+                let _ = complete_job(&job, res);
+                // The reaper runs here once this worker sleeps (its next read's device wait,
+                // or no read left): not on another hart, where its system calls would take
+                // turns with this one's at the big kernel lock.
+                AIO_WAITERS.wake_all_sync();
             }
-            None => IDLE_WORKERS.sleep_prepared(None),
+            None => pool.idle.sleep_prepared(None),
         }
     }
 }
 
 /// Complete `job` with `res` and wake the reapers.
 fn finish(job: &Job, res: SysResult) -> Result<(), Errno> {
-    let r = complete(
+    let r = complete_job(job, res);
+    AIO_WAITERS.wake_all();
+    r
+}
+
+/// Complete `job` with `res` (the reapers not woken).
+fn complete_job(job: &Job, res: SysResult) -> Result<(), Errno> {
+    complete(
         &job.ring,
         job.data,
         job.user_iocb,
         job.resfd.as_deref(),
         res,
-    );
-    AIO_WAITERS.wake_all();
-    r
+    )
 }
 
 /// Bytes a worker reads into its own buffer before it copies them to the user's memory.

@@ -72,9 +72,10 @@ fn kernel_process() -> Result<Arc<Process>, Errno> {
         .clone())
 }
 
-/// Start a kernel thread running `entry` (which never returns), on any hart. ENOMEM or
-/// EAGAIN when no stack or no thread can be had.
-pub fn spawn_kernel_thread(entry: extern "C" fn() -> !) -> Result<(), Errno> {
+/// Start a kernel thread running `entry` (which never returns), on the harts of `affinity`
+/// (bit i: hart slot i; `u64::MAX` for any). ENOMEM or EAGAIN when no stack or no thread can
+/// be had.
+pub fn spawn_kernel_thread(entry: extern "C" fn() -> !, affinity: u64) -> Result<(), Errno> {
     if SCHED.lock().tasks() >= super::process::MAX_PROCS {
         return Err(Errno::EAGAIN);
     }
@@ -83,7 +84,7 @@ pub fn spawn_kernel_thread(entry: extern "C" fn() -> !) -> Result<(), Errno> {
     let top = kstack_top(&kstack);
     let tid = PID_MAX + 1 + KERNEL_THREADS.fetch_add(1, Relaxed);
     let tf = Box::new(TrapFrame::new_user(0, 0, top));
-    let t = make_thread(tid, &p, tf, kstack, Default::default(), u64::MAX);
+    let t = make_thread(tid, &p, tf, kstack, Default::default(), affinity);
     // Not the way to user mode that `make_thread` starts a thread at: `entry`.
     *t.ctx.lock() = TaskContext::new(entry as usize, top);
     p.inner.lock().threads.push(t.clone());

@@ -69,11 +69,17 @@ impl Scheduler {
     pub(super) fn cur(&self) -> &Option<Arc<Thread>> {
         &self.current[hart::index()]
     }
-    /// Queue a runnable thread, waking an idle hart it may run on.
+    /// Queue a runnable thread, waking an idle hart it may run on, unless this hart's
+    /// scheduler (no thread current: a device interrupt it took, a timeout) takes it next
+    /// itself: it may run here, and no queued thread comes before it here.
     pub(super) fn push_ready(&mut self, t: Arc<Thread>) {
         let harts = t.affinity();
+        let me = hart::index();
+        let here = self.current[me].is_none() && t.allows(me) && !self.has_ready_for(me);
         self.ready.push_back(t);
-        hart::kick_idle(harts);
+        if !here {
+            hart::kick_idle(harts);
+        }
     }
     /// Queue the thread this hart is about to switch away from (a yield): no idle hart is
     /// woken if it may run here, since this hart runs the scheduler next and takes the
@@ -303,6 +309,19 @@ fn wake_in(s: &mut Scheduler, t: &Arc<Thread>) -> bool {
     drop(inner);
     s.push_ready(t.clone());
     true
+}
+
+/// [`wake`] by a caller about to sleep: `t` is queued as a yielding thread is, an idle hart
+/// woken only if `t` may not run on this one.
+pub fn wake_sync(t: &Arc<Thread>) {
+    let mut s = SCHED.lock();
+    let mut inner = t.inner.lock();
+    if inner.state != State::Waiting {
+        return;
+    }
+    inner.state = State::Ready;
+    drop(inner);
+    s.push_yielded(t.clone());
 }
 
 /// Make `t` look at its signals and exit requests soon: wake it if it sleeps ([`wake`]), and if

@@ -98,6 +98,15 @@ impl WaitQueue {
             wake(p);
         }
     }
+
+    /// Make every waiter runnable, to run on this hart once the caller sleeps (Linux's
+    /// `WF_SYNC`): no idle hart is woken for a waiter that may run here.
+    pub fn wake_all_sync(&self) {
+        let waiters = core::mem::take(&mut *self.waiters.lock());
+        for p in &waiters {
+            super::sched::wake_sync(p);
+        }
+    }
 }
 
 /// Threads in ppoll/pselect6 with nothing ready yet: one queue for every descriptor, woken on
