@@ -289,7 +289,7 @@ extern "C" fn rust_main(hartid: usize, dtb: usize) -> ! {
         info.virtio_count
     );
     csr::set_sie(csr::sie() | csr::SIE_STIE | csr::SIE_SSIE);
-    // The disks' completion interrupts go to this hart first (arch::plic).
+    // The disks' completion interrupts go to this hart alone (arch::plic).
     if let Some(plic) = info.plic {
         arch::plic::init(plic, &info.harts[..info.hart_count]);
         csr::set_sie(csr::sie() | csr::SIE_SEIE);
@@ -410,12 +410,6 @@ extern "C" fn secondary_main() -> ! {
     arch::trap::init();
     csr::set_scounteren(csr::scounteren() | csr::SCOUNTEREN_TM);
     csr::set_sie(csr::sie() | csr::SIE_STIE | csr::SIE_SSIE);
-    // A disk's completions come here while a thread of this hart sleeps for them
-    // (`arch::plic::route_here`).
-    if arch::plic::present() {
-        arch::plic::open_this_hart();
-        csr::set_sie(csr::sie() | csr::SIE_SEIE);
-    }
     arch::hart::secondary_started();
     arch::hart::lock();
     let late = arch::hart::take_late_starts();

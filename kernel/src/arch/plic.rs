@@ -5,13 +5,10 @@
 //! QEMU's `virt` machine gives every hart two contexts, machine mode then supervisor mode, so
 //! hart id `h`'s supervisor context is `2h + 1`. A source is routed to ONE hart's supervisor
 //! context ([`route`]): a completion then interrupts one hart, not every hart (each would take
-//! the big kernel lock only to find the claim taken by another). A disk moves its source to
-//! the hart of the thread that goes to sleep for its requests ([`route_here`]): the completion
-//! then wakes that hart, which runs the thread, instead of another hart that would take the
-//! big kernel lock to wake it and send it an IPI. Every hart has `sie.SEIE` on; the kernel
-//! runs with `sstatus.SIE` off, so the interrupt is taken in user mode, or seen pending
-//! (`sip.SEIP`) by the scheduler loop and the idle loop's `wfi`, which claim it through
-//! [`claim`] and [`complete`].
+//! the big kernel lock only to find the claim taken by another). The routed hart has
+//! `sie.SEIE` on; the kernel runs with `sstatus.SIE` off, so the interrupt is taken in user
+//! mode, or seen pending (`sip.SEIP`) by the scheduler loop and the idle loop's `wfi`, which
+//! claim it through [`claim`] and [`complete`].
 
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
@@ -19,12 +16,8 @@ use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 /// The PLIC's registers in the direct map; 0 until [`init`] (no PLIC: nothing is routed and
 /// devices are polled).
 static BASE: AtomicUsize = AtomicUsize::new(0);
-/// The hart slot the sources are first routed to (`usize::MAX`: none yet).
+/// The hart slot the sources are routed to (`usize::MAX`: none yet).
 static TARGET: AtomicUsize = AtomicUsize::new(usize::MAX);
-/// Sources [`route_here`] may move (the first ones; QEMU `virt`'s virtio slots are 1..=8).
-const MOVABLE: usize = 64;
-/// The hart slot each of those is routed to now.
-static ROUTED_TO: [AtomicUsize; MOVABLE] = [const { AtomicUsize::new(usize::MAX) }; MOVABLE];
 /// The device tree's hart ids (slot order), each with a supervisor context of its own.
 static HARTIDS: spin::Once<Vec<usize>> = spin::Once::new();
 
@@ -92,65 +85,26 @@ pub fn route(irq: u32, hart: usize) -> bool {
         return false;
     }
     let ctx = s_context(hart);
+    let word = |ctx: usize| ENABLE + ENABLE_STRIDE * ctx + 4 * (irq as usize / 32);
     for &id in HARTIDS.get().into_iter().flatten() {
         let other = s_context_of(id);
         if other != ctx {
-            set_enabled(other, irq, false);
+            write(word(other), read(word(other)) & !(1 << (irq % 32)));
         }
     }
     write(PRIORITY + 4 * irq as usize, 1);
-    set_enabled(ctx, irq, true);
-    open_context(ctx);
-    if let Some(r) = ROUTED_TO.get(irq as usize) {
-        r.store(hart, Relaxed);
-    }
+    write(word(ctx), read(word(ctx)) | 1 << (irq % 32));
+    write(CONTEXT + CONTEXT_STRIDE * ctx + THRESHOLD, 0);
     true
 }
 
-/// Let every source with a priority through context `ctx` (threshold 0).
-fn open_context(ctx: usize) {
-    write(CONTEXT + CONTEXT_STRIDE * ctx + THRESHOLD, 0);
-}
-
-/// This hart has started: let sources through its supervisor context, so that
-/// [`route_here`] may move one to it. (OpenSBI starts a hart with its contexts' thresholds
-/// at 7, every source masked, after boot routed the disks.)
-pub fn open_this_hart() {
-    if present() {
-        open_context(s_context(super::hart::index()));
-    }
-}
-
-/// Enable (or disable) source `irq` in context `ctx`.
-fn set_enabled(ctx: usize, irq: u32, on: bool) {
-    let word = ENABLE + ENABLE_STRIDE * ctx + 4 * (irq as usize / 32);
-    let bit = 1 << (irq % 32);
-    let old = read(word);
-    write(word, if on { old | bit } else { old & !bit });
-}
-
-/// Route source `irq` (routed by [`route`]) to this hart, if it goes elsewhere. The caller
-/// holds the big kernel lock, under which every claim and its completion run
-/// (`drivers::external_interrupt`): no hart is between the two, which a move would break (a
-/// completion written to a context the source is no longer enabled in is ignored, and the
-/// source would never interrupt again). The new context is enabled before the old one is
-/// disabled: a completion pending meanwhile is claimed by one of the two.
-pub fn route_here(irq: u32) {
-    let Some(r) = ROUTED_TO.get(irq as usize) else {
-        return;
-    };
-    let me = super::hart::index();
-    let was = r.load(Relaxed);
-    if was == me || was == usize::MAX {
-        return;
-    }
-    debug_assert!(super::hart::holds_lock());
-    set_enabled(s_context(me), irq, true);
-    set_enabled(s_context(was), irq, false);
-    r.store(me, Relaxed);
+/// Whether this hart is the one the sources are routed to.
+pub fn is_target() -> bool {
+    present() && TARGET.load(Relaxed) == super::hart::index()
 }
 
 /// Claim the highest-priority pending source of this hart's supervisor context: 0 if none.
+/// Only the routed hart ([`is_target`]) may call it.
 pub fn claim() -> u32 {
     read(CONTEXT + CONTEXT_STRIDE * s_context(super::hart::index()) + CLAIM)
 }

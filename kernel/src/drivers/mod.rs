@@ -17,8 +17,8 @@ use crate::arch::{csr, plic};
 /// the next chance.
 const MAX_CLAIMS: usize = 16;
 
-/// A supervisor external interrupt (`arch::plic`), under the big kernel lock: claim each
-/// source pending on this hart, hand it to its driver, complete it.
+/// A supervisor external interrupt on the routed hart (`arch::plic`): claim each pending
+/// source, hand it to its driver, complete it.
 pub fn external_interrupt() {
     for _ in 0..MAX_CLAIMS {
         let irq = plic::claim();
@@ -33,11 +33,11 @@ pub fn external_interrupt() {
 }
 
 /// The device work of a scheduler pass and of a spinning wait (`task::Services::devices`):
-/// a hart takes an external interrupt pending on it (the kernel runs with interrupts off,
+/// the routed hart takes a pending external interrupt (the kernel runs with interrupts off,
 /// so one that came while it was in the kernel waits here), and every hart wakes disk
 /// waiters whose requests completed without one ([`virtio_blk::poll`]).
 pub fn service() {
-    if plic::present() && csr::sip() & csr::SIE_SEIE != 0 {
+    if plic::is_target() && csr::sip() & csr::SIE_SEIE != 0 {
         external_interrupt();
     }
     virtio_blk::poll();

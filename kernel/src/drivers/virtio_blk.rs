@@ -806,8 +806,6 @@ impl VirtioDisk {
                 return result;
             }
             if sleep {
-                // The completion's interrupt wakes this hart, which runs the thread next.
-                crate::arch::plic::route_here(self.irq);
                 let deadline = crate::arch::time::monotonic_ns() + BACKSTOP_NS;
                 self.waiters.sleep_prepared(Some(deadline));
                 // The backstop must not wake the thread later, in some other sleep.
@@ -977,8 +975,8 @@ pub fn probe(mut slots: Vec<(usize, usize, u32)>) -> Vec<Arc<VirtioDisk>> {
             continue;
         }
         let name = alloc::format!("vd{}", (b'a' + disks.len() as u8) as char);
-        // Completions interrupt the boot hart until a thread of another hart sleeps for
-        // them (`arch::plic`); without a source the disk's waits poll.
+        // Completions interrupt the boot hart alone (`arch::plic`); without a source the
+        // disk's waits poll.
         let irq = if crate::arch::plic::route(irq, 0) {
             irq
         } else {

@@ -69,17 +69,11 @@ impl Scheduler {
     pub(super) fn cur(&self) -> &Option<Arc<Thread>> {
         &self.current[hart::index()]
     }
-    /// Queue a runnable thread, waking an idle hart it may run on, unless this hart's
-    /// scheduler (no thread current: a device interrupt it took, a timeout) takes it next
-    /// itself: it may run here, and no queued thread comes before it here.
+    /// Queue a runnable thread, waking an idle hart it may run on.
     pub(super) fn push_ready(&mut self, t: Arc<Thread>) {
         let harts = t.affinity();
-        let me = hart::index();
-        let here = self.current[me].is_none() && t.allows(me) && !self.has_ready_for(me);
         self.ready.push_back(t);
-        if !here {
-            hart::kick_idle(harts);
-        }
+        hart::kick_idle(harts);
     }
     /// Queue the thread this hart is about to switch away from (a yield): no idle hart is
     /// woken if it may run here, since this hart runs the scheduler next and takes the

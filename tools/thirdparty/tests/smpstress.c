@@ -35,10 +35,6 @@
  *  - pinned threads: one thread per hart, each pinned to its own with sched_setaffinity, all
  *    running at once; each must find itself on its hart (sched_getcpu) at every turn of its
  *    loop, yields and time slices included, and a forked child keeps its creator's mask.
- *  - disk interrupts follow the sleeper (with the directory): pinned to each hart in turn, the
- *    process drops the caches and reads an 8 MiB file back cold in 1 MiB reads (each asleep
- *    until its disk's completion); that hart must then have taken some of the disks'
- *    interrupts (/proc/interrupts), and the bytes must be right.
  * Prints one line per check and "smpstress: N passed, M failed". */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -944,109 +940,6 @@ static void reads_before_writeback(const char *base) {
 	check(bad == 0, what);
 }
 
-/* --- Disk interrupts follow the sleeper: the virtio-blk lines of /proc/interrupts, summed per
- * CPU column, into `per_cpu` (up to `n` columns); -1 if the file cannot be read. */
-#define IRQ_FILE_SIZE (8 << 20)
-#define IRQ_PIECE (1 << 20)
-static int disk_interrupts(long *per_cpu, int n) {
-	FILE *f = fopen("/proc/interrupts", "r");
-	if (!f)
-		return -1;
-	char line[512];
-	for (int i = 0; i < n; i++)
-		per_cpu[i] = 0;
-	while (fgets(line, sizeof line, f)) {
-		if (!strstr(line, "virtio-blk"))
-			continue;
-		char *p = strchr(line, ':');
-		if (!p)
-			continue;
-		p++;
-		for (int i = 0; i < n; i++) {
-			char *end;
-			long v = strtol(p, &end, 10);
-			if (end == p)
-				break;
-			per_cpu[i] += v;
-			p = end;
-		}
-	}
-	fclose(f);
-	return 0;
-}
-
-static void interrupts_follow_sleeper(const char *base, long harts) {
-	if (harts > 16)
-		harts = 16;
-	char path[220];
-	snprintf(path, sizeof path, "%s/irq.%d", base, (int)getpid());
-	int fd = open(path, O_CREAT | O_TRUNC | O_RDWR, 0644);
-	unsigned char *buf = malloc(IRQ_PIECE);
-	if (fd < 0 || !buf) {
-		check(0, "disk interrupts follow the sleeper: open");
-		free(buf);
-		return;
-	}
-	for (size_t at = 0; at < IRQ_FILE_SIZE; at += IRQ_PIECE) {
-		for (size_t i = 0; i < IRQ_PIECE; i++)
-			buf[i] = (unsigned char)((at + i) * 7 + ((at + i) >> 12));
-		if (pwrite(fd, buf, IRQ_PIECE, (off_t)at) != IRQ_PIECE)
-			break;
-	}
-	fsync(fd);
-	cpu_set_t old;
-	sched_getaffinity(0, sizeof old, &old);
-	long missed = 0, wrong = 0, errors = 0;
-	char missed_on[100] = "";
-	for (long h = 0; h < harts; h++) {
-		cpu_set_t one;
-		CPU_ZERO(&one);
-		CPU_SET(h, &one);
-		long before[16], after[16];
-		int dc = open("/proc/sys/vm/drop_caches", O_WRONLY);
-		if (sched_setaffinity(0, sizeof one, &one) || dc < 0 || write(dc, "3", 1) != 1 ||
-		    disk_interrupts(before, harts)) {
-			errors++;
-			if (dc >= 0)
-				close(dc);
-			continue;
-		}
-		close(dc);
-		/* Whole 1 MiB pieces, cold: dbfs reads them from the disk into the caller's pages,
-		 * asleep until the completion's interrupt. */
-		for (size_t at = 0; at < IRQ_FILE_SIZE; at += IRQ_PIECE) {
-			if (pread(fd, buf, IRQ_PIECE, (off_t)at) != IRQ_PIECE) {
-				errors++;
-				break;
-			}
-			for (size_t i = 0; i < IRQ_PIECE; i++)
-				if (buf[i] != (unsigned char)((at + i) * 7 + ((at + i) >> 12))) {
-					wrong++;
-					break;
-				}
-		}
-		if (disk_interrupts(after, harts)) {
-			errors++;
-			continue;
-		}
-		if (after[h] <= before[h]) {
-			missed++;
-			size_t l = strlen(missed_on);
-			snprintf(missed_on + l, sizeof missed_on - l, " %ld", h);
-		}
-	}
-	sched_setaffinity(0, sizeof old, &old);
-	close(fd);
-	unlink(path);
-	free(buf);
-	char what[300];
-	snprintf(what, sizeof what,
-		 "cold reads pinned to each of %ld harts on %s: %ld hart(s) took none of their disk's "
-		 "interrupts (%s), %ld wrong reads, %ld failed calls",
-		 harts, base, missed, missed ? missed_on : "none", wrong, errors);
-	check(missed == 0 && wrong == 0 && errors == 0, what);
-}
-
 int main(int argc, char **argv) {
 	rounds = argc > 1 ? atol(argv[1]) : 20000;
 	const char *dir = argc > 2 ? argv[2] : NULL;
@@ -1063,7 +956,6 @@ int main(int argc, char **argv) {
 		dir_writers_readers(dir);
 		large_writers(dir);
 		reads_before_writeback(dir);
-		interrupts_follow_sleeper(dir, harts);
 		munmap_under_readers(dir, 20, 0);
 		munmap_under_readers(dir, 20, 1);
 	} else
