@@ -1,8 +1,8 @@
 //! How io_submit's requests complete ([`complete`]: the event in the ring, the eventfd, and
 //! [`AIO_WAITERS`], the threads in io_getevents), shared by `aio` and the kernel workers
-//! that carry out its reads: a pool of kernel threads
-//! (`task::spawn_kernel_thread`, at most [`MAX_WORKERS`], made as reads find none idle),
-//! each taking the oldest queued read. A worker reads through pread's path
+//! that carry out its reads: a pool of kernel threads per hart
+//! (`task::spawn_kernel_thread`, at most [`MAX_WORKERS`] each, made as reads find none idle,
+//! pinned to their hart), each taking the oldest read queued on its hart. A worker reads through pread's path
 //! (`io::read_file_at`) into a kernel buffer, its device waits asleep
 //! (`task::reading_kernel_buffer`: dbfs's window faults and a disk's reads of several workers
 //! are at the disk together), then copies the bytes into the submitter's address space,
@@ -101,8 +101,8 @@ pub(super) fn asynchronous(f: &OpenFile) -> bool {
         && matches!(f.ftype, FileType::Regular | FileType::BlockDevice)
 }
 
-/// Most kernel workers each hart has: as many as fio's usual `iodepth` (16) keeps in flight.
-pub const MAX_WORKERS: usize = 16;
+/// Most kernel workers each hart has (the whole pool's size when it was one for every hart).
+pub const MAX_WORKERS: usize = 32;
 
 /// A read waiting for a worker, or being done by one.
 struct Job {
