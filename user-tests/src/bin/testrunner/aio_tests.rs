@@ -567,6 +567,43 @@ pub fn aio_reads_in_flight(cx: &Ctx) -> TestResult {
     sys::io_destroy(ctx).what("io_destroy")
 }
 
+/// Reads submitted on each hart in turn, pinned there, complete with their bytes: io_submit
+/// hands them to that hart's own workers (made by its first read, and pinned to it too), so
+/// every hart's pool is used, and the submitter is still on its hart when it has reaped them.
+pub fn aio_reads_from_each_hart(cx: &Ctx) -> TestResult {
+    let (f, model) = cold_file(cx, "aio-harts")?;
+    let all = crate::sched_tests::getaffinity(0, 8).what("sched_getaffinity")?;
+    let each = || -> TestResult {
+        for hart in (0..64u32).filter(|h| all & (1u64 << h) != 0) {
+            crate::sched_tests::setaffinity(0, 1 << hart).what("sched_setaffinity")?;
+            let _ = sys::drop_caches();
+            let mut bufs = vec![vec![0u8; 4096]; READS];
+            let cbs = cold_reads(&f, &mut bufs);
+            let ctx = sys::io_setup(READS as u32).what("io_setup")?;
+            ensure!(
+                submit(ctx, &cbs).what("io_submit")? == READS,
+                "not all submitted on hart {hart}"
+            );
+            let mut events = Vec::new();
+            while events.len() < READS {
+                events.extend(sys::io_getevents(ctx, 1, READS, None).what("io_getevents")?);
+            }
+            let mut got: Vec<(u64, i64)> = events.iter().map(|e| (e.data, e.res)).collect();
+            got.sort();
+            let want: Vec<(u64, i64)> = (0..READS as u64).map(|k| (k, 4096)).collect();
+            ensure!(got == want, "events on hart {hart}: {got:?}");
+            check_cold_reads(&bufs, &model, &format!("a read submitted on hart {hart}"))?;
+            let cpu = crate::sched_tests::getcpu();
+            ensure!(cpu == Ok(hart), "pinned to hart {hart}, found on {cpu:?}");
+            sys::io_destroy(ctx).what("io_destroy")?;
+        }
+        Ok(())
+    };
+    let r = each();
+    let back = crate::sched_tests::setaffinity(0, all).what("sched_setaffinity back");
+    r.and(back.map(|_| ()))
+}
+
 /// io_destroy returns only once the context's reads are done: their bytes are in the
 /// buffers though nobody reaped their events. A child that exits, and one that execs, with
 /// reads in flight end normally, and the parent's memory is untouched.

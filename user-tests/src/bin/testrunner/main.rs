@@ -412,6 +412,10 @@ pub const TESTS: &[Test] = &[
     t("aio_not_inherited", aio_tests::aio_not_inherited),
     t("aio_reads_in_flight", aio_tests::aio_reads_in_flight),
     t(
+        "aio_reads_from_each_hart",
+        aio_tests::aio_reads_from_each_hart,
+    ),
+    t(
         "aio_destroy_and_exit_in_flight",
         aio_tests::aio_destroy_and_exit_in_flight,
     ),

@@ -332,7 +332,7 @@ pub fn reboot_cad_wait_int_min(_cx: &Ctx) -> TestResult {
     expect_errno(r.map(|(p, _)| p), Errno::ESRCH, "wait4(INT_MIN)")
 }
 
-fn getaffinity(pid: usize, size: usize) -> SysResult<u64> {
+pub(crate) fn getaffinity(pid: usize, size: usize) -> SysResult<u64> {
     let mut m = 0u64;
     // SAFETY: `m` is an 8-byte cpu mask, and `size` is at most 8 here.
     ret(unsafe {
@@ -346,12 +346,12 @@ fn getaffinity(pid: usize, size: usize) -> SysResult<u64> {
     .map(|_| m)
 }
 
-fn setaffinity(pid: usize, m: u64) -> SysResult<usize> {
+pub(crate) fn setaffinity(pid: usize, m: u64) -> SysResult<usize> {
     // SAFETY: `m` is an 8-byte cpu mask.
     ret(unsafe { syscall3(SYS_SCHED_SETAFFINITY, pid, 8, &m as *const u64 as usize) })
 }
 
-fn getcpu() -> SysResult<u32> {
+pub(crate) fn getcpu() -> SysResult<u32> {
     let mut cpu = u32::MAX;
     // SAFETY: `cpu` is a u32; the node pointer is null.
     ret(unsafe { syscall3(SYS_GETCPU, &mut cpu as *mut u32 as usize, 0, 0) }).map(|_| cpu)
