@@ -2,8 +2,8 @@
 //! [`AIO_WAITERS`], the threads in io_getevents), shared by `aio` and the kernel workers
 //! that carry out its reads: a pool of kernel threads per hart
 //! (`task::spawn_kernel_thread`, at most [`MAX_WORKERS`] each, made as reads find none idle,
-//! pinned to their hart), each taking the oldest read queued on its hart. A worker reads through pread's path
-//! (`io::read_file_at`) into a kernel buffer, its device waits asleep
+//! pinned to their hart), each taking the oldest read queued on its hart. A worker reads
+//! through pread's path (`io::read_file_at`) into a kernel buffer, its device waits asleep
 //! (`task::reading_kernel_buffer`: dbfs's window faults and a disk's reads of several workers
 //! are at the disk together), then copies the bytes into the submitter's address space,
 //! holding its `inner`, and completes the request ([`complete`]). It copies only while

@@ -295,27 +295,25 @@ pub fn wake(t: &Arc<Thread>) {
 
 /// [`wake`] with the scheduler held; true if `t` was asleep and is now runnable.
 fn wake_in(s: &mut Scheduler, t: &Arc<Thread>) -> bool {
+    make_ready(s, t, Scheduler::push_ready)
+}
+
+/// [`wake`] by a caller about to sleep: `t` is queued as a yielding thread is, an idle hart
+/// woken only if `t` may not run on this one.
+pub fn wake_sync(t: &Arc<Thread>) {
+    make_ready(&mut SCHED.lock(), t, Scheduler::push_yielded);
+}
+
+/// Mark `t` runnable and `queue` it, if it was asleep (true then).
+fn make_ready(s: &mut Scheduler, t: &Arc<Thread>, queue: fn(&mut Scheduler, Arc<Thread>)) -> bool {
     let mut inner = t.inner.lock();
     if inner.state != State::Waiting {
         return false;
     }
     inner.state = State::Ready;
     drop(inner);
-    s.push_ready(t.clone());
+    queue(s, t.clone());
     true
-}
-
-/// [`wake`] by a caller about to sleep: `t` is queued as a yielding thread is, an idle hart
-/// woken only if `t` may not run on this one.
-pub fn wake_sync(t: &Arc<Thread>) {
-    let mut s = SCHED.lock();
-    let mut inner = t.inner.lock();
-    if inner.state != State::Waiting {
-        return;
-    }
-    inner.state = State::Ready;
-    drop(inner);
-    s.push_yielded(t.clone());
 }
 
 /// Make `t` look at its signals and exit requests soon: wake it if it sleeps ([`wake`]), and if
