@@ -478,6 +478,14 @@ pub fn unlock() {
     }
 }
 
+/// Let go of the big kernel lock, which this hart holds, to go on without it (a system call
+/// that took it only to sleep, `task::end_wait`): a borrowed page table is left first, as
+/// [`idle_wait`] leaves it. [`lock`] takes the lock again.
+pub fn unlock_to_go_on() {
+    leave_borrowed_table();
+    unlock();
+}
+
 /// Whether this hart holds the big kernel lock.
 pub fn holds_lock() -> bool {
     OWNER.load(Relaxed) == index() | HELD

@@ -38,7 +38,10 @@
 //! (`task::keep_cpu`, boot) polls. Detached reads serve large reads into a caller's pages
 //! ([`BlockDevice::read_scatter_shared`]) and disk-window faults into their own frames
 //! ([`BlockDevice::read_scatter_owned`]); [`VirtioDisk::run`]'s callers (which may hold spin
-//! locks) still poll under the lock.
+//! locks) still poll under the lock. A detached read whose hart has no other thread ready
+//! polls first, for at most [`POLL_FIRST_NS`] (about a 1 MiB read's time here), and sleeps
+//! only then: a lone reader's read completes without an interrupt, a wake-up and, on several
+//! harts, the big kernel lock (docs/BENCHMARKS.md, "Reads that poll before they sleep").
 //!
 //! Buffers handed to the device are kernel memory in the direct map (heap, stacks, frames),
 //! so their physical address is their kernel address less `mm::PHYS_OFFSET`. A request's header and status live in a `Box` that stays alive, and
@@ -405,7 +408,16 @@ static SLEEPERS: AtomicUsize = AtomicUsize::new(0);
 enum Wait {
     Sleep,
     WhenWanted,
+    /// Poll first, for at most [`POLL_FIRST_NS`] and while no other hart waits for the big
+    /// kernel lock if the caller holds it, then sleep (a caller without the lock takes it
+    /// to sleep). For a read when no other thread is ready on its hart.
+    PollFirst,
 }
+
+/// How long a read polls for its requests before it sleeps ([`Wait::PollFirst`]): about a
+/// 1 MiB read's time on the emulated disk. Such a read then completes without a completion
+/// interrupt and a wake-up, and one without the big kernel lock without taking it.
+const POLL_FIRST_NS: u64 = 1_000_000;
 /// How long a waiter sleeps at most before it looks at the used ring itself: the backstop
 /// for a completion interrupt that never came (a misrouted source, a device that ignores
 /// `NO_INTERRUPT`'s clearing).
@@ -694,6 +706,19 @@ impl VirtioDisk {
     fn detached(&self, what: &str, requests: Vec<Request<'_>>, how: Wait) -> VfsResult<()> {
         let mut requests = requests.into_iter();
         let mut left: Vec<Request<'_>> = Vec::new();
+        // A read with no other thread ready on its hart polls first. Another caller without
+        // the big kernel lock (`task::may_wait_away_reading`), whose requests are built and
+        // sent in parallel with other harts, sleeps under the lock like any other.
+        let how = if how == Wait::Sleep && self.irq != 0 {
+            if crate::task::others_ready_here() {
+                crate::task::lock_kernel();
+                Wait::Sleep
+            } else {
+                Wait::PollFirst
+            }
+        } else {
+            how
+        };
         let (id, sent) = {
             let mut guard = self.dev.lock();
             let dev = &mut *guard;
@@ -716,12 +741,6 @@ impl VirtioDisk {
             (id, sent)
         };
         left.extend(requests);
-        // A read without the big kernel lock (`task::may_wait_away_reading`) had its requests
-        // built and sent in parallel with other harts; it sleeps under the lock like any
-        // other, and so leaves a host core to the device instead of polling.
-        if sent > 0 && self.irq != 0 {
-            crate::task::lock_kernel();
-        }
         let waited = if sent > 0 {
             self.wait_detached(id, sent, how)
         } else {
@@ -756,15 +775,20 @@ impl VirtioDisk {
     /// Wait, with the lock released, until `count` detached requests of waiter `id` have
     /// completed: their first failure, if any. The wait is [`crate::task::away`] (the caller
     /// holds locks, kvdb's writer lock, meanwhile). A thread that may give the CPU away
-    /// (with [`Wait::WhenWanted`], once another hart waits for the big kernel lock) sleeps on
+    /// (with [`Wait::WhenWanted`], once another hart waits for the big kernel lock; with
+    /// [`Wait::PollFirst`], after [`POLL_FIRST_NS`] too, a caller without the big kernel lock
+    /// taking it to sleep and letting it go after, `task::lock_for_wait`) sleeps on
     /// the disk's wait queue (prepare to wait, look, sleep: [`WaitQueue`]) until the
     /// completion interrupt ([`interrupt`]) or the scheduler's poll ([`poll`]) wakes it, at
     /// most [`BACKSTOP_NS`] at a time; one that may not ([`crate::task::keep_cpu`], or boot
     /// before any thread) polls. Whoever holds the lock when a request completes takes it
     /// back and records its result in [`Device::finished`].
     fn wait_detached(&self, id: u64, count: usize, how: Wait) -> VfsResult<()> {
-        let may_sleep = crate::task::may_give_cpu_away() && self.irq != 0;
+        let mut may_sleep = crate::task::may_give_cpu_away() && self.irq != 0;
         let mut sleep = may_sleep && how == Wait::Sleep;
+        let poll_until = crate::arch::time::monotonic_ns() + POLL_FIRST_NS;
+        let mut polled = false;
+        let mut took = false;
         let mut left = count;
         let mut result = Ok(());
         if sleep {
@@ -815,6 +839,22 @@ impl VirtioDisk {
                 self.dev.lock().want_irq(id);
                 sleep = true;
                 SLEEPERS.fetch_add(1, Relaxed);
+            } else if how == Wait::PollFirst
+                && !polled
+                && (crate::arch::time::monotonic_ns() > poll_until
+                    || (crate::arch::hart::holds_lock()
+                        && crate::arch::hart::others_wait_for_lock()))
+            {
+                // Polled long enough, or the big kernel lock is wanted: sleep as above (a
+                // caller without the lock takes it; one that may not sleep polls on).
+                polled = true;
+                took = crate::task::lock_for_wait();
+                may_sleep = crate::task::may_give_cpu_away() && self.irq != 0;
+                if may_sleep {
+                    self.dev.lock().want_irq(id);
+                    sleep = true;
+                    SLEEPERS.fetch_add(1, Relaxed);
+                }
             } else {
                 core::hint::spin_loop();
             }
@@ -822,6 +862,7 @@ impl VirtioDisk {
         if sleep {
             SLEEPERS.fetch_sub(1, Relaxed);
         }
+        crate::task::end_wait(took);
         r
     }
 }

@@ -211,6 +211,30 @@ pub fn unlocked<R>(f: impl FnOnce() -> R) -> Option<R> {
     Some(r)
 }
 
+/// Whether another thread is ready to run on this hart: a caller that could poll for a
+/// device sleeps instead and lets it run.
+pub fn others_ready_here() -> bool {
+    SCHED.lock().has_ready_for(crate::arch::hart::index())
+}
+
+/// Take the big kernel lock to sleep in a device wait, if this hart does not hold it (a call
+/// in [`unlocked`] whose requests are at the device): whether it took it, for [`end_wait`].
+pub fn lock_for_wait() -> bool {
+    if crate::arch::hart::holds_lock() {
+        return false;
+    }
+    lock_kernel();
+    true
+}
+
+/// After a device wait that [`lock_for_wait`] took the big kernel lock for (`took`): let it go
+/// again, so the call goes on without it ([`unlocked`]) on whichever hart now runs it.
+pub fn end_wait(took: bool) {
+    if took {
+        crate::arch::hart::unlock_to_go_on();
+    }
+}
+
 /// Take the big kernel lock if this hart does not hold it (a call in [`unlocked`] that must
 /// now wait, or do work that needs the lock); it then runs as any other kernel code until it
 /// returns to user mode. The caller holds no spin lock.

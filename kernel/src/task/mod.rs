@@ -59,8 +59,9 @@ pub mod uts;
 pub mod wait;
 
 pub use away::{
-    away, changing_space, keep_cpu, lock_kernel, may_give_cpu_away, may_wait_away_reading,
-    reading_kernel_buffer, reading_own_pages, relax, unlocked,
+    away, changing_space, end_wait, keep_cpu, lock_for_wait, lock_kernel, may_give_cpu_away,
+    may_wait_away_reading, others_ready_here, reading_kernel_buffer, reading_own_pages, relax,
+    unlocked,
 };
 pub use exec::{exec, spawn_init};
 pub use exit::{exit_current, exit_thread, wait_child, WaitFor};
