@@ -1,7 +1,8 @@
 //! System calls that run without the big kernel lock: read(2) and pread64(2) of a regular
 //! file whose file system reads in parallel (`vfs::Node::parallel_read`: dbfs; a read that
-//! goes from the disk into the user's pages takes the lock once its requests are sent, and
-//! sleeps), into a buffer whose pages are all mapped writable already; with the boot
+//! goes from the disk into the user's pages polls for its requests, and takes the lock only
+//! to sleep on them, then lets it go: `drivers::virtio_blk`'s `Wait::PollFirst`), into a
+//! buffer whose pages are all mapped writable already; with the boot
 //! parameter `unlocked_writes=1` (off by default, see [`WRITES`]), write(2) and pwrite64(2)
 //! of a regular file whose file system keeps the write in memory
 //! (`vfs::Node::parallel_write`: dbfs, writes into its write-back cache that neither go to

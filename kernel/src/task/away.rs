@@ -149,8 +149,8 @@ pub fn changing_space<R>(f: impl FnOnce() -> R) -> R {
 /// Whether the current thread's device read may give the CPU away: inside
 /// [`reading_own_pages`], and not in [`keep_cpu`]. Also a call without the big kernel lock
 /// (the only kernel code a thread runs without it is [`unlocked`]'s): it takes the lock for
-/// the wait ([`lock_kernel`]) once its requests are at the device, and returns through the
-/// locked path.
+/// the wait ([`lock_for_wait`]) once its requests are at the device, and lets it go after
+/// ([`end_wait`]).
 pub fn may_wait_away_reading() -> bool {
     let t = current_ptr();
     // SAFETY: as in `current_ref`: the running thread, alive while it runs.
@@ -189,9 +189,11 @@ pub fn keep_cpu<R>(f: impl FnOnce() -> R) -> R {
 /// to this process's address space is ([`changing_space`]). `f` counts as reading into the
 /// process's pages meanwhile (a sibling's munmap, mprotect or fork waits until it is done), so
 /// user pages it found mapped stay so. Its device waits poll ([`may_give_cpu_away`] is false
-/// without the lock), and a lock it finds held makes it spin a while, then take the big kernel
-/// lock and wait as other kernel code ([`relax`]): the caller returns to user mode through the
-/// locked path then ([`crate::arch::hart::holds_lock`]). `f` must not sleep otherwise.
+/// without the lock), except a read's, which takes the lock to sleep and lets it go after
+/// ([`lock_for_wait`], [`end_wait`]); a lock it finds held makes it spin a while, then take
+/// the big kernel lock and wait as other kernel code ([`relax`]): the caller returns to user
+/// mode through the locked path then ([`crate::arch::hart::holds_lock`]). `f` must not sleep
+/// otherwise.
 pub fn unlocked<R>(f: impl FnOnce() -> R) -> Option<R> {
     let me = crate::arch::hart::index();
     UNLOCKED.fetch_add(1, SeqCst);
