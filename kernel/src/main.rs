@@ -295,7 +295,7 @@ extern "C" fn rust_main(hartid: usize, dtb: usize) -> ! {
         csr::set_sie(csr::sie() | csr::SIE_SEIE);
     }
 
-    let disks = drivers::virtio_blk::probe(info.virtio[..info.virtio_count].to_vec());
+    let disks = drivers::virtio_probe::probe(info.virtio[..info.virtio_count].to_vec());
     if disks.is_empty() {
         println!("[kernel] no disk: nothing to run");
         shutdown(2);

@@ -8,6 +8,8 @@
 pub mod blk_selftest;
 pub mod block_cache;
 pub mod virtio_blk;
+pub mod virtio_hal;
+pub mod virtio_probe;
 pub mod window;
 
 use crate::arch::{csr, plic};

@@ -55,10 +55,9 @@ use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec;
 use alloc::vec::Vec;
-use core::alloc::Layout;
-use core::ptr::NonNull;
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 
+use super::virtio_hal::KernelHal;
 use crate::arch::hart::MAX_HARTS;
 use crate::arch::lockcheck::{rank, SpinLock};
 use crate::task::wait::WaitQueue;
@@ -67,9 +66,9 @@ use virtio_blk_req::{
     buffers, config, status_result, Features, Limits, Request, RequestHead, RequestType,
 };
 use virtio_drivers::queue::VirtQueue;
-use virtio_drivers::transport::mmio::{MmioTransport, VirtIOHeader};
-use virtio_drivers::transport::{DeviceStatus, DeviceType, Transport};
-use virtio_drivers::{BufferDirection, Hal, PhysAddr, PAGE_SIZE};
+use virtio_drivers::transport::mmio::MmioTransport;
+use virtio_drivers::transport::{DeviceStatus, Transport};
+use virtio_drivers::PAGE_SIZE;
 
 pub use virtio_blk_req::MAX_REQUEST;
 /// Entries of the request queue. With indirect descriptors this is also the most requests in
@@ -82,48 +81,6 @@ pub use virtio_blk_req::MAX_REQUEST;
 pub const QUEUE_SIZE: usize = 512;
 /// The only queue of a virtio-blk device without `VIRTIO_BLK_F_MQ`.
 const QUEUE: u16 = 0;
-
-pub struct KernelHal;
-
-/// The physical address of a kernel buffer. Every buffer the kernel hands a device is in the
-/// direct map; anything else is a kernel bug that would make the device write elsewhere.
-fn direct_map_phys(va: usize) -> PhysAddr {
-    match crate::mm::virt_to_phys(va) {
-        Some(pa) => pa as PhysAddr,
-        None => panic!("virtio buffer {:#x} is not in the direct map", va),
-    }
-}
-
-// SAFETY: `dma_alloc` returns zeroed, page-aligned, exclusively owned heap memory and its
-// physical address (heap memory is in the direct map); `share` returns the physical address
-// of a kernel buffer, which is in the direct map too (never a disk window: those are read and
-// written through their frames).
-unsafe impl Hal for KernelHal {
-    fn dma_alloc(pages: usize, _direction: BufferDirection) -> (PhysAddr, NonNull<u8>) {
-        let layout = Layout::from_size_align(pages * PAGE_SIZE, PAGE_SIZE).expect("DMA layout");
-        // SAFETY: the layout has a non-zero size.
-        let ptr = unsafe { alloc::alloc::alloc_zeroed(layout) };
-        let ptr = NonNull::new(ptr).expect("out of memory for virtio DMA");
-        (direct_map_phys(ptr.as_ptr() as usize), ptr)
-    }
-
-    unsafe fn dma_dealloc(_paddr: PhysAddr, vaddr: NonNull<u8>, pages: usize) -> i32 {
-        let layout = Layout::from_size_align(pages * PAGE_SIZE, PAGE_SIZE).expect("DMA layout");
-        // SAFETY: the caller passes back exactly what `dma_alloc` returned.
-        unsafe { alloc::alloc::dealloc(vaddr.as_ptr(), layout) };
-        0
-    }
-
-    unsafe fn mmio_phys_to_virt(paddr: PhysAddr, _size: usize) -> NonNull<u8> {
-        NonNull::new(crate::mm::phys_to_virt(paddr as usize) as *mut u8).expect("null MMIO address")
-    }
-
-    unsafe fn share(buffer: NonNull<[u8]>, _direction: BufferDirection) -> PhysAddr {
-        direct_map_phys(buffer.as_ptr() as *mut u8 as usize)
-    }
-
-    unsafe fn unshare(_paddr: PhysAddr, _buffer: NonNull<[u8]>, _direction: BufferDirection) {}
-}
 
 /// What the lock of a disk protects: the transport and the one queue.
 struct Device {
@@ -398,7 +355,7 @@ pub struct VirtioDisk {
 }
 
 /// Every disk, for the interrupt handler ([`interrupt`]) and the waiters' poll ([`poll`]).
-static DISKS: spin::Once<Vec<Arc<VirtioDisk>>> = spin::Once::new();
+pub(super) static DISKS: spin::Once<Vec<Arc<VirtioDisk>>> = spin::Once::new();
 /// Threads in [`VirtioDisk::wait_detached`] asleep (or about to be), on any disk.
 static SLEEPERS: AtomicUsize = AtomicUsize::new(0);
 
@@ -497,7 +454,7 @@ impl VirtioDisk {
 
     /// Initialise the device behind `transport` (virtio 1.1, 3.1.1): negotiate features, read
     /// the capacity and `seg_max`, set up the queue.
-    fn new(
+    pub(super) fn new(
         mut transport: MmioTransport<'static>,
         mmio: usize,
         irq: u32,
@@ -992,50 +949,4 @@ impl BlockDevice for VirtioDisk {
         }
         dev.submit_detached_flush(None);
     }
-}
-
-/// Probe the virtio MMIO slots `(base, size)` and return the block devices found, named
-/// vda, vdb, ... in the order QEMU's command line created them.
-pub fn probe(mut slots: Vec<(usize, usize, u32)>) -> Vec<Arc<VirtioDisk>> {
-    // QEMU `virt` fills the MMIO slots from the highest address down, so the first `-device`
-    // on the command line sits at the highest address: walk them downwards.
-    slots.sort_unstable_by_key(|s| core::cmp::Reverse(s.0));
-    let mut disks = Vec::new();
-    for (base, size, irq) in slots {
-        let mmio = crate::mm::phys_to_virt(base);
-        let Some(header) = NonNull::new(mmio as *mut VirtIOHeader) else {
-            continue;
-        };
-        // SAFETY: `base`/`size` describe a virtio MMIO region from the device tree, in the direct
-        // map and used by nothing else for the life of the kernel.
-        let transport = match unsafe { MmioTransport::new(header, size) } {
-            Ok(t) => t,
-            Err(_) => continue, // empty slot
-        };
-        if transport.device_type() != DeviceType::Block {
-            continue;
-        }
-        let name = alloc::format!("vd{}", (b'a' + disks.len() as u8) as char);
-        // Completions interrupt the boot hart alone (`arch::plic`); without a source the
-        // disk's waits poll.
-        let irq = if crate::arch::plic::route(irq, 0) {
-            irq
-        } else {
-            0
-        };
-        match VirtioDisk::new(transport, mmio, irq, name) {
-            Ok(disk) => {
-                log::info!(
-                    "{}: virtio-blk at {:#x}, interrupt {}",
-                    disk.name,
-                    base,
-                    irq
-                );
-                disks.push(Arc::new(disk));
-            }
-            Err(e) => log::warn!("virtio-blk at {:#x}: {}", base, e),
-        }
-    }
-    DISKS.call_once(|| disks.clone());
-    disks
 }
