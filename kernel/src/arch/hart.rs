@@ -440,8 +440,7 @@ pub fn others_wait_for_lock() -> bool {
 /// and with the threads pinned to different harts nothing else would run.
 pub fn let_waiters_in() {
     if WAITING.load(SeqCst) & !(1u64 << index()) != 0 {
-        leave_borrowed_table();
-        unlock();
+        unlock_to_go_on();
         lock();
     }
 }
@@ -478,9 +477,9 @@ pub fn unlock() {
     }
 }
 
-/// Let go of the big kernel lock, which this hart holds, to go on without it (a system call
-/// that took it only to sleep, `task::end_wait`): a borrowed page table is left first, as
-/// [`idle_wait`] leaves it. [`lock`] takes the lock again.
+/// Let go of the big kernel lock, which this hart holds, to go on without it (idling, letting
+/// waiters in, a system call that took it only to sleep, `task::end_wait`): a borrowed page
+/// table is left first, as another hart may free it meanwhile. [`lock`] takes the lock again.
 pub fn unlock_to_go_on() {
     leave_borrowed_table();
     unlock();
@@ -496,8 +495,7 @@ pub fn holds_lock() -> bool {
 pub fn idle_wait() {
     let h = this();
     h.idle.store(true, Relaxed);
-    leave_borrowed_table();
-    unlock();
+    unlock_to_go_on();
     let t0 = super::csr::time();
     super::csr::wait_for_interrupt();
     bump(&h.stats.idle_t, super::csr::time().wrapping_sub(t0));

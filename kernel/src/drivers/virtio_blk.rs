@@ -791,29 +791,25 @@ impl VirtioDisk {
                 self.waiters.sleep_prepared(Some(deadline));
                 // The backstop must not wake the thread later, in some other sleep.
                 crate::task::wait::drop_timers(crate::task::current_tid());
-            } else if may_sleep && crate::arch::hart::others_wait_for_lock() {
-                // Wanted: ask for the interrupt, look once more (queued), then sleep.
-                self.dev.lock().want_irq(id);
-                sleep = true;
-                SLEEPERS.fetch_add(1, Relaxed);
-            } else if how == Wait::PollFirst
-                && !polled
-                && (crate::arch::time::monotonic_ns() > poll_until
-                    || (crate::arch::hart::holds_lock()
-                        && crate::arch::hart::others_wait_for_lock()))
-            {
-                // Polled long enough, or the big kernel lock is wanted: sleep as above (a
-                // caller without the lock takes it; one that may not sleep polls on).
-                polled = true;
-                took = crate::task::lock_for_wait();
-                may_sleep = crate::task::may_give_cpu_away() && self.irq != 0;
-                if may_sleep {
+            } else {
+                // Polled long enough (`PollFirst`): a caller without the big kernel lock takes
+                // it, and one that may sleep then does, as when the lock is wanted.
+                let polled_enough = how == Wait::PollFirst
+                    && !polled
+                    && crate::arch::time::monotonic_ns() > poll_until;
+                if polled_enough {
+                    polled = true;
+                    took = crate::task::lock_for_wait();
+                    may_sleep = crate::task::may_give_cpu_away() && self.irq != 0;
+                }
+                if may_sleep && (polled_enough || crate::arch::hart::others_wait_for_lock()) {
+                    // Ask for the interrupt, look once more (queued), then sleep.
                     self.dev.lock().want_irq(id);
                     sleep = true;
                     SLEEPERS.fetch_add(1, Relaxed);
+                } else {
+                    core::hint::spin_loop();
                 }
-            } else {
-                core::hint::spin_loop();
             }
         });
         if sleep {
