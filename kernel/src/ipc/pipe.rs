@@ -97,24 +97,63 @@ impl Pipe {
         self.take(buf, nonblock, false)
     }
 
+    /// Read what is there (at most `max` bytes) onto the end of `out`, sleeping as
+    /// [`Pipe::read`] does: the stream read's path, which needs no zeroed buffer first.
+    /// ENOMEM when the kernel heap cannot hold the bytes (nothing is taken then).
+    pub fn read_vec(
+        &self,
+        out: &mut alloc::vec::Vec<u8>,
+        max: usize,
+        nonblock: bool,
+    ) -> Result<usize, Errno> {
+        self.wait_for_data(max, nonblock, true, |front, back| {
+            let n = front.len() + back.len();
+            if crate::mm::heap::admit(n).is_err() || out.try_reserve_exact(n).is_err() {
+                return Err(Errno::ENOMEM);
+            }
+            out.extend_from_slice(front);
+            out.extend_from_slice(back);
+            Ok(())
+        })
+    }
+
     fn take(&self, buf: &mut [u8], nonblock: bool, consume: bool) -> Result<usize, Errno> {
-        if buf.is_empty() {
+        self.wait_for_data(buf.len(), nonblock, consume, |front, back| {
+            buf[..front.len()].copy_from_slice(front);
+            buf[front.len()..front.len() + back.len()].copy_from_slice(back);
+            Ok(())
+        })
+    }
+
+    /// Hand the first `min(max, held)` bytes to `give` (as the ring's two slices, in order),
+    /// sleeping while the pipe is empty and a writer exists; consumed if `consume` and `give`
+    /// succeeds. 0 for `max` 0 or at end of file.
+    fn wait_for_data(
+        &self,
+        max: usize,
+        nonblock: bool,
+        consume: bool,
+        mut give: impl FnMut(&[u8], &[u8]) -> Result<(), Errno>,
+    ) -> Result<usize, Errno> {
+        if max == 0 {
             return Ok(0);
         }
         loop {
             {
                 let mut st = self.state.lock();
                 if !st.buf.is_empty() {
-                    let n = buf.len().min(st.buf.len());
+                    let n = max.min(st.buf.len());
+                    let (a, b) = st.buf.as_slices();
+                    let (front, back) = if n <= a.len() {
+                        (&a[..n], &b[..0])
+                    } else {
+                        (a, &b[..n - a.len()])
+                    };
+                    give(front, back)?;
                     if !consume {
-                        for (i, b) in st.buf.range(..n).enumerate() {
-                            buf[i] = *b;
-                        }
                         return Ok(n);
                     }
-                    for (i, b) in st.buf.drain(..n).enumerate() {
-                        buf[i] = b;
-                    }
+                    st.buf.drain(..n);
                     st.out_events += 1;
                     drop(st);
                     self.wake_all();
@@ -141,9 +180,12 @@ impl Pipe {
             return;
         }
         let mut st = self.state.lock();
-        for &b in data.iter().rev() {
-            st.buf.push_front(b);
-        }
+        // Put back in front: the ring's bytes rotated behind the new ones (a splice's
+        // leftover, rare and at most a chunk).
+        let held = st.buf.len();
+        st.buf.extend(data);
+        st.buf.rotate_right(data.len());
+        debug_assert_eq!(st.buf.len(), held + data.len());
         st.in_events += 1;
         drop(st);
         self.wake_all();

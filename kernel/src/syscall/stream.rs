@@ -85,9 +85,15 @@ pub fn read_with(f: &OpenFile, s: Stream, va: usize, len: usize, nowait: bool) -
     let len = len.min(STREAM_CHUNK);
     // Check the buffer first: data taken from a pipe and then not delivered would be lost.
     super::args::with_space(|sp| uaccess::segments(sp, va, len, crate::mm::area::Access::Write))?;
+    if let Stream::Pipe(p) = s {
+        // Only the bytes the pipe gives, not a zeroed chunk first.
+        let mut got = alloc::vec::Vec::new();
+        let n = p.pipe.read_vec(&mut got, len, nonblock(f))?;
+        copy_out(va, &got)?;
+        return Ok(n);
+    }
     let mut buf = kernel_buffer(len)?;
     let n = match s {
-        Stream::Pipe(p) => p.pipe.read(&mut buf, nonblock(f))?,
         Stream::Tty => crate::tty::read(&mut buf, nonblock(f))?,
         Stream::Timer(t) => {
             // One u64: the expirations since the last read (EINVAL for a smaller buffer).
@@ -107,7 +113,8 @@ pub fn read_with(f: &OpenFile, s: Stream, va: usize, len: usize, nowait: bool) -
             8
         }
         Stream::Signal(s) => s.read(&mut buf, nonblock(f))?,
-        Stream::Socket(_) => return Err(Errno::EINVAL),
+        // Both went their own ways above.
+        Stream::Pipe(_) | Stream::Socket(_) => return Err(Errno::EINVAL),
     };
     copy_out(va, &buf[..n])?;
     Ok(n)

@@ -593,3 +593,118 @@ pub fn splice_sockets(cx: &Ctx) -> TestResult {
     }
     res
 }
+
+/// Byte `i` of the stream [`pipe_streams_in_order`] sends: not periodic at the pipe's size.
+fn stream_byte(i: usize) -> u8 {
+    ((i * 7) ^ (i >> 11) ^ (i >> 19)) as u8
+}
+
+/// Check `got` against the stream from byte `from` on.
+fn check_stream(got: &[u8], from: usize, what: &str) -> TestResult {
+    match got
+        .iter()
+        .enumerate()
+        .find(|&(k, &b)| b != stream_byte(from + k))
+    {
+        Some((k, &b)) => Err(format!(
+            "{what}: byte {} is {b:#x}, sent {:#x}",
+            from + k,
+            stream_byte(from + k)
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Bytes through a pipe arrive whole and in order whatever the pieces: a child writes 3 MiB
+/// in pieces of odd sizes around the pipe's 64 KiB (so the ring's contents wrap), the parent
+/// reads in other odd sizes; and bytes a splice takes out of a wrapped pipe but cannot
+/// deliver (a full non-blocking socket) go back in front, in order.
+pub fn pipe_streams_in_order(_cx: &Ctx) -> TestResult {
+    const TOTAL: usize = 3 << 20;
+    let (r, w) = sys::pipe2(0).what("pipe2")?;
+    let pid = sys::fork().what("fork")?;
+    if pid == 0 {
+        let _ = sys::close(r);
+        let sizes = [1, 4095, 4097, 65536, 70001, 123, 65535];
+        let piece: Vec<u8> = (0..TOTAL).map(stream_byte).collect();
+        let mut at = 0;
+        for k in 0.. {
+            if at == TOTAL {
+                break;
+            }
+            let n = sizes[k % sizes.len()].min(TOTAL - at);
+            match sys::write(w, &piece[at..at + n]) {
+                Ok(put) if put > 0 => at += put,
+                _ => sys::exit(1),
+            }
+        }
+        sys::exit(0);
+    }
+    let _ = sys::close(w);
+    let sizes = [7, 65536, 100_000, 3, 4096, 65537];
+    let mut buf = vec![0u8; 100_000];
+    let mut at = 0;
+    let read_all = (|| -> TestResult {
+        for k in 0.. {
+            let want = sizes[k % sizes.len()];
+            let n = sys::read(r, &mut buf[..want]).what("read the pipe")?;
+            if n == 0 {
+                break;
+            }
+            check_stream(&buf[..n], at, "read from the pipe")?;
+            at += n;
+        }
+        Ok(())
+    })();
+    let _ = sys::close(r);
+    let (_, status) = sys::waitpid(pid).what("wait4")?;
+    read_all?;
+    ensure!(
+        status.exited() && status.exit_code() == 0,
+        "writer: status {:#x}",
+        status.0
+    );
+    ensure!(at == TOTAL, "read {at} bytes of {TOTAL}");
+
+    // A wrapped ring: 60000 in, 50000 out, 30000 in; then a splice of its first 10000 that
+    // cannot deliver them.
+    const SOCK_DGRAM: u32 = 2;
+    const SOCK_NONBLOCK: u32 = 0o4000;
+    let all: Vec<u8> = (0..90_000).map(stream_byte).collect();
+    let (r, w) = sys::pipe2(0).what("pipe2")?;
+    let (da, db) = sys::socketpair(SOCK_DGRAM | SOCK_NONBLOCK).what("dgram pair")?;
+    let res = (|| -> TestResult {
+        ensure!(
+            sys::write(w, &all[..60_000]).what("write 60000")? == 60_000,
+            "short write"
+        );
+        let mut got = 0;
+        while got < 50_000 {
+            let n = sys::read(r, &mut buf[..50_000 - got]).what("read 50000")?;
+            check_stream(&buf[..n], got, "the first read")?;
+            got += n;
+        }
+        ensure!(
+            sys::write(w, &all[60_000..]).what("write 30000")? == 30_000,
+            "short write"
+        );
+        while sys::write(da, b"x").is_ok() {}
+        let moved = splice(r, None, da, 10_000, 0).unwrap_or(0);
+        let _ = sys::close(w);
+        let mut at = 50_000 + moved;
+        loop {
+            let n = sys::read(r, &mut buf).what("read the rest")?;
+            if n == 0 {
+                break;
+            }
+            check_stream(&buf[..n], at, "after the splice")?;
+            at += n;
+        }
+        ensure!(at == 90_000, "the pipe gave back up to byte {at} of 90000");
+        Ok(())
+    })();
+    for fd in [r, w, da, db] {
+        let _ = sys::close(fd);
+    }
+    res
+}

@@ -217,6 +217,7 @@ pub const TESTS: &[Test] = &[
     ),
     t("close_range_openat2", copy_tests::close_range_openat2),
     t("splice_sockets", copy_tests::splice_sockets),
+    t("pipe_streams_in_order", copy_tests::pipe_streams_in_order),
     t("fallocate_modes", copy_tests::fallocate_modes),
     needs(
         "openat2_no_symlinks",
