@@ -749,22 +749,29 @@ pub fn is_running(key: FileKey) -> bool {
     RUNNING.lock().contains_key(&key)
 }
 
-/// How many programs' and libraries' tables [`keep_recent`] keeps.
-const RECENT_PROGRAMS: usize = 32;
+/// How many programs' and libraries' tables [`keep_recent`] keeps at most: enough for a
+/// program of Debian's with all its libraries (fio loads 57) and a few more programs.
+const RECENT_PROGRAMS: usize = 128;
+/// The share of the frame pool the kept tables' pages may fill (a quarter): past it the
+/// oldest tables go first, so the kept pages never crowd out what cannot be reclaimed (page
+/// tables take no frame back from them).
+const RECENT_POOL_SHARE: usize = 4;
 /// The tables of the programs (and loaders) exec mapped and the files mapped executable
 /// (shared libraries) most recently, oldest first. Lock
 /// order: before the registry.
 static RECENT: Mutex<Vec<Arc<SharedFile>>> = Mutex::new(Vec::new());
 
-/// exec mapped the program whose table is `t`, or a library was mapped executable: keep the table (and the pages read into it)
-/// after its last process is gone, as Linux keeps a file's page cache, so that the next
-/// exec of the program finds its pages resident; the [`RECENT_PROGRAMS`] most recent are
-/// kept. Pages no process maps are dropped under memory pressure ([`shrink`]) like those of
-/// any table. Keeping a table by its (mount, inode) key is safe because neither is ever
-/// reused while the kernel runs (dbfs counts inode numbers up, FAT32 numbers paths per mount,
-/// mounts are never removed), and write(2) and truncation keep a live table current.
+/// exec mapped the program whose table is `t`, or a library was mapped executable: keep the
+/// table (and the pages read into it) after its last process is gone, as Linux keeps a
+/// file's page cache, so that the next exec of the program finds its pages resident. The
+/// [`RECENT_PROGRAMS`] most recent are kept, fewer when their pages pass a
+/// [`RECENT_POOL_SHARE`] of the frame pool. Pages no process maps are dropped under memory
+/// pressure ([`shrink`]) like those of any table. Keeping a table by its (mount, inode) key
+/// is safe because neither is ever reused while the kernel runs (dbfs counts inode numbers
+/// up, FAT32 numbers paths per mount, mounts are never removed), and write(2) and truncation
+/// keep a live table current.
 pub fn keep_recent(t: &Arc<SharedFile>) {
-    let old = {
+    let old: Vec<Arc<SharedFile>> = {
         let mut recent = RECENT.lock();
         if let Some(i) = recent.iter().position(|x| Arc::ptr_eq(x, t)) {
             let x = recent.remove(i);
@@ -775,7 +782,19 @@ pub fn keep_recent(t: &Arc<SharedFile>) {
         if recent.try_reserve_exact(room).is_err() {
             return;
         }
-        let old = (recent.len() >= RECENT_PROGRAMS).then(|| recent.remove(0));
+        // The oldest go past the count, and past the budget of pages.
+        let mut over = (recent.len() + 1).saturating_sub(RECENT_PROGRAMS);
+        let budget = (super::frame::free_count() + super::frame::used_count()) / RECENT_POOL_SHARE;
+        let mut pages: usize = t.pages.lock().len();
+        // Newest first: the tables that fit in the budget stay, the older rest go.
+        for (i, x) in recent.iter().enumerate().rev() {
+            pages += x.pages.lock().len();
+            if pages > budget {
+                over = over.max(i + 1);
+                break;
+            }
+        }
+        let old = recent.drain(..over).collect();
         recent.push(t.clone());
         old
     };
