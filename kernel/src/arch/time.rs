@@ -40,10 +40,26 @@ pub fn timebase_hz() -> u64 {
 
 /// Nanoseconds since boot.
 pub fn monotonic_ns() -> u64 {
+    ticks_to_ns(csr::time())
+}
+
+/// The timer's ticks since boot (`time`): a clock read without the conversion to ns, for
+/// the trap path's system-time accounting ([`ticks_to_ns`] converts later).
+#[inline(always)]
+pub fn ticks() -> u64 {
+    csr::time()
+}
+
+/// `t` ticks of the timer in nanoseconds.
+pub fn ticks_to_ns(t: u64) -> u64 {
     let hz = timebase_hz();
-    let t = csr::time();
     // Split to avoid overflow: whole seconds, then the remainder.
     (t / hz) * 1_000_000_000 + (t % hz) * 1_000_000_000 / hz
+}
+
+/// `ns` nanoseconds in ticks of the timer (rounded down).
+pub fn ns_to_ticks(ns: u64) -> u64 {
+    (ns as u128 * timebase_hz() as u128 / 1_000_000_000) as u64
 }
 
 /// Nanoseconds since the Unix epoch (since boot if there is no RTC).

@@ -514,17 +514,18 @@ impl Node for PidFile {
 /// `/proc/<pid>/stat`: proc(5)'s fields in order.
 fn pid_stat(p: &PsInfo) -> String {
     let mut s = format!(
-        "{} ({}) {} {} {} {} 0 -1 0 0 0 0 0 {} 0 {} {} {} {} {} 0 {} {}",
+        "{} ({}) {} {} {} {} 0 -1 0 0 0 0 0 {} {} {} {} {} {} {} 0 {} {}",
         p.pid,
         p.comm,
         p.state,
         p.ppid,
         p.pgid,
         p.sid,
-        ticks(p.cpu_ns),          // utime (all time counts as user time)
-        ticks(p.children_cpu_ns), // cutime
-        0,                        // cstime
-        20 + p.nice,              // priority
+        ticks(p.cpu.user_ns()),          // utime
+        ticks(p.cpu.sys_ns),             // stime
+        ticks(p.children_cpu.user_ns()), // cutime
+        ticks(p.children_cpu.sys_ns),    // cstime
+        20 + p.nice,                     // priority
         p.nice,
         p.threads,
         0,       // starttime: not recorded

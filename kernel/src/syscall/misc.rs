@@ -403,40 +403,51 @@ pub fn sys_sysinfo(info: usize) -> SysResult {
     Ok(0)
 }
 
-/// times: CPU time of the caller and its reaped children, in clock ticks; returns the ticks
-/// since boot.
+/// times: user and system time of the caller and of its reaped children, in clock ticks;
+/// returns the ticks since boot.
 pub fn sys_times(buf: usize) -> SysResult {
     let me = crate::task::current_process();
-    let (own, children) = (me.cpu_ns(), me.inner.lock().children_cpu_ns);
+    let (own, children) = (own_cpu(), me.inner.lock().children_cpu);
     let tick = |ns: u64| ns / (1_000_000_000 / crate::arch::time::CLK_TCK);
     if buf != 0 {
+        // struct tms: tms_utime, tms_stime, tms_cutime, tms_cstime.
         let mut b = [0u8; 32];
-        b[0..8].copy_from_slice(&tick(own).to_le_bytes());
-        b[16..24].copy_from_slice(&tick(children).to_le_bytes());
+        b[0..8].copy_from_slice(&tick(own.user_ns()).to_le_bytes());
+        b[8..16].copy_from_slice(&tick(own.sys_ns).to_le_bytes());
+        b[16..24].copy_from_slice(&tick(children.user_ns()).to_le_bytes());
+        b[24..32].copy_from_slice(&tick(children.sys_ns).to_le_bytes());
         copy_out(buf, &b)?;
     }
     Ok(tick(time::monotonic_ns()) as usize)
 }
 
-/// getrusage: user time (all CPU time is counted as user time) and the voluntary and
-/// involuntary context switches (`ru_nvcsw`, `ru_nivcsw`) for RUSAGE_SELF (0),
-/// RUSAGE_CHILDREN (-1, the reaped ones) and RUSAGE_THREAD (1, answered for the whole
-/// process).
+/// The caller's process's CPU time with the user and system time of the slice running now
+/// (times and getrusage ask for it while they run).
+fn own_cpu() -> crate::task::CpuTime {
+    let (total, _) = crate::task::cpu_times();
+    let (sys, _) = crate::task::sys_times();
+    crate::task::CpuTime {
+        total_ns: total,
+        sys_ns: sys.min(total),
+    }
+}
+
+/// getrusage: user and system time and the voluntary and involuntary context switches
+/// (`ru_nvcsw`, `ru_nivcsw`) for RUSAGE_SELF (0), RUSAGE_CHILDREN (-1, the reaped ones) and
+/// RUSAGE_THREAD (1, answered for the whole process).
 pub fn sys_getrusage(who: isize, buf: usize) -> SysResult {
     let me = crate::task::current_process();
-    let (ns, switches) = match who {
-        0 | 1 => (me.cpu_ns(), me.switch_counts()),
+    let (cpu, switches) = match who {
+        0 | 1 => (own_cpu(), me.switch_counts()),
         -1 => {
             let i = me.inner.lock();
-            (i.children_cpu_ns, i.children_switches)
+            (i.children_cpu, i.children_switches)
         }
         _ => return Err(Errno::EINVAL),
     };
     // struct rusage: ru_utime, ru_stime (timevals), then 14 longs, ru_nvcsw and ru_nivcsw
     // the last two.
-    let mut b = [0u8; 144];
-    b[0..8].copy_from_slice(&(ns / 1_000_000_000).to_le_bytes());
-    b[8..16].copy_from_slice(&(ns % 1_000_000_000 / 1000).to_le_bytes());
+    let mut b = super::process::rusage_of(cpu);
     b[128..136].copy_from_slice(&switches[0].to_le_bytes());
     b[136..144].copy_from_slice(&switches[1].to_le_bytes());
     copy_out(buf, &b)?;

@@ -312,19 +312,21 @@ pub fn sys_wait4(pid: isize, wstatus: usize, options: u32, rusage: usize) -> Sys
                 super::args::copy_out(wstatus, &w.status.wait_status().to_le_bytes())?;
             }
             if rusage != 0 {
-                super::args::copy_out(rusage, &rusage_of(w.cpu_ns))?;
+                super::args::copy_out(rusage, &rusage_of(w.cpu))?;
             }
             Ok(w.pid)
         }
     }
 }
 
-/// `struct rusage` (144 bytes) for `cpu_ns` of CPU time: ru_utime (a timeval) first; all CPU
-/// time counts as user time.
-fn rusage_of(cpu_ns: u64) -> [u8; 144] {
+/// `struct rusage` (144 bytes) for `cpu`: ru_utime and ru_stime (timevals) first, the rest
+/// zero.
+pub(super) fn rusage_of(cpu: crate::task::CpuTime) -> [u8; 144] {
     let mut b = [0u8; 144];
-    b[0..8].copy_from_slice(&(cpu_ns / 1_000_000_000).to_le_bytes());
-    b[8..16].copy_from_slice(&(cpu_ns % 1_000_000_000 / 1000).to_le_bytes());
+    for (at, ns) in [(0, cpu.user_ns()), (16, cpu.sys_ns)] {
+        b[at..at + 8].copy_from_slice(&(ns / 1_000_000_000).to_le_bytes());
+        b[at + 8..at + 16].copy_from_slice(&(ns % 1_000_000_000 / 1000).to_le_bytes());
+    }
     b
 }
 
@@ -409,7 +411,7 @@ pub fn sys_waitid(
         // Linux's waitid fills signo, code, pid, uid and status; the times stay 0.
         info = SigInfo::child(code, w.pid, w.uid, status, 0, 0).to_user();
         if rusage != 0 {
-            super::args::copy_out(rusage, &rusage_of(w.cpu_ns))?;
+            super::args::copy_out(rusage, &rusage_of(w.cpu))?;
         }
     }
     if infop != 0 {

@@ -167,10 +167,18 @@ pub(super) fn process_exit(p: Arc<Process>, status: ExitStatus) {
             ExitStatus::Signaled(s) => (CLD_KILLED, s),
             ExitStatus::Dumped(s) => (CLD_DUMPED, s),
         };
-        // si_utime/si_stime in clock ticks (USER_HZ 100); all of its time counts as user time.
-        let ticks = p.cpu_ns() / 10_000_000;
+        // si_utime/si_stime in clock ticks (USER_HZ 100).
+        let cpu = p.cpu();
         let uid = p.inner.lock().cred.uid;
-        let info = SigInfo::child(code, p.pid, uid, value, ticks, 0);
+        let ticks = |ns: u64| ns / 10_000_000;
+        let info = SigInfo::child(
+            code,
+            p.pid,
+            uid,
+            value,
+            ticks(cpu.user_ns()),
+            ticks(cpu.sys_ns),
+        );
         let _ = signal::send_info(&parent, info);
     }
 }
@@ -189,8 +197,8 @@ pub enum WaitFor {
 pub struct Waited {
     pub pid: usize,
     pub status: ExitStatus,
-    /// CPU time (ns) the child and its reaped children used (wait4's rusage).
-    pub cpu_ns: u64,
+    /// CPU time the child and its reaped children used (wait4's rusage).
+    pub cpu: super::process::CpuTime,
     /// The child's real uid (waitid's `si_uid`).
     pub uid: u32,
 }
@@ -244,14 +252,14 @@ pub fn wait_child(
                 let c = child.inner.lock();
                 let own = child.switch_counts();
                 (
-                    child.cpu_ns() + c.children_cpu_ns,
+                    child.cpu().plus(c.children_cpu),
                     [0, 1].map(|k| own[k] + c.children_switches[k]),
                 )
             };
             if reap {
                 {
                     let mut m = me.inner.lock();
-                    m.children_cpu_ns += spent;
+                    m.children_cpu = m.children_cpu.plus(spent);
                     for (total, add) in m.children_switches.iter_mut().zip(switches) {
                         *total += add;
                     }
@@ -263,7 +271,7 @@ pub fn wait_child(
             return Ok(Some(Waited {
                 pid: child.pid,
                 status: st,
-                cpu_ns: spent,
+                cpu: spent,
                 uid,
             }));
         }

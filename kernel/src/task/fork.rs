@@ -50,6 +50,7 @@ fn new_process(pid: usize, inner: ProcInner, root: Option<Arc<str>>) -> Arc<Proc
         pid,
         satp: AtomicUsize::new(inner.space.satp()),
         cpu_ns: AtomicU64::new(0),
+        sys_ns: AtomicU64::new(0),
         switches: [AtomicU64::new(0), AtomicU64::new(0)],
         readers_away: AtomicUsize::new(0),
         space_changing: AtomicUsize::new(0),
@@ -98,6 +99,7 @@ pub(super) fn make_thread(
         own_pages: AtomicBool::new(false),
         ctx: SpinLock::new(TaskContext::new(first_entry as *const () as usize, top)),
         cpu_ns: AtomicU64::new(0),
+        sys_ns: AtomicU64::new(0),
         _kstack: kstack,
     })
 }
@@ -140,7 +142,7 @@ pub fn fork(tf: &TrapFrame, vfork: bool) -> Result<usize, Errno> {
             pgid: p.pgid,
             sid: p.sid,
             cred: p.cred.clone(),
-            children_cpu_ns: 0,
+            children_cpu: super::process::CpuTime::default(),
             children_switches: [0; 2],
             nice: if p.sched.reset_on_fork {
                 p.nice.max(0)

@@ -1,9 +1,8 @@
 //! Interval timers: setitimer/getitimer (and glibc's alarm, which is setitimer on riscv64).
 //!
 //! Each process has three, as on Linux: `ITIMER_REAL` counts wall time (the monotonic clock)
-//! and sends SIGALRM; `ITIMER_VIRTUAL` and `ITIMER_PROF` count the process's CPU time and
-//! send SIGVTALRM and SIGPROF. The kernel does not tell user time from system time, so
-//! `ITIMER_VIRTUAL` counts all of it, as `ITIMER_PROF` does (Linux's counts user time only).
+//! and sends SIGALRM; `ITIMER_VIRTUAL` counts the process's user time and sends SIGVTALRM;
+//! `ITIMER_PROF` counts its user and system time and sends SIGPROF.
 //! A timer fires when its time runs out, then again every interval if it has one.
 //!
 //! All armed timers are in one list checked by [`fire_expired`], which the timer tick and the
@@ -37,12 +36,14 @@ struct Timer {
 
 static TIMERS: SpinLock<Vec<Timer>, { rank::ITIMERS }> = SpinLock::new(Vec::new());
 
-/// The clock timer `which` of `p` counts, now (`now`: the monotonic clock).
+/// The clock timer `which` of `p` counts, now (`now`: the monotonic clock): wall time
+/// (`ITIMER_REAL`), the process's user time (`ITIMER_VIRTUAL`), or all its CPU time, user
+/// and system (`ITIMER_PROF`).
 fn clock(which: usize, p: &Process, now: u64) -> u64 {
-    if which == ITIMER_REAL {
-        now
-    } else {
-        p.cpu_ns()
+    match which {
+        ITIMER_REAL => now,
+        ITIMER_VIRTUAL => p.cpu().user_ns(),
+        _ => p.cpu_ns(),
     }
 }
 
@@ -106,7 +107,7 @@ pub fn fire_expired(now: u64) -> Option<u64> {
                 now
             } else {
                 match t.process.upgrade() {
-                    Some(p) => p.cpu_ns(),
+                    Some(p) => clock(t.which, &p, now),
                     None => return false,
                 }
             };

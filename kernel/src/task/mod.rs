@@ -71,8 +71,11 @@ pub use lookup::{
     all_processes, find, find_thread, processes_in_group, unmap_file_pages_everywhere,
     write_protect_file_pages_everywhere,
 };
-pub use process::{ExitStatus, ProcInner, Process, Thread};
-pub use run::{cpu_times, not_running_for, run, set_services, Services, TIME_SLICE_MS};
+pub use process::{CpuTime, ExitStatus, ProcInner, Process, Thread};
+pub use run::{
+    cpu_times, entered_kernel, not_running_for, run, set_services, sys_times, Services,
+    TIME_SLICE_MS,
+};
 pub use sched::{
     block_current, context_switches, current_cred, current_pid, current_process, current_root,
     current_thread, current_tid, hart_busy_ns, plant_lock_bug, set_affinity, with_current,

@@ -75,8 +75,8 @@ pub struct ProcInner {
     pub pgid: usize,
     pub sid: usize,
     pub cred: cred::Cred,
-    /// CPU time of its reaped children (and theirs); its own is [`Process::cpu_ns`].
-    pub children_cpu_ns: u64,
+    /// CPU time of its reaped children (and theirs); its own is [`Process::cpu`].
+    pub children_cpu: CpuTime,
     /// The voluntary and involuntary context switches of its reaped children (and theirs).
     pub children_switches: [u64; 2],
     /// Nice value (-20..=19; getpriority/setpriority). Inherited by fork; the round-robin
@@ -134,7 +134,7 @@ impl ProcInner {
             pgid: session,
             sid: session,
             cred: cred::Cred::default(),
-            children_cpu_ns: 0,
+            children_cpu: CpuTime::default(),
             children_switches: [0; 2],
             nice: 0,
             ioprio: 0,
@@ -164,8 +164,9 @@ pub struct Process {
     /// the lock (a device flush below a page fault or an munmap's write-back).
     pub satp: AtomicUsize,
     /// CPU time of all its threads so far, added by the scheduler (which takes no lock of
-    /// the process, see `satp`).
+    /// the process, see `satp`), and the part of it spent in the kernel (system time).
     pub(super) cpu_ns: AtomicU64,
+    pub(super) sys_ns: AtomicU64,
     /// Context switches of its threads: voluntary (waiting: for a wake-up, a lock, a device)
     /// and involuntary (preempted, or `sched_yield`), getrusage's `ru_nvcsw` / `ru_nivcsw`.
     pub(super) switches: [AtomicU64; 2],
@@ -193,6 +194,37 @@ impl Process {
     /// CPU time of its threads so far.
     pub fn cpu_ns(&self) -> u64 {
         self.cpu_ns.load(Relaxed)
+    }
+
+    /// CPU time of its threads so far, with the part spent in the kernel.
+    pub fn cpu(&self) -> CpuTime {
+        CpuTime {
+            total_ns: self.cpu_ns.load(Relaxed),
+            sys_ns: self.sys_ns.load(Relaxed),
+        }
+    }
+}
+
+/// CPU time (ns): all of it, and the part spent in the kernel (system time); the rest is
+/// user time. times, getrusage, wait4, waitid and `/proc/<pid>/stat` report the two parts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CpuTime {
+    pub total_ns: u64,
+    pub sys_ns: u64,
+}
+
+impl CpuTime {
+    /// The time spent in user mode.
+    pub fn user_ns(self) -> u64 {
+        self.total_ns.saturating_sub(self.sys_ns)
+    }
+
+    /// Both parts of `self` and `other` added.
+    pub fn plus(self, other: CpuTime) -> CpuTime {
+        CpuTime {
+            total_ns: self.total_ns + other.total_ns,
+            sys_ns: self.sys_ns + other.sys_ns,
+        }
     }
 }
 
@@ -233,8 +265,10 @@ pub struct Thread {
     /// [`reading_own_pages`]).
     pub(super) own_pages: AtomicBool,
     pub(super) ctx: SpinLock<TaskContext, { rank::CONTEXT }>,
-    /// CPU time of this thread so far, added by the scheduler when it leaves the CPU.
+    /// CPU time of this thread so far, added by the scheduler when it leaves the CPU, and
+    /// the part of it spent in the kernel.
     pub(super) cpu_ns: AtomicU64,
+    pub(super) sys_ns: AtomicU64,
     /// Owned here so it lives exactly as long as the thread (the scheduler drops the last
     /// reference after switching away from a dead thread).
     pub(super) _kstack: Box<[u8]>,

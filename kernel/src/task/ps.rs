@@ -24,8 +24,8 @@ pub struct PsInfo {
     pub gid: u32,
     pub threads: usize,
     /// CPU time of the process and of its reaped children, in nanoseconds.
-    pub cpu_ns: u64,
-    pub children_cpu_ns: u64,
+    pub cpu: super::process::CpuTime,
+    pub children_cpu: super::process::CpuTime,
     pub nice: i32,
     /// Bytes of user address space in areas, resident pages, and bytes locked (mlock).
     pub vsize: u64,
@@ -121,8 +121,8 @@ pub fn info(pid: usize) -> Option<PsInfo> {
         uid: i.cred.uid,
         gid: i.cred.gid,
         threads: i.threads.len().max(1),
-        cpu_ns: p.cpu_ns(),
-        children_cpu_ns: i.children_cpu_ns,
+        cpu: p.cpu(),
+        children_cpu: i.children_cpu,
         nice: i.nice,
         vsize: i.space.mapped_bytes() as u64,
         rss_pages: i.space.resident_pages() as u64,

@@ -84,10 +84,52 @@ pub fn cpu_times() -> (u64, u64) {
     )
 }
 
+/// When each hart's running thread last came into the kernel (timer ticks): a trap out of
+/// user mode, or its switch-in (a thread resumes in the kernel).
+static KERNEL_SINCE: [AtomicU64; MAX_HARTS] = [const { AtomicU64::new(0) }; MAX_HARTS];
+/// System time (timer ticks) of each hart's running thread since its switch-in, up to its
+/// last return to user mode: added to the thread and its process at its switch-out, with the
+/// CPU time. Ticks, not ns: the trap path reads the clock twice and converts nothing.
+static KERNEL_PENDING: [AtomicU64; MAX_HARTS] = [const { AtomicU64::new(0) }; MAX_HARTS];
+
+/// A trap out of user mode: the running thread's time is system time from here on.
+#[inline]
+pub fn entered_kernel() {
+    KERNEL_SINCE[hart::index()].store(crate::arch::time::ticks(), Relaxed);
+}
+
+/// Back to user mode: the time since the thread came into the kernel was system time.
+#[inline]
+pub(super) fn leaving_kernel() {
+    let h = hart::index();
+    let spent = crate::arch::time::ticks().saturating_sub(KERNEL_SINCE[h].load(Relaxed));
+    KERNEL_PENDING[h].store(KERNEL_PENDING[h].load(Relaxed) + spent, Relaxed);
+}
+
+/// The system time (ns) of the thread running on hart `h` since its switch-in, up to now.
+fn kernel_time_here(h: usize) -> u64 {
+    let since = KERNEL_SINCE[h].load(Relaxed);
+    let ticks = KERNEL_PENDING[h].load(Relaxed) + crate::arch::time::ticks().saturating_sub(since);
+    crate::arch::time::ticks_to_ns(ticks)
+}
+
+/// System time of the current process and thread so far (ns), this hart's running slice
+/// included (the caller is in the kernel: a system call asking).
+pub fn sys_times() -> (u64, u64) {
+    let t = super::sched::current_thread();
+    let here = kernel_time_here(hart::index());
+    (
+        t.process.sys_ns.load(Relaxed) + here,
+        t.sys_ns.load(Relaxed) + here,
+    )
+}
+
 /// The current thread of this hart waited `ns` for the big kernel lock (another hart ran
 /// kernel code, maybe a disk wait): not its CPU time, so its slice starts that much later.
 pub fn not_running_for(ns: u64) {
-    RUNNING_SINCE[hart::index()].fetch_add(ns, Relaxed);
+    let h = hart::index();
+    RUNNING_SINCE[h].fetch_add(ns, Relaxed);
+    KERNEL_SINCE[h].fetch_add(crate::arch::time::ns_to_ticks(ns), Relaxed);
 }
 
 /// The scheduler loop of every hart, entered with the big kernel lock held (which it keeps
@@ -159,13 +201,19 @@ pub fn run() -> ! {
         let from: *mut TaskContext = ctx_ptr(&IDLE_CTX[me]);
         let started = crate::arch::time::monotonic_ns();
         RUNNING_SINCE[me].store(started, Relaxed);
+        KERNEL_SINCE[me].store(crate::arch::time::ticks(), Relaxed);
+        KERNEL_PENDING[me].store(0, Relaxed);
         crate::arch::lockcheck::assert_none_held("switches to a thread");
         // SAFETY: see `switch_to_scheduler`.
         unsafe { super::switch::switch(from, to) };
         // From the switch-in, less what the thread waited for the big kernel lock.
+        // It left in the kernel: the time since it came in is system time too.
         let ran = crate::arch::time::monotonic_ns().saturating_sub(RUNNING_SINCE[me].load(Relaxed));
+        let sys = kernel_time_here(me).min(ran);
         t.process.cpu_ns.fetch_add(ran, Relaxed);
         t.cpu_ns.fetch_add(ran, Relaxed);
+        t.process.sys_ns.fetch_add(sys, Relaxed);
+        t.sys_ns.fetch_add(sys, Relaxed);
         BUSY_NS[me].fetch_add(ran, Relaxed);
         // Its registers are saved: it may now run elsewhere (once this hart lets go of the
         // big kernel lock).

@@ -27,6 +27,7 @@ pub fn return_to_user_restarting(restart: Option<usize>) -> ! {
         // SAFETY: the frame belongs to the current thread, which only this code touches now.
         super::sigframe::deliver(unsafe { &mut *tf }, restart);
     }
+    super::run::leaving_kernel();
     // SAFETY: the trap frame is boxed inside the current thread, which stays alive while it
     // runs; its page table was activated by the scheduler.
     unsafe { crate::arch::trap::enter_user(tf) }
@@ -46,6 +47,7 @@ pub fn return_unlocked(tf: *mut TrapFrame) -> ! {
         super::lock_kernel();
         return_to_user_restarting(None)
     }
+    super::run::leaving_kernel();
     // SAFETY: the caller's frame, of the running thread, whose page table is active.
     unsafe { crate::arch::trap::resume_user(tf) }
 }

@@ -58,6 +58,8 @@ fn syscall_args(tf: &TrapFrame) -> [usize; 6] {
 
 #[no_mangle]
 extern "C" fn user_trap_handler(tf: &mut TrapFrame) -> ! {
+    // User time stops here; system time runs until the return to user mode.
+    crate::task::entered_kernel();
     let scause = csr::scause();
     // A read of a dbfs file runs without the big kernel lock, on several harts at once
     // (`syscall::unlocked`), if it can; it has done nothing if it cannot.

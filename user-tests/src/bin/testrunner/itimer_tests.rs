@@ -361,3 +361,57 @@ fn now_realtime_sec() -> i64 {
     unsafe { syscall2(abi::syscall::SYS_CLOCK_GETTIME, 0, ts.as_mut_ptr() as usize) };
     ts[0]
 }
+
+/// getrusage(RUSAGE_SELF)'s user and system time, in microseconds.
+fn user_sys_us() -> SysResult<(i64, i64)> {
+    let mut ru = [0i64; 18];
+    // SAFETY: `ru` is a writable struct rusage (144 bytes).
+    let r = unsafe { syscall2(abi::syscall::SYS_GETRUSAGE, 0, ru.as_mut_ptr() as usize) };
+    Errno::from_ret(r).map(|_| (ru[0] * 1_000_000 + ru[1], ru[2] * 1_000_000 + ru[3]))
+}
+
+/// CPU time is split into user and system time: 200 ms of arithmetic in user mode adds more
+/// user than system time, 200 ms of 64 KiB reads of /dev/zero (the kernel fills the buffer)
+/// more system than user time; times(2) gives the same split in clock ticks.
+pub fn cpu_time_user_and_system(_cx: &Ctx) -> TestResult {
+    let (u0, s0) = user_sys_us().what("getrusage")?;
+    let start = now_ns();
+    let mut x = 1u64;
+    while now_ns() - start < 200_000_000 {
+        for _ in 0..10_000 {
+            x = core::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        }
+    }
+    let (u1, s1) = user_sys_us().what("getrusage")?;
+    ensure!(
+        u1 - u0 > s1 - s0,
+        "200 ms in user mode: user time +{} us, system time +{} us",
+        u1 - u0,
+        s1 - s0
+    );
+    let zero = sys::open("/dev/zero", 0, 0).what("open /dev/zero")?;
+    let mut buf = vec![0u8; 65536];
+    let start = now_ns();
+    while now_ns() - start < 200_000_000 {
+        sys::read(zero, &mut buf).what("read /dev/zero")?;
+    }
+    let _ = sys::close(zero);
+    let (u2, s2) = user_sys_us().what("getrusage")?;
+    ensure!(
+        s2 - s1 > u2 - u1,
+        "200 ms of reads of /dev/zero: system time +{} us, user time +{} us",
+        s2 - s1,
+        u2 - u1
+    );
+    let mut tms = [0i64; 4];
+    // SAFETY: `tms` is a writable struct tms.
+    let r = unsafe { syscall1(abi::syscall::SYS_TIMES, tms.as_mut_ptr() as usize) };
+    Errno::from_ret(r).what("times")?;
+    ensure!(
+        tms[0] > 0 && tms[1] > 0,
+        "times: tms_utime {} and tms_stime {} ticks after 200 ms of each kind",
+        tms[0],
+        tms[1]
+    );
+    Ok(())
+}

@@ -258,6 +258,10 @@ pub const TESTS: &[Test] = &[
     t("chroot_semantics", stress_tests::chroot_semantics),
     t("memfd_semantics", memfd_tests::memfd_semantics),
     t("itimer_real", itimer_tests::itimer_real),
+    t(
+        "cpu_time_user_and_system",
+        itimer_tests::cpu_time_user_and_system,
+    ),
     t("adjtimex_semantics", itimer_tests::adjtimex_semantics),
     t("sysv_msg_queue", sysv_ipc_tests::sysv_msg_queue),
     t("sysv_semaphores", sysv_ipc_tests::sysv_semaphores),
