@@ -20,7 +20,7 @@ use crate::error::kv;
 use crate::format::{self, bucket, ino_key, MAX_CHUNK_SIZE, MIN_CHUNK_SIZE, MIN_PAGE_SIZE};
 use crate::format::{Inode, Superblock, FORMAT_VERSION, ROOT_INO};
 use crate::mounted::DbFs;
-use crate::snapshot_cache::{ChunkLocs, SnapshotInodes};
+use crate::snapshot_cache::{ChunkLocs, SnapshotInodes, SnapshotNames};
 use crate::state::{PendingMap, ReadMemo, State, WriteBack};
 use crate::tuning::{DEFAULT_CHUNK_SIZE, DEFAULT_DIRTY_LIMIT, DIRECT_WRITE_MIN};
 
@@ -204,6 +204,7 @@ impl<P: Pager> DbFs<P> {
                 noatime: false,
                 fsync_wanted: BTreeMap::new(),
                 icache: SnapshotInodes::default(),
+                names: SnapshotNames::default(),
                 read_memo: ReadMemo::default(),
                 chunk_locs: ChunkLocs::default(),
                 direct_write_min: if db_direct_writes {

@@ -208,6 +208,12 @@ impl<P: Pager + Send + Sync + 'static> Node for DbNode<P> {
         Ok(self.fs.metadata(self.ino, &i))
     }
 
+    /// The type the node was made with (an inode's type never changes): a path walk asks it
+    /// of every component, and the inode need not be read for it.
+    fn ftype(&self) -> VfsResult<FileType> {
+        Ok(self.ftype)
+    }
+
     fn setattr(&self, attr: &SetAttr) -> VfsResult<Metadata> {
         if attr.size.is_some() {
             self.check_file()?;
@@ -350,18 +356,21 @@ impl<P: Pager + Send + Sync + 'static> Node for DbNode<P> {
     fn lookup(&self, name: &str) -> VfsResult<NodeRef> {
         self.check_dir()?;
         check_name(name, NAME_MAX)?;
-        let e = {
-            let tx = self.fs.begin_read()?;
-            let raw = tx
-                .get_bucket(bucket::NAMES)
-                .map_err(kv)?
-                .get(&name_key(self.ino, name.as_bytes()))
-                .map_err(kv)?;
-            match raw {
-                Some(v) => NameEntry::decode(&v)?,
-                None => return Err(VfsError::NotFound),
+        let e = match self.fs.remembered_name(self.ino, name) {
+            Some(e) => e,
+            None => {
+                let tx = self.fs.begin_read()?;
+                let raw = tx
+                    .get_bucket(bucket::NAMES)
+                    .map_err(kv)?
+                    .get(&name_key(self.ino, name.as_bytes()))
+                    .map_err(kv)?;
+                let e = raw.map(|v| NameEntry::decode(&v)).transpose()?;
+                self.fs.state.lock().names.put(tx.id(), self.ino, name, e);
+                e
             }
         };
+        let e = e.ok_or(VfsError::NotFound)?;
         self.fs.node(e.ino, e.ftype)
     }
 
@@ -740,6 +749,14 @@ impl<P: Pager + Send + Sync + 'static> Node for DbNode<P> {
 
 impl<P: Pager + Send + Sync + 'static> DbFs<P> {
     /// The node of `ino` (of type `ftype`), holding the mount alive.
+    /// What the newest commit says directory `dir` holds under `name`, if a lookup in that
+    /// snapshot remembered it ([`crate::snapshot_cache::SnapshotNames`]): `Some(None)` for a
+    /// name it does not hold. A lookup reads the newest commit too, so the answer is the same.
+    fn remembered_name(&self, dir: u64, name: &str) -> Option<Option<NameEntry>> {
+        let st = self.state.lock();
+        self.db.with_committed(|txid| st.names.get(txid, dir, name))
+    }
+
     pub(crate) fn node(&self, ino: u64, ftype: FileType) -> VfsResult<NodeRef> {
         let fs = self.me.upgrade().ok_or(VfsError::Io)?;
         Ok(Arc::new(DbNode::new(fs, ino, ftype)))

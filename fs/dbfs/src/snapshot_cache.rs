@@ -14,8 +14,43 @@ use vfs::{Timestamp, VfsError, VfsResult};
 
 use crate::atime::{relatime_due, RELATIME_SECS};
 use crate::error::kv;
-use crate::format::Inode;
 use crate::format::{bucket, pair_key};
+use crate::format::{Inode, NameEntry};
+
+/// Directory entries as recent snapshots hold them: `(txid, dir, name) -> entry`, or `None`
+/// for a name the directory did not have. A path walk looks each component up, and the same
+/// directories again and again (every `stat` of `/usr/lib/...` walks `usr` and `lib`), so a
+/// lookup repeated within one commit reads no tree. Entries are replaced round-robin.
+#[derive(Default)]
+pub(crate) struct SnapshotNames {
+    slots: Vec<(u64, u64, alloc::string::String, Option<NameEntry>)>,
+    next: usize,
+}
+
+/// How many entries [`SnapshotNames`] keeps.
+const NAME_SLOTS: usize = 64;
+
+impl SnapshotNames {
+    /// What snapshot `txid` says `dir` holds under `name`, if remembered: `Some(None)` for
+    /// a name it does not hold.
+    pub(crate) fn get(&self, txid: u64, dir: u64, name: &str) -> Option<Option<NameEntry>> {
+        self.slots
+            .iter()
+            .find(|s| s.0 == txid && s.1 == dir && s.2 == name)
+            .map(|s| s.3)
+    }
+
+    /// Remember what snapshot `txid` says `dir` holds under `name`.
+    pub(crate) fn put(&mut self, txid: u64, dir: u64, name: &str, entry: Option<NameEntry>) {
+        let slot = (txid, dir, alloc::string::String::from(name), entry);
+        if self.slots.len() < NAME_SLOTS {
+            self.slots.push(slot);
+        } else {
+            self.slots[self.next] = slot;
+            self.next = (self.next + 1) % NAME_SLOTS;
+        }
+    }
+}
 
 /// A few inode records as stored in given snapshots: `(txid, ino) -> record`. A snapshot
 /// never changes, so an entry is right for as long as its txid is the one a reader sees; a

@@ -15,7 +15,7 @@ use alloc::vec::Vec;
 use vfs::{Timestamp, VfsError};
 
 use crate::format::Inode;
-use crate::snapshot_cache::{ChunkLocs, SnapshotInodes};
+use crate::snapshot_cache::{ChunkLocs, SnapshotInodes, SnapshotNames};
 
 /// Buffered state of one inode in the write-back cache.
 pub(crate) struct Pending {
@@ -210,6 +210,8 @@ pub(crate) struct State {
     pub fsync_wanted: BTreeMap<u64, u32>,
     /// Inode records of recent read snapshots, for the read path.
     pub icache: SnapshotInodes,
+    /// Directory entries of recent read snapshots, for lookups.
+    pub names: SnapshotNames,
     /// The write-back cache as the last small read found it (see [`ReadMemo`]).
     pub read_memo: ReadMemo,
     /// Where recently read chunks lie in recent snapshots, for small reads (see [`ChunkLocs`]).

@@ -183,7 +183,8 @@ impl Loc {
 }
 
 pub(super) fn join(dir: &str, name: &str) -> String {
-    let mut p = String::from(dir);
+    let mut p = String::with_capacity(dir.len() + 1 + name.len());
+    p.push_str(dir);
     if !p.ends_with('/') {
         p.push('/');
     }

@@ -3,7 +3,8 @@
 //! `pread` of 0 bytes (fd lookup + file-system entry), of 1 byte (the file system's lookup
 //! without the copy), and of 4 KiB at one offset and sequentially; then 4 KiB `pwrite`s
 //! sequentially over the file (`pwrite4k_over`) and appending to a new one
-//! (`pwrite4k_append`, as fio's first write pass); with `only=pread1m_seq` or
+//! (`pwrite4k_append`, as fio's first write pass); `fstat`, and `stat` by path of the file
+//! and of one three directories deeper (`stat_deep`); with `only=pread1m_seq` or
 //! `only=pwrite1m_over`, 1 MiB `pread`s or `pwrite`s over the file instead. Prints `SYSCOST dir=... op=... ns_per_call=...` lines. Not part of the tests.
 //! Options: `calls=N` (default 5000 per loop; more to profile one loop), `only=OP` (run
 //! only that loop, e.g. `only=pread4k_seq`) and `sync=1` (a `sync` before each loop: the
@@ -173,6 +174,32 @@ fn main(argv: &[&str]) -> i32 {
             timed_writes(dir, "pwrite1m_over", &f, 1 << 20, calls, |i| {
                 (i << 20) % (8 << 20)
             });
+        }
+        // Attributes: of the open file, and by path (the path walk: two components below
+        // the root for /dbfs/syscost.dat, five for the deep one).
+        let deep = format!("{dir}/sc.1/sc.2/sc.3/sc.f");
+        let made = sys::mkdir(&format!("{dir}/sc.1"), 0o755)
+            .and_then(|_| sys::mkdir(&format!("{dir}/sc.1/sc.2"), 0o755))
+            .and_then(|_| sys::mkdir(&format!("{dir}/sc.1/sc.2/sc.3"), 0o755))
+            .is_ok()
+            && create(&deep).is_some();
+        let stats: [(&str, &str); 3] = [("fstat", ""), ("stat", &path), ("stat_deep", &deep)];
+        for (op, p) in stats {
+            if !run(op) || (op == "stat_deep" && !made) {
+                continue;
+            }
+            let sw = Stopwatch::start();
+            for _ in 0..calls {
+                let _ = if p.is_empty() { f.stat() } else { sys::stat(p) };
+            }
+            println!(
+                "SYSCOST dir={dir} op={op} ns_per_call={}",
+                per_call(&sw, calls)
+            );
+        }
+        let _ = sys::unlink(&deep);
+        for d in ["sc.1/sc.2/sc.3", "sc.1/sc.2", "sc.1"] {
+            let _ = sys::rmdir(&format!("{dir}/{d}"));
         }
         drop(f);
         let _ = sys::unlink(&path);
