@@ -547,7 +547,7 @@ fn pid_status(p: &PsInfo) -> String {
         _ => "S (sleeping)",
     };
     format!(
-        "Name:\t{}\nState:\t{}\nTgid:\t{}\nPid:\t{}\nPPid:\t{}\nUid:\t{u}\t{u}\t{u}\t{u}\nGid:\t{g}\t{g}\t{g}\t{g}\nThreads:\t{}\nSigQ:\t{}/{}\nVmSize:\t{} kB\nVmLck:\t{} kB\nVmRSS:\t{} kB\n",
+        "Name:\t{}\nState:\t{}\nTgid:\t{}\nPid:\t{}\nPPid:\t{}\nUid:\t{u}\t{u}\t{u}\t{u}\nGid:\t{g}\t{g}\t{g}\t{g}\nThreads:\t{}\nSigQ:\t{}/{}\nVmSize:\t{} kB\nVmLck:\t{} kB\nVmHWM:\t{} kB\nVmRSS:\t{} kB\nVmSwap:\t0 kB\n",
         p.comm,
         state,
         p.pid,
@@ -558,6 +558,7 @@ fn pid_status(p: &PsInfo) -> String {
         p.sig_limit,
         p.vsize / 1024,
         p.locked / 1024,
+        p.rss_peak_pages * crate::mm::PAGE_SIZE as u64 / 1024,
         p.rss_pages * crate::mm::PAGE_SIZE as u64 / 1024,
         u = p.uid,
         g = p.gid,

@@ -44,6 +44,9 @@ pub struct AddrSpace {
     /// Areas keyed by start address; never overlapping.
     pub(super) areas: BTreeMap<usize, Area>,
     pub(super) frames: BTreeMap<usize, Mapped>,
+    /// The most pages `frames` held before its last shrink (munmap, exit), or the parent's
+    /// peak for a fork's child: [`AddrSpace::peak_pages`], getrusage's `ru_maxrss`.
+    peak: usize,
     pub(super) brk_start: usize,
     pub(super) brk: usize,
     /// The program file this space runs (writing to it is ETXTBSY while this is held).
@@ -60,6 +63,7 @@ impl AddrSpace {
             pt: PageTable::new().ok_or(Errno::ENOMEM)?,
             areas: BTreeMap::new(),
             frames: BTreeMap::new(),
+            peak: 0,
             brk_start: 0,
             brk: 0,
             running: None,
@@ -80,6 +84,7 @@ impl AddrSpace {
     /// Unmap and free all user memory (exit), allocating nothing; the space stays usable
     /// (empty).
     pub fn clear(&mut self) {
+        self.peak = self.peak_pages();
         self.aio.clear();
         self.pt.clear_user();
         self.frames.clear();
@@ -168,6 +173,7 @@ impl AddrSpace {
             .map(|(&va, _)| va)
             .filter(|&va| which(va))
             .collect();
+        self.peak = self.peak_pages();
         self.pt.unmap_many(pages.iter().copied());
         for va in pages {
             self.frames.remove(&va);
@@ -927,6 +933,7 @@ impl AddrSpace {
             }
             child.frames.insert(va, m);
         }
+        child.peak = self.peak_pages();
         Ok(child)
     }
 }
@@ -973,5 +980,10 @@ impl AddrSpace {
     /// User pages mapped right now (`VmRSS`, in pages).
     pub fn resident_pages(&self) -> usize {
         self.frames.len()
+    }
+
+    /// The most pages the space has held at once (Linux's `hiwater_rss`).
+    pub fn peak_pages(&self) -> usize {
+        self.peak.max(self.frames.len())
     }
 }

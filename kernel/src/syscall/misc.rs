@@ -432,22 +432,23 @@ fn own_cpu() -> crate::task::CpuTime {
     }
 }
 
-/// getrusage: user and system time and the voluntary and involuntary context switches
-/// (`ru_nvcsw`, `ru_nivcsw`) for RUSAGE_SELF (0), RUSAGE_CHILDREN (-1, the reaped ones) and
-/// RUSAGE_THREAD (1, answered for the whole process).
+/// getrusage: user and system time, the peak resident memory (`ru_maxrss`) and the
+/// voluntary and involuntary context switches (`ru_nvcsw`, `ru_nivcsw`) for RUSAGE_SELF (0),
+/// RUSAGE_CHILDREN (-1, the reaped ones: the largest peak of any) and RUSAGE_THREAD (1,
+/// answered for the whole process).
 pub fn sys_getrusage(who: isize, buf: usize) -> SysResult {
     let me = crate::task::current_process();
-    let (cpu, switches) = match who {
-        0 | 1 => (own_cpu(), me.switch_counts()),
+    let (cpu, switches, rss_peak) = match who {
+        0 | 1 => (own_cpu(), me.switch_counts(), me.inner.lock().rss_peak()),
         -1 => {
             let i = me.inner.lock();
-            (i.children_cpu, i.children_switches)
+            (i.children_cpu, i.children_switches, i.children_rss_peak)
         }
         _ => return Err(Errno::EINVAL),
     };
-    // struct rusage: ru_utime, ru_stime (timevals), then 14 longs, ru_nvcsw and ru_nivcsw
-    // the last two.
-    let mut b = super::process::rusage_of(cpu);
+    // struct rusage: ru_utime, ru_stime (timevals), ru_maxrss, then 13 longs, ru_nvcsw and
+    // ru_nivcsw the last two.
+    let mut b = super::process::rusage_of(cpu, rss_peak);
     b[128..136].copy_from_slice(&switches[0].to_le_bytes());
     b[136..144].copy_from_slice(&switches[1].to_le_bytes());
     copy_out(buf, &b)?;

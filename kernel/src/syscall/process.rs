@@ -312,17 +312,19 @@ pub fn sys_wait4(pid: isize, wstatus: usize, options: u32, rusage: usize) -> Sys
                 super::args::copy_out(wstatus, &w.status.wait_status().to_le_bytes())?;
             }
             if rusage != 0 {
-                super::args::copy_out(rusage, &rusage_of(w.cpu))?;
+                super::args::copy_out(rusage, &rusage_of(w.cpu, w.rss_peak))?;
             }
             Ok(w.pid)
         }
     }
 }
 
-/// `struct rusage` (144 bytes) for `cpu`: ru_utime and ru_stime (timevals) first, the rest
-/// zero.
-pub(super) fn rusage_of(cpu: crate::task::CpuTime) -> [u8; 144] {
+/// `struct rusage` (144 bytes) for `cpu` and a peak of `rss_pages` resident pages: ru_utime
+/// and ru_stime (timevals), ru_maxrss (KiB); the rest zero.
+pub(super) fn rusage_of(cpu: crate::task::CpuTime, rss_pages: usize) -> [u8; 144] {
     let mut b = [0u8; 144];
+    let kib = (rss_pages * crate::mm::PAGE_SIZE / 1024) as u64;
+    b[32..40].copy_from_slice(&kib.to_le_bytes());
     for (at, ns) in [(0, cpu.user_ns()), (16, cpu.sys_ns)] {
         b[at..at + 8].copy_from_slice(&(ns / 1_000_000_000).to_le_bytes());
         b[at + 8..at + 16].copy_from_slice(&(ns % 1_000_000_000 / 1000).to_le_bytes());
@@ -411,7 +413,7 @@ pub fn sys_waitid(
         // Linux's waitid fills signo, code, pid, uid and status; the times stay 0.
         info = SigInfo::child(code, w.pid, w.uid, status, 0, 0).to_user();
         if rusage != 0 {
-            super::args::copy_out(rusage, &rusage_of(w.cpu))?;
+            super::args::copy_out(rusage, &rusage_of(w.cpu, w.rss_peak))?;
         }
     }
     if infop != 0 {

@@ -235,6 +235,7 @@ pub fn exec(
         // from reused frames.
         crate::arch::hart::fence_i_local();
         current_ref().process.satp.store(space.satp(), Relaxed);
+        p.old_rss_peak = p.rss_peak();
         p.space = space;
         p.sig.reset_for_exec();
         with_thread(|t| t.sig.alt = Default::default());

@@ -122,7 +122,8 @@ pub(super) fn process_exit(p: Arc<Process>, status: ExitStatus) {
         super::wait::poll_wake();
         // A parent waiting in vfork goes on, and finds the child's status waiting for it.
         let vfork_parent = release_vfork_parent(&mut inner);
-        // Free memory now (allocating nothing).
+        // Free memory now (allocating nothing), its peak kept for the parent's getrusage.
+        inner.old_rss_peak = inner.rss_peak();
         inner.space.clear();
         (
             inner.ppid,
@@ -161,6 +162,26 @@ pub(super) fn process_exit(p: Arc<Process>, status: ExitStatus) {
     }
     p.sig_queue.lock().clear();
     if let Some(parent) = parent {
+        // A parent that ignores SIGCHLD (or asked for SA_NOCLDWAIT) gets no zombie: the child
+        // is released now, before the parent is woken (a wait4 then finds it gone, ECHILD once
+        // no child is left), and its times and peak memory are not added to the parent's
+        // children's, as on Linux.
+        let released = {
+            let mut pi = parent.inner.lock();
+            // Only if still its child: a wait4 may have reaped it already.
+            match pi.children.iter().position(|c| Arc::ptr_eq(c, &p)) {
+                Some(i) if pi.sig.reaps_children_itself() => {
+                    pi.children.remove(i);
+                    true
+                }
+                _ => false,
+            }
+        };
+        if released {
+            let mut s = SCHED.lock();
+            s.all.remove(&p.pid);
+            s.zombies -= 1;
+        }
         wake_process(&parent);
         let (code, value) = match status {
             ExitStatus::Exited(c) => (CLD_EXITED, c),
@@ -199,6 +220,9 @@ pub struct Waited {
     pub status: ExitStatus,
     /// CPU time the child and its reaped children used (wait4's rusage).
     pub cpu: super::process::CpuTime,
+    /// The larger of its peak resident pages and its reaped children's (wait4's
+    /// `ru_maxrss`).
+    pub rss_peak: usize,
     /// The child's real uid (waitid's `si_uid`).
     pub uid: u32,
 }
@@ -248,18 +272,20 @@ pub fn wait_child(
             })
         };
         if let Some((child, st, uid)) = found {
-            let (spent, switches) = {
+            let (spent, switches, rss_peak) = {
                 let c = child.inner.lock();
                 let own = child.switch_counts();
                 (
                     child.cpu().plus(c.children_cpu),
                     [0, 1].map(|k| own[k] + c.children_switches[k]),
+                    c.old_rss_peak.max(c.children_rss_peak),
                 )
             };
             if reap {
                 {
                     let mut m = me.inner.lock();
                     m.children_cpu = m.children_cpu.plus(spent);
+                    m.children_rss_peak = m.children_rss_peak.max(rss_peak);
                     for (total, add) in m.children_switches.iter_mut().zip(switches) {
                         *total += add;
                     }
@@ -272,6 +298,7 @@ pub fn wait_child(
                 pid: child.pid,
                 status: st,
                 cpu: spent,
+                rss_peak,
                 uid,
             }));
         }

@@ -144,6 +144,8 @@ pub fn fork(tf: &TrapFrame, vfork: bool) -> Result<usize, Errno> {
             cred: p.cred.clone(),
             children_cpu: super::process::CpuTime::default(),
             children_switches: [0; 2],
+            old_rss_peak: 0,
+            children_rss_peak: 0,
             nice: if p.sched.reset_on_fork {
                 p.nice.max(0)
             } else {

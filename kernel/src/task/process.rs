@@ -79,6 +79,12 @@ pub struct ProcInner {
     pub children_cpu: CpuTime,
     /// The voluntary and involuntary context switches of its reaped children (and theirs).
     pub children_switches: [u64; 2],
+    /// Peak resident pages of the images it ran before its last execve, and at its exit of
+    /// all of them ([`ProcInner::rss_peak`] adds the current space's).
+    pub old_rss_peak: usize,
+    /// The largest peak of its reaped children (and theirs): getrusage(RUSAGE_CHILDREN)'s
+    /// `ru_maxrss`.
+    pub children_rss_peak: usize,
     /// Nice value (-20..=19; getpriority/setpriority). Inherited by fork; the round-robin
     /// scheduler does not weigh it yet.
     pub nice: i32,
@@ -109,6 +115,12 @@ pub struct ProcInner {
 }
 
 impl ProcInner {
+    /// Its peak resident pages: of the space it runs now and of those before its execve
+    /// (getrusage(RUSAGE_SELF)'s `ru_maxrss`, `/proc/<pid>/status`'s VmHWM).
+    pub fn rss_peak(&self) -> usize {
+        self.old_rss_peak.max(self.space.peak_pages())
+    }
+
     /// The state of a process made from nothing (init, the kernel threads' process): no
     /// parent, children or threads yet, root's credentials, `/` as working directory,
     /// process group and session `session`, dumpable if it runs a program (`exe`).
@@ -136,6 +148,8 @@ impl ProcInner {
             cred: cred::Cred::default(),
             children_cpu: CpuTime::default(),
             children_switches: [0; 2],
+            old_rss_peak: 0,
+            children_rss_peak: 0,
             nice: 0,
             ioprio: 0,
             comm,

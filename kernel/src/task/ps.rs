@@ -30,6 +30,8 @@ pub struct PsInfo {
     /// Bytes of user address space in areas, resident pages, and bytes locked (mlock).
     pub vsize: u64,
     pub rss_pages: u64,
+    /// Peak resident pages (VmHWM).
+    pub rss_peak_pages: u64,
     pub locked: u64,
     /// Siginfos queued for the process's real user, and its RLIMIT_SIGPENDING (SigQ).
     pub sig_queued: usize,
@@ -126,6 +128,7 @@ pub fn info(pid: usize) -> Option<PsInfo> {
         nice: i.nice,
         vsize: i.space.mapped_bytes() as u64,
         rss_pages: i.space.resident_pages() as u64,
+        rss_peak_pages: i.rss_peak() as u64,
         locked: i.space.locked_bytes() as u64,
         sig_queued: super::siginfo::queued_by(i.cred.uid),
         sig_limit: i.limits.sigpending.0,

@@ -41,6 +41,8 @@ pub const SIGWINCH: usize = 28;
 pub const SIG_DFL: usize = 0;
 
 pub const SIG_IGN: usize = 1;
+/// sigaction flag: children of the process leave no zombie when they exit.
+pub const SA_NOCLDWAIT: u64 = 1;
 
 pub const SA_ONSTACK: u64 = 0x0800_0000;
 
@@ -199,6 +201,14 @@ impl SigState {
     pub(super) fn ignores(&self, sig: usize) -> bool {
         let a = &self.actions[sig - 1];
         a.handler == SIG_IGN || (a.handler == SIG_DFL && default_action(sig) == Default_::Ignore)
+    }
+
+    /// Whether a child's exit leaves no zombie for this process to wait for: SIGCHLD set to
+    /// SIG_IGN, or its action has SA_NOCLDWAIT (Linux's rule; the default action, ignore,
+    /// does not count).
+    pub(super) fn reaps_children_itself(&self) -> bool {
+        let a = &self.actions[SIGCHLD - 1];
+        a.handler == SIG_IGN || a.flags & SA_NOCLDWAIT != 0
     }
 
     /// execve: caught signals go back to their default action; ignored ones stay ignored;

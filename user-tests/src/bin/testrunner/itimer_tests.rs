@@ -370,38 +370,41 @@ fn user_sys_us() -> SysResult<(i64, i64)> {
     Errno::from_ret(r).map(|_| (ru[0] * 1_000_000 + ru[1], ru[2] * 1_000_000 + ru[3]))
 }
 
+/// Run `step` again and again for 200 ms: the user and system time that added, in
+/// microseconds.
+fn for_200ms(mut step: impl FnMut() -> TestResult) -> Result<(i64, i64), String> {
+    let (u0, s0) = user_sys_us().what("getrusage")?;
+    let start = now_ns();
+    while now_ns() - start < 200_000_000 {
+        step()?;
+    }
+    let (u1, s1) = user_sys_us().what("getrusage")?;
+    Ok((u1 - u0, s1 - s0))
+}
+
 /// CPU time is split into user and system time: 200 ms of arithmetic in user mode adds more
 /// user than system time, 200 ms of 64 KiB reads of /dev/zero (the kernel fills the buffer)
 /// more system than user time; times(2) gives the same split in clock ticks.
 pub fn cpu_time_user_and_system(_cx: &Ctx) -> TestResult {
-    let (u0, s0) = user_sys_us().what("getrusage")?;
-    let start = now_ns();
     let mut x = 1u64;
-    while now_ns() - start < 200_000_000 {
+    let (u, s) = for_200ms(|| {
         for _ in 0..10_000 {
             x = core::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
         }
-    }
-    let (u1, s1) = user_sys_us().what("getrusage")?;
+        Ok(())
+    })?;
     ensure!(
-        u1 - u0 > s1 - s0,
-        "200 ms in user mode: user time +{} us, system time +{} us",
-        u1 - u0,
-        s1 - s0
+        u > s,
+        "200 ms in user mode: user time +{u} us, system time +{s} us"
     );
     let zero = sys::open("/dev/zero", 0, 0).what("open /dev/zero")?;
     let mut buf = vec![0u8; 65536];
-    let start = now_ns();
-    while now_ns() - start < 200_000_000 {
-        sys::read(zero, &mut buf).what("read /dev/zero")?;
-    }
+    let spent = for_200ms(|| sys::read(zero, &mut buf).map(|_| ()).what("read /dev/zero"));
     let _ = sys::close(zero);
-    let (u2, s2) = user_sys_us().what("getrusage")?;
+    let (u, s) = spent?;
     ensure!(
-        s2 - s1 > u2 - u1,
-        "200 ms of reads of /dev/zero: system time +{} us, user time +{} us",
-        s2 - s1,
-        u2 - u1
+        s > u,
+        "200 ms of reads of /dev/zero: system time +{s} us, user time +{u} us"
     );
     let mut tms = [0i64; 4];
     // SAFETY: `tms` is a writable struct tms.

@@ -32,6 +32,7 @@ mod mmap_tests;
 mod mount_tests;
 mod proc_fd_tests;
 mod proc_tests;
+mod rusage_tests;
 mod sched_tests;
 mod sigaltstack_tests;
 mod sigqueue_tests;
@@ -258,6 +259,14 @@ pub const TESTS: &[Test] = &[
     t("chroot_semantics", stress_tests::chroot_semantics),
     t("memfd_semantics", memfd_tests::memfd_semantics),
     t("itimer_real", itimer_tests::itimer_real),
+    t(
+        "sigchld_ignored_leaves_no_zombie",
+        rusage_tests::sigchld_ignored_leaves_no_zombie,
+    ),
+    t(
+        "maxrss_of_self_and_children",
+        rusage_tests::maxrss_of_self_and_children,
+    ),
     t(
         "cpu_time_user_and_system",
         itimer_tests::cpu_time_user_and_system,
