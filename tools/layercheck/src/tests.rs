@@ -6,8 +6,24 @@ use std::path::{Path, PathBuf};
 use crate::layers::Layers;
 use crate::{check_crate, graph, model};
 
+/// A fake crate's folder, removed when the test is done with it (pass or fail).
+struct FakeCrate(PathBuf);
+
+impl std::ops::Deref for FakeCrate {
+    type Target = PathBuf;
+    fn deref(&self) -> &PathBuf {
+        &self.0
+    }
+}
+
+impl Drop for FakeCrate {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
 /// A fresh folder under the system temp dir holding `files` (path, contents).
-fn fake_crate(test: &str, files: &[(&str, &str)]) -> PathBuf {
+fn fake_crate(test: &str, files: &[(&str, &str)]) -> FakeCrate {
     let dir = std::env::temp_dir().join(format!("layercheck-{}-{test}", std::process::id()));
     let _ = fs::remove_dir_all(&dir);
     for (path, text) in files {
@@ -15,7 +31,7 @@ fn fake_crate(test: &str, files: &[(&str, &str)]) -> PathBuf {
         fs::create_dir_all(path.parent().expect("has a parent")).expect("mkdir");
         fs::write(path, text).expect("write");
     }
-    dir
+    FakeCrate(dir)
 }
 
 /// Edges as "from:line->to" strings.
@@ -267,7 +283,7 @@ fn line_rule_skips_tests_folders() {
             ("src/notes.txt", long.as_str()),
         ],
     );
-    let found = crate::lines::oversized(std::slice::from_ref(&dir), 10).expect("walks");
+    let found = crate::lines::oversized(std::slice::from_ref(&*dir), 10).expect("walks");
     assert_eq!(found, vec![(dir.join("src/long.rs"), 12)]);
     assert!(crate::lines::oversized(&[dir.join("absent")], 10).is_err());
 }
