@@ -748,7 +748,6 @@ impl<P: Pager + Send + Sync + 'static> Node for DbNode<P> {
 }
 
 impl<P: Pager + Send + Sync + 'static> DbFs<P> {
-    /// The node of `ino` (of type `ftype`), holding the mount alive.
     /// What the newest commit says directory `dir` holds under `name`, if a lookup in that
     /// snapshot remembered it ([`crate::snapshot_cache::SnapshotNames`]): `Some(None)` for a
     /// name it does not hold. A lookup reads the newest commit too, so the answer is the same.
@@ -757,6 +756,7 @@ impl<P: Pager + Send + Sync + 'static> DbFs<P> {
         self.db.with_committed(|txid| st.names.get(txid, dir, name))
     }
 
+    /// The node of `ino` (of type `ftype`), holding the mount alive.
     pub(crate) fn node(&self, ino: u64, ftype: FileType) -> VfsResult<NodeRef> {
         let fs = self.me.upgrade().ok_or(VfsError::Io)?;
         Ok(Arc::new(DbNode::new(fs, ino, ftype)))

@@ -97,15 +97,11 @@ impl Pipe {
         self.take(buf, nonblock, false)
     }
 
-    /// Read what is there (at most `max` bytes) onto the end of `out`, sleeping as
-    /// [`Pipe::read`] does: the stream read's path, which needs no zeroed buffer first.
-    /// ENOMEM when the kernel heap cannot hold the bytes (nothing is taken then).
-    pub fn read_vec(
-        &self,
-        out: &mut alloc::vec::Vec<u8>,
-        max: usize,
-        nonblock: bool,
-    ) -> Result<usize, Errno> {
+    /// Read what is there (at most `max` bytes), sleeping as [`Pipe::read`] does, into a
+    /// buffer of just their size: the stream read's path, which needs no zeroed buffer
+    /// first. ENOMEM when the kernel heap cannot hold the bytes (nothing is taken then).
+    pub fn read_vec(&self, max: usize, nonblock: bool) -> Result<alloc::vec::Vec<u8>, Errno> {
+        let mut out = alloc::vec::Vec::new();
         self.wait_for_data(max, nonblock, true, |front, back| {
             let n = front.len() + back.len();
             if crate::mm::heap::admit(n).is_err() || out.try_reserve_exact(n).is_err() {
@@ -114,7 +110,8 @@ impl Pipe {
             out.extend_from_slice(front);
             out.extend_from_slice(back);
             Ok(())
-        })
+        })?;
+        Ok(out)
     }
 
     fn take(&self, buf: &mut [u8], nonblock: bool, consume: bool) -> Result<usize, Errno> {
@@ -182,10 +179,8 @@ impl Pipe {
         let mut st = self.state.lock();
         // Put back in front: the ring's bytes rotated behind the new ones (a splice's
         // leftover, rare and at most a chunk).
-        let held = st.buf.len();
         st.buf.extend(data);
         st.buf.rotate_right(data.len());
-        debug_assert_eq!(st.buf.len(), held + data.len());
         st.in_events += 1;
         drop(st);
         self.wake_all();

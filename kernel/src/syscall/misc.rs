@@ -407,7 +407,7 @@ pub fn sys_sysinfo(info: usize) -> SysResult {
 /// returns the ticks since boot.
 pub fn sys_times(buf: usize) -> SysResult {
     let me = crate::task::current_process();
-    let (own, children) = (own_cpu(), me.inner.lock().children_cpu);
+    let (own, children) = (crate::task::process_cpu(), me.inner.lock().children_cpu);
     let tick = |ns: u64| ns / (1_000_000_000 / crate::arch::time::CLK_TCK);
     if buf != 0 {
         // struct tms: tms_utime, tms_stime, tms_cutime, tms_cstime.
@@ -421,17 +421,6 @@ pub fn sys_times(buf: usize) -> SysResult {
     Ok(tick(time::monotonic_ns()) as usize)
 }
 
-/// The caller's process's CPU time with the user and system time of the slice running now
-/// (times and getrusage ask for it while they run).
-fn own_cpu() -> crate::task::CpuTime {
-    let (total, _) = crate::task::cpu_times();
-    let (sys, _) = crate::task::sys_times();
-    crate::task::CpuTime {
-        total_ns: total,
-        sys_ns: sys.min(total),
-    }
-}
-
 /// getrusage: user and system time, the peak resident memory (`ru_maxrss`) and the
 /// voluntary and involuntary context switches (`ru_nvcsw`, `ru_nivcsw`) for RUSAGE_SELF (0),
 /// RUSAGE_CHILDREN (-1, the reaped ones: the largest peak of any) and RUSAGE_THREAD (1,
@@ -439,7 +428,11 @@ fn own_cpu() -> crate::task::CpuTime {
 pub fn sys_getrusage(who: isize, buf: usize) -> SysResult {
     let me = crate::task::current_process();
     let (cpu, switches, rss_peak) = match who {
-        0 | 1 => (own_cpu(), me.switch_counts(), me.inner.lock().rss_peak()),
+        0 | 1 => (
+            crate::task::process_cpu(),
+            me.switch_counts(),
+            me.inner.lock().rss_peak(),
+        ),
         -1 => {
             let i = me.inner.lock();
             (i.children_cpu, i.children_switches, i.children_rss_peak)

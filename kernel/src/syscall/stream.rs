@@ -87,10 +87,9 @@ pub fn read_with(f: &OpenFile, s: Stream, va: usize, len: usize, nowait: bool) -
     super::args::with_space(|sp| uaccess::segments(sp, va, len, crate::mm::area::Access::Write))?;
     if let Stream::Pipe(p) = s {
         // Only the bytes the pipe gives, not a zeroed chunk first.
-        let mut got = alloc::vec::Vec::new();
-        let n = p.pipe.read_vec(&mut got, len, nonblock(f))?;
+        let got = p.pipe.read_vec(len, nonblock(f))?;
         copy_out(va, &got)?;
-        return Ok(n);
+        return Ok(got.len());
     }
     let mut buf = kernel_buffer(len)?;
     let n = match s {

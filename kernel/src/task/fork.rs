@@ -99,7 +99,6 @@ pub(super) fn make_thread(
         own_pages: AtomicBool::new(false),
         ctx: SpinLock::new(TaskContext::new(first_entry as *const () as usize, top)),
         cpu_ns: AtomicU64::new(0),
-        sys_ns: AtomicU64::new(0),
         _kstack: kstack,
     })
 }

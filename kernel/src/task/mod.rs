@@ -73,7 +73,7 @@ pub use lookup::{
 };
 pub use process::{CpuTime, ExitStatus, ProcInner, Process, Thread};
 pub use run::{
-    cpu_times, entered_kernel, not_running_for, run, set_services, sys_times, Services,
+    cpu_times, entered_kernel, not_running_for, process_cpu, run, set_services, Services,
     TIME_SLICE_MS,
 };
 pub use sched::{

@@ -279,10 +279,8 @@ pub struct Thread {
     /// [`reading_own_pages`]).
     pub(super) own_pages: AtomicBool,
     pub(super) ctx: SpinLock<TaskContext, { rank::CONTEXT }>,
-    /// CPU time of this thread so far, added by the scheduler when it leaves the CPU, and
-    /// the part of it spent in the kernel.
+    /// CPU time of this thread so far, added by the scheduler when it leaves the CPU.
     pub(super) cpu_ns: AtomicU64,
-    pub(super) sys_ns: AtomicU64,
     /// Owned here so it lives exactly as long as the thread (the scheduler drops the last
     /// reference after switching away from a dead thread).
     pub(super) _kstack: Box<[u8]>,

@@ -5,7 +5,7 @@
 use alloc::sync::Arc;
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-use super::process::State;
+use super::process::{CpuTime, State};
 use super::sched::{ctx_ptr, BUSY_NS, CURRENT, IDLE_CTX, SCHED, SWITCHES};
 use super::switch::TaskContext;
 use super::wait;
@@ -113,15 +113,16 @@ fn kernel_time_here(h: usize) -> u64 {
     crate::arch::time::ticks_to_ns(ticks)
 }
 
-/// System time of the current process and thread so far (ns), this hart's running slice
-/// included (the caller is in the kernel: a system call asking).
-pub fn sys_times() -> (u64, u64) {
+/// The current process's CPU time so far, user and system, this hart's running slice
+/// included (the caller is in the kernel: times and getrusage asking).
+pub fn process_cpu() -> CpuTime {
     let t = super::sched::current_thread();
-    let here = kernel_time_here(hart::index());
-    (
-        t.process.sys_ns.load(Relaxed) + here,
-        t.sys_ns.load(Relaxed) + here,
-    )
+    let (total, _) = cpu_times();
+    let sys = t.process.sys_ns.load(Relaxed) + kernel_time_here(hart::index());
+    CpuTime {
+        total_ns: total,
+        sys_ns: sys.min(total),
+    }
 }
 
 /// The current thread of this hart waited `ns` for the big kernel lock (another hart ran
@@ -199,9 +200,9 @@ pub fn run() -> ! {
         hart::fence_i_local();
         let to: *const TaskContext = ctx_ptr(&t.ctx);
         let from: *mut TaskContext = ctx_ptr(&IDLE_CTX[me]);
-        let started = crate::arch::time::monotonic_ns();
-        RUNNING_SINCE[me].store(started, Relaxed);
-        KERNEL_SINCE[me].store(crate::arch::time::ticks(), Relaxed);
+        let started = crate::arch::time::ticks();
+        RUNNING_SINCE[me].store(crate::arch::time::ticks_to_ns(started), Relaxed);
+        KERNEL_SINCE[me].store(started, Relaxed);
         KERNEL_PENDING[me].store(0, Relaxed);
         crate::arch::lockcheck::assert_none_held("switches to a thread");
         // SAFETY: see `switch_to_scheduler`.
@@ -213,7 +214,6 @@ pub fn run() -> ! {
         t.process.cpu_ns.fetch_add(ran, Relaxed);
         t.cpu_ns.fetch_add(ran, Relaxed);
         t.process.sys_ns.fetch_add(sys, Relaxed);
-        t.sys_ns.fetch_add(sys, Relaxed);
         BUSY_NS[me].fetch_add(ran, Relaxed);
         // Its registers are saved: it may now run elsewhere (once this hart lets go of the
         // big kernel lock).

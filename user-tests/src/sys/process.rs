@@ -44,15 +44,21 @@ pub fn sched_yield() {
     unsafe { syscall0(SYS_SCHED_YIELD) };
 }
 
+/// `getrusage(who)` (0 `RUSAGE_SELF`, -1 `RUSAGE_CHILDREN`, 1 `RUSAGE_THREAD`) as the 18 longs
+/// of a riscv64 struct rusage: ru_utime (seconds, microseconds), ru_stime (the same),
+/// ru_maxrss (KiB), ..., ru_nvcsw and ru_nivcsw the last two.
+pub fn getrusage(who: i32) -> SysResult<[i64; 18]> {
+    let mut ru = [0i64; 18];
+    // SAFETY: `ru` is valid for writes of the 144 bytes of a struct rusage.
+    check(unsafe { syscall2(SYS_GETRUSAGE, who as usize, ru.as_mut_ptr() as usize) })?;
+    Ok(ru)
+}
+
 /// getrusage's context switches of the caller (`RUSAGE_SELF`): (voluntary, involuntary), i.e.
 /// `ru_nvcsw` and `ru_nivcsw`.
 pub fn context_switches_self() -> SysResult<(u64, u64)> {
-    // struct rusage on riscv64: two timevals, then 14 longs; the switches are the last two.
-    let mut b = [0u8; 144];
-    // SAFETY: `b` is valid for writes of the 144 bytes of a struct rusage.
-    check(unsafe { syscall2(SYS_GETRUSAGE, 0, b.as_mut_ptr() as usize) })?;
-    let long = |at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap_or([0; 8]));
-    Ok((long(128), long(136)))
+    let ru = getrusage(0)?;
+    Ok((ru[16] as u64, ru[17] as u64))
 }
 
 /// `fork()` as Linux riscv64 spells it: `clone(SIGCHLD, 0, 0, 0, 0)`.

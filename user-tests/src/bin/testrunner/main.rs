@@ -269,7 +269,7 @@ pub const TESTS: &[Test] = &[
     ),
     t(
         "cpu_time_user_and_system",
-        itimer_tests::cpu_time_user_and_system,
+        rusage_tests::cpu_time_user_and_system,
     ),
     t("adjtimex_semantics", itimer_tests::adjtimex_semantics),
     t("sysv_msg_queue", sysv_ipc_tests::sysv_msg_queue),

@@ -1,23 +1,76 @@
-//! What a process's children leave behind: no zombie when SIGCHLD is ignored (or
-//! SA_NOCLDWAIT is set), and their peak memory in getrusage's `ru_maxrss`.
+//! What getrusage and times report, and what a process's children leave behind: user and
+//! system time told apart, no zombie when SIGCHLD is ignored (or SA_NOCLDWAIT is set), and
+//! peak memory in `ru_maxrss`.
 
 use user_tests::prelude::*;
-use user_tests::raw::syscall2;
+use user_tests::raw::syscall1;
+use user_tests::time::now_ns;
 
 use crate::{ensure, expect_errno, get_file, Check, Ctx, TestResult};
 
 const SIGCHLD: i32 = 17;
 const SIG_IGN: u64 = 1;
 const SA_NOCLDWAIT: u64 = 1;
-const RUSAGE_SELF: usize = 0;
-const RUSAGE_CHILDREN: usize = usize::MAX; // -1
+const RUSAGE_SELF: i32 = 0;
+const RUSAGE_CHILDREN: i32 = -1;
 
 /// getrusage(`who`)'s `ru_maxrss`, KiB.
-fn maxrss_kib(who: usize) -> SysResult<i64> {
-    let mut ru = [0i64; 18];
-    // SAFETY: `ru` is a writable struct rusage (144 bytes).
-    let r = unsafe { syscall2(abi::syscall::SYS_GETRUSAGE, who, ru.as_mut_ptr() as usize) };
-    Errno::from_ret(r).map(|_| ru[4])
+fn maxrss_kib(who: i32) -> SysResult<i64> {
+    sys::getrusage(who).map(|ru| ru[4])
+}
+
+/// Run `step` again and again for 200 ms: the user and system time that added, in
+/// microseconds.
+fn for_200ms(mut step: impl FnMut() -> TestResult) -> Result<(i64, i64), String> {
+    let user_sys = || {
+        sys::getrusage(RUSAGE_SELF)
+            .map(|ru| (ru[0] * 1_000_000 + ru[1], ru[2] * 1_000_000 + ru[3]))
+            .what("getrusage")
+    };
+    let (u0, s0) = user_sys()?;
+    let start = now_ns();
+    while now_ns() - start < 200_000_000 {
+        step()?;
+    }
+    let (u1, s1) = user_sys()?;
+    Ok((u1 - u0, s1 - s0))
+}
+
+/// CPU time is split into user and system time: 200 ms of arithmetic in user mode adds more
+/// user than system time, 200 ms of 64 KiB reads of /dev/zero (the kernel fills the buffer)
+/// more system than user time; times(2) gives the same split in clock ticks.
+pub fn cpu_time_user_and_system(_cx: &Ctx) -> TestResult {
+    let mut x = 1u64;
+    let (u, s) = for_200ms(|| {
+        for _ in 0..10_000 {
+            x = core::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        }
+        Ok(())
+    })?;
+    ensure!(
+        u > s,
+        "200 ms in user mode: user time +{u} us, system time +{s} us"
+    );
+    let zero = sys::open("/dev/zero", 0, 0).what("open /dev/zero")?;
+    let mut buf = vec![0u8; 65536];
+    let spent = for_200ms(|| sys::read(zero, &mut buf).map(|_| ()).what("read /dev/zero"));
+    let _ = sys::close(zero);
+    let (u, s) = spent?;
+    ensure!(
+        s > u,
+        "200 ms of reads of /dev/zero: system time +{s} us, user time +{u} us"
+    );
+    let mut tms = [0i64; 4];
+    // SAFETY: `tms` is a writable struct tms.
+    let r = unsafe { syscall1(abi::syscall::SYS_TIMES, tms.as_mut_ptr() as usize) };
+    Errno::from_ret(r).what("times")?;
+    ensure!(
+        tms[0] > 0 && tms[1] > 0,
+        "times: tms_utime {} and tms_stime {} ticks after 200 ms of each kind",
+        tms[0],
+        tms[1]
+    );
+    Ok(())
 }
 
 /// With SIGCHLD set to SIG_IGN, and with SA_NOCLDWAIT on the default action, an exited child
