@@ -46,6 +46,9 @@ pub struct Hart {
     /// When this hart began its current wait for the big kernel lock, in order of arrival
     /// ([`wait_turn`]; [`unlock`] offers the lock to the waiter with the lowest).
     wait_seq: AtomicU64,
+    /// Where this hart last took the big kernel lock (a `&'static Location`, 0: never), for
+    /// the message of [`misuse`].
+    taken_at: AtomicUsize,
     /// What this hart did with the big kernel lock, IPIs and idling (`/proc/bkl`).
     stats: Stats,
 }
@@ -117,6 +120,7 @@ impl Hart {
             user_satp: AtomicUsize::new(0),
             held_since: AtomicU64::new(0),
             wait_seq: AtomicU64::new(0),
+            taken_at: AtomicUsize::new(0),
             stats: Stats::new(),
         }
     }
@@ -319,6 +323,7 @@ pub fn set_steal_us(us: Option<u64>) {
 /// Take the big kernel lock (interrupts off, as always in the kernel): at once if it is free
 /// and no hart waits for it, else in [`wait_turn`].
 #[inline]
+#[track_caller]
 pub fn lock() {
     let me = index();
     if WAITING.load(Relaxed) != 0
@@ -341,6 +346,10 @@ pub fn lock() {
 #[inline(never)]
 fn wait_turn(me: usize) {
     let h = &HARTS[me];
+    let owner = OWNER.load(Relaxed);
+    if owner == me | HELD {
+        misuse("takes", me, owner);
+    }
     let bit = 1u64 << me;
     let t0 = super::csr::time();
     let mut spins = 0;
@@ -403,10 +412,39 @@ fn wait_turn(me: usize) {
     }
 }
 
+/// A hart took the big kernel lock it holds, or released one it does not hold: a kernel bug
+/// that would otherwise hang every hart (each waiting for a lock nobody will release) or let
+/// two harts into the kernel. Checked in every build: one load on the release path, and on the
+/// take path only once the lock was found held.
+#[cold]
+#[inline(never)]
+fn misuse(what: &str, me: usize, owner: usize) -> ! {
+    let taken_at = |slot: usize| {
+        let at = HARTS[slot].taken_at.load(Relaxed) as *const core::panic::Location<'static>;
+        // SAFETY: 0 or a `&'static Location` stored by `took_lock`.
+        unsafe { at.as_ref() }
+    };
+    match owner {
+        NOBODY => panic!("hart slot {me} {what} the big kernel lock, which nobody holds"),
+        o if o & HELD != 0 => panic!(
+            "hart slot {me} {what} the big kernel lock, which hart slot {} holds (it took it at {:?}; \
+             a switch hands it to the next thread)",
+            o & !HELD,
+            taken_at(o & !HELD)
+        ),
+        o => panic!("hart slot {me} {what} the big kernel lock, offered to hart slot {o}"),
+    }
+}
+
 /// The big kernel lock is hart `i`'s now: note it.
 #[inline]
+#[track_caller]
 fn took_lock(i: usize) {
     let h = &HARTS[i];
+    h.taken_at.store(
+        core::panic::Location::caller() as *const _ as usize,
+        Relaxed,
+    );
     bump(&h.stats.acquires, 1);
     h.held_since.store(super::csr::time(), Relaxed);
 }
@@ -414,6 +452,7 @@ fn took_lock(i: usize) {
 /// Take the big kernel lock if no hart holds it or waits for it; false (and nothing taken)
 /// otherwise.
 #[inline]
+#[track_caller]
 pub fn try_lock() -> bool {
     let me = index();
     if WAITING.load(Relaxed) != 0
@@ -450,11 +489,10 @@ pub fn let_waiters_in() {
 #[inline]
 pub fn unlock() {
     let me = index();
-    debug_assert_eq!(
-        OWNER.load(Relaxed),
-        me | HELD,
-        "BKL released by a hart not holding it"
-    );
+    let owner = OWNER.load(Relaxed);
+    if owner != me | HELD {
+        misuse("releases", me, owner);
+    }
     let h = &HARTS[me];
     bump(
         &h.stats.held_t,

@@ -15,7 +15,10 @@
 //! The trap handler asks [`dispatch`] first, before it takes the big kernel lock; `None` means
 //! "not here" (another call, another file, a buffer not mapped yet, the boot parameter
 //! `unlocked_reads=0`, a write without `unlocked_writes=1`, a `task::keep_cpu` or a change to
-//! the address space under way), and nothing has been done: the call then goes the usual way. A call taken
+//! the address space under way), and nothing has been done but perhaps one thing: a lock found
+//! held on the way (the process's state, dbfs's) made the call wait as kernel code does
+//! (`task::relax`), which takes the big kernel lock. The call then goes the usual way, with
+//! the lock if it has it. A call taken
 //! runs inside `task::unlocked` (see there for what holds its user pages and what it does when
 //! it finds a lock held) and returns to user mode without the lock unless it had to take it.
 

@@ -221,6 +221,7 @@ pub fn others_ready_here() -> bool {
 
 /// Take the big kernel lock to sleep in a device wait, if this hart does not hold it (a call
 /// in [`unlocked`] whose requests are at the device): whether it took it, for [`end_wait`].
+#[track_caller]
 pub fn lock_for_wait() -> bool {
     if crate::arch::hart::holds_lock() {
         return false;
@@ -240,6 +241,7 @@ pub fn end_wait(took: bool) {
 /// Take the big kernel lock if this hart does not hold it (a call in [`unlocked`] that must
 /// now wait, or do work that needs the lock); it then runs as any other kernel code until it
 /// returns to user mode. The caller holds no spin lock.
+#[track_caller]
 pub fn lock_kernel() {
     if !crate::arch::hart::holds_lock() {
         crate::counters::add_unlocked_took_lock();

@@ -74,7 +74,10 @@ extern "C" fn user_trap_handler(tf: &mut TrapFrame) -> ! {
     // Kernel code runs under the big kernel lock; `enter_user` releases it. The time spent
     // waiting for it (another hart in the kernel) is not the thread's CPU time: were it,
     // a thread on one hart would be charged for a disk wait another hart does under the lock.
-    if !crate::arch::hart::try_lock() {
+    // A call that `unlocked::dispatch` turned down may have taken it already: a lock it found
+    // held on the way (the process's state, dbfs's) made it wait as kernel code does
+    // (`task::relax`), which takes the big kernel lock.
+    if !crate::arch::hart::holds_lock() && !crate::arch::hart::try_lock() {
         let t0 = crate::arch::time::monotonic_ns();
         crate::arch::hart::lock();
         crate::task::not_running_for(crate::arch::time::monotonic_ns().saturating_sub(t0));

@@ -12,6 +12,9 @@
  *    main thread unmaps it; after munmap returns each writer must fault (SIGSEGV) without
  *    another store landing (a stale TLB entry on its hart would let it go on writing into a
  *    freed frame), and memory mapped afterwards must read as zeros.
+ *  - reads that meet a busy process: 3 threads read /dev/zero while the main thread maps,
+ *    touches and unmaps 16 MiB, 30 times; a read that waited for the process's state (and so
+ *    took the big kernel lock) before the kernel turned it to its locked path must not hang.
  *  - a signal to a thread spinning in user code on another hart arrives at once (an IPI), not
  *    at that hart's next timer tick: measured in the spinner's own loop turns.
  *  - with a directory argument (a dbfs mount's): 4 writer and 4 reader processes on one
@@ -206,6 +209,62 @@ static void fork_storm(void) {
 	snprintf(what, sizeof what, "fork/exit storm: %d processes x %d children in %.2f s, %d failed",
 		 STORM_PROCS, STORM_CHILDREN, now_s() - t0, bad);
 	check(bad == 0, what);
+}
+
+/* --- reads that meet a busy process: sibling threads read /dev/zero (a read the kernel first
+ * tries without its big lock, then turns down: not a regular file) while the main thread
+ * maps, touches and unmaps 16 MiB, holding the process's state while it does. A read that
+ * waited for that state took the big kernel lock meanwhile; the kernel must then go on with
+ * the lock it has (a hart that asked for it again waited for itself, and every hart for it). */
+#define BUSY_READERS 3
+#define BUSY_ROUNDS 30
+static atomic_int busy_quit;
+static atomic_long busy_reads, busy_bad;
+static void *busy_reader(void *arg) {
+	(void)arg;
+	int fd = open("/dev/zero", O_RDONLY);
+	if (fd < 0) {
+		busy_bad++;
+		return NULL;
+	}
+	unsigned char b[8];
+	while (!busy_quit) {
+		memset(b, 0xa5, sizeof b);
+		if (read(fd, b, sizeof b) != sizeof b || memchr(b, 0xa5, sizeof b))
+			busy_bad++;
+		busy_reads++;
+	}
+	close(fd);
+	return NULL;
+}
+
+static void reads_meet_busy_process(void) {
+	double t0 = now_s();
+	pthread_t th[BUSY_READERS];
+	int started = 0, bad_maps = 0;
+	for (; started < BUSY_READERS; started++)
+		if (pthread_create(&th[started], NULL, busy_reader, NULL) != 0)
+			break;
+	size_t len = 16 << 20;
+	for (int r = 0; r < BUSY_ROUNDS; r++) {
+		unsigned char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m == MAP_FAILED) {
+			bad_maps++;
+			continue;
+		}
+		for (size_t i = 0; i < len; i += 4096)
+			m[i] = (unsigned char)r;
+		if (munmap(m, len) != 0)
+			bad_maps++;
+	}
+	busy_quit = 1;
+	for (int i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	char what[160];
+	snprintf(what, sizeof what,
+		 "reads meet a busy process: %d threads, %ld reads of /dev/zero beside %d maps of 16 MiB in %.2f s, %ld bad reads, %d bad maps",
+		 started, (long)busy_reads, BUSY_ROUNDS, now_s() - t0, (long)busy_bad, bad_maps);
+	check(started == BUSY_READERS && busy_reads > 0 && busy_bad == 0 && bad_maps == 0, what);
 }
 
 /* --- munmap under writers: WRITERS sibling threads store into a mapping without pause (each
@@ -950,6 +1009,7 @@ int main(int argc, char **argv) {
 	pipe_ping_pong(rounds / 10 >= 1000 ? rounds / 10 : rounds < 1000 ? rounds : 1000);
 	fork_storm();
 	munmap_under_writer(20);
+	reads_meet_busy_process();
 	signal_to_spinner(harts);
 	pinned_threads(harts);
 	if (dir) {
