@@ -28,8 +28,8 @@
 //! unlocked and its thread asleep; 0: every fault polls with the window locked),
 //! `unlocked_reads=0` (default 1: with several harts, read(2) and pread64(2) of dbfs files run
 //! without the big kernel lock, `syscall::unlocked`; 0: every system call takes it),
-//! `unlocked_writes=1` (default 0: likewise write(2) and pwrite64(2) of dbfs files that only
-//! fill its write-back cache; off until a hang of the 4-writer crash test with it is found),
+//! `unlocked_writes=0` (default 1: likewise write(2) and pwrite64(2) of dbfs files that only
+//! fill its write-back cache; 0: they take it),
 //! `aio_async=0` (default 1: io_submit hands reads of files and disks to kernel workers and
 //! returns at once, `syscall::aio_workers`; 0: every request completes before io_submit returns),
 //! `bkl_spins=N` (default 1000: the spins of a hart waiting for the big kernel lock before it

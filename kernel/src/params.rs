@@ -34,8 +34,8 @@ pub struct Params {
     /// several harts (`syscall::unlocked`); `unlocked_reads=0` sends them through the lock.
     pub unlocked_reads: bool,
     /// write(2) and pwrite64(2) of dbfs files that only fill its write-back cache run without
-    /// the big kernel lock when there are several harts with `unlocked_writes=1`; off by default
-    /// (the 4-writer crash test hung once with it on: `syscall::unlocked`).
+    /// the big kernel lock when there are several harts (`syscall::unlocked`);
+    /// `unlocked_writes=0` sends them through the lock.
     pub unlocked_writes: bool,
     /// io_submit hands reads of files and disks to kernel workers and returns before they
     /// complete (`syscall::aio_workers`); `aio_async=0` completes every request at submission.
@@ -132,7 +132,7 @@ pub fn parse_params(cmdline: &str) -> Params {
         dbfs_direct_write: true,
         dbfs_fault_sleep: true,
         unlocked_reads: true,
-        unlocked_writes: false,
+        unlocked_writes: true,
         aio_async: true,
         bkl_spins: None,
         bkl_steal_us: None,
@@ -164,7 +164,7 @@ pub fn parse_params(cmdline: &str) -> Params {
             Some(("dbfs_direct_write", v)) => p.dbfs_direct_write = v != "0",
             Some(("dbfs_fault_sleep", v)) => p.dbfs_fault_sleep = v != "0",
             Some(("unlocked_reads", v)) => p.unlocked_reads = v != "0",
-            Some(("unlocked_writes", v)) => p.unlocked_writes = v == "1",
+            Some(("unlocked_writes", v)) => p.unlocked_writes = v != "0",
             Some(("aio_async", v)) => p.aio_async = v != "0",
             Some(("bkl_spins", v)) => p.bkl_spins = v.parse().ok(),
             Some(("bkl_steal_us", v)) => p.bkl_steal_us = v.parse().ok(),

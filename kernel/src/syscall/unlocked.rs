@@ -2,8 +2,8 @@
 //! file whose file system reads in parallel (`vfs::Node::parallel_read`: dbfs; a read that
 //! goes from the disk into the user's pages polls for its requests, and takes the lock only
 //! to sleep on them, then lets it go: `drivers::virtio_blk`'s `Wait::PollFirst`), into a
-//! buffer whose pages are all mapped writable already; with the boot
-//! parameter `unlocked_writes=1` (off by default, see [`WRITES`]), write(2) and pwrite64(2)
+//! buffer whose pages are all mapped writable already; unless the boot parameter
+//! `unlocked_writes=0` turns it off ([`WRITES`]), write(2) and pwrite64(2)
 //! of a regular file whose file system keeps the write in memory
 //! (`vfs::Node::parallel_write`: dbfs, writes into its write-back cache that neither go to
 //! the disk directly nor fill the cache to its limit), from a buffer whose pages are all
@@ -14,7 +14,7 @@
 //!
 //! The trap handler asks [`dispatch`] first, before it takes the big kernel lock; `None` means
 //! "not here" (another call, another file, a buffer not mapped yet, the boot parameter
-//! `unlocked_reads=0`, a write without `unlocked_writes=1`, a `task::keep_cpu` or a change to
+//! `unlocked_reads=0`, a write with `unlocked_writes=0`, a `task::keep_cpu` or a change to
 //! the address space under way), and nothing has been done but perhaps one thing: a lock found
 //! held on the way (the process's state, dbfs's) made the call wait as kernel code does
 //! (`task::relax`), which takes the big kernel lock. The call then goes the usual way, with
@@ -36,14 +36,10 @@ use crate::mm::uaccess::UserRun;
 
 /// Whether reads may run without the big kernel lock (boot parameter `unlocked_reads`).
 static READS: AtomicBool = AtomicBool::new(true);
-/// Whether writes may (boot parameter `unlocked_writes=1`). Off by default: `make
-/// test-crash-smp4` (4 writer processes on 4 harts) hung once with it on, on 2026-12-04,
-/// in 1 of 3 runs (seed 9885, boot 13, a pwrite with fsync in flight), on the kernel with
-/// the ticket lock; not found yet. With the big kernel lock handed over by offer it passed
-/// 9 runs of 15 kills (that seed included), which does not show it gone.
-static WRITES: AtomicBool = AtomicBool::new(false);
+/// Whether writes may (boot parameter `unlocked_writes`).
+static WRITES: AtomicBool = AtomicBool::new(true);
 
-/// Let reads (on by default) and writes (off by default) of dbfs files run without the big
+/// Let reads and writes (both on by default) of dbfs files run without the big
 /// kernel lock on several harts, or send those system calls through the lock.
 pub fn set_enabled(reads: bool, writes: bool) {
     READS.store(reads, Relaxed);
