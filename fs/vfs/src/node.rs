@@ -324,11 +324,11 @@ pub trait Node: Send + Sync {
 
     // ---- regular files ----
     /// Whether a [`Node::read_at`] or [`Node::read_scattered_at`] of `len` bytes of this
-    /// regular file may run on several CPUs at once, alongside any other call of the file
-    /// system, with nothing but the file system's own locks between them (a kernel then runs it
-    /// without its big lock: its device waits poll, but for a device read into the caller's
-    /// pages, which it sends, then sleeps through under the kernel's lock). False for file
-    /// systems that rely on a kernel's lock.
+    /// regular file (or device) may run on several CPUs at once, alongside any other call of the
+    /// file system, with nothing but the file system's own locks between them (a kernel then
+    /// runs it without its big lock: its device waits poll, but for a device read into the
+    /// caller's pages, which it sends, then sleeps through under the kernel's lock). False for
+    /// file systems that rely on a kernel's lock, and for devices whose reads may sleep.
     fn parallel_read(&self, _len: usize) -> bool {
         false
     }

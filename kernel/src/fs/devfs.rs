@@ -278,6 +278,12 @@ impl Node for CharDev {
     fn setattr(&self, _attr: &vfs::SetAttr) -> VfsResult<Metadata> {
         self.getattr()
     }
+    /// Reads of zeros, nothing and random bytes need no lock but the generator's spin lock: a
+    /// kernel runs them without its big lock, on several harts at once. The terminal's may
+    /// sleep.
+    fn parallel_read(&self, _len: usize) -> bool {
+        self.kind != Kind::Console
+    }
     fn read_at(&self, _offset: u64, buf: &mut [u8]) -> VfsResult<usize> {
         match self.kind {
             Kind::Null => Ok(0),

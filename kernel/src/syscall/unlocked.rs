@@ -1,5 +1,6 @@
-//! System calls that run without the big kernel lock: read(2) and pread64(2) of a regular
-//! file whose file system reads in parallel (`vfs::Node::parallel_read`: dbfs; a read that
+//! System calls that run without the big kernel lock: read(2) of a device whose reads need no
+//! lock (`vfs::Node::parallel_read`: /dev/zero, /dev/null, /dev/urandom); read(2) and
+//! pread64(2) of a regular file whose file system reads in parallel (dbfs; a read that
 //! goes from the disk into the user's pages polls for its requests, and takes the lock only
 //! to sleep on them, then lets it go: `drivers::virtio_blk`'s `Wait::PollFirst`), into a
 //! buffer whose pages are all mapped writable already; unless the boot parameter
@@ -101,11 +102,19 @@ fn read(num: usize, a: &[usize; 6]) -> Option<isize> {
                 .then_some((f, None)),
         }
     })?;
-    if f.ftype != FileType::Regular || !f.readable || !f.loc.node.parallel_read(len) {
+    // A device whose reads need no lock (/dev/zero, /dev/null, /dev/urandom): read(2) only,
+    // at offset 0 as sys_read reads every device that is not seekable.
+    let device = f.ftype == FileType::CharDevice;
+    if !(f.ftype == FileType::Regular || device && num == SYS_READ)
+        || !f.readable
+        || !f.loc.node.parallel_read(len)
+    {
         return None;
     }
     let offset = positioned_offset(num == SYS_PREAD64, a)?;
     let r = match (num, offset, run) {
+        (_, _, Some(run)) if device => read_into_run(&f, 0, va, len, run),
+        _ if device => read_into_user(&f, 0, va, len),
         (SYS_PREAD64, Some(offset), Some(run)) => read_into_run(&f, offset, va, len, run),
         (SYS_PREAD64, Some(offset), None) => read_into_user(&f, offset, va, len),
         (_, _, run) => read_advancing(&f, va, len, run),

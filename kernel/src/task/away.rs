@@ -28,6 +28,9 @@ static SPINS: [AtomicUsize; crate::arch::hart::MAX_HARTS] =
 /// the big kernel lock away (waiting for a device flush, or here): spinning would never let it
 /// finish.
 pub fn relax() {
+    // It may take the run queue's lock, give the big kernel lock away or switch: a spin lock
+    // held here (the run queue's above all) would wait for itself.
+    crate::arch::lockcheck::assert_none_held("waits for a relaxing lock");
     let me = crate::arch::hart::index();
     if !crate::arch::hart::holds_lock() {
         // A call without the big kernel lock ([`unlocked`]): the holder is most likely a

@@ -87,11 +87,17 @@ pub fn exit_thread(status: ExitStatus) -> ! {
     }
     let last = p.inner.lock().threads.len() <= 1;
     {
+        // The process's state before the run queue's lock, never inside it: a sibling's call
+        // without the big kernel lock may hold the state a moment, and waiting for it relaxes,
+        // which takes the run queue's lock (`task::relax`).
+        let empty = {
+            let mut inner = p.inner.lock();
+            inner.threads.retain(|x| !Arc::ptr_eq(x, &t));
+            inner.threads.is_empty()
+        };
         let mut s = SCHED.lock();
         s.threads.remove(&t.tid);
-        let mut inner = p.inner.lock();
-        inner.threads.retain(|x| !Arc::ptr_eq(x, &t));
-        if inner.threads.is_empty() {
+        if empty {
             s.zombies += 1;
         }
         t.inner.lock().state = State::Dead;

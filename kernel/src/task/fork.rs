@@ -225,8 +225,9 @@ pub fn spawn_thread(tf: &TrapFrame, clear_child_tid: usize) -> Result<usize, Err
     let tid = SCHED.lock().alloc_id();
     let t = make_thread(tid, &me, ctf, kstack, mask, current_ref().affinity());
     t.inner.lock().clear_child_tid = clear_child_tid;
-    let mut s = SCHED.lock();
+    // The process's state first, as in `exit_thread`: never waited for under the run queue's lock.
     me.inner.lock().threads.push(t.clone());
+    let mut s = SCHED.lock();
     s.threads.insert(tid, t.clone());
     s.push_ready(t);
     Ok(tid)

@@ -12,9 +12,11 @@
  *    main thread unmaps it; after munmap returns each writer must fault (SIGSEGV) without
  *    another store landing (a stale TLB entry on its hart would let it go on writing into a
  *    freed frame), and memory mapped afterwards must read as zeros.
- *  - reads that meet a busy process: 3 threads read /dev/zero while the main thread maps,
- *    touches and unmaps 16 MiB, 30 times; a read that waited for the process's state (and so
- *    took the big kernel lock) before the kernel turned it to its locked path must not hang.
+ *  - reads that meet a busy process: 3 threads pread /proc/version while the main thread maps,
+ *    touches and unmaps 16 MiB, 30 times, then starts and joins 300 threads; a read that
+ *    waited for the process's state (and so took the big kernel lock) before the kernel turned
+ *    it to its locked path must not hang, nor a thread's start or exit that finds the state
+ *    held by a reader on another hart.
  *  - a signal to a thread spinning in user code on another hart arrives at once (an IPI), not
  *    at that hart's next timer tick: measured in the spinner's own loop turns.
  *  - with a directory argument (a dbfs mount's): 4 writer and 4 reader processes on one
@@ -211,26 +213,28 @@ static void fork_storm(void) {
 	check(bad == 0, what);
 }
 
-/* --- reads that meet a busy process: sibling threads read /dev/zero (a read the kernel first
- * tries without its big lock, then turns down: not a regular file) while the main thread
+/* --- reads that meet a busy process: sibling threads pread /proc/version (a read the kernel
+ * first tries without its big lock, then turns down: not a dbfs file) while the main thread
  * maps, touches and unmaps 16 MiB, holding the process's state while it does. A read that
  * waited for that state took the big kernel lock meanwhile; the kernel must then go on with
  * the lock it has (a hart that asked for it again waited for itself, and every hart for it). */
 #define BUSY_READERS 3
 #define BUSY_ROUNDS 30
+#define BUSY_THREADS 300
 static atomic_int busy_quit;
 static atomic_long busy_reads, busy_bad;
+static char busy_want[8];
 static void *busy_reader(void *arg) {
 	(void)arg;
-	int fd = open("/dev/zero", O_RDONLY);
+	int fd = open("/proc/version", O_RDONLY);
 	if (fd < 0) {
 		busy_bad++;
 		return NULL;
 	}
-	unsigned char b[8];
+	char b[8];
 	while (!busy_quit) {
-		memset(b, 0xa5, sizeof b);
-		if (read(fd, b, sizeof b) != sizeof b || memchr(b, 0xa5, sizeof b))
+		memset(b, 0, sizeof b);
+		if (pread(fd, b, sizeof b, 0) != sizeof b || memcmp(b, busy_want, sizeof b) != 0)
 			busy_bad++;
 		busy_reads++;
 	}
@@ -238,10 +242,20 @@ static void *busy_reader(void *arg) {
 	return NULL;
 }
 
+static void *busy_nothing(void *arg) {
+	return arg;
+}
+
 static void reads_meet_busy_process(void) {
 	double t0 = now_s();
 	pthread_t th[BUSY_READERS];
 	int started = 0, bad_maps = 0;
+	int fd = open("/proc/version", O_RDONLY);
+	if (fd < 0 || pread(fd, busy_want, sizeof busy_want, 0) != sizeof busy_want) {
+		check(0, "reads meet a busy process: /proc/version cannot be read");
+		return;
+	}
+	close(fd);
 	for (; started < BUSY_READERS; started++)
 		if (pthread_create(&th[started], NULL, busy_reader, NULL) != 0)
 			break;
@@ -257,14 +271,22 @@ static void reads_meet_busy_process(void) {
 		if (munmap(m, len) != 0)
 			bad_maps++;
 	}
+	/* Threads that start and end beside the readers: each start and exit changes the
+	 * process's thread list, which a reader's call may hold a moment on another hart. */
+	int bad_threads = 0;
+	for (int r = 0; r < BUSY_THREADS; r++) {
+		pthread_t t;
+		if (pthread_create(&t, NULL, busy_nothing, NULL) != 0 || pthread_join(t, NULL) != 0)
+			bad_threads++;
+	}
 	busy_quit = 1;
 	for (int i = 0; i < started; i++)
 		pthread_join(th[i], NULL);
-	char what[160];
+	char what[600];
 	snprintf(what, sizeof what,
-		 "reads meet a busy process: %d threads, %ld reads of /dev/zero beside %d maps of 16 MiB in %.2f s, %ld bad reads, %d bad maps",
-		 started, (long)busy_reads, BUSY_ROUNDS, now_s() - t0, (long)busy_bad, bad_maps);
-	check(started == BUSY_READERS && busy_reads > 0 && busy_bad == 0 && bad_maps == 0, what);
+		 "reads meet a busy process: %d threads, %ld reads of /proc/version beside %d maps of 16 MiB and %d threads started and joined in %.2f s, %ld bad reads, %d bad maps, %d bad threads",
+		 started, (long)busy_reads, BUSY_ROUNDS, BUSY_THREADS, now_s() - t0, (long)busy_bad, bad_maps, bad_threads);
+	check(started == BUSY_READERS && busy_reads > 0 && busy_bad == 0 && bad_maps == 0 && bad_threads == 0, what);
 }
 
 /* --- munmap under writers: WRITERS sibling threads store into a mapping without pause (each
