@@ -419,15 +419,18 @@ fn wait_turn(me: usize) {
 #[cold]
 #[inline(never)]
 fn misuse(what: &str, me: usize, owner: usize) -> ! {
-    let taken_at = |slot: usize| {
+    let taken_at = |slot: usize| -> &dyn core::fmt::Display {
         let at = HARTS[slot].taken_at.load(Relaxed) as *const core::panic::Location<'static>;
         // SAFETY: 0 or a `&'static Location` stored by `took_lock`.
-        unsafe { at.as_ref() }
+        match unsafe { at.as_ref() } {
+            Some(at) => at,
+            None => &"an unknown place",
+        }
     };
     match owner {
         NOBODY => panic!("hart slot {me} {what} the big kernel lock, which nobody holds"),
         o if o & HELD != 0 => panic!(
-            "hart slot {me} {what} the big kernel lock, which hart slot {} holds (it took it at {:?}; \
+            "hart slot {me} {what} the big kernel lock, which hart slot {} holds (it took it at {}; \
              a switch hands it to the next thread)",
             o & !HELD,
             taken_at(o & !HELD)

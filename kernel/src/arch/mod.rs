@@ -156,3 +156,30 @@ pub fn check_boot_stack() {
         boot_stack_used()
     );
 }
+
+/// After a panic's message: the words near the top of the stack that point into the kernel's
+/// code, innermost first: return addresses of the functions on the stack, and stale ones of
+/// functions that were (a scan, not an unwinder). `addr2line -f -i -e KERNEL ADDR...` names
+/// them. The scan reads 2 KiB above `sp`: a kernel stack is 16 KiB or more and sits in the
+/// direct map, so the words past its top are readable memory, whatever they hold.
+pub fn print_return_addresses() {
+    extern "C" {
+        fn skernel();
+        fn etext();
+    }
+    let text = skernel as *const () as usize..etext as *const () as usize;
+    let sp: usize;
+    // SAFETY: reads the stack pointer.
+    unsafe { core::arch::asm!("mv {}, sp", out(reg) sp) };
+    crate::print!("[kernel] code addresses on the stack:");
+    let mut shown = 0;
+    for i in 0..256 {
+        // SAFETY: `sp` is 8-aligned and the 2 KiB above it are mapped (above).
+        let w = unsafe { core::ptr::read_volatile((sp as *const usize).add(i)) };
+        if text.contains(&w) && shown < 32 {
+            crate::print!(" {:#x}", w);
+            shown += 1;
+        }
+    }
+    crate::println!();
+}
