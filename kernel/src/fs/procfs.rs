@@ -8,7 +8,8 @@
 //!   `exe` (a link to the program it runs, followed the same way), `task/<tid>/` (the same
 //!   files for each thread, `stat` and `status` with the thread's own id and state),
 //!   `mounts` (as `/proc/mounts`: Debian's `/etc/mtab` links to `/proc/self/mounts`),
-//!   `mountinfo` (what coreutils' `df` and util-linux read);
+//!   `mountinfo` (what coreutils' `df` and util-linux read), `syscall` (the call a sleeping
+//!   thread waits in, with its arguments, as Linux writes it: where a hung program is);
 //! - `/proc/self` (a link to the caller's directory), `mounts`, `meminfo`, `uptime`, `stat`,
 //!   `loadavg`, `filesystems`, `version`, `cpuinfo`, `config.gz` (the kernel's configuration:
 //!   `proc_config`), `cmdline` (the kernel's command line);
@@ -100,7 +101,7 @@ pub fn set_cmdline(cmdline: &str) {
 }
 
 /// Files of a process directory: name, what, and the low byte of the inode number.
-const PID_FILES: [(&str, PidGen, u64); 9] = [
+const PID_FILES: [(&str, PidGen, u64); 10] = [
     ("stat", PidGen::Stat, 2),
     ("status", PidGen::Status, 3),
     ("statm", PidGen::Statm, 4),
@@ -110,6 +111,7 @@ const PID_FILES: [(&str, PidGen, u64); 9] = [
     ("mounts", PidGen::Mounts, 9),
     ("mountinfo", PidGen::Mountinfo, 10),
     ("maps", PidGen::Maps, 11),
+    ("syscall", PidGen::Syscall, 14),
 ];
 
 /// The low byte of `/proc/<pid>/fd`'s inode number.
@@ -149,6 +151,7 @@ enum PidGen {
     Mounts,
     Mountinfo,
     Maps,
+    Syscall,
 }
 
 struct ProcRoot;
@@ -505,6 +508,9 @@ impl Node for PidFile {
             PidGen::Mounts => mounts().into_bytes(),
             PidGen::Mountinfo => mountinfo().into_bytes(),
             PidGen::Maps => maps(self.pid)?.into_bytes(),
+            PidGen::Syscall => crate::task::ps::syscall_text(self.pid, self.tid)
+                .ok_or(VfsError::NotFound)?
+                .into_bytes(),
             PidGen::Cwd => return Err(VfsError::InvalidInput),
         };
         read_text(&text, offset, buf)

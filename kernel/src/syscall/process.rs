@@ -124,29 +124,30 @@ pub fn sys_clone(
         0
     };
     let vfork = flags & CLONE_VFORK != 0;
-    let id = if thread {
-        task::spawn_thread(&child_tf, clear_tid)?
-    } else {
-        task::fork(&child_tf, vfork)?
-    };
-    let tid = (id as u32).to_le_bytes();
-    // The ids are written before the child runs (it is only queued), as Linux does.
-    if flags & CLONE_PARENT_SETTID != 0 {
-        super::args::copy_out(ptid, &tid)?;
-    }
-    if flags & CLONE_CHILD_SETTID != 0 {
-        if thread {
-            let _ = super::args::copy_out(ctid, &tid);
-        } else if let Some(child) = task::find(id) {
-            let _ = uaccess::copy_out(&mut child.inner.lock().space, ctid, &tid);
+    // The ids are written before the child can run, as Linux does (see `task::spawn_thread`);
+    // a bad address there is ignored, as Linux's `put_user` results are.
+    let ids = |t: &alloc::sync::Arc<task::Thread>| {
+        let tid = (t.tid as u32).to_le_bytes();
+        if flags & CLONE_PARENT_SETTID != 0 {
+            let _ = super::args::copy_out(ptid, &tid);
         }
-    }
-    if !thread && clear_tid != 0 {
-        // The child process's one thread: its word is in its own copy of the memory.
-        if let Some(t) = task::find_thread(id) {
+        if flags & CLONE_CHILD_SETTID != 0 {
+            if thread {
+                let _ = super::args::copy_out(ctid, &tid);
+            } else {
+                let _ = uaccess::copy_out(&mut t.process.inner.lock().space, ctid, &tid);
+            }
+        }
+        if !thread && clear_tid != 0 {
+            // The child process's one thread: its word is in its own copy of the memory.
             t.inner.lock().clear_child_tid = clear_tid;
         }
-    }
+    };
+    let id = if thread {
+        task::spawn_thread(&child_tf, clear_tid, ids)?
+    } else {
+        task::fork(&child_tf, vfork, ids)?
+    };
     Ok(id)
 }
 

@@ -35,14 +35,34 @@ pub(super) fn make_process(
     affinity: u64,
     root: Option<Arc<str>>,
 ) -> Arc<Process> {
+    let t = new_process_thread(s, inner, tf, kstack, mask, affinity, root);
+    start_process(s, &t);
+    t.process.clone()
+}
+
+/// [`make_process`]'s process and thread, not yet in the tables nor runnable
+/// ([`start_process`]).
+fn new_process_thread(
+    s: &mut Scheduler,
+    inner: ProcInner,
+    tf: Box<TrapFrame>,
+    kstack: Box<[u8]>,
+    mask: signal::SigMask,
+    affinity: u64,
+    root: Option<Arc<str>>,
+) -> Arc<Thread> {
     let pid = s.alloc_id();
     let p = new_process(pid, inner, root);
-    s.all.insert(pid, p.clone());
     let t = make_thread(pid, &p, tf, kstack, mask, affinity);
     p.inner.lock().threads.push(t.clone());
-    s.threads.insert(pid, t.clone());
-    s.push_ready(t);
-    p
+    t
+}
+
+/// Put the process of [`new_process_thread`] in the tables, its thread in the run queue.
+fn start_process(s: &mut Scheduler, t: &Arc<Thread>) {
+    s.all.insert(t.tid, t.process.clone());
+    s.threads.insert(t.tid, t.clone());
+    s.push_ready(t.clone());
 }
 
 fn new_process(pid: usize, inner: ProcInner, root: Option<Arc<str>>) -> Arc<Process> {
@@ -97,6 +117,7 @@ pub(super) fn make_thread(
         on_cpu: AtomicBool::new(false),
         affinity: AtomicU64::new(affinity),
         own_pages: AtomicBool::new(false),
+        in_syscall: AtomicBool::new(false),
         ctx: SpinLock::new(TaskContext::new(first_entry as *const () as usize, top)),
         cpu_ns: AtomicU64::new(0),
         _kstack: kstack,
@@ -104,10 +125,15 @@ pub(super) fn make_thread(
 }
 
 /// fork: a copy of the current process, with one thread (a copy of the caller running
-/// `tf`); returns the child's pid. With `vfork`, the child holds the calling thread as its
+/// `tf`); returns the child's pid. `before_start` runs once the child's thread exists and
+/// before it can run (see [`spawn_thread`]). With `vfork`, the child holds the calling thread as its
 /// [`ProcInner::vfork_parent`] from the start, so that [`wait_vfork_done`] sees an exec or
 /// exit that happens before it is called (a `CLONE_CHILD_SETTID` store may give the CPU away).
-pub fn fork(tf: &TrapFrame, vfork: bool) -> Result<usize, Errno> {
+pub fn fork(
+    tf: &TrapFrame,
+    vfork: bool,
+    before_start: impl FnOnce(&Arc<Thread>),
+) -> Result<usize, Errno> {
     if SCHED.lock().tasks() >= MAX_PROCS {
         return Err(Errno::EAGAIN);
     }
@@ -165,7 +191,7 @@ pub fn fork(tf: &TrapFrame, vfork: bool) -> Result<usize, Errno> {
     let affinity = current_ref().affinity();
     let parent_root = current_ref().process.root.lock().clone();
     let root = parent_root;
-    let child = make_process(
+    let t = new_process_thread(
         &mut SCHED.lock(),
         child_inner,
         ctf,
@@ -174,8 +200,10 @@ pub fn fork(tf: &TrapFrame, vfork: bool) -> Result<usize, Errno> {
         affinity,
         root,
     );
-    parent.inner.lock().children.push(child.clone());
-    Ok(child.pid)
+    before_start(&t);
+    parent.inner.lock().children.push(t.process.clone());
+    start_process(&mut SCHED.lock(), &t);
+    Ok(t.tid)
 }
 
 /// The vfork wait (Linux's `wait_for_vfork_done`): sleep until child `pid` has execed or
@@ -204,7 +232,18 @@ pub fn wait_vfork_done(pid: usize) {
 
 /// clone(CLONE_THREAD): a new thread of the current process running `tf` (with `a0` = 0);
 /// it starts with the caller's signal mask and `clear_child_tid` (0: none). Returns its tid.
-pub fn spawn_thread(tf: &TrapFrame, clear_child_tid: usize) -> Result<usize, Errno> {
+///
+/// `before_start` (clone's stores of the new id) runs once the thread exists and before it
+/// can run, as Linux's `kernel_clone` writes the parent's tid word before `wake_up_new_task`.
+/// After would be too late with several harts: the caller's stores may wait for its process's
+/// state (held a moment by a sibling's call without the big kernel lock), and that wait lets
+/// other harts in, one of which may run the new thread to its end; the tid word its exit
+/// cleared (pthread_join's futex) would then be written again, and the join sleep for ever.
+pub fn spawn_thread(
+    tf: &TrapFrame,
+    clear_child_tid: usize,
+    before_start: impl FnOnce(&Arc<Thread>),
+) -> Result<usize, Errno> {
     if SCHED.lock().tasks() >= MAX_PROCS {
         return Err(Errno::EAGAIN);
     }
@@ -225,8 +264,16 @@ pub fn spawn_thread(tf: &TrapFrame, clear_child_tid: usize) -> Result<usize, Err
     let tid = SCHED.lock().alloc_id();
     let t = make_thread(tid, &me, ctf, kstack, mask, current_ref().affinity());
     t.inner.lock().clear_child_tid = clear_child_tid;
-    // The process's state first, as in `exit_thread`: never waited for under the run queue's lock.
-    me.inner.lock().threads.push(t.clone());
+    before_start(&t);
+    // The process's state first, as in `exit_thread`: never waited for under the run queue's
+    // lock. The group may have begun its exit while `before_start` waited: no new member then.
+    {
+        let mut inner = me.inner.lock();
+        if inner.group_exit.is_some() {
+            return Err(Errno::EAGAIN);
+        }
+        inner.threads.push(t.clone());
+    }
     let mut s = SCHED.lock();
     s.threads.insert(tid, t.clone());
     s.push_ready(t);

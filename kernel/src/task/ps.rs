@@ -134,3 +134,36 @@ pub fn info(pid: usize) -> Option<PsInfo> {
         sig_limit: i.limits.sigpending.0,
     })
 }
+
+/// `/proc/<pid>/syscall` (thread `tid`, the process's own thread when `None`), as Linux writes
+/// it: `running` for a thread on a hart or ready to run; for a sleeping one, the number and
+/// six arguments of the system call it sleeps in, then its user stack pointer and the user
+/// pc it returns to, or `-1`, the stack pointer and pc when it sleeps outside a call (a page
+/// fault's wait). What a hang's sleepers wait in, for a person reading it from another shell.
+pub fn syscall_text(pid: usize, tid: Option<usize>) -> Option<String> {
+    let t = super::lookup::find_thread(tid.unwrap_or(pid)).filter(|t| t.process.pid == pid)?;
+    let i = t.inner.lock();
+    if i.state != State::Waiting {
+        return Some(String::from("running\n"));
+    }
+    let r = &i.tf.regs;
+    let (sp, pc) = (r[2], i.tf.sepc);
+    Some(
+        if t.in_syscall.load(core::sync::atomic::Ordering::Relaxed) {
+            alloc::format!(
+                "{} {:#x} {:#x} {:#x} {:#x} {:#x} {:#x} {:#x} {:#x}\n",
+                r[17],
+                r[10],
+                r[11],
+                r[12],
+                r[13],
+                r[14],
+                r[15],
+                sp,
+                pc
+            )
+        } else {
+            alloc::format!("-1 {sp:#x} {pc:#x}\n")
+        },
+    )
+}

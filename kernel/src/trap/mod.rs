@@ -114,7 +114,9 @@ extern "C" fn user_trap_handler(tf: &mut TrapFrame) -> ! {
             ENV_CALL_FROM_U => {
                 tf.sepc += 4;
                 let args = syscall_args(tf);
+                crate::task::in_syscall(true);
                 let ret = crate::syscall::dispatch(tf.regs[17], args, tf);
+                crate::task::in_syscall(false);
                 if ret == -(signal::ERESTARTSYS.0 as isize) {
                     restart = Some(args[0]);
                 }

@@ -13,10 +13,11 @@
  *    another store landing (a stale TLB entry on its hart would let it go on writing into a
  *    freed frame), and memory mapped afterwards must read as zeros.
  *  - reads that meet a busy process: 3 threads pread /proc/version while the main thread maps,
- *    touches and unmaps 16 MiB, 30 times, then starts and joins 300 threads; a read that
- *    waited for the process's state (and so took the big kernel lock) before the kernel turned
- *    it to its locked path must not hang, nor a thread's start or exit that finds the state
- *    held by a reader on another hart.
+ *    touches and unmaps 16 MiB, 30 times, then starts and joins 1000 threads that end at once;
+ *    a read that waited for the process's state (and so took the big kernel lock) before the
+ *    kernel turned it to its locked path must not hang, nor a thread's start or exit that
+ *    finds the state held by a reader on another hart, and every join must return (a thread
+ *    that ended before clone wrote its tid word left the word set: the join slept for ever).
  *  - a signal to a thread spinning in user code on another hart arrives at once (an IPI), not
  *    at that hart's next timer tick: measured in the spinner's own loop turns.
  *  - with a directory argument (a dbfs mount's): 4 writer and 4 reader processes on one
@@ -220,7 +221,7 @@ static void fork_storm(void) {
  * the lock it has (a hart that asked for it again waited for itself, and every hart for it). */
 #define BUSY_READERS 3
 #define BUSY_ROUNDS 30
-#define BUSY_THREADS 300
+#define BUSY_THREADS 1000
 static atomic_int busy_quit;
 static atomic_long busy_reads, busy_bad;
 static char busy_want[8];
@@ -272,12 +273,23 @@ static void reads_meet_busy_process(void) {
 			bad_maps++;
 	}
 	/* Threads that start and end beside the readers: each start and exit changes the
-	 * process's thread list, which a reader's call may hold a moment on another hart. */
+	 * process's thread list, which a reader's call may hold a moment on another hart, and
+	 * a thread that ends at once may end before its start has returned (its tid word, which
+	 * pthread_join waits on, must still read 0 then). A join that waits 20 s counts as bad. */
 	int bad_threads = 0;
 	for (int r = 0; r < BUSY_THREADS; r++) {
 		pthread_t t;
-		if (pthread_create(&t, NULL, busy_nothing, NULL) != 0 || pthread_join(t, NULL) != 0)
+		struct timespec until;
+		if (pthread_create(&t, NULL, busy_nothing, NULL) != 0) {
 			bad_threads++;
+			continue;
+		}
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += 20;
+		if (pthread_timedjoin_np(t, NULL, &until) != 0) {
+			bad_threads++;
+			break; /* the thread's tid word is lost: a join would never return */
+		}
 	}
 	busy_quit = 1;
 	for (int i = 0; i < started; i++)

@@ -567,6 +567,51 @@ static void test_futex_after_fork_copy(void) {
 	      "FUTEX_WAKE_PRIVATE finds a waiter after a store copied its page (forked child)");
 }
 
+/* --- /proc/<pid>/task/<tid>/syscall names the call a sleeping thread waits in (futex, its
+ * word's address and expected value as arguments), and says "running" of the caller. */
+static int syscall_word;
+static void *syscall_sleeper(void *arg) {
+	*(pid_t *)arg = gettid_();
+	syscall(SYS_futex, &syscall_word, FUTEX_WAIT_PRIVATE, 5, NULL, NULL, 0);
+	return NULL;
+}
+
+static void test_proc_syscall(void) {
+	syscall_word = 5;
+	volatile pid_t tid = 0;
+	pthread_t t;
+	if (pthread_create(&t, NULL, syscall_sleeper, (void *)&tid) != 0) {
+		check(0, "/proc/PID/task/TID/syscall: pthread_create");
+		return;
+	}
+	char want[128], got[256] = "", path[64], self[64] = "";
+	while (tid == 0)
+		usleep(1000);
+	snprintf(want, sizeof want, "%d %#lx %#x %#x ", SYS_futex, (unsigned long)&syscall_word,
+		 FUTEX_WAIT_PRIVATE, 5);
+	snprintf(path, sizeof path, "/proc/%d/task/%d/syscall", getpid(), (int)tid);
+	for (int i = 0; i < 2000 && strncmp(got, want, strlen(want)) != 0; i++) {
+		usleep(1000);
+		FILE *f = fopen(path, "r");
+		if (!f || !fgets(got, sizeof got, f))
+			got[0] = 0;
+		if (f)
+			fclose(f);
+	}
+	FILE *f = fopen("/proc/self/syscall", "r");
+	if (!f || !fgets(self, sizeof self, f))
+		self[0] = 0;
+	if (f)
+		fclose(f);
+	syscall_word = 0;
+	syscall(SYS_futex, &syscall_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	pthread_join(t, NULL);
+	char what[512];
+	snprintf(what, sizeof what, "/proc/PID/task/TID/syscall of a futex sleeper: %.*s; of itself: %.*s",
+		 (int)strcspn(got, "\n"), got, (int)strcspn(self, "\n"), self);
+	check(strncmp(got, want, strlen(want)) == 0 && strcmp(self, "running\n") == 0, what);
+}
+
 int main(void) {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	main_pid = getpid();
@@ -581,6 +626,7 @@ int main(void) {
 	test_unmap_under_read();
 	test_read_while_sibling_unmaps();
 	test_futex_after_fork_copy();
+	test_proc_syscall();
 	printf("threadtest: %d passed, %d failed\n", passed, failed);
 	return failed != 0;
 }
