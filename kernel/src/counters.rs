@@ -5,6 +5,8 @@ use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use abi::syscall::KernelCounters;
 
+use crate::arch::hart::{Padded, MAX_HARTS};
+
 static DEV_READ_REQ: AtomicU64 = AtomicU64::new(0);
 static DEV_READ_BYTES: AtomicU64 = AtomicU64::new(0);
 static DEV_WRITE_REQ: AtomicU64 = AtomicU64::new(0);
@@ -13,15 +15,18 @@ static DEV_FLUSHES: AtomicU64 = AtomicU64::new(0);
 static CACHE_HITS: AtomicU64 = AtomicU64::new(0);
 static CACHE_MISSES: AtomicU64 = AtomicU64::new(0);
 static PAGE_FAULTS: AtomicU64 = AtomicU64::new(0);
-static USER_COPY: AtomicU64 = AtomicU64::new(0);
 static WINDOW_READ: AtomicU64 = AtomicU64::new(0);
 static WINDOW_WRITTEN: AtomicU64 = AtomicU64::new(0);
 static TRANSACTIONS: AtomicU64 = AtomicU64::new(0);
 static WINDOW_DIRECT: AtomicU64 = AtomicU64::new(0);
-static SYSCALLS: AtomicU64 = AtomicU64::new(0);
 static WINDOW_FAULT_SLEEPS: AtomicU64 = AtomicU64::new(0);
 static WINDOW_STALE_LOADS: AtomicU64 = AtomicU64::new(0);
-static UNLOCKED_SYSCALLS: AtomicU64 = AtomicU64::new(0);
+/// Per hart (each hart counts its own calls in its own cache line: every system call adds
+/// one, and harts side by side would otherwise pass one line back and forth).
+static SYSCALLS: [Padded<AtomicU64>; MAX_HARTS] = [const { Padded(AtomicU64::new(0)) }; MAX_HARTS];
+static UNLOCKED_SYSCALLS: [Padded<AtomicU64>; MAX_HARTS] =
+    [const { Padded(AtomicU64::new(0)) }; MAX_HARTS];
+static USER_COPY: [Padded<AtomicU64>; MAX_HARTS] = [const { Padded(AtomicU64::new(0)) }; MAX_HARTS];
 static UNLOCKED_TOOK_LOCK: AtomicU64 = AtomicU64::new(0);
 static DEV_READS_OVERLAPPED: AtomicU64 = AtomicU64::new(0);
 
@@ -44,7 +49,7 @@ pub fn add_page_fault() {
     PAGE_FAULTS.fetch_add(1, Relaxed);
 }
 pub fn add_user_copy(bytes: usize) {
-    USER_COPY.fetch_add(bytes as u64, Relaxed);
+    USER_COPY[crate::arch::hart::index()].fetch_add(bytes as u64, Relaxed);
 }
 
 pub fn add_window_read(pages: usize) {
@@ -63,7 +68,7 @@ pub fn add_window_stale_load() {
     WINDOW_STALE_LOADS.fetch_add(1, Relaxed);
 }
 pub fn add_unlocked_syscall() {
-    UNLOCKED_SYSCALLS.fetch_add(1, Relaxed);
+    UNLOCKED_SYSCALLS[crate::arch::hart::index()].fetch_add(1, Relaxed);
 }
 pub fn add_unlocked_took_lock() {
     UNLOCKED_TOOK_LOCK.fetch_add(1, Relaxed);
@@ -72,10 +77,14 @@ pub fn add_dev_read_overlapped() {
     DEV_READS_OVERLAPPED.fetch_add(1, Relaxed);
 }
 pub fn add_syscall() {
-    SYSCALLS.fetch_add(1, Relaxed);
+    SYSCALLS[crate::arch::hart::index()].fetch_add(1, Relaxed);
 }
 pub fn add_transaction() {
     TRANSACTIONS.fetch_add(1, Relaxed);
+}
+
+fn sum(per_hart: &[Padded<AtomicU64>; MAX_HARTS]) -> u64 {
+    per_hart.iter().map(|c| c.load(Relaxed)).sum()
 }
 
 pub fn snapshot() -> KernelCounters {
@@ -88,15 +97,15 @@ pub fn snapshot() -> KernelCounters {
         cache_hits: CACHE_HITS.load(Relaxed),
         cache_misses: CACHE_MISSES.load(Relaxed),
         page_faults: PAGE_FAULTS.load(Relaxed),
-        user_copy_bytes: USER_COPY.load(Relaxed),
+        user_copy_bytes: sum(&USER_COPY),
         window_pages_read: WINDOW_READ.load(Relaxed),
         window_pages_written: WINDOW_WRITTEN.load(Relaxed),
         transactions: TRANSACTIONS.load(Relaxed),
         window_direct_bytes: WINDOW_DIRECT.load(Relaxed),
-        syscalls: SYSCALLS.load(Relaxed),
+        syscalls: sum(&SYSCALLS),
         window_fault_sleeps: WINDOW_FAULT_SLEEPS.load(Relaxed),
         window_stale_loads: WINDOW_STALE_LOADS.load(Relaxed),
-        unlocked_syscalls: UNLOCKED_SYSCALLS.load(Relaxed),
+        unlocked_syscalls: sum(&UNLOCKED_SYSCALLS),
         unlocked_took_lock: UNLOCKED_TOOK_LOCK.load(Relaxed),
         dev_reads_overlapped: DEV_READS_OVERLAPPED.load(Relaxed),
     }

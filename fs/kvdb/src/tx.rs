@@ -15,6 +15,8 @@
 use alloc::vec::Vec;
 use core::cell::RefCell;
 
+use smallvec::SmallVec;
+
 use crate::sync::MutexGuard;
 
 use crate::error::{Error, Result};
@@ -59,7 +61,10 @@ pub(crate) struct WriteState<'db> {
 
 /// A transaction's mutable state (behind the `RefCell`).
 pub(crate) struct TxState<'db> {
-    pub buckets: Vec<BucketState>,
+    /// The root and the buckets opened so far. Two in place: a read transaction (dbfs opens
+    /// one bucket for a file read) allocates nothing, so harts reading side by side do not
+    /// meet at the heap's lock.
+    pub buckets: SmallVec<[BucketState; 2]>,
     pub write: Option<WriteState<'db>>,
     pub page_count: u64,
 }
@@ -110,8 +115,11 @@ impl<'db, P: Pager> Tx<'db, P> {
             version: 0,
         };
         // Room for the root and a few opened buckets, so opening them does not reallocate
-        // (a short read transaction opens one or two, a dbfs unlink eight).
-        let mut buckets = Vec::with_capacity(if write.is_some() { 12 } else { 4 });
+        // (a short read transaction opens one, in place; a dbfs unlink eight).
+        let mut buckets = SmallVec::new();
+        if write.is_some() {
+            buckets.reserve(12);
+        }
         buckets.push(root);
         let state = TxState {
             buckets,

@@ -7,17 +7,21 @@ use core::sync::atomic::AtomicUsize;
 use core::sync::atomic::Ordering::{Relaxed, SeqCst};
 
 use super::sched::{current_ptr, current_ref, yield_counted, AWAY, SCHED};
+use crate::arch::hart::{Padded, MAX_HARTS};
 
-/// System calls running on some hart without the big kernel lock ([`unlocked`]).
-static UNLOCKED: AtomicUsize = AtomicUsize::new(0);
+/// System calls running without the big kernel lock ([`unlocked`]), counted in the slot of
+/// the hart each began on (a call that waited may end on another: the sum stays right);
+/// [`keep_cpu`] waits until every slot is 0. A slot per hart, not one count: harts reading
+/// files side by side would otherwise pass one cache line back and forth twice per call.
+static UNLOCKED: [Padded<AtomicUsize>; MAX_HARTS] =
+    [const { Padded(AtomicUsize::new(0)) }; MAX_HARTS];
 /// Callers of [`keep_cpu`] under way: while one is, no call starts without the lock.
 static KEEPING: AtomicUsize = AtomicUsize::new(0);
 /// How many times a call without the big kernel lock spins on a held lock before it takes
 /// the big kernel lock and waits as any other kernel code ([`relax`]).
 const UNLOCKED_SPINS: usize = 4096;
 /// Per hart: the spins of the call it runs without the big kernel lock ([`relax`]).
-static SPINS: [AtomicUsize; crate::arch::hart::MAX_HARTS] =
-    [const { AtomicUsize::new(0) }; crate::arch::hart::MAX_HARTS];
+static SPINS: [Padded<AtomicUsize>; MAX_HARTS] = [const { Padded(AtomicUsize::new(0)) }; MAX_HARTS];
 
 /// Wait a moment for a lock another task holds, or a device request: give the CPU to a
 /// ready thread that may run on this hart if there is one (the caller stays runnable and
@@ -176,7 +180,7 @@ pub fn keep_cpu<R>(f: impl FnOnce() -> R) -> R {
     // thread yields): they take locks `f` may need, and may hold pages of this process.
     KEEPING.fetch_add(1, SeqCst);
     // An away thread is ready (it gave the CPU away with `yield`), so this lets it run.
-    while AWAY.load(Relaxed) != 0 || UNLOCKED.load(SeqCst) != 0 {
+    while AWAY.load(Relaxed) != 0 || UNLOCKED.iter().any(|u| u.load(SeqCst) != 0) {
         yield_counted(true);
     }
     let me = current_ref();
@@ -199,20 +203,22 @@ pub fn keep_cpu<R>(f: impl FnOnce() -> R) -> R {
 /// otherwise.
 pub fn unlocked<R>(f: impl FnOnce() -> R) -> Option<R> {
     let me = crate::arch::hart::index();
-    UNLOCKED.fetch_add(1, SeqCst);
+    // Counted, then looked (`keep_cpu` the other way round, both sequentially consistent):
+    // one of the two sees the other.
+    UNLOCKED[me].fetch_add(1, SeqCst);
     if KEEPING.load(SeqCst) != 0 {
-        UNLOCKED.fetch_sub(1, SeqCst);
+        UNLOCKED[me].fetch_sub(1, SeqCst);
         return None;
     }
     let p = &current_ref().process;
     if !start_reading(p) {
-        UNLOCKED.fetch_sub(1, SeqCst);
+        UNLOCKED[me].fetch_sub(1, SeqCst);
         return None;
     }
     SPINS[me].store(0, Relaxed);
     let r = f();
     p.readers_away.fetch_sub(1, SeqCst);
-    UNLOCKED.fetch_sub(1, SeqCst);
+    UNLOCKED[me].fetch_sub(1, SeqCst);
     Some(r)
 }
 

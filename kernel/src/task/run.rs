@@ -9,7 +9,7 @@ use super::process::{CpuTime, State};
 use super::sched::{ctx_ptr, BUSY_NS, CURRENT, IDLE_CTX, SCHED, SWITCHES};
 use super::switch::TaskContext;
 use super::wait;
-use crate::arch::hart::{self, MAX_HARTS};
+use crate::arch::hart::{self, Padded, MAX_HARTS};
 
 pub const TIME_SLICE_MS: u64 = 10;
 
@@ -70,7 +70,8 @@ pub(super) fn service_devices() {
 }
 
 /// When each hart's running thread got the CPU (monotonic ns), for [`cpu_times`].
-static RUNNING_SINCE: [AtomicU64; MAX_HARTS] = [const { AtomicU64::new(0) }; MAX_HARTS];
+static RUNNING_SINCE: [Padded<AtomicU64>; MAX_HARTS] =
+    [const { Padded(AtomicU64::new(0)) }; MAX_HARTS];
 
 /// CPU time of the current process and of the current thread so far (ns), the time slice
 /// running now included: CLOCK_PROCESS_CPUTIME_ID and CLOCK_THREAD_CPUTIME_ID.
@@ -86,11 +87,13 @@ pub fn cpu_times() -> (u64, u64) {
 
 /// When each hart's running thread last came into the kernel (timer ticks): a trap out of
 /// user mode, or its switch-in (a thread resumes in the kernel).
-static KERNEL_SINCE: [AtomicU64; MAX_HARTS] = [const { AtomicU64::new(0) }; MAX_HARTS];
+static KERNEL_SINCE: [Padded<AtomicU64>; MAX_HARTS] =
+    [const { Padded(AtomicU64::new(0)) }; MAX_HARTS];
 /// System time (timer ticks) of each hart's running thread since its switch-in, up to its
 /// last return to user mode: added to the thread and its process at its switch-out, with the
 /// CPU time. Ticks, not ns: the trap path reads the clock twice and converts nothing.
-static KERNEL_PENDING: [AtomicU64; MAX_HARTS] = [const { AtomicU64::new(0) }; MAX_HARTS];
+static KERNEL_PENDING: [Padded<AtomicU64>; MAX_HARTS] =
+    [const { Padded(AtomicU64::new(0)) }; MAX_HARTS];
 
 /// A trap out of user mode: the running thread's time is system time from here on.
 #[inline]

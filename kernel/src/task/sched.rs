@@ -18,7 +18,7 @@ use crate::arch::lockcheck::{rank, SpinLock};
 use super::cred;
 use super::process::{ProcInner, Process, State, Thread, ThreadInner};
 use super::switch::TaskContext;
-use crate::arch::hart::{self, MAX_HARTS};
+use crate::arch::hart::{self, Padded, MAX_HARTS};
 
 pub(super) struct Scheduler {
     pub(super) ready: VecDeque<Arc<Thread>>,
@@ -128,7 +128,8 @@ pub(super) fn current_ptr() -> *mut Thread {
 }
 
 /// Per hart, the time it ran threads since boot (`cpuN` in /proc/stat).
-pub(super) static BUSY_NS: [AtomicU64; MAX_HARTS] = [const { AtomicU64::new(0) }; MAX_HARTS];
+pub(super) static BUSY_NS: [Padded<AtomicU64>; MAX_HARTS] =
+    [const { Padded(AtomicU64::new(0)) }; MAX_HARTS];
 
 /// The time hart slot `i` has run threads since boot, in ns.
 pub fn hart_busy_ns(i: usize) -> u64 {
