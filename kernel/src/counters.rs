@@ -5,7 +5,7 @@ use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use abi::syscall::KernelCounters;
 
-use crate::arch::hart::{Padded, MAX_HARTS};
+use crate::per_hart::{Padded, MAX_HARTS};
 
 static DEV_READ_REQ: AtomicU64 = AtomicU64::new(0);
 static DEV_READ_BYTES: AtomicU64 = AtomicU64::new(0);
@@ -48,8 +48,9 @@ pub fn add_cache(hits: u64, misses: u64) {
 pub fn add_page_fault() {
     PAGE_FAULTS.fetch_add(1, Relaxed);
 }
-pub fn add_user_copy(bytes: usize) {
-    USER_COPY[crate::arch::hart::index()].fetch_add(bytes as u64, Relaxed);
+/// Bytes copied between the kernel and a user, on hart `hart` (`arch::hart::index`).
+pub fn add_user_copy(hart: usize, bytes: usize) {
+    USER_COPY[hart].fetch_add(bytes as u64, Relaxed);
 }
 
 pub fn add_window_read(pages: usize) {
@@ -67,8 +68,9 @@ pub fn add_window_fault_sleep() {
 pub fn add_window_stale_load() {
     WINDOW_STALE_LOADS.fetch_add(1, Relaxed);
 }
-pub fn add_unlocked_syscall() {
-    UNLOCKED_SYSCALLS[crate::arch::hart::index()].fetch_add(1, Relaxed);
+/// A system call taken without the big kernel lock, on hart `hart` (`arch::hart::index`).
+pub fn add_unlocked_syscall(hart: usize) {
+    UNLOCKED_SYSCALLS[hart].fetch_add(1, Relaxed);
 }
 pub fn add_unlocked_took_lock() {
     UNLOCKED_TOOK_LOCK.fetch_add(1, Relaxed);
@@ -76,8 +78,9 @@ pub fn add_unlocked_took_lock() {
 pub fn add_dev_read_overlapped() {
     DEV_READS_OVERLAPPED.fetch_add(1, Relaxed);
 }
-pub fn add_syscall() {
-    SYSCALLS[crate::arch::hart::index()].fetch_add(1, Relaxed);
+/// A system call, on hart `hart` (`arch::hart::index`).
+pub fn add_syscall(hart: usize) {
+    SYSCALLS[hart].fetch_add(1, Relaxed);
 }
 pub fn add_transaction() {
     TRANSACTIONS.fetch_add(1, Relaxed);

@@ -59,6 +59,7 @@ mod ipc;
 mod mm;
 mod mounts;
 mod params;
+mod per_hart;
 mod sync;
 // The system-call layer reaches user memory only through `mm::uaccess` (no unsafe code).
 #[forbid(unsafe_code)]

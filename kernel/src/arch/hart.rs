@@ -18,23 +18,7 @@
 use core::sync::atomic::Ordering::{Acquire, Relaxed, Release, SeqCst};
 use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 
-/// The most harts the kernel drives (QEMU `virt` with `-smp 8`).
-pub const MAX_HARTS: usize = 8;
-
-/// A value alone in its cache line (64 bytes): per-hart slots that their harts write on every
-/// trap or system call, so that two harts never write one line. Under QEMU's multi-threaded
-/// TCG a guest line is a host line, and two host cores storing into one line pass it back and
-/// forth on every store (false sharing), which slows both.
-#[repr(align(64))]
-pub struct Padded<T>(pub T);
-
-impl<T> core::ops::Deref for Padded<T> {
-    type Target = T;
-    #[inline(always)]
-    fn deref(&self) -> &T {
-        &self.0
-    }
-}
+pub use crate::per_hart::{Padded, MAX_HARTS};
 
 /// A hart's own data, in cache lines of its own (see [`Padded`]). `fp_owner` must stay the
 /// first word: `user_return` reads it at `0(tp)`.

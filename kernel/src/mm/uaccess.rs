@@ -60,7 +60,7 @@ pub fn segments(
             at += n;
         }
     }
-    crate::counters::add_user_copy(len);
+    crate::counters::add_user_copy(crate::arch::hart::index(), len);
     Ok(out)
 }
 
@@ -79,7 +79,7 @@ pub fn contiguous(
     // out-of-line rest saves many registers for its calls.
     if len > 0 && len <= PAGE_SIZE - (va % PAGE_SIZE) {
         if let Some(kva) = space.mapped_for(va, access) {
-            crate::counters::add_user_copy(len);
+            crate::counters::add_user_copy(crate::arch::hart::index(), len);
             return Ok(Some(kva));
         }
     }
@@ -105,7 +105,7 @@ fn contiguous_slow(
         }
         at += PAGE_SIZE;
     }
-    crate::counters::add_user_copy(len);
+    crate::counters::add_user_copy(crate::arch::hart::index(), len);
     Ok(Some(start))
 }
 
@@ -255,7 +255,7 @@ impl UserRun {
             return None;
         }
         let kva = space.mapped_for(va, access)?;
-        crate::counters::add_user_copy(len);
+        crate::counters::add_user_copy(crate::arch::hart::index(), len);
         Some(UserRun {
             kva,
             len,

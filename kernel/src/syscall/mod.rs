@@ -51,7 +51,7 @@ use args::SysResult;
 pub use aio_workers::set_async as set_aio_async;
 
 pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
-    crate::counters::add_syscall();
+    crate::counters::add_syscall(crate::arch::hart::index());
     let r: SysResult = match num {
         SYS_IO_SETUP => changing_space(|| aio::sys_io_setup(a[0] as u32, a[1])),
         SYS_IO_DESTROY => aio::sys_io_destroy(a[0]),

@@ -74,8 +74,9 @@ fn positioned_offset(positioned: bool, a: &[usize; 6]) -> Option<Option<u64>> {
     if positioned && offset.is_none() {
         return None;
     }
-    crate::counters::add_syscall();
-    crate::counters::add_unlocked_syscall();
+    let hart = crate::arch::hart::index();
+    crate::counters::add_syscall(hart);
+    crate::counters::add_unlocked_syscall(hart);
     Some(offset)
 }
 
