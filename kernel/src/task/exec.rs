@@ -13,7 +13,7 @@ use abi::Errno;
 use super::cred;
 use super::exit::stop_other_threads;
 use super::files;
-use super::fork::make_process;
+use super::fork::{new_process_thread, start_process};
 use super::process::{kstack_top, new_kstack, release_vfork_parent, ProcInner};
 use super::sched::{current_pid, current_ref, wake, with_current, with_thread, yield_now, SCHED};
 use super::signal;
@@ -171,8 +171,9 @@ pub fn spawn_init(
     let kstack = new_kstack()?;
     let tf = Box::new(TrapFrame::new_user(entry, sp, kstack_top(&kstack)));
     let inner = ProcInner::first(space, files, 1, comm, cmdline, Some(exe));
-    make_process(
-        &mut SCHED.lock(),
+    let mut s = SCHED.lock();
+    let t = new_process_thread(
+        &mut s,
         inner,
         tf,
         kstack,
@@ -180,6 +181,7 @@ pub fn spawn_init(
         u64::MAX,
         None,
     );
+    start_process(&mut s, &t);
     Ok(())
 }
 

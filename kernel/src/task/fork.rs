@@ -25,24 +25,9 @@ use super::user_return::first_entry;
 use crate::arch::trap::TrapFrame;
 
 /// A new process (pid from `SCHED`) with one thread running `tf` (whose `kernel_sp` is set
-/// here) on the harts of `affinity`, ready to run.
-pub(super) fn make_process(
-    s: &mut Scheduler,
-    inner: ProcInner,
-    tf: Box<TrapFrame>,
-    kstack: Box<[u8]>,
-    mask: signal::SigMask,
-    affinity: u64,
-    root: Option<Arc<str>>,
-) -> Arc<Process> {
-    let t = new_process_thread(s, inner, tf, kstack, mask, affinity, root);
-    start_process(s, &t);
-    t.process.clone()
-}
-
-/// [`make_process`]'s process and thread, not yet in the tables nor runnable
-/// ([`start_process`]).
-fn new_process_thread(
+/// here) on the harts of `affinity`: its thread, neither in the tables nor runnable until
+/// [`start_process`].
+pub(super) fn new_process_thread(
     s: &mut Scheduler,
     inner: ProcInner,
     tf: Box<TrapFrame>,
@@ -59,7 +44,7 @@ fn new_process_thread(
 }
 
 /// Put the process of [`new_process_thread`] in the tables, its thread in the run queue.
-fn start_process(s: &mut Scheduler, t: &Arc<Thread>) {
+pub(super) fn start_process(s: &mut Scheduler, t: &Arc<Thread>) {
     s.all.insert(t.tid, t.process.clone());
     s.threads.insert(t.tid, t.clone());
     s.push_ready(t.clone());
