@@ -111,9 +111,10 @@ pub(super) fn make_thread(
 
 /// fork: a copy of the current process, with one thread (a copy of the caller running
 /// `tf`); returns the child's pid. `before_start` runs once the child's thread exists and
-/// before it can run (see [`spawn_thread`]). With `vfork`, the child holds the calling thread as its
-/// [`ProcInner::vfork_parent`] from the start, so that [`wait_vfork_done`] sees an exec or
-/// exit that happens before it is called (a `CLONE_CHILD_SETTID` store may give the CPU away).
+/// before it can run (see [`spawn_thread`]). With `vfork`, the child holds the calling
+/// thread as its [`ProcInner::vfork_parent`] from the start, so that [`wait_vfork_done`] sees
+/// an exec or exit that happens before it is called (the caller's stores may give the CPU
+/// away).
 pub fn fork(
     tf: &TrapFrame,
     vfork: bool,

@@ -278,8 +278,8 @@ pub struct Thread {
     /// Set while the thread reads into user pages that nothing else can unmap (see
     /// [`reading_own_pages`]).
     pub(super) own_pages: AtomicBool,
-    /// Set while the thread runs a system call under the big kernel lock (what
-    /// `/proc/<pid>/syscall` shows of a sleeping thread: its call, or that it sleeps in a fault).
+    /// Set while the thread runs a system call (what `/proc/<pid>/syscall` shows of a
+    /// sleeping thread: its call, or that it sleeps in a fault).
     pub(super) in_syscall: AtomicBool,
     pub(super) ctx: SpinLock<TaskContext, { rank::CONTEXT }>,
     /// CPU time of this thread so far, added by the scheduler when it leaves the CPU.

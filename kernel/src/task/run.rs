@@ -101,8 +101,8 @@ pub fn entered_kernel() {
     KERNEL_SINCE[hart::index()].store(crate::arch::time::ticks(), Relaxed);
 }
 
-/// The running thread begins (`true`) or ends a system call under the big kernel lock:
-/// `/proc/<pid>/syscall` of a sleeping thread names its call only in between.
+/// The running thread begins (`true`) or ends a system call: `/proc/<pid>/syscall` of a
+/// sleeping thread names its call only in between.
 #[inline]
 pub fn in_syscall(yes: bool) {
     super::sched::current_ref().in_syscall.store(yes, Relaxed);

@@ -63,11 +63,14 @@ extern "C" fn user_trap_handler(tf: &mut TrapFrame) -> ! {
     let scause = csr::scause();
     // A read of a dbfs file runs without the big kernel lock, on several harts at once
     // (`syscall::unlocked`), if it can; it has done nothing if it cannot.
+    // (`/proc/<pid>/syscall` of a thread asleep in the call names it: in_syscall.)
     if scause == ENV_CALL_FROM_U {
         let args = syscall_args(tf);
+        crate::task::in_syscall(true);
         if let Some(ret) = crate::syscall::unlocked::dispatch(tf.regs[17], &args) {
             tf.sepc += 4;
             tf.regs[10] = ret as usize;
+            crate::task::in_syscall(false);
             crate::task::return_unlocked(tf)
         }
     }
@@ -114,7 +117,6 @@ extern "C" fn user_trap_handler(tf: &mut TrapFrame) -> ! {
             ENV_CALL_FROM_U => {
                 tf.sepc += 4;
                 let args = syscall_args(tf);
-                crate::task::in_syscall(true);
                 let ret = crate::syscall::dispatch(tf.regs[17], args, tf);
                 crate::task::in_syscall(false);
                 if ret == -(signal::ERESTARTSYS.0 as isize) {
