@@ -74,7 +74,7 @@ pub use lookup::{
 pub use process::{CpuTime, ExitStatus, ProcInner, Process, Thread};
 pub use run::{
     cpu_times, entered_kernel, in_syscall, not_running_for, process_cpu, run, set_services,
-    Services, TIME_SLICE_MS,
+    take_owed_tick, Services, TIME_SLICE_MS,
 };
 pub use sched::{
     block_current, context_switches, current_cred, current_pid, current_process, current_root,

@@ -3,7 +3,7 @@
 //! periodic work, power-off) it gets as [`Services`] registered at boot.
 
 use alloc::sync::Arc;
-use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
 use super::process::{CpuTime, State};
 use super::sched::{ctx_ptr, BUSY_NS, CURRENT, IDLE_CTX, SCHED, SWITCHES};
@@ -99,6 +99,17 @@ static KERNEL_PENDING: [Padded<AtomicU64>; MAX_HARTS] =
 #[inline]
 pub fn entered_kernel() {
     KERNEL_SINCE[hart::index()].store(crate::arch::time::ticks(), Relaxed);
+}
+
+/// Set by [`idle`] when it skipped the tick's work because a thread was away ([`super::away`]).
+static OWED_TICK: AtomicBool = AtomicBool::new(false);
+
+/// Whether the tick's work (console input, timeouts, interval timers, the file systems'
+/// periodic work) is owed because [`idle`] skipped it, clearing the debt: the trap handler
+/// does it on its way back to user mode, and a timer tick does it anyway.
+#[inline]
+pub fn take_owed_tick() -> bool {
+    OWED_TICK.load(Relaxed) && OWED_TICK.swap(false, Relaxed)
 }
 
 /// The running thread begins (`true`) or ends a system call: `/proc/<pid>/syscall` of a
@@ -259,6 +270,11 @@ pub(super) fn idle() {
     // else to run while dbfs's write-back came due). They wait for a pass with nobody away;
     // a timer tick in user mode does them too.
     let quiet = super::sched::AWAY.load(Relaxed) == 0;
+    if !quiet {
+        // Owed to the next return to user mode (`take_owed_tick`): the tick there may never
+        // come, as each idle pass sets the timer a few ms on.
+        OWED_TICK.store(true, Relaxed);
+    }
     let services = SERVICES.get().filter(|_| quiet);
     if let Some(s) = services {
         (s.take_input)();

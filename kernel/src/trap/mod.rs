@@ -94,11 +94,8 @@ extern "C" fn user_trap_handler(tf: &mut TrapFrame) -> ! {
         if scause & !INTERRUPT == SUPERVISOR_TIMER {
             crate::arch::hart::note_tick();
             crate::arch::time::set_timer_in_ms(crate::task::TIME_SLICE_MS);
-            crate::tty::poll_input();
-            let now = crate::arch::time::monotonic_ns();
-            crate::task::wait::wake_expired(now);
-            crate::task::itimer::fire_expired(now);
-            crate::fs::tick();
+            crate::task::take_owed_tick();
+            tick_work();
             crate::task::yield_now();
         } else if scause & !INTERRUPT == SUPERVISOR_SOFTWARE {
             // An IPI: a signal or an exit request for the thread running here (`wake_or_kick`),
@@ -208,7 +205,25 @@ extern "C" fn user_trap_handler(tf: &mut TrapFrame) -> ! {
             }
         }
     }
+    // The boot hart's idle loop left the tick's work undone (a thread was away in a device
+    // wait): do it now, at the first return to user mode under the big kernel lock. A thread
+    // that goes away again and again before its time slice's tick (a dbfs rename waiting for
+    // its flush each time) would otherwise starve the interval timers: a stress-ng stressor
+    // ran 207 s past its 5 s alarm, and coreutils' timeout past its own.
+    if crate::task::take_owed_tick() {
+        tick_work();
+    }
     crate::task::return_to_user_restarting(restart)
+}
+
+/// A timer tick's work: console input, sleepers and interval timers whose time has come, the
+/// file systems' periodic work. Under the big kernel lock, no other lock held.
+fn tick_work() {
+    crate::tty::poll_input();
+    let now = crate::arch::time::monotonic_ns();
+    crate::task::wait::wake_expired(now);
+    crate::task::itimer::fire_expired(now);
+    crate::fs::tick();
 }
 
 #[no_mangle]
