@@ -277,11 +277,16 @@ pub struct KernelCounters {
     /// whose threads sleep: dbfs window faults, large reads; what asynchronous io_submit and
     /// several threads give a disk).
     pub dev_reads_overlapped: u64,
+    /// dbfs disk window: bytes of large reads copied from resident pages (a file read again),
+    /// no device request.
+    pub window_cached_bytes: u64,
+    /// dbfs disk window: pages a large read of a stretch read before kept in the window.
+    pub window_kept_pages: u64,
 }
 
 impl KernelCounters {
     /// Number of counters, the length of the `u64` array the syscall copies out.
-    pub const WORDS: usize = 19;
+    pub const WORDS: usize = 21;
     /// The counters as the syscall copies them: in field order, one `u64` each.
     pub fn to_words(&self) -> [u64; Self::WORDS] {
         [
@@ -304,6 +309,8 @@ impl KernelCounters {
             self.unlocked_syscalls,
             self.unlocked_took_lock,
             self.dev_reads_overlapped,
+            self.window_cached_bytes,
+            self.window_kept_pages,
         ]
     }
     /// The counters from the array [`KernelCounters::to_words`] makes.
@@ -328,6 +335,8 @@ impl KernelCounters {
             unlocked_syscalls: w[16],
             unlocked_took_lock: w[17],
             dev_reads_overlapped: w[18],
+            window_cached_bytes: w[19],
+            window_kept_pages: w[20],
         }
     }
 }

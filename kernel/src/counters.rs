@@ -29,6 +29,8 @@ static UNLOCKED_SYSCALLS: [Padded<AtomicU64>; MAX_HARTS] =
 static USER_COPY: [Padded<AtomicU64>; MAX_HARTS] = [const { Padded(AtomicU64::new(0)) }; MAX_HARTS];
 static UNLOCKED_TOOK_LOCK: AtomicU64 = AtomicU64::new(0);
 static DEV_READS_OVERLAPPED: AtomicU64 = AtomicU64::new(0);
+static WINDOW_CACHED: AtomicU64 = AtomicU64::new(0);
+static WINDOW_KEPT: AtomicU64 = AtomicU64::new(0);
 
 pub fn add_dev_read(bytes: usize) {
     DEV_READ_REQ.fetch_add(1, Relaxed);
@@ -61,6 +63,14 @@ pub fn add_window_written(pages: usize) {
 }
 pub fn add_window_direct(bytes: usize) {
     WINDOW_DIRECT.fetch_add(bytes as u64, Relaxed);
+}
+/// Bytes of large reads copied from resident window pages (no device request).
+pub fn add_window_cached(bytes: usize) {
+    WINDOW_CACHED.fetch_add(bytes as u64, Relaxed);
+}
+/// Pages a large read of a stretch read before kept in the window.
+pub fn add_window_kept(pages: usize) {
+    WINDOW_KEPT.fetch_add(pages as u64, Relaxed);
 }
 pub fn add_window_fault_sleep() {
     WINDOW_FAULT_SLEEPS.fetch_add(1, Relaxed);
@@ -111,5 +121,7 @@ pub fn snapshot() -> KernelCounters {
         unlocked_syscalls: sum(&UNLOCKED_SYSCALLS),
         unlocked_took_lock: UNLOCKED_TOOK_LOCK.load(Relaxed),
         dev_reads_overlapped: DEV_READS_OVERLAPPED.load(Relaxed),
+        window_cached_bytes: WINDOW_CACHED.load(Relaxed),
+        window_kept_pages: WINDOW_KEPT.load(Relaxed),
     }
 }

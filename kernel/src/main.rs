@@ -26,6 +26,10 @@
 //! every write is copied into the write-back cache, which merges overlapping writes),
 //! `dbfs_fault_sleep=0` (default 1: a fault on the dbfs disk window reads with the window
 //! unlocked and its thread asleep; 0: every fault polls with the window locked),
+//! `dbfs_keep_rereads=0` (default 1: a large dbfs read of a stretch a large read took from the
+//! disk before keeps its pages in the disk window, and later large reads of them copy from
+//! memory; 0: large reads go to the disk unless every page is resident; also
+//! `/proc/sys/vm/dbfs_keep_rereads`),
 //! `unlocked_reads=0` (default 1: with several harts, read(2) and pread64(2) of dbfs files run
 //! without the big kernel lock, `syscall::unlocked`; 0: every system call takes it),
 //! `unlocked_writes=0` (default 1: likewise write(2) and pwrite64(2) of dbfs files that only
@@ -253,6 +257,7 @@ extern "C" fn rust_main(hartid: usize, dtb: usize) -> ! {
     fs::procfs::set_cmdline(cmdline);
     arch::console::init_logger(params.log);
     drivers::window::set_fault_sleep(params.dbfs_fault_sleep);
+    drivers::window::large_read::set_keep_rereads(params.dbfs_keep_rereads);
     syscall::unlocked::set_enabled(params.unlocked_reads, params.unlocked_writes);
     syscall::set_aio_async(params.aio_async);
     if let Some(n) = params.bkl_spins {

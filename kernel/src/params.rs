@@ -30,6 +30,9 @@ pub struct Params {
     /// dbfs window faults may sleep while the disk reads (`drivers::window::set_fault_sleep`);
     /// `dbfs_fault_sleep=0` makes every fault poll with the window locked.
     pub dbfs_fault_sleep: bool,
+    /// Large dbfs reads of a stretch read before keep its pages in the disk window
+    /// (`drivers::window::large_read::set_keep_rereads`); `dbfs_keep_rereads=0` sends them to the disk.
+    pub dbfs_keep_rereads: bool,
     /// read(2) and pread64(2) of dbfs files run without the big kernel lock when there are
     /// several harts (`syscall::unlocked`); `unlocked_reads=0` sends them through the lock.
     pub unlocked_reads: bool,
@@ -131,6 +134,7 @@ pub fn parse_params(cmdline: &str) -> Params {
         dbfs_dirsync: false,
         dbfs_direct_write: true,
         dbfs_fault_sleep: true,
+        dbfs_keep_rereads: true,
         unlocked_reads: true,
         unlocked_writes: true,
         aio_async: true,
@@ -163,6 +167,7 @@ pub fn parse_params(cmdline: &str) -> Params {
             Some(("dbfs_dirsync", v)) => p.dbfs_dirsync = v == "1",
             Some(("dbfs_direct_write", v)) => p.dbfs_direct_write = v != "0",
             Some(("dbfs_fault_sleep", v)) => p.dbfs_fault_sleep = v != "0",
+            Some(("dbfs_keep_rereads", v)) => p.dbfs_keep_rereads = v != "0",
             Some(("unlocked_reads", v)) => p.unlocked_reads = v != "0",
             Some(("unlocked_writes", v)) => p.unlocked_writes = v != "0",
             Some(("aio_async", v)) => p.aio_async = v != "0",

@@ -776,6 +776,8 @@ fn counters() -> String {
         ("unlocked_syscalls", c.unlocked_syscalls),
         ("unlocked_took_lock", c.unlocked_took_lock),
         ("dev_reads_overlapped", c.dev_reads_overlapped),
+        ("window_cached_bytes", c.window_cached_bytes),
+        ("window_kept_pages", c.window_kept_pages),
     ];
     let mut s = String::new();
     for (name, v) in rows {

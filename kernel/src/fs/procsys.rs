@@ -1,7 +1,7 @@
 //! `/proc/sys`: the few kernel tunables programs read (LTP's library and tests read
 //! `kernel/pid_max` and `kernel/tainted`), each showing the value the kernel really works
 //! with, in Linux's format (a number and a newline). Read-only but for `kernel/msgmni`, which
-//! root may set (LTP's msgget03 lowers it), and `vm/drop_caches`.
+//! root may set (LTP's msgget03 lowers it), `vm/dbfs_keep_rereads` and `vm/drop_caches`.
 //! The same nodes serve `/proc/sysvipc` (`msg`, `sem`, `shm`: the System V IPC objects).
 //!
 //! - `kernel/msgmax`, `msgmnb`, `msgmni`, `sem`, `shmmax`, `shmmni`, `shmall`: the System V
@@ -17,6 +17,9 @@
 //! - `fs/nr_open`: the most descriptors a process may have (`fs::file::MAX_FDS`);
 //! - `fs/pipe-max-size`: the largest pipe `F_SETPIPE_SZ` gives without privilege
 //!   (`ipc::pipe::PIPE_MAX_SIZE`);
+//! - `vm/dbfs_keep_rereads`: 1 (the default) or 0, root may set it: whether a large dbfs read
+//!   of a stretch read before keeps its pages in memory (`drivers::window`; boot parameter
+//!   `dbfs_keep_rereads`);
 //! - `vm/drop_caches`: root writes 1, 2 or 3 to write every file system back and forget the
 //!   clean cached blocks and dbfs window pages (`fs::drop_caches`; 4 is accepted and does
 //!   nothing, as Linux's only silences its log line); reads as 0.
@@ -112,19 +115,41 @@ const FS: [(&str, Entry); 2] = [
         Entry::File(|| format!("{}\n", crate::ipc::pipe::PIPE_MAX_SIZE)),
     ),
 ];
-const VM: [(&str, Entry); 1] = [(
-    "drop_caches",
-    Entry::Tunable(
-        || String::from("0\n"),
-        |text| match text.trim() {
-            // Linux: 1 the page cache, 2 slab objects, 3 both, 4 no more log lines about it.
-            // Here one cache holds both kinds (block caches and the dbfs window).
-            "1" | "2" | "3" => super::writeback::drop_caches(),
-            "4" => Ok(()),
-            _ => Err(VfsError::InvalidInput),
-        },
+const VM: [(&str, Entry); 2] = [
+    (
+        "dbfs_keep_rereads",
+        Entry::Tunable(
+            || {
+                format!(
+                    "{}\n",
+                    u8::from(crate::drivers::window::large_read::keep_rereads())
+                )
+            },
+            |text| {
+                let on = match text.trim() {
+                    "0" => false,
+                    "1" => true,
+                    _ => return Err(VfsError::InvalidInput),
+                };
+                crate::drivers::window::large_read::set_keep_rereads(on);
+                Ok(())
+            },
+        ),
     ),
-)];
+    (
+        "drop_caches",
+        Entry::Tunable(
+            || String::from("0\n"),
+            |text| match text.trim() {
+                // Linux: 1 the page cache, 2 slab objects, 3 both, 4 no more log lines about
+                // it. Here one cache holds both kinds (block caches and the dbfs window).
+                "1" | "2" | "3" => super::writeback::drop_caches(),
+                "4" => Ok(()),
+                _ => Err(VfsError::InvalidInput),
+            },
+        ),
+    ),
+];
 const ROOT: [(&str, Entry); 3] = [
     ("fs", Entry::Dir(&FS)),
     ("kernel", Entry::Dir(&KERNEL)),

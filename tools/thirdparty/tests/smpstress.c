@@ -38,6 +38,12 @@
  *    not committed yet (dbfs reads them under its state lock, and their disk wait takes the big
  *    kernel lock): every read pass is checked. A deadlock between the two hangs the boot (the
  *    test's timeout fails it); `make test-writeback-reads` is the surer trap for that one.
+ *  - reads again side by side (with the directory): 2 processes write a file each and fsync
+ *    it, then read it 6 times together in 1 MiB reads, 3 rounds, each rewriting the files:
+ *    dbfs keeps the pages of large reads read again (several harts) and copies later reads
+ *    from memory, so a kept page a rewrite did not drop would show an earlier round's bytes.
+ *    Every read is checked, and on dbfs-os with several harts /proc/counters must show pages
+ *    kept and bytes copied from them.
  *  - pinned threads: one thread per hart, each pinned to its own with sched_setaffinity, all
  *    running at once; each must find itself on its hart (sched_getcpu) at every turn of its
  *    loop, yields and time slices included, and a forked child keeps its creator's mask.
@@ -1033,6 +1039,111 @@ static void reads_before_writeback(const char *base) {
 	check(bad == 0, what);
 }
 
+/* --- reads again side by side: RA_PROCS processes each write a file of their own in 1 MiB
+ * pieces and fsync it (so its chunks are stored, and large reads of them go through the disk
+ * window), then all read their files RA_PASSES times together in 1 MiB reads: dbfs keeps the
+ * pages of a stretch read again while another large read runs beside it, and copies later
+ * reads out of memory. Each round rewrites the files (the new chunks land in pages the old
+ * ones freed): a kept page the write did not drop would hand a reader the bytes of an
+ * earlier round. Every read is checked; on dbfs-os with several harts the kernel's counters
+ * (/proc/counters) must show pages kept and bytes copied from them. */
+#define RA_PROCS 2
+#define RA_SIZE (8 << 20)
+#define RA_PASSES 6
+#define RA_ROUNDS 3
+
+/* A counter of /proc/counters, or -1 without it (Linux). */
+static long long kernel_counter(const char *name) {
+	FILE *f = fopen("/proc/counters", "r");
+	if (!f)
+		return -1;
+	char key[64];
+	long long v, found = -1;
+	while (fscanf(f, "%63s %lld", key, &v) == 2)
+		if (strcmp(key, name) == 0)
+			found = v;
+	fclose(f);
+	return found;
+}
+
+static void reads_again_side_by_side(const char *base, long harts) {
+	double t0 = now_s();
+	long long kept0 = kernel_counter("window_kept_pages");
+	long long cached0 = kernel_counter("window_cached_bytes");
+	/* The processes meet before each round's reads: a count in shared memory. */
+	atomic_int *met = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (met == MAP_FAILED) {
+		check(0, "reads again side by side: mmap of the meeting count");
+		return;
+	}
+	atomic_store(met, 0);
+	pid_t pids[RA_PROCS];
+	for (int p = 0; p < RA_PROCS; p++) {
+		pids[p] = fork();
+		if (pids[p] != 0)
+			continue;
+		unsigned char *buf = NULL, *got = NULL;
+		if (posix_memalign((void **)&buf, 4096, 1 << 20) || posix_memalign((void **)&got, 4096, 1 << 20))
+			_exit(60);
+		char path[220];
+		snprintf(path, sizeof path, "%s/ra-%d.%d", base, p, (int)getppid());
+		int fd = open(path, O_CREAT | O_TRUNC | O_RDWR, 0644);
+		if (fd < 0)
+			_exit(61);
+		for (int round = 0; round < RA_ROUNDS; round++) {
+			for (size_t at = 0; at < RA_SIZE; at += 1 << 20) {
+				for (size_t i = 0; i < 1 << 20; i += 4096)
+					pr_fill(buf + i, p + 8, round, (at + i) / 4096);
+				if (pwrite(fd, buf, 1 << 20, (off_t)at) != 1 << 20)
+					_exit(62);
+			}
+			if (fsync(fd))
+				_exit(63);
+			atomic_fetch_add(met, 1);
+			while (atomic_load(met) < (round + 1) * RA_PROCS)
+				sched_yield();
+			for (int pass = 0; pass < RA_PASSES; pass++)
+				for (size_t at = 0; at < RA_SIZE; at += 1 << 20) {
+					if (pread(fd, got, 1 << 20, (off_t)at) != 1 << 20)
+						_exit(64);
+					for (size_t i = 0; i < 1 << 20; i += 4096)
+						if (!pr_ok(got + i, p + 8, round, (at + i) / 4096))
+							_exit(65);
+				}
+		}
+		close(fd);
+		unlink(path);
+		_exit(0);
+	}
+	int bad = 0;
+	for (int p = 0; p < RA_PROCS; p++) {
+		int status;
+		if (waitpid(pids[p], &status, 0) != pids[p] || !WIFEXITED(status) ||
+		    WEXITSTATUS(status) != 0) {
+			printf("reader again %d: status %#x\n", p, status);
+			bad++;
+		}
+	}
+	munmap(met, 4096);
+	long long kept = kernel_counter("window_kept_pages") - kept0;
+	long long cached = kernel_counter("window_cached_bytes") - cached0;
+	/* Kept pages are looked for where the kernel counts them and keeps them: dbfs-os with
+	 * several harts and the default dbfs_keep_rereads. */
+	FILE *k = fopen("/proc/sys/vm/dbfs_keep_rereads", "r");
+	int keep = k && fgetc(k) == '1';
+	if (k)
+		fclose(k);
+	int want_kept = kept0 >= 0 && harts > 1 && keep;
+	char what[300];
+	snprintf(what, sizeof what,
+		 "%d processes each writing a %d MiB file %d times (fsync) and reading it %d times "
+		 "side by side in 1 MiB reads on %s (%.1f s): %d failed or read wrong bytes; "
+		 "%lld pages kept, %lld bytes copied from them%s",
+		 RA_PROCS, RA_SIZE >> 20, RA_ROUNDS, RA_PASSES, base, now_s() - t0, bad, kept, cached,
+		 want_kept ? "" : " (not looked for)");
+	check(bad == 0 && (!want_kept || (kept > 0 && cached > 0)), what);
+}
+
 int main(int argc, char **argv) {
 	rounds = argc > 1 ? atol(argv[1]) : 20000;
 	const char *dir = argc > 2 ? argv[2] : NULL;
@@ -1050,6 +1161,7 @@ int main(int argc, char **argv) {
 		dir_writers_readers(dir);
 		large_writers(dir);
 		reads_before_writeback(dir);
+		reads_again_side_by_side(dir, harts);
 		munmap_under_readers(dir, 20, 0);
 		munmap_under_readers(dir, 20, 1);
 	} else

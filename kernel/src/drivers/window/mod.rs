@@ -30,7 +30,7 @@
 //! Lock order (`arch::lockcheck::rank`): a window's `state`, then the disk, the kernel's
 //! root entries and the frame pool, each taken under it.
 
-use alloc::collections::BTreeSet;
+use alloc::collections::{BTreeSet, VecDeque};
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::Ordering::Relaxed;
@@ -42,6 +42,8 @@ use vfs::{BlockDevice, VfsError, VfsResult, SECTOR_SIZE};
 use crate::mm::frame::{self, Frame};
 use crate::mm::{page_table, PAGE_SIZE};
 use crate::task::wait::WaitQueue;
+
+pub mod large_read;
 
 /// First window address (root index 320 of Sv39's upper half).
 pub const WINDOW_BASE: usize = 0xffff_ffd0_0000_0000;
@@ -125,6 +127,10 @@ struct State {
     /// ([`DiskWindow::write_direct`]), by id: no fault reads them before the device has the
     /// new bytes.
     writes: Vec<(u64, usize, usize)>,
+    /// Page ranges `[first, end)` large reads took from the disk straight into their
+    /// caller's buffers, oldest first, at most [`large_read::READ_ONCE_RANGES`]: a large read inside one
+    /// of them is a read again, and keeps its pages ([`DiskWindow::read_into_pieces`]).
+    read_once: VecDeque<(usize, usize)>,
 }
 
 /// A cluster a fault reads from the disk while the window's state lock is not held.
@@ -211,6 +217,8 @@ pub struct DiskWindow {
     flush_behind: usize,
     /// Bytes sent by `write_direct` since it last started a background flush or `sync` ran.
     direct_since_flush: AtomicUsize,
+    /// Large reads under way ([`Self::read_into_pieces`]), on any hart.
+    large_reads: AtomicUsize,
     /// Bytes the next background flush waits for (0: `flush_behind`, as after a sync).
     behind_at: AtomicUsize,
     /// Direct writes reached `behind_at`: the next direct write starts a background flush
@@ -264,10 +272,12 @@ impl DiskWindow {
                 loads: Vec::new(),
                 next_load: 0,
                 writes: Vec::new(),
+                read_once: VecDeque::new(),
             }),
             loaded: WaitQueue::new(),
             flush_behind,
             direct_since_flush: AtomicUsize::new(0),
+            large_reads: AtomicUsize::new(0),
             behind_at: AtomicUsize::new(0),
             behind_due: AtomicBool::new(false),
         });
@@ -328,42 +338,6 @@ impl DiskWindow {
             .range(offset / PAGE_SIZE..=(end - 1) / PAGE_SIZE)
             .next()
             .is_some())
-    }
-
-    /// [`Self::read_into`] into the concatenation of `pieces` (the pages of a user buffer):
-    /// one scattered device read straight into them when the range is clean and
-    /// sector-aligned (its wait may give the CPU away: [`BlockDevice::read_scatter_shared`]),
-    /// else piece by piece. A buffer that does not start on a page (malloc'ed,
-    /// as fio's are) has a head and a tail inside sectors; the request layer still fills it
-    /// in place (only a request's total must be whole sectors), so no copy is made.
-    pub fn read_into_pieces(&self, offset: usize, pieces: &mut [&mut [u8]]) -> VfsResult<()> {
-        let total: usize = pieces.iter().map(|p| p.len()).sum();
-        if total == 0 {
-            return Ok(());
-        }
-        let clean = !self.any_dirty(offset, total)?
-            && offset.is_multiple_of(SECTOR_SIZE)
-            && total.is_multiple_of(SECTOR_SIZE);
-        if clean {
-            // `InvalidInput`: pieces the device cannot take as they are (it allows too few
-            // per request); the range itself was checked above.
-            match self
-                .dev
-                .read_scatter_shared((offset / SECTOR_SIZE) as u64, pieces)
-            {
-                Err(VfsError::InvalidInput) => {}
-                r => {
-                    crate::counters::add_window_direct(total);
-                    return r;
-                }
-            }
-        }
-        let mut at = offset;
-        for piece in pieces.iter_mut() {
-            self.read_into(at, piece)?;
-            at += piece.len();
-        }
-        Ok(())
     }
 
     /// Map page `index` (and up to a cluster of following non-resident pages, and for a new
@@ -429,7 +403,10 @@ impl DiskWindow {
                     crate::counters::add_window_stale_load();
                     Ok(false)
                 }
-                Ok(()) => self.install(&mut st, first, frames).map(|()| true),
+                Ok(()) => {
+                    crate::counters::add_page_fault();
+                    self.install(&mut st, first, frames).map(|()| true)
+                }
             };
             drop(st);
             self.loaded.wake_all();
@@ -456,6 +433,7 @@ impl DiskWindow {
             self.dev
                 .read_scatter((first * PAGE_SIZE / SECTOR_SIZE) as u64, &mut pieces)?;
         }
+        crate::counters::add_page_fault();
         self.install(&mut st, first, frames)
     }
 
@@ -538,7 +516,6 @@ impl DiskWindow {
         // The new entries were invalid before: one local flush covers the whole cluster (a
         // hart that faults on them finds them mapped and flushes its own TLB, above).
         crate::arch::csr::sfence_vma_all();
-        crate::counters::add_page_fault();
         crate::counters::add_window_read(n);
         Ok(())
     }
@@ -653,6 +630,7 @@ impl DiskWindow {
         for (at, _, len) in &runs {
             let (first, end) = (at / PAGE_SIZE, (at + len) / PAGE_SIZE);
             st.writing(first, end);
+            st.forget_read(first, end);
             st.writes.push((id, first, end));
             let resident: Vec<usize> = st.frames.range(first..end).map(|(&page, _)| page).collect();
             for page in resident {
@@ -770,6 +748,8 @@ impl DiskWindow {
         let mut st = self.state.lock();
         let all = st.frames.len();
         Self::evict(self.base, &mut st, all, &BTreeSet::new());
+        // A cold read after this is a first read again.
+        st.read_once.clear();
     }
 }
 
