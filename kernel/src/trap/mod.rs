@@ -67,12 +67,15 @@ extern "C" fn user_trap_handler(tf: &mut TrapFrame) -> ! {
     if scause == ENV_CALL_FROM_U {
         let args = syscall_args(tf);
         crate::task::in_syscall(true);
+        // The pc after the ecall while the call runs, as Linux's /proc/<pid>/syscall shows
+        // it; put back if the call goes the locked way, which advances it itself.
+        tf.sepc += 4;
         if let Some(ret) = crate::syscall::unlocked::dispatch(tf.regs[17], &args) {
-            tf.sepc += 4;
             tf.regs[10] = ret as usize;
             crate::task::in_syscall(false);
             crate::task::return_unlocked(tf)
         }
+        tf.sepc -= 4;
     }
     // Kernel code runs under the big kernel lock; `enter_user` releases it. The time spent
     // waiting for it (another hart in the kernel) is not the thread's CPU time: were it,
