@@ -17,7 +17,7 @@ use core::sync::atomic::{AtomicBool, AtomicUsize};
 
 use vfs::{VfsError, VfsResult, SECTOR_SIZE};
 
-use super::{DiskWindow, Load, State};
+use super::{DiskWindow, Load, LoadFor, State};
 use crate::mm::frame::{self, Frame};
 use crate::mm::PAGE_SIZE;
 
@@ -141,7 +141,7 @@ impl DiskWindow {
     ///   before) whose pages are all resident: a copy out of the window, no device request;
     /// - a read again while another large read of the window is under way, with several
     ///   harts, and the frame pool can spare the frames: the pages are read into fresh
-    ///   frames, kept in the window, and copied out ([`Self::keep_pages`]), so the next read
+    ///   frames, kept in the window, and copied out ([`Self::read_load`]), so the next read
     ///   of them is the copy above. Harts copy side by side, where their requests would
     ///   queue at the one emulated disk (QEMU serves a disk on one thread);
     /// - else one scattered device read straight into the pieces when the range is clean and
@@ -174,7 +174,9 @@ impl DiskWindow {
             self.large_read_plan(offset / PAGE_SIZE, end.div_ceil(PAGE_SIZE), shared.others());
         let copied = match plan {
             LargeRead::Resident => true,
-            LargeRead::Keep { id, first, frames } => self.keep_pages(id, first, frames)?,
+            LargeRead::Keep { id, first, frames } => {
+                self.read_load(id, first, frames, LoadFor::Keep)?
+            }
             LargeRead::Disk => false,
         };
         if copied {
@@ -253,42 +255,5 @@ impl DiskWindow {
             stale: false,
         });
         LargeRead::Keep { id, first, frames }
-    }
-
-    /// Read pages `first..` into `frames` (the [`Load`] `id`) with the state lock released,
-    /// then map those not resident meanwhile: whether they are now in the window (false: a
-    /// write reached them meanwhile, and nothing was kept).
-    fn keep_pages(&self, id: u64, first: usize, mut frames: Vec<Frame>) -> VfsResult<bool> {
-        let r = {
-            let mut pieces: Vec<&mut [u8]> = frames.iter_mut().map(|f| f.bytes_mut()).collect();
-            // The frames are this call's alone until installed: its wait may give the CPU
-            // away as a large read's does.
-            self.dev
-                .read_scatter_shared((first * PAGE_SIZE / SECTOR_SIZE) as u64, &mut pieces)
-        };
-        let mut st = self.state.lock();
-        let k = st
-            .loads
-            .iter()
-            .position(|l| l.id == id)
-            .ok_or(VfsError::Io)?;
-        let load = st.loads.swap_remove(k);
-        let kept = match r {
-            Err(e) => Err(e),
-            Ok(()) if load.stale => {
-                crate::counters::add_window_stale_load();
-                Ok(false)
-            }
-            Ok(()) => {
-                let n = frames.len();
-                self.install(&mut st, first, frames)
-                    .map(|()| crate::counters::add_window_kept(n))
-                    .map(|()| true)
-            }
-        };
-        drop(st);
-        // Faults that found one of these pages loading look again.
-        self.loaded.wake_all();
-        kept
     }
 }

@@ -133,6 +133,15 @@ struct State {
     read_once: VecDeque<(usize, usize)>,
 }
 
+/// Why a [`Load`] reads its pages ([`DiskWindow::read_load`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum LoadFor {
+    /// A fault that may give the CPU away ([`DiskWindow::fault_in`]).
+    Fault,
+    /// A large read that keeps the pages it reads (`large_read`).
+    Keep,
+}
+
 /// A cluster a fault reads from the disk while the window's state lock is not held.
 struct Load {
     id: u64,
@@ -373,7 +382,7 @@ impl DiskWindow {
                 crate::task::away(|| self.loaded.sleep_prepared(None));
                 continue;
             }
-            let (first, mut frames) = self.cluster(&mut st, index, true)?;
+            let (first, frames) = self.cluster(&mut st, index, true)?;
             let id = st.next_load;
             st.next_load += 1;
             st.loads.push(Load {
@@ -385,35 +394,64 @@ impl DiskWindow {
             drop(st);
             self.loaded.finish_wait();
             crate::counters::add_window_fault_sleep();
-            let r = {
-                let mut pieces: Vec<&mut [u8]> = frames.iter_mut().map(|f| f.bytes_mut()).collect();
-                self.dev
-                    .read_scatter_owned((first * PAGE_SIZE / SECTOR_SIZE) as u64, &mut pieces)
-            };
-            let mut st = self.state.lock();
-            let k = st
-                .loads
-                .iter()
-                .position(|l| l.id == id)
-                .ok_or(VfsError::Io)?;
-            let load = st.loads.swap_remove(k);
-            let done = match r {
-                Err(e) => Err(e),
-                Ok(()) if load.stale => {
-                    crate::counters::add_window_stale_load();
-                    Ok(false)
-                }
-                Ok(()) => {
-                    crate::counters::add_page_fault();
-                    self.install(&mut st, first, frames).map(|()| true)
-                }
-            };
-            drop(st);
-            self.loaded.wake_all();
+            let done = self.read_load(id, first, frames, LoadFor::Fault);
             if done? {
                 return Ok(());
             }
         }
+    }
+
+    /// Read the pages `first..` of the [`Load`] `id` into `frames` with the state lock
+    /// released, take the load off the list, and map the frames of pages not resident
+    /// meanwhile; faults waiting for the load then look again. Whether the pages were mapped
+    /// (false: a write reached one of them meanwhile, so the bytes may be older than it, and
+    /// nothing was mapped).
+    fn read_load(
+        &self,
+        id: u64,
+        first: usize,
+        mut frames: Vec<Frame>,
+        why: LoadFor,
+    ) -> VfsResult<bool> {
+        let sector = (first * PAGE_SIZE / SECTOR_SIZE) as u64;
+        let r = {
+            let mut pieces: Vec<&mut [u8]> = frames.iter_mut().map(|f| f.bytes_mut()).collect();
+            match why {
+                LoadFor::Fault => self.dev.read_scatter_owned(sector, &mut pieces),
+                // The frames are the reader's alone until mapped: its wait may give the CPU
+                // away as a large read's does.
+                LoadFor::Keep => self.dev.read_scatter_shared(sector, &mut pieces),
+            }
+        };
+        let mut st = self.state.lock();
+        let k = st
+            .loads
+            .iter()
+            .position(|l| l.id == id)
+            .ok_or(VfsError::Io)?;
+        let load = st.loads.swap_remove(k);
+        let done = match r {
+            Err(e) => Err(e),
+            Ok(()) if load.stale => {
+                crate::counters::add_window_stale_load();
+                Ok(false)
+            }
+            Ok(()) => {
+                let n = frames.len();
+                if why == LoadFor::Fault {
+                    crate::counters::add_page_fault();
+                }
+                self.install(&mut st, first, frames).map(|()| {
+                    if why == LoadFor::Keep {
+                        crate::counters::add_window_kept(n);
+                    }
+                    true
+                })
+            }
+        };
+        drop(st);
+        self.loaded.wake_all();
+        done
     }
 
     /// [`Self::fault_in`] for a thread that may not give the CPU away: the cluster is read
