@@ -145,8 +145,8 @@ impl DiskWindow {
     ///   of them is the copy above. Harts copy side by side, where their requests would
     ///   queue at the one emulated disk (QEMU serves a disk on one thread);
     /// - else one scattered device read straight into the pieces when the range is clean and
-    ///   sector-aligned (its wait may give the CPU away: [`vfs::BlockDevice::read_scatter_shared`]),
-    ///   else piece by piece, and the range is remembered. A buffer that does not start on a
+    ///   sector-aligned (its wait may give the CPU away:
+    ///   [`vfs::BlockDevice::read_scatter_shared`]), else piece by piece, and the range is remembered. A buffer that does not start on a
     ///   page (malloc'ed, as fio's are) has a head and a tail inside sectors; the request
     ///   layer still fills it in place (only a request's total must be whole sectors), so no
     ///   copy is made.

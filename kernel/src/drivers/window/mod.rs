@@ -24,6 +24,10 @@
 //! while borrowed. kvdb guarantees it: commits write only pages no live snapshot references
 //! (copy-on-write) and the meta page that is not current.
 //!
+//! Large reads of file data do not fault pages in ([`large_read`]): they go from the disk
+//! straight into the caller's pages, or, for a stretch read again while other large reads run,
+//! out of pages the window keeps for them.
+//!
 //! A clean page can be dropped at any time and is read again at its next touch: when the frame
 //! pool runs dry, a fault evicts a quarter of its window's clean pages; [`drop_all`] empties
 //! every window of its clean pages (the `cold` benchmarks). Dirty pages stay until `sync`.
@@ -128,8 +132,8 @@ struct State {
     /// new bytes.
     writes: Vec<(u64, usize, usize)>,
     /// Page ranges `[first, end)` large reads took from the disk straight into their
-    /// caller's buffers, oldest first, at most [`large_read::READ_ONCE_RANGES`]: a large read inside one
-    /// of them is a read again, and keeps its pages ([`DiskWindow::read_into_pieces`]).
+    /// caller's buffers, oldest first, at most [`large_read::READ_ONCE_RANGES`]: a large
+    /// read inside one of them is a read again ([`DiskWindow::read_into_pieces`]).
     read_once: VecDeque<(usize, usize)>,
 }
 
