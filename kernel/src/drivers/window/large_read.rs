@@ -83,8 +83,9 @@ enum LargeRead {
         first: usize,
         frames: Vec<Frame>,
     },
-    /// Straight from the disk into the caller's buffer.
-    Disk,
+    /// From the disk: straight into the caller's buffer, or, with `dirty` (a page of the
+    /// range is newer in the window than on the disk), piece by piece.
+    Disk { dirty: bool },
 }
 
 impl State {
@@ -172,12 +173,18 @@ impl DiskWindow {
         let shared = LargeReads::enter(&self.large_reads);
         let plan =
             self.large_read_plan(offset / PAGE_SIZE, end.div_ceil(PAGE_SIZE), shared.others());
-        let copied = match plan {
-            LargeRead::Resident => true,
+        let (copied, dirty) = match plan {
+            LargeRead::Resident => (true, false),
             LargeRead::Keep { id, first, frames } => {
-                self.read_load(id, first, frames, LoadFor::Keep)?
+                if self.read_load(id, first, frames, LoadFor::Keep)? {
+                    (true, false)
+                } else {
+                    // A write reached the pages meanwhile: the disk, with its dirty pages
+                    // looked for again.
+                    (false, self.any_dirty(offset, total)?)
+                }
             }
-            LargeRead::Disk => false,
+            LargeRead::Disk { dirty } => (false, dirty),
         };
         if copied {
             let mut at = offset;
@@ -190,9 +197,8 @@ impl DiskWindow {
             crate::counters::add_window_cached(total);
             return Ok(());
         }
-        let clean = !self.any_dirty(offset, total)?
-            && offset.is_multiple_of(SECTOR_SIZE)
-            && total.is_multiple_of(SECTOR_SIZE);
+        let clean =
+            !dirty && offset.is_multiple_of(SECTOR_SIZE) && total.is_multiple_of(SECTOR_SIZE);
         if clean {
             // `InvalidInput`: pieces the device cannot take as they are (it allows too few
             // per request); the range itself was checked above.
@@ -215,35 +221,39 @@ impl DiskWindow {
         Ok(())
     }
 
-    /// How [`Self::read_into_pieces`] reads pages `[first, end)` (see there). A read that
-    /// goes to the disk is remembered; a read again that will keep its pages has its frames
-    /// and is listed as a [`Load`] (faults on its pages wait for it, writes mark it stale).
+    /// How [`Self::read_into_pieces`] reads pages `[first, end)` (see there), decided under
+    /// one hold of the state lock (whether a page is dirty included). A read that goes to
+    /// the disk is remembered; a read again that will keep its pages has its frames and is
+    /// listed as a [`Load`] (faults on its pages wait for it, writes mark it stale).
     fn large_read_plan(&self, first: usize, end: usize, others: bool) -> LargeRead {
         let pages = end - first;
         let mut st = self.state.lock();
+        let disk = LargeRead::Disk {
+            dirty: st.any_dirty(first, end),
+        };
         if !keep_rereads() {
-            return LargeRead::Disk;
+            return disk;
         }
         if !st.read_before(first, end) {
             st.remember_read(first, end);
-            return LargeRead::Disk;
+            return disk;
         }
         if st.frames.range(first..end).count() == pages {
             return LargeRead::Resident;
         }
         if !others {
-            return LargeRead::Disk;
+            return disk;
         }
         let (free, used) = (frame::free_count(), frame::used_count());
         let busy = (first..end).any(|p| st.loading(p) || st.being_written(p));
         if busy || free < pages + (free + used) / KEEP_FREE_DIVISOR {
-            return LargeRead::Disk;
+            return disk;
         }
         let mut frames = Vec::with_capacity(pages);
         for _ in 0..pages {
             match frame::alloc_kernel_for_overwrite() {
                 Some(f) => frames.push(f),
-                None => return LargeRead::Disk,
+                None => return disk,
             }
         }
         let id = st.next_load;

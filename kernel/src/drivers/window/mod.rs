@@ -157,6 +157,11 @@ struct Load {
 }
 
 impl State {
+    /// Whether a page of `[first, end)` is dirty.
+    fn any_dirty(&self, first: usize, end: usize) -> bool {
+        self.dirty.range(first..end).next().is_some()
+    }
+
     /// Whether a [`Load`] is reading page `page`.
     fn loading(&self, page: usize) -> bool {
         self.loads
@@ -345,12 +350,10 @@ impl DiskWindow {
             .checked_add(len)
             .filter(|&e| e <= self.len)
             .ok_or(VfsError::InvalidInput)?;
-        let st = self.state.lock();
-        Ok(st
-            .dirty
-            .range(offset / PAGE_SIZE..=(end - 1) / PAGE_SIZE)
-            .next()
-            .is_some())
+        Ok(self
+            .state
+            .lock()
+            .any_dirty(offset / PAGE_SIZE, end.div_ceil(PAGE_SIZE)))
     }
 
     /// Map page `index` (and up to a cluster of following non-resident pages, and for a new
