@@ -30,6 +30,8 @@ sys.exit(0 if data == 'hello from python\n' * 100 else 1)"
 done
 check python3-monotonic python3 -c 'import time; a = time.monotonic(); b = time.monotonic(); assert b >= a > 0; assert time.time() > 1.6e9'
 check sqlite3 bash -c '[ "$(sqlite3 :memory: "select 6*7")" = 42 ]'
+# procps's vmstat -d reads /proc/diskstats: the root disk (vda) has been read from.
+check vmstat-disks bash -c 'vmstat -d | grep -Eq "^vda +[1-9][0-9]* "'
 check sort bash -c '[ "$(printf "pear\napple\nfig\n" | sort | tr "\n" " ")" = "apple fig pear " ]'
 tar_round_trip() {
 	rm -rf /dbfs/tartest /fat/t.tgz /fat/untar && mkdir -p /dbfs/tartest/sub /fat/untar &&

@@ -16,6 +16,7 @@
 //!   (whole sectors in all, only its first and last piece may end or start inside a sector,
 //!   inside the disk, writable), so a bad one sends nothing ([`Limits`]).
 //! - A completion's status byte becomes a [`VfsError`] in one place ([`status_result`]).
+//! - A disk's I/O statistics (`/proc/diskstats`) are counted by [`stats::DiskStats`].
 #![cfg_attr(not(test), no_std)]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -28,6 +29,8 @@ use alloc::vec::Vec;
 use vfs::{VfsError, VfsResult, SECTOR_SIZE};
 use zerocopy::little_endian::{U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+pub mod stats;
 
 /// Largest single request, in bytes: a longer run is split into several requests.
 pub const MAX_REQUEST: usize = 1 << 20;

@@ -27,7 +27,7 @@ pub fn external_interrupt() {
         if irq == 0 {
             break;
         }
-        if !virtio_blk::interrupt(irq) {
+        if !virtio_blk::interrupts::interrupt(irq) {
             log::warn!("interrupt from source {} that no driver owns", irq);
         }
         plic::complete(irq);
@@ -37,10 +37,10 @@ pub fn external_interrupt() {
 /// The device work of a scheduler pass and of a spinning wait (`task::Services::devices`):
 /// the routed hart takes a pending external interrupt (the kernel runs with interrupts off,
 /// so one that came while it was in the kernel waits here), and every hart wakes disk
-/// waiters whose requests completed without one ([`virtio_blk::poll`]).
+/// waiters whose requests completed without one ([`virtio_blk::interrupts::poll`]).
 pub fn service() {
     if plic::is_target() && csr::sip() & csr::SIE_SEIE != 0 {
         external_interrupt();
     }
-    virtio_blk::poll();
+    virtio_blk::interrupts::poll();
 }

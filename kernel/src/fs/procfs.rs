@@ -12,7 +12,9 @@
 //!   thread waits in, with its arguments, as Linux writes it: where a hung program is);
 //! - `/proc/self` (a link to the caller's directory), `mounts`, `meminfo`, `uptime`, `stat`,
 //!   `loadavg`, `filesystems`, `version`, `cpuinfo`, `config.gz` (the kernel's configuration:
-//!   `proc_config`), `cmdline` (the kernel's command line);
+//!   `proc_config`), `cmdline` (the kernel's command line), `interrupts` (the disks'
+//!   completion interrupts per hart), `diskstats` (each disk's requests, sectors and times,
+//!   Linux's twenty fields: what `iostat`, `vmstat -d` and busybox `iostat` read);
 //! - `/proc/sys`: a few tunables, read-only, and `/proc/sysvipc` (`procsys`);
 //! - `/proc/counters` (ours, like Linux's `vmstat`): the kernel's I/O counters since boot
 //!   (`name value` lines, the figures the benchmarks print beside each result), so
@@ -74,7 +76,7 @@ impl FileSystem for ProcFs {
 }
 
 /// Files of the root directory, with their inode numbers (pids use `pid << 8 | k`).
-const ROOT_FILES: [(&str, Gen, u64); 15] = [
+const ROOT_FILES: [(&str, Gen, u64); 16] = [
     ("mounts", Gen::Mounts, 3),
     ("meminfo", Gen::Meminfo, 4),
     ("uptime", Gen::Uptime, 5),
@@ -90,6 +92,7 @@ const ROOT_FILES: [(&str, Gen, u64); 15] = [
     ("cmdline", Gen::Cmdline, 15),
     ("interrupts", Gen::Interrupts, 16),
     ("lockstat", Gen::Lockstat, 17),
+    ("diskstats", Gen::Diskstats, 18),
 ];
 
 /// The kernel's command line (`/proc/cmdline`), as the boot code was given it.
@@ -138,6 +141,7 @@ enum Gen {
     Cmdline,
     Interrupts,
     Lockstat,
+    Diskstats,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -422,6 +426,7 @@ impl Node for RootFile {
             Gen::Stat => stat(),
             Gen::Bkl => bkl(),
             Gen::Interrupts => interrupts(),
+            Gen::Diskstats => diskstats(),
             Gen::Lockstat => lockstat(),
             Gen::Loadavg => {
                 let pids = crate::task::ps::pids();
@@ -744,12 +749,26 @@ fn interrupts() -> String {
         let _ = write!(s, " {:>10}", format!("CPU{i}"));
     }
     s.push('\n');
-    for (irq, count, name) in crate::drivers::virtio_blk::interrupt_counts() {
+    for (irq, count, name) in crate::drivers::virtio_blk::interrupts::interrupt_counts() {
         let _ = write!(s, "{:>9}:", irq);
         for &i in &harts {
             let _ = write!(s, " {:>10}", count[i]);
         }
         let _ = writeln!(s, "  PLIC {:>3} Level     virtio-blk {}", irq, name);
+    }
+    s
+}
+
+/// `/proc/diskstats`: a line per disk (vda first), Linux's layout
+/// (`virtio_blk_req::stats::DiskStats::line`), its device number that of its `/dev` node.
+fn diskstats() -> String {
+    let mut s = String::new();
+    for (i, (name, stats)) in crate::drivers::virtio_blk::interrupts::disk_stats()
+        .into_iter()
+        .enumerate()
+    {
+        let rdev = super::devfs::disk_rdev(i);
+        s += &stats.line(rdev >> 8, rdev & 0xff, &name);
     }
     s
 }

@@ -23,6 +23,7 @@ mod anonfd_tests;
 mod bad_input;
 mod chmod_tests;
 mod copy_tests;
+mod disk_tests;
 mod exec_tests;
 mod fs_tests;
 mod itimer_tests;
@@ -329,6 +330,10 @@ pub const TESTS: &[Test] = &[
         "fsync_wait_takes_interrupts",
         proc_tests::fsync_wait_takes_interrupts,
         Needs::SharedFlush,
+    ),
+    t(
+        "proc_diskstats_counts_io",
+        disk_tests::proc_diskstats_counts_io,
     ),
     needs(
         "writeback_due_during_fsync_wait",

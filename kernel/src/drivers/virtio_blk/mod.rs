@@ -31,8 +31,8 @@
 //! alone (`arch::plic`), and the device is asked for interrupts only while a detached
 //! request has a waiter (`VIRTQ_AVAIL_F_NO_INTERRUPT` otherwise: a polled [`VirtioDisk::run`]
 //! costs no trap). A detached waiter that may give the CPU away sleeps on the disk's
-//! [`WaitQueue`]; the handler ([`interrupt`]) acknowledges the device and wakes them, taking
-//! no disk lock (the waiters reap under it themselves), and the scheduler loop's [`poll`]
+//! [`WaitQueue`]; the handler ([`interrupts::interrupt`]) acknowledges the device and wakes them, taking
+//! no disk lock (the waiters reap under it themselves), and the scheduler loop's [`interrupts::poll`]
 //! wakes them when the hart that takes the interrupt stays in the kernel. A waiter sleeps at
 //! most [`BACKSTOP_NS`] before it looks again, and a thread that may not give the CPU away
 //! (`task::keep_cpu`, boot) polls. Detached reads serve large reads into a caller's pages
@@ -62,6 +62,7 @@ use crate::arch::hart::MAX_HARTS;
 use crate::arch::lockcheck::{rank, SpinLock};
 use crate::task::wait::WaitQueue;
 use vfs::{BlockDevice, VfsError, VfsResult, SECTOR_SIZE};
+use virtio_blk_req::stats::{DiskStats, Op};
 use virtio_blk_req::{
     buffers, config, status_result, Features, Limits, Request, RequestHead, RequestType,
 };
@@ -69,6 +70,8 @@ use virtio_drivers::queue::VirtQueue;
 use virtio_drivers::transport::mmio::MmioTransport;
 use virtio_drivers::transport::{DeviceStatus, Transport};
 use virtio_drivers::PAGE_SIZE;
+
+pub mod interrupts;
 
 pub use virtio_blk_req::MAX_REQUEST;
 /// Entries of the request queue. With indirect descriptors this is also the most requests in
@@ -101,11 +104,13 @@ struct Device {
     next_waiter: u64,
     /// A result went into `finished` since the disk's waiters were last woken. Any caller
     /// holding the lock reaps what the device finished, a sleeping waiter's request too;
-    /// the sleepers are then woken by the next [`poll`] (or by a waiter that reaped it), not
+    /// the sleepers are then woken by the next [`interrupts::poll`] (or by a waiter that reaped it), not
     /// left for an interrupt that a hart spinning in the kernel keeps the routed hart from
     /// taking. ([`VirtioDisk::run`]'s callers may hold spin locks that rank above the wait
     /// queue's, so they leave the wake-up to `poll`.)
     results_for_waiters: bool,
+    /// What `/proc/diskstats` shows ([`interrupts::disk_stats`]).
+    stats: DiskStats,
 }
 
 /// A request in flight outside any [`VirtioDisk::run`]: a flush, or one request of a read
@@ -123,6 +128,9 @@ struct Detached {
     write: bool,
     /// Its waiter wants the completion interrupt (it sleeps; see [`Wait`]).
     irq: bool,
+    /// When it went to the device (`monotonic_ns`), and its bytes, for [`Device::stats`].
+    started: u64,
+    bytes: usize,
     /// The id its waiter looks for in [`Device::finished`]; `None` for a background flush
     /// (its status is only logged: a later flush covers the same writes and reports its own
     /// failure).
@@ -167,8 +175,16 @@ impl Device {
             pieces,
             write,
             waiter,
+            started,
+            bytes,
             ..
         } = self.detached.swap_remove(i);
+        let op = match (pieces.is_empty(), write) {
+            (true, _) => Op::Flush,
+            (false, true) => Op::Write,
+            (false, false) => Op::Read,
+        };
+        self.stats.completed(op, bytes, started, now_ns());
         let mut data = if pieces.is_empty() {
             virtio_blk_req::Data::None
         } else if write {
@@ -254,11 +270,15 @@ impl Device {
         drop((device_reads, device_writes));
         let token = added.ok()?;
         crate::counters::add_dev_flush();
+        let started = now_ns();
+        self.stats.submitted(started);
         self.detached.push(Detached {
             token,
             head,
             pieces: Vec::new(),
             write: false,
+            started,
+            bytes: 0,
             irq: waiter.is_some(),
             waiter,
         });
@@ -293,6 +313,8 @@ impl Device {
         let Ok(token) = added else {
             return Err(req);
         };
+        let started = now_ns();
+        self.stats.submitted(started);
         let write = matches!(req.data, virtio_blk_req::Data::Out(_));
         if write {
             crate::counters::add_dev_write(req.bytes());
@@ -321,6 +343,8 @@ impl Device {
             head,
             pieces,
             write,
+            started,
+            bytes: req.bytes(),
             irq,
             waiter: Some(waiter),
         });
@@ -333,6 +357,8 @@ struct InFlight<'a> {
     token: u16,
     head: Box<RequestHead>,
     req: Request<'a>,
+    /// When it went to the device, for [`Device::stats`].
+    started: u64,
 }
 
 /// One virtio-blk disk.
@@ -354,7 +380,7 @@ pub struct VirtioDisk {
     interrupts: [AtomicU64; MAX_HARTS],
 }
 
-/// Every disk, for the interrupt handler ([`interrupt`]) and the waiters' poll ([`poll`]).
+/// Every disk, for the interrupt handler ([`interrupts::interrupt`]) and the waiters' poll ([`interrupts::poll`]).
 pub(super) static DISKS: spin::Once<Vec<Arc<VirtioDisk>>> = spin::Once::new();
 /// Threads in [`VirtioDisk::wait_detached`] asleep (or about to be), on any disk.
 static SLEEPERS: AtomicUsize = AtomicUsize::new(0);
@@ -380,64 +406,9 @@ const POLL_FIRST_NS: u64 = 1_000_000;
 /// `NO_INTERRUPT`'s clearing).
 const BACKSTOP_NS: u64 = 20_000_000;
 
-/// virtio-mmio registers (virtio 1.1, 4.2.2): what caused the interrupt, and its
-/// acknowledgement.
-const MMIO_INTERRUPT_STATUS: usize = 0x60;
-const MMIO_INTERRUPT_ACK: usize = 0x64;
-
-/// The completion interrupt of source `irq`, claimed by the routed hart (under the big kernel
-/// lock): acknowledge it at the device and wake the disk's sleeping waiters, which take the
-/// disk's lock and reap their requests themselves. The handler takes no disk lock, so it
-/// never waits for one (a lock holder on this hart could not go on until it returned);
-/// false if no disk has that source.
-pub fn interrupt(irq: u32) -> bool {
-    let Some(disk) = DISKS.get().and_then(|d| d.iter().find(|d| d.irq == irq)) else {
-        return false;
-    };
-    // SAFETY: the disk's MMIO region (direct map, used by nothing else); reading the status
-    // and writing it back to the acknowledgement register only lowers the interrupt line:
-    // the queue's state is the lock holder's.
-    unsafe {
-        let status = ((disk.mmio + MMIO_INTERRUPT_STATUS) as *const u32).read_volatile();
-        ((disk.mmio + MMIO_INTERRUPT_ACK) as *mut u32).write_volatile(status);
-    }
-    disk.interrupts[crate::arch::hart::index()].fetch_add(1, Relaxed);
-    disk.waiters.wake_all();
-    true
-}
-
-/// The waiters' fallback, called by the scheduler loop and by a thread that spins for a lock
-/// (`task::relax`): wake the sleepers of every disk whose used ring has entries, or whose
-/// results someone else reaped ([`Device::results_for_waiters`]). A hart that never leaves
-/// the kernel (threads yielding to each other while the one they wait for sleeps) takes no
-/// interrupt, and keeps the routed hart from taking one, so this is what wakes them then.
-pub fn poll() {
-    if SLEEPERS.load(Relaxed) == 0 {
-        return;
-    }
-    for disk in DISKS.get().into_iter().flatten() {
-        let ready = disk.dev.try_lock().is_some_and(|mut dev| {
-            dev.queue.can_pop() || core::mem::take(&mut dev.results_for_waiters)
-        });
-        if ready {
-            disk.waiters.wake_all();
-        }
-    }
-}
-
-/// The disks with a routed interrupt: (source, completion interrupts taken per hart slot,
-/// name).
-pub fn interrupt_counts() -> Vec<(u32, [u64; MAX_HARTS], String)> {
-    DISKS
-        .get()
-        .into_iter()
-        .flatten()
-        .filter(|d| d.irq != 0)
-        .map(|d| {
-            let counts = core::array::from_fn(|i| d.interrupts[i].load(Relaxed));
-            (d.irq, counts, d.name.clone())
-        })
-        .collect()
+/// The clock of [`Device::stats`].
+fn now_ns() -> u64 {
+    crate::arch::time::monotonic_ns()
 }
 
 impl VirtioDisk {
@@ -534,6 +505,7 @@ impl VirtioDisk {
                 finished: Vec::new(),
                 next_waiter: 0,
                 results_for_waiters: false,
+                stats: DiskStats::new(),
             }),
             limits: Limits {
                 sectors,
@@ -586,7 +558,14 @@ impl VirtioDisk {
                             RequestType::Out => crate::counters::add_dev_write(req.bytes()),
                             _ => crate::counters::add_dev_flush(),
                         }
-                        inflight.push(InFlight { token, head, req });
+                        let started = now_ns();
+                        dev.stats.submitted(started);
+                        inflight.push(InFlight {
+                            token,
+                            head,
+                            req,
+                            started,
+                        });
                         added = true;
                     }
                     Err(virtio_drivers::Error::QueueFull)
@@ -620,6 +599,13 @@ impl VirtioDisk {
                 return Err(self.io_err(what, "completion of a request never submitted"));
             };
             let mut done = inflight.swap_remove(i);
+            let op = match done.req.request_type {
+                RequestType::In => Op::Read,
+                RequestType::Out => Op::Write,
+                _ => Op::Flush,
+            };
+            dev.stats
+                .completed(op, done.req.bytes(), done.started, now_ns());
             let popped = {
                 let (device_reads, mut device_writes) = buffers(&mut done.head, &mut done.req.data);
                 // SAFETY: the same buffers, built the same way, that were added with `token`.
@@ -716,6 +702,9 @@ impl VirtioDisk {
     fn reset(&self, dev: &mut Device) {
         dev.transport.set_status(DeviceStatus::empty());
         dev.broken = true;
+        // Nothing is in flight any more: the device dropped it all.
+        dev.stats = dev.stats.at(now_ns());
+        dev.stats.in_flight = 0;
         // The device no longer touches their buffers; whoever waits for one learns it failed.
         for d in core::mem::take(&mut dev.detached) {
             if let Some(id) = d.waiter {
@@ -736,7 +725,7 @@ impl VirtioDisk {
     /// [`Wait::PollFirst`], after [`POLL_FIRST_NS`] too, a caller without the big kernel lock
     /// taking it to sleep and letting it go after, `task::lock_for_wait`) sleeps on
     /// the disk's wait queue (prepare to wait, look, sleep: [`WaitQueue`]) until the
-    /// completion interrupt ([`interrupt`]) or the scheduler's poll ([`poll`]) wakes it, at
+    /// completion interrupt ([`interrupts::interrupt`]) or the scheduler's poll ([`interrupts::poll`]) wakes it, at
     /// most [`BACKSTOP_NS`] at a time; one that may not ([`crate::task::keep_cpu`], or boot
     /// before any thread) polls. Whoever holds the lock when a request completes takes it
     /// back and records its result in [`Device::finished`].
