@@ -214,6 +214,7 @@ impl<P: Pager> DbFs<P> {
                 },
                 direct_busy: Vec::new(),
                 committing: Vec::new(),
+                reshaping: Vec::new(),
                 not_durable: BTreeMap::new(),
                 direct_seq: 0,
                 sync_metadata: false,

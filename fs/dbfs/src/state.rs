@@ -231,6 +231,13 @@ pub(crate) struct State {
     /// never created for them meanwhile: it would start from the record that commit replaces
     /// (a read snapshot still shows it) and a later flush would write that back.
     pub committing: Vec<u64>,
+    /// Of `committing`, the inodes whose write-back entry that transaction folded while the
+    /// operation itself changed the file (a chmod, a truncate, a punched hole: anything
+    /// beyond storing the buffered writes). The entry still holds the file as it was before
+    /// the operation (the commit stores a changed copy, and drops the entry once published),
+    /// so a write to such a file waits for the commit instead of adding to the entry: the
+    /// entry would outlive the commit and bring back what the operation changed.
+    pub reshaping: Vec<u64>,
     /// Inode -> txid of the newest deferred commit that changed its stored record (its data,
     /// its attributes, or, for a directory, its entries). An `fsync` of an inode with nothing
     /// buffered needs a barrier only if that commit is newer than the durable one; entries

@@ -29,6 +29,9 @@ pub(crate) struct Txn<'a, 'db, P: Pager> {
     cache: BTreeMap<u64, (Inode, bool)>,
     /// Inodes whose write-back entry this transaction consumed (folded or freed).
     pub folded: Vec<u64>,
+    /// Inodes whose record the operation itself set ([`Txn::set_inode`]: a chmod, a
+    /// truncate, a punched hole, ...), beyond folding their buffered writes.
+    modified: Vec<u64>,
     /// Ranges `(ino, start, end)` this transaction punched: `finish` zeroes them in the folded
     /// buffered chunks too, which it writes after the operation's own changes.
     punched: Vec<(u64, u64, u64)>,
@@ -44,6 +47,7 @@ impl<'a, 'db, P: Pager> Txn<'a, 'db, P> {
             now,
             cache: BTreeMap::new(),
             folded: Vec::new(),
+            modified: Vec::new(),
             punched: Vec::new(),
             sb: None,
         }
@@ -100,6 +104,23 @@ impl<'a, 'db, P: Pager> Txn<'a, 'db, P> {
 
     pub fn set_inode(&mut self, ino: u64, inode: Inode) {
         self.cache.insert(ino, (inode, true));
+        self.modified.push(ino);
+    }
+
+    /// Inodes whose write-back entry this transaction folds and whose record (or data: a
+    /// punched hole) the operation changes as well. The entry keeps what it had before the
+    /// operation until the commit is published, so a write meanwhile must not build on it
+    /// (see `State::reshaping`).
+    pub fn reshaped(&self) -> Vec<u64> {
+        let mut v: Vec<u64> = self
+            .modified
+            .iter()
+            .copied()
+            .filter(|i| self.folded.contains(i))
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
     }
 
     /// A directory's record, refusing other types with `NotADirectory` and removed directories

@@ -202,10 +202,15 @@ impl<P: Pager> DbFs<P> {
                 // reads its bytes, without the writer lock): wait until its entry is gone.
                 drop(guard);
                 kvdb::sync::relax();
-            } else if guard.committing.contains(&ino) && !guard.wb.pending.contains_key(&ino) {
-                // A transaction changing the file's record is committing: wait for it (it
-                // holds the writer lock until the new store is published and the cache
-                // updated), then look again.
+            } else if guard.committing.contains(&ino)
+                && (!guard.wb.pending.contains_key(&ino) || guard.reshaping.contains(&ino))
+            {
+                // A transaction changing the file's record is committing, and the write has
+                // no entry of its own to add to (or only the one that transaction folded and
+                // changed: `State::reshaping`): wait for it (it holds the writer lock until
+                // the new store is published and the cache updated), then look again. A
+                // commit that only stores the buffered writes leaves the entry as it is, so
+                // writes go on adding to it meanwhile.
                 drop(guard);
                 drop(self.db.begin_write().map_err(kv)?);
             } else if guard.wb.pending.get(&ino).is_some_and(|p| {

@@ -169,8 +169,9 @@ impl<P: Pager> DbFs<P> {
                     tx.keep_free(left + crate::reserve::COMMIT_PAGES);
                 }
             }
-            let changed = t.changed_inodes();
+            let (changed, reshaped) = (t.changed_inodes(), t.reshaped());
             st.committing = changed;
+            st.reshaping = reshaped;
             (r, folded, durable || st.sync_metadata)
         };
         // The folded entries go while kvdb's writer lock is still held, so the next write
@@ -188,6 +189,7 @@ impl<P: Pager> DbFs<P> {
                 }
             }
             st.committing.clear();
+            st.reshaping.clear();
             for (ino, gen, size) in folded {
                 match st.wb.pending.get_mut(&ino) {
                     Some(p) if p.gen == gen => {
@@ -227,7 +229,9 @@ impl<P: Pager> DbFs<P> {
         };
         if let Err(e) = committed {
             // Nothing was published: the stored records are the old ones again.
-            self.state.lock().committing.clear();
+            let mut st = self.state.lock();
+            st.committing.clear();
+            st.reshaping.clear();
             return Err(kv(e));
         }
         if !durable {

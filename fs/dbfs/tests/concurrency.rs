@@ -288,3 +288,101 @@ fn a_write_during_a_commit_of_its_inode_builds_on_the_new_record() {
     assert_clean(&*after);
     assert_clean(&*fs);
 }
+
+/// `got` equals `want`, or a failure naming the first byte that differs.
+fn same(got: &[u8], want: &[u8], when: &str) {
+    if got != want {
+        let at = got.iter().zip(want).position(|(a, b)| a != b);
+        panic!(
+            "{when}: {} bytes against {}; first difference at {:?} ({:?} for {:?})",
+            got.len(),
+            want.len(),
+            at,
+            at.map(|i| got[i]),
+            at.map(|i| want[i])
+        );
+    }
+}
+
+/// Run `change` on another thread while the file has buffered writes (so its transaction
+/// folds them) and stop its commit at the barrier; meanwhile another thread writes 100 bytes
+/// at `write_at` (as another process sharing the file would), then the commit goes on. Both
+/// the change and the write must show, before and after a remount.
+fn change_during_a_write(
+    change: impl FnOnce(&vfs::NodeRef) -> vfs::VfsResult<()> + Send + 'static,
+    write_at: u64,
+    expect: impl Fn(&mut Vec<u8>),
+) -> (Arc<DbFs<MemPager>>, vfs::NodeRef) {
+    let fs = gated();
+    fs.set_sync_metadata(true);
+    let root = fs.root().unwrap();
+    let f = root.create("f", &reg()).unwrap();
+    let a = vec![0xffu8; 16_384];
+    f.write_at(0, &a).unwrap();
+    f.fsync(false).unwrap();
+    // Buffered: the change's transaction folds this entry.
+    f.write_at(0, &a[..4096]).unwrap();
+    assert!(fs.dirty_bytes() > 0);
+
+    fs.pager().arm();
+    let changer = {
+        let f = f.clone();
+        thread::spawn(move || change(&f))
+    };
+    wait_until("the change to reach its barrier", || {
+        fs.pager().in_sync.load(Ordering::SeqCst)
+    });
+    let b = vec![0xa5u8; 100];
+    let writer = {
+        let f = f.clone();
+        thread::spawn(move || f.write_at(write_at, &b))
+    };
+    thread::sleep(Duration::from_millis(100));
+    fs.pager().release();
+    changer.join().unwrap().unwrap();
+    assert_eq!(writer.join().unwrap().unwrap(), 100);
+
+    let mut want = a.clone();
+    want[write_at as usize..write_at as usize + 100].fill(0xa5);
+    expect(&mut want);
+    same(&read_all(&f), &want, "after the change and the write");
+    f.fsync(false).unwrap();
+    let image = fs.pager().inner.image();
+    let after = DbFs::mount(MemPager::from_image(image), TestClock::new()).unwrap();
+    let g = after.root().unwrap().lookup("f").unwrap();
+    same(&read_all(&g), &want, "after a remount");
+    assert_clean(&*after);
+    assert_clean(&*fs);
+    (after, g)
+}
+
+/// A hole punched in a file with buffered writes stays a hole when another thread writes
+/// elsewhere in the file while the punch commits (stress-ng's fpunch found the punched bytes
+/// back, with two harts: the write kept the folded entry, with the bytes from before the
+/// punch, in the cache).
+#[test]
+fn a_punch_of_buffered_data_survives_a_write_during_its_commit() {
+    change_during_a_write(
+        |f| f.punch_hole(0x8ff, 512),
+        10_000,
+        |want| want[0x8ff..0x8ff + 512].fill(0),
+    );
+}
+
+/// The same for a chmod and a truncate: the folded entry kept the record from before them.
+#[test]
+fn a_chmod_or_truncate_of_a_file_with_buffered_data_survives_a_write_during_its_commit() {
+    let (_, g) = change_during_a_write(
+        |f| {
+            f.setattr(&vfs::SetAttr {
+                perm: Some(0o600),
+                ..Default::default()
+            })
+            .map(|_| ())
+        },
+        10_000,
+        |_| {},
+    );
+    assert_eq!(g.getattr().unwrap().perm & 0o7777, 0o600);
+    change_during_a_write(|f| f.truncate(8_192), 2_000, |want| want.truncate(8_192));
+}
