@@ -27,25 +27,26 @@
 //! then waited for with the lock released; whichever call holds the lock when one completes
 //! takes it back.
 //!
-//! Completion interrupts: each disk's source is routed through the PLIC to the boot hart
-//! alone (`arch::plic`), and the device is asked for interrupts only while a detached
-//! request has a waiter (`VIRTQ_AVAIL_F_NO_INTERRUPT` otherwise: a polled [`VirtioDisk::run`]
-//! costs no trap). A detached waiter that may give the CPU away sleeps on the disk's
-//! [`WaitQueue`]; the handler ([`interrupts::interrupt`]) acknowledges the device and wakes them, taking
-//! no disk lock (the waiters reap under it themselves), and the scheduler loop's [`interrupts::poll`]
-//! wakes them when the hart that takes the interrupt stays in the kernel. A waiter sleeps at
-//! most [`BACKSTOP_NS`] before it looks again, and a thread that may not give the CPU away
-//! (`task::keep_cpu`, boot) polls. Detached reads serve large reads into a caller's pages
+//! Completion interrupts: each disk's source is routed through the PLIC to the boot hart alone
+//! (`arch::plic`), and the device is asked for interrupts only while a detached request has a
+//! waiter (`VIRTQ_AVAIL_F_NO_INTERRUPT` otherwise: a polled [`VirtioDisk::run`] costs no trap). A
+//! detached waiter that may give the CPU away sleeps on the disk's [`WaitQueue`]; the handler
+//! ([`interrupts::interrupt`]) acknowledges the device and wakes them, taking no disk lock (the
+//! waiters reap under it themselves), and the scheduler loop's [`interrupts::poll`] wakes them when
+//! the hart that takes the interrupt stays in the kernel. A waiter sleeps at most [`BACKSTOP_NS`]
+//! before it looks again, and a thread that may not give the CPU away (`task::keep_cpu`, boot)
+//! polls. Detached reads serve large reads into a caller's pages
 //! ([`BlockDevice::read_scatter_shared`]) and disk-window faults into their own frames
-//! ([`BlockDevice::read_scatter_owned`]); [`VirtioDisk::run`]'s callers (which may hold spin
-//! locks) still poll under the lock. A detached read whose hart has no other thread ready
-//! polls first, for at most [`POLL_FIRST_NS`] (about a 1 MiB read's time here), and sleeps
-//! only then: a lone reader's read completes without an interrupt, a wake-up and, on several
-//! harts, the big kernel lock (docs/BENCHMARKS.md, "Reads that poll before they sleep").
+//! ([`BlockDevice::read_scatter_owned`]); [`VirtioDisk::run`]'s callers (which may hold spin locks)
+//! still poll under the lock. A detached read whose hart has no other thread ready polls first, for
+//! at most [`POLL_FIRST_NS`] (about a 1 MiB read's time here), and sleeps only then: a lone
+//! reader's read completes without an interrupt, a wake-up and, on several harts, the big kernel
+//! lock (docs/BENCHMARKS.md, "Reads that poll before they sleep").
 //!
-//! Buffers handed to the device are kernel memory in the direct map (heap, stacks, frames),
-//! so their physical address is their kernel address less `mm::PHYS_OFFSET`. A request's header and status live in a `Box` that stays alive, and
-//! its data stays borrowed, until the request has completed (or the device has been reset).
+//! Buffers handed to the device are kernel memory in the direct map (heap, stacks, frames), so
+//! their physical address is their kernel address less `mm::PHYS_OFFSET`. A request's header and
+//! status live in a `Box` that stays alive, and its data stays borrowed, until the request has
+//! completed (or the device has been reset).
 //!
 //! Counters: `add_dev_read` / `add_dev_write` / `add_dev_flush` count requests (and bytes) as
 //! they are handed to the device.
@@ -104,10 +105,10 @@ struct Device {
     next_waiter: u64,
     /// A result went into `finished` since the disk's waiters were last woken. Any caller
     /// holding the lock reaps what the device finished, a sleeping waiter's request too;
-    /// the sleepers are then woken by the next [`interrupts::poll`] (or by a waiter that reaped it), not
-    /// left for an interrupt that a hart spinning in the kernel keeps the routed hart from
-    /// taking. ([`VirtioDisk::run`]'s callers may hold spin locks that rank above the wait
-    /// queue's, so they leave the wake-up to `poll`.)
+    /// the sleepers are then woken by the next [`interrupts::poll`] (or by a waiter that
+    /// reaped it), not left for an interrupt that a hart spinning in the kernel keeps the
+    /// routed hart from taking. ([`VirtioDisk::run`]'s callers may hold spin locks that
+    /// rank above the wait queue's, so they leave the wake-up to `poll`.)
     results_for_waiters: bool,
     /// What `/proc/diskstats` shows ([`interrupts::disk_stats`]).
     stats: DiskStats,
@@ -380,7 +381,8 @@ pub struct VirtioDisk {
     interrupts: [AtomicU64; MAX_HARTS],
 }
 
-/// Every disk, for the interrupt handler ([`interrupts::interrupt`]) and the waiters' poll ([`interrupts::poll`]).
+/// Every disk, for the interrupt handler ([`interrupts::interrupt`]) and the waiters' poll
+/// ([`interrupts::poll`]).
 pub(super) static DISKS: spin::Once<Vec<Arc<VirtioDisk>>> = spin::Once::new();
 /// Threads in [`VirtioDisk::wait_detached`] asleep (or about to be), on any disk.
 static SLEEPERS: AtomicUsize = AtomicUsize::new(0);
@@ -718,17 +720,17 @@ impl VirtioDisk {
         );
     }
 
-    /// Wait, with the lock released, until `count` detached requests of waiter `id` have
-    /// completed: their first failure, if any. The wait is [`crate::task::away`] (the caller
-    /// holds locks, kvdb's writer lock, meanwhile). A thread that may give the CPU away
-    /// (with [`Wait::WhenWanted`], once another hart waits for the big kernel lock; with
+    /// Wait, with the lock released, until `count` detached requests of waiter `id` have completed:
+    /// their first failure, if any. The wait is [`crate::task::away`] (the caller holds locks,
+    /// kvdb's writer lock, meanwhile). A thread that may give the CPU away (with
+    /// [`Wait::WhenWanted`], once another hart waits for the big kernel lock; with
     /// [`Wait::PollFirst`], after [`POLL_FIRST_NS`] too, a caller without the big kernel lock
-    /// taking it to sleep and letting it go after, `task::lock_for_wait`) sleeps on
-    /// the disk's wait queue (prepare to wait, look, sleep: [`WaitQueue`]) until the
-    /// completion interrupt ([`interrupts::interrupt`]) or the scheduler's poll ([`interrupts::poll`]) wakes it, at
-    /// most [`BACKSTOP_NS`] at a time; one that may not ([`crate::task::keep_cpu`], or boot
-    /// before any thread) polls. Whoever holds the lock when a request completes takes it
-    /// back and records its result in [`Device::finished`].
+    /// taking it to sleep and letting it go after, `task::lock_for_wait`) sleeps on the disk's wait
+    /// queue (prepare to wait, look, sleep: [`WaitQueue`]) until the completion interrupt
+    /// ([`interrupts::interrupt`]) or the scheduler's poll ([`interrupts::poll`]) wakes it, at most
+    /// [`BACKSTOP_NS`] at a time; one that may not ([`crate::task::keep_cpu`], or boot before any
+    /// thread) polls. Whoever holds the lock when a request completes takes it back and records its
+    /// result in [`Device::finished`].
     fn wait_detached(&self, id: u64, count: usize, how: Wait) -> VfsResult<()> {
         let mut may_sleep = crate::task::may_give_cpu_away() && self.irq != 0;
         let mut sleep = may_sleep && how == Wait::Sleep;
