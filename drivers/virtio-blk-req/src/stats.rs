@@ -10,6 +10,10 @@
 //! [`DiskStats::submitted`] and [`DiskStats::completed`] under the disk's lock, with its
 //! monotonic clock.
 
+use vfs::SECTOR_SIZE;
+
+use crate::RequestType;
+
 /// What a request does, for its row of counters.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Op {
@@ -19,6 +23,27 @@ pub enum Op {
     Write = 1,
     /// A flush of the device's write cache.
     Flush = 2,
+}
+
+impl Op {
+    /// The row a request of type `t` counts in (a device-id request, which the driver never
+    /// sends, with the flushes, as its counters do).
+    pub fn of(t: RequestType) -> Op {
+        match t {
+            RequestType::In => Op::Read,
+            RequestType::Out => Op::Write,
+            _ => Op::Flush,
+        }
+    }
+
+    /// Its name in messages: `read`, `write`, `flush`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::Read => "read",
+            Op::Write => "write",
+            Op::Flush => "flush",
+        }
+    }
 }
 
 /// One disk's counters since boot (times in nanoseconds).
@@ -76,7 +101,7 @@ impl DiskStats {
         self.in_flight = self.in_flight.saturating_sub(1);
         let k = op as usize;
         self.ios[k] += 1;
-        self.sectors[k] += bytes as u64 / 512;
+        self.sectors[k] += (bytes / SECTOR_SIZE) as u64;
         self.ns[k] += now.saturating_sub(started);
     }
 

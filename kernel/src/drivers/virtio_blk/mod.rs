@@ -125,13 +125,12 @@ struct Detached {
     /// was reset and stopped touching memory), so the pieces stay valid while the request is
     /// detached.
     pieces: Vec<(usize, usize)>,
-    /// The pieces are a write's (the device reads them), not a read's.
-    write: bool,
+    /// A read, a write (the device reads the pieces) or a flush.
+    op: Op,
     /// Its waiter wants the completion interrupt (it sleeps; see [`Wait`]).
     irq: bool,
-    /// When it went to the device (`monotonic_ns`), and its bytes, for [`Device::stats`].
+    /// When it went to the device (`monotonic_ns`), for [`Device::stats`].
     started: u64,
-    bytes: usize,
     /// The id its waiter looks for in [`Device::finished`]; `None` for a background flush
     /// (its status is only logged: a later flush covers the same writes and reports its own
     /// failure).
@@ -174,21 +173,16 @@ impl Device {
             token: t,
             mut head,
             pieces,
-            write,
+            op,
             waiter,
             started,
-            bytes,
             ..
         } = self.detached.swap_remove(i);
-        let op = match (pieces.is_empty(), write) {
-            (true, _) => Op::Flush,
-            (false, true) => Op::Write,
-            (false, false) => Op::Read,
-        };
+        let bytes = pieces.iter().map(|p| p.1).sum();
         self.stats.completed(op, bytes, started, now_ns());
-        let mut data = if pieces.is_empty() {
+        let mut data = if op == Op::Flush {
             virtio_blk_req::Data::None
-        } else if write {
+        } else if op == Op::Write {
             virtio_blk_req::Data::Out(
                 pieces
                     .iter()
@@ -219,11 +213,7 @@ impl Device {
                     log::error!(
                         "{}: {} failed ({:?}, status {})",
                         name,
-                        match (pieces.is_empty(), write) {
-                            (true, _) => "flush",
-                            (false, true) => "write",
-                            (false, false) => "read",
-                        },
+                        op.name(),
                         popped.err(),
                         head.status
                     );
@@ -277,9 +267,8 @@ impl Device {
             token,
             head,
             pieces: Vec::new(),
-            write: false,
+            op: Op::Flush,
             started,
-            bytes: 0,
             irq: waiter.is_some(),
             waiter,
         });
@@ -316,8 +305,8 @@ impl Device {
         };
         let started = now_ns();
         self.stats.submitted(started);
-        let write = matches!(req.data, virtio_blk_req::Data::Out(_));
-        if write {
+        let op = Op::of(req.request_type);
+        if op == Op::Write {
             crate::counters::add_dev_write(req.bytes());
         } else {
             crate::counters::add_dev_read(req.bytes());
@@ -343,9 +332,8 @@ impl Device {
             token,
             head,
             pieces,
-            write,
+            op,
             started,
-            bytes: req.bytes(),
             irq,
             waiter: Some(waiter),
         });
@@ -601,11 +589,7 @@ impl VirtioDisk {
                 return Err(self.io_err(what, "completion of a request never submitted"));
             };
             let mut done = inflight.swap_remove(i);
-            let op = match done.req.request_type {
-                RequestType::In => Op::Read,
-                RequestType::Out => Op::Write,
-                _ => Op::Flush,
-            };
+            let op = Op::of(done.req.request_type);
             dev.stats
                 .completed(op, done.req.bytes(), done.started, now_ns());
             let popped = {
