@@ -33,6 +33,8 @@ pub const O_APPEND: u32 = 0o2000;
 pub const O_NONBLOCK: u32 = 0o4000;
 /// Each write returns only once its data is durable.
 pub const O_DSYNC: u32 = 0o10000;
+/// Signal-driven I/O (set with fcntl F_SETFL): the owner gets SIGIO when I/O is possible.
+pub const O_ASYNC: u32 = 0o20000;
 /// Ask for I/O that bypasses the page cache.
 pub const O_DIRECT: u32 = 0o40000;
 /// Allow offsets past 2^31 (always so on 64-bit; accepted and ignored).
@@ -149,6 +151,28 @@ pub const MAP_SHARED: u32 = 0x01;
 pub const MAP_PRIVATE: u32 = 0x02;
 /// `mmap`: map exactly at the given address, replacing what is there.
 pub const MAP_FIXED: u32 = 0x10;
+/// `mmap`: `MAP_SHARED`, with every other flag checked (an unknown one is EOPNOTSUPP).
+pub const MAP_SHARED_VALIDATE: u32 = 0x03;
+/// `mmap`: map exactly at the given address, EEXIST if anything is mapped there.
+pub const MAP_FIXED_NOREPLACE: u32 = 0x10_0000;
+/// `mmap`: the flags Linux knows besides `MAP_SYNC` (`LEGACY_MAP_MASK`): the sharing types,
+/// FIXED, ANONYMOUS, GROWSDOWN, DENYWRITE, EXECUTABLE, LOCKED, NORESERVE, POPULATE,
+/// NONBLOCK, STACK, HUGETLB, FIXED_NOREPLACE and UNINITIALIZED. `MAP_SHARED_VALIDATE`
+/// refuses any other bit, `MAP_SYNC` included (no file here is DAX).
+pub const MAP_KNOWN: u32 = 0x03
+    | MAP_FIXED
+    | MAP_ANONYMOUS
+    | 0x0100
+    | 0x0800
+    | 0x1000
+    | MAP_LOCKED
+    | 0x4000
+    | 0x8000
+    | 0x1_0000
+    | 0x2_0000
+    | 0x4_0000
+    | MAP_FIXED_NOREPLACE
+    | 0x400_0000;
 /// `mmap`: zeroed memory, not backed by a file (the descriptor is ignored).
 pub const MAP_ANONYMOUS: u32 = 0x20;
 /// `mmap` flag: lock the mapping's pages in memory (as mlock).
@@ -159,16 +183,57 @@ pub const MS_ASYNC: u32 = 1;
 pub const MS_INVALIDATE: u32 = 2;
 /// `msync`: write back and wait until the data is on disk.
 pub const MS_SYNC: u32 = 4;
-/// `madvise`: the pages' contents may be dropped (private ones read back as zero or from the
-/// file; shared ones keep their data).
+/// `madvise`: no special treatment.
+pub const MADV_NORMAL: u32 = 0;
+/// `madvise`: pages will be touched in random order (a hint).
+pub const MADV_RANDOM: u32 = 1;
+/// `madvise`: pages will be touched in order (a hint).
+pub const MADV_SEQUENTIAL: u32 = 2;
+/// `madvise`: pages will be needed soon (a hint).
+pub const MADV_WILLNEED: u32 = 3;
+/// `madvise`: the pages' contents may be dropped: private ones read back as zero or from the
+/// file, shared ones keep their data.
 pub const MADV_DONTNEED: u32 = 4;
-/// `madvise`: the pages may be freed lazily (handled as `MADV_DONTNEED`).
+/// `madvise`: as `MADV_DONTNEED`, for private anonymous memory only (lazily, on Linux).
 pub const MADV_FREE: u32 = 8;
+/// `madvise`: free what backs a shared mapping (a hole punched in its file).
+pub const MADV_REMOVE: u32 = 9;
+/// `madvise`: a forked child gets no mapping of the range.
+pub const MADV_DONTFORK: u32 = 10;
+/// `madvise`: undo `MADV_DONTFORK`.
+pub const MADV_DOFORK: u32 = 11;
+/// `madvise`: huge pages wanted (a hint).
+pub const MADV_HUGEPAGE: u32 = 14;
+/// `madvise`: no huge pages (a hint).
+pub const MADV_NOHUGEPAGE: u32 = 15;
+/// `madvise`: leave the range out of core dumps (a hint here).
+pub const MADV_DONTDUMP: u32 = 16;
+/// `madvise`: undo `MADV_DONTDUMP`.
+pub const MADV_DODUMP: u32 = 17;
+/// `madvise`: a forked child's copy of this private anonymous memory starts zeroed.
+pub const MADV_WIPEONFORK: u32 = 18;
+/// `madvise`: undo `MADV_WIPEONFORK`.
+pub const MADV_KEEPONFORK: u32 = 19;
+/// `madvise`: the pages may be reclaimed first (a hint).
+pub const MADV_COLD: u32 = 20;
+/// `madvise`: reclaim the pages now (a hint here: nothing is swapped).
+pub const MADV_PAGEOUT: u32 = 21;
+/// `madvise`: fault the pages in for reading (a hint here).
+pub const MADV_POPULATE_READ: u32 = 22;
+/// `madvise`: fault the pages in for writing (a hint here).
+pub const MADV_POPULATE_WRITE: u32 = 23;
+/// `madvise`: as `MADV_DONTNEED`, locked pages too.
+pub const MADV_DONTNEED_LOCKED: u32 = 24;
+/// `madvise`: make huge pages of the range (a hint).
+pub const MADV_COLLAPSE: u32 = 25;
 
 /// The signal a child sends its parent at exit; `clone(SIGCHLD, 0)` is fork.
 pub const SIGCHLD: u64 = 17;
 /// `clone`: the child shares the parent's address space.
 pub const CLONE_VM: u64 = 0x100;
+/// `clone`: put a pidfd of the child in the parent (at `parent_tid` for `clone`, at
+/// `clone_args.pidfd` for `clone3`).
+pub const CLONE_PIDFD: u64 = 0x1000;
 /// `clone`: the parent waits until the child execs or exits.
 pub const CLONE_VFORK: u64 = 0x4000;
 /// `clone`: the child shares cwd and umask.
@@ -210,6 +275,12 @@ pub const F_GETLK: u32 = 5;
 pub const F_SETLK: u32 = 6;
 /// `fcntl`: as `F_SETLK`, but wait for a conflicting lock to go away.
 pub const F_SETLKW: u32 = 7;
+/// `fcntl`: `F_GETLK` for an open file description lock (Linux's OFD locks).
+pub const F_OFD_GETLK: u32 = 36;
+/// `fcntl`: `F_SETLK` for a lock owned by the open file description, not the process.
+pub const F_OFD_SETLK: u32 = 37;
+/// `fcntl`: as `F_OFD_SETLK`, but wait for a conflicting lock to go away.
+pub const F_OFD_SETLKW: u32 = 38;
 /// `flock.l_type`: a shared (read) lock.
 pub const F_RDLCK: i16 = 0;
 /// `flock.l_type`: an exclusive (write) lock.

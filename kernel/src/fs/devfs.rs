@@ -23,6 +23,8 @@ enum Kind {
     Console,
     Null,
     Zero,
+    /// `/dev/full`: reads zeros, and every write finds the device full (ENOSPC).
+    Full,
     /// `/dev/urandom` and `/dev/random` (`crate::arch::random`: not cryptographic).
     Random,
 }
@@ -116,6 +118,13 @@ impl DevFs {
                 Arc::new(CharDev {
                     kind: Kind::Zero,
                     ino: 4,
+                }),
+            ),
+            (
+                String::from("full"),
+                Arc::new(CharDev {
+                    kind: Kind::Full,
+                    ino: 8,
                 }),
             ),
         ];
@@ -253,6 +262,13 @@ impl Node for DevDir {
     }
 }
 
+/// Whether `node` is `/dev/zero` (mmap makes anonymous memory of it, as Linux does).
+pub fn is_zero(node: &dyn Node) -> bool {
+    node.as_any()
+        .downcast_ref::<CharDev>()
+        .is_some_and(|c| c.kind == Kind::Zero)
+}
+
 /// Whether `node` is the console terminal (`/dev/console`, `/dev/tty`).
 pub fn is_console(node: &dyn Node) -> bool {
     node.as_any()
@@ -270,6 +286,7 @@ impl Node for CharDev {
             Kind::Console => (5 << 8) | 1,
             Kind::Null => (1 << 8) | 3,
             Kind::Zero => (1 << 8) | 5,
+            Kind::Full => (1 << 8) | 7,
             Kind::Random if self.ino == 7 => (1 << 8) | 8,
             Kind::Random => (1 << 8) | 9,
         };
@@ -278,9 +295,9 @@ impl Node for CharDev {
     fn setattr(&self, _attr: &vfs::SetAttr) -> VfsResult<Metadata> {
         self.getattr()
     }
-    /// Reads of zeros, nothing and random bytes need no lock but the generator's spin lock: a
-    /// kernel runs them without its big lock, on several harts at once. The terminal's may
-    /// sleep.
+    /// Reads of zeros (/dev/zero, /dev/full), nothing and random bytes need no lock but the
+    /// generator's spin lock: a kernel runs them without its big lock, on several harts at
+    /// once. The terminal's may sleep.
     fn parallel_read(&self, _len: usize) -> bool {
         self.kind != Kind::Console
     }
@@ -291,7 +308,7 @@ impl Node for CharDev {
                 crate::arch::random::fill(buf);
                 Ok(buf.len())
             }
-            Kind::Zero => {
+            Kind::Zero | Kind::Full => {
                 buf.fill(0);
                 Ok(buf.len())
             }
@@ -301,8 +318,10 @@ impl Node for CharDev {
         }
     }
     fn write_at(&self, _offset: u64, buf: &[u8]) -> VfsResult<usize> {
-        if self.kind == Kind::Console {
-            crate::tty::write(buf);
+        match self.kind {
+            Kind::Console => crate::tty::write(buf),
+            Kind::Full if !buf.is_empty() => return Err(VfsError::NoSpace),
+            _ => {}
         }
         Ok(buf.len())
     }
@@ -430,4 +449,17 @@ impl Node for DiskNode {
     fn fsync(&self, _data_only: bool) -> VfsResult<()> {
         self.dev.flush()
     }
+}
+
+/// The part of `text` at `offset` that fits `buf`.
+pub(super) fn read_text(text: &[u8], offset: u64, buf: &mut [u8]) -> VfsResult<usize> {
+    let Ok(start) = usize::try_from(offset) else {
+        return Ok(0);
+    };
+    if start >= text.len() {
+        return Ok(0);
+    }
+    let n = buf.len().min(text.len() - start);
+    buf[..n].copy_from_slice(&text[start..start + n]);
+    Ok(n)
 }

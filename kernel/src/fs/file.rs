@@ -31,10 +31,17 @@ pub struct OpenFile {
     released: bool,
     /// A `flock` was taken through this description: its last close drops it.
     flocked: core::sync::atomic::AtomicBool,
+    /// An OFD record lock was taken through this description: its last close drops them.
+    ofd_locked: core::sync::atomic::AtomicBool,
     /// Counted among its mount's writers (a regular file opened for writing).
     mount_writer: bool,
     /// The open that made this description created the file (fcntl F_CREATED_QUERY).
     pub created: core::sync::atomic::AtomicBool,
+    /// Whom signal-driven I/O and lease breaks tell, with which signal (`super::sigio`).
+    /// Shared with the lease table, which tells a lease's holder through it.
+    pub sigio: Arc<Mutex<super::sigio::SigIo>>,
+    /// A lease was taken through this description: its last close drops it.
+    leased: core::sync::atomic::AtomicBool,
 }
 
 impl OpenFile {
@@ -76,8 +83,11 @@ impl OpenFile {
             lock_key: Mutex::new(None),
             released: false,
             flocked: core::sync::atomic::AtomicBool::new(false),
+            ofd_locked: core::sync::atomic::AtomicBool::new(false),
             mount_writer,
             created: core::sync::atomic::AtomicBool::new(false),
+            sigio: Arc::new(Mutex::new(Default::default())),
+            leased: core::sync::atomic::AtomicBool::new(false),
         }))
     }
 
@@ -89,7 +99,7 @@ impl OpenFile {
         let owner = Arc::as_ptr(&this) as usize;
         match Arc::try_unwrap(this) {
             Ok(mut f) => {
-                f.drop_flock(owner);
+                f.drop_locks(owner);
                 f.released = true;
                 f.loc.node.release()?;
                 Ok(())
@@ -143,13 +153,38 @@ impl OpenFile {
         Ok(())
     }
 
-    /// The description (owner address `owner`) is going: its flock goes with it.
-    fn drop_flock(&self, owner: usize) {
-        if self.flocked.load(core::sync::atomic::Ordering::Relaxed) {
-            if let Some(key) = *self.lock_key.lock() {
+    /// The description (owner address `owner`) is going: its flock, OFD record locks and
+    /// lease go with it.
+    fn drop_locks(&self, owner: usize) {
+        use core::sync::atomic::Ordering::Relaxed;
+        if let Some(key) = *self.lock_key.lock() {
+            if self.flocked.load(Relaxed) {
                 super::flock::release(key, owner);
             }
+            if self.ofd_locked.load(Relaxed) {
+                super::lock::release_on_close(key, super::lock::Owner::File(owner));
+            }
+            if self.leased.load(Relaxed) {
+                super::lease::release(key, owner);
+            }
         }
+    }
+
+    /// Mark the description as one that took a lease (`super::lease`): its last close drops
+    /// it. Its lock key, the lease table's, is looked up here.
+    pub fn lease_key(&self) -> Result<FileKey, Errno> {
+        let key = self.lock_key()?;
+        self.leased
+            .store(true, core::sync::atomic::Ordering::Relaxed);
+        Ok(key)
+    }
+
+    /// The owner of the OFD record locks taken through this description (`F_OFD_SETLK`),
+    /// marked so that its last close releases them.
+    pub fn ofd_owner(self: &Arc<Self>) -> super::lock::Owner {
+        self.ofd_locked
+            .store(true, core::sync::atomic::Ordering::Relaxed);
+        super::lock::Owner::File(Arc::as_ptr(self) as usize)
     }
 
     /// A descriptor of this file was closed by `pid`: POSIX drops all of `pid`'s record
@@ -159,7 +194,7 @@ impl OpenFile {
             return;
         }
         match self.lock_key() {
-            Ok(key) => super::lock::release_on_close(key, pid),
+            Ok(key) => super::lock::release_on_close(key, super::lock::Owner::Process(pid)),
             // A file that is gone (FAT32 cannot keep an unlinked open file) and was never
             // locked through this description: exit releases whatever the process still holds.
             Err(e) => log::debug!("record locks of {} not looked up: {}", self.loc.path, e),
@@ -182,7 +217,7 @@ impl Drop for OpenFile {
         if self.released {
             return;
         }
-        self.drop_flock(self as *const OpenFile as usize);
+        self.drop_locks(self as *const OpenFile as usize);
         if let Err(e) = self.loc.node.release() {
             log::warn!("release of {} failed: {}", self.loc.path, e);
         }

@@ -1,10 +1,17 @@
-//! POSIX advisory record locks: `fcntl(F_GETLK / F_SETLK / F_SETLKW)`.
+//! Advisory record locks: POSIX's (`fcntl(F_GETLK / F_SETLK / F_SETLKW)`) and Linux's open
+//! file description locks (`F_OFD_GETLK / F_OFD_SETLK / F_OFD_SETLKW`).
 //!
-//! A lock belongs to a (process, file) pair, as POSIX and Linux say. A file is named by its
-//! mount and inode number ([`FileKey`]), so two descriptors from two opens of one file share
-//! the process's locks. Fork does not pass locks on. Closing *any* descriptor of the file
-//! releases all of the process's locks on it ([`release_on_close`]), and so does exit
+//! A POSIX lock belongs to a (process, file) pair, as POSIX and Linux say. A file is named by
+//! its mount and inode number ([`FileKey`]), so two descriptors from two opens of one file
+//! share the process's locks. Fork does not pass locks on. Closing *any* descriptor of the
+//! file releases all of the process's locks on it ([`release_on_close`]), and so does exit
 //! ([`release_all`]).
+//!
+//! An OFD lock belongs to an open file description ([`Owner`]): descriptors that share it
+//! (dup, fork) share its locks, two opens of a file conflict with each other even within one
+//! process and thread, and the locks go with the description's last close. The two kinds
+//! conflict with each other as with themselves; OFD waits are not checked for deadlocks
+//! (Linux checks POSIX locks only).
 //!
 //! A process's locks on one file never overlap each other. A new lock replaces whatever the
 //! process held in its range, splitting a larger lock if it has to. Locks of one type that
@@ -42,10 +49,28 @@ const MAX_LOCKS: usize = 1 << 16;
 /// Which file a lock is on (the key mapped files' pages go by too).
 pub use crate::mm::file_pages::FileKey;
 
-/// One lock: bytes `start..=end` of a file, held by `pid`.
+/// Who holds a lock: a process (POSIX), or an open file description (OFD) named by its
+/// address, which is never a small number like a pid.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Owner {
+    Process(usize),
+    File(usize),
+}
+
+impl Owner {
+    /// The `l_pid` F_GETLK reports for it: Linux's -1 for an OFD lock.
+    pub fn l_pid(self) -> i32 {
+        match self {
+            Owner::Process(pid) => pid as i32,
+            Owner::File(_) => -1,
+        }
+    }
+}
+
+/// One lock: bytes `start..=end` of a file, held by `owner`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RecordLock {
-    pub pid: usize,
+    pub owner: Owner,
     pub write: bool,
     pub start: u64,
     pub end: u64,
@@ -60,7 +85,7 @@ impl RecordLock {
 struct Table {
     files: BTreeMap<FileKey, Vec<RecordLock>>,
     /// Processes sleeping in `F_SETLKW`, each with the holder of the lock it waits for.
-    waiting: BTreeMap<usize, usize>,
+    waiting: BTreeMap<usize, Owner>,
     count: usize,
 }
 
@@ -74,12 +99,12 @@ static TABLE: Mutex<Table> = Mutex::new(Table {
 static RELEASED: WaitQueue = WaitQueue::new();
 
 impl Table {
-    /// A lock of another process that keeps `pid` from locking `start..=end` (`write`: for
+    /// A lock of another owner that keeps `owner` from locking `start..=end` (`write`: for
     /// writing).
     fn conflict(
         &self,
         key: FileKey,
-        pid: usize,
+        owner: Owner,
         write: bool,
         start: u64,
         end: u64,
@@ -88,29 +113,32 @@ impl Table {
             .get(&key)?
             .iter()
             .copied()
-            .find(|l| l.pid != pid && l.overlaps(start, end) && (write || l.write))
+            .find(|l| l.owner != owner && l.overlaps(start, end) && (write || l.write))
     }
 
-    /// Whether waiting for `holder` would close a cycle back to `pid`.
-    fn would_deadlock(&self, pid: usize, holder: usize) -> bool {
-        let mut p = holder;
+    /// Whether process `pid` waiting for `holder` would close a cycle back to `pid` (a
+    /// chain of processes waiting for each other's POSIX locks).
+    fn would_deadlock(&self, pid: usize, holder: Owner) -> bool {
+        let Owner::Process(mut p) = holder else {
+            return false;
+        };
         for _ in 0..MAX_DEADLOCK_LINKS {
             if p == pid {
                 return true;
             }
             match self.waiting.get(&p) {
-                Some(&next) => p = next,
-                None => return false,
+                Some(&Owner::Process(next)) => p = next,
+                _ => return false,
             }
         }
         false
     }
 
-    /// Make `pid`'s locks on `key` in `start..=end` be `new` (`None`: none there).
+    /// Make `owner`'s locks on `key` in `start..=end` be `new` (`None`: none there).
     fn apply(
         &mut self,
         key: FileKey,
-        pid: usize,
+        owner: Owner,
         new: Option<bool>,
         start: u64,
         end: u64,
@@ -125,7 +153,7 @@ impl Table {
             return Err(Errno::ENOLCK);
         }
         for l in old.iter().copied() {
-            if l.pid != pid || !l.overlaps(start, end) {
+            if l.owner != owner || !l.overlaps(start, end) {
                 out.push(l);
                 continue;
             }
@@ -144,17 +172,17 @@ impl Table {
         }
         if let Some(write) = new {
             let mut lock = RecordLock {
-                pid,
+                owner,
                 write,
                 start,
                 end,
             };
-            // Same-type neighbours of this process that touch it become one lock (they never
+            // Same-type neighbours of this owner that touch it become one lock (they never
             // touch each other, so one pass finds them all).
             out.retain(|l| {
                 let touches =
                     l.start <= lock.end.saturating_add(1) && lock.start <= l.end.saturating_add(1);
-                if l.pid == pid && l.write == write && touches {
+                if l.owner == owner && l.write == write && touches {
                     lock.start = lock.start.min(l.start);
                     lock.end = lock.end.max(l.end);
                     false
@@ -166,7 +194,7 @@ impl Table {
         }
         // Kept in file order, so F_GETLK reports the conflicting lock that starts first (as
         // Linux, whose list keeps each owner's locks sorted by start).
-        out.sort_unstable_by_key(|l| (l.start, l.pid));
+        out.sort_unstable_by_key(|l| (l.start, l.owner));
         let count = self.count - old_len + out.len();
         if count > MAX_LOCKS && out.len() > old_len {
             self.files.insert(key, old);
@@ -180,10 +208,10 @@ impl Table {
     }
 }
 
-/// `F_GETLK`: the lock of another process, starting first, that would keep `pid` from taking
+/// `F_GETLK`: the lock of another owner, starting first, that would keep `owner` from taking
 /// this one.
-pub fn test(key: FileKey, pid: usize, write: bool, start: u64, end: u64) -> Option<RecordLock> {
-    TABLE.lock().conflict(key, pid, write, start, end)
+pub fn test(key: FileKey, owner: Owner, write: bool, start: u64, end: u64) -> Option<RecordLock> {
+    TABLE.lock().conflict(key, owner, write, start, end)
 }
 
 /// `F_SETLK` (`wait` false) and `F_SETLKW`: lock `start..=end` of the file for reading
@@ -192,7 +220,7 @@ pub fn test(key: FileKey, pid: usize, write: bool, start: u64, end: u64) -> Opti
 /// `ERESTARTSYS` when a signal comes first).
 pub fn set(
     key: FileKey,
-    pid: usize,
+    owner: Owner,
     new: Option<bool>,
     start: u64,
     end: u64,
@@ -201,26 +229,36 @@ pub fn set(
     loop {
         let mut t = TABLE.lock();
         if let Some(write) = new {
-            if let Some(holder) = t.conflict(key, pid, write, start, end) {
+            if let Some(holder) = t.conflict(key, owner, write, start, end) {
                 if !wait {
                     return Err(Errno::EAGAIN);
                 }
-                if t.would_deadlock(pid, holder.pid) {
-                    return Err(Errno::EDEADLK);
+                let waiter = match owner {
+                    Owner::Process(pid) => Some(pid),
+                    Owner::File(_) => None,
+                };
+                if let Some(pid) = waiter {
+                    if t.would_deadlock(pid, holder.owner) {
+                        return Err(Errno::EDEADLK);
+                    }
                 }
                 if crate::task::signal::pending() {
                     return Err(crate::task::signal::ERESTARTSYS);
                 }
-                t.waiting.insert(pid, holder.pid);
+                if let Some(pid) = waiter {
+                    t.waiting.insert(pid, holder.owner);
+                }
                 drop(t);
                 // Kernel code is not preempted: no release can slip in between the check
                 // above and this sleep.
                 RELEASED.sleep();
-                TABLE.lock().waiting.remove(&pid);
+                if let Some(pid) = waiter {
+                    TABLE.lock().waiting.remove(&pid);
+                }
                 continue;
             }
         }
-        t.apply(key, pid, new, start, end)?;
+        t.apply(key, owner, new, start, end)?;
         drop(t);
         // A replaced write lock may have become a read lock, or shrunk: let waiters look.
         RELEASED.wake_all();
@@ -228,11 +266,12 @@ pub fn set(
     }
 }
 
-/// Close of a descriptor of `key` by `pid`: all of `pid`'s locks on the file go.
-pub fn release_on_close(key: FileKey, pid: usize) {
+/// Close of a descriptor of `key` by process `pid` (`Owner::Process`), or the last close of
+/// an open file description (`Owner::File`): all of the owner's locks on the file go.
+pub fn release_on_close(key: FileKey, owner: Owner) {
     let released = {
         let mut t = TABLE.lock();
-        t.apply(key, pid, None, 0, OFFSET_MAX).is_ok()
+        t.apply(key, owner, None, 0, OFFSET_MAX).is_ok()
     };
     if released {
         RELEASED.wake_all();
@@ -242,7 +281,8 @@ pub fn release_on_close(key: FileKey, pid: usize) {
 /// Whether `pid` holds any lock at all (the cheap test before a close looks up its file).
 pub fn holds_any(pid: usize) -> bool {
     let t = TABLE.lock();
-    t.count != 0 && t.files.values().any(|v| v.iter().any(|l| l.pid == pid))
+    let owner = Owner::Process(pid);
+    t.count != 0 && t.files.values().any(|v| v.iter().any(|l| l.owner == owner))
 }
 
 /// Exit of `pid`: every lock it holds goes.
@@ -253,7 +293,7 @@ pub fn release_all(pid: usize) {
         let before = t.count;
         let mut count = 0;
         t.files.retain(|_, v| {
-            v.retain(|l| l.pid != pid);
+            v.retain(|l| l.owner != Owner::Process(pid));
             count += v.len();
             !v.is_empty()
         });

@@ -15,6 +15,7 @@
 pub mod devfs;
 pub mod file;
 mod flock;
+pub mod lease;
 pub mod lock;
 pub mod memfd;
 pub mod mount_dev;
@@ -26,6 +27,7 @@ mod proc_config;
 pub mod proc_fd;
 pub mod procfs;
 mod procsys;
+pub mod sigio;
 pub mod window_pager;
 mod writeback;
 

@@ -6,6 +6,10 @@
 //!
 //! Only the process itself and root may follow another process's links (Linux asks for
 //! ptrace access, which here is the same rule); listing the directory is allowed to the same.
+//!
+//! `/proc/<pid>/fdinfo`: one file per descriptor, under the same rule, in Linux's format:
+//! `pos:` (the offset), `flags:` (the status flags, access mode and O_CLOEXEC, in octal),
+//! `mnt_id:` (the mount's id, as mountinfo and statx give it) and `ino:`.
 
 use alloc::format;
 use alloc::string::String;
@@ -34,6 +38,22 @@ pub struct FdLink {
 
 fn link_ino(pid: usize, fd: i32) -> u64 {
     (1 << 40) | ((pid as u64) << 12) | fd as u64
+}
+
+/// `/proc/<pid>/fdinfo`, inode `dir_ino` (given by procfs).
+pub struct FdInfoDir {
+    pub pid: usize,
+    pub dir_ino: u64,
+}
+
+/// `/proc/<pid>/fdinfo/<fd>`.
+struct FdInfo {
+    pid: usize,
+    fd: i32,
+}
+
+fn info_ino(pid: usize, fd: i32) -> u64 {
+    (1 << 39) | ((pid as u64) << 12) | fd as u64
 }
 
 /// Whether the caller may follow process `pid`'s magic links: it is that process's owner or
@@ -161,5 +181,79 @@ impl Node for ExeLink {
     }
     fn readlink(&self) -> VfsResult<String> {
         Ok(exe_loc(self.pid)?.path)
+    }
+}
+
+impl Node for FdInfoDir {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn getattr(&self) -> VfsResult<Metadata> {
+        let p = crate::task::ps::info(self.pid).ok_or(VfsError::NotFound)?;
+        let mut m = meta(self.dir_ino, FileType::Directory, 0o500, 0, 0);
+        m.uid = p.uid;
+        m.gid = p.gid;
+        Ok(m)
+    }
+    fn lookup(&self, name: &str) -> VfsResult<NodeRef> {
+        let fd: i32 = name.parse().map_err(|_| VfsError::NotFound)?;
+        if name.starts_with('+') || (name.starts_with('0') && name != "0") {
+            return Err(VfsError::NotFound);
+        }
+        open_file(self.pid, fd)?;
+        Ok(Arc::new(FdInfo { pid: self.pid, fd }))
+    }
+    fn readdir(&self, cookie: u64, sink: &mut dyn FnMut(DirEntry<'_>) -> bool) -> VfsResult<()> {
+        may_follow(self.pid)?;
+        let fds = crate::task::ps::with_files(self.pid, |t| t.fds().numbers())
+            .ok_or(VfsError::NotFound)?;
+        let entries: Vec<(String, u64, FileType)> = fds
+            .into_iter()
+            .map(|fd| (format!("{fd}"), info_ino(self.pid, fd), FileType::Regular))
+            .collect();
+        list(cookie, self.dir_ino, &entries, sink)
+    }
+}
+
+impl FdInfo {
+    fn text(&self) -> VfsResult<String> {
+        use abi::fcntl::{O_ACCMODE, O_CLOEXEC, O_RDONLY, O_RDWR, O_WRONLY};
+        let f = open_file(self.pid, self.fd)?;
+        let cloexec = crate::task::ps::with_files(self.pid, |t| t.fds().cloexec(self.fd))
+            .ok_or(VfsError::NotFound)?
+            .map_err(|_| VfsError::NotFound)?;
+        let access = match (f.readable, f.writable) {
+            (true, true) => O_RDWR,
+            (false, true) => O_WRONLY,
+            _ => O_RDONLY,
+        };
+        let mut flags = (*f.status_flags.lock() & !O_ACCMODE) | access;
+        if cloexec {
+            flags |= O_CLOEXEC;
+        }
+        let ino = f.loc.node.getattr().map(|m| m.ino).unwrap_or(0);
+        Ok(format!(
+            "pos:\t{}\nflags:\t0{:o}\nmnt_id:\t{}\nino:\t{}\n",
+            *f.offset.lock(),
+            flags,
+            f.loc.mount.id,
+            ino
+        ))
+    }
+}
+
+impl Node for FdInfo {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn getattr(&self) -> VfsResult<Metadata> {
+        let p = crate::task::ps::info(self.pid).ok_or(VfsError::NotFound)?;
+        let mut m = meta(info_ino(self.pid, self.fd), FileType::Regular, 0o400, 0, 0);
+        m.uid = p.uid;
+        m.gid = p.gid;
+        Ok(m)
+    }
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> VfsResult<usize> {
+        super::devfs::read_text(self.text()?.as_bytes(), offset, buf)
     }
 }

@@ -35,8 +35,8 @@ use core::fmt::Write;
 use abi::syscall::KernelCounters;
 use vfs::{DirEntry, FileSystem, FileType, Metadata, Node, NodeRef, VfsError, VfsResult};
 
-use super::devfs::{list, meta};
-use super::proc_fd::{ExeLink, FdDir};
+use super::devfs::{list, meta, read_text};
+use super::proc_fd::{ExeLink, FdDir, FdInfoDir};
 use crate::task::ps::PsInfo;
 
 /// Clock ticks per second in `stat` (Linux's USER_HZ, as `times` counts).
@@ -121,6 +121,8 @@ const PID_FILES: [(&str, PidGen, u64); 10] = [
 const FD_DIR_INO: u64 = 8;
 /// The low byte of `/proc/<pid>/exe`'s inode number.
 const EXE_INO: u64 = 12;
+/// The low byte of `/proc/<pid>/fdinfo`'s inode number.
+const FDINFO_DIR_INO: u64 = 15;
 /// The low byte of `/proc/<pid>/task`'s inode number.
 const TASK_DIR_INO: u64 = 13;
 
@@ -222,19 +224,6 @@ fn info_of(pid: usize, tid: Option<usize>) -> VfsResult<PsInfo> {
     }
 }
 
-/// The part of `text` at `offset` that fits `buf`.
-fn read_text(text: &[u8], offset: u64, buf: &mut [u8]) -> VfsResult<usize> {
-    let Ok(start) = usize::try_from(offset) else {
-        return Ok(0);
-    };
-    if start >= text.len() {
-        return Ok(0);
-    }
-    let n = buf.len().min(text.len() - start);
-    buf[..n].copy_from_slice(&text[start..start + n]);
-    Ok(n)
-}
-
 impl Node for ProcRoot {
     fn as_any(&self) -> &dyn Any {
         self
@@ -306,6 +295,12 @@ impl Node for PidDir {
                 dir_ino: pid_ino(self.pid, FD_DIR_INO),
             }));
         }
+        if name == "fdinfo" {
+            return Ok(Arc::new(FdInfoDir {
+                pid: self.pid,
+                dir_ino: pid_ino(self.pid, FDINFO_DIR_INO),
+            }));
+        }
         if name == "exe" {
             return Ok(Arc::new(ExeLink {
                 pid: self.pid,
@@ -338,6 +333,11 @@ impl Node for PidDir {
         entries.push((
             String::from("fd"),
             pid_ino(self.pid, FD_DIR_INO),
+            FileType::Directory,
+        ));
+        entries.push((
+            String::from("fdinfo"),
+            pid_ino(self.pid, FDINFO_DIR_INO),
             FileType::Directory,
         ));
         entries.push((

@@ -1,7 +1,8 @@
 //! `/proc/sys`: the few kernel tunables programs read (LTP's library and tests read
 //! `kernel/pid_max` and `kernel/tainted`), each showing the value the kernel really works
 //! with, in Linux's format (a number and a newline). Read-only but for `kernel/msgmni`, which
-//! root may set (LTP's msgget03 lowers it), `vm/dbfs_keep_rereads` and `vm/drop_caches`.
+//! root may set (LTP's msgget03 lowers it), `fs/lease-break-time`, `vm/dbfs_keep_rereads`
+//! and `vm/drop_caches`.
 //! The same nodes serve `/proc/sysvipc` (`msg`, `sem`, `shm`: the System V IPC objects).
 //!
 //! - `kernel/msgmax`, `msgmnb`, `msgmni`, `sem`, `shmmax`, `shmmni`, `shmall`: the System V
@@ -14,6 +15,8 @@
 //!   sethostname and setdomainname);
 //! - `kernel/pid_max`: where process and thread ids wrap (`task::PID_MAX`);
 //! - `kernel/tainted`: 0 (nothing taints this kernel: no modules, no forced loads);
+//! - `fs/lease-break-time`: seconds a lease holder has to give its lease up before the
+//!   kernel takes it (`fs::lease`; 45, root may set it);
 //! - `fs/nr_open`: the most descriptors a process may have (`fs::file::MAX_FDS`);
 //! - `fs/pipe-max-size`: the largest pipe `F_SETPIPE_SZ` gives without privilege
 //!   (`ipc::pipe::PIPE_MAX_SIZE`);
@@ -105,7 +108,18 @@ const KERNEL: [(&str, Entry); 15] = [
         Entry::File(|| format!("{}\n", crate::task::uts::VERSION)),
     ),
 ];
-const FS: [(&str, Entry); 2] = [
+const FS: [(&str, Entry); 3] = [
+    (
+        "lease-break-time",
+        Entry::Tunable(
+            || format!("{}\n", super::lease::break_time_secs()),
+            |text| {
+                let secs = text.trim().parse().map_err(|_| VfsError::InvalidInput)?;
+                super::lease::set_break_time_secs(secs);
+                Ok(())
+            },
+        ),
+    ),
     (
         "nr_open",
         Entry::File(|| format!("{}\n", super::file::MAX_FDS)),

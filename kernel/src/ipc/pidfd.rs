@@ -5,8 +5,11 @@
 use alloc::sync::Arc;
 use core::any::Any;
 
+use abi::Errno;
 use vfs::{FileType, Metadata, Node, VfsResult};
 
+use crate::fs::file::OpenFile;
+use crate::fs::path::Loc;
 use crate::task::Process;
 
 pub struct PidFd {
@@ -18,6 +21,19 @@ impl PidFd {
     pub fn exited(&self) -> bool {
         self.process.inner.lock().zombie.is_some()
     }
+}
+
+/// A new close-on-exec pidfd of `process` in the caller's table (pidfd_open, and clone's
+/// `CLONE_PIDFD`): its descriptor number.
+pub fn install(process: Arc<Process>, status_flags: u32) -> Result<i32, Errno> {
+    let root = Loc::root()?;
+    let loc = Loc {
+        node: Arc::new(PidFd { process }),
+        path: alloc::string::String::from("anon_inode:[pidfd]"),
+        mount: root.mount,
+    };
+    let f = OpenFile::new(loc, true, false, status_flags)?;
+    crate::task::with_current(|p| p.files.fds().install(f, true))
 }
 
 impl Node for PidFd {

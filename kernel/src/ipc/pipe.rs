@@ -34,6 +34,13 @@ pub const PIPE_BUF: usize = 4096;
 
 struct State {
     buf: VecDeque<u8>,
+    /// Packets (writes through an O_DIRECT end, Linux's packet mode) among `buf`'s bytes:
+    /// each packet's start and end as counts of bytes ever taken in, oldest first. A read
+    /// returns at most one packet, and drops what of it does not fit.
+    packets: VecDeque<(u64, u64)>,
+    /// Bytes taken in so far (where `buf`'s back is) and consumed so far (its front).
+    bytes_in: u64,
+    bytes_out: u64,
     /// Bytes it may hold (`F_GETPIPE_SZ`).
     capacity: usize,
     readers: usize,
@@ -49,8 +56,55 @@ struct State {
     out_events: u64,
 }
 
+/// A description of one of the pipe's ends with O_ASYNC set: told (`fs::sigio`) when the
+/// pipe becomes readable (a reading end) or writable (a writing end).
+struct Fasync {
+    file: Weak<crate::fs::file::OpenFile>,
+    /// The descriptor O_ASYNC was set through (`si_fd`).
+    fd: i32,
+    read: bool,
+    write: bool,
+}
+
+impl State {
+    /// What a read of at most `max` bytes gets from the front (`buf` not empty): the bytes
+    /// handed over, and the bytes consumed. A read of a packet consumes all of it; a read of
+    /// stream bytes stops where the next packet starts.
+    fn readable_part(&self, max: usize) -> (usize, usize) {
+        match self.packets.front() {
+            Some(&(start, end)) if start <= self.bytes_out => {
+                let len = (end - self.bytes_out) as usize;
+                (max.min(len), len)
+            }
+            Some(&(start, _)) => {
+                let n = max.min((start - self.bytes_out) as usize);
+                (n, n)
+            }
+            None => {
+                let n = max.min(self.buf.len());
+                (n, n)
+            }
+        }
+    }
+
+    /// Take `n` bytes off the front, and the packets they end.
+    fn consume(&mut self, n: usize) {
+        self.buf.drain(..n);
+        self.bytes_out += n as u64;
+        while self
+            .packets
+            .front()
+            .is_some_and(|&(_, e)| e <= self.bytes_out)
+        {
+            self.packets.pop_front();
+        }
+    }
+}
+
 pub struct Pipe {
     state: Mutex<State>,
+    /// The O_ASYNC descriptions (a leaf lock: taken alone, signals sent after it is let go).
+    fasync: Mutex<alloc::vec::Vec<Fasync>>,
     /// Readers waiting for data (or for the last writer to go).
     readable: WaitQueue,
     /// Writers waiting for room, and FIFO openers waiting for the other end.
@@ -65,6 +119,9 @@ impl Pipe {
         Arc::new(Pipe {
             state: Mutex::new(State {
                 buf: VecDeque::new(),
+                packets: VecDeque::new(),
+                bytes_in: 0,
+                bytes_out: 0,
                 capacity: PIPE_CAPACITY,
                 readers: 0,
                 writers: 0,
@@ -73,6 +130,7 @@ impl Pipe {
                 in_events: 0,
                 out_events: 0,
             }),
+            fasync: Mutex::new(alloc::vec::Vec::new()),
             readable: WaitQueue::new(),
             writable: WaitQueue::new(),
             ino: NEXT_INO.fetch_add(1, core::sync::atomic::Ordering::Relaxed),
@@ -83,6 +141,64 @@ impl Pipe {
         self.readable.wake_all();
         self.writable.wake_all();
         crate::task::wait::poll_wake();
+    }
+
+    /// F_SETFL's O_ASYNC on `file`, an open end of this pipe (`read`, `write`: which), set
+    /// through descriptor `fd` (`on`) or cleared.
+    pub fn set_async(
+        &self,
+        file: &Arc<crate::fs::file::OpenFile>,
+        fd: i32,
+        read: bool,
+        write: bool,
+        on: bool,
+    ) -> Result<(), Errno> {
+        let mut list = self.fasync.lock();
+        list.retain(|a| a.file.strong_count() > 0 && !Weak::ptr_eq(&a.file, &Arc::downgrade(file)));
+        if on {
+            if crate::mm::heap::admit(core::mem::size_of::<Fasync>()).is_err()
+                || list.try_reserve(1).is_err()
+            {
+                return Err(Errno::ENOMEM);
+            }
+            list.push(Fasync {
+                file: Arc::downgrade(file),
+                fd,
+                read,
+                write,
+            });
+        }
+        Ok(())
+    }
+
+    /// Tell the O_ASYNC ends: readers that there is data or an end of file (`readable`),
+    /// writers that there is room or no reader (`writable`).
+    fn kill_fasync(&self, readable: bool, writable: bool) {
+        use crate::task::siginfo::{POLL_IN, POLL_OUT};
+        const IN_BAND: i64 = 0x41; // POLLIN | POLLRDNORM
+        const OUT_BAND: i64 = 0x104; // POLLOUT | POLLWRNORM
+        let mut told = alloc::vec::Vec::new();
+        {
+            let list = self.fasync.lock();
+            if list.is_empty() {
+                return;
+            }
+            for a in list.iter() {
+                let Some(f) = a.file.upgrade() else {
+                    continue;
+                };
+                if a.read && readable {
+                    told.push((f.clone(), a.fd, POLL_IN, IN_BAND));
+                }
+                if a.write && writable {
+                    told.push((f, a.fd, POLL_OUT, OUT_BAND));
+                }
+            }
+        }
+        for (f, fd, code, band) in told {
+            let sigio = *f.sigio.lock();
+            sigio.notify(fd, code, band);
+        }
     }
 
     /// Read what is there (at most `buf.len()`), sleeping while the pipe is empty and a writer
@@ -139,7 +255,7 @@ impl Pipe {
             {
                 let mut st = self.state.lock();
                 if !st.buf.is_empty() {
-                    let n = max.min(st.buf.len());
+                    let (n, used) = st.readable_part(max);
                     let (a, b) = st.buf.as_slices();
                     let (front, back) = if n <= a.len() {
                         (&a[..n], &b[..0])
@@ -150,10 +266,11 @@ impl Pipe {
                     if !consume {
                         return Ok(n);
                     }
-                    st.buf.drain(..n);
+                    st.consume(used);
                     st.out_events += 1;
                     drop(st);
                     self.wake_all();
+                    self.kill_fasync(false, true);
                     return Ok(n);
                 }
                 if st.writers == 0 {
@@ -181,6 +298,7 @@ impl Pipe {
         // leftover, rare and at most a chunk).
         st.buf.extend(data);
         st.buf.rotate_right(data.len());
+        st.bytes_out -= data.len() as u64;
         st.in_events += 1;
         drop(st);
         self.wake_all();
@@ -213,8 +331,9 @@ impl Pipe {
     }
 
     /// Write all of `data`, sleeping while the pipe is full; a short count only when a signal
-    /// or O_NONBLOCK stops it after some bytes went in.
-    pub fn write(&self, data: &[u8], nonblock: bool) -> Result<usize, Errno> {
+    /// or O_NONBLOCK stops it after some bytes went in. `packet` (a write through an
+    /// O_DIRECT end): the bytes go in as packets of at most `PIPE_BUF` each.
+    pub fn write(&self, data: &[u8], nonblock: bool, packet: bool) -> Result<usize, Errno> {
         if data.is_empty() {
             return Ok(0); // as Linux: before looking at the readers
         }
@@ -249,11 +368,32 @@ impl Pipe {
                             Err(Errno::ENOMEM)
                         };
                     }
+                    if packet
+                        && (crate::mm::heap::admit(n.div_ceil(PIPE_BUF) * 16).is_err()
+                            || st.packets.try_reserve(n.div_ceil(PIPE_BUF)).is_err())
+                    {
+                        return if done > 0 {
+                            Ok(done)
+                        } else {
+                            Err(Errno::ENOMEM)
+                        };
+                    }
                     st.buf.extend(&data[done..done + n]);
+                    let start = st.bytes_in;
+                    st.bytes_in += n as u64;
+                    if packet {
+                        let mut at = start;
+                        while at < st.bytes_in {
+                            let end = (at + PIPE_BUF as u64).min(st.bytes_in);
+                            st.packets.push_back((at, end));
+                            at = end;
+                        }
+                    }
                     st.in_events += 1;
                     done += n;
                     drop(st);
                     self.wake_all();
+                    self.kill_fasync(true, false);
                     if done == data.len() {
                         return Ok(done);
                     }
@@ -317,7 +457,9 @@ impl Pipe {
     /// poll: (readable, writable, hung up / error).
     pub fn poll(&self, reading: bool, writing: bool) -> (bool, bool, bool) {
         let st = self.state.lock();
-        let r = reading && (!st.buf.is_empty() || st.writers == 0);
+        // At its end (no writer, nothing left) a read end is not readable but hung up, as
+        // Linux reports it: POLLHUP alone (select and epoll count the hang-up as readable).
+        let r = reading && !st.buf.is_empty();
         // Writable, as Linux's pipe of page-sized slots, while a page's worth is free (all of
         // a pipe smaller than a page: empty).
         let w =
@@ -359,6 +501,7 @@ impl Pipe {
             }
         }
         self.wake_all();
+        self.kill_fasync(write, read);
     }
 }
 
@@ -421,7 +564,9 @@ impl Node for PipeEnd {
         self.pipe.read(buf, false).map_err(|_| vfs::VfsError::Io)
     }
     fn write_at(&self, _offset: u64, buf: &[u8]) -> VfsResult<usize> {
-        self.pipe.write(buf, false).map_err(|_| vfs::VfsError::Io)
+        self.pipe
+            .write(buf, false, false)
+            .map_err(|_| vfs::VfsError::Io)
     }
 }
 

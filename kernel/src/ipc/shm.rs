@@ -33,7 +33,25 @@ pub struct Segment {
     pub size: usize,
     pub pages: Arc<SharedAnon>,
     pub cpid: usize,
+    /// The process of the last shmat or shmdt.
+    pub lpid: usize,
     pub ctime: u64,
+    /// Times of the last shmat and shmdt (0: none yet).
+    pub atime: u64,
+    pub dtime: u64,
+    /// `SHM_LOCK`ed: reported as `SHM_LOCKED` in the mode. Its pages stay in memory either
+    /// way (nothing is ever swapped out here).
+    pub locked: bool,
+}
+
+/// `shmid_ds.shm_perm.mode`'s bit for a segment locked by `SHM_LOCK`.
+pub const SHM_LOCKED: u32 = 0o2000;
+
+impl Segment {
+    /// Processes attached to it (areas mapping it: one split by mprotect counts twice).
+    pub fn nattch(&self) -> usize {
+        Arc::strong_count(&self.pages) - 1
+    }
 }
 
 impl IpcObject for Segment {
@@ -69,17 +87,84 @@ pub fn get(key: i32, size: usize, flags: u32, cred: &Cred, pid: usize) -> Result
                 size,
                 pages: Arc::new(SharedAnon::default()),
                 cpid: pid,
+                lpid: 0,
                 ctime: super::sysv::now_secs(),
+                atime: 0,
+                dtime: 0,
+                locked: false,
             })
         },
     )
 }
 
-/// `shmat`'s look-up: the segment's pages and size, if `cred` may attach it for `want`.
-pub fn attach(id: i32, cred: &Cred, want: u32) -> Result<(Arc<SharedAnon>, usize), Errno> {
-    let t = TABLE.lock();
-    let seg = t.checked(id, cred, want)?;
+/// `shmat`'s look-up: the segment's pages and size, if `cred` may attach it for `want`
+/// (process `pid`, recorded with the time as the last to attach).
+pub fn attach(
+    id: i32,
+    cred: &Cred,
+    want: u32,
+    pid: usize,
+) -> Result<(Arc<SharedAnon>, usize), Errno> {
+    let mut t = TABLE.lock();
+    t.checked(id, cred, want)?;
+    let seg = t.get_mut(id)?;
+    seg.lpid = pid;
+    seg.atime = super::sysv::now_secs();
     Ok((seg.pages.clone(), seg.size))
+}
+
+/// `shmdt` of the segment whose pages are `pages` by process `pid` (nothing if it was removed).
+pub fn detached(pages: &Arc<SharedAnon>, pid: usize) {
+    let mut t = TABLE.lock();
+    let id = t
+        .iter()
+        .find(|(_, seg)| Arc::ptr_eq(&seg.pages, pages))
+        .map(|(id, _)| id);
+    if let Some(seg) = id.and_then(|id| t.get_mut(id).ok()) {
+        seg.lpid = pid;
+        seg.dtime = super::sysv::now_secs();
+    }
+}
+
+/// `shmctl(SHM_LOCK, SHM_UNLOCK)`: the owner, the creator or CAP_IPC_LOCK (Linux's rule;
+/// RLIMIT_MEMLOCK is not counted against: locking here only sets the flag).
+pub fn set_locked(id: i32, cred: &Cred, locked: bool) -> Result<(), Errno> {
+    const CAP_IPC_LOCK: u32 = 14;
+    let mut t = TABLE.lock();
+    let seg = t.get_mut(id)?;
+    let p = &seg.perm;
+    if !cred.caps.has(CAP_IPC_LOCK) && cred.euid != p.uid && cred.euid != p.cuid {
+        return Err(Errno::EPERM);
+    }
+    seg.locked = locked;
+    Ok(())
+}
+
+/// `shmctl(SHM_STAT, SHM_STAT_ANY)`: run `f` on the segment in slot `index` and give its id;
+/// SHM_STAT needs read permission, SHM_STAT_ANY does not.
+pub fn stat_index<R>(
+    index: usize,
+    cred: &Cred,
+    any: bool,
+    f: impl FnOnce(&Segment) -> R,
+) -> Result<(i32, R), Errno> {
+    let t = TABLE.lock();
+    let (id, seg) = t.by_index(index)?;
+    if !any && !seg.perm.allows(cred, crate::task::cred::MAY_READ) {
+        return Err(Errno::EACCES);
+    }
+    Ok((id, f(seg)))
+}
+
+/// `shmctl(SHM_INFO)`: segments in use and their pages (total and resident: the same here,
+/// nothing is swapped), and the highest slot in use.
+pub fn usage() -> (usize, u64, usize) {
+    let t = TABLE.lock();
+    let pages = t
+        .iter()
+        .map(|(_, seg)| seg.size.div_ceil(crate::mm::PAGE_SIZE) as u64)
+        .sum();
+    (t.len(), pages, t.max_index())
 }
 
 /// `shmctl(IPC_RMID)`: only the owner, the creator or CAP_SYS_ADMIN.
@@ -106,7 +191,7 @@ pub fn max_index() -> usize {
     TABLE.lock().max_index()
 }
 
-/// `/proc/sysvipc/shm`'s lines: one per segment (no attach or detach times are kept: 0).
+/// `/proc/sysvipc/shm`'s lines: one per segment.
 pub fn proc_lines() -> alloc::string::String {
     use core::fmt::Write;
     let mut s = alloc::string::String::from(
@@ -122,14 +207,14 @@ pub fn proc_lines() -> alloc::string::String {
             p.mode,
             seg.size,
             seg.cpid,
-            0,
-            Arc::strong_count(&seg.pages) - 1,
+            seg.lpid,
+            seg.nattch(),
             p.uid,
             p.gid,
             p.cuid,
             p.cgid,
-            0,
-            0,
+            seg.atime,
+            seg.dtime,
             seg.ctime
         );
     }

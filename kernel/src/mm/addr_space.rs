@@ -21,7 +21,9 @@ use alloc::vec::Vec;
 use abi::Errno;
 
 use super::aio_ring::{AioContexts, AioRing};
-use super::area::{anon_area, Access, Area, FileArea, Lock, Mapped, Perm, SharedAnon, AREA_BYTES};
+use super::area::{
+    anon_area, Access, Area, FileArea, Lock, Mapped, OnFork, Perm, SharedAnon, AREA_BYTES,
+};
 use super::file_pages::{FileKey, SharedFile};
 use super::frame::{self, Frame};
 use super::page_table::{PageTable, PteFlags};
@@ -33,6 +35,16 @@ pub const STACK_SIZE: usize = 8 << 20;
 pub const MMAP_BASE: usize = 0x20_0000_0000;
 /// Highest end of a non-fixed `mmap`: below the stack, with a guard gap.
 pub const MMAP_TOP: usize = STACK_TOP - STACK_SIZE - (1 << 20);
+
+/// Where `mmap` puts a new area: anywhere free (the address a hint), exactly at the address
+/// replacing what is there (`MAP_FIXED`), or exactly there only if nothing is
+/// (`MAP_FIXED_NOREPLACE`, else EEXIST).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Fixed {
+    No,
+    Replace,
+    NoReplace,
+}
 
 /// The heap may grow to this many bytes.
 pub const BRK_MAX: usize = 4 << 30;
@@ -100,6 +112,18 @@ impl AddrSpace {
         (va < a.end).then(|| a.clone())
     }
 
+    /// The areas that overlap [start, end), in address order: found from the one holding
+    /// `start`, so the cost follows the areas in the range, not those below it.
+    pub(super) fn areas_in(&self, start: usize, end: usize) -> impl Iterator<Item = &Area> {
+        let first = self
+            .areas
+            .range(..=start)
+            .next_back()
+            .filter(|(_, a)| a.end > start)
+            .map_or(start, |(&s, _)| s);
+        self.areas.range(first..end.max(first)).map(|(_, a)| a)
+    }
+
     pub(super) fn overlaps(&self, start: usize, end: usize) -> bool {
         if let Some((_, a)) = self.areas.range(..end).next_back() {
             return a.end > start;
@@ -139,12 +163,7 @@ impl AddrSpace {
         {
             self.room_for(1)?;
         }
-        let hit: Vec<Area> = self
-            .areas
-            .range(..end)
-            .map(|(_, a)| a.clone())
-            .filter(|a| a.end > start)
-            .collect();
+        let hit: Vec<Area> = self.areas_in(start, end).cloned().collect();
         for a in hit {
             self.areas.remove(&a.start);
             if a.start < start {
@@ -518,6 +537,20 @@ impl AddrSpace {
         new
     }
 
+    /// A shared mapping of /dev/zero opened read-only: anonymous shared memory at
+    /// [`mmap_anon`](Self::mmap_anon)'s place that mprotect may never make writable.
+    pub fn mmap_zero_read_only(
+        &mut self,
+        hint: usize,
+        len: usize,
+        perm: Perm,
+        fixed: Fixed,
+    ) -> Result<usize, Errno> {
+        let at = self.mmap_anon(hint, len, perm, fixed, true)?;
+        self.change_areas(at, at + page_ceil(len), |a| a.no_write = true)?;
+        Ok(at)
+    }
+
     /// Anonymous `mmap`: returns the address of a new zero-filled area (`shared`: its pages
     /// are shared with the processes this one forks, `MAP_SHARED`).
     pub fn mmap_anon(
@@ -525,7 +558,7 @@ impl AddrSpace {
         hint: usize,
         len: usize,
         perm: Perm,
-        fixed: bool,
+        fixed: Fixed,
         shared: bool,
     ) -> Result<usize, Errno> {
         let obj = shared.then(|| Arc::new(SharedAnon::default()));
@@ -547,8 +580,8 @@ impl AddrSpace {
             Some(a) if !replace && self.overlaps(a, a.saturating_add(page_ceil(len))) => {
                 Err(Errno::EINVAL)
             }
-            Some(a) => self.map_anon(a, len, perm, true, Some(obj)),
-            None => self.map_anon(0, len, perm, false, Some(obj)),
+            Some(a) => self.map_anon(a, len, perm, Fixed::Replace, Some(obj)),
+            None => self.map_anon(0, len, perm, Fixed::No, Some(obj)),
         }
     }
 
@@ -568,8 +601,9 @@ impl AddrSpace {
     }
 
     /// Undo the `attach_shared` that mapped `obj`-sharing areas starting at `addr` (`shmdt`):
-    /// every area of that attachment goes. `EINVAL` if no attachment starts at `addr`.
-    pub fn detach_shared(&mut self, addr: usize) -> Result<(), Errno> {
+    /// every area of that attachment goes, and `obj` is returned. `EINVAL` if no attachment
+    /// starts at `addr`.
+    pub fn detach_shared(&mut self, addr: usize) -> Result<Arc<SharedAnon>, Errno> {
         let obj = match self.areas.get(&addr).and_then(|a| a.shared.clone()) {
             Some((obj, base)) if base == addr => obj,
             _ => return Err(Errno::EINVAL),
@@ -587,7 +621,7 @@ impl AddrSpace {
         for (start, end) in parts {
             self.remove_range(start, end)?;
         }
-        Ok(())
+        Ok(obj)
     }
 
     /// A file mapping of `len` bytes (`mmap` of a regular file): its pages are read from
@@ -597,7 +631,7 @@ impl AddrSpace {
         hint: usize,
         len: usize,
         perm: Perm,
-        fixed: bool,
+        fixed: Fixed,
         file: FileArea,
     ) -> Result<usize, Errno> {
         self.map_area(hint, len, fixed, |start, len| Area {
@@ -615,7 +649,7 @@ impl AddrSpace {
         hint: usize,
         len: usize,
         perm: Perm,
-        fixed: bool,
+        fixed: Fixed,
         obj: Option<Arc<SharedAnon>>,
     ) -> Result<usize, Errno> {
         self.map_area(hint, len, fixed, |start, len| {
@@ -624,13 +658,13 @@ impl AddrSpace {
     }
 
     /// Place a new area of `len` bytes (`make(start, rounded len)` builds it): at `hint`
-    /// exactly (`fixed`, replacing what is there), at `hint` if it is free, else in the
-    /// highest gap below [`MMAP_TOP`].
+    /// exactly (`fixed`: replacing what is there, or EEXIST if anything is), at `hint` if it
+    /// is free, else in the highest gap below [`MMAP_TOP`].
     pub(super) fn map_area(
         &mut self,
         hint: usize,
         len: usize,
-        fixed: bool,
+        fixed: Fixed,
         make: impl Fn(usize, usize) -> Area,
     ) -> Result<usize, Errno> {
         if len == 0 {
@@ -642,14 +676,20 @@ impl AddrSpace {
             return Err(Errno::ENOMEM);
         }
         let len = page_ceil(len);
-        if fixed {
+        if fixed != Fixed::No {
             if !hint.is_multiple_of(PAGE_SIZE)
                 || hint < USER_BASE
                 || hint.checked_add(len).is_none_or(|e| e > USER_END)
             {
                 return Err(Errno::EINVAL);
             }
-            self.remove_range(hint, hint + len)?;
+            if fixed == Fixed::NoReplace {
+                if self.overlaps(hint, hint + len) {
+                    return Err(Errno::EEXIST);
+                }
+            } else {
+                self.remove_range(hint, hint + len)?;
+            }
             self.insert_area(make(hint, len))?;
             return Ok(hint);
         }
@@ -708,8 +748,8 @@ impl AddrSpace {
         // file not open for writing cannot be made writable (EACCES).
         while s < end {
             let a = self.area_of(s).ok_or(Errno::ENOMEM)?;
-            if perm.contains(Perm::W) && a.file.as_ref().is_some_and(|f| !f.private && !f.may_write)
-            {
+            let read_only_file = a.file.as_ref().is_some_and(|f| !f.private && !f.may_write);
+            if perm.contains(Perm::W) && (read_only_file || a.no_write) {
                 return Err(Errno::EACCES);
             }
             s = a.end;
@@ -750,12 +790,7 @@ impl AddrSpace {
         if splits > 0 {
             self.room_for(splits)?;
         }
-        let hit: Vec<Area> = self
-            .areas
-            .range(..end)
-            .map(|(_, a)| a.clone())
-            .filter(|a| a.end > addr)
-            .collect();
+        let hit: Vec<Area> = self.areas_in(addr, end).cloned().collect();
         for a in hit {
             self.areas.remove(&a.start);
             if a.start < addr {
@@ -803,10 +838,7 @@ impl AddrSpace {
         let mut out = Vec::new();
         let mut hole = false;
         let mut at = addr;
-        for (_, a) in self.areas.range(..end) {
-            if a.end <= addr {
-                continue;
-            }
+        for a in self.areas_in(addr, end) {
             if a.start > at {
                 hole = true;
             }
@@ -824,15 +856,6 @@ impl AddrSpace {
             hole = true;
         }
         (out, if hole { Err(Errno::ENOMEM) } else { Ok(()) })
-    }
-
-    /// `madvise(MADV_DONTNEED)`: forget the pages of [addr, end). A private page reads back
-    /// as zero (anonymous) or as the file's data; a shared one keeps its data in its mapping.
-    /// `ENOMEM` if part of the range is not mapped.
-    pub fn discard(&mut self, addr: usize, end: usize) -> Result<(), Errno> {
-        self.covered(addr, end)?;
-        self.forget_pages(addr, end, |_| true);
-        Ok(())
     }
 
     /// The file `key` was cut to `first_gone` pages: unmap every page of it mapped at or past
@@ -884,14 +907,18 @@ impl AddrSpace {
         for a in child.areas.values_mut() {
             a.lock = Lock::None;
         }
-        // AIO rings stay with this space (Linux's VM_DONTCOPY): the child maps none of them.
-        let rings: Vec<(usize, usize)> = self
+        // AIO kept stay with this space (Linux's VM_DONTCOPY), as do MADV_DONTFORK areas:
+        // the child maps none of them.
+        let kept: Vec<(usize, usize)> = self
             .areas
             .values()
-            .filter(|a| a.shared.as_ref().is_some_and(|(o, _)| self.aio.holds(o)))
+            .filter(|a| {
+                a.on_fork == OnFork::Drop
+                    || a.shared.as_ref().is_some_and(|(o, _)| self.aio.holds(o))
+            })
             .map(|a| (a.start, a.end))
             .collect();
-        for &(start, _) in &rings {
+        for &(start, _) in &kept {
             child.areas.remove(&start);
         }
         child.brk_start = self.brk_start;
@@ -922,7 +949,11 @@ impl AddrSpace {
             let Some(m) = m.share() else {
                 continue;
             };
-            if rings.iter().any(|&(start, end)| (start..end).contains(&va)) {
+            if kept.iter().any(|&(start, end)| (start..end).contains(&va)) {
+                continue;
+            }
+            // MADV_WIPEONFORK: the child's pages there start as zeros.
+            if child.area_of(va).is_some_and(|a| a.on_fork == OnFork::Wipe) {
                 continue;
             }
             let flags = child
@@ -935,28 +966,6 @@ impl AddrSpace {
         }
         child.peak = self.peak_pages();
         Ok(child)
-    }
-}
-
-impl AddrSpace {
-    /// mincore: one byte per page of [start, end) (page-aligned), 1 when the page is in
-    /// memory: mapped here, or a page its file's table holds (Linux looks at the page cache
-    /// for file mappings). ENOMEM if a page lies outside every area.
-    pub fn mincore(&self, start: usize, end: usize) -> Result<Vec<u8>, Errno> {
-        let mut out = Vec::with_capacity((end - start) / PAGE_SIZE);
-        let mut va = start;
-        while va < end {
-            let a = self.area_of(va).ok_or(Errno::ENOMEM)?;
-            while va < a.end.min(end) {
-                let in_file = a
-                    .file
-                    .as_ref()
-                    .is_some_and(|fa| fa.table.holds(fa.index(va)));
-                out.push(u8::from(self.frames.contains_key(&va) || in_file));
-                va += PAGE_SIZE;
-            }
-        }
-        Ok(out)
     }
 }
 

@@ -81,6 +81,24 @@ pub(super) struct Area {
     pub(super) file: Option<FileArea>,
     /// mlock: the area's pages are locked in memory (Linux's VM_LOCKED, VM_LOCKONFAULT).
     pub(super) lock: Lock,
+    /// What fork makes of it (madvise's MADV_DONTFORK, MADV_WIPEONFORK and their undoing).
+    pub(super) on_fork: OnFork,
+    /// It may not be made writable (mprotect: EACCES): a shared mapping of /dev/zero opened
+    /// read-only, as a shared mapping of a file not open for writing.
+    pub(super) no_write: bool,
+}
+
+/// What a forked child gets of an area.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OnFork {
+    /// The area, its pages shared copy-on-write (or shared, for shared mappings).
+    #[default]
+    Copy,
+    /// The area, zero-filled (MADV_WIPEONFORK, private anonymous areas only; the child's
+    /// area keeps the mark, as Linux's VM_WIPEONFORK).
+    Wipe,
+    /// Nothing: the child has no mapping there (MADV_DONTFORK, Linux's VM_DONTCOPY).
+    Drop,
 }
 
 /// Whether an area is locked (mlock, mlock2, mlockall): its pages stay mapped while it is
@@ -153,6 +171,8 @@ impl Area {
             shared: None,
             file: None,
             lock: Lock::None,
+            on_fork: OnFork::Copy,
+            no_write: false,
         }
     }
 

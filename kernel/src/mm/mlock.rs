@@ -26,10 +26,8 @@ impl AddrSpace {
     /// Bytes of [start, end) that are locked already (they do not count again against
     /// RLIMIT_MEMLOCK when the range is locked).
     pub fn locked_bytes_in(&self, start: usize, end: usize) -> usize {
-        self.areas
-            .range(..end)
-            .map(|(_, a)| a)
-            .filter(|a| a.end > start && a.lock != Lock::None)
+        self.areas_in(start, end)
+            .filter(|a| a.lock != Lock::None)
             .map(|a| a.end.min(end) - a.start.max(start))
             .sum()
     }

@@ -21,6 +21,7 @@
 //! user memory.
 
 pub mod addr_space;
+pub mod advice;
 pub mod aio_ring;
 pub mod area;
 pub mod elf;

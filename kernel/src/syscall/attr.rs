@@ -9,7 +9,7 @@ use super::args::{copy_in, copy_out, read_path, SysResult};
 use crate::fs::path::{self, Loc};
 use crate::fs::perm;
 
-use super::fd::{base, file, stat_of};
+use super::fd::{base, file, file_not_path, stat_of};
 use super::io::{drop_suid_after_write, drop_suid_of, fsize_grow_ok};
 
 pub fn sys_fstat(fd: i32, buf: usize) -> SysResult {
@@ -95,6 +95,7 @@ pub fn sys_truncate(path_ptr: usize, len: i64) -> SysResult {
     }
     perm::check(&perm::cred(), &loc, perm::MAY_WRITE)?;
     fsize_grow_ok(loc.node.getattr()?.size, len as u64)?;
+    crate::fs::lease::break_for(&loc, true, false)?;
     loc.node.truncate(len as u64)?;
     let m = loc.node.getattr()?;
     crate::mm::file_pages::truncated(
@@ -171,6 +172,11 @@ pub fn sys_faccessat(dirfd: i32, path_ptr: usize, mode: u32, flags: u32) -> SysR
 
 fn chmod(loc: &Loc, mode: u32) -> SysResult {
     loc.mount.want_write()?;
+    // A symbolic link has no mode of its own to change (Linux 6.6: EOPNOTSUPP), reached
+    // through an `O_PATH` descriptor of it or its /proc/self/fd link.
+    if loc.node.ftype()? == FileType::Symlink {
+        return Err(Errno::EOPNOTSUPP);
+    }
     let c = perm::cred();
     let mode = if c.is_root() {
         mode & 0o7777
@@ -217,7 +223,7 @@ fn chown(loc: &Loc, uid: u32, gid: u32) -> SysResult {
 }
 
 pub fn sys_fchown(fd: i32, uid: usize, gid: usize) -> SysResult {
-    chown(&file(fd)?.loc, uid as u32, gid as u32)
+    chown(&file_not_path(fd)?.loc, uid as u32, gid as u32)
 }
 
 pub fn sys_fchownat(dirfd: i32, path_ptr: usize, uid: usize, gid: usize, flags: u32) -> SysResult {
@@ -229,7 +235,7 @@ pub fn sys_fchownat(dirfd: i32, path_ptr: usize, uid: usize, gid: usize, flags: 
 }
 
 pub fn sys_fchmod(fd: i32, mode: u32) -> SysResult {
-    chmod(&file(fd)?.loc, mode)
+    chmod(&file_not_path(fd)?.loc, mode)
 }
 
 pub fn sys_fchmodat(dirfd: i32, path_ptr: usize, mode: u32) -> SysResult {
@@ -247,11 +253,7 @@ pub fn sys_fchmodat2(dirfd: i32, path_ptr: usize, mode: u32, flags: u32) -> SysR
     if flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
         return Err(Errno::EINVAL);
     }
-    let loc = loc_at(dirfd, path_ptr, flags)?;
-    if flags & AT_SYMLINK_NOFOLLOW != 0 && loc.node.ftype()? == vfs::FileType::Symlink {
-        return Err(Errno::EOPNOTSUPP);
-    }
-    chmod(&loc, mode)
+    chmod(&loc_at(dirfd, path_ptr, flags)?, mode)
 }
 
 pub fn sys_utimensat(dirfd: i32, path_ptr: usize, times_ptr: usize, flags: u32) -> SysResult {

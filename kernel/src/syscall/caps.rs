@@ -95,6 +95,8 @@ pub fn sys_capset(header: usize, data: usize) -> SysResult {
     })
 }
 
+const PR_SET_PDEATHSIG: usize = 1;
+const PR_GET_PDEATHSIG: usize = 2;
 const PR_GET_DUMPABLE: usize = 3;
 const PR_SET_DUMPABLE: usize = 4;
 const PR_GET_KEEPCAPS: usize = 7;
@@ -103,12 +105,37 @@ const PR_SET_NAME: usize = 15;
 const PR_GET_NAME: usize = 16;
 const PR_CAPBSET_READ: usize = 23;
 const PR_CAPBSET_DROP: usize = 24;
+const PR_SET_TIMERSLACK: usize = 29;
+const PR_GET_TIMERSLACK: usize = 30;
 
 /// The length of a task name with its NUL (Linux's TASK_COMM_LEN).
 const COMM_LEN: usize = 16;
 
 pub fn sys_prctl(option: usize, arg2: usize) -> SysResult {
     match option {
+        PR_SET_PDEATHSIG => {
+            if arg2 > crate::task::signal::NSIG {
+                return Err(Errno::EINVAL);
+            }
+            with_current(|p| p.pdeath_signal = arg2 as u32);
+            Ok(0)
+        }
+        PR_GET_PDEATHSIG => {
+            let sig = with_current(|p| p.pdeath_signal) as i32;
+            copy_out(arg2, &sig.to_le_bytes())?;
+            Ok(0)
+        }
+        // 0 sets the default back; the value is kept and reported (`ProcInner::timer_slack_ns`).
+        PR_SET_TIMERSLACK => {
+            let ns = if arg2 == 0 {
+                crate::task::DEFAULT_TIMER_SLACK_NS
+            } else {
+                arg2 as u64
+            };
+            with_current(|p| p.timer_slack_ns = ns);
+            Ok(0)
+        }
+        PR_GET_TIMERSLACK => Ok(with_current(|p| p.timer_slack_ns) as usize),
         PR_GET_DUMPABLE => Ok(usize::from(with_current(|p| p.dumpable))),
         // 0 or 1 (Linux's SUID_DUMP_ROOT, 2, is for the sysctl only: EINVAL here too).
         PR_SET_DUMPABLE => {

@@ -18,6 +18,17 @@ pub(super) fn file(fd: i32) -> Result<Arc<OpenFile>, Errno> {
     with_current(|p| p.files.fds().get(fd))
 }
 
+/// The open file of a call that acts on the file itself (Linux's `fdget`, not `fdget_raw`):
+/// fchmod, fchown, ioctl, mmap, the xattr calls. EBADF for an `O_PATH` descriptor, which
+/// only names its file.
+pub(super) fn file_not_path(fd: i32) -> Result<Arc<OpenFile>, Errno> {
+    let f = file(fd)?;
+    if *f.status_flags.lock() & abi::fcntl::O_PATH != 0 {
+        return Err(Errno::EBADF);
+    }
+    Ok(f)
+}
+
 /// The directory relative paths start from: the cwd, or the directory open at `dirfd`.
 pub(super) fn base(dirfd: i32, path: &str) -> Result<Loc, Errno> {
     if path.starts_with('/') {

@@ -1,5 +1,5 @@
-//! Descriptor calls: openat, close, lseek, getdents64, fsync/sync, dup/dup3/fcntl (with POSIX
-//! record locks), and the helpers every file-system call uses (the descriptor's file, the base
+//! Descriptor calls: openat, close, lseek, getdents64, fsync/sync, dup/dup3, flock (fcntl is
+//! `fcntl`), and the helpers every file-system call uses (the descriptor's file, the base
 //! directory of a relative path, the stat layout). The data path is `io`, names are `namespace`,
 //! attributes `attr`; pipes and the terminal are `stream`.
 
@@ -74,8 +74,9 @@ pub(super) fn open_at(dirfd: i32, path: &str, flags: u32, mode: u32) -> SysResul
         path::resolve(&base, &path, follow)?
     };
     let ftype = loc.node.ftype()?;
-    if ftype == FileType::Symlink {
-        return Err(Errno::ELOOP); // O_NOFOLLOW on a symlink
+    // O_NOFOLLOW on a symlink; with O_PATH the descriptor names the link itself.
+    if ftype == FileType::Symlink && flags & O_PATH == 0 {
+        return Err(Errno::ELOOP);
     }
     if flags & O_DIRECTORY != 0 && ftype != FileType::Directory {
         return Err(Errno::ENOTDIR);
@@ -114,6 +115,11 @@ pub(super) fn open_at(dirfd: i32, path: &str, flags: u32, mode: u32) -> SysResul
             want |= perm::MAY_WRITE;
         }
         perm::check(&perm::cred(), &loc, want)?;
+        // A lease another description holds on the file is broken first (`fs::lease`).
+        if ftype == FileType::Regular {
+            let write = writable || flags & O_TRUNC != 0;
+            crate::fs::lease::break_for(&loc, write, flags & O_NONBLOCK != 0)?;
+        }
     }
     if flags & O_PATH == 0 {
         match ftype {
@@ -485,81 +491,6 @@ pub fn sys_dup3(old: i32, new: i32, flags: u32) -> SysResult {
     Ok(new_idx)
 }
 
-/// The byte range `l_whence`/`l_start`/`l_len` of `fl` names in `f`, as first and last byte
-/// (Linux's `flock_to_posix_lock`: a negative length reaches back before `l_start`, zero means
-/// to the end of the file).
-fn lock_range(f: &OpenFile, fl: &Flock) -> Result<(u64, u64), Errno> {
-    let base: i64 = match fl.l_whence as u32 {
-        SEEK_SET => 0,
-        SEEK_CUR => *f.offset.lock() as i64,
-        SEEK_END => f.loc.node.getattr()?.size as i64,
-        _ => return Err(Errno::EINVAL),
-    };
-    let mut start = base.checked_add(fl.l_start).ok_or(Errno::EOVERFLOW)?;
-    if start < 0 {
-        return Err(Errno::EINVAL);
-    }
-    let end = match fl.l_len {
-        0 => i64::MAX,
-        len if len > 0 => start.checked_add(len - 1).ok_or(Errno::EOVERFLOW)?,
-        len => {
-            let end = start - 1;
-            start += len;
-            if start < 0 {
-                return Err(Errno::EINVAL);
-            }
-            end
-        }
-    };
-    Ok((start as u64, end as u64))
-}
-
-/// F_GETLK, F_SETLK, F_SETLKW: POSIX record locks (`crate::fs::lock`).
-fn fcntl_lock(fd: i32, cmd: u32, arg: usize) -> SysResult {
-    let f = file(fd)?;
-    let mut raw = [0u8; Flock::SIZE];
-    super::args::copy_in(arg, &mut raw)?;
-    let mut fl = Flock::from_bytes(&raw);
-    let pid = crate::task::current_pid();
-    let (start, end) = lock_range(&f, &fl)?;
-    let want = match fl.l_type {
-        F_RDLCK => Some(false),
-        F_WRLCK => Some(true),
-        F_UNLCK => None,
-        _ => return Err(Errno::EINVAL),
-    };
-    if *f.status_flags.lock() & O_PATH != 0 {
-        return Err(Errno::EBADF);
-    }
-    let key = f.lock_key()?;
-    if cmd == F_GETLK {
-        let write = want.ok_or(Errno::EINVAL)?;
-        match crate::fs::lock::test(key, pid, write, start, end) {
-            Some(l) => {
-                fl.l_type = if l.write { F_WRLCK } else { F_RDLCK };
-                fl.l_whence = SEEK_SET as i16;
-                fl.l_start = l.start as i64;
-                fl.l_len = if l.end == crate::fs::lock::OFFSET_MAX {
-                    0
-                } else {
-                    (l.end - l.start + 1) as i64
-                };
-                fl.l_pid = l.pid as i32;
-            }
-            None => fl.l_type = F_UNLCK,
-        }
-        copy_out(arg, &fl.as_bytes())?;
-        return Ok(0);
-    }
-    match want {
-        Some(false) if !f.readable => return Err(Errno::EBADF),
-        Some(true) if !f.writable => return Err(Errno::EBADF),
-        _ => {}
-    }
-    crate::fs::lock::set(key, pid, want, start, end, cmd == F_SETLKW)?;
-    Ok(0)
-}
-
 /// flock(fd, op): `LOCK_SH`, `LOCK_EX` or `LOCK_UN`, with `LOCK_NB` not to wait
 /// (`fs::flock`). EINVAL for any other op, EBADF for an `O_PATH` descriptor.
 pub fn sys_flock(fd: i32, op: u32) -> SysResult {
@@ -579,84 +510,4 @@ pub fn sys_flock(fd: i32, op: u32) -> SysResult {
     }
     f.flock(want, op & LOCK_NB != 0)?;
     Ok(0)
-}
-
-pub fn sys_fcntl(fd: i32, cmd: u32, arg: usize) -> SysResult {
-    if matches!(cmd, F_GETLK | F_SETLK | F_SETLKW) {
-        return fcntl_lock(fd, cmd, arg);
-    }
-    const F_DUPFD: u32 = 0;
-    const F_GETFD: u32 = 1;
-    const F_SETFD: u32 = 2;
-    const F_GETFL: u32 = 3;
-    const F_SETFL: u32 = 4;
-    const F_DUPFD_CLOEXEC: u32 = 1030;
-    const F_SETPIPE_SZ: u32 = 1031;
-    const F_GETPIPE_SZ: u32 = 1032;
-    const F_CREATED_QUERY: u32 = 1028;
-    const F_ADD_SEALS: u32 = 1033;
-    const F_GET_SEALS: u32 = 1034;
-    const FD_CLOEXEC: usize = 1;
-    if matches!(cmd, F_SETPIPE_SZ | F_GETPIPE_SZ) {
-        // A pipe's or FIFO's size; EBADF for anything else, as Linux answers.
-        let f = file(fd)?;
-        let end = f
-            .loc
-            .node
-            .as_any()
-            .downcast_ref::<crate::ipc::pipe::PipeEnd>()
-            .ok_or(Errno::EBADF)?;
-        return if cmd == F_GETPIPE_SZ {
-            Ok(end.pipe.capacity())
-        } else {
-            // Past pipe-max-size needs CAP_SYS_RESOURCE, as Linux's pipe_set_size.
-            const CAP_SYS_RESOURCE: u32 = 24;
-            let privileged = crate::task::current_cred().caps.has(CAP_SYS_RESOURCE);
-            end.pipe.set_capacity(arg & 0xffff_ffff, privileged)
-        };
-    }
-    if matches!(cmd, F_ADD_SEALS | F_GET_SEALS) {
-        let f = file(fd)?;
-        return if cmd == F_ADD_SEALS {
-            super::memfd::add_seals(&f, arg)
-        } else {
-            super::memfd::get_seals(&f)
-        };
-    }
-    with_current(|p| {
-        let f = p.files.fds().get(fd)?;
-        match cmd {
-            F_DUPFD | F_DUPFD_CLOEXEC => {
-                if arg >= p.files.fds().limit() {
-                    return Err(Errno::EINVAL);
-                }
-                p.files
-                    .fds()
-                    .install_from(arg, f, cmd == F_DUPFD_CLOEXEC)
-                    .map(|fd| fd as usize)
-            }
-            // Whether the open that made this description created the file (Linux 6.12).
-            F_CREATED_QUERY => Ok(usize::from(
-                f.created.load(core::sync::atomic::Ordering::Relaxed),
-            )),
-            F_GETFD => Ok(if p.files.fds().cloexec(fd)? {
-                FD_CLOEXEC
-            } else {
-                0
-            }),
-            F_SETFD => p
-                .files
-                .fds()
-                .set_cloexec(fd, arg & FD_CLOEXEC != 0)
-                .map(|_| 0),
-            F_GETFL => Ok(*f.status_flags.lock() as usize),
-            F_SETFL => {
-                let mut s = f.status_flags.lock();
-                let settable = O_APPEND | O_NONBLOCK | O_DIRECT | O_NOATIME;
-                *s = (*s & !settable) | (arg as u32 & settable);
-                Ok(0)
-            }
-            _ => Err(Errno::EINVAL),
-        }
-    })
 }

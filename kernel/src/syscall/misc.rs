@@ -7,6 +7,7 @@ use abi::Errno;
 
 use super::args::{copy_in, copy_out, with_space, SysResult};
 use crate::arch::time;
+use crate::mm::addr_space::Fixed;
 use crate::mm::area::Perm;
 
 pub fn sys_brk(addr: usize) -> SysResult {
@@ -38,42 +39,75 @@ pub fn sys_mmap(
     fd: i32,
     offset: usize,
 ) -> SysResult {
-    let share = flags & (MAP_SHARED | MAP_PRIVATE);
-    if share == 0 || share == (MAP_SHARED | MAP_PRIVATE) || len == 0 {
+    let anon = flags & MAP_ANONYMOUS != 0;
+    // Linux looks the descriptor up first: a bad one is EBADF whatever else is wrong.
+    let file = if anon {
+        None
+    } else {
+        Some(super::fd::file_not_path(fd)?)
+    };
+    let share = match flags & (MAP_SHARED | MAP_PRIVATE) {
+        MAP_SHARED_VALIDATE if anon => return Err(Errno::EINVAL),
+        MAP_SHARED_VALIDATE if flags & !MAP_KNOWN != 0 => return Err(Errno::EOPNOTSUPP),
+        MAP_SHARED_VALIDATE => MAP_SHARED,
+        0 => return Err(Errno::EINVAL),
+        s => s,
+    };
+    if len == 0 {
         return Err(Errno::EINVAL);
     }
     let perm = perm_of(prot)?;
-    let fixed = flags & MAP_FIXED != 0;
-    let lock = super::memlock::lock_for_new(flags & MAP_LOCKED != 0, len)?;
-    let at = if flags & MAP_ANONYMOUS == 0 {
-        map_file(addr, len, perm, fixed, share == MAP_SHARED, fd, offset)?
+    let fixed = if flags & MAP_FIXED_NOREPLACE != 0 {
+        Fixed::NoReplace
+    } else if flags & MAP_FIXED != 0 {
+        Fixed::Replace
     } else {
-        with_space(|s| s.mmap_anon(addr, len, perm, fixed, share == MAP_SHARED))?
+        Fixed::No
+    };
+    let lock = super::memlock::lock_for_new(flags & MAP_LOCKED != 0, len)?;
+    let shared = share == MAP_SHARED;
+    let at = match file {
+        // /dev/zero maps as anonymous memory (Linux: shared, its pages go to the processes
+        // forked after), with a file's access rules.
+        Some(f) if crate::fs::devfs::is_zero(&*f.loc.node) => {
+            if !offset.is_multiple_of(crate::mm::PAGE_SIZE) {
+                return Err(Errno::EINVAL);
+            }
+            if !f.readable || (shared && perm.contains(Perm::W) && !f.writable) {
+                return Err(Errno::EACCES);
+            }
+            if shared && !f.writable {
+                with_space(|s| s.mmap_zero_read_only(addr, len, perm, fixed))?
+            } else {
+                with_space(|s| s.mmap_anon(addr, len, perm, fixed, shared))?
+            }
+        }
+        Some(f) => map_file(addr, len, perm, fixed, shared, f, offset)?,
+        None => with_space(|s| s.mmap_anon(addr, len, perm, fixed, shared))?,
     };
     super::memlock::lock_new(at, len, lock);
     Ok(at)
 }
 
-/// `mmap` of a descriptor, with Linux's answers: EINVAL for an offset that is not
-/// page-aligned, EBADF for a bad descriptor, ENODEV for what has no pages to map (pipes,
-/// terminals, directories, devices), EACCES for a file not open for reading, or a writable
-/// shared mapping of one not open for writing (or open for appending only), EPERM for a
+/// `mmap` of an open file, with Linux's answers: EINVAL for an offset that is not
+/// page-aligned, ENODEV for what has no pages to map (pipes, terminals, directories, devices
+/// other than /dev/zero), EACCES for a file not open for reading, or a writable shared
+/// mapping of one not open for writing (or open for appending only), EPERM for a
 /// writable shared mapping of a memfd sealed against writes, EOVERFLOW when
 /// the mapping would end past the largest file offset.
 fn map_file(
     addr: usize,
     len: usize,
     perm: Perm,
-    fixed: bool,
+    fixed: Fixed,
     shared: bool,
-    fd: i32,
+    f: alloc::sync::Arc<crate::fs::file::OpenFile>,
     offset: usize,
 ) -> SysResult {
     use crate::mm::{area::FileArea, file_pages, page_ceil, PAGE_SIZE};
     if !offset.is_multiple_of(PAGE_SIZE) {
         return Err(Errno::EINVAL);
     }
-    let f = crate::task::with_current(|p| p.files.fds().get(fd))?;
     if f.ftype != vfs::FileType::Regular {
         return Err(Errno::ENODEV);
     }
@@ -107,7 +141,8 @@ fn map_file(
 
 /// msync: write the dirty pages of the shared file mappings in the range back to their files
 /// (and, for MS_SYNC, make them durable). EINVAL for an unaligned address, unknown flags or
-/// both MS_SYNC and MS_ASYNC; ENOMEM if part of the range is not mapped.
+/// both MS_SYNC and MS_ASYNC; EBUSY for MS_INVALIDATE of locked pages; ENOMEM if part of the
+/// range is not mapped.
 pub fn sys_msync(addr: usize, len: usize, flags: u32) -> SysResult {
     use crate::mm::{page_ceil, PAGE_SIZE};
     if flags & !(MS_ASYNC | MS_INVALIDATE | MS_SYNC) != 0
@@ -124,6 +159,10 @@ pub fn sys_msync(addr: usize, len: usize, flags: u32) -> SysResult {
     if end == addr {
         return Ok(0);
     }
+    // Linux: locked pages cannot be invalidated.
+    if flags & MS_INVALIDATE != 0 && with_space(|s| s.locked_in(addr, end)) {
+        return Err(Errno::EBUSY);
+    }
     let (targets, mapped) = with_space(|s| s.shared_files_in(addr, end));
     for (table, first, stop) in targets {
         if flags & MS_SYNC != 0 {
@@ -138,16 +177,11 @@ pub fn sys_msync(addr: usize, len: usize, flags: u32) -> SysResult {
     mapped.map(|_| 0)
 }
 
-/// madvise: advice is a hint; MADV_DONTNEED (and MADV_FREE) drop the pages as Linux does
-/// (private anonymous memory reads back as zeros). EINVAL for an unaligned address or
-/// unknown advice, ENOMEM for a range not wholly mapped (dropping pages only).
+/// madvise (`mm::advice`): EINVAL for an unaligned address, unknown advice or a range past
+/// user space; an empty range does nothing.
 pub fn sys_madvise(addr: usize, len: usize, advice: u32) -> SysResult {
-    use crate::mm::{page_ceil, PAGE_SIZE};
-    const KNOWN: &[u32] = &[
-        0, 1, 2, 3, 4, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 100,
-        101,
-    ];
-    if !addr.is_multiple_of(PAGE_SIZE) || !KNOWN.contains(&advice) {
+    use crate::mm::{advice::known, page_ceil, PAGE_SIZE};
+    if !addr.is_multiple_of(PAGE_SIZE) || !known(advice) {
         return Err(Errno::EINVAL);
     }
     let end = addr
@@ -158,10 +192,7 @@ pub fn sys_madvise(addr: usize, len: usize, advice: u32) -> SysResult {
     if end == addr {
         return Ok(0);
     }
-    if advice == MADV_DONTNEED || advice == MADV_FREE {
-        with_space(|s| s.discard(addr, end))?;
-    }
-    Ok(0)
+    with_space(|s| s.advise(addr, end, advice)).map(|_| 0)
 }
 
 /// mincore(addr, len, vec): EINVAL for an unaligned address, ENOMEM for a range outside user
@@ -217,9 +248,9 @@ fn timespec(ns: u64) -> Timespec {
     }
 }
 
-/// clock_gettime: the wall and monotonic clocks, and the caller's CPU time (user and system
-/// time together: the kernel does not tell them apart). The CPU clocks of other processes
-/// and threads (negative ids) are not built: EINVAL.
+/// clock_gettime: the wall and monotonic clocks, the caller's CPU time (user and system
+/// time together), and the CPU clocks of other processes and of the caller's threads
+/// (negative ids: [`cpu_clock_ns`]).
 pub fn sys_clock_gettime(clock: u32, tp: usize) -> SysResult {
     const CLOCK_PROCESS_CPUTIME_ID: u32 = 2;
     const CLOCK_THREAD_CPUTIME_ID: u32 = 3;
@@ -234,10 +265,34 @@ pub fn sys_clock_gettime(clock: u32, tp: usize) -> SysResult {
         }
         CLOCK_PROCESS_CPUTIME_ID => crate::task::cpu_times().0,
         CLOCK_THREAD_CPUTIME_ID => crate::task::cpu_times().1,
-        _ => return Err(Errno::EINVAL),
+        _ => cpu_clock_ns(clock)?,
     };
     copy_out(tp, &timespec(ns).as_bytes())?;
     Ok(0)
+}
+
+/// The CPU clock of another process or thread, as Linux encodes it in a negative clock id
+/// (clock_getcpuclockid, pthread_getcpuclockid): the process or thread id inverted above
+/// three bits, bit 2 for a thread, and the kind below: PROF (user and system time), VIRT
+/// (user time; not kept per thread: EINVAL) or SCHED (all of it). EINVAL for any other id,
+/// for a process that does not exist and for a thread not of the caller's process.
+fn cpu_clock_ns(clock: u32) -> Result<u64, Errno> {
+    const PROF: i32 = 0;
+    const VIRT: i32 = 1;
+    const SCHED: i32 = 2;
+    let id = clock as i32;
+    if id >= 0 {
+        return Err(Errno::EINVAL);
+    }
+    let who = !(id >> 3);
+    let thread = id & 4 != 0;
+    let who = usize::try_from(who).map_err(|_| Errno::EINVAL)?;
+    let (total, sys) = crate::task::cpu_time_of(who, thread).ok_or(Errno::EINVAL)?;
+    match (id & 3, sys) {
+        (PROF | SCHED, _) => Ok(total),
+        (VIRT, Some(sys)) => Ok(total.saturating_sub(sys)),
+        _ => Err(Errno::EINVAL),
+    }
 }
 
 /// gettimeofday(tv, tz): the wall clock in `tv`; `tz`, if given, gets Linux's default
@@ -364,8 +419,11 @@ pub fn sys_clock_nanosleep(clock: u32, flags: u32, req: usize, rem: usize) -> Sy
 }
 
 pub fn sys_clock_getres(clock: u32, res: usize) -> SysResult {
-    if clock > 11 {
+    if clock > 11 && (clock as i32) >= 0 {
         return Err(Errno::EINVAL);
+    }
+    if (clock as i32) < 0 {
+        cpu_clock_ns(clock)?;
     }
     if res != 0 {
         let tick = (1_000_000_000 / time::timebase_hz()).max(1);

@@ -13,6 +13,7 @@ mod caps;
 pub mod coredump;
 mod epoll;
 mod eventfd;
+mod fcntl;
 mod fd;
 mod fs;
 mod futex;
@@ -79,7 +80,7 @@ pub fn dispatch(num: usize, a: [usize; 6], tf: &mut TrapFrame) -> isize {
         SYS_GETCWD => namespace::sys_getcwd(a[0], a[1]),
         SYS_DUP => fs::sys_dup(a[0] as i32),
         SYS_DUP3 => fs::sys_dup3(a[0] as i32, a[1] as i32, a[2] as u32),
-        SYS_FCNTL => fs::sys_fcntl(a[0] as i32, a[1] as u32, a[2]),
+        SYS_FCNTL => fcntl::sys_fcntl(a[0] as i32, a[1] as u32, a[2]),
         SYS_FLOCK => fs::sys_flock(a[0] as i32, a[1] as u32),
         SYS_IOCTL => stream::sys_ioctl(a[0] as i32, a[1], a[2]),
         SYS_SOCKET => socket::sys_socket(a[0], a[1], a[2]),

@@ -134,9 +134,6 @@ pub fn sys_linkat(
     let old = read_path(old_ptr)?;
     let new = read_path(new_ptr)?;
     let src = path::resolve(&base(olddirfd, &old)?, &old, flags & AT_SYMLINK_FOLLOW != 0)?;
-    if src.is_dir()? {
-        return Err(Errno::EPERM);
-    }
     let (np, nn) = path::resolve_parent(&base(newdirfd, &new)?, &new)?;
     // Linux looks the new name up before asking the file system (which may not support
     // links at all: EPERM on FAT), so an existing name is EEXIST everywhere.
@@ -148,6 +145,11 @@ pub fn sys_linkat(
         return Err(Errno::EXDEV);
     }
     perm::may_modify_dir(&perm::cred(), &np)?;
+    // A directory cannot be linked; Linux says so only after the checks above (a read-only
+    // mount is EROFS first).
+    if src.is_dir()? {
+        return Err(Errno::EPERM);
+    }
     np.node.link(&nn, &*src.node)?;
     Ok(0)
 }
@@ -174,7 +176,21 @@ pub fn sys_readlinkat(dirfd: i32, path_ptr: usize, buf: usize, size: isize) -> S
         return Err(Errno::EINVAL);
     }
     let path = read_path(path_ptr)?;
-    let loc = path::resolve(&base(dirfd, &path)?, &path, false)?;
+    // An empty path names `dirfd` itself (an `O_PATH | O_NOFOLLOW` descriptor of a link);
+    // anything else is then ENOENT, as Linux's.
+    let loc = if path.is_empty() {
+        let loc = if dirfd == abi::fcntl::AT_FDCWD {
+            base(dirfd, ".")?
+        } else {
+            super::fd::file(dirfd)?.loc.clone()
+        };
+        if loc.node.ftype()? != FileType::Symlink {
+            return Err(Errno::ENOENT);
+        }
+        loc
+    } else {
+        path::resolve(&base(dirfd, &path)?, &path, false)?
+    };
     if loc.node.ftype()? != FileType::Symlink {
         return Err(Errno::EINVAL);
     }

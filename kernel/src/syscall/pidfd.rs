@@ -1,4 +1,5 @@
-//! pidfd_open and pidfd_send_signal: descriptors on processes (`ipc::pidfd`); signals may
+//! pidfd_open and pidfd_send_signal: descriptors on processes (`ipc::pidfd`, also made by
+//! clone's `CLONE_PIDFD`); signals may
 //! also go through a descriptor of a `/proc/<pid>` directory, as on Linux.
 //!
 //! pidfd_send_signal takes Linux's `siginfo_t` and checks it as Linux does (its signal
@@ -11,8 +12,6 @@ use alloc::sync::Arc;
 use abi::Errno;
 
 use super::args::{copy_in, SysResult};
-use crate::fs::file::OpenFile;
-use crate::fs::path::Loc;
 use crate::ipc::pidfd::PidFd;
 use crate::task::siginfo::SI_USER;
 use crate::task::{self, signal, with_current};
@@ -29,14 +28,7 @@ pub fn sys_pidfd_open(pid: isize, flags: u32) -> SysResult {
         None if task::find_thread(pid as usize).is_some() => return Err(Errno::EINVAL),
         None => return Err(Errno::ESRCH),
     };
-    let root = Loc::root()?;
-    let loc = Loc {
-        node: Arc::new(PidFd { process }),
-        path: alloc::string::String::from("anon_inode:[pidfd]"),
-        mount: root.mount,
-    };
-    let f = OpenFile::new(loc, true, false, flags & PIDFD_NONBLOCK)?;
-    with_current(|p| p.files.fds().install(f, true)).map(|fd| fd as usize)
+    crate::ipc::pidfd::install(process, flags & PIDFD_NONBLOCK).map(|fd| fd as usize)
 }
 
 pub fn sys_pidfd_send_signal(fd: i32, sig: i32, info: usize, flags: u32) -> SysResult {

@@ -55,10 +55,33 @@ pub fn sys_clone(
     ctid: usize,
     tf: &TrapFrame,
 ) -> SysResult {
+    use abi::fcntl::{CLONE_PARENT_SETTID, CLONE_PIDFD};
+    // `clone` puts the pidfd where the parent's copy of the tid would go: not both.
+    let pidfd_at = if flags as u64 & CLONE_PIDFD != 0 {
+        if flags as u64 & CLONE_PARENT_SETTID != 0 {
+            return Err(Errno::EINVAL);
+        }
+        ptid
+    } else {
+        0
+    };
+    clone_with(flags, stack, ptid, tls, ctid, pidfd_at, tf)
+}
+
+/// clone and clone3: `pidfd_at` is where `CLONE_PIDFD` puts the child's pidfd.
+fn clone_with(
+    flags: usize,
+    stack: usize,
+    ptid: usize,
+    tls: usize,
+    ctid: usize,
+    pidfd_at: usize,
+    tf: &TrapFrame,
+) -> SysResult {
     use abi::fcntl::{
         CLONE_CHILD_CLEARTID, CLONE_CHILD_SETTID, CLONE_DETACHED, CLONE_FILES, CLONE_FS,
-        CLONE_PARENT_SETTID, CLONE_SETTLS, CLONE_SIGHAND, CLONE_SYSVSEM, CLONE_THREAD, CLONE_VFORK,
-        CLONE_VM,
+        CLONE_PARENT_SETTID, CLONE_PIDFD, CLONE_SETTLS, CLONE_SIGHAND, CLONE_SYSVSEM, CLONE_THREAD,
+        CLONE_VFORK, CLONE_VM,
     };
     let flags = flags as u64;
     let exit_signal = flags & 0xff;
@@ -88,9 +111,20 @@ pub fn sys_clone(
         | CLONE_PARENT_SETTID
         | CLONE_CHILD_CLEARTID
         | CLONE_DETACHED
-        | CLONE_CHILD_SETTID;
+        | CLONE_CHILD_SETTID
+        | CLONE_PIDFD;
     if flags & !0xff & !known != 0 {
         return Err(Errno::EINVAL);
+    }
+    // A pidfd names a process here: not of a thread (PIDFD_THREAD is not built), nor with
+    // the obsolete CLONE_DETACHED (Linux's EINVAL).
+    let pidfd = flags & CLONE_PIDFD != 0;
+    if pidfd && flags & (CLONE_THREAD | CLONE_DETACHED) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    // Linux stores the pidfd before the child exists, so a bad address fails the clone.
+    if pidfd {
+        super::args::copy_out(pidfd_at, &(-1i32).to_le_bytes())?;
     }
     let thread = flags & CLONE_THREAD != 0;
     if thread && flags & CLONE_SIGHAND == 0 || flags & CLONE_SIGHAND != 0 && flags & CLONE_VM == 0 {
@@ -148,6 +182,13 @@ pub fn sys_clone(
     } else {
         task::fork(&child_tf, vfork, ids)?
     };
+    if pidfd {
+        // The child exists: a failure here (no descriptor left) is the clone's, as the
+        // child runs on (Linux reserves the descriptor first; the caller sees EMFILE).
+        let child = task::find(id).ok_or(Errno::ESRCH)?;
+        let fd = crate::ipc::pidfd::install(child, 0)?;
+        let _ = super::args::copy_out(pidfd_at, &fd.to_le_bytes());
+    }
     Ok(id)
 }
 
@@ -156,7 +197,7 @@ pub fn sys_clone(
 /// E2BIG), checked as Linux checks it, then done as `clone` with the stack's top as the new
 /// stack pointer. `CLONE_CLEAR_SIGHAND` gives the child its default signal actions (ignored
 /// signals stay ignored). Choosing the child's tid (`set_tid`) and `CLONE_INTO_CGROUP`
-/// (no cgroups here) are EINVAL; `CLONE_PIDFD` is EINVAL as in `clone` (no pidfds).
+/// (no cgroups here) are EINVAL; `CLONE_PIDFD` puts the child's pidfd at `pidfd`.
 pub fn sys_clone3(uargs: usize, size: usize, tf: &TrapFrame) -> SysResult {
     use abi::fcntl::{CLONE_DETACHED, CLONE_SIGHAND, CLONE_THREAD, CLONE_VFORK};
     const VER0: usize = 64;
@@ -176,7 +217,7 @@ pub fn sys_clone3(uargs: usize, size: usize, tf: &TrapFrame) -> SysResult {
         return Err(Errno::E2BIG);
     }
     let w = |i: usize| u64::from_le_bytes(raw[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8]));
-    let (flags, _pidfd, child_tid, parent_tid, exit_signal) = (w(0), w(1), w(2), w(3), w(4));
+    let (flags, pidfd, child_tid, parent_tid, exit_signal) = (w(0), w(1), w(2), w(3), w(4));
     let (stack, stack_size, tls, set_tid, set_tid_size) = (w(5), w(6), w(7), w(8), w(9));
     if set_tid_size > 32 || (set_tid == 0) != (set_tid_size == 0) {
         return Err(Errno::EINVAL);
@@ -202,12 +243,13 @@ pub fn sys_clone3(uargs: usize, size: usize, tf: &TrapFrame) -> SysResult {
     };
     let (legacy, top) = (legacy as usize, top as usize);
     let clone = || {
-        sys_clone(
+        clone_with(
             legacy,
             top,
             parent_tid as usize,
             tls as usize,
             child_tid as usize,
+            pidfd as usize,
             tf,
         )
     };
@@ -424,7 +466,8 @@ pub fn sys_waitid(
 }
 
 /// setpgid: move process `pid` (0: the caller) into group `pgid` (0: its own pid). Linux's
-/// rules: only the caller or one of its children, not a session leader, within one session.
+/// rules: only the caller or one of its children that has not run execve since its fork
+/// (EACCES), not a session leader, within one session.
 pub fn sys_setpgid(pid: isize, pgid: isize) -> SysResult {
     if pgid < 0 {
         return Err(Errno::EINVAL);
@@ -443,6 +486,9 @@ pub fn sys_setpgid(pid: isize, pgid: isize) -> SysResult {
     let mut t = target.inner.lock();
     if t.sid != my_sid {
         return Err(Errno::EPERM);
+    }
+    if pid != me && t.execed {
+        return Err(Errno::EACCES);
     }
     if t.sid == pid {
         return Err(Errno::EPERM); // a session leader

@@ -134,7 +134,7 @@ fn file_to_pipe(f: &OpenFile, at: u64, pipe: &Pipe, len: usize, nonblock: bool) 
     if got == 0 {
         return Ok(0);
     }
-    pipe.write(&buf[..got], nonblock)
+    pipe.write(&buf[..got], nonblock, false)
 }
 
 /// One step from a pipe into a file at `at`: what the pipe holds, at most `len` bytes,
@@ -170,7 +170,7 @@ fn pipe_to_pipe(from: &Pipe, to: &Pipe, len: usize, nonblock: bool, keep: bool) 
     } else {
         from.read(&mut buf, true)?
     };
-    let put = match to.write(&buf[..got], nonblock) {
+    let put = match to.write(&buf[..got], nonblock, false) {
         Ok(put) => put,
         Err(e) => {
             if !keep {

@@ -65,6 +65,11 @@ fn nonblock(f: &OpenFile) -> bool {
     *f.status_flags.lock() & O_NONBLOCK != 0
 }
 
+/// A pipe end open with O_DIRECT writes packets (Linux's packet mode, pipe2(2)).
+fn packetized(f: &OpenFile) -> bool {
+    *f.status_flags.lock() & abi::fcntl::O_DIRECT != 0
+}
+
 /// read(2) on a stream.
 pub fn read(f: &OpenFile, s: Stream, va: usize, len: usize) -> SysResult {
     read_with(f, s, va, len, false)
@@ -152,7 +157,7 @@ pub fn write_with(f: &OpenFile, s: Stream, va: usize, len: usize, nowait: bool) 
         let mut buf = kernel_buffer(n)?;
         copy_in(va + done, &mut buf)?;
         let put = match &s {
-            Stream::Pipe(p) => match p.pipe.write(&buf, nonblock(f)) {
+            Stream::Pipe(p) => match p.pipe.write(&buf, nonblock(f), packetized(f)) {
                 Ok(k) => k,
                 Err(_) if done > 0 => break,
                 Err(e) => return Err(e),
@@ -182,7 +187,7 @@ fn pipe_file(end: Arc<PipeEnd>, flags: u32) -> Result<Arc<OpenFile>, Errno> {
         path: alloc::string::String::from("pipe:"),
         mount: root.mount,
     };
-    OpenFile::new(loc, r, w, flags & O_NONBLOCK)
+    OpenFile::new(loc, r, w, flags & (O_NONBLOCK | abi::fcntl::O_DIRECT))
 }
 
 pub fn sys_pipe2(fds: usize, flags: u32) -> SysResult {
@@ -281,7 +286,7 @@ pub fn sys_ioctl(fd: i32, cmd: usize, arg: usize) -> SysResult {
     const FIONBIO: u32 = 0x5421;
     const FIOCLEX: u32 = 0x5451;
     const FIONCLEX: u32 = 0x5450;
-    let f = with_current(|p| p.files.fds().get(fd))?;
+    let f = super::fd::file_not_path(fd)?;
     let cmd = cmd as u32;
     match cmd {
         FIOCLEX | FIONCLEX => {

@@ -15,7 +15,7 @@
 
 use alloc::vec::Vec;
 
-use abi::fcntl::{AT_FDCWD, O_PATH};
+use abi::fcntl::AT_FDCWD;
 use abi::syscall::{XATTR_CREATE, XATTR_LIST_MAX, XATTR_NAME_MAX, XATTR_REPLACE, XATTR_SIZE_MAX};
 use abi::Errno;
 use vfs::{NodeRef, VfsError, XattrMode};
@@ -44,11 +44,7 @@ fn loc_of(fd: i32) -> Result<Loc, Errno> {
     if fd == AT_FDCWD {
         return Err(Errno::EBADF);
     }
-    let f = with_current(|p| p.files.fds().get(fd))?;
-    if *f.status_flags.lock() & O_PATH != 0 {
-        return Err(Errno::EBADF);
-    }
-    Ok(f.loc.clone())
+    Ok(super::fd::file_not_path(fd)?.loc.clone())
 }
 
 fn node_of(fd: i32) -> Result<NodeRef, Errno> {

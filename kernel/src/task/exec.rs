@@ -230,6 +230,7 @@ pub fn exec(
         p.cmdline = cmdline;
         let old_exe = p.exe.replace(exe);
         p.dumpable = true;
+        p.execed = true;
         let (uid, euid) = (p.cred.uid, p.cred.euid);
         p.cred.caps.on_exec(uid, euid);
         space.activate();

@@ -157,14 +157,24 @@ pub(super) fn process_exit(p: Arc<Process>, status: ExitStatus) {
         let s = SCHED.lock();
         (s.all.get(&ppid).cloned(), s.all.get(&1).cloned())
     };
+    // Children that asked for a signal at their parent's death (PR_SET_PDEATHSIG) get it
+    // once they are init's.
+    let mut orphaned = alloc::vec::Vec::new();
     if let Some(init) = init {
         if !children.is_empty() {
             for c in &children {
-                c.inner.lock().ppid = 1;
+                let mut ci = c.inner.lock();
+                ci.ppid = 1;
+                if ci.pdeath_signal != 0 && ci.zombie.is_none() {
+                    orphaned.push((c.clone(), ci.pdeath_signal as usize));
+                }
             }
             init.inner.lock().children.extend(children);
             wake_process(&init);
         }
+    }
+    for (c, sig) in orphaned {
+        super::signal::send(&c, sig);
     }
     p.sig_queue.lock().clear();
     if let Some(parent) = parent {

@@ -171,6 +171,10 @@ pub fn fork(
             personality: p.personality,
             exe: p.exe.clone(),
             dumpable: p.dumpable,
+            execed: false,
+            pdeath_signal: 0,
+            timer_slack_ns: p.timer_slack_ns,
+            xcpu_next_sec: 0,
         };
         (inner, ctf)
     };

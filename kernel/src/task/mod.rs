@@ -34,6 +34,7 @@
 
 mod away;
 pub mod caps;
+mod cputime;
 pub mod cred;
 mod exec;
 mod exit;
@@ -63,6 +64,7 @@ pub use away::{
     may_wait_away_reading, others_ready_here, reading_kernel_buffer, reading_own_pages, relax,
     unlocked,
 };
+pub use cputime::cpu_time_of;
 pub use exec::{exec, spawn_init};
 pub use exit::{exit_current, exit_thread, wait_child, WaitFor};
 pub use fork::{fork, spawn_thread, wait_vfork_done};
@@ -71,10 +73,10 @@ pub use lookup::{
     all_processes, find, find_thread, processes_in_group, unmap_file_pages_everywhere,
     write_protect_file_pages_everywhere,
 };
-pub use process::{CpuTime, ExitStatus, ProcInner, Process, Thread};
+pub use process::{CpuTime, ExitStatus, ProcInner, Process, Thread, DEFAULT_TIMER_SLACK_NS};
 pub use run::{
-    cpu_times, entered_kernel, in_syscall, not_running_for, process_cpu, run, set_services,
-    take_owed_tick, Services, TIME_SLICE_MS,
+    check_cpu_limit, cpu_times, entered_kernel, in_syscall, not_running_for, process_cpu, run,
+    set_services, take_owed_tick, Services, TIME_SLICE_MS,
 };
 pub use sched::{
     block_current, context_switches, current_cred, current_pid, current_process, current_root,

@@ -9,17 +9,20 @@ pub const SIGPENDING_DEFAULT: u64 = 4096;
 pub const RLIM_INFINITY: u64 = u64::MAX;
 
 /// The resource limits each process has, (soft, hard), and that the kernel enforces:
-/// RLIMIT_FSIZE (writes and truncates past the soft limit: EFBIG and SIGXFSZ), RLIMIT_MEMLOCK
-/// (mlock, mlockall and MAP_LOCKED past it: ENOMEM, or EPERM when it is 0), RLIMIT_NICE (how
-/// far a process without CAP_SYS_NICE may lower its nice value: `20 - nice` up to the limit)
-/// RLIMIT_RTPRIO (the highest real-time priority it may set without CAP_SYS_NICE) and
-/// RLIMIT_SIGPENDING (queued siginfos past it: EAGAIN). RLIMIT_NOFILE is enforced by the
-/// descriptor table (the file layer's, which keeps a copy of the soft limit). The other
-/// limits are kept as set, so getrlimit reads back what setrlimit gave (`other`), but the
-/// kernel does not act on them: no CPU-time signals, no core dumps (RLIMIT_CORE), no
-/// address-space, data or stack caps beyond the kernel's own, no process-count limit.
+/// RLIMIT_CPU (SIGXCPU, then SIGKILL), RLIMIT_FSIZE (writes and truncates past the soft limit:
+/// EFBIG and SIGXFSZ), RLIMIT_MEMLOCK (mlock, mlockall and MAP_LOCKED past it: ENOMEM, or
+/// EPERM when it is 0), RLIMIT_NICE (how far a process without CAP_SYS_NICE may lower its
+/// nice value: `20 - nice` up to the limit), RLIMIT_RTPRIO (the highest real-time priority it
+/// may set without CAP_SYS_NICE) and RLIMIT_SIGPENDING (queued siginfos past it: EAGAIN).
+/// RLIMIT_NOFILE is enforced by the descriptor table (the file layer's, which keeps a copy of
+/// the soft limit), RLIMIT_CORE by the core dump. The other limits are kept as set, so
+/// getrlimit reads back what setrlimit gave (`other`), but the kernel does not act on them:
+/// no address-space, data or stack caps beyond the kernel's own, no process-count limit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
+    /// RLIMIT_CPU, in seconds of CPU time: SIGXCPU at the soft limit and every second past
+    /// it, SIGKILL at the hard one ([`super::run::check_cpu_limit`]).
+    pub cpu: (u64, u64),
     pub fsize: (u64, u64),
     pub memlock: (u64, u64),
     pub nice: (u64, u64),
@@ -37,6 +40,7 @@ impl Default for Limits {
     /// (Linux 5.16's MLOCK_LIMIT), no raising of the nice value or real-time priority.
     fn default() -> Self {
         Limits {
+            cpu: (RLIM_INFINITY, RLIM_INFINITY),
             fsize: (RLIM_INFINITY, RLIM_INFINITY),
             memlock: (8 << 20, 8 << 20),
             nice: (0, 0),
@@ -51,6 +55,7 @@ impl Limits {
     /// The limit of `resource` (RLIMIT_*) when it is one kept here.
     pub fn get_mut(&mut self, resource: usize) -> Option<&mut (u64, u64)> {
         match resource {
+            0 => Some(&mut self.cpu),
             1 => Some(&mut self.fsize),
             8 => Some(&mut self.memlock),
             13 => Some(&mut self.nice),

@@ -112,7 +112,23 @@ pub struct ProcInner {
     /// Whether a core-action signal may write a core file (prctl PR_SET_DUMPABLE): kept by
     /// fork, set again by execve.
     pub dumpable: bool,
+    /// Whether it has run execve since it was forked (Linux's `PF_FORKNOEXEC` cleared): its
+    /// parent may then no longer move it to another process group (setpgid: EACCES).
+    pub execed: bool,
+    /// The signal it gets when its parent exits (prctl PR_SET_PDEATHSIG; 0: none). Not
+    /// inherited by fork, kept by execve.
+    pub pdeath_signal: u32,
+    /// prctl PR_SET_TIMERSLACK's value in nanoseconds (Linux keeps it per thread; here per
+    /// process, inherited by fork): reported by PR_GET_TIMERSLACK. The kernel adds no slack:
+    /// a sleep ends at its deadline's first timer interrupt whatever the value.
+    pub timer_slack_ns: u64,
+    /// RLIMIT_CPU: the second of CPU time at which the next SIGXCPU is due (0: at the soft
+    /// limit). Not inherited by fork (the child's CPU time starts at 0).
+    pub xcpu_next_sec: u64,
 }
+
+/// Linux's default timer slack, 50 us (PR_GET_TIMERSLACK before any PR_SET_TIMERSLACK).
+pub const DEFAULT_TIMER_SLACK_NS: u64 = 50_000;
 
 impl ProcInner {
     /// Its peak resident pages: of the space it runs now and of those before its execve
@@ -159,6 +175,10 @@ impl ProcInner {
             sched: Default::default(),
             personality: 0,
             dumpable: exe.is_some(),
+            execed: exe.is_some(),
+            pdeath_signal: 0,
+            timer_slack_ns: DEFAULT_TIMER_SLACK_NS,
+            xcpu_next_sec: 0,
             exe,
         }
     }

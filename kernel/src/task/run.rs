@@ -85,6 +85,34 @@ pub fn cpu_times() -> (u64, u64) {
     )
 }
 
+/// RLIMIT_CPU, checked at each timer tick that finds the current process in user mode:
+/// SIGXCPU once its CPU time reaches the soft limit and again each second after, SIGKILL at
+/// the hard limit, as Linux's. (Linux raises the soft limit by a second at each SIGXCPU;
+/// here the limit stays as set and the next second is kept apart.)
+pub fn check_cpu_limit() {
+    const SIGXCPU: usize = 24;
+    let me = super::sched::current_thread();
+    let (soft, hard) = me.process.inner.lock().limits.cpu;
+    if soft == super::policy::RLIM_INFINITY && hard == super::policy::RLIM_INFINITY {
+        return;
+    }
+    let secs = cpu_times().0 / 1_000_000_000;
+    let sig = {
+        let mut p = me.process.inner.lock();
+        if secs >= hard {
+            Some(super::signal::SIGKILL)
+        } else if secs >= soft && secs >= p.xcpu_next_sec {
+            p.xcpu_next_sec = secs + 1;
+            Some(SIGXCPU)
+        } else {
+            None
+        }
+    };
+    if let Some(sig) = sig {
+        super::signal::send(&me.process, sig);
+    }
+}
+
 /// When each hart's running thread last came into the kernel (timer ticks): a trap out of
 /// user mode, or its switch-in (a thread resumes in the kernel).
 static KERNEL_SINCE: [Padded<AtomicU64>; MAX_HARTS] =
@@ -281,7 +309,7 @@ pub(super) fn idle() {
     }
     // (Skipped, the interval timers are looked at again within `POLL_NS`.)
     let timers = quiet.then(|| super::itimer::fire_expired(now)).flatten();
-    let next = match (wait::wake_expired(now), timers) {
+    let next = match (wait::wake_expired(now, true), timers) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     };

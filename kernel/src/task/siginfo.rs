@@ -28,6 +28,12 @@ pub const SI_TKILL: i32 = -6;
 pub const CLD_EXITED: i32 = 1;
 pub const CLD_KILLED: i32 = 2;
 pub const CLD_DUMPED: i32 = 3;
+/// SIGPOLL's (and signal-driven I/O's) codes: data to read, room to write, a message (a
+/// lease broken), the other end gone.
+pub const POLL_IN: i32 = 1;
+pub const POLL_OUT: i32 = 2;
+pub const POLL_MSG: i32 = 3;
+pub const POLL_HUP: i32 = 6;
 
 /// The size of `siginfo_t` and of `struct signalfd_siginfo`.
 pub const SIGINFO_BYTES: usize = 128;
@@ -120,12 +126,31 @@ impl SigInfo {
         }
     }
 
+    /// Signal-driven I/O's signal `sig` (F_SETSIG's, or SIGIO) for descriptor `fd`: `code`
+    /// is POLL_IN, POLL_OUT, POLL_MSG or POLL_HUP, `band` the poll events. A signal with
+    /// codes of its own (SIGCHLD, the fault signals) says SI_SIGIO instead, as Linux's.
+    pub fn poll(sig: usize, code: i32, fd: i32, band: i64) -> SigInfo {
+        let own_codes = matches!(
+            sig as i32,
+            SIGCHLD | SIGILL | SIGFPE | SIGSEGV | SIGBUS | SIGTRAP
+        );
+        SigInfo {
+            signo: sig as i32,
+            code: if own_codes { SI_SIGIO } else { code },
+            value: fd as u32 as u64,
+            utime: band as u64,
+            ..SigInfo::default()
+        }
+    }
+
     fn layout(&self) -> Layout {
         if self.code > SI_USER && self.code < SI_KERNEL {
             match self.signo {
                 SIGCHLD => Layout::Child,
                 SIGPOLL => Layout::Poll,
                 SIGILL | SIGFPE | SIGSEGV | SIGBUS | SIGTRAP => Layout::Fault,
+                // Linux extends SIGPOLL's codes to the signal F_SETSIG picks.
+                _ if self.code <= POLL_HUP => Layout::Poll,
                 _ => Layout::Kill,
             }
         } else if self.code == SI_TIMER {

@@ -99,6 +99,7 @@ extern "C" fn user_trap_handler(tf: &mut TrapFrame) -> ! {
             crate::arch::time::set_timer_in_ms(crate::task::TIME_SLICE_MS);
             crate::task::take_owed_tick();
             tick_work();
+            crate::task::check_cpu_limit();
             crate::task::yield_now();
         } else if scause & !INTERRUPT == SUPERVISOR_SOFTWARE {
             // An IPI: a signal or an exit request for the thread running here (`wake_or_kick`),
@@ -224,7 +225,7 @@ extern "C" fn user_trap_handler(tf: &mut TrapFrame) -> ! {
 fn tick_work() {
     crate::tty::poll_input();
     let now = crate::arch::time::monotonic_ns();
-    crate::task::wait::wake_expired(now);
+    crate::task::wait::wake_expired(now, false);
     crate::task::itimer::fire_expired(now);
     crate::fs::tick();
 }

@@ -25,6 +25,7 @@ mod chmod_tests;
 mod copy_tests;
 mod disk_tests;
 mod exec_tests;
+mod fcntl_tests;
 mod fs_tests;
 mod itimer_tests;
 mod memfd_tests;
@@ -414,6 +415,31 @@ pub const TESTS: &[Test] = &[
     // memory locks (mlock, mlock2, munlock, mlockall, munlockall, MAP_LOCKED)
     t("mlock_ranges", mlock_tests::mlock_ranges),
     t("mlockall_semantics", mlock_tests::mlockall_semantics),
+    // fcntl's owners, leases and OFD locks; packet pipes; madvise's fork marks
+    t(
+        "ofd_locks_belong_to_the_description",
+        fcntl_tests::ofd_locks_belong_to_the_description,
+    ),
+    t(
+        "pipe_o_async_signals_the_owner",
+        fcntl_tests::pipe_o_async_signals_the_owner,
+    ),
+    t(
+        "lease_break_waits_for_the_holder",
+        fcntl_tests::lease_break_waits_for_the_holder,
+    ),
+    t(
+        "packet_pipe_reads_one_write",
+        fcntl_tests::packet_pipe_reads_one_write,
+    ),
+    t(
+        "madvise_marks_what_fork_copies",
+        fcntl_tests::madvise_marks_what_fork_copies,
+    ),
+    t(
+        "dev_zero_maps_anonymous_memory",
+        fcntl_tests::dev_zero_maps_anonymous_memory,
+    ),
     // scheduling policies, host names, personality, getcpu
     t("sched_policy_calls", sched_tests::sched_policy_calls),
     t("host_names", sched_tests::host_names),

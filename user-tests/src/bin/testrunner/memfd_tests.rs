@@ -61,7 +61,7 @@ fn fallocate(f: &File, mode: usize, offset: usize, len: usize) -> SysResult<usiz
     })
 }
 
-fn mprotect(m: &sys::Mapping, prot: u32) -> SysResult<usize> {
+pub(crate) fn mprotect(m: &sys::Mapping, prot: u32) -> SysResult<usize> {
     // SAFETY: the range is `m`'s, reached only through its volatile accesses.
     ret(unsafe { syscall3(abi::syscall::SYS_MPROTECT, m.addr(), m.len(), prot as usize) })
 }

@@ -36,12 +36,12 @@ fn bit(sig: usize) -> u64 {
 /// The fields of a `siginfo_t` this test reads: signo, code, pid (or the timer id), uid (or
 /// the overrun), value (or a child's status in its low 32 bits).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Info {
-    signo: i32,
-    code: i32,
-    pid: i32,
-    uid: u32,
-    value: u64,
+pub(crate) struct Info {
+    pub(crate) signo: i32,
+    pub(crate) code: i32,
+    pub(crate) pid: i32,
+    pub(crate) uid: u32,
+    pub(crate) value: u64,
 }
 
 fn word(b: &[u8], at: usize) -> u32 {
@@ -72,7 +72,7 @@ fn queue(pid: i32, sig: usize, code: i32, value: u64) -> SysResult<usize> {
 }
 
 /// rt_sigtimedwait for a signal of `set`, waiting at most `ms`: the siginfo taken.
-fn wait(set: u64, ms: u64) -> SysResult<Info> {
+pub(crate) fn wait(set: u64, ms: u64) -> SysResult<Info> {
     let mut b = [0u8; 128];
     let ts: [u64; 2] = [ms / 1000, (ms % 1000) * 1_000_000];
     // SAFETY: `set` is a readable sigset_t, `b` a writable siginfo_t, `ts` a timespec.
@@ -93,7 +93,7 @@ fn wait(set: u64, ms: u64) -> SysResult<Info> {
 }
 
 /// With `mask` blocked, run `body`; the mask comes back however it ends.
-fn with_blocked(mask: u64, body: impl FnOnce() -> TestResult) -> TestResult {
+pub(crate) fn with_blocked(mask: u64, body: impl FnOnce() -> TestResult) -> TestResult {
     sigprocmask(0, mask).what("block the test's signals")?;
     let r = body();
     // Nothing of the test may stay pending for the next one.
