@@ -262,6 +262,18 @@ impl Node for DevDir {
     }
 }
 
+/// Whether `node` is `/dev/random` or `/dev/urandom` (their ioctls: `RNDGETENTCNT`).
+pub fn is_random(node: &dyn Node) -> bool {
+    node.as_any()
+        .downcast_ref::<CharDev>()
+        .is_some_and(|c| c.kind == Kind::Random)
+}
+
+/// The entropy the random devices report (`RNDGETENTCNT`,
+/// `/proc/sys/kernel/random/entropy_avail`): Linux 5.18's fixed 256 bits once the generator is
+/// seeded, which ours is from boot (`arch::random`).
+pub const ENTROPY_BITS: u32 = 256;
+
 /// Whether `node` is `/dev/zero` (mmap makes anonymous memory of it, as Linux does).
 pub fn is_zero(node: &dyn Node) -> bool {
     node.as_any()

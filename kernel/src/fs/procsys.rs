@@ -1,7 +1,8 @@
 //! `/proc/sys`: the few kernel tunables programs read (LTP's library and tests read
 //! `kernel/pid_max` and `kernel/tainted`), each showing the value the kernel really works
 //! with, in Linux's format (a number and a newline). Read-only but for `kernel/msgmni`, which
-//! root may set (LTP's msgget03 lowers it), `fs/lease-break-time`, `vm/dbfs_keep_rereads`
+//! root may set (LTP's msgget03 lowers it), `kernel/shmmax`, `kernel/hostname`,
+//! `kernel/domainname`, `fs/pipe-max-size`, `fs/lease-break-time`, `vm/dbfs_keep_rereads`
 //! and `vm/drop_caches`.
 //! The same nodes serve `/proc/sysvipc` (`msg`, `sem`, `shm`: the System V IPC objects).
 //!
@@ -18,8 +19,9 @@
 //! - `fs/lease-break-time`: seconds a lease holder has to give its lease up before the
 //!   kernel takes it (`fs::lease`; 45, root may set it);
 //! - `fs/nr_open`: the most descriptors a process may have (`fs::file::MAX_FDS`);
-//! - `fs/pipe-max-size`: the largest pipe `F_SETPIPE_SZ` gives without privilege
-//!   (`ipc::pipe::PIPE_MAX_SIZE`);
+//! - `fs/pipe-max-size`: the largest pipe `F_SETPIPE_SZ` gives without privilege, and the
+//!   most a new pipe holds for a process without CAP_SYS_RESOURCE (`ipc::pipe::max_size`;
+//!   1 MiB, root may set it, rounded up to a power of two pages);
 //! - `vm/dbfs_keep_rereads`: 1 (the default) or 0, root may set it: whether a large dbfs read
 //!   of a stretch read before keeps its pages in memory (`drivers::window`; boot parameter
 //!   `dbfs_keep_rereads`);
@@ -45,16 +47,59 @@ enum Entry {
     Tunable(fn() -> String, fn(&str) -> VfsResult<()>),
 }
 
-const KERNEL: [(&str, Entry); 15] = [
+/// `kernel/random`: what the random devices report.
+const RANDOM: [(&str, Entry); 4] = [
+    ("boot_id", Entry::File(|| format!("{}\n", boot_id()))),
+    (
+        "entropy_avail",
+        Entry::File(|| format!("{}\n", super::devfs::ENTROPY_BITS)),
+    ),
+    (
+        "poolsize",
+        Entry::File(|| format!("{}\n", super::devfs::ENTROPY_BITS)),
+    ),
+    ("uuid", Entry::File(random_uuid)),
+];
+
+/// A random (version 4) UUID in its text form, with a newline.
+fn random_uuid() -> String {
+    let mut b = [0u8; 16];
+    crate::arch::random::fill(&mut b);
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h: alloc::vec::Vec<String> = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}\n",
+        h[..4].concat(),
+        h[4..6].concat(),
+        h[6..8].concat(),
+        h[8..10].concat(),
+        h[10..].concat()
+    )
+}
+
+/// This boot's id: a random UUID made at its first read.
+fn boot_id() -> String {
+    static ID: spin::Once<String> = spin::Once::new();
+    String::from(ID.call_once(|| random_uuid()).trim_end())
+}
+
+const KERNEL: [(&str, Entry); 16] = [
     // Core files are written as `core` in the dying process's directory (syscall/coredump.rs).
     ("core_pattern", Entry::File(|| String::from("core\n"))),
     (
         "domainname",
-        Entry::File(|| format!("{}\n", crate::task::uts::domainname())),
+        Entry::Tunable(
+            || format!("{}\n", crate::task::uts::domainname()),
+            |text| set_name(true, text),
+        ),
     ),
     (
         "hostname",
-        Entry::File(|| format!("{}\n", crate::task::uts::nodename())),
+        Entry::Tunable(
+            || format!("{}\n", crate::task::uts::nodename()),
+            |text| set_name(false, text),
+        ),
     ),
     (
         "msgmax",
@@ -83,6 +128,7 @@ const KERNEL: [(&str, Entry); 15] = [
         "pid_max",
         Entry::File(|| format!("{}\n", crate::task::PID_MAX)),
     ),
+    ("random", Entry::Dir(&RANDOM)),
     (
         "sem",
         Entry::File(|| {
@@ -96,7 +142,14 @@ const KERNEL: [(&str, Entry); 15] = [
     ),
     (
         "shmmax",
-        Entry::File(|| format!("{}\n", crate::ipc::shm::SHMMAX)),
+        Entry::Tunable(
+            || format!("{}\n", crate::ipc::shm::shmmax()),
+            |text| {
+                let v = text.trim().parse().map_err(|_| VfsError::InvalidInput)?;
+                crate::ipc::shm::set_shmmax(v);
+                Ok(())
+            },
+        ),
     ),
     (
         "shmmni",
@@ -126,7 +179,13 @@ const FS: [(&str, Entry); 3] = [
     ),
     (
         "pipe-max-size",
-        Entry::File(|| format!("{}\n", crate::ipc::pipe::PIPE_MAX_SIZE)),
+        Entry::Tunable(
+            || format!("{}\n", crate::ipc::pipe::max_size()),
+            |text| {
+                let v = text.trim().parse().map_err(|_| VfsError::InvalidInput)?;
+                crate::ipc::pipe::set_max_size(v).map_err(|_| VfsError::InvalidInput)
+            },
+        ),
     ),
 ];
 const VM: [(&str, Entry); 2] = [
@@ -170,6 +229,17 @@ const ROOT: [(&str, Entry); 3] = [
     ("vm", Entry::Dir(&VM)),
 ];
 
+/// `kernel/hostname` and `kernel/domainname` written: the text up to its first newline, at
+/// most uname's 64 bytes (EINVAL past them), as sethostname and setdomainname set it.
+fn set_name(domain: bool, text: &str) -> VfsResult<()> {
+    let name = text.split('\n').next().unwrap_or("");
+    if name.len() > crate::task::uts::UTS_LEN {
+        return Err(VfsError::InvalidInput);
+    }
+    crate::task::uts::set(domain, name.as_bytes());
+    Ok(())
+}
+
 /// Inode numbers: a range of their own, above procfs's (`pid << 8 | k`, pids < 2^15).
 pub(super) const INO_BASE: u64 = 1 << 40;
 
@@ -208,9 +278,9 @@ struct SysNode {
 }
 
 /// A child's inode number: its parent's, shifted, plus its place (1-based); the tree is at
-/// most a few levels of a few entries.
+/// most a few levels of at most 31 entries.
 fn child_ino(parent: u64, i: usize) -> u64 {
-    INO_BASE | ((parent - INO_BASE) << 4) | (i as u64 + 1)
+    INO_BASE | ((parent - INO_BASE) << 5) | (i as u64 + 1)
 }
 
 impl Node for SysNode {

@@ -26,9 +26,49 @@ use crate::task::wait::WaitQueue;
 
 /// Bytes a new pipe holds (Linux's default pipe size); `F_SETPIPE_SZ` changes it per pipe.
 pub const PIPE_CAPACITY: usize = 64 * 1024;
-/// The largest size `F_SETPIPE_SZ` gives a process without privilege (Linux's default
-/// `/proc/sys/fs/pipe-max-size`).
-pub const PIPE_MAX_SIZE: usize = 1024 * 1024;
+/// The largest size `F_SETPIPE_SZ` gives a process without privilege, and the most a new
+/// pipe of such a process holds (`/proc/sys/fs/pipe-max-size`; Linux's default, 1 MiB).
+static PIPE_MAX_SIZE: core::sync::atomic::AtomicUsize =
+    core::sync::atomic::AtomicUsize::new(1024 * 1024);
+
+/// `/proc/sys/fs/pipe-max-size`.
+pub fn max_size() -> usize {
+    PIPE_MAX_SIZE.load(core::sync::atomic::Ordering::Relaxed)
+}
+
+/// Writing `/proc/sys/fs/pipe-max-size` (root, checked by procfs): rounded up as
+/// `F_SETPIPE_SZ` rounds (a page at least, else a power of two); EINVAL past 2 GiB.
+pub fn set_max_size(size: usize) -> Result<(), Errno> {
+    let size = round_size(size)?;
+    PIPE_MAX_SIZE.store(size, core::sync::atomic::Ordering::Relaxed);
+    Ok(())
+}
+
+/// A pipe size as Linux rounds it: a page at least, else a power of two; EINVAL past 2 GiB.
+fn round_size(size: usize) -> Result<usize, Errno> {
+    const PAGE: usize = 4096;
+    let size = if size <= PAGE {
+        PAGE
+    } else {
+        size.checked_next_power_of_two().ok_or(Errno::EINVAL)?
+    };
+    if size > u32::MAX as usize / 2 + 1 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(size)
+}
+/// What a new pipe holds: [`PIPE_CAPACITY`], or less when pipe-max-size is lower and the
+/// creating process lacks CAP_SYS_RESOURCE (Linux's `alloc_pipe_info`).
+fn new_capacity() -> usize {
+    const CAP_SYS_RESOURCE: u32 = 24;
+    let max = max_size();
+    if max < PIPE_CAPACITY && !crate::task::current_cred().caps.has(CAP_SYS_RESOURCE) {
+        max
+    } else {
+        PIPE_CAPACITY
+    }
+}
+
 /// Writes up to this size are atomic.
 pub const PIPE_BUF: usize = 4096;
 
@@ -122,7 +162,7 @@ impl Pipe {
                 packets: VecDeque::new(),
                 bytes_in: 0,
                 bytes_out: 0,
-                capacity: PIPE_CAPACITY,
+                capacity: new_capacity(),
                 readers: 0,
                 writers: 0,
                 reader_opens: 0,
@@ -425,18 +465,10 @@ impl Pipe {
 
     /// `F_SETPIPE_SZ`: hold `size` bytes, rounded up as Linux rounds (a page at least, else
     /// a power of two); returns the size set. EINVAL when no size fits, EPERM above
-    /// [`PIPE_MAX_SIZE`] without privilege (`privileged`), EBUSY if more than that is in it.
+    /// [`max_size`] without privilege (`privileged`), EBUSY if more than that is in it.
     pub fn set_capacity(&self, size: usize, privileged: bool) -> Result<usize, Errno> {
-        const PAGE: usize = 4096;
-        let size = if size <= PAGE {
-            PAGE
-        } else {
-            size.checked_next_power_of_two().ok_or(Errno::EINVAL)?
-        };
-        if size > u32::MAX as usize / 2 + 1 {
-            return Err(Errno::EINVAL);
-        }
-        if size > PIPE_MAX_SIZE && !privileged {
+        let size = round_size(size)?;
+        if size > max_size() && !privileged {
             return Err(Errno::EPERM);
         }
         let mut st = self.state.lock();

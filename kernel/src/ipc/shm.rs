@@ -20,8 +20,20 @@ use crate::mm::area::SharedAnon;
 use crate::sync::Mutex;
 use crate::task::cred::Cred;
 
-/// Largest segment (bytes): what the mmap range can hold comfortably.
-pub const SHMMAX: usize = 64 << 30;
+/// Largest segment (bytes) by default: what the mmap range can hold comfortably.
+const SHMMAX_DEFAULT: usize = 64 << 30;
+static SHMMAX: core::sync::atomic::AtomicUsize =
+    core::sync::atomic::AtomicUsize::new(SHMMAX_DEFAULT);
+
+/// The largest segment shmget makes (`/proc/sys/kernel/shmmax`).
+pub fn shmmax() -> usize {
+    SHMMAX.load(core::sync::atomic::Ordering::Relaxed)
+}
+
+/// Writing `/proc/sys/kernel/shmmax` (root, checked by procfs).
+pub fn set_shmmax(bytes: usize) {
+    SHMMAX.store(bytes, core::sync::atomic::Ordering::Relaxed);
+}
 /// Most segments at once (Linux's default SHMMNI).
 pub const SHMMNI: usize = 4096;
 /// Most pages of all segments together (Linux's default SHMALL: no limit of its own).
@@ -66,7 +78,7 @@ impl IpcObject for Segment {
 static TABLE: Mutex<Registry<Segment>> = Mutex::new(Registry::new(SHMMNI));
 
 /// `shmget`: the id of the segment of `key`, created (zero-filled, `size` bytes) when the key
-/// is `IPC_PRIVATE` or `IPC_CREAT` asks for it.
+/// is `IPC_PRIVATE` or `IPC_CREAT` asks for it (not with SHM_HUGETLB: EINVAL).
 pub fn get(key: i32, size: usize, flags: u32, cred: &Cred, pid: usize) -> Result<i32, Errno> {
     TABLE.lock().get_or_create(
         key,
@@ -79,7 +91,9 @@ pub fn get(key: i32, size: usize, flags: u32, cred: &Cred, pid: usize) -> Result
             Ok(())
         },
         |perm| {
-            if size == 0 || size > SHMMAX {
+            // No huge pages here (Linux without CONFIG_HUGETLBFS): EINVAL.
+            const SHM_HUGETLB: u32 = 0o4000;
+            if size == 0 || size > shmmax() || flags & SHM_HUGETLB != 0 {
                 return Err(Errno::EINVAL);
             }
             Ok(Segment {

@@ -119,7 +119,7 @@ pub fn sys_shmctl(id: usize, cmd: usize, buf: usize) -> SysResult {
             // struct shminfo64: shmmax, shmmin, shmmni, shmseg, shmall (pages), 4 unused.
             let mut b = [0u8; 72];
             let limits = [
-                shm::SHMMAX as u64,
+                shm::shmmax() as u64,
                 1,
                 shm::SHMMNI as u64,
                 shm::SHMMNI as u64,

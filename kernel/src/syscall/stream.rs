@@ -314,6 +314,13 @@ pub fn sys_ioctl(fd: i32, cmd: usize, arg: usize) -> SysResult {
     {
         return block_ioctl(d, cmd, arg);
     }
+    // RNDGETENTCNT: the random devices' entropy count (the other random ioctls, which feed
+    // or clear the pool, are not built: ENOTTY).
+    const RNDGETENTCNT: u32 = 0x8004_5200;
+    if cmd == RNDGETENTCNT && crate::fs::devfs::is_random(&*f.loc.node) {
+        copy_out(arg, &crate::fs::devfs::ENTROPY_BITS.to_le_bytes())?;
+        return Ok(0);
+    }
     match stream_of(&f) {
         Some(Stream::Tty) => crate::tty::ioctl(cmd, arg, &copy_in, &copy_out),
         Some(Stream::Pipe(p)) if cmd == 0x541b => {
