@@ -261,10 +261,10 @@ test-pjdfstest-guest: images
 
 
 # The console shell as a person uses it (tests/shell.sh): QEMU in a tmux pane, commands typed
-# with send-keys (a pipe, a redirection, ^C of a running command, line editing), the screen
-# read back with capture-pane, and `exit 3` must end QEMU with status 3.
+# with send-keys (a pipe, a redirection, ^C and ^Z of a running command, fg, line editing),
+# the screen read back with capture-pane, and `exit 3` must end QEMU with status 3.
 # On a fresh copy of the Debian root (what `make run` boots) and fresh disks.
-## test-shell: Debian's bash typed at in tmux: prompt, pipes, ^C, line editing, ps, python3, vi, less, exit status
+## test-shell: Debian's bash typed at in tmux: prompt, pipes, ^C, ^Z and fg, line editing, ps, python3, vi, less, exit status
 # Two harts, as `make run` boots.
 test-shell: SMP = 2
 test-shell: debian-root kernel images

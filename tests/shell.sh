@@ -3,7 +3,7 @@
 # first process (Debian's bash as a login shell, in /root); commands are typed with `tmux
 # send-keys`, the screen is read with `capture-pane`. Checks: the prompt, a command's output, a
 # pipeline and a redirection onto /dbfs, ^C stopping a running `sleep` (status 130, the prompt
-# back), line editing (backspace, history recall with Up), ps and /proc, python3, vi (insert,
+# back), ^Z stopping one (jobs lists it, fg continues it), line editing (backspace, history recall with Up), ps and /proc, python3, vi (insert,
 # save, quit) and less (a page, then q), and `exit 3` ending QEMU with status 3. Every wait is
 # bounded; the session is killed on exit.
 #
@@ -46,6 +46,20 @@ sleep 2
 tmux send-keys -t "$session" C-c
 type_line 'echo after=$?'
 wait_for "after=130" 20
+# Job control: ^Z stops a running sleep (bash reports it Stopped), jobs lists it, fg
+# continues it in the foreground, and ^C then ends it.
+type_line 'sleep 200'
+sleep 2
+tmux send-keys -t "$session" C-z
+wait_for "Stopped" 20
+type_line 'jobs; echo jobs-listed'
+wait_for "jobs-listed" 20
+[ "$(screen | grep -c 'Stopped.*sleep 200')" -ge 2 ] || { echo "shell test: jobs did not list the stopped sleep" >&2; screen >&2; exit 1; }
+type_line 'fg'
+sleep 2
+tmux send-keys -t "$session" C-c
+type_line 'echo fg=$?'
+wait_for "fg=130" 20
 # Line editing: a typo fixed with backspace, then the line recalled with Up and run again.
 tmux send-keys -t "$session" -l -- 'echo fixedX'
 tmux send-keys -t "$session" BSpace
@@ -89,4 +103,4 @@ if [ "$status" != 3 ]; then
 	screen >&2
 	exit 1
 fi
-echo "shell test: ok (prompt in /root, output, pipe and redirection, ^C, line editing, ps and /proc, python3, vi, less, exit status)"
+echo "shell test: ok (prompt in /root, output, pipe and redirection, ^C, ^Z and fg, line editing, ps and /proc, python3, vi, less, exit status)"

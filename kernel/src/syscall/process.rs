@@ -348,11 +348,18 @@ pub fn sys_wait4(pid: isize, wstatus: usize, options: u32, rusage: usize) -> Sys
         p if p < 0 => task::WaitFor::Pgid(p.unsigned_abs()),
         p => task::WaitFor::Pid(p as usize),
     };
-    match task::wait_child(which, true, options & WNOHANG != 0, true)? {
+    let jobs = (true, options & WUNTRACED != 0, options & WCONTINUED != 0);
+    match task::wait_child(which, jobs, options & WNOHANG != 0, true)? {
         None => Ok(0),
         Some(w) => {
             if wstatus != 0 {
-                super::args::copy_out(wstatus, &w.status.wait_status().to_le_bytes())?;
+                // A stop is `sig << 8 | 0x7f`, a continue 0xffff (Linux's encoding).
+                let word = match w.report {
+                    Some(task::JobReport::Stopped(sig)) => (sig << 8) | 0x7f,
+                    Some(task::JobReport::Continued) => 0xffff,
+                    None => w.status.wait_status(),
+                };
+                super::args::copy_out(wstatus, &word.to_le_bytes())?;
             }
             if rusage != 0 {
                 super::args::copy_out(rusage, &rusage_of(w.cpu, w.rss_peak))?;
@@ -379,8 +386,8 @@ pub(super) fn rusage_of(cpu: crate::task::CpuTime, rss_pages: usize) -> [u8; 144
 /// exit, and describe it in the `siginfo_t` at `infop` as Linux does (`si_signo` SIGCHLD,
 /// `si_code` CLD_EXITED or CLD_KILLED, `si_pid`, `si_uid`, `si_status`). WNOWAIT leaves the
 /// child to be waited for again; WNOHANG with nothing ready returns 0 with a zeroed
-/// `siginfo_t` (`si_pid` 0). Stops and continues never happen here (no job control), so
-/// WSTOPPED and WCONTINUED are accepted and never report.
+/// `siginfo_t` (`si_pid` 0). WSTOPPED and WCONTINUED report a child's stop (CLD_STOPPED, the
+/// signal) and continue (CLD_CONTINUED, SIGCONT) once (`task::jobctl`).
 pub fn sys_waitid(
     idtype: usize,
     id: usize,
@@ -437,21 +444,24 @@ pub fn sys_waitid(
     if infop != 0 {
         with_space(|s| uaccess::segments(s, infop, 128, crate::mm::area::Access::Write))?;
     }
-    let waited = task::wait_child(
-        which,
+    let jobs = (
         options & WEXITED != 0,
-        nohang,
-        options & WNOWAIT == 0,
-    )?;
+        options & WSTOPPED != 0,
+        options & WCONTINUED != 0,
+    );
+    let waited = task::wait_child(which, jobs, nohang, options & WNOWAIT == 0)?;
     if waited.is_none() && pidfd_nonblock {
         return Err(Errno::EAGAIN);
     }
     let mut info = [0u8; SIGINFO_BYTES];
     if let Some(w) = waited {
-        let (code, status) = match w.status {
-            task::ExitStatus::Exited(c) => (CLD_EXITED, c & 0xff),
-            task::ExitStatus::Signaled(s) => (CLD_KILLED, s),
-            task::ExitStatus::Dumped(s) => (CLD_DUMPED, s),
+        use task::siginfo::{CLD_CONTINUED, CLD_STOPPED};
+        let (code, status) = match (w.report, w.status) {
+            (Some(task::JobReport::Stopped(sig)), _) => (CLD_STOPPED, sig),
+            (Some(task::JobReport::Continued), _) => (CLD_CONTINUED, 18),
+            (None, task::ExitStatus::Exited(c)) => (CLD_EXITED, c & 0xff),
+            (None, task::ExitStatus::Signaled(s)) => (CLD_KILLED, s),
+            (None, task::ExitStatus::Dumped(s)) => (CLD_DUMPED, s),
         };
         // Linux's waitid fills signo, code, pid, uid and status; the times stay 0.
         info = SigInfo::child(code, w.pid, w.uid, status, 0, 0).to_user();

@@ -241,27 +241,31 @@ pub struct Waited {
     pub rss_peak: usize,
     /// The child's real uid (waitid's `si_uid`).
     pub uid: u32,
+    /// Not an exit but a stop or a continue (`status` then means nothing).
+    pub report: Option<super::process::JobReport>,
 }
 
-/// wait4/waitid: find an exited child that `which` selects and, if `reap` (no WNOWAIT), reap
-/// it. `Ok(None)` with `nohang` and nothing yet; ECHILD when no child matches at all. With
-/// `exited` false (waitid without WEXITED) exits are not reported, and as nothing here stops
-/// or continues a process, such a wait sleeps until a signal. Children are processes: a
-/// thread is never waited for.
+/// wait4/waitid: find a child that `which` selects and that exited (if `exited`), stopped
+/// (`stopped`: WUNTRACED, WSTOPPED) or continued (`continued`: WCONTINUED) since its last
+/// report, and, if `reap` (no WNOWAIT), reap it or take the report. `Ok(None)` with `nohang`
+/// and nothing yet; ECHILD when no child matches at all. Children are processes: a thread is
+/// never waited for.
 pub fn wait_child(
     which: WaitFor,
-    exited: bool,
+    (exited, stopped, continued): (bool, bool, bool),
     nohang: bool,
     reap: bool,
 ) -> Result<Option<Waited>, Errno> {
+    use super::process::JobReport;
     loop {
         let me = current();
         let found = {
             let mut inner = me.inner.lock();
             let mut any = false;
             let mut zombie = None;
+            let mut job = None;
             for (i, c) in inner.children.iter().enumerate() {
-                let ci = c.inner.lock();
+                let mut ci = c.inner.lock();
                 let selected = match which {
                     WaitFor::Any => true,
                     WaitFor::Pid(pid) => pid == c.pid,
@@ -273,10 +277,36 @@ pub fn wait_child(
                         zombie = Some((i, st, ci.cred.uid));
                         break;
                     }
+                    let wanted = match ci.job_report {
+                        Some(JobReport::Stopped(_)) => stopped,
+                        Some(JobReport::Continued) => continued,
+                        None => false,
+                    };
+                    if wanted && ci.zombie.is_none() {
+                        let report = ci.job_report;
+                        if reap {
+                            ci.job_report = None;
+                        }
+                        job = Some((c.clone(), report, ci.cred.uid));
+                        break;
+                    }
                 }
             }
             if !any {
                 return Err(Errno::ECHILD);
+            }
+            if let Some((child, report, uid)) = job {
+                drop(inner);
+                let cpu = child.cpu();
+                let rss_peak = child.inner.lock().rss_peak();
+                return Ok(Some(Waited {
+                    pid: child.pid,
+                    status: ExitStatus::Exited(0),
+                    cpu,
+                    rss_peak,
+                    uid,
+                    report,
+                }));
             }
             zombie.map(|(i, st, uid)| {
                 let child = if reap {
@@ -316,6 +346,7 @@ pub fn wait_child(
                 cpu: spent,
                 rss_peak,
                 uid,
+                report: None,
             }));
         }
         if nohang {

@@ -62,6 +62,7 @@ fn new_process(pid: usize, inner: ProcInner, root: Option<Arc<str>>) -> Arc<Proc
         inner: crate::sync::Mutex::new(inner),
         sig_pending: AtomicU64::new(0),
         sig_queue: SpinLock::new(SigQueue::new()),
+        stopped: AtomicBool::new(false),
         root: SpinLock::new(root),
     })
 }
@@ -175,6 +176,7 @@ pub fn fork(
             pdeath_signal: 0,
             timer_slack_ns: p.timer_slack_ns,
             xcpu_next_sec: 0,
+            job_report: None,
         };
         (inner, ctf)
     };

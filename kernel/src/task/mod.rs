@@ -42,6 +42,7 @@ pub mod files;
 mod fork;
 pub mod futex;
 pub mod itimer;
+mod jobctl;
 mod kthread;
 mod lookup;
 pub mod policy;
@@ -73,6 +74,7 @@ pub use lookup::{
     all_processes, find, find_thread, processes_in_group, unmap_file_pages_everywhere,
     write_protect_file_pages_everywhere,
 };
+pub use process::JobReport;
 pub use process::{CpuTime, ExitStatus, ProcInner, Process, Thread, DEFAULT_TIMER_SLACK_NS};
 pub use run::{
     check_cpu_limit, cpu_times, entered_kernel, in_syscall, not_running_for, process_cpu, run,

@@ -43,6 +43,14 @@ impl ExitStatus {
     }
 }
 
+/// What a child's parent has yet to take with wait (job control, `jobctl`): a stop by signal
+/// `sig`, or a continue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JobReport {
+    Stopped(i32),
+    Continued,
+}
+
 /// A thread's scheduling state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum State {
@@ -125,6 +133,8 @@ pub struct ProcInner {
     /// RLIMIT_CPU: the second of CPU time at which the next SIGXCPU is due (0: at the soft
     /// limit). Not inherited by fork (the child's CPU time starts at 0).
     pub xcpu_next_sec: u64,
+    /// A stop or continue its parent's wait has yet to take (`jobctl`).
+    pub job_report: Option<JobReport>,
 }
 
 /// Linux's default timer slack, 50 us (PR_GET_TIMERSLACK before any PR_SET_TIMERSLACK).
@@ -179,6 +189,7 @@ impl ProcInner {
             pdeath_signal: 0,
             timer_slack_ns: DEFAULT_TIMER_SLACK_NS,
             xcpu_next_sec: 0,
+            job_report: None,
             exe,
         }
     }
@@ -193,6 +204,9 @@ pub struct Process {
     pub sig_pending: AtomicU64,
     /// The siginfos of the process-directed pending signals (see `siginfo`).
     pub sig_queue: SpinLock<SigQueue, { rank::SIGQUEUE }>,
+    /// Stopped by a stop signal (`jobctl`): its threads sleep on their way to user mode
+    /// until SIGCONT or SIGKILL. Read without the lock on every return to user mode.
+    pub stopped: AtomicBool,
     /// The `satp` value of the address space (`inner.space`), kept beside it so that the
     /// scheduler switches to it without the lock: a thread may give the CPU away holding
     /// the lock (a device flush below a page fault or an munmap's write-back).

@@ -48,6 +48,9 @@ pub fn deliver(tf: &mut TrapFrame, restart: Option<usize>) {
             drop(p);
             exit_thread(ExitStatus::Signaled(SIGKILL as i32));
         }
+        if p.stopped.load(Relaxed) {
+            super::jobctl::wait_while_stopped(&p, &t);
+        }
         let pend = t.sig_pending.load(Relaxed) | p.sig_pending.load(Relaxed);
         let mut inner = p.inner.lock();
         let mut ti = t.inner.lock();
@@ -70,8 +73,15 @@ pub fn deliver(tf: &mut TrapFrame, restart: Option<usize>) {
             continue;
         }
         if action.handler == SIG_DFL || sig == SIGKILL {
-            if default_action(sig) == Default_::Ignore {
-                continue;
+            match default_action(sig) {
+                Default_::Ignore => continue,
+                Default_::Stop if sig != SIGKILL => {
+                    drop(ti);
+                    drop(inner);
+                    super::jobctl::stop(&p, sig);
+                    continue;
+                }
+                _ => {}
             }
             drop(ti);
             drop(inner);

@@ -28,6 +28,8 @@ pub const SI_TKILL: i32 = -6;
 pub const CLD_EXITED: i32 = 1;
 pub const CLD_KILLED: i32 = 2;
 pub const CLD_DUMPED: i32 = 3;
+pub const CLD_STOPPED: i32 = 5;
+pub const CLD_CONTINUED: i32 = 6;
 /// SIGPOLL's (and signal-driven I/O's) codes: data to read, room to write, a message (a
 /// lease broken), the other end gone.
 pub const POLL_IN: i32 = 1;

@@ -12,12 +12,12 @@
 //! kept and the RLIMIT_SIGPENDING rule), and sleeping threads that do not block it are
 //! woken so their system calls can return `EINTR`. It is *delivered* just before a thread
 //! that does not block it returns to user mode
-//! (`sigframe::deliver`): the default action (terminate, or ignore), or a call of the handler
+//! (`sigframe::deliver`): the default action (terminate, ignore or stop), or a call of the handler
 //! with a `rt_sigframe` pushed on the user stack, laid out as Linux riscv64 does (siginfo,
 //! then ucontext with the saved mask and all registers), returning through a two-instruction
 //! trampoline page (`rt_sigreturn`) the loader maps at `arch::vdso::SIGRETURN_TRAMPOLINE` (Linux uses
-//! its vDSO; ours, `arch::vdso`, holds only the clock). Stop signals (SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU) are accepted
-//! but do not stop anything yet: there is no job control stop/continue.
+//! its vDSO; ours, `arch::vdso`, holds only the clock). Stop signals (SIGSTOP, SIGTSTP,
+//! SIGTTIN, SIGTTOU) stop the process and SIGCONT continues it (`jobctl`).
 //!
 //! System calls that sleep return [`ERESTARTSYS`] when a signal interrupts them; delivery
 //! turns that into a restart of the call (no handler ran, or the handler has `SA_RESTART`) or
@@ -112,6 +112,70 @@ fn enqueue(
     Ok(())
 }
 
+/// Threads of stopped processes sleep here (`jobctl`); SIGCONT and SIGKILL wake them.
+pub(super) static STOPPED: super::wait::WaitQueue = super::wait::WaitQueue::new();
+
+/// The stop signals (SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU).
+const STOPS: u64 = bit(19) | bit(20) | bit(21) | bit(22);
+
+/// Job control at `sig`'s generation for `p` (before it is made pending; `jobctl` has the
+/// rules): SIGCONT continues a stopped process and drops its pending stop signals, a stop
+/// signal drops a pending SIGCONT, SIGKILL wakes a stopped process so that it can die.
+fn job_control(p: &Arc<Process>, sig: usize) {
+    const SIGCONT: usize = 18;
+    if bit(sig) & STOPS != 0 {
+        discard(p, SIGCONT);
+    } else if sig == SIGCONT {
+        for s in 19..=22 {
+            discard(p, s);
+        }
+        let continued = {
+            let mut inner = p.inner.lock();
+            let was = p.stopped.swap(false, Relaxed);
+            if was {
+                inner.job_report = Some(super::process::JobReport::Continued);
+            }
+            was
+        };
+        if continued {
+            STOPPED.wake_all();
+            notify_parent(p, super::siginfo::CLD_CONTINUED, SIGCONT as i32);
+        }
+    } else if sig == SIGKILL {
+        STOPPED.wake_all();
+    }
+}
+
+/// Tell `p`'s parent that `p` stopped or continued (`code` CLD_STOPPED or CLD_CONTINUED,
+/// `status` the signal): its waits are woken, and it gets SIGCHLD unless its SIGCHLD action
+/// has SA_NOCLDSTOP.
+pub(super) fn notify_parent(p: &Arc<Process>, code: i32, status: i32) {
+    let (ppid, uid) = {
+        let i = p.inner.lock();
+        (i.ppid, i.cred.uid)
+    };
+    let Some(parent) = super::sched::SCHED.lock().all.get(&ppid).cloned() else {
+        return;
+    };
+    super::sched::wake_process(&parent);
+    let quiet = parent.inner.lock().sig.actions[super::sigstate::SIGCHLD - 1].flags
+        & super::sigstate::SA_NOCLDSTOP
+        != 0;
+    if !quiet {
+        let cpu = p.cpu();
+        let ticks = |ns: u64| ns / 10_000_000;
+        let info = SigInfo::child(
+            code,
+            p.pid,
+            uid,
+            status,
+            ticks(cpu.user_ns()),
+            ticks(cpu.sys_ns),
+        );
+        let _ = send_info(&parent, info);
+    }
+}
+
 /// Generate `info`'s signal (1..=64) for process `p` (process-directed: any thread that
 /// does not block it may take it). EAGAIN when a real-time signal's siginfo is over the
 /// limit.
@@ -122,6 +186,8 @@ pub fn send_info(p: &Arc<Process>, info: SigInfo) -> Result<(), Errno> {
     }
     let any_blocks =
         |threads: &[Arc<Thread>]| threads.iter().any(|t| blocks(&t.inner.lock().sig, sig));
+    // Job control acts at generation, whether the signal is then kept or dropped.
+    job_control(p, sig);
     let Some(charge) = admit(p, sig, any_blocks) else {
         return Ok(());
     };
@@ -144,6 +210,7 @@ pub fn send_thread_info(t: &Arc<Thread>, info: SigInfo) -> Result<(), Errno> {
         return Err(Errno::EINVAL);
     }
     let blocked = |_: &[Arc<Thread>]| blocks(&t.inner.lock().sig, sig);
+    job_control(&t.process, sig);
     let Some(charge) = admit(&t.process, sig, blocked) else {
         return Ok(());
     };

@@ -41,8 +41,10 @@ pub const SIGWINCH: usize = 28;
 pub const SIG_DFL: usize = 0;
 
 pub const SIG_IGN: usize = 1;
-/// sigaction flag: children of the process leave no zombie when they exit.
-pub const SA_NOCLDWAIT: u64 = 1;
+/// sigaction flag of SIGCHLD: no SIGCHLD when a child stops or continues.
+pub const SA_NOCLDSTOP: u64 = 1;
+/// sigaction flag of SIGCHLD: children of the process leave no zombie when they exit.
+pub const SA_NOCLDWAIT: u64 = 2;
 
 pub const SA_ONSTACK: u64 = 0x0800_0000;
 
@@ -76,6 +78,8 @@ pub struct SigAction {
 pub(super) enum Default_ {
     Terminate,
     Ignore,
+    /// Stop the process (`jobctl`).
+    Stop,
 }
 
 /// Whether `sig`'s default action also dumps core (signal(7)'s "Core").
@@ -87,8 +91,7 @@ pub(super) fn dumps_core(sig: usize) -> bool {
 pub(super) fn default_action(sig: usize) -> Default_ {
     match sig {
         SIGCHLD | SIGCONT | SIGURG | SIGWINCH => Default_::Ignore,
-        // Stopping is not implemented: treated as ignored (see the module docs).
-        SIGSTOP | SIGTSTP | SIGTTIN | SIGTTOU => Default_::Ignore,
+        SIGSTOP | SIGTSTP | SIGTTIN | SIGTTOU => Default_::Stop,
         _ => Default_::Terminate,
     }
 }

@@ -23,6 +23,7 @@ pub fn return_to_user_restarting(restart: Option<usize>) -> ! {
     if restart.is_some()
         || me.must_exit()
         || me.sig_pending.load(Relaxed) | me.process.sig_pending.load(Relaxed) != 0
+        || me.process.stopped.load(Relaxed)
     {
         // SAFETY: the frame belongs to the current thread, which only this code touches now.
         super::sigframe::deliver(unsafe { &mut *tf }, restart);
@@ -43,6 +44,7 @@ pub fn return_unlocked(tf: *mut TrapFrame) -> ! {
     if crate::arch::hart::holds_lock()
         || me.must_exit()
         || me.sig_pending.load(Relaxed) | me.process.sig_pending.load(Relaxed) != 0
+        || me.process.stopped.load(Relaxed)
     {
         super::lock_kernel();
         return_to_user_restarting(None)

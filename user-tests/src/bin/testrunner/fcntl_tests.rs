@@ -5,7 +5,7 @@
 //! conflicting open (EWOULDBLOCK with O_NONBLOCK, SIGIO to the holder, the opener waits
 //! until it is given up); pipe2(O_DIRECT) reads one write at a time; MADV_WIPEONFORK and
 //! MADV_DONTFORK change what a child gets; /dev/zero maps as anonymous memory with a file's
-//! access rules.
+//! access rules; job control's stop and continue reach the parent.
 
 use user_tests::abi::fcntl::{Flock, F_RDLCK, F_UNLCK, F_WRLCK};
 use user_tests::abi::syscall::*;
@@ -330,4 +330,93 @@ pub fn dev_zero_maps_anonymous_memory(_cx: &Ctx) -> TestResult {
     sys::close(rw).what("close")?;
     sys::close(ro).what("close")?;
     Ok(())
+}
+
+/// Job control: SIGSTOP stops a child (it runs no more), its parent's wait4(WUNTRACED) and
+/// SIGCHLD (CLD_STOPPED) say so once; SIGCONT continues it (WCONTINUED: 0xffff, CLD_CONTINUED)
+/// and it runs again; SIGKILL ends a stopped child.
+pub fn stop_and_continue_reach_the_parent(_cx: &Ctx) -> TestResult {
+    use crate::proc_tests::{kill, sleep_ms};
+    const SIGKILL: usize = 9;
+    const SIGCONT: usize = 18;
+    const SIGSTOP: usize = 19;
+    const SIGCHLD: usize = 17;
+    const WNOHANG: u32 = 1;
+    const WUNTRACED: u32 = 2;
+    const WCONTINUED: u32 = 8;
+    const CLD_STOPPED: i32 = 5;
+    const CLD_CONTINUED: i32 = 6;
+    let counter = sys::mmap(
+        0,
+        4096,
+        PROT_READ | PROT_WRITE,
+        MAP_SHARED | MAP_ANONYMOUS,
+        -1,
+        0,
+    )
+    .what("mmap")?;
+    let count = || u64::from_le_bytes(counter.read(0, 8).try_into().unwrap_or([0; 8]));
+    with_blocked(1 << (SIGCHLD - 1), || {
+        let pid = sys::fork().what("fork")?;
+        if pid == 0 {
+            let mut n = 0u64;
+            loop {
+                n += 1;
+                counter.write(0, &n.to_le_bytes());
+                sys::sched_yield();
+            }
+        }
+        let result = (|| {
+            sleep_ms(50);
+            ensure!(count() > 0, "the child never ran");
+            ensure!(kill(pid, SIGSTOP) == 0, "kill SIGSTOP failed");
+            let (got, st) = sys::wait4(pid, WUNTRACED).what("wait4 WUNTRACED")?;
+            ensure!(
+                got == pid && st.0 == (SIGSTOP as i32) << 8 | 0x7f,
+                "wait4(WUNTRACED) gave pid {got} status {:#x}, expected {pid} and 0x137f",
+                st.0
+            );
+            let info = wait(1 << (SIGCHLD - 1), 2000).what("SIGCHLD of the stop")?;
+            ensure!(
+                info.code == CLD_STOPPED && info.pid == pid,
+                "the stop's SIGCHLD: code {} pid {}",
+                info.code,
+                info.pid
+            );
+            // Reported once; and a stopped child runs no more.
+            let (again, _) = sys::wait4(pid, WUNTRACED | WNOHANG).what("wait4 again")?;
+            ensure!(again == 0, "a stop was reported twice");
+            let before = count();
+            sleep_ms(100);
+            ensure!(count() == before, "the stopped child kept running");
+            ensure!(kill(pid, SIGCONT) == 0, "kill SIGCONT failed");
+            let (got, st) = sys::wait4(pid, WCONTINUED).what("wait4 WCONTINUED")?;
+            ensure!(
+                got == pid && st.0 == 0xffff,
+                "wait4(WCONTINUED) gave pid {got} status {:#x}, expected 0xffff",
+                st.0
+            );
+            let info = wait(1 << (SIGCHLD - 1), 2000).what("SIGCHLD of the continue")?;
+            ensure!(
+                info.code == CLD_CONTINUED,
+                "the continue's SIGCHLD code {}",
+                info.code
+            );
+            sleep_ms(50);
+            ensure!(count() > before, "the continued child did not run");
+            // SIGKILL ends a stopped child.
+            ensure!(kill(pid, SIGSTOP) == 0, "kill SIGSTOP failed");
+            sys::wait4(pid, WUNTRACED).what("wait4 the second stop")?;
+            Ok(())
+        })();
+        kill(pid, SIGKILL);
+        let (_, st) = sys::waitpid(pid).what("wait4 the killed child")?;
+        result?;
+        ensure!(
+            st.signal() == Some(SIGKILL as i32),
+            "the stopped child did not die of SIGKILL: status {:#x}",
+            st.0
+        );
+        Ok(())
+    })
 }

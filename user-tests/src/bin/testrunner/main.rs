@@ -440,6 +440,10 @@ pub const TESTS: &[Test] = &[
         "dev_zero_maps_anonymous_memory",
         fcntl_tests::dev_zero_maps_anonymous_memory,
     ),
+    t(
+        "stop_and_continue_reach_the_parent",
+        fcntl_tests::stop_and_continue_reach_the_parent,
+    ),
     // scheduling policies, host names, personality, getcpu
     t("sched_policy_calls", sched_tests::sched_policy_calls),
     t("host_names", sched_tests::host_names),

@@ -777,13 +777,13 @@ unsafe fn vfork() -> SysResult<i32> {
 }
 
 /// `kill(pid, sig)`, the result ignored by callers that only clean up.
-fn kill(pid: i32, sig: usize) -> isize {
+pub(crate) fn kill(pid: i32, sig: usize) -> isize {
     // SAFETY: no pointer arguments.
     unsafe { user_tests::raw::syscall2(abi::syscall::SYS_KILL, pid as usize, sig) }
 }
 
 /// Sleep `ms` milliseconds (nanosleep).
-fn sleep_ms(ms: u64) {
+pub(crate) fn sleep_ms(ms: u64) {
     let ts: [u64; 2] = [ms / 1000, (ms % 1000) * 1_000_000];
     // SAFETY: `ts` is a readable struct timespec; no remainder pointer.
     unsafe { user_tests::raw::syscall2(abi::syscall::SYS_NANOSLEEP, ts.as_ptr() as usize, 0) };

@@ -10,7 +10,7 @@ use crate::{ensure, expect_errno, get_file, Check, Ctx, TestResult};
 
 const SIGCHLD: i32 = 17;
 const SIG_IGN: u64 = 1;
-const SA_NOCLDWAIT: u64 = 1;
+const SA_NOCLDWAIT: u64 = 2;
 const RUSAGE_SELF: i32 = 0;
 const RUSAGE_CHILDREN: i32 = -1;
 
