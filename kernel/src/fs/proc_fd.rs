@@ -24,10 +24,11 @@ use super::devfs::{list, meta};
 use super::file::OpenFile;
 use super::mount_table::Loc;
 
-/// `/proc/<pid>/fd`, inode `dir_ino` (given by procfs).
+/// `/proc/<pid>/fd`, or with `info` `/proc/<pid>/fdinfo`, inode `dir_ino` (given by procfs).
 pub struct FdDir {
     pub pid: usize,
     pub dir_ino: u64,
+    pub info: bool,
 }
 
 /// `/proc/<pid>/fd/<fd>`.
@@ -38,12 +39,6 @@ pub struct FdLink {
 
 fn link_ino(pid: usize, fd: i32) -> u64 {
     (1 << 40) | ((pid as u64) << 12) | fd as u64
-}
-
-/// `/proc/<pid>/fdinfo`, inode `dir_ino` (given by procfs).
-pub struct FdInfoDir {
-    pub pid: usize,
-    pub dir_ino: u64,
 }
 
 /// `/proc/<pid>/fdinfo/<fd>`.
@@ -112,29 +107,51 @@ impl Node for FdDir {
         self
     }
     fn getattr(&self) -> VfsResult<Metadata> {
-        let p = crate::task::ps::info(self.pid).ok_or(VfsError::NotFound)?;
-        let mut m = meta(self.dir_ino, FileType::Directory, 0o500, 0, 0);
-        m.uid = p.uid;
-        m.gid = p.gid;
-        Ok(m)
+        fd_dir_meta(self.pid, self.dir_ino)
     }
     fn lookup(&self, name: &str) -> VfsResult<NodeRef> {
-        let fd: i32 = name.parse().map_err(|_| VfsError::NotFound)?;
-        if name.starts_with('+') || (name.starts_with('0') && name != "0") {
-            return Err(VfsError::NotFound);
-        }
-        open_file(self.pid, fd)?;
-        Ok(Arc::new(FdLink { pid: self.pid, fd }))
+        let (pid, fd) = (self.pid, fd_named(self.pid, name)?);
+        Ok(if self.info {
+            Arc::new(FdInfo { pid, fd })
+        } else {
+            Arc::new(FdLink { pid, fd })
+        })
     }
     fn readdir(&self, cookie: u64, sink: &mut dyn FnMut(DirEntry<'_>) -> bool) -> VfsResult<()> {
+        let (ftype, ino): (_, fn(usize, i32) -> u64) = if self.info {
+            (FileType::Regular, info_ino)
+        } else {
+            (FileType::Symlink, link_ino)
+        };
         let fds = crate::task::ps::with_files(self.pid, |t| t.fds().numbers())
             .ok_or(VfsError::NotFound)?;
         let entries: Vec<(String, u64, FileType)> = fds
             .into_iter()
-            .map(|fd| (format!("{fd}"), link_ino(self.pid, fd), FileType::Symlink))
+            .map(|fd| (format!("{fd}"), ino(self.pid, fd), ftype))
             .collect();
         list(cookie, self.dir_ino, &entries, sink)
     }
+}
+
+/// The attributes of `/proc/<pid>/fd` and `/proc/<pid>/fdinfo`: the process's owner's, who
+/// may read and search them.
+fn fd_dir_meta(pid: usize, ino: u64) -> VfsResult<Metadata> {
+    let p = crate::task::ps::info(pid).ok_or(VfsError::NotFound)?;
+    let mut m = meta(ino, FileType::Directory, 0o500, 0, 0);
+    m.uid = p.uid;
+    m.gid = p.gid;
+    Ok(m)
+}
+
+/// The descriptor `name` names in such a directory ("3"; not "03" nor "+3"), if it is open
+/// and [`may_follow`].
+fn fd_named(pid: usize, name: &str) -> VfsResult<i32> {
+    let fd: i32 = name.parse().map_err(|_| VfsError::NotFound)?;
+    if name.starts_with('+') || (name.starts_with('0') && name != "0") {
+        return Err(VfsError::NotFound);
+    }
+    open_file(pid, fd)?;
+    Ok(fd)
 }
 
 impl Node for FdLink {
@@ -181,37 +198,6 @@ impl Node for ExeLink {
     }
     fn readlink(&self) -> VfsResult<String> {
         Ok(exe_loc(self.pid)?.path)
-    }
-}
-
-impl Node for FdInfoDir {
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-    fn getattr(&self) -> VfsResult<Metadata> {
-        let p = crate::task::ps::info(self.pid).ok_or(VfsError::NotFound)?;
-        let mut m = meta(self.dir_ino, FileType::Directory, 0o500, 0, 0);
-        m.uid = p.uid;
-        m.gid = p.gid;
-        Ok(m)
-    }
-    fn lookup(&self, name: &str) -> VfsResult<NodeRef> {
-        let fd: i32 = name.parse().map_err(|_| VfsError::NotFound)?;
-        if name.starts_with('+') || (name.starts_with('0') && name != "0") {
-            return Err(VfsError::NotFound);
-        }
-        open_file(self.pid, fd)?;
-        Ok(Arc::new(FdInfo { pid: self.pid, fd }))
-    }
-    fn readdir(&self, cookie: u64, sink: &mut dyn FnMut(DirEntry<'_>) -> bool) -> VfsResult<()> {
-        may_follow(self.pid)?;
-        let fds = crate::task::ps::with_files(self.pid, |t| t.fds().numbers())
-            .ok_or(VfsError::NotFound)?;
-        let entries: Vec<(String, u64, FileType)> = fds
-            .into_iter()
-            .map(|fd| (format!("{fd}"), info_ino(self.pid, fd), FileType::Regular))
-            .collect();
-        list(cookie, self.dir_ino, &entries, sink)
     }
 }
 

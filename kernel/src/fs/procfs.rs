@@ -36,7 +36,7 @@ use abi::syscall::KernelCounters;
 use vfs::{DirEntry, FileSystem, FileType, Metadata, Node, NodeRef, VfsError, VfsResult};
 
 use super::devfs::{list, meta, read_text};
-use super::proc_fd::{ExeLink, FdDir, FdInfoDir};
+use super::proc_fd::{ExeLink, FdDir};
 use crate::task::ps::PsInfo;
 
 /// Clock ticks per second in `stat` (Linux's USER_HZ, as `times` counts).
@@ -293,12 +293,14 @@ impl Node for PidDir {
             return Ok(Arc::new(FdDir {
                 pid: self.pid,
                 dir_ino: pid_ino(self.pid, FD_DIR_INO),
+                info: false,
             }));
         }
         if name == "fdinfo" {
-            return Ok(Arc::new(FdInfoDir {
+            return Ok(Arc::new(FdDir {
                 pid: self.pid,
                 dir_ino: pid_ino(self.pid, FDINFO_DIR_INO),
+                info: true,
             }));
         }
         if name == "exe" {

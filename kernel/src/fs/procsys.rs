@@ -81,7 +81,7 @@ fn random_uuid() -> String {
 /// This boot's id: a random UUID made at its first read.
 fn boot_id() -> String {
     static ID: spin::Once<String> = spin::Once::new();
-    String::from(ID.call_once(|| random_uuid()).trim_end())
+    String::from(ID.call_once(random_uuid).trim_end())
 }
 
 const KERNEL: [(&str, Entry); 16] = [

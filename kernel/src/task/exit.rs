@@ -13,7 +13,7 @@ use super::sched::{
     block_current, current, current_ref, current_thread, switch_to_scheduler, wake, wake_process,
     SCHED,
 };
-use super::siginfo::{SigInfo, CLD_DUMPED, CLD_EXITED, CLD_KILLED};
+use super::siginfo::{CLD_DUMPED, CLD_EXITED, CLD_KILLED};
 use super::signal;
 use super::wait;
 
@@ -204,19 +204,8 @@ pub(super) fn process_exit(p: Arc<Process>, status: ExitStatus) {
             ExitStatus::Signaled(s) => (CLD_KILLED, s),
             ExitStatus::Dumped(s) => (CLD_DUMPED, s),
         };
-        // si_utime/si_stime in clock ticks (USER_HZ 100).
-        let cpu = p.cpu();
         let uid = p.inner.lock().cred.uid;
-        let ticks = |ns: u64| ns / 10_000_000;
-        let info = SigInfo::child(
-            code,
-            p.pid,
-            uid,
-            value,
-            ticks(cpu.user_ns()),
-            ticks(cpu.sys_ns),
-        );
-        let _ = signal::send_info(&parent, info);
+        let _ = signal::send_info(&parent, signal::child_info(&p, uid, code, value));
     }
 }
 

@@ -112,6 +112,21 @@ fn enqueue(
     Ok(())
 }
 
+/// SIGCHLD's siginfo for child `p` of real user `uid` (`code` a CLD_* code, `status` its
+/// exit code or signal), with its CPU time in clock ticks (USER_HZ 100).
+pub(super) fn child_info(p: &Process, uid: u32, code: i32, status: i32) -> SigInfo {
+    let cpu = p.cpu();
+    let ticks = |ns: u64| ns / 10_000_000;
+    SigInfo::child(
+        code,
+        p.pid,
+        uid,
+        status,
+        ticks(cpu.user_ns()),
+        ticks(cpu.sys_ns),
+    )
+}
+
 /// Threads of stopped processes sleep here (`jobctl`); SIGCONT and SIGKILL wake them.
 pub(super) static STOPPED: super::wait::WaitQueue = super::wait::WaitQueue::new();
 
@@ -162,17 +177,7 @@ pub(super) fn notify_parent(p: &Arc<Process>, code: i32, status: i32) {
         & super::sigstate::SA_NOCLDSTOP
         != 0;
     if !quiet {
-        let cpu = p.cpu();
-        let ticks = |ns: u64| ns / 10_000_000;
-        let info = SigInfo::child(
-            code,
-            p.pid,
-            uid,
-            status,
-            ticks(cpu.user_ns()),
-            ticks(cpu.sys_ns),
-        );
-        let _ = send_info(&parent, info);
+        let _ = send_info(&parent, child_info(p, uid, code, status));
     }
 }
 
