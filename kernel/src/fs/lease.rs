@@ -97,6 +97,9 @@ pub fn set(key: FileKey, holder: Holder, write: bool) -> Result<(), Errno> {
                 if crate::mm::heap::admit(core::mem::size_of::<Lease>()).is_err()
                     || leases.try_reserve(1).is_err()
                 {
+                    if leases.is_empty() {
+                        t.remove(&key);
+                    }
                     return Err(Errno::ENOMEM);
                 }
                 leases.push(Lease {

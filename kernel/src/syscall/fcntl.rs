@@ -62,9 +62,6 @@ fn fcntl_lock(fd: i32, cmd: u32, arg: usize) -> SysResult {
         F_UNLCK => None,
         _ => return Err(Errno::EINVAL),
     };
-    if *f.status_flags.lock() & O_PATH != 0 {
-        return Err(Errno::EBADF);
-    }
     let key = f.lock_key()?;
     let owner = if ofd {
         // Only a lock taken marks the description (its last close then looks for them).
@@ -115,6 +112,12 @@ fn fcntl_lock(fd: i32, cmd: u32, arg: usize) -> SysResult {
 const F_SETFL: u32 = 4;
 
 pub fn sys_fcntl(fd: i32, cmd: u32, arg: usize) -> SysResult {
+    // An O_PATH descriptor only names its file: besides dup and the descriptor and status
+    // flags' reads, every command is EBADF (Linux's `check_fcntl_cmd`).
+    const PATH_CMDS: [u32; 5] = [0, 1030, 1, 2, 3]; // F_DUPFD(_CLOEXEC), F_GETFD/SETFD, F_GETFL
+    if !PATH_CMDS.contains(&cmd) && *file(fd)?.status_flags.lock() & O_PATH != 0 {
+        return Err(Errno::EBADF);
+    }
     if matches!(
         cmd,
         F_GETLK | F_SETLK | F_SETLKW | F_OFD_GETLK | F_OFD_SETLK | F_OFD_SETLKW

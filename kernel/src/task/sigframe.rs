@@ -75,7 +75,7 @@ pub fn deliver(tf: &mut TrapFrame, restart: Option<usize>) {
         if action.handler == SIG_DFL || sig == SIGKILL {
             match default_action(sig) {
                 Default_::Ignore => continue,
-                Default_::Stop if sig != SIGKILL => {
+                Default_::Stop => {
                     drop(ti);
                     drop(inner);
                     super::jobctl::stop(&p, sig);
